@@ -1,0 +1,28 @@
+"""Helpers every command shares: finding the repository and loading settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent_cli.errors import WorkspaceError
+
+
+def find_repo(start: Path | None) -> Path:
+    """The top of the git work tree containing `start` (default: the current directory)."""
+    here = (start or Path.cwd()).expanduser()
+    if not here.exists():
+        raise WorkspaceError(f"{here} does not exist", "pass --repo DIR with an existing directory")
+    here = here.resolve()
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d
+    raise WorkspaceError(f"{here} is not inside a git repository",
+                         "run inside a git repository or pass --repo DIR")
+
+
+def settings_for(repo: Path | None, **flags: Any):
+    """Settings for `repo` with command-line flags on top (heavy import kept out of start-up)."""
+    from agent_cli.settings import load_settings
+
+    return load_settings(repo, flags)

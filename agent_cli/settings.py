@@ -1,0 +1,135 @@
+"""Settings: defaults < ~/.agentrc < <repo>/.agentrc < AGENT_* environment < flags.
+
+Each layer is validated on its own, so an error names the file (or variable) it came
+from. `Settings.sources` records where every value was taken from, for `agent doctor`.
+The API key is read from the environment only (`OPENAI_API_KEY` or `AGENT_API_KEY`):
+a key in a repository's `.agentrc` would be committed and shared, so it is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from agent_cli.errors import ConfigError
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+
+class Settings(BaseSettings):
+    """Every configurable value with its default."""
+
+    model_config = SettingsConfigDict(extra="forbid", validate_default=True)
+
+    model: str = "gpt-4o-mini"
+    base_url: str = OPENAI_DEFAULT_URL
+    api_key: SecretStr | None = None
+    embedding_model: str | None = None
+    max_steps: int = Field(200, ge=1)
+    task_max_steps: int = Field(30, ge=1)
+    budget_usd: float = Field(5.0, ge=0)
+    price_input_per_mtok: float = Field(0.15, ge=0)
+    price_output_per_mtok: float = Field(0.60, ge=0)
+    memory_max_tokens: int = Field(8000, ge=200)
+    reserved_output_tokens: int = Field(4096, ge=0)
+    tool_output_max_tokens: int = Field(3000, ge=100)
+    recall_cooldown_steps: int = Field(2, ge=0)
+    command_timeout_s: float = Field(120.0, gt=0)
+    request_timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0, le=10)
+    retry_backoff_s: float = Field(1.0, ge=0)
+    approval: Literal["ask", "auto"] = "ask"
+    sandbox: Literal["none", "bwrap"] = "none"
+    deny_commands: list[str] = Field(default_factory=list)
+    home: str | None = None
+    sources: dict[str, str] = Field(default_factory=dict, exclude=True)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, *args, **kwargs):
+        """Only explicit values: the layers are merged by `load_settings`, not by pydantic."""
+        return (init_settings,)
+
+    def state_dir(self, repo: Path) -> Path:
+        """Where run state lives: `home` if set, else `<repo>/.agent`."""
+        return Path(self.home).expanduser() if self.home else repo / ".agent"
+
+    def redacted(self) -> dict[str, Any]:
+        """Every value, with the API key masked, for display."""
+        out = self.model_dump(exclude={"sources"})
+        key = self.api_key.get_secret_value() if self.api_key else ""
+        out["api_key"] = f"{key[:3]}…{key[-4:]}" if len(key) > 10 else ("set" if key else None)
+        return out
+
+
+FIELDS = [f for f in Settings.model_fields if f != "sources"]
+ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}", "fix the file or move it aside") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
+
+
+def _check(layer: dict[str, Any], origin: str) -> None:
+    """Validate one layer alone, so the error names where the bad value came from."""
+    try:
+        Settings(**layer)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "?"
+        if err["type"] == "extra_forbidden":
+            raise ConfigError(f"{origin}: unknown key '{key}'",
+                              "see .agentrc.example for the keys") from None
+        got = err.get("input")
+        raise ConfigError(f"{origin}: key '{key}': {err['msg'].lower()} (got {got!r})") from None
+
+
+def _env_layer(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    layers = []
+    for var, field in ENV_ALIASES.items():
+        if env.get(var):
+            layers.append((f"env {var}", {field: env[var]}))
+    for field in FIELDS:
+        var = f"AGENT_{field.upper()}"
+        if var in env:
+            raw: Any = env[var]
+            if field == "deny_commands":
+                raw = [c.strip() for c in raw.split(",") if c.strip()]
+            layers.append((f"env {var}", {field: raw}))
+    return layers
+
+
+def load_settings(repo: Path | None = None, flags: dict[str, Any] | None = None,
+                  env: dict[str, str] | None = None, user_rc: Path | None = None) -> Settings:
+    """Merge every layer in order of precedence and validate the result."""
+    env = dict(os.environ) if env is None else env
+    if user_rc is None:
+        user_rc = Path(env.get("AGENT_RC") or Path.home() / ".agentrc")
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if user_rc.is_file():
+        layers.append((str(user_rc), _read_toml(user_rc)))
+    if repo is not None and (repo / ".agentrc").is_file():
+        rc = repo / ".agentrc"
+        data = _read_toml(rc)
+        if "api_key" in data:
+            raise ConfigError(f"{rc}: key 'api_key' is not allowed in a repository's .agentrc",
+                              "a key there gets committed and shared; set OPENAI_API_KEY instead")
+        layers.append((str(rc), data))
+    layers += _env_layer(env)
+    layers.append(("flag", {k: v for k, v in (flags or {}).items() if v is not None}))
+    merged: dict[str, Any] = {}
+    sources = {f: "default" for f in FIELDS}
+    for origin, layer in layers:
+        _check(layer, origin)
+        merged.update(layer)
+        sources.update({k: origin for k in layer})
+    return Settings(**merged, sources=sources)
