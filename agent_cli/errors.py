@@ -42,6 +42,10 @@ class ModelError(AgentError):
     """The model endpoint failed: unreachable, refused the key, unknown model, bad reply."""
 
 
+class MalformedReply(ModelError):
+    """The endpoint answered, but not with a chat completion we can read."""
+
+
 class StorageError(AgentError):
     """A state file (SQLite, Chroma, state.json) could not be read or written."""
 

@@ -1,0 +1,89 @@
+"""`agent doctor`: the resolved settings with their sources, then a check of each dependency."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Callable
+
+from agent_cli.errors import AgentError
+
+
+def _check_endpoint(settings) -> str:
+    from agent_cli.llm.openai_model import OpenAIChat
+
+    client = OpenAIChat(model=settings.model, base_url=settings.base_url,
+                        api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+                        timeout_s=min(settings.request_timeout_s, 15.0), max_retries=1,
+                        backoff_s=0.2)
+    models = client.list_models()
+    if models and settings.model not in models:
+        shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
+        raise AgentError(f"model {settings.model!r} is not served by {settings.base_url}",
+                         f"set --model to one of: {shown}")
+    return f"{settings.base_url} answers; {len(models)} model(s), {settings.model!r} among them"
+
+
+def _check_tokenizer(settings) -> str:
+    from agent_cli import tokens
+
+    ids = tokens.encode("hello world", settings.model)
+    name = tokens.encoding_name_for_model(settings.model)
+    return f"{name} loaded offline ('hello world' -> {ids})"
+
+
+def _check_state_dir(settings, repo: Path | None) -> str:
+    if repo is None and not settings.home:
+        raise AgentError("no repository, so no state directory", "pass --repo DIR or set home")
+    state = settings.state_dir(repo or Path.cwd())
+    probe = state if state.exists() else next(p for p in state.parents if p.exists())
+    if not os.access(probe, os.W_OK):
+        raise AgentError(f"{probe} is not writable", "fix its permissions or set home")
+    return f"{state} ({'exists' if state.exists() else 'will be created on the first run'})"
+
+
+def _check_git(repo: Path | None) -> str:
+    git = shutil.which("git")
+    if not git:
+        raise AgentError("git is not installed", "install git (apt-get install git)")
+    version = subprocess.run([git, "--version"], capture_output=True, text=True).stdout.strip()
+    if repo is None:
+        raise AgentError(f"{version}, but {Path.cwd()} is not inside a git repository",
+                         "run inside a git repository or pass --repo DIR")
+    return f"{version}; repository {repo}"
+
+
+def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
+    """Print settings and checks; 0 when every check passes, else 1."""
+    from rich.console import Console
+
+    from agent_cli.cli_common import find_repo, settings_for
+
+    out = Console(highlight=False, soft_wrap=True)
+    try:
+        repo: Path | None = find_repo(repo_opt)
+    except AgentError:
+        if repo_opt is not None:
+            raise
+        repo = None
+    settings = settings_for(repo, **flags)
+    out.print("[bold]settings[/bold]")
+    for key, value in settings.redacted().items():
+        out.print(f"  {key:<24} {value!s:<40} [dim]({settings.sources.get(key, 'default')})[/dim]")
+    checks: list[tuple[str, Callable[[], str]]] = [
+        ("endpoint", lambda: _check_endpoint(settings)),
+        ("tokenizer", lambda: _check_tokenizer(settings)),
+        ("state", lambda: _check_state_dir(settings, repo)),
+        ("git", lambda: _check_git(repo)),
+    ]
+    failed = 0
+    out.print("[bold]checks[/bold]")
+    for name, check in checks:
+        try:
+            out.print(f"  [green]ok[/green]   {name:<10} {check()}")
+        except AgentError as e:
+            failed += 1
+            out.print(f"  [red]FAIL[/red] {name:<10} {e.one_line()}")
+    return 1 if failed else 0

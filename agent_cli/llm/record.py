@@ -1,0 +1,85 @@
+"""Record every model exchange to JSONL, and replay a recording with no network.
+
+A line is `{"request": {"messages", "tools", "tool_choice"}, "reply": ChatReply}`.
+Nothing that authenticates is part of a request here, and the text is passed through
+`redact` with the configured secrets anyway, so a recording can be shared.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent_cli.errors import ConfigError, ModelError
+from agent_cli.llm.base import ChatModel, Message, cost
+from agent_cli.models import ChatReply, Usage
+from agent_cli.redact import redact
+
+
+class RecordingModel:
+    """Wraps a ChatModel and appends each exchange to a JSONL file."""
+
+    def __init__(self, inner: ChatModel, path: Path, secrets: tuple[str, ...] = ()) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.path = Path(path)
+        self.secrets = secrets
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def usage(self) -> Usage:
+        return self.inner.usage
+
+    def chat(self, messages: list[Message], tools: list[dict] | None = None,
+             tool_choice: str | dict | None = None) -> ChatReply:
+        reply = self.inner.chat(messages, tools, tool_choice)
+        line = json.dumps({"request": {"messages": messages, "tools": tools,
+                                       "tool_choice": tool_choice},
+                           "reply": reply.model_dump()}, ensure_ascii=False)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(redact(line, self.secrets) + "\n")
+        return reply
+
+
+class ReplayModel:
+    """Serves the replies of a recording in order, without any network."""
+
+    def __init__(self, path: Path, *, price_in: float = 0.0, price_out: float = 0.0,
+                 name: str = "replay") -> None:
+        self.path = Path(path)
+        self.name = name
+        self.usage = Usage()
+        self._prices = (price_in, price_out)
+        self.replies = _load(self.path)
+        self.served = 0
+
+    def chat(self, messages: list[Message], tools: list[dict] | None = None,
+             tool_choice: str | dict | None = None) -> ChatReply:
+        if self.served >= len(self.replies):
+            raise ModelError(f"the recording {self.path} has no reply left "
+                             f"({len(self.replies)} served)",
+                             "the run asked for more than was recorded; record again")
+        reply = self.replies[self.served].model_copy(deep=True)
+        self.served += 1
+        reply.usage.calls = 1
+        reply.usage.cost_usd = cost(reply.usage.prompt_tokens, reply.usage.completion_tokens,
+                                    *self._prices)
+        self.usage.add(reply.usage)
+        return reply
+
+
+def _load(path: Path) -> list[ChatReply]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ConfigError(f"cannot read the recording {path}: {e.strerror}") from None
+    replies = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            replies.append(ChatReply.model_validate(json.loads(line)["reply"]))
+        except (ValueError, KeyError, TypeError):
+            raise ConfigError(f"{path}:{n}: not a recorded exchange",
+                              "a recording is JSONL written by --record") from None
+    return replies

@@ -1,0 +1,92 @@
+"""Shared fixtures: a loopback OpenAI-compatible server, tmp git repos, the real `agent` CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_cli.llm.fake_server import FakeOpenAIServer
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+SECRET_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo` and return its stdout."""
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def make_repo(path: Path, source: Path | None = None) -> Path:
+    """A git repository at `path` with one commit, copied from `source` if given."""
+    if source is not None:
+        shutil.copytree(source, path, dirs_exist_ok=True)
+    else:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "README.md").write_text("# scratch\n")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "test@example.com")
+    git(path, "config", "user.name", "Test")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@pytest.fixture
+def demo_repo(tmp_path: Path) -> Path:
+    """The demo project (a failing test) as a fresh git repository."""
+    return make_repo(tmp_path / "demo", FIXTURES / "demo_repo")
+
+
+@pytest.fixture
+def scratch_repo(tmp_path: Path) -> Path:
+    """An almost empty git repository with one commit."""
+    return make_repo(tmp_path / "scratch")
+
+
+@pytest.fixture
+def fake_server():
+    """Factory for started loopback servers, stopped at the end of the test."""
+    servers: list[FakeOpenAIServer] = []
+
+    def start(script=None, **kwargs) -> FakeOpenAIServer:
+        srv = FakeOpenAIServer(script, **kwargs).start()
+        servers.append(srv)
+        return srv
+
+    yield start
+    for srv in servers:
+        srv.stop()
+
+
+@pytest.fixture
+def agent_env(tmp_path: Path) -> dict[str, str]:
+    """An environment for the CLI with no user config and no real keys."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in SECRET_ENV and not k.startswith("AGENT_")}
+    env["AGENT_RC"] = str(tmp_path / "no-user-agentrc")
+    env["HOME"] = str(tmp_path / "home")
+    env["NO_COLOR"] = "1"
+    env["AGENT_RETRY_BACKOFF_S"] = "0.01"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.fixture
+def run_agent(agent_env):
+    """Run `python -m agent_cli ARGS` as a real process; returns the CompletedProcess."""
+
+    def run(*args: str, cwd: Path | None = None, env: dict | None = None,
+            timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
+        full_env = {**agent_env, **(env or {})}
+        return subprocess.run([sys.executable, "-m", "agent_cli", *args], cwd=cwd,
+                              env=full_env, capture_output=True, text=True, timeout=timeout,
+                              input=input if input is not None else "")
+
+    return run

@@ -1,0 +1,71 @@
+"""`agent --help`, `--version` and `agent doctor` as real processes."""
+
+import subprocess
+import sys
+
+from agent_cli import __version__
+
+
+def test_help_lists_commands_and_imports_nothing_heavy():
+    code = ("import sys; from agent_cli import cli; "
+            "heavy = {'openai', 'chromadb', 'git', 'tiktoken', 'pydantic_settings', 'numpy'}; "
+            "print(sorted(heavy & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_version_and_help(run_agent):
+    assert run_agent("--version").stdout.strip() == f"agent {__version__}"
+    helped = run_agent("--help")
+    assert helped.returncode == 0 and "doctor" in helped.stdout
+
+
+def test_doctor_passes_against_the_loopback_server(run_agent, fake_server, scratch_repo):
+    srv = fake_server([], models=("gpt-4o-mini",))
+    env = {"OPENAI_API_KEY": "sk-doctor-test-key-1234567890"}
+    proc = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "sk-doctor-test-key-1234567890" not in proc.stdout
+    assert "base_url" in proc.stdout and "(flag)" in proc.stdout
+    assert "env OPENAI_API_KEY" in proc.stdout
+    assert "[24912, 2375]" in proc.stdout
+    assert any(r["path"].endswith("/models") for r in srv.requests)
+
+
+def _fail_lines(proc):
+    return [line for line in proc.stdout.splitlines() if "FAIL" in line]
+
+
+def test_doctor_unreachable_endpoint(run_agent, scratch_repo):
+    proc = run_agent("doctor", "--base-url", "http://127.0.0.1:9/v1", cwd=scratch_repo)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    fails = _fail_lines(proc)
+    assert len(fails) == 1 and "cannot reach the model endpoint" in fails[0]
+
+
+def test_doctor_without_api_key(run_agent, scratch_repo):
+    proc = run_agent("doctor", cwd=scratch_repo)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    fails = _fail_lines(proc)
+    assert len(fails) == 1 and "no API key" in fails[0] and "OPENAI_API_KEY" in fails[0]
+
+
+def test_doctor_with_broken_agentrc(run_agent, scratch_repo):
+    (scratch_repo / ".agentrc").write_text("max_steps = 'lots'\n")
+    proc = run_agent("doctor", cwd=scratch_repo)
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and ".agentrc" in lines[0] and "max_steps" in lines[0]
+
+
+def test_doctor_reports_a_model_the_endpoint_does_not_serve(run_agent, fake_server, scratch_repo):
+    srv = fake_server([], models=("llama3",))
+    proc = run_agent("doctor", "--base-url", srv.url, "--model", "gpt-x", cwd=scratch_repo)
+    assert proc.returncode == 1 and "llama3" in _fail_lines(proc)[0]
+
+
+def test_doctor_outside_a_repository(run_agent, fake_server, tmp_path):
+    srv = fake_server([])
+    proc = run_agent("doctor", "--base-url", srv.url, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert any("not inside a git repository" in line for line in _fail_lines(proc))

@@ -1,0 +1,79 @@
+from pathlib import Path
+
+import pytest
+
+from agent_cli.errors import ConfigError
+from agent_cli.settings import load_settings
+
+
+def load(repo: Path, env=None, flags=None, user_rc=None):
+    return load_settings(repo, flags, env or {}, user_rc or repo / "missing-user-rc")
+
+
+def test_defaults_and_sources(tmp_path):
+    s = load(tmp_path)
+    assert s.model == "gpt-4o-mini" and s.approval == "ask" and s.api_key is None
+    assert s.sources["model"] == "default"
+    assert s.state_dir(tmp_path) == tmp_path / ".agent"
+
+
+def test_layers_in_order_of_precedence(tmp_path):
+    user = tmp_path / "user.toml"
+    user.write_text('model = "from-user"\nmax_steps = 7\ntask_max_steps = 3\nbudget_usd = 1.5\n')
+    (tmp_path / ".agentrc").write_text('model = "from-repo"\nmax_steps = 8\ntask_max_steps = 4\n')
+    env = {"AGENT_MAX_STEPS": "9", "AGENT_TASK_MAX_STEPS": "5"}
+    s = load(tmp_path, env=env, flags={"task_max_steps": 6, "model": None}, user_rc=user)
+    assert (s.budget_usd, s.model, s.max_steps, s.task_max_steps) == (1.5, "from-repo", 9, 6)
+    assert s.sources["budget_usd"] == str(user)
+    assert s.sources["model"] == str(tmp_path / ".agentrc")
+    assert s.sources["max_steps"] == "env AGENT_MAX_STEPS"
+    assert s.sources["task_max_steps"] == "flag"
+
+
+def test_standard_openai_variables_are_honoured(tmp_path):
+    s = load(tmp_path, env={"OPENAI_API_KEY": "sk-abc", "OPENAI_BASE_URL": "http://x/v1"})
+    assert s.api_key.get_secret_value() == "sk-abc" and s.base_url == "http://x/v1"
+    assert s.sources["api_key"] == "env OPENAI_API_KEY"
+    assert "sk-abc" not in str(s.redacted())
+
+
+def test_api_key_in_repo_agentrc_is_refused(tmp_path):
+    (tmp_path / ".agentrc").write_text('api_key = "sk-secret"\n')
+    with pytest.raises(ConfigError, match="not allowed in a repository's .agentrc"):
+        load(tmp_path)
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("model = = 1", "not valid TOML"),
+    ("colour = 1", "unknown key 'colour'"),
+    ("max_steps = 'many'", "key 'max_steps'"),
+    ("approval = 'sometimes'", "key 'approval'"),
+])
+def test_bad_repo_agentrc_names_file_and_key(tmp_path, text, expect):
+    (tmp_path / ".agentrc").write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path)
+    line = e.value.one_line()
+    assert str(tmp_path / ".agentrc") in line and expect in line and "\n" not in line
+
+
+def test_bad_environment_value_names_the_variable(tmp_path):
+    with pytest.raises(ConfigError, match="env AGENT_COMMAND_TIMEOUT_S"):
+        load(tmp_path, env={"AGENT_COMMAND_TIMEOUT_S": "soon"})
+
+
+def test_example_file_documents_every_key_with_its_default(tmp_path):
+    import tomllib
+
+    from agent_cli.settings import FIELDS, Settings
+
+    example = Path(__file__).resolve().parent.parent / ".agentrc.example"
+    text = example.read_text()
+    defaults = Settings()
+    for key in FIELDS:
+        assert f"{key} =" in text, key
+    uncommented = "\n".join(line[2:] for line in text.splitlines()
+                            if line.startswith("# ") and " = " in line and "api_key" not in line)
+    values = tomllib.loads(uncommented)
+    for key, value in values.items():
+        assert getattr(defaults, key) == value, key

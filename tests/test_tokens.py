@@ -1,0 +1,45 @@
+import subprocess
+import sys
+
+from agent_cli import tokens
+
+
+def test_published_ids_for_both_shipped_encodings():
+    assert tokens.get_encoding("o200k_base").encode("hello world") == [24912, 2375]
+    assert tokens.get_encoding("cl100k_base").encode("hello world") == [15339, 1917]
+
+
+def test_model_names_map_through_tiktokens_table():
+    assert tokens.encoding_name_for_model("gpt-4") == "cl100k_base"
+    assert tokens.encoding_name_for_model("gpt-4o-mini") == "o200k_base"
+    assert tokens.encoding_name_for_model("llama3.1:8b") == "o200k_base"
+    assert tokens.encode("hello world", "gpt-4") == [15339, 1917]
+
+
+def test_counting_and_truncation():
+    assert tokens.count("hello world") == 2
+    assert tokens.count("<|endoftext|>") > 1  # special tokens count as plain text
+    cut = tokens.truncate("one two three four five", 2)
+    assert tokens.count(cut) == 2 and "one" in cut
+
+
+def test_works_with_no_network_and_an_empty_cache(tmp_path):
+    code = ("from agent_cli import tokens;"
+            "print(tokens.encode('hello world'), tokens.encode('hello world', 'gpt-4'))")
+    env = {"TIKTOKEN_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(["unshare", "-n", sys.executable, "-c", code], env=env,
+                          capture_output=True, text=True)
+    if proc.returncode != 0 and "unshare" in proc.stderr:
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.stdout.strip() == "[24912, 2375] [15339, 1917]", proc.stderr
+
+
+def test_a_corrupted_cache_file_is_replaced(tmp_path, monkeypatch):
+    import hashlib
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    key = hashlib.sha1(tokens._URLS["cl100k_base"].encode()).hexdigest()
+    (tmp_path / key).write_bytes(b"garbage")
+    tokens._seed_cache("cl100k_base")
+    data = (tmp_path / key).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == tokens._SHA256["cl100k_base"]
