@@ -1,0 +1,117 @@
+"""What a run emits, in order; the console renders them and `--json` prints one per line.
+
+Every event is a pydantic model with a literal `event` name, so `model_dump()` is the
+JSON line. The loop never prints: it calls `emit(event)` and the console decides.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Literal, Union
+
+from pydantic import BaseModel, Field
+
+
+class RunStarted(BaseModel):
+    event: Literal["run_started"] = "run_started"
+    run_id: str
+    goal: str
+    repo: str
+    branch: str
+    resumed: bool = False
+
+
+class PlanMade(BaseModel):
+    event: Literal["plan"] = "plan"
+    goal: str
+    tasks: list[dict]  # Task.model_dump(): goal, acceptance, acceptance_cmd, status, attempts
+    success_criteria: str = ""
+    accept_cmds: list[str] = Field(default_factory=list)
+
+
+class TaskStarted(BaseModel):
+    event: Literal["task_started"] = "task_started"
+    index: int  # 0-based position in the plan
+    goal: str
+    attempt: int  # 1 or 2
+
+
+class ToolCalled(BaseModel):
+    event: Literal["tool_call"] = "tool_call"
+    index: int
+    step: int  # tool calls so far in the run, this one included
+    name: str
+    arguments: str  # raw JSON text as the model sent it, secrets redacted
+
+
+class ToolRan(BaseModel):
+    event: Literal["tool_result"] = "tool_result"
+    index: int
+    step: int
+    name: str
+    ok: bool
+    summary: str  # one line: what happened
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class Verified(BaseModel):
+    event: Literal["verify"] = "verify"
+    index: int  # -1 for the run's final gate
+    attempt: int
+    passed: bool
+    judge: str  # "command", "model" or "none"
+    command: str | None = None
+    exit_code: int | None = None
+    reason: str = ""
+
+
+class TaskDone(BaseModel):
+    event: Literal["task_done"] = "task_done"
+    index: int
+    status: str  # verified or rejected
+    attempts: int
+    commit: str | None = None
+    summary: str = ""  # the model's own words, labelled as such when shown
+
+
+class Escalated(BaseModel):
+    event: Literal["escalated"] = "escalated"
+    index: int
+    goal: str
+    summary: str  # the last attempt's summary, in the model's words
+    reason: str  # why it did not pass: the verifier's reason with the output tail
+    next_steps: str
+
+
+class BudgetExhausted(BaseModel):
+    event: Literal["budget_exhausted"] = "budget_exhausted"
+    budget: str  # "max_steps" or "budget_usd"
+    used: str
+    limit: str
+
+
+class RunDone(BaseModel):
+    event: Literal["run_done"] = "run_done"
+    run_id: str
+    status: str  # verified, escalated, budget_exhausted, interrupted, failed, planned
+    exit_code: int
+    tasks: list[dict]  # goal, status, attempts, acceptance_cmd, exit_code
+    steps: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    branch: str = ""
+    message: str = ""
+
+
+class Notice(BaseModel):
+    """A line of information: a retry, a resumed run, a saved state."""
+
+    event: Literal["notice"] = "notice"
+    text: str
+
+
+Event = Union[RunStarted, PlanMade, TaskStarted, ToolCalled, ToolRan, Verified, TaskDone,
+              Escalated, BudgetExhausted, RunDone, Notice]
+Emit = Callable[[Event], None]
