@@ -1,0 +1,80 @@
+"""Embedders for long-term memory: WordLlama offline by default, or the configured endpoint.
+
+Chroma's own default embedding function downloads an ONNX model on first use, so the
+store always receives vectors from one of these instead. Heavy imports happen on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Protocol
+
+from agent_cli.errors import ConfigError
+
+WORDLLAMA_CONFIG = "l2_supercat"
+WORDLLAMA_DIM = 256
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors of a fixed length; `name` identifies the vector space."""
+
+    name: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+@functools.lru_cache(maxsize=1)
+def _load_wordllama() -> Any:
+    """The WordLlama model from the files inside its wheel, never from the network."""
+    from pathlib import Path
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    import wordllama
+
+    # wordllama.inference calls logging.basicConfig(level=INFO) on import; undo that.
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    try:
+        return wordllama.WordLlama.load(config=WORDLLAMA_CONFIG, dim=WORDLLAMA_DIM,
+                                        cache_dir=Path(wordllama.__file__).parent,
+                                        disable_download=True)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"the offline embedder could not load: {e}",
+                          "reinstall wordllama==0.4.0.post1") from None
+
+
+class WordLlamaEmbedder:
+    """WordLlama l2_supercat, 256 dimensions, unit-length vectors; the model loads on first use."""
+
+    name = f"wordllama:{WORDLLAMA_CONFIG}-{WORDLLAMA_DIM}"
+    dim = WORDLLAMA_DIM
+
+    def embed_array(self, texts: list[str]) -> Any:
+        """The vectors as one float32 numpy array (rows of zeros for texts without words)."""
+        import numpy as np
+
+        model = _load_wordllama()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            vectors = model.embed(list(texts), norm=True)
+        return np.nan_to_num(vectors, copy=False)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        return self.embed_array(texts).tolist()
+
+
+def make_embedder(settings: Any) -> Embedder:
+    """The endpoint embedder when `embedding_model` is set, else the offline WordLlama one."""
+    if not getattr(settings, "embedding_model", None):
+        return WordLlamaEmbedder()
+    from agent_cli.llm.openai_model import OpenAIEmbedder
+
+    key = settings.api_key.get_secret_value() if settings.api_key else None
+    return OpenAIEmbedder(base_url=settings.base_url, api_key=key, model=settings.embedding_model)
