@@ -1,0 +1,337 @@
+"""Run commands in the work tree: a timeout that kills the whole process group, capped output."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from agent_cli.errors import ToolError, WorkspaceError
+
+SANDBOXES = ("none", "bwrap")
+TERM_GRACE_S = 2.0
+# After the command exits, output from processes it left in the background is still read this long.
+LINGER_S = 0.5
+_READ_CHUNK = 65536
+_POLL_S = 0.05
+
+
+@dataclass
+class CommandResult:
+    """What a command did: exit code (None when killed at the timeout) and its capped output."""
+
+    cmd: str | list[str]
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        """Whether the command finished in time with exit code 0."""
+        return self.exit_code == 0 and not self.timed_out
+
+    def summary(self) -> str:
+        """One line: how the command ended and how long it took."""
+        if self.timed_out:
+            return f"timed out after {self.duration_s:.1f}s; the command and its children were killed"
+        return f"exit code {self.exit_code} after {self.duration_s:.1f}s"
+
+
+def run_command(
+    cmd: str | list[str],
+    cwd: Path,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    max_output_chars: int = 20000,
+    sandbox: str = "none",
+    writable: list[Path] | None = None,
+) -> CommandResult:
+    """Run `cmd` (a str through `bash -c`, a list without a shell) in `cwd` with a hard timeout.
+
+    stdout and stderr are interleaved; stdin is /dev/null. `env` None means this process's
+    environment with secrets removed. Processes the command leaves behind are stopped too.
+    With sandbox="bwrap" only `writable` (default: cwd) can be written and there is no network.
+    """
+    check_sandbox(sandbox)
+    cwd = Path(cwd)
+    if not cwd.is_dir():
+        raise ToolError(f"working directory {cwd} does not exist")
+    argv = _argv(cmd)
+    if sandbox == "bwrap":
+        argv = bwrap_argv(argv, cwd, writable or [cwd])
+    env = scrub_env(dict(os.environ)) if env is None else env
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        reason = "command not found" if code == 127 else f"cannot run it ({exc.strerror})"
+        return CommandResult(cmd, code, f"{argv[0]}: {reason}", False, time.monotonic() - start)
+    capture = _Capture(max_output_chars)
+    try:
+        timed_out = _supervise(proc, capture, start + timeout_s)
+    except BaseException:
+        _stop_group(proc, grace_s=0.0)  # Ctrl-C does not reach a child in its own session
+        raise
+    finally:
+        proc.stdout.close()
+    exit_code = None if timed_out else proc.returncode
+    return CommandResult(cmd, exit_code, capture.text(), timed_out, time.monotonic() - start)
+
+
+def _argv(cmd: str | list[str]) -> list[str]:
+    if isinstance(cmd, str):
+        if not cmd.strip():
+            raise ToolError("the command is empty")
+        return ["bash", "-c", cmd]
+    argv = [str(part) for part in cmd]
+    if not argv:
+        raise ToolError("the command is empty")
+    return argv
+
+
+def _supervise(proc: subprocess.Popen, capture: _Capture, deadline: float) -> bool:
+    """Collect output until the command ends or the deadline; stop its group; True on timeout."""
+    fd = proc.stdout.fileno()
+    eof = _pump(fd, capture, deadline, proc)
+    if not eof and proc.poll() is not None:
+        eof = _pump(fd, capture, time.monotonic() + LINGER_S)
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    timed_out = proc.poll() is None
+    _stop_group(proc, grace_s=TERM_GRACE_S if timed_out else 0.0)
+    if not eof:
+        _pump(fd, capture, time.monotonic() + 1.0)  # what the dying group still wrote
+    capture.finish()
+    return timed_out
+
+
+def _pump(fd: int, capture: _Capture, until: float, proc: subprocess.Popen | None = None) -> bool:
+    """Read into `capture` until end of file (True), time `until`, or `proc` exiting (False)."""
+    while True:
+        left = until - time.monotonic()
+        if left <= 0 or (proc is not None and proc.poll() is not None):
+            return False
+        ready, _, _ = select.select([fd], [], [], min(left, _POLL_S))
+        if ready:
+            chunk = os.read(fd, _READ_CHUNK)
+            if not chunk:
+                return True
+            capture.feed(chunk)
+
+
+def _stop_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM the command's process group, then SIGKILL whatever is left after `grace_s`."""
+    if grace_s > 0:
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass  # stuck in the kernel; nothing more a signal can do
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Capture:
+    """Decoded output keeping the first and last halves of `max_chars`, counting what is cut."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.head_max = max_chars // 2
+        self.tail_max = max_chars - self.head_max
+        self.head: list[str] = []
+        self.head_len = 0
+        self.tail: deque[str] = deque()
+        self.tail_len = 0
+        self.total = 0
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, chunk: bytes) -> None:
+        self._add(self.decoder.decode(chunk))
+
+    def finish(self) -> None:
+        self._add(self.decoder.decode(b"", final=True))
+
+    def _add(self, text: str) -> None:
+        self.total += len(text)
+        if self.head_len < self.head_max:
+            take = text[: self.head_max - self.head_len]
+            self.head.append(take)
+            self.head_len += len(take)
+            text = text[len(take):]
+        if text:
+            self.tail.append(text)
+            self.tail_len += len(text)
+            while self.tail and self.tail_len - len(self.tail[0]) >= self.tail_max:
+                self.tail_len -= len(self.tail.popleft())
+
+    def text(self) -> str:
+        head = "".join(self.head)
+        tail = "".join(self.tail)[-self.tail_max:] if self.tail_max else ""
+        cut = self.total - len(head) - len(tail)
+        if cut <= 0:
+            return head + tail
+        return f"{head}\n[... {cut} characters cut ...]\n{tail}"
+
+
+def output_tail(text: str, max_chars: int = 2000) -> str:
+    """The last `max_chars` characters of `text`, with a marker saying how much was cut."""
+    if len(text) <= max_chars:
+        return text
+    return f"[... {len(text) - max_chars} characters cut ...]\n" + text[len(text) - max_chars:]
+
+
+_ALWAYS_SECRET = {"OPENAI_API_KEY", "AGENT_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"}
+_SECRET_NAME = re.compile(r"(^|_)API_?KEY$|(^|_)TOKEN$|SECRET|PASSWORD|PASSWD|PRIVATE_KEY", re.IGNORECASE)
+
+
+def scrub_env(env: dict[str, str], secrets: list[str] | tuple[str, ...] = ()) -> dict[str, str]:
+    """A copy of `env` without API keys, tokens, secrets, and variables holding a listed secret."""
+    known = [s for s in secrets if s]
+    return {name: value for name, value in env.items() if not _is_secret(name, value, known)}
+
+
+def _is_secret(name: str, value: str, secrets: list[str]) -> bool:
+    if name.upper() in _ALWAYS_SECRET or _SECRET_NAME.search(name):
+        return True
+    return any(value == s or (len(s) >= 8 and s in value) for s in secrets)
+
+
+def check_sandbox(kind: str) -> None:
+    """Raise WorkspaceError when `kind` is unknown or asks for a sandbox this machine cannot give."""
+    if kind == "none":
+        return
+    if kind not in SANDBOXES:
+        raise WorkspaceError(f"unknown sandbox {kind!r}", "set sandbox = none or sandbox = bwrap")
+    binary = shutil.which("bwrap")
+    if binary is None:
+        raise WorkspaceError("sandbox = bwrap was asked for but bubblewrap is not installed",
+                             "apt-get install bubblewrap, or set sandbox = none")
+    if not _bwrap_works(binary):
+        raise WorkspaceError("sandbox = bwrap was asked for but bubblewrap cannot create a sandbox here "
+                             "(user namespaces may be disabled)",
+                             "allow unprivileged user namespaces, or set sandbox = none")
+
+
+@lru_cache(maxsize=4)
+def _bwrap_works(binary: str) -> bool:
+    probe = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--unshare-net", "--unshare-pid", "true"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def bwrap_argv(argv: list[str], cwd: Path, writable: list[Path]) -> list[str]:
+    """`argv` wrapped in bubblewrap: everything read-only but `writable`, a private /tmp, no network."""
+    # /tmp is mounted before the writable binds so that a repository under /tmp stays visible.
+    wrapped = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in writable:
+        wrapped += ["--bind", str(path), str(path)]
+    wrapped += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
+    return wrapped + argv
+
+
+_OPERATORS = {";", "&&", "||", "|", "|&", "&", "\n", "(", ")", "{", "}"}
+_RUNNERS = [("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"),
+            ("bundle", "exec"), ("npx",), ("pnpx",), ("bunx",), ("env",), ("time",), ("nice",),
+            ("timeout",), ("command",), ("exec",)]
+_TEST_PROGRAMS = {"pytest", "py.test", "tox", "nox", "nosetests", "nose2", "jest", "vitest", "mocha",
+                  "rspec", "phpunit", "ctest", "trial", "ava", "karma", "prove"}
+_TEST_MODULES = {"pytest", "unittest", "tox", "nox", "nose", "nose2"}
+_SCRIPT_RUNNERS = {"npm", "yarn", "pnpm", "bun"}  # `npm run test` is `npm test`
+_TEST_SUBCOMMANDS = {
+    "npm": {"test", "t"}, "yarn": {"test"}, "pnpm": {"test"}, "bun": {"test"}, "deno": {"test"},
+    "go": {"test"}, "cargo": {"test", "nextest"}, "make": {"test", "tests", "check"},
+    "gmake": {"test", "tests", "check"}, "mvn": {"test", "verify"}, "gradle": {"test", "check"},
+    "gradlew": {"test", "check"}, "dotnet": {"test"}, "mix": {"test"}, "swift": {"test"},
+    "stack": {"test"}, "cabal": {"test"}, "rake": {"test", "spec"},
+}
+
+
+def shell_words(cmd: str) -> list[str]:
+    """Words and operator tokens of a shell command (quotes removed); ValueError if unbalanced."""
+    lexer = shlex.shlex(cmd, posix=True, punctuation_chars=";&|()<>\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    return list(lexer)
+
+
+def split_simple_commands(words: list[str]) -> list[list[str]]:
+    """`words` cut at control operators (; && || | & newline, brackets) into simple commands."""
+    commands: list[list[str]] = [[]]
+    for word in words:
+        if word in _OPERATORS:
+            commands.append([])
+        else:
+            commands[-1].append(word)
+    return [c for c in commands if c]
+
+
+def is_test_command(cmd: str | list[str]) -> bool:
+    """Whether `cmd` runs a test suite (pytest, python -m unittest, npm test, go test, make test...)."""
+    try:
+        words = shell_words(cmd) if isinstance(cmd, str) else list(cmd)
+    except ValueError:
+        words = cmd.split() if isinstance(cmd, str) else list(cmd)
+    return any(_runs_tests(_unwrap_runner(argv)) for argv in split_simple_commands(words))
+
+
+def _unwrap_runner(argv: list[str]) -> list[str]:
+    """`argv` without leading VAR=value words and runners such as `uv run` or `env`."""
+    while argv:
+        if "=" in argv[0]:
+            argv = argv[1:]
+            continue
+        runner = next((r for r in _RUNNERS if tuple(argv[: len(r)]) == r), None)
+        if runner is None:
+            return argv
+        argv = argv[len(runner):]
+        while argv and (argv[0].startswith("-") or argv[0].replace(".", "").isdigit()):
+            argv = argv[1:]  # the runner's options, e.g. `nice -n 10`, `timeout 60`
+    return argv
+
+
+def _runs_tests(argv: list[str]) -> bool:
+    if not argv:
+        return False
+    program = os.path.basename(argv[0])
+    if program in _TEST_PROGRAMS:
+        return True
+    if re.fullmatch(r"python[\d.]*|py", program):
+        if "-m" in argv[1:-1] and argv[argv.index("-m") + 1] in _TEST_MODULES:
+            return True
+        return len(argv) > 2 and argv[1].endswith("manage.py") and argv[2] == "test"
+    rest = [w for w in argv[1:] if not w.startswith("-")]
+    if program in _SCRIPT_RUNNERS and rest[:1] == ["run"]:
+        rest = rest[1:]
+    if not rest:
+        return False
+    return rest[0] in _TEST_SUBCOMMANDS.get(program, ()) or (
+        program in _SCRIPT_RUNNERS and rest[0].startswith("test:"))
