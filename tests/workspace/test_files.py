@@ -1,0 +1,291 @@
+"""File tools on real directories, symlinks and a real git repository."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agent_cli.errors import ToolError
+from agent_cli.workspace.files import Files
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "a.txt").write_text("alpha\nbeta\ngamma\n")
+    (root / "sub").mkdir()
+    (root / "sub" / "b.py").write_text("def b():\n    return 'beta'\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret\n")
+    return root
+
+
+@pytest.fixture
+def files(repo) -> Files:
+    return Files(repo, deny_write=[repo / ".agent"])
+
+
+def _outside(repo: Path) -> Path:
+    return repo.parent / "outside"
+
+
+# --- resolve: what may be touched -------------------------------------------------------------
+
+def test_paths_inside_the_repo_resolve_to_real_paths(files, repo):
+    assert files.resolve("a.txt") == repo / "a.txt"
+    assert files.resolve(str(repo / "sub" / "b.py")) == repo / "sub" / "b.py"
+    assert files.resolve("sub/../a.txt") == repo / "a.txt"
+    (repo / "inner-link").symlink_to(repo / "sub")
+    assert files.resolve("inner-link/b.py") == repo / "sub" / "b.py"
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../outside/secret.txt", "sub/../../outside/secret.txt", ".."])
+def test_paths_escaping_the_repo_are_refused(files, path):
+    with pytest.raises(ToolError, match="outside the repository"):
+        files.read(path)
+
+
+def test_an_absolute_path_outside_is_refused_for_writing_and_nothing_is_written(files, repo):
+    target = _outside(repo) / "new.txt"
+    with pytest.raises(ToolError, match="outside the repository"):
+        files.write(str(target), "x")
+    assert not target.exists()
+
+
+def test_a_symlinked_file_pointing_outside_is_refused_for_read_write_and_edit(files, repo):
+    (repo / "leak.txt").symlink_to(_outside(repo) / "secret.txt")
+    for call in (lambda: files.read("leak.txt"), lambda: files.write("leak.txt", "pwned"),
+                 lambda: files.edit("leak.txt", "top", "pwned")):
+        with pytest.raises(ToolError, match="symlink"):
+            call()
+    assert (_outside(repo) / "secret.txt").read_text() == "top secret\n"
+
+
+def test_a_symlinked_directory_in_the_middle_of_a_path_is_refused(files, repo):
+    (repo / "sub" / "escape").symlink_to(_outside(repo))
+    with pytest.raises(ToolError, match="outside the repository"):
+        files.read("sub/escape/secret.txt")
+    with pytest.raises(ToolError, match="outside the repository"):
+        files.write("sub/escape/deeper/new.txt", "x")
+    assert sorted(p.name for p in _outside(repo).iterdir()) == ["secret.txt"]
+
+
+@pytest.mark.parametrize("path", [".git/config", ".git/hooks/pre-commit", "sub/.git/x"])
+def test_writes_into_git_are_refused_and_nothing_is_written(files, repo, path):
+    before = (repo / ".git" / "config").read_text()
+    with pytest.raises(ToolError, match=r"\.git"):
+        files.write(path, "[core]\n\tfsmonitor = evil\n")
+    assert (repo / ".git" / "config").read_text() == before
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert not (repo / "sub" / ".git").exists()
+
+
+def test_writes_into_the_state_directory_are_refused_and_nothing_is_written(files, repo):
+    state = repo / ".agent"
+    state.mkdir()
+    (state / "state.json").write_text("{}")
+    for call in (lambda: files.write(".agent/state.json", "broken"),
+                 lambda: files.write(str(state / "new.txt"), "x"),
+                 lambda: files.edit(".agent/state.json", "{}", "[]")):
+        with pytest.raises(ToolError, match="state directory"):
+            call()
+    assert (state / "state.json").read_text() == "{}"
+    assert sorted(p.name for p in state.iterdir()) == ["state.json"]
+    assert "{}" in files.read(".agent/state.json")
+
+
+def test_files_holding_the_users_uncommitted_work_are_read_only(repo):
+    files = Files(repo, protected={"a.txt", "sub/"})
+    with pytest.raises(ToolError, match="uncommitted work"):
+        files.write("a.txt", "overwritten")
+    with pytest.raises(ToolError, match="uncommitted work"):
+        files.edit("a.txt", "alpha", "omega")
+    with pytest.raises(ToolError, match="uncommitted work"):
+        files.write("sub/b.py", "x")
+    assert (repo / "a.txt").read_text() == "alpha\nbeta\ngamma\n"
+    assert "alpha" in files.read("a.txt")
+    assert files.write("c.txt", "fine\n").startswith("created file c.txt")
+
+
+def test_empty_and_nul_paths_are_refused(files):
+    with pytest.raises(ToolError, match="empty"):
+        files.read("  ")
+    with pytest.raises(ToolError, match="NUL"):
+        files.read("a\0.txt")
+
+
+# --- read ----------------------------------------------------------------------------------
+
+def test_read_numbers_the_lines_of_a_small_file(files):
+    assert files.read("a.txt") == "1  alpha\n2  beta\n3  gamma"
+
+
+def test_read_does_not_dump_binary_files(files, repo):
+    (repo / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
+    (repo / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    assert files.read("img.png") == "img.png: binary file, 266 bytes; not shown"
+    assert files.read("latin1.txt") == "latin1.txt: binary file, 5 bytes; not shown"
+
+
+def test_read_pages_huge_files_and_says_how_to_get_more(repo):
+    (repo / "big.txt").write_text("".join(f"row {i}\n" for i in range(1, 1001)))
+    files = Files(repo, max_read_lines=400)
+    first = files.read("big.txt").splitlines()
+    assert len(first) == 401
+    assert first[0] == "  1  row 1" and first[399] == "400  row 400"
+    assert first[-1] == "[lines 1-400 of 1000 shown; read again with start_line=401 (and end_line) to see more]"
+    second = files.read("big.txt", start_line=401).splitlines()
+    assert second[0] == "401  row 401" and second[-1].startswith("[lines 401-800 of 1000 shown")
+    last = files.read("big.txt", start_line=950, end_line=5000).splitlines()
+    assert last[-2] == "1000  row 1000"
+    assert last[-1] == "[lines 950-1000 of 1000 shown]"
+    window = files.read("big.txt", start_line="10", end_line=12).splitlines()
+    assert window == ["10  row 10", "11  row 11", "12  row 12", "[lines 10-12 of 1000 shown; read again "
+                      "with start_line=13 (and end_line) to see more]"]
+
+
+@pytest.mark.parametrize("start,end,message", [
+    (0, None, "1 or more"), (5, 2, "before start_line"), (99, None, "past the end"), ("x", None, "whole number"),
+])
+def test_bad_line_ranges_are_tool_errors(files, start, end, message):
+    with pytest.raises(ToolError, match=message):
+        files.read("a.txt", start_line=start, end_line=end)
+
+
+def test_read_refuses_missing_files_and_directories_and_handles_empty_and_long_lines(files, repo):
+    with pytest.raises(ToolError, match="does not exist"):
+        files.read("nope.txt")
+    with pytest.raises(ToolError, match="directory"):
+        files.read("sub")
+    (repo / "empty.txt").write_text("")
+    assert files.read("empty.txt") == "empty.txt: empty file"
+    (repo / "min.js").write_text("x" * 5000 + "\n")
+    assert files.read("min.js").endswith("[... 3000 characters cut]")
+
+
+# --- write and edit -------------------------------------------------------------------------
+
+def test_write_creates_parent_directories_and_reports_the_new_file(files, repo):
+    result = files.write("new/deep/mod.py", "one\ntwo\n")
+    assert (repo / "new" / "deep" / "mod.py").read_text() == "one\ntwo\n"
+    assert result.splitlines()[0] == "created file new/deep/mod.py (2 lines)"
+    assert "+one" in result and "+two" in result
+
+
+def test_write_over_a_file_returns_a_unified_diff(files, repo):
+    result = files.write("a.txt", "alpha\nBETA\ngamma\n")
+    assert "--- a/a.txt" in result and "+++ b/a.txt" in result
+    assert "-beta" in result and "+BETA" in result
+    assert files.write("a.txt", "alpha\nBETA\ngamma\n") == "a.txt already had this content; nothing changed"
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "a.txt", "sub"], "no temp files left"
+
+
+def test_write_refuses_directories_and_non_text_content(files):
+    with pytest.raises(ToolError, match="directory"):
+        files.write("sub", "x")
+    with pytest.raises(ToolError, match="string"):
+        files.write("a.txt", 42)
+
+
+def test_edit_replaces_the_single_match_and_returns_the_diff(files, repo):
+    result = files.edit("sub/b.py", "return 'beta'", "return 'BETA'")
+    assert (repo / "sub" / "b.py").read_text() == "def b():\n    return 'BETA'\n"
+    assert "-    return 'beta'" in result and "+    return 'BETA'" in result
+
+
+def test_edit_with_no_match_says_zero_and_changes_nothing(files, repo):
+    with pytest.raises(ToolError, match=r"0 matches"):
+        files.edit("a.txt", "delta", "epsilon")
+    assert (repo / "a.txt").read_text() == "alpha\nbeta\ngamma\n"
+
+
+def test_edit_with_two_matches_says_how_many_and_where_and_changes_nothing(files, repo):
+    (repo / "dup.txt").write_text("x = 1\ny = 2\nx = 1\n")
+    with pytest.raises(ToolError, match=r"matches 2 times in dup.txt \(at lines 1, 3\)"):
+        files.edit("dup.txt", "x = 1", "x = 3")
+    assert (repo / "dup.txt").read_text() == "x = 1\ny = 2\nx = 1\n"
+    (repo / "aaa.txt").write_text("aaa")
+    with pytest.raises(ToolError, match="2 times"):
+        files.edit("aaa.txt", "aa", "b")
+
+
+def test_edit_matches_lf_text_in_a_crlf_file(files, repo):
+    (repo / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    files.edit("win.txt", "one\ntwo", "ONE\nTWO")
+    assert (repo / "win.txt").read_bytes() == b"ONE\r\nTWO\r\nthree\r\n"
+
+
+def test_edit_refuses_empty_old_text_binary_files_and_missing_files(files, repo):
+    with pytest.raises(ToolError, match="must not be empty"):
+        files.edit("a.txt", "", "x")
+    (repo / "blob.bin").write_bytes(b"ab\x00cd")
+    with pytest.raises(ToolError, match="binary"):
+        files.edit("blob.bin", "ab", "xy")
+    with pytest.raises(ToolError, match="does not exist"):
+        files.edit("missing.txt", "a", "b")
+
+
+# --- search and list ------------------------------------------------------------------------
+
+def test_search_reports_path_line_and_text(files):
+    assert files.search(r"beta") == "a.txt:2: beta\nsub/b.py:2: return 'beta'"
+    assert files.search(r"beta", "sub") == "sub/b.py:2: return 'beta'"
+    assert files.search(r"^gam", "a.txt") == "a.txt:3: gamma"
+    assert files.search("nothing-like-this") == "no matches for 'nothing-like-this' in ."
+
+
+def test_search_skips_git_state_binary_ignored_and_outside_files(files, repo):
+    (repo / ".gitignore").write_text("build/\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "out.txt").write_text("needle in build\n")
+    (repo / ".agent").mkdir()
+    (repo / ".agent" / "memory.txt").write_text("needle in state\n")
+    (repo / ".git" / "needle.txt").write_text("needle in git\n")
+    (repo / "blob.bin").write_bytes(b"needle\x00")
+    (_outside(repo) / "secret.txt").write_text("needle outside\n")
+    (repo / "leak.txt").symlink_to(_outside(repo) / "secret.txt")
+    (repo / "found.txt").write_text("a needle here\n")
+    assert files.search("needle") == "found.txt:1: a needle here"
+
+
+def test_search_outside_a_git_repository_walks_the_tree(tmp_path):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "x.txt").write_text("needle\n")
+    assert Files(tmp_path / "plain").search("needle") == "x.txt:1: needle"
+
+
+def test_search_caps_the_hits_and_counts_the_rest(files, repo):
+    (repo / "many.txt").write_text("hit\n" * 130)
+    lines = files.search("^hit$").splitlines()
+    assert len(lines) == 101
+    assert lines[0] == "many.txt:1: hit"
+    assert lines[-1] == "[... 30 more matches not shown; narrow the pattern or the path]"
+
+
+def test_search_refuses_bad_regexes_and_paths_outside(files):
+    with pytest.raises(ToolError, match="bad regular expression"):
+        files.search("(unclosed")
+    with pytest.raises(ToolError, match="outside"):
+        files.search("x", "../outside")
+
+
+def test_list_dir_marks_directories_and_hides_git(files):
+    assert files.list_dir() == "a.txt\nsub/"
+    assert files.list_dir("sub") == "b.py"
+    with pytest.raises(ToolError, match="not a directory"):
+        files.list_dir("a.txt")
+
+
+def test_root_given_through_a_symlink_still_confines(tmp_path, repo):
+    link = tmp_path / "repo-link"
+    os.symlink(repo, link)
+    files = Files(link)
+    assert files.read("a.txt").startswith("1  alpha")
+    with pytest.raises(ToolError):
+        files.read("../outside/secret.txt")
