@@ -1,0 +1,132 @@
+"""What the agent knows about its run: the goal, the plan, progress, verified facts, budgets.
+
+render() is what the model reads of it: bounded, with the goal last and marked unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent_cli.models import Task
+
+MAX_FACTS = 20
+MAX_FACT_CHARS = 300
+MAX_TASKS = 30
+MAX_TASK_CHARS = 200
+MAX_ERROR_CHARS = 1500
+GOAL_HEADER = "GOAL (unchanged since the start of the run):"
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` within `limit` characters, its head kept."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tail(text: str, limit: int) -> str:
+    """`text` within `limit` characters, its tail kept (errors end with what matters)."""
+    return text if len(text) <= limit else "…" + text[-(limit - 1):]
+
+
+class AgentState(BaseModel):
+    """The run's state; JSON round-trippable with to_dict()/from_dict()."""
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    goal: str = Field(frozen=True)  # never summarised, never replaced
+    plan: list[Task] = Field(default_factory=list)
+    step: int = 0
+    attempts: dict[int, int] = Field(default_factory=dict)  # task index -> attempts started
+    facts: list[str] = Field(default_factory=list)  # verified facts only
+    last_error: str | None = None
+    budget_steps: int | None = None
+    budget_usd: float | None = None
+    spent_usd: float = 0.0
+
+    @field_validator("goal")
+    @classmethod
+    def _goal_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the run needs a non-empty goal")
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible data that from_dict() turns back into an equal state."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "AgentState":
+        """The state to_dict() described."""
+        return cls.model_validate(data)
+
+    def exhausted(self) -> str | None:
+        """Which budget ran out: "steps", "usd", or None while both last."""
+        if self.budget_steps is not None and self.step >= self.budget_steps:
+            return "steps"
+        if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
+            return "usd"
+        return None
+
+    def current_task(self) -> int | None:
+        """Index of the task being worked on: the running one, else the first pending one."""
+        for status in ("running", "pending"):
+            for index, task in enumerate(self.plan):
+                if task.status == status:
+                    return index
+        return None
+
+    def done_tasks(self) -> list[int]:
+        """Indexes of verified tasks."""
+        return [i for i, task in enumerate(self.plan) if task.status == "verified"]
+
+    def remaining_tasks(self) -> list[int]:
+        """Indexes of tasks not verified yet."""
+        return [i for i, task in enumerate(self.plan) if task.status != "verified"]
+
+    def record_attempt(self, index: int) -> int:
+        """Count one more attempt at task `index` (here and on the task); returns the count."""
+        self.attempts[index] = self.attempts.get(index, 0) + 1
+        self.plan[index].attempts = self.attempts[index]
+        return self.attempts[index]
+
+    def add_fact(self, fact: str) -> None:
+        """Keep a verified fact (once)."""
+        fact = fact.strip()
+        if fact and fact not in self.facts:
+            self.facts.append(fact)
+
+    def render(self) -> str:
+        """What the model reads: facts, tasks, the last failure, then the goal, last."""
+        parts = [self._render_facts(), self._render_plan()]
+        if self.last_error:
+            parts.append("LAST FAILURE:\n" + _tail(self.last_error, MAX_ERROR_CHARS))
+        parts.append(f"{GOAL_HEADER}\n{self.goal}")
+        return "\n\n".join(part for part in parts if part)
+
+    def _render_facts(self) -> str:
+        """The latest verified facts, each cut short."""
+        if not self.facts:
+            return ""
+        shown = self.facts[-MAX_FACTS:]
+        lines = ["VERIFIED FACTS:"]
+        if len(self.facts) > len(shown):
+            lines.append(f"({len(self.facts) - len(shown)} earlier facts not shown)")
+        lines += [f"- {_cut(' '.join(fact.split()), MAX_FACT_CHARS)}" for fact in shown]
+        return "\n".join(lines)
+
+    def _render_plan(self) -> str:
+        """Done and remaining tasks, the current one marked."""
+        if not self.plan:
+            return ""
+        current = self.current_task()
+        done = len(self.done_tasks())
+        lines = [f"PLAN ({done} of {len(self.plan)} tasks done):"]
+        for index, task in enumerate(self.plan[:MAX_TASKS]):
+            mark = {"verified": "done", "rejected": "rejected"}.get(task.status, "todo")
+            if index == current:
+                mark = "now"
+            lines.append(f"{index + 1}. [{mark}] {_cut(' '.join(task.goal.split()), MAX_TASK_CHARS)}")
+        if len(self.plan) > MAX_TASKS:
+            lines.append(f"({len(self.plan) - MAX_TASKS} more tasks not shown)")
+        return "\n".join(lines)
