@@ -1,0 +1,274 @@
+"""The run console: JSON lines, plain text, the live view, the report, and the prompts."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from rich.console import Console
+
+from agent_cli.console import MODEL_SUMMARIES, make_console, pick_mode
+from agent_cli.events import (BudgetExhausted, Escalated, Notice, PlanMade, RunDone, RunStarted,
+                              TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
+
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
+MARKUP_GOAL = "fix [bold]parser[/] and [red]"
+PLAN = PlanMade(goal="add median()", success_criteria="tests pass", accept_cmds=["make lint"],
+                tasks=[{"goal": "add median()", "acceptance": "tests pass",
+                        "acceptance_cmd": "pytest -q", "status": "pending", "attempts": 0},
+                       {"goal": MARKUP_GOAL, "acceptance": "the parser handles [/]",
+                        "acceptance_cmd": None, "status": "pending", "attempts": 0}])
+ESCALATED = Escalated(index=1, goal=MARKUP_GOAL, summary="I fixed it [/] honestly",
+                      reason="exit 1\nE   AssertionError [bold]boom",
+                      next_steps="Look at tests/test_parser.py, then run `agent run --resume`.")
+
+
+def run_events() -> list:
+    """A whole run: one task verified on its second attempt, one escalated."""
+    return [
+        RunStarted(run_id="r1", goal="add median()", repo="/tmp/repo", branch="agent/r1"),
+        PLAN,
+        TaskStarted(index=0, goal="add median()", attempt=1),
+        ToolCalled(index=0, step=1, name="run", arguments='{"cmd": "pytest -q"}'),
+        ToolRan(index=0, step=1, name="run", ok=True, summary="exit 1",
+                prompt_tokens=100, completion_tokens=20, cost_usd=0.001),
+        ToolCalled(index=0, step=2, name="edit_file", arguments='{"path": "stats.py"}'),
+        ToolRan(index=0, step=2, name="edit_file", ok=False, summary="\x1b[31mold not found\x1b[0m",
+                prompt_tokens=50, completion_tokens=10, cost_usd=0.0005),
+        Verified(index=0, attempt=1, passed=False, judge="command", command="pytest -q",
+                 exit_code=1, reason="1 failed"),
+        Notice(text="retrying [task 1] with the failure"),
+        TaskStarted(index=0, goal="add median()", attempt=2),
+        Verified(index=0, attempt=2, passed=True, judge="command", command="pytest -q",
+                 exit_code=0),
+        TaskDone(index=0, status="verified", attempts=2, commit="abc123def456",
+                 summary="Added median() [green]and it works[/]"),
+        TaskStarted(index=1, goal=MARKUP_GOAL, attempt=1),
+        Verified(index=1, attempt=2, passed=False, judge="model", reason="not fixed"),
+        ESCALATED,
+        TaskDone(index=1, status="rejected", attempts=2),
+        BudgetExhausted(budget="max_steps", used="40", limit="40"),
+        Verified(index=-1, attempt=1, passed=False, judge="command", command="make lint",
+                 exit_code=2),
+        RunDone(run_id="r1", status="escalated", exit_code=3, steps=2, prompt_tokens=150,
+                completion_tokens=30, cost_usd=0.0015, branch="agent/r1",
+                message="task 2 needs you",
+                tasks=[{"goal": "add median()", "status": "verified", "attempts": 2,
+                        "acceptance_cmd": "pytest -q", "exit_code": 0},
+                       {"goal": MARKUP_GOAL, "status": "rejected", "attempts": 2,
+                        "acceptance_cmd": "python -m parser_check", "exit_code": 7}]),
+    ]
+
+
+def render(mode: str, events=None, **kwargs) -> tuple[str, str]:
+    """Emit `events` (default: a whole run) in `mode`; return (stdout, stderr) text."""
+    out, err = io.StringIO(), io.StringIO()
+    rc = make_console(mode, out, err, **kwargs)
+    for ev in run_events() if events is None else events:
+        rc.emit(ev)
+    rc.close()
+    return out.getvalue(), err.getvalue()
+
+
+def test_json_mode_prints_only_event_lines_on_stdout():
+    out, err = render("json")
+    lines = out.splitlines()
+    assert [json.loads(line)["event"] for line in lines] == [e.event for e in run_events()]
+    assert json.loads(lines[-1])["exit_code"] == 3
+    assert err == ""
+
+
+def test_json_mode_prompts_go_to_stderr():
+    out, err = io.StringIO(), io.StringIO()
+    rc = make_console("json", out, err, stdin=io.StringIO("y\na\n"))
+    assert rc.approve_plan(PLAN) is True
+    assert rc.approve_command("pytest -q") == "a"
+    assert out.getvalue() == ""
+    assert "Run this plan? [y/N]" in err.getvalue() and "pytest -q" in err.getvalue()
+
+
+def test_plain_mode_lines_and_no_escape_codes():
+    out, _ = render("plain")
+    assert not ANSI.search(out)
+    assert "[task 1/2] attempt 1: add median()" in out
+    assert "  step 1 run: pytest -q -> exit 1" in out
+    assert "  step 2 edit_file: stats.py -> FAILED: old not found" in out
+    assert "verify attempt 1: `pytest -q` -> exit 1: did not pass" in out
+    assert "[task 1/2] verified after 2 attempts (commit abc123def4)" in out
+    assert "budget ran out: max_steps used 40 of 40" in out
+    assert "final check: `make lint` -> exit 2: did not pass" in out
+
+
+def test_plain_plan_table_lists_acceptance_commands():
+    out, _ = render("plain", [PLAN])
+    assert "plan: 2 tasks for: add median()" in out
+    assert re.search(r"\| 1 \| add median\(\)\s+\| pytest -q", out)
+    assert "the model judges: the parser handles [/]" in out
+    assert "make lint" in out
+
+
+def test_plain_report_shows_exit_codes_and_model_words_apart():
+    out, _ = render("plain")
+    report = out[out.index("Run report"):]
+    assert re.search(r"add median\(\)\s+\| verified \|\s+2 \| pytest -q\s+\|\s+0 \|", report)
+    assert re.search(r"\| rejected \|\s+2 \| python -m parser_check\s+\|\s+7 \|", report)
+    assert "2 steps, 150 prompt + 30 completion tokens, $0.0015" in report
+    assert "branch: agent/r1" in report
+    table, words = report.split(MODEL_SUMMARIES)
+    assert "Added median()" not in table
+    assert "task 1 (add median()): Added median() [green]and it works[/]" in words
+    assert "run r1 escalated (exit code 3): task 2 needs you" in out.splitlines()[-1]
+
+
+def test_escalation_block_in_plain_and_live():
+    for mode, kwargs in (("plain", {}), ("live", {"console": live_console()})):
+        out, _ = render(mode, [ESCALATED], **kwargs)
+        if mode == "live":
+            out = kwargs["console"].file.getvalue()
+        flat = " ".join(ANSI.sub("", out).replace("│", " ").split())
+        assert "Needs you" in flat
+        assert f"I tried twice and couldn't finish this myself: {MARKUP_GOAL}" in flat
+        assert "The model's summary of its last attempt (its words, not verified):" in flat
+        assert "I fixed it [/] honestly" in flat
+        assert "Why it did not pass (the harness's check): exit 1" in flat
+        assert "AssertionError [bold]boom" in flat
+        assert "What to do next: Look at tests/test_parser.py" in flat
+
+
+def test_markup_and_escapes_in_model_text_are_literal():
+    out, _ = render("plain")
+    assert MARKUP_GOAL in out and "retrying [task 1] with the failure" in out
+    assert "\x1b[31m" not in out
+
+
+def live_console() -> Console:
+    """A rich Console that believes it is a terminal, writing into memory."""
+    return Console(file=io.StringIO(), force_terminal=True, width=110, color_system="truecolor")
+
+
+def test_live_mode_renders_and_ends_with_the_report():
+    con = live_console()
+    stdout = sys.stdout
+    out, err = render("live", console=con)
+    text = con.file.getvalue()
+    assert out == "" and err == "" and sys.stdout is stdout
+    assert "\x1b[" in text
+    plain = ANSI.sub("", text)
+    assert "step 2" in plain and "edit_file" in plain and "$0.0015" in plain
+    assert MARKUP_GOAL in plain and "Needs you" in plain
+    tail = plain[plain.rindex("Run report"):]
+    assert "python -m parser_check" in tail and MODEL_SUMMARIES in tail
+    assert "run r1 escalated (exit code 3)" in tail
+
+
+def test_live_view_pauses_for_a_prompt_and_resumes():
+    con = live_console()
+    rc = make_console("live", io.StringIO(), io.StringIO(), stdin=io.StringIO("y\n"), console=con)
+    for ev in run_events()[:4]:
+        rc.emit(ev)
+    assert rc._live is not None and rc._live.is_started
+    assert rc.approve_command("rm -rf [bold]build") == "y"
+    assert rc._live is not None and rc._live.is_started
+    rc.close()
+    rc.close()
+    assert "Run `rm -rf [bold]build`? [y]es / [n]o / [a]lways this command" in ANSI.sub(
+        "", con.file.getvalue())
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("y\n", True), ("yes\n", True), ("n\n", False), ("\n", False), ("", False),
+    ("maybe\ny\n", True), ("x\n" * 10, False)])
+def test_approve_plan(typed, expected):
+    out = io.StringIO()
+    rc = make_console("plain", out, io.StringIO(), stdin=io.StringIO(typed))
+    assert rc.approve_plan(PLAN) is expected
+    text = out.getvalue()
+    assert "pytest -q" in text and "Run this plan? [y/N]" in text
+    assert ("please answer y or n" in text) == (typed.startswith(("maybe", "x")))
+
+
+def test_approve_plan_does_not_repeat_a_plan_just_shown():
+    out = io.StringIO()
+    rc = make_console("plain", out, io.StringIO(), stdin=io.StringIO("y\n"))
+    rc.emit(PLAN)
+    assert rc.approve_plan(PLAN) is True
+    assert out.getvalue().count("plan: 2 tasks") == 1
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("y\n", "y"), ("n\n", "n"), ("a\n", "a"), ("always\n", "a"), ("what\n\ny\n", "y"),
+    ("", "n"), ("?\n" * 10, "n")])
+def test_approve_command(typed, expected):
+    out = io.StringIO()
+    rc = make_console("plain", out, io.StringIO(), stdin=io.StringIO(typed))
+    assert rc.approve_command("pytest -q") == expected
+    asked = out.getvalue().count("Run `pytest -q`? [y]es / [n]o / [a]lways this command")
+    assert asked == {"what\n\ny\n": 3, "?\n" * 10: 5}.get(typed, 1)
+
+
+def test_pick_mode(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    master, slave = os.openpty()
+    with open(slave, "w") as tty:
+        assert pick_mode(True, tty) == "json"
+        assert pick_mode(False, tty) == "live"
+        assert pick_mode(False, io.StringIO()) == "plain"
+        monkeypatch.setenv("TERM", "dumb")
+        assert pick_mode(False, tty) == "plain"
+        monkeypatch.setenv("TERM", "xterm")
+        monkeypatch.setenv("NO_COLOR", "1")
+        assert pick_mode(False, tty) == "plain"
+    os.close(master)
+
+
+def test_make_console_rejects_an_unknown_mode():
+    with pytest.raises(ValueError):
+        make_console("fancy")
+
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    from agent_cli.console import make_console, pick_mode
+    from agent_cli.events import RunDone, RunStarted, TaskStarted
+    rc = make_console(pick_mode(False, sys.stdout))
+    print(rc.mode, flush=True)
+    rc.emit(RunStarted(run_id="r9", goal="g", repo=".", branch="agent/r9"))
+    rc.emit(TaskStarted(index=0, goal="only [bold]task", attempt=1))
+    print("stray print from the loop", flush=True)
+    rc.emit(RunDone(run_id="r9", status="verified", exit_code=0, steps=1, prompt_tokens=1,
+                    completion_tokens=1, cost_usd=0.0, tasks=[{"goal": "only [bold]task",
+                    "status": "verified", "attempts": 1, "acceptance_cmd": "true",
+                    "exit_code": 0}]))
+    rc.close()
+""")
+
+
+def test_live_mode_on_a_real_terminal():
+    master, slave = os.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {
+        "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=slave, stderr=slave,
+                            stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    assert proc.wait(timeout=30) == 0
+    os.close(master)
+    text = ANSI.sub("", b"".join(chunks).decode())
+    assert text.lstrip().startswith("live")
+    assert "stray print from the loop" in text and "only [bold]task" in text
+    assert "run r9 verified (exit code 0)" in text
