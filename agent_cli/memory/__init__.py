@@ -1,0 +1,10 @@
+"""Working memory (hot items within a token budget, a cold store behind them) and its stores.
+
+Importing this package does no I/O and loads no vendor SDK; long-term memory lives in
+`agent_cli.memory.longterm` and is imported on its own.
+"""
+
+from agent_cli.memory.store import InMemStore, Item, SqliteStore, Store
+from agent_cli.memory.working import Context, Embedder, WorkingMemory
+
+__all__ = ["Context", "Embedder", "InMemStore", "Item", "SqliteStore", "Store", "WorkingMemory"]

@@ -1,0 +1,129 @@
+"""How much an item matters to the current goal: five terms, no model call.
+
+score = kind weight + references + goal similarity + recency - size
+
+- kind weight: KIND_WEIGHTS below.
+- references: REFS_WEIGHT * log1p(n), n = later items that mention a name this item defines.
+- goal similarity: GOAL_WEIGHT * cosine(item vector, goal vector); 0 without an embedder.
+- recency: RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_STEPS), age = steps since added or touched.
+- size: SIZE_WEIGHT * log2(1 + tokens / 64).
+"""
+
+from __future__ import annotations
+
+import math
+from operator import mul
+from typing import Callable, Sequence
+
+KIND_WEIGHTS: dict[str, float] = {
+    "edit": 3.0,
+    "note": 2.5,
+    "recalled": 2.0,
+    "file": 1.5,
+    "test_result": 1.0,
+    "tool_output": 0.8,
+    "log": 0.5,
+}
+REFS_WEIGHT = 1.0
+GOAL_WEIGHT = 2.0
+# A fresh result outranks an old edit for a few steps, then the edit wins again.
+RECENCY_WEIGHT = 3.0
+HALF_LIFE_STEPS = 4.0
+SIZE_WEIGHT = 0.25
+
+
+def check_kind(kind: str) -> float:
+    """The base weight of `kind`; ValueError naming the known kinds if there is none."""
+    try:
+        return KIND_WEIGHTS[kind]
+    except (KeyError, TypeError):
+        known = ", ".join(KIND_WEIGHTS)
+        raise ValueError(f"unknown memory item kind {kind!r}; use one of: {known}") from None
+
+
+def refs_term(refs: int) -> float:
+    """The references term for `refs` later mentions."""
+    return REFS_WEIGHT * math.log1p(refs)
+
+
+def recency_term(age: int) -> float:
+    """The recency term for an item last added or touched `age` steps ago."""
+    return RECENCY_WEIGHT * 0.5 ** (max(age, 0) / HALF_LIFE_STEPS)
+
+
+def size_term(tokens: int) -> float:
+    """The size penalty (a positive number, subtracted) for an item of `tokens` tokens."""
+    return SIZE_WEIGHT * math.log2(1 + tokens / 64)
+
+
+def goal_term(vector: Sequence[float] | None, goal: Sequence[float] | None) -> float:
+    """The goal term: weighted cosine of two unit vectors, 0 when either is missing."""
+    if not vector or not goal or len(vector) != len(goal):
+        return 0.0
+    return GOAL_WEIGHT * sum(map(mul, vector, goal))
+
+
+def static_score(kind: str, refs: int, goal: float, tokens: int) -> float:
+    """Every term but recency, which is the only one that changes with the step."""
+    return KIND_WEIGHTS[kind] + refs_term(refs) + goal - size_term(tokens)
+
+
+def explain(kind: str, refs: int, goal: float, age: int, tokens: int) -> dict[str, float]:
+    """Each term of the score and their total (size is the penalty, subtracted)."""
+    terms = {"kind": KIND_WEIGHTS[kind], "refs": refs_term(refs), "goal": goal,
+             "recency": recency_term(age), "size": size_term(tokens)}
+    terms["total"] = terms["kind"] + terms["refs"] + terms["goal"] + terms["recency"] - terms["size"]
+    return terms
+
+
+def normalise(vector: Sequence[float]) -> tuple[float, ...]:
+    """`vector` scaled to unit length (a zero vector stays zero)."""
+    norm = math.sqrt(sum(x * x for x in vector))
+    if norm == 0:
+        return tuple(float(x) for x in vector)
+    return tuple(float(x) / norm for x in vector)
+
+
+class VectorIndex:
+    """Unit vectors of cold items, searched by cosine; numpy is imported on the first search."""
+
+    def __init__(self) -> None:
+        self._ids: list[str] = []
+        self._steps: list[int] = []
+        self._where: dict[str, int] = {}
+        self._pending: list[Sequence[float]] = []
+        self._matrix = None
+        self.dim: int | None = None
+
+    def put(self, item_id: str, vector: Sequence[float] | None, step_evicted: int) -> None:
+        """Add a cold item's vector, or update when it was evicted if it is already here."""
+        if item_id in self._where:
+            self._steps[self._where[item_id]] = step_evicted
+            return
+        if not vector or (self.dim is not None and len(vector) != self.dim):
+            return  # written by another embedder: it cannot be compared
+        self.dim = len(vector)
+        self._where[item_id] = len(self._ids)
+        self._ids.append(item_id)
+        self._steps.append(step_evicted)
+        self._pending.append(vector)
+
+    def search(self, query: Sequence[float], k: int, allow: Callable[[str, int], bool],
+               min_similarity: float) -> list[tuple[str, float]]:
+        """Up to `k` (id, cosine) pairs, best first, that `allow(id, step_evicted)` accepts."""
+        if not self._ids or len(query) != self.dim:
+            return []
+        import numpy as np
+
+        if self._pending:
+            rows = np.asarray(self._pending, dtype=np.float64)
+            self._matrix = rows if self._matrix is None else np.vstack([self._matrix, rows])
+            self._pending = []
+        sims = self._matrix @ np.asarray(query, dtype=np.float64)
+        found: list[tuple[str, float]] = []
+        for row in np.argsort(-sims, kind="stable"):
+            if sims[row] < min_similarity or len(found) == k:
+                break
+            if allow(self._ids[row], self._steps[row]):
+                found.append((self._ids[row], float(sims[row])))
+        return found

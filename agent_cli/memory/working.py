@@ -1,0 +1,414 @@
+"""Working memory: typed items scored against the goal, packed into a token budget.
+
+What does not fit moves to a cold store (see store.py) and comes back with recall().
+The step advances only with tick() (the run loop calls it once per tool call); add() does not,
+so items added within one step are equally recent. An item is touched, and its recency reset,
+when a later item mentions a name it defines or when recall() brings it back.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+from agent_cli import tokens as toks
+from agent_cli.memory import scoring
+from agent_cli.memory.store import InMemStore, Item, Store
+from agent_cli.memory.symbols import definitions, identifiers, rank_hits
+
+FOOTER_TOKENS = 64  # reserved for the "available with recall" line
+FOOTER_ENTRIES = 8
+SEPARATOR_TOKENS = 2  # the newline after the header and the blank line after the text
+SUMMARY_CHARS = 80
+MIN_TOKENS = 256
+MIN_SIMILARITY = 0.2
+STATE_FORMAT = 1
+_ID = re.compile(r"m\d+")
+_RECENCY = [scoring.recency_term(age) for age in range(256)]
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors; any object with this method will do."""
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+@dataclass(slots=True)
+class Context:
+    """What assemble() packed: the text the model reads, its exact token count, the items in it."""
+
+    text: str
+    tokens: int
+    items: list[Item]
+
+    def render(self) -> str:
+        """The context as one string."""
+        return self.text
+
+
+def _summary(summary: str, text: str) -> str:
+    """One short line: the given summary, or the first non-blank line of the text."""
+    line = summary.strip() or next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = " ".join(line.split())
+    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
+
+
+class WorkingMemory:
+    """Hot items within `max_tokens`, the rest in `store`; see docs/working_memory.md."""
+
+    def __init__(self, store: Store | None = None, embedder: Embedder | None = None,
+                 max_tokens: int = 4000, recall_cooldown_steps: int = 0,
+                 pinned_share: float = 1 / 3) -> None:
+        if max_tokens < MIN_TOKENS:
+            raise ValueError(f"max_tokens must be at least {MIN_TOKENS}, not {max_tokens}")
+        if not 0 < pinned_share <= 1:
+            raise ValueError(f"pinned_share must be in (0, 1], not {pinned_share}")
+        if recall_cooldown_steps < 0:
+            raise ValueError("recall_cooldown_steps cannot be negative")
+        self.store = store if store is not None else InMemStore()
+        self.embedder = embedder
+        self.max_tokens = max_tokens
+        self.recall_cooldown_steps = recall_cooldown_steps
+        self.pinned_share = pinned_share
+        self._room = max_tokens - FOOTER_TOKENS
+        self._pinned_cap = int(self._room * pinned_share)
+        self._reset()
+        self._next = self.store.max_number() + 1
+
+    def _reset(self) -> None:
+        """Empty hot zone, step 0, no goal."""
+        self._hot: dict[str, Item] = {}
+        self._hot_cost = 0
+        self._pinned_cost = 0
+        self._hot_defs: dict[str, set[str]] = {}  # name -> hot items defining it
+        self._mentions: dict[str, int] = {}  # defined name -> items that mentioned it since
+        self._restored: set[str] = set()  # cold records whose recalled view is hot
+        self._step = 0
+        self._goal = ""
+        self._goal_vector: tuple[float, ...] | None = None
+        self._evictions = 0
+        self._vectors: scoring.VectorIndex | None = None
+
+    @property
+    def step(self) -> int:
+        """The step counter; tick() advances it."""
+        return self._step
+
+    @property
+    def goal(self) -> str:
+        """The current goal."""
+        return self._goal
+
+    def tick(self) -> int:
+        """Advance the step by one (once per tool call) and return it."""
+        self._step += 1
+        return self._step
+
+    def set_goal(self, goal: str) -> None:
+        """Score items against `goal` from now on."""
+        self._goal = goal
+        self._goal_vector = self._embed(goal)
+        for item in self._hot.values():
+            self._rescore(item)
+
+    def note(self, text: str, summary: str = "") -> str:
+        """Add a pinned note; returns its id."""
+        return self.add("note", text, summary)
+
+    def add(self, kind: str, text: str, summary: str = "") -> str:
+        """Add an item, evicting the weakest to stay within budget; returns its id."""
+        scoring.check_kind(kind)
+        item = self._make(kind, str(text), summary)
+        self._reference(item)
+        if item.cost > self._room:
+            self._store_oversized(item)
+        else:
+            self._admit(item)
+            self._fit()
+        return item.id
+
+    def _make(self, kind: str, text: str, summary: str) -> Item:
+        """A new hot item with the next id, its tokens counted once."""
+        item = Item(id=f"m{self._next}", kind=kind, text=text, summary=_summary(summary, text),
+                    tokens=toks.count(text), pinned=kind == "note", step=self._step,
+                    symbols=definitions(text), touched=self._step, vector=self._embed(text))
+        self._next += 1
+        self._measure(item)
+        return item
+
+    def _measure(self, item: Item) -> None:
+        """Set the item's cost in the context and its score."""
+        item.cost = toks.count(item.header()) + item.tokens + SEPARATOR_TOKENS
+        self._rescore(item)
+
+    def _embed(self, text: str) -> tuple[float, ...] | None:
+        """The unit vector of `text`, or None without an embedder."""
+        if self.embedder is None:
+            return None
+        return scoring.normalise(self.embedder.embed([text])[0])
+
+    def _rescore(self, item: Item) -> None:
+        """Recompute the parts of the score that do not change with the step."""
+        item.goal = scoring.goal_term(item.vector, self._goal_vector)
+        item.static = scoring.static_score(item.kind, item.refs, item.goal, item.tokens)
+
+    def _score(self, item: Item) -> float:
+        """The item's score now."""
+        age = self._step - item.touched
+        return item.static + (_RECENCY[age] if 0 <= age < 256 else scoring.recency_term(age))
+
+    def _reference(self, item: Item) -> None:
+        """Count `item`'s mentions of names defined earlier; touch the hot items defining them."""
+        mentioned = self._mentions.keys() & identifiers(item.text)
+        bumped: set[str] = set()
+        for name in mentioned:
+            self._mentions[name] += 1
+            bumped.update(self._hot_defs.get(name, ()))
+        for item_id in bumped:
+            target = self._hot[item_id]
+            target.refs += 1
+            target.touched = self._step
+            self._rescore(target)
+
+    def _admit(self, item: Item) -> None:
+        """Put an item in the hot zone and index the names it defines."""
+        self._hot[item.id] = item
+        self._hot_cost += item.cost
+        if item.pinned:
+            self._pinned_cost += item.cost
+        for name in item.symbols:
+            self._hot_defs.setdefault(name, set()).add(item.id)
+            self._mentions.setdefault(name, 0)
+
+    def _unlink(self, item: Item) -> None:
+        """Take an item out of the hot zone and its name index."""
+        del self._hot[item.id]
+        self._hot_cost -= item.cost
+        if item.pinned:
+            self._pinned_cost -= item.cost
+        for name in item.symbols:
+            ids = self._hot_defs.get(name)
+            if ids is not None:
+                ids.discard(item.id)
+                if not ids:
+                    del self._hot_defs[name]
+
+    def _fit(self) -> None:
+        """Evict until pinned items are within their share and everything within budget."""
+        while self._pinned_cost > self._pinned_cap:
+            self._evict(next(it for it in self._hot.values() if it.pinned))
+        while self._hot_cost > self._room:
+            self._evict(self._weakest())
+
+    def _weakest(self) -> Item:
+        """The lowest-scoring unpinned item (the oldest pinned one if all are pinned)."""
+        weakest, low = None, math.inf
+        for item in self._hot.values():
+            if not item.pinned:
+                score = self._score(item)
+                if score < low:
+                    weakest, low = item, score
+        return weakest or next(iter(self._hot.values()))
+
+    def _evict(self, item: Item) -> None:
+        """Move an item to the cold store; a view only refreshes the record it came from."""
+        self._unlink(item)
+        self._evictions += 1
+        if item.origin_id is not None:
+            self._restored.discard(item.origin_id)
+            record = self.store.get(item.origin_id)
+            if record is not None:
+                record.update(refs=item.refs, touched=item.touched, step_evicted=self._step,
+                              seen=self._seen(item.symbols))
+                self._put(record)
+                return
+        self._put(self._record(item))
+
+    def _record(self, item: Item) -> dict[str, Any]:
+        """The cold record of an item evicted now."""
+        record = item.to_dict()
+        record.update(step_evicted=self._step, seen=self._seen(item.symbols))
+        return record
+
+    def _seen(self, names: Sequence[str]) -> dict[str, int]:
+        """How often each name had been mentioned, to count later mentions while cold."""
+        return {name: self._mentions.get(name, 0) for name in names}
+
+    def _put(self, record: dict[str, Any]) -> None:
+        """Write a record to the store and to the vector index if it is loaded."""
+        self.store.put(record)
+        if self._vectors is not None:
+            self._vectors.put(record["id"], record.get("vector"), record["step_evicted"])
+
+    def _store_oversized(self, item: Item) -> None:
+        """Put an item larger than the budget straight into the cold store; a stub stays hot."""
+        self._evictions += 1
+        self._put(self._record(item))
+        text = (f"({item.tokens} tokens, kept in the cold store: recall {item.id} or a name "
+                f"it defines to bring back its start)")
+        stub = Item(id=item.id, kind=item.kind, text=text, summary=item.summary,
+                    tokens=toks.count(text), pinned=False, step=item.step, symbols=item.symbols,
+                    touched=self._step, origin_id=item.id, vector=item.vector)
+        self._measure(stub)
+        self._admit(stub)
+        self._fit()
+
+    def recall(self, query: str, k: int = 3) -> list[str]:
+        """Bring back up to `k` cold items matching `query`; returns their ids, now hot."""
+        if k <= 0:
+            return []
+        chosen = self._symbol_hits(query)[:k]
+        if len(chosen) < k and self.embedder is not None:
+            chosen += self._meaning_hits(query, k - len(chosen), set(chosen))
+        return self._restore(chosen)
+
+    def _symbol_hits(self, query: str) -> list[str]:
+        """Cold ids whose id or defined names appear in `query`, best first."""
+        names = identifiers(query)
+        by_id = [n for n in names if _ID.fullmatch(n) and self.store.get(n) is not None]
+        ranked = rank_hits(by_id, self.store.by_symbol(names),
+                           self.store.by_symbol(names, folded=True))
+        return [item_id for item_id in ranked if item_id not in self._restored]
+
+    def _meaning_hits(self, query: str, k: int, exclude: set[str]) -> list[str]:
+        """Cold ids nearest to `query` in meaning, outside their cooldown."""
+        if self._vectors is None:
+            self._vectors = scoring.VectorIndex()
+            for item_id, evicted, vector in self.store.vectors():
+                self._vectors.put(item_id, vector, evicted)
+        step, cooldown, restored = self._step, self.recall_cooldown_steps, self._restored
+
+        def allow(item_id: str, evicted: int) -> bool:
+            return item_id not in exclude and item_id not in restored and step - evicted >= cooldown
+
+        query_vector = self._embed(query) or ()
+        return [i for i, _ in self._vectors.search(query_vector, k, allow, MIN_SIMILARITY)]
+
+    def _restore(self, ids: list[str]) -> list[str]:
+        """Make room for the whole batch first, then bring it back as `recalled` views."""
+        space = self._room - self._pinned_cost
+        batch: list[Item] = []
+        for item_id in ids:
+            record = self.store.get(item_id)
+            if record is None:
+                continue
+            view = self._view(record)
+            if view.cost <= space - sum(v.cost for v in batch):
+                batch.append(view)
+        for view in batch:
+            stub = self._hot.get(view.id)
+            if stub is not None:
+                view.refs = max(view.refs, stub.refs)
+                self._unlink(stub)
+        need = sum(v.cost for v in batch)
+        while self._hot_cost + need > self._room:
+            self._evict(self._weakest())
+        for view in batch:
+            self._rescore(view)
+            self._admit(view)
+            self._restored.add(view.id)
+        return [v.id for v in batch]
+
+    def _view(self, record: dict[str, Any]) -> Item:
+        """A hot `recalled` copy of a cold record, cut to half the budget if longer."""
+        text, count = record["text"], record["tokens"]
+        limit = self._room // 2 - 32
+        if count > limit:
+            text = toks.truncate(text, limit - 32) + f"\n… (cut: {count} tokens in all)"
+            count = toks.count(text)
+        seen = record.get("seen") or {}
+        since = max((self._mentions.get(n, 0) - seen.get(n, 0) for n in record["symbols"]),
+                    default=0)
+        vector = record.get("vector")
+        view = Item(id=record["id"], kind="recalled", text=text, summary=record["summary"],
+                    tokens=count, pinned=False, step=record["step"],
+                    symbols=tuple(record["symbols"]), touched=self._step,
+                    refs=record["refs"] + max(since, 0), origin_id=record["id"],
+                    vector=tuple(vector) if vector else None)
+        self._measure(view)
+        return view
+
+    def hot_items(self) -> list[Item]:
+        """Hot items, highest score first (ties: the earlier added first)."""
+        return sorted(self._hot.values(), key=self._score, reverse=True)
+
+    def cold_manifest(self) -> list[dict[str, Any]]:
+        """[{"id", "kind", "summary", "symbols", "step_evicted"}] of cold items not recalled."""
+        return [e for e in self.store.manifest() if e["id"] not in self._restored]
+
+    def stats(self) -> dict[str, int]:
+        """Counts: hot and cold items, hot tokens (as rendered), evictions so far, the step."""
+        return {"hot": len(self._hot), "cold": self.store.count() - len(self._restored),
+                "tokens": self._hot_cost, "evictions": self._evictions, "step": self._step}
+
+    def explain(self, item_id: str) -> dict[str, float]:
+        """The terms of an item's score now: kind, refs, goal, recency, size (subtracted), total."""
+        item = self._hot.get(item_id)
+        if item is None:
+            record = self.store.get(item_id)
+            if record is None:
+                raise KeyError(f"no memory item {item_id!r}")
+            item = self._view(record)
+            item.kind, item.touched, item.tokens = record["kind"], record["touched"], record["tokens"]
+            self._rescore(item)
+        return scoring.explain(item.kind, item.refs, item.goal, self._step - item.touched,
+                               item.tokens)
+
+    def assemble(self) -> Context:
+        """Hot items by importance, each under a header, then the list of what is cold."""
+        items = self.hot_items()
+        pieces = [item.render() for item in items]
+        footer = self._footer()
+        text = "\n".join(pieces + [footer]) if footer else "\n".join(pieces)
+        count = toks.count(text)
+        while count > self.max_tokens and items:  # joins can merge tokens; never exceed the budget
+            items.pop()
+            pieces.pop()
+            text = "\n".join(pieces + [footer]) if footer else "\n".join(pieces)
+            count = toks.count(text)
+        return Context(text=text, tokens=count, items=items)
+
+    def _footer(self) -> str:
+        """A line of the most recently evicted cold items, within FOOTER_TOKENS."""
+        cold = self.store.count() - len(self._restored)
+        if cold <= 0:
+            return ""
+        recent = self.store.recent(FOOTER_ENTRIES + len(self._restored))
+        entries = [f"{e['id']} {e['summary'][:40]}" for e in recent
+                   if e["id"] not in self._restored][:FOOTER_ENTRIES]
+        while True:
+            more = cold - len(entries)
+            line = "available with recall: " + "; ".join(entries)
+            line += f"{'; ' if entries else ''}{more} more" if more else ""
+            if toks.count(line) <= FOOTER_TOKENS - SEPARATOR_TOKENS or not entries:
+                return line
+            entries.pop()
+
+    def export_state(self) -> dict[str, Any]:
+        """The hot zone and counters as JSON-compatible data; import_state() restores them."""
+        return {"format": STATE_FORMAT, "goal": self._goal,
+                "goal_vector": list(self._goal_vector) if self._goal_vector else None,
+                "step": self._step, "next": self._next, "evictions": self._evictions,
+                "mentions": dict(self._mentions), "restored": sorted(self._restored),
+                "items": [item.to_dict() for item in self._hot.values()]}
+
+    def import_state(self, state: dict[str, Any]) -> None:
+        """Replace the hot zone and counters with an exported state."""
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"unknown working-memory state format {state.get('format')!r}")
+        self._reset()
+        self._goal = state["goal"]
+        vector = state.get("goal_vector")
+        self._goal_vector = tuple(vector) if vector else None
+        self._step = state["step"]
+        self._next = max(state["next"], self.store.max_number() + 1)
+        self._evictions = state["evictions"]
+        self._mentions = dict(state["mentions"])
+        self._restored = set(state["restored"])
+        for data in state["items"]:
+            item = Item.from_dict(data)
+            self._rescore(item)
+            self._admit(item)
+        self._fit()  # a state saved under a larger budget

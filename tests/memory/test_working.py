@@ -1,0 +1,302 @@
+"""WorkingMemory: kinds, ids, scoring and eviction order, references, pinned notes, oversized items,
+assemble() and its footer, explain()."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agent_cli import tokens
+from agent_cli.memory import InMemStore, Item, WorkingMemory
+from agent_cli.memory import scoring
+from agent_cli.memory.working import FOOTER_TOKENS
+
+RETRY = '''def count_attempts(obj):
+    """How many attempts were made."""
+    return getattr(obj, "attempts", 0)
+'''
+
+
+def filler(i: int, words: int = 40) -> str:
+    """A distinct text of about `words` tokens that mentions nothing defined."""
+    return f"entry {i}\n" + " ".join(f"w{i}x{j}" for j in range(words // 3))
+
+
+def evicted_ids(mem: WorkingMemory) -> list[str]:
+    """Ids in the cold zone, in the order they went cold."""
+    return [e["id"] for e in reversed(mem.store.recent(10_000))]
+
+
+def test_unknown_kind_is_a_clear_value_error():
+    mem = WorkingMemory()
+    with pytest.raises(ValueError, match=r"unknown memory item kind 'diary'.*edit, note"):
+        mem.add("diary", "dear diary")
+    assert mem.stats()["hot"] == 0
+
+
+def test_every_kind_in_the_table_is_accepted():
+    mem = WorkingMemory()
+    for kind in scoring.KIND_WEIGHTS:
+        mem.add(kind, f"some {kind} text")
+    assert sorted(i.kind for i in mem.hot_items()) == sorted(scoring.KIND_WEIGHTS)
+
+
+def test_ids_are_short_unique_and_in_order():
+    mem = WorkingMemory()
+    ids = [mem.add("log", filler(i)) for i in range(5)]
+    assert ids == ["m1", "m2", "m3", "m4", "m5"]
+
+
+def test_constructor_rejects_impossible_settings():
+    with pytest.raises(ValueError):
+        WorkingMemory(max_tokens=10)
+    with pytest.raises(ValueError):
+        WorkingMemory(pinned_share=0)
+    with pytest.raises(ValueError):
+        WorkingMemory(recall_cooldown_steps=-1)
+
+
+def test_item_counts_its_tokens_once_with_the_offline_tokenizer():
+    mem = WorkingMemory()
+    item_id = mem.add("file", RETRY, summary="retry.py")
+    item = next(i for i in mem.hot_items() if i.id == item_id)
+    assert isinstance(item, Item) and not hasattr(item, "__dict__")
+    assert item.tokens == tokens.count(RETRY)
+    assert item.cost == tokens.count(item.header()) + item.tokens + 2
+    assert item.summary == "retry.py" and item.symbols == ("count_attempts",)
+
+
+def test_add_does_not_advance_the_step_and_tick_does():
+    mem = WorkingMemory()
+    mem.add("log", "one")
+    assert mem.step == 0
+    assert mem.tick() == 1 and mem.step == 1
+    assert mem.stats()["step"] == 1
+
+
+def test_recency_decays_with_steps():
+    mem = WorkingMemory()
+    item_id = mem.add("log", "something happened")
+    fresh = mem.explain(item_id)["recency"]
+    for _ in range(4):
+        mem.tick()
+    assert mem.explain(item_id)["recency"] == pytest.approx(fresh / 2)
+
+
+def test_explain_returns_every_term_and_their_total():
+    mem = WorkingMemory()
+    item_id = mem.add("edit", RETRY)
+    terms = mem.explain(item_id)
+    assert set(terms) == {"kind", "refs", "goal", "recency", "size", "total"}
+    assert terms["kind"] == 3.0 and terms["goal"] == 0.0 and terms["refs"] == 0.0
+    assert terms["size"] == pytest.approx(scoring.size_term(tokens.count(RETRY)))
+    assert terms["total"] == pytest.approx(
+        terms["kind"] + terms["refs"] + terms["goal"] + terms["recency"] - terms["size"])
+    with pytest.raises(KeyError):
+        mem.explain("m999")
+
+
+def test_references_count_later_items_that_mention_a_defined_name():
+    mem = WorkingMemory()
+    defining = mem.add("file", RETRY)
+    mem.add("log", "count_attempts(job) returned 0")
+    mem.add("test_result", "FAILED test_count_attempts: count_attempts(None) != 0; see count_attempts")
+    mem.add("log", "nothing relevant here")
+    assert mem.explain(defining)["refs"] == pytest.approx(math.log1p(2))
+
+
+def test_a_reference_touches_the_defining_item():
+    mem = WorkingMemory()
+    defining = mem.add("file", RETRY)
+    for _ in range(8):
+        mem.tick()
+    stale = mem.explain(defining)["recency"]
+    mem.add("log", "calling count_attempts now")
+    assert mem.explain(defining)["recency"] > stale
+    assert mem.explain(defining)["recency"] == scoring.recency_term(0)
+
+
+def test_references_work_for_code_that_is_not_python():
+    mem = WorkingMemory()
+    js = "export function parseHeader(raw) {\n  return raw.split(':')\n}\n"
+    defining = mem.add("file", js)
+    mem.add("tool_output", "TypeError in parseHeader at line 2")
+    assert mem.explain(defining)["refs"] == pytest.approx(math.log1p(1))
+
+
+def test_eviction_takes_the_lowest_score_first():
+    mem = WorkingMemory(max_tokens=600)
+    file = mem.add("file", filler(1))
+    log = mem.add("log", filler(2))
+    test = mem.add("test_result", filler(3))
+    tool = mem.add("tool_output", filler(4))
+    assert mem.stats()["evictions"] == 0
+    i = 10
+    while len(mem.cold_manifest()) < 4:
+        mem.add("edit", filler(i))
+        i += 1
+    assert evicted_ids(mem) == [log, tool, test, file]
+
+
+def test_each_eviction_removes_the_weakest_unpinned_item():
+    mem = WorkingMemory(max_tokens=600)
+    kinds = ["log", "tool_output", "file", "test_result", "edit"]
+    for i in range(60):
+        before = {it.id: mem.explain(it.id)["total"] for it in mem.hot_items() if not it.pinned}
+        new_id = mem.add(kinds[i % 5], filler(i, 20 + (i * 7) % 60))
+        hot = {it.id for it in mem.hot_items()}
+        scores = {**before, new_id: mem.explain(new_id)["total"]}
+        gone = sorted(set(scores) - hot, key=scores.get)
+        kept = [scores[k] for k in hot if k in scores]
+        # what went cold is the weakest part of what was there, the new item included
+        assert not gone or not kept or max(scores[g] for g in gone) <= min(kept)
+        if i % 4 == 3:
+            mem.tick()
+
+
+def test_older_items_go_before_newer_ones_of_the_same_kind_and_size():
+    mem = WorkingMemory(max_tokens=300)
+    first = mem.add("log", filler(1))
+    mem.tick()
+    mem.add("log", filler(2))
+    mem.tick()
+    while first not in evicted_ids(mem):
+        mem.add("log", filler(3 + mem.stats()["hot"]))
+    assert evicted_ids(mem)[0] == first
+
+
+def test_a_referenced_item_outlives_an_unreferenced_one():
+    mem = WorkingMemory(max_tokens=400)
+    plain = mem.add("file", "def unrelated_helper():\n    pass\n" + filler(1))
+    used = mem.add("file", RETRY + filler(2))
+    mem.add("log", "count_attempts called from the worker")
+    for i in range(3):
+        mem.tick()
+    i = 0
+    while plain not in evicted_ids(mem):
+        i += 1
+        mem.add("log", filler(100 + i))
+    assert used not in evicted_ids(mem)
+
+
+def test_bigger_items_score_lower_than_smaller_ones():
+    mem = WorkingMemory()
+    small = mem.add("log", filler(1, 20))
+    big = mem.add("log", filler(2, 600))
+    assert mem.explain(big)["size"] > mem.explain(small)["size"]
+    assert mem.explain(big)["total"] < mem.explain(small)["total"]
+
+
+def test_notes_are_pinned_and_survive_weaker_pressure():
+    mem = WorkingMemory(max_tokens=400)
+    note = mem.note("count_attempts returns 0 when the attribute is missing")
+    for i in range(40):
+        mem.add("edit", filler(i))
+        mem.tick()
+    hot = {i.id: i for i in mem.hot_items()}
+    assert note in hot and hot[note].pinned and hot[note].kind == "note"
+
+
+def test_pinned_notes_take_at_most_their_share_and_the_oldest_go_cold():
+    mem = WorkingMemory(max_tokens=1000, pinned_share=1 / 3)
+    ids = [mem.note(f"note {i}: " + filler(i, 60)) for i in range(12)]
+    pinned = [i for i in mem.hot_items() if i.pinned]
+    cap = (1000 - FOOTER_TOKENS) / 3
+    assert sum(i.cost for i in pinned) <= cap
+    assert 0 < len(pinned) < 12
+    cold = {e["id"] for e in mem.cold_manifest()}
+    kept = {i.id for i in pinned}
+    assert cold == set(ids) - kept
+    assert max(int(i[1:]) for i in cold) < min(int(i[1:]) for i in kept)  # the oldest went
+    assert mem.recall(ids[0], k=1) == [ids[0]]
+
+
+def test_a_larger_pinned_share_keeps_more_notes():
+    small = WorkingMemory(max_tokens=1000, pinned_share=0.2)
+    large = WorkingMemory(max_tokens=1000, pinned_share=0.6)
+    for mem in (small, large):
+        for i in range(12):
+            mem.note(filler(i, 60))
+    assert len(large.hot_items()) > len(small.hot_items())
+
+
+def test_an_item_larger_than_the_budget_goes_cold_with_a_stub_hot():
+    mem = WorkingMemory(max_tokens=500)
+    big = "def huge_function():\n" + "".join(f"    x{i} = {i}\n" for i in range(400))
+    item_id = mem.add("file", big, summary="huge.py")
+    assert mem.stats()["tokens"] <= 500
+    stub = next(i for i in mem.hot_items() if i.id == item_id)
+    assert stub.origin_id == item_id and stub.tokens < 60
+    assert "huge.py" in stub.header() and "cold" in stub.header()
+    assert [e["id"] for e in mem.cold_manifest()] == [item_id]
+    ctx = mem.assemble()
+    assert ctx.tokens <= 500 and item_id in ctx.render()
+
+
+def test_an_oversized_item_comes_back_cut_to_half_the_budget():
+    mem = WorkingMemory(max_tokens=500)
+    big = "def huge_function():\n" + "".join(f"    x{i} = {i}\n" for i in range(400))
+    item_id = mem.add("file", big, summary="huge.py")
+    assert mem.recall("huge_function", k=1) == [item_id]
+    view = next(i for i in mem.hot_items() if i.id == item_id)
+    assert view.kind == "recalled" and view.text.startswith("def huge_function")
+    assert "cut:" in view.text and view.cost <= 500 // 2
+    assert mem.stats()["hot"] == 1  # the stub made way for the view
+    assert mem.assemble().tokens <= 500
+
+
+def test_assemble_orders_by_score_and_labels_each_item():
+    mem = WorkingMemory()
+    log = mem.add("log", "pip install ran", summary="pip")
+    edit = mem.add("edit", RETRY, summary="retry.py: add count_attempts")
+    ctx = mem.assemble()
+    assert [i.id for i in ctx.items] == [edit, log]
+    text = ctx.render()
+    assert text.index(f"[edit {edit}] retry.py: add count_attempts") < text.index(f"[log {log}] pip")
+    assert RETRY in text
+    assert ctx.tokens == tokens.count(text)
+
+
+def test_hot_items_are_ordered_by_score():
+    mem = WorkingMemory()
+    for i, kind in enumerate(["log", "edit", "tool_output", "note", "file"]):
+        mem.add(kind, filler(i))
+    scores = [mem.explain(i.id)["total"] for i in mem.hot_items()]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_assemble_ends_with_a_bounded_list_of_cold_items():
+    mem = WorkingMemory(max_tokens=400)
+    for i in range(200):
+        mem.add("log", filler(i), summary=f"log line {i} " + "x" * 100)
+    ctx = mem.assemble()
+    footer = ctx.render().rsplit("\n", 1)[1]
+    assert footer.startswith("available with recall: ")
+    newest_cold = evicted_ids(mem)[-1]
+    assert newest_cold in footer and footer.endswith("more")
+    assert tokens.count(footer) <= FOOTER_TOKENS
+    assert ctx.tokens <= 400
+
+
+def test_cold_manifest_lists_id_kind_summary_symbols_and_step():
+    mem = WorkingMemory(max_tokens=300)
+    first = mem.add("edit", RETRY, summary="retry.py")
+    mem.tick()
+    while not mem.cold_manifest():
+        mem.add("edit", filler(mem.stats()["hot"]))
+    entry = mem.cold_manifest()[0]
+    assert entry == {"id": first, "kind": "edit", "summary": "retry.py",
+                     "symbols": ["count_attempts"], "step_evicted": 1}
+    assert mem.explain(first)["kind"] == 3.0  # a cold item can be explained too
+
+
+def test_stats_counts_hot_cold_tokens_and_evictions():
+    mem = WorkingMemory(max_tokens=300, store=InMemStore())
+    for i in range(20):
+        mem.add("log", filler(i))
+    stats = mem.stats()
+    assert stats["hot"] == len(mem.hot_items())
+    assert stats["cold"] == len(mem.cold_manifest()) == stats["evictions"]
+    assert stats["hot"] + stats["cold"] == 20
+    assert stats["tokens"] == sum(i.cost for i in mem.hot_items()) <= 300 - FOOTER_TOKENS
