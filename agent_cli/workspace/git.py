@@ -1,0 +1,206 @@
+"""The repository through git: preflight checks, the agent's branch, commits of exactly its files.
+
+The only module that imports GitPython; its errors become GitError with a how-to-fix hint here.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Iterable
+
+from agent_cli.errors import GitError
+from agent_cli.workspace.atomic import write_atomic
+
+_NOT_A_REPO_HINT = "run inside a git repository or pass --repo DIR"
+_IDENTITY_HINT = "set your identity: git config user.name 'Your Name' && git config user.email you@example.com"
+# Marker in the git directory, what it means, and how the user gets out of it.
+_OPERATIONS = [
+    ("MERGE_HEAD", "a merge", "git commit to finish it, or git merge --abort"),
+    ("rebase-merge", "a rebase", "git rebase --continue, or git rebase --abort"),
+    ("rebase-apply", "a rebase (or git am)", "git rebase --continue, or git rebase --abort / git am --abort"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue, or git cherry-pick --abort"),
+    ("REVERT_HEAD", "a revert", "git revert --continue, or git revert --abort"),
+    ("BISECT_LOG", "a bisect", "git bisect reset"),
+]
+_CONFLICT_CODES = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
+
+
+def _load_gitpython() -> Any:
+    try:
+        import git
+    except ImportError as exc:  # GitPython refuses to import when no git executable is found
+        raise GitError("git is not installed or not on PATH", "install git and run again") from exc
+    return git
+
+
+class GitRepo:
+    """One git work tree, used through the git command line."""
+
+    def __init__(self, path: str | Path) -> None:
+        git = _load_gitpython()
+        self._errors = git.exc.GitError
+        try:
+            self._repo = git.Repo(path, search_parent_directories=True)
+        except git.exc.NoSuchPathError as exc:
+            raise GitError(f"{path} does not exist", _NOT_A_REPO_HINT) from exc
+        except git.exc.InvalidGitRepositoryError as exc:
+            raise GitError(f"{path} is not inside a git repository", _NOT_A_REPO_HINT) from exc
+        if self._repo.bare or self._repo.working_tree_dir is None:
+            raise GitError(f"{path} is a bare repository with no work tree", _NOT_A_REPO_HINT)
+        self.root = Path(os.path.realpath(self._repo.working_tree_dir))
+        self.git_dir = Path(self._repo.git_dir)
+
+    def close(self) -> None:
+        """Stop the git helper processes GitPython keeps."""
+        self._repo.close()
+
+    def preflight(self, allow_dirty: bool) -> set[str]:
+        """Refuse states the agent must not work in; return the paths holding the user's changes."""
+        for marker, what, way_out in _OPERATIONS:
+            if (self.git_dir / marker).exists():
+                raise GitError(f"{what} is in progress in this repository", f"finish it first: {way_out}")
+        if not self._has_commits():
+            raise GitError("the repository has no commits yet",
+                           "make a first commit (git commit --allow-empty -m 'initial commit') and run again")
+        if self.current_branch() is None:
+            raise GitError("HEAD is detached (not on a branch)", "check out a branch (git switch <branch>) and run again")
+        entries = self._status()
+        conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
+        if conflicts:
+            raise GitError(f"the work tree has unresolved conflicts ({_some(conflicts)})",
+                           "resolve them and commit, then run again")
+        dirty = {p for _, path, orig in entries for p in (path, orig) if p}
+        if dirty and not allow_dirty:
+            raise GitError(f"the work tree has uncommitted changes ({_some(sorted(dirty))})",
+                           "commit or stash them first, or pass --allow-dirty to let the agent work around them")
+        return dirty
+
+    def exclude(self, pattern: str = ".agent/") -> bool:
+        """Add `pattern` to .git/info/exclude unless it is there; True when it was added."""
+        path = Path(self._repo.common_dir) / "info" / "exclude"
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if pattern in (line.strip() for line in text.splitlines()):
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text + ("\n" if text and not text.endswith("\n") else "") + pattern + "\n")
+        return True
+
+    def start_branch(self, name: str) -> None:
+        """Create branch `name` at HEAD and switch to it; uncommitted changes stay in place."""
+        self._check_branch_name(name)
+        if self.branch_exists(name):
+            raise GitError(f"branch {name} already exists", f"delete it (git branch -D {name}) or use --resume")
+        self._run("checkout", "-q", "-b", name)
+
+    def checkout(self, name: str) -> None:
+        """Switch to the existing branch `name`."""
+        if not self.branch_exists(name):
+            raise GitError(f"there is no branch {name}", "list the branches with git branch")
+        self._run("checkout", "-q", name, "--", hint="commit or stash the changes that conflict, then run again")
+
+    def current_branch(self) -> str | None:
+        """The checked-out branch's short name, or None when HEAD is detached."""
+        code, out, _ = self._try("symbolic-ref", "--short", "-q", "HEAD")
+        return out.strip() if code == 0 else None
+
+    def head(self) -> str:
+        """The sha of the commit HEAD points at."""
+        code, out, _ = self._try("rev-parse", "--verify", "-q", "HEAD^{commit}")
+        if code != 0:
+            raise GitError("the repository has no commits yet", "make a first commit and run again")
+        return out.strip()
+
+    def branch_exists(self, name: str) -> bool:
+        """Whether a local branch `name` exists."""
+        return self._try("show-ref", "--verify", "--quiet", f"refs/heads/{name}")[0] == 0
+
+    def changed_files(self, protected: Iterable[str] = frozenset()) -> list[str]:
+        """Paths changed in the work tree (not ignored), leaving out the protected ones."""
+        held = {p.rstrip("/") for p in protected}
+        paths = {p for _, path, orig in self._status() for p in (path, orig) if p}
+        return sorted(p for p in paths if not any(p == h or p.startswith(h + "/") for h in held))
+
+    def commit_paths(self, paths: Iterable[str], message: str) -> str | None:
+        """Commit exactly `paths` (deletions too) as they are in the work tree; None if nothing changed.
+
+        A temporary index built from HEAD keeps whatever the user has staged out of the commit.
+        """
+        wanted = self._known_paths(sorted(set(paths)))
+        if not wanted:
+            return None
+        index = self.git_dir / f"agent-index-{uuid.uuid4().hex}"
+        env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
+        try:
+            self._run("read-tree", "HEAD", env=env)
+            self._run("add", "-A", "--", *wanted, env=env)
+            if self._try("diff-index", "--cached", "--quiet", "HEAD", env=env)[0] == 0:
+                return None
+            self._run("commit", "-q", "--no-verify", "-m", message, env=env, hint=_IDENTITY_HINT)
+        finally:
+            for leftover in (index, index.with_name(index.name + ".lock")):
+                leftover.unlink(missing_ok=True)
+        # The real index catches up for these paths only, so they do not show as staged reversals.
+        self._run("reset", "-q", "--", *wanted, env={"GIT_LITERAL_PATHSPECS": "1"})
+        return self.head()
+
+    def diff_stat(self, base: str = "HEAD", head: str | None = None) -> str:
+        """`git diff --stat` from `base` to `head` (default: the work tree)."""
+        return self._run("diff", "--stat", base, *([head] if head else []), "--").rstrip("\n")
+
+    def _has_commits(self) -> bool:
+        return self._try("rev-parse", "--verify", "-q", "HEAD^{commit}")[0] == 0
+
+    def _check_branch_name(self, name: str) -> None:
+        if not name or self._try("check-ref-format", "--branch", name)[0] != 0:
+            raise GitError(f"{name!r} is not a valid branch name", "use letters, digits, '-', '_', '.' and '/'")
+
+    def _status(self) -> list[tuple[str, str, str | None]]:
+        """(XY code, path, original path of a rename) for every changed, non-ignored path."""
+        items = self._run("status", "--porcelain=v1", "-z", "--untracked-files=all").split("\0")
+        entries, i = [], 0
+        while i < len(items):
+            item, i = items[i], i + 1
+            if len(item) < 4:
+                continue
+            code, path, orig = item[:2], item[3:], None
+            if "R" in code or "C" in code:
+                orig, i = items[i], i + 1
+            entries.append((code, path, orig))
+        return entries
+
+    def _known_paths(self, paths: list[str]) -> list[str]:
+        """The paths that exist in the work tree or in HEAD (what `git add -A` can stage)."""
+        if not paths:
+            return []
+        listed = self._run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths,
+                           env={"GIT_LITERAL_PATHSPECS": "1"})
+        in_head = set(listed.split("\0"))
+        return [p for p in paths if p in in_head or os.path.lexists(self.root / p)]
+
+    def _try(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        """Run git; return (exit code, stdout, stderr) without raising on a non-zero exit."""
+        try:
+            code, out, err = self._repo.git.execute(
+                ["git", *args], env=env, with_extended_output=True, with_exceptions=False,
+                stdout_as_string=False, strip_newline_in_stdout=False)
+        except self._errors as exc:
+            raise GitError(f"git {args[0]} could not run: {exc}", "check that git is installed") from exc
+        return code, out.decode("utf-8", "surrogateescape"), err
+
+    def _run(self, *args: str, env: dict[str, str] | None = None, hint: str = "") -> str:
+        """Run git and return stdout; a failure becomes GitError carrying git's own message."""
+        code, out, err = self._try(*args, env=env)
+        if code != 0:
+            detail = " ".join(err.split()) or f"exit code {code}"
+            if "tell me who you are" in err or "empty ident" in err:
+                hint = _IDENTITY_HINT
+            raise GitError(f"git {args[0]} failed: {detail}", hint or "check the repository with git status")
+        return out
+
+
+def _some(paths: list[str], limit: int = 5) -> str:
+    """A short list of paths for a message."""
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

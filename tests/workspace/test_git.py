@@ -1,0 +1,307 @@
+"""GitRepo against real repositories made with the git command line in tmp dirs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agent_cli.errors import GitError
+from agent_cli.workspace.git import GitRepo
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    result = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {result.stderr}")
+    return result.stdout
+
+
+def make_repo(path: Path, commit: bool = True) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", "Test User")
+    git(path, "config", "user.email", "test@example.com")
+    git(path, "config", "commit.gpgsign", "false")
+    if commit:
+        (path / "a.txt").write_text("one\n")
+        (path / "b.txt").write_text("bee\n")
+        (path / ".gitignore").write_text("*.log\n")
+        git(path, "add", ".")
+        git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+def status(repo: Path) -> str:
+    return git(repo, "status", "--porcelain=v1", "--untracked-files=all")
+
+
+# --- opening and preflight -------------------------------------------------------------------
+
+def test_a_directory_that_is_not_a_repository_is_a_git_error(tmp_path):
+    with pytest.raises(GitError) as err:
+        GitRepo(tmp_path)
+    assert "not inside a git repository" in err.value.message
+    assert err.value.hint == "run inside a git repository or pass --repo DIR"
+    with pytest.raises(GitError, match="does not exist"):
+        GitRepo(tmp_path / "missing")
+
+
+def test_the_root_is_found_from_a_subdirectory(repo):
+    (repo / "sub").mkdir()
+    assert GitRepo(repo / "sub").root == repo.resolve()
+
+
+def test_a_clean_repository_passes_preflight_with_nothing_protected(repo):
+    assert GitRepo(repo).preflight(allow_dirty=False) == set()
+
+
+def test_a_repository_without_commits_is_refused(tmp_path):
+    empty = make_repo(tmp_path / "empty", commit=False)
+    with pytest.raises(GitError, match="no commits yet") as err:
+        GitRepo(empty).preflight(allow_dirty=True)
+    assert "first commit" in err.value.hint
+
+
+def test_a_detached_head_is_refused(repo):
+    git(repo, "checkout", "-q", "--detach")
+    with pytest.raises(GitError, match="detached") as err:
+        GitRepo(repo).preflight(allow_dirty=True)
+    assert "git switch" in err.value.hint
+
+
+def _conflict(repo: Path) -> None:
+    """Two branches that change the same line of a.txt differently."""
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "a.txt").write_text("other\n")
+    git(repo, "commit", "-q", "-am", "other")
+    git(repo, "checkout", "-q", "main")
+    (repo / "a.txt").write_text("main\n")
+    git(repo, "commit", "-q", "-am", "main")
+
+
+def test_a_merge_in_progress_is_refused(repo):
+    _conflict(repo)
+    git(repo, "merge", "other", check=False)
+    with pytest.raises(GitError, match="a merge is in progress") as err:
+        GitRepo(repo).preflight(allow_dirty=True)
+    assert "git merge --abort" in err.value.hint
+
+
+def test_a_rebase_in_progress_is_refused(repo):
+    _conflict(repo)
+    git(repo, "rebase", "other", check=False)
+    with pytest.raises(GitError, match="a rebase is in progress") as err:
+        GitRepo(repo).preflight(allow_dirty=True)
+    assert "git rebase --abort" in err.value.hint
+
+
+def test_a_cherry_pick_in_progress_is_refused(repo):
+    _conflict(repo)
+    git(repo, "cherry-pick", "other", check=False)
+    with pytest.raises(GitError, match="a cherry-pick is in progress"):
+        GitRepo(repo).preflight(allow_dirty=True)
+
+
+def test_unresolved_conflicts_without_a_merge_marker_are_refused(repo):
+    _conflict(repo)
+    git(repo, "merge", "other", check=False)
+    (repo / ".git" / "MERGE_HEAD").unlink()
+    with pytest.raises(GitError, match=r"unresolved conflicts \(a.txt\)"):
+        GitRepo(repo).preflight(allow_dirty=True)
+
+
+def test_uncommitted_changes_are_refused_unless_allowed(repo):
+    (repo / "a.txt").write_text("changed\n")
+    with pytest.raises(GitError, match=r"uncommitted changes \(a.txt\)") as err:
+        GitRepo(repo).preflight(allow_dirty=False)
+    assert "--allow-dirty" in err.value.hint and "commit or stash" in err.value.hint
+
+
+def test_allowed_dirty_work_is_returned_as_the_protected_set(repo):
+    (repo / "a.txt").write_text("modified\n")
+    (repo / "staged.txt").write_text("staged\n")
+    git(repo, "add", "staged.txt")
+    (repo / "new dir").mkdir()
+    (repo / "new dir" / "untracked é.txt").write_text("x\n")
+    (repo / "debug.log").write_text("ignored\n")
+    git(repo, "mv", "b.txt", "renamed.txt")
+    protected = GitRepo(repo).preflight(allow_dirty=True)
+    assert protected == {"a.txt", "staged.txt", "new dir/untracked é.txt", "renamed.txt", "b.txt"}
+
+
+# --- exclude and branches ----------------------------------------------------------------------
+
+def test_exclude_hides_the_state_directory_once(repo):
+    (repo / ".agent").mkdir()
+    (repo / ".agent" / "state.db").write_text("x")
+    gr = GitRepo(repo)
+    assert gr.exclude(".agent/") is True
+    assert gr.exclude(".agent/") is False
+    lines = (repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert lines.count(".agent/") == 1
+    assert status(repo) == ""
+    assert gr.preflight(allow_dirty=False) == set()
+
+
+def test_exclude_keeps_existing_lines_without_a_final_newline(repo):
+    path = repo / ".git" / "info" / "exclude"
+    path.write_text("# mine\n*.tmp")
+    GitRepo(repo).exclude()
+    assert path.read_text() == "# mine\n*.tmp\n.agent/\n"
+
+
+def test_start_branch_moves_to_a_new_branch_keeping_uncommitted_work(repo):
+    (repo / "a.txt").write_text("user work\n")
+    (repo / "untracked.txt").write_text("mine\n")
+    gr = GitRepo(repo)
+    base = gr.head()
+    gr.start_branch("agent/run-1")
+    assert gr.current_branch() == "agent/run-1"
+    assert gr.head() == base
+    assert (repo / "a.txt").read_text() == "user work\n"
+    assert (repo / "untracked.txt").read_text() == "mine\n"
+    assert gr.branch_exists("agent/run-1") and gr.branch_exists("main")
+
+
+def test_start_branch_refuses_an_existing_branch(repo):
+    git(repo, "branch", "agent/run-1")
+    with pytest.raises(GitError, match="branch agent/run-1 already exists") as err:
+        GitRepo(repo).start_branch("agent/run-1")
+    assert "--resume" in err.value.hint
+
+
+def test_start_branch_refuses_an_invalid_name(repo):
+    with pytest.raises(GitError, match="not a valid branch name"):
+        GitRepo(repo).start_branch("bad..name")
+
+
+def test_checkout_switches_and_refuses_unknown_branches(repo):
+    gr = GitRepo(repo)
+    gr.start_branch("agent/x")
+    gr.checkout("main")
+    assert gr.current_branch() == "main"
+    with pytest.raises(GitError, match="there is no branch nope"):
+        gr.checkout("nope")
+
+
+def test_checkout_that_would_overwrite_work_is_a_git_error_not_a_traceback(repo):
+    gr = GitRepo(repo)
+    gr.start_branch("agent/x")
+    (repo / "a.txt").write_text("agent\n")
+    gr.commit_paths(["a.txt"], "agent change")
+    gr.checkout("main")
+    (repo / "a.txt").write_text("user edit\n")
+    with pytest.raises(GitError, match="git checkout failed") as err:
+        gr.checkout("agent/x")
+    assert "commit or stash" in err.value.hint
+    assert (repo / "a.txt").read_text() == "user edit\n"
+
+
+def test_current_branch_is_none_when_detached_and_head_needs_a_commit(repo, tmp_path):
+    git(repo, "checkout", "-q", "--detach")
+    assert GitRepo(repo).current_branch() is None
+    with pytest.raises(GitError, match="no commits"):
+        GitRepo(make_repo(tmp_path / "empty", commit=False)).head()
+
+
+# --- changed files and commits -----------------------------------------------------------------
+
+def test_changed_files_lists_agent_changes_and_leaves_out_the_protected(repo):
+    (repo / "a.txt").write_text("user\n")
+    gr = GitRepo(repo)
+    protected = gr.preflight(allow_dirty=True)
+    (repo / "b.txt").unlink()
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "new.py").write_text("x = 1\n")
+    (repo / "run.log").write_text("ignored\n")
+    assert gr.changed_files(protected) == ["b.txt", "pkg/new.py"]
+    assert gr.changed_files() == ["a.txt", "b.txt", "pkg/new.py"]
+
+
+def test_commit_paths_commits_exactly_those_paths_including_deletions(repo):
+    gr = GitRepo(repo)
+    (repo / "a.txt").write_text("two\n")
+    (repo / "b.txt").unlink()
+    (repo / "new.txt").write_text("new\n")
+    (repo / "other.txt").write_text("not asked for\n")
+    sha = gr.commit_paths(["a.txt", "b.txt", "new.txt"], "Agent: task 1")
+    assert sha == gr.head() and len(sha) == 40
+    assert git(repo, "show", "--name-status", "--format=%s", "HEAD").split() == [
+        "Agent:", "task", "1", "M", "a.txt", "D", "b.txt", "A", "new.txt"]
+    assert status(repo) == "?? other.txt\n"
+
+
+def test_commit_paths_leaves_the_users_staged_and_dirty_work_untouched(repo):
+    (repo / "b.txt").write_text("user staged\n")
+    git(repo, "add", "b.txt")
+    (repo / "user-new.txt").write_text("user staged new file\n")
+    git(repo, "add", "user-new.txt")
+    (repo / ".gitignore").write_text("*.log\nuser-unstaged\n")
+    gr = GitRepo(repo)
+    protected = gr.preflight(allow_dirty=True)
+    (repo / "a.txt").write_text("agent\n")
+    (repo / "agent.py").write_text("print('agent')\n")
+    sha = gr.commit_paths(gr.changed_files(protected), "Agent work")
+    committed = git(repo, "show", "--name-only", "--format=", sha).split()
+    assert committed == ["a.txt", "agent.py"]
+    assert git(repo, "diff", "--cached", "--name-only").split() == ["b.txt", "user-new.txt"]
+    assert git(repo, "show", ":b.txt") == "user staged\n"
+    assert (repo / ".gitignore").read_text() == "*.log\nuser-unstaged\n"
+    assert sorted(status(repo).splitlines()) == [" M .gitignore", "A  user-new.txt", "M  b.txt"]
+
+
+def test_commit_paths_with_nothing_changed_returns_none(repo):
+    gr = GitRepo(repo)
+    head = gr.head()
+    assert gr.commit_paths([], "nothing") is None
+    assert gr.commit_paths(["a.txt", "never-existed.txt"], "nothing") is None
+    assert gr.head() == head
+
+
+def test_commit_paths_treats_paths_literally(repo):
+    gr = GitRepo(repo)
+    (repo / "star*.txt").write_text("literal\n")
+    (repo / "starry.txt").write_text("not this one\n")
+    gr.commit_paths(["star*.txt"], "literal path")
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["star*.txt"]
+
+
+def test_commit_without_an_identity_says_how_to_set_it(repo, tmp_path, monkeypatch):
+    git(repo, "config", "--unset", "user.name")
+    git(repo, "config", "--unset", "user.email")
+    git(repo, "config", "user.useConfigOnly", "true")
+    empty = tmp_path / "empty-gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    (repo / "a.txt").write_text("change\n")
+    with pytest.raises(GitError, match="git commit failed") as err:
+        GitRepo(repo).commit_paths(["a.txt"], "msg")
+    assert "git config user.name" in err.value.hint
+    assert not list((repo / ".git").glob("agent-index-*")), "the temporary index is removed"
+
+
+def test_diff_stat_summarises_changes(repo):
+    gr = GitRepo(repo)
+    base = gr.head()
+    (repo / "a.txt").write_text("one\ntwo\n")
+    assert "a.txt | 1 +" in gr.diff_stat()
+    gr.commit_paths(["a.txt"], "more")
+    assert "1 file changed" in gr.diff_stat(base, "HEAD")
+
+
+def test_the_workspace_package_does_not_import_gitpython():
+    code = ("import sys, agent_cli.workspace, agent_cli.workspace.files, agent_cli.workspace.shell, "
+            "agent_cli.workspace.policy, agent_cli.workspace.lock, agent_cli.workspace.atomic; "
+            "print('git' in sys.modules)")
+    out = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
