@@ -1,0 +1,278 @@
+"""`agent recall` and `agent memory ...`: long-term and working memory from the command line.
+
+Only typer and the standard library are imported here; chromadb, wordllama and rich load
+inside the commands. Errors are raised as AgentError; `cli.main` prints them as one line.
+No command creates the state directory, except `memory import`, whose purpose is to fill it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+memory_app = typer.Typer(help="Look at and maintain what the agent remembers.",
+                         no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+REPO = typer.Option(None, "--repo", help="Repository (default: the current directory).")
+JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
+NO_MEMORY = "no memory yet: {state} does not exist (`agent run` creates it)"
+
+
+def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
+    """The repository, its settings and its state directory."""
+    from agent_cli.cli_common import find_repo, settings_for
+
+    top = find_repo(repo)
+    settings = settings_for(top)
+    return top, settings, settings.state_dir(top)
+
+
+def _open(settings: Any, state: Path, create: bool = False) -> Any:
+    """Long-term memory under `state`, or None when there is none (and `create` is False)."""
+    chroma = state / "chroma"
+    if not create and not (chroma / "chroma.sqlite3").exists():
+        return None
+    from agent_cli.memory.embed import make_embedder
+    from agent_cli.memory.longterm import LongTermMemory
+
+    key = settings.api_key.get_secret_value() if settings.api_key else ""
+    return LongTermMemory(chroma, make_embedder(settings), secrets=[key] if key else [])
+
+
+def _memory_or_exit(repo: Optional[Path]) -> Any:
+    """Open long-term memory, or say there is none yet and exit 0."""
+    _, settings, state = _place(repo)
+    mem = _open(settings, state)
+    if mem is None:
+        typer.echo(NO_MEMORY.format(state=state / "chroma"), err=True)
+        raise typer.Exit(0)
+    return mem
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def recall_command(
+    query: str = typer.Argument(..., help="What to look for, in words."),
+    k: int = typer.Option(5, "--k", "-k", min=1, max=100, help="How many results at most."),
+    kind: str = typer.Option("all", "--kind", help="episode, fact or all."),
+    min_trust: float = typer.Option(0.5, "--min-trust", min=0.0, max=1.0,
+                                    help="Leave out facts trusted less than this."),
+    as_json: bool = JSON,
+    repo: Optional[Path] = REPO,
+) -> None:
+    """Search long-term memory (episodes of earlier runs, verified facts) by meaning."""
+    from agent_cli.errors import UsageError
+
+    if kind not in ("all", "episode", "fact"):
+        raise UsageError(f"unknown --kind {kind!r}", "use episode, fact or all")
+    _, settings, state = _place(repo)
+    mem = _open(settings, state)
+    if mem is None:
+        typer.echo(NO_MEMORY.format(state=state / "chroma"), err=True)
+        if as_json:
+            typer.echo("[]")
+        return
+    results = mem.recall(query, k=k, kind=kind, min_trust=min_trust)
+    if as_json:
+        typer.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
+    elif not results:
+        typer.echo(f"nothing in memory matches {query!r}")
+    else:
+        _console().print(_results_table(results))
+
+
+def _table(title: str) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                 show_edge=False, padding=(0, 1, 0, 0))
+
+
+def _results_table(results: list[Any]) -> Any:
+    from rich.text import Text
+
+    table = _table("Recalled from long-term memory")
+    for name in ("score", "kind", "id", "date", "gist and source"):
+        table.add_column(name, style="cyan" if name == "id" else None, no_wrap=name != "gist and source",
+                         overflow="fold" if name == "gist and source" else "ellipsis")
+    for r in results:
+        cell = Text(_one_line(r.gist or r.text, 200))
+        cell.append(f"\n{_one_line(r.source, 80)}", style="dim")
+        table.add_row(f"{r.score:.2f}", r.kind, r.id, r.date[:10], cell)
+    return table
+
+
+@memory_app.command("show")
+def show_command(
+    kind: Optional[str] = typer.Option(None, "--kind", help="Only working-memory items of this kind."),
+    as_json: bool = JSON,
+    repo: Optional[Path] = REPO,
+) -> None:
+    """The latest run's working memory (hot items with their score terms, the cold list) and counts."""
+    _, settings, state = _place(repo)
+    if not state.exists():
+        typer.echo(NO_MEMORY.format(state=state), err=True)
+        report: dict[str, Any] = {"run_id": None, "hot": [], "cold": [], "stats": {},
+                                  "counts": {"episodes": 0, "facts": 0, "archive": 0}}
+    else:
+        mem = _open(settings, state)
+        report = _working_report(settings, state, kind)
+        report["counts"] = mem.counts() if mem else {"episodes": 0, "facts": 0, "archive": 0}
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    elif state.exists():
+        _print_report(report)
+
+
+def _latest_state(state: Path) -> tuple[str | None, dict[str, Any]]:
+    """The newest run id whose state.json holds working memory, and that memory."""
+    from agent_cli.errors import StorageError
+
+    runs = state / "runs"
+    paths = sorted(runs.glob("*/state.json"), reverse=True) if runs.is_dir() else []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise StorageError(f"{path} cannot be read: {e}", "move the run directory aside") from None
+        if isinstance(data, dict) and isinstance(data.get("memory"), dict):
+            return path.parent.name, data["memory"]
+    return None, {}
+
+
+def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str, Any]:
+    """Hot items with score terms, the cold manifest and stats of the latest run."""
+    run_id, saved = _latest_state(state)
+    if run_id is None:
+        return {"run_id": None, "hot": [], "cold": [], "stats": {}}
+    from agent_cli.errors import StorageError
+    from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
+
+    db = state / "memory.db"
+    store = SqliteStore(db) if db.exists() else InMemStore()
+    # A budget at least as large as what was saved, so looking never evicts anything.
+    saved_cost = sum(int(i.get("cost", 0)) for i in saved.get("items", []))
+    wm = WorkingMemory(store=store, embedder=None,
+                       max_tokens=max(settings.memory_max_tokens, saved_cost + 512))
+    try:
+        wm.import_state(saved)
+    except (KeyError, TypeError, ValueError) as e:
+        raise StorageError(f"{state / 'runs' / run_id / 'state.json'}: working memory cannot be "
+                           f"read: {e}", "it was written by another version of agent") from None
+    hot = [{"id": i.id, "kind": i.kind, "summary": i.summary, "tokens": i.tokens,
+            "pinned": i.pinned, "step": i.step, "refs": i.refs, "score": wm.explain(i.id)}
+           for i in wm.hot_items() if kind in (None, i.kind)]
+    cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
+    return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    console, counts = _console(), report["counts"]
+    if report["run_id"] is None:
+        console.print("No run has recorded working memory yet.")
+    else:
+        stats = report["stats"]
+        hot = _table(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
+                     f"{stats.get('tokens')} tokens; * pinned)")
+        terms = [t for t in (report["hot"][0]["score"] if report["hot"] else {}) if t != "total"]
+        short = {"kind": "weight", "recency": "recent"}
+        for col in ["id", "kind", "score", *(short.get(t, t) for t in terms), "tokens", "summary"]:
+            hot.add_column(col, overflow="fold" if col == "summary" else "ellipsis",
+                           no_wrap=col != "summary", min_width=12 if col == "summary" else None)
+        for item in report["hot"]:
+            s = item["score"]
+            hot.add_row(item["id"], item["kind"] + ("*" if item["pinned"] else ""),
+                        f"{s.get('total', 0):.2f}", *(f"{s[t]:.2f}" for t in terms),
+                        str(item["tokens"]), _one_line(item["summary"], 80))
+        console.print(hot)
+        console.print()
+        cold = _table(f"Cold zone: {len(report['cold'])} item(s)")
+        for col in ("id", "kind", "evicted at step", "summary"):
+            cold.add_column(col, overflow="fold" if col == "summary" else "ellipsis", no_wrap=col != "summary")
+        for e in report["cold"]:
+            cold.add_row(e["id"], e.get("kind", ""), str(e.get("step_evicted", "")),
+                         _one_line(e.get("summary", ""), 80))
+        console.print(cold)
+        console.print()
+    console.print(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} fact(s), "
+                  f"{counts['archive']} archived item(s).")
+
+
+@memory_app.command("forget")
+def forget_command(item_id: str = typer.Argument(..., help="The id shown by `agent recall`."),
+                   repo: Optional[Path] = REPO) -> None:
+    """Delete one item (an episode with its failure signatures, a fact or a note)."""
+    from agent_cli.errors import StorageError
+
+    mem = _memory_or_exit(repo)
+    removed = mem.forget(item_id)
+    if not removed:
+        raise StorageError(f"no memory item {item_id!r} in {mem.path}",
+                           "`agent recall QUERY` shows the ids")
+    typer.echo(f"forgot {item_id} ({removed} document(s))")
+
+
+@memory_app.command("expire")
+def expire_command(repo: Optional[Path] = REPO) -> None:
+    """Move facts and notes unused for longer than their time to live into the archive."""
+    moved = _memory_or_exit(repo).expire()
+    typer.echo(f"moved {moved} item(s) into the archive")
+
+
+@memory_app.command("export")
+def export_command(file: Path = typer.Argument(..., help="The JSONL file to write."),
+                   repo: Optional[Path] = REPO) -> None:
+    """Write every episode, fact and archived item to a JSONL file (without vectors)."""
+    written = _memory_or_exit(repo).export(file)
+    typer.echo(f"exported {written} record(s) to {file}")
+
+
+@memory_app.command("import")
+def import_command(file: Path = typer.Argument(..., help="A JSONL file from `agent memory export`."),
+                   repo: Optional[Path] = REPO) -> None:
+    """Read records from an export, re-embedding them with the configured embedder."""
+    from agent_cli.errors import UsageError
+
+    if not file.is_file():
+        raise UsageError(f"{file} is not a file", "pass a file written by `agent memory export`")
+    top, settings, state = _place(repo)
+    _exclude_from_git(top, state)
+    added = _open(settings, state, create=True).import_(file)
+    typer.echo(f"imported {added} record(s) into {state / 'chroma'}")
+
+
+@memory_app.command("reindex")
+def reindex_command(repo: Optional[Path] = REPO) -> None:
+    """Re-embed everything with the configured embedder (after changing `embedding_model`)."""
+    mem = _memory_or_exit(repo)
+    count = mem.reindex()
+    typer.echo(f"re-embedded {count} record(s) with {mem.embedder.name}")
+
+
+def _exclude_from_git(repo: Path, state: Path) -> None:
+    """Add the state directory to .git/info/exclude when it lies inside the repository."""
+    try:
+        rel = state.resolve().relative_to(repo.resolve())
+    except ValueError:
+        return
+    exclude = repo / ".git" / "info" / "exclude"
+    if not (repo / ".git").is_dir():
+        return
+    lines = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
+    entry = f"/{rel.as_posix()}/"
+    if entry not in lines and f"{rel.as_posix()}/" not in lines:
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        exclude.write_text("\n".join([*lines, entry]) + "\n", encoding="utf-8")

@@ -1,0 +1,189 @@
+"""`agent recall` and `agent memory ...` as real processes, on a real Chroma store in a tmp repo."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_cli.memory.embed import WordLlamaEmbedder
+from agent_cli.memory.longterm import LongTermMemory
+from agent_cli.models import Episode
+
+KEY = "sk-test-configured-key-0123456789abcdef"
+OLD_RUN, NEW_RUN = "20250313-080000-aaaa", "20250314-090000-bbbb"
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AGENT_", "OPENAI_")) and k not in ("COLUMNS", "LINES")}
+    return {**env, "HOME": str(home), "COLUMNS": "200", **extra}
+
+
+def agents(cwd: Path, *commands: list[str], **env: str) -> list[subprocess.CompletedProcess]:
+    """Run `python -m agent_cli ARGS` for each command at once; their results in order."""
+    procs = [subprocess.Popen([sys.executable, "-m", "agent_cli", *args], cwd=cwd, text=True,
+                              env=_env(cwd.parent, **env), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for args in commands]
+    out = []
+    for args, p in zip(commands, procs):
+        stdout, stderr = p.communicate(timeout=120)
+        out.append(subprocess.CompletedProcess(args, p.returncode, stdout, stderr))
+    return out
+
+
+def agent(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return agents(cwd, list(args), **env)[0]
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    return WordLlamaEmbedder()
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def _save_working_memory(state: Path) -> None:
+    """Two runs: an older one without working memory, the latest with hot and cold items."""
+    from agent_cli.memory import SqliteStore, WorkingMemory
+
+    wm = WorkingMemory(store=SqliteStore(state / "memory.db"), embedder=None, max_tokens=300)
+    wm.set_goal("add a verbose flag")
+    wm.note("remember to update the README", "readme note")
+    for i in range(6):
+        wm.tick()
+        wm.add("tool_output", f"output number {i} " + "lorem ipsum " * 30, f"output {i}")
+    wm.add("edit", "def verbose(): pass", "edit cli.py")
+    for run_id, data in ((OLD_RUN, {"status": "done"}), (NEW_RUN, {"memory": wm.export_state()})):
+        (state / "runs" / run_id).mkdir(parents=True)
+        (state / "runs" / run_id / "state.json").write_text(json.dumps(data))
+
+
+@pytest.fixture
+def seeded(repo, embedder) -> Path:
+    mem = LongTermMemory(repo / ".agent" / "chroma", embedder)
+    mem.add_episode(Episode(
+        run_id=NEW_RUN, goal="Make quoted strings parse", status="verified",
+        summary="escaped quotes in the tokenizer", started_at="2025-03-14T09:00:00+00:00",
+        failure_signatures=["tests/test_parser.py::test_quotes failed at tests/test_parser.py:42"]))
+    mem.add_episode(Episode(run_id=OLD_RUN, goal="Update the README installation section",
+                            status="verified", started_at="2025-03-13T08:00:00+00:00"))
+    mem.add_fact("The parser tests run with pytest tests/test_parser.py", "harness, run " + NEW_RUN)
+    claim = mem.add_fact("The parser was written by a contractor", "model claim", trust=0.3)
+    (repo.parent / "fact_id").write_text(claim)
+    return repo
+
+
+def test_without_state_every_command_says_no_memory_and_creates_nothing(repo):
+    commands = [["recall", "parser"], ["recall", "parser", "--json"], ["memory", "show"],
+                ["memory", "show", "--json"], ["memory", "forget", "x"], ["memory", "expire"],
+                ["memory", "export", "out.jsonl"], ["memory", "reindex"]]
+    results = agents(repo, *commands)
+    for args, r in zip(commands, results):
+        assert r.returncode == 0, (args, r.stderr)
+        assert "no memory yet" in r.stderr, args
+    assert json.loads(results[1].stdout) == []
+    assert json.loads(results[3].stdout)["counts"] == {"episodes": 0, "facts": 0, "archive": 0}
+    assert sorted(p.name for p in repo.iterdir()) == [".git"]
+
+
+def test_outside_a_git_repository_says_how_to_fix_it(tmp_path):
+    (tmp_path / "plain").mkdir()
+    for r in agents(tmp_path / "plain", ["recall", "x"], ["memory", "show"]):
+        assert r.returncode == 1
+        assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1
+        assert "--repo" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_recall_prints_ranked_results_as_a_table_and_as_json(seeded):
+    table, as_json, facts, trusting = agents(
+        seeded, ["recall", "tests/test_parser.py::test_quotes failed"],
+        ["recall", "quoted strings parser", "--json", "--k", "3"],
+        ["recall", "parser tests", "--kind", "fact", "--json"],
+        ["recall", "who wrote the parser", "--kind", "fact", "--min-trust", "0.2", "--json"])
+    assert table.returncode == 0, table.stderr
+    first = next(line for line in table.stdout.splitlines() if NEW_RUN in line)
+    assert "episode" in first and "2025-03-14" in first and "Make quoted strings parse" in first
+    assert f"run {NEW_RUN}" in table.stdout and "failed before" in table.stdout
+    results = json.loads(as_json.stdout)
+    assert results[0]["id"] == NEW_RUN and len(results) <= 3
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    assert set(results[0]) >= {"score", "kind", "id", "text", "gist", "source", "date", "metadata"}
+    assert {r["kind"] for r in json.loads(facts.stdout)} == {"fact"}
+    assert "contractor" not in facts.stdout
+    assert "contractor" in json.loads(trusting.stdout)[0]["text"]
+
+
+def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
+    _save_working_memory(seeded / ".agent")
+    text, as_json, edits = agents(seeded, ["memory", "show"], ["memory", "show", "--json"],
+                                  ["memory", "show", "--json", "--kind", "edit"])
+    assert text.returncode == 0, text.stderr
+    assert f"Hot zone of run {NEW_RUN}" in text.stdout and "Cold zone: 4 item(s)" in text.stdout
+    assert "Long-term memory: 2 episode(s), 2 fact(s), 0 archived item(s)." in text.stdout
+    assert "edit cli.py" in text.stdout and "output 0" in text.stdout
+    report = json.loads(as_json.stdout)
+    assert report["run_id"] == NEW_RUN
+    assert report["counts"] == {"episodes": 2, "facts": 2, "archive": 0}
+    assert {h["id"] for h in report["hot"]} == {"m1", "m6", "m7", "m8"}
+    assert set(report["hot"][0]["score"]) == {"kind", "refs", "goal", "recency", "size", "total"}
+    assert [c["id"] for c in report["cold"]] == ["m2", "m3", "m4", "m5"]
+    assert [h["kind"] for h in json.loads(edits.stdout)["hot"]] == ["edit"]
+
+
+def test_memory_show_without_a_run_shows_the_counts(seeded):
+    r = agent(seeded, "memory", "show")
+    assert r.returncode == 0, r.stderr
+    assert "No run has recorded working memory yet." in r.stdout
+    assert "2 episode(s), 2 fact(s)" in r.stdout
+
+
+def test_forget_expire_export_and_import(seeded, tmp_path):
+    fact_id = (tmp_path / "fact_id").read_text()
+    forgot, expired = agents(seeded, ["memory", "forget", fact_id], ["memory", "expire"])
+    assert forgot.returncode == 0 and fact_id in forgot.stdout
+    assert expired.returncode == 0 and "moved 0 item(s)" in expired.stdout
+    again, exported = agents(seeded, ["memory", "forget", fact_id],
+                             ["memory", "export", str(tmp_path / "mem.jsonl")])
+    assert again.returncode == 1 and "no memory item" in again.stderr
+    assert "exported 4 record(s)" in exported.stdout  # 2 episodes, 1 signature, 1 fact
+    with open(tmp_path / "mem.jsonl", "a") as f:
+        f.write(json.dumps({"collection": "facts", "id": "mem_20250101_abcdef",
+                            "document": f"deploy with key {KEY}", "metadata": {"trust": 1.0}}) + "\n")
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    imported = agent(other, "memory", "import", str(tmp_path / "mem.jsonl"), OPENAI_API_KEY=KEY)
+    assert imported.returncode == 0, imported.stderr
+    assert "imported 5 record(s)" in imported.stdout
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=other, capture_output=True, text=True)
+    assert status.stdout == ""  # .agent/ is excluded from git
+    found = agent(other, "recall", "quoted strings", "--json")
+    assert json.loads(found.stdout)[0]["id"] == NEW_RUN
+    raw = b"".join(p.read_bytes() for p in (other / ".agent").rglob("*") if p.is_file())
+    assert KEY.encode() not in raw and b"deploy with key [REDACTED]" in raw
+
+
+def test_another_embedder_is_refused_until_reindex(seeded):
+    from agent_cli.llm.fake_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        env = {"AGENT_EMBEDDING_MODEL": "emb-small", "OPENAI_BASE_URL": server.url}
+        refused = agent(seeded, "recall", "parser", **env)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        assert "wordllama:l2_supercat-256" in refused.stderr and "openai:emb-small" in refused.stderr
+        assert "agent memory reindex" in refused.stderr
+        reindexed = agent(seeded, "memory", "reindex", **env)
+        assert reindexed.returncode == 0, reindexed.stderr
+        assert "re-embedded 5 record(s) with openai:emb-small" in reindexed.stdout
+        found = agent(seeded, "recall", "quoted strings parse", "--json", **env)
+    assert json.loads(found.stdout)[0]["id"] == NEW_RUN
