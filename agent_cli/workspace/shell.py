@@ -123,12 +123,13 @@ def _supervise(proc: subprocess.Popen, capture: _Capture, deadline: float) -> bo
 
 def _pump(fd: int, capture: _Capture, until: float, proc: subprocess.Popen | None = None) -> bool:
     """Read into `capture` until end of file (True), time `until`, or `proc` exiting (False)."""
+    poller = select.poll()  # not select.select: it fails on descriptors numbered above 1023
+    poller.register(fd, select.POLLIN | select.POLLHUP)
     while True:
         left = until - time.monotonic()
         if left <= 0 or (proc is not None and proc.poll() is not None):
             return False
-        ready, _, _ = select.select([fd], [], [], min(left, _POLL_S))
-        if ready:
+        if poller.poll(min(left, _POLL_S) * 1000):
             chunk = os.read(fd, _READ_CHUNK)
             if not chunk:
                 return True
@@ -171,9 +172,11 @@ class _Capture:
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def feed(self, chunk: bytes) -> None:
+        """Take the next bytes of output."""
         self._add(self.decoder.decode(chunk))
 
     def finish(self) -> None:
+        """Flush a character split across the last chunk."""
         self._add(self.decoder.decode(b"", final=True))
 
     def _add(self, text: str) -> None:
@@ -190,6 +193,7 @@ class _Capture:
                 self.tail_len -= len(self.tail.popleft())
 
     def text(self) -> str:
+        """The kept output, with a marker where the middle was cut."""
         head = "".join(self.head)
         tail = "".join(self.tail)[-self.tail_max:] if self.tail_max else ""
         cut = self.total - len(head) - len(tail)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -303,5 +304,5 @@ def test_the_workspace_package_does_not_import_gitpython():
     code = ("import sys, agent_cli.workspace, agent_cli.workspace.files, agent_cli.workspace.shell, "
             "agent_cli.workspace.policy, agent_cli.workspace.lock, agent_cli.workspace.atomic; "
             "print('git' in sys.modules)")
-    out = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -252,3 +253,18 @@ def test_bwrap_commands_are_killed_at_the_timeout(tmp_path):
     result = run_command("sleep 100 & sleep 100", tmp_path, 1, sandbox="bwrap")
     assert result.timed_out
     assert time.monotonic() - started < 6
+
+
+def test_commands_run_when_this_process_already_holds_many_descriptors(tmp_path):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the descriptor limit ({hard}) is too low to open 1100 files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        result = run_command("echo many", tmp_path, 10)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert result.output == "many\n"
