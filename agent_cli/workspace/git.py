@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from agent_cli.errors import GitError
 from agent_cli.workspace.atomic import write_atomic
@@ -87,6 +88,13 @@ class GitRepo:
         write_atomic(path, text + ("\n" if text and not text.endswith("\n") else "") + pattern + "\n")
         return True
 
+    def exclude_state(self, state_dir: str | Path) -> bool:
+        """Exclude the state directory from git when it lies inside the work tree; True when added."""
+        real = Path(os.path.realpath(state_dir))
+        if real == self.root or self.root not in real.parents:
+            return False
+        return self.exclude(real.relative_to(self.root).as_posix() + "/")
+
     def start_branch(self, name: str) -> None:
         """Create branch `name` at HEAD and switch to it; uncommitted changes stay in place."""
         self._check_branch_name(name)
@@ -99,6 +107,20 @@ class GitRepo:
         if not self.branch_exists(name):
             raise GitError(f"there is no branch {name}", "list the branches with git branch")
         self._run("checkout", "-q", name, "--", hint="commit or stash the changes that conflict, then run again")
+
+    def ensure_on(self, name: str, protected: Iterable[str] = frozenset()) -> None:
+        """Be on branch `name` (a resumed run's branch); the user's `protected` paths travel along."""
+        if self.current_branch() == name:
+            return
+        if not self.branch_exists(name):
+            raise GitError(f"the run's branch {name} no longer exists", "start a new run with agent run GOAL")
+        try:
+            self.checkout(name)
+        except GitError as exc:
+            held = sorted(protected)
+            if held:
+                exc.hint = f"your uncommitted changes ({_some(held)}) conflict with {name}; commit or stash them"
+            raise
 
     def current_branch(self) -> str | None:
         """The checked-out branch's short name, or None when HEAD is detached."""
@@ -130,24 +152,44 @@ class GitRepo:
         wanted = self._known_paths(sorted(set(paths)))
         if not wanted:
             return None
-        index = self.git_dir / f"agent-index-{uuid.uuid4().hex}"
-        env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
-        try:
-            self._run("read-tree", "HEAD", env=env)
+        with self._temporary_index() as env:
             self._run("add", "-A", "--", *wanted, env=env)
             if self._try("diff-index", "--cached", "--quiet", "HEAD", env=env)[0] == 0:
                 return None
             self._run("commit", "-q", "--no-verify", "-m", message, env=env, hint=_IDENTITY_HINT)
-        finally:
-            for leftover in (index, index.with_name(index.name + ".lock")):
-                leftover.unlink(missing_ok=True)
         # The real index catches up for these paths only, so they do not show as staged reversals.
         self._run("reset", "-q", "--", *wanted, env={"GIT_LITERAL_PATHSPECS": "1"})
         return self.head()
 
+    def list_files(self) -> list[str]:
+        """Tracked and untracked files in the work tree that git does not ignore."""
+        out = self._run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        return sorted(p for p in set(out.split("\0")) if p and os.path.lexists(self.root / p))
+
+    def diff(self, protected: Iterable[str] = frozenset()) -> str:
+        """Unified diff from HEAD of the changed paths (new files included), protected ones left out."""
+        wanted = self._known_paths(self.changed_files(protected))
+        if not wanted:
+            return ""
+        with self._temporary_index() as env:
+            self._run("add", "-A", "--", *wanted, env=env)
+            return self._run("diff", "--cached", "HEAD", env=env)
+
     def diff_stat(self, base: str = "HEAD", head: str | None = None) -> str:
         """`git diff --stat` from `base` to `head` (default: the work tree)."""
         return self._run("diff", "--stat", base, *([head] if head else []), "--").rstrip("\n")
+
+    @contextmanager
+    def _temporary_index(self) -> Iterator[dict[str, str]]:
+        """Environment for git commands working on a private index that starts as HEAD."""
+        index = self.git_dir / f"agent-index-{uuid.uuid4().hex}"
+        env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
+        try:
+            self._run("read-tree", "HEAD", env=env)
+            yield env
+        finally:
+            for leftover in (index, index.with_name(index.name + ".lock")):
+                leftover.unlink(missing_ok=True)
 
     def _has_commits(self) -> bool:
         return self._try("rev-parse", "--verify", "-q", "HEAD^{commit}")[0] == 0

@@ -306,3 +306,60 @@ def test_the_workspace_package_does_not_import_gitpython():
             "print('git' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_exclude_state_adds_a_state_directory_inside_the_repo_only(repo, tmp_path):
+    gr = GitRepo(repo)
+    (repo / "var" / "agent").mkdir(parents=True)
+    (repo / "var" / "agent" / "db").write_text("x")
+    assert gr.exclude_state(repo / "var" / "agent") is True
+    assert gr.exclude_state(repo / "var" / "agent") is False
+    assert "var/agent/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert status(repo) == ""
+    assert gr.exclude_state(tmp_path / "elsewhere") is False
+
+
+def test_list_files_lists_tracked_and_untracked_but_not_ignored_or_deleted(repo):
+    (repo / "new.py").write_text("x\n")
+    (repo / "debug.log").write_text("ignored\n")
+    (repo / "b.txt").unlink()
+    assert GitRepo(repo).list_files() == [".gitignore", "a.txt", "new.py"]
+
+
+def test_diff_shows_changes_and_new_files_but_not_the_protected_ones(repo):
+    (repo / "b.txt").write_text("user change\n")
+    gr = GitRepo(repo)
+    protected = gr.preflight(allow_dirty=True)
+    (repo / "a.txt").write_text("agent change\n")
+    (repo / "created.py").write_text("print('hi')\n")
+    diff = gr.diff(protected)
+    assert "+agent change" in diff and "+print('hi')" in diff and "created.py" in diff
+    assert "user change" not in diff
+    assert git(repo, "diff", "--cached", "--name-only") == "", "the real index is not touched"
+    assert GitRepo(make_repo(repo.parent / "clean")).diff() == ""
+
+
+def test_ensure_on_switches_to_the_runs_branch_when_needed(repo):
+    gr = GitRepo(repo)
+    gr.start_branch("agent/r1")
+    gr.ensure_on("agent/r1")
+    gr.checkout("main")
+    (repo / "untracked-user.txt").write_text("mine\n")
+    gr.ensure_on("agent/r1", {"untracked-user.txt"})
+    assert gr.current_branch() == "agent/r1"
+    assert (repo / "untracked-user.txt").read_text() == "mine\n"
+    with pytest.raises(GitError, match="no longer exists"):
+        gr.ensure_on("agent/gone")
+
+
+def test_ensure_on_names_the_users_conflicting_work(repo):
+    gr = GitRepo(repo)
+    gr.start_branch("agent/r1")
+    (repo / "a.txt").write_text("agent\n")
+    gr.commit_paths(["a.txt"], "agent")
+    gr.checkout("main")
+    (repo / "a.txt").write_text("user\n")
+    with pytest.raises(GitError) as err:
+        gr.ensure_on("agent/r1", {"a.txt"})
+    assert "your uncommitted changes (a.txt)" in err.value.hint
+    assert gr.current_branch() == "main"
