@@ -115,7 +115,8 @@ class LongTermMemory:
         self._mismatch: tuple[str, Any] | None = None
         with self._guard("opening"):
             self._client = _client(self.path)
-            self._cols = {name: self._collection(name) for name in COLLECTIONS}
+            existing = {c.name for c in self._client.list_collections()}
+            self._cols = {name: self._collection(name, existing) for name in COLLECTIONS}
 
     @contextmanager
     def _guard(self, action: str) -> Iterator[None]:
@@ -129,12 +130,11 @@ class LongTermMemory:
             raise StorageError(f"memory store at {self.path}: {action} failed: {e}",
                                "nothing was changed; check the directory or move it aside") from None
 
-    def _collection(self, name: str) -> Any:
+    def _collection(self, name: str, existing: set[str]) -> Any:
         """The named collection, created for this embedder if new; records a mismatch."""
-        existing = {c.name for c in self._client.list_collections()}
         if name not in existing and f"{name}-reindex" in existing:
             self._client.get_collection(f"{name}-reindex").modify(name=name)  # finish a reindex
-            existing.add(name)
+            existing = existing | {name}
         if name not in existing:
             return self._client.create_collection(name, metadata=self._space_meta(), embedding_function=None)
         col = self._client.get_collection(name, embedding_function=None)

@@ -294,3 +294,11 @@ def test_a_locked_store_is_a_storage_error(mem, tmp_path, embedder):
         holder.kill()
         holder.wait()
     assert sqlite3.connect(db).execute("select count(*) from collections").fetchone()[0] == 3
+
+
+def test_a_reindex_cut_short_after_the_swap_is_finished_on_open(mem, tmp_path, embedder):
+    fact = mem.add_fact("Builds use make", "harness", now=NOW)
+    mem._client.get_collection("facts").modify(name="facts-reindex")  # killed between delete and rename
+    reopened = LongTermMemory(tmp_path / "chroma", embedder)
+    assert reopened.counts()["facts"] == 1
+    assert [r.id for r in reopened.recall("builds use make", kind="fact")] == [fact]
