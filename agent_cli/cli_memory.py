@@ -30,7 +30,7 @@ def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
     return top, settings, settings.state_dir(top)
 
 
-def _open(settings: Any, state: Path, create: bool = False) -> Any:
+def _open(settings: Any, state: Path, create: bool = False, embeds: bool = True) -> Any:
     """Long-term memory under `state`, or None when there is none (and `create` is False)."""
     chroma = state / "chroma"
     if not create and not (chroma / "chroma.sqlite3").exists():
@@ -39,13 +39,14 @@ def _open(settings: Any, state: Path, create: bool = False) -> Any:
     from agent_cli.memory.longterm import LongTermMemory
 
     key = settings.api_key.get_secret_value() if settings.api_key else ""
-    return LongTermMemory(chroma, make_embedder(settings), secrets=[key] if key else [])
+    return LongTermMemory(chroma, make_embedder(settings), secrets=[key] if key else [],
+                          preload=embeds)
 
 
-def _memory_or_exit(repo: Optional[Path]) -> Any:
+def _memory_or_exit(repo: Optional[Path], embeds: bool = False) -> Any:
     """Open long-term memory, or say there is none yet and exit 0."""
     _, settings, state = _place(repo)
-    mem = _open(settings, state)
+    mem = _open(settings, state, embeds=embeds)
     if mem is None:
         typer.echo(NO_MEMORY.format(state=state / "chroma"), err=True)
         raise typer.Exit(0)
@@ -136,7 +137,7 @@ def show_command(
         report: dict[str, Any] = {"run_id": None, "hot": [], "cold": [], "stats": {},
                                   "counts": {"episodes": 0, "facts": 0, "archive": 0}}
     else:
-        mem = _open(settings, state)
+        mem = _open(settings, state, embeds=False)
         report = _working_report(settings, state, kind)
         report["counts"] = mem.counts() if mem else {"episodes": 0, "facts": 0, "archive": 0}
     if as_json:
@@ -266,21 +267,17 @@ def import_command(file: Path = typer.Argument(..., help="A JSONL file from `age
 @memory_app.command("reindex")
 def reindex_command(repo: Optional[Path] = REPO) -> None:
     """Re-embed everything with the configured embedder (after changing `embedding_model`)."""
-    mem = _memory_or_exit(repo)
+    mem = _memory_or_exit(repo, embeds=True)
     count = mem.reindex()
     typer.echo(f"re-embedded {count} record(s) with {mem.embedder.name}")
 
 
 def _exclude_from_git(repo: Path, state: Path) -> None:
     """Keep the state directory out of git when it lies inside the repository."""
-    try:
-        rel = state.resolve().relative_to(repo.resolve())
-    except ValueError:
-        return
     from agent_cli.workspace.git import GitRepo
 
     git = GitRepo(repo)
     try:
-        git.exclude(f"{rel.as_posix()}/")
+        git.exclude_state(state)
     finally:
         git.close()

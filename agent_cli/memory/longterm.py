@@ -99,18 +99,22 @@ def format_for_context(results: list[Result], max_chars: int = 2000, max_lines: 
 
 
 class LongTermMemory:
-    """Episodes, facts and curated notes in a Chroma PersistentClient at `path`."""
+    """Episodes, facts and curated notes in a Chroma PersistentClient at `path`.
+
+    `preload=False` skips loading the embedding model in the background, for callers
+    that only count, delete, expire or export.
+    """
 
     def __init__(self, path: Path | str, embedder: Any, secrets: tuple[str, ...] | list[str] = (),
                  *, min_score: float = 0.3, associate_threshold: float = 0.78,
-                 lock_wait_s: float = LOCK_WAIT_S) -> None:
+                 lock_wait_s: float = LOCK_WAIT_S, preload: bool = True) -> None:
         self.path = Path(path)
         self.embedder = embedder
         self.secrets = tuple(s for s in secrets if s)
         self.min_score = min_score
         self.associate_threshold = associate_threshold
         _probe(self.path, lock_wait_s)
-        if hasattr(embedder, "preload"):
+        if preload and hasattr(embedder, "preload"):
             embedder.preload()  # overlaps the model load with chromadb's slow import
         self._mismatch: tuple[str, Any] | None = None
         with self._guard("opening"):
@@ -391,8 +395,10 @@ class LongTermMemory:
         """Read records written by `export`, re-embed them and upsert by id; how many."""
         self._require_match()
         by_col: dict[str, list[dict]] = {name: [] for name in COLLECTIONS}
-        with self._guard("importing"):
+        try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise StorageError(f"{path} cannot be read: {e}", "pass a file written by `agent memory export`") from None
         for n, line in enumerate(lines, 1):
             if line.strip():
                 rec = _parse_record(line, path, n)

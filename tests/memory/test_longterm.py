@@ -195,6 +195,8 @@ def test_import_refuses_a_file_that_is_not_an_export(mem, tmp_path):
     with pytest.raises(StorageError, match="line 2"):
         mem.import_(bad)
     assert mem.counts()["facts"] == 0
+    with pytest.raises(StorageError, match=re.escape(str(tmp_path / "missing.jsonl"))):
+        mem.import_(tmp_path / "missing.jsonl")
 
 
 # -- the prompt block ---------------------------------------------------------------------
