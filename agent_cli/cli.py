@@ -50,24 +50,17 @@ def doctor(
     raise typer.Exit(run_doctor(repo, {"model": model, "base_url": base_url}))
 
 
-def _register_optional_commands() -> None:
+def _register_commands() -> None:
     """Commands built in their own modules (each imports only typer at module level)."""
-    try:
-        from agent_cli.cli_memory import memory_app, recall_command
-    except ImportError:
-        pass
-    else:
-        app.command("recall")(recall_command)
-        app.add_typer(memory_app, name="memory")
-    try:
-        from agent_cli.cli_run import register as register_run
-    except ImportError:
-        pass
-    else:
-        register_run(app)
+    from agent_cli.cli_memory import memory_app, recall_command
+    from agent_cli.cli_run import register as register_run
+
+    register_run(app)
+    app.command("recall")(recall_command)
+    app.add_typer(memory_app, name="memory")
 
 
-_register_optional_commands()
+_register_commands()
 
 
 def main() -> None:

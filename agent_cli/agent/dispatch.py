@@ -1,0 +1,99 @@
+"""Dispatch and verify: at most two attempts per task, judged by the harness, never by the model.
+
+A retry starts a fresh conversation; the first attempt's changes stay on disk and its
+failure (exit code and output tail) reaches the model through `AgentState.last_error`
+and working memory. A verified task that changed files becomes one commit; after the
+second failure the task is rejected and its changes stay uncommitted for the human.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+from agent_cli import events, fences
+from agent_cli.agent.executor import Runtime, run_attempt
+from agent_cli.agent.verifier import verify
+from agent_cli.models import Task, Verdict
+
+MAX_ATTEMPTS = 2
+
+
+class Workspace(Protocol):
+    """What dispatch needs of the repository."""
+
+    def changed_files(self) -> list[str]: ...
+
+    def commit(self, paths: list[str], message: str) -> str | None: ...
+
+    def diff(self) -> str: ...
+
+    def run_argv(self, argv: list[str]): ...
+
+
+def commit_message(task: Task, run_id: str) -> str:
+    """The task's goal as subject (and body when long), with the run id as a trailer."""
+    subject = " ".join(task.goal.split())
+    body = ""
+    if len(subject) > 72:
+        body, subject = subject + "\n\n", subject[:69].rstrip() + "..."
+    return f"{subject}\n\n{body}Agent-Run: {run_id}\n"
+
+
+def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str], outcome,
+           verifier_model) -> Verdict:
+    task = rt.state.plan[index]
+    if not outcome.finished:
+        return Verdict(passed=False, judge="none", reason=outcome.reason)
+    return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal)
+
+
+def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str) -> None:
+    task = rt.state.plan[index]
+    files = ws.changed_files()
+    task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
+    task.status = "verified"
+    rt.state.last_error = None
+    check = f"`{verdict.command}` exited 0" if verdict.command else verdict.reason[:200]
+    rt.state.facts.append(f"task {index + 1} verified ({check}): {task.goal}")
+
+
+def _failed(rt: Runtime, index: int, attempt: int, verdict: Verdict) -> None:
+    rt.state.last_error = (f"Attempt {attempt} at task {index + 1} did not pass the harness's "
+                           f"check: {verdict.reason}")
+    rt.memory.add("test_result", fences.tool_output("acceptance", verdict.reason),
+                  summary=f"task {index + 1} attempt {attempt} failed its acceptance check")
+
+
+def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
+                        run_id: str, verifier_model=None,
+                        on_verdict: Callable[[Verdict], None] | None = None) -> bool:
+    """Run task `index` until verified or out of attempts; True when verified."""
+    task = rt.state.plan[index]
+    while task.attempts < MAX_ATTEMPTS:
+        task.attempts += 1
+        task.status = "running"
+        rt.save()
+        rt.emit(events.TaskStarted(index=index, goal=task.goal, attempt=task.attempts))
+        outcome = run_attempt(rt, index, task.attempts)
+        task.summary = outcome.summary
+        verdict = _judge(rt, ws, index, accept_cmds, outcome, verifier_model)
+        task.exit_code, task.last_reason = verdict.exit_code, verdict.reason
+        rt.emit(events.Verified(index=index, attempt=task.attempts, passed=verdict.passed,
+                                judge=verdict.judge, command=verdict.command,
+                                exit_code=verdict.exit_code, reason=verdict.reason[-2000:]))
+        rt.log({"type": "verify", "index": index, "verdict": verdict.model_dump()})
+        if on_verdict:
+            on_verdict(verdict)
+        if verdict.passed:
+            _passed(rt, ws, index, verdict, run_id)
+            rt.save()
+            rt.emit(events.TaskDone(index=index, status="verified", attempts=task.attempts,
+                                    commit=task.commit, summary=task.summary))
+            return True
+        _failed(rt, index, task.attempts, verdict)
+        rt.save()
+    task.status = "rejected"
+    rt.save()
+    rt.emit(events.TaskDone(index=index, status="rejected", attempts=task.attempts,
+                            summary=task.summary))
+    return False

@@ -1,0 +1,187 @@
+"""One attempt at one task: ask the model, run its tool calls, until `finish` or the step budget.
+
+Each request is rebuilt from the run's state rather than grown as a transcript: the system
+prompt, the fenced recalled memory, the assembled working memory, the previous tool
+exchange in full up to a cap, and the task with `AgentState.render()` (the goal last).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from agent_cli import events, tokens
+from agent_cli.agent import prompts
+from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
+from agent_cli.errors import AgentError, BudgetExhausted, MalformedReply
+from agent_cli.models import ChatReply, ToolCall
+
+MAX_MALFORMED_IN_A_ROW = 10
+
+
+@dataclass
+class Limits:
+    """The run's budgets and caps."""
+
+    max_steps: int
+    task_max_steps: int
+    budget_usd: float
+    tool_output_max_tokens: int
+
+
+@dataclass
+class Runtime:
+    """Everything one run shares across tasks and attempts."""
+
+    model: Any  # ChatModel
+    toolbox: Toolbox
+    memory: Any  # WorkingMemory
+    state: Any  # AgentState
+    limits: Limits
+    emit: events.Emit
+    log: Callable[[dict], None]
+    save: Callable[[], None]
+    recalled: str = ""
+    spent_before: float = 0.0  # money spent by earlier sessions of a resumed run
+    malformed: int = 0
+
+    def spent(self) -> float:
+        """Dollars spent by the whole run so far."""
+        return self.spent_before + self.model.usage.cost_usd
+
+
+@dataclass
+class AttemptOutcome:
+    """How an attempt ended: `finished` when the model called finish."""
+
+    finished: bool
+    summary: str = ""
+    steps: int = 0
+    reason: str = ""
+
+
+@dataclass
+class Exchange:
+    """The previous reply's tool calls and their results, shown in full to the next request."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
+    nudge: str = ""
+
+
+def check_budgets(rt: Runtime) -> None:
+    """Raise BudgetExhausted when the run's step or money budget is used up."""
+    steps, lim = rt.state.step, rt.limits
+    if steps >= lim.max_steps:
+        raise BudgetExhausted(f"the step budget ran out: {steps} of {lim.max_steps} tool calls used",
+                              "raise --max-steps and continue with `agent run --resume`")
+    if rt.spent() >= lim.budget_usd:
+        raise BudgetExhausted(f"the money budget ran out: ${rt.spent():.4f} of "
+                              f"${lim.budget_usd:.2f} used",
+                              "raise --budget-usd and continue with `agent run --resume`")
+
+
+def task_block(rt: Runtime, index: int, attempt: int, steps_left: int) -> str:
+    """What the model must do now: the task, its check, its attempt and steps left."""
+    task = rt.state.plan[index]
+    return (f"CURRENT TASK ({index + 1} of {len(rt.state.plan)}), attempt {attempt} of 2:\n"
+            f"{task.goal}\nAcceptance: {task.acceptance or '-'}\n"
+            f"Acceptance command (run by the harness after finish): "
+            f"{task.acceptance_cmd or 'none'}\nTool calls left in this attempt: {steps_left}")
+
+
+def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
+                   last: Exchange) -> list[dict]:
+    """The request for the next step; the goal is the last thing in it."""
+    messages: list[dict] = [{"role": "system", "content": prompts.load("system")}]
+    if rt.recalled:
+        messages.append({"role": "user", "content": "Reference material recalled from earlier "
+                                                    "runs:\n" + rt.recalled})
+    messages.append({"role": "user", "content": "WORKING MEMORY (most important first):\n"
+                                                + rt.memory.assemble().render()})
+    if last.calls:
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in last.calls]})
+        messages += [{"role": "tool", "tool_call_id": c.id, "content": r}
+                     for c, r in zip(last.calls, last.results)]
+    final = task_block(rt, index, attempt, steps_left)
+    if last.nudge:
+        final = f"NOTE: {last.nudge}\n\n{final}"
+    messages.append({"role": "user", "content": f"{final}\n\n{rt.state.render()}"})
+    return messages
+
+
+def _ask(rt: Runtime, messages: list[dict]) -> ChatReply | None:
+    """One model call, logged; None when the reply was not readable at all."""
+    rt.log({"type": "request", "messages": messages})
+    try:
+        reply = rt.model.chat(messages, TOOLS, "auto")
+    except MalformedReply as e:
+        rt.log({"type": "reply", "error": e.message})
+        return None
+    rt.log({"type": "reply", "reply": reply.model_dump()})
+    return reply
+
+
+def _count_malformed(rt: Runtime, malformed: bool) -> None:
+    rt.malformed = rt.malformed + 1 if malformed else 0
+    if rt.malformed >= MAX_MALFORMED_IN_A_ROW:
+        raise AgentError(f"the model sent {rt.malformed} malformed replies in a row",
+                         "check that the model supports function tools; the state is saved, "
+                         "continue with `agent run --resume`")
+
+
+def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage) -> str:
+    """Put a tool result in working memory, advance the step, emit and log it."""
+    rt.state.step += 1
+    rt.memory.tick()
+    if result.kind != "note" and not result.finished:
+        rt.memory.add(result.kind, fenced(result), summary=result.summary[:120])
+    rt.emit(events.ToolRan(index=index, step=rt.state.step, name=call.name, ok=result.ok,
+                           summary=result.summary, prompt_tokens=usage.prompt_tokens,
+                           completion_tokens=usage.completion_tokens, cost_usd=rt.spent()))
+    rt.log({"type": "tool", "name": call.name, "arguments": call.arguments, "ok": result.ok,
+            "result": result.text})
+    rt.save()
+    return tokens.truncate(fenced(result), rt.limits.tool_output_max_tokens)
+
+
+def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
+    """A reply without a tool call costs a step and comes back as a correction."""
+    rt.state.step += 1
+    rt.memory.tick()
+    _count_malformed(rt, True)
+    what = "was not readable" if reply is None else (
+        "had no choices" if reply.finish_reason == "no_choices" else "had no tool call")
+    rt.emit(events.ToolRan(index=index, step=rt.state.step, name="(none)", ok=False,
+                           summary=f"the reply {what}"))
+    rt.save()
+    return Exchange(nudge=f"your last reply {what}. Every reply must be a tool call; call "
+                          "finish(summary) when the task is done.")
+
+
+def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
+    """Carry out one attempt at task `index` until finish or the task's step budget."""
+    last, steps = Exchange(), 0
+    while True:
+        check_budgets(rt)
+        if steps >= rt.limits.task_max_steps:
+            return AttemptOutcome(False, steps=steps, reason=(
+                f"the attempt used all {rt.limits.task_max_steps} tool calls of its step budget "
+                "without calling finish"))
+        reply = _ask(rt, build_messages(rt, index, attempt, rt.limits.task_max_steps - steps, last))
+        if reply is None or not reply.tool_calls:
+            last, steps = _no_call(rt, index, reply), steps + 1
+            continue
+        last = Exchange()
+        for call in reply.tool_calls:
+            steps += 1
+            rt.emit(events.ToolCalled(index=index, step=rt.state.step + 1, name=call.name,
+                                      arguments=call.arguments[:500]))
+            result = rt.toolbox.execute(call)
+            _count_malformed(rt, result.malformed)
+            last.calls.append(call)
+            last.results.append(_record(rt, index, call, result, reply.usage))
+            if result.finished:
+                return AttemptOutcome(True, summary=result.text[:2000], steps=steps)

@@ -1,0 +1,74 @@
+"""Turn a goal into a Plan through the forced tool `submit_plan`, asking once more if invalid."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import ValidationError
+
+from agent_cli import fences
+from agent_cli.agent import prompts
+from agent_cli.errors import AgentError, MalformedReply
+from agent_cli.llm.base import ChatModel, force, function_tool
+from agent_cli.models import Plan
+
+_TASK = {"type": "object", "properties": {
+    "goal": {"type": "string"}, "acceptance": {"type": "string"},
+    "acceptance_cmd": {"type": ["string", "null"]}},
+    "required": ["goal", "acceptance", "acceptance_cmd"]}
+
+PLAN_TOOL = function_tool("submit_plan", "Submit the plan: the goal, its tasks in order, and "
+                          "the success criteria.",
+                          {"goal": {"type": "string"},
+                           "tasks": {"type": "array", "items": _TASK, "minItems": 1},
+                           "success_criteria": {"type": "string"}})
+
+
+def _parse(reply) -> Plan:
+    """The plan in a reply, or ValueError saying what is wrong with it."""
+    calls = [c for c in reply.tool_calls if c.name == "submit_plan"]
+    if not calls:
+        raise ValueError("the reply did not call submit_plan")
+    try:
+        data = json.loads(calls[0].arguments)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"submit_plan arguments are not valid JSON ({e.msg})") from None
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ValueError(f"invalid plan at {where or 'top level'}: {err['msg']}") from None
+
+
+def plan_messages(goal: str, recalled: str, repo_files: str, accept_cmds: list[str]) -> list:
+    """The planning request: rules, recalled memory, the repository's files, the goal last."""
+    messages = [{"role": "system", "content": prompts.load("planner")}]
+    if recalled:
+        messages.append({"role": "user", "content": "Reference material from earlier runs:\n"
+                                                    + recalled})
+    context = "Files in the repository:\n" + fences.tool_output("git_ls_files", repo_files)
+    if accept_cmds:
+        context += ("\nThe user's acceptance command(s), used for tasks without their own and "
+                    "run again at the end: " + "; ".join(f"`{c}`" for c in accept_cmds))
+    messages.append({"role": "user", "content": context})
+    messages.append({"role": "user", "content": f"GOAL:\n{goal}"})
+    return messages
+
+
+def make_plan(model: ChatModel, messages: list[dict]) -> tuple[Plan, int]:
+    """A valid plan and the number of requests it took; AgentError after two invalid ones."""
+    error = ""
+    for attempt in (1, 2):
+        ask = list(messages)
+        if error:
+            ask.insert(-1, {"role": "user", "content": f"Your previous plan was rejected: {error}. "
+                                                       "Call submit_plan again with a valid plan."})
+        try:
+            return _parse(model.chat(ask, [PLAN_TOOL], force("submit_plan"))), attempt
+        except MalformedReply as e:
+            error = e.message
+        except ValueError as e:
+            error = str(e)
+    raise AgentError(f"the model did not produce a valid plan twice: {error}",
+                     "try a clearer goal or a model that supports function tools")

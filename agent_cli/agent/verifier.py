@@ -1,0 +1,79 @@
+"""The harness's judgement of an attempt: the acceptance command's exit code, or a model verdict.
+
+With an acceptance command, it is split with `shlex` and run without a shell in the repo;
+the attempt passes if and only if it exits 0. Without one but with acceptance criteria, a
+model judges the diff through the forced tool `submit_verdict`; an unparseable verdict is a
+fail. With neither, the claim is not trusted: fail.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Callable
+
+from agent_cli import fences
+from agent_cli.agent import prompts
+from agent_cli.errors import MalformedReply
+from agent_cli.llm.base import ChatModel, force, function_tool
+from agent_cli.models import Task, Verdict
+
+TAIL_CHARS = 2000
+
+VERDICT_TOOL = function_tool(
+    "submit_verdict", "Say whether the task is done.",
+    {"verdict": {"type": "string", "enum": ["pass", "fail"]}, "reason": {"type": "string"}})
+
+
+def run_acceptance(cmds: list[str], run_argv: Callable) -> Verdict:
+    """Run each command (no shell); pass only if every one exits 0."""
+    for cmd in cmds:
+        try:
+            argv = shlex.split(cmd)
+        except ValueError as e:
+            return Verdict(passed=False, reason=f"cannot parse `{cmd}`: {e}", command=cmd)
+        if not argv:
+            return Verdict(passed=False, reason="the acceptance command is empty", command=cmd)
+        res = run_argv(argv)
+        tail = res.output[-TAIL_CHARS:]
+        if res.timed_out:
+            return Verdict(passed=False, command=cmd, exit_code=None, output_tail=tail,
+                           reason=f"`{cmd}` timed out\n{tail}")
+        if res.exit_code != 0:
+            return Verdict(passed=False, command=cmd, exit_code=res.exit_code, output_tail=tail,
+                           reason=f"`{cmd}` exited {res.exit_code}\n{tail}")
+    last = cmds[-1]
+    return Verdict(passed=True, command=last, exit_code=0, reason=f"`{last}` exited 0")
+
+
+def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str) -> Verdict:
+    """A model's verdict on the evidence; anything but a clean `pass` is a fail."""
+    messages = [
+        {"role": "system", "content": prompts.load("verifier")},
+        {"role": "user", "content": f"Task: {task.goal}\nAcceptance criteria: {task.acceptance}\n"
+                                    f"Changes:\n{fences.tool_output('git_diff', evidence)}"},
+        {"role": "user", "content": f"GOAL of the whole run (unchanged):\n{goal}"},
+    ]
+    try:
+        reply = model.chat(messages, [VERDICT_TOOL], force("submit_verdict"))
+        args = json.loads(reply.tool_calls[0].arguments) if reply.tool_calls else None
+    except (MalformedReply, json.JSONDecodeError):
+        args = None
+    if not isinstance(args, dict) or args.get("verdict") not in ("pass", "fail"):
+        return Verdict(passed=False, judge="model", reason="the verifier's verdict was unparseable")
+    reason = str(args.get("reason") or "")[:TAIL_CHARS]
+    return Verdict(passed=args["verdict"] == "pass", judge="model",
+                   reason=f"model verifier: {args['verdict']}: {reason}")
+
+
+def verify(task: Task, accept_cmds: list[str], run_argv: Callable, model: ChatModel | None,
+           evidence: Callable[[], str], goal: str) -> Verdict:
+    """Judge one attempt at `task`."""
+    cmds = [task.acceptance_cmd] if task.acceptance_cmd else list(accept_cmds)
+    if cmds:
+        return run_acceptance(cmds, run_argv)
+    if task.acceptance.strip() and model is not None:
+        return judge_with_model(model, task, evidence(), goal)
+    return Verdict(passed=False, judge="none",
+                   reason="no acceptance command and no criteria to judge by: "
+                          "the model's claim is not trusted")

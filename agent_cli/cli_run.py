@@ -1,0 +1,70 @@
+"""`agent run` and `agent runs`: build the run's objects from Settings and hand them to a Session.
+
+Only typer is imported at module level; everything heavy is imported inside the command.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from agent_cli.errors import UsageError
+
+
+def run_command(
+    goal: Optional[str] = typer.Argument(None, help="What to achieve, in plain words."),
+    repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: current directory)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
+    accept: List[str] = typer.Option([], "--accept", help="A user acceptance command (repeatable): "
+                                     "used by tasks without their own, and run again at the end."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Tool calls allowed in the run."),
+    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", help="Money allowed for the run."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve the plan and every command."),
+    json_out: bool = typer.Option(False, "--json", help="Print events as JSON lines, nothing else."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the latest unfinished run."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="With --resume: the run to continue."),
+    allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Start with uncommitted changes "
+                                     "(they are never staged, committed, reverted or overwritten)."),
+    plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan and exit."),
+    replay: Optional[Path] = typer.Option(None, "--replay", help="Serve the model's replies from a "
+                                          "recording (JSONL) instead of an endpoint."),
+    record: Optional[Path] = typer.Option(None, "--record", help="Record every model exchange to JSONL."),
+) -> None:
+    """Plan GOAL into tasks, carry each out with tools, and verify each with its acceptance command."""
+    if not resume and not (goal and goal.strip()):
+        raise UsageError("a goal is needed: agent run \"GOAL\" (or --resume)")
+    if run_id and not resume:
+        raise UsageError("--run-id goes with --resume")
+    from agent_cli.run_setup import RunOptions, execute
+
+    opts = RunOptions(goal=goal, repo=repo, accept=list(accept), yes=yes, json_out=json_out,
+                      resume=resume, run_id=run_id, allow_dirty=allow_dirty, plan_only=plan_only,
+                      replay=replay, record=record,
+                      flags={"model": model, "base_url": base_url, "max_steps": max_steps,
+                             "budget_usd": budget_usd, "approval": "auto" if yes else None})
+    raise typer.Exit(execute(opts))
+
+
+def runs_command(
+    repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: current directory)."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON array."),
+) -> None:
+    """List the runs in this repository with their status."""
+    from agent_cli.run_setup import list_runs
+
+    list_runs(repo, json_out)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `run` and `runs` to the main app."""
+    app.command("run")(run_command)
+    app.command("runs")(runs_command)
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a human can answer prompts on this process's standard input."""
+    return sys.stdin is not None and sys.stdin.isatty()

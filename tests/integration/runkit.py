@@ -1,0 +1,78 @@
+"""Scripted model replies and checks shared by the end-to-end `agent run` tests."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+PYTEST = f"{sys.executable} -m pytest -q tests/test_stats.py"
+GOAL = "Add a median function to calc/stats.py so that tests/test_stats.py passes"
+
+GOOD_MEDIAN = '''
+
+def median(xs):
+    """The middle value of a non-empty list (mean of the two middle values when even)."""
+    if not xs:
+        raise ValueError("median of an empty list")
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+'''
+
+BAD_MEDIAN = '''
+
+def median(xs):
+    """The middle value."""
+    return sorted(xs)[len(xs) // 2]
+'''
+
+MEAN_TAIL = '    return sum(xs) / len(xs)\n'
+
+
+def plan(*tasks: dict, goal: str = GOAL) -> dict:
+    """A submit_plan reply."""
+    return {"tool": "submit_plan", "args": {"goal": goal, "tasks": list(tasks),
+                                            "success_criteria": "the tests pass"}}
+
+
+def task(goal: str = "Add median() to calc/stats.py", cmd: str | None = PYTEST) -> dict:
+    return {"goal": goal, "acceptance": "tests/test_stats.py passes", "acceptance_cmd": cmd}
+
+
+def add_median(body: str = GOOD_MEDIAN) -> dict:
+    """An edit_file reply appending `body` after mean()."""
+    return {"tool": "edit_file", "args": {"path": "calc/stats.py", "old": MEAN_TAIL,
+                                          "new": MEAN_TAIL + body}}
+
+
+def replace_median(old: str, new: str) -> dict:
+    return {"tool": "edit_file", "args": {"path": "calc/stats.py", "old": old, "new": new}}
+
+
+def finish(summary: str = "added median()") -> dict:
+    return {"tool": "finish", "args": {"summary": summary}}
+
+
+def read_stats() -> dict:
+    return {"tool": "read_file", "args": {"path": "calc/stats.py"}}
+
+
+def run_tests() -> dict:
+    return {"tool": "run", "args": {"cmd": PYTEST}}
+
+
+def last_text(request: dict) -> str:
+    """The content of the last message of a chat request."""
+    return request["messages"][-1]["content"] or ""
+
+
+def state_of(repo: Path) -> dict:
+    """The newest run's state.json."""
+    states = sorted((repo / ".agent" / "runs").glob("*/state.json"))
+    return json.loads(states[-1].read_text())
+
+
+def events_of(stdout: str) -> list[dict]:
+    """Every stdout line parsed as a JSON event."""
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]

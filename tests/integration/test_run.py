@@ -1,0 +1,157 @@
+"""End to end: the real `agent run` process, a real git repo, real pytest, the loopback server."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import git
+from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, events_of, finish, plan,
+                    read_stats, replace_median, run_tests, state_of, task)
+
+
+def agent_run(run_agent, srv, repo, *extra, goal=GOAL):
+    return run_agent("run", goal, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo)
+
+
+def test_success_commits_the_verified_task(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task()), read_stats(), add_median(), run_tests(), finish()])
+    proc = agent_run(run_agent, srv, demo_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    state = state_of(demo_repo)
+    branch = git(demo_repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    assert branch == f"agent/{state['run_id']}" and state["status"] == "verified"
+    log = git(demo_repo, "log", "--format=%s%n%b", "-1")
+    assert "Add median() to calc/stats.py" in log and f"Agent-Run: {state['run_id']}" in log
+    assert git(demo_repo, "status", "--porcelain") == ""  # .agent/ is excluded, tree clean
+    assert ".agent/" in (demo_repo / ".git" / "info" / "exclude").read_text()
+    assert int(git(demo_repo, "rev-list", "--count", "HEAD")) == 2
+    kinds = [e["event"] for e in events_of(proc.stdout)]
+    for name in ("plan", "task_started", "tool_call", "tool_result", "verify", "task_done",
+                 "run_done"):
+        assert name in kinds
+    done = events_of(proc.stdout)[-1]
+    assert done["event"] == "run_done" and done["tasks"][0]["exit_code"] == 0
+
+
+def test_goal_is_last_in_every_request(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task()), read_stats(), add_median(), finish()])
+    assert agent_run(run_agent, srv, demo_repo).returncode == 0
+    assert len(srv.chat_requests) == 4
+    for req in srv.chat_requests:
+        assert req["messages"][-1]["role"] == "user"
+        assert req["messages"][-1]["content"].rstrip().endswith(GOAL)
+
+
+def test_failed_first_attempt_then_pass_carries_the_failure(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task()), add_median(BAD_MEDIAN), finish("first try"),
+                       replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed")])
+    proc = agent_run(run_agent, srv, demo_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    retry = srv.chat_requests[3]
+    text = json.dumps(retry["messages"])
+    assert "attempt 2 of 2" in text and "exited 1" in text and "test_median_even" in text
+    assert state_of(demo_repo)["agent_state"]["plan"][0]["attempts"] == 2
+    assert int(git(demo_repo, "rev-list", "--count", "HEAD")) == 2
+
+
+def test_escalation_leaves_changes_uncommitted(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task(), task("Document median in README.md", None)),
+                       add_median(BAD_MEDIAN), finish("try one"), finish("try two")])
+    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=demo_repo)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "I tried twice and couldn't finish this myself" in proc.stdout
+    assert "agent run --resume" in proc.stdout
+    assert "calc/stats.py" in git(demo_repo, "status", "--porcelain")
+    assert int(git(demo_repo, "rev-list", "--count", "HEAD")) == 1
+    tasks = state_of(demo_repo)["agent_state"]["plan"]
+    assert [t["status"] for t in tasks] == ["rejected", "pending"]
+
+
+def test_step_budget_exits_4(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task())] + [read_stats()] * 10)
+    proc = agent_run(run_agent, srv, demo_repo, "--max-steps", "3")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
+    assert ev and ev[0]["budget"] == "max_steps" and "3 of 3" in ev[0]["used"]
+    assert state_of(demo_repo)["status"] == "budget_exhausted"
+
+
+def test_money_budget_exits_4(run_agent, fake_server, demo_repo):
+    usage = {"prompt_tokens": 100_000, "completion_tokens": 0}
+    srv = fake_server([plan(task())] + [{**read_stats(), "usage": usage}] * 10)
+    proc = agent_run(run_agent, srv, demo_repo, "--budget-usd", "0.03",
+                     )
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
+    assert ev and ev[0]["budget"] == "budget_usd"
+
+
+def test_malformed_plan_is_asked_again_then_stops(run_agent, fake_server, demo_repo):
+    bad = {"tool": "submit_plan", "args": {"goal": GOAL, "tasks": [], "success_criteria": ""}}
+    srv = fake_server([bad, {"tool": "submit_plan", "arguments": "{not json"}])
+    srv.script[1] = {"tool_calls": [{"name": "submit_plan", "arguments": "{not json"}]}
+    proc = agent_run(run_agent, srv, demo_repo)
+    assert proc.returncode == 1 and "valid plan" in proc.stderr
+    assert "rejected" in json.dumps(srv.chat_requests[1]["messages"])
+    assert git(demo_repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+
+
+def test_malformed_plan_then_a_good_one(run_agent, fake_server, demo_repo):
+    no_goal = plan({"goal": " ", "acceptance": "", "acceptance_cmd": None})
+    srv = fake_server([no_goal, plan(task()), add_median(), finish()])
+    assert agent_run(run_agent, srv, demo_repo).returncode == 0
+
+
+def test_tool_errors_go_back_to_the_model(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task()),
+                       {"tool": "no_such_tool", "args": {}},
+                       {"tool_calls": [{"name": "read_file", "arguments": "{oops"}]},
+                       {"tool": "read_file", "args": {"path": "../../etc/passwd"}},
+                       {"tool": "edit_file", "args": {"path": "calc/stats.py", "old": "zzz",
+                                                      "new": "y"}},
+                       add_median(), finish()])
+    proc = agent_run(run_agent, srv, demo_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tool_msgs = [r["messages"][-2]["content"] for r in srv.chat_requests[2:6]]
+    assert "unknown tool" in tool_msgs[0]
+    assert "not valid JSON" in tool_msgs[1]
+    assert "outside" in tool_msgs[2]
+    assert "0" in tool_msgs[3] and "match" in tool_msgs[3]
+
+
+def test_plan_only_changes_nothing(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task())])
+    proc = run_agent("run", GOAL, "--plan-only", "--base-url", srv.url, cwd=demo_repo)
+    assert proc.returncode == 0 and "Add median()" in proc.stdout
+    assert git(demo_repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    assert not (demo_repo / ".agent" / "runs").exists()
+
+
+def test_without_terminal_or_yes_refuses_before_any_model_call(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task())])
+    proc = run_agent("run", GOAL, "--base-url", srv.url, cwd=demo_repo)
+    assert proc.returncode == 2 and "--yes" in proc.stderr
+    assert srv.chat_requests == []
+
+
+def test_dirty_tree_is_refused_and_allow_dirty_keeps_user_work(run_agent, fake_server, demo_repo):
+    (demo_repo / "README.md").write_text("my unsaved notes\n")
+    srv = fake_server([plan(task()), add_median(),
+                       {"tool": "write_file", "args": {"path": "README.md", "content": "x"}},
+                       finish()])
+    proc = agent_run(run_agent, srv, demo_repo)
+    assert proc.returncode == 1 and "uncommitted" in proc.stderr and srv.chat_requests == []
+    proc = agent_run(run_agent, srv, demo_repo, "--allow-dirty")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (demo_repo / "README.md").read_text() == "my unsaved notes\n"
+    assert "uncommitted work" in json.dumps(srv.chat_requests[3]["messages"])
+    assert git(demo_repo, "status", "--porcelain").strip() == "M README.md"
+    assert "README.md" not in git(demo_repo, "show", "--stat", "--format=", "HEAD")
+
+
+def test_accept_flag_is_used_and_is_the_final_gate(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task(cmd=None)), add_median(), finish()])
+    proc = agent_run(run_agent, srv, demo_repo, "--accept", PYTEST)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verifies = [e for e in events_of(proc.stdout) if e["event"] == "verify"]
+    assert [v["index"] for v in verifies] == [0, -1] and all(v["passed"] for v in verifies)
