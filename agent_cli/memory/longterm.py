@@ -348,6 +348,10 @@ class LongTermMemory:
         floor = self.min_score if min_score is None else min_score
         return sorted((r for r in found if r.score >= floor), key=lambda r: -r.score)[:k]
 
+    def retrieve(self, query: str, k: int = 5) -> list[Result]:
+        """The `k` most relevant episodes above the relevance threshold."""
+        return self.recall(query, k=k, kind="episode")
+
     def counts(self) -> dict[str, int]:
         """How many episodes, active facts and notes, and archived items are stored."""
         with self._guard("counting"):
@@ -430,6 +434,9 @@ class LongTermMemory:
         return total
 
 
+MemoryStore = LongTermMemory  # the curation API (curate, associate, expire) is the same class
+
+
 def _expiry(confirmed_ts: float, last_hit_ts: float, ttl_days: float) -> float:
     """When an item with this last use and time to live expires (NEVER_TS if it does not)."""
     if not ttl_days:
@@ -479,8 +486,16 @@ def _probe(path: Path, wait_s: float) -> None:
 
 def _client(path: Path) -> Any:
     """A Chroma PersistentClient at `path` with telemetry off."""
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()  # chromadb's import allocates a great deal; collecting meanwhile costs ~0.1 s
+    try:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+    finally:
+        if collecting:
+            gc.enable()
 
     path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(path), settings=ChromaSettings(anonymized_telemetry=False))

@@ -165,6 +165,7 @@ def test_recall_keeps_only_relevant_results_best_first(mem):
     assert {r.id for r in results} >= {"r-db"}
     assert mem.recall("pizza recipe with tomatoes") == []
     assert [r.kind for r in mem.recall("database", kind="fact")] == ["fact"]
+    assert [r.id for r in mem.retrieve("database sessions", k=3)] == ["r-db"]
     with pytest.raises(UsageError):
         mem.recall("database", kind="notes")
 
