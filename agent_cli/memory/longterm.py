@@ -99,11 +99,7 @@ def format_for_context(results: list[Result], max_chars: int = 2000, max_lines: 
 
 
 class LongTermMemory:
-    """Episodes, facts and curated notes in a Chroma PersistentClient at `path`.
-
-    `preload=False` skips loading the embedding model in the background, for callers
-    that only count, delete, expire or export.
-    """
+    """Episodes, facts and curated notes in a Chroma PersistentClient at `path`."""
 
     def __init__(self, path: Path | str, embedder: Any, secrets: tuple[str, ...] | list[str] = (),
                  *, min_score: float = 0.3, associate_threshold: float = 0.78,
@@ -114,13 +110,26 @@ class LongTermMemory:
         self.min_score = min_score
         self.associate_threshold = associate_threshold
         _probe(self.path, lock_wait_s)
+        # Load the model alongside chromadb's slow import; callers that only count, delete,
+        # expire or export pass preload=False.
         if preload and hasattr(embedder, "preload"):
-            embedder.preload()  # overlaps the model load with chromadb's slow import
+            embedder.preload()
         self._mismatch: tuple[str, Any] | None = None
         with self._guard("opening"):
             self._client = _client(self.path)
             existing = {c.name for c in self._client.list_collections()}
             self._cols = {name: self._collection(name, existing) for name in COLLECTIONS}
+
+    def close(self) -> None:
+        """Release the client and its files; the object cannot be used afterwards."""
+        with self._guard("closing"):
+            self._client.close()
+
+    def __enter__(self) -> "LongTermMemory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @contextmanager
     def _guard(self, action: str) -> Iterator[None]:
@@ -132,7 +141,7 @@ class LongTermMemory:
             if isinstance(e, AgentError) or not (chroma or isinstance(e, _STORAGE_ERRORS)):
                 raise
             raise StorageError(f"memory store at {self.path}: {action} failed: {e}",
-                               "nothing was changed; check the directory or move it aside") from None
+                               "check the directory (permissions, free space) or move it aside") from None
 
     def _collection(self, name: str, existing: set[str]) -> Any:
         """The named collection, created for this embedder if new; records a mismatch."""

@@ -29,7 +29,8 @@ def embedder():
 
 @pytest.fixture
 def mem(tmp_path, embedder):
-    return LongTermMemory(tmp_path / "chroma", embedder, secrets=[KEY])
+    with LongTermMemory(tmp_path / "chroma", embedder, secrets=[KEY]) as store:
+        yield store
 
 
 def episode(run_id: str, goal: str, **kw) -> Episode:
