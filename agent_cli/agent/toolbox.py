@@ -132,7 +132,7 @@ class Toolbox:
         status = "timed out" if res.timed_out else f"exit {res.exit_code}"
         kind = "test_result" if self.is_test(cmd) else "tool_output"
         return ToolResult("run", f"$ {cmd}\n[{status}]\n{res.output}", ok=res.exit_code == 0,
-                          kind=kind, summary=f"{cmd[:80]} -> {status}")
+                          kind=kind, summary=status)
 
     def _search(self, a: dict) -> ToolResult:
         text = self.files.search(str(a["pattern"]), a.get("path") or None)

@@ -155,3 +155,18 @@ def test_accept_flag_is_used_and_is_the_final_gate(run_agent, fake_server, demo_
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verifies = [e for e in events_of(proc.stdout) if e["event"] == "verify"]
     assert [v["index"] for v in verifies] == [0, -1] and all(v["passed"] for v in verifies)
+
+
+def test_next_run_recalls_the_last_episode_and_fact(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task()), add_median(), finish()])
+    assert agent_run(run_agent, srv, demo_repo).returncode == 0
+    facts = json.loads(run_agent("recall", "tests/test_stats.py passes", "--kind", "fact",
+                                 "--json", cwd=demo_repo).stdout)
+    assert any(PYTEST in f["text"] and f["source"].startswith("harness") for f in facts)
+    goal2 = "Add a mode function to calc/stats.py so that its tests pass"
+    srv2 = fake_server([plan(task("Add mode() to calc/stats.py"), goal=goal2), finish()])
+    agent_run(run_agent, srv2, demo_repo, goal=goal2)
+    planning = json.dumps(srv2.chat_requests[0]["messages"])
+    assert "<retrieved_memory>" in planning and "median" in planning
+    executing = json.dumps(srv2.chat_requests[1]["messages"])
+    assert "<retrieved_memory>" in executing
