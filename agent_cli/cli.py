@@ -6,6 +6,7 @@ pydantic-settings) is imported inside the command that needs it, so `--help` is 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -70,3 +71,9 @@ def main() -> None:
     except AgentError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)
         sys.exit(e.exit_code)
+    except Exception as e:  # never a traceback for the user; AGENT_DEBUG=1 shows it
+        if os.environ.get("AGENT_DEBUG"):
+            raise
+        print(f"error: internal error: {type(e).__name__}: {e} (set AGENT_DEBUG=1 for the "
+              "traceback, and please report it)", file=sys.stderr)
+        sys.exit(1)

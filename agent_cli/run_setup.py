@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_cli.errors import UsageError
+from agent_cli.errors import EXIT_INTERRUPTED, UsageError
 
 
 @dataclass
@@ -165,6 +165,9 @@ def execute(opts: RunOptions) -> int:
                            limits=Limits(settings.max_steps, settings.task_max_steps,
                                          settings.budget_usd, settings.tool_output_max_tokens))
         return _run_locked(Session(services, config), services, opts)
+    except KeyboardInterrupt:
+        print("interrupted before the run started; nothing to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         console.close()
 

@@ -144,7 +144,18 @@ def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage) 
     rt.log({"type": "tool", "name": call.name, "arguments": call.arguments, "ok": result.ok,
             "result": result.text})
     rt.save()
-    return tokens.truncate(fenced(result), rt.limits.tool_output_max_tokens)
+    return fenced(capped(result, rt.limits.tool_output_max_tokens))
+
+
+def capped(result: ToolResult, max_tokens: int) -> ToolResult:
+    """The result with its text cut to `max_tokens` (head kept, the cut said), fence intact."""
+    total = tokens.count(result.text)
+    if total <= max_tokens:
+        return result
+    head = tokens.truncate(result.text, max_tokens)
+    note = (f"\n[... {total - max_tokens} more tokens cut; read a range with start_line/end_line, "
+            "or narrow the command's output]")
+    return ToolResult(result.name, head + note, result.ok, result.kind, result.summary)
 
 
 def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:

@@ -246,8 +246,8 @@ class Session:
             for text, source in learn.verified_facts(state, self.sv.repo.root.name,
                                                      self.run["run_id"], self.cfg.accept_cmds):
                 longterm.add_fact(text, source, trust=1.0)
-        except AgentError as e:
-            self._emit(events.Notice(text=f"long-term memory not updated: {e.one_line()}"))
+        except Exception as e:  # the run's outcome stands even if memory cannot take it
+            self._emit(events.Notice(text=f"long-term memory not updated: {e}"))
 
     def _done(self, code: int, message: str) -> None:
         state = self.rt.state

@@ -1,0 +1,17 @@
+"""The previous tool result is shown in full up to a cap, with its fence intact."""
+
+from agent_cli import fences, tokens
+from agent_cli.agent.executor import capped
+from agent_cli.agent.toolbox import ToolResult, fenced
+
+
+def test_long_results_are_cut_with_a_marker_inside_the_fence():
+    big = ToolResult("run", "line of output\n" * 2000, kind="tool_output")
+    shown = fenced(capped(big, 200))
+    assert fences.balanced(shown) and shown.endswith("</tool_output>")
+    assert "more tokens cut" in shown and tokens.count(shown) < 260
+
+
+def test_short_results_are_untouched():
+    small = ToolResult("run", "ok")
+    assert capped(small, 200) is small

@@ -1,0 +1,63 @@
+"""The harness's judgement: commands by exit code, criteria by a forced model verdict."""
+
+import sys
+from pathlib import Path
+
+from agent_cli.agent.verifier import verify
+from agent_cli.llm.openai_model import OpenAIChat
+from agent_cli.models import Task
+from agent_cli.workspace.shell import run_command
+
+
+def runner(cwd: Path):
+    return lambda argv: run_command(argv, cwd=cwd, timeout_s=10)
+
+
+def model_for(server):
+    return OpenAIChat(model="fake-model", base_url=server.url, api_key=None, backoff_s=0.01)
+
+
+def test_exit_zero_passes_and_anything_else_fails_with_the_tail(tmp_path):
+    ok = Task(goal="g", acceptance_cmd=f"{sys.executable} -c 'print(1)'")
+    assert verify(ok, [], runner(tmp_path), None, str, "goal").passed
+    bad = Task(goal="g", acceptance_cmd=f"{sys.executable} -c 'print(\"boom\"); raise SystemExit(3)'")
+    v = verify(bad, [], runner(tmp_path), None, str, "goal")
+    assert not v.passed and v.exit_code == 3 and "exited 3" in v.reason and "boom" in v.reason
+
+
+def test_commands_run_without_a_shell(tmp_path):
+    task = Task(goal="g", acceptance_cmd="true && touch pwned")
+    v = verify(task, [], runner(tmp_path), None, str, "goal")
+    assert not (tmp_path / "pwned").exists() and v.command == "true && touch pwned"
+
+
+def test_user_accept_commands_are_used_when_the_task_has_none(tmp_path):
+    task = Task(goal="g", acceptance_cmd=None)
+    v = verify(task, ["true", "false"], runner(tmp_path), None, str, "goal")
+    assert not v.passed and v.command == "false"
+
+
+def test_model_verdict_pass_fail_and_unparseable(tmp_path, fake_server):
+    task = Task(goal="write docs", acceptance="README mentions median")
+    srv = fake_server([
+        {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "README has it"}},
+        {"tool": "submit_verdict", "args": {"verdict": "fail", "reason": "missing"}},
+        {"tool": "submit_verdict", "args": {"verdict": "maybe"}},
+        {"content": "looks fine to me"},
+    ])
+    model = model_for(srv)
+    results = [verify(task, [], runner(tmp_path), model, lambda: "+median", "the goal")
+               for _ in range(4)]
+    assert [r.passed for r in results] == [True, False, False, False]
+    assert all(r.judge == "model" for r in results)
+    assert "unparseable" in results[2].reason and "unparseable" in results[3].reason
+    req = srv.chat_requests[0]
+    assert req["tool_choice"]["function"]["name"] == "submit_verdict"
+    assert req["messages"][-1]["content"].endswith("the goal")
+    assert "+median" in req["messages"][1]["content"]
+
+
+def test_neither_command_nor_criteria_is_not_trusted(tmp_path, fake_server):
+    srv = fake_server([])
+    v = verify(Task(goal="g"), [], runner(tmp_path), model_for(srv), str, "goal")
+    assert not v.passed and "not trusted" in v.reason and srv.chat_requests == []
