@@ -329,7 +329,19 @@ def _git_refusal(args: list[str]) -> str | None:
         return "git switch --discard-changes (or -f) throws away uncommitted changes"
     if sub == "stash" and rest[:1] not in (["list"], ["show"]):
         return "git stash moves the user's uncommitted work out of the work tree"
+    if sub in _HARNESS_GIT:
+        return (f"git {sub} changes branches, the index or history, which the harness alone does: "
+                "it commits each verified task on the run's branch")
+    if sub == "branch" and ({"-d", "-D", "-m", "-M", "-f", "--delete", "--move", "--force"}
+                            & set(rest)):
+        return "git branch -d/-m/-f changes branches, which the harness alone does"
     return None
+
+
+# Commits, branch moves and index changes belong to the harness: a model commit would skip
+# verification and could take the user's protected files with it.
+_HARNESS_GIT = {"commit", "checkout", "reset", "switch", "merge", "rebase", "cherry-pick", "revert", "am",
+                "add", "rm", "mv", "tag", "update-ref", "replace", "filter-branch", "worktree"}
 
 
 def _is_root_or_home(target: str) -> bool:

@@ -68,8 +68,8 @@ DENIED = {
 }
 
 ALLOWED = [
-    "git status", "git diff HEAD", "git log --oneline -5", "git add src/a.py", "git commit -m 'push it'",
-    "git checkout -b feature", "git stash list", "git stash show", "git clean -n", "git clean -fn", "git reset HEAD~1",
+    "git status", "git diff HEAD", "git log --oneline -5",
+    "git stash list", "git stash show", "git clean -n", "git clean -fn",
     "git restore --staged a.py", "git push-notes", "echo 'git push'", "grep -rn 'sudo' src", "ls .agent",
     "cat .agent/state.json", "rm -rf build", "rm -rf ./dist/*", "rm -rf /tmp/scratch", "rm -f out.txt",
     "rm -rf ~/project/build", "curl -s https://example.com -o page.html", "curl x | jq .", "wget https://x/file.tgz",
@@ -192,3 +192,19 @@ def test_allow_skips_the_question_for_a_command(repo):
     policy.allow("pytest -q")
     policy.check("pytest -q")
     assert user.asked == []
+
+
+@pytest.mark.parametrize("cmd", [
+    "git commit -am wip", "git add -A", "git checkout main", "git switch -c other",
+    "git merge main", "git rebase main", "git branch -D main", "git -C . commit -m x",
+    "cd sub && git add .", "git rm calc/stats.py", "git reset HEAD~1",
+])
+def test_git_commands_that_belong_to_the_harness_are_refused(cmd):
+    with pytest.raises(ToolError, match="harness"):
+        CommandPolicy("auto").check(cmd)
+
+
+@pytest.mark.parametrize("cmd", ["git status", "git diff", "git log -3", "git show HEAD",
+                                 "git branch", "git branch --list"])
+def test_reading_git_is_allowed(cmd):
+    CommandPolicy("auto").check(cmd)
