@@ -5,7 +5,8 @@ score = kind weight + references + goal similarity + recency - size
 - kind weight: KIND_WEIGHTS below.
 - references: REFS_WEIGHT * log1p(n), n = later items that mention a name this item defines.
 - goal similarity: GOAL_WEIGHT * cosine(item vector, goal vector); 0 without an embedder.
-- recency: RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_STEPS), age = steps since added or touched.
+- recency: FRESH_WEIGHT * 0.5 ** (age / FRESH_HALF_LIFE_STEPS)
+           + RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_STEPS), age = steps since added or touched.
 - size: SIZE_WEIGHT * log2(1 + tokens / 64).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import math
 from operator import mul
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 KIND_WEIGHTS: dict[str, float] = {
     "edit": 3.0,
@@ -24,11 +25,16 @@ KIND_WEIGHTS: dict[str, float] = {
     "tool_output": 0.8,
     "log": 0.5,
 }
-REFS_WEIGHT = 1.0
-GOAL_WEIGHT = 2.0
-# A fresh result outranks an old edit for a few steps, then the edit wins again.
+# Chosen with bench/working_memory.py: references order items of like age and kind; they should
+# not let an old, much-mentioned edit push out the latest ones.
+REFS_WEIGHT = 0.25
+GOAL_WEIGHT = 1.0
+# Two decays: a fresh boost that lets a new result outrank older edits for a few steps, and a
+# slow one that keeps newer work ahead of older work of the same kind.
+FRESH_WEIGHT = 2.0
+FRESH_HALF_LIFE_STEPS = 2.0
 RECENCY_WEIGHT = 3.0
-HALF_LIFE_STEPS = 4.0
+HALF_LIFE_STEPS = 250.0
 SIZE_WEIGHT = 0.25
 
 
@@ -48,7 +54,9 @@ def refs_term(refs: int) -> float:
 
 def recency_term(age: int) -> float:
     """The recency term for an item last added or touched `age` steps ago."""
-    return RECENCY_WEIGHT * 0.5 ** (max(age, 0) / HALF_LIFE_STEPS)
+    age = max(age, 0)
+    return (FRESH_WEIGHT * 0.5 ** (age / FRESH_HALF_LIFE_STEPS)
+            + RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_STEPS))
 
 
 def size_term(tokens: int) -> float:
@@ -87,13 +95,15 @@ def normalise(vector: Sequence[float]) -> tuple[float, ...]:
 class VectorIndex:
     """Unit vectors of cold items, searched by cosine; numpy is imported on the first search."""
 
-    def __init__(self) -> None:
+    def __init__(self, rows: Iterable[tuple[str, int, Sequence[float]]] = ()) -> None:
         self._ids: list[str] = []
         self._steps: list[int] = []
         self._where: dict[str, int] = {}
         self._pending: list[Sequence[float]] = []
         self._matrix = None
         self.dim: int | None = None
+        for item_id, step_evicted, vector in rows:
+            self.put(item_id, vector, step_evicted)
 
     def put(self, item_id: str, vector: Sequence[float] | None, step_evicted: int) -> None:
         """Add a cold item's vector, or update when it was evicted if it is already here."""

@@ -18,8 +18,10 @@ _DEF_LINE = re.compile(
 # `name = value` at the start of a line; `key=value` (no spaces) is left alone, logs are full of it.
 _ASSIGN_LINE = re.compile(r"^\+?([A-Za-z_][A-Za-z0-9_]*)(?:\s*:[^=\n]*)?\s+=(?!=)", re.MULTILINE)
 
-# Cheap test for "could be Python that defines something"; ast.parse costs ~100 µs a page.
-_MAYBE_PYTHON = re.compile(r"\b(?:def|class)\s|^[A-Za-z_][\w, ]*(?::[^=\n]*)?=", re.MULTILINE)
+# Substring tests are far cheaper than a regex scan, and most items (logs, outputs) fail them all.
+_PYTHON_HINTS = ("def ", "class ", " = ")
+_OTHER_HINTS = ("function ", "func ", "fn ", "struct ", "interface ", "trait ", "enum ", "type ",
+                "const ", "let ", "var ")
 
 _NOT_NAMES = frozenset(keyword.kwlist) | {"self", "cls"}
 
@@ -31,8 +33,10 @@ def identifiers(text: str) -> frozenset[str]:
 
 def definitions(text: str) -> tuple[str, ...]:
     """Names `text` defines: functions, classes, module- and class-level variables."""
-    if not _MAYBE_PYTHON.search(text):
-        return _regex_definitions(text)
+    if not any(hint in text for hint in _PYTHON_HINTS):
+        if any(hint in text for hint in _OTHER_HINTS):
+            return _regex_definitions(text)
+        return ()
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

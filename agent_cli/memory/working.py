@@ -2,8 +2,10 @@
 
 What does not fit moves to a cold store (see store.py) and comes back with recall().
 The step advances only with tick() (the run loop calls it once per tool call); add() does not,
-so items added within one step are equally recent. An item is touched, and its recency reset,
-when a later item mentions a name it defines or when recall() brings it back.
+so items added within one step are equally recent. Recency counts steps since an item was added
+or last touched; recall() touches what it brings back. A mention by a later item raises the
+item's references term instead: touching it too would let old, much-mentioned items look as
+new as the latest edits.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
+from agent_cli import fences
 from agent_cli import tokens as toks
 from agent_cli.memory import scoring
 from agent_cli.memory.store import InMemStore, Item, Store
@@ -26,7 +29,7 @@ MIN_TOKENS = 256
 MIN_SIMILARITY = 0.2
 STATE_FORMAT = 1
 _ID = re.compile(r"m\d+")
-_RECENCY = [scoring.recency_term(age) for age in range(256)]
+_RECENCY = [scoring.recency_term(age) for age in range(4096)]
 
 
 class Embedder(Protocol):
@@ -50,8 +53,7 @@ class Context:
 
 def _summary(summary: str, text: str) -> str:
     """One short line: the given summary, or the first non-blank line of the text."""
-    line = summary.strip() or next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    line = " ".join(line.split())
+    line = " ".join((summary.strip() or text.lstrip().split("\n", 1)[0]).split())
     return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
 
 
@@ -157,19 +159,20 @@ class WorkingMemory:
     def _score(self, item: Item) -> float:
         """The item's score now."""
         age = self._step - item.touched
-        return item.static + (_RECENCY[age] if 0 <= age < 256 else scoring.recency_term(age))
+        return item.static + (_RECENCY[age] if 0 <= age < 4096 else scoring.recency_term(age))
 
     def _reference(self, item: Item) -> None:
-        """Count `item`'s mentions of names defined earlier; touch the hot items defining them."""
-        mentioned = self._mentions.keys() & identifiers(item.text)
+        """Count `item`'s mentions of names defined earlier, once per defining hot item."""
+        mentions, hot_defs = self._mentions, self._hot_defs
         bumped: set[str] = set()
-        for name in mentioned:
-            self._mentions[name] += 1
-            bumped.update(self._hot_defs.get(name, ()))
+        for name in identifiers(item.text):  # not `keys() & names`: that copies every key
+            if name in mentions:
+                mentions[name] += 1
+                if name in hot_defs:
+                    bumped.update(hot_defs[name])
         for item_id in bumped:
             target = self._hot[item_id]
             target.refs += 1
-            target.touched = self._step
             self._rescore(target)
 
     def _admit(self, item: Item) -> None:
@@ -204,10 +207,11 @@ class WorkingMemory:
 
     def _weakest(self) -> Item:
         """The lowest-scoring unpinned item (the oldest pinned one if all are pinned)."""
-        weakest, low = None, math.inf
-        for item in self._hot.values():
+        weakest, low, step, table = None, math.inf, self._step, _RECENCY
+        for item in self._hot.values():  # inlined _score(): this loop runs on nearly every add
             if not item.pinned:
-                score = self._score(item)
+                age = step - item.touched
+                score = item.static + (table[age] if 0 <= age < 4096 else scoring.recency_term(age))
                 if score < low:
                     weakest, low = item, score
         return weakest or next(iter(self._hot.values()))
@@ -275,9 +279,7 @@ class WorkingMemory:
     def _meaning_hits(self, query: str, k: int, exclude: set[str]) -> list[str]:
         """Cold ids nearest to `query` in meaning, outside their cooldown."""
         if self._vectors is None:
-            self._vectors = scoring.VectorIndex()
-            for item_id, evicted, vector in self.store.vectors():
-                self._vectors.put(item_id, vector, evicted)
+            self._vectors = scoring.VectorIndex(self.store.vectors())
         step, cooldown, restored = self._step, self.recall_cooldown_steps, self._restored
 
         def allow(item_id: str, evicted: int) -> bool:
@@ -316,7 +318,8 @@ class WorkingMemory:
         text, count = record["text"], record["tokens"]
         limit = self._room // 2 - 32
         if count > limit:
-            text = toks.truncate(text, limit - 32) + f"\n… (cut: {count} tokens in all)"
+            text = fences.close_cut(toks.truncate(text, limit - 32)
+                                    + f"\n… (cut: {count} tokens in all)")
             count = toks.count(text)
         seen = record.get("seen") or {}
         since = max((self._mentions.get(n, 0) - seen.get(n, 0) for n in record["symbols"]),

@@ -8,7 +8,7 @@ import math
 import re
 import zlib
 
-from agent_cli.memory import InMemStore, WorkingMemory
+from agent_cli.memory import InMemStore, WorkingMemory, scoring
 
 RETRY = '''def count_attempts(obj):
     """How many attempts were made."""
@@ -62,6 +62,7 @@ def test_symbol_recall_brings_an_evicted_edit_back_as_recalled():
     assert mem.recall("what does count_attempts do?", k=3) == [edit]
     item = hot(mem)[edit]
     assert item.kind == "recalled" and item.origin_id == edit and item.text == RETRY
+    assert mem.explain(edit)["recency"] == scoring.recency_term(0)  # recall touches it
     assert edit not in {e["id"] for e in mem.cold_manifest()}
     assert mem.stats()["cold"] == len(mem.cold_manifest())
 
@@ -192,7 +193,7 @@ def test_references_made_while_cold_count_when_recalled():
     mem.add("log", "count_attempts(job) -> 0")
     mem.add("log", "count_attempts(None) -> 0")
     mem.recall("count_attempts", k=1)
-    assert mem.explain(edit)["refs"] == math.log1p(2)
+    assert mem.explain(edit)["refs"] == scoring.refs_term(2)
 
 
 def test_goal_similarity_raises_items_about_the_goal():

@@ -78,10 +78,12 @@ def test_add_does_not_advance_the_step_and_tick_does():
 def test_recency_decays_with_steps():
     mem = WorkingMemory()
     item_id = mem.add("log", "something happened")
-    fresh = mem.explain(item_id)["recency"]
-    for _ in range(4):
+    seen = [mem.explain(item_id)["recency"]]
+    for _ in range(6):
         mem.tick()
-    assert mem.explain(item_id)["recency"] == pytest.approx(fresh / 2)
+        seen.append(mem.explain(item_id)["recency"])
+    assert seen == sorted(seen, reverse=True) and len(set(seen)) == len(seen)
+    assert seen[4] == scoring.recency_term(4)
 
 
 def test_explain_returns_every_term_and_their_total():
@@ -103,18 +105,25 @@ def test_references_count_later_items_that_mention_a_defined_name():
     mem.add("log", "count_attempts(job) returned 0")
     mem.add("test_result", "FAILED test_count_attempts: count_attempts(None) != 0; see count_attempts")
     mem.add("log", "nothing relevant here")
-    assert mem.explain(defining)["refs"] == pytest.approx(math.log1p(2))
+    assert mem.explain(defining)["refs"] == pytest.approx(scoring.refs_term(2))
 
 
-def test_a_reference_touches_the_defining_item():
+def test_a_reference_raises_refs_but_leaves_recency_alone():
     mem = WorkingMemory()
     defining = mem.add("file", RETRY)
     for _ in range(8):
         mem.tick()
-    stale = mem.explain(defining)["recency"]
+    before = mem.explain(defining)
     mem.add("log", "calling count_attempts now")
-    assert mem.explain(defining)["recency"] > stale
-    assert mem.explain(defining)["recency"] == scoring.recency_term(0)
+    after = mem.explain(defining)
+    assert after["refs"] > before["refs"]
+    assert after["recency"] == before["recency"]
+
+
+def test_an_item_does_not_reference_itself():
+    mem = WorkingMemory()
+    defining = mem.add("file", RETRY + "\nprint(count_attempts(None))\n")
+    assert mem.explain(defining)["refs"] == 0.0
 
 
 def test_references_work_for_code_that_is_not_python():
@@ -122,7 +131,7 @@ def test_references_work_for_code_that_is_not_python():
     js = "export function parseHeader(raw) {\n  return raw.split(':')\n}\n"
     defining = mem.add("file", js)
     mem.add("tool_output", "TypeError in parseHeader at line 2")
-    assert mem.explain(defining)["refs"] == pytest.approx(math.log1p(1))
+    assert mem.explain(defining)["refs"] == pytest.approx(scoring.refs_term(1))
 
 
 def test_eviction_takes_the_lowest_score_first():
