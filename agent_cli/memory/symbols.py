@@ -8,20 +8,18 @@ import re
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
 
-# Definitions in other languages and in text that does not parse (diffs, snippets, tracebacks).
+# Definitions in other languages and in text that does not parse (diffs, snippets, tracebacks):
+# a keyword and a name, or `name = value` at the start of a line (`key=value`, without spaces,
+# is left alone: logs are full of it). One pass, two groups.
 _DEF_LINE = re.compile(
-    r"^[ \t+]*(?:export\s+|pub\s+|public\s+|private\s+|static\s+|async\s+)*"
+    r"^(?:[ \t+]*(?:(?:export|pub|public|private|static|async)[ \t]+)*"
     r"(?:def|class|function|func|fn|struct|interface|trait|enum|type|const|let|var)"
-    r"\s+\*?([A-Za-z_][A-Za-z0-9_]*)",
+    r"[ \t]+\*?([A-Za-z_][A-Za-z0-9_]*)"
+    r"|\+?([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*:[^=\n]*)?[ \t]+=(?!=))",
     re.MULTILINE,
 )
-# `name = value` at the start of a line; `key=value` (no spaces) is left alone, logs are full of it.
-_ASSIGN_LINE = re.compile(r"^\+?([A-Za-z_][A-Za-z0-9_]*)(?:\s*:[^=\n]*)?\s+=(?!=)", re.MULTILINE)
-
-# Substring tests are far cheaper than a regex scan, and most items (logs, outputs) fail them all.
-_PYTHON_HINTS = ("def ", "class ", " = ")
-_OTHER_HINTS = ("function ", "func ", "fn ", "struct ", "interface ", "trait ", "enum ", "type ",
-                "const ", "let ", "var ")
+_OTHER_HINTS = re.compile(r"function |func |fn |struct |interface |trait |enum |type |const |"
+                          r"let |var | = ")
 
 _NOT_NAMES = frozenset(keyword.kwlist) | {"self", "cls"}
 
@@ -32,11 +30,13 @@ def identifiers(text: str) -> frozenset[str]:
 
 
 def definitions(text: str) -> tuple[str, ...]:
-    """Names `text` defines: functions, classes, module- and class-level variables."""
-    if not any(hint in text for hint in _PYTHON_HINTS):
-        if any(hint in text for hint in _OTHER_HINTS):
-            return _regex_definitions(text)
-        return ()
+    """Names `text` defines: functions, classes, module- and class-level variables.
+
+    Python's ast when the text has a `def` or `class` and parses; the line regex otherwise.
+    """
+    # Substring tests cost far less than a parse; most items (logs, outputs) fail them all.
+    if "def " not in text and "class " not in text:
+        return _regex_definitions(text) if _OTHER_HINTS.search(text) else ()
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -79,8 +79,7 @@ def _target_names(target: ast.expr) -> list[str]:
 
 def _regex_definitions(text: str) -> tuple[str, ...]:
     """Definitions found line by line, for text that is not valid Python."""
-    names = _DEF_LINE.findall(text) + _ASSIGN_LINE.findall(text)
-    return _unique(names)
+    return _unique([keyword_name or assigned for keyword_name, assigned in _DEF_LINE.findall(text)])
 
 
 def _unique(names: list[str]) -> tuple[str, ...]:
