@@ -30,7 +30,7 @@ def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
     return top, settings, settings.state_dir(top)
 
 
-def _open(settings: Any, state: Path, create: bool = False, embeds: bool = True) -> Any:
+def _open(settings: Any, state: Path, create: bool = False) -> Any:
     """Long-term memory under `state`, or None when there is none (and `create` is False)."""
     chroma = state / "chroma"
     if not create and not (chroma / "chroma.sqlite3").exists():
@@ -39,14 +39,13 @@ def _open(settings: Any, state: Path, create: bool = False, embeds: bool = True)
     from agent_cli.memory.longterm import LongTermMemory
 
     key = settings.api_key.get_secret_value() if settings.api_key else ""
-    return LongTermMemory(chroma, make_embedder(settings), secrets=[key] if key else [],
-                          preload=embeds)
+    return LongTermMemory(chroma, make_embedder(settings), secrets=[key] if key else [])
 
 
-def _memory_or_exit(repo: Optional[Path], embeds: bool = False) -> Any:
+def _memory_or_exit(repo: Optional[Path]) -> Any:
     """Open long-term memory, or say there is none yet and exit 0."""
     _, settings, state = _place(repo)
-    mem = _open(settings, state, embeds=embeds)
+    mem = _open(settings, state)
     if mem is None:
         typer.echo(NO_MEMORY.format(state=state / "chroma"), err=True)
         raise typer.Exit(0)
@@ -137,7 +136,7 @@ def show_command(
         report: dict[str, Any] = {"run_id": None, "hot": [], "cold": [], "stats": {},
                                   "counts": {"episodes": 0, "facts": 0, "archive": 0}}
     else:
-        mem = _open(settings, state, embeds=False)
+        mem = _open(settings, state)
         report = _working_report(settings, state, kind)
         report["counts"] = mem.counts() if mem else {"episodes": 0, "facts": 0, "archive": 0}
     if as_json:
@@ -267,7 +266,7 @@ def import_command(file: Path = typer.Argument(..., help="A JSONL file from `age
 @memory_app.command("reindex")
 def reindex_command(repo: Optional[Path] = REPO) -> None:
     """Re-embed everything with the configured embedder (after changing `embedding_model`)."""
-    mem = _memory_or_exit(repo, embeds=True)
+    mem = _memory_or_exit(repo)
     count = mem.reindex()
     typer.echo(f"re-embedded {count} record(s) with {mem.embedder.name}")
 

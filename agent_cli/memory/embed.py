@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from typing import Any, Protocol
 
 from agent_cli.errors import ConfigError
 
 WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
-_LOAD_LOCK = threading.Lock()
 
 
 class Embedder(Protocol):
@@ -50,34 +48,17 @@ def _load_wordllama() -> Any:
                           "reinstall wordllama==0.4.0.post1") from None
 
 
-def _model() -> Any:
-    """The loaded model; callers in several threads wait for one load."""
-    with _LOAD_LOCK:
-        return _load_wordllama()
-
-
-def _preload() -> None:
-    try:
-        _model()
-    except Exception:  # the caller that needs the model sees the error itself
-        pass
-
-
 class WordLlamaEmbedder:
     """WordLlama l2_supercat, 256 dimensions, unit-length vectors; the model loads on first use."""
 
     name = f"wordllama:{WORDLLAMA_CONFIG}-{WORDLLAMA_DIM}"
     dim = WORDLLAMA_DIM
 
-    def preload(self) -> None:
-        """Start loading the model in the background, e.g. while chromadb is imported."""
-        threading.Thread(target=_preload, name="wordllama-load", daemon=True).start()
-
     def embed_array(self, texts: list[str]) -> Any:
         """The vectors as one float32 numpy array (rows of zeros for texts without words)."""
         import numpy as np
 
-        model = _model()
+        model = _load_wordllama()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with np.errstate(invalid="ignore", divide="ignore"):

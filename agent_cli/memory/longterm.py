@@ -103,17 +103,13 @@ class LongTermMemory:
 
     def __init__(self, path: Path | str, embedder: Any, secrets: tuple[str, ...] | list[str] = (),
                  *, min_score: float = 0.3, associate_threshold: float = 0.78,
-                 lock_wait_s: float = LOCK_WAIT_S, preload: bool = True) -> None:
+                 lock_wait_s: float = LOCK_WAIT_S) -> None:
         self.path = Path(path)
         self.embedder = embedder
         self.secrets = tuple(s for s in secrets if s)
         self.min_score = min_score
         self.associate_threshold = associate_threshold
         _probe(self.path, lock_wait_s)
-        # Load the model alongside chromadb's slow import; callers that only count, delete,
-        # expire or export pass preload=False.
-        if preload and hasattr(embedder, "preload"):
-            embedder.preload()
         self._mismatch: tuple[str, Any] | None = None
         with self._guard("opening"):
             self._client = _client(self.path)
