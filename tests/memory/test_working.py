@@ -4,6 +4,8 @@ assemble() and its footer, explain()."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -105,7 +107,7 @@ def test_references_count_later_items_that_mention_a_defined_name():
     mem.add("log", "count_attempts(job) returned 0")
     mem.add("test_result", "FAILED test_count_attempts: count_attempts(None) != 0; see count_attempts")
     mem.add("log", "nothing relevant here")
-    assert mem.explain(defining)["refs"] == pytest.approx(scoring.refs_term(2))
+    assert mem.explain(defining)["refs"] == pytest.approx(scoring.REFS_WEIGHT * math.log1p(2))
 
 
 def test_a_reference_raises_refs_but_leaves_recency_alone():
@@ -309,3 +311,10 @@ def test_stats_counts_hot_cold_tokens_and_evictions():
     assert stats["cold"] == len(mem.cold_manifest()) == stats["evictions"]
     assert stats["hot"] + stats["cold"] == 20
     assert stats["tokens"] == sum(i.cost for i in mem.hot_items()) <= 300 - FOOTER_TOKENS
+
+
+def test_importing_the_package_loads_no_vendor_sdk():
+    code = ("import sys, agent_cli.memory; "
+            "print(sorted(m for m in ('tiktoken', 'chromadb', 'openai', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
