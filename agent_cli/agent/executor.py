@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from agent_cli import events, tokens
+from agent_cli import events, fences, tokens
 from agent_cli.agent import prompts
 from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
 from agent_cli.errors import AgentError, BudgetExhausted, MalformedReply
@@ -108,7 +108,8 @@ def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
     final = task_block(rt, index, attempt, steps_left)
     if last.nudge:
         final = f"NOTE: {last.nudge}\n\n{final}"
-    messages.append({"role": "user", "content": f"{final}\n\n{rt.state.render()}"})
+    # The plan's goals and the last failure's output come from the model and from commands.
+    messages.append({"role": "user", "content": fences.escape(f"{final}\n\n{rt.state.render()}")})
     return messages
 
 

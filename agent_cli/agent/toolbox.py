@@ -107,6 +107,9 @@ class Toolbox:
             result = ToolResult(call.name, f"error: {type(e).__name__}: {e}", ok=False,
                                 summary=str(e)[:100])
         result.text = redact(result.text, self.secrets)
+        # The summary heads the result in working memory, outside its fence, and often quotes
+        # the model's arguments (a planted file name, a command).
+        result.summary = fences.escape(redact(result.summary, self.secrets))
         return result
 
     def _read_file(self, a: dict) -> ToolResult:
@@ -139,7 +142,7 @@ class Toolbox:
         return ToolResult("search", text, summary=f"search {a['pattern']!r}")
 
     def _note(self, a: dict) -> ToolResult:
-        item_id = self.memory.note(str(a["text"]))
+        item_id = self.memory.note(fences.escape(str(a["text"])))  # notes are shown unfenced
         return ToolResult("note", f"noted as {item_id}", kind="note", summary="note")
 
     def _recall(self, a: dict) -> ToolResult:
