@@ -14,6 +14,7 @@ Store protocol (implementations do not inherit; `WorkingMemory` uses only these)
     max_number()             the largest N of the ids "mN" stored, 0 if none
     close()
 
+`Item`, the hot form, is defined here beside the record it becomes when evicted.
 A record is `Item.to_dict()` plus `step_evicted` (the step it went cold) and `seen` (how many
 items had mentioned each name it defines by then, so later mentions can still be counted).
 """
@@ -55,7 +56,11 @@ class Item:
 
     def header(self) -> str:
         """The line that introduces the item in the context."""
-        flag = " pinned" if self.pinned else " cold" if self.origin_id and self.kind != "recalled" else ""
+        flag = ""
+        if self.pinned:
+            flag = " pinned"
+        elif self.origin_id and self.kind != "recalled":
+            flag = " cold"  # the stub of an item too large for the budget
         return f"[{self.kind} {self.id}{flag}] {self.summary}"
 
     def render(self) -> str:
@@ -275,10 +280,11 @@ class SqliteStore:
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn
+            self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
 
     def put(self, record: dict[str, Any]) -> None:
         """Insert or replace a record and its symbols in one transaction."""
