@@ -56,12 +56,14 @@ def run_command(
     max_output_chars: int = 20000,
     sandbox: str = "none",
     writable: list[Path] | None = None,
+    readonly: list[Path] | None = None,
 ) -> CommandResult:
     """Run `cmd` (a str through `bash -c`, a list without a shell) in `cwd` with a hard timeout.
 
     stdout and stderr are interleaved; stdin is /dev/null. `env` None means this process's
     environment with secrets removed. Processes the command leaves behind are stopped too.
-    With sandbox="bwrap" only `writable` (default: cwd) can be written and there is no network.
+    With sandbox="bwrap" only `writable` (default: cwd) can be written and there is no network;
+    `readonly` paths inside a writable one (.git, the state directory) stay read-only.
     """
     check_sandbox(sandbox)
     cwd = Path(cwd)
@@ -69,7 +71,7 @@ def run_command(
         raise ToolError(f"working directory {cwd} does not exist")
     argv = _argv(cmd)
     if sandbox == "bwrap":
-        argv = bwrap_argv(argv, cwd, writable or [cwd])
+        argv = bwrap_argv(argv, cwd, writable or [cwd], readonly or [])
     env = scrub_env(dict(os.environ)) if env is None else env
     start = time.monotonic()
     try:
@@ -251,12 +253,18 @@ def _bwrap_works(binary: str) -> bool:
         return False
 
 
-def bwrap_argv(argv: list[str], cwd: Path, writable: list[Path]) -> list[str]:
+def bwrap_argv(argv: list[str], cwd: Path, writable: list[Path],
+               readonly: list[Path] = ()) -> list[str]:
     """`argv` wrapped in bubblewrap: everything read-only but `writable`, a private /tmp, no network."""
     # /tmp is mounted before the writable binds so that a repository under /tmp stays visible.
     wrapped = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for path in writable:
         wrapped += ["--bind", str(path), str(path)]
+    # Mounted over the writable binds: git's hooks and config, and the agent's state, are run or
+    # read later outside the sandbox, so a sandboxed command must not be able to change them.
+    for path in readonly:
+        if os.path.exists(path):
+            wrapped += ["--ro-bind", str(path), str(path)]
     wrapped += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
     return wrapped + argv
 
