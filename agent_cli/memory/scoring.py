@@ -121,17 +121,40 @@ class VectorIndex:
     def search(self, query: Sequence[float], k: int, allow: Callable[[str, int], bool],
                min_similarity: float) -> list[tuple[str, float]]:
         """Up to `k` (id, cosine) pairs, best first, that `allow(id, step_evicted)` accepts."""
-        if not self._ids or len(query) != self.dim:
+        if not self._ids or len(query) != self.dim or k <= 0:
             return []
         import numpy as np
 
+        matrix = self._rows(np)
+        sims = matrix @ np.asarray(query, dtype=np.float32)
+        # Sort a few more than k first; all of them only if too many of those were not allowed.
+        shortlist = min(len(sims), 4 * k + 32)
+        order = np.argpartition(-sims, shortlist - 1)[:shortlist]
+        order = order[np.argsort(-sims[order], kind="stable")]
+        found = self._accept(sims, order, k, allow, min_similarity)
+        if len(found) < k and shortlist < len(sims) and sims[order[-1]] >= min_similarity:
+            found = self._accept(sims, np.argsort(-sims, kind="stable"), k, allow, min_similarity)
+        return found
+
+    def _rows(self, np):
+        """The matrix of all vectors, pending ones appended into spare capacity."""
         if self._pending:
-            rows = np.asarray(self._pending, dtype=np.float64)
-            self._matrix = rows if self._matrix is None else np.vstack([self._matrix, rows])
+            rows = np.asarray(self._pending, dtype=np.float32)  # ranking needs no more
+            size = len(self._ids) - len(rows)
+            if self._matrix is None or len(self._matrix) < len(self._ids):
+                grown = np.empty((max(2 * len(self._ids), 64), self.dim), dtype=np.float32)
+                if self._matrix is not None:
+                    grown[:size] = self._matrix[:size]
+                self._matrix = grown
+            self._matrix[size:len(self._ids)] = rows
             self._pending = []
-        sims = self._matrix @ np.asarray(query, dtype=np.float64)
+        return self._matrix[:len(self._ids)]
+
+    def _accept(self, sims, order, k: int, allow: Callable[[str, int], bool],
+                min_similarity: float) -> list[tuple[str, float]]:
+        """The first `k` rows of `order` above `min_similarity` that `allow` accepts."""
         found: list[tuple[str, float]] = []
-        for row in np.argsort(-sims, kind="stable"):
+        for row in order:
             if sims[row] < min_similarity or len(found) == k:
                 break
             if allow(self._ids[row], self._steps[row]):

@@ -230,3 +230,16 @@ def test_export_import_is_an_exact_round_trip():
     # both go on the same way: same next id, same evictions
     assert again.add("log", filler(99)) == mem.add("log", filler(99))
     assert again.stats() == mem.stats()
+
+
+def test_vector_index_looks_past_a_shortlist_it_may_not_use():
+    index = scoring.VectorIndex()
+    for i in range(200):
+        angle = i / 400
+        index.put(f"m{i}", [math.cos(angle), math.sin(angle)], step_evicted=i)
+    index.put("m999", [1.0, 0.0, 0.0], step_evicted=0)  # another embedder's size: ignored
+    best = index.search([1.0, 0.0], 3, lambda item_id, step: True, 0.2)
+    assert [i for i, _ in best] == ["m0", "m1", "m2"]
+    late = index.search([1.0, 0.0], 3, lambda item_id, step: step >= 150, 0.2)
+    assert [i for i, _ in late] == ["m150", "m151", "m152"]
+    assert index.search([0.0, -1.0], 3, lambda item_id, step: True, 0.2) == []
