@@ -127,14 +127,16 @@ class VectorIndex:
 
         matrix = self._rows(np)
         sims = matrix @ np.asarray(query, dtype=np.float32)
-        # Sort a few more than k first; all of them only if too many of those were not allowed.
-        shortlist = min(len(sims), 4 * k + 32)
-        order = np.argpartition(-sims, shortlist - 1)[:shortlist]
-        order = order[np.argsort(-sims[order], kind="stable")]
-        found = self._accept(sims, order, k, allow, min_similarity)
-        if len(found) < k and shortlist < len(sims) and sims[order[-1]] >= min_similarity:
-            found = self._accept(sims, np.argsort(-sims, kind="stable"), k, allow, min_similarity)
-        return found
+        # Sort a short list of the best; a longer one only while too many of those are not allowed.
+        shortlist = 4 * k + 32
+        while True:
+            shortlist = min(shortlist, len(sims))
+            order = np.argpartition(-sims, shortlist - 1)[:shortlist]
+            order = order[np.argsort(-sims[order], kind="stable")]
+            found = self._accept(sims, order, k, allow, min_similarity)
+            if len(found) == k or shortlist == len(sims) or sims[order[-1]] < min_similarity:
+                return found
+            shortlist *= 8
 
     def _rows(self, np):
         """The matrix of all vectors, pending ones appended into spare capacity."""
