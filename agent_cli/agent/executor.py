@@ -149,14 +149,16 @@ def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage) 
 
 
 def capped(result: ToolResult, max_tokens: int) -> ToolResult:
-    """The result with its text cut to `max_tokens` (head kept, the cut said), fence intact."""
+    """The result with its text cut to `max_tokens` (head and tail kept, the cut said)."""
     total = tokens.count(result.text)
     if total <= max_tokens:
         return result
-    head = tokens.truncate(result.text, max_tokens)
-    note = (f"\n[... {total - max_tokens} more tokens cut; read a range with start_line/end_line, "
-            "or narrow the command's output]")
-    return ToolResult(result.name, head + note, result.ok, result.kind, result.summary)
+    # The tail matters as much as the head: a test run ends with its failures and summary.
+    head = tokens.truncate(result.text, max_tokens // 2)
+    tail = result.text[len(result.text) - len(result.text) * (max_tokens // 2) // total:]
+    note = (f"\n[... {total - max_tokens} more tokens cut here; read a range with "
+            "start_line/end_line, or narrow the command's output]\n")
+    return ToolResult(result.name, head + note + tail, result.ok, result.kind, result.summary)
 
 
 def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
