@@ -1,6 +1,6 @@
 """Pydantic values shared across the package: plans, tasks, tool calls, replies, verdicts, episodes.
 
-Working-memory items live in `agent_cli.memory.working` as slotted dataclasses instead:
+Working-memory items live in `agent_cli.memory.store` (`Item`) as slotted dataclasses instead:
 they are created thousands of times per run and validation there would dominate.
 """
 
