@@ -170,3 +170,26 @@ def test_next_run_recalls_the_last_episode_and_fact(run_agent, fake_server, demo
     assert "<retrieved_memory>" in planning and "median" in planning
     executing = json.dumps(srv2.chat_requests[1]["messages"])
     assert "<retrieved_memory>" in executing
+
+
+def test_runs_lists_status_and_resume_needs_an_unfinished_run(run_agent, fake_server, demo_repo):
+    assert "no runs yet" in run_agent("runs", cwd=demo_repo).stdout
+    srv = fake_server([plan(task()), add_median(), finish()])
+    assert agent_run(run_agent, srv, demo_repo).returncode == 0
+    rows = json.loads(run_agent("runs", "--json", cwd=demo_repo).stdout)
+    assert len(rows) == 1 and rows[0]["status"] == "verified" and rows[0]["goal"] == GOAL
+    proc = run_agent("run", "--resume", "--yes", "--base-url", srv.url, cwd=demo_repo)
+    assert proc.returncode == 1 and "no unfinished run" in proc.stderr
+
+
+def test_resume_after_escalation_retries_the_rejected_task_only(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task(), task("Check the mean still works", PYTEST)),
+                       add_median(BAD_MEDIAN), finish("one"), finish("two")])
+    assert agent_run(run_agent, srv, demo_repo).returncode == 3
+    srv2 = fake_server([replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed"), finish("ok")])
+    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all(r["tools"][0]["function"]["name"] != "submit_plan" for r in srv2.chat_requests)
+    assert "attempt 1 of 2" in srv2.chat_requests[0]["messages"][-1]["content"]
+    assert int(git(demo_repo, "rev-list", "--count", "HEAD")) == 2  # task 2 changed nothing
+    assert state_of(demo_repo)["status"] == "verified"
