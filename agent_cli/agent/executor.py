@@ -15,6 +15,7 @@ from agent_cli.agent import prompts
 from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
 from agent_cli.errors import AgentError, BudgetExhausted, MalformedReply
 from agent_cli.models import ChatReply, ToolCall
+from agent_cli.redact import redact
 
 MAX_MALFORMED_IN_A_ROW = 10
 
@@ -191,8 +192,9 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
         last = Exchange()
         for call in reply.tool_calls:
             steps += 1
+            shown = redact(call.arguments, rt.toolbox.secrets)[:500]
             rt.emit(events.ToolCalled(index=index, step=rt.state.step + 1, name=call.name,
-                                      arguments=call.arguments[:500]))
+                                      arguments=shown))
             result = rt.toolbox.execute(call)
             _count_malformed(rt, result.malformed)
             last.calls.append(call)

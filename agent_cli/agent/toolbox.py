@@ -142,7 +142,8 @@ class Toolbox:
         return ToolResult("search", text, summary=f"search {a['pattern']!r}")
 
     def _note(self, a: dict) -> ToolResult:
-        item_id = self.memory.note(fences.escape(str(a["text"])))  # notes are shown unfenced
+        # Notes are shown unfenced, kept in memory.db and state, and may quote what the model saw.
+        item_id = self.memory.note(fences.escape(redact(str(a["text"]), self.secrets)))
         return ToolResult("note", f"noted as {item_id}", kind="note", summary="note")
 
     def _recall(self, a: dict) -> ToolResult:

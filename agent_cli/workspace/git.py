@@ -26,6 +26,9 @@ _OPERATIONS = [
     ("BISECT_LOG", "a bisect", "git bisect reset"),
 ]
 _CONFLICT_CODES = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
+# Hooks and the fsmonitor command live in .git, which the model's commands can write; git run by
+# the agent has the agent's whole environment (the API key included), so it runs neither.
+_SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 def _load_gitpython() -> Any:
@@ -225,8 +228,8 @@ class GitRepo:
         """Run git; return (exit code, stdout, stderr) without raising on a non-zero exit."""
         try:
             code, out, err = self._repo.git.execute(
-                ["git", *args], env=env, with_extended_output=True, with_exceptions=False,
-                stdout_as_string=False, strip_newline_in_stdout=False)
+                ["git", *_SAFE_CONFIG, *args], env=env, with_extended_output=True,
+                with_exceptions=False, stdout_as_string=False, strip_newline_in_stdout=False)
         except self._errors as exc:
             raise GitError(f"git {args[0]} could not run: {exc}", "check that git is installed") from exc
         return code, out.decode("utf-8", "surrogateescape"), err
