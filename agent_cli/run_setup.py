@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_cli.errors import EXIT_INTERRUPTED, UsageError
+from agent_cli.errors import EXIT_INTERRUPTED, UsageError, WorkspaceError
 
 
 @dataclass
@@ -62,17 +62,36 @@ def build_model(settings, opts: RunOptions, on_retry=None):
 class RepoWorkspace:
     """dispatch.Workspace over the git repository and the shell."""
 
-    def __init__(self, repo, protected: set[str], run_argv) -> None:
+    def __init__(self, repo, protected: set[str], run_argv, secrets: tuple[str, ...] = ()) -> None:
         self.repo, self.protected, self.run_argv = repo, protected, run_argv
+        self.secrets = tuple(s for s in secrets if s)
 
     def changed_files(self) -> list[str]:
         return self.repo.changed_files(self.protected)
 
     def commit(self, paths: list[str], message: str) -> str | None:
-        return self.repo.commit_paths(paths, message)
+        from agent_cli.redact import redact
+
+        self._refuse_secrets(paths)
+        return self.repo.commit_paths(paths, redact(message, self.secrets))
 
     def diff(self) -> str:
-        return self.repo.diff(self.protected)
+        from agent_cli.redact import redact
+
+        return redact(self.repo.diff(self.protected), self.secrets)
+
+    def _refuse_secrets(self, paths: list[str]) -> None:
+        """Stop before committing a file that holds the API key (a command can dump it there)."""
+        for path in paths:
+            full = self.repo.root / path
+            try:
+                data = full.read_bytes() if full.is_file() and not full.is_symlink() else b""
+            except OSError:
+                continue
+            if any(s.encode() in data for s in self.secrets):
+                raise WorkspaceError(f"{path} holds the API key, so it was not committed",
+                                     "remove the key from it (or delete it), then continue with "
+                                     "`agent run --resume`")
 
 
 def _services(settings, opts: RunOptions, repo_path: Path, console):
@@ -127,7 +146,7 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
     return Services(repo=repo, state_dir=state_dir, model=None, console=console,
                     open_longterm=open_longterm, open_memory=open_memory,
                     make_toolbox=make_toolbox,
-                    workspace=lambda protected: RepoWorkspace(repo, protected, run_argv),
+                    workspace=lambda protected: RepoWorkspace(repo, protected, run_argv, secrets),
                     lock=RunLock(state_dir / "run.lock"))
 
 
