@@ -165,21 +165,11 @@ class LongTermMemory:
                 f"run `agent memory reindex` to re-embed everything with {self.embedder.name}, "
                 "or configure the embedder the store was built with")
 
-    def _embed(self, texts: list[str], col: Any = None) -> Any:
-        """Vectors for `texts` as a float32 array, checked against the collection's dimension."""
-        import numpy as np
-
+    def _embed(self, texts: list[str]) -> Any:
+        """Vectors for `texts`: a float32 array from WordLlama, lists from an endpoint."""
         if hasattr(self.embedder, "embed_array"):
-            vectors = self.embedder.embed_array(texts)
-        else:
-            vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
-        recorded = ((col or self._cols["facts"]).metadata or {}).get("dim")
-        if len(texts) and recorded and vectors.shape[1] != recorded:
-            raise EmbedderMismatch(
-                f"memory at {self.path} holds {recorded}-dimension vectors, but the configured "
-                f"embedder {self.embedder.name} now gives {vectors.shape[1]}",
-                "run `agent memory reindex` to re-embed everything")
-        return vectors
+            return self.embedder.embed_array(texts)
+        return self.embedder.embed(texts)
 
     def _redact(self, value: Any) -> Any:
         """`value` with secrets masked in every string it holds."""
@@ -195,7 +185,7 @@ class LongTermMemory:
         """Embed `docs` and write them in batches Chroma accepts."""
         with self._guard("writing"):
             for i in range(0, len(ids), BATCH):
-                vectors = self._embed(docs[i:i + BATCH], col)
+                vectors = self._embed(docs[i:i + BATCH])
                 col.upsert(ids=ids[i:i + BATCH], embeddings=vectors,
                            documents=docs[i:i + BATCH], metadatas=metas[i:i + BATCH])
 
