@@ -170,8 +170,9 @@ def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str
     from agent_cli.errors import StorageError
     from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
 
-    db = state / "memory.db"
-    store = SqliteStore(db) if db.exists() else InMemStore()
+    # The cold zone is per run (runs/<id>/memory.db); older layouts kept one for all runs.
+    db = next((p for p in (state / "runs" / run_id / "memory.db", state / "memory.db") if p.exists()), None)
+    store = SqliteStore(db) if db else InMemStore()
     # A budget at least as large as what was saved, so looking never evicts anything.
     saved_cost = sum(int(i.get("cost", 0)) for i in saved.get("items", []))
     wm = WorkingMemory(store=store, embedder=None,

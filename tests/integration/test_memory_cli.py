@@ -57,7 +57,9 @@ def _save_working_memory(state: Path) -> None:
     """Two runs: an older one without working memory, the latest with hot and cold items."""
     from agent_cli.memory import SqliteStore, WorkingMemory
 
-    wm = WorkingMemory(store=SqliteStore(state / "memory.db"), embedder=None, max_tokens=300)
+    (state / "runs" / NEW_RUN).mkdir(parents=True)
+    wm = WorkingMemory(store=SqliteStore(state / "runs" / NEW_RUN / "memory.db"), embedder=None,
+                       max_tokens=300)
     wm.set_goal("add a verbose flag")
     wm.note("remember to update the README", "readme note")
     for i in range(6):
@@ -65,7 +67,7 @@ def _save_working_memory(state: Path) -> None:
         wm.add("tool_output", f"output number {i} " + "lorem ipsum " * 30, f"output {i}")
     wm.add("edit", "def verbose(): pass", "edit cli.py")
     for run_id, data in ((OLD_RUN, {"status": "done"}), (NEW_RUN, {"memory": wm.export_state()})):
-        (state / "runs" / run_id).mkdir(parents=True)
+        (state / "runs" / run_id).mkdir(parents=True, exist_ok=True)
         (state / "runs" / run_id / "state.json").write_text(json.dumps(data))
 
 
