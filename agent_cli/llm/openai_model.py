@@ -77,6 +77,15 @@ def parse_completion(body: Any) -> ChatReply:
     """A chat-completion JSON body as a ChatReply; MalformedReply if it is not one."""
     if not isinstance(body, dict):
         raise MalformedReply("the endpoint's reply is not a JSON object")
+    try:
+        return _parse_fields(body)
+    except (AttributeError, TypeError, ValueError) as e:  # a field of the wrong shape
+        raise MalformedReply(f"the endpoint's reply is not a chat completion ({e})",
+                             "check that --base-url points at a Chat Completions API") from None
+
+
+def _parse_fields(body: dict) -> ChatReply:
+    """The ChatReply in a body; AttributeError/TypeError/ValueError when a field has the wrong shape."""
     usage = body.get("usage") or {}
     reply = ChatReply(usage=Usage(prompt_tokens=int(usage.get("prompt_tokens") or 0),
                                   completion_tokens=int(usage.get("completion_tokens") or 0),
