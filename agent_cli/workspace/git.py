@@ -103,6 +103,11 @@ class GitRepo:
         self._check_branch_name(name)
         if self.branch_exists(name):
             raise GitError(f"branch {name} already exists", f"delete it (git branch -D {name}) or use --resume")
+        parts = name.split("/")
+        for prefix in ("/".join(parts[:i]) for i in range(1, len(parts))):
+            if self.branch_exists(prefix):  # git keeps refs as files: agent and agent/x clash
+                raise GitError(f"branch {name} cannot be created: a branch named {prefix} already exists",
+                               f"rename that branch (git branch -m {prefix} <new-name>) and run again")
         self._run("checkout", "-q", "-b", name)
 
     def checkout(self, name: str) -> None:
