@@ -89,7 +89,7 @@ class Session:
         return self._execute(state, memory, protected, longterm, recalled, spent_before=0.0)
 
     def _recall(self, longterm, goal: str) -> str:
-        from agent_cli.memory.longterm import format_for_context
+        from agent_cli.memory.records import format_for_context
 
         results = longterm.recall(goal, k=5, kind="all", min_trust=0.5)
         return format_for_context(results) if results else ""

@@ -14,7 +14,8 @@ import pytest
 from agent_cli.errors import EmbedderMismatch, StorageError, UsageError
 from agent_cli.fences import balanced
 from agent_cli.memory.embed import WordLlamaEmbedder
-from agent_cli.memory.longterm import CONTEXT_HEADER, LongTermMemory, Result, format_for_context
+from agent_cli.memory.longterm import LongTermMemory
+from agent_cli.memory.records import CONTEXT_HEADER, Result, format_for_context
 from agent_cli.models import CommandRun, Episode, TaskRecord
 
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)
