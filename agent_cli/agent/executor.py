@@ -7,7 +7,7 @@ exchange in full up to a cap, and the task with `AgentState.render()` (the goal 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from agent_cli import events, fences, tokens
@@ -139,7 +139,7 @@ def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage) 
     rt.state.step += 1
     rt.memory.tick()
     if result.kind != "note" and not result.finished:
-        rt.memory.add(result.kind, fenced(result), summary=result.summary[:120])
+        rt.memory.add(result.kind, fenced(result), summary=result.memory_summary())
     rt.emit(events.ToolRan(index=index, step=rt.state.step, name=call.name, ok=result.ok,
                            summary=result.summary, prompt_tokens=usage.prompt_tokens,
                            completion_tokens=usage.completion_tokens, cost_usd=rt.spent()))
@@ -159,7 +159,7 @@ def capped(result: ToolResult, max_tokens: int) -> ToolResult:
     tail = result.text[len(result.text) - len(result.text) * (max_tokens // 2) // total:]
     note = (f"\n[... {total - max_tokens} more tokens cut here; read a range with "
             "start_line/end_line, or narrow the command's output]\n")
-    return ToolResult(result.name, head + note + tail, result.ok, result.kind, result.summary)
+    return replace(result, text=head + note + tail)
 
 
 def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:

@@ -14,7 +14,7 @@ def build_episode(run: dict[str, Any], state, commands: list[tuple[str, int | No
                         acceptance_cmd=t.acceptance_cmd, exit_code=t.exit_code)
              for t in state.plan]
     done = sum(t.status == "verified" for t in state.plan)
-    summary = f"{run['status']}: {done} of {len(tasks)} task(s) verified."
+    summary = f"{done} of {len(tasks)} task(s) verified."
     rejected = [t for t in state.plan if t.status == "rejected"]
     if rejected:
         summary += f" Rejected: {rejected[0].goal}. Why: {rejected[0].last_reason[:300]}"

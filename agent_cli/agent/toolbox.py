@@ -52,9 +52,14 @@ class ToolResult:
     text: str
     ok: bool = True
     kind: str = "tool_output"  # the working-memory kind of the result
-    summary: str = ""  # one line for the console and the memory item's summary
+    summary: str = ""  # one line for the console: what happened
+    subject: str = ""  # what the call was about, when the summary does not say (a command)
     malformed: bool = False
     finished: bool = False
+
+    def memory_summary(self) -> str:
+        """The summary of the working-memory item made from this result."""
+        return (f"{self.subject} -> {self.summary}" if self.subject else self.summary)[:120]
 
 
 def parse_arguments(call: ToolCall) -> dict[str, Any]:
@@ -135,7 +140,7 @@ class Toolbox:
         status = "timed out" if res.timed_out else f"exit {res.exit_code}"
         kind = "test_result" if self.is_test(cmd) else "tool_output"
         return ToolResult("run", f"$ {cmd}\n[{status}]\n{res.output}", ok=res.exit_code == 0,
-                          kind=kind, summary=status)
+                          kind=kind, summary=status, subject=cmd[:80])
 
     def _search(self, a: dict) -> ToolResult:
         text = self.files.search(str(a["pattern"]), a.get("path") or None)
