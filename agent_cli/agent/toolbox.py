@@ -115,6 +115,7 @@ class Toolbox:
         # The summary heads the result in working memory, outside its fence, and often quotes
         # the model's arguments (a planted file name, a command).
         result.summary = fences.escape(redact(result.summary, self.secrets))
+        result.subject = fences.escape(redact(result.subject, self.secrets))
         return result
 
     def _read_file(self, a: dict) -> ToolResult:
