@@ -1,0 +1,99 @@
+"""A misbehaving model endpoint, served by the loopback server: HTTP errors, a reply slower
+than the request timeout, garbage bodies, replies without choices or tool calls, broken
+tool calls, and a run of malformed replies long enough to stop the run."""
+
+from __future__ import annotations
+
+import json
+
+from reliability.relkit import (GOAL, call, calls, commit_count, events, finish, make_done, plan,
+                                read_state, repo_with, task, task_statuses)
+
+ERROR_BODY = json.dumps({"error": {"message": "upstream trouble"}})
+
+
+def _agent_run(run_agent, srv, repo, *extra, env=None):
+    return run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo,
+                     env=env)
+
+
+def _last_user(request: dict) -> str:
+    return request["messages"][-1]["content"]
+
+
+def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_errors(
+        run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([
+        {"status": 429, "body": ERROR_BODY}, {"status": 500, "body": ERROR_BODY},
+        {"status": 503, "body": ERROR_BODY}, {**plan(task()), "delay": 2.0},  # > request timeout
+        plan(task()),
+        {"raw": "<html><body>502 Bad Gateway</body></html>"},
+        {"no_choices": True},
+        {"content": "I believe the task is complete."},
+        calls(("read_file", '{"path": "README.md"'),  # cut-off JSON
+              ("rm_rf", {"path": "/"}),  # a tool that does not exist
+              ("read_file", {}),  # the required argument missing
+              ("write_file", "[1, 2]")),  # arguments that are not an object
+        make_done(), finish(),
+    ])
+    proc = _agent_run(run_agent, srv, repo, env={"AGENT_REQUEST_TIMEOUT_S": "0.5"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    notices = [e["text"] for e in events(proc.stdout) if e["event"] == "notice"]
+    assert len([n for n in notices if "retry" in n]) == 4, notices
+    assert any("429" in n for n in notices) and any("timed out" in n.lower() for n in notices)
+
+    reqs = srv.chat_requests
+    assert len(reqs) == 11
+    assert "NOTE: your last reply was not readable" in _last_user(reqs[6])
+    assert "NOTE: your last reply had no choices" in _last_user(reqs[7])
+    assert "NOTE: your last reply had no tool call" in _last_user(reqs[8])
+    bad_json, unknown, missing, not_object = [m["content"] for m in reqs[9]["messages"]
+                                              if m["role"] == "tool"]
+    assert "not valid JSON" in bad_json
+    assert "unknown tool 'rm_rf'" in unknown and "read_file" in unknown
+    assert "missing required argument(s): path" in missing
+    assert "must be a JSON object" in not_object
+    assert read_state(repo)["status"] == "verified" and commit_count(repo) == 2
+
+
+def test_retries_run_out_mid_task_then_resume_finishes_without_planning_again(
+        run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    second = task("Create done2.txt", "test -f done2.txt")
+    failing = fake_server([plan(task(), second), make_done(), finish()]
+                          + [{"status": 500, "body": ERROR_BODY}] * 3)
+    proc = _agent_run(run_agent, failing, repo, env={"AGENT_MAX_RETRIES": "2"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    done = events(proc.stdout)[-1]
+    assert done["event"] == "run_done" and "kept failing with 500" in done["message"]
+    assert "agent run --resume" in done["message"]
+    assert read_state(repo)["status"] == "failed"
+    assert task_statuses(repo) == ["verified", "running"] and commit_count(repo) == 2
+
+    rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish()])
+    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all("submit_plan" not in json.dumps(r.get("tools", [])) for r in rest.chat_requests)
+    assert len(rest.chat_requests) == 2  # task 1 was not redone
+    assert task_statuses(repo) == ["verified", "verified"] and commit_count(repo) == 3
+
+
+def test_ten_malformed_replies_in_a_row_stop_the_run_with_its_state_saved(
+        run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    garbage = [{"raw": "not json at all"}, {"no_choices": True}, {"content": "just text"},
+               calls(("nope", {})), calls(("read_file", "{broken")), calls(("read_file", {})),
+               {"raw": "[]"}, {"raw": '{"choices": "a string"}'}, {"no_choices": True},
+               {"content": None}]
+    srv = fake_server([plan(task())] + garbage + [make_done(), finish()])
+    proc = _agent_run(run_agent, srv, repo)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    done = events(proc.stdout)[-1]
+    assert done["message"].startswith("the model sent 10 malformed replies in a row")
+    assert len(srv.chat_requests) == 11  # stopped right after the tenth
+    state = read_state(repo)
+    assert state["status"] == "failed" and state["steps"] == 10
+    runs = json.loads(run_agent("runs", "--json", cwd=repo).stdout)
+    assert [r["status"] for r in runs] == ["failed"]

@@ -1,0 +1,177 @@
+"""The agent process killed or interrupted at different points: real signals to a real process.
+
+SIGKILL cannot be caught, so what survives is only what was already on disk: state.json is
+replaced atomically after every step, and `--resume` must continue from it without planning
+again and without redoing a verified task. SIGINT and SIGTERM save the state and exit 130.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+
+from conftest import git
+from reliability.relkit import (GOAL, PY, call, commit_count, events, finish, make_done, pid_gone,
+                                plan, read_state, repo_with, spawn_agent, state_files, task,
+                                task_statuses, wait_for)
+
+__all__ = ["spawn_agent"]
+
+SECOND = task("Create done2.txt", "test -f done2.txt")
+# An acceptance command that hangs the first time it runs (recording its pid) and passes after.
+SLOW_CHECK = """\
+import os, pathlib, sys, time
+pids = pathlib.Path("pids"); pids.mkdir(exist_ok=True)
+if not (pids / "once").exists():
+    (pids / "once").touch()
+    (pids / "check.pid").write_text(str(os.getpid()))
+    time.sleep(60)
+sys.exit(0 if pathlib.Path("done.txt").exists() else 1)
+"""
+
+
+def _no_torn_state(repo) -> None:
+    """Every state file parses and no temporary file is left beside it."""
+    for path in state_files(repo):
+        json.loads(path.read_text())
+        assert not list(path.parent.glob(".state.json.*")), "a temporary state file was left"
+
+
+def _resume(run_agent, repo, srv):
+    return run_agent("run", "--resume", "--yes", "--json", "--base-url", srv.url, cwd=repo)
+
+
+def _planned_again(srv) -> bool:
+    return any("submit_plan" in json.dumps(r.get("tools", [])) for r in srv.chat_requests)
+
+
+def test_sigkill_after_a_verified_task_loses_nothing_and_resume_continues(
+        spawn_agent, run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task(), SECOND), make_done(), finish(),
+                       {**call("write_file", path="done2.txt", content="2\n"), "delay": 60}])
+    agent = spawn_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    wait_for(lambda: task_statuses(repo)[:1] == ["verified"] and len(srv.chat_requests) == 4,
+             what="task 1 verified and the agent waiting for the model")
+    os.kill(agent.pid, signal.SIGKILL)
+    assert agent.wait() == -signal.SIGKILL
+    _no_torn_state(repo)
+    assert task_statuses(repo) == ["verified", "running"] and commit_count(repo) == 2
+
+    rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish()])
+    proc = _resume(run_agent, repo, rest)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not _planned_again(rest) and len(rest.chat_requests) == 2  # task 1 not redone
+    assert task_statuses(repo) == ["verified", "verified"] and commit_count(repo) == 3
+    subjects = git(repo, "log", "--format=%s").splitlines()
+    assert subjects == ["Create done2.txt", "Create done.txt", "initial"]
+
+
+def test_sigkill_during_the_acceptance_command_then_resume_verifies(
+        spawn_agent, run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo", {"slow_check.py": SLOW_CHECK}, ignore=("pids/",))
+    srv = fake_server([plan(task(cmd=f"{PY} slow_check.py")), make_done(), finish()])
+    agent = spawn_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    check_pid = int(wait_for(lambda: (repo / "pids" / "check.pid").exists()
+                             and (repo / "pids" / "check.pid").read_text(),
+                             what="the acceptance command to start"))
+    try:
+        os.kill(agent.pid, signal.SIGKILL)
+        assert agent.wait() == -signal.SIGKILL
+        _no_torn_state(repo)
+        assert task_statuses(repo) == ["running"] and commit_count(repo) == 1
+        rest = fake_server([finish("done.txt was already written")])
+        proc = _resume(run_agent, repo, rest)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert not _planned_again(rest)
+        state = read_state(repo)
+        assert state["status"] == "verified"
+        assert state["agent_state"]["plan"][0]["attempts"] == 1  # the killed attempt not counted
+        assert "done.txt" in git(repo, "show", "--stat", "--format=", "HEAD")
+    finally:
+        # A SIGKILLed agent cannot stop its command: it is left running in its own session.
+        if not pid_gone(check_pid):
+            os.kill(check_pid, signal.SIGKILL)
+
+
+def test_sigint_during_a_command_then_sigterm_during_the_resumed_run_both_save_and_exit_130(
+        spawn_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo", ignore=("pids/",))
+    srv = fake_server([plan(task()),
+                       call("run", cmd="mkdir -p pids; echo $$ > pids/cmd.pid; sleep 60")])
+    agent = spawn_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    cmd_pid = int(wait_for(lambda: (repo / "pids" / "cmd.pid").exists()
+                           and (repo / "pids" / "cmd.pid").read_text().strip(),
+                           what="the model's command to start"))
+    os.kill(agent.pid, signal.SIGINT)  # what Ctrl-C sends
+    assert agent.wait(timeout=30) == 130, agent.stdout + agent.stderr
+    wait_for(lambda: pid_gone(cmd_pid), timeout=5, what="the command to be stopped")
+    done = events(agent.stdout)[-1]
+    assert done["event"] == "run_done" and done["status"] == "interrupted"
+    assert "agent run --resume" in done["message"]
+    _no_torn_state(repo)
+    assert read_state(repo)["status"] == "interrupted" and read_state(repo)["steps"] == 0
+
+    # The resumed run continues the task, then is stopped while it waits for the model.
+    rest = fake_server([make_done(), {**finish(), "delay": 60}])
+    resumed = spawn_agent("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
+    wait_for(lambda: len(rest.chat_requests) == 2, what="the resumed run waiting for the model")
+    os.kill(resumed.pid, signal.SIGTERM)
+    assert resumed.wait(timeout=30) == 130, resumed.stdout + resumed.stderr
+    assert not _planned_again(rest)
+    _no_torn_state(repo)
+    state = read_state(repo)
+    assert state["status"] == "interrupted" and state["steps"] == 1
+    assert (repo / "done.txt").exists() and commit_count(repo) == 1  # nothing half-committed
+    assert not (repo / ".agent" / "run.lock").exists()  # the lock was released
+
+
+# A child that saves a large state over and over through the real RunStore, numbering each save
+# on from the last one on disk.
+_SAVER = """\
+import json, sys
+from pathlib import Path
+from agent_cli.agent.runstore import RunStore
+store = RunStore(Path(sys.argv[1]))
+path = store.run_dir("run-1") / "state.json"
+n = json.loads(path.read_text())["n"] if path.exists() else 0
+while True:
+    n += 1
+    store.save("run-1", {"run_id": "run-1", "n": n, "padding": [str(n) * 50] * 4000})
+"""
+
+
+def _new_temp_file(run_dir, known: set[str], timeout: float = 10) -> bool:
+    """Spin until a temporary state file not in `known` appears: a save is being written."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if any(e.name.startswith(".state.json.") and e.name not in known
+               for e in os.scandir(run_dir)):
+            return True
+    return False
+
+
+def test_sigkill_mid_write_and_at_random_moments_never_leaves_a_torn_state_file(tmp_path):
+    state = tmp_path / "runs" / "run-1" / "state.json"
+    rng = random.Random(6)
+    last, mid_write = 0, 0
+    for i in range(12):
+        child = subprocess.Popen([PY, "-c", _SAVER, str(tmp_path)])
+        wait_for(lambda: state.exists() and json.loads(state.read_text())["n"] > last,
+                 what="a new save")
+        if i % 2:
+            time.sleep(rng.uniform(0.0, 0.05))
+        else:  # the worst moment: between the temporary file's creation and the rename
+            known = {p.name for p in state.parent.glob(".state.json.*")}
+            mid_write += _new_temp_file(state.parent, known)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        data = json.loads(state.read_text())  # never a torn file: the old one or the new one
+        assert data["padding"] == [str(data["n"]) * 50] * 4000
+        assert data["n"] > last
+        last = data["n"]
+    assert mid_write == 6  # every other kill landed while a save was being written
