@@ -73,7 +73,9 @@ def goal_term(vector: Sequence[float] | None, goal: Sequence[float] | None) -> f
 
 def static_score(kind: str, refs: int, goal: float, tokens: int) -> float:
     """Every term but recency, which is the only one that changes with the step."""
-    return KIND_WEIGHTS[kind] + refs_term(refs) + goal - size_term(tokens)
+    # refs_term() and size_term() written out: this runs on every add()
+    return (KIND_WEIGHTS[kind] + REFS_WEIGHT * math.log1p(refs) + goal
+            - SIZE_WEIGHT * math.log2(1 + tokens / 64))
 
 
 def explain(kind: str, refs: int, goal: float, age: int, tokens: int) -> dict[str, float]:

@@ -119,12 +119,15 @@ class InMemStore:
     def put(self, record: dict[str, Any]) -> None:
         """Insert or replace; a replaced record counts as the most recent."""
         item_id = record["id"]
-        self.delete(item_id)
+        if item_id in self._records:
+            self.delete(item_id)
         self._records[item_id] = dict(record)
         for name in record["symbols"]:
             self._names.setdefault(name, set()).add(item_id)
             self._folded.setdefault(name.lower(), set()).add(item_id)
-        self._max = max(self._max, id_number(item_id))
+        number = id_number(item_id)
+        if number > self._max:
+            self._max = number
 
     def get(self, item_id: str) -> dict[str, Any] | None:
         """A shallow copy of the record, or None."""

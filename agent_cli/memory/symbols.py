@@ -5,18 +5,21 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+import sys
+from typing import Mapping
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
 
 # Definitions in other languages and in text that does not parse (diffs, snippets, tracebacks):
 # a keyword and a name, or `name = value` at the start of a line (`key=value`, without spaces,
-# is left alone: logs are full of it). One pass, two groups.
+# is left alone: logs are full of it). One pass, two groups. Each match starts with the newline
+# before the line (findall gets "\n" + text) rather than `^`: the engine then jumps from newline
+# to newline instead of trying every character.
 _DEF_LINE = re.compile(
-    r"^(?:[ \t+]*(?:(?:export|pub|public|private|static|async)[ \t]+)*"
+    r"\n(?:[ \t+]*(?:(?:export|pub|public|private|static|async)[ \t]+)*"
     r"(?:def|class|function|func|fn|struct|interface|trait|enum|type|const|let|var)"
     r"[ \t]+\*?([A-Za-z_][A-Za-z0-9_]*)"
     r"|\+?([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*:[^=\n]*)?[ \t]+=(?!=))",
-    re.MULTILINE,
 )
 _OTHER_HINTS = re.compile(r"function |func |fn |struct |interface |trait |enum |type |const |"
                           r"let |var | = ")
@@ -29,18 +32,30 @@ def identifiers(text: str) -> frozenset[str]:
     return frozenset(_IDENT.findall(text))
 
 
+def mentioned(text: str, names: Mapping[str, object]) -> set[str]:
+    """The keys of `names` that `text` mentions as identifiers (each once)."""
+    return names.keys() & _IDENT.findall(text)  # looks each word up; copies no key
+
+
 def definitions(text: str) -> tuple[str, ...]:
     """Names `text` defines: functions, classes, module- and class-level variables.
 
     Python's ast when the text has a `def` or `class` and parses; the line regex otherwise.
+    The parse is skipped when its answer is known without it (see _shape()).
     """
-    # Substring tests cost far less than a parse; most items (logs, outputs) fail them all.
+    found = _regex_definitions(text)
     if "def " not in text and "class " not in text:
-        return _regex_definitions(text) if _OTHER_HINTS.search(text) else ()
+        return found if found and _OTHER_HINTS.search(text) else ()
+    try:
+        shape = _shape(text)
+    except SyntaxError:
+        return found  # it cannot parse
+    if shape is not None and _unique(shape) == found:
+        return found  # the parse would find these names too
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _regex_definitions(text)
+        return found
     names: list[str] = []
     _collect(tree.body, names, in_function=False)
     return _unique(names)
@@ -79,7 +94,8 @@ def _target_names(target: ast.expr) -> list[str]:
 
 def _regex_definitions(text: str) -> tuple[str, ...]:
     """Definitions found line by line, for text that is not valid Python."""
-    return _unique([keyword_name or assigned for keyword_name, assigned in _DEF_LINE.findall(text)])
+    return _unique([keyword_name or assigned
+                    for keyword_name, assigned in _DEF_LINE.findall("\n" + text)])
 
 
 def _unique(names: list[str]) -> tuple[str, ...]:
@@ -89,6 +105,186 @@ def _unique(names: list[str]) -> tuple[str, ...]:
         if len(name) > 1 and name not in _NOT_NAMES:
             seen.setdefault(name, None)
     return tuple(seen)
+
+
+# Reading Python's shape without a parse. ast.parse costs ~120 µs for a page of code, most of it
+# spent building expression nodes _collect() never looks at. _shape() reads the statements from a
+# skeleton of the text instead: strings blanked, comments dropped, bracketed groups collapsed
+# (which joins continuation lines), so each line left is one logical line. For text that parses
+# it gives the names _collect() would find, or None where it is not sure; it raises SyntaxError
+# only for text that cannot parse. definitions() parses only when those names and the regex's
+# differ: where they agree, the regex's answer is right whether or not the text parses.
+
+_HOLE = "\x01"  # stands for a string or a bracketed group in the skeleton
+# Comments and strings in one left-to-right pass, as the tokenizer reads them: a quote inside a
+# comment, or a `#` inside a string, is never taken for what it is not.
+_TEXT = re.compile(r'#[^\n]*'
+                   r'|"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+                   r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+                   r'|"(?:[^"\\\n]|\\[\s\S])*"'
+                   r"|'(?:[^'\\\n]|\\[\s\S])*'")
+_GROUP = re.compile(r"\([^()\[\]{}]*\)|\[[^()\[\]{}]*\]|\{[^()\[\]{}]*\}")
+_MAX_DEPTH = 32
+# From Python 3.12 an f-string may hold its own kind of quote (PEP 701): _TEXT would misread it.
+_NESTED_QUOTES = (re.compile(r"[fF][rR]?['\"]|[rR][fF]['\"]") if sys.version_info >= (3, 12)
+                  else None)
+_NOT_SURE = re.compile(r"[\t\f\v\\\x00]")  # tabs and form feeds in indents, continuations
+_NOT_PYTHON = re.compile(r"[\"'()\[\]{}`$?]")  # left outside strings and comments: no parse
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEF = re.compile(r"(?:async +)?(def|class) +([A-Za-z_][A-Za-z0-9_]*)")
+_ASSIGN = re.compile(r"(?<![=!<>:+\-*/%@&|^~])=(?!=)")
+_LAMBDA = re.compile(r"\blambda\b")
+_DEFS = ("def ", "class ", "async ")
+_BLOCKS = frozenset(("if", "elif", "else", "for", "while", "try", "finally", "with"))
+_HEADERS = _BLOCKS | {"except", "def", "class", "async", "match", "case"}
+_KEYWORDS = frozenset(keyword.kwlist)
+# What _collect() does with the statements of a block: module or class level (and the blocks of
+# if/for/while/try/with there), a function body, an except handler, a block it does not enter.
+_COLLECT, _FUNCTION, _EXCEPT, _OPAQUE = range(4)
+
+
+class _Unsure(Exception):
+    """The skeleton cannot tell what the parse would find."""
+
+
+def _skeleton(text: str) -> str | None:
+    """The text as logical lines of code; None when that cannot be done faithfully."""
+    if _HOLE in text or "\r" in text or (_NESTED_QUOTES and _NESTED_QUOTES.search(text)):
+        return None  # a lone carriage return ends a line, which _TEXT does not know
+    code = _TEXT.sub(_blank, text)
+    for _ in range(_MAX_DEPTH):  # one pass per level of brackets, innermost first
+        code, groups = _GROUP.subn(_HOLE, code)
+        if not groups:
+            return code
+    return None  # nested deeper than code usually is: leave it to the parse
+
+
+def _blank(match: re.Match[str]) -> str:
+    """Nothing for a comment, a hole for a string."""
+    return "" if match.group().startswith("#") else _HOLE
+
+
+def _shape(text: str) -> list[str] | None:
+    """The names _collect() finds if `text` parses; None if not sure; SyntaxError if it cannot."""
+    code = _skeleton(text)
+    if code is None:
+        return None
+    if _NOT_PYTHON.search(code):
+        raise SyntaxError("a quote, bracket or character that code cannot have")
+    if not code.isascii() or _NOT_SURE.search(code):
+        return None
+    try:
+        return _read(code.split("\n"))
+    except _Unsure:
+        return None
+
+
+def _read(lines: list[str]) -> list[str]:
+    """The names defined by logical lines, block by block as _collect() walks them."""
+    names: list[str] = []
+    blocks = [(-1, _COLLECT)]  # (indent of the header, what its block is)
+    where, last_indent, opened = _COLLECT, 0, None
+    for line in lines:
+        statement = line.lstrip(" ")
+        if not statement:
+            continue
+        indent = len(line) - len(statement)
+        if (indent > last_indent) != (opened is not None):
+            raise SyntaxError("unexpected indent, or an indented block expected")
+        last_indent = indent
+        if indent <= blocks[-1][0]:
+            while blocks[-1][0] >= indent:
+                blocks.pop()
+            where = blocks[-1][1]
+        statement = statement.rstrip(" ")
+        if (where == _OPAQUE or (where == _FUNCTION and not statement.startswith(_DEFS))) \
+                and not statement.endswith(":"):
+            opened = None  # most lines of code: nothing defined, no block opened
+            continue
+        opened = _statement(statement, where, names)
+        if opened is not None:
+            blocks.append((indent, opened))
+            where = opened
+    if opened is not None:
+        raise SyntaxError("an indented block expected at the end")
+    return names
+
+
+def _statement(statement: str, where: int, names: list[str]) -> int | None:
+    """Add what one logical line defines to `names`; what block it opens if it is a header."""
+    header = statement.endswith(":")
+    if where == _OPAQUE:
+        return _OPAQUE if header else None
+    word = _WORD.match(statement)
+    first = word.group() if word else ""
+    if header and first not in _HEADERS:
+        raise SyntaxError("only a compound statement ends with a colon")
+    before = len(names)
+    found = _DEF.match(statement)
+    if found:
+        names.append(found.group(2))
+        if not header and found.group(1) == "class":
+            _simple(_after_colon(statement), names)
+        opened = None if not header else _FUNCTION if found.group(1) == "def" else _COLLECT
+    elif where == _FUNCTION:
+        opened = _OPAQUE if header else None  # _collect() skips all else in a function
+    elif first in _BLOCKS or first == "except":
+        if first == "except" and statement[6:].lstrip(" ").startswith("*"):
+            raise _Unsure  # try/except* is a TryStar, which _collect() does not enter
+        if not header:
+            _simple(_after_colon(statement), names)
+        opened = _EXCEPT if first == "except" or where == _EXCEPT else _COLLECT
+        opened = opened if header else None
+    elif first == "async":
+        raise _Unsure  # `async for` is not entered, but an `else:` after it looks like a for's
+    else:
+        opened = _OPAQUE if header else None  # match: not entered
+        if not header:
+            _simple(statement, names)
+    if (where == _EXCEPT or first == "except") and len(names) > before:
+        raise _Unsure  # the parse lists a handler's names after the else and finally blocks
+    return opened
+
+
+def _after_colon(statement: str) -> str:
+    """The body of a one-line compound statement."""
+    if _LAMBDA.search(statement):
+        raise _Unsure  # its colon could be the first one
+    colon = statement.find(":")
+    if colon < 0:
+        raise SyntaxError("a compound statement without its colon")
+    return statement[colon + 1:]
+
+
+def _simple(statements: str, names: list[str]) -> None:
+    """Add the names that simple statements at a level _collect() enters bind."""
+    for statement in statements.split(";"):
+        statement = statement.strip(" ")
+        word = _WORD.match(statement)
+        if not statement or (word is not None and word.group() in _KEYWORDS):
+            continue  # import, return, pass, del, global, an expression: nothing is kept
+        equals = [m.start() for m in _ASSIGN.finditer(statement)]
+        colon = statement.find(":")
+        if colon >= 0 and (not equals or colon < equals[0]):
+            names.extend(_targets(statement[:colon]))  # an annotated assignment
+        elif equals:
+            if _LAMBDA.search(statement):
+                raise _Unsure  # `lambda x=1:` has an `=` that binds nothing here
+            starts = [0] + [at + 1 for at in equals[:-1]]
+            for start, end in zip(starts, equals):
+                names.extend(_targets(statement[start:end]))
+
+
+def _targets(target: str) -> list[str]:
+    """Plain names an assignment target binds: `a`, `a, b`; none for `a.b` or `a[i]`."""
+    found = []
+    for part in target.split(","):  # `a, = ...` leaves an empty part, which binds nothing
+        part = part.strip(" ")
+        if _WORD.fullmatch(part):
+            found.append(part)
+        elif part.startswith((_HOLE, "*")):
+            raise _Unsure  # `(a, b) =`, `[a] =`, `*rest =`
+    return found
 
 
 def rank_hits(by_id: list[str], exact: list[tuple[str, str]],
