@@ -5,30 +5,27 @@ The step advances only with tick() (the run loop calls it once per tool call); a
 so items added within one step are equally recent. Recency counts steps since an item was added
 or last touched; recall() touches what it brings back. A mention by a later item raises the
 item's references term instead: touching it too would let old, much-mentioned items look as
-new as the latest edits.
+new as the latest edits. The latest edits are kept hot whatever their score (see _weakest()).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
-from agent_cli import fences
 from agent_cli import tokens as toks
 from agent_cli.memory import scoring
-from agent_cli.memory.store import InMemStore, Item, Store
-from agent_cli.memory.symbols import definitions, identifiers, rank_hits
+from agent_cli.memory.recall import Recall
+from agent_cli.memory.store import InMemStore, Item, Store, id_number
+from agent_cli.memory.symbols import definitions, mentioned
 
 FOOTER_TOKENS = 64  # reserved for the "available with recall" line
 FOOTER_ENTRIES = 8
 SEPARATOR_TOKENS = 2  # the newline after the header and the blank line after the text
 SUMMARY_CHARS = 80
 MIN_TOKENS = 256
-MIN_SIMILARITY = 0.2
 STATE_FORMAT = 1
-_ID = re.compile(r"m\d+")
 _RECENCY = [scoring.recency_term(age) for age in range(4096)]
 
 
@@ -57,23 +54,27 @@ def _summary(summary: str, text: str) -> str:
     return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
 
 
-class WorkingMemory:
+class WorkingMemory(Recall):
     """Hot items within `max_tokens`, the rest in `store`; see docs/working_memory.md."""
 
     def __init__(self, store: Store | None = None, embedder: Embedder | None = None,
                  max_tokens: int = 4000, recall_cooldown_steps: int = 0,
-                 pinned_share: float = 1 / 3) -> None:
+                 pinned_share: float = 1 / 3, protect_recent_edits: int = 10) -> None:
         if max_tokens < MIN_TOKENS:
             raise ValueError(f"max_tokens must be at least {MIN_TOKENS}, not {max_tokens}")
         if not 0 < pinned_share <= 1:
             raise ValueError(f"pinned_share must be in (0, 1], not {pinned_share}")
         if recall_cooldown_steps < 0:
             raise ValueError("recall_cooldown_steps cannot be negative")
+        if protect_recent_edits < 0:
+            raise ValueError("protect_recent_edits cannot be negative")
         self.store = store if store is not None else InMemStore()
         self.embedder = embedder
         self.max_tokens = max_tokens
         self.recall_cooldown_steps = recall_cooldown_steps
         self.pinned_share = pinned_share
+        self.protect_recent_edits = protect_recent_edits
+        self._encode: Callable[[str], list[int]] | None = None  # loaded on the first add()
         self._room = max_tokens - FOOTER_TOKENS
         self._pinned_cap = int(self._room * pinned_share)
         self._reset()
@@ -87,6 +88,7 @@ class WorkingMemory:
         self._hot_defs: dict[str, set[str]] = {}  # name -> hot items defining it
         self._mentions: dict[str, int] = {}  # defined name -> items that mentioned it since
         self._restored: set[str] = set()  # cold records whose recalled view is hot
+        self._protected: dict[str, None] = {}  # the latest edits, oldest first
         self._step = 0
         self._goal = ""
         self._goal_vector: tuple[float, ...] | None = None
@@ -124,6 +126,8 @@ class WorkingMemory:
         scoring.check_kind(kind)
         item = self._make(kind, str(text), summary)
         self._reference(item)
+        if kind == "edit":
+            self._protect(item.id)
         if item.cost > self._room:
             self._store_oversized(item)
         else:
@@ -134,16 +138,32 @@ class WorkingMemory:
     def _make(self, kind: str, text: str, summary: str) -> Item:
         """A new hot item with the next id, its tokens counted once."""
         item = Item(id=f"m{self._next}", kind=kind, text=text, summary=_summary(summary, text),
-                    tokens=toks.count(text), pinned=kind == "note", step=self._step,
+                    tokens=self._count(text), pinned=kind == "note", step=self._step,
                     symbols=definitions(text), touched=self._step, vector=self._embed(text))
         self._next += 1
         self._measure(item)
         return item
 
+    def _count(self, text: str) -> int:
+        """How many tokens `text` takes: agent_cli.tokens.count(text), exactly.
+
+        count() encodes with no special token allowed, which is encode_ordinary(): the same ids,
+        without count()'s model lookup and checks on each call (a few µs on every add()).
+        """
+        if self._encode is None:
+            self._encode = toks.get_encoding().encode_ordinary
+        return len(self._encode(text))
+
     def _measure(self, item: Item) -> None:
         """Set the item's cost in the context and its score."""
-        item.cost = toks.count(item.header()) + item.tokens + SEPARATOR_TOKENS
+        item.cost = self._count(item.header()) + item.tokens + SEPARATOR_TOKENS
         self._rescore(item)
+
+    def _protect(self, item_id: str) -> None:
+        """Count a new edit among the latest ones, which _weakest() passes over."""
+        self._protected[item_id] = None
+        if len(self._protected) > self.protect_recent_edits:
+            del self._protected[next(iter(self._protected))]
 
     def _embed(self, text: str) -> tuple[float, ...] | None:
         """The unit vector of `text`, or None without an embedder."""
@@ -165,11 +185,10 @@ class WorkingMemory:
         """Count `item`'s mentions of names defined earlier, once per defining hot item."""
         mentions, hot_defs = self._mentions, self._hot_defs
         bumped: set[str] = set()
-        for name in identifiers(item.text):  # not `keys() & names`: that copies every key
-            if name in mentions:
-                mentions[name] += 1
-                if name in hot_defs:
-                    bumped.update(hot_defs[name])
+        for name in mentioned(item.text, mentions):
+            mentions[name] += 1
+            if name in hot_defs:
+                bumped.update(hot_defs[name])
         for item_id in bumped:
             target = self._hot[item_id]
             target.refs += 1
@@ -186,8 +205,9 @@ class WorkingMemory:
             self._mentions.setdefault(name, 0)
 
     def _unlink(self, item: Item) -> None:
-        """Take an item out of the hot zone and its name index."""
+        """Take an item out of the hot zone, its name index and the latest edits."""
         del self._hot[item.id]
+        self._protected.pop(item.id, None)
         self._hot_cost -= item.cost
         if item.pinned:
             self._pinned_cost -= item.cost
@@ -206,15 +226,26 @@ class WorkingMemory:
             self._evict(self._weakest())
 
     def _weakest(self) -> Item:
-        """The lowest-scoring unpinned item (the oldest pinned one if all are pinned)."""
-        weakest, low, step, table = None, math.inf, self._step, _RECENCY
+        """The item to evict next.
+
+        The lowest-scoring item that is neither pinned nor one of the latest edits; failing that
+        (the latest edits alone overflow the budget), the lowest-scoring unpinned item; failing
+        that, the oldest pinned one.
+        """
+        weakest = latest = None
+        low = latest_low = math.inf
+        step, table, protected = self._step, _RECENCY, self._protected
         for item in self._hot.values():  # inlined _score(): this loop runs on nearly every add
-            if not item.pinned:
-                age = step - item.touched
-                score = item.static + (table[age] if 0 <= age < 4096 else scoring.recency_term(age))
-                if score < low:
-                    weakest, low = item, score
-        return weakest or next(iter(self._hot.values()))
+            if item.pinned:
+                continue
+            age = step - item.touched
+            score = item.static + (table[age] if 0 <= age < 4096 else scoring.recency_term(age))
+            if item.id in protected:
+                if score < latest_low:
+                    latest, latest_low = item, score
+            elif score < low:
+                weakest, low = item, score
+        return weakest or latest or next(iter(self._hot.values()))
 
     def _evict(self, item: Item) -> None:
         """Move an item to the cold store; a view only refreshes the record it came from."""
@@ -238,6 +269,8 @@ class WorkingMemory:
 
     def _seen(self, names: Sequence[str]) -> dict[str, int]:
         """How often each name had been mentioned, to count later mentions while cold."""
+        if not names:
+            return {}
         return {name: self._mentions.get(name, 0) for name in names}
 
     def _put(self, record: dict[str, Any]) -> None:
@@ -253,85 +286,11 @@ class WorkingMemory:
         text = (f"({item.tokens} tokens, kept in the cold store: recall {item.id} or a name "
                 f"it defines to bring back its start)")
         stub = Item(id=item.id, kind=item.kind, text=text, summary=item.summary,
-                    tokens=toks.count(text), pinned=False, step=item.step, symbols=item.symbols,
+                    tokens=self._count(text), pinned=False, step=item.step, symbols=item.symbols,
                     touched=self._step, origin_id=item.id, vector=item.vector)
         self._measure(stub)
         self._admit(stub)
         self._fit()
-
-    def recall(self, query: str, k: int = 3) -> list[str]:
-        """Bring back up to `k` cold items matching `query`; returns their ids, now hot."""
-        if k <= 0:
-            return []
-        chosen = self._symbol_hits(query)[:k]
-        if len(chosen) < k and self.embedder is not None:
-            chosen += self._meaning_hits(query, k - len(chosen), set(chosen))
-        return self._restore(chosen)
-
-    def _symbol_hits(self, query: str) -> list[str]:
-        """Cold ids whose id or defined names appear in `query`, best first."""
-        names = identifiers(query)
-        by_id = [n for n in names if _ID.fullmatch(n) and self.store.get(n) is not None]
-        ranked = rank_hits(by_id, self.store.by_symbol(names),
-                           self.store.by_symbol(names, folded=True))
-        return [item_id for item_id in ranked if item_id not in self._restored]
-
-    def _meaning_hits(self, query: str, k: int, exclude: set[str]) -> list[str]:
-        """Cold ids nearest to `query` in meaning, outside their cooldown."""
-        if self._vectors is None:
-            self._vectors = scoring.VectorIndex(self.store.vectors())
-        step, cooldown, restored = self._step, self.recall_cooldown_steps, self._restored
-
-        def allow(item_id: str, evicted: int) -> bool:
-            return item_id not in exclude and item_id not in restored and step - evicted >= cooldown
-
-        query_vector = self._embed(query) or ()
-        return [i for i, _ in self._vectors.search(query_vector, k, allow, MIN_SIMILARITY)]
-
-    def _restore(self, ids: list[str]) -> list[str]:
-        """Make room for the whole batch first, then bring it back as `recalled` views."""
-        space = self._room - self._pinned_cost
-        batch: list[Item] = []
-        for item_id in ids:
-            record = self.store.get(item_id)
-            if record is None:
-                continue
-            view = self._view(record)
-            if view.cost <= space - sum(v.cost for v in batch):
-                batch.append(view)
-        for view in batch:
-            stub = self._hot.get(view.id)
-            if stub is not None:
-                view.refs = max(view.refs, stub.refs)
-                self._unlink(stub)
-        need = sum(v.cost for v in batch)
-        while self._hot_cost + need > self._room:
-            self._evict(self._weakest())
-        for view in batch:
-            self._rescore(view)
-            self._admit(view)
-            self._restored.add(view.id)
-        return [v.id for v in batch]
-
-    def _view(self, record: dict[str, Any]) -> Item:
-        """A hot `recalled` copy of a cold record, cut to half the budget if longer."""
-        text, count = record["text"], record["tokens"]
-        limit = self._room // 2 - 32
-        if count > limit:
-            text = fences.close_cut(toks.truncate(text, limit - 32)
-                                    + f"\n… (cut: {count} tokens in all)")
-            count = toks.count(text)
-        seen = record.get("seen") or {}
-        since = max((self._mentions.get(n, 0) - seen.get(n, 0) for n in record["symbols"]),
-                    default=0)
-        vector = record.get("vector")
-        view = Item(id=record["id"], kind="recalled", text=text, summary=record["summary"],
-                    tokens=count, pinned=False, step=record["step"],
-                    symbols=tuple(record["symbols"]), touched=self._step,
-                    refs=record["refs"] + max(since, 0), origin_id=record["id"],
-                    vector=tuple(vector) if vector else None)
-        self._measure(view)
-        return view
 
     def hot_items(self) -> list[Item]:
         """Hot items, highest score first (ties: the earlier added first)."""
@@ -360,18 +319,33 @@ class WorkingMemory:
                                item.tokens)
 
     def assemble(self) -> Context:
-        """Hot items by importance, each under a header, then the list of what is cold."""
+        """Hot items by importance, each under a header, then the list of what is cold.
+
+        Should the joins merge into more tokens than the budget, the weakest items are left out
+        of this render, the latest edits last of all.
+        """
         items = self.hot_items()
         pieces = [item.render() for item in items]
         footer = self._footer()
-        text = "\n".join(pieces + [footer]) if footer else "\n".join(pieces)
-        count = toks.count(text)
+        tail = [footer] if footer else []
+        text = "\n".join(pieces + tail)
+        count = self._count(text)
         while count > self.max_tokens and items:  # joins can merge tokens; never exceed the budget
-            items.pop()
-            pieces.pop()
-            text = "\n".join(pieces + [footer]) if footer else "\n".join(pieces)
-            count = toks.count(text)
+            drop = self._left_out(items)
+            del items[drop], pieces[drop]
+            text = "\n".join(pieces + tail)
+            count = self._count(text)
         return Context(text=text, tokens=count, items=items)
+
+    def _left_out(self, items: list[Item]) -> int:
+        """The index in `items` (best first) of the next one to leave out of a render.
+
+        The weakest that is not one of the latest edits; the weakest of all if only they are left.
+        """
+        for at in range(len(items) - 1, -1, -1):
+            if items[at].id not in self._protected:
+                return at
+        return len(items) - 1
 
     def _footer(self) -> str:
         """A line of the most recently evicted cold items, within FOOTER_TOKENS."""
@@ -385,7 +359,7 @@ class WorkingMemory:
             more = cold - len(entries)
             line = "available with recall: " + "; ".join(entries)
             line += f"{'; ' if entries else ''}{more} more" if more else ""
-            if toks.count(line) <= FOOTER_TOKENS - SEPARATOR_TOKENS or not entries:
+            if self._count(line) <= FOOTER_TOKENS - SEPARATOR_TOKENS or not entries:
                 return line
             entries.pop()
 
@@ -395,6 +369,7 @@ class WorkingMemory:
                 "goal_vector": list(self._goal_vector) if self._goal_vector else None,
                 "step": self._step, "next": self._next, "evictions": self._evictions,
                 "mentions": dict(self._mentions), "restored": sorted(self._restored),
+                "recent_edits": list(self._protected),
                 "items": [item.to_dict() for item in self._hot.values()]}
 
     def import_state(self, state: dict[str, Any]) -> None:
@@ -414,4 +389,12 @@ class WorkingMemory:
             item = Item.from_dict(data)
             self._rescore(item)
             self._admit(item)
+        recent = state.get("recent_edits")
+        for item_id in self._hot_edits() if recent is None else recent:
+            if item_id in self._hot:
+                self._protect(item_id)
         self._fit()  # a state saved under a larger budget
+
+    def _hot_edits(self) -> list[str]:
+        """Ids of the hot edits, oldest first: the latest edits of a state saved without them."""
+        return sorted((i.id for i in self._hot.values() if i.kind == "edit"), key=id_number)

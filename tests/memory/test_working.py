@@ -150,17 +150,22 @@ def test_eviction_takes_the_lowest_score_first():
     assert evicted_ids(mem) == [log, tool, test, file]
 
 
-def test_each_eviction_removes_the_weakest_unpinned_item():
-    mem = WorkingMemory(max_tokens=600)
+@pytest.mark.parametrize("protect", [0, 10])
+def test_each_eviction_removes_the_weakest_item_that_may_go(protect):
+    mem = WorkingMemory(max_tokens=600, protect_recent_edits=protect)
     kinds = ["log", "tool_output", "file", "test_result", "edit"]
+    edits: list[str] = []
     for i in range(60):
         before = {it.id: mem.explain(it.id)["total"] for it in mem.hot_items() if not it.pinned}
         new_id = mem.add(kinds[i % 5], filler(i, 20 + (i * 7) % 60))
+        edits += [new_id] if kinds[i % 5] == "edit" else []
+        latest = set(edits[-protect:]) if protect else set()
         hot = {it.id for it in mem.hot_items()}
         scores = {**before, new_id: mem.explain(new_id)["total"]}
         gone = sorted(set(scores) - hot, key=scores.get)
-        kept = [scores[k] for k in hot if k in scores]
-        # what went cold is the weakest part of what was there, the new item included
+        kept = [scores[k] for k in hot if k in scores and k not in latest]
+        # what went cold is the weakest part of what was there, the new item included,
+        # leaving aside the latest edits
         assert not gone or not kept or max(scores[g] for g in gone) <= min(kept)
         if i % 4 == 3:
             mem.tick()
