@@ -3,37 +3,19 @@
 from __future__ import annotations
 
 import json
-import math
 import random
-import re
-import zlib
 
 import pytest
 
 from agent_cli import tokens
+from embedkit import HashEmbedder
+
 from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
 from agent_cli.memory.scoring import KIND_WEIGHTS
 from agent_cli.memory.working import FOOTER_TOKENS
 
 WORDS = ("retry worker queue parse header timeout cache index token budget error value "
          "Ünïcödé 日本語 émoji🙂 <tool_output> ] [ \n\t").split(" ")
-
-
-class HashEmbedder:
-    """Bag of words hashed into buckets with crc32 (stable across processes), unit length."""
-
-    def __init__(self, dim: int = 128) -> None:
-        self.dim = dim
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            vec = [0.0] * self.dim
-            for word in re.findall(r"[a-z]+", text.lower()):
-                vec[zlib.crc32(word.encode()) % self.dim] += 1.0
-            norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-            out.append([x / norm for x in vec])
-        return out
 
 
 def random_text(rng: random.Random, names: list[str]) -> str:
@@ -85,7 +67,7 @@ def step(mem: WorkingMemory, rng: random.Random, names: list[str]) -> None:
 def test_a_random_mix_never_exceeds_the_budget(seed):
     rng = random.Random(seed)
     mem = WorkingMemory(store=InMemStore(),
-                        embedder=HashEmbedder() if seed % 2 else None,
+                        embedder=HashEmbedder(128) if seed % 2 else None,
                         max_tokens=rng.choice([256, 300, 700, 1500, 4000]),
                         recall_cooldown_steps=rng.randrange(0, 4),
                         pinned_share=rng.choice([0.1, 1 / 3, 0.5, 1.0]))
@@ -98,7 +80,7 @@ def test_a_random_mix_never_exceeds_the_budget(seed):
 def test_a_random_mix_on_sqlite_never_exceeds_the_budget(tmp_path):
     rng = random.Random(99)
     store = SqliteStore(tmp_path / "cold.sqlite")
-    mem = WorkingMemory(store=store, embedder=HashEmbedder(), max_tokens=700,
+    mem = WorkingMemory(store=store, embedder=HashEmbedder(128), max_tokens=700,
                         recall_cooldown_steps=1)
     names: list[str] = []
     for _ in range(150):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import zlib
+
+from embedkit import HashEmbedder
 
 from agent_cli.memory import InMemStore, WorkingMemory, scoring
 
@@ -14,25 +14,6 @@ RETRY = '''def count_attempts(obj):
     """How many attempts were made."""
     return getattr(obj, "attempts", 0)
 '''
-
-
-class HashEmbedder:
-    """Bag of words hashed into buckets with crc32, unit length; counts the texts it embedded."""
-
-    def __init__(self, dim: int = 256) -> None:
-        self.dim = dim
-        self.texts = 0
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        self.texts += len(texts)
-        out = []
-        for text in texts:
-            vec = [0.0] * self.dim
-            for word in re.findall(r"[a-z]+", text.lower()):
-                vec[zlib.crc32(word.encode()) % self.dim] += 1.0
-            norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-            out.append([x / norm for x in vec])
-        return out
 
 
 def filler(i: int, words: int = 40) -> str:
