@@ -26,3 +26,15 @@ def settings_for(repo: Path | None, **flags: Any):
     from agent_cli.settings import load_settings
 
     return load_settings(repo, flags)
+
+
+def make_embedder(settings):
+    """The endpoint embedder when `embedding_model` is set, else the offline WordLlama one."""
+    if not settings.embedding_model:
+        from agent_cli.memory.embed import WordLlamaEmbedder
+
+        return WordLlamaEmbedder()
+    from agent_cli.llm.openai_model import OpenAIEmbedder
+
+    key = settings.api_key.get_secret_value() if settings.api_key else None
+    return OpenAIEmbedder(base_url=settings.base_url, api_key=key, model=settings.embedding_model)

@@ -35,7 +35,7 @@ def _open(settings: Any, state: Path, create: bool = False) -> Any:
     chroma = state / "chroma"
     if not create and not (chroma / "chroma.sqlite3").exists():
         return None
-    from agent_cli.memory.embed import make_embedder
+    from agent_cli.cli_common import make_embedder
     from agent_cli.memory.longterm import LongTermMemory
 
     key = settings.api_key.get_secret_value() if settings.api_key else ""

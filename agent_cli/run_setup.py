@@ -98,7 +98,7 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
     from agent_cli.agent.session import Services
     from agent_cli.agent.toolbox import Toolbox
     from agent_cli.memory import SqliteStore, WorkingMemory
-    from agent_cli.memory.embed import make_embedder
+    from agent_cli.cli_common import make_embedder
     from agent_cli.memory.longterm import LongTermMemory
     from agent_cli.memory.records import format_for_context
     from agent_cli.workspace import shell

@@ -68,13 +68,3 @@ class WordLlamaEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order."""
         return self.embed_array(texts).tolist()
-
-
-def make_embedder(settings: Any) -> Embedder:
-    """The endpoint embedder when `embedding_model` is set, else the offline WordLlama one."""
-    if not getattr(settings, "embedding_model", None):
-        return WordLlamaEmbedder()
-    from agent_cli.llm.openai_model import OpenAIEmbedder
-
-    key = settings.api_key.get_secret_value() if settings.api_key else None
-    return OpenAIEmbedder(base_url=settings.base_url, api_key=key, model=settings.embedding_model)
