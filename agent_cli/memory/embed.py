@@ -1,7 +1,8 @@
-"""Embedders for long-term memory: WordLlama offline by default, or the configured endpoint.
+"""The offline embedder for memory: WordLlama, loaded from its own wheel with downloads off.
 
 Chroma's own default embedding function downloads an ONNX model on first use, so the
-store always receives vectors from one of these instead. Heavy imports happen on first use.
+store always receives vectors from an Embedder instead: this one, or the endpoint's
+/embeddings (`cli_common.make_embedder` chooses). Heavy imports happen on first use.
 """
 
 from __future__ import annotations
