@@ -145,6 +145,7 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
                              recall_cooldown_steps=settings.recall_cooldown_steps)
 
     return Services(repo=repo, state_dir=state_dir, model=None, console=console,
+                    allow_command=policy.allow,
                     open_longterm=open_longterm, open_memory=open_memory,
                     make_toolbox=make_toolbox,
                     workspace=lambda protected: RepoWorkspace(repo, protected, run_argv, secrets),

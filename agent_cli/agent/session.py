@@ -51,6 +51,7 @@ class Services:
     make_toolbox: Callable[[Any, set[str]], Toolbox]  # (memory, protected) -> Toolbox
     workspace: Callable[[set[str]], Any]  # protected -> dispatch.Workspace
     lock: Any  # workspace.lock.RunLock
+    allow_command: Callable[[str], None] = lambda cmd: None  # approved: run without asking
 
 
 class Session:
@@ -108,7 +109,13 @@ class Session:
         if self.cfg.approve and not self.sv.console.approve_plan(event):
             raise AgentError("the plan was not approved; nothing was changed",
                              "run again with a more precise goal")
+        self._allow_acceptance(plan.tasks)
         return plan
+
+    def _allow_acceptance(self, tasks) -> None:
+        """The acceptance commands were approved with the plan: the model may run them unasked."""
+        for cmd in [t.acceptance_cmd for t in tasks if t.acceptance_cmd] + self.cfg.accept_cmds:
+            self.sv.allow_command(cmd)
 
     # -- resuming -----------------------------------------------------------------------
     def resume(self, run_id: str | None) -> int:
@@ -136,6 +143,7 @@ class Session:
                                              tasks=[t.model_dump() for t in state.plan],
                                              accept_cmds=self.run.get("accept_cmds", [])))
         self.cfg.accept_cmds = self.run.get("accept_cmds", [])
+        self._allow_acceptance(state.plan)
         recalled = self._recall(longterm, state.goal)
         spent = float(self.run.get("usage", {}).get("cost_usd", 0.0))
         return self._execute(state, memory, protected, longterm, recalled, spent_before=spent)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from reliability.relkit import (GOAL, PY, calls, finish, make_done, pid_gone, plan, repo_with,
+from reliability.relkit import (DONE_CHECK, GOAL, PY, calls, finish, make_done, pid_gone, plan, repo_with,
                                 sentinel, spawn_agent, task, tool_results, wait_for)
 
 __all__ = ["sentinel", "spawn_agent"]
@@ -128,15 +128,15 @@ def test_ask_mode_on_a_terminal_runs_only_what_the_user_approves(fake_server, ag
                                                                   tmp_path):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server([plan(task()),
-                       _run_calls("echo one > one.txt", "echo two >> two.txt",
+                       _run_calls(DONE_CHECK, "echo one > one.txt", "echo two >> two.txt",
                                   "echo two >> two.txt", "git push origin HEAD",
                                   "echo three > three.txt"),
                        make_done(), finish()])
     proc, master, out = _spawn_on_pty(["run", GOAL, "--base-url", srv.url], repo,
                                       agent_env, tmp_path)
     try:
-        # plan: yes; one: no; two: always; (two again: not asked; git push: refused unasked);
-        # three: yes.
+        # plan: yes; (the plan's acceptance command: approved with the plan, not asked);
+        # one: no; two: always; (two again: not asked; git push: refused unasked); three: yes.
         os.write(master, b"y\nn\na\ny\n")
         code = proc.wait(timeout=60)
     finally:
@@ -150,10 +150,12 @@ def test_ask_mode_on_a_terminal_runs_only_what_the_user_approves(fake_server, ag
     assert "Run this plan?" in text
     assert text.count("? [y]es / [n]o / [a]lways this command") == 3
     assert "Run `git push" not in text  # a denied command is never offered
+    assert f"Run `{DONE_CHECK}`" not in text
     results = tool_results(srv.chat_requests[2])
-    assert "the user declined" in results[0] and not (repo / "one.txt").exists()
+    assert "[exit 1]" in results[0]
+    assert "the user declined" in results[1] and not (repo / "one.txt").exists()
     assert (repo / "two.txt").read_text() == "two\ntwo\n"
-    assert "command refused" in results[3]
+    assert "command refused" in results[4]
     assert (repo / "three.txt").exists()
 
 
