@@ -13,7 +13,8 @@ import textwrap
 import pytest
 from rich.console import Console
 
-from agent_cli.console import MODEL_SUMMARIES, make_console, pick_mode
+from agent_cli.console import make_console, pick_mode
+from agent_cli.render import MODEL_SUMMARIES
 from agent_cli.events import (BudgetExhausted, Escalated, Notice, PlanMade, RunDone, RunStarted,
                               TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
 
