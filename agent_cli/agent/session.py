@@ -64,6 +64,7 @@ class Session:
         self.run: dict[str, Any] = {}
         self.rt: Runtime | None = None
         self.signatures: list[str] = []
+        self._base_usage: dict[str, Any] = {}  # usage saved by earlier sessions of this run
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
