@@ -36,5 +36,5 @@ def make_embedder(settings):
         return WordLlamaEmbedder()
     from agent_cli.llm.openai_model import OpenAIEmbedder
 
-    key = settings.api_key.get_secret_value() if settings.api_key else None
-    return OpenAIEmbedder(base_url=settings.base_url, api_key=key, model=settings.embedding_model)
+    return OpenAIEmbedder(base_url=settings.base_url, api_key=settings.key(),
+                          model=settings.embedding_model)

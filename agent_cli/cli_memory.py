@@ -38,8 +38,7 @@ def _open(settings: Any, state: Path, create: bool = False) -> Any:
     from agent_cli.cli_common import make_embedder
     from agent_cli.memory.longterm import LongTermMemory
 
-    key = settings.api_key.get_secret_value() if settings.api_key else ""
-    return LongTermMemory(chroma, make_embedder(settings), secrets=[key] if key else [])
+    return LongTermMemory(chroma, make_embedder(settings), secrets=settings.secrets())
 
 
 def _memory_or_exit(repo: Optional[Path]) -> Any:
@@ -63,11 +62,6 @@ def _skip_final_sweep() -> None:
     import gc
 
     gc.freeze()  # about 0.3 s of CPU at exit with a large store; the process ends right after
-
-
-def _one_line(text: str, limit: int = 100) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def recall_command(
@@ -112,13 +106,15 @@ def _table(title: str) -> Any:
 def _results_table(results: list[Any]) -> Any:
     from rich.text import Text
 
+    from agent_cli.memory.records import one_line
+
     table = _table("Recalled from long-term memory")
     for name in ("score", "kind", "id", "date", "gist and source"):
         table.add_column(name, style="cyan" if name == "id" else None, no_wrap=name != "gist and source",
                          overflow="fold" if name == "gist and source" else "ellipsis")
     for r in results:
-        cell = Text(_one_line(r.gist or r.text, 200))
-        cell.append(f"\n{_one_line(r.source, 80)}", style="dim")
+        cell = Text(one_line(r.gist or r.text, 200))
+        cell.append(f"\n{one_line(r.source, 80)}", style="dim")
         table.add_row(f"{r.score:.2f}", r.kind, r.id, r.date[:10], cell)
     return table
 
@@ -190,6 +186,8 @@ def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str
 
 
 def _print_report(report: dict[str, Any]) -> None:
+    from agent_cli.memory.records import one_line
+
     console, counts = _console(), report["counts"]
     if report["run_id"] is None:
         console.print("No run has recorded working memory yet.")
@@ -206,7 +204,7 @@ def _print_report(report: dict[str, Any]) -> None:
             s = item["score"]
             hot.add_row(item["id"], item["kind"] + ("*" if item["pinned"] else ""),
                         f"{s.get('total', 0):.2f}", *(f"{s[t]:.2f}" for t in terms),
-                        str(item["tokens"]), _one_line(item["summary"], 80))
+                        str(item["tokens"]), one_line(item["summary"], 80))
         console.print(hot)
         console.print()
         cold = _table(f"Cold zone: {len(report['cold'])} item(s)")
@@ -214,7 +212,7 @@ def _print_report(report: dict[str, Any]) -> None:
             cold.add_column(col, overflow="fold" if col == "summary" else "ellipsis", no_wrap=col != "summary")
         for e in report["cold"]:
             cold.add_row(e["id"], e.get("kind", ""), str(e.get("step_evicted", "")),
-                         _one_line(e.get("summary", ""), 80))
+                         one_line(e.get("summary", ""), 80))
         console.print(cold)
         console.print()
     console.print(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} fact(s), "

@@ -15,7 +15,7 @@ def _check_endpoint(settings) -> str:
     from agent_cli.llm.openai_model import OpenAIChat
 
     client = OpenAIChat(model=settings.model, base_url=settings.base_url,
-                        api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+                        api_key=settings.key(),
                         timeout_s=min(settings.request_timeout_s, 15.0), max_retries=1,
                         backoff_s=0.2)
     models = client.list_models()

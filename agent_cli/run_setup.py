@@ -37,7 +37,6 @@ class RunOptions:
 
 def build_model(settings, opts: RunOptions, on_retry=None):
     """The ChatModel: a replayed recording, or the endpoint (optionally recorded)."""
-    secret = settings.api_key.get_secret_value() if settings.api_key else None
     prices = (settings.price_input_per_mtok, settings.price_output_per_mtok)
     if opts.replay:
         from agent_cli.llm.record import ReplayModel
@@ -47,7 +46,7 @@ def build_model(settings, opts: RunOptions, on_retry=None):
     else:
         from agent_cli.llm.openai_model import OpenAIChat
 
-        model = OpenAIChat(model=settings.model, base_url=settings.base_url, api_key=secret,
+        model = OpenAIChat(model=settings.model, base_url=settings.base_url, api_key=settings.key(),
                            price_in=prices[0], price_out=prices[1],
                            timeout_s=settings.request_timeout_s, max_retries=settings.max_retries,
                            backoff_s=settings.retry_backoff_s,
@@ -55,7 +54,7 @@ def build_model(settings, opts: RunOptions, on_retry=None):
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 
-        model = RecordingModel(model, opts.record, secrets=(secret,) if secret else ())
+        model = RecordingModel(model, opts.record, secrets=settings.secrets())
     return model
 
 
@@ -110,7 +109,7 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
     shell.check_sandbox(settings.sandbox)
     repo = GitRepo(repo_path)
     state_dir = settings.state_dir(repo.root)
-    secrets = _secrets(settings)
+    secrets = settings.secrets()
     env = shell.scrub_env(dict(os.environ), list(secrets))
     embedder = make_embedder(settings)
     longterm_box: list = []
@@ -152,10 +151,6 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
                     lock=RunLock(state_dir / "run.lock"))
 
 
-def _secrets(settings) -> tuple[str, ...]:
-    return (settings.api_key.get_secret_value(),) if settings.api_key else ()
-
-
 def _check_approval(settings, opts: RunOptions) -> bool:
     """Whether to ask for plan approval; refuse when asking is needed but impossible."""
     from agent_cli.cli_run import stdin_is_terminal
@@ -183,7 +178,7 @@ def execute(opts: RunOptions) -> int:
         services = _services(settings, opts, repo_path, console)
         services.model = build_model(settings, opts, on_retry=_retry_notice(console))
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
-                           plan_only=opts.plan_only, approve=ask, secrets=_secrets(settings),
+                           plan_only=opts.plan_only, approve=ask, secrets=settings.secrets(),
                            limits=Limits(settings.max_steps, settings.task_max_steps,
                                          settings.budget_usd, settings.tool_output_max_tokens))
         return _run_locked(Session(services, config), services, opts)

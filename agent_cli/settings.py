@@ -58,10 +58,18 @@ class Settings(BaseSettings):
         """Where run state lives: `home` if set, else `<repo>/.agent`."""
         return Path(self.home).expanduser() if self.home else repo / ".agent"
 
+    def key(self) -> str | None:
+        """The API key in clear, or None when none is set."""
+        return self.api_key.get_secret_value() if self.api_key else None
+
+    def secrets(self) -> tuple[str, ...]:
+        """The configured secrets, to redact from everything stored or shown."""
+        return (self.key(),) if self.key() else ()
+
     def redacted(self) -> dict[str, Any]:
         """Every value, with the API key masked, for display."""
         out = self.model_dump(exclude={"sources"})
-        key = self.api_key.get_secret_value() if self.api_key else ""
+        key = self.key() or ""
         out["api_key"] = f"{key[:3]}…{key[-4:]}" if len(key) > 10 else ("set" if key else None)
         return out
 
