@@ -108,6 +108,14 @@ class TaskRecord(BaseModel):
     exit_code: int | None = None
 
 
+class Fix(BaseModel):
+    """How a run got a failing task to pass: the failures it had, the task, the passing summary."""
+
+    signatures: list[str]
+    task: str
+    summary: str
+
+
 class Episode(BaseModel):
     """What one run tried and how it ended, kept in long-term memory."""
 
@@ -119,6 +127,7 @@ class Episode(BaseModel):
     files_touched: list[str] = Field(default_factory=list)
     commands: list[CommandRun] = Field(default_factory=list)
     failure_signatures: list[str] = Field(default_factory=list)
+    fixes: list[Fix] = Field(default_factory=list)
     summary: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0

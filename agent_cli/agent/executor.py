@@ -13,6 +13,7 @@ from typing import Any, Callable
 from agent_cli import events, fences, tokens
 from agent_cli.agent import prompts
 from agent_cli.agent.request import Request
+from agent_cli.agent.window import Window
 from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
 from agent_cli.errors import AgentError, BudgetExhausted, MalformedReply
 from agent_cli.models import ChatReply, ToolCall
@@ -29,6 +30,12 @@ class Limits:
     task_max_steps: int
     budget_usd: float
     tool_output_max_tokens: int
+    context_window: int = 128_000  # the model's, in tokens (a setting, or what the server says)
+    reserved_output_tokens: int = 4096
+
+    def window(self) -> Window:
+        """What a request may take: the context window less the answer's reserve."""
+        return Window(self.context_window, self.reserved_output_tokens)
 
 
 @dataclass
@@ -44,6 +51,8 @@ class Runtime:
     log: Callable[[dict], None]
     save: Callable[[], None]
     recalled: str = ""
+    instructions: Any = None  # agent.instructions.Instructions, or None
+    fixes: str = ""  # fixes of earlier runs for the failure the current task just had
     spent_before: float = 0.0  # money spent by earlier sessions of a resumed run
     malformed: int = 0
 
@@ -98,9 +107,19 @@ def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
     task = task_block(rt, index, attempt, steps_left)
     if last.nudge:
         task = f"NOTE: {last.nudge}\n\n{task}"
-    return Request(system=prompts.load("system"), goal=rt.state.goal, recalled=rt.recalled,
+    return Request(system=prompts.load("system"), goal=rt.state.goal,
+                   instructions=instructions_block(rt),
+                   recalled="\n".join(p for p in (rt.recalled, rt.fixes) if p),
                    memory=rt.memory.assemble().render(), exchange=exchange_messages(last),
-                   task=task, state=rt.state.render_progress()).messages()
+                   task=task, state=rt.state.render_progress()).fitted(TOOLS, rt.limits.window())
+
+
+def instructions_block(rt: Runtime) -> str:
+    """The repository's instruction files, with the nearest AGENTS.md of each touched file."""
+    if rt.instructions is None:
+        return ""
+    rt.instructions.touch(rt.toolbox.touched)
+    return rt.instructions.render()
 
 
 def exchange_messages(last: Exchange) -> list[dict]:

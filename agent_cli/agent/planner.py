@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from agent_cli import fences
 from agent_cli.agent import prompts
 from agent_cli.agent.request import Request
+from agent_cli.agent.window import Window
 from agent_cli.errors import AgentError, MalformedReply
 from agent_cli.llm.base import ChatModel, force, function_tool
 from agent_cli.models import Plan
@@ -42,14 +43,17 @@ def _parse(reply) -> Plan:
         raise ValueError(f"invalid plan at {where or 'top level'}: {err['msg']}") from None
 
 
-def plan_messages(goal: str, recalled: str, repo_files: str, accept_cmds: list[str]) -> list:
-    """The planning request: rules, recalled memory, the repository's files, the goal last."""
+def plan_messages(goal: str, recalled: str, repo_files: str, accept_cmds: list[str],
+                  instructions: str = "", window: Window | None = None) -> list:
+    """The planning request: rules, the repository's instructions, recalled memory (with the
+    procedures known to work here), the repository's files, the goal last; fitted to `window`."""
     context = "Files in the repository:\n" + fences.tool_output("git_ls_files", repo_files)
     if accept_cmds:
         context += ("\nThe user's acceptance command(s), used for tasks without their own and "
                     "run again at the end: " + "; ".join(f"`{c}`" for c in accept_cmds))
-    return Request(system=prompts.load("planner"), goal=goal, recalled=recalled, context=context,
-                   goal_header="GOAL:").messages()
+    return Request(system=prompts.load("planner"), goal=goal, instructions=instructions,
+                   recalled=recalled, context=context,
+                   goal_header="GOAL:").fitted([PLAN_TOOL], window)
 
 
 def make_plan(model: ChatModel, messages: list[dict]) -> tuple[Plan, int]:

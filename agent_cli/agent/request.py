@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from agent_cli import fences
 from agent_cli.agent.state import GOAL_HEADER
+from agent_cli.agent.window import Window, fit
 
 
 @dataclass
@@ -58,6 +59,10 @@ class Request:
         out += self.exchange
         out.append(_user(self._final()))
         return out
+
+    def fitted(self, tools: list[dict] | None, window: Window | None) -> list[dict]:
+        """The messages, cut (most volatile part first) to fit `window` with `tools`."""
+        return fit(self, tools, window)
 
     def _final(self) -> str:
         """The volatile tail: task, state and the goal last.

@@ -1,35 +1,36 @@
-"""Long-term memory in Chroma on disk: episodes, facts and curated notes, searchable by meaning.
+"""Long-term memory in Chroma on disk: episodes, facts, notes and procedures, searchable by meaning.
 
 The only module that imports chromadb (inside functions, so importing this is cheap).
 Collections: `episodes` (one document per run plus one per failure signature, each
-pointing at its run), `facts` (facts and curated notes, with trust and a time to live)
-and `archive` (expired items). Every collection records the embedder's name and dimension.
+pointing at its run and saying how the run fixed it, if it did), `facts` (facts, curated
+notes and procedures, with trust and hits; see curation.py) and `archive` (expired items).
+Every collection records the embedder's name and dimension.
 """
 
 from __future__ import annotations
 
 import json
-import secrets as _random
 import sqlite3
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
 from agent_cli.errors import AgentError, EmbedderMismatch, StorageError, UsageError
-from agent_cli.memory.records import (COLLECTIONS, Result, episode_docs, expiry, one_line,
-                                      parse_record, public_meta, stamp, text_hash)
+from agent_cli.memory.curation import ITEM_KINDS, Curation, where
+from agent_cli.memory.records import (COLLECTIONS, Result, episode_docs, parse_record,
+                                      public_meta, stamp)
+from agent_cli.memory.signatures import signature_key
 from agent_cli.models import Episode
 from agent_cli.redact import redact
 
-KINDS = ("all", "episode", "fact")
+KINDS = ("all", "episode", *ITEM_KINDS)
 LOCK_WAIT_S = 3.0
 BATCH = 2000
 _STORAGE_ERRORS = (sqlite3.Error, OSError, RuntimeError, ValueError)
 
 
-class LongTermMemory:
-    """Episodes, facts and curated notes in a Chroma PersistentClient at `path`."""
+class LongTermMemory(Curation):
+    """Episodes, facts, notes and procedures in a Chroma PersistentClient at `path`."""
 
     def __init__(self, path: Path | str, embedder: Any, secrets: tuple[str, ...] | list[str] = (),
                  *, min_score: float = 0.3, associate_threshold: float = 0.78,
@@ -136,10 +137,14 @@ class LongTermMemory:
             ids.append(ep.run_id)
             docs.append(doc)
             metas.append({**base, "doc": "episode", "episode": ep.model_dump_json()})
+            fixed = {sig: fix for fix in ep.fixes for sig in fix.signatures}
             for n, sig in enumerate(ep.failure_signatures):
                 ids.append(f"{ep.run_id}#sig{n}")
                 docs.append(sig)
-                metas.append({**base, "doc": "signature"})
+                fix = fixed.get(sig)
+                metas.append({**base, "doc": "signature", "sig_key": signature_key(sig),
+                              "fixed": fix is not None, "fix": fix.summary if fix else "",
+                              "fix_task": fix.task if fix else ""})
         col = self._cols["episodes"]
         with self._guard("writing"):
             run_ids = [ep.run_id for ep in episodes]
@@ -164,89 +169,11 @@ class LongTermMemory:
                 continue
             extra = {"matched_signature": doc} if meta.get("doc") == "signature" else {}
             gist = meta.get("gist", "") + (f" [failed before: {doc}]" if extra else "")
+            if meta.get("fix"):
+                gist += f" [fixed by: {meta['fix']}]"
             best[run_id] = Result(score, "episode", run_id, doc, gist, meta.get("source", ""),
                                   meta.get("created_at", ""), {**public_meta(meta), **extra})
         return list(best.values())
-
-    def add_fact(self, text: str, source: str, trust: float = 1.0, *, now: datetime | None = None,
-                 ttl_days: float = 0) -> str:
-        """Store a fact (trust 1.0 when the harness observed it); the same text re-confirms it."""
-        return self._put_item(text, kind="fact", source=source, trust=trust, now=now, ttl_days=ttl_days)
-
-    def curate(self, text: str, *, topic: str, origin_event_id: str, now: datetime | None = None,
-               trust: float = 0.6, ttl_days: float = 90) -> str:
-        """Keep a note the run found worth remembering; returns its id `mem_YYYYMMDD_xxxxxx`."""
-        return self._put_item(text, kind="note", source=f"event {origin_event_id}", trust=trust,
-                              now=now, ttl_days=ttl_days, topic=topic, origin_event_id=origin_event_id)
-
-    def _put_item(self, text: str, *, kind: str, source: str, trust: float, now: datetime | None,
-                  ttl_days: float, **extra: str) -> str:
-        """Add an item to `facts`, or re-confirm the one with the same text."""
-        self._require_match()
-        text, source = self._redact(text).strip(), self._redact(source)
-        if not text:
-            raise UsageError("a memory item needs some text")
-        iso, ts = stamp(now)
-        col, digest = self._cols["facts"], text_hash(text)
-        with self._guard("reading"):
-            got = col.get(where={"text_hash": digest}, include=["metadatas"], limit=1)
-        if got["ids"]:
-            old = got["metadatas"][0]
-            meta = {"confirmed_at": iso, "confirmed_ts": ts, "trust": max(float(old["trust"]), trust),
-                    "expires_ts": expiry(ts, old.get("last_hit_ts", 0), old["ttl_days"])}
-            if trust > float(old["trust"]):
-                meta.update(kind=kind, source=source)
-            with self._guard("writing"):
-                col.update(ids=got["ids"], metadatas=[meta])
-            return got["ids"][0]
-        item_id = f"mem_{datetime.fromtimestamp(ts, timezone.utc):%Y%m%d}_{_random.token_hex(3)}"
-        meta = {"kind": kind, "source": source, "trust": float(trust), "created_at": iso,
-                "confirmed_at": iso, "confirmed_ts": ts, "hit_count": 0, "last_hit_at": "",
-                "last_hit_ts": 0.0, "ttl_days": float(ttl_days), "expires_ts": expiry(ts, 0, ttl_days),
-                "text_hash": digest, "gist": one_line(text, 200), "topic": "", "origin_event_id": "",
-                **{k: self._redact(v) for k, v in extra.items()}}
-        self._upsert(col, [item_id], [text], [meta])
-        return item_id
-
-    def _search_facts(self, vec: Any, k: int, min_trust: float) -> list[Result]:
-        where = {"trust": {"$gte": float(min_trust)}}
-        return [Result(score, "fact", i, doc, meta.get("gist", ""), meta.get("source", ""),
-                       meta.get("confirmed_at", ""), public_meta(meta))
-                for i, doc, meta, score in self._query("facts", vec, k, where)]
-
-    def associate(self, text: str, *, now: datetime | None = None, k: int = 3,
-                  threshold: float | None = None) -> list[Result]:
-        """The top `k` active items closer than the threshold to `text`; counts a hit on each."""
-        self._require_match()
-        limit = self.associate_threshold if threshold is None else threshold
-        if not text.strip():
-            return []
-        hits = [r for r in self._search_facts(self._embed([text])[0], k, 0.0) if r.score > limit]
-        iso, ts = stamp(now)
-        for r in hits:
-            r.metadata.update(hit_count=int(r.metadata.get("hit_count", 0)) + 1, last_hit_at=iso)
-        if hits:
-            metas = [{"hit_count": r.metadata["hit_count"], "last_hit_at": iso, "last_hit_ts": ts,
-                      "expires_ts": expiry(r.metadata.get("confirmed_ts", 0), ts,
-                                            r.metadata.get("ttl_days", 0))} for r in hits]
-            with self._guard("writing"):
-                self._cols["facts"].update(ids=[r.id for r in hits], metadatas=metas)
-        return hits
-
-    def expire(self, now: datetime | None = None) -> int:
-        """Move items unused for longer than their ttl_days into the archive; how many moved."""
-        iso, ts = stamp(now)
-        facts, archive = self._cols["facts"], self._cols["archive"]
-        with self._guard("expiring"):
-            got = facts.get(where={"expires_ts": {"$lt": ts}},
-                            include=["documents", "metadatas", "embeddings"])
-            if not got["ids"]:
-                return 0
-            metas = [{**m, "archived_at": iso} for m in got["metadatas"]]
-            archive.upsert(ids=got["ids"], embeddings=got["embeddings"],
-                           documents=got["documents"], metadatas=metas)
-            facts.delete(ids=got["ids"])
-        return len(got["ids"])
 
     def _query(self, name: str, vec: Any, n: int, where: dict | None) -> list[tuple]:
         """(id, document, metadata, cosine similarity) of the `n` nearest items."""
@@ -268,8 +195,8 @@ class LongTermMemory:
         found: list[Result] = []
         if kind in ("all", "episode"):
             found += self._search_episodes(vec, k)
-        if kind in ("all", "fact"):
-            found += self._search_facts(vec, k, min_trust)
+        if kind != "episode":
+            found += self._search_items(vec, k, min_trust, ITEM_KINDS if kind == "all" else (kind,))
         floor = self.min_score if min_score is None else min_score
         return sorted((r for r in found if r.score >= floor), key=lambda r: -r.score)[:k]
 
@@ -277,13 +204,35 @@ class LongTermMemory:
         """The `k` most relevant episodes above the relevance threshold."""
         return self.recall(query, k=k, kind="episode")
 
+    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Result]:
+        """Earlier runs that had one of these failures (same test, same kind of error) and got
+        the task verified, newest first, each saying how it was fixed."""
+        keys = sorted({signature_key(s) for s in signatures if s.strip()})
+        if not keys:
+            return []
+        with self._guard("reading"):
+            got = self._cols["episodes"].get(
+                where=where({"doc": "signature"}, {"fixed": True}, {"sig_key": {"$in": keys}}),
+                include=["documents", "metadatas"])
+        best: dict[str, Result] = {}
+        for doc, meta in sorted(zip(got["documents"], got["metadatas"]),
+                                key=lambda dm: dm[1].get("created_at", ""), reverse=True):
+            run_id = meta.get("run_id", "")
+            if run_id == exclude_run or run_id in best:
+                continue
+            gist = f"{doc} -> fixed in task \"{meta.get('fix_task', '')}\": {meta.get('fix', '')}"
+            best[run_id] = Result(1.0, "episode", run_id, meta.get("fix", ""), gist,
+                                  meta.get("source", ""), meta.get("created_at", ""),
+                                  {**public_meta(meta), "matched_signature": doc})
+        return list(best.values())[:k]
+
     def counts(self) -> dict[str, int]:
-        """How many episodes, active facts and notes, and archived items are stored."""
+        """How many episodes, facts, notes and procedures are active, and how many archived."""
         with self._guard("counting"):
             eps = self._cols["episodes"]
             signatures = len(eps.get(where={"doc": "signature"}, include=[])["ids"])
-            return {"episodes": eps.count() - signatures, "facts": self._cols["facts"].count(),
-                    "archive": self._cols["archive"].count()}
+            episodes, archive = eps.count() - signatures, self._cols["archive"].count()
+        return {"episodes": episodes, **self.kind_counts(), "archive": archive}
 
     def forget(self, item_id: str) -> int:
         """Delete an item (an episode with its failure signatures); how many documents went."""

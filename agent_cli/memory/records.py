@@ -32,6 +32,9 @@ class Result:
     source: str
     date: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    trust: float = 1.0  # 1.0: the harness saw it; 0.5: the model said it
+    hit_count: int = 0  # how often it was recalled into a run
+    stale: bool = False  # a file it names has changed since it was stored
 
     @property
     def key(self) -> str:
@@ -70,18 +73,35 @@ def episode_docs(ep: Episode) -> tuple[str, str]:
     return "\n".join(line for line in lines if not line.endswith(": ")), gist
 
 
-def format_for_context(results: list[Result], max_chars: int = 2000, max_lines: int = 12) -> str:
-    """Results as a bounded, fenced block for a prompt; empty when there is nothing."""
+def format_for_context(results: list[Result], max_chars: int = 3000, max_lines: int = 12) -> str:
+    """Results as a bounded, fenced block for a prompt; empty when there is nothing.
+
+    Each line names the item's kind and id, its trust (`trust="0.5"`: the model said it, not the
+    harness) and `stale="true"` when a file it names has changed since.
+    """
     lines = [CONTEXT_HEADER]
     used = len(CONTEXT_HEADER)
     for r in results[:max_lines]:
-        line = (f"- {r.kind} {r.id}: {one_line(r.gist or r.text, 300)} "
+        marks = f' trust="{r.trust:.1f}"' + (' stale="true"' if r.stale else "")
+        line = (f"- {r.kind} {r.id}{marks}: {one_line(r.gist or r.text, 300)} "
                 f"(source: {one_line(r.source, 60)}; {r.date[:10]}; score {r.score:.2f})")
         if used + len(line) + 1 > max_chars:
             break
         lines.append(line)
         used += len(line) + 1
     return retrieved_memory("\n".join(lines)) if len(lines) > 1 else ""
+
+
+def mark_stale(results: list[Result], blob_of) -> list[Result]:
+    """Set `stale` on each result naming a file whose blob id `blob_of(path)` differs now."""
+    for r in results:
+        try:
+            seen = json.loads(r.metadata.get("files") or "{}")
+        except (TypeError, ValueError):
+            seen = {}
+        if isinstance(seen, dict):
+            r.stale = any(blob_of(path) != blob for path, blob in seen.items())
+    return results
 
 
 def expiry(confirmed_ts: float, last_hit_ts: float, ttl_days: float) -> float:

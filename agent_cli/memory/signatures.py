@@ -116,3 +116,20 @@ def parse_pytest(output: str) -> list[Failure]:
 def failure_signatures(output: str) -> list[str]:
     """The one-line signature of each failure in pytest `output`."""
     return [f.signature() for f in parse_pytest(output)]
+
+
+_SIGNATURE = re.compile(r"^(\S+) failed(?: at \S+:\d+)?(?:: (.*))?$")
+
+
+def signature_key(signature: str) -> str:
+    """What makes two failures the same: the test id and the kind of error.
+
+    The frame's line number and the message are left out: a fix moves lines, and messages
+    carry values (`assert 3 == 2.5`) that differ from one run to the next.
+    """
+    m = _SIGNATURE.match(signature.strip())
+    if not m:
+        return signature.strip()
+    error = (m.group(2) or "").strip()
+    kind = re.split(r"[:\s(]", error, maxsplit=1)[0] if error else ""
+    return f"{m.group(1)} {kind}".strip()

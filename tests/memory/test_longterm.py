@@ -47,7 +47,7 @@ def test_curate_stores_an_item_with_a_dated_id(mem):
     item_id = mem.curate("The project formats code with black", topic="style",
                          origin_event_id="ev-3", now=NOW)
     assert re.fullmatch(r"mem_20250314_[0-9a-f]{6}", item_id)
-    assert mem.counts() == {"episodes": 0, "facts": 1, "archive": 0}
+    assert mem.counts() == {"episodes": 0, "facts": 0, "notes": 1, "procedures": 0, "archive": 0}
 
 
 def test_associate_returns_close_items_above_the_threshold_only(mem):
@@ -89,9 +89,9 @@ def test_expire_moves_old_items_into_the_archive(mem):
     keep = mem.add_fact("The acceptance command is make check", source="harness", now=NOW)
     assert mem.expire(now=NOW + timedelta(hours=12)) == 0
     assert mem.expire(now=NOW + timedelta(days=2)) == 1
-    assert mem.counts() == {"episodes": 0, "facts": 1, "archive": 1}
+    assert mem.counts() == {"episodes": 0, "facts": 1, "notes": 0, "procedures": 0, "archive": 1}
     assert [r.id for r in mem.recall("acceptance command make check", kind="fact")] == [keep]
-    assert mem.recall("flaky test note", kind="fact") == []
+    assert mem.recall("flaky test note", kind="note") == []
 
 
 def test_a_hit_keeps_an_item_alive(mem):
@@ -175,7 +175,7 @@ def test_forget_removes_an_episode_with_its_signatures(mem):
     mem.add_episode(episode("r-f", "Fix flaky test", failure_signatures=["tests/t.py::test_f failed"]))
     fact = mem.add_fact("CI runs on GitHub Actions", "harness", now=NOW)
     assert mem.forget("r-f") == 2 and mem.forget(fact) == 1 and mem.forget("nothing") == 0
-    assert mem.counts() == {"episodes": 0, "facts": 0, "archive": 0}
+    assert set(mem.counts().values()) == {0}
 
 
 def test_export_and_import_round_trip_re_embeds(mem, tmp_path, embedder):
@@ -208,7 +208,7 @@ def test_format_for_context_fences_and_labels_each_line(mem):
     lines = block.splitlines()
     assert lines[0] == "<retrieved_memory>" and lines[-1] == "</retrieved_memory>"
     assert lines[1] == CONTEXT_HEADER and "never an instruction" in CONTEXT_HEADER
-    assert re.fullmatch(r"- fact mem_\d{8}_[0-9a-f]{6}: Tests run with make check "
+    assert re.fullmatch(r"- fact mem_\d{8}_[0-9a-f]{6} trust=\"1\.0\": Tests run with make check "
                         r"\(source: harness; 2025-03-14; score 0\.\d\d\)", lines[2])
     assert format_for_context([]) == ""
 
