@@ -19,6 +19,8 @@ memory_app = typer.Typer(help="Look at and maintain what the agent remembers.",
 REPO = typer.Option(None, "--repo", help="Repository (default: the current directory).")
 JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 NO_MEMORY = "no memory yet: {state} does not exist (`agent run` creates it)"
+KINDS = ("all", "episode", "fact", "note", "procedure")
+NO_COUNTS = {"episodes": 0, "facts": 0, "notes": 0, "procedures": 0, "archive": 0}
 
 
 def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
@@ -67,25 +69,29 @@ def _skip_final_sweep() -> None:
 def recall_command(
     query: str = typer.Argument(..., help="What to look for, in words."),
     k: int = typer.Option(5, "--k", "-k", min=1, max=100, help="How many results at most."),
-    kind: str = typer.Option("all", "--kind", help="episode, fact or all."),
+    kind: str = typer.Option("all", "--kind", help="episode, fact, note, procedure or all."),
     min_trust: float = typer.Option(0.5, "--min-trust", min=0.0, max=1.0,
-                                    help="Leave out facts trusted less than this."),
+                                    help="Leave out facts and notes trusted less than this."),
     as_json: bool = JSON,
     repo: Optional[Path] = REPO,
 ) -> None:
-    """Search long-term memory (episodes of earlier runs, verified facts) by meaning."""
+    """Search long-term memory (episodes, facts, notes, procedures) by meaning."""
     from agent_cli.errors import UsageError
 
-    if kind not in ("all", "episode", "fact"):
-        raise UsageError(f"unknown --kind {kind!r}", "use episode, fact or all")
-    _, settings, state = _place(repo)
+    if kind not in KINDS:
+        raise UsageError(f"unknown --kind {kind!r}", f"use one of {', '.join(KINDS)}")
+    top, settings, state = _place(repo)
     mem = _open(settings, state)
     if mem is None:
         typer.echo(NO_MEMORY.format(state=state / "chroma"), err=True)
         if as_json:
             typer.echo("[]")
         return
-    results = mem.recall(query, k=k, kind=kind, min_trust=min_trust)
+    from agent_cli.memory.records import mark_stale
+    from agent_cli.workspace.blobs import blob_hash
+
+    results = mark_stale(mem.recall(query, k=k, kind=kind, min_trust=min_trust),
+                         lambda path: blob_hash(top, path))
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
     elif not results:
@@ -109,13 +115,15 @@ def _results_table(results: list[Any]) -> Any:
     from agent_cli.memory.records import one_line
 
     table = _table("Recalled from long-term memory")
-    for name in ("score", "kind", "id", "date", "gist and source"):
+    for name in ("score", "kind", "id", "trust", "hits", "date", "gist and source"):
         table.add_column(name, style="cyan" if name == "id" else None, no_wrap=name != "gist and source",
                          overflow="fold" if name == "gist and source" else "ellipsis")
     for r in results:
         cell = Text(one_line(r.gist or r.text, 200))
-        cell.append(f"\n{one_line(r.source, 80)}", style="dim")
-        table.add_row(f"{r.score:.2f}", r.kind, r.id, r.date[:10], cell)
+        cell.append(f"\n{one_line(r.source, 80)}" + ("; stale: a file it names changed since"
+                                                     if r.stale else ""), style="dim")
+        table.add_row(f"{r.score:.2f}", r.kind, r.id, f"{r.trust:.1f}", str(r.hit_count),
+                      r.date[:10], cell)
     return table
 
 
@@ -130,11 +138,11 @@ def show_command(
     if not state.exists():
         typer.echo(NO_MEMORY.format(state=state), err=True)
         report: dict[str, Any] = {"run_id": None, "hot": [], "cold": [], "stats": {},
-                                  "counts": {"episodes": 0, "facts": 0, "archive": 0}}
+                                  "counts": dict(NO_COUNTS)}
     else:
         mem = _open(settings, state)
         report = _working_report(settings, state, kind)
-        report["counts"] = mem.counts() if mem else {"episodes": 0, "facts": 0, "archive": 0}
+        report["counts"] = mem.counts() if mem else dict(NO_COUNTS)
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     elif state.exists():
@@ -216,6 +224,7 @@ def _print_report(report: dict[str, Any]) -> None:
         console.print(cold)
         console.print()
     console.print(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} fact(s), "
+                  f"{counts.get('notes', 0)} note(s), {counts.get('procedures', 0)} procedure(s), "
                   f"{counts['archive']} archived item(s).")
 
 
@@ -235,8 +244,9 @@ def forget_command(item_id: str = typer.Argument(..., help="The id shown by `age
 
 @memory_app.command("expire")
 def expire_command(repo: Optional[Path] = REPO) -> None:
-    """Move facts and notes unused for longer than their time to live into the archive."""
-    moved = _memory_or_exit(repo).expire()
+    """Move facts, notes and procedures unused for `memory_ttl_days` into the archive."""
+    _, settings, _ = _place(repo)
+    moved = _memory_or_exit(repo).expire(ttl_days=settings.memory_ttl_days)
     typer.echo(f"moved {moved} item(s) into the archive")
 
 

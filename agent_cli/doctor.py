@@ -44,6 +44,21 @@ def _check_state_dir(settings, repo: Path | None) -> str:
     return f"{state} ({'exists' if state.exists() else 'will be created on the first run'})"
 
 
+def _check_instructions(settings, repo: Path | None) -> str:
+    """Which instruction files a run would send, and how many tokens they take."""
+    from agent_cli.agent import instructions
+
+    if repo is None:
+        return "none (no repository)"
+    found = instructions.load(repo, instructions.share_of(settings.context_window
+                                                          - settings.reserved_output_tokens))
+    if not found.files:
+        return "none (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md or CONTRIBUTING.md)"
+    cut = " (cut to the instructions' share of the context window)" if any(
+        f.cut for f in found.files) else ""
+    return f"{', '.join(found.names())}, {found.tokens} tokens{cut}"
+
+
 def _check_git(repo: Path | None) -> str:
     git = shutil.which("git")
     if not git:
@@ -77,13 +92,14 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("tokenizer", lambda: _check_tokenizer(settings)),
         ("state", lambda: _check_state_dir(settings, repo)),
         ("git", lambda: _check_git(repo)),
+        ("instructions", lambda: _check_instructions(settings, repo)),
     ]
     failed = 0
     out.print("[bold]checks[/bold]")
     for name, check in checks:
         try:
-            out.print(f"  [green]ok[/green]   {name:<10} {check()}")
+            out.print(f"  [green]ok[/green]   {name:<12} {check()}")
         except AgentError as e:
             failed += 1
-            out.print(f"  [red]FAIL[/red] {name:<10} {e.one_line()}")
+            out.print(f"  [red]FAIL[/red] {name:<12} {e.one_line()}")
     return 1 if failed else 0

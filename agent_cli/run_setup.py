@@ -99,7 +99,8 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
     from agent_cli.memory import SqliteStore, WorkingMemory
     from agent_cli.cli_common import make_embedder
     from agent_cli.memory.longterm import LongTermMemory
-    from agent_cli.memory.records import format_for_context
+    from agent_cli.memory.records import format_for_context, mark_stale
+    from agent_cli.workspace.blobs import blob_hash
     from agent_cli.workspace import shell
     from agent_cli.workspace.files import Files
     from agent_cli.workspace.git import GitRepo
@@ -135,7 +136,8 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
         files = Files(repo.root, deny_write=[state_dir], protected=protected)
         return Toolbox(files=files, run_command=model_command, is_test=shell.is_test_command,
                        memory=memory, secrets=secrets,
-                       recall_longterm=lambda q: format_for_context(open_longterm().recall(q, k=3)))
+                       recall_longterm=lambda q: format_for_context(
+                           mark_stale(open_longterm().recall(q, k=3), lambda p: blob_hash(repo.root, p))))
 
     def open_memory(run_dir: Path):
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -179,8 +181,11 @@ def execute(opts: RunOptions) -> int:
         services.model = build_model(settings, opts, on_retry=_retry_notice(console))
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
                            plan_only=opts.plan_only, approve=ask, secrets=settings.secrets(),
+                           memory_ttl_days=settings.memory_ttl_days,
                            limits=Limits(settings.max_steps, settings.task_max_steps,
-                                         settings.budget_usd, settings.tool_output_max_tokens))
+                                         settings.budget_usd, settings.tool_output_max_tokens,
+                                         context_window=settings.context_window,
+                                         reserved_output_tokens=settings.reserved_output_tokens))
         return _run_locked(Session(services, config), services, opts)
     except KeyboardInterrupt:
         print("interrupted before the run started; nothing to resume", file=sys.stderr)

@@ -66,8 +66,9 @@ class Instructions:
         count = tokens.count(text)
         cut = count > room
         if cut:
-            text = (tokens.truncate(text, room - 24) + f"\n[… {path} is {count} tokens long; "
-                    f"cut here to stay within the instructions' share of the context]")
+            note = (f"\n[… {path} is {count} tokens long; cut here to stay within the "
+                    "instructions' share of the context]")
+            text = tokens.truncate(text, room - tokens.count(note) - 2) + note
             count = tokens.count(text)
         self.files.append(InstructionFile(path, text, count, cut))
         return True

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agent_cli import events
+from agent_cli.agent import facts as model_facts
+from agent_cli.agent import instructions as repo_instructions
 from agent_cli.agent import learn, planner
 from agent_cli.agent.dispatch import dispatch_and_verify
 from agent_cli.agent.executor import Limits, Runtime
@@ -36,6 +38,7 @@ class RunConfig:
     approve: bool = False  # ask the human to approve the plan
     limits: Limits = field(default_factory=lambda: Limits(200, 30, 5.0, 3000))
     secrets: tuple[str, ...] = ()
+    memory_ttl_days: float = 90.0  # long-term items unused this long go to the archive (0: never)
 
 
 @dataclass
@@ -65,6 +68,10 @@ class Session:
         self.rt: Runtime | None = None
         self.signatures: list[str] = []
         self._base_usage: dict[str, Any] = {}  # usage saved by earlier sessions of this run
+        self.longterm: Any = None
+        self.learned = learn.Learned()
+        self.instructions = repo_instructions.load(
+            services.repo.root, repo_instructions.share_of(config.limits.window().limit))
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
@@ -91,15 +98,22 @@ class Session:
         return self._execute(state, memory, protected, longterm, recalled, spent_before=0.0)
 
     def _recall(self, longterm, goal: str) -> str:
-        from agent_cli.memory.records import format_for_context
+        return learn.recall_for_run(longterm, goal, self._topic(), self._blob_of)
 
-        results = longterm.recall(goal, k=5, kind="all", min_trust=0.5)
-        return format_for_context(results) if results else ""
+    def _topic(self) -> str:
+        """The repository that procedures, notes and facts are about."""
+        return self.sv.repo.root.name
+
+    def _blob_of(self, path: str) -> str | None:
+        from agent_cli.workspace.blobs import blob_hash
+
+        return blob_hash(self.sv.repo.root, path)
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
         files = self.sv.repo.list_files()
         messages = planner.plan_messages(goal, recalled, "\n".join(files[:300]),
-                                         self.cfg.accept_cmds)
+                                         self.cfg.accept_cmds, self.instructions.render(),
+                                         self.cfg.limits.window())
         plan, _ = planner.make_plan(self.sv.model, messages)
         event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],
                                 success_criteria=plan.success_criteria,
@@ -125,6 +139,7 @@ class Session:
         if run_id is None:
             raise AgentError("there is no unfinished run to resume", "start one with `agent run GOAL`")
         self.run = self.store.load(run_id)
+        self.learned = learn.Learned.from_dict(self.run.get("learned"))
         protected = set(self.run.get("protected", []))
         self.sv.repo.preflight(allow_dirty=True)
         self.sv.repo.ensure_on(self.run["branch"], protected)
@@ -154,10 +169,13 @@ class Session:
                  spent_before: float) -> int:
         run_id = self.run["run_id"]
         toolbox = self.sv.make_toolbox(memory, protected)
+        toolbox.on_note = self._noted
+        self.longterm = longterm
         self.rt = rt = Runtime(model=self.sv.model, toolbox=toolbox, memory=memory, state=state,
                                limits=self.cfg.limits, emit=self._emit,
                                log=lambda rec: self.store.log(run_id, rec), save=self.save,
-                               recalled=recalled, spent_before=spent_before)
+                               recalled=recalled, instructions=self.instructions,
+                               spent_before=spent_before)
         self._base_usage = dict(self.run.get("usage") or {})
         ws = self.sv.workspace(protected)
         code, message = EXIT_ERROR, ""
@@ -208,10 +226,30 @@ class Session:
         return EXIT_OK, "every task verified"
 
     def _on_verdict(self, verdict: Verdict) -> None:
+        """Keep the failure's signatures; look up how earlier runs fixed them for the retry."""
         from agent_cli.memory.signatures import failure_signatures
 
-        if not verdict.passed and verdict.output_tail:
-            self.signatures += failure_signatures(verdict.output_tail)
+        index = self.rt.state.current_task() if self.rt else None
+        if verdict.passed:
+            if index is not None:
+                task = self.rt.state.plan[index]
+                self.learned.passed(index, task.goal, task.summary)
+            self.rt.fixes = ""
+            return
+        found = failure_signatures(verdict.output_tail) if verdict.output_tail else []
+        self.signatures += found
+        if index is not None and found:
+            self.learned.failed(index, found)
+            try:
+                self.rt.fixes = learn.fixes_block(self.longterm, found, self.run["run_id"])
+            except AgentError as e:  # a retry without earlier fixes is still a retry
+                self._emit(events.Notice(text=f"earlier fixes not looked up: {e.one_line()}"))
+
+    def _noted(self, item_id: str, text: str) -> None:
+        """A note the model took: kept with the task it came from, curated at the end."""
+        index = self.rt.state.current_task() if self.rt else None
+        task = self.rt.state.plan[index].goal if index is not None else ""
+        self.learned.notes.append({"id": item_id, "text": text, "task": task})
 
     def _next_steps(self) -> str:
         return (f"Inspect the changes left uncommitted on branch {self.run['branch']} "
@@ -238,6 +276,7 @@ class Session:
         self.run.update({
             "updated_at": utc_now(), "steps": self.rt.state.step,
             "agent_state": self.rt.state.to_dict(), "memory": self.rt.memory.export_state(),
+            "learned": self.learned.to_dict(),
             "usage": {"prompt_tokens": base.get("prompt_tokens", 0) + usage.prompt_tokens,
                       "completion_tokens": base.get("completion_tokens", 0)
                       + usage.completion_tokens,
@@ -247,16 +286,33 @@ class Session:
     def _learn(self, longterm) -> None:
         if self.rt is None:
             return
-        state, tb = self.rt.state, self.rt.toolbox
-        files = sorted(tb.touched)
         try:
-            longterm.add_episode(learn.build_episode(self.run, state, tb.commands, files,
-                                                     self.signatures))
-            for text, source in learn.verified_facts(state, self.sv.repo.root.name,
-                                                     self.run["run_id"], self.cfg.accept_cmds):
-                longterm.add_fact(text, source, trust=1.0)
+            learn.remember(longterm, run=self.run, state=self.rt.state, toolbox=self.rt.toolbox,
+                           learned=self.learned, signatures=self.signatures, topic=self._topic(),
+                           blob_of=self._blob_of, ttl_days=self.cfg.memory_ttl_days,
+                           accept_cmds=self.cfg.accept_cmds, facts=self._facts())
         except Exception as e:  # the run's outcome stands even if memory cannot take it
             self._emit(events.Notice(text=f"long-term memory not updated: {e}"))
+
+    def _facts(self) -> list:
+        """The model's facts about the repository, asked for once at the end of a run that
+        ended on its own (not stopped, out of budget or broken) with money left; [] on any
+        failure, which is not the run's."""
+        rt = self.rt
+        if self.run.get("status") not in ("verified", "escalated") or rt.spent() >= rt.limits.budget_usd:
+            return []
+        try:
+            messages = model_facts.facts_messages(rt.state.goal, rt.memory.assemble().render(),
+                                                  rt.state.render_progress(),
+                                                  self.instructions.render(), rt.limits.window())
+            rt.log({"type": "request", "messages": messages})
+            found = model_facts.ask_facts(rt.model, messages)
+        except AgentError as e:
+            rt.log({"type": "facts", "error": e.one_line()})
+            return []
+        rt.log({"type": "facts", "facts": [f.__dict__ for f in found]})
+        self.save()  # the request's usage
+        return found
 
     def _done(self, code: int, message: str) -> None:
         state = self.rt.state

@@ -91,6 +91,7 @@ class Toolbox:
         self.secrets = secrets
         self.commands: list[tuple[str, int | None]] = []
         self.touched: set[str] = set()
+        self.on_note: Callable[[str, str], None] | None = None  # (item id, text): kept by the run
 
     def execute(self, call: ToolCall) -> ToolResult:
         """Run one call; every failure becomes an error result for the model."""
@@ -149,7 +150,10 @@ class Toolbox:
 
     def _note(self, a: dict) -> ToolResult:
         # Notes are shown unfenced, kept in memory.db and state, and may quote what the model saw.
-        item_id = self.memory.note(fences.escape(redact(str(a["text"]), self.secrets)))
+        text = fences.escape(redact(str(a["text"]), self.secrets))
+        item_id = self.memory.note(text)
+        if self.on_note is not None:
+            self.on_note(item_id, text)
         return ToolResult("note", f"noted as {item_id}", kind="note", summary="note")
 
     def _recall(self, a: dict) -> ToolResult:

@@ -54,6 +54,12 @@ def finish(summary: str = "added median()") -> dict:
     return {"tool": "finish", "args": {"summary": summary}}
 
 
+def facts(*items: tuple[str, list[str]]) -> dict:
+    """A submit_facts reply (the request at the end of a run)."""
+    return {"tool": "submit_facts",
+            "args": {"facts": [{"text": text, "files": files} for text, files in items]}}
+
+
 def read_stats() -> dict:
     return {"tool": "read_file", "args": {"path": "calc/stats.py"}}
 

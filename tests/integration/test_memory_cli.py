@@ -95,7 +95,7 @@ def test_without_state_every_command_says_no_memory_and_creates_nothing(repo):
         assert r.returncode == 0, (args, r.stderr)
         assert "no memory yet" in r.stderr, args
     assert json.loads(results[1].stdout) == []
-    assert json.loads(results[3].stdout)["counts"] == {"episodes": 0, "facts": 0, "archive": 0}
+    assert set(json.loads(results[3].stdout)["counts"].values()) == {0}
     assert sorted(p.name for p in repo.iterdir()) == [".git"]
 
 
@@ -129,7 +129,8 @@ def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
     before = agent(seeded, "memory", "show")
     assert before.returncode == 0, before.stderr
     assert "No run has recorded working memory yet." in before.stdout
-    assert "Long-term memory: 2 episode(s), 2 fact(s), 0 archived item(s)." in before.stdout
+    assert ("Long-term memory: 2 episode(s), 2 fact(s), 0 note(s), 0 procedure(s), "
+            "0 archived item(s).") in before.stdout
     _save_working_memory(seeded / ".agent")
     text, as_json, edits = agents(seeded, ["memory", "show"], ["memory", "show", "--json"],
                                   ["memory", "show", "--json", "--kind", "edit"])
@@ -138,7 +139,8 @@ def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
     assert "edit cli.py" in text.stdout and "output 0" in text.stdout
     report = json.loads(as_json.stdout)
     assert report["run_id"] == NEW_RUN
-    assert report["counts"] == {"episodes": 2, "facts": 2, "archive": 0}
+    assert report["counts"] == {"episodes": 2, "facts": 2, "notes": 0, "procedures": 0,
+                                "archive": 0}
     assert {h["id"] for h in report["hot"]} == {"m1", "m6", "m7", "m8"}
     assert set(report["hot"][0]["score"]) == {"kind", "refs", "goal", "recency", "size", "total"}
     assert [c["id"] for c in report["cold"]] == ["m2", "m3", "m4", "m5"]

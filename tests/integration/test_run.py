@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from conftest import git
-from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, events_of, finish, plan,
-                    read_stats, replace_median, run_tests, state_of, task)
+from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, events_of, facts, finish,
+                    plan, read_stats, replace_median, run_tests, state_of, task)
 
 
 def agent_run(run_agent, srv, repo, *extra, goal=GOAL):
@@ -34,9 +34,9 @@ def test_success_commits_the_verified_task(run_agent, fake_server, demo_repo):
 
 
 def test_goal_is_last_in_every_request(run_agent, fake_server, demo_repo):
-    srv = fake_server([plan(task()), read_stats(), add_median(), finish()])
+    srv = fake_server([plan(task()), read_stats(), add_median(), finish(), facts()])
     assert agent_run(run_agent, srv, demo_repo).returncode == 0
-    assert len(srv.chat_requests) == 4
+    assert len(srv.chat_requests) == 5  # plan, three steps, the facts at the end
     for req in srv.chat_requests:
         assert req["messages"][-1]["role"] == "user"
         assert req["messages"][-1]["content"].rstrip().endswith(GOAL)
@@ -160,9 +160,9 @@ def test_accept_flag_is_used_and_is_the_final_gate(run_agent, fake_server, demo_
 def test_next_run_recalls_the_last_episode_and_fact(run_agent, fake_server, demo_repo):
     srv = fake_server([plan(task()), add_median(), finish()])
     assert agent_run(run_agent, srv, demo_repo).returncode == 0
-    facts = json.loads(run_agent("recall", "tests/test_stats.py passes", "--kind", "fact",
+    found = json.loads(run_agent("recall", "tests/test_stats.py passes", "--kind", "procedure",
                                  "--json", cwd=demo_repo).stdout)
-    assert any(PYTEST in f["text"] and f["source"].startswith("harness") for f in facts)
+    assert any(PYTEST in f["text"] and f["source"].startswith("harness") for f in found)
     goal2 = "Add a mode function to calc/stats.py so that its tests pass"
     srv2 = fake_server([plan(task("Add mode() to calc/stats.py"), goal=goal2), finish()])
     agent_run(run_agent, srv2, demo_repo, goal=goal2)

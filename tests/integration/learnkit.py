@@ -1,0 +1,65 @@
+"""Runs of the real wiring in this process: the loopback server, a real git repo, real Chroma.
+
+`run_in_process` builds the run exactly as `agent run` does (settings from the environment
+and flags, the OpenAI client over HTTP, Chroma on disk), without spawning a process. The
+embedder is the server's `/embeddings` (a deterministic bag of words), so what is recalled
+depends only on the words used.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_cli.run_setup import RunOptions, execute
+
+
+@pytest.fixture
+def run_env(monkeypatch, tmp_path):
+    """The environment `agent run` would see in a clean account, set for this process."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AGENT_RC", str(tmp_path / "no-user-agentrc"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AGENT_RETRY_BACKOFF_S", "0.01")
+    monkeypatch.setenv("AGENT_EMBEDDING_MODEL", "fake-embed")
+    return monkeypatch
+
+
+def run_in_process(capsys, repo: Path, goal: str, server, **flags) -> tuple[int, list[dict]]:
+    """`agent run GOAL --yes --json` against `server`; the exit code and the events printed."""
+    capsys.readouterr()
+    opts = RunOptions(goal=goal, repo=repo, yes=True, json_out=True,
+                      flags={"base_url": server.url, "approval": "auto", **flags})
+    code = execute(opts)
+    out = capsys.readouterr().out
+    return code, [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def request_text(request: dict) -> str:
+    """Every message of one chat request as one string."""
+    return "\n".join(str(m.get("content") or "") for m in request["messages"])
+
+
+def planning_requests(server) -> list[dict]:
+    return [r for r in server.chat_requests if _forced(r) == "submit_plan"]
+
+
+def task_requests(server) -> list[dict]:
+    return [r for r in server.chat_requests if r.get("tool_choice") == "auto"]
+
+
+def facts_requests(server) -> list[dict]:
+    return [r for r in server.chat_requests if _forced(r) == "submit_facts"]
+
+
+def _forced(request: dict) -> str | None:
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict):
+        return choice.get("function", {}).get("name")
+    tools = request.get("tools") or []
+    if choice == "required" and len(tools) == 1:  # "required" with a single tool forces it too
+        return tools[0]["function"]["name"]
+    return None
