@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from agent_cli import events, fences, tokens
-from agent_cli.agent import prompts
+from agent_cli.agent import pins, prompts
+from agent_cli.agent.freshness import FileViews, after_tool
 from agent_cli.agent.request import Request
 from agent_cli.agent.window import Window
 from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
@@ -53,6 +54,8 @@ class Runtime:
     recalled: str = ""
     instructions: Any = None  # agent.instructions.Instructions, or None
     fixes: str = ""  # fixes of earlier runs for the failure the current task just had
+    views: FileViews = field(default_factory=FileViews)  # items showing files (freshness.py)
+    unpin_asked: set[str] = field(default_factory=set)  # pinned notes the model was asked about
     spent_before: float = 0.0  # money spent by earlier sessions of a resumed run
     malformed: int = 0
 
@@ -107,6 +110,9 @@ def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
     task = task_block(rt, index, attempt, steps_left)
     if last.nudge:
         task = f"NOTE: {last.nudge}\n\n{task}"
+    unpin = pins.before_request(rt)
+    if unpin:
+        task = f"{unpin}\n\n{task}"
     return Request(system=prompts.load("system"), goal=rt.state.goal,
                    instructions=instructions_block(rt),
                    recalled="\n".join(p for p in (rt.recalled, rt.fixes) if p),
@@ -158,8 +164,10 @@ def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage) 
     """Put a tool result in working memory, advance the step, emit and log it."""
     rt.state.step += 1
     rt.memory.tick()
+    item_id = None
     if result.kind != "note" and not result.finished:
-        rt.memory.add(result.kind, fenced(result), summary=result.memory_summary())
+        item_id = rt.memory.add(result.kind, fenced(result), summary=result.memory_summary())
+    after_tool(rt.views, rt.memory, item_id, result, rt.toolbox.blob_of)
     rt.emit(events.ToolRan(index=index, step=rt.state.step, name=call.name, ok=result.ok,
                            summary=result.summary, prompt_tokens=usage.prompt_tokens,
                            completion_tokens=usage.completion_tokens, cost_usd=rt.spent()))

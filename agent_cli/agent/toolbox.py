@@ -35,6 +35,8 @@ TOOLS = [
                   {"pattern": _S, "path": _S}, ["pattern"]),
     function_tool("note", "Keep a short note in working memory for later steps and tasks.",
                   {"text": _S}),
+    function_tool("unpin", "Stop pinning a note (by its id, e.g. m12): it stays in working memory "
+                  "as an ordinary note, kept or evicted by its score.", {"id": _S}),
     function_tool("recall", "Bring back items from working memory's cold zone and from "
                   "earlier runs, by name or by meaning.", {"query": _S}),
     function_tool("finish", "End this task with a short summary of what you changed. The "
@@ -56,6 +58,7 @@ class ToolResult:
     subject: str = ""  # what the call was about, when the summary does not say (a command)
     malformed: bool = False
     finished: bool = False
+    path: str = ""  # the file a read or a write was about, relative to the root
 
     def memory_summary(self) -> str:
         """The summary of the working-memory item made from this result."""
@@ -123,17 +126,30 @@ class Toolbox:
         text = self.files.read(str(a["path"]), _int(a.get("start_line")), _int(a.get("end_line")))
         where = f" lines {a.get('start_line') or 1}-{a.get('end_line') or 'end'}" \
             if a.get("start_line") or a.get("end_line") else ""
-        return ToolResult("read_file", text, kind="file", summary=f"read {a['path']}{where}")
+        return ToolResult("read_file", text, kind="file", summary=f"read {a['path']}{where}",
+                          path=self._rel(a["path"]))
 
     def _write_file(self, a: dict) -> ToolResult:
         diff = self.files.write(str(a["path"]), str(a["content"]))
         self.touched.add(str(a["path"]))
-        return ToolResult("write_file", diff, kind="edit", summary=f"wrote {a['path']}")
+        return ToolResult("write_file", diff, kind="edit", summary=f"wrote {a['path']}",
+                          path=self._rel(a["path"]))
 
     def _edit_file(self, a: dict) -> ToolResult:
         diff = self.files.edit(str(a["path"]), str(a["old"]), str(a["new"]))
         self.touched.add(str(a["path"]))
-        return ToolResult("edit_file", diff, kind="edit", summary=f"edited {a['path']}")
+        return ToolResult("edit_file", diff, kind="edit", summary=f"edited {a['path']}",
+                          path=self._rel(a["path"]))
+
+    def blob_of(self, path: str) -> str | None:
+        """The git blob id of the repository file `path` now; None when there is no such file."""
+        from agent_cli.workspace.blobs import blob_hash
+
+        return blob_hash(self.files.root, path)
+
+    def _rel(self, path: object) -> str:
+        """`path` as the repository-relative path of the file it names."""
+        return self.files.rel(self.files.resolve(str(path)))
 
     def _run(self, a: dict) -> ToolResult:
         cmd = str(a["cmd"])
@@ -159,15 +175,30 @@ class Toolbox:
     def _recall(self, a: dict) -> ToolResult:
         query = str(a["query"])
         ids = self.memory.recall(query, k=3)
-        parts = [f"restored to working memory: {', '.join(ids)}" if ids
-                 else "nothing matching in the cold zone of working memory"]
+        parts = [f"restored to working memory: {', '.join(ids)}" if ids else _cooling(
+            self.memory.cooling(query, k=3))]
         if self.recall_longterm:
             parts.append(self.recall_longterm(query) or "nothing relevant from earlier runs")
         return ToolResult("recall", "\n".join(parts), kind="recalled",
                           summary=f"recall {query[:60]!r}: {len(ids)} restored")
 
+    def _unpin(self, a: dict) -> ToolResult:
+        item_id = str(a["id"]).strip()
+        self.memory.unpin(item_id)
+        return ToolResult("unpin", f"{item_id} is now an ordinary note", kind="note",
+                          summary=f"unpinned {item_id}")
+
     def _finish(self, a: dict) -> ToolResult:
         return ToolResult("finish", str(a["summary"]), summary="finish", finished=True)
+
+
+def _cooling(cooling: list[tuple[str, int]]) -> str:
+    """What a recall that restored nothing says: which matches are still cooling down."""
+    if not cooling:
+        return "nothing matching in the cold zone of working memory"
+    held = ", ".join(f"{i} ({n} more step{'s' if n != 1 else ''})" for i, n in cooling)
+    return (f"nothing restored: the matching items were evicted just now and are cooling down: "
+            f"{held}; recall them after that")
 
 
 def _int(value: Any) -> int | None:

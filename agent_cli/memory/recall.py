@@ -42,22 +42,45 @@ class Recall:
             chosen += self._meaning_hits(query, k - len(chosen), set(chosen))
         return self._restore(chosen)
 
-    def _symbol_hits(self, query: str) -> list[str]:
-        """Cold ids whose id or defined names appear in `query`, best first."""
+    def cooling(self, query: str, k: int = 3) -> list[tuple[str, int]]:
+        """Cold items matching `query` that only their cooldown holds back: (id, steps left)."""
+        found = self._symbol_hits(query, cooling=True)[:k]
+        if len(found) < k and self.embedder is not None:
+            found += self._meaning_hits(query, k - len(found), set(found), cooling=True)
+        out = []
+        for item_id in found:
+            record = self.store.get(item_id)
+            if record is not None:
+                out.append((item_id, self._cooldown_left(record["step_evicted"])))
+        return out
+
+    def _cooldown_left(self, evicted: int) -> int:
+        """Steps until an item evicted at step `evicted` may be recalled (0: it may now)."""
+        return max(self.recall_cooldown_steps - (self._step - evicted), 0)
+
+    def _symbol_hits(self, query: str, cooling: bool = False) -> list[str]:
+        """Cold ids whose id or defined names appear in `query`, best first: those outside
+        their cooldown, or (`cooling`) only those inside it."""
         names = identifiers(query)
         by_id = [n for n in names if _ID.fullmatch(n) and self.store.get(n) is not None]
         ranked = rank_hits(by_id, self.store.by_symbol(names),
                            self.store.by_symbol(names, folded=True))
-        return [item_id for item_id in ranked if item_id not in self._restored]
+        out = []
+        for item_id in ranked:
+            record = self.store.get(item_id) if item_id not in self._restored else None
+            if record is not None and (self._cooldown_left(record["step_evicted"]) > 0) == cooling:
+                out.append(item_id)
+        return out
 
-    def _meaning_hits(self, query: str, k: int, exclude: set[str]) -> list[str]:
-        """Cold ids nearest to `query` in meaning, outside their cooldown."""
+    def _meaning_hits(self, query: str, k: int, exclude: set[str], cooling: bool = False) -> list[str]:
+        """Cold ids nearest to `query` in meaning, outside their cooldown (or only inside it)."""
         if self._vectors is None:
             self._vectors = scoring.VectorIndex(self.store.vectors())
-        step, cooldown, restored = self._step, self.recall_cooldown_steps, self._restored
+        restored = self._restored
 
         def allow(item_id: str, evicted: int) -> bool:
-            return item_id not in exclude and item_id not in restored and step - evicted >= cooldown
+            return (item_id not in exclude and item_id not in restored
+                    and (self._cooldown_left(evicted) > 0) == cooling)
 
         query_vector = self._embed(query) or ()
         return [i for i, _ in self._vectors.search(query_vector, k, allow, MIN_SIMILARITY)]

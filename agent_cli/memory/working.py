@@ -17,6 +17,7 @@ from typing import Any, Callable, Protocol, Sequence
 from agent_cli import tokens as toks
 from agent_cli.memory import scoring
 from agent_cli.memory.recall import Recall
+from agent_cli.memory.revise import Revisions
 from agent_cli.memory.store import InMemStore, Item, Store, id_number
 from agent_cli.memory.symbols import definitions, mentioned
 
@@ -54,7 +55,7 @@ def _summary(summary: str, text: str) -> str:
     return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
 
 
-class WorkingMemory(Recall):
+class WorkingMemory(Recall, Revisions):
     """Hot items within `max_tokens`, the rest in `store`; see docs/working_memory.md."""
 
     def __init__(self, store: Store | None = None, embedder: Embedder | None = None,
@@ -219,9 +220,7 @@ class WorkingMemory(Recall):
                     del self._hot_defs[name]
 
     def _fit(self) -> None:
-        """Evict until pinned items are within their share and everything within budget."""
-        while self._pinned_cost > self._pinned_cap:
-            self._evict(next(it for it in self._hot.values() if it.pinned))
+        """Evict until everything is within budget (pinned notes past their share: revise.py)."""
         while self._hot_cost > self._room:
             self._evict(self._weakest())
 
@@ -251,6 +250,7 @@ class WorkingMemory(Recall):
         """Move an item to the cold store; a view only refreshes the record it came from."""
         self._unlink(item)
         self._evictions += 1
+        self._evicting(item)  # a pinned note is reported (revise.py)
         if item.origin_id is not None:
             self._restored.discard(item.origin_id)
             record = self.store.get(item.origin_id)

