@@ -1,0 +1,53 @@
+"""Requests fitted to the context window: counted whole, cut from the most volatile part."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_cli import fences
+from agent_cli.agent.request import Request
+from agent_cli.agent.toolbox import TOOLS
+from agent_cli.agent.window import Window, request_tokens
+from agent_cli.errors import AgentError
+
+
+def _request(memory_words: int = 3000, result_words: int = 10) -> Request:
+    return Request(system="You are careful.", goal="make the tests pass",
+                   instructions=fences.repo_instructions("AGENTS.md", "Run make check."),
+                   recalled=fences.retrieved_memory("- fact: tests run with make check"),
+                   memory="[edit m1] edited a.py\n" + "alpha beta " * memory_words,
+                   exchange=[{"role": "assistant", "content": None, "tool_calls": []},
+                             {"role": "tool", "tool_call_id": "c1",
+                              "content": fences.tool_output("run", "line\n" * result_words)}],
+                   task="CURRENT TASK: fix it", state="PLAN: 1 task")
+
+
+def test_a_request_within_the_window_is_left_alone():
+    req = _request(memory_words=50)
+    assert req.fitted(TOOLS, Window(128_000, 4096)) == req.messages()
+
+
+def test_working_memory_is_cut_first_and_the_rest_kept():
+    req = _request()
+    window = Window(4000, 1000)
+    assert request_tokens(req.messages(), TOOLS) > window.limit
+    fitted = req.fitted(TOOLS, window)
+    assert request_tokens(fitted, TOOLS) <= window.limit
+    text = "\n".join(str(m.get("content")) for m in fitted)
+    assert "cut to fit the model's context window" in text
+    assert "Run make check." in text and "tests run with make check" in text  # untouched
+    assert fitted[-1]["content"].endswith("make the tests pass")  # the goal is still last
+    assert all(fences.balanced(str(m.get("content") or "")) for m in fitted)
+
+
+def test_the_previous_exchange_is_cut_after_memory():
+    req = _request(memory_words=10, result_words=3000)
+    fitted = req.fitted(TOOLS, Window(4000, 1000))
+    assert request_tokens(fitted, TOOLS) <= 3000
+    assert "cut to fit" in fitted[-2]["content"] and fitted[-2]["role"] == "tool"
+
+
+def test_a_window_too_small_for_the_fixed_parts_is_a_clear_error():
+    req = Request(system="rules " * 2000, goal="g")
+    with pytest.raises(AgentError, match="context window leaves 1000"):
+        req.fitted(TOOLS, Window(2000, 1000))
