@@ -306,3 +306,56 @@ def test_a_reindex_cut_short_after_the_swap_is_finished_on_open(mem, tmp_path, e
     reopened = LongTermMemory(tmp_path / "chroma", embedder)
     assert reopened.counts()["facts"] == 1
     assert [r.id for r in reopened.recall("builds use make", kind="fact")] == [fact]
+
+
+# -- procedures, fixes, expiry with the configured time to live ----------------------------
+def test_the_same_procedure_is_merged_and_its_confirmations_counted(mem):
+    first = mem.add_procedure("pytest -q tests/test_a.py", "Add a", topic="repo", run_id="r1",
+                              files={"tests/test_a.py": "abc"}, now=NOW)
+    again = mem.add_procedure("pytest -q tests/test_a.py", "Fix a", topic="repo", run_id="r2",
+                              now=NOW + timedelta(days=1))
+    other_repo = mem.add_procedure("pytest -q tests/test_a.py", "Add a", topic="other", now=NOW)
+    assert first == again != other_repo
+    (proc,) = mem.procedures("repo")
+    assert proc.kind == "procedure" and proc.trust == 1.0
+    assert proc.metadata["confirmations"] == 2 and proc.metadata["task"] == "Fix a"
+    assert "Fix a" in proc.text and proc.metadata["command"] == "pytest -q tests/test_a.py"
+    assert mem.counts()["procedures"] == 2
+    assert [r.id for r in mem.recall("pytest tests test_a", kind="procedure", k=5)
+            if r.metadata["topic"] == "repo"] == [first]
+
+
+def test_fixes_are_found_by_test_and_error_kind_not_line_or_message(mem):
+    from agent_cli.models import Fix
+
+    failed = "tests/t.py::test_x failed at tests/t.py:12: assert 3 == 2.5"
+    mem.add_episode(episode("r-fixed", "Fix x", failure_signatures=[failed],
+                            fixes=[Fix(signatures=[failed], task="Fix x", summary="sorted a copy")]))
+    mem.add_episode(episode("r-unfixed", "Other", status="escalated",
+                            failure_signatures=[failed]))
+    later = "tests/t.py::test_x failed at tests/t.py:14: assert 4 == 2.5"
+    (found,) = mem.fixes_for([later])
+    assert found.id == "r-fixed" and found.text == "sorted a copy" and "Fix x" in found.gist
+    assert mem.fixes_for([later], exclude_run="r-fixed") == []
+    assert mem.fixes_for(["tests/t.py::test_x failed at tests/t.py:12: KeyError: 'a'"]) == []
+
+
+def test_expire_with_the_configured_ttl_archives_what_went_unused(mem):
+    stale = mem.add_fact("Old fact about the build", "harness", now=NOW - timedelta(days=100))
+    used = mem.add_fact("Old fact that was recalled", "harness", now=NOW - timedelta(days=100))
+    mem.count_hits(mem.recall("Old fact that was recalled", k=1), now=NOW - timedelta(days=10))
+    mem.add_fact("A fresh fact", "harness", now=NOW)
+    assert mem.expire(now=NOW, ttl_days=0) == 0  # 0: nothing expires
+    assert mem.expire(now=NOW, ttl_days=90) == 1
+    left = {r.id for r in mem.recall("old fact", k=5)}
+    assert used in left and stale not in left and mem.counts()["archive"] == 1
+
+
+def test_a_result_naming_a_changed_file_is_stale(mem):
+    from agent_cli.memory.records import mark_stale
+
+    mem.add_fact("calc/stats.py defines mean", "model", trust=0.5, files={"calc/stats.py": "b1"})
+    (r,) = mem.recall("calc stats defines mean", kind="fact")
+    assert not mark_stale([r], lambda p: "b1")[0].stale
+    assert mark_stale([r], lambda p: "b2")[0].stale and "stale=\"true\"" in format_for_context([r])
+    assert 'trust="0.5"' in format_for_context([r])
