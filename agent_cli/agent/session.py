@@ -310,6 +310,9 @@ class Session:
         except AgentError as e:
             rt.log({"type": "facts", "error": e.one_line()})
             return []
+        except KeyboardInterrupt:  # stopping now loses nothing: the run itself is over
+            rt.log({"type": "facts", "error": "interrupted"})
+            return []
         rt.log({"type": "facts", "facts": [f.__dict__ for f in found]})
         self.save()  # the request's usage
         return found
