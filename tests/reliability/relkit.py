@@ -82,6 +82,11 @@ def finish(summary: str = "done") -> dict:
     return call("finish", summary=summary)
 
 
+def no_facts() -> dict:
+    """The reply to the end-of-run submit_facts request: nothing learned."""
+    return call("submit_facts", facts=[])
+
+
 def make_done(name: str = "done.txt", text: str = "done\n") -> dict:
     return call("write_file", path=name, content=text)
 

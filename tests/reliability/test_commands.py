@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from reliability.relkit import (DONE_CHECK, GOAL, PY, calls, finish, make_done, pid_gone, plan, repo_with,
-                                sentinel, spawn_agent, task, tool_results, wait_for)
+from reliability.relkit import (DONE_CHECK, GOAL, PY, calls, finish, make_done, no_facts, pid_gone,
+                                plan, repo_with, sentinel, spawn_agent, task, tool_results,
+                                wait_for)
 
 __all__ = ["sentinel", "spawn_agent"]
 
@@ -67,7 +68,7 @@ def test_run_kills_the_group_closes_stdin_caps_output_scrubs_env_and_denies(
             "echo \"key=[$OPENAI_API_KEY]\"",
             *(c for c, _ in denied),
             "echo allowed > allowed.txt"),
-        make_done(), finish()])
+        make_done(), finish(), no_facts()])
     # The agent's own stdin is a pipe that stays open: a command given it would wait forever.
     stdin_r, stdin_w = os.pipe()
     started = time.monotonic()

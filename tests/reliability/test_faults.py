@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from reliability.relkit import (GOAL, call, calls, commit_count, events, finish, make_done, plan,
-                                read_state, repo_with, task, task_statuses)
+from reliability.relkit import (GOAL, call, calls, commit_count, events, finish, make_done,
+                                no_facts, plan, read_state, repo_with, task, task_statuses)
 
 ERROR_BODY = json.dumps({"error": {"message": "upstream trouble"}})
 
@@ -35,7 +35,7 @@ def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_e
               ("rm_rf", {"path": "/"}),  # a tool that does not exist
               ("read_file", {}),  # the required argument missing
               ("write_file", "[1, 2]")),  # arguments that are not an object
-        make_done(), finish(),
+        make_done(), finish(), no_facts(),
     ])
     proc = _agent_run(run_agent, srv, repo, env={"AGENT_REQUEST_TIMEOUT_S": "0.5"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -44,7 +44,7 @@ def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_e
     assert any("429" in n for n in notices) and any("timed out" in n.lower() for n in notices)
 
     reqs = srv.chat_requests
-    assert len(reqs) == 11
+    assert len(reqs) == 12  # with the end-of-run submit_facts request
     assert "NOTE: your last reply was not readable" in _last_user(reqs[6])
     assert "NOTE: your last reply had no choices" in _last_user(reqs[7])
     assert "NOTE: your last reply had no tool call" in _last_user(reqs[8])
@@ -71,11 +71,11 @@ def test_retries_run_out_mid_task_then_resume_finishes_without_planning_again(
     assert read_state(repo)["status"] == "failed"
     assert task_statuses(repo) == ["verified", "running"] and commit_count(repo) == 2
 
-    rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish()])
+    rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish(), no_facts()])
     proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert all("submit_plan" not in json.dumps(r.get("tools", [])) for r in rest.chat_requests)
-    assert len(rest.chat_requests) == 2  # task 1 was not redone
+    assert len(rest.chat_requests) == 3  # task 1 was not redone; then the facts at the end
     assert task_statuses(repo) == ["verified", "verified"] and commit_count(repo) == 3
 
 

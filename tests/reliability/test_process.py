@@ -15,8 +15,8 @@ import subprocess
 import time
 
 from conftest import git
-from reliability.relkit import (GOAL, PY, call, commit_count, events, finish, make_done, pid_gone,
-                                plan, read_state, repo_with, spawn_agent, state_files, task,
+from reliability.relkit import (GOAL, PY, call, commit_count, events, finish, make_done, no_facts,
+                                pid_gone, plan, read_state, repo_with, spawn_agent, state_files, task,
                                 task_statuses, wait_for)
 
 __all__ = ["spawn_agent"]
@@ -62,10 +62,10 @@ def test_sigkill_after_a_verified_task_loses_nothing_and_resume_continues(
     _no_torn_state(repo)
     assert task_statuses(repo) == ["verified", "running"] and commit_count(repo) == 2
 
-    rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish()])
+    rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish(), no_facts()])
     proc = _resume(run_agent, repo, rest)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert not _planned_again(rest) and len(rest.chat_requests) == 2  # task 1 not redone
+    assert not _planned_again(rest) and len(rest.chat_requests) == 3  # task 1 not redone; facts
     assert task_statuses(repo) == ["verified", "verified"] and commit_count(repo) == 3
     subjects = git(repo, "log", "--format=%s").splitlines()
     assert subjects == ["Create done2.txt", "Create done.txt", "initial"]
@@ -84,7 +84,7 @@ def test_sigkill_during_the_acceptance_command_then_resume_verifies(
         assert agent.wait() == -signal.SIGKILL
         _no_torn_state(repo)
         assert task_statuses(repo) == ["running"] and commit_count(repo) == 1
-        rest = fake_server([finish("done.txt was already written")])
+        rest = fake_server([finish("done.txt was already written"), no_facts()])
         proc = _resume(run_agent, repo, rest)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert not _planned_again(rest)
