@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from pydantic import ValidationError
 
-from agent_cli import fences
+from agent_cli import fences, strictjson
 from agent_cli.agent import prompts
 from agent_cli.errors import AgentError, MalformedReply
 from agent_cli.llm.base import ChatModel, force, function_tool
@@ -30,9 +28,9 @@ def _parse(reply) -> Plan:
     if not calls:
         raise ValueError("the reply did not call submit_plan")
     try:
-        data = json.loads(calls[0].arguments)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"submit_plan arguments are not valid JSON ({e.msg})") from None
+        data = strictjson.loads(calls[0].arguments)
+    except ValueError as e:
+        raise ValueError(f"submit_plan arguments are unusable: {e}") from None
     try:
         return Plan.model_validate(data)
     except ValidationError as e:

@@ -8,11 +8,10 @@ tool, missing arguments); the loop stops after too many of those in a row.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agent_cli import fences
+from agent_cli import fences, strictjson
 from agent_cli.errors import AgentError
 from agent_cli.llm.base import function_tool
 from agent_cli.models import ToolCall
@@ -65,10 +64,9 @@ class ToolResult:
 def parse_arguments(call: ToolCall) -> dict[str, Any]:
     """The call's arguments as a dict, or a malformed ToolResult raised as ValueError."""
     try:
-        args = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as e:
-        raise ValueError(f"the arguments are not valid JSON ({e.msg} at char {e.pos}); "
-                         "send a JSON object") from None
+        args = strictjson.loads(call.arguments or "{}")
+    except ValueError as e:
+        raise ValueError(f"the arguments are unusable: {e}; send a JSON object") from None
     if not isinstance(args, dict):
         raise ValueError("the arguments must be a JSON object")
     missing = [k for k in _REQUIRED.get(call.name, []) if k not in args]
@@ -108,7 +106,7 @@ class Toolbox:
         except AgentError as e:
             result = ToolResult(call.name, f"error: {e.one_line()}", ok=False,
                                 summary=e.message[:100])
-        except (TypeError, ValueError, OSError) as e:
+        except (TypeError, ValueError, OSError, OverflowError, RecursionError) as e:
             result = ToolResult(call.name, f"error: {type(e).__name__}: {e}", ok=False,
                                 summary=str(e)[:100])
         result.text = redact(result.text, self.secrets)
@@ -169,6 +167,8 @@ class Toolbox:
 def _int(value: Any) -> int | None:
     if value is None or value == "":
         return None
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"a line number must be a whole number, got {value!r}")
     return int(value)
 
 

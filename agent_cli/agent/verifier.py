@@ -8,11 +8,10 @@ fail. With neither, the claim is not trusted: fail.
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Callable
 
-from agent_cli import fences
+from agent_cli import fences, strictjson
 from agent_cli.agent import prompts
 from agent_cli.errors import MalformedReply
 from agent_cli.llm.base import ChatModel, force, function_tool
@@ -56,8 +55,8 @@ def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str) -> 
     ]
     try:
         reply = model.chat(messages, [VERDICT_TOOL], force("submit_verdict"))
-        args = json.loads(reply.tool_calls[0].arguments) if reply.tool_calls else None
-    except (MalformedReply, json.JSONDecodeError):
+        args = strictjson.loads(reply.tool_calls[0].arguments) if reply.tool_calls else None
+    except (MalformedReply, ValueError):
         args = None
     if not isinstance(args, dict) or args.get("verdict") not in ("pass", "fail"):
         return Verdict(passed=False, judge="model", reason="the verifier's verdict was unparseable")
