@@ -107,7 +107,7 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
     from agent_cli.workspace.policy import CommandPolicy
 
     shell.check_sandbox(settings.sandbox)
-    repo = GitRepo(repo_path)
+    repo = GitRepo(repo_path, secrets=settings.secrets())
     state_dir = settings.state_dir(repo.root)
     secrets = settings.secrets()
     env = shell.scrub_env(dict(os.environ), list(secrets))

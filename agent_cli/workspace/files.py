@@ -6,7 +6,6 @@ import difflib
 import itertools
 import os
 import stat
-import subprocess
 import time
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -15,6 +14,7 @@ import regex
 
 from agent_cli.errors import ToolError
 from agent_cli.workspace.atomic import write_atomic
+from agent_cli.workspace.gitsafe import run_git
 
 _BINARY_SNIFF_BYTES = 8192
 _MAX_LINE_CHARS = 2000
@@ -233,13 +233,13 @@ class Files:
     def _git_files(self, base: Path) -> list[Path] | None:
         """Tracked and untracked files under `base` that git does not ignore; None outside git."""
         try:
-            out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-                                 cwd=base, capture_output=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
+            code, out, _ = run_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+                                   base)
+        except OSError:
             return None
-        if out.returncode != 0:
+        if code != 0:
             return None
-        names = sorted(set(out.stdout.decode("utf-8", "surrogateescape").split("\0")) - {""})
+        names = sorted(set(out.decode("utf-8", "surrogateescape").split("\0")) - {""})
         return [base / name for name in names]
 
     def _walk(self, base: Path) -> Iterator[Path]:
