@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from agent_cli.errors import ToolError, WorkspaceError
+from agent_cli.workspace import reaper
 from agent_cli.workspace.cmdline import is_test_command, shell_words  # noqa: F401 (re-exported)
 
 SANDBOXES = ("none", "bwrap")
@@ -61,7 +62,8 @@ def run_command(
     """Run `cmd` (a str through `bash -c`, a list without a shell) in `cwd` with a hard timeout.
 
     stdout and stderr are interleaved; stdin is /dev/null. `env` None means this process's
-    environment with secrets removed. Processes the command leaves behind are stopped too.
+    environment with secrets removed. No process the command started survives it, not even
+    one that left the process group (`setsid -f`): see `reaper`.
     With sandbox="bwrap" only `writable` (default: cwd) can be written and there is no network;
     `readonly` paths inside a writable one (.git, the state directory) stay read-only.
     """
@@ -73,6 +75,7 @@ def run_command(
     if sandbox == "bwrap":
         argv = bwrap_argv(argv, cwd, writable or [cwd], readonly or [])
     env = scrub_env(dict(os.environ)) if env is None else env
+    spared = reaper.adopt_orphans()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -89,6 +92,7 @@ def run_command(
         raise
     finally:
         proc.stdout.close()
+        reaper.kill_leftovers(spared)
     exit_code = None if timed_out else proc.returncode
     return CommandResult(cmd, exit_code, capture.text(), timed_out, time.monotonic() - start)
 
