@@ -23,9 +23,14 @@ def find_repo(start: Path | None) -> Path:
 
 def settings_for(repo: Path | None, **flags: Any):
     """Settings for `repo` with command-line flags on top (heavy import kept out of start-up)."""
+    import sys
+
     from agent_cli.settings import load_settings
 
-    return load_settings(repo, flags)
+    settings = load_settings(repo, flags)
+    for notice in settings.notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    return settings
 
 
 def make_embedder(settings):

@@ -122,7 +122,8 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
     def run_argv(cmd):
         return shell.run_command(cmd, cwd=repo.root, timeout_s=settings.command_timeout_s,
                                  env=env, sandbox=settings.sandbox, writable=[repo.root],
-                                 readonly=[repo.root / ".git", repo.git_dir, state_dir])
+                                 readonly=[repo.root / ".git", repo.git_dir, state_dir,
+                                           repo.root / ".agentrc"])
 
     policy = CommandPolicy(settings.approval, settings.deny_commands, state_dir,
                            ask=console.approve_command)
