@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_cli.errors import EXIT_INTERRUPTED, UsageError, WorkspaceError
+from agent_cli.errors import EXIT_INTERRUPTED, UsageError
 
 
 @dataclass
@@ -80,17 +80,10 @@ class RepoWorkspace:
         return redact(self.repo.diff(self.protected), self.secrets)
 
     def _refuse_secrets(self, paths: list[str]) -> None:
-        """Stop before committing a file that holds the API key (a command can dump it there)."""
-        for path in paths:
-            full = self.repo.root / path
-            try:
-                data = full.read_bytes() if full.is_file() and not full.is_symlink() else b""
-            except OSError:
-                continue
-            if any(s.encode() in data for s in self.secrets):
-                raise WorkspaceError(f"{path} holds the API key, so it was not committed",
-                                     "remove the key from it (or delete it), then continue with "
-                                     "`agent run --resume`")
+        """Stop before committing the API key in a file, a path or a symlink target."""
+        from agent_cli.workspace.secrets import refuse_secrets
+
+        refuse_secrets(self.repo.root, paths, self.secrets)
 
 
 def _services(settings, opts: RunOptions, repo_path: Path, console):

@@ -24,6 +24,7 @@ from agent_cli.agent.verifier import run_acceptance
 from agent_cli.errors import (EXIT_BUDGET, EXIT_ERROR, EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_OK,
                               AgentError, BudgetExhausted)
 from agent_cli.models import Plan, Verdict
+from agent_cli.redact import redact
 
 
 @dataclass
@@ -98,7 +99,9 @@ class Session:
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
         files = self.sv.repo.list_files()
-        messages = planner.plan_messages(goal, recalled, "\n".join(files[:300]),
+        # A command can name a file or directory after the key; every list the model sees is redacted.
+        listing = redact("\n".join(files[:300]), self.cfg.secrets)
+        messages = planner.plan_messages(goal, recalled, listing,
                                          self.cfg.accept_cmds)
         plan, _ = planner.make_plan(self.sv.model, messages)
         event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],
