@@ -61,9 +61,14 @@ def build_model(settings, opts: RunOptions, on_retry=None):
 class RepoWorkspace:
     """dispatch.Workspace over the git repository and the shell."""
 
-    def __init__(self, repo, protected: set[str], run_argv, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, repo, protected: set[str], run_argv, secrets: tuple[str, ...] = (),
+                 refusal=lambda cmd: None) -> None:
         self.repo, self.protected, self.run_argv = repo, protected, run_argv
         self.secrets = tuple(s for s in secrets if s)
+        self.refusal = refusal  # the command policy, checked again before an acceptance command runs
+
+    def tree(self) -> str:
+        return self.repo.tree(self.protected)
 
     def changed_files(self) -> list[str]:
         return self.repo.changed_files(self.protected)
@@ -138,10 +143,11 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
                              recall_cooldown_steps=settings.recall_cooldown_steps)
 
     return Services(repo=repo, state_dir=state_dir, model=None, console=console,
-                    allow_command=policy.allow,
+                    allow_command=policy.allow, refuse_command=policy.refusal,
                     open_longterm=open_longterm, open_memory=open_memory,
                     make_toolbox=make_toolbox,
-                    workspace=lambda protected: RepoWorkspace(repo, protected, run_argv, secrets),
+                    workspace=lambda protected: RepoWorkspace(repo, protected, run_argv, secrets,
+                                                              policy.refusal),
                     lock=RunLock(state_dir / "run.lock"))
 
 

@@ -12,7 +12,7 @@ from typing import Callable, Protocol
 
 from agent_cli import events, fences
 from agent_cli.agent.executor import Runtime, run_attempt
-from agent_cli.agent.verifier import verify
+from agent_cli.agent.verifier import Proofs, judging_commands, proof, verify
 from agent_cli.models import Task, Verdict
 
 MAX_ATTEMPTS = 2
@@ -29,6 +29,10 @@ class Workspace(Protocol):
 
     def run_argv(self, argv: list[str]): ...
 
+    def refusal(self, cmd: str) -> str | None: ...
+
+    def tree(self) -> str: ...
+
 
 def commit_message(task: Task, run_id: str) -> str:
     """The task's goal as subject (and body when long), with the run id as a trailer."""
@@ -44,11 +48,17 @@ def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str], outco
     task = rt.state.plan[index]
     if not outcome.finished:
         return Verdict(passed=False, judge="none", reason=outcome.reason)
-    return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal)
+    return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal,
+                  refusal=ws.refusal)
 
 
-def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str) -> None:
+def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str,
+            proofs: Proofs | None = None, cmds: list[str] = ()) -> None:
     task = rt.state.plan[index]
+    if verdict.judge == "command" and proofs is not None:
+        task.proof = proof(task.baseline)
+        if verdict.command == (list(cmds) or [None])[-1]:
+            proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
     files = ws.changed_files()
     task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
     task.status = "verified"
@@ -66,9 +76,13 @@ def _failed(rt: Runtime, index: int, attempt: int, verdict: Verdict) -> None:
 
 def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
                         run_id: str, verifier_model=None,
-                        on_verdict: Callable[[Verdict], None] | None = None) -> bool:
+                        on_verdict: Callable[[Verdict], None] | None = None,
+                        proofs: Proofs | None = None) -> bool:
     """Run task `index` until verified or out of attempts; True when verified."""
     task = rt.state.plan[index]
+    cmds = judging_commands(task, accept_cmds)
+    if proofs is not None and task.attempts == 0 and task.baseline is None:
+        task.baseline = proofs.baseline(cmds, ws.tree(), ws.run_argv, ws.refusal)
     while task.attempts < MAX_ATTEMPTS:
         task.attempts += 1
         task.status = "running"
@@ -85,10 +99,10 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
         if on_verdict:
             on_verdict(verdict)
         if verdict.passed:
-            _passed(rt, ws, index, verdict, run_id)
+            _passed(rt, ws, index, verdict, run_id, proofs, cmds)
             rt.save()
             rt.emit(events.TaskDone(index=index, status="verified", attempts=task.attempts,
-                                    commit=task.commit, summary=task.summary))
+                                    commit=task.commit, summary=task.summary, proof=task.proof))
             return True
         _failed(rt, index, task.attempts, verdict)
         rt.save()

@@ -191,6 +191,9 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
             continue
         last = Exchange()
         for call in reply.tool_calls:
+            if steps >= rt.limits.task_max_steps:
+                break  # the budget is per call: the rest of this reply is never run
+            check_budgets(rt)
             steps += 1
             shown = redact(call.arguments, rt.toolbox.secrets)[:500]
             rt.emit(events.ToolCalled(index=index, step=rt.state.step + 1, name=call.name,

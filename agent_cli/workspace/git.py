@@ -220,6 +220,14 @@ class GitRepo:
             self._run("add", "-A", "--", *wanted, env=env)
             return self._run("diff", "--no-ext-diff", "--no-textconv", "--cached", "HEAD", env=env)
 
+    def tree(self, protected: Iterable[str] = frozenset()) -> str:
+        """The id of the tree the work tree holds now (HEAD plus its changed, unprotected paths)."""
+        wanted = self._known_paths(committable(self.root, self.changed_files(protected)))
+        with self._temporary_index() as env:
+            if wanted:
+                self._run("add", "-A", "--", *wanted, env=env)
+            return self._run("write-tree", env=env).strip()
+
     def diff_stat(self, base: str = "HEAD", head: str | None = None) -> str:
         """`git diff --stat` from `base` to `head` (default: the work tree)."""
         return self._run("diff", "--no-ext-diff", "--no-textconv", "--stat", base, *([head] if head else []), "--").rstrip("\n")
