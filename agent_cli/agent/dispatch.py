@@ -60,6 +60,7 @@ def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: st
         if verdict.command == (list(cmds) or [None])[-1]:
             proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
     files = ws.changed_files()
+    rt.save()  # a full disk or read-only state stops the run here, before anything is committed
     task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
     task.status = "verified"
     rt.state.last_error = None

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Iterator
 from agent_cli.errors import GitError
 from agent_cli.workspace.atomic import write_atomic
 from agent_cli.workspace.gitsafe import run_git
+from agent_cli.workspace.secrets import where_secret
 
 _NOT_A_REPO_HINT = "run inside a git repository or pass --repo DIR"
 _IDENTITY_HINT = "set your identity: git config user.name 'Your Name' && git config user.email you@example.com"
@@ -177,6 +178,10 @@ class GitRepo:
             self._undo_commit(before, " ".join(err.split()) or f"exit code {code}")
         return self.head()
 
+    def _stageable(self, paths: list[str]) -> list[str]:
+        """Paths that may enter even a temporary index: git keeps their objects, so no secret."""
+        return [p for p in committable(self.root, paths) if not where_secret(self.root, p, self.secrets)]
+
     def _check_can_commit(self) -> None:
         """Refuse to commit off the run's branch or while git's index is locked."""
         branch = self.current_branch()
@@ -213,7 +218,7 @@ class GitRepo:
 
     def diff(self, protected: Iterable[str] = frozenset()) -> str:
         """Unified diff from HEAD of the changed paths (new files included), protected ones left out."""
-        wanted = self._known_paths(self.changed_files(protected))
+        wanted = self._known_paths(self._stageable(self.changed_files(protected)))
         if not wanted:
             return ""
         with self._temporary_index() as env:
@@ -222,7 +227,7 @@ class GitRepo:
 
     def tree(self, protected: Iterable[str] = frozenset()) -> str:
         """The id of the tree the work tree holds now (HEAD plus its changed, unprotected paths)."""
-        wanted = self._known_paths(committable(self.root, self.changed_files(protected)))
+        wanted = self._known_paths(self._stageable(self.changed_files(protected)))
         with self._temporary_index() as env:
             if wanted:
                 self._run("add", "-A", "--", *wanted, env=env)
