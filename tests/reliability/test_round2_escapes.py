@@ -142,7 +142,7 @@ def test_acceptance_commands_the_policy_refuses_are_sent_back_and_never_run(
     assert "refused by the command policy" in second and "git reset --hard" in second
     assert (repo / "mine.txt").read_text() == "the user's edit\n"
     assert git(remote, "for-each-ref") == ""
-    assert (repo / ".agent" / "runs").is_dir() and (tmp_path / "home").exists() or True
+    assert (repo / ".agent" / "runs").is_dir()  # `rm -rf .agent` never ran
     done = [e for e in events(proc.stdout) if e["event"] == "run_done"][0]
     assert [t["acceptance_cmd"] for t in done["tasks"]] == [DONE_CHECK, DONE_CHECK]
 
