@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_cli.errors import EXIT_INTERRUPTED, UsageError
+from agent_cli.errors import EXIT_INTERRUPTED, StorageError, UsageError
 
 
 @dataclass
@@ -192,7 +192,13 @@ def execute(opts: RunOptions) -> int:
 def _run_locked(session, services, opts: RunOptions) -> int:
     if opts.plan_only:
         return session.start(opts.goal)
-    services.state_dir.mkdir(parents=True, exist_ok=True)
+    try:  # a read-only or full state directory: one line, before anything is changed
+        services.state_dir.mkdir(parents=True, exist_ok=True)
+        services.lock.acquire()
+    except OSError as e:
+        raise StorageError(f"the state directory {services.state_dir} cannot be written: "
+                           f"{e.strerror or e}; nothing was started",
+                           "make it writable, free disk space, or set home to another directory") from None
     services.repo.exclude_state(services.state_dir)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

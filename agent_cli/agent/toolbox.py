@@ -40,6 +40,9 @@ TOOLS = [
                   "harness then runs the acceptance command.", {"summary": _S}),
 ]
 TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
+# What any one tool result may hold, whatever the tool: it is kept in working memory, embedded,
+# logged and saved, so a 10 MB file or diff must not be carried around whole.
+MAX_RESULT_CHARS = 100_000
 _REQUIRED = {t["function"]["name"]: t["function"]["parameters"]["required"] for t in TOOLS}
 
 
@@ -109,7 +112,7 @@ class Toolbox:
         except (TypeError, ValueError, OSError, OverflowError, RecursionError) as e:
             result = ToolResult(call.name, f"error: {type(e).__name__}: {e}", ok=False,
                                 summary=str(e)[:100])
-        result.text = redact(result.text, self.secrets)
+        result.text = redact(clip_middle(result.text, MAX_RESULT_CHARS), self.secrets)
         # The summary heads the result in working memory, outside its fence, and often quotes
         # the model's arguments (a planted file name, a command).
         result.summary = fences.escape(redact(result.summary, self.secrets))
@@ -162,6 +165,14 @@ class Toolbox:
 
     def _finish(self, a: dict) -> ToolResult:
         return ToolResult("finish", str(a["summary"]), summary="finish", finished=True)
+
+
+def clip_middle(text: str, limit: int) -> str:
+    """`text` cut to its first and last `limit // 2` characters, the cut said."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
 
 
 def _int(value: Any) -> int | None:

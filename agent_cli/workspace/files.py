@@ -24,7 +24,7 @@ _MAX_SEARCH_FILE_BYTES = 5_000_000
 _MAX_LIST_ENTRIES = 500
 _MAX_DIFF_INPUT_CHARS = 2_000_000  # past this, a diff costs more than it tells
 _MAX_MATCHES_COUNTED = 1000
-SEARCH_TIME_LIMIT_S = 10.0
+SEARCH_TIME_LIMIT_S = 3.0  # processor time: the regex engine's clock
 # Names the model's tools never write: git's own directories (any case: `.GIT/config` is git's
 # config on a case-insensitive file system and breaks every later commit here) and the
 # repository's settings file, which could turn off the sandbox for the next run.
@@ -303,9 +303,9 @@ def _matching_lines(file: Path, compiled, deadline: float, pattern: str) -> Iter
                 try:  # a backtracking pattern such as (a+)+$ must not spin for ever
                     found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()))
                 except TimeoutError:
-                    raise ToolError(f"the search for {pattern!r} took longer than "
-                                    f"{SEARCH_TIME_LIMIT_S:.0f}s and was stopped; use a simpler "
-                                    "pattern or a narrower path") from None
+                    raise ToolError(f"the search for {pattern!r} took more than "
+                                    f"{SEARCH_TIME_LIMIT_S:.0f}s of processor time and was stopped; "
+                                    "use a simpler pattern or a narrower path") from None
                 if found:
                     yield number, line
     except (UnicodeDecodeError, OSError):
