@@ -23,7 +23,7 @@ NO_MEMORY = "no memory yet: {state} does not exist (`agent run` creates it)"
 
 def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
     """The repository, its settings and its state directory."""
-    from agent_cli.cli_common import find_repo, settings_for
+    from agent_cli.wiring import find_repo, settings_for
 
     top = find_repo(repo)
     settings = settings_for(top)
@@ -35,7 +35,7 @@ def _open(settings: Any, state: Path, create: bool = False) -> Any:
     chroma = state / "chroma"
     if not create and not (chroma / "chroma.sqlite3").exists():
         return None
-    from agent_cli.cli_common import make_embedder
+    from agent_cli.wiring import make_embedder
     from agent_cli.memory.longterm import LongTermMemory
 
     return LongTermMemory(chroma, make_embedder(settings), secrets=settings.secrets())

@@ -39,6 +39,11 @@ def make_console(mode: Mode, out: IO[str] | None = None, err: IO[str] | None = N
     return RunConsole(mode, out or sys.stdout, err or sys.stderr, stdin=stdin, console=console)
 
 
+def stdin_is_terminal() -> bool:
+    """Whether a human can answer prompts on this process's standard input."""
+    return sys.stdin is not None and _isatty(sys.stdin)
+
+
 def _isatty(stream: IO[str]) -> bool:
     """Whether `stream` is a terminal (False for closed or file-less streams)."""
     try:

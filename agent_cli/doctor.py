@@ -59,7 +59,7 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
     from rich.console import Console
 
-    from agent_cli.cli_common import find_repo, settings_for
+    from agent_cli.wiring import find_repo, settings_for
 
     out = Console(highlight=False, soft_wrap=True)
     try:

@@ -135,6 +135,15 @@ def verify_line(ev: Verified) -> str:
     return f"{who} ({ev.judge} judge): {verdict}"
 
 
+def budget_line(ev: BudgetExhausted) -> str:
+    """Which budget ran out and how much of it was used, with the flag that raises it."""
+    if ev.budget == "max_steps":
+        return (f"budget ran out: {ev.used:.0f} of {ev.limit:.0f} tool calls used "
+                "(raise --max-steps, then `agent run --resume`)")
+    return (f"budget ran out: ${ev.used:.4f} of ${ev.limit:.2f} spent "
+            "(raise --budget-usd, then `agent run --resume`)")
+
+
 def event_line(ev: Event, state: RunState) -> str | None:
     """The plain one-line rendering of an event (None for the events shown as blocks)."""
     match ev:
@@ -153,7 +162,7 @@ def event_line(ev: Event, state: RunState) -> str | None:
             tries = "attempt" if ev.attempts == 1 else "attempts"
             return f"[{state.label(ev.index)}] {ev.status} after {ev.attempts} {tries}{commit}"
         case BudgetExhausted():
-            return f"budget ran out: {ev.budget} used {ev.used} of {ev.limit}"
+            return budget_line(ev)
         case Notice():
             return f"-- {clean(ev.text)}"
     return None

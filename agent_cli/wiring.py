@@ -1,7 +1,11 @@
-"""Build a run's objects from Settings (model, memories, tools, repository, console) and run it.
+"""Build a run's objects from Settings and run it: the command layer's one wiring module.
 
-This is the command layer: the only place besides `cli.py` that reads Settings, and the
-place where the vendor-backed pieces are chosen and handed to `agent.session`.
+The only place besides the commands that reads Settings, and where the vendor-backed
+pieces are chosen and handed to `agent.session` whole. Checks come in the order that
+sends the user to the right fix: what is local and cheapest first (the repository, the
+lock, the run to resume), then settings and the API key, then approval; a refused run
+writes nothing. The state directory is excluded from git before anything is written
+into it, on every path.
 """
 
 from __future__ import annotations
@@ -10,11 +14,34 @@ import json
 import os
 import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_cli.agent.executor import Limits
+from agent_cli.agent.runstore import RunStore
+from agent_cli.agent.session import RunConfig, Services, Session
+from agent_cli.agent.toolbox import Toolbox
+from agent_cli.console import RunConsole, make_console, pick_mode, stdin_is_terminal
 from agent_cli.errors import EXIT_INTERRUPTED, UsageError, WorkspaceError
+from agent_cli.events import Notice
+from agent_cli.memory import SqliteStore, WorkingMemory
+from agent_cli.memory.embed import WordLlamaEmbedder
+from agent_cli.memory.lazy import LazyLongTermMemory
+from agent_cli.memory.records import format_for_context
+from agent_cli.protocols import ChatModel, Console, Embedder
+from agent_cli.settings import Settings, load_settings
+from agent_cli.workspace import shell
+from agent_cli.workspace.files import Files
+from agent_cli.workspace.git import GitRepo
+from agent_cli.workspace.lock import RunLock
+from agent_cli.workspace.policy import CommandPolicy
+from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
+
+# The openai SDK takes about a second to import and only `agent run` and `doctor` talk to the
+# model; `recall` and `memory` import this module too, so the model client loads where chosen.
+MODEL_CLIENT = "agent_cli.llm.openai_model"
 
 
 @dataclass
@@ -35,22 +62,73 @@ class RunOptions:
     flags: dict[str, Any] = field(default_factory=dict)
 
 
-def build_model(settings, opts: RunOptions, on_retry=None):
+# -- what every command shares ------------------------------------------------------------
+
+def find_repo(start: Path | None) -> Path:
+    """The top of the git work tree containing `start` (default: the current directory)."""
+    here = (start or Path.cwd()).expanduser()
+    if not here.exists():
+        raise WorkspaceError(f"{here} does not exist", "pass --repo DIR with an existing directory")
+    here = here.resolve()
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d
+    raise WorkspaceError(f"{here} is not inside a git repository",
+                         "run inside a git repository or pass --repo DIR")
+
+
+def settings_for(repo: Path | None, **flags: Any) -> Settings:
+    """Settings for `repo` with command-line flags on top."""
+    return load_settings(repo, flags)
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The endpoint embedder when `embedding_model` is set, else the offline WordLlama one."""
+    if not settings.embedding_model:
+        return WordLlamaEmbedder()
+    from agent_cli.llm.openai_model import OpenAIEmbedder
+
+    return OpenAIEmbedder(base_url=settings.base_url, api_key=settings.key(),
+                          model=settings.embedding_model)
+
+
+def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
+    """Exclude the state directory from git (when inside the repository), then create it."""
+    git = GitRepo(repo)
+    try:
+        git.exclude_state(state_dir)
+    finally:
+        git.close()
+    if create:
+        state_dir.mkdir(parents=True, exist_ok=True)
+
+
+# -- the model --------------------------------------------------------------------------
+
+def import_model_client_in_background() -> None:
+    """Start importing the model client while the repository is checked (git runs meanwhile)."""
+    if MODEL_CLIENT not in sys.modules:
+        threading.Thread(target=__import__, args=(MODEL_CLIENT,), daemon=True,
+                         name="import-model-client").start()
+
+
+def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatModel:
     """The ChatModel: a replayed recording, or the endpoint (optionally recorded)."""
     prices = (settings.price_input_per_mtok, settings.price_output_per_mtok)
     if opts.replay:
         from agent_cli.llm.record import ReplayModel
 
-        model = ReplayModel(opts.replay, price_in=prices[0], price_out=prices[1],
-                            name=settings.model)
+        model: ChatModel = ReplayModel(opts.replay, price_in=prices[0], price_out=prices[1],
+                                       name=settings.model)
     else:
         from agent_cli.llm.openai_model import OpenAIChat
 
-        model = OpenAIChat(model=settings.model, base_url=settings.base_url, api_key=settings.key(),
-                           price_in=prices[0], price_out=prices[1],
+        model = OpenAIChat(model=settings.model, base_url=settings.base_url,
+                           api_key=settings.key(), price_in=prices[0], price_out=prices[1],
                            timeout_s=settings.request_timeout_s, max_retries=settings.max_retries,
                            backoff_s=settings.retry_backoff_s,
-                           max_tokens=settings.reserved_output_tokens, on_retry=on_retry)
+                           max_tokens=settings.reserved_output_tokens,
+                           on_retry=RetryNotice(console))
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 
@@ -58,103 +136,132 @@ def build_model(settings, opts: RunOptions, on_retry=None):
     return model
 
 
-class RepoWorkspace:
-    """dispatch.Workspace over the git repository and the shell."""
+class RetryNotice:
+    """Tells the console that a model call failed and when it is retried."""
 
-    def __init__(self, repo, protected: set[str], run_argv, secrets: tuple[str, ...] = ()) -> None:
-        self.repo, self.protected, self.run_argv = repo, protected, run_argv
-        self.secrets = tuple(s for s in secrets if s)
+    def __init__(self, console: Console) -> None:
+        self.console = console
 
-    def changed_files(self) -> list[str]:
-        return self.repo.changed_files(self.protected)
-
-    def commit(self, paths: list[str], message: str) -> str | None:
-        from agent_cli.redact import redact
-
-        self._refuse_secrets(paths)
-        return self.repo.commit_paths(paths, redact(message, self.secrets))
-
-    def diff(self) -> str:
-        from agent_cli.redact import redact
-
-        return redact(self.repo.diff(self.protected), self.secrets)
-
-    def _refuse_secrets(self, paths: list[str]) -> None:
-        """Stop before committing a file that holds the API key (a command can dump it there)."""
-        for path in paths:
-            full = self.repo.root / path
-            try:
-                data = full.read_bytes() if full.is_file() and not full.is_symlink() else b""
-            except OSError:
-                continue
-            if any(s.encode() in data for s in self.secrets):
-                raise WorkspaceError(f"{path} holds the API key, so it was not committed",
-                                     "remove the key from it (or delete it), then continue with "
-                                     "`agent run --resume`")
+    def __call__(self, attempt: int, delay: float, why: str) -> None:
+        self.console.emit(Notice(text=f"model call failed ({why}); retry {attempt} in {delay:.1f}s"))
 
 
-def _services(settings, opts: RunOptions, repo_path: Path, console):
-    from agent_cli.agent.session import Services
-    from agent_cli.agent.toolbox import Toolbox
-    from agent_cli.memory import SqliteStore, WorkingMemory
-    from agent_cli.cli_common import make_embedder
-    from agent_cli.memory.longterm import LongTermMemory
-    from agent_cli.memory.records import format_for_context
-    from agent_cli.workspace import shell
-    from agent_cli.workspace.files import Files
-    from agent_cli.workspace.git import GitRepo
-    from agent_cli.workspace.lock import RunLock
-    from agent_cli.workspace.policy import CommandPolicy
+# -- the run's parts --------------------------------------------------------------------
 
-    shell.check_sandbox(settings.sandbox)
-    repo = GitRepo(repo_path)
-    state_dir = settings.state_dir(repo.root)
+class RunKit:
+    """Working memory and tools for one run (`session.RunParts`); closes what it opened."""
+
+    def __init__(self, settings: Settings, workspace: RepoWorkspace, state_dir: Path,
+                 policy: CommandPolicy, embedder: Embedder,
+                 longterm: LazyLongTermMemory) -> None:
+        self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
+        self.policy, self.embedder, self.longterm = policy, embedder, longterm
+        self._stores: list[SqliteStore] = []
+
+    def open_memory(self, run_dir: Path) -> WorkingMemory:
+        """Working memory with its cold zone in `run_dir`/memory.db."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        store = SqliteStore(run_dir / "memory.db")
+        self._stores.append(store)
+        return WorkingMemory(store=store, embedder=self.embedder,
+                             max_tokens=self.settings.memory_max_tokens,
+                             recall_cooldown_steps=self.settings.recall_cooldown_steps)
+
+    def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
+        """The task tools, confined to the repository and clear of the user's own changes."""
+        files = Files(self.workspace.root, deny_write=[self.state_dir],
+                      protected=self.workspace.protected)
+        return Toolbox(files=files, run_command=self.workspace.run_for_model,
+                       is_test=shell.is_test_command, memory=memory,
+                       secrets=self.settings.secrets(), recall_longterm=self.recall_longterm)
+
+    def recall_longterm(self, query: str) -> str:
+        """Earlier runs' memory about `query`, fenced for the model."""
+        return format_for_context(self.longterm.recall(query, k=3))
+
+    def allow_command(self, cmd: str) -> None:
+        self.policy.allow(cmd)
+
+    def close(self) -> None:
+        """Close every cold store opened for the run."""
+        for store in self._stores:
+            store.close()
+        self._stores.clear()
+
+
+def open_workspace(settings: Settings, repo_path: Path, state_dir: Path,
+                   console: Console) -> tuple[RepoWorkspace, CommandPolicy]:
+    """The repository with its command runner and the policy for the model's commands."""
+    git = GitRepo(repo_path)
     secrets = settings.secrets()
-    env = shell.scrub_env(dict(os.environ), list(secrets))
-    embedder = make_embedder(settings)
-    longterm_box: list = []
-
-    def open_longterm():
-        if not longterm_box:
-            longterm_box.append(LongTermMemory(state_dir / "chroma", embedder, secrets=secrets))
-        return longterm_box[0]
-
-    def run_argv(cmd):
-        return shell.run_command(cmd, cwd=repo.root, timeout_s=settings.command_timeout_s,
-                                 env=env, sandbox=settings.sandbox, writable=[repo.root],
-                                 readonly=[repo.root / ".git", repo.git_dir, state_dir])
-
+    runner = CommandRunner(root=git.root, readonly=[git.root / ".git", git.git_dir, state_dir],
+                           timeout_s=settings.command_timeout_s,
+                           env=shell.scrub_env(dict(os.environ), list(secrets)),
+                           sandbox=settings.sandbox)
     policy = CommandPolicy(settings.approval, settings.deny_commands, state_dir,
                            ask=console.approve_command)
-
-    def model_command(cmd: str):
-        policy.check(cmd)
-        return run_argv(cmd)
-
-    def make_toolbox(memory, protected):
-        files = Files(repo.root, deny_write=[state_dir], protected=protected)
-        return Toolbox(files=files, run_command=model_command, is_test=shell.is_test_command,
-                       memory=memory, secrets=secrets,
-                       recall_longterm=lambda q: format_for_context(open_longterm().recall(q, k=3)))
-
-    def open_memory(run_dir: Path):
-        run_dir.mkdir(parents=True, exist_ok=True)
-        return WorkingMemory(store=SqliteStore(run_dir / "memory.db"), embedder=embedder,
-                             max_tokens=settings.memory_max_tokens,
-                             recall_cooldown_steps=settings.recall_cooldown_steps)
-
-    return Services(repo=repo, state_dir=state_dir, model=None, console=console,
-                    allow_command=policy.allow,
-                    open_longterm=open_longterm, open_memory=open_memory,
-                    make_toolbox=make_toolbox,
-                    workspace=lambda protected: RepoWorkspace(repo, protected, run_argv, secrets),
-                    lock=RunLock(state_dir / "run.lock"))
+    return RepoWorkspace(git, runner, secrets, check_command=policy.check), policy
 
 
-def _check_approval(settings, opts: RunOptions) -> bool:
+# -- `agent run` ------------------------------------------------------------------------
+
+def execute(opts: RunOptions) -> int:
+    """Run (or resume) and return the exit code."""
+    repo_path = find_repo(opts.repo)
+    settings = settings_for(repo_path, **opts.flags)
+    if not opts.replay:
+        import_model_client_in_background()
+    console = make_console(pick_mode(opts.json_out, sys.stdout))
+    try:
+        return _execute(opts, settings, repo_path, console)
+    except KeyboardInterrupt:
+        print("interrupted before the run started; nothing to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        console.close()
+
+
+def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: RunConsole) -> int:
+    state_dir = settings.state_dir(repo_path)
+    workspace, policy = open_workspace(settings, repo_path, state_dir, console)
+    with workspace:
+        workspace.git.exclude_state(state_dir)  # before anything is written into it
+        store = RunStore(state_dir, settings.secrets())
+        lock = RunLock(state_dir / "run.lock")
+        run_id = check_local(workspace, store, lock, opts)
+        model = build_model(settings, opts, console)
+        config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
+                           plan_only=opts.plan_only, approve=check_approval(settings, opts),
+                           secrets=settings.secrets(),
+                           limits=Limits(settings.max_steps, settings.task_max_steps,
+                                         settings.budget_usd, settings.tool_output_max_tokens))
+        embedder = make_embedder(settings)
+        with LazyLongTermMemory(state_dir / "chroma", embedder, settings.secrets()) as longterm:
+            longterm.open_in_background()
+            kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
+            try:
+                session = Session(Services(workspace=workspace, model=model, console=console,
+                                           longterm=longterm, parts=kit, store=store), config)
+                return run_session(session, opts, run_id, state_dir, lock)
+            finally:
+                kit.close()
+
+
+def check_local(workspace: RepoWorkspace, store: RunStore, lock: RunLock,
+                opts: RunOptions) -> str | None:
+    """The local checks, cheapest first: no other run, the repository's state, the run to resume."""
+    if not opts.plan_only:
+        lock.check()
+    if opts.resume:
+        run_id = store.target(opts.run_id)
+        workspace.preflight(allow_dirty=True)
+        return run_id
+    workspace.preflight(opts.allow_dirty)
+    return None
+
+
+def check_approval(settings: Settings, opts: RunOptions) -> bool:
     """Whether to ask for plan approval; refuse when asking is needed but impossible."""
-    from agent_cli.cli_run import stdin_is_terminal
-
     if settings.approval == "auto" or opts.plan_only:
         return False
     if not stdin_is_terminal():
@@ -163,63 +270,29 @@ def _check_approval(settings, opts: RunOptions) -> bool:
     return True
 
 
-def execute(opts: RunOptions) -> int:
-    """Run (or resume) and return the exit code."""
-    from agent_cli.agent.executor import Limits
-    from agent_cli.agent.session import RunConfig, Session
-    from agent_cli.cli_common import find_repo, settings_for
-    from agent_cli.console import make_console, pick_mode
-
-    repo_path = find_repo(opts.repo)
-    settings = settings_for(repo_path, **opts.flags)
-    ask = _check_approval(settings, opts)
-    console = make_console(pick_mode(opts.json_out, sys.stdout))
-    try:
-        services = _services(settings, opts, repo_path, console)
-        services.model = build_model(settings, opts, on_retry=_retry_notice(console))
-        config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
-                           plan_only=opts.plan_only, approve=ask, secrets=settings.secrets(),
-                           limits=Limits(settings.max_steps, settings.task_max_steps,
-                                         settings.budget_usd, settings.tool_output_max_tokens))
-        return _run_locked(Session(services, config), services, opts)
-    except KeyboardInterrupt:
-        print("interrupted before the run started; nothing to resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        console.close()
-
-
-def _run_locked(session, services, opts: RunOptions) -> int:
+def run_session(session: Session, opts: RunOptions, run_id: str | None, state_dir: Path,
+                lock: RunLock) -> int:
+    """Start or resume under the run lock (a plan-only run writes nothing and takes no lock)."""
     if opts.plan_only:
-        return session.start(opts.goal)
-    services.state_dir.mkdir(parents=True, exist_ok=True)
-    services.repo.exclude_state(services.state_dir)
+        return session.start(opts.goal or "")
+    created = not state_dir.exists()
+    state_dir.mkdir(parents=True, exist_ok=True)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        with services.lock:
-            return session.resume(opts.run_id) if opts.resume else session.start(opts.goal)
+        with lock:
+            return session.resume(run_id) if opts.resume else session.start(opts.goal or "")
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if created and not any(state_dir.iterdir()):
+            state_dir.rmdir()  # a run refused before it began leaves no empty directory
 
 
-def _raise_interrupt(signum, frame):
+def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def _retry_notice(console):
-    from agent_cli.events import Notice
-
-    def notice(attempt: int, delay: float, why: str) -> None:
-        console.emit(Notice(text=f"model call failed ({why}); retry {attempt} in {delay:.1f}s"))
-
-    return notice
 
 
 def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     """Print the runs of a repository, newest last."""
-    from agent_cli.agent.runstore import RunStore
-    from agent_cli.cli_common import find_repo, settings_for
-
     repo = find_repo(repo_opt)
     store = RunStore(settings_for(repo).state_dir(repo))
     rows = [{"run_id": r.get("run_id"), "status": r.get("status"), "goal": r.get("goal", ""),
@@ -232,4 +305,3 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     else:
         for r in rows:
             print(f"{r['run_id']}  {r['status']:<16} {r['steps']:>4} steps  {r['goal'][:70]}")
-

@@ -183,10 +183,6 @@ class GitRepo:
             self._run("add", "-A", "--", *wanted, env=env)
             return self._run("diff", "--cached", "HEAD", env=env)
 
-    def diff_stat(self, base: str = "HEAD", head: str | None = None) -> str:
-        """`git diff --stat` from `base` to `head` (default: the work tree)."""
-        return self._run("diff", "--stat", base, *([head] if head else []), "--").rstrip("\n")
-
     @contextmanager
     def _temporary_index(self) -> Iterator[dict[str, str]]:
         """Environment for git commands working on a private index that starts as HEAD."""
