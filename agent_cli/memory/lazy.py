@@ -31,8 +31,8 @@ class LazyLongTermMemory:
         self._error: BaseException | None = None
 
     def exists(self) -> bool:
-        """Whether a store is on disk."""
-        return (self.path / "chroma.sqlite3").exists()
+        """Whether anything is at the store's path (a store, or something broken to report)."""
+        return self.path.exists() or self.path.is_symlink()
 
     def open_in_background(self) -> None:
         """Start opening an existing store (and loading its embedder) in a worker thread."""
