@@ -1,7 +1,7 @@
 """`agent recall` and `agent memory ...`: long-term and working memory from the command line.
 
-Only typer and the standard library are imported here; chromadb, wordllama and rich load
-inside the commands. Errors are raised as AgentError; `cli.main` prints them as one line.
+Only typer and the standard library are imported here; chromadb, wordllama and rich (through
+`console` and `render`) load inside the commands. Errors are raised as AgentError; `cli.main` prints them as one line.
 No command creates the state directory, except `memory import`, whose purpose is to fill it.
 """
 
@@ -51,12 +51,6 @@ def _memory_or_exit(repo: Optional[Path]) -> Any:
     return mem
 
 
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False)
-
-
 def _skip_final_sweep() -> None:
     """Spare a read-only, short-lived command the interpreter's last pass over chromadb's objects."""
     import gc
@@ -91,32 +85,11 @@ def recall_command(
     elif not results:
         typer.echo(f"nothing in memory matches {query!r}")
     else:
-        _console().print(_results_table(results))
+        from agent_cli.console import print_out
+        from agent_cli.render import recall_table
+
+        print_out(recall_table(results))
     _skip_final_sweep()
-
-
-def _table(title: str) -> Any:
-    from rich import box
-    from rich.table import Table
-
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                 show_edge=False, padding=(0, 1, 0, 0))
-
-
-def _results_table(results: list[Any]) -> Any:
-    from rich.text import Text
-
-    from agent_cli.memory.records import one_line
-
-    table = _table("Recalled from long-term memory")
-    for name in ("score", "kind", "id", "date", "gist and source"):
-        table.add_column(name, style="cyan" if name == "id" else None, no_wrap=name != "gist and source",
-                         overflow="fold" if name == "gist and source" else "ellipsis")
-    for r in results:
-        cell = Text(one_line(r.gist or r.text, 200))
-        cell.append(f"\n{one_line(r.source, 80)}", style="dim")
-        table.add_row(f"{r.score:.2f}", r.kind, r.id, r.date[:10], cell)
-    return table
 
 
 @memory_app.command("show")
@@ -138,7 +111,10 @@ def show_command(
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     elif state.exists():
-        _print_report(report)
+        from agent_cli.console import print_out
+        from agent_cli.render import working_memory_view
+
+        print_out(*working_memory_view(report))
     _skip_final_sweep()
 
 
@@ -183,40 +159,6 @@ def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str
            for i in wm.hot_items() if kind in (None, i.kind)]
     cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
     return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
-
-
-def _print_report(report: dict[str, Any]) -> None:
-    from agent_cli.memory.records import one_line
-
-    console, counts = _console(), report["counts"]
-    if report["run_id"] is None:
-        console.print("No run has recorded working memory yet.")
-    else:
-        stats = report["stats"]
-        hot = _table(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
-                     f"{stats.get('tokens')} tokens; * pinned)")
-        terms = [t for t in (report["hot"][0]["score"] if report["hot"] else {}) if t != "total"]
-        short = {"kind": "weight", "recency": "recent"}
-        for col in ["id", "kind", "score", *(short.get(t, t) for t in terms), "tokens", "summary"]:
-            hot.add_column(col, overflow="fold" if col == "summary" else "ellipsis",
-                           no_wrap=col != "summary", min_width=12 if col == "summary" else None)
-        for item in report["hot"]:
-            s = item["score"]
-            hot.add_row(item["id"], item["kind"] + ("*" if item["pinned"] else ""),
-                        f"{s.get('total', 0):.2f}", *(f"{s[t]:.2f}" for t in terms),
-                        str(item["tokens"]), one_line(item["summary"], 80))
-        console.print(hot)
-        console.print()
-        cold = _table(f"Cold zone: {len(report['cold'])} item(s)")
-        for col in ("id", "kind", "evicted at step", "summary"):
-            cold.add_column(col, overflow="fold" if col == "summary" else "ellipsis", no_wrap=col != "summary")
-        for e in report["cold"]:
-            cold.add_row(e["id"], e.get("kind", ""), str(e.get("step_evicted", "")),
-                         one_line(e.get("summary", ""), 80))
-        console.print(cold)
-        console.print()
-    console.print(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} fact(s), "
-                  f"{counts['archive']} archived item(s).")
 
 
 @memory_app.command("forget")

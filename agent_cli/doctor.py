@@ -57,11 +57,10 @@ def _check_git(repo: Path | None) -> str:
 
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
-    from rich.console import Console
-
+    from agent_cli.console import command_console
     from agent_cli.wiring import find_repo, settings_for
 
-    out = Console(highlight=False, soft_wrap=True)
+    out = command_console(markup=True, soft_wrap=True)
     try:
         repo: Path | None = find_repo(repo_opt)
     except AgentError:
