@@ -34,7 +34,7 @@ from agent_cli.protocols import ChatModel, Console, Embedder
 from agent_cli.settings import Settings, load_settings
 from agent_cli.workspace import shell
 from agent_cli.workspace.files import Files
-from agent_cli.workspace.git import GitRepo
+from agent_cli.workspace.git import GitRepo, exclude_state_dir
 from agent_cli.workspace.lock import RunLock
 from agent_cli.workspace.policy import CommandPolicy
 from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
@@ -94,11 +94,7 @@ def make_embedder(settings: Settings) -> Embedder:
 
 def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
     """Exclude the state directory from git (when inside the repository), then create it."""
-    git = GitRepo(repo)
-    try:
-        git.exclude_state(state_dir)
-    finally:
-        git.close()
+    exclude_state_dir(repo, state_dir)
     if create:
         state_dir.mkdir(parents=True, exist_ok=True)
 

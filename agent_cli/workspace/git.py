@@ -246,6 +246,30 @@ class GitRepo:
         return out
 
 
+def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
+    """`GitRepo.exclude_state` without starting GitPython (for the memory commands); True when added."""
+    root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(state_dir))
+    if real == root or root not in real.parents:
+        return False
+    dot_git = root / ".git"
+    git_dir = dot_git
+    if dot_git.is_file():  # a linked worktree or a submodule: "gitdir: PATH"
+        text = dot_git.read_text(encoding="utf-8").strip()
+        git_dir = (root / text.removeprefix("gitdir:").strip()).resolve()
+    common = git_dir / "commondir"
+    if common.is_file():
+        git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    path = git_dir / "info" / "exclude"
+    pattern = real.relative_to(root).as_posix() + "/"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if pattern in (line.strip() for line in text.splitlines()):
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text + ("\n" if text and not text.endswith("\n") else "") + pattern + "\n")
+    return True
+
+
 def _some(paths: list[str], limit: int = 5) -> str:
     """A short list of paths for a message."""
     shown = ", ".join(paths[:limit])
