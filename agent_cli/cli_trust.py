@@ -19,7 +19,7 @@ def trust_command(
 ) -> None:
     """Trust this repository's .agentrc to set base_url, model and embedding_model."""
     from agent_cli import trust
-    from agent_cli.cli_common import find_repo
+    from agent_cli.wiring import find_repo
 
     root = find_repo(repo)
     rc = root / ".agentrc"
