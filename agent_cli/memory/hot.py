@@ -89,9 +89,12 @@ class HotZone:
         self.items[item.id] = self.items.pop(item.id)
 
     def reorder(self) -> None:
-        """Order the hot zone by score, highest first (ties: the older first)."""
-        ranked = sorted(self.items.values(), key=lambda i: (-self._score(i), id_number(i.id)))
-        self.items = {item.id: item for item in ranked}
+        """Order the unpinned items by score, highest first (ties: the older first); pinned
+        notes, rendered apart, keep the order they came in."""
+        pinned = [item for item in self.items.values() if item.pinned]
+        ranked = sorted((item for item in self.items.values() if not item.pinned),
+                        key=lambda i: (-self._score(i), id_number(i.id)))
+        self.items = {item.id: item for item in pinned + ranked}
 
     def protect(self, item_id: str) -> None:
         """Count an edit among the latest ones, which eviction passes over."""
