@@ -1,7 +1,7 @@
 """The hot zone: the items in context, in the order they are rendered, and their bookkeeping.
 
-Order is position in the memory block: new items go at the end; only a batch eviction re-orders
-(see WorkingMemory._fit). Beside the items it keeps their token cost, the names they define, the
+Order is position in the memory block: new items go at the end, and an eviction takes items out
+without moving the rest (see WorkingMemory._fit). Beside the items it keeps their token cost, the names they define, the
 latest edits, an index of their texts (to merge identical results) and the eviction ranking.
 """
 
@@ -87,14 +87,6 @@ class HotZone:
     def to_end(self, item: Item) -> None:
         """Move an item to the end of the memory block."""
         self.items[item.id] = self.items.pop(item.id)
-
-    def reorder(self) -> None:
-        """Order the unpinned items by score, highest first (ties: the older first); pinned
-        notes, rendered apart, keep the order they came in."""
-        pinned = [item for item in self.items.values() if item.pinned]
-        ranked = sorted((item for item in self.items.values() if not item.pinned),
-                        key=lambda i: (-self._score(i), id_number(i.id)))
-        self.items = {item.id: item for item in pinned + ranked}
 
     def protect(self, item_id: str) -> None:
         """Count an edit among the latest ones, which eviction passes over."""

@@ -2,8 +2,8 @@
 
 What is in context is chosen by score; where it sits is kept stable, so that providers' prompt
 caches can reuse each request's prefix: new items go at the end of the memory block, and the hot
-zone is re-ranked and re-ordered only when it overflows, in one batch that evicts the weakest
-items down to a low-water mark (`low_water` of the budget). What does not fit moves to a cold
+zone is re-ranked only when it overflows, in one batch that evicts the weakest items down to a
+low-water mark (`low_water` of the budget); what stays keeps its order. What does not fit moves to a cold
 store (see store.py) and comes back with recall() (recall.py finds it).
 
 Sizes are booked at add() from a cheap estimate and counted exactly, once per item, when an item
@@ -201,7 +201,8 @@ class WorkingMemory:
 
     def _fit(self, need: int = 0) -> None:
         """Keep pinned items within their share; past the budget (with `need` more tokens to
-        come), evict the weakest down to the low-water mark, then re-order by score."""
+        come), evict the weakest down to the low-water mark. What stays keeps its place: a
+        re-order by score here was measured to cost the cache more (bench/prefix.py)."""
         hot = self._hot
         while hot.pinned_cost > self._pinned_cap:
             self._evict(hot.oldest_pinned())
@@ -215,7 +216,6 @@ class WorkingMemory:
             self._evict(item)  # the latest edits alone overflow: they go by score
         while hot.cost + need > self._room and hot.pinned_cost:
             self._evict(hot.oldest_pinned())
-        hot.reorder()
 
     def _evict(self, item: Item) -> None:
         """Move an item to the cold store; a view only refreshes the record it came from."""
