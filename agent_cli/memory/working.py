@@ -264,6 +264,7 @@ class WorkingMemory:
 
     def recall(self, query: str, k: int = 3) -> list[str]:
         """Bring back up to `k` cold items matching `query`; returns their ids, now hot."""
+        self._search.cooldown_steps = self.recall_cooldown_steps
         return self._restore(self._search.find(query, k, self._restored, self._step))
 
     def _restore(self, ids: list[str]) -> list[str]:
