@@ -4,8 +4,8 @@ Run: python bench/prefix.py   (deterministic script; about a minute)
 
 A real `agent run` (a process, the real executor, working memory, tools, git) works in a copy of
 this repository against the loopback fake server, which plays a scripted model: three tasks of
-30 tool calls each, mixed like a real run (file reads, searches, edits, test runs, a command that
-keeps failing, notes, recalls). Every request the server receives is tokenized (o200k_base, the
+29 tool calls each, mixed like a real run (whole-file reads, searches over the package, edits,
+test runs that fail until the task's edits are in, a command that keeps failing, notes, recalls). Every request the server receives is tokenized (o200k_base, the
 tools schema then each message) and compared with the request before it:
 
 - prefix share: the longest common token prefix over the request's length, within a task;
@@ -85,7 +85,7 @@ def smoke_test(repo: Path, task: int) -> str:
 
 
 def task_calls(repo: Path, task: int) -> list[dict]:
-    """Thirty tool calls for one task, the last one finish."""
+    """The tool calls of one task, the last one finish."""
     files = task_sources(repo, task)
     test = f"python -m pytest -q smoke/test_part_{task + 1}.py"
     calls: list[dict] = []
@@ -240,11 +240,29 @@ def baseline_costs(steps) -> tuple[list[int], list[int]]:
     return sizes, cached
 
 
+def unshared_parts(steps, sizes: list[int], cached: list[int]) -> str:
+    """Where the tokens not in the previous request's prefix sit, within a task."""
+    exchange = tail = total = 0
+    prev_key = None
+    for (key, body), size, common in zip(steps, sizes, cached):
+        if key == prev_key:
+            total += size - common
+            exchange += sum(len(encode(message_text(m))) for m in body["messages"]
+                            if m["role"] in ("assistant", "tool"))
+            tail += len(encode(message_text(body["messages"][-1])))
+        prev_key = key
+    rest = max(total - exchange - tail, 0)
+    return (f"tokens not in the previous request's prefix, within a task: {total:,}: the "
+            f"previous tool call and its result {exchange / total:.0%}, task, state and goal "
+            f"{tail / total:.0%}, working memory (new items, and everything after an eviction) "
+            f"{rest / total:.0%}")
+
+
 def cost(sizes: list[int], cached: list[int], discount: float) -> float:
     return sum(s - c + c * (1 - discount) for s, c in zip(sizes, cached))
 
 
-def memory_checks(steps, budget: int) -> tuple[int, bool]:
+def memory_checks(steps) -> tuple[int, bool]:
     """The largest working-memory part of any request, and whether every request held the
     latest edits (up to 10) made before it."""
     largest, edits_kept, edits = 0, True, 0
@@ -267,7 +285,7 @@ def report(steps, proc: subprocess.CompletedProcess, requests: int) -> None:
         for m in body["messages"]:
             for c in m.get("tool_calls") or []:
                 calls[c["function"]["name"]] = calls.get(c["function"]["name"], 0) + 1
-    largest, edits_kept = memory_checks(steps, 8000)
+    largest, edits_kept = memory_checks(steps)
     tasks = len({key for key, _ in steps})
     print(f"agent run: exit {proc.returncode}, {requests} requests, {len(steps)} while carrying "
           f"out {tasks} tasks; tool calls: {', '.join(f'{k} {v}' for k, v in sorted(calls.items()))}")
@@ -278,6 +296,7 @@ def report(steps, proc: subprocess.CompletedProcess, requests: int) -> None:
     print(f"prefix share with the previous request, within a task: median "
           f"{statistics.median(shares):.1%}, mean {statistics.mean(shares):.1%} "
           f"(target: median >= 85%)")
+    print(unshared_parts(steps, sizes, cached))
     print(f"prompt tokens over the run: agent {sum(sizes):,}, append-and-trim at {TRIM_AT:,} "
           f"{sum(base_sizes):,} ({sum(base_sizes) / sum(sizes):.1f}x more)")
     for discount in DISCOUNTS:
