@@ -18,7 +18,7 @@ merges into it: one item, its count shown in its header, moved to the end as the
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 from agent_cli.memory import assembly, recall, scoring
 from agent_cli.memory.assembly import FOOTER_TOKENS, Context
@@ -27,6 +27,7 @@ from agent_cli.memory.meter import SEPARATOR_TOKENS, Meter
 from agent_cli.memory.recall import ColdSearch
 from agent_cli.memory.store import InMemStore, Item, Store, id_number
 from agent_cli.memory.symbols import definitions, mentioned
+from agent_cli.protocols import Embedder
 
 __all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory"]
 
@@ -35,12 +36,6 @@ MIN_TOKENS = 256
 LOW_WATER = 0.75
 STATE_FORMAT = 1
 _RECENCY = [scoring.recency_term(age) for age in range(4096)]
-
-
-class Embedder(Protocol):
-    """Turns texts into vectors; any object with this method will do."""
-
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
 def _summary(summary: str, text: str) -> str:
