@@ -13,6 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from agent_cli.agent.runstore import RunRecord
+from agent_cli.agent.state import AgentState
 from agent_cli.memory.records import format_for_context, mark_stale
 from agent_cli.models import CommandRun, Episode, Fix, TaskRecord
 
@@ -71,7 +73,7 @@ def fixes_block(longterm, signatures: list[str], run_id: str) -> str:
             + format_for_context(fixes))
 
 
-def build_episode(run: dict[str, Any], state, commands: list[tuple[str, int | None]],
+def build_episode(run: RunRecord, state: AgentState, commands: list[tuple[str, int | None]],
                   files: list[str], signatures: list[str], fixes: list[Fix] = ()) -> Episode:
     """The episode of a run from its saved record and the AgentState."""
     tasks = [TaskRecord(goal=t.goal, status=t.status, attempts=t.attempts,
@@ -82,18 +84,15 @@ def build_episode(run: dict[str, Any], state, commands: list[tuple[str, int | No
     rejected = [t for t in state.plan if t.status == "rejected"]
     if rejected:
         summary += f" Rejected: {rejected[0].goal}. Why: {rejected[0].last_reason[:300]}"
-    usage = run.get("usage", {})
     fixed = sorted({s for f in fixes for s in f.signatures})
     return Episode(
-        run_id=run["run_id"], goal=state.goal, plan=[t.goal for t in state.plan], tasks=tasks,
-        status=run["status"], files_touched=sorted(set(files)),
+        run_id=run.run_id, goal=state.goal, plan=[t.goal for t in state.plan], tasks=tasks,
+        status=run.status, files_touched=sorted(set(files)),
         commands=[CommandRun(cmd=c, exit_code=e) for c, e in commands[-50:]],
         failure_signatures=(fixed + sorted(set(signatures) - set(fixed)))[:20],
         fixes=list(fixes), summary=summary,
-        prompt_tokens=usage.get("prompt_tokens", 0),
-        completion_tokens=usage.get("completion_tokens", 0),
-        cost_usd=usage.get("cost_usd", 0.0), started_at=run.get("started_at", ""),
-        ended_at=run.get("updated_at", ""))
+        prompt_tokens=run.usage.prompt_tokens, completion_tokens=run.usage.completion_tokens,
+        cost_usd=run.usage.cost_usd, started_at=run.started_at, ended_at=run.updated_at)
 
 
 def verified_commands(state, accept_cmds: list[str]) -> list[tuple[str, str]]:
@@ -116,11 +115,11 @@ def named_files(cmd: str, is_file: Callable[[str], bool]) -> list[str]:
     return sorted(p for p in paths if p and is_file(p))
 
 
-def remember(longterm, *, run: dict[str, Any], state, toolbox, learned: Learned,
+def remember(longterm, *, run: RunRecord, state, toolbox, learned: Learned,
              signatures: list[str], topic: str, blob_of: BlobOf, ttl_days: float,
              accept_cmds: list[str], facts: list = ()) -> None:
     """Write what the run learned into long-term memory, then archive what went unused."""
-    run_id = run["run_id"]
+    run_id = run.run_id
 
     def seen(paths: list[str]) -> dict[str, str]:
         return {p: b for p in paths if (b := blob_of(p)) is not None}

@@ -10,30 +10,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_cli.memory.store import Item, Store
+from agent_cli.memory.meter import Meter, estimate
+from agent_cli.memory.store import Item, Store, id_number
 
 
 class Revisions:
     """supersede(), unpin(), demote() and pinned_over() of WorkingMemory."""
 
     store: Store
-    _hot: dict[str, Item]
-    _pinned_cost: int
+    _hot: Any  # hot.HotZone
+    _meter: Meter
     _pinned_cap: int
+    _step: int
+    _search: Any  # recall.ColdSearch
+    _restored: set[str]
+    recall_cooldown_steps: int
 
     def supersede(self, item_id: str, text: str) -> bool:
         """Replace what item `item_id` says, hot and cold, by `text`; False if there is no such item."""
         found = False
         item = self._hot.get(item_id)
         if item is not None:
-            self._unlink(item)
-            item.text, item.tokens, item.symbols = text, self._count(text), ()
-            self._measure(item)
-            self._admit(item)
+            self._hot.unlink(item)
+            item.text, item.symbols = text, ()
+            self._meter.estimated(item)
+            self._rescore(item)
+            self._hot.admit(item, self._step)
             found = True
         record = self.store.get(item_id)
         if record is not None:
-            record.update(text=text, tokens=self._count(text), symbols=[])
+            record.update(text=text, tokens=estimate(text), exact=False, symbols=[])
             self.store.put(record)
             found = True
         if found:
@@ -42,9 +48,9 @@ class Revisions:
 
     def pinned_over(self) -> list[str]:
         """The oldest pinned notes whose unpinning would bring pinned notes within their share."""
-        excess = self._pinned_cost - self._pinned_cap
+        excess = self._hot.pinned_cost - self._pinned_cap
         out: list[str] = []
-        for item in self._hot.values():  # insertion order: the oldest first
+        for item in sorted((i for i in self._hot if i.pinned), key=lambda i: id_number(i.id)):
             if excess <= 0:
                 break
             if item.pinned:
@@ -56,13 +62,24 @@ class Revisions:
         """Make pinned note `item_id` an ordinary note, scored like any item; ValueError if it is not one."""
         item = self._hot.get(item_id)
         if item is None or not item.pinned:
-            pinned = ", ".join(i.id for i in self._hot.values() if i.pinned) or "none"
+            pinned = ", ".join(i.id for i in self._hot if i.pinned) or "none"
             raise ValueError(f"{item_id} is not a pinned note (pinned now: {pinned})")
-        self._unlink(item)
+        self._hot.unlink(item)
         item.pinned = False
-        self._measure(item)
-        self._admit(item)
+        self._meter.header_changed(item)
+        self._rescore(item)
+        self._hot.admit(item, self._step)
         self._fit()
+
+    def cooling(self, query: str, k: int = 3) -> list[tuple[str, int]]:
+        """Cold items matching `query` that only their cooldown holds back: (id, steps left)."""
+        self._search.cooldown_steps = self.recall_cooldown_steps
+        out = []
+        for item_id in self._search.find(query, k, self._restored, self._step, cooling=True):
+            record = self.store.get(item_id)
+            if record is not None:
+                out.append((item_id, self._search.cooldown_left(record["step_evicted"], self._step)))
+        return out
 
     def demote(self, item_id: str) -> None:
         """Unpin `item_id` for the model, and queue the demotion to be reported."""
@@ -87,9 +104,5 @@ class Revisions:
         return self._demoted_ids
 
     # Provided by WorkingMemory.
-    def _unlink(self, item: Item) -> None: ...
-    def _admit(self, item: Item) -> None: ...
-    def _measure(self, item: Item) -> None: ...
-    def _count(self, text: str) -> int: ...
-    def _fit(self) -> None: ...
-    def _record(self, item: Item) -> dict[str, Any]: ...
+    def _rescore(self, item: Item) -> None: ...
+    def _fit(self, need: int = 0) -> None: ...

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.run_setup import RunOptions, execute
+from agent_cli.wiring import RunOptions, execute
 
 
 @pytest.fixture
