@@ -66,7 +66,7 @@ def test_views_of_a_changed_file_are_superseded_but_the_latest_write_stays(
 
 
 def _notes(n: int) -> list[dict]:
-    return [{"tool": "note", "args": {"text": f"note {i}: " + "keep this detail in mind " * 20}}
+    return [{"tool": "note", "args": {"text": f"note {i}: " + "keep this detail in mind " * 14}}
             for i in range(n)]
 
 
