@@ -33,6 +33,7 @@ def run_command(
     replay: Optional[Path] = typer.Option(None, "--replay", help="Serve the model's replies from a "
                                           "recording (JSONL) instead of an endpoint."),
     record: Optional[Path] = typer.Option(None, "--record", help="Record every model exchange to JSONL."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the diff of every edit."),
 ) -> None:
     """Plan GOAL into tasks, carry each out with tools, and verify each with its acceptance command."""
     if not resume and not (goal and goal.strip()):
@@ -43,7 +44,7 @@ def run_command(
 
     opts = RunOptions(goal=goal, repo=repo, accept=list(accept), yes=yes, json_out=json_out,
                       resume=resume, run_id=run_id, allow_dirty=allow_dirty, plan_only=plan_only,
-                      replay=replay, record=record,
+                      replay=replay, record=record, verbose=verbose,
                       flags={"model": model, "base_url": base_url, "max_steps": max_steps,
                              "budget_usd": budget_usd, "approval": "auto" if yes else None})
     raise typer.Exit(execute(opts))

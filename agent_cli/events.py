@@ -18,6 +18,7 @@ class RunStarted(BaseModel):
     repo: str
     branch: str
     resumed: bool = False
+    base: str = ""  # the branch the run started from, which its work is meant to go back to
 
 
 class PlanMade(BaseModel):
@@ -53,6 +54,7 @@ class ToolRan(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    diff: str = ""  # the unified diff of an edit (write_file, edit_file); empty otherwise
 
 
 class Verified(BaseModel):
@@ -73,6 +75,7 @@ class TaskDone(BaseModel):
     attempts: int
     commit: str | None = None
     summary: str = ""  # the model's own words, labelled as such when shown
+    diff_stat: str = ""  # `git diff --stat` of the task's commit
 
 
 class Escalated(BaseModel):
@@ -102,6 +105,7 @@ class RunDone(BaseModel):
     completion_tokens: int
     cost_usd: float
     branch: str = ""
+    base: str = ""  # the branch the run started from
     message: str = ""
 
 

@@ -1,7 +1,8 @@
-"""What the console draws: one-line event texts, the plan table, the escalation block, the report.
+"""What the console draws: the log's lines, the plan table, the escalation block, the report.
 
 Everything the model or a tool wrote is shown as a rich `Text` (never parsed as markup) with
-escape and control codes stripped, so it can neither break the layout nor colour a log.
+escape and control codes stripped, so it can neither break the layout nor colour a log. The
+same renderables serve a terminal and a log file; without colour their styles simply vanish.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from rich.text import Text
 
 from agent_cli.events import (BudgetExhausted, Escalated, Event, Notice, PlanMade, RunDone,
                               RunStarted, TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
+from agent_cli.text import shorten
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
+DIFF_LINES = 80  # --verbose shows at most this many lines of one edit's diff
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 _ARG_KEYS = ("cmd", "path", "pattern", "query", "text", "summary")
 _STATUS_STYLE = {"pending": "dim", "running": "bold yellow", "verified": "bold green",
@@ -32,9 +35,8 @@ def clean(text: object) -> str:
 
 
 def short(text: object, limit: int = 80) -> str:
-    """One cleaned line of at most `limit` characters."""
-    line = " ".join(clean(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    """One cleaned line of at most `limit` characters, cut between words."""
+    return shorten(clean(text), limit)
 
 
 def arg_summary(arguments: str, limit: int = 80) -> str:
@@ -51,22 +53,22 @@ def arg_summary(arguments: str, limit: int = 80) -> str:
     return short(args, limit)
 
 
+def cost_text(usd: float) -> str:
+    """Dollars for display: `$0` when nothing was spent (a replayed run), else four decimals."""
+    return "$0" if usd == 0 else f"${usd:.4f}"
+
+
 @dataclass
 class RunState:
-    """What the events so far say: the plan with statuses, the current step, the running cost."""
+    """What the events so far say: the plan, the current task, the last tool call."""
 
     run_id: str = ""
     goal: str = ""
     branch: str = ""
+    base: str = ""
     tasks: list[dict] = field(default_factory=list)
     current: int | None = None
-    attempt: int = 0
-    step: int = 0
     last_call: ToolCalled | None = None
-    last_result: ToolRan | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
     summaries: list[tuple[int, str]] = field(default_factory=list)
     final_gate: Verified | None = None
 
@@ -74,7 +76,7 @@ class RunState:
         """The task at `index`, created as a placeholder if the plan did not list it."""
         while len(self.tasks) <= index:
             self.tasks.append({"goal": f"task {len(self.tasks) + 1}", "status": "pending",
-                               "attempts": 0, "acceptance_cmd": None, "exit_code": None})
+                               "attempts": 0, "acceptance_cmd": None})
         return self.tasks[index]
 
     def label(self, index: int) -> str:
@@ -85,44 +87,64 @@ class RunState:
         """Fold one event into the state."""
         match ev:
             case RunStarted():
-                self.run_id, self.goal, self.branch = ev.run_id, ev.goal, ev.branch
+                self.run_id, self.goal, self.branch, self.base = (ev.run_id, ev.goal, ev.branch,
+                                                                  ev.base)
             case PlanMade():
                 self.goal = ev.goal
-                self.tasks = [{"goal": t.get("goal", ""), "acceptance": t.get("acceptance", ""),
-                               "acceptance_cmd": t.get("acceptance_cmd"), "exit_code": None,
-                               "status": t.get("status", "pending"),
-                               "attempts": t.get("attempts", 0)} for t in ev.tasks]
+                self.tasks = [dict(t) for t in ev.tasks]
             case TaskStarted():
                 self.task(ev.index).update(status="running", attempts=ev.attempt)
-                self.current, self.attempt, self.last_call, self.last_result = (
-                    ev.index, ev.attempt, None, None)
+                self.current, self.last_call = ev.index, None
             case ToolCalled():
-                self.step, self.last_call = ev.step, ev
-            case ToolRan():
-                self.step, self.last_result = ev.step, ev
-                self.prompt_tokens += ev.prompt_tokens
-                self.completion_tokens += ev.completion_tokens
-                self.cost_usd += ev.cost_usd
-            case Verified():
-                if ev.index < 0:
-                    self.final_gate = ev
-                else:
-                    self.task(ev.index)["exit_code"] = ev.exit_code
+                self.last_call = ev
+            case Verified() if ev.index < 0:
+                self.final_gate = ev
             case TaskDone():
                 self.task(ev.index).update(status=ev.status, attempts=ev.attempts)
                 self.current = None
                 if ev.summary.strip():
                     self.summaries.append((ev.index, ev.summary))
-            case RunDone():
-                self.prompt_tokens, self.completion_tokens = ev.prompt_tokens, ev.completion_tokens
-                self.cost_usd, self.step = ev.cost_usd, ev.steps
 
 
-def tool_line(call: ToolCalled | None, result: ToolRan) -> str:
+def _edit_size(diff: str) -> str:
+    """`+9 -2` from a unified diff."""
+    lines = diff.splitlines()
+    added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
+    removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
+    return f"+{added} -{removed}"
+
+
+def tool_line(call: ToolCalled | None, result: ToolRan) -> Text:
     """`step 4 run: pytest -q -> exit 1` for a tool call and its result."""
-    what = f" {arg_summary(call.arguments)}" if call and call.step == result.step else ""
-    arrow = "->" if result.ok else "-> FAILED:"
-    return f"step {result.step} {result.name}:{what} {arrow} {short(result.summary, 120)}"
+    line = Text(f"step {result.step} ", style="dim")
+    line.append(result.name, style="bold")
+    line.append(":")
+    arg = arg_summary(call.arguments) if call is not None and call.step == result.step else ""
+    if arg:
+        line.append(f" {arg}")
+    outcome = _edit_size(result.diff) if result.diff else short(result.summary, 120)
+    if result.ok:
+        # "read calc/stats.py" after the path, "note" after a note, say nothing new
+        outcome = outcome.removesuffix(arg).strip() if arg else outcome
+        if outcome and outcome != result.name:
+            line.append(f" -> {outcome}", style="dim")
+    else:
+        line.append(f" -> FAILED: {outcome}", style="red")
+    return line
+
+
+def diff_text(diff: str) -> Text:
+    """An edit's diff, coloured, indented, at most DIFF_LINES lines."""
+    lines = clean(diff).splitlines()
+    out = Text()
+    for line in lines[:DIFF_LINES]:
+        style = ("green" if line.startswith("+") else "red" if line.startswith("-")
+                 else "cyan" if line.startswith("@@") else "dim")
+        out.append(f"      {line}\n", style=style)
+    if len(lines) > DIFF_LINES:
+        out.append(f"      … {len(lines) - DIFF_LINES} more lines\n", style="dim")
+    out.rstrip()
+    return out
 
 
 def verify_line(ev: Verified) -> str:
@@ -135,49 +157,63 @@ def verify_line(ev: Verified) -> str:
     return f"{who} ({ev.judge} judge): {verdict}"
 
 
-def event_line(ev: Event, state: RunState) -> str | None:
-    """The plain one-line rendering of an event (None for the events shown as blocks)."""
+def _task_done(ev: TaskDone, state: RunState) -> Text:
+    commit = f" (commit {ev.commit[:10]})" if ev.commit else ""
+    tries = "attempt" if ev.attempts == 1 else "attempts"
+    line = Text(f"[{state.label(ev.index)}] ", style="bold")
+    line.append(ev.status, style=_STATUS_STYLE.get(ev.status, ""))
+    line.append(f" after {ev.attempts} {tries}{commit}")
+    for stat in clean(ev.diff_stat).splitlines():
+        line.append(f"\n    {stat.strip()}", style="dim")
+    return line
+
+
+def event_line(ev: Event, state: RunState) -> Text | None:
+    """The log line of an event (None for the events shown as blocks or not at all)."""
     match ev:
         case RunStarted():
             how = "resuming run" if ev.resumed else "run"
-            return f"{how} {ev.run_id} on branch {ev.branch} in {ev.repo}\ngoal: {clean(ev.goal)}"
+            base = f" (from {ev.base})" if ev.base else ""
+            return Text(f"{how} {ev.run_id} on branch {ev.branch}{base} in {ev.repo}\n"
+                        f"goal: {clean(ev.goal)}")
         case TaskStarted():
-            return f"[{state.label(ev.index)}] attempt {ev.attempt}: {short(ev.goal, 200)}"
+            return Text(f"[{state.label(ev.index)}] attempt {ev.attempt}: {short(ev.goal, 200)}",
+                        style="bold")
         case ToolRan():
-            return "  " + tool_line(state.last_call, ev)
+            return Text("  ").append_text(tool_line(state.last_call, ev))
         case Verified():
-            reason = "".join(f"\n    {clean(line)}" for line in ev.reason.splitlines()[-12:])
-            return "  " + verify_line(ev) + ("" if ev.passed else reason)
+            line = Text("  " + verify_line(ev), style="green" if ev.passed else "yellow")
+            if not ev.passed:
+                for tail in ev.reason.splitlines()[-12:]:
+                    line.append(f"\n    {clean(tail)}", style="dim")
+            return line
         case TaskDone():
-            commit = f" (commit {ev.commit[:10]})" if ev.commit else ""
-            tries = "attempt" if ev.attempts == 1 else "attempts"
-            return f"[{state.label(ev.index)}] {ev.status} after {ev.attempts} {tries}{commit}"
+            return _task_done(ev, state)
         case BudgetExhausted():
-            return f"budget ran out: {ev.budget} used {ev.used} of {ev.limit}"
+            return Text(f"budget ran out: {ev.budget} used {ev.used} of {ev.limit}", style="yellow")
         case Notice():
-            return f"-- {clean(ev.text)}"
+            return Text(f"-- {clean(ev.text)}", style="dim")
     return None
 
 
-def plan_table(tasks: list[dict], *, plain: bool, status: bool = False) -> Table:
-    """The plan: index, task goal, acceptance command (and status and attempts when asked)."""
+def plan_table(tasks: list[dict], *, plain: bool) -> Table:
+    """The plan: index, task goal, acceptance command."""
     table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD)
     table.add_column("#", justify="right")
     table.add_column("Task", ratio=3)
     table.add_column("Acceptance command", ratio=2)
-    if status:
-        table.add_column("Status")
-        table.add_column("Tries", justify="right")
     for i, t in enumerate(tasks):
         cmd = t.get("acceptance_cmd")
         check = Text(clean(cmd)) if cmd else Text(
             f"(none; the model judges: {clean(t.get('acceptance') or 'the goal')})", style="dim")
-        row = [Text(str(i + 1)), Text(clean(t.get("goal", ""))), check]
-        if status:
-            st = str(t.get("status", "pending"))
-            row += [Text(st, style=_STATUS_STYLE.get(st, "")), Text(str(t.get("attempts", 0)))]
-        table.add_row(*row)
+        table.add_row(Text(str(i + 1)), Text(clean(t.get("goal", ""))), check)
     return table
+
+
+def plan_heading(ev: PlanMade) -> Text:
+    """`plan: 2 tasks for: GOAL`."""
+    n = len(ev.tasks)
+    return Text(f"plan: {n} task{'s' if n != 1 else ''} for: {clean(ev.goal)}", style="bold")
 
 
 def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
@@ -196,53 +232,65 @@ def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
     return Panel(body, title="Needs you", title_align="left", border_style="yellow")
 
 
-def report(ev: RunDone, state: RunState, *, plain: bool) -> list[RenderableType]:
-    """The final report: what the harness observed per task, totals, then the model's words."""
-    table = Table(title="Run report", box=box.ASCII if plain else box.SIMPLE_HEAD)
-    for name in ("#", "Task", "Status", "Attempts", "Acceptance command", "Exit code"):
-        table.add_column(name, justify="right" if name in ("#", "Attempts", "Exit code") else "left")
+def _report_tasks(ev: RunDone) -> Text:
+    """Per task: its goal on one line, then what the harness observed."""
+    lines = Text("Run report", style="bold")
     for i, t in enumerate(ev.tasks):
         st, code, cmd = str(t.get("status", "")), t.get("exit_code"), t.get("acceptance_cmd")
-        table.add_row(Text(str(i + 1)), Text(clean(t.get("goal", ""))),
-                      Text(st, style=_STATUS_STYLE.get(st, "")), Text(str(t.get("attempts", 0))),
-                      Text(clean(cmd) if cmd else "(none)"),
-                      Text("not run" if code is None else str(code)))
-    parts: list[RenderableType] = [table]
+        tries = t.get("attempts", 0)
+        lines.append(f"\n  {i + 1}. {short(t.get('goal', ''), 90)}\n     ")
+        lines.append(st, style=_STATUS_STYLE.get(st, ""))
+        lines.append(f", {tries} attempt{'' if tries == 1 else 's'}; ")
+        lines.append(f"`{clean(cmd)}` -> {'not run' if code is None else f'exit {code}'}"
+                     if cmd else "no acceptance command")
+    return lines
+
+
+def _summaries(state: RunState) -> Text:
+    lines = Text(MODEL_SUMMARIES, style="bold")
+    for index, summary in state.summaries:
+        lines.append(f"\n  task {index + 1}: ")
+        lines.append(clean(summary.strip()).replace("\n", "\n    "), style="italic")
+    return lines
+
+
+def take_it(ev: RunDone) -> Text | None:
+    """How to review the run's commits and merge them, with the real branch names."""
+    if not ev.branch or not any(t.get("commit") for t in ev.tasks):
+        return None
+    base = ev.base or "<your branch>"
+    lines = Text("review: ", style="bold")
+    lines.append(f"git diff {base}...{ev.branch}")
+    lines.append("\ntake it: ", style="bold")
+    lines.append(f"git switch {base} && git merge {ev.branch}")
+    return lines
+
+
+def report(ev: RunDone, state: RunState) -> list[RenderableType]:
+    """The final report: per task what the harness observed, totals, the model's words, next."""
+    parts: list[RenderableType] = [Text(), _report_tasks(ev)]
     if state.final_gate is not None:
         parts.append(Text(verify_line(state.final_gate)))
     parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt + "
-                      f"{ev.completion_tokens:,} completion tokens, ${ev.cost_usd:.4f}"))
-    if ev.branch:
-        parts.append(Text(f"branch: {ev.branch}"))
+                      f"{ev.completion_tokens:,} completion tokens, {cost_text(ev.cost_usd)}"))
     if state.summaries:
-        lines = Text(f"\n{MODEL_SUMMARIES}", style="bold")
-        for index, summary in state.summaries:
-            goal = ev.tasks[index].get("goal", "") if index < len(ev.tasks) else ""
-            lines.append(f"\n  task {index + 1} ({short(goal, 60)}): ")
-            lines.append(clean(summary.strip()).replace("\n", "\n    "), style="italic")
-        parts.append(lines)
+        parts.append(_summaries(state))
     message = f": {clean(ev.message)}" if ev.message else ""
     parts.append(Text(f"\nrun {ev.run_id} {ev.status} (exit code {ev.exit_code}){message}",
                       style="bold"))
+    parts.append(take_it(ev) or Text(f"branch: {ev.branch} (nothing committed on it)"
+                                     if ev.branch else ""))
     return parts
 
 
-def live_view(state: RunState) -> RenderableType:
-    """The live region: plan with statuses, current task and step, last tool call, cost."""
-    head = Text.assemble(("agent ", "bold"), state.run_id, "  ", (state.branch, "cyan"))
-    head.append("\n" + short(state.goal, 200))
-    if state.current is None:
-        now = Text("between tasks" if state.tasks else "planning...", style="dim")
-    else:
-        now = Text(f"{state.label(state.current)}, attempt {state.attempt}, step {state.step}: ",
-                   style="bold")
-        now.append(short(state.task(state.current).get("goal", ""), 100), style="")
-    last = Text("-", style="dim")
-    if state.last_result is not None:
-        last = Text("last: " + tool_line(state.last_call, state.last_result), style="dim")
-    elif state.last_call is not None:
-        last = Text(f"calling {state.last_call.name}: {arg_summary(state.last_call.arguments)}",
-                    style="dim")
-    cost = Text(f"{state.prompt_tokens:,} prompt + {state.completion_tokens:,} completion "
-                f"tokens, ${state.cost_usd:.4f}", style="dim")
-    return Group(head, plan_table(state.tasks, plain=False, status=True), now, last, cost)
+def runs_table(rows: list[dict], width: int) -> Table:
+    """`agent runs`: one line per run, the goal cut between words to fit `width` columns."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
+    fixed = {"run": 22, "started": 17, "status": 17, "steps": 6}
+    for name in (*fixed, "goal"):
+        table.add_column(name, no_wrap=True, justify="right" if name == "steps" else "left")
+    room = max(width - sum(fixed.values()) - 2 * len(fixed), 12)
+    for r in rows:
+        table.add_row(str(r.get("run_id", "")), str(r.get("started_at", ""))[:16].replace("T", " "),
+                      str(r.get("status", "")), str(r.get("steps", 0)), short(r.get("goal", ""), room))
+    return table

@@ -32,6 +32,7 @@ class RunOptions:
     plan_only: bool = False
     replay: Path | None = None
     record: Path | None = None
+    verbose: bool = False
     flags: dict[str, Any] = field(default_factory=dict)
 
 
@@ -41,8 +42,8 @@ def build_model(settings, opts: RunOptions, on_retry=None):
     if opts.replay:
         from agent_cli.llm.record import ReplayModel
 
-        model = ReplayModel(opts.replay, price_in=prices[0], price_out=prices[1],
-                            name=settings.model)
+        # a replayed reply was paid for when it was recorded: it costs nothing now
+        model = ReplayModel(opts.replay, price_in=0.0, price_out=0.0, name=settings.model)
     else:
         from agent_cli.llm.openai_model import OpenAIChat
 
@@ -78,6 +79,10 @@ class RepoWorkspace:
         from agent_cli.redact import redact
 
         return redact(self.repo.diff(self.protected), self.secrets)
+
+    def diff_stat(self, commit: str) -> str:
+        """`git diff --stat` of one commit against its parent."""
+        return self.repo.diff_stat(f"{commit}^", commit)
 
     def _refuse_secrets(self, paths: list[str]) -> None:
         """Stop before committing a file that holds the API key (a command can dump it there)."""
@@ -173,8 +178,10 @@ def execute(opts: RunOptions) -> int:
     repo_path = find_repo(opts.repo)
     settings = settings_for(repo_path, **opts.flags)
     ask = _check_approval(settings, opts)
-    console = make_console(pick_mode(opts.json_out, sys.stdout))
+    console = make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose)
     try:
+        if opts.replay:
+            console.emit(_replay_notice(opts.replay))
         services = _services(settings, opts, repo_path, console)
         services.model = build_model(settings, opts, on_retry=_retry_notice(console))
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
@@ -204,6 +211,13 @@ def _run_locked(session, services, opts: RunOptions) -> int:
 
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
+
+
+def _replay_notice(path: Path):
+    from agent_cli.events import Notice
+
+    return Notice(text=f"the model's replies are replayed from the recording {path}: no model "
+                       "is called, and they cost $0")
 
 
 def _retry_notice(console):

@@ -14,6 +14,7 @@ from agent_cli import events, fences
 from agent_cli.agent.executor import Runtime, run_attempt
 from agent_cli.agent.verifier import verify
 from agent_cli.models import Task, Verdict
+from agent_cli.text import shorten
 
 MAX_ATTEMPTS = 2
 
@@ -29,13 +30,15 @@ class Workspace(Protocol):
 
     def run_argv(self, argv: list[str]): ...
 
+    def diff_stat(self, commit: str) -> str: ...
+
 
 def commit_message(task: Task, run_id: str) -> str:
     """The task's goal as subject (and body when long), with the run id as a trailer."""
     subject = " ".join(task.goal.split())
     body = ""
     if len(subject) > 72:
-        body, subject = subject + "\n\n", subject[:69].rstrip() + "..."
+        body, subject = subject + "\n\n", shorten(subject, 72)
     return f"{subject}\n\n{body}Agent-Run: {run_id}\n"
 
 
@@ -87,8 +90,9 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
         if verdict.passed:
             _passed(rt, ws, index, verdict, run_id)
             rt.save()
+            stat = ws.diff_stat(task.commit) if task.commit else ""
             rt.emit(events.TaskDone(index=index, status="verified", attempts=task.attempts,
-                                    commit=task.commit, summary=task.summary))
+                                    commit=task.commit, summary=task.summary, diff_stat=stat))
             return True
         _failed(rt, index, task.attempts, verdict)
         rt.save()

@@ -77,8 +77,10 @@ class Session:
             return EXIT_OK if self.cfg.plan_only else EXIT_ERROR
         run_id = new_run_id()
         branch = f"agent/{run_id}"
+        base_branch = self.sv.repo.current_branch() or ""
         self.sv.repo.start_branch(branch)
         self.run = {"run_id": run_id, "status": "running", "goal": goal, "branch": branch,
+                    "base_branch": base_branch,
                     "base": self.sv.repo.head(), "accept_cmds": self.cfg.accept_cmds,
                     "protected": sorted(protected), "started_at": utc_now(),
                     "success_criteria": plan.success_criteria, "usage": {}}
@@ -87,13 +89,18 @@ class Session:
         memory = self.sv.open_memory(self.store.run_dir(run_id))
         memory.set_goal(goal)
         self.sv.console.emit(events.RunStarted(run_id=run_id, goal=goal, branch=branch,
-                                               repo=str(self.sv.repo.root)))
+                                               repo=str(self.sv.repo.root), base=base_branch))
         return self._execute(state, memory, protected, longterm, recalled, spent_before=0.0)
 
     def _recall(self, longterm, goal: str) -> str:
         from agent_cli.memory.records import format_for_context
 
         results = longterm.recall(goal, k=5, kind="all", min_trust=0.5)
+        if results:
+            kinds = sorted({r.kind for r in results})
+            self.sv.console.emit(events.Notice(
+                text=f"recalled {len(results)} item{'s' if len(results) != 1 else ''} from "
+                     f"earlier runs ({', '.join(kinds)}); `agent recall` shows them"))
         return format_for_context(results) if results else ""
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
@@ -139,7 +146,8 @@ class Session:
         longterm = self.sv.open_longterm()
         self.sv.console.emit(events.RunStarted(run_id=run_id, goal=state.goal, resumed=True,
                                                branch=self.run["branch"],
-                                               repo=str(self.sv.repo.root)))
+                                               repo=str(self.sv.repo.root),
+                                               base=self.run.get("base_branch", "")))
         self.sv.console.emit(events.PlanMade(goal=state.goal,
                                              tasks=[t.model_dump() for t in state.plan],
                                              accept_cmds=self.run.get("accept_cmds", [])))
@@ -269,4 +277,5 @@ class Session:
                                   prompt_tokens=usage.get("prompt_tokens", 0),
                                   completion_tokens=usage.get("completion_tokens", 0),
                                   cost_usd=usage.get("cost_usd", 0.0),
-                                  branch=self.run.get("branch", ""), message=message))
+                                  branch=self.run.get("branch", ""),
+                                  base=self.run.get("base_branch", ""), message=message))
