@@ -124,9 +124,9 @@ def tool_line(call: ToolCalled | None, result: ToolRan) -> Text:
         line.append(f" {arg}")
     outcome = _edit_size(result.diff) if result.diff else short(result.summary, 120)
     if result.ok:
-        # "read calc/stats.py" after the path, "note" after a note, say nothing new
+        # "read calc/stats.py" after the path, "note" after a note: nothing new to say
         outcome = outcome.removesuffix(arg).strip() if arg else outcome
-        if outcome and outcome != result.name:
+        if len(outcome.split()) > 1:
             line.append(f" -> {outcome}", style="dim")
     else:
         line.append(f" -> FAILED: {outcome}", style="red")
