@@ -13,10 +13,12 @@ from typing import Any, Optional
 
 import typer
 
+from agent_cli.cli_help import Command
+
 memory_app = typer.Typer(help="Look at and maintain what the agent remembers.",
                          no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
-REPO = typer.Option(None, "--repo", help="Repository (default: the current directory).")
+REPO = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: the current directory).")
 JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 NO_MEMORY = "no memory yet: {state} does not exist (`agent run` creates it)"
 
@@ -65,11 +67,11 @@ def _skip_final_sweep() -> None:
 
 
 def recall_command(
-    query: str = typer.Argument(..., help="What to look for, in words."),
-    k: int = typer.Option(5, "--k", "-k", min=1, max=100, help="How many results at most."),
-    kind: str = typer.Option("all", "--kind", help="episode, fact or all."),
-    min_trust: float = typer.Option(0.5, "--min-trust", min=0.0, max=1.0,
-                                    help="Leave out facts trusted less than this."),
+    query: str = typer.Argument(..., metavar="QUERY", help="What to look for, in words.", show_default=False),
+    k: int = typer.Option(5, "--k", "-k", metavar="N", help="How many results at most (1 to 100)."),
+    kind: str = typer.Option("all", "--kind", metavar="KIND", help="episode, fact or all."),
+    min_trust: float = typer.Option(0.5, "--min-trust", metavar="X",
+                                    help="Leave out facts trusted less than X (0 to 1)."),
     as_json: bool = JSON,
     repo: Optional[Path] = REPO,
 ) -> None:
@@ -78,6 +80,10 @@ def recall_command(
 
     if kind not in ("all", "episode", "fact"):
         raise UsageError(f"unknown --kind {kind!r}", "use episode, fact or all")
+    if not 1 <= k <= 100:
+        raise UsageError(f"--k {k} is out of range", "pass a number from 1 to 100")
+    if not 0.0 <= min_trust <= 1.0:
+        raise UsageError(f"--min-trust {min_trust} is out of range", "pass a number from 0 to 1")
     _, settings, state = _place(repo)
     mem = _open(settings, state)
     if mem is None:
@@ -119,9 +125,11 @@ def _results_table(results: list[Any]) -> Any:
     return table
 
 
-@memory_app.command("show")
+@memory_app.command("show", cls=Command,
+                     short_help="The latest run's working memory and long-term counts.")
 def show_command(
-    kind: Optional[str] = typer.Option(None, "--kind", help="Only working-memory items of this kind."),
+    kind: Optional[str] = typer.Option(None, "--kind", metavar="KIND",
+                                help="Only working-memory items of this kind."),
     as_json: bool = JSON,
     repo: Optional[Path] = REPO,
 ) -> None:
@@ -219,8 +227,9 @@ def _print_report(report: dict[str, Any]) -> None:
                   f"{counts['archive']} archived item(s).")
 
 
-@memory_app.command("forget")
-def forget_command(item_id: str = typer.Argument(..., help="The id shown by `agent recall`."),
+@memory_app.command("forget", cls=Command,
+                     short_help="Delete one remembered item.")
+def forget_command(item_id: str = typer.Argument(..., metavar="ID", help="The id shown by `agent recall`.", show_default=False),
                    repo: Optional[Path] = REPO) -> None:
     """Delete one item (an episode with its failure signatures, a fact or a note)."""
     from agent_cli.errors import StorageError
@@ -233,23 +242,27 @@ def forget_command(item_id: str = typer.Argument(..., help="The id shown by `age
     typer.echo(f"forgot {item_id} ({removed} document(s))")
 
 
-@memory_app.command("expire")
+@memory_app.command("expire", cls=Command,
+                     short_help="Archive facts and notes unused past their time to live.")
 def expire_command(repo: Optional[Path] = REPO) -> None:
     """Move facts and notes unused for longer than their time to live into the archive."""
     moved = _memory_or_exit(repo).expire()
     typer.echo(f"moved {moved} item(s) into the archive")
 
 
-@memory_app.command("export")
-def export_command(file: Path = typer.Argument(..., help="The JSONL file to write."),
+@memory_app.command("export", cls=Command,
+                     short_help="Write long-term memory to a JSONL file.")
+def export_command(file: Path = typer.Argument(..., metavar="FILE", help="The JSONL file to write.", show_default=False),
                    repo: Optional[Path] = REPO) -> None:
     """Write every episode, fact and archived item to a JSONL file (without vectors)."""
     written = _memory_or_exit(repo).export(file)
     typer.echo(f"exported {written} record(s) to {file}")
 
 
-@memory_app.command("import")
-def import_command(file: Path = typer.Argument(..., help="A JSONL file from `agent memory export`."),
+@memory_app.command("import", cls=Command,
+                     short_help="Read long-term memory from a JSONL export.")
+def import_command(file: Path = typer.Argument(..., metavar="FILE", help="A JSONL file from `agent memory export`.",
+                                     show_default=False),
                    repo: Optional[Path] = REPO) -> None:
     """Read records from an export, re-embedding them with the configured embedder."""
     from agent_cli.errors import UsageError
@@ -262,7 +275,8 @@ def import_command(file: Path = typer.Argument(..., help="A JSONL file from `age
     typer.echo(f"imported {added} record(s) into {state / 'chroma'}")
 
 
-@memory_app.command("reindex")
+@memory_app.command("reindex", cls=Command,
+                     short_help="Re-embed everything with the configured embedder.")
 def reindex_command(repo: Optional[Path] = REPO) -> None:
     """Re-embed everything with the configured embedder (after changing `embedding_model`)."""
     mem = _memory_or_exit(repo)

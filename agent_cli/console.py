@@ -23,7 +23,7 @@ from rich.text import Text
 from agent_cli.events import (Escalated, Event, Notice, PlanMade, RunDone, TaskStarted,
                               ToolCalled, ToolRan)
 from agent_cli.render import (RunState, arg_summary, clean, diff_text, escalation_block,
-                              event_line, plan_heading, plan_table, report, short)
+                              event_line, plan_heading, plan_table, report, runs_table, short)
 
 Mode = Literal["live", "plain", "json"]
 MAX_ASKS = 5
@@ -55,6 +55,12 @@ def _isatty(stream: IO[str]) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def print_runs(rows: list[dict]) -> None:
+    """`agent runs` as a table that fits the terminal (80 columns off a terminal)."""
+    console = Console(highlight=False, markup=False, emoji=False)
+    console.print(runs_table(rows, console.width))
 
 
 class Activity:

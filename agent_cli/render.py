@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from dataclasses import dataclass, field
 
 from rich import box
@@ -283,14 +284,26 @@ def report(ev: RunDone, state: RunState) -> list[RenderableType]:
     return parts
 
 
+def _local_time(stamp: object) -> str:
+    """`2026-11-30 20:15` in local time from an ISO 8601 stamp ("" when there is none)."""
+    try:
+        return datetime.fromisoformat(str(stamp)).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ""
+
+
 def runs_table(rows: list[dict], width: int) -> Table:
     """`agent runs`: one line per run, the goal cut between words to fit `width` columns."""
+    cells = [[str(r.get("run_id", "")), _local_time(r.get("started_at", "")),
+              str(r.get("status", "")), str(r.get("steps", 0))] for r in rows]
+    heads = ["run", "started", "status", "steps"]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+    room = max(width - sum(widths) - 2 * (len(widths) + 1), 10)  # 2: each column's padding
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
-    fixed = {"run": 22, "started": 17, "status": 17, "steps": 6}
-    for name in (*fixed, "goal"):
-        table.add_column(name, no_wrap=True, justify="right" if name == "steps" else "left")
-    room = max(width - sum(fixed.values()) - 2 * len(fixed), 12)
-    for r in rows:
-        table.add_row(str(r.get("run_id", "")), str(r.get("started_at", ""))[:16].replace("T", " "),
-                      str(r.get("status", "")), str(r.get("steps", 0)), short(r.get("goal", ""), room))
+    for head in heads:
+        table.add_column(head, no_wrap=True, justify="right" if head == "steps" else "left",
+                         min_width=widths[heads.index(head)])
+    table.add_column("goal", no_wrap=True, max_width=room)
+    for r, c in zip(rows, cells):
+        table.add_row(*c, short(r.get("goal", ""), room))
     return table

@@ -237,13 +237,14 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     repo = find_repo(repo_opt)
     store = RunStore(settings_for(repo).state_dir(repo))
     rows = [{"run_id": r.get("run_id"), "status": r.get("status"), "goal": r.get("goal", ""),
-             "steps": r.get("steps", 0), "updated_at": r.get("updated_at", "")}
-            for r in store.list()]
+             "steps": r.get("steps", 0), "started_at": r.get("started_at", ""),
+             "updated_at": r.get("updated_at", "")} for r in store.list()]
     if json_out:
         print(json.dumps(rows))
     elif not rows:
         print("no runs yet in this repository")
     else:
-        for r in rows:
-            print(f"{r['run_id']}  {r['status']:<16} {r['steps']:>4} steps  {r['goal'][:70]}")
+        from agent_cli.console import print_runs
+
+        print_runs(rows)
 

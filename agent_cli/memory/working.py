@@ -19,6 +19,7 @@ from agent_cli.memory import scoring
 from agent_cli.memory.recall import Recall
 from agent_cli.memory.store import InMemStore, Item, Store, id_number
 from agent_cli.memory.symbols import definitions, mentioned
+from agent_cli.text import shorten
 
 FOOTER_TOKENS = 64  # reserved for the "available with recall" line
 FOOTER_ENTRIES = 8
@@ -50,8 +51,7 @@ class Context:
 
 def _summary(summary: str, text: str) -> str:
     """One short line: the given summary, or the first non-blank line of the text."""
-    line = " ".join((summary.strip() or text.lstrip().split("\n", 1)[0]).split())
-    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
+    return shorten(summary.strip() or text.lstrip().split("\n", 1)[0], SUMMARY_CHARS)
 
 
 class WorkingMemory(Recall):
