@@ -298,7 +298,7 @@ def runs_table(rows: list[dict], width: int) -> Table:
               str(r.get("status", "")), str(r.get("steps", 0))] for r in rows]
     heads = ["run", "started", "status", "steps"]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
-    room = max(width - sum(widths) - 2 * (len(widths) + 1), 10)  # 2: each column's padding
+    room = max(width - sum(widths) - 3 * len(widths), 10)  # 3: padding and divider
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
     for head in heads:
         table.add_column(head, no_wrap=True, justify="right" if head == "steps" else "left",
