@@ -186,42 +186,69 @@ def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str
     except (KeyError, TypeError, ValueError) as e:
         raise StorageError(f"{state / 'runs' / run_id / 'state.json'}: working memory cannot be "
                            f"read: {e}", "it was written by another version of agent") from None
-    hot = [{"id": i.id, "kind": i.kind, "summary": i.summary, "tokens": i.tokens,
-            "pinned": i.pinned, "step": i.step, "refs": i.refs, "score": wm.explain(i.id)}
-           for i in wm.hot_items() if kind in (None, i.kind)]
+    hot = [_hot_row(i, wm.explain(i.id)) for i in wm.hot_items() if kind in (None, i.kind)]
     cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
     return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
 
 
-def _print_report(report: dict[str, Any]) -> None:
-    from agent_cli.memory.records import one_line
+# The score's terms under the names the table and the JSON share (scoring.explain's name first).
+TERMS = {"kind": "weight", "refs": "refs", "goal": "goal", "recency": "recent", "size": "size"}
+LEGEND = "score = weight + refs + goal + recent − size"
+HOT_COLUMNS = ("id", "kind", "score", *TERMS.values(), "tokens")
 
+
+def _hot_row(item: Any, terms: dict[str, float]) -> dict[str, Any]:
+    """One hot item as the table shows it and the JSON prints it: the same names in both."""
+    row: dict[str, Any] = {"id": item.id, "kind": item.kind, "pinned": item.pinned,
+                           "score": terms["total"]}
+    row.update({shown: terms[name] for name, shown in TERMS.items()})
+    row.update({"tokens": item.tokens, "step": item.step, "mentions": item.refs,
+                "summary": item.summary})
+    return row
+
+
+def _fit(title: str, heads: tuple[str, ...], rows: list[list[str]], summaries: list[str],
+         width: int) -> Any:
+    """A table whose last column, the summary, is cut between words to fit `width`."""
+    from agent_cli.text import shorten
+
+    table = _table(title)
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+    room = max(width - sum(widths) - 2 * len(heads) - 1, 10)  # padding and divider
+    for head in (*heads, "summary"):
+        table.add_column(head, no_wrap=True, justify="left" if head in ("id", "kind", "summary")
+                         else "right")
+    for row, summary in zip(rows, summaries):
+        table.add_row(*row, shorten(summary, room))
+    return table
+
+
+def _hot_table(report: dict[str, Any], width: int) -> Any:
+    stats = report["stats"]
+    rows = [[i["id"], i["kind"] + ("*" if i["pinned"] else ""),
+             *(f"{i[c]:.2f}" for c in HOT_COLUMNS[2:-1]), str(i["tokens"])] for i in report["hot"]]
+    return _fit(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
+                f"{stats.get('tokens')} tokens; * pinned)\n{LEGEND}", HOT_COLUMNS, rows,
+                [i["summary"] for i in report["hot"]], width)
+
+
+def _cold_table(report: dict[str, Any], width: int) -> Any:
+    rows = [[e["id"], e.get("kind", ""), str(e.get("step_evicted", ""))] for e in report["cold"]]
+    return _fit(f"Cold zone: {len(report['cold'])} item(s)", ("id", "kind", "step evicted"),
+                rows, [e.get("summary", "") for e in report["cold"]], width)
+
+
+def _print_report(report: dict[str, Any]) -> None:
     console, counts = _console(), report["counts"]
     if report["run_id"] is None:
         console.print("No run has recorded working memory yet.")
     else:
-        stats = report["stats"]
-        hot = _table(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
-                     f"{stats.get('tokens')} tokens; * pinned)")
-        terms = [t for t in (report["hot"][0]["score"] if report["hot"] else {}) if t != "total"]
-        short = {"kind": "weight", "recency": "recent"}
-        for col in ["id", "kind", "score", *(short.get(t, t) for t in terms), "tokens", "summary"]:
-            hot.add_column(col, overflow="fold" if col == "summary" else "ellipsis",
-                           no_wrap=col != "summary", min_width=12 if col == "summary" else None)
-        for item in report["hot"]:
-            s = item["score"]
-            hot.add_row(item["id"], item["kind"] + ("*" if item["pinned"] else ""),
-                        f"{s.get('total', 0):.2f}", *(f"{s[t]:.2f}" for t in terms),
-                        str(item["tokens"]), one_line(item["summary"], 80))
-        console.print(hot)
+        console.print(_hot_table(report, console.width))
         console.print()
-        cold = _table(f"Cold zone: {len(report['cold'])} item(s)")
-        for col in ("id", "kind", "evicted at step", "summary"):
-            cold.add_column(col, overflow="fold" if col == "summary" else "ellipsis", no_wrap=col != "summary")
-        for e in report["cold"]:
-            cold.add_row(e["id"], e.get("kind", ""), str(e.get("step_evicted", "")),
-                         one_line(e.get("summary", ""), 80))
-        console.print(cold)
+        if report["cold"]:
+            console.print(_cold_table(report, console.width))
+        else:
+            console.print("Cold zone: empty (nothing was evicted)")
         console.print()
     console.print(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} fact(s), "
                   f"{counts['archive']} archived item(s).")
