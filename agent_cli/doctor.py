@@ -8,7 +8,9 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from agent_cli.errors import AgentError
+from rich.text import Text
+
+from agent_cli.errors import AgentError, ConfigError
 
 
 def _check_endpoint(settings) -> str:
@@ -55,6 +57,27 @@ def _check_git(repo: Path | None) -> str:
     return f"{version}; repository {repo}"
 
 
+def shown(value: Any) -> str:
+    """A setting's value for display: `(not set)` rather than None, `(none)` for an empty list."""
+    if value is None:
+        return "(not set)"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) if value else "(none)"
+    return str(value)
+
+
+def _print_keys(out, settings) -> None:
+    """Every key with its value and where the value came from (the defaults without `settings`)."""
+    from agent_cli.settings import Settings
+
+    out.print(Text.assemble(("settings", "bold"), (" (keys for ~/.agentrc and <repo>/.agentrc; "
+                                                   "environment: AGENT_<KEY>)", "dim")))
+    values = settings.redacted() if settings is not None else Settings().redacted()
+    for key, value in values.items():
+        source = settings.sources.get(key, "default") if settings is not None else "default"
+        out.print(Text.assemble(f"  {key:<24} {shown(value):<40} ", (f"({source})", "dim")))
+
+
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
     from rich.console import Console
@@ -68,10 +91,14 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         if repo_opt is not None:
             raise
         repo = None
-    settings = settings_for(repo, **flags)
-    out.print("[bold]settings[/bold]")
-    for key, value in settings.redacted().items():
-        out.print(f"  {key:<24} {value!s:<40} [dim]({settings.sources.get(key, 'default')})[/dim]")
+    try:
+        settings = settings_for(repo, **flags)
+    except ConfigError as e:
+        _print_keys(out, None)
+        out.print(Text.assemble(("checks\n", "bold"), "  ", ("FAIL", "red"),
+                                f" {'settings':<10} {e.one_line()}"))
+        return 1
+    _print_keys(out, settings)
     checks: list[tuple[str, Callable[[], str]]] = [
         ("endpoint", lambda: _check_endpoint(settings)),
         ("tokenizer", lambda: _check_tokenizer(settings)),
@@ -79,11 +106,11 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("git", lambda: _check_git(repo)),
     ]
     failed = 0
-    out.print("[bold]checks[/bold]")
+    out.print(Text("checks", style="bold"))
     for name, check in checks:
         try:
-            out.print(f"  [green]ok[/green]   {name:<10} {check()}")
+            out.print(Text.assemble("  ", ("ok", "green"), f"   {name:<10} {check()}"))
         except AgentError as e:
             failed += 1
-            out.print(f"  [red]FAIL[/red] {name:<10} {e.one_line()}")
+            out.print(Text.assemble("  ", ("FAIL", "red"), f" {name:<10} {e.one_line()}"))
     return 1 if failed else 0
