@@ -69,8 +69,11 @@ class Screen:
 
 
 def run_on_pty(argv: list[str], *, cwd, env: dict[str, str], columns: int = 200,
-               timeout: float = 120) -> tuple[int, str]:
-    """Run `argv` with a pseudo-terminal as stdin, stdout and stderr; (exit code, raw output)."""
+               timeout: float = 120, answers: list[tuple[str, str]] = ()) -> tuple[int, str]:
+    """Run `argv` with a pseudo-terminal as stdin, stdout and stderr; (exit code, raw output).
+
+    `answers` are (prompt, keys) pairs in order: the keys are typed once the prompt shows.
+    """
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {k: v for k, v in env.items() if k != "NO_COLOR"} | {
@@ -78,7 +81,7 @@ def run_on_pty(argv: list[str], *, cwd, env: dict[str, str], columns: int = 200,
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
                             start_new_session=True)
     os.close(slave)
-    chunks, deadline = [], time.monotonic() + timeout
+    chunks, deadline, typed, answers = [], time.monotonic() + timeout, 0, list(answers)
     while time.monotonic() < deadline:
         if not select.select([master], [], [], 0.5)[0]:
             continue
@@ -89,6 +92,10 @@ def run_on_pty(argv: list[str], *, cwd, env: dict[str, str], columns: int = 200,
         if not chunk:
             break
         chunks.append(chunk)
+        if answers and answers[0][0] in b"".join(chunks).decode("utf-8", "replace")[typed:]:
+            typed = len(b"".join(chunks).decode("utf-8", "replace"))
+            os.write(master, answers[0][1].encode())
+            answers = answers[1:]
     else:
         proc.kill()
     code = proc.wait(timeout=30)

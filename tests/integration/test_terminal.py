@@ -35,18 +35,17 @@ def scripted(steps: list[dict]):
 def on_pty(fake_server, agent_env, demo_repo):
     """Run `agent run GOAL --yes EXTRA...` on a pty; (exit code, screen text, raw output)."""
 
-    def run(*extra: str) -> tuple[int, str, str]:
-        srv = fake_server(scripted(TOOL_STEPS))
-        argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--base-url", srv.url,
-                *extra]
-        code, raw = run_on_pty(argv, cwd=demo_repo, env=agent_env)
+    def run(*extra: str, steps=TOOL_STEPS, answers=()) -> tuple[int, str, str]:
+        srv = fake_server(scripted(steps))
+        argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--base-url", srv.url, *extra]
+        code, raw = run_on_pty(argv, cwd=demo_repo, env=agent_env, answers=answers)
         return code, Screen().feed(raw).text(), raw
 
     return run
 
 
 def test_the_terminal_keeps_a_log_and_ends_with_how_to_take_the_work(on_pty, demo_repo):
-    code, screen, raw = on_pty()
+    code, screen, raw = on_pty("--yes")
     assert code == 0, screen
     run_id = state_of(demo_repo)["run_id"]
     assert "\x1b[" in raw  # a terminal: colours and the spinner were drawn
@@ -70,8 +69,19 @@ def test_the_terminal_keeps_a_log_and_ends_with_how_to_take_the_work(on_pty, dem
 
 
 def test_verbose_shows_each_edits_diff(on_pty):
-    code, screen, _ = on_pty("--verbose")
+    code, screen, _ = on_pty("--yes", "--verbose")
     assert code == 0, screen
     after = screen[screen.index("step 3 edit_file"):]
     assert "+def median(xs):" in after and "+    if not xs:" in after
     assert after.index("+def median(xs):") < after.index("step 4 run")
+
+
+def test_prompts_take_the_spinner_off_the_screen_and_stay_in_the_log(on_pty):
+    steps = [read_stats(), {"tool": "run", "args": {"cmd": "ls calc"}}, *TOOL_STEPS[1:]]
+    code, screen, _ = on_pty(steps=steps, answers=[("Run this plan? [y/N]", "y\n"),
+                                                   ("[a]lways this command", "y\n")])
+    assert code == 0, screen
+    assert "Run this plan? [y/N] y\n" in screen
+    assert "Run `ls calc`? [y]es / [n]o / [a]lways this command y\n  step 2 run: ls calc" in screen
+    assert not any(frame in screen for frame in SPINNER_FRAMES), screen
+    assert screen.count("Acceptance command") == 1  # the plan, shown once for its approval
