@@ -20,8 +20,8 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from agent_cli.events import (Escalated, Event, Notice, PlanMade, RunDone, TaskStarted,
-                              ToolCalled, ToolRan)
+from agent_cli.events import (Escalated, Event, Notice, PlanMade, Planning, RunDone,
+                              TaskStarted, ToolCalled, ToolRan)
 from agent_cli.render import (RunState, arg_summary, clean, diff_text, escalation_block,
                               event_line, plan_heading, plan_table, report, runs_table, short)
 
@@ -82,6 +82,8 @@ class Activity:
 def activity(ev: Event, state: RunState) -> str | None:
     """What runs after `ev` until the next event, for the spinner; None when nothing does."""
     match ev:
+        case Planning():
+            return "planning: the model is writing the plan"
         case TaskStarted():
             return f"{state.label(ev.index)}: the model is working"
         case ToolCalled():

@@ -21,6 +21,13 @@ class RunStarted(BaseModel):
     base: str = ""  # the branch the run started from, which its work is meant to go back to
 
 
+class Planning(BaseModel):
+    """The model is being asked for a plan (a terminal shows a spinner until it comes)."""
+
+    event: Literal["planning"] = "planning"
+    goal: str
+
+
 class PlanMade(BaseModel):
     event: Literal["plan"] = "plan"
     goal: str
@@ -116,6 +123,6 @@ class Notice(BaseModel):
     text: str
 
 
-Event = Union[RunStarted, PlanMade, TaskStarted, ToolCalled, ToolRan, Verified, TaskDone,
-              Escalated, BudgetExhausted, RunDone, Notice]
+Event = Union[RunStarted, Planning, PlanMade, TaskStarted, ToolCalled, ToolRan, Verified,
+              TaskDone, Escalated, BudgetExhausted, RunDone, Notice]
 Emit = Callable[[Event], None]

@@ -107,6 +107,7 @@ class Session:
         files = self.sv.repo.list_files()
         messages = planner.plan_messages(goal, recalled, "\n".join(files[:300]),
                                          self.cfg.accept_cmds)
+        self.sv.console.emit(events.Planning(goal=goal))
         plan, _ = planner.make_plan(self.sv.model, messages)
         event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],
                                 success_criteria=plan.success_criteria,
