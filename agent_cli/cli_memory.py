@@ -1,12 +1,13 @@
 """`agent recall` and `agent memory ...`: long-term and working memory from the command line.
 
-Only typer and the standard library are imported here; chromadb, wordllama and rich load
-inside the commands. Errors are raised as AgentError; `cli.main` prints them as one line.
+Only typer and the standard library are imported here; chromadb, wordllama and rich (through
+`console` and `render`) load inside the commands. Errors are raised as AgentError; `cli.main` prints them as one line.
 No command creates the state directory, except `memory import`, whose purpose is to fill it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any, Optional
@@ -24,12 +25,15 @@ NO_MEMORY = "no memory yet: {state} does not exist (`agent run` creates it)"
 
 
 def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
-    """The repository, its settings and its state directory."""
-    from agent_cli.cli_common import find_repo, settings_for
+    """The repository, its settings and its state directory (excluded from git if it exists)."""
+    from agent_cli.wiring import find_repo, prepare_state_dir, settings_for
 
     top = find_repo(repo)
     settings = settings_for(top)
-    return top, settings, settings.state_dir(top)
+    state = settings.state_dir(top)
+    if state.exists():  # opening a store in it writes (journals), and none of that goes to git
+        prepare_state_dir(top, state, create=False)
+    return top, settings, state
 
 
 def _open(settings: Any, state: Path, create: bool = False) -> Any:
@@ -37,7 +41,7 @@ def _open(settings: Any, state: Path, create: bool = False) -> Any:
     chroma = state / "chroma"
     if not create and not (chroma / "chroma.sqlite3").exists():
         return None
-    from agent_cli.cli_common import make_embedder
+    from agent_cli.wiring import make_embedder
     from agent_cli.memory.longterm import LongTermMemory
 
     return LongTermMemory(chroma, make_embedder(settings), secrets=settings.secrets())
@@ -53,12 +57,6 @@ def _memory_or_exit(repo: Optional[Path]) -> Any:
     return mem
 
 
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False)
-
-
 def _skip_final_sweep() -> None:
     """Spare a read-only, short-lived command the interpreter's last pass over chromadb's objects."""
     import gc
@@ -67,7 +65,8 @@ def _skip_final_sweep() -> None:
 
 
 def recall_command(
-    query: str = typer.Argument(..., metavar="QUERY", help="What to look for, in words.", show_default=False),
+    query: str = typer.Argument(..., metavar="QUERY", help="What to look for, in words.",
+                                show_default=False),
     k: int = typer.Option(5, "--k", "-k", metavar="N", help="How many results at most (1 to 100)."),
     kind: str = typer.Option("all", "--kind", metavar="KIND", help="episode, fact or all."),
     min_trust: float = typer.Option(0.5, "--min-trust", metavar="X",
@@ -91,45 +90,25 @@ def recall_command(
         if as_json:
             typer.echo("[]")
         return
-    results = mem.recall(query, k=k, kind=kind, min_trust=min_trust)
+    with mem:
+        results = mem.recall(query, k=k, kind=kind, min_trust=min_trust)
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
     elif not results:
         typer.echo(f"nothing in memory matches {query!r}")
     else:
-        _console().print(_results_table(results))
+        from agent_cli.console import print_out
+        from agent_cli.render import recall_table
+
+        print_out(recall_table(results))
     _skip_final_sweep()
-
-
-def _table(title: str) -> Any:
-    from rich import box
-    from rich.table import Table
-
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                 show_edge=False, padding=(0, 1, 0, 0))
-
-
-def _results_table(results: list[Any]) -> Any:
-    from rich.text import Text
-
-    from agent_cli.memory.records import one_line
-
-    table = _table("Recalled from long-term memory")
-    for name in ("score", "kind", "id", "date", "gist and source"):
-        table.add_column(name, style="cyan" if name == "id" else None, no_wrap=name != "gist and source",
-                         overflow="fold" if name == "gist and source" else "ellipsis")
-    for r in results:
-        cell = Text(one_line(r.gist or r.text, 200))
-        cell.append(f"\n{one_line(r.source, 80)}", style="dim")
-        table.add_row(f"{r.score:.2f}", r.kind, r.id, r.date[:10], cell)
-    return table
 
 
 @memory_app.command("show", cls=Command,
                      short_help="The latest run's working memory and long-term counts.")
 def show_command(
     kind: Optional[str] = typer.Option(None, "--kind", metavar="KIND",
-                                help="Only working-memory items of this kind."),
+                                       help="Only working-memory items of this kind."),
     as_json: bool = JSON,
     repo: Optional[Path] = REPO,
 ) -> None:
@@ -140,13 +119,19 @@ def show_command(
         report: dict[str, Any] = {"run_id": None, "hot": [], "cold": [], "stats": {},
                                   "counts": {"episodes": 0, "facts": 0, "archive": 0}}
     else:
-        mem = _open(settings, state)
         report = _working_report(settings, state, kind)
-        report["counts"] = mem.counts() if mem else {"episodes": 0, "facts": 0, "archive": 0}
+        report["counts"] = {"episodes": 0, "facts": 0, "archive": 0}
+        mem = _open(settings, state)
+        if mem is not None:
+            with mem:
+                report["counts"] = mem.counts()
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     elif state.exists():
-        _print_report(report)
+        from agent_cli.console import command_console, print_out
+        from agent_cli.render import working_memory_view
+
+        print_out(*working_memory_view(report, command_console().width))
     _skip_final_sweep()
 
 
@@ -181,20 +166,19 @@ def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str
     saved_cost = sum(int(i.get("cost", 0)) for i in saved.get("items", []))
     wm = WorkingMemory(store=store, embedder=None,
                        max_tokens=max(settings.memory_max_tokens, saved_cost + 512))
-    try:
-        wm.import_state(saved)
-    except (KeyError, TypeError, ValueError) as e:
-        raise StorageError(f"{state / 'runs' / run_id / 'state.json'}: working memory cannot be "
-                           f"read: {e}", "it was written by another version of agent") from None
-    hot = [_hot_row(i, wm.explain(i.id)) for i in wm.hot_items() if kind in (None, i.kind)]
-    cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
-    return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
+    with contextlib.closing(store):
+        try:
+            wm.import_state(saved)
+        except (KeyError, TypeError, ValueError) as e:
+            raise StorageError(f"{state / 'runs' / run_id / 'state.json'}: working memory cannot "
+                               f"be read: {e}", "it was written by another version of agent") from None
+        hot = [_hot_row(i, wm.explain(i.id)) for i in wm.hot_items() if kind in (None, i.kind)]
+        cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
+        return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
 
 
 # The score's terms under the names the table and the JSON share (scoring.explain's name first).
 TERMS = {"kind": "weight", "refs": "refs", "goal": "goal", "recency": "recent", "size": "size"}
-LEGEND = "score = weight + refs + goal + recent − size"
-HOT_COLUMNS = ("id", "kind", "score", *TERMS.values(), "tokens")
 
 
 def _hot_row(item: Any, terms: dict[str, float]) -> dict[str, Any]:
@@ -207,62 +191,16 @@ def _hot_row(item: Any, terms: dict[str, float]) -> dict[str, Any]:
     return row
 
 
-def _fit(title: str, heads: tuple[str, ...], rows: list[list[str]], summaries: list[str],
-         width: int) -> Any:
-    """A table whose last column, the summary, is cut between words to fit `width`."""
-    from agent_cli.text import shorten
-
-    table = _table(title)
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
-    room = max(width - sum(widths) - 2 * len(heads) - 1, 10)  # padding and divider
-    for head in (*heads, "summary"):
-        table.add_column(head, no_wrap=True, justify="left" if head in ("id", "kind", "summary")
-                         else "right")
-    for row, summary in zip(rows, summaries):
-        table.add_row(*row, shorten(summary, room))
-    return table
-
-
-def _hot_table(report: dict[str, Any], width: int) -> Any:
-    stats = report["stats"]
-    rows = [[i["id"], i["kind"] + ("*" if i["pinned"] else ""),
-             *(f"{i[c]:.2f}" for c in HOT_COLUMNS[2:-1]), str(i["tokens"])] for i in report["hot"]]
-    return _fit(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
-                f"{stats.get('tokens')} tokens; * pinned)\n{LEGEND}", HOT_COLUMNS, rows,
-                [i["summary"] for i in report["hot"]], width)
-
-
-def _cold_table(report: dict[str, Any], width: int) -> Any:
-    rows = [[e["id"], e.get("kind", ""), str(e.get("step_evicted", ""))] for e in report["cold"]]
-    return _fit(f"Cold zone: {len(report['cold'])} item(s)", ("id", "kind", "step evicted"),
-                rows, [e.get("summary", "") for e in report["cold"]], width)
-
-
-def _print_report(report: dict[str, Any]) -> None:
-    console, counts = _console(), report["counts"]
-    if report["run_id"] is None:
-        console.print("No run has recorded working memory yet.")
-    else:
-        console.print(_hot_table(report, console.width))
-        console.print()
-        if report["cold"]:
-            console.print(_cold_table(report, console.width))
-        else:
-            console.print("Cold zone: empty (nothing was evicted)")
-        console.print()
-    console.print(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} fact(s), "
-                  f"{counts['archive']} archived item(s).")
-
-
 @memory_app.command("forget", cls=Command,
                      short_help="Delete one remembered item.")
-def forget_command(item_id: str = typer.Argument(..., metavar="ID", help="The id shown by `agent recall`.", show_default=False),
+def forget_command(item_id: str = typer.Argument(..., metavar="ID", show_default=False,
+                                                  help="The id shown by `agent recall`."),
                    repo: Optional[Path] = REPO) -> None:
     """Delete one item (an episode with its failure signatures, a fact or a note)."""
     from agent_cli.errors import StorageError
 
-    mem = _memory_or_exit(repo)
-    removed = mem.forget(item_id)
+    with _memory_or_exit(repo) as mem:
+        removed = mem.forget(item_id)
     if not removed:
         raise StorageError(f"no memory item {item_id!r} in {mem.path}",
                            "`agent recall QUERY` shows the ids")
@@ -273,32 +211,38 @@ def forget_command(item_id: str = typer.Argument(..., metavar="ID", help="The id
                      short_help="Archive facts and notes unused past their time to live.")
 def expire_command(repo: Optional[Path] = REPO) -> None:
     """Move facts and notes unused for longer than their time to live into the archive."""
-    moved = _memory_or_exit(repo).expire()
+    with _memory_or_exit(repo) as mem:
+        moved = mem.expire()
     typer.echo(f"moved {moved} item(s) into the archive")
 
 
 @memory_app.command("export", cls=Command,
                      short_help="Write long-term memory to a JSONL file.")
-def export_command(file: Path = typer.Argument(..., metavar="FILE", help="The JSONL file to write.", show_default=False),
+def export_command(file: Path = typer.Argument(..., metavar="FILE", show_default=False,
+                                               help="The JSONL file to write."),
                    repo: Optional[Path] = REPO) -> None:
     """Write every episode, fact and archived item to a JSONL file (without vectors)."""
-    written = _memory_or_exit(repo).export(file)
+    with _memory_or_exit(repo) as mem:
+        written = mem.export(file)
     typer.echo(f"exported {written} record(s) to {file}")
 
 
 @memory_app.command("import", cls=Command,
                      short_help="Read long-term memory from a JSONL export.")
-def import_command(file: Path = typer.Argument(..., metavar="FILE", help="A JSONL file from `agent memory export`.",
-                                     show_default=False),
+def import_command(file: Path = typer.Argument(..., metavar="FILE", show_default=False,
+                                               help="A JSONL file from `agent memory export`."),
                    repo: Optional[Path] = REPO) -> None:
     """Read records from an export, re-embedding them with the configured embedder."""
     from agent_cli.errors import UsageError
 
     if not file.is_file():
         raise UsageError(f"{file} is not a file", "pass a file written by `agent memory export`")
+    from agent_cli.wiring import prepare_state_dir
+
     top, settings, state = _place(repo)
-    _exclude_from_git(top, state)
-    added = _open(settings, state, create=True).import_(file)
+    prepare_state_dir(top, state, create=True)
+    with _open(settings, state, create=True) as mem:
+        added = mem.import_(file)
     typer.echo(f"imported {added} record(s) into {state / 'chroma'}")
 
 
@@ -306,17 +250,7 @@ def import_command(file: Path = typer.Argument(..., metavar="FILE", help="A JSON
                      short_help="Re-embed everything with the configured embedder.")
 def reindex_command(repo: Optional[Path] = REPO) -> None:
     """Re-embed everything with the configured embedder (after changing `embedding_model`)."""
-    mem = _memory_or_exit(repo)
-    count = mem.reindex()
+    with _memory_or_exit(repo) as mem:
+        count = mem.reindex()
     typer.echo(f"re-embedded {count} record(s) with {mem.embedder.name}")
 
-
-def _exclude_from_git(repo: Path, state: Path) -> None:
-    """Keep the state directory out of git when it lies inside the repository."""
-    from agent_cli.workspace.git import GitRepo
-
-    git = GitRepo(repo)
-    try:
-        git.exclude_state(state)
-    finally:
-        git.close()

@@ -5,7 +5,6 @@ Only typer is imported at module level; everything heavy is imported inside the 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -41,7 +40,7 @@ def run_command(
         raise UsageError("a goal is needed: agent run \"GOAL\" (or --resume)")
     if run_id and not resume:
         raise UsageError("--run-id goes with --resume")
-    from agent_cli.run_setup import RunOptions, execute
+    from agent_cli.wiring import RunOptions, execute
 
     opts = RunOptions(goal=goal, repo=repo, accept=list(accept), yes=yes, json_out=json_out,
                       resume=resume, run_id=run_id, allow_dirty=allow_dirty, plan_only=plan_only,
@@ -56,7 +55,7 @@ def runs_command(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON array."),
 ) -> None:
     """List the runs in this repository with their status."""
-    from agent_cli.run_setup import list_runs
+    from agent_cli.wiring import list_runs
 
     list_runs(repo, json_out)
 
@@ -66,7 +65,3 @@ def register(app: typer.Typer) -> None:
     app.command("run", cls=Command, short_help="Plan, carry out and verify a goal.")(run_command)
     app.command("runs", cls=Command)(runs_command)
 
-
-def stdin_is_terminal() -> bool:
-    """Whether a human can answer prompts on this process's standard input."""
-    return sys.stdin is not None and sys.stdin.isatty()

@@ -8,8 +8,6 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from rich.text import Text
-
 from agent_cli.errors import AgentError, ConfigError
 
 
@@ -57,34 +55,14 @@ def _check_git(repo: Path | None) -> str:
     return f"{version}; repository {repo}"
 
 
-def shown(value: Any) -> str:
-    """A setting's value for display: `(not set)` rather than None, `(none)` for an empty list."""
-    if value is None:
-        return "(not set)"
-    if isinstance(value, list):
-        return ", ".join(map(str, value)) if value else "(none)"
-    return str(value)
-
-
-def _print_keys(out, settings) -> None:
-    """Every key with its value and where the value came from (the defaults without `settings`)."""
-    from agent_cli.settings import Settings
-
-    out.print(Text.assemble(("settings", "bold"), (" (keys for ~/.agentrc and <repo>/.agentrc; "
-                                                   "environment: AGENT_<KEY>)", "dim")))
-    values = settings.redacted() if settings is not None else Settings().redacted()
-    for key, value in values.items():
-        source = settings.sources.get(key, "default") if settings is not None else "default"
-        out.print(Text.assemble(f"  {key:<24} {shown(value):<40} ", (f"({source})", "dim")))
-
-
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
-    from rich.console import Console
+    from agent_cli.console import command_console
+    from agent_cli.render import check_line, heading, settings_view
+    from agent_cli.settings import Settings
+    from agent_cli.wiring import find_repo, prepare_state_dir, settings_for
 
-    from agent_cli.cli_common import find_repo, settings_for
-
-    out = Console(highlight=False, soft_wrap=True)
+    out = command_console(soft_wrap=True)
     try:
         repo: Path | None = find_repo(repo_opt)
     except AgentError:
@@ -93,12 +71,15 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         repo = None
     try:
         settings = settings_for(repo, **flags)
-    except ConfigError as e:
-        _print_keys(out, None)
-        out.print(Text.assemble(("checks\n", "bold"), "  ", ("FAIL", "red"),
-                                f" {'settings':<10} {e.one_line()}"))
+    except ConfigError as e:  # still list the keys, which is what a misspelt one needs
+        for line in (*settings_view(Settings().redacted(), {}), heading("checks"),
+                     check_line("settings", False, e.one_line())):
+            out.print(line)
         return 1
-    _print_keys(out, settings)
+    if repo is not None and settings.state_dir(repo).exists():
+        prepare_state_dir(repo, settings.state_dir(repo), create=False)  # keep it out of git
+    for line in (*settings_view(settings.redacted(), settings.sources), heading("checks")):
+        out.print(line)
     checks: list[tuple[str, Callable[[], str]]] = [
         ("endpoint", lambda: _check_endpoint(settings)),
         ("tokenizer", lambda: _check_tokenizer(settings)),
@@ -106,11 +87,11 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("git", lambda: _check_git(repo)),
     ]
     failed = 0
-    out.print(Text("checks", style="bold"))
     for name, check in checks:
         try:
-            out.print(Text.assemble("  ", ("ok", "green"), f"   {name:<10} {check()}"))
+            line = check_line(name, True, check())
         except AgentError as e:
             failed += 1
-            out.print(Text.assemble("  ", ("FAIL", "red"), f" {name:<10} {e.one_line()}"))
+            line = check_line(name, False, e.one_line())
+        out.print(line)
     return 1 if failed else 0

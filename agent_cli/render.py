@@ -7,10 +7,7 @@ same renderables serve a terminal and a log file; without colour their styles si
 
 from __future__ import annotations
 
-import json
-import re
 from datetime import datetime
-from dataclasses import dataclass, field
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -20,99 +17,14 @@ from rich.text import Text
 
 from agent_cli.events import (BudgetExhausted, Escalated, Event, Notice, PlanMade, RunDone,
                               RunStarted, TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
-from agent_cli.text import shorten
+from agent_cli.progress import (RunState, arg_summary, budget_line, cost_text, edit_size,
+                                verify_line)
+from agent_cli.text import clean, short
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
 DIFF_LINES = 80  # --verbose shows at most this many lines of one edit's diff
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
-_ARG_KEYS = ("cmd", "path", "pattern", "query", "text", "summary")
 _STATUS_STYLE = {"pending": "dim", "running": "bold yellow", "verified": "bold green",
                  "rejected": "bold red"}
-
-
-def clean(text: object) -> str:
-    """Text with terminal escape sequences and control characters removed."""
-    return _CONTROL.sub("", str(text)).replace("\t", "    ")
-
-
-def short(text: object, limit: int = 80) -> str:
-    """One cleaned line of at most `limit` characters, cut between words."""
-    return shorten(clean(text), limit)
-
-
-def arg_summary(arguments: str, limit: int = 80) -> str:
-    """The telling argument of a tool call (its command, path, pattern...) on one line."""
-    try:
-        args = json.loads(arguments)
-    except ValueError:
-        return short(arguments, limit)
-    if isinstance(args, dict):
-        for key in _ARG_KEYS:
-            if isinstance(args.get(key), str):
-                return short(args[key], limit)
-        return short(", ".join(f"{k}={v}" for k, v in args.items()), limit)
-    return short(args, limit)
-
-
-def cost_text(usd: float) -> str:
-    """Dollars for display: `$0` when nothing was spent (a replayed run), else four decimals."""
-    return "$0" if usd == 0 else f"${usd:.4f}"
-
-
-@dataclass
-class RunState:
-    """What the events so far say: the plan, the current task, the last tool call."""
-
-    run_id: str = ""
-    goal: str = ""
-    branch: str = ""
-    base: str = ""
-    tasks: list[dict] = field(default_factory=list)
-    current: int | None = None
-    last_call: ToolCalled | None = None
-    summaries: list[tuple[int, str]] = field(default_factory=list)
-    final_gate: Verified | None = None
-
-    def task(self, index: int) -> dict:
-        """The task at `index`, created as a placeholder if the plan did not list it."""
-        while len(self.tasks) <= index:
-            self.tasks.append({"goal": f"task {len(self.tasks) + 1}", "status": "pending",
-                               "attempts": 0, "acceptance_cmd": None})
-        return self.tasks[index]
-
-    def label(self, index: int) -> str:
-        """`task i/n` for a 0-based index."""
-        return f"task {index + 1}/{max(len(self.tasks), index + 1)}"
-
-    def apply(self, ev: Event) -> None:
-        """Fold one event into the state."""
-        match ev:
-            case RunStarted():
-                self.run_id, self.goal, self.branch, self.base = (ev.run_id, ev.goal, ev.branch,
-                                                                  ev.base)
-            case PlanMade():
-                self.goal = ev.goal
-                self.tasks = [dict(t) for t in ev.tasks]
-            case TaskStarted():
-                self.task(ev.index).update(status="running", attempts=ev.attempt)
-                self.current, self.last_call = ev.index, None
-            case ToolCalled():
-                self.last_call = ev
-            case Verified() if ev.index < 0:
-                self.final_gate = ev
-            case TaskDone():
-                self.task(ev.index).update(status=ev.status, attempts=ev.attempts)
-                self.current = None
-                if ev.summary.strip():
-                    self.summaries.append((ev.index, ev.summary))
-
-
-def _edit_size(diff: str) -> str:
-    """`+9 -2` from a unified diff."""
-    lines = diff.splitlines()
-    added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
-    removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
-    return f"+{added} -{removed}"
 
 
 def tool_line(call: ToolCalled | None, result: ToolRan) -> Text:
@@ -123,7 +35,7 @@ def tool_line(call: ToolCalled | None, result: ToolRan) -> Text:
     arg = arg_summary(call.arguments) if call is not None and call.step == result.step else ""
     if arg:
         line.append(f" {arg}")
-    outcome = _edit_size(result.diff) if result.diff else short(result.summary, 120)
+    outcome = edit_size(result.diff) if result.diff else short(result.summary, 120)
     if result.ok:
         # "read calc/stats.py" after the path, "note" after a note: nothing new to say
         outcome = outcome.removesuffix(arg).strip() if arg else outcome
@@ -146,16 +58,6 @@ def diff_text(diff: str) -> Text:
         out.append(f"      … {len(lines) - DIFF_LINES} more lines\n", style="dim")
     out.rstrip()
     return out
-
-
-def verify_line(ev: Verified) -> str:
-    """One line for a verification: what ran, its exit code, and the verdict."""
-    verdict = "passed" if ev.passed else "did not pass"
-    who = "final check" if ev.index < 0 else f"verify attempt {ev.attempt}"
-    if ev.judge == "command" and ev.command:
-        code = "not run" if ev.exit_code is None else f"exit {ev.exit_code}"
-        return f"{who}: `{short(ev.command, 100)}` -> {code}: {verdict}"
-    return f"{who} ({ev.judge} judge): {verdict}"
 
 
 def _task_done(ev: TaskDone, state: RunState) -> Text:
@@ -191,7 +93,7 @@ def event_line(ev: Event, state: RunState) -> Text | None:
         case TaskDone():
             return _task_done(ev, state)
         case BudgetExhausted():
-            return Text(f"budget ran out: {ev.budget} used {ev.used} of {ev.limit}", style="yellow")
+            return Text(budget_line(ev), style="yellow")
         case Notice():
             return Text(f"-- {clean(ev.text)}", style="dim")
     return None
@@ -307,3 +209,96 @@ def runs_table(rows: list[dict], width: int) -> Table:
     for r, c in zip(rows, cells):
         table.add_row(*c, short(r.get("goal", ""), room))
     return table
+
+
+def memory_table(title: str) -> Table:
+    """A borderless table with a title, for the memory commands."""
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                 show_edge=False, padding=(0, 1, 0, 0))
+
+
+def recall_table(results: list) -> Table:
+    """What `agent recall` found: score, kind, id, date, and the gist with its source."""
+    table = memory_table("Recalled from long-term memory")
+    for name in ("score", "kind", "id", "date", "gist and source"):
+        table.add_column(name, style="cyan" if name == "id" else None,
+                         no_wrap=name != "gist and source",
+                         overflow="fold" if name == "gist and source" else "ellipsis")
+    for r in results:
+        cell = Text(short(r.gist or r.text, 200))
+        cell.append(f"\n{short(r.source, 80)}", style="dim")
+        table.add_row(f"{r.score:.2f}", r.kind, r.id, r.date[:10], cell)
+    return table
+
+
+SCORE_TERMS = ("weight", "refs", "goal", "recent", "size")
+SCORE_LEGEND = "score = weight + refs + goal + recent − size"
+
+
+def working_memory_view(report: dict, width: int) -> list[RenderableType]:
+    """`agent memory show`: the hot zone with score terms, the cold zone, long-term counts."""
+    counts = report["counts"]
+    shown: list[RenderableType] = []
+    if report["run_id"] is None:
+        shown.append(Text("No run has recorded working memory yet."))
+    else:
+        cold = _cold_table(report, width) if report["cold"] else Text(
+            "Cold zone: empty (nothing was evicted)")
+        shown += [_hot_table(report, width), Text(""), cold, Text("")]
+    shown.append(Text(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} "
+                      f"fact(s), {counts['archive']} archived item(s)."))
+    return shown
+
+
+def _fitted(title: str, heads: tuple[str, ...], rows: list[list[str]], summaries: list[str],
+            width: int) -> Table:
+    """A memory table whose last column, the summary, is cut between words to fit `width`."""
+    table = memory_table(title)
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+    room = max(width - sum(widths) - 2 * len(heads) - 1, 10)  # padding and divider
+    for head in (*heads, "summary"):
+        table.add_column(head, no_wrap=True,
+                         justify="left" if head in ("id", "kind", "summary") else "right")
+    for row, summary in zip(rows, summaries):
+        table.add_row(*row, short(summary, room))
+    return table
+
+
+def _hot_table(report: dict, width: int) -> Table:
+    stats, heads = report["stats"], ("id", "kind", "score", *SCORE_TERMS, "tokens")
+    rows = [[i["id"], i["kind"] + ("*" if i["pinned"] else ""),
+             *(f"{i[c]:.2f}" for c in ("score", *SCORE_TERMS)), str(i["tokens"])]
+            for i in report["hot"]]
+    return _fitted(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
+                   f"{stats.get('tokens')} tokens; * pinned)\n{SCORE_LEGEND}", heads, rows,
+                   [i["summary"] for i in report["hot"]], width)
+
+
+def _cold_table(report: dict, width: int) -> Table:
+    rows = [[e["id"], e.get("kind", ""), str(e.get("step_evicted", ""))] for e in report["cold"]]
+    return _fitted(f"Cold zone: {len(report['cold'])} item(s)", ("id", "kind", "step evicted"),
+                   rows, [e.get("summary", "") for e in report["cold"]], width)
+
+
+def heading(title: str) -> Text:
+    """A section heading of a command's output."""
+    return Text(title, style="bold")
+
+
+def settings_view(values: dict, sources: dict[str, str]) -> list[Text]:
+    """`agent doctor`'s settings: every key, its value (`(not set)` for none), where it came from."""
+    lines = [Text.assemble(heading("settings"), (" (keys for ~/.agentrc and <repo>/.agentrc; "
+                                                  "environment: AGENT_<KEY>)", "dim"))]
+    for key, value in values.items():
+        if isinstance(value, list):
+            value = ", ".join(map(str, value)) if value else "(none)"
+        shown = "(not set)" if value is None else clean(value)
+        lines.append(Text.assemble(f"  {key:<24} {shown:<40} ",
+                                   (f"({sources.get(key, 'default')})", "dim")))
+    return lines
+
+
+def check_line(name: str, passed: bool, text: str) -> Text:
+    """One of `agent doctor`'s checks: ok or FAIL, its name, what it found."""
+    mark = ("ok  ", "green") if passed else ("FAIL", "red")
+    return Text.assemble("  ", mark, f" {name:<10} {clean(text)}")

@@ -1,9 +1,12 @@
-"""Text cut for display and for commit subjects: at a word boundary, marked with "…"."""
+"""Text for display: cut between words and marked with "…", free of terminal control codes."""
 
 from __future__ import annotations
 
+import re
+
 ELLIPSIS = "…"
 _TRAILING = " ,;:-"
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def shorten(text: object, width: int) -> str:
@@ -23,3 +26,13 @@ def shorten(text: object, width: int) -> str:
         if space >= width // 2:
             cut = cut[:space]
     return cut.rstrip(_TRAILING) + ELLIPSIS
+
+
+def clean(text: object) -> str:
+    """Text with terminal escape sequences and control characters removed."""
+    return _CONTROL.sub("", str(text)).replace("\t", "    ")
+
+
+def short(text: object, limit: int = 80) -> str:
+    """One cleaned line of at most `limit` characters, cut between words."""
+    return shorten(clean(text), limit)
