@@ -66,6 +66,8 @@ def _task_done(ev: TaskDone, state: RunState) -> Text:
     line = Text(f"[{state.label(ev.index)}] ", style="bold")
     line.append(ev.status, style=_STATUS_STYLE.get(ev.status, ""))
     line.append(f" after {ev.attempts} {tries}{commit}")
+    if ev.proof:
+        line.append(f"; proof: {ev.proof}")
     for stat in clean(ev.diff_stat).splitlines():
         line.append(f"\n    {stat.strip()}", style="dim")
     return line
@@ -135,6 +137,17 @@ def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
     return Panel(body, title="Needs you", title_align="left", border_style="yellow")
 
 
+_PROOF_WORDS = {"red-green": "red-green (its check failed before the task and passes after)",
+                "regression-only": "regression-only (its check already passed before the task)"}
+
+
+def proof_lines(tasks: list[dict]) -> str:
+    """What each verified task's check proves, one line per task judged by a command."""
+    lines = [f"task {i + 1}: {_PROOF_WORDS[t['proof']]}" for i, t in enumerate(tasks)
+             if t.get("proof") in _PROOF_WORDS]
+    return "proof: " + "; ".join(lines) if lines else ""
+
+
 def _report_tasks(ev: RunDone) -> Text:
     """Per task: its goal on one line, then what the harness observed."""
     lines = Text("Run report", style="bold")
@@ -172,6 +185,9 @@ def take_it(ev: RunDone) -> Text | None:
 def report(ev: RunDone, state: RunState) -> list[RenderableType]:
     """The final report: per task what the harness observed, totals, the model's words, next."""
     parts: list[RenderableType] = [Text(), _report_tasks(ev)]
+    proofs = proof_lines(ev.tasks)
+    if proofs:
+        parts.append(Text(proofs))
     if state.final_gate is not None:
         parts.append(Text(verify_line(state.final_gate)))
     parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt + "

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from agent_cli.cli import app
 
-COMMANDS = [[], ["run"], ["runs"], ["doctor"], ["recall"], ["memory"], ["memory", "show"],
+COMMANDS = [[], ["run"], ["runs"], ["doctor"], ["trust"], ["recall"], ["memory"], ["memory", "show"],
             ["memory", "forget"], ["memory", "expire"], ["memory", "export"],
             ["memory", "import"], ["memory", "reindex"]]
 PYTHON_TYPES = re.compile(r"<(str|int|float|path|bool)[^>]*>|list\[|\{\w+\}|<=x<=")
