@@ -1,0 +1,132 @@
+"""What a local server says about itself: its context window and whether it is still busy.
+
+Best effort over plain HTTP (stdlib only), a short timeout per probe, never raising:
+llama.cpp `GET /props` (`n_ctx`) and `GET /slots` (`is_processing`), vLLM `GET /v1/models`
+(`max_model_len`), Ollama `POST /api/ps` / `/api/show` (the loaded context, `num_ctx`, the
+model's `*.context_length`). Ollama serves a model with its own `num_ctx` (4096 unless
+configured), whatever the model could take, so that is what counts when nothing says more.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import urlsplit
+
+PROBE_TIMEOUT_S = 2.0
+OLLAMA_DEFAULT_CTX = 4096
+SKIP_HOSTS = ("api.openai.com",)
+
+
+def root_of(base_url: str) -> str:
+    """`http://host:port` of a base URL (the local servers serve their own API there)."""
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _http_json(url: str, api_key: str | None, body: dict | None = None,
+               timeout: float = PROBE_TIMEOUT_S) -> Any:
+    """The JSON at `url` (POST when `body`), or None on any failure."""
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read(1_000_000))
+    except (OSError, ValueError, urllib.error.URLError, http.client.HTTPException):
+        return None
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _llama_cpp(base_url: str, key: str | None, model: str) -> int | None:
+    props = _http_json(root_of(base_url) + "/props", key)
+    if not isinstance(props, dict):
+        return None
+    settings = props.get("default_generation_settings")
+    nested = settings.get("n_ctx") if isinstance(settings, dict) else None
+    return _positive(props.get("n_ctx")) or _positive(nested)
+
+
+def _vllm(base_url: str, key: str | None, model: str) -> int | None:
+    listing = _http_json(base_url.rstrip("/") + "/models", key)
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(entries, list):
+        return None
+    lengths = {e.get("id"): _positive(e.get("max_model_len")) for e in entries if isinstance(e, dict)}
+    return lengths.get(model) or next((n for n in lengths.values() if n), None)
+
+
+def _ollama(base_url: str, key: str | None, model: str) -> int | None:
+    root = root_of(base_url)
+    running = _http_json(root + "/api/ps", key)
+    for entry in (running or {}).get("models", []) if isinstance(running, dict) else []:
+        if isinstance(entry, dict) and entry.get("name") in (model, f"{model}:latest"):
+            if n := _positive(entry.get("context_length")):
+                return n
+    shown = _http_json(root + "/api/show", key, {"model": model, "name": model})
+    if not isinstance(shown, dict):
+        return None
+    for line in str(shown.get("parameters") or "").splitlines():
+        name, _, value = line.partition(" ")
+        if name == "num_ctx" and value.strip().isdigit():
+            return int(value.strip())
+    info = shown.get("model_info") or {}
+    trained = [_positive(v) for k, v in info.items() if k.endswith(".context_length")]
+    trained = [n for n in trained if n]
+    return min(trained[0], OLLAMA_DEFAULT_CTX) if trained else None
+
+
+PROBES = (("llama.cpp /props", _llama_cpp), ("vLLM /v1/models", _vllm),
+          ("Ollama /api/show", _ollama))
+
+
+def learn_context_window(base_url: str, api_key: str | None, model: str) -> tuple[int, str] | None:
+    """(tokens, where it was learned) from the server itself, or None if it does not say."""
+    if any(host in base_url for host in SKIP_HOSTS):
+        return None
+    for source, probe in PROBES:
+        if n := probe(base_url, api_key, model):
+            return n, source
+    return None
+
+
+def busy(base_url: str, api_key: str | None) -> bool | None:
+    """Whether the server is generating (llama.cpp `/slots`); None when it does not say."""
+    slots = _http_json(root_of(base_url) + "/slots", api_key, timeout=1.0)
+    if not isinstance(slots, list) or not slots:
+        return None
+    return any(isinstance(s, dict) and (s.get("is_processing") or s.get("state") == 1)
+               for s in slots)
+
+
+def wait_until_idle(base_url: str, api_key: str | None, max_wait_s: float,
+                    poll_s: float = 0.2) -> bool:
+    """Wait while the server reports work in progress; False if it is still busy at the end."""
+    deadline = time.monotonic() + max_wait_s
+    while busy(base_url, api_key):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
+def fit_window(window: int, memory_max: int, tool_output_max: int,
+               reply_max: int) -> tuple[int, int, int]:
+    """Working memory, tool output and reply caps that fit a context window together.
+
+    A request is the system prompt and tools (about 1,500 tokens), working memory, the last
+    tool output, the task and state (a few hundred) and the reply: at most 30%, 15% and 25%
+    of the window go to the three that grow.
+    """
+    return (min(memory_max, max(256, window * 30 // 100)),
+            min(tool_output_max, max(100, window * 15 // 100)),
+            min(reply_max, max(256, window // 4)))
