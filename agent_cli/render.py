@@ -210,7 +210,8 @@ def report(ev: RunDone, state: RunState, *, plain: bool) -> list[RenderableType]
     parts: list[RenderableType] = [table]
     if state.final_gate is not None:
         parts.append(Text(verify_line(state.final_gate)))
-    parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt + "
+    cached = f" ({ev.cached_tokens:,} cached)" if ev.cached_tokens else ""
+    parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt{cached} + "
                       f"{ev.completion_tokens:,} completion tokens, ${ev.cost_usd:.4f}"))
     if ev.branch:
         parts.append(Text(f"branch: {ev.branch}"))

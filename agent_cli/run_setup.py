@@ -6,6 +6,7 @@ place where the vendor-backed pieces are chosen and handed to `agent.session`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -35,27 +36,43 @@ class RunOptions:
     flags: dict[str, Any] = field(default_factory=dict)
 
 
-def build_model(settings, opts: RunOptions, on_retry=None):
+def build_model(settings, opts: RunOptions, on_retry=None, on_text=None):
     """The ChatModel: a replayed recording, or the endpoint (optionally recorded)."""
-    prices = (settings.price_input_per_mtok, settings.price_output_per_mtok)
+    prices = dict(price_in=settings.price_input_per_mtok, price_out=settings.price_output_per_mtok,
+                  price_cached=settings.price_cached_input_per_mtok)
     if opts.replay:
         from agent_cli.llm.record import ReplayModel
 
-        model = ReplayModel(opts.replay, price_in=prices[0], price_out=prices[1],
-                            name=settings.model)
+        model = ReplayModel(opts.replay, **prices, name=settings.model)
     else:
         from agent_cli.llm.openai_model import OpenAIChat
 
         model = OpenAIChat(model=settings.model, base_url=settings.base_url, api_key=settings.key(),
-                           price_in=prices[0], price_out=prices[1],
-                           timeout_s=settings.request_timeout_s, max_retries=settings.max_retries,
-                           backoff_s=settings.retry_backoff_s,
-                           max_tokens=settings.reserved_output_tokens, on_retry=on_retry)
+                           **prices, timeout_s=settings.request_timeout_s,
+                           max_retries=settings.max_retries, backoff_s=settings.retry_backoff_s,
+                           max_tokens=settings.reserved_output_tokens,
+                           context_window=settings.context_window, on_retry=on_retry,
+                           on_text=on_text)
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 
         model = RecordingModel(model, opts.record, secrets=settings.secrets())
     return model
+
+
+def fit_to_window(settings, model, notice=None) -> tuple[int, int]:
+    """Working-memory and tool-output token caps that fit the model's context window."""
+    from agent_cli.llm.server_info import fit_window
+
+    wanted = (settings.memory_max_tokens, settings.tool_output_max_tokens)
+    window = getattr(model, "context_window", None)
+    if not window:
+        return wanted
+    memory, tool_output, _ = fit_window(window, *wanted, settings.reserved_output_tokens)
+    if (memory, tool_output) != wanted and notice:
+        notice(f"the model's context window is {window:,} tokens: working memory "
+               f"{memory:,} and tool output {tool_output:,} tokens")
+    return memory, tool_output
 
 
 class RepoWorkspace:
@@ -137,10 +154,10 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
                        memory=memory, secrets=secrets,
                        recall_longterm=lambda q: format_for_context(open_longterm().recall(q, k=3)))
 
-    def open_memory(run_dir: Path):
+    def open_memory(run_dir: Path, max_tokens: int | None = None):
         run_dir.mkdir(parents=True, exist_ok=True)
         return WorkingMemory(store=SqliteStore(run_dir / "memory.db"), embedder=embedder,
-                             max_tokens=settings.memory_max_tokens,
+                             max_tokens=max_tokens or settings.memory_max_tokens,
                              recall_cooldown_steps=settings.recall_cooldown_steps)
 
     return Services(repo=repo, state_dir=state_dir, model=None, console=console,
@@ -176,11 +193,13 @@ def execute(opts: RunOptions) -> int:
     console = make_console(pick_mode(opts.json_out, sys.stdout))
     try:
         services = _services(settings, opts, repo_path, console)
-        services.model = build_model(settings, opts, on_retry=_retry_notice(console))
+        services.model = build_model(settings, opts, on_retry=_retry_notice(settings.max_retries))
+        memory_tokens, tool_tokens = fit_to_window(settings, services.model, _notice(console))
+        services.open_memory = functools.partial(services.open_memory, max_tokens=memory_tokens)
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
                            plan_only=opts.plan_only, approve=ask, secrets=settings.secrets(),
                            limits=Limits(settings.max_steps, settings.task_max_steps,
-                                         settings.budget_usd, settings.tool_output_max_tokens))
+                                         settings.budget_usd, tool_tokens))
         return _run_locked(Session(services, config), services, opts)
     except KeyboardInterrupt:
         print("interrupted before the run started; nothing to resume", file=sys.stderr)
@@ -206,13 +225,20 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _retry_notice(console):
-    from agent_cli.events import Notice
+def _retry_notice(max_retries: int):
+    """Retry notices go to stderr, like errors, in every output mode."""
 
     def notice(attempt: int, delay: float, why: str) -> None:
-        console.emit(Notice(text=f"model call failed ({why}); retry {attempt} in {delay:.1f}s"))
+        print(f"notice: model call failed ({why}); retry {attempt} of {max_retries} "
+              f"in {delay:.1f}s", file=sys.stderr, flush=True)
 
     return notice
+
+
+def _notice(console):
+    from agent_cli.events import Notice
+
+    return lambda text: console.emit(Notice(text=text))
 
 
 def list_runs(repo_opt: Path | None, json_out: bool) -> None:

@@ -241,6 +241,7 @@ class Session:
             "usage": {"prompt_tokens": base.get("prompt_tokens", 0) + usage.prompt_tokens,
                       "completion_tokens": base.get("completion_tokens", 0)
                       + usage.completion_tokens,
+                      "cached_tokens": base.get("cached_tokens", 0) + usage.cached_tokens,
                       "cost_usd": self.rt.spent()}})
         self.store.save(self.run["run_id"], self.run)
 
@@ -268,5 +269,6 @@ class Session:
                                   exit_code=code, tasks=tasks, steps=state.step,
                                   prompt_tokens=usage.get("prompt_tokens", 0),
                                   completion_tokens=usage.get("completion_tokens", 0),
+                                  cached_tokens=usage.get("cached_tokens", 0),
                                   cost_usd=usage.get("cost_usd", 0.0),
                                   branch=self.run.get("branch", ""), message=message))

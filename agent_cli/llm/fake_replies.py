@@ -24,6 +24,7 @@ class Behaviour:
     ollama_ctx: answer Ollama's `POST /api/show` with this `num_ctx`.
     strict_echo: answer 500 like llama.cpp when an echoed tool call's arguments are not JSON.
     slots: serve llama.cpp's `GET /slots` (busy while a reply is being produced).
+    hide_window: enforce n_ctx / max_model_len without saying it (a proxy in front).
     """
 
     stream: str = "sse"
@@ -34,6 +35,7 @@ class Behaviour:
     ollama_ctx: int | None = None
     strict_echo: bool = False
     slots: bool = True
+    hide_window: bool = False
 
 
 def _error(status: int, message: str, **extra: Any) -> Step:

@@ -156,10 +156,11 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.rstrip("/")
         if path.endswith("/models"):
             data = [{"id": m, "object": "model", "owned_by": "fake",
-                     **({"max_model_len": b.max_model_len} if b.max_model_len else {})}
+                     **({"max_model_len": b.max_model_len}
+                        if b.max_model_len and not b.hide_window else {})}
                     for m in fake.models]
             self._json({"object": "list", "data": data})
-        elif path == "/props" and b.n_ctx:
+        elif path == "/props" and b.n_ctx and not b.hide_window:
             self._json({"default_generation_settings": {"n_ctx": b.n_ctx}, "total_slots": 1})
         elif path == "/slots" and b.slots:
             self._json([{"id": 0, "is_processing": fake.in_flight > 0}])

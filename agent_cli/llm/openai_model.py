@@ -307,7 +307,9 @@ class OpenAIChat:
 
     def _settle(self) -> None:
         """Wait until the server has stopped working on the request that timed out."""
-        if not server_info.wait_until_idle(self.base_url, self._key, self._timeout_s):
+        # Twice the timeout: a server that needs longer than that needs a larger timeout.
+        if not server_info.wait_until_idle(self.base_url, self._key,
+                                           max(2 * self._timeout_s, 10.0)):
             raise ModelError(f"{self.base_url} is still working on a request that timed out; "
                              "another would queue behind it",
                              "raise request_timeout_s (the server needs longer), then "
