@@ -20,6 +20,14 @@ _WINDOW = re.compile(r"maximum context length is (\d+) tokens")
 _IN_MESSAGES = re.compile(r"(\d+) in the messages")
 
 
+_STREAMING = re.compile(r"\bstream(ing|_options)?\b")
+
+
+def mentions_streaming(detail: str) -> bool:
+    """Whether a refusal names streaming (`stream`, `stream_options`, "streaming")."""
+    return bool(_STREAMING.search(detail.lower()))
+
+
 def is_overflow(detail: str) -> bool:
     """Whether an error message says the request did not fit the context window."""
     low = detail.lower()

@@ -259,8 +259,10 @@ class OpenAIChat:
             return False
         if failures.is_overflow(detail):
             return self._fit_reply(detail, kwargs, call)
+        if e.status_code not in (400, 422):
+            return False
         low = detail.lower()
-        if kwargs.get("stream") and "stream" in low and "tool_choice" not in low:
+        if kwargs.get("stream") and failures.mentions_streaming(low) and "tool_choice" not in low:
             self.streaming = False
             return True
         if call.forced and "tool_choice" in low and not self._form_switched:
