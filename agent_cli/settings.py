@@ -36,7 +36,6 @@ class Settings(BaseSettings):
     price_input_per_mtok: float = Field(0.15, ge=0)
     price_output_per_mtok: float = Field(0.60, ge=0)
     price_cached_input_per_mtok: float | None = Field(None, ge=0)  # None: half the input price
-    context_window: int = Field(128000, ge=1024)  # used when the server does not say its own
     memory_max_tokens: int = Field(8000, ge=200)
     reserved_output_tokens: int = Field(4096, ge=0)
     tool_output_max_tokens: int = Field(3000, ge=100)
