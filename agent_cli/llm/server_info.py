@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -28,9 +29,14 @@ def root_of(base_url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+class Unreachable(Exception):
+    """The server cannot be reached at all (refused, unknown host): stop asking it."""
+
+
 def _http_json(url: str, api_key: str | None, body: dict | None = None,
                timeout: float = PROBE_TIMEOUT_S) -> Any:
-    """The JSON at `url` (POST when `body`), or None on any failure."""
+    """The JSON at `url` (POST when `body`), or None on any failure; Unreachable when the
+    connection itself fails."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -39,7 +45,13 @@ def _http_json(url: str, api_key: str | None, body: dict | None = None,
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read(1_000_000))
-    except (OSError, ValueError, urllib.error.URLError, http.client.HTTPException):
+    except urllib.error.HTTPError:
+        return None
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, (ConnectionRefusedError, socket.gaierror, TimeoutError)):
+            raise Unreachable(str(e.reason)) from None
+        return None
+    except (OSError, ValueError, http.client.HTTPException):
         return None
 
 
@@ -93,15 +105,21 @@ def learn_context_window(base_url: str, api_key: str | None, model: str) -> tupl
     """(tokens, where it was learned) from the server itself, or None if it does not say."""
     if any(host in base_url for host in SKIP_HOSTS):
         return None
-    for source, probe in PROBES:
-        if n := probe(base_url, api_key, model):
-            return n, source
+    try:
+        for source, probe in PROBES:
+            if n := probe(base_url, api_key, model):
+                return n, source
+    except Unreachable:
+        pass  # the first request says so at once, with the how-to-fix
     return None
 
 
 def busy(base_url: str, api_key: str | None) -> bool | None:
     """Whether the server is generating (llama.cpp `/slots`); None when it does not say."""
-    slots = _http_json(root_of(base_url) + "/slots", api_key, timeout=1.0)
+    try:
+        slots = _http_json(root_of(base_url) + "/slots", api_key, timeout=1.0)
+    except Unreachable:
+        return None
     if not isinstance(slots, list) or not slots:
         return None
     return any(isinstance(s, dict) and (s.get("is_processing") or s.get("state") == 1)

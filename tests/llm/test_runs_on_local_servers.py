@@ -47,3 +47,15 @@ def test_the_report_line_shows_cached_tokens(run_agent, fake_server, tmp_path):
     proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, "--model", "fake-model", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4,000 prompt (3,600 cached) + 40 completion tokens" in proc.stdout
+
+
+def test_a_reply_cut_at_the_length_limit_is_reported_as_such(run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    cut = {"content": "First I will carefully consider", "finish_reason": "length"}
+    srv = fake_server([plan(task()), cut, make_done(), finish()])
+    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = [e for e in events(proc.stdout) if e["event"] == "tool_result"]
+    assert "cut at the length limit" in results[0]["summary"]
+    nudge = srv.chat_requests[2]["messages"][-1]["content"]
+    assert "your last reply was cut at the length limit" in nudge and "no tool call" not in nudge
