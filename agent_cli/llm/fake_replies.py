@@ -16,7 +16,8 @@ class Behaviour:
     """How the fake server differs from a plain OpenAI endpoint.
 
     stream: "sse" streams when asked; "whole" ignores `stream` and answers whole (a server
-        that does not stream); "refuse" answers 400 to a streamed request.
+        that does not stream); "refuse" answers 400 to a streamed request; "no_usage" streams
+        but answers 400 to `stream_options`.
     object_choice / required_choice: "accept", "ignore" (answer as if `auto`: text, no call,
         no script step used; llama.cpp with the object form) or "refuse" (400).
     n_ctx: serve llama.cpp's `GET /props` and answer a longer request with its 400 overflow.
@@ -63,6 +64,8 @@ def refusal(body: dict, b: Behaviour) -> Step | None:
     choice = body.get("tool_choice")
     if body.get("stream") and b.stream == "refuse":
         return _error(400, "'stream' is not supported by this server")
+    if body.get("stream_options") and b.stream == "no_usage":
+        return _error(400, "Unrecognized request argument supplied: stream_options")
     for form, rule in (("object", b.object_choice), ("required", b.required_choice)):
         is_form = isinstance(choice, dict) if form == "object" else choice == "required"
         if is_form and rule == "refuse":

@@ -215,7 +215,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, step["raw"])
         else:
             reply = completion_body(step, body["model"], len(fake.requests))
-            if body.get("stream") and fake.behaviour.stream == "sse":
+            if body.get("stream") and fake.behaviour.stream in ("sse", "no_usage"):
                 self._stream(reply, step, body)
             else:
                 self._json(reply)

@@ -134,6 +134,7 @@ class OpenAIChat:
         self._on_retry, self.on_text = on_retry, on_text
         self.streaming = stream  # False once the server showed it does not stream
         self._stream_troubles = 0
+        self._usage_in_stream = True
         self.forced_form = "required"  # or "object"; see chat()
         self._form_known = self._form_switched = False
 
@@ -191,7 +192,8 @@ class OpenAIChat:
                 self.context_window, cap, kwargs["messages"], tools)
         if self.streaming and not call.whole:
             kwargs["stream"] = True
-            kwargs["stream_options"] = {"include_usage": True}
+            if self._usage_in_stream:
+                kwargs["stream_options"] = {"include_usage": True}
         return kwargs
 
     def _once(self, kwargs: dict[str, Any]) -> ChatReply:
@@ -262,6 +264,9 @@ class OpenAIChat:
         if e.status_code not in (400, 422):
             return False
         low = detail.lower()
+        if "stream_options" in kwargs and "stream_options" in low:
+            self._usage_in_stream = False  # stream without it (the usage may then be missing)
+            return True
         if kwargs.get("stream") and failures.mentions_streaming(low) and "tool_choice" not in low:
             self.streaming = False
             return True

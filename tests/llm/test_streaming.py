@@ -88,3 +88,13 @@ def test_a_whole_reply_timeout_waits_until_the_server_is_idle(fake_server):
     m = chat_model(srv, timeout_s=0.3, stream=False)
     assert m.chat(ASK).content == "fast"
     assert srv.max_in_flight == 1
+
+
+def test_a_server_refusing_stream_options_still_streams_without_them(fake_server):
+    srv = fake_server([{"content": "one"}, {"content": "two"}], stream="no_usage")
+    deltas = []
+    m = chat_model(srv, on_text=deltas.append)
+    assert m.chat(ASK).content == "one" and m.chat(ASK).content == "two"
+    assert [("stream_options" in r, r.get("stream")) for r in srv.chat_requests] == [
+        (True, True), (False, True), (False, True)]
+    assert m.streaming and "".join(deltas) == "onetwo"
