@@ -107,7 +107,6 @@ class _Call:
     forced: str | None
     whole: bool = False  # send this request without streaming
     max_tokens: int | None = None  # a smaller reply that fits the window
-    fast_failures: int = 0
 
 
 class OpenAIChat:
@@ -123,7 +122,6 @@ class OpenAIChat:
         self.base_url = base_url
         self.usage = Usage()
         self._client = _client(base_url, api_key, timeout_s)
-        self._key = api_key
         self._prices = (price_in, price_out, price_cached)
         self._timeout_s = timeout_s
         self._max_retries, self._backoff_s = max_retries, backoff_s
@@ -143,7 +141,7 @@ class OpenAIChat:
     def context_window(self) -> int:
         """The server's context size in tokens, learned from it on first use (else the setting)."""
         if self._window is None:
-            learned = server_info.learn_context_window(self.base_url, self._key, self.name)
+            learned = server_info.learn_context_window(self._fetch, self.base_url, self.name)
             self._window = learned or (self._configured_window or DEFAULT_CONTEXT_WINDOW,
                                        "the context_window setting")
         return self._window[0]
@@ -315,7 +313,7 @@ class OpenAIChat:
     def _settle(self) -> None:
         """Wait until the server has stopped working on the request that timed out."""
         # Twice the timeout: a server that needs longer than that needs a larger timeout.
-        if not server_info.wait_until_idle(self.base_url, self._key,
+        if not server_info.wait_until_idle(self._fetch, self.base_url,
                                            max(2 * self._timeout_s, 10.0)):
             raise ModelError(f"{self.base_url} is still working on a request that timed out; "
                              "another would queue behind it",
@@ -327,6 +325,20 @@ class OpenAIChat:
         if self._on_retry:
             self._on_retry(attempt, delay, _why(failure))
         time.sleep(delay)
+
+    def _fetch(self, url: str, body: dict | None, timeout: float) -> Any:
+        """JSON from one of the server's own endpoints (server_info.Fetch); no retries."""
+        options: Any = {"timeout": timeout}
+        try:
+            if body is None:
+                return self._client.get(url, cast_to=object, options=options)
+            return self._client.post(url, cast_to=object, body=body, options=options)
+        except openai.APIConnectionError as e:
+            if failures.refused(e) or isinstance(e, openai.APITimeoutError):
+                raise server_info.Unreachable(str(e)) from None
+            return None
+        except (openai.OpenAIError, ValueError, RecursionError):
+            return None
 
     def list_models(self) -> list[str]:
         """The model ids the endpoint serves (GET /models)."""

@@ -1,26 +1,30 @@
 """What a local server says about itself: its context window and whether it is still busy.
 
-Best effort over plain HTTP (stdlib only), a short timeout per probe, never raising:
-llama.cpp `GET /props` (`n_ctx`) and `GET /slots` (`is_processing`), vLLM `GET /v1/models`
-(`max_model_len`), Ollama `POST /api/ps` / `/api/show` (the loaded context, `num_ctx`, the
-model's `*.context_length`). Ollama serves a model with its own `num_ctx` (4096 unless
-configured), whatever the model could take, so that is what counts when nothing says more.
+Best effort, a short timeout per probe, never raising: llama.cpp `GET /props` (`n_ctx`) and
+`GET /slots` (`is_processing`), vLLM `GET /v1/models` (`max_model_len`), Ollama `GET /api/ps`
+and `POST /api/show` (the loaded context, `num_ctx`, the model's `*.context_length`). Ollama
+serves a model with its own `num_ctx` (4096 unless configured), whatever the model could
+take, so that is what counts when nothing says more. The HTTP itself is the caller's
+`Fetch` (the model client's, so probes carry the same key, proxy and TLS settings).
 """
 
 from __future__ import annotations
 
-import http.client
-import json
-import socket
 import time
-import urllib.error
-import urllib.request
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 PROBE_TIMEOUT_S = 2.0
 OLLAMA_DEFAULT_CTX = 4096
 SKIP_HOSTS = ("api.openai.com",)
+
+# (absolute URL, JSON body to POST or None to GET, timeout) -> the JSON answer, or None when
+# the server answered with an error; raises Unreachable when it cannot be reached at all.
+Fetch = Callable[[str, "dict | None", float], Any]
+
+
+class Unreachable(Exception):
+    """The server cannot be reached at all (refused, unknown host): stop asking it."""
 
 
 def root_of(base_url: str) -> str:
@@ -29,38 +33,12 @@ def root_of(base_url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-class Unreachable(Exception):
-    """The server cannot be reached at all (refused, unknown host): stop asking it."""
-
-
-def _http_json(url: str, api_key: str | None, body: dict | None = None,
-               timeout: float = PROBE_TIMEOUT_S) -> Any:
-    """The JSON at `url` (POST when `body`), or None on any failure; Unreachable when the
-    connection itself fails."""
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read(1_000_000))
-    except urllib.error.HTTPError:
-        return None
-    except urllib.error.URLError as e:
-        if isinstance(e.reason, (ConnectionRefusedError, socket.gaierror, TimeoutError)):
-            raise Unreachable(str(e.reason)) from None
-        return None
-    except (OSError, ValueError, http.client.HTTPException):
-        return None
-
-
 def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def _llama_cpp(base_url: str, key: str | None, model: str) -> int | None:
-    props = _http_json(root_of(base_url) + "/props", key)
+def _llama_cpp(fetch: Fetch, base_url: str, model: str) -> int | None:
+    props = fetch(root_of(base_url) + "/props", None, PROBE_TIMEOUT_S)
     if not isinstance(props, dict):
         return None
     settings = props.get("default_generation_settings")
@@ -68,8 +46,8 @@ def _llama_cpp(base_url: str, key: str | None, model: str) -> int | None:
     return _positive(props.get("n_ctx")) or _positive(nested)
 
 
-def _vllm(base_url: str, key: str | None, model: str) -> int | None:
-    listing = _http_json(base_url.rstrip("/") + "/models", key)
+def _vllm(fetch: Fetch, base_url: str, model: str) -> int | None:
+    listing = fetch(base_url.rstrip("/") + "/models", None, PROBE_TIMEOUT_S)
     entries = listing.get("data") if isinstance(listing, dict) else None
     if not isinstance(entries, list):
         return None
@@ -77,14 +55,14 @@ def _vllm(base_url: str, key: str | None, model: str) -> int | None:
     return lengths.get(model) or next((n for n in lengths.values() if n), None)
 
 
-def _ollama(base_url: str, key: str | None, model: str) -> int | None:
+def _ollama(fetch: Fetch, base_url: str, model: str) -> int | None:
     root = root_of(base_url)
-    running = _http_json(root + "/api/ps", key)
+    running = fetch(root + "/api/ps", None, PROBE_TIMEOUT_S)
     for entry in (running or {}).get("models", []) if isinstance(running, dict) else []:
         if isinstance(entry, dict) and entry.get("name") in (model, f"{model}:latest"):
             if n := _positive(entry.get("context_length")):
                 return n
-    shown = _http_json(root + "/api/show", key, {"model": model, "name": model})
+    shown = fetch(root + "/api/show", {"model": model, "name": model}, PROBE_TIMEOUT_S)
     if not isinstance(shown, dict):
         return None
     for line in str(shown.get("parameters") or "").splitlines():
@@ -101,23 +79,23 @@ PROBES = (("llama.cpp /props", _llama_cpp), ("vLLM /v1/models", _vllm),
           ("Ollama /api/show", _ollama))
 
 
-def learn_context_window(base_url: str, api_key: str | None, model: str) -> tuple[int, str] | None:
+def learn_context_window(fetch: Fetch, base_url: str, model: str) -> tuple[int, str] | None:
     """(tokens, where it was learned) from the server itself, or None if it does not say."""
     if any(host in base_url for host in SKIP_HOSTS):
         return None
     try:
         for source, probe in PROBES:
-            if n := probe(base_url, api_key, model):
+            if n := probe(fetch, base_url, model):
                 return n, source
     except Unreachable:
         pass  # the first request says so at once, with the how-to-fix
     return None
 
 
-def busy(base_url: str, api_key: str | None) -> bool | None:
+def busy(fetch: Fetch, base_url: str) -> bool | None:
     """Whether the server is generating (llama.cpp `/slots`); None when it does not say."""
     try:
-        slots = _http_json(root_of(base_url) + "/slots", api_key, timeout=1.0)
+        slots = fetch(root_of(base_url) + "/slots", None, 1.0)
     except Unreachable:
         return None
     if not isinstance(slots, list) or not slots:
@@ -126,11 +104,10 @@ def busy(base_url: str, api_key: str | None) -> bool | None:
                for s in slots)
 
 
-def wait_until_idle(base_url: str, api_key: str | None, max_wait_s: float,
-                    poll_s: float = 0.2) -> bool:
+def wait_until_idle(fetch: Fetch, base_url: str, max_wait_s: float, poll_s: float = 0.2) -> bool:
     """Wait while the server reports work in progress; False if it is still busy at the end."""
     deadline = time.monotonic() + max_wait_s
-    while busy(base_url, api_key):
+    while busy(fetch, base_url):
         if time.monotonic() >= deadline:
             return False
         time.sleep(poll_s)
