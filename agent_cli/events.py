@@ -86,9 +86,9 @@ class Escalated(BaseModel):
 
 class BudgetExhausted(BaseModel):
     event: Literal["budget_exhausted"] = "budget_exhausted"
-    budget: str  # "max_steps" or "budget_usd"
-    used: str
-    limit: str
+    budget: Literal["max_steps", "budget_usd"]
+    used: float  # tool calls made, or dollars spent
+    limit: float  # the budget: tool calls, or dollars
 
 
 class RunDone(BaseModel):

@@ -8,26 +8,15 @@ second failure the task is rejected and its changes stay uncommitted for the hum
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Callable
 
 from agent_cli import events, fences
-from agent_cli.agent.executor import Runtime, run_attempt
+from agent_cli.agent.executor import AttemptOutcome, Runtime, run_attempt
 from agent_cli.agent.verifier import verify
 from agent_cli.models import Task, Verdict
+from agent_cli.protocols import ChatModel, Workspace
 
 MAX_ATTEMPTS = 2
-
-
-class Workspace(Protocol):
-    """What dispatch needs of the repository."""
-
-    def changed_files(self) -> list[str]: ...
-
-    def commit(self, paths: list[str], message: str) -> str | None: ...
-
-    def diff(self) -> str: ...
-
-    def run_argv(self, argv: list[str]): ...
 
 
 def commit_message(task: Task, run_id: str) -> str:
@@ -39,8 +28,8 @@ def commit_message(task: Task, run_id: str) -> str:
     return f"{subject}\n\n{body}Agent-Run: {run_id}\n"
 
 
-def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str], outcome,
-           verifier_model) -> Verdict:
+def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
+           outcome: AttemptOutcome, verifier_model: ChatModel | None) -> Verdict:
     task = rt.state.plan[index]
     if not outcome.finished:
         return Verdict(passed=False, judge="none", reason=outcome.reason)
@@ -65,7 +54,7 @@ def _failed(rt: Runtime, index: int, attempt: int, verdict: Verdict) -> None:
 
 
 def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
-                        run_id: str, verifier_model=None,
+                        run_id: str, verifier_model: ChatModel | None = None,
                         on_verdict: Callable[[Verdict], None] | None = None) -> bool:
     """Run task `index` until verified or out of attempts; True when verified."""
     task = rt.state.plan[index]

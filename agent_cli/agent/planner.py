@@ -10,7 +10,8 @@ from agent_cli import fences
 from agent_cli.agent import prompts
 from agent_cli.agent.request import Request
 from agent_cli.errors import AgentError, MalformedReply
-from agent_cli.llm.base import ChatModel, force, function_tool
+from agent_cli.llm.base import force, function_tool
+from agent_cli.protocols import ChatModel
 from agent_cli.models import Plan
 
 _TASK = {"type": "object", "properties": {

@@ -64,7 +64,8 @@ class FakeOpenAIServer:
         self.max_in_flight = 0
         self._served = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self._httpd.fake = self  # type: ignore[attr-defined]
         self._httpd.daemon_threads = True
         # A short poll interval: stop() waits for it, once per server in every test.
         self._thread = threading.Thread(target=self._httpd.serve_forever,
@@ -111,20 +112,15 @@ class FakeOpenAIServer:
         return {"status": 500, "body": json.dumps(
             {"error": {"message": f"fake server: script has only {len(self.script)} replies"}})}
 
-    def _handler_class(self):
-        server = self
-
-        class Handler(_Handler):
-            fake = server
-
-        return Handler
-
 
 class _Handler(BaseHTTPRequestHandler):
-    """One request to the fake server."""
+    """Answers one connection's requests from the FakeOpenAIServer it belongs to."""
 
     protocol_version = "HTTP/1.1"
-    fake: FakeOpenAIServer
+
+    @property
+    def fake(self) -> FakeOpenAIServer:
+        return self.server.fake  # type: ignore[attr-defined]
 
     def log_message(self, *args: Any) -> None:
         pass

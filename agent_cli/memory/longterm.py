@@ -147,14 +147,6 @@ class LongTermMemory:
                 col.delete(where={"run_id": {"$in": run_ids[i:i + BATCH]}})
         self._upsert(col, ids, docs, metas)
 
-    def get_episode(self, run_id: str) -> Episode | None:
-        """The stored episode of `run_id`, or None."""
-        with self._guard("reading"):
-            got = self._cols["episodes"].get(ids=[run_id], include=["metadatas"])
-        if not got["ids"]:
-            return None
-        return Episode.model_validate_json(got["metadatas"][0]["episode"])
-
     def _search_episodes(self, vec: Any, k: int) -> list[Result]:
         """Episodes near `vec`, one result per run, a failure-signature hit naming the signature."""
         best: dict[str, Result] = {}
@@ -273,10 +265,6 @@ class LongTermMemory:
         floor = self.min_score if min_score is None else min_score
         return sorted((r for r in found if r.score >= floor), key=lambda r: -r.score)[:k]
 
-    def retrieve(self, query: str, k: int = 5) -> list[Result]:
-        """The `k` most relevant episodes above the relevance threshold."""
-        return self.recall(query, k=k, kind="episode")
-
     def counts(self) -> dict[str, int]:
         """How many episodes, active facts and notes, and archived items are stored."""
         with self._guard("counting"):
@@ -357,9 +345,6 @@ class LongTermMemory:
             total += len(recs)
         self._mismatch = None
         return total
-
-
-MemoryStore = LongTermMemory  # the curation API (curate, associate, expire) is the same class
 
 
 def _probe(path: Path, wait_s: float) -> None:

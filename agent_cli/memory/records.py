@@ -33,11 +33,6 @@ class Result:
     date: str
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def key(self) -> str:
-        """The id under which the item is stored."""
-        return self.id
-
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return asdict(self)

@@ -183,10 +183,6 @@ class GitRepo:
             self._run("add", "-A", "--", *wanted, env=env)
             return self._run("diff", "--cached", "HEAD", env=env)
 
-    def diff_stat(self, base: str = "HEAD", head: str | None = None) -> str:
-        """`git diff --stat` from `base` to `head` (default: the work tree)."""
-        return self._run("diff", "--stat", base, *([head] if head else []), "--").rstrip("\n")
-
     @contextmanager
     def _temporary_index(self) -> Iterator[dict[str, str]]:
         """Environment for git commands working on a private index that starts as HEAD."""
@@ -248,6 +244,30 @@ class GitRepo:
                 hint = _IDENTITY_HINT
             raise GitError(f"git {args[0]} failed: {detail}", hint or "check the repository with git status")
         return out
+
+
+def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
+    """`GitRepo.exclude_state` without starting GitPython (for the memory commands); True when added."""
+    root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(state_dir))
+    if real == root or root not in real.parents:
+        return False
+    dot_git = root / ".git"
+    git_dir = dot_git
+    if dot_git.is_file():  # a linked worktree or a submodule: "gitdir: PATH"
+        text = dot_git.read_text(encoding="utf-8").strip()
+        git_dir = (root / text.removeprefix("gitdir:").strip()).resolve()
+    common = git_dir / "commondir"
+    if common.is_file():
+        git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    path = git_dir / "info" / "exclude"
+    pattern = real.relative_to(root).as_posix() + "/"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if pattern in (line.strip() for line in text.splitlines()):
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text + ("\n" if text and not text.endswith("\n") else "") + pattern + "\n")
+    return True
 
 
 def _some(paths: list[str], limit: int = 5) -> str:

@@ -36,17 +36,6 @@ class CommandResult:
     timed_out: bool
     duration_s: float
 
-    @property
-    def ok(self) -> bool:
-        """Whether the command finished in time with exit code 0."""
-        return self.exit_code == 0 and not self.timed_out
-
-    def summary(self) -> str:
-        """One line: how the command ended and how long it took."""
-        if self.timed_out:
-            return f"timed out after {self.duration_s:.1f}s; the command and its children were killed"
-        return f"exit code {self.exit_code} after {self.duration_s:.1f}s"
-
 
 def run_command(
     cmd: str | list[str],
@@ -202,13 +191,6 @@ class _Capture:
         if cut <= 0:
             return head + tail
         return f"{head}\n[... {cut} characters cut ...]\n{tail}"
-
-
-def output_tail(text: str, max_chars: int = 2000) -> str:
-    """The last `max_chars` characters of `text`, with a marker saying how much was cut."""
-    if len(text) <= max_chars:
-        return text
-    return f"[... {len(text) - max_chars} characters cut ...]\n" + text[len(text) - max_chars:]
 
 
 _ALWAYS_SECRET = {"OPENAI_API_KEY", "AGENT_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"}

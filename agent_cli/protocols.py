@@ -1,0 +1,99 @@
+"""The seams between the layers: small protocols the run loop and memory are written against.
+
+Implementations do not inherit from them; any object with these members will do. This
+module sits at the bottom of the package (it imports only `models` and `events`), so every
+layer can name a seam without importing the layer that implements it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
+
+from agent_cli.events import Event, PlanMade
+from agent_cli.models import ChatReply, Episode, Usage
+
+Message = dict[str, Any]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that answers a chat with function tools and keeps a running usage total."""
+
+    name: str
+    usage: Usage
+
+    def chat(self, messages: list[Message], tools: list[dict] | None = None,
+             tool_choice: str | dict | None = None) -> ChatReply:
+        """One assistant turn for `messages`, offering `tools`."""
+        ...
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors of a fixed length; `name` identifies the vector space."""
+
+    name: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class ColdStore(Protocol):
+    """What working memory needs from the store its evicted items go to."""
+
+    def put(self, record: dict[str, Any]) -> None: ...
+    def get(self, item_id: str) -> dict[str, Any] | None: ...
+    def delete(self, item_id: str) -> None: ...
+    def manifest(self) -> list[dict[str, Any]]: ...
+    def recent(self, limit: int) -> list[dict[str, Any]]: ...
+    def by_symbol(self, names: Iterable[str], folded: bool = False) -> list[tuple[str, str]]: ...
+    def vectors(self) -> list[tuple[str, int, list[float]]]: ...
+    def count(self) -> int: ...
+    def max_number(self) -> int: ...
+    def close(self) -> None: ...
+
+
+class LongTermStore(Protocol):
+    """What a run needs from long-term memory: recall before, an episode and facts after."""
+
+    def recall(self, query: str, k: int = 5, kind: str = "all",
+               min_trust: float = 0.5) -> Sequence[Any]: ...
+    def add_episode(self, ep: Episode) -> None: ...
+    def add_fact(self, text: str, source: str, trust: float = 1.0) -> str: ...
+    def close(self) -> None: ...
+
+
+class CommandOutcome(Protocol):
+    """How a command ended: its exit code (None when killed) and its captured output."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool
+
+
+class Workspace(Protocol):
+    """The repository as a run uses it; `protected` holds the user's own uncommitted paths."""
+
+    root: Path
+    protected: set[str]
+
+    def preflight(self, allow_dirty: bool) -> set[str]: ...
+    def resume_on(self, branch: str, protected: Iterable[str]) -> None: ...
+    def start_branch(self, name: str) -> None: ...
+    def head(self) -> str: ...
+    def list_files(self) -> list[str]: ...
+    def changed_files(self) -> list[str]: ...
+    def commit(self, paths: list[str], message: str) -> str | None: ...
+    def diff(self) -> str: ...
+    def run_argv(self, argv: list[str]) -> CommandOutcome: ...
+
+
+class Console(Protocol):
+    """Where a run's events go and where the human is asked."""
+
+    def emit(self, ev: Event) -> None: ...
+    def approve_plan(self, plan_event: PlanMade) -> bool: ...
+    def approve_command(self, cmd: str) -> str: ...
+    def close(self) -> None: ...

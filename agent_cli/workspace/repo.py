@@ -1,0 +1,113 @@
+"""The repository as a run uses it: preflight, the run's branch, commands, commits without secrets.
+
+`RepoWorkspace` meets `protocols.Workspace`. It keeps the user's own uncommitted paths
+(`protected`) from the preflight or the resumed run, so that nothing of theirs is staged,
+committed or shown as the agent's work. A file holding a secret (the API key, which a
+command can dump into the work tree) is never committed: the commit is refused instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from agent_cli.errors import WorkspaceError
+from agent_cli.redact import redact
+from agent_cli.workspace import shell
+from agent_cli.workspace.git import GitRepo
+
+
+@dataclass
+class CommandRunner:
+    """Runs commands in the repository root with the run's environment, timeout and sandbox."""
+
+    root: Path
+    readonly: list[Path]
+    timeout_s: float
+    env: dict[str, str]
+    sandbox: str = "none"
+
+    def run(self, cmd: str | list[str]) -> shell.CommandResult:
+        """Run `cmd` (a command line, or an argv without a shell) to its end or its timeout."""
+        return shell.run_command(cmd, cwd=self.root, timeout_s=self.timeout_s, env=self.env,
+                                 sandbox=self.sandbox, writable=[self.root],
+                                 readonly=self.readonly)
+
+
+def refuse_secrets(root: Path, paths: Iterable[str], secrets: tuple[str, ...]) -> None:
+    """Raise WorkspaceError when one of `paths` holds a secret (it must not be committed)."""
+    for path in paths:
+        full = root / path
+        try:
+            data = full.read_bytes() if full.is_file() and not full.is_symlink() else b""
+        except OSError:
+            continue
+        if any(s.encode() in data for s in secrets):
+            raise WorkspaceError(f"{path} holds the API key, so it was not committed",
+                                 "remove the key from it (or delete it), then continue with "
+                                 "`agent run --resume`")
+
+
+@dataclass
+class RepoWorkspace:
+    """One git work tree, its command runner, and the secrets that must never leave it."""
+
+    git: GitRepo
+    runner: CommandRunner
+    secrets: tuple[str, ...] = ()
+    check_command: Callable[[str], None] = lambda cmd: None  # raises when a command is refused
+    protected: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.root = self.git.root
+        self.secrets = tuple(s for s in self.secrets if s)
+
+    def preflight(self, allow_dirty: bool) -> set[str]:
+        """Refuse repository states a run must not start in; keep the user's changed paths."""
+        self.protected = self.git.preflight(allow_dirty)
+        return set(self.protected)
+
+    def resume_on(self, branch: str, protected: Iterable[str]) -> None:
+        """Go back to a saved run's branch, its protected paths travelling along."""
+        self.protected = set(protected)
+        self.git.preflight(allow_dirty=True)
+        self.git.ensure_on(branch, self.protected)
+
+    def start_branch(self, name: str) -> None:
+        self.git.start_branch(name)
+
+    def head(self) -> str:
+        return self.git.head()
+
+    def list_files(self) -> list[str]:
+        return self.git.list_files()
+
+    def changed_files(self) -> list[str]:
+        return self.git.changed_files(self.protected)
+
+    def commit(self, paths: list[str], message: str) -> str | None:
+        """Commit exactly `paths`, refused when one holds a secret; the message redacted."""
+        refuse_secrets(self.root, paths, self.secrets)
+        return self.git.commit_paths(paths, redact(message, self.secrets))
+
+    def diff(self) -> str:
+        return redact(self.git.diff(self.protected), self.secrets)
+
+    def run_argv(self, argv: list[str]) -> shell.CommandResult:
+        """Run a harness command (an acceptance check): no shell, no approval asked."""
+        return self.runner.run(argv)
+
+    def run_for_model(self, cmd: str) -> shell.CommandResult:
+        """Run a command line the model asked for, after the command policy allowed it."""
+        self.check_command(cmd)
+        return self.runner.run(cmd)
+
+    def close(self) -> None:
+        self.git.close()
+
+    def __enter__(self) -> "RepoWorkspace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
