@@ -59,3 +59,14 @@ def test_a_reply_cut_at_the_length_limit_is_reported_as_such(run_agent, fake_ser
     assert "cut at the length limit" in results[0]["summary"]
     nudge = srv.chat_requests[2]["messages"][-1]["content"]
     assert "your last reply was cut at the length limit" in nudge and "no tool call" not in nudge
+
+
+def test_a_request_larger_than_the_server_context_ends_the_run_with_a_clear_line(
+        run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task())], n_ctx=300)
+    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    error = proc.stderr.strip().splitlines()[-1]
+    assert "does not fit the context window of 300 tokens" in error and "-c N" in error
+    assert len(srv.chat_requests) == 1  # not re-sent as it was
