@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_cli.llm.wire import load_json
+from agent_cli import strictjson
 from agent_cli.models import ToolCall
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -42,7 +42,7 @@ def _unfenced(text: str) -> str:
 
 def _load(text: str) -> Any:
     try:
-        return load_json(_unfenced(text))
+        return strictjson.loads(_unfenced(text))
     except ValueError:
         return None
 

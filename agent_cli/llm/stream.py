@@ -11,7 +11,7 @@ import json
 from typing import Any, Callable, Iterable
 
 from agent_cli.errors import MalformedReply
-from agent_cli.llm.wire import NOT_A_COMPLETION, StrictJSONError, load_json
+from agent_cli.llm.wire import NOT_A_COMPLETION, load_body
 
 
 class StreamCut(Exception):
@@ -47,12 +47,7 @@ class StreamAssembler:
         if data == "[DONE]":
             self.done = True
             return
-        try:
-            chunk = load_json(data)
-        except StrictJSONError as e:
-            raise MalformedReply(f"the endpoint's streamed reply holds {e}", NOT_A_COMPLETION) from None
-        except ValueError:
-            raise MalformedReply("a chunk of the streamed reply is not JSON", NOT_A_COMPLETION) from None
+        chunk = load_body(data, "a chunk of the streamed reply")
         if not isinstance(chunk, dict):
             raise MalformedReply("a chunk of the streamed reply is not a JSON object", NOT_A_COMPLETION)
         self.chunks += 1

@@ -1,77 +1,30 @@
-"""Reading what a Chat Completions server sends: strict JSON, the completion body, usage.
+"""Reading what a Chat Completions server sends: the completion body, its usage.
 
-The parser is strict where Python's `json` is lenient: `NaN`, `Infinity`, numbers that
-overflow to infinity, integers of hundreds of digits and nesting deeper than `MAX_DEPTH`
-are refused, so such a reply is a `MalformedReply` and never an internal error later on.
+Bodies are parsed strictly (`agent_cli.strictjson`): `NaN`, `Infinity`, numbers that
+overflow, huge integers and deep nesting make the reply a `MalformedReply`, never an
+internal error later on. Tool-call arguments are passed on as the text the model wrote:
+the tool that receives them parses them the same strict way and tells the model what was
+wrong with that one call.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
+from agent_cli import strictjson
 from agent_cli.errors import MalformedReply
 from agent_cli.models import ChatReply, ToolCall, Usage
 
-MAX_DEPTH = 64
-MAX_INT_DIGITS = 300
 NOT_A_COMPLETION = "check that --base-url points at a Chat Completions API"
 
 
-class StrictJSONError(ValueError):
-    """Valid JSON syntax that we refuse: non-finite numbers, huge integers, deep nesting."""
-
-
-def _no_constant(name: str) -> Any:
-    raise StrictJSONError(f"the non-finite number {name}")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise StrictJSONError(f"the number {text[:20]} overflows")
-    return value
-
-
-def _bounded_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise StrictJSONError(f"an integer of {len(text)} digits")
-    return int(text)
-
-
-def _depth_over(data: Any, limit: int) -> bool:
-    """Whether containers nest deeper than `limit` (iterative: no recursion to exhaust)."""
-    stack = [(data, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, (dict, list)):
-            if depth > limit:
-                return True
-            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
-    return False
-
-
-def load_json(text: str | bytes) -> Any:
-    """Parse JSON strictly; json.JSONDecodeError for bad syntax, StrictJSONError for the rest."""
+def load_body(raw: str | bytes, what: str = "the endpoint's reply") -> Any:
+    """A response body (or one streamed chunk) as JSON, or MalformedReply saying why not."""
     try:
-        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float,
-                          parse_int=_bounded_int)
-    except RecursionError:
-        raise StrictJSONError("nesting that exhausts recursion") from None
-    if _depth_over(data, MAX_DEPTH):
-        raise StrictJSONError(f"nesting deeper than {MAX_DEPTH} levels")
-    return data
-
-
-def load_body(raw: str | bytes) -> Any:
-    """A response body as JSON, or MalformedReply saying why it is not usable."""
-    try:
-        return load_json(raw)
-    except StrictJSONError as e:
-        raise MalformedReply(f"the endpoint's reply holds {e}", NOT_A_COMPLETION) from None
-    except (ValueError, UnicodeDecodeError):
-        raise MalformedReply("the endpoint's reply is not JSON", NOT_A_COMPLETION) from None
+        return strictjson.loads(raw)
+    except ValueError as e:
+        raise MalformedReply(f"{what} is not usable JSON: {e}", NOT_A_COMPLETION) from None
 
 
 def _count(value: Any) -> int:
@@ -98,16 +51,8 @@ def read_usage(body: dict) -> Usage:
 
 
 def _arguments(raw: Any) -> str:
-    """Tool-call arguments as JSON text; MalformedReply when they hold what we refuse."""
-    text = raw if isinstance(raw, str) else json.dumps(raw)
-    try:
-        load_json(text)
-    except StrictJSONError as e:
-        raise MalformedReply(f"a tool call's arguments hold {e}",
-                             "the model sent arguments no tool can use") from None
-    except ValueError:
-        pass  # plain bad syntax (often a cut-off reply): the tool says so to the model
-    return text
+    """Tool-call arguments as the JSON text the model sent (an object is serialised)."""
+    return raw if isinstance(raw, str) else json.dumps(raw)
 
 
 def parse_completion(body: Any) -> ChatReply:
