@@ -5,18 +5,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_cli import fences
+from agent_cli import fences, strictjson
 
 CHARS_PER_TOKEN = 3  # conservative for code and for local tokenizers
 MIN_REPLY_TOKENS = 256
 
 
 def _valid_json(text: Any) -> bool:
+    """Whether a server can parse `text` (strict JSON: no NaN or Infinity, bounded nesting)."""
     if not isinstance(text, str):
         return False
     try:
-        json.loads(text)
-    except (ValueError, RecursionError):
+        strictjson.loads(text)
+    except ValueError:
         return False
     return True
 
