@@ -220,27 +220,27 @@ def execute(opts: RunOptions) -> int:
 def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: RunConsole) -> int:
     state_dir = settings.state_dir(repo_path)
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
-    with workspace:
+    embedder = make_embedder(settings)
+    with workspace, LazyLongTermMemory(state_dir / "chroma", embedder,
+                                       settings.secrets()) as longterm:
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, settings.secrets())
         lock = RunLock(state_dir / "run.lock")
         run_id = check_local(workspace, store, lock, opts)
+        longterm.open_in_background()  # an existing store opens while the model client loads
         model = build_model(settings, opts, console)
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
                            plan_only=opts.plan_only, approve=check_approval(settings, opts),
                            secrets=settings.secrets(),
                            limits=Limits(settings.max_steps, settings.task_max_steps,
                                          settings.budget_usd, settings.tool_output_max_tokens))
-        embedder = make_embedder(settings)
-        with LazyLongTermMemory(state_dir / "chroma", embedder, settings.secrets()) as longterm:
-            longterm.open_in_background()
-            kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
-            try:
-                session = Session(Services(workspace=workspace, model=model, console=console,
-                                           longterm=longterm, parts=kit, store=store), config)
-                return run_session(session, opts, run_id, state_dir, lock)
-            finally:
-                kit.close()
+        kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
+        try:
+            session = Session(Services(workspace=workspace, model=model, console=console,
+                                       longterm=longterm, parts=kit, store=store), config)
+            return run_session(session, opts, run_id, state_dir, lock)
+        finally:
+            kit.close()
 
 
 def check_local(workspace: RepoWorkspace, store: RunStore, lock: RunLock,
