@@ -73,6 +73,9 @@ class TaskDone(BaseModel):
     attempts: int
     commit: str | None = None
     summary: str = ""  # the model's own words, labelled as such when shown
+    # "red-green": its check failed before the task and passes after; "regression-only":
+    # it passed before too; None: not judged by a command.
+    proof: str | None = None
 
 
 class Escalated(BaseModel):

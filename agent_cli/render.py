@@ -161,7 +161,8 @@ def event_line(ev: Event, state: RunState) -> str | None:
         case TaskDone():
             commit = f" (commit {ev.commit[:10]})" if ev.commit else ""
             tries = "attempt" if ev.attempts == 1 else "attempts"
-            return f"[{state.label(ev.index)}] {ev.status} after {ev.attempts} {tries}{commit}"
+            proof = f"; proof: {ev.proof}" if ev.proof else ""
+            return f"[{state.label(ev.index)}] {ev.status} after {ev.attempts} {tries}{commit}{proof}"
         case BudgetExhausted():
             return budget_line(ev)
         case Notice():
@@ -206,6 +207,17 @@ def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
     return Panel(body, title="Needs you", title_align="left", border_style="yellow")
 
 
+_PROOF_WORDS = {"red-green": "red-green (its check failed before the task and passes after)",
+                "regression-only": "regression-only (its check already passed before the task)"}
+
+
+def proof_lines(tasks: list[dict]) -> str:
+    """What each verified task's check proves, one line per task judged by a command."""
+    lines = [f"task {i + 1}: {_PROOF_WORDS[t['proof']]}" for i, t in enumerate(tasks)
+             if t.get("proof") in _PROOF_WORDS]
+    return "proof: " + "; ".join(lines) if lines else ""
+
+
 def report(ev: RunDone, state: RunState, *, plain: bool) -> list[RenderableType]:
     """The final report: what the harness observed per task, totals, then the model's words."""
     table = Table(title="Run report", box=box.ASCII if plain else box.SIMPLE_HEAD)
@@ -218,6 +230,9 @@ def report(ev: RunDone, state: RunState, *, plain: bool) -> list[RenderableType]
                       Text(clean(cmd) if cmd else "(none)"),
                       Text("not run" if code is None else str(code)))
     parts: list[RenderableType] = [table]
+    proofs = proof_lines(ev.tasks)
+    if proofs:
+        parts.append(Text(proofs))
     if state.final_gate is not None:
         parts.append(Text(verify_line(state.final_gate)))
     parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt + "

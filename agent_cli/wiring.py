@@ -24,7 +24,7 @@ from agent_cli.agent.runstore import RunStore
 from agent_cli.agent.session import RunConfig, Services, Session
 from agent_cli.agent.toolbox import Toolbox
 from agent_cli.console import RunConsole, make_console, pick_mode, stdin_is_terminal
-from agent_cli.errors import EXIT_INTERRUPTED, UsageError, WorkspaceError
+from agent_cli.errors import EXIT_INTERRUPTED, StorageError, UsageError, WorkspaceError
 from agent_cli.events import Notice
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
@@ -78,8 +78,11 @@ def find_repo(start: Path | None) -> Path:
 
 
 def settings_for(repo: Path | None, **flags: Any) -> Settings:
-    """Settings for `repo` with command-line flags on top."""
-    return load_settings(repo, flags)
+    """Settings for `repo` with command-line flags on top; what a repository's .agentrc may not set is said."""
+    settings = load_settings(repo, flags)
+    for notice in settings.notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    return settings
 
 
 def make_embedder(settings: Settings) -> Embedder:
@@ -188,15 +191,19 @@ class RunKit:
 def open_workspace(settings: Settings, repo_path: Path, state_dir: Path,
                    console: Console) -> tuple[RepoWorkspace, CommandPolicy]:
     """The repository with its command runner and the policy for the model's commands."""
-    git = GitRepo(repo_path)
     secrets = settings.secrets()
-    runner = CommandRunner(root=git.root, readonly=[git.root / ".git", git.git_dir, state_dir],
+    git = GitRepo(repo_path, secrets=secrets)
+    # Read-only inside the sandbox: git's files and the agent's state and settings are used
+    # later outside it, so a sandboxed command must not be able to change them.
+    runner = CommandRunner(root=git.root, readonly=[git.root / ".git", git.git_dir, state_dir,
+                                                    git.root / ".agentrc"],
                            timeout_s=settings.command_timeout_s,
                            env=shell.scrub_env(dict(os.environ), list(secrets)),
                            sandbox=settings.sandbox)
     policy = CommandPolicy(settings.approval, settings.deny_commands, state_dir,
                            ask=console.approve_command)
-    return RepoWorkspace(git, runner, secrets, check_command=policy.check), policy
+    return RepoWorkspace(git, runner, secrets, check_command=policy.check,
+                         refusal=policy.refusal), policy
 
 
 # -- `agent run` ------------------------------------------------------------------------
@@ -272,7 +279,13 @@ def run_session(session: Session, opts: RunOptions, run_id: str | None, state_di
     if opts.plan_only:
         return session.start(opts.goal or "")
     created = not state_dir.exists()
-    state_dir.mkdir(parents=True, exist_ok=True)
+    try:  # a read-only or full state directory: one line, before anything is changed
+        state_dir.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+    except OSError as e:
+        raise StorageError(f"the state directory {state_dir} cannot be written: "
+                           f"{e.strerror or e}; nothing was started",
+                           "make it writable, free disk space, or set home to another directory") from None
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with lock:

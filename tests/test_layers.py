@@ -22,7 +22,7 @@ VENDORS = {
     "tiktoken": {"agent_cli.tokens"},
     "wordllama": {"agent_cli.memory.embed"},
     "rich": {"agent_cli.console", "agent_cli.render"},
-    "typer": {"agent_cli.cli", "agent_cli.cli_run", "agent_cli.cli_memory"},
+    "typer": {"agent_cli.cli", "agent_cli.cli_run", "agent_cli.cli_memory", "agent_cli.cli_trust"},
 }
 
 

@@ -1,8 +1,9 @@
 """One attempt at one task: ask the model, run its tool calls, until `finish` or the step budget.
 
 Each request is rebuilt from the run's state rather than grown as a transcript, through
-`agent.request.Request`: the system prompt, the fenced recalled memory, the assembled working
-memory, the previous tool exchange in full up to a cap, the task and the state, the goal last.
+`agent.request.Request`: the system prompt, the fenced recalled memory, the pinned notes, the
+assembled working memory, the previous tool exchange in full up to a cap, the task and the state
+(step counters and the last failure live only there), the goal last.
 """
 
 from __future__ import annotations
@@ -104,9 +105,11 @@ def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
     task = task_block(rt, index, attempt, steps_left)
     if last.nudge:
         task = f"NOTE: {last.nudge}\n\n{task}"
+    context = rt.memory.assemble()
     return Request(system=prompts.load("system"), goal=rt.state.goal, recalled=rt.recalled,
-                   memory=rt.memory.assemble().render(), exchange=exchange_messages(last),
-                   task=task, state=rt.state.render_progress()).messages()
+                   pinned=context.pinned, memory=context.memory,
+                   exchange=exchange_messages(last), task=task,
+                   state=rt.state.render_progress()).messages()
 
 
 def exchange_messages(last: Exchange) -> list[dict]:
@@ -198,6 +201,9 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
             continue
         last = Exchange()
         for call in reply.tool_calls:
+            if steps >= rt.limits.task_max_steps:
+                break  # the budget is per call: the rest of this reply is never run
+            check_budgets(rt)
             steps += 1
             shown = redact(call.arguments, rt.toolbox.secrets)[:500]
             rt.emit(events.ToolCalled(index=index, step=rt.state.step + 1, name=call.name,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import secrets as _secrets
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -64,6 +65,18 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+@contextmanager
+def _writing(path: Path) -> Iterator[Path]:
+    """Turn a failed write (disk full, read-only state directory) into one clear StorageError."""
+    try:
+        yield path
+    except OSError as e:
+        raise StorageError(f"cannot write {path}: {e.strerror or e}; the run's state on disk is "
+                           "the last one saved",
+                           "free disk space or make the state directory writable, then "
+                           "`agent run --resume`") from None
+
+
 class RunStore:
     """Reads and writes the runs under one state directory."""
 
@@ -76,16 +89,18 @@ class RunStore:
 
     def save(self, record: RunRecord) -> None:
         """Replace the run's state.json atomically (secrets redacted)."""
-        self.run_dir(record.run_id).mkdir(parents=True, exist_ok=True)
         text = json.dumps(record.model_dump(mode="json"), indent=1, ensure_ascii=False)
-        write_atomic(self.run_dir(record.run_id) / "state.json", redact(text, self.secrets))
+        with _writing(self.run_dir(record.run_id) / "state.json") as path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, redact(text, self.secrets))
 
     def log(self, run_id: str, record: dict[str, Any]) -> None:
         """Append one record to the run's trajectory (secrets redacted)."""
-        self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
         record = {"t": utc_now(), **record}
         line = json.dumps(record, ensure_ascii=False, default=str)
-        append_line(self.run_dir(run_id) / "trajectory.jsonl", redact(line, self.secrets))
+        with _writing(self.run_dir(run_id) / "trajectory.jsonl") as path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            append_line(path, redact(line, self.secrets))
 
     def load(self, run_id: str) -> RunRecord:
         """The saved state of a run; a clear error when missing or unreadable."""

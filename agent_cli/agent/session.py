@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Protocol
 
 from agent_cli import events
-from agent_cli.agent import learn, planner
+from agent_cli.agent import acceptance, learn, planner
 from agent_cli.agent.dispatch import dispatch_and_verify
 from agent_cli.agent.executor import Limits, Runtime
 from agent_cli.agent.runstore import RunRecord, RunStore, RunUsage, new_run_id, utc_now
 from agent_cli.agent.state import AgentState
 from agent_cli.agent.toolbox import Toolbox
-from agent_cli.agent.verifier import run_acceptance
+from agent_cli.agent.verifier import Proofs, run_acceptance
 from agent_cli.errors import (EXIT_BUDGET, EXIT_ERROR, EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_OK,
                               AgentError, BudgetExhausted)
 from agent_cli.memory.records import format_for_context
@@ -28,6 +28,7 @@ from agent_cli.memory.signatures import failure_signatures
 from agent_cli.memory.working import WorkingMemory
 from agent_cli.models import Plan, Verdict
 from agent_cli.protocols import ChatModel, Console, LongTermStore, Workspace
+from agent_cli.redact import redact
 
 
 @dataclass
@@ -81,6 +82,7 @@ class Session:
         self.rt: Runtime | None = None
         self.signatures: list[str] = []
         self._base_usage = RunUsage()  # usage saved by earlier sessions of this run
+        self.proofs = Proofs()  # each task's check on its starting state, per command and tree
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
@@ -110,9 +112,12 @@ class Session:
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
         files = self.sv.workspace.list_files()
-        messages = planner.plan_messages(goal, recalled, "\n".join(files[:300]),
+        # A command can name a file or directory after the key; every list the model sees is redacted.
+        listing = redact("\n".join(files[:300]), self.cfg.secrets)
+        messages = planner.plan_messages(goal, recalled, listing,
                                          self.cfg.accept_cmds)
-        plan, _ = planner.make_plan(self.sv.model, messages)
+        plan, _ = planner.make_plan(self.sv.model, messages, self._check_plan,
+                                    fallback=bool(self.cfg.accept_cmds))
         event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],
                                 success_criteria=plan.success_criteria,
                                 accept_cmds=self.cfg.accept_cmds)
@@ -124,6 +129,11 @@ class Session:
                              "run again with a more precise goal")
         self._allow_acceptance(plan.tasks)
         return plan
+
+    def _check_plan(self, plan: Plan) -> dict[int, str]:
+        """The tasks whose acceptance command cannot run, is refused, or cannot fail."""
+        ws = self.sv.workspace
+        return acceptance.plan_problems([t.acceptance_cmd for t in plan.tasks], ws.root, ws.refusal)
 
     def _allow_acceptance(self, tasks) -> None:
         """The acceptance commands were approved with the plan: the model may run them unasked."""
@@ -188,7 +198,8 @@ class Session:
             if task.status == "verified":
                 continue
             if not dispatch_and_verify(rt, ws, index, self.cfg.accept_cmds, self.run.run_id,
-                                       verifier_model=self.sv.model, on_verdict=self._on_verdict):
+                                       verifier_model=self.sv.model, on_verdict=self._on_verdict,
+                                       proofs=self.proofs):
                 self.run.status = "escalated"
                 self._escalate(index)
                 return EXIT_ESCALATED, f"task {index + 1} needs you"
@@ -262,7 +273,8 @@ class Session:
         state, run = self.rt.state, self.run
         tasks = [{"goal": t.goal, "status": t.status, "attempts": t.attempts,
                   "acceptance_cmd": t.acceptance_cmd or "; ".join(self.cfg.accept_cmds) or None,
-                  "exit_code": t.exit_code, "commit": t.commit} for t in state.plan]
+                  "exit_code": t.exit_code, "commit": t.commit, "proof": t.proof}
+                 for t in state.plan]
         self._emit(events.RunDone(run_id=run.run_id, status=run.status, exit_code=code,
                                   tasks=tasks, steps=state.step,
                                   prompt_tokens=run.usage.prompt_tokens,

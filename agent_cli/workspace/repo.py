@@ -2,8 +2,9 @@
 
 `RepoWorkspace` meets `protocols.Workspace`. It keeps the user's own uncommitted paths
 (`protected`) from the preflight or the resumed run, so that nothing of theirs is staged,
-committed or shown as the agent's work. A file holding a secret (the API key, which a
-command can dump into the work tree) is never committed: the commit is refused instead.
+committed or shown as the agent's work. A path carrying a secret (the API key, which a
+command can dump into a file, a file name or a symlink target) is never committed: the commit
+is refused instead (`workspace.secrets`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from agent_cli.errors import WorkspaceError
 from agent_cli.redact import redact
 from agent_cli.workspace import shell
 from agent_cli.workspace.git import GitRepo
+from agent_cli.workspace.secrets import refuse_secrets
 
 
 @dataclass
@@ -35,20 +36,6 @@ class CommandRunner:
                                  readonly=self.readonly)
 
 
-def refuse_secrets(root: Path, paths: Iterable[str], secrets: tuple[str, ...]) -> None:
-    """Raise WorkspaceError when one of `paths` holds a secret (it must not be committed)."""
-    for path in paths:
-        full = root / path
-        try:
-            data = full.read_bytes() if full.is_file() and not full.is_symlink() else b""
-        except OSError:
-            continue
-        if any(s.encode() in data for s in secrets):
-            raise WorkspaceError(f"{path} holds the API key, so it was not committed",
-                                 "remove the key from it (or delete it), then continue with "
-                                 "`agent run --resume`")
-
-
 @dataclass
 class RepoWorkspace:
     """One git work tree, its command runner, and the secrets that must never leave it."""
@@ -57,6 +44,7 @@ class RepoWorkspace:
     runner: CommandRunner
     secrets: tuple[str, ...] = ()
     check_command: Callable[[str], None] = lambda cmd: None  # raises when a command is refused
+    refusal: Callable[[str], str | None] = lambda cmd: None  # why the policy refuses a command
     protected: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -93,6 +81,10 @@ class RepoWorkspace:
 
     def diff(self) -> str:
         return redact(self.git.diff(self.protected), self.secrets)
+
+    def tree(self) -> str:
+        """The id of the tree the work tree holds now (for caching a check's result)."""
+        return self.git.tree(self.protected)
 
     def run_argv(self, argv: list[str]) -> shell.CommandResult:
         """Run a harness command (an acceptance check): no shell, no approval asked."""

@@ -210,7 +210,10 @@ def test_export_and_import_round_trip_re_embeds(mem, tmp_path, embedder):
 
 def test_import_refuses_a_file_that_is_not_an_export(mem, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"collection": "facts", "id": "x", "document": "d", "metadata": {}}\nnot json\n')
+    meta = {"kind": "fact", "source": "s", "trust": 1.0, "created_at": "2026-01-01T00:00:00+00:00",
+            "text_hash": "h", "ttl_days": 0.0}
+    good = json.dumps({"collection": "facts", "id": "x", "document": "d", "metadata": meta})
+    bad.write_text(good + "\nnot json\n")
     with pytest.raises(StorageError, match="line 2"):
         mem.import_(bad)
     assert mem.counts()["facts"] == 0
