@@ -172,10 +172,11 @@ class RunKit:
 
     def __init__(self, settings: Settings, workspace: RepoWorkspace, state_dir: Path,
                  policy: CommandPolicy, embedder: Embedder,
-                 longterm: LazyLongTermMemory) -> None:
+                 longterm: LazyLongTermMemory, memory_tokens: int | None = None) -> None:
         self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
         self.policy, self.embedder, self.longterm = policy, embedder, longterm
-        self.memory_tokens = settings.memory_max_tokens  # or less, to fit the context window
+        # the configured budget, or less when the server's context window is smaller
+        self.memory_tokens = memory_tokens or settings.memory_max_tokens
         self._stores: list[SqliteStore] = []
 
     def open_memory(self, run_dir: Path) -> WorkingMemory:
@@ -251,11 +252,14 @@ def execute(opts: RunOptions) -> int:
 def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: RunConsole) -> int:
     state_dir = settings.state_dir(repo_path)
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
-    with workspace:
+    embedder = make_embedder(settings)
+    with workspace, LazyLongTermMemory(state_dir / "chroma", embedder,
+                                       settings.secrets()) as longterm:
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, settings.secrets())
         lock = RunLock(state_dir / "run.lock")
         run_id = check_local(workspace, store, lock, opts)
+        longterm.open_in_background()  # an existing store opens while the model client loads
         model = build_model(settings, opts, console)
         approve = check_approval(settings, opts)
         memory_tokens, tool_tokens = fit_to_window(settings, model, console)
@@ -263,17 +267,13 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
                            plan_only=opts.plan_only, approve=approve, secrets=settings.secrets(),
                            limits=Limits(settings.max_steps, settings.task_max_steps,
                                          settings.budget_usd, tool_tokens))
-        embedder = make_embedder(settings)
-        with LazyLongTermMemory(state_dir / "chroma", embedder, settings.secrets()) as longterm:
-            longterm.open_in_background()
-            kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
-            kit.memory_tokens = memory_tokens
-            try:
-                session = Session(Services(workspace=workspace, model=model, console=console,
-                                           longterm=longterm, parts=kit, store=store), config)
-                return run_session(session, opts, run_id, state_dir, lock)
-            finally:
-                kit.close()
+        kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
+        try:
+            session = Session(Services(workspace=workspace, model=model, console=console,
+                                       longterm=longterm, parts=kit, store=store), config)
+            return run_session(session, opts, run_id, state_dir, lock)
+        finally:
+            kit.close()
 
 
 def check_local(workspace: RepoWorkspace, store: RunStore, lock: RunLock,
