@@ -132,7 +132,7 @@ def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatM
                            max_tokens=settings.reserved_output_tokens,
                            context_window=settings.context_window,
                            on_retry=RetryNotice(settings.max_retries),
-                           on_text=console.stream_text)
+                           on_text=console.stream_text)  # the model's words, live on a terminal
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 

@@ -20,7 +20,7 @@ def scripted(steps: list[dict]):
     def reply(request: dict) -> dict:
         choice, tools = request.get("tool_choice"), request.get("tools") or []
         forced = (choice["function"]["name"] if isinstance(choice, dict)
-                  else tools[0]["function"]["name"] if choice == "required" else None)
+                  else tools[0]["function"]["name"] if len(tools) == 1 else None)
         if forced == "submit_plan":
             return plan(task())
         if forced in FORCED_DEFAULTS:
@@ -91,9 +91,10 @@ def test_prompts_take_the_spinner_off_the_screen_and_stay_in_the_log(on_pty):
     assert screen.count("Acceptance command") == 1  # the plan, shown once for its approval
 
 
-def test_the_models_words_stream_onto_the_terminal(on_pty):
-    words = "First I will read the module to see what mean() looks like."
-    code, screen, raw = on_pty("--yes", steps=[{**read_stats(), "content": words}, *TOOL_STEPS[1:]])
+def test_the_models_words_stream_in_under_the_task(on_pty):
+    words = "Let me look at the stats module first."
+    steps = [{**read_stats(), "content": words}, *TOOL_STEPS[1:]]
+    code, screen, raw = on_pty("--yes", steps=steps)
     assert code == 0, screen
-    assert words in screen  # streamed in pieces as the model wrote them, then the tool call
-    assert screen.index(words) < screen.index("step 1 read_file: calc/stats.py")
+    assert f"\n    {words}\n  step 1 read_file: calc/stats.py\n" in screen
+    assert "\x1b[2m" in raw  # dim
