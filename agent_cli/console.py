@@ -14,8 +14,9 @@ from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from agent_cli.events import Escalated, Event, PlanMade, RunDone, TaskStarted, ToolCalled, ToolRan
-from agent_cli.render import (RunState, clean, escalation_block, event_line,
+from agent_cli.events import (Escalated, Event, FinalSummary, PlanMade, RunDone, TaskStarted,
+                              ToolCalled, ToolRan)
+from agent_cli.render import (RunState, clean, closing_block, escalation_block, event_line,
                               live_view, plan_table, report)
 
 Mode = Literal["live", "plain", "json"]
@@ -99,6 +100,22 @@ class RunConsole:
             question.append("`? [y]es / [n]o / [a]lways this command ")
             return self._ask(question, answers)
 
+    def ask_escalation(self, ev: Escalated) -> str:
+        """Ask what to do about a rejected task; the line as typed ("q" at the end of input)."""
+        hint = "type a hint for one more attempt, or " if ev.hints_left else (
+            "(no hints left for this task) ")
+        question = Text(f"What now? {hint}s = skip this task, r [NOTE] = re-plan the rest, "
+                        "q = stop (resumable): ", style="bold")
+        stream = self.stdin if self.stdin is not None else sys.stdin
+        with self._paused():
+            self.console.print(question, end="", soft_wrap=True)
+            self.console.file.flush()
+            line = stream.readline()
+            if not line:
+                self.console.print()
+                return "q"
+            return line.rstrip("\r\n")
+
     def _print(self, *renderables: RenderableType) -> None:
         for r in renderables:
             self.console.print(r, soft_wrap=isinstance(r, Text) and self.mode != "live")
@@ -118,8 +135,11 @@ class RunConsole:
             self._show_plan(ev)
         elif isinstance(ev, Escalated):
             self._print(escalation_block(ev, plain=True))
+        elif isinstance(ev, FinalSummary):
+            self._print(closing_block(ev, plain=True))
         elif isinstance(ev, RunDone):
-            self._print(*report(ev, self.state, plain=True))
+            if ev.run_id:  # without a run (planning failed) the error line says it all
+                self._print(*report(ev, self.state, plain=True))
         elif (line := event_line(ev, self.state)) is not None:
             self._print(Text(line))
 
@@ -128,12 +148,15 @@ class RunConsole:
             if self._live is not None:
                 self._live.update(live_view(self.state), refresh=True)
             self.close()
-            self._print(*report(ev, self.state, plain=False))
+            if ev.run_id:
+                self._print(*report(ev, self.state, plain=False))
             return
         if isinstance(ev, PlanMade) and self._live is None:
             self._show_plan(ev)
         elif isinstance(ev, Escalated):
             self._print(escalation_block(ev, plain=False))
+        elif isinstance(ev, FinalSummary):
+            self._print(closing_block(ev, plain=False))
         elif not isinstance(ev, (ToolCalled, ToolRan)):
             line = event_line(ev, self.state)
             if line is not None:

@@ -16,14 +16,16 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from agent_cli.events import (BudgetExhausted, Escalated, Event, Notice, PlanMade, RunDone,
-                              RunStarted, TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
+from agent_cli.events import (BudgetExhausted, Escalated, Event, FinalSummary, HintGiven,
+                              LoopDetected, Notice, PlanMade, PlanRevised, RunDone, RunStarted,
+                              TaskDone, TaskSkipped, TaskStarted, ToolCalled, ToolRan, Verified)
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
+CLOSING_SUMMARY = "Summary of the run, in the model's words (not checked by the harness)"
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 _ARG_KEYS = ("cmd", "path", "pattern", "query", "text", "summary")
 _STATUS_STYLE = {"pending": "dim", "running": "bold yellow", "verified": "bold green",
-                 "rejected": "bold red"}
+                 "rejected": "bold red", "skipped": "bold magenta", "unfinished": "yellow"}
 
 
 def clean(text: object) -> str:
@@ -108,6 +110,13 @@ class RunState:
                     self.final_gate = ev
                 else:
                     self.task(ev.index)["exit_code"] = ev.exit_code
+            case PlanRevised():
+                self.tasks = self.tasks[:ev.start] + [
+                    {"goal": t.get("goal", ""), "acceptance": t.get("acceptance", ""),
+                     "acceptance_cmd": t.get("acceptance_cmd"), "exit_code": None,
+                     "status": "pending", "attempts": 0} for t in ev.new]
+            case TaskSkipped():
+                self.task(ev.index)["status"] = "skipped"
             case TaskDone():
                 self.task(ev.index).update(status=ev.status, attempts=ev.attempts)
                 self.current = None
@@ -156,7 +165,38 @@ def event_line(ev: Event, state: RunState) -> str | None:
             return f"budget ran out: {ev.budget} used {ev.used} of {ev.limit}"
         case Notice():
             return f"-- {clean(ev.text)}"
+        case PlanRevised():
+            return revision_text(ev)
+        case HintGiven():
+            return (f"[{state.label(ev.index)}] your hint goes to attempt {ev.attempt}: "
+                    f"{short(ev.text, 200)}")
+        case TaskSkipped():
+            left = (f"; its changes stay uncommitted: {short(', '.join(ev.left_files), 200)}"
+                    if ev.left_files else "; it left no changes")
+            return f"[{state.label(ev.index)}] skipped{left}"
+        case LoopDetected():
+            what = "the attempt ends" if ev.stopped else "the model is told to change approach"
+            return f"  loop: the same {ev.name} call and result {ev.repeats} times in a row; {what}"
     return None
+
+
+def revision_text(ev: PlanRevised) -> str:
+    """The plan revision: who asked, why, and the tasks that replace the remaining ones."""
+    who = "at your request" if ev.asked_by == "human" else "after a verified task"
+    lines = [f"plan revised {who}: {short(ev.reason, 300)}",
+             f"  replaced: {', '.join(short(t.get('goal', ''), 60) for t in ev.old) or '(none)'}"]
+    lines += [f"  {ev.start + i + 1}. {short(t.get('goal', ''), 120)}" for i, t in enumerate(ev.new)]
+    if not ev.new:
+        lines.append("  (no tasks remain)")
+    return "\n".join(lines)
+
+
+def closing_block(ev: FinalSummary, *, plain: bool) -> RenderableType:
+    """The model's closing summary, under its own heading, apart from the report."""
+    body = Text(clean(ev.text.strip()), style="" if plain else "italic")
+    if plain:
+        return Group(Text(f"\n{CLOSING_SUMMARY}:"), body)
+    return Panel(body, title=CLOSING_SUMMARY, title_align="left", border_style="cyan")
 
 
 def plan_table(tasks: list[dict], *, plain: bool, status: bool = False) -> Table:
@@ -182,12 +222,16 @@ def plan_table(tasks: list[dict], *, plain: bool, status: bool = False) -> Table
 
 def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
     """The "Needs you" block: what failed, the model's last words, why, and what to do next."""
-    body = Text("I tried twice and couldn't finish this myself: ")
+    tries = "twice" if ev.attempts in (0, 2) else f"{ev.attempts} times"
+    body = Text(f"I tried {tries} and couldn't finish this myself: ")
     body.append(clean(ev.goal), style="bold")
-    for heading, text in (
-            ("The model's summary of its last attempt (its words, not verified):", ev.summary),
-            ("Why it did not pass (the harness's check):", ev.reason),
-            ("What to do next:", ev.next_steps)):
+    sections = [("Your hints so far:", "\n".join(f"- {h}" for h in ev.hints))] if ev.hints else []
+    sections += [("The model's summary of its last attempt (its words, not verified):", ev.summary),
+                 ("Why it did not pass (the harness's check):", ev.reason)]
+    if ev.diff_stat:
+        sections.append(("Changes it left uncommitted:", ev.diff_stat))
+    sections.append(("What to do next:", ev.next_steps))
+    for heading, text in sections:
         body.append(f"\n\n{heading}\n", style="bold")
         body.append(clean(text.strip() or "(nothing)"))
     if plain:

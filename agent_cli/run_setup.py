@@ -32,6 +32,7 @@ class RunOptions:
     plan_only: bool = False
     replay: Path | None = None
     record: Path | None = None
+    answer: tuple[str, str] | None = None  # with --resume: ("hint"|"skip"|"replan", text)
     flags: dict[str, Any] = field(default_factory=dict)
 
 
@@ -180,7 +181,10 @@ def execute(opts: RunOptions) -> int:
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
                            plan_only=opts.plan_only, approve=ask, secrets=settings.secrets(),
                            limits=Limits(settings.max_steps, settings.task_max_steps,
-                                         settings.budget_usd, settings.tool_output_max_tokens))
+                                         settings.budget_usd, settings.tool_output_max_tokens),
+                           replan=settings.replan, max_replans=settings.max_replans,
+                           final_summary=settings.final_summary,
+                           ask_human=_can_ask_human(opts))
         return _run_locked(Session(services, config), services, opts)
     except KeyboardInterrupt:
         print("interrupted before the run started; nothing to resume", file=sys.stderr)
@@ -189,15 +193,27 @@ def execute(opts: RunOptions) -> int:
         console.close()
 
 
+def _can_ask_human(opts: RunOptions) -> bool:
+    """A rejected task is put to the human on a terminal, whatever --yes says, unless --json."""
+    from agent_cli.cli_run import stdin_is_terminal
+
+    return not opts.json_out and stdin_is_terminal()
+
+
 def _run_locked(session, services, opts: RunOptions) -> int:
+    from agent_cli.agent.escalate import Answer
+
     if opts.plan_only:
         return session.start(opts.goal)
     services.state_dir.mkdir(parents=True, exist_ok=True)
     services.repo.exclude_state(services.state_dir)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    answer = Answer(*opts.answer) if opts.answer else None
     try:
         with services.lock:
-            return session.resume(opts.run_id) if opts.resume else session.start(opts.goal)
+            if opts.resume:
+                return session.resume(opts.run_id, answer)
+            return session.start(opts.goal)
     finally:
         signal.signal(signal.SIGTERM, previous)
 

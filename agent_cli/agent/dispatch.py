@@ -1,9 +1,10 @@
-"""Dispatch and verify: at most two attempts per task, judged by the harness, never by the model.
+"""Dispatch and verify: two attempts per task (one more per human hint), judged by the harness.
 
 A retry starts a fresh conversation; the first attempt's changes stay on disk and its
 failure (exit code and output tail) reaches the model through `AgentState.last_error`
-and working memory. A verified task that changed files becomes one commit; after the
-second failure the task is rejected and its changes stay uncommitted for the human.
+and working memory. A verified task that changed files becomes one commit (never of files a
+skipped task left: those stay uncommitted for the human); when its attempts are used up the
+task is rejected and its changes stay uncommitted for the human.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from agent_cli import events, fences
 from agent_cli.agent.executor import Runtime, run_attempt
 from agent_cli.agent.verifier import verify
 from agent_cli.models import Task, Verdict
-
-MAX_ATTEMPTS = 2
 
 
 class Workspace(Protocol):
@@ -44,12 +43,19 @@ def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str], outco
     task = rt.state.plan[index]
     if not outcome.finished:
         return Verdict(passed=False, judge="none", reason=outcome.reason)
-    return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal)
+    return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal,
+                  rt.state.success_criteria)
+
+
+def held_files(plan: list[Task]) -> set[str]:
+    """The files skipped tasks left uncommitted, which no later commit takes."""
+    return {path for t in plan if t.status == "skipped" for path in t.left_files}
 
 
 def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str) -> None:
     task = rt.state.plan[index]
-    files = ws.changed_files()
+    held = held_files(rt.state.plan)
+    files = [f for f in ws.changed_files() if f not in held]
     task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
     task.status = "verified"
     rt.state.last_error = None
@@ -69,7 +75,7 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
                         on_verdict: Callable[[Verdict], None] | None = None) -> bool:
     """Run task `index` until verified or out of attempts; True when verified."""
     task = rt.state.plan[index]
-    while task.attempts < MAX_ATTEMPTS:
+    while task.attempts < task.max_attempts:
         task.attempts += 1
         task.status = "running"
         rt.save()

@@ -17,7 +17,7 @@ from agent_cli.errors import AgentError, StorageError
 from agent_cli.redact import redact
 from agent_cli.workspace.atomic import append_line, write_atomic
 
-FINISHED = {"verified", "planned"}
+FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
 
 
 def new_run_id(now: datetime | None = None) -> str:

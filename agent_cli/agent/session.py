@@ -9,13 +9,15 @@ not verified without planning again.
 from __future__ import annotations
 
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from agent_cli import events
-from agent_cli.agent import learn, planner
+from agent_cli.agent import closing, learn, planner, replan
 from agent_cli.agent.dispatch import dispatch_and_verify
+from agent_cli.agent.escalate import Answer, Escalation, check_answer, next_steps, skipped_message
 from agent_cli.agent.executor import Limits, Runtime
 from agent_cli.agent.runstore import RunStore, new_run_id, utc_now
 from agent_cli.agent.state import AgentState
@@ -23,7 +25,7 @@ from agent_cli.agent.toolbox import Toolbox
 from agent_cli.agent.verifier import run_acceptance
 from agent_cli.errors import (EXIT_BUDGET, EXIT_ERROR, EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_OK,
                               AgentError, BudgetExhausted)
-from agent_cli.models import Plan, Verdict
+from agent_cli.models import MAX_ATTEMPTS, Plan, Verdict
 
 
 @dataclass
@@ -36,6 +38,10 @@ class RunConfig:
     approve: bool = False  # ask the human to approve the plan
     limits: Limits = field(default_factory=lambda: Limits(200, 30, 5.0, 3000))
     secrets: tuple[str, ...] = ()
+    replan: str = "after_task"  # or "off": no re-plan check after a verified task
+    max_replans: int = 3  # re-plan checks the harness asks for in one run
+    final_summary: bool = True  # ask the model for a closing summary for the human
+    ask_human: bool = False  # a terminal to ask on when a task is rejected
 
 
 @dataclass
@@ -65,16 +71,19 @@ class Session:
         self.rt: Runtime | None = None
         self.signatures: list[str] = []
         self._base_usage: dict[str, Any] = {}  # usage saved by earlier sessions of this run
+        self._answer: Answer | None = None  # the human's answer given with --resume
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
         """Plan `goal` and carry it out; returns the exit code."""
-        protected = self.sv.repo.preflight(self.cfg.allow_dirty)
-        longterm = self.sv.open_longterm()
-        recalled = self._recall(longterm, goal)
-        plan = self._plan(goal, recalled)
+        with self._before_run():
+            protected = self.sv.repo.preflight(self.cfg.allow_dirty)
+            longterm = self.sv.open_longterm()
+            recalled = self._recall(longterm, goal)
+            plan = self._plan(goal, recalled)
         if plan is None:
-            return EXIT_OK if self.cfg.plan_only else EXIT_ERROR
+            self._done_early("planned", EXIT_OK, "the plan is shown; nothing was changed")
+            return EXIT_OK
         run_id = new_run_id()
         branch = f"agent/{run_id}"
         self.sv.repo.start_branch(branch)
@@ -83,12 +92,33 @@ class Session:
                     "protected": sorted(protected), "started_at": utc_now(),
                     "success_criteria": plan.success_criteria, "usage": {}}
         state = AgentState(goal=goal, plan=plan.tasks, budget_steps=self.cfg.limits.max_steps,
-                           budget_usd=self.cfg.limits.budget_usd)
+                           budget_usd=self.cfg.limits.budget_usd,
+                           success_criteria=plan.success_criteria)
         memory = self.sv.open_memory(self.store.run_dir(run_id))
         memory.set_goal(goal)
         self.sv.console.emit(events.RunStarted(run_id=run_id, goal=goal, branch=branch,
                                                repo=str(self.sv.repo.root)))
         return self._execute(state, memory, protected, longterm, recalled, spent_before=0.0)
+
+    @contextmanager
+    def _before_run(self) -> Iterator[None]:
+        """Until the run exists, an error or Ctrl-C still ends the event stream with run_done."""
+        try:
+            yield
+        except AgentError as e:
+            self._done_early("failed", e.exit_code, e.one_line())
+            raise
+        except KeyboardInterrupt:
+            self._done_early("interrupted", EXIT_INTERRUPTED, "interrupted before the run started")
+            raise
+
+    def _done_early(self, status: str, code: int, message: str) -> None:
+        usage = self.sv.model.usage if self.sv.model is not None else None
+        self.sv.console.emit(events.RunDone(
+            run_id=self.run.get("run_id", ""), status=status, exit_code=code, tasks=[], steps=0,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            cost_usd=usage.cost_usd if usage else 0.0, message=message))
 
     def _recall(self, longterm, goal: str) -> str:
         from agent_cli.memory.records import format_for_context
@@ -119,21 +149,26 @@ class Session:
             self.sv.allow_command(cmd)
 
     # -- resuming -----------------------------------------------------------------------
-    def resume(self, run_id: str | None) -> int:
-        """Continue a saved run at its first task that is not verified."""
-        run_id = run_id or self.store.latest_unfinished()
-        if run_id is None:
-            raise AgentError("there is no unfinished run to resume", "start one with `agent run GOAL`")
-        self.run = self.store.load(run_id)
+    def resume(self, run_id: str | None, answer: Answer | None = None) -> int:
+        """Continue a saved run at its first task that is not verified (with the human's answer)."""
+        with self._before_run():
+            run_id = run_id or self.store.latest_unfinished()
+            if run_id is None:
+                raise AgentError("there is no unfinished run to resume",
+                                 "start one with `agent run GOAL`")
+            self.run = self.store.load(run_id)
+            state = AgentState.from_dict(self.run["agent_state"])
+            check_answer(state, answer, run_id)
         protected = set(self.run.get("protected", []))
         self.sv.repo.preflight(allow_dirty=True)
         self.sv.repo.ensure_on(self.run["branch"], protected)
-        state = AgentState.from_dict(self.run["agent_state"])
+        state.success_criteria = state.success_criteria or self.run.get("success_criteria", "")
         for task in state.plan:
             if task.status == "running":
                 task.status, task.attempts = "pending", max(task.attempts - 1, 0)
-            elif task.status == "rejected":
-                task.status, task.attempts = "pending", 0
+            elif task.status == "rejected" and answer is None:
+                task.status, task.attempts, task.max_attempts = "pending", 0, MAX_ATTEMPTS
+        self._answer = answer
         memory = self.sv.open_memory(self.store.run_dir(run_id))
         memory.import_state(self.run["memory"])
         longterm = self.sv.open_longterm()
@@ -142,6 +177,7 @@ class Session:
                                                repo=str(self.sv.repo.root)))
         self.sv.console.emit(events.PlanMade(goal=state.goal,
                                              tasks=[t.model_dump() for t in state.plan],
+                                             success_criteria=state.success_criteria,
                                              accept_cmds=self.run.get("accept_cmds", [])))
         self.cfg.accept_cmds = self.run.get("accept_cmds", [])
         self._allow_acceptance(state.plan)
@@ -163,6 +199,8 @@ class Session:
         code, message = EXIT_ERROR, ""
         try:
             code, message = self._tasks(rt, ws)
+            if self.cfg.final_summary:
+                closing.summarise(rt, f"{self.run['status']}: {message}")
         except BudgetExhausted as e:
             self.run["status"], code, message = "budget_exhausted", EXIT_BUDGET, e.one_line()
             limit = "max_steps" if "step" in e.message else "budget_usd"
@@ -183,14 +221,34 @@ class Session:
         return code
 
     def _tasks(self, rt: Runtime, ws) -> tuple[int, str]:
-        for index, task in enumerate(rt.state.plan):
-            if task.status == "verified":
+        ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
+        escalation = Escalation(rt, ws, ask, self.run["branch"], self._answer)
+        index = 0
+        while index < len(rt.state.plan):
+            task = rt.state.plan[index]
+            if task.status in ("verified", "skipped"):
+                index += 1
                 continue
-            if not dispatch_and_verify(rt, ws, index, self.cfg.accept_cmds, self.run["run_id"],
-                                       verifier_model=self.sv.model, on_verdict=self._on_verdict):
+            if task.status != "rejected" and dispatch_and_verify(
+                    rt, ws, index, self.cfg.accept_cmds, self.run["run_id"],
+                    verifier_model=self.sv.model, on_verdict=self._on_verdict):
+                self._replan_after(rt, index)
+                index += 1
+                continue
+            outcome = escalation.resolve(index)
+            if outcome == "stop":
                 self.run["status"] = "escalated"
-                self._escalate(index)
                 return EXIT_ESCALATED, f"task {index + 1} needs you"
+            index += outcome == "next"
+        return self._final_gate(rt, ws)
+
+    def _replan_after(self, rt: Runtime, index: int) -> None:
+        """Ask whether the remaining tasks still make sense (within `max_replans`)."""
+        if (self.cfg.replan == "after_task" and index + 1 < len(rt.state.plan)
+                and rt.state.replans < self.cfg.max_replans):
+            replan.revise(rt, index + 1)
+
+    def _final_gate(self, rt: Runtime, ws) -> tuple[int, str]:
         if self.cfg.accept_cmds:
             verdict = run_acceptance(self.cfg.accept_cmds, ws.run_argv)
             self._on_verdict(verdict)
@@ -202,8 +260,12 @@ class Session:
                 self._emit(events.Escalated(
                     index=-1, goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
                     summary="every task passed its own check", reason=verdict.reason,
-                    next_steps=self._next_steps()))
+                    next_steps=next_steps(self.run["branch"], bool(ws.changed_files()), True)))
                 return EXIT_ESCALATED, "the final acceptance gate failed"
+        skipped = [i for i, t in enumerate(rt.state.plan) if t.status == "skipped"]
+        if skipped:
+            self.run["status"] = "skipped"
+            return EXIT_ESCALATED, skipped_message(rt.state.plan, skipped)
         self.run["status"] = "verified"
         return EXIT_OK, "every task verified"
 
@@ -212,16 +274,6 @@ class Session:
 
         if not verdict.passed and verdict.output_tail:
             self.signatures += failure_signatures(verdict.output_tail)
-
-    def _next_steps(self) -> str:
-        return (f"Inspect the changes left uncommitted on branch {self.run['branch']} "
-                "(git status, git diff), fix or adjust them, then continue with "
-                "`agent run --resume`.")
-
-    def _escalate(self, index: int) -> None:
-        task = self.rt.state.plan[index]
-        self._emit(events.Escalated(index=index, goal=task.goal, summary=task.summary,
-                                    reason=task.last_reason, next_steps=self._next_steps()))
 
     # -- bookkeeping --------------------------------------------------------------------
     def _emit(self, event) -> None:
@@ -261,7 +313,9 @@ class Session:
     def _done(self, code: int, message: str) -> None:
         state = self.rt.state
         usage = self.run.get("usage", {})
-        tasks = [{"goal": t.goal, "status": t.status, "attempts": t.attempts,
+        # A task still "running" here was cut short by the run's end: say so, not "running".
+        tasks = [{"goal": t.goal, "attempts": t.attempts,
+                  "status": "unfinished" if t.status == "running" else t.status,
                   "acceptance_cmd": t.acceptance_cmd or "; ".join(self.cfg.accept_cmds) or None,
                   "exit_code": t.exit_code, "commit": t.commit} for t in state.plan]
         self._emit(events.RunDone(run_id=self.run["run_id"], status=self.run["status"],

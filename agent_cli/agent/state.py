@@ -43,6 +43,10 @@ class AgentState(BaseModel):
     budget_steps: int | None = None
     budget_usd: float | None = None
     spent_usd: float = 0.0
+    success_criteria: str = ""  # the plan's, shown to every task and to the model verifier
+    replans: int = 0  # revisions the harness asked for after a task (bounded by max_replans)
+    revisions: list[dict] = Field(default_factory=list)  # each PlanRevised, as saved
+    closing_summary: str = ""  # the model's words for the human at the end of the run
 
     @field_validator("goal")
     @classmethod
@@ -81,8 +85,8 @@ class AgentState(BaseModel):
         return [i for i, task in enumerate(self.plan) if task.status == "verified"]
 
     def remaining_tasks(self) -> list[int]:
-        """Indexes of tasks not verified yet."""
-        return [i for i, task in enumerate(self.plan) if task.status != "verified"]
+        """Indexes of tasks not verified (nor skipped) yet."""
+        return [i for i, task in enumerate(self.plan) if task.status not in ("verified", "skipped")]
 
     def record_attempt(self, index: int) -> int:
         """Count one more attempt at task `index` (here and on the task); returns the count."""
@@ -126,7 +130,7 @@ class AgentState(BaseModel):
         done = len(self.done_tasks())
         lines = [f"PLAN ({done} of {len(self.plan)} tasks done):"]
         for index, task in enumerate(self.plan[:MAX_TASKS]):
-            mark = {"verified": "done", "rejected": "rejected"}.get(task.status, "todo")
+            mark = {"verified": "done", "rejected": "rejected", "skipped": "skipped"}.get(task.status, "todo")
             if index == current:
                 mark = "now"
             lines.append(f"{index + 1}. [{mark}] {_cut(' '.join(task.goal.split()), MAX_TASK_CHARS)}")
