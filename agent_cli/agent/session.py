@@ -115,7 +115,7 @@ class Session:
     def _done_early(self, status: str, code: int, message: str) -> None:
         usage = self.sv.model.usage if self.sv.model is not None else None
         self.sv.console.emit(events.RunDone(
-            run_id=self.run.get("run_id", ""), status=status, exit_code=code, tasks=[], steps=0,
+            run_id="", status=status, exit_code=code, tasks=[], steps=0,
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             cost_usd=usage.cost_usd if usage else 0.0, message=message))
