@@ -57,11 +57,10 @@ def _check_git(repo: Path | None) -> str:
 
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
-    from rich.console import Console
+    from agent_cli.console import command_console
+    from agent_cli.wiring import find_repo, prepare_state_dir, settings_for
 
-    from agent_cli.cli_common import find_repo, settings_for
-
-    out = Console(highlight=False, soft_wrap=True)
+    out = command_console(markup=True, soft_wrap=True)
     try:
         repo: Path | None = find_repo(repo_opt)
     except AgentError:
@@ -69,6 +68,8 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
             raise
         repo = None
     settings = settings_for(repo, **flags)
+    if repo is not None and settings.state_dir(repo).exists():
+        prepare_state_dir(repo, settings.state_dir(repo), create=False)  # keep it out of git
     out.print("[bold]settings[/bold]")
     for key, value in settings.redacted().items():
         out.print(f"  {key:<24} {value!s:<40} [dim]({settings.sources.get(key, 'default')})[/dim]")

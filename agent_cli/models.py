@@ -29,6 +29,8 @@ class Task(BaseModel):
     max_attempts: int = MAX_ATTEMPTS  # raised by one for each hint the human gives
     hints: list[str] = Field(default_factory=list)  # the human's words, oldest first
     left_files: list[str] = Field(default_factory=list)  # changes a skipped task left uncommitted
+    baseline: Literal["pass", "fail"] | None = None  # its check on the state before the task
+    proof: Literal["red-green", "regression-only"] | None = None
 
     @field_validator("goal")
     @classmethod

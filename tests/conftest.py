@@ -94,3 +94,13 @@ def run_agent(agent_env):
                               input=input if input is not None else "")
 
     return run
+
+
+SPAWNING_FIXTURES = {"run_agent", "spawn_agent"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that start the `agent` CLI as a process are `slow`: `-m "not slow"` is the inner loop."""
+    for item in items:
+        if SPAWNING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -9,24 +9,13 @@ task is rejected and its changes stay uncommitted for the human.
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Callable
 
 from agent_cli import events, fences
-from agent_cli.agent.executor import Runtime, run_attempt
-from agent_cli.agent.verifier import verify
+from agent_cli.agent.executor import AttemptOutcome, Runtime, run_attempt
+from agent_cli.agent.verifier import Proofs, judging_commands, proof, verify
 from agent_cli.models import Task, Verdict
-
-
-class Workspace(Protocol):
-    """What dispatch needs of the repository."""
-
-    def changed_files(self) -> list[str]: ...
-
-    def commit(self, paths: list[str], message: str) -> str | None: ...
-
-    def diff(self) -> str: ...
-
-    def run_argv(self, argv: list[str]): ...
+from agent_cli.protocols import ChatModel, Workspace
 
 
 def commit_message(task: Task, run_id: str) -> str:
@@ -38,13 +27,13 @@ def commit_message(task: Task, run_id: str) -> str:
     return f"{subject}\n\n{body}Agent-Run: {run_id}\n"
 
 
-def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str], outcome,
-           verifier_model) -> Verdict:
+def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
+           outcome: AttemptOutcome, verifier_model: ChatModel | None) -> Verdict:
     task = rt.state.plan[index]
     if not outcome.finished:
         return Verdict(passed=False, judge="none", reason=outcome.reason)
     return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal,
-                  rt.state.success_criteria)
+                  refusal=ws.refusal, criteria=rt.state.success_criteria)
 
 
 def held_files(plan: list[Task]) -> set[str]:
@@ -52,10 +41,16 @@ def held_files(plan: list[Task]) -> set[str]:
     return {path for t in plan if t.status == "skipped" for path in t.left_files}
 
 
-def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str) -> None:
+def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str,
+            proofs: Proofs | None = None, cmds: list[str] = ()) -> None:
     task = rt.state.plan[index]
+    if verdict.judge == "command" and proofs is not None:
+        task.proof = proof(task.baseline)
+        if verdict.command == (list(cmds) or [None])[-1]:
+            proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
     held = held_files(rt.state.plan)
     files = [f for f in ws.changed_files() if f not in held]
+    rt.save()  # a full disk or read-only state stops the run here, before anything is committed
     task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
     task.status = "verified"
     rt.state.last_error = None
@@ -71,10 +66,14 @@ def _failed(rt: Runtime, index: int, attempt: int, verdict: Verdict) -> None:
 
 
 def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
-                        run_id: str, verifier_model=None,
-                        on_verdict: Callable[[Verdict], None] | None = None) -> bool:
+                        run_id: str, verifier_model: ChatModel | None = None,
+                        on_verdict: Callable[[Verdict], None] | None = None,
+                        proofs: Proofs | None = None) -> bool:
     """Run task `index` until verified or out of attempts; True when verified."""
     task = rt.state.plan[index]
+    cmds = judging_commands(task, accept_cmds)
+    if proofs is not None and task.attempts == 0 and task.baseline is None:
+        task.baseline = proofs.baseline(cmds, ws.tree(), ws.run_argv, ws.refusal)
     while task.attempts < task.max_attempts:
         task.attempts += 1
         task.status = "running"
@@ -91,10 +90,10 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
         if on_verdict:
             on_verdict(verdict)
         if verdict.passed:
-            _passed(rt, ws, index, verdict, run_id)
+            _passed(rt, ws, index, verdict, run_id, proofs, cmds)
             rt.save()
             rt.emit(events.TaskDone(index=index, status="verified", attempts=task.attempts,
-                                    commit=task.commit, summary=task.summary))
+                                    commit=task.commit, summary=task.summary, proof=task.proof))
             return True
         _failed(rt, index, task.attempts, verdict)
         rt.save()

@@ -15,7 +15,8 @@ from typing import Callable, Literal
 
 from agent_cli import events
 from agent_cli.agent import replan
-from agent_cli.agent.dispatch import Workspace, held_files
+from agent_cli.agent.dispatch import held_files
+from agent_cli.protocols import Workspace
 from agent_cli.agent.executor import Runtime
 
 MAX_HINTS = 3

@@ -1,21 +1,25 @@
 """One attempt at one task: ask the model, run its tool calls, until `finish` or the step budget.
 
 Each request is rebuilt from the run's state rather than grown as a transcript, through
-`agent.request.Request`: the system prompt, the fenced recalled memory, the assembled working
-memory, the previous tool exchange in full up to a cap, the task and the state, the goal last.
+`agent.request.Request`: the system prompt, the fenced recalled memory, the pinned notes, the
+assembled working memory, the previous tool exchange in full up to a cap, the task and the state
+(step counters and the last failure live only there), the goal last.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Callable
 
 from agent_cli import events, fences, tokens
 from agent_cli.agent import loopguard, prompts
 from agent_cli.agent.request import Request
+from agent_cli.agent.state import AgentState
 from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
 from agent_cli.errors import AgentError, BudgetExhausted, MalformedReply
+from agent_cli.memory.working import WorkingMemory
 from agent_cli.models import ChatReply, ToolCall
+from agent_cli.protocols import ChatModel
 from agent_cli.redact import redact
 
 MAX_MALFORMED_IN_A_ROW = 10
@@ -35,10 +39,10 @@ class Limits:
 class Runtime:
     """Everything one run shares across tasks and attempts."""
 
-    model: Any  # ChatModel
+    model: ChatModel
     toolbox: Toolbox
-    memory: Any  # WorkingMemory
-    state: Any  # AgentState
+    memory: WorkingMemory
+    state: AgentState
     limits: Limits
     emit: events.Emit
     log: Callable[[dict], None]
@@ -76,11 +80,14 @@ def check_budgets(rt: Runtime) -> None:
     steps, lim = rt.state.step, rt.limits
     if steps >= lim.max_steps:
         raise BudgetExhausted(f"the step budget ran out: {steps} of {lim.max_steps} tool calls used",
-                              "raise --max-steps and continue with `agent run --resume`")
-    if rt.spent() >= lim.budget_usd:
-        raise BudgetExhausted(f"the money budget ran out: ${rt.spent():.4f} of "
+                              "raise --max-steps and continue with `agent run --resume`",
+                              budget="max_steps", used=steps, limit=lim.max_steps)
+    spent = rt.spent()
+    if spent >= lim.budget_usd:
+        raise BudgetExhausted(f"the money budget ran out: ${spent:.4f} of "
                               f"${lim.budget_usd:.2f} used",
-                              "raise --budget-usd and continue with `agent run --resume`")
+                              "raise --budget-usd and continue with `agent run --resume`",
+                              budget="budget_usd", used=spent, limit=lim.budget_usd)
 
 
 def task_block(rt: Runtime, index: int, attempt: int, steps_left: int) -> str:
@@ -110,9 +117,11 @@ def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
     task = task_block(rt, index, attempt, steps_left)
     if last.nudge:
         task = f"NOTE: {last.nudge}\n\n{task}"
+    context = rt.memory.assemble()
     return Request(system=prompts.load("system"), goal=rt.state.goal, recalled=rt.recalled,
-                   memory=rt.memory.assemble().render(), exchange=exchange_messages(last),
-                   task=task, hints=hint_blocks(rt.state.plan[index].hints),
+                   pinned=context.pinned, memory=context.memory,
+                   exchange=exchange_messages(last), task=task,
+                   hints=hint_blocks(rt.state.plan[index].hints),
                    state=rt.state.render_progress()).messages()
 
 
@@ -219,6 +228,9 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
             continue
         last = Exchange()
         for call in reply.tool_calls:
+            if steps >= rt.limits.task_max_steps:
+                break  # the budget is per call: the rest of this reply is never run
+            check_budgets(rt)
             steps += 1
             shown = redact(call.arguments, rt.toolbox.secrets)[:500]
             rt.emit(events.ToolCalled(index=index, step=rt.state.step + 1, name=call.name,

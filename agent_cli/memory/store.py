@@ -27,9 +27,10 @@ import sqlite3
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Iterable, Iterator
 
 from agent_cli.errors import StorageError
+from agent_cli.protocols import ColdStore
 
 MANIFEST_KEYS = ("id", "kind", "summary", "symbols", "step_evicted")
 
@@ -51,6 +52,8 @@ class Item:
     origin_id: str | None = None
     vector: tuple[float, ...] | None = None
     cost: int = 0  # tokens it takes in assemble(): header, text and separators
+    repeats: int = 1  # identical results merged into this item
+    exact: bool = False  # tokens and cost are exact counts, not add-time estimates
     goal: float = field(default=0.0, repr=False)
     static: float = field(default=0.0, repr=False)  # the score without recency
 
@@ -61,7 +64,8 @@ class Item:
             flag = " pinned"
         elif self.origin_id and self.kind != "recalled":
             flag = " cold"  # the stub of an item too large for the budget
-        return f"[{self.kind} {self.id}{flag}] {self.summary}"
+        seen = f" (seen {self.repeats} times)" if self.repeats > 1 else ""
+        return f"[{self.kind} {self.id}{flag}] {self.summary}{seen}"
 
     def render(self) -> str:
         """The header, the text and a closing newline."""
@@ -72,8 +76,8 @@ class Item:
         return {"id": self.id, "kind": self.kind, "text": self.text, "summary": self.summary,
                 "tokens": self.tokens, "pinned": self.pinned, "step": self.step,
                 "symbols": list(self.symbols), "touched": self.touched, "refs": self.refs,
-                "origin_id": self.origin_id, "cost": self.cost,
-                "vector": list(self.vector) if self.vector is not None else None}
+                "origin_id": self.origin_id, "cost": self.cost, "repeats": self.repeats,
+                "exact": self.exact, "vector": list(self.vector) if self.vector is not None else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Item":
@@ -83,22 +87,11 @@ class Item:
                    tokens=data["tokens"], pinned=data["pinned"], step=data["step"],
                    symbols=tuple(data["symbols"]), touched=data["touched"], refs=data["refs"],
                    origin_id=data.get("origin_id"), cost=data.get("cost", 0),
+                   repeats=data.get("repeats", 1), exact=data.get("exact", True),
                    vector=tuple(vector) if vector is not None else None)
 
 
-class Store(Protocol):
-    """What the working memory needs from a cold store."""
-
-    def put(self, record: dict[str, Any]) -> None: ...
-    def get(self, item_id: str) -> dict[str, Any] | None: ...
-    def delete(self, item_id: str) -> None: ...
-    def manifest(self) -> list[dict[str, Any]]: ...
-    def recent(self, limit: int) -> list[dict[str, Any]]: ...
-    def by_symbol(self, names: Iterable[str], folded: bool = False) -> list[tuple[str, str]]: ...
-    def vectors(self) -> list[tuple[str, int, list[float]]]: ...
-    def count(self) -> int: ...
-    def max_number(self) -> int: ...
-    def close(self) -> None: ...
+Store = ColdStore  # the name working memory and recall know it by
 
 
 def id_number(item_id: str) -> int:
@@ -239,12 +232,6 @@ class SqliteStore:
             if self._conn is not None:
                 self._conn.close()
             raise
-
-    @property
-    def schema_version(self) -> int:
-        """How many migrations have been applied."""
-        with self._guard("read"):
-            return self._conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0]
 
     def _migrate(self) -> None:
         """Apply the migrations this file has not seen yet, in order."""

@@ -134,14 +134,14 @@ def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
     text, as_json, edits = agents(seeded, ["memory", "show"], ["memory", "show", "--json"],
                                   ["memory", "show", "--json", "--kind", "edit"])
     assert text.returncode == 0, text.stderr
-    assert f"Hot zone of run {NEW_RUN}" in text.stdout and "Cold zone: 4 item(s)" in text.stdout
+    assert f"Hot zone of run {NEW_RUN}" in text.stdout and "Cold zone: 5 item(s)" in text.stdout
     assert "edit cli.py" in text.stdout and "output 0" in text.stdout
     report = json.loads(as_json.stdout)
     assert report["run_id"] == NEW_RUN
     assert report["counts"] == {"episodes": 2, "facts": 2, "archive": 0}
-    assert {h["id"] for h in report["hot"]} == {"m1", "m6", "m7", "m8"}
+    assert {h["id"] for h in report["hot"]} == {"m1", "m7", "m8"}
     assert set(report["hot"][0]["score"]) == {"kind", "refs", "goal", "recency", "size", "total"}
-    assert [c["id"] for c in report["cold"]] == ["m2", "m3", "m4", "m5"]
+    assert [c["id"] for c in report["cold"]] == ["m2", "m3", "m4", "m5", "m6"]
     assert [h["kind"] for h in json.loads(edits.stdout)["hot"]] == ["edit"]
 
 
@@ -156,7 +156,10 @@ def test_forget_expire_export_and_import(seeded, tmp_path):
     assert "exported 4 record(s)" in exported.stdout  # 2 episodes, 1 signature, 1 fact
     with open(tmp_path / "mem.jsonl", "a") as f:
         f.write(json.dumps({"collection": "facts", "id": "mem_20250101_abcdef",
-                            "document": f"deploy with key {KEY}", "metadata": {"trust": 1.0}}) + "\n")
+                            "document": f"deploy with key {KEY}",
+                            "metadata": {"kind": "fact", "source": "hand-written", "trust": 1.0,
+                                         "created_at": "2025-01-01T00:00:00+00:00",
+                                         "text_hash": "0", "ttl_days": 0.0}}) + "\n")
     other = tmp_path / "other"
     subprocess.run(["git", "init", "-q", str(other)], check=True)
     imported = agent(other, "memory", "import", str(tmp_path / "mem.jsonl"), OPENAI_API_KEY=KEY)
