@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from agent_cli.errors import AgentError
+from agent_cli.errors import AgentError, ConfigError
 
 
 def _check_endpoint(settings) -> str:
@@ -58,21 +58,28 @@ def _check_git(repo: Path | None) -> str:
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
     from agent_cli.console import command_console
+    from agent_cli.render import check_line, heading, settings_view
+    from agent_cli.settings import Settings
     from agent_cli.wiring import find_repo, prepare_state_dir, settings_for
 
-    out = command_console(markup=True, soft_wrap=True)
+    out = command_console(soft_wrap=True)
     try:
         repo: Path | None = find_repo(repo_opt)
     except AgentError:
         if repo_opt is not None:
             raise
         repo = None
-    settings = settings_for(repo, **flags)
+    try:
+        settings = settings_for(repo, **flags)
+    except ConfigError as e:  # still list the keys, which is what a misspelt one needs
+        for line in (*settings_view(Settings().redacted(), {}), heading("checks"),
+                     check_line("settings", False, e.one_line())):
+            out.print(line)
+        return 1
     if repo is not None and settings.state_dir(repo).exists():
         prepare_state_dir(repo, settings.state_dir(repo), create=False)  # keep it out of git
-    out.print("[bold]settings[/bold]")
-    for key, value in settings.redacted().items():
-        out.print(f"  {key:<24} {value!s:<40} [dim]({settings.sources.get(key, 'default')})[/dim]")
+    for line in (*settings_view(settings.redacted(), settings.sources), heading("checks")):
+        out.print(line)
     checks: list[tuple[str, Callable[[], str]]] = [
         ("endpoint", lambda: _check_endpoint(settings)),
         ("tokenizer", lambda: _check_tokenizer(settings)),
@@ -80,11 +87,11 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("git", lambda: _check_git(repo)),
     ]
     failed = 0
-    out.print("[bold]checks[/bold]")
     for name, check in checks:
         try:
-            out.print(f"  [green]ok[/green]   {name:<10} {check()}")
+            line = check_line(name, True, check())
         except AgentError as e:
             failed += 1
-            out.print(f"  [red]FAIL[/red] {name:<10} {e.one_line()}")
+            line = check_line(name, False, e.one_line())
+        out.print(line)
     return 1 if failed else 0

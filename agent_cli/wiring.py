@@ -59,6 +59,7 @@ class RunOptions:
     allow_dirty: bool = False
     plan_only: bool = False
     replay: Path | None = None
+    verbose: bool = False
     record: Path | None = None
     answer: tuple[str, str] | None = None  # with --resume: ("hint"|"skip"|"replan", text)
     flags: dict[str, Any] = field(default_factory=dict)
@@ -119,7 +120,8 @@ def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatM
     if opts.replay:
         from agent_cli.llm.record import ReplayModel
 
-        model: ChatModel = ReplayModel(opts.replay, price_in=prices[0], price_out=prices[1],
+        # a replayed reply was paid for when it was recorded: it costs nothing now
+        model: ChatModel = ReplayModel(opts.replay, price_in=0.0, price_out=0.0,
                                        name=settings.model)
     else:
         from agent_cli.llm.openai_model import OpenAIChat
@@ -216,8 +218,11 @@ def execute(opts: RunOptions) -> int:
     settings = settings_for(repo_path, **opts.flags)
     if not opts.replay:
         import_model_client_in_background()
-    console = make_console(pick_mode(opts.json_out, sys.stdout))
+    console = make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose)
     try:
+        if opts.replay:
+            console.emit(Notice(text=f"the model's replies are replayed from the recording "
+                                     f"{opts.replay}: no model is called, and they cost $0"))
         return _execute(opts, settings, repo_path, console)
     except KeyboardInterrupt:
         print("interrupted before the run started; nothing to resume", file=sys.stderr)
@@ -313,12 +318,13 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     repo = find_repo(repo_opt)
     store = RunStore(settings_for(repo).state_dir(repo))
     rows = [{"run_id": r.get("run_id"), "status": r.get("status"), "goal": r.get("goal", ""),
-             "steps": r.get("steps", 0), "updated_at": r.get("updated_at", "")}
-            for r in store.list()]
+             "steps": r.get("steps", 0), "started_at": r.get("started_at", ""),
+             "updated_at": r.get("updated_at", "")} for r in store.list()]
     if json_out:
         print(json.dumps(rows))
     elif not rows:
         print("no runs yet in this repository")
     else:
-        for r in rows:
-            print(f"{r['run_id']}  {r['status']:<16} {r['steps']:>4} steps  {r['goal'][:70]}")
+        from agent_cli.console import print_runs
+
+        print_runs(rows)

@@ -166,7 +166,8 @@ def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage,
         rt.memory.add(result.kind, fenced(result), summary=result.memory_summary())
     rt.emit(events.ToolRan(index=index, step=rt.state.step, name=call.name, ok=result.ok,
                            summary=result.summary, prompt_tokens=usage.prompt_tokens,
-                           completion_tokens=usage.completion_tokens, cost_usd=rt.spent()))
+                           completion_tokens=usage.completion_tokens, cost_usd=rt.spent(),
+                           diff=result.text if result.kind == "edit" and result.ok else ""))
     rt.log({"type": "tool", "name": call.name, "arguments": call.arguments, "ok": result.ok,
             "result": result.text})
     rt.save()

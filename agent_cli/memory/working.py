@@ -28,6 +28,7 @@ from agent_cli.memory.recall import ColdSearch
 from agent_cli.memory.store import InMemStore, Item, Store, id_number
 from agent_cli.memory.symbols import definitions, mentioned
 from agent_cli.protocols import Embedder
+from agent_cli.text import shorten
 
 __all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory"]
 
@@ -40,8 +41,7 @@ _RECENCY = [scoring.recency_term(age) for age in range(4096)]
 
 def _summary(summary: str, text: str) -> str:
     """One short line: the given summary, or the first non-blank line of the text."""
-    line = " ".join((summary.strip() or text.lstrip().split("\n", 1)[0]).split())
-    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
+    return shorten(summary.strip() or text.lstrip().split("\n", 1)[0], SUMMARY_CHARS)
 
 
 class WorkingMemory:
