@@ -69,7 +69,7 @@ def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str,
 
 def verify(task: Task, accept_cmds: list[str], run_argv: Callable, model: ChatModel | None,
            evidence: Callable[[], str], goal: str,
-           refusal: Callable[[str], str | None] | None = None) -> Verdict:
+           refusal: Callable[[str], str | None] | None = None, criteria: str = "") -> Verdict:
     """Judge one attempt at `task`.
 
     The task's own command is checked against the command policy again before it runs; a
