@@ -26,6 +26,17 @@ def _check_endpoint(settings) -> str:
     return f"{settings.base_url} answers; {len(models)} model(s), {settings.model!r} among them"
 
 
+def _check_server(settings) -> str:
+    from agent_cli.llm.openai_model import OpenAIChat
+    from agent_cli.llm.probe import describe, probe
+
+    client = OpenAIChat(model=settings.model, base_url=settings.base_url, api_key=settings.key(),
+                        timeout_s=settings.request_timeout_s, max_retries=0, max_tokens=64,
+                        context_window=settings.context_window)
+    return describe(probe(client), settings.memory_max_tokens, settings.tool_output_max_tokens,
+                    settings.reserved_output_tokens)
+
+
 def _check_tokenizer(settings) -> str:
     from agent_cli import tokens
 
@@ -53,6 +64,18 @@ def _check_git(repo: Path | None) -> str:
         raise AgentError(f"{version}, but {Path.cwd()} is not inside a git repository",
                          "run inside a git repository or pass --repo DIR")
     return f"{version}; repository {repo}"
+
+
+def _run_check(out, name: str, check: Callable[[], str]) -> bool:
+    """Print one check's line; True when it passed."""
+    from agent_cli.render import check_line
+
+    try:
+        out.print(check_line(name, True, check()))
+        return True
+    except AgentError as e:
+        out.print(check_line(name, False, e.one_line()))
+        return False
 
 
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
@@ -88,10 +111,8 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     ]
     failed = 0
     for name, check in checks:
-        try:
-            line = check_line(name, True, check())
-        except AgentError as e:
-            failed += 1
-            line = check_line(name, False, e.one_line())
-        out.print(line)
+        ok = _run_check(out, name, check)
+        failed += not ok
+        if name == "endpoint" and ok:  # what the server can do, once it answers
+            failed += not _run_check(out, "server", lambda: _check_server(settings))
     return 1 if failed else 0

@@ -158,6 +158,7 @@ class RunDone(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
+    cached_tokens: int = 0  # the part of prompt_tokens read from the server's prompt cache
     branch: str = ""
     base: str = ""  # the branch the run started from
     message: str = ""

@@ -228,7 +228,8 @@ def report(ev: RunDone, state: RunState) -> list[RenderableType]:
         parts.append(Text(proofs))
     if state.final_gate is not None:
         parts.append(Text(verify_line(state.final_gate)))
-    parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt + "
+    cached = f" ({ev.cached_tokens:,} cached)" if ev.cached_tokens else ""
+    parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt{cached} + "
                       f"{ev.completion_tokens:,} completion tokens, {cost_text(ev.cost_usd)}"))
     if state.summaries:
         parts.append(_summaries(state))

@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     budget_usd: float = Field(5.0, ge=0)
     price_input_per_mtok: float = Field(0.15, ge=0)
     price_output_per_mtok: float = Field(0.60, ge=0)
+    price_cached_input_per_mtok: float | None = Field(None, ge=0)  # None: half the input price
     memory_max_tokens: int = Field(8000, ge=200)
     reserved_output_tokens: int = Field(4096, ge=0)
     tool_output_max_tokens: int = Field(3000, ge=100)

@@ -116,22 +116,25 @@ def import_model_client_in_background() -> None:
 
 def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatModel:
     """The ChatModel: a replayed recording, or the endpoint (optionally recorded)."""
-    prices = (settings.price_input_per_mtok, settings.price_output_per_mtok)
+    prices = dict(price_in=settings.price_input_per_mtok, price_out=settings.price_output_per_mtok,
+                  price_cached=settings.price_cached_input_per_mtok)
     if opts.replay:
         from agent_cli.llm.record import ReplayModel
 
         # a replayed reply was paid for when it was recorded: it costs nothing now
         model: ChatModel = ReplayModel(opts.replay, price_in=0.0, price_out=0.0,
-                                       name=settings.model)
+                                       price_cached=0.0, name=settings.model)
     else:
         from agent_cli.llm.openai_model import OpenAIChat
 
         model = OpenAIChat(model=settings.model, base_url=settings.base_url,
-                           api_key=settings.key(), price_in=prices[0], price_out=prices[1],
+                           api_key=settings.key(), **prices,
                            timeout_s=settings.request_timeout_s, max_retries=settings.max_retries,
                            backoff_s=settings.retry_backoff_s,
                            max_tokens=settings.reserved_output_tokens,
-                           on_retry=RetryNotice(console))
+                           context_window=settings.context_window,
+                           on_retry=RetryNotice(settings.max_retries),
+                           on_text=console.stream_text)
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 
@@ -140,13 +143,29 @@ def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatM
 
 
 class RetryNotice:
-    """Tells the console that a model call failed and when it is retried."""
+    """Says on stderr, like an error and in every output mode, that a model call is retried."""
 
-    def __init__(self, console: Console) -> None:
-        self.console = console
+    def __init__(self, max_retries: int) -> None:
+        self.max_retries = max_retries
 
     def __call__(self, attempt: int, delay: float, why: str) -> None:
-        self.console.emit(Notice(text=f"model call failed ({why}); retry {attempt} in {delay:.1f}s"))
+        print(f"notice: model call failed ({why}); retry {attempt} of {self.max_retries} "
+              f"in {delay:.1f}s", file=sys.stderr, flush=True)
+
+
+def fit_to_window(settings: Settings, model: ChatModel, console: Console) -> tuple[int, int]:
+    """Working-memory and tool-output token caps that fit the model's context window."""
+    from agent_cli.llm.server_info import fit_window
+
+    wanted = (settings.memory_max_tokens, settings.tool_output_max_tokens)
+    window = getattr(model, "context_window", None)  # learned from the server when it says
+    if not window:
+        return wanted
+    memory, tool_output, _ = fit_window(window, *wanted, settings.reserved_output_tokens)
+    if (memory, tool_output) != wanted:
+        console.emit(Notice(text=f"the model's context window is {window:,} tokens: working "
+                                 f"memory {memory:,} and tool output {tool_output:,} tokens"))
+    return memory, tool_output
 
 
 # -- the run's parts --------------------------------------------------------------------
@@ -156,9 +175,11 @@ class RunKit:
 
     def __init__(self, settings: Settings, workspace: RepoWorkspace, state_dir: Path,
                  policy: CommandPolicy, embedder: Embedder,
-                 longterm: LazyLongTermMemory) -> None:
+                 longterm: LazyLongTermMemory, memory_tokens: int | None = None) -> None:
         self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
         self.policy, self.embedder, self.longterm = policy, embedder, longterm
+        # the configured budget, or less when the server's context window is smaller
+        self.memory_tokens = memory_tokens or settings.memory_max_tokens
         self._stores: list[SqliteStore] = []
 
     def open_memory(self, run_dir: Path) -> WorkingMemory:
@@ -167,7 +188,7 @@ class RunKit:
         store = SqliteStore(run_dir / "memory.db")
         self._stores.append(store)
         return WorkingMemory(store=store, embedder=self.embedder,
-                             max_tokens=self.settings.memory_max_tokens,
+                             max_tokens=self.memory_tokens,
                              recall_cooldown_steps=self.settings.recall_cooldown_steps)
 
     def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
@@ -234,31 +255,32 @@ def execute(opts: RunOptions) -> int:
 def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: RunConsole) -> int:
     state_dir = settings.state_dir(repo_path)
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
-    with workspace:
+    embedder = make_embedder(settings)
+    with workspace, LazyLongTermMemory(state_dir / "chroma", embedder,
+                                       settings.secrets()) as longterm:
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, settings.secrets())
         lock = RunLock(state_dir / "run.lock")
         run_id = check_local(workspace, store, lock, opts)
+        longterm.open_in_background()  # an existing store opens while the model client loads
         model = build_model(settings, opts, console)
+        approve = check_approval(settings, opts)
+        memory_tokens, tool_tokens = fit_to_window(settings, model, console)
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
-                           plan_only=opts.plan_only, approve=check_approval(settings, opts),
-                           secrets=settings.secrets(),
+                           plan_only=opts.plan_only, approve=approve, secrets=settings.secrets(),
                            limits=Limits(settings.max_steps, settings.task_max_steps,
-                                         settings.budget_usd, settings.tool_output_max_tokens),
+                                         settings.budget_usd, tool_tokens),
                            replan=settings.replan, max_replans=settings.max_replans,
                            final_summary=settings.final_summary,
                            # a rejected task is put to the human on a terminal, even with --yes
                            ask_human=not opts.json_out and stdin_is_terminal())
-        embedder = make_embedder(settings)
-        with LazyLongTermMemory(state_dir / "chroma", embedder, settings.secrets()) as longterm:
-            longterm.open_in_background()
-            kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
-            try:
-                session = Session(Services(workspace=workspace, model=model, console=console,
-                                           longterm=longterm, parts=kit, store=store), config)
-                return run_session(session, opts, run_id, state_dir, lock)
-            finally:
-                kit.close()
+        kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
+        try:
+            session = Session(Services(workspace=workspace, model=model, console=console,
+                                       longterm=longterm, parts=kit, store=store), config)
+            return run_session(session, opts, run_id, state_dir, lock)
+        finally:
+            kit.close()
 
 
 def check_local(workspace: RepoWorkspace, store: RunStore, lock: RunLock,

@@ -192,8 +192,10 @@ def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
     rt.state.step += 1
     rt.memory.tick()
     _count_malformed(rt, True)
-    what = "was not readable" if reply is None else (
-        "had no choices" if reply.finish_reason == "no_choices" else "had no tool call")
+    what = "was not readable" if reply is None else {
+        "no_choices": "had no choices",
+        "length": "was cut at the length limit before it made a tool call (keep text short)",
+    }.get(reply.finish_reason or "", "had no tool call")
     rt.emit(events.ToolRan(index=index, step=rt.state.step, name="(none)", ok=False,
                            summary=f"the reply {what}"))
     rt.save()

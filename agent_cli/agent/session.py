@@ -309,6 +309,7 @@ class Session:
         self.run.usage = RunUsage(prompt_tokens=base.prompt_tokens + usage.prompt_tokens,
                                   completion_tokens=base.completion_tokens
                                   + usage.completion_tokens,
+                                  cached_tokens=base.cached_tokens + usage.cached_tokens,
                                   cost_usd=self.rt.spent())
         self.store.save(self.run)
 
@@ -339,6 +340,7 @@ class Session:
                                   tasks=tasks, steps=state.step,
                                   prompt_tokens=run.usage.prompt_tokens,
                                   completion_tokens=run.usage.completion_tokens,
+                                  cached_tokens=run.usage.cached_tokens,
                                   cost_usd=run.usage.cost_usd, branch=run.branch,
                                   base=self._base_branch(), message=message))
 

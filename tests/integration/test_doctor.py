@@ -21,7 +21,7 @@ def test_version_and_help(run_agent):
 
 
 def test_doctor_passes_against_the_loopback_server(run_agent, fake_server, scratch_repo):
-    srv = fake_server([], models=("gpt-4o-mini",))
+    srv = fake_server([{"tool": "report_status", "args": {"ok": True}}], models=("gpt-4o-mini",))
     env = {"OPENAI_API_KEY": "sk-doctor-test-key-1234567890"}
     proc = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
