@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_cli.agent.escalate import Answer
 from agent_cli.agent.executor import Limits
 from agent_cli.agent.runstore import RunStore
 from agent_cli.agent.session import RunConfig, Services, Session
@@ -60,6 +61,7 @@ class RunOptions:
     replay: Path | None = None
     verbose: bool = False
     record: Path | None = None
+    answer: tuple[str, str] | None = None  # with --resume: ("hint"|"skip"|"replan", text)
     flags: dict[str, Any] = field(default_factory=dict)
 
 
@@ -267,7 +269,11 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
                            plan_only=opts.plan_only, approve=approve, secrets=settings.secrets(),
                            limits=Limits(settings.max_steps, settings.task_max_steps,
-                                         settings.budget_usd, tool_tokens))
+                                         settings.budget_usd, tool_tokens),
+                           replan=settings.replan, max_replans=settings.max_replans,
+                           final_summary=settings.final_summary,
+                           # a rejected task is put to the human on a terminal, even with --yes
+                           ask_human=not opts.json_out and stdin_is_terminal())
         kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
         try:
             session = Session(Services(workspace=workspace, model=model, console=console,
@@ -316,7 +322,9 @@ def run_session(session: Session, opts: RunOptions, run_id: str | None, state_di
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with lock:
-            return session.resume(run_id) if opts.resume else session.start(opts.goal or "")
+            if opts.resume:
+                return session.resume(run_id, Answer(*opts.answer) if opts.answer else None)
+            return session.start(opts.goal or "")
     finally:
         signal.signal(signal.SIGTERM, previous)
         if created and not any(state_dir.iterdir()):
