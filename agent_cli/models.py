@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-TaskStatus = Literal["pending", "running", "verified", "rejected"]
+TaskStatus = Literal["pending", "running", "verified", "rejected", "skipped"]
+MAX_ATTEMPTS = 2  # a first attempt and one retry; each human hint adds one more
 
 
 class Task(BaseModel):
@@ -25,6 +26,9 @@ class Task(BaseModel):
     summary: str = ""
     commit: str | None = None
     exit_code: int | None = None
+    max_attempts: int = MAX_ATTEMPTS  # raised by one for each hint the human gives
+    hints: list[str] = Field(default_factory=list)  # the human's words, oldest first
+    left_files: list[str] = Field(default_factory=list)  # changes a skipped task left uncommitted
     baseline: Literal["pass", "fail"] | None = None  # its check on the state before the task
     proof: Literal["red-green", "regression-only"] | None = None
 
@@ -58,10 +62,14 @@ class ToolCall(BaseModel):
 
 
 class Usage(BaseModel):
-    """Tokens of one call or a running total, with its cost from the configured prices."""
+    """Tokens of one call or a running total, with its cost from the configured prices.
+
+    `cached_tokens` is the part of `prompt_tokens` the server read from its prompt cache.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
     cost_usd: float = 0.0
     calls: int = 0
 
@@ -69,6 +77,7 @@ class Usage(BaseModel):
         """Accumulate another usage into this one."""
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
         self.cost_usd += other.cost_usd
         self.calls += other.calls
 

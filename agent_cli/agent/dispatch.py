@@ -1,9 +1,10 @@
-"""Dispatch and verify: at most two attempts per task, judged by the harness, never by the model.
+"""Dispatch and verify: two attempts per task (one more per human hint), judged by the harness.
 
 A retry starts a fresh conversation; the first attempt's changes stay on disk and its
 failure (exit code and output tail) reaches the model through `AgentState.last_error`
-and working memory. A verified task that changed files becomes one commit; after the
-second failure the task is rejected and its changes stay uncommitted for the human.
+and working memory. A verified task that changed files becomes one commit (never of files a
+skipped task left: those stay uncommitted for the human); when its attempts are used up the
+task is rejected and its changes stay uncommitted for the human.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from agent_cli.agent.executor import AttemptOutcome, Runtime, run_attempt
 from agent_cli.agent.verifier import Proofs, judging_commands, proof, verify
 from agent_cli.models import Task, Verdict
 from agent_cli.protocols import ChatModel, Workspace
-
-MAX_ATTEMPTS = 2
+from agent_cli.text import shorten
 
 
 def commit_message(task: Task, run_id: str) -> str:
@@ -24,7 +24,7 @@ def commit_message(task: Task, run_id: str) -> str:
     subject = " ".join(task.goal.split())
     body = ""
     if len(subject) > 72:
-        body, subject = subject + "\n\n", subject[:69].rstrip() + "..."
+        body, subject = subject + "\n\n", shorten(subject, 72)
     return f"{subject}\n\n{body}Agent-Run: {run_id}\n"
 
 
@@ -34,7 +34,12 @@ def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
     if not outcome.finished:
         return Verdict(passed=False, judge="none", reason=outcome.reason)
     return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal,
-                  refusal=ws.refusal)
+                  refusal=ws.refusal, criteria=rt.state.success_criteria)
+
+
+def held_files(plan: list[Task]) -> set[str]:
+    """The files skipped tasks left uncommitted, which no later commit takes."""
+    return {path for t in plan if t.status == "skipped" for path in t.left_files}
 
 
 def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str,
@@ -44,7 +49,8 @@ def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: st
         task.proof = proof(task.baseline)
         if verdict.command == (list(cmds) or [None])[-1]:
             proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
-    files = ws.changed_files()
+    held = held_files(rt.state.plan)
+    files = [f for f in ws.changed_files() if f not in held]
     rt.save()  # a full disk or read-only state stops the run here, before anything is committed
     task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
     task.status = "verified"
@@ -69,7 +75,7 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
     cmds = judging_commands(task, accept_cmds)
     if proofs is not None and task.attempts == 0 and task.baseline is None:
         task.baseline = proofs.baseline(cmds, ws.tree(), ws.run_argv, ws.refusal)
-    while task.attempts < MAX_ATTEMPTS:
+    while task.attempts < task.max_attempts:
         task.attempts += 1
         task.status = "running"
         rt.save()
@@ -87,8 +93,10 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
         if verdict.passed:
             _passed(rt, ws, index, verdict, run_id, proofs, cmds)
             rt.save()
+            stat = ws.diff_stat(task.commit) if task.commit else ""
             rt.emit(events.TaskDone(index=index, status="verified", attempts=task.attempts,
-                                    commit=task.commit, summary=task.summary, proof=task.proof))
+                                    commit=task.commit, summary=task.summary, proof=task.proof,
+                                    diff_stat=stat))
             return True
         _failed(rt, index, task.attempts, verdict)
         rt.save()

@@ -53,15 +53,15 @@ class Learned:
             self.fixes.append(Fix(signatures=signatures[:20], task=task, summary=summary[:1000]))
 
 
-def recall_for_run(longterm, goal: str, topic: str, blob_of: BlobOf) -> str:
-    """The fenced block of long-term memory a run starts with; hits are counted."""
+def recall_for_run(longterm, goal: str, topic: str, blob_of: BlobOf) -> list:
+    """The long-term items a run starts with, staleness marked; hits are counted."""
     procedures = longterm.procedures(topic)
     longterm.count_hits(procedures)
     items = longterm.associate(goal, k=5, threshold=PLAN_MIN_SCORE, min_trust=0.5,
                                kinds=("fact", "note"), topics=[topic, ""])
     episodes = longterm.recall(goal, k=3, kind="episode")
     found = list(procedures) + sorted(list(items) + list(episodes), key=lambda r: -r.score)
-    return format_for_context(mark_stale(found, blob_of)) if found else ""
+    return mark_stale(found, blob_of)
 
 
 def fixes_block(longterm, signatures: list[str], run_id: str) -> str:

@@ -36,8 +36,8 @@ class RunMemory:
 
         return blob_hash(self.root, path)
 
-    def recall(self, goal: str) -> str:
-        """The fenced block a run starts with (procedures, facts, notes, episodes)."""
+    def recall(self, goal: str) -> list:
+        """What a run starts with from long-term memory (procedures, facts, notes, episodes)."""
         return learn.recall_for_run(self.longterm, goal, self.topic, self.blob_of)
 
     def noted(self, state, item_id: str, text: str) -> None:
@@ -83,9 +83,10 @@ class RunMemory:
         rt.save()  # the request's usage
         return found
 
-    def remember(self, rt, run, signatures: list[str], accept_cmds: list[str]) -> None:
+    def remember(self, rt, run, signatures: list[str], accept_cmds: list[str],
+                 facts: list | None = None) -> None:
         """Everything the run learned into long-term memory, then expiry."""
         learn.remember(self.longterm, run=run, state=rt.state, toolbox=rt.toolbox,
                        learned=self.learned, signatures=signatures, topic=self.topic,
                        blob_of=self.blob_of, ttl_days=self.ttl_days, accept_cmds=accept_cmds,
-                       facts=self.facts(rt, run.status))
+                       facts=self.facts(rt, run.status) if facts is None else facts)

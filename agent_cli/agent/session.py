@@ -9,13 +9,15 @@ not verified without planning again.
 from __future__ import annotations
 
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Iterator, Protocol
 
 from agent_cli import events
-from agent_cli.agent import acceptance, learn, planner
+from agent_cli.agent import acceptance, closing, learn, planner, replan
 from agent_cli.agent.dispatch import dispatch_and_verify
+from agent_cli.agent.escalate import Answer, Escalation, check_answer, next_steps, skipped_message
 from agent_cli.agent.executor import Limits, Runtime
 from agent_cli.agent.run_memory import RunMemory
 from agent_cli.agent.runstore import RunRecord, RunStore, RunUsage, new_run_id, utc_now
@@ -24,9 +26,10 @@ from agent_cli.agent.toolbox import Toolbox
 from agent_cli.agent.verifier import Proofs, run_acceptance
 from agent_cli.errors import (EXIT_BUDGET, EXIT_ERROR, EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_OK,
                               AgentError, BudgetExhausted)
+from agent_cli.memory.records import format_for_context
 from agent_cli.memory.signatures import failure_signatures
 from agent_cli.memory.working import WorkingMemory
-from agent_cli.models import Plan, Verdict
+from agent_cli.models import MAX_ATTEMPTS, Plan, Verdict
 from agent_cli.protocols import ChatModel, Console, LongTermStore, Workspace
 from agent_cli.redact import redact
 
@@ -42,6 +45,10 @@ class RunConfig:
     limits: Limits = field(default_factory=lambda: Limits(200, 30, 5.0, 3000))
     secrets: tuple[str, ...] = ()
     memory_ttl_days: float = 90.0  # long-term items unused this long go to the archive (0: never)
+    replan: str = "after_task"  # or "off": no re-plan check after a verified task
+    max_replans: int = 3  # re-plan checks the harness asks for in one run
+    final_summary: bool = True  # ask the model for a closing summary for the human
+    ask_human: bool = False  # a terminal to ask on when a task is rejected
 
 
 class RunParts(Protocol):
@@ -86,31 +93,62 @@ class Session:
         self.proofs = Proofs()  # each task's check on its starting state, per command and tree
         self.mem = RunMemory(services.longterm, services.workspace.root, config.memory_ttl_days,
                              config.limits.window())
+        self._answer: Answer | None = None  # the human's answer given with --resume
+        self._facts: list | None = None  # asked for once the tasks are over
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
         """Plan `goal` and carry it out; returns the exit code."""
         ws = self.sv.workspace
-        protected = ws.preflight(self.cfg.allow_dirty)
-        recalled = self._recall(goal)
-        plan = self._plan(goal, recalled)
+        with self._before_run():
+            protected = ws.preflight(self.cfg.allow_dirty)
+            recalled = self._recall(goal)
+            plan = self._plan(goal, recalled)
         if plan is None:
-            return EXIT_OK if self.cfg.plan_only else EXIT_ERROR
+            self._done_early("planned", EXIT_OK, "the plan is shown; nothing was changed")
+            return EXIT_OK
         run_id = new_run_id()
         branch = f"agent/{run_id}"
+        base_branch = ws.current_branch() or ""
         ws.start_branch(branch)
         self.run = RunRecord(run_id=run_id, goal=goal, branch=branch, base=ws.head(),
                              accept_cmds=self.cfg.accept_cmds, protected=sorted(protected),
-                             started_at=utc_now(), success_criteria=plan.success_criteria)
-        state = AgentState(goal=goal, plan=plan.tasks)
+                             started_at=utc_now(), success_criteria=plan.success_criteria,
+                             base_branch=base_branch)
+        state = AgentState(goal=goal, plan=plan.tasks, success_criteria=plan.success_criteria)
         memory = self.sv.parts.open_memory(self.store.run_dir(run_id))
         memory.set_goal(goal)
         self.sv.console.emit(events.RunStarted(run_id=run_id, goal=goal, branch=branch,
-                                               repo=str(ws.root)))
+                                               repo=str(ws.root), base=base_branch))
         return self._execute(state, memory, recalled)
 
+    @contextmanager
+    def _before_run(self) -> Iterator[None]:
+        """Until the run exists, an error or Ctrl-C still ends the event stream with run_done."""
+        try:
+            yield
+        except AgentError as e:
+            self._done_early("failed", e.exit_code, e.one_line())
+            raise
+        except KeyboardInterrupt:
+            self._done_early("interrupted", EXIT_INTERRUPTED, "interrupted before the run started")
+            raise
+
+    def _done_early(self, status: str, code: int, message: str) -> None:
+        usage = self.sv.model.usage
+        self.sv.console.emit(events.RunDone(
+            run_id="", status=status, exit_code=code, tasks=[], steps=0,
+            prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost_usd, message=message))
+
     def _recall(self, goal: str) -> str:
-        return self.mem.recall(goal)
+        results = self.mem.recall(goal)
+        if results:
+            kinds = sorted({r.kind for r in results})
+            self.sv.console.emit(events.Notice(
+                text=f"recalled {len(results)} item{'s' if len(results) != 1 else ''} from "
+                     f"earlier runs ({', '.join(kinds)}); `agent recall` shows them"))
+        return format_for_context(results) if results else ""
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
         files = self.sv.workspace.list_files()
@@ -118,6 +156,7 @@ class Session:
         listing = redact("\n".join(files[:300]), self.cfg.secrets)
         messages = planner.plan_messages(goal, recalled, listing, self.cfg.accept_cmds,
                                          self.mem.instructions.render(), self.cfg.limits.window())
+        self.sv.console.emit(events.Planning(goal=goal))
         plan, _ = planner.make_plan(self.sv.model, messages, self._check_plan,
                                     fallback=bool(self.cfg.accept_cmds))
         event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],
@@ -143,24 +182,30 @@ class Session:
             self.sv.parts.allow_command(cmd)
 
     # -- resuming -----------------------------------------------------------------------
-    def resume(self, run_id: str | None) -> int:
-        """Continue a saved run at its first task that is not verified."""
-        self.run = run = self.store.load(self.store.target(run_id))
+    def resume(self, run_id: str | None, answer: Answer | None = None) -> int:
+        """Continue a saved run at its first task that is not verified (with the human's answer)."""
+        with self._before_run():
+            run = self.store.load(self.store.target(run_id))
+            state = AgentState.from_dict(run.agent_state)
+            check_answer(state, answer, run.run_id)
+        self.run = run
         self.mem.learned = learn.Learned.from_dict((run.model_extra or {}).get("learned"))
         self.sv.workspace.resume_on(run.branch, run.protected)
-        state = AgentState.from_dict(run.agent_state)
+        state.success_criteria = state.success_criteria or run.success_criteria
         for task in state.plan:
             if task.status == "running":
                 task.status, task.attempts = "pending", max(task.attempts - 1, 0)
-            elif task.status == "rejected":
-                task.status, task.attempts = "pending", 0
+            elif task.status == "rejected" and answer is None:
+                task.status, task.attempts, task.max_attempts = "pending", 0, MAX_ATTEMPTS
+        self._answer = answer
         memory = self.sv.parts.open_memory(self.store.run_dir(run.run_id))
         memory.import_state(run.memory)
         self.sv.console.emit(events.RunStarted(run_id=run.run_id, goal=state.goal, resumed=True,
-                                               branch=run.branch,
+                                               branch=run.branch, base=self._base_branch(),
                                                repo=str(self.sv.workspace.root)))
         self.sv.console.emit(events.PlanMade(goal=state.goal,
                                              tasks=[t.model_dump() for t in state.plan],
+                                             success_criteria=state.success_criteria,
                                              accept_cmds=run.accept_cmds))
         self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
@@ -180,6 +225,10 @@ class Session:
         code, message = EXIT_ERROR, ""
         try:
             code, message = self._tasks(rt, self.sv.workspace)
+            # the model's facts about the repository first, then its summary for the human
+            self._facts = self.mem.facts(rt, run.status)
+            if self.cfg.final_summary:
+                closing.summarise(rt, f"{run.status}: {message}")
         except BudgetExhausted as e:
             run.status, code, message = "budget_exhausted", EXIT_BUDGET, e.one_line()
             self._emit(events.BudgetExhausted(budget=e.budget, used=e.used, limit=e.limit))
@@ -199,15 +248,35 @@ class Session:
         return code
 
     def _tasks(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
-        for index, task in enumerate(rt.state.plan):
-            if task.status == "verified":
+        ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
+        escalation = Escalation(rt, ws, ask, self.run.branch, self._answer)
+        index = 0
+        while index < len(rt.state.plan):
+            task = rt.state.plan[index]
+            if task.status in ("verified", "skipped"):
+                index += 1
                 continue
-            if not dispatch_and_verify(rt, ws, index, self.cfg.accept_cmds, self.run.run_id,
-                                       verifier_model=self.sv.model, on_verdict=self._on_verdict,
-                                       proofs=self.proofs):
+            if task.status != "rejected" and dispatch_and_verify(
+                    rt, ws, index, self.cfg.accept_cmds, self.run.run_id,
+                    verifier_model=self.sv.model, on_verdict=self._on_verdict,
+                    proofs=self.proofs):
+                self._replan_after(rt, index)
+                index += 1
+                continue
+            outcome = escalation.resolve(index)
+            if outcome == "stop":
                 self.run.status = "escalated"
-                self._escalate(index)
                 return EXIT_ESCALATED, f"task {index + 1} needs you"
+            index += outcome == "next"
+        return self._final_gate(rt, ws)
+
+    def _replan_after(self, rt: Runtime, index: int) -> None:
+        """Ask whether the remaining tasks still make sense (within `max_replans`)."""
+        if (self.cfg.replan == "after_task" and index + 1 < len(rt.state.plan)
+                and rt.state.replans < self.cfg.max_replans):
+            replan.revise(rt, index + 1)
+
+    def _final_gate(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
         if self.cfg.accept_cmds:
             verdict = run_acceptance(self.cfg.accept_cmds, ws.run_argv)
             self._on_verdict(verdict)
@@ -219,8 +288,12 @@ class Session:
                 self._emit(events.Escalated(
                     index=-1, goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
                     summary="every task passed its own check", reason=verdict.reason,
-                    next_steps=self._next_steps()))
+                    next_steps=next_steps(self.run.branch, bool(ws.changed_files()), True)))
                 return EXIT_ESCALATED, "the final acceptance gate failed"
+        skipped = [i for i, t in enumerate(rt.state.plan) if t.status == "skipped"]
+        if skipped:
+            self.run.status = "skipped"
+            return EXIT_ESCALATED, skipped_message(rt.state.plan, skipped)
         self.run.status = "verified"
         return EXIT_OK, "every task verified"
 
@@ -232,16 +305,6 @@ class Session:
             self.signatures += found
         if self.rt is not None and self.run is not None:
             self.mem.verdict(self.rt, verdict, found, self.run.run_id)
-
-    def _next_steps(self) -> str:
-        return (f"Inspect the changes left uncommitted on branch {self.run.branch} "
-                "(git status, git diff), fix or adjust them, then continue with "
-                "`agent run --resume`.")
-
-    def _escalate(self, index: int) -> None:
-        task = self.rt.state.plan[index]
-        self._emit(events.Escalated(index=index, goal=task.goal, summary=task.summary,
-                                    reason=task.last_reason, next_steps=self._next_steps()))
 
     # -- bookkeeping --------------------------------------------------------------------
     def _emit(self, event: events.Event) -> None:
@@ -262,6 +325,7 @@ class Session:
         self.run.usage = RunUsage(prompt_tokens=base.prompt_tokens + usage.prompt_tokens,
                                   completion_tokens=base.completion_tokens
                                   + usage.completion_tokens,
+                                  cached_tokens=base.cached_tokens + usage.cached_tokens,
                                   cost_usd=self.rt.spent())
         self.store.save(self.run)
 
@@ -269,13 +333,16 @@ class Session:
         if self.rt is None or self.run is None:
             return
         try:
-            self.mem.remember(self.rt, self.run, self.signatures, self.cfg.accept_cmds)
+            self.mem.remember(self.rt, self.run, self.signatures, self.cfg.accept_cmds,
+                              self._facts)
         except Exception as e:  # the run's outcome stands even if memory cannot take it
             self._emit(events.Notice(text=f"long-term memory not updated: {e}"))
 
     def _done(self, code: int, message: str) -> None:
         state, run = self.rt.state, self.run
-        tasks = [{"goal": t.goal, "status": t.status, "attempts": t.attempts,
+        # A task still "running" here was cut short by the run's end: say so, not "running".
+        tasks = [{"goal": t.goal, "attempts": t.attempts,
+                  "status": "unfinished" if t.status == "running" else t.status,
                   "acceptance_cmd": t.acceptance_cmd or "; ".join(self.cfg.accept_cmds) or None,
                   "exit_code": t.exit_code, "commit": t.commit, "proof": t.proof}
                  for t in state.plan]
@@ -283,5 +350,10 @@ class Session:
                                   tasks=tasks, steps=state.step,
                                   prompt_tokens=run.usage.prompt_tokens,
                                   completion_tokens=run.usage.completion_tokens,
+                                  cached_tokens=run.usage.cached_tokens,
                                   cost_usd=run.usage.cost_usd, branch=run.branch,
-                                  message=message))
+                                  base=self._base_branch(), message=message))
+
+    def _base_branch(self) -> str:
+        """The branch the run started from (runs saved before it was recorded have none)."""
+        return str((self.run.model_extra or {}).get("base_branch", ""))

@@ -3,8 +3,8 @@
 What is in context is chosen by score; where it sits is kept stable, so that providers' prompt
 caches can reuse each request's prefix: new items go at the end of the memory block, and the hot
 zone is re-ranked only when it overflows, in one batch that evicts the weakest items down to a
-low-water mark (`low_water` of the budget); what stays keeps its order. What does not fit moves to a cold
-store (see store.py) and comes back with recall() (recall.py finds it).
+low-water mark (`low_water` of the budget); what stays keeps its order. What does not fit moves
+to a cold store (see store.py) and comes back with recall() (recall.py finds it).
 
 Sizes are booked at add() from a cheap estimate and counted exactly, once per item, when an item
 is assembled into a context (meter.py). The step advances only with tick() (the run loop calls
@@ -29,6 +29,7 @@ from agent_cli.memory.revise import Revisions
 from agent_cli.memory.store import InMemStore, Item, Store, id_number
 from agent_cli.memory.symbols import definitions, mentioned
 from agent_cli.protocols import Embedder
+from agent_cli.text import shorten
 
 __all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory"]
 
@@ -41,8 +42,7 @@ _RECENCY = [scoring.recency_term(age) for age in range(4096)]
 
 def _summary(summary: str, text: str) -> str:
     """One short line: the given summary, or the first non-blank line of the text."""
-    line = " ".join((summary.strip() or text.lstrip().split("\n", 1)[0]).split())
-    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
+    return shorten(summary.strip() or text.lstrip().split("\n", 1)[0], SUMMARY_CHARS)
 
 
 class WorkingMemory(Revisions):

@@ -14,6 +14,8 @@ from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm import LongTermMemory
 from agent_cli.models import Episode
 
+pytestmark = pytest.mark.slow  # every test here starts the agent as a process
+
 KEY = "sk-test-configured-key-0123456789abcdef"
 OLD_RUN, NEW_RUN = "20250313-080000-aaaa", "20250314-090000-bbbb"
 
@@ -53,7 +55,7 @@ def repo(tmp_path) -> Path:
     return path
 
 
-def _save_working_memory(state: Path) -> None:
+def _save_working_memory(state: Path, outputs: int = 6) -> None:
     """Two runs: an older one without working memory, the latest with hot and cold items."""
     from agent_cli.memory import SqliteStore, WorkingMemory
 
@@ -62,7 +64,7 @@ def _save_working_memory(state: Path) -> None:
                        max_tokens=300)
     wm.set_goal("add a verbose flag")
     wm.note("remember to update the README", "readme note")
-    for i in range(6):
+    for i in range(outputs):
         wm.tick()
         wm.add("tool_output", f"output number {i} " + "lorem ipsum " * 30, f"output {i}")
     wm.add("edit", "def verbose(): pass", "edit cli.py")
@@ -142,9 +144,34 @@ def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
     assert report["counts"] == {"episodes": 2, "facts": 2, "notes": 0, "procedures": 0,
                                 "archive": 0}
     assert {h["id"] for h in report["hot"]} == {"m1", "m7", "m8"}
-    assert set(report["hot"][0]["score"]) == {"kind", "refs", "goal", "recency", "size", "total"}
     assert [c["id"] for c in report["cold"]] == ["m2", "m3", "m4", "m5", "m6"]
     assert [h["kind"] for h in json.loads(edits.stdout)["hot"]] == ["edit"]
+
+
+def test_memory_show_names_the_score_terms_alike_in_the_table_and_the_json(seeded):
+    _save_working_memory(seeded / ".agent")
+    text, as_json = agents(seeded, ["memory", "show"], ["memory", "show", "--json"])
+    lines = [line.rstrip() for line in text.stdout.splitlines()]
+    legend = lines.index("score = weight + refs + goal + recent − size")
+    header = lines[legend + 1].split()
+    assert header == ["id", "kind", "score", "weight", "refs", "goal", "recent", "size", "tokens",
+                      "summary"]
+    hot = json.loads(as_json.stdout)["hot"]
+    assert all(set(header) <= set(item) for item in hot)
+    item = hot[0]
+    total = item["weight"] + item["refs"] + item["goal"] + item["recent"] - item["size"]
+    assert item["score"] == pytest.approx(total)
+    row = next(line.split() for line in lines if line.startswith(item["id"] + " "))
+    assert row[2:8] == [f"{item[c]:.2f}" for c in header[2:8]]
+
+
+def test_memory_show_without_evictions_prints_no_empty_cold_table(repo):
+    _save_working_memory(repo / ".agent", outputs=0)
+    text = agent(repo, "memory", "show")
+    assert text.returncode == 0, text.stderr
+    assert "Cold zone: empty (nothing was evicted)" in text.stdout
+    assert "evicted" not in text.stdout.replace("nothing was evicted", "")
+    assert text.stdout.count("summary") == 1  # one table: the hot zone's
 
 
 def test_forget_expire_export_and_import(seeded, tmp_path):
