@@ -38,3 +38,14 @@ def make_embedder(settings):
 
     return OpenAIEmbedder(base_url=settings.base_url, api_key=settings.key(),
                           model=settings.embedding_model)
+
+
+def memory_place(settings, state_dir: Path):
+    """Where long-term memory lives: the Chroma server at `memory_url`, else `<state>/chroma`."""
+    if not settings.memory_url:
+        return state_dir / "chroma"
+    from agent_cli.memory.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
+
+    return ChromaServer(settings.memory_url, tenant=settings.memory_tenant or DEFAULT_TENANT,
+                        database=settings.memory_database or DEFAULT_DATABASE,
+                        token=settings.memory_token_value())

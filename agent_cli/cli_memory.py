@@ -3,6 +3,7 @@
 Only typer and the standard library are imported here; chromadb, wordllama and rich load
 inside the commands. Errors are raised as AgentError; `cli.main` prints them as one line.
 No command creates the state directory, except `memory import`, whose purpose is to fill it.
+With `memory_url` set, long-term memory is that Chroma server's instead of `<state>/chroma`.
 """
 
 from __future__ import annotations
@@ -31,14 +32,16 @@ def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
 
 
 def _open(settings: Any, state: Path, create: bool = False) -> Any:
-    """Long-term memory under `state`, or None when there is none (and `create` is False)."""
-    chroma = state / "chroma"
-    if not create and not (chroma / "chroma.sqlite3").exists():
+    """Long-term memory: the configured server, or the store under `state` (None when that
+    does not exist and `create` is False)."""
+    from agent_cli.cli_common import make_embedder, memory_place
+
+    place = memory_place(settings, state)
+    if isinstance(place, Path) and not create and not (place / "chroma.sqlite3").exists():
         return None
-    from agent_cli.cli_common import make_embedder
     from agent_cli.memory.longterm import LongTermMemory
 
-    return LongTermMemory(chroma, make_embedder(settings), secrets=settings.secrets())
+    return LongTermMemory(place, make_embedder(settings), secrets=settings.secrets())
 
 
 def _memory_or_exit(repo: Optional[Path]) -> Any:
@@ -127,7 +130,8 @@ def show_command(
 ) -> None:
     """The latest run's working memory (hot items with their score terms, the cold list) and counts."""
     _, settings, state = _place(repo)
-    if not state.exists():
+    shown = state.exists() or bool(settings.memory_url)  # a server holds memory without a state dir
+    if not shown:
         typer.echo(NO_MEMORY.format(state=state), err=True)
         report: dict[str, Any] = {"run_id": None, "hot": [], "cold": [], "stats": {},
                                   "counts": {"episodes": 0, "facts": 0, "archive": 0}}
@@ -137,7 +141,7 @@ def show_command(
         report["counts"] = mem.counts() if mem else {"episodes": 0, "facts": 0, "archive": 0}
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
-    elif state.exists():
+    elif shown:
         _print_report(report)
     _skip_final_sweep()
 
@@ -244,8 +248,9 @@ def expire_command(repo: Optional[Path] = REPO) -> None:
 def export_command(file: Path = typer.Argument(..., help="The JSONL file to write."),
                    repo: Optional[Path] = REPO) -> None:
     """Write every episode, fact and archived item to a JSONL file (without vectors)."""
-    written = _memory_or_exit(repo).export(file)
-    typer.echo(f"exported {written} record(s) to {file}")
+    mem = _memory_or_exit(repo)
+    written = mem.export(file)
+    typer.echo(f"exported {written} record(s) from {mem.path} to {file}")
 
 
 @memory_app.command("import")
@@ -257,9 +262,11 @@ def import_command(file: Path = typer.Argument(..., help="A JSONL file from `age
     if not file.is_file():
         raise UsageError(f"{file} is not a file", "pass a file written by `agent memory export`")
     top, settings, state = _place(repo)
-    _exclude_from_git(top, state)
-    added = _open(settings, state, create=True).import_(file)
-    typer.echo(f"imported {added} record(s) into {state / 'chroma'}")
+    if not settings.memory_url:
+        _exclude_from_git(top, state)
+    mem = _open(settings, state, create=True)
+    added = mem.import_(file)
+    typer.echo(f"imported {added} record(s) into {mem.path}")
 
 
 @memory_app.command("reindex")

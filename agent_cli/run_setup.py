@@ -97,7 +97,9 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
     from agent_cli.agent.session import Services
     from agent_cli.agent.toolbox import Toolbox
     from agent_cli.memory import SqliteStore, WorkingMemory
-    from agent_cli.cli_common import make_embedder
+    from agent_cli.cli_common import make_embedder, memory_place
+    from agent_cli.events import Notice
+    from agent_cli.memory.fallback import FallbackLongTerm
     from agent_cli.memory.longterm import LongTermMemory
     from agent_cli.memory.records import format_for_context
     from agent_cli.workspace import shell
@@ -116,7 +118,9 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
 
     def open_longterm():
         if not longterm_box:
-            longterm_box.append(LongTermMemory(state_dir / "chroma", embedder, secrets=secrets))
+            place = memory_place(settings, state_dir)
+            longterm_box.append(FallbackLongTerm(lambda: LongTermMemory(place, embedder, secrets=secrets),
+                                                 notice=lambda text: console.emit(Notice(text=text))))
         return longterm_box[0]
 
     def run_argv(cmd):
