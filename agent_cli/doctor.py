@@ -49,11 +49,10 @@ def _check_memory(settings, repo: Path | None) -> str:
     database and collections when missing, as the first run would)."""
     from agent_cli.cli_common import make_embedder, memory_place
 
+    if repo is None and not settings.home and not settings.memory_url:
+        return "embedded Chroma in <repo>/.agent/chroma (no repository here)"
     place = memory_place(settings, settings.state_dir(repo or Path.cwd()))
     if isinstance(place, Path):
-        if repo is None and not settings.home:
-            raise AgentError("no repository, so no embedded memory",
-                             "pass --repo DIR, or set memory_url to use a Chroma server")
         made = (place / "chroma.sqlite3").exists()
         return f"embedded Chroma at {place} ({'exists' if made else 'created on the first run'})"
     from agent_cli.memory.longterm import LongTermMemory
