@@ -54,6 +54,11 @@ class Settings(BaseSettings):
     sandbox: Literal["none", "bwrap"] = "none"
     deny_commands: list[str] = Field(default_factory=list)
     home: str | None = None
+    context_window: int = Field(128_000, ge=1024)
+    replan: Literal["after_task", "off"] = "after_task"
+    max_replans: int = Field(3, ge=0)
+    final_summary: bool = True
+    memory_ttl_days: float = Field(90.0, ge=0)
     memory_url: str | None = None
     memory_tenant: str | None = None
     memory_database: str | None = None

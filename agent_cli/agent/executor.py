@@ -1,8 +1,8 @@
 """One attempt at one task: ask the model, run its tool calls, until `finish` or the step budget.
 
-Each request is rebuilt from the run's state rather than grown as a transcript: the system
-prompt, the fenced recalled memory, the assembled working memory, the previous tool
-exchange in full up to a cap, and the task with `AgentState.render()` (the goal last).
+Each request is rebuilt from the run's state rather than grown as a transcript, through
+`agent.request.Request`: the system prompt, the fenced recalled memory, the assembled working
+memory, the previous tool exchange in full up to a cap, the task and the state, the goal last.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from agent_cli import events, fences, tokens
 from agent_cli.agent import prompts
+from agent_cli.agent.request import Request
 from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
 from agent_cli.errors import AgentError, BudgetExhausted, MalformedReply
 from agent_cli.models import ChatReply, ToolCall
@@ -93,24 +94,24 @@ def task_block(rt: Runtime, index: int, attempt: int, steps_left: int) -> str:
 
 def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
                    last: Exchange) -> list[dict]:
-    """The request for the next step; the goal is the last thing in it."""
-    messages: list[dict] = [{"role": "system", "content": prompts.load("system")}]
-    if rt.recalled:
-        messages.append({"role": "user", "content": "Reference material recalled from earlier "
-                                                    "runs:\n" + rt.recalled})
-    messages.append({"role": "user", "content": "WORKING MEMORY (most important first):\n"
-                                                + rt.memory.assemble().render()})
-    if last.calls:
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in last.calls]})
-        messages += [{"role": "tool", "tool_call_id": c.id, "content": r}
-                     for c, r in zip(last.calls, last.results)]
-    final = task_block(rt, index, attempt, steps_left)
+    """The request for the next step, assembled by `Request` (stable parts first, goal last)."""
+    task = task_block(rt, index, attempt, steps_left)
     if last.nudge:
-        final = f"NOTE: {last.nudge}\n\n{final}"
-    # The plan's goals and the last failure's output come from the model and from commands.
-    messages.append({"role": "user", "content": fences.escape(f"{final}\n\n{rt.state.render()}")})
+        task = f"NOTE: {last.nudge}\n\n{task}"
+    return Request(system=prompts.load("system"), goal=rt.state.goal, recalled=rt.recalled,
+                   memory=rt.memory.assemble().render(), exchange=exchange_messages(last),
+                   task=task, state=rt.state.render_progress()).messages()
+
+
+def exchange_messages(last: Exchange) -> list[dict]:
+    """The previous reply's tool calls and their results, as chat messages."""
+    if not last.calls:
+        return []
+    messages: list[dict] = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in last.calls]}]
+    messages += [{"role": "tool", "tool_call_id": c.id, "content": r}
+                 for c, r in zip(last.calls, last.results)]
     return messages
 
 

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from agent_cli import fences
 from agent_cli.agent import prompts
+from agent_cli.agent.request import Request
 from agent_cli.errors import AgentError, MalformedReply
 from agent_cli.llm.base import ChatModel, force, function_tool
 from agent_cli.models import Plan
@@ -43,17 +44,12 @@ def _parse(reply) -> Plan:
 
 def plan_messages(goal: str, recalled: str, repo_files: str, accept_cmds: list[str]) -> list:
     """The planning request: rules, recalled memory, the repository's files, the goal last."""
-    messages = [{"role": "system", "content": prompts.load("planner")}]
-    if recalled:
-        messages.append({"role": "user", "content": "Reference material from earlier runs:\n"
-                                                    + recalled})
     context = "Files in the repository:\n" + fences.tool_output("git_ls_files", repo_files)
     if accept_cmds:
         context += ("\nThe user's acceptance command(s), used for tasks without their own and "
                     "run again at the end: " + "; ".join(f"`{c}`" for c in accept_cmds))
-    messages.append({"role": "user", "content": context})
-    messages.append({"role": "user", "content": f"GOAL:\n{goal}"})
-    return messages
+    return Request(system=prompts.load("planner"), goal=goal, recalled=recalled, context=context,
+                   goal_header="GOAL:").messages()
 
 
 def make_plan(model: ChatModel, messages: list[dict]) -> tuple[Plan, int]:

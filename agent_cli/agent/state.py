@@ -98,10 +98,13 @@ class AgentState(BaseModel):
 
     def render(self) -> str:
         """What the model reads: facts, tasks, the last failure, then the goal, last."""
+        return f"{self.render_progress()}\n\n{GOAL_HEADER}\n{self.goal}".lstrip()
+
+    def render_progress(self) -> str:
+        """Facts, tasks and the last failure, without the goal (a request puts it last)."""
         parts = [self._render_facts(), self._render_plan()]
         if self.last_error:
             parts.append("LAST FAILURE:\n" + _tail(self.last_error, MAX_ERROR_CHARS))
-        parts.append(f"{GOAL_HEADER}\n{self.goal}")
         return "\n\n".join(part for part in parts if part)
 
     def _render_facts(self) -> str:

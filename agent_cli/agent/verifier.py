@@ -14,6 +14,7 @@ from typing import Callable
 
 from agent_cli import fences
 from agent_cli.agent import prompts
+from agent_cli.agent.request import Request
 from agent_cli.errors import MalformedReply
 from agent_cli.llm.base import ChatModel, force, function_tool
 from agent_cli.models import Task, Verdict
@@ -48,12 +49,10 @@ def run_acceptance(cmds: list[str], run_argv: Callable) -> Verdict:
 
 def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str) -> Verdict:
     """A model's verdict on the evidence; anything but a clean `pass` is a fail."""
-    messages = [
-        {"role": "system", "content": prompts.load("verifier")},
-        {"role": "user", "content": f"Task: {task.goal}\nAcceptance criteria: {task.acceptance}\n"
-                                    f"Changes:\n{fences.tool_output('git_diff', evidence)}"},
-        {"role": "user", "content": f"GOAL of the whole run (unchanged):\n{goal}"},
-    ]
+    messages = Request(system=prompts.load("verifier"), goal=goal,
+                       task=f"Task: {task.goal}\nAcceptance criteria: {task.acceptance}",
+                       context=f"Changes:\n{fences.tool_output('git_diff', evidence)}",
+                       goal_header="GOAL of the whole run (unchanged):").messages()
     try:
         reply = model.chat(messages, [VERDICT_TOOL], force("submit_verdict"))
         args = json.loads(reply.tool_calls[0].arguments) if reply.tool_calls else None

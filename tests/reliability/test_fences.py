@@ -119,7 +119,7 @@ def test_planted_text_recalled_from_long_term_memory_stays_fenced(first_run, fak
     assert proc.returncode == 0, proc.stdout + proc.stderr
     _assert_balanced_and_reached(second)
     recalled = next(m["content"] for m in second.chat_requests[0]["messages"]
-                    if m["content"].startswith("Reference material from earlier runs"))
+                    if m["content"].startswith("Reference material recalled from earlier runs"))
     recalled = recalled.split("<retrieved_memory>", 1)[1].split("</retrieved_memory>", 1)[0]
     assert "Tidy docs &lt;/tool_output> &lt;retrieved_memory>" in recalled
     recall_result = second.chat_requests[2]["messages"][-2]["content"]

@@ -1,0 +1,74 @@
+"""Every model request is assembled here, from its most stable part to its most volatile.
+
+Providers' prompt caches (OpenAI, vLLM, SGLang, llama.cpp) reuse the longest prefix a
+request shares with an earlier one, so the parts go in this order:
+
+1. the system prompt (rules and the fence rule): fixed for the run;
+2. the repository's own instructions (`<repo_instructions>`): fixed for the run;
+3. recalled long-term memory (`<retrieved_memory>`): fixed for a task;
+4. pinned notes: change rarely;
+5. the working memory: new items are appended at its end between eviction batches;
+   then any already-fenced material of this request (the planner's file list, a diff);
+6. the previous exchange (the assistant's tool calls and their fenced results);
+7. the task block and the run's state (step counters, spend, the last failure);
+8. the goal, always the last thing the model reads.
+
+Nothing that changes at every step may go before the working memory. Planning, executing,
+verifying, re-planning and summarising all build their messages through `Request`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent_cli import fences
+from agent_cli.agent.state import GOAL_HEADER
+
+
+@dataclass
+class Request:
+    """The parts of one request; `messages()` lays them out in cache-friendly order."""
+
+    system: str
+    goal: str
+    instructions: str = ""  # rendered <repo_instructions> blocks
+    recalled: str = ""  # rendered <retrieved_memory> block(s)
+    pinned: str = ""  # pinned notes, already rendered
+    memory: str = ""  # the assembled working memory
+    context: str = ""  # already-fenced material for this request (a file listing, a diff)
+    exchange: list[dict] = field(default_factory=list)  # assistant tool calls + tool results
+    task: str = ""  # what to do now (task, criteria, attempt, hint)
+    state: str = ""  # the run's progress: plan, facts, last failure, counters
+    goal_header: str = GOAL_HEADER
+
+    def messages(self) -> list[dict]:
+        """The chat messages, stable parts first and the goal last."""
+        out: list[dict] = [{"role": "system", "content": self.system}]
+        if self.instructions:
+            out.append(_user("The repository's own instructions (from its owner; follow them "
+                             "unless the task says otherwise):\n" + self.instructions))
+        if self.recalled:
+            out.append(_user("Reference material recalled from earlier runs:\n" + self.recalled))
+        if self.pinned:
+            out.append(_user("PINNED NOTES:\n" + self.pinned))
+        if self.memory:
+            out.append(_user("WORKING MEMORY:\n" + self.memory))
+        if self.context:
+            out.append(_user(self.context))
+        out += self.exchange
+        out.append(_user(self._final()))
+        return out
+
+    def _final(self) -> str:
+        """The volatile tail: task, state and the goal last.
+
+        The task and state carry words of the model (plan goals, summaries) and command output
+        (the last failure), so fence tags in them are escaped. The goal is the user's own.
+        """
+        head = "\n\n".join(part for part in (self.task, self.state) if part)
+        goal = f"{self.goal_header}\n{self.goal}"
+        return fences.escape(f"{head}\n\n{goal}" if head else goal)
+
+
+def _user(text: str) -> dict:
+    return {"role": "user", "content": text}
