@@ -75,11 +75,13 @@ def test_memory_commands_against_a_down_server_exit_1_in_one_line(run_agent, scr
 def test_export_from_embedded_then_import_into_the_server(run_agent, scratch_repo, tmp_path,
                                                           chroma_server, chroma_database, embedder):
     fact = seed(scratch_repo / ".agent" / "chroma", embedder)
-    dump = tmp_path / "memory.jsonl"
-    exported = run_agent("memory", "export", str(dump), cwd=scratch_repo)  # memory_url unset
+    (scratch_repo / ".agentrc").write_text(f'memory_url = "{chroma_server.url}"\n'
+                                           f'memory_database = "{chroma_database}"\n')
+    dump = tmp_path / "memory.jsonl"  # as the README says: an empty AGENT_MEMORY_URL = embedded
+    exported = run_agent("memory", "export", str(dump), cwd=scratch_repo,
+                         env={"AGENT_MEMORY_URL": ""})
     assert exported.returncode == 0 and "exported 2 record(s)" in exported.stdout, exported.stderr
-    env = server_env(chroma_server.url, chroma_database)
-    imported = run_agent("memory", "import", str(dump), cwd=scratch_repo, env=env)
+    imported = run_agent("memory", "import", str(dump), cwd=scratch_repo)  # the .agentrc's server
     assert imported.returncode == 0, imported.stderr
     assert f"imported 2 record(s) into {chroma_server.url}" in imported.stdout
     with LongTermMemory(ChromaServer(chroma_server.url, database=chroma_database), embedder) as mem:
@@ -117,7 +119,7 @@ def test_two_clones_share_what_the_first_run_learned(run_agent, fake_server, dem
     bob = clone(demo_repo, tmp_path / "bob" / "demo")
     env = server_env(chroma_server.url, chroma_database, AGENT_MEMORY_TOKEN=TOKEN)
     first = fake_server([plan(task()), {"tool": "read_file", "args": {"path": "ci/notes.txt"}},
-                         add_median(), finish()])
+                         {"tool": "run", "args": {"cmd": "env"}}, add_median(), finish()])
     ran = run_agent("run", GOAL, "--yes", "--json", "--base-url", first.url, cwd=alice, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     run_id = events_of(ran.stdout)[-1]["run_id"]
@@ -134,7 +136,8 @@ def test_two_clones_share_what_the_first_run_learned(run_agent, fake_server, dem
     for repo in (alice, bob):
         assert not (repo / ".agent" / "chroma").exists()  # the memory lives on the server only
     seen = json.dumps(first.chat_requests) + json.dumps(second.chat_requests) + ran.stdout
-    assert "memory server token:" in seen and TOKEN not in seen  # read, and redacted
+    assert "memory server token:" in seen and "PATH=" in seen  # the file and `env` were shown
+    assert TOKEN not in seen  # but never the token
 
 
 def test_doctor_names_and_checks_the_memory_server(run_agent, fake_server, scratch_repo,
