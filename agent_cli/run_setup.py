@@ -119,8 +119,9 @@ def _services(settings, opts: RunOptions, repo_path: Path, console):
     def open_longterm():
         if not longterm_box:
             place = memory_place(settings, state_dir)
-            longterm_box.append(FallbackLongTerm(lambda: LongTermMemory(place, embedder, secrets=secrets),
-                                                 notice=lambda text: console.emit(Notice(text=text))))
+            longterm_box.append(FallbackLongTerm(
+                lambda: LongTermMemory(place, embedder, secrets=secrets),
+                notice=lambda text: console.emit(Notice(text=text))))
         return longterm_box[0]
 
     def run_argv(cmd):

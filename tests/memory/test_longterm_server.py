@@ -92,7 +92,8 @@ def test_fallback_uses_the_store_while_it_answers(chroma_server, chroma_database
     notices: list[str] = []
     fallback = FallbackLongTerm(lambda: LongTermMemory(server, HashEmbedder()), notices.append)
     fallback.add_fact("Releases are tagged vMAJOR.MINOR", "harness")
-    assert fallback.available and [r.kind for r in fallback.recall("how are releases tagged")] == ["fact"]
+    assert fallback.available
+    assert [r.kind for r in fallback.recall("how are releases tagged")] == ["fact"]
     assert notices == []
 
 
@@ -106,3 +107,25 @@ def test_other_server_errors_are_storage_errors_not_outages(chroma_server, chrom
             mem.import_(bad)
     assert not isinstance(e.value, MemoryUnavailable)
     assert f"memory server {server}: writing failed" in e.value.one_line()
+
+
+def test_the_token_goes_with_every_request_and_a_wrong_one_is_one_line(chroma_server,
+                                                                       chroma_database):
+    from chromakit import TokenProxy
+
+    proxy = TokenProxy(chroma_server.url, "team-token-0123456789").start()
+    try:
+        good = ChromaServer(proxy.url, database=chroma_database, token="team-token-0123456789")
+        with LongTermMemory(good, HashEmbedder()) as mem:
+            mem.add_fact("Staging deploys need the VPN", "harness")
+            assert [r.kind for r in mem.recall("staging deploys vpn")] == ["fact"]
+        assert len(proxy.seen) > 5
+        assert {auth for _, _, auth in proxy.seen} == {"Bearer team-token-0123456789"}
+        wrong = ChromaServer(proxy.url, database=chroma_database, token="not-the-token-000")
+        with pytest.raises(MemoryUnavailable) as e:
+            LongTermMemory(wrong, HashEmbedder())
+        line = e.value.one_line()
+        assert "refused the token (HTTP 401)" in line and "AGENT_MEMORY_TOKEN" in line
+        assert "not-the-token-000" not in line
+    finally:
+        proxy.stop()
