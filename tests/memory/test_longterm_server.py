@@ -129,3 +129,21 @@ def test_the_token_goes_with_every_request_and_a_wrong_one_is_one_line(chroma_se
         assert "not-the-token-000" not in line
     finally:
         proxy.stop()
+
+
+def test_expire_export_and_reindex_work_on_the_server(chroma_server, chroma_database, tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    server = ChromaServer(chroma_server.url, database=chroma_database)
+    then = datetime(2025, 3, 14, tzinfo=timezone.utc)
+    with LongTermMemory(server, HashEmbedder()) as mem:
+        mem.add_episode(episode("20250314-090000-cccc", "Speed up the CSV importer"))
+        mem.add_fact("A note that nobody will use again", "model", trust=0.6, now=then, ttl_days=1)
+        assert mem.expire(now=then + timedelta(days=3)) == 1
+        assert mem.export(tmp_path / "all.jsonl") == 2
+    with LongTermMemory(server, HashEmbedder(dim=64)) as other:  # the team changed embedders
+        assert other.reindex() == 2
+        assert [r.id for r in other.recall("CSV importer speed")] == ["20250314-090000-cccc"]
+    names = {c["name"] for c in rest(server, f"/tenants/default_tenant/databases/{chroma_database}"
+                                             "/collections")}
+    assert names == {"episodes", "facts", "archive"}  # the re-embedded copies were swapped in
