@@ -15,7 +15,6 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
-
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator

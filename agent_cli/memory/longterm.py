@@ -35,7 +35,8 @@ class LongTermMemory:
     """Episodes, facts and curated notes in Chroma at `path`: a directory or a ChromaServer."""
 
     def __init__(self, path: Path | str | ChromaServer, embedder: Any,
-                 secrets: tuple[str, ...] | list[str] = (), *, min_score: float = 0.3, associate_threshold: float = 0.78,
+                 secrets: tuple[str, ...] | list[str] = (),
+                 *, min_score: float = 0.3, associate_threshold: float = 0.78,
                  lock_wait_s: float = LOCK_WAIT_S) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
         self.embedder = embedder
@@ -66,7 +67,7 @@ class LongTermMemory:
         try:
             yield
         except Exception as e:
-            vendor = type(e).__module__.split(".")[0] in ("chromadb", "httpx")  # without importing them
+            vendor = type(e).__module__.split(".")[0] in ("chromadb", "httpx")  # not imported here
             if isinstance(e, AgentError) or not (vendor or isinstance(e, _STORAGE_ERRORS)):
                 raise
             raise storage_error(self.path, action, e) from None
