@@ -68,7 +68,10 @@ def probe_server(server: ChromaServer) -> None:
     Creating them on first use mirrors the embedded store, which the first run creates;
     `agent doctor` names the tenant and database, so a mistyped name is visible there.
     """
-    _call(server, "GET", "/api/v2/heartbeat")
+    if _call(server, "GET", "/api/v2/heartbeat") != 200:
+        raise MemoryUnavailable(f"memory server {server.url} does not answer like a Chroma server "
+                                "(no /api/v2/heartbeat)",
+                                "point memory_url at a `chroma run` server (Chroma 0.5 or later)")
     tenant = f"/api/v2/tenants/{quote(server.tenant, safe='')}"
     if _call(server, "GET", f"{tenant}/databases/{quote(server.database, safe='')}") == 404:
         for path, name in (("/api/v2/tenants", server.tenant), (f"{tenant}/databases", server.database)):

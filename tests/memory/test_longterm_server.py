@@ -147,3 +147,10 @@ def test_expire_export_and_reindex_work_on_the_server(chroma_server, chroma_data
     names = {c["name"] for c in rest(server, f"/tenants/default_tenant/databases/{chroma_database}"
                                              "/collections")}
     assert names == {"episodes", "facts", "archive"}  # the re-embedded copies were swapped in
+
+
+def test_an_address_that_is_not_a_chroma_server_says_so(fake_server):
+    model_endpoint = fake_server([])  # an HTTP server, but the model's, not Chroma's
+    with pytest.raises(MemoryUnavailable) as e:
+        LongTermMemory(ChromaServer(model_endpoint.url.rsplit("/v1", 1)[0]), HashEmbedder())
+    assert "does not answer like a Chroma server" in e.value.one_line()
