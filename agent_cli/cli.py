@@ -55,8 +55,10 @@ def _register_commands() -> None:
     """Commands built in their own modules (each imports only typer at module level)."""
     from agent_cli.cli_memory import memory_app, recall_command
     from agent_cli.cli_run import register as register_run
+    from agent_cli.cli_trust import trust_command
 
     register_run(app)
+    app.command("trust")(trust_command)
     app.command("recall")(recall_command)
     app.add_typer(memory_app, name="memory")
 

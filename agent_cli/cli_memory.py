@@ -1,13 +1,14 @@
 """`agent recall` and `agent memory ...`: long-term and working memory from the command line.
 
-Only typer and the standard library are imported here; chromadb, wordllama and rich load
-inside the commands. Errors are raised as AgentError; `cli.main` prints them as one line.
+Only typer and the standard library are imported here; chromadb, wordllama and rich (through
+`console` and `render`) load inside the commands. Errors are raised as AgentError; `cli.main` prints them as one line.
 No command creates the state directory, except `memory import`, whose purpose is to fill it.
 With `memory_url` set, long-term memory is that Chroma server's instead of `<state>/chroma`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any, Optional
@@ -23,18 +24,21 @@ NO_MEMORY = "no memory yet: {state} does not exist (`agent run` creates it)"
 
 
 def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
-    """The repository, its settings and its state directory."""
-    from agent_cli.cli_common import find_repo, settings_for
+    """The repository, its settings and its state directory (excluded from git if it exists)."""
+    from agent_cli.wiring import find_repo, prepare_state_dir, settings_for
 
     top = find_repo(repo)
     settings = settings_for(top)
-    return top, settings, settings.state_dir(top)
+    state = settings.state_dir(top)
+    if state.exists():  # opening a store in it writes (journals), and none of that goes to git
+        prepare_state_dir(top, state, create=False)
+    return top, settings, state
 
 
 def _open(settings: Any, state: Path, create: bool = False) -> Any:
     """Long-term memory: the configured server, or the store under `state` (None when that
     does not exist and `create` is False)."""
-    from agent_cli.cli_common import make_embedder, memory_place
+    from agent_cli.wiring import make_embedder, memory_place
 
     place = memory_place(settings, state)
     if isinstance(place, Path) and not create and not (place / "chroma.sqlite3").exists():
@@ -52,12 +56,6 @@ def _memory_or_exit(repo: Optional[Path]) -> Any:
         typer.echo(NO_MEMORY.format(state=state / "chroma"), err=True)
         raise typer.Exit(0)
     return mem
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False)
 
 
 def _skip_final_sweep() -> None:
@@ -88,38 +86,18 @@ def recall_command(
         if as_json:
             typer.echo("[]")
         return
-    results = mem.recall(query, k=k, kind=kind, min_trust=min_trust)
+    with mem:
+        results = mem.recall(query, k=k, kind=kind, min_trust=min_trust)
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
     elif not results:
         typer.echo(f"nothing in memory matches {query!r}")
     else:
-        _console().print(_results_table(results))
+        from agent_cli.console import print_out
+        from agent_cli.render import recall_table
+
+        print_out(recall_table(results))
     _skip_final_sweep()
-
-
-def _table(title: str) -> Any:
-    from rich import box
-    from rich.table import Table
-
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                 show_edge=False, padding=(0, 1, 0, 0))
-
-
-def _results_table(results: list[Any]) -> Any:
-    from rich.text import Text
-
-    from agent_cli.memory.records import one_line
-
-    table = _table("Recalled from long-term memory")
-    for name in ("score", "kind", "id", "date", "gist and source"):
-        table.add_column(name, style="cyan" if name == "id" else None, no_wrap=name != "gist and source",
-                         overflow="fold" if name == "gist and source" else "ellipsis")
-    for r in results:
-        cell = Text(one_line(r.gist or r.text, 200))
-        cell.append(f"\n{one_line(r.source, 80)}", style="dim")
-        table.add_row(f"{r.score:.2f}", r.kind, r.id, r.date[:10], cell)
-    return table
 
 
 @memory_app.command("show")
@@ -136,13 +114,19 @@ def show_command(
         report: dict[str, Any] = {"run_id": None, "hot": [], "cold": [], "stats": {},
                                   "counts": {"episodes": 0, "facts": 0, "archive": 0}}
     else:
-        mem = _open(settings, state)
         report = _working_report(settings, state, kind)
-        report["counts"] = mem.counts() if mem else {"episodes": 0, "facts": 0, "archive": 0}
+        report["counts"] = {"episodes": 0, "facts": 0, "archive": 0}
+        mem = _open(settings, state)
+        if mem is not None:
+            with mem:
+                report["counts"] = mem.counts()
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     elif shown:
-        _print_report(report)
+        from agent_cli.console import print_out
+        from agent_cli.render import working_memory_view
+
+        print_out(*working_memory_view(report))
     _skip_final_sweep()
 
 
@@ -177,50 +161,17 @@ def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str
     saved_cost = sum(int(i.get("cost", 0)) for i in saved.get("items", []))
     wm = WorkingMemory(store=store, embedder=None,
                        max_tokens=max(settings.memory_max_tokens, saved_cost + 512))
-    try:
-        wm.import_state(saved)
-    except (KeyError, TypeError, ValueError) as e:
-        raise StorageError(f"{state / 'runs' / run_id / 'state.json'}: working memory cannot be "
-                           f"read: {e}", "it was written by another version of agent") from None
-    hot = [{"id": i.id, "kind": i.kind, "summary": i.summary, "tokens": i.tokens,
-            "pinned": i.pinned, "step": i.step, "refs": i.refs, "score": wm.explain(i.id)}
-           for i in wm.hot_items() if kind in (None, i.kind)]
-    cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
-    return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
-
-
-def _print_report(report: dict[str, Any]) -> None:
-    from agent_cli.memory.records import one_line
-
-    console, counts = _console(), report["counts"]
-    if report["run_id"] is None:
-        console.print("No run has recorded working memory yet.")
-    else:
-        stats = report["stats"]
-        hot = _table(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
-                     f"{stats.get('tokens')} tokens; * pinned)")
-        terms = [t for t in (report["hot"][0]["score"] if report["hot"] else {}) if t != "total"]
-        short = {"kind": "weight", "recency": "recent"}
-        for col in ["id", "kind", "score", *(short.get(t, t) for t in terms), "tokens", "summary"]:
-            hot.add_column(col, overflow="fold" if col == "summary" else "ellipsis",
-                           no_wrap=col != "summary", min_width=12 if col == "summary" else None)
-        for item in report["hot"]:
-            s = item["score"]
-            hot.add_row(item["id"], item["kind"] + ("*" if item["pinned"] else ""),
-                        f"{s.get('total', 0):.2f}", *(f"{s[t]:.2f}" for t in terms),
-                        str(item["tokens"]), one_line(item["summary"], 80))
-        console.print(hot)
-        console.print()
-        cold = _table(f"Cold zone: {len(report['cold'])} item(s)")
-        for col in ("id", "kind", "evicted at step", "summary"):
-            cold.add_column(col, overflow="fold" if col == "summary" else "ellipsis", no_wrap=col != "summary")
-        for e in report["cold"]:
-            cold.add_row(e["id"], e.get("kind", ""), str(e.get("step_evicted", "")),
-                         one_line(e.get("summary", ""), 80))
-        console.print(cold)
-        console.print()
-    console.print(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} fact(s), "
-                  f"{counts['archive']} archived item(s).")
+    with contextlib.closing(store):
+        try:
+            wm.import_state(saved)
+        except (KeyError, TypeError, ValueError) as e:
+            raise StorageError(f"{state / 'runs' / run_id / 'state.json'}: working memory cannot "
+                               f"be read: {e}", "it was written by another version of agent") from None
+        hot = [{"id": i.id, "kind": i.kind, "summary": i.summary, "tokens": i.tokens,
+                "pinned": i.pinned, "step": i.step, "refs": i.refs, "score": wm.explain(i.id)}
+               for i in wm.hot_items() if kind in (None, i.kind)]
+        cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
+        return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
 
 
 @memory_app.command("forget")
@@ -229,8 +180,8 @@ def forget_command(item_id: str = typer.Argument(..., help="The id shown by `age
     """Delete one item (an episode with its failure signatures, a fact or a note)."""
     from agent_cli.errors import StorageError
 
-    mem = _memory_or_exit(repo)
-    removed = mem.forget(item_id)
+    with _memory_or_exit(repo) as mem:
+        removed = mem.forget(item_id)
     if not removed:
         raise StorageError(f"no memory item {item_id!r} in {mem.path}",
                            "`agent recall QUERY` shows the ids")
@@ -240,7 +191,8 @@ def forget_command(item_id: str = typer.Argument(..., help="The id shown by `age
 @memory_app.command("expire")
 def expire_command(repo: Optional[Path] = REPO) -> None:
     """Move facts and notes unused for longer than their time to live into the archive."""
-    moved = _memory_or_exit(repo).expire()
+    with _memory_or_exit(repo) as mem:
+        moved = mem.expire()
     typer.echo(f"moved {moved} item(s) into the archive")
 
 
@@ -248,8 +200,8 @@ def expire_command(repo: Optional[Path] = REPO) -> None:
 def export_command(file: Path = typer.Argument(..., help="The JSONL file to write."),
                    repo: Optional[Path] = REPO) -> None:
     """Write every episode, fact and archived item to a JSONL file (without vectors)."""
-    mem = _memory_or_exit(repo)
-    written = mem.export(file)
+    with _memory_or_exit(repo) as mem:
+        written = mem.export(file)
     typer.echo(f"exported {written} record(s) from {mem.path} to {file}")
 
 
@@ -261,28 +213,20 @@ def import_command(file: Path = typer.Argument(..., help="A JSONL file from `age
 
     if not file.is_file():
         raise UsageError(f"{file} is not a file", "pass a file written by `agent memory export`")
+    from agent_cli.wiring import prepare_state_dir
+
     top, settings, state = _place(repo)
-    if not settings.memory_url:
-        _exclude_from_git(top, state)
-    mem = _open(settings, state, create=True)
-    added = mem.import_(file)
+    if not settings.memory_url:  # a server keeps nothing under the state directory
+        prepare_state_dir(top, state, create=True)
+    with _open(settings, state, create=True) as mem:
+        added = mem.import_(file)
     typer.echo(f"imported {added} record(s) into {mem.path}")
 
 
 @memory_app.command("reindex")
 def reindex_command(repo: Optional[Path] = REPO) -> None:
     """Re-embed everything with the configured embedder (after changing `embedding_model`)."""
-    mem = _memory_or_exit(repo)
-    count = mem.reindex()
+    with _memory_or_exit(repo) as mem:
+        count = mem.reindex()
     typer.echo(f"re-embedded {count} record(s) with {mem.embedder.name}")
 
-
-def _exclude_from_git(repo: Path, state: Path) -> None:
-    """Keep the state directory out of git when it lies inside the repository."""
-    from agent_cli.workspace.git import GitRepo
-
-    git = GitRepo(repo)
-    try:
-        git.exclude_state(state)
-    finally:
-        git.close()

@@ -5,7 +5,6 @@ Only typer is imported at module level; everything heavy is imported inside the 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -39,7 +38,7 @@ def run_command(
         raise UsageError("a goal is needed: agent run \"GOAL\" (or --resume)")
     if run_id and not resume:
         raise UsageError("--run-id goes with --resume")
-    from agent_cli.run_setup import RunOptions, execute
+    from agent_cli.wiring import RunOptions, execute
 
     opts = RunOptions(goal=goal, repo=repo, accept=list(accept), yes=yes, json_out=json_out,
                       resume=resume, run_id=run_id, allow_dirty=allow_dirty, plan_only=plan_only,
@@ -54,7 +53,7 @@ def runs_command(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON array."),
 ) -> None:
     """List the runs in this repository with their status."""
-    from agent_cli.run_setup import list_runs
+    from agent_cli.wiring import list_runs
 
     list_runs(repo, json_out)
 
@@ -64,7 +63,3 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run_command)
     app.command("runs")(runs_command)
 
-
-def stdin_is_terminal() -> bool:
-    """Whether a human can answer prompts on this process's standard input."""
-    return sys.stdin is not None and sys.stdin.isatty()

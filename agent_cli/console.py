@@ -39,6 +39,23 @@ def make_console(mode: Mode, out: IO[str] | None = None, err: IO[str] | None = N
     return RunConsole(mode, out or sys.stdout, err or sys.stderr, stdin=stdin, console=console)
 
 
+def command_console(markup: bool = False, soft_wrap: bool = False) -> Console:
+    """A console for a command's own output on stdout (doctor, recall, memory)."""
+    return Console(highlight=False, markup=markup, soft_wrap=soft_wrap)
+
+
+def print_out(*renderables: RenderableType) -> None:
+    """Print what `render` drew for a command, on stdout."""
+    console = command_console()
+    for renderable in renderables:
+        console.print(renderable)
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a human can answer prompts on this process's standard input."""
+    return sys.stdin is not None and _isatty(sys.stdin)
+
+
 def _isatty(stream: IO[str]) -> bool:
     """Whether `stream` is a terminal (False for closed or file-less streams)."""
     try:

@@ -47,7 +47,7 @@ def _check_state_dir(settings, repo: Path | None) -> str:
 def _check_memory(settings, repo: Path | None) -> str:
     """Which long-term memory is used; a server is opened and counted (which creates its
     database and collections when missing, as the first run would)."""
-    from agent_cli.cli_common import make_embedder, memory_place
+    from agent_cli.wiring import make_embedder, memory_place
 
     if repo is None and not settings.home and not settings.memory_url:
         return "embedded Chroma in <repo>/.agent/chroma (no repository here)"
@@ -76,11 +76,10 @@ def _check_git(repo: Path | None) -> str:
 
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
-    from rich.console import Console
+    from agent_cli.console import command_console
+    from agent_cli.wiring import find_repo, prepare_state_dir, settings_for
 
-    from agent_cli.cli_common import find_repo, settings_for
-
-    out = Console(highlight=False, soft_wrap=True)
+    out = command_console(markup=True, soft_wrap=True)
     try:
         repo: Path | None = find_repo(repo_opt)
     except AgentError:
@@ -88,6 +87,8 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
             raise
         repo = None
     settings = settings_for(repo, **flags)
+    if repo is not None and settings.state_dir(repo).exists():
+        prepare_state_dir(repo, settings.state_dir(repo), create=False)  # keep it out of git
     out.print("[bold]settings[/bold]")
     for key, value in settings.redacted().items():
         out.print(f"  {key:<24} {value!s:<40} [dim]({settings.sources.get(key, 'default')})[/dim]")

@@ -75,14 +75,7 @@ class BudgetExhausted(AgentError):
 
     exit_code = EXIT_BUDGET
 
-
-class Escalated(AgentError):
-    """A task failed twice; the human is asked to look."""
-
-    exit_code = EXIT_ESCALATED
-
-
-class Interrupted(AgentError):
-    """The user pressed Ctrl-C; the state is saved and the run can be resumed."""
-
-    exit_code = EXIT_INTERRUPTED
+    def __init__(self, message: str, hint: str = "", *, budget: str = "", used: float = 0.0,
+                 limit: float = 0.0) -> None:
+        super().__init__(message, hint)
+        self.budget, self.used, self.limit = budget, used, limit

@@ -73,6 +73,9 @@ class TaskDone(BaseModel):
     attempts: int
     commit: str | None = None
     summary: str = ""  # the model's own words, labelled as such when shown
+    # "red-green": its check failed before the task and passes after; "regression-only":
+    # it passed before too; None: not judged by a command.
+    proof: str | None = None
 
 
 class Escalated(BaseModel):
@@ -86,9 +89,9 @@ class Escalated(BaseModel):
 
 class BudgetExhausted(BaseModel):
     event: Literal["budget_exhausted"] = "budget_exhausted"
-    budget: str  # "max_steps" or "budget_usd"
-    used: str
-    limit: str
+    budget: Literal["max_steps", "budget_usd"]
+    used: float  # tool calls made, or dollars spent
+    limit: float  # the budget: tool calls, or dollars
 
 
 class RunDone(BaseModel):

@@ -25,6 +25,8 @@ class Task(BaseModel):
     summary: str = ""
     commit: str | None = None
     exit_code: int | None = None
+    baseline: Literal["pass", "fail"] | None = None  # its check on the state before the task
+    proof: Literal["red-green", "regression-only"] | None = None
 
     @field_validator("goal")
     @classmethod

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from agent_cli.events import (BudgetExhausted, Escalated, Event, Notice, PlanMade, RunDone,
                               RunStarted, TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
+from agent_cli.memory.records import one_line
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
@@ -135,6 +136,15 @@ def verify_line(ev: Verified) -> str:
     return f"{who} ({ev.judge} judge): {verdict}"
 
 
+def budget_line(ev: BudgetExhausted) -> str:
+    """Which budget ran out and how much of it was used, with the flag that raises it."""
+    if ev.budget == "max_steps":
+        return (f"budget ran out: {ev.used:.0f} of {ev.limit:.0f} tool calls used "
+                "(raise --max-steps, then `agent run --resume`)")
+    return (f"budget ran out: ${ev.used:.4f} of ${ev.limit:.2f} spent "
+            "(raise --budget-usd, then `agent run --resume`)")
+
+
 def event_line(ev: Event, state: RunState) -> str | None:
     """The plain one-line rendering of an event (None for the events shown as blocks)."""
     match ev:
@@ -151,9 +161,10 @@ def event_line(ev: Event, state: RunState) -> str | None:
         case TaskDone():
             commit = f" (commit {ev.commit[:10]})" if ev.commit else ""
             tries = "attempt" if ev.attempts == 1 else "attempts"
-            return f"[{state.label(ev.index)}] {ev.status} after {ev.attempts} {tries}{commit}"
+            proof = f"; proof: {ev.proof}" if ev.proof else ""
+            return f"[{state.label(ev.index)}] {ev.status} after {ev.attempts} {tries}{commit}{proof}"
         case BudgetExhausted():
-            return f"budget ran out: {ev.budget} used {ev.used} of {ev.limit}"
+            return budget_line(ev)
         case Notice():
             return f"-- {clean(ev.text)}"
     return None
@@ -196,6 +207,17 @@ def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
     return Panel(body, title="Needs you", title_align="left", border_style="yellow")
 
 
+_PROOF_WORDS = {"red-green": "red-green (its check failed before the task and passes after)",
+                "regression-only": "regression-only (its check already passed before the task)"}
+
+
+def proof_lines(tasks: list[dict]) -> str:
+    """What each verified task's check proves, one line per task judged by a command."""
+    lines = [f"task {i + 1}: {_PROOF_WORDS[t['proof']]}" for i, t in enumerate(tasks)
+             if t.get("proof") in _PROOF_WORDS]
+    return "proof: " + "; ".join(lines) if lines else ""
+
+
 def report(ev: RunDone, state: RunState, *, plain: bool) -> list[RenderableType]:
     """The final report: what the harness observed per task, totals, then the model's words."""
     table = Table(title="Run report", box=box.ASCII if plain else box.SIMPLE_HEAD)
@@ -208,6 +230,9 @@ def report(ev: RunDone, state: RunState, *, plain: bool) -> list[RenderableType]
                       Text(clean(cmd) if cmd else "(none)"),
                       Text("not run" if code is None else str(code)))
     parts: list[RenderableType] = [table]
+    proofs = proof_lines(ev.tasks)
+    if proofs:
+        parts.append(Text(proofs))
     if state.final_gate is not None:
         parts.append(Text(verify_line(state.final_gate)))
     parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt + "
@@ -246,3 +271,64 @@ def live_view(state: RunState) -> RenderableType:
     cost = Text(f"{state.prompt_tokens:,} prompt + {state.completion_tokens:,} completion "
                 f"tokens, ${state.cost_usd:.4f}", style="dim")
     return Group(head, plan_table(state.tasks, plain=False, status=True), now, last, cost)
+
+
+def memory_table(title: str) -> Table:
+    """A borderless table with a title, for the memory commands."""
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                 show_edge=False, padding=(0, 1, 0, 0))
+
+
+def recall_table(results: list) -> Table:
+    """What `agent recall` found: score, kind, id, date, and the gist with its source."""
+    table = memory_table("Recalled from long-term memory")
+    for name in ("score", "kind", "id", "date", "gist and source"):
+        table.add_column(name, style="cyan" if name == "id" else None,
+                         no_wrap=name != "gist and source",
+                         overflow="fold" if name == "gist and source" else "ellipsis")
+    for r in results:
+        cell = Text(one_line(r.gist or r.text, 200))
+        cell.append(f"\n{one_line(r.source, 80)}", style="dim")
+        table.add_row(f"{r.score:.2f}", r.kind, r.id, r.date[:10], cell)
+    return table
+
+
+def working_memory_view(report: dict) -> list[RenderableType]:
+    """`agent memory show`: the hot zone with score terms, the cold zone, long-term counts."""
+    counts = report["counts"]
+    shown: list[RenderableType] = []
+    if report["run_id"] is None:
+        shown.append(Text("No run has recorded working memory yet."))
+    else:
+        shown += [_hot_table(report), Text(""), _cold_table(report), Text("")]
+    shown.append(Text(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} "
+                      f"fact(s), {counts['archive']} archived item(s)."))
+    return shown
+
+
+def _hot_table(report: dict) -> Table:
+    stats = report["stats"]
+    hot = memory_table(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
+                       f"{stats.get('tokens')} tokens; * pinned)")
+    terms = [t for t in (report["hot"][0]["score"] if report["hot"] else {}) if t != "total"]
+    short = {"kind": "weight", "recency": "recent"}
+    for col in ["id", "kind", "score", *(short.get(t, t) for t in terms), "tokens", "summary"]:
+        hot.add_column(col, overflow="fold" if col == "summary" else "ellipsis",
+                       no_wrap=col != "summary", min_width=12 if col == "summary" else None)
+    for item in report["hot"]:
+        s = item["score"]
+        hot.add_row(item["id"], item["kind"] + ("*" if item["pinned"] else ""),
+                    f"{s.get('total', 0):.2f}", *(f"{s[t]:.2f}" for t in terms),
+                    str(item["tokens"]), one_line(item["summary"], 80))
+    return hot
+
+
+def _cold_table(report: dict) -> Table:
+    cold = memory_table(f"Cold zone: {len(report['cold'])} item(s)")
+    for col in ("id", "kind", "evicted at step", "summary"):
+        cold.add_column(col, overflow="fold" if col == "summary" else "ellipsis",
+                        no_wrap=col != "summary")
+    for e in report["cold"]:
+        cold.add_row(e["id"], e.get("kind", ""), str(e.get("step_evicted", "")),
+                     one_line(e.get("summary", ""), 80))
+    return cold

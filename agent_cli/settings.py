@@ -6,6 +6,12 @@ The API key is read from the environment only (`OPENAI_API_KEY` or `AGENT_API_KE
 a key in a repository's `.agentrc` would be committed and shared, so it is refused.
 The memory server's token (`AGENT_MEMORY_TOKEN`) is refused in every `.agentrc`: it is a
 team's shared credential, and files get copied, committed and pasted into bug reports.
+
+A repository's `.agentrc` comes with a clone, so it may only tighten safety: `approval =
+"ask"`, `sandbox = "bwrap"`, more `deny_commands` (added to the user's, never replacing
+them); it never sets `home`. Its endpoint keys (`base_url`, `model`, `embedding_model`)
+apply only in a repository the user trusts (`agent trust`). Each value ignored is named
+in one notice.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent_cli import trust
 from agent_cli.errors import ConfigError
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -63,6 +70,7 @@ class Settings(BaseSettings):
     memory_database: str | None = None
     memory_token: SecretStr | None = None
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
+    notices: list[str] = Field(default_factory=list, exclude=True)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, *args, **kwargs):
@@ -115,7 +123,7 @@ class Settings(BaseSettings):
 
     def redacted(self) -> dict[str, Any]:
         """Every value, with the API key and the memory token masked, for display."""
-        out = self.model_dump(exclude={"sources"})
+        out = self.model_dump(exclude={"sources", "notices"})
         out["api_key"] = _mask(self.key() or "")
         out["memory_token"] = _mask(self.memory_token_value() or "")
         return out
@@ -126,7 +134,9 @@ def _mask(secret: str) -> str | None:
     return f"{secret[:3]}…{secret[-4:]}" if len(secret) > 10 else ("set" if secret else None)
 
 
-FIELDS = [f for f in Settings.model_fields if f != "sources"]
+FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices")]
+# Keys of a repository's .agentrc that apply only when the user trusts the repository.
+TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url"}
 ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
 
 
@@ -187,12 +197,17 @@ def load_settings(repo: Path | None = None, flags: dict[str, Any] | None = None,
     layers: list[tuple[str, dict[str, Any]]] = []
     if user_rc.is_file():
         layers.append((str(user_rc), _refuse_env_only(user_rc, _read_toml(user_rc))))
+    notices: list[str] = []
     if repo is not None and (repo / ".agentrc").is_file():
         rc = repo / ".agentrc"
         data = _refuse_env_only(rc, _read_toml(rc))
         if "api_key" in data:
             raise ConfigError(f"{rc}: key 'api_key' is not allowed in a repository's .agentrc",
                               "a key there gets committed and shared; set OPENAI_API_KEY instead")
+        _check(data, str(rc))
+        lower = _merge(layers)
+        data, notice = _restrict_repo_layer(data, lower, trust.status(repo, env), rc)
+        notices += [notice] if notice else []
         layers.append((str(rc), data))
     layers += _env_layer(env)
     layers.append(("flag", {k: v for k, v in (flags or {}).items() if v is not None}))
@@ -202,4 +217,40 @@ def load_settings(repo: Path | None = None, flags: dict[str, Any] | None = None,
         _check(layer, origin)
         merged.update(layer)
         sources.update({k: origin for k in layer})
-    return Settings(**merged, sources=sources)
+    return Settings(**merged, sources=sources, notices=notices)
+
+
+def _merge(layers: list[tuple[str, dict[str, Any]]]) -> Settings:
+    merged: dict[str, Any] = {}
+    for _, layer in layers:
+        merged.update(layer)
+    return Settings(**merged)
+
+
+def _restrict_repo_layer(data: dict[str, Any], lower: Settings, trusted: str,
+                         rc: Path) -> tuple[dict[str, Any], str]:
+    """The repository layer without what it may not set, and one notice naming what was dropped."""
+    kept, loosening, untrusted = dict(data), [], []
+    for key in ("home",) + tuple(k for k in ("approval", "sandbox") if k in data):
+        if key in kept and (key == "home" or _loosens(key, kept[key], lower)):
+            loosening.append(f"{key} = {kept.pop(key)!r}")
+    if "deny_commands" in kept:
+        kept["deny_commands"] = list(lower.deny_commands) + [
+            c for c in kept["deny_commands"] if c not in lower.deny_commands]
+    if trusted != "trusted":
+        untrusted = sorted(k for k in TRUSTED_ONLY if kept.pop(k, None) is not None)
+    parts = []
+    if untrusted:
+        why = "it changed since you trusted it" if trusted == "changed" else "it is not trusted"
+        parts.append(f"{', '.join(untrusted)} ignored ({why}; run `agent trust` in the repository "
+                     "to use them)")
+    if loosening:
+        parts.append(f"{', '.join(loosening)} ignored (a repository's .agentrc may only tighten "
+                     "safety and never sets home)")
+    return kept, (f"{rc}: " + "; ".join(parts)) if parts else ""
+
+
+def _loosens(key: str, value: Any, lower: Settings) -> bool:
+    if key == "approval":
+        return value == "auto" and lower.approval != "auto"
+    return value == "none" and lower.sandbox != "none"

@@ -92,6 +92,14 @@ def run_agent(agent_env):
     return run
 
 
+SPAWNING_FIXTURES = {"run_agent", "spawn_agent"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that start the `agent` CLI as a process are `slow`: `-m "not slow"` is the inner loop."""
+    for item in items:
+        if SPAWNING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 def _chroma_or_skip() -> str:
     from chromakit import chroma_executable

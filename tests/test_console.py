@@ -54,7 +54,7 @@ def run_events() -> list:
         Verified(index=1, attempt=2, passed=False, judge="model", reason="not fixed"),
         ESCALATED,
         TaskDone(index=1, status="rejected", attempts=2),
-        BudgetExhausted(budget="max_steps", used="40", limit="40"),
+        BudgetExhausted(budget="max_steps", used=40, limit=40),
         Verified(index=-1, attempt=1, passed=False, judge="command", command="make lint",
                  exit_code=2),
         RunDone(run_id="r1", status="escalated", exit_code=3, steps=2, prompt_tokens=150,
@@ -102,7 +102,7 @@ def test_plain_mode_lines_and_no_escape_codes():
     assert "  step 2 edit_file: stats.py -> FAILED: old not found" in out
     assert "verify attempt 1: `pytest -q` -> exit 1: did not pass" in out
     assert "[task 1/2] verified after 2 attempts (commit abc123def4)" in out
-    assert "budget ran out: max_steps used 40 of 40" in out
+    assert "budget ran out: 40 of 40 tool calls used (raise --max-steps" in out
     assert "final check: `make lint` -> exit 2: did not pass" in out
 
 

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from agent_cli.errors import ConfigError
+from agent_cli import trust
 from agent_cli.settings import load_settings
 
 
@@ -21,7 +22,9 @@ def test_layers_in_order_of_precedence(tmp_path):
     user = tmp_path / "user.toml"
     user.write_text('model = "from-user"\nmax_steps = 7\ntask_max_steps = 3\nbudget_usd = 1.5\n')
     (tmp_path / ".agentrc").write_text('model = "from-repo"\nmax_steps = 8\ntask_max_steps = 4\n')
-    env = {"AGENT_MAX_STEPS": "9", "AGENT_TASK_MAX_STEPS": "5"}
+    env = {"AGENT_MAX_STEPS": "9", "AGENT_TASK_MAX_STEPS": "5",
+           "AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+    trust.record(tmp_path, env)  # a repository's model applies only when trusted
     s = load(tmp_path, env=env, flags={"task_max_steps": 6, "model": None}, user_rc=user)
     assert (s.budget_usd, s.model, s.max_steps, s.task_max_steps) == (1.5, "from-repo", 9, 6)
     assert s.sources["budget_usd"] == str(user)

@@ -8,26 +8,15 @@ second failure the task is rejected and its changes stay uncommitted for the hum
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Callable
 
 from agent_cli import events, fences
-from agent_cli.agent.executor import Runtime, run_attempt
-from agent_cli.agent.verifier import verify
+from agent_cli.agent.executor import AttemptOutcome, Runtime, run_attempt
+from agent_cli.agent.verifier import Proofs, judging_commands, proof, verify
 from agent_cli.models import Task, Verdict
+from agent_cli.protocols import ChatModel, Workspace
 
 MAX_ATTEMPTS = 2
-
-
-class Workspace(Protocol):
-    """What dispatch needs of the repository."""
-
-    def changed_files(self) -> list[str]: ...
-
-    def commit(self, paths: list[str], message: str) -> str | None: ...
-
-    def diff(self) -> str: ...
-
-    def run_argv(self, argv: list[str]): ...
 
 
 def commit_message(task: Task, run_id: str) -> str:
@@ -39,17 +28,24 @@ def commit_message(task: Task, run_id: str) -> str:
     return f"{subject}\n\n{body}Agent-Run: {run_id}\n"
 
 
-def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str], outcome,
-           verifier_model) -> Verdict:
+def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
+           outcome: AttemptOutcome, verifier_model: ChatModel | None) -> Verdict:
     task = rt.state.plan[index]
     if not outcome.finished:
         return Verdict(passed=False, judge="none", reason=outcome.reason)
-    return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal)
+    return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal,
+                  refusal=ws.refusal)
 
 
-def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str) -> None:
+def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str,
+            proofs: Proofs | None = None, cmds: list[str] = ()) -> None:
     task = rt.state.plan[index]
+    if verdict.judge == "command" and proofs is not None:
+        task.proof = proof(task.baseline)
+        if verdict.command == (list(cmds) or [None])[-1]:
+            proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
     files = ws.changed_files()
+    rt.save()  # a full disk or read-only state stops the run here, before anything is committed
     task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
     task.status = "verified"
     rt.state.last_error = None
@@ -65,10 +61,14 @@ def _failed(rt: Runtime, index: int, attempt: int, verdict: Verdict) -> None:
 
 
 def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
-                        run_id: str, verifier_model=None,
-                        on_verdict: Callable[[Verdict], None] | None = None) -> bool:
+                        run_id: str, verifier_model: ChatModel | None = None,
+                        on_verdict: Callable[[Verdict], None] | None = None,
+                        proofs: Proofs | None = None) -> bool:
     """Run task `index` until verified or out of attempts; True when verified."""
     task = rt.state.plan[index]
+    cmds = judging_commands(task, accept_cmds)
+    if proofs is not None and task.attempts == 0 and task.baseline is None:
+        task.baseline = proofs.baseline(cmds, ws.tree(), ws.run_argv, ws.refusal)
     while task.attempts < MAX_ATTEMPTS:
         task.attempts += 1
         task.status = "running"
@@ -85,10 +85,10 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
         if on_verdict:
             on_verdict(verdict)
         if verdict.passed:
-            _passed(rt, ws, index, verdict, run_id)
+            _passed(rt, ws, index, verdict, run_id, proofs, cmds)
             rt.save()
             rt.emit(events.TaskDone(index=index, status="verified", attempts=task.attempts,
-                                    commit=task.commit, summary=task.summary))
+                                    commit=task.commit, summary=task.summary, proof=task.proof))
             return True
         _failed(rt, index, task.attempts, verdict)
         rt.save()

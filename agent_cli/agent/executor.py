@@ -8,14 +8,17 @@ memory, the previous tool exchange in full up to a cap, the task and the state, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Callable
 
 from agent_cli import events, fences, tokens
 from agent_cli.agent import prompts
 from agent_cli.agent.request import Request
+from agent_cli.agent.state import AgentState
 from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
 from agent_cli.errors import AgentError, BudgetExhausted, MalformedReply
+from agent_cli.memory.working import WorkingMemory
 from agent_cli.models import ChatReply, ToolCall
+from agent_cli.protocols import ChatModel
 from agent_cli.redact import redact
 
 MAX_MALFORMED_IN_A_ROW = 10
@@ -35,10 +38,10 @@ class Limits:
 class Runtime:
     """Everything one run shares across tasks and attempts."""
 
-    model: Any  # ChatModel
+    model: ChatModel
     toolbox: Toolbox
-    memory: Any  # WorkingMemory
-    state: Any  # AgentState
+    memory: WorkingMemory
+    state: AgentState
     limits: Limits
     emit: events.Emit
     log: Callable[[dict], None]
@@ -76,11 +79,14 @@ def check_budgets(rt: Runtime) -> None:
     steps, lim = rt.state.step, rt.limits
     if steps >= lim.max_steps:
         raise BudgetExhausted(f"the step budget ran out: {steps} of {lim.max_steps} tool calls used",
-                              "raise --max-steps and continue with `agent run --resume`")
-    if rt.spent() >= lim.budget_usd:
-        raise BudgetExhausted(f"the money budget ran out: ${rt.spent():.4f} of "
+                              "raise --max-steps and continue with `agent run --resume`",
+                              budget="max_steps", used=steps, limit=lim.max_steps)
+    spent = rt.spent()
+    if spent >= lim.budget_usd:
+        raise BudgetExhausted(f"the money budget ran out: ${spent:.4f} of "
                               f"${lim.budget_usd:.2f} used",
-                              "raise --budget-usd and continue with `agent run --resume`")
+                              "raise --budget-usd and continue with `agent run --resume`",
+                              budget="budget_usd", used=spent, limit=lim.budget_usd)
 
 
 def task_block(rt: Runtime, index: int, attempt: int, steps_left: int) -> str:
@@ -192,6 +198,9 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
             continue
         last = Exchange()
         for call in reply.tool_calls:
+            if steps >= rt.limits.task_max_steps:
+                break  # the budget is per call: the rest of this reply is never run
+            check_budgets(rt)
             steps += 1
             shown = redact(call.arguments, rt.toolbox.secrets)[:500]
             rt.emit(events.ToolCalled(index=index, step=rt.state.step + 1, name=call.name,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from agent_cli.agent.runstore import RunRecord
+from agent_cli.agent.state import AgentState
 from agent_cli.models import CommandRun, Episode, TaskRecord
 
 
-def build_episode(run: dict[str, Any], state, commands: list[tuple[str, int | None]],
+def build_episode(run: RunRecord, state: AgentState, commands: list[tuple[str, int | None]],
                   files: list[str], signatures: list[str]) -> Episode:
     """The episode of a run from its saved record and the AgentState."""
     tasks = [TaskRecord(goal=t.goal, status=t.status, attempts=t.attempts,
@@ -18,19 +18,16 @@ def build_episode(run: dict[str, Any], state, commands: list[tuple[str, int | No
     rejected = [t for t in state.plan if t.status == "rejected"]
     if rejected:
         summary += f" Rejected: {rejected[0].goal}. Why: {rejected[0].last_reason[:300]}"
-    usage = run.get("usage", {})
     return Episode(
-        run_id=run["run_id"], goal=state.goal, plan=[t.goal for t in state.plan], tasks=tasks,
-        status=run["status"], files_touched=sorted(set(files)),
+        run_id=run.run_id, goal=state.goal, plan=[t.goal for t in state.plan], tasks=tasks,
+        status=run.status, files_touched=sorted(set(files)),
         commands=[CommandRun(cmd=c, exit_code=e) for c, e in commands[-50:]],
         failure_signatures=sorted(set(signatures))[:20], summary=summary,
-        prompt_tokens=usage.get("prompt_tokens", 0),
-        completion_tokens=usage.get("completion_tokens", 0),
-        cost_usd=usage.get("cost_usd", 0.0), started_at=run.get("started_at", ""),
-        ended_at=run.get("updated_at", ""))
+        prompt_tokens=run.usage.prompt_tokens, completion_tokens=run.usage.completion_tokens,
+        cost_usd=run.usage.cost_usd, started_at=run.started_at, ended_at=run.updated_at)
 
 
-def verified_facts(state, repo_name: str, run_id: str,
+def verified_facts(state: AgentState, repo_name: str, run_id: str,
                    accept_cmds: list[str]) -> list[tuple[str, str]]:
     """(text, source) for each acceptance command the harness saw exit 0."""
     facts = []

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
+from typing import Callable
 
 from pydantic import ValidationError
 
-from agent_cli import fences
+from agent_cli import fences, strictjson
 from agent_cli.agent import prompts
 from agent_cli.agent.request import Request
 from agent_cli.errors import AgentError, MalformedReply
-from agent_cli.llm.base import ChatModel, force, function_tool
+from agent_cli.llm.base import force, function_tool
+from agent_cli.protocols import ChatModel
 from agent_cli.models import Plan
 
 _TASK = {"type": "object", "properties": {
@@ -31,9 +32,9 @@ def _parse(reply) -> Plan:
     if not calls:
         raise ValueError("the reply did not call submit_plan")
     try:
-        data = json.loads(calls[0].arguments)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"submit_plan arguments are not valid JSON ({e.msg})") from None
+        data = strictjson.loads(calls[0].arguments)
+    except ValueError as e:
+        raise ValueError(f"submit_plan arguments are unusable: {e}") from None
     try:
         return Plan.model_validate(data)
     except ValidationError as e:
@@ -52,8 +53,16 @@ def plan_messages(goal: str, recalled: str, repo_files: str, accept_cmds: list[s
                    goal_header="GOAL:").messages()
 
 
-def make_plan(model: ChatModel, messages: list[dict]) -> tuple[Plan, int]:
-    """A valid plan and the number of requests it took; AgentError after two invalid ones."""
+def make_plan(model: ChatModel, messages: list[dict],
+              check: Callable[[Plan], dict[int, str]] | None = None,
+              fallback: bool = False) -> tuple[Plan, int]:
+    """A valid plan and the number of requests it took; AgentError after two invalid ones.
+
+    `check` names the tasks whose acceptance command the harness cannot use; such a plan
+    goes back to the model with the reasons. When the second plan still has some and
+    `fallback` is set (the user gave --accept), those tasks are judged by the user's
+    commands instead of failing the run.
+    """
     error = ""
     for attempt in (1, 2):
         ask = list(messages)
@@ -61,10 +70,20 @@ def make_plan(model: ChatModel, messages: list[dict]) -> tuple[Plan, int]:
             ask.insert(-1, {"role": "user", "content": f"Your previous plan was rejected: {error}. "
                                                        "Call submit_plan again with a valid plan."})
         try:
-            return _parse(model.chat(ask, [PLAN_TOOL], force("submit_plan"))), attempt
+            plan = _parse(model.chat(ask, [PLAN_TOOL], force("submit_plan")))
         except MalformedReply as e:
             error = e.message
+            continue
         except ValueError as e:
             error = str(e)
+            continue
+        problems = check(plan) if check else {}
+        if not problems:
+            return plan, attempt
+        error = "; ".join(f"task {i + 1}: {why}" for i, why in sorted(problems.items()))
+        if attempt == 2 and fallback:
+            for index in problems:
+                plan.tasks[index].acceptance_cmd = None  # judged by the user's --accept
+            return plan, attempt
     raise AgentError(f"the model did not produce a valid plan twice: {error}",
                      "try a clearer goal or a model that supports function tools")

@@ -9,15 +9,49 @@ from __future__ import annotations
 
 import json
 import secrets as _secrets
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_cli.errors import AgentError, StorageError
 from agent_cli.redact import redact
 from agent_cli.workspace.atomic import append_line, write_atomic
 
 FINISHED = {"verified", "planned"}
+RunStatus = Literal["running", "verified", "escalated", "budget_exhausted", "interrupted",
+                    "failed", "planned"]
+
+
+class RunUsage(BaseModel):
+    """Tokens and money of a run, summed over all its sessions."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class RunRecord(BaseModel):
+    """A run's state.json; the fields in the order they have always been written."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)  # keep unknown keys
+
+    run_id: str
+    status: RunStatus = "running"
+    goal: str
+    branch: str
+    base: str = ""
+    accept_cmds: list[str] = Field(default_factory=list)
+    protected: list[str] = Field(default_factory=list)
+    started_at: str = ""
+    success_criteria: str = ""
+    usage: RunUsage = Field(default_factory=RunUsage)
+    updated_at: str = ""
+    steps: int = 0
+    agent_state: dict[str, Any] = Field(default_factory=dict)  # AgentState.to_dict()
+    memory: dict[str, Any] = Field(default_factory=dict)  # WorkingMemory.export_state()
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -31,6 +65,18 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+@contextmanager
+def _writing(path: Path) -> Iterator[Path]:
+    """Turn a failed write (disk full, read-only state directory) into one clear StorageError."""
+    try:
+        yield path
+    except OSError as e:
+        raise StorageError(f"cannot write {path}: {e.strerror or e}; the run's state on disk is "
+                           "the last one saved",
+                           "free disk space or make the state directory writable, then "
+                           "`agent run --resume`") from None
+
+
 class RunStore:
     """Reads and writes the runs under one state directory."""
 
@@ -41,29 +87,48 @@ class RunStore:
     def run_dir(self, run_id: str) -> Path:
         return self.root / run_id
 
-    def save(self, run_id: str, state: dict[str, Any]) -> None:
+    def save(self, record: RunRecord) -> None:
         """Replace the run's state.json atomically (secrets redacted)."""
-        self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
-        text = json.dumps(state, indent=1, ensure_ascii=False)
-        write_atomic(self.run_dir(run_id) / "state.json", redact(text, self.secrets))
+        text = json.dumps(record.model_dump(mode="json"), indent=1, ensure_ascii=False)
+        with _writing(self.run_dir(record.run_id) / "state.json") as path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, redact(text, self.secrets))
 
     def log(self, run_id: str, record: dict[str, Any]) -> None:
         """Append one record to the run's trajectory (secrets redacted)."""
-        self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
         record = {"t": utc_now(), **record}
         line = json.dumps(record, ensure_ascii=False, default=str)
-        append_line(self.run_dir(run_id) / "trajectory.jsonl", redact(line, self.secrets))
+        with _writing(self.run_dir(run_id) / "trajectory.jsonl") as path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            append_line(path, redact(line, self.secrets))
 
-    def load(self, run_id: str) -> dict[str, Any]:
+    def load(self, run_id: str) -> RunRecord:
         """The saved state of a run; a clear error when missing or unreadable."""
         path = self.run_dir(run_id) / "state.json"
         if not path.exists():
             raise AgentError(f"no run {run_id!r} in {self.root}", "`agent runs` lists the runs")
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
+            return RunRecord.model_validate_json(path.read_bytes())
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "top level"
+            raise StorageError(f"{path} cannot be read: {where}: {err['msg']}",
+                               "the file is left as it is; inspect or move it aside") from None
+        except OSError as e:
             raise StorageError(f"{path} cannot be read: {e}",
                                "the file is left as it is; inspect or move it aside") from None
+
+    def target(self, run_id: str | None) -> str:
+        """The run to resume: `run_id` if it exists, else the newest unfinished one."""
+        if run_id is not None:
+            if not (self.run_dir(run_id) / "state.json").exists():
+                raise AgentError(f"no run {run_id!r} in {self.root}", "`agent runs` lists the runs")
+            return run_id
+        latest = self.latest_unfinished()
+        if latest is None:
+            raise AgentError("there is no unfinished run to resume",
+                             "start one with `agent run GOAL`")
+        return latest
 
     def list(self) -> list[dict[str, Any]]:
         """Every run's summary, oldest first."""

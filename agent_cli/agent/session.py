@@ -11,19 +11,24 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Protocol
 
 from agent_cli import events
-from agent_cli.agent import learn, planner
+from agent_cli.agent import acceptance, learn, planner
 from agent_cli.agent.dispatch import dispatch_and_verify
 from agent_cli.agent.executor import Limits, Runtime
-from agent_cli.agent.runstore import RunStore, new_run_id, utc_now
+from agent_cli.agent.runstore import RunRecord, RunStore, RunUsage, new_run_id, utc_now
 from agent_cli.agent.state import AgentState
 from agent_cli.agent.toolbox import Toolbox
-from agent_cli.agent.verifier import run_acceptance
+from agent_cli.agent.verifier import Proofs, run_acceptance
 from agent_cli.errors import (EXIT_BUDGET, EXIT_ERROR, EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_OK,
                               AgentError, BudgetExhausted)
+from agent_cli.memory.records import format_for_context
+from agent_cli.memory.signatures import failure_signatures
+from agent_cli.memory.working import WorkingMemory
 from agent_cli.models import Plan, Verdict
+from agent_cli.protocols import ChatModel, Console, LongTermStore, Workspace
+from agent_cli.redact import redact
 
 
 @dataclass
@@ -38,20 +43,32 @@ class RunConfig:
     secrets: tuple[str, ...] = ()
 
 
+class RunParts(Protocol):
+    """What a run makes once it knows its directory; the command layer provides it."""
+
+    def open_memory(self, run_dir: Path) -> WorkingMemory:
+        """The run's working memory, its cold zone in `run_dir`."""
+        ...
+
+    def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
+        """The tools of a task's conversation, over the workspace and `memory`."""
+        ...
+
+    def allow_command(self, cmd: str) -> None:
+        """Let the model run `cmd` without asking (it was approved with the plan)."""
+        ...
+
+
 @dataclass
 class Services:
-    """The objects a run works with, built by the command layer."""
+    """The objects a run works with, each built whole by the command layer."""
 
-    repo: Any  # workspace.git.GitRepo
-    state_dir: Path
-    model: Any  # ChatModel
-    console: Any  # console.RunConsole
-    open_longterm: Callable[[], Any]  # -> LongTermMemory
-    open_memory: Callable[[Path], Any]  # run dir -> WorkingMemory
-    make_toolbox: Callable[[Any, set[str]], Toolbox]  # (memory, protected) -> Toolbox
-    workspace: Callable[[set[str]], Any]  # protected -> dispatch.Workspace
-    lock: Any  # workspace.lock.RunLock
-    allow_command: Callable[[str], None] = lambda cmd: None  # approved: run without asking
+    workspace: Workspace
+    model: ChatModel
+    console: Console
+    longterm: LongTermStore
+    parts: RunParts
+    store: RunStore
 
 
 class Session:
@@ -60,47 +77,47 @@ class Session:
     def __init__(self, services: Services, config: RunConfig) -> None:
         self.sv = services
         self.cfg = config
-        self.store = RunStore(services.state_dir, config.secrets)
-        self.run: dict[str, Any] = {}
+        self.store = services.store
+        self.run: RunRecord | None = None
         self.rt: Runtime | None = None
         self.signatures: list[str] = []
-        self._base_usage: dict[str, Any] = {}  # usage saved by earlier sessions of this run
+        self._base_usage = RunUsage()  # usage saved by earlier sessions of this run
+        self.proofs = Proofs()  # each task's check on its starting state, per command and tree
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
         """Plan `goal` and carry it out; returns the exit code."""
-        protected = self.sv.repo.preflight(self.cfg.allow_dirty)
-        longterm = self.sv.open_longterm()
-        recalled = self._recall(longterm, goal)
+        ws = self.sv.workspace
+        protected = ws.preflight(self.cfg.allow_dirty)
+        recalled = self._recall(goal)
         plan = self._plan(goal, recalled)
         if plan is None:
             return EXIT_OK if self.cfg.plan_only else EXIT_ERROR
         run_id = new_run_id()
         branch = f"agent/{run_id}"
-        self.sv.repo.start_branch(branch)
-        self.run = {"run_id": run_id, "status": "running", "goal": goal, "branch": branch,
-                    "base": self.sv.repo.head(), "accept_cmds": self.cfg.accept_cmds,
-                    "protected": sorted(protected), "started_at": utc_now(),
-                    "success_criteria": plan.success_criteria, "usage": {}}
-        state = AgentState(goal=goal, plan=plan.tasks, budget_steps=self.cfg.limits.max_steps,
-                           budget_usd=self.cfg.limits.budget_usd)
-        memory = self.sv.open_memory(self.store.run_dir(run_id))
+        ws.start_branch(branch)
+        self.run = RunRecord(run_id=run_id, goal=goal, branch=branch, base=ws.head(),
+                             accept_cmds=self.cfg.accept_cmds, protected=sorted(protected),
+                             started_at=utc_now(), success_criteria=plan.success_criteria)
+        state = AgentState(goal=goal, plan=plan.tasks)
+        memory = self.sv.parts.open_memory(self.store.run_dir(run_id))
         memory.set_goal(goal)
         self.sv.console.emit(events.RunStarted(run_id=run_id, goal=goal, branch=branch,
-                                               repo=str(self.sv.repo.root)))
-        return self._execute(state, memory, protected, longterm, recalled, spent_before=0.0)
+                                               repo=str(ws.root)))
+        return self._execute(state, memory, recalled)
 
-    def _recall(self, longterm, goal: str) -> str:
-        from agent_cli.memory.records import format_for_context
-
-        results = longterm.recall(goal, k=5, kind="all", min_trust=0.5)
+    def _recall(self, goal: str) -> str:
+        results = self.sv.longterm.recall(goal, k=5, kind="all", min_trust=0.5)
         return format_for_context(results) if results else ""
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
-        files = self.sv.repo.list_files()
-        messages = planner.plan_messages(goal, recalled, "\n".join(files[:300]),
+        files = self.sv.workspace.list_files()
+        # A command can name a file or directory after the key; every list the model sees is redacted.
+        listing = redact("\n".join(files[:300]), self.cfg.secrets)
+        messages = planner.plan_messages(goal, recalled, listing,
                                          self.cfg.accept_cmds)
-        plan, _ = planner.make_plan(self.sv.model, messages)
+        plan, _ = planner.make_plan(self.sv.model, messages, self._check_plan,
+                                    fallback=bool(self.cfg.accept_cmds))
         event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],
                                 success_criteria=plan.success_criteria,
                                 accept_cmds=self.cfg.accept_cmds)
@@ -113,82 +130,77 @@ class Session:
         self._allow_acceptance(plan.tasks)
         return plan
 
+    def _check_plan(self, plan: Plan) -> dict[int, str]:
+        """The tasks whose acceptance command cannot run, is refused, or cannot fail."""
+        ws = self.sv.workspace
+        return acceptance.plan_problems([t.acceptance_cmd for t in plan.tasks], ws.root, ws.refusal)
+
     def _allow_acceptance(self, tasks) -> None:
         """The acceptance commands were approved with the plan: the model may run them unasked."""
         for cmd in [t.acceptance_cmd for t in tasks if t.acceptance_cmd] + self.cfg.accept_cmds:
-            self.sv.allow_command(cmd)
+            self.sv.parts.allow_command(cmd)
 
     # -- resuming -----------------------------------------------------------------------
     def resume(self, run_id: str | None) -> int:
         """Continue a saved run at its first task that is not verified."""
-        run_id = run_id or self.store.latest_unfinished()
-        if run_id is None:
-            raise AgentError("there is no unfinished run to resume", "start one with `agent run GOAL`")
-        self.run = self.store.load(run_id)
-        protected = set(self.run.get("protected", []))
-        self.sv.repo.preflight(allow_dirty=True)
-        self.sv.repo.ensure_on(self.run["branch"], protected)
-        state = AgentState.from_dict(self.run["agent_state"])
+        self.run = run = self.store.load(self.store.target(run_id))
+        self.sv.workspace.resume_on(run.branch, run.protected)
+        state = AgentState.from_dict(run.agent_state)
         for task in state.plan:
             if task.status == "running":
                 task.status, task.attempts = "pending", max(task.attempts - 1, 0)
             elif task.status == "rejected":
                 task.status, task.attempts = "pending", 0
-        memory = self.sv.open_memory(self.store.run_dir(run_id))
-        memory.import_state(self.run["memory"])
-        longterm = self.sv.open_longterm()
-        self.sv.console.emit(events.RunStarted(run_id=run_id, goal=state.goal, resumed=True,
-                                               branch=self.run["branch"],
-                                               repo=str(self.sv.repo.root)))
+        memory = self.sv.parts.open_memory(self.store.run_dir(run.run_id))
+        memory.import_state(run.memory)
+        self.sv.console.emit(events.RunStarted(run_id=run.run_id, goal=state.goal, resumed=True,
+                                               branch=run.branch,
+                                               repo=str(self.sv.workspace.root)))
         self.sv.console.emit(events.PlanMade(goal=state.goal,
                                              tasks=[t.model_dump() for t in state.plan],
-                                             accept_cmds=self.run.get("accept_cmds", [])))
-        self.cfg.accept_cmds = self.run.get("accept_cmds", [])
+                                             accept_cmds=run.accept_cmds))
+        self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
-        recalled = self._recall(longterm, state.goal)
-        spent = float(self.run.get("usage", {}).get("cost_usd", 0.0))
-        return self._execute(state, memory, protected, longterm, recalled, spent_before=spent)
+        return self._execute(state, memory, self._recall(state.goal))
 
     # -- the loop -----------------------------------------------------------------------
-    def _execute(self, state, memory, protected: set[str], longterm, recalled: str,
-                 spent_before: float) -> int:
-        run_id = self.run["run_id"]
-        toolbox = self.sv.make_toolbox(memory, protected)
+    def _execute(self, state: AgentState, memory: WorkingMemory, recalled: str) -> int:
+        run = self.run
+        self._base_usage = run.usage.model_copy()
+        toolbox = self.sv.parts.make_toolbox(memory)
         self.rt = rt = Runtime(model=self.sv.model, toolbox=toolbox, memory=memory, state=state,
                                limits=self.cfg.limits, emit=self._emit,
-                               log=lambda rec: self.store.log(run_id, rec), save=self.save,
-                               recalled=recalled, spent_before=spent_before)
-        self._base_usage = dict(self.run.get("usage") or {})
-        ws = self.sv.workspace(protected)
+                               log=lambda rec: self.store.log(run.run_id, rec), save=self.save,
+                               recalled=recalled, spent_before=run.usage.cost_usd)
         code, message = EXIT_ERROR, ""
         try:
-            code, message = self._tasks(rt, ws)
+            code, message = self._tasks(rt, self.sv.workspace)
         except BudgetExhausted as e:
-            self.run["status"], code, message = "budget_exhausted", EXIT_BUDGET, e.one_line()
-            limit = "max_steps" if "step" in e.message else "budget_usd"
-            self._emit(events.BudgetExhausted(budget=limit, used=e.message, limit=e.hint))
+            run.status, code, message = "budget_exhausted", EXIT_BUDGET, e.one_line()
+            self._emit(events.BudgetExhausted(budget=e.budget, used=e.used, limit=e.limit))
         except KeyboardInterrupt:
-            self.run["status"], code = "interrupted", EXIT_INTERRUPTED
+            run.status, code = "interrupted", EXIT_INTERRUPTED
             message = "interrupted; the state is saved: continue with `agent run --resume`"
         except AgentError as e:
-            self.run["status"], code, message = "failed", e.exit_code, e.one_line()
+            run.status, code, message = "failed", e.exit_code, e.one_line()
         except Exception as e:  # a bug must not lose the run: save, log, report in one line
-            self.store.log(run_id, {"type": "crash", "traceback": traceback.format_exc()})
-            self.run["status"], code = "failed", EXIT_ERROR
+            self.store.log(run.run_id, {"type": "crash", "traceback": traceback.format_exc()})
+            run.status, code = "failed", EXIT_ERROR
             message = f"internal error: {type(e).__name__}: {e} (trajectory has the traceback)"
         finally:
             self.save()
-            self._learn(longterm)
+            self._learn()
             self._done(code, message)
         return code
 
-    def _tasks(self, rt: Runtime, ws) -> tuple[int, str]:
+    def _tasks(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
         for index, task in enumerate(rt.state.plan):
             if task.status == "verified":
                 continue
-            if not dispatch_and_verify(rt, ws, index, self.cfg.accept_cmds, self.run["run_id"],
-                                       verifier_model=self.sv.model, on_verdict=self._on_verdict):
-                self.run["status"] = "escalated"
+            if not dispatch_and_verify(rt, ws, index, self.cfg.accept_cmds, self.run.run_id,
+                                       verifier_model=self.sv.model, on_verdict=self._on_verdict,
+                                       proofs=self.proofs):
+                self.run.status = "escalated"
                 self._escalate(index)
                 return EXIT_ESCALATED, f"task {index + 1} needs you"
         if self.cfg.accept_cmds:
@@ -198,23 +210,21 @@ class Session:
                                        judge="command", command=verdict.command,
                                        exit_code=verdict.exit_code, reason=verdict.reason[-2000:]))
             if not verdict.passed:
-                self.run["status"] = "escalated"
+                self.run.status = "escalated"
                 self._emit(events.Escalated(
                     index=-1, goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
                     summary="every task passed its own check", reason=verdict.reason,
                     next_steps=self._next_steps()))
                 return EXIT_ESCALATED, "the final acceptance gate failed"
-        self.run["status"] = "verified"
+        self.run.status = "verified"
         return EXIT_OK, "every task verified"
 
     def _on_verdict(self, verdict: Verdict) -> None:
-        from agent_cli.memory.signatures import failure_signatures
-
         if not verdict.passed and verdict.output_tail:
             self.signatures += failure_signatures(verdict.output_tail)
 
     def _next_steps(self) -> str:
-        return (f"Inspect the changes left uncommitted on branch {self.run['branch']} "
+        return (f"Inspect the changes left uncommitted on branch {self.run.branch} "
                 "(git status, git diff), fix or adjust them, then continue with "
                 "`agent run --resume`.")
 
@@ -224,49 +234,50 @@ class Session:
                                     reason=task.last_reason, next_steps=self._next_steps()))
 
     # -- bookkeeping --------------------------------------------------------------------
-    def _emit(self, event) -> None:
+    def _emit(self, event: events.Event) -> None:
         self.sv.console.emit(event)
-        if self.run.get("run_id"):
-            self.store.log(self.run["run_id"], {"type": "event", **event.model_dump()})
+        if self.run is not None:
+            self.store.log(self.run.run_id, {"type": "event", **event.model_dump()})
 
     def save(self) -> None:
         """Write the run's whole state atomically."""
-        if self.rt is None:
+        if self.rt is None or self.run is None:
             return
-        usage = self.sv.model.usage
-        base = self._base_usage
-        self.run.update({
-            "updated_at": utc_now(), "steps": self.rt.state.step,
-            "agent_state": self.rt.state.to_dict(), "memory": self.rt.memory.export_state(),
-            "usage": {"prompt_tokens": base.get("prompt_tokens", 0) + usage.prompt_tokens,
-                      "completion_tokens": base.get("completion_tokens", 0)
-                      + usage.completion_tokens,
-                      "cost_usd": self.rt.spent()}})
-        self.store.save(self.run["run_id"], self.run)
+        usage, base = self.sv.model.usage, self._base_usage
+        self.run.updated_at = utc_now()
+        self.run.steps = self.rt.state.step
+        self.run.agent_state = self.rt.state.to_dict()
+        self.run.memory = self.rt.memory.export_state()
+        self.run.usage = RunUsage(prompt_tokens=base.prompt_tokens + usage.prompt_tokens,
+                                  completion_tokens=base.completion_tokens
+                                  + usage.completion_tokens,
+                                  cost_usd=self.rt.spent())
+        self.store.save(self.run)
 
-    def _learn(self, longterm) -> None:
-        if self.rt is None:
+    def _learn(self) -> None:
+        if self.rt is None or self.run is None:
             return
         state, tb = self.rt.state, self.rt.toolbox
         files = sorted(tb.touched)
         try:
+            longterm = self.sv.longterm
             longterm.add_episode(learn.build_episode(self.run, state, tb.commands, files,
                                                      self.signatures))
-            for text, source in learn.verified_facts(state, self.sv.repo.root.name,
-                                                     self.run["run_id"], self.cfg.accept_cmds):
+            for text, source in learn.verified_facts(state, self.sv.workspace.root.name,
+                                                     self.run.run_id, self.cfg.accept_cmds):
                 longterm.add_fact(text, source, trust=1.0)
         except Exception as e:  # the run's outcome stands even if memory cannot take it
             self._emit(events.Notice(text=f"long-term memory not updated: {e}"))
 
     def _done(self, code: int, message: str) -> None:
-        state = self.rt.state
-        usage = self.run.get("usage", {})
+        state, run = self.rt.state, self.run
         tasks = [{"goal": t.goal, "status": t.status, "attempts": t.attempts,
                   "acceptance_cmd": t.acceptance_cmd or "; ".join(self.cfg.accept_cmds) or None,
-                  "exit_code": t.exit_code, "commit": t.commit} for t in state.plan]
-        self._emit(events.RunDone(run_id=self.run["run_id"], status=self.run["status"],
-                                  exit_code=code, tasks=tasks, steps=state.step,
-                                  prompt_tokens=usage.get("prompt_tokens", 0),
-                                  completion_tokens=usage.get("completion_tokens", 0),
-                                  cost_usd=usage.get("cost_usd", 0.0),
-                                  branch=self.run.get("branch", ""), message=message))
+                  "exit_code": t.exit_code, "commit": t.commit, "proof": t.proof}
+                 for t in state.plan]
+        self._emit(events.RunDone(run_id=run.run_id, status=run.status, exit_code=code,
+                                  tasks=tasks, steps=state.step,
+                                  prompt_tokens=run.usage.prompt_tokens,
+                                  completion_tokens=run.usage.completion_tokens,
+                                  cost_usd=run.usage.cost_usd, branch=run.branch,
+                                  message=message))

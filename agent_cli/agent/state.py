@@ -1,4 +1,4 @@
-"""What the agent knows about its run: the goal, the plan, progress, verified facts, budgets.
+"""What the agent knows about its run: the goal, the plan, progress, verified facts.
 
 render() is what the model reads of it: bounded, with the goal last and marked unchanged.
 """
@@ -30,19 +30,20 @@ def _tail(text: str, limit: int) -> str:
 
 
 class AgentState(BaseModel):
-    """The run's state; JSON round-trippable with to_dict()/from_dict()."""
+    """The run's state; JSON round-trippable with to_dict()/from_dict().
+
+    The budgets are the loop's (`executor.check_budgets`, from the run's usage) and the
+    attempts are each task's (`Task.attempts`); keys that older versions saved here
+    (`budget_steps`, `budget_usd`, `spent_usd`, `attempts`) are ignored when read.
+    """
 
     model_config = ConfigDict(validate_assignment=True)
 
     goal: str = Field(frozen=True)  # never summarised, never replaced
     plan: list[Task] = Field(default_factory=list)
     step: int = 0
-    attempts: dict[int, int] = Field(default_factory=dict)  # task index -> attempts started
     facts: list[str] = Field(default_factory=list)  # verified facts only
     last_error: str | None = None
-    budget_steps: int | None = None
-    budget_usd: float | None = None
-    spent_usd: float = 0.0
 
     @field_validator("goal")
     @classmethod
@@ -60,14 +61,6 @@ class AgentState(BaseModel):
         """The state to_dict() described."""
         return cls.model_validate(data)
 
-    def exhausted(self) -> str | None:
-        """Which budget ran out: "steps", "usd", or None while both last."""
-        if self.budget_steps is not None and self.step >= self.budget_steps:
-            return "steps"
-        if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
-            return "usd"
-        return None
-
     def current_task(self) -> int | None:
         """Index of the task being worked on: the running one, else the first pending one."""
         for status in ("running", "pending"):
@@ -79,22 +72,6 @@ class AgentState(BaseModel):
     def done_tasks(self) -> list[int]:
         """Indexes of verified tasks."""
         return [i for i, task in enumerate(self.plan) if task.status == "verified"]
-
-    def remaining_tasks(self) -> list[int]:
-        """Indexes of tasks not verified yet."""
-        return [i for i, task in enumerate(self.plan) if task.status != "verified"]
-
-    def record_attempt(self, index: int) -> int:
-        """Count one more attempt at task `index` (here and on the task); returns the count."""
-        self.attempts[index] = self.attempts.get(index, 0) + 1
-        self.plan[index].attempts = self.attempts[index]
-        return self.attempts[index]
-
-    def add_fact(self, fact: str) -> None:
-        """Keep a verified fact (once)."""
-        fact = fact.strip()
-        if fact and fact not in self.facts:
-            self.facts.append(fact)
 
     def render(self) -> str:
         """What the model reads: facts, tasks, the last failure, then the goal, last."""

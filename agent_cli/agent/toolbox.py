@@ -8,11 +8,10 @@ tool, missing arguments); the loop stops after too many of those in a row.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agent_cli import fences
+from agent_cli import fences, strictjson
 from agent_cli.errors import AgentError
 from agent_cli.llm.base import function_tool
 from agent_cli.models import ToolCall
@@ -41,6 +40,9 @@ TOOLS = [
                   "harness then runs the acceptance command.", {"summary": _S}),
 ]
 TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
+# What any one tool result may hold, whatever the tool: it is kept in working memory, embedded,
+# logged and saved, so a 10 MB file or diff must not be carried around whole.
+MAX_RESULT_CHARS = 100_000
 _REQUIRED = {t["function"]["name"]: t["function"]["parameters"]["required"] for t in TOOLS}
 
 
@@ -65,10 +67,9 @@ class ToolResult:
 def parse_arguments(call: ToolCall) -> dict[str, Any]:
     """The call's arguments as a dict, or a malformed ToolResult raised as ValueError."""
     try:
-        args = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as e:
-        raise ValueError(f"the arguments are not valid JSON ({e.msg} at char {e.pos}); "
-                         "send a JSON object") from None
+        args = strictjson.loads(call.arguments or "{}")
+    except ValueError as e:
+        raise ValueError(f"the arguments are unusable: {e}; send a JSON object") from None
     if not isinstance(args, dict):
         raise ValueError("the arguments must be a JSON object")
     missing = [k for k in _REQUIRED.get(call.name, []) if k not in args]
@@ -108,10 +109,10 @@ class Toolbox:
         except AgentError as e:
             result = ToolResult(call.name, f"error: {e.one_line()}", ok=False,
                                 summary=e.message[:100])
-        except (TypeError, ValueError, OSError) as e:
+        except (TypeError, ValueError, OSError, OverflowError, RecursionError) as e:
             result = ToolResult(call.name, f"error: {type(e).__name__}: {e}", ok=False,
                                 summary=str(e)[:100])
-        result.text = redact(result.text, self.secrets)
+        result.text = redact(clip_middle(result.text, MAX_RESULT_CHARS), self.secrets)
         # The summary heads the result in working memory, outside its fence, and often quotes
         # the model's arguments (a planted file name, a command).
         result.summary = fences.escape(redact(result.summary, self.secrets))
@@ -166,9 +167,19 @@ class Toolbox:
         return ToolResult("finish", str(a["summary"]), summary="finish", finished=True)
 
 
+def clip_middle(text: str, limit: int) -> str:
+    """`text` cut to its first and last `limit // 2` characters, the cut said."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
+
+
 def _int(value: Any) -> int | None:
     if value is None or value == "":
         return None
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"a line number must be a whole number, got {value!r}")
     return int(value)
 
 

@@ -8,15 +8,15 @@ fail. With neither, the claim is not trusted: fail.
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Callable
 
-from agent_cli import fences
+from agent_cli import fences, strictjson
 from agent_cli.agent import prompts
 from agent_cli.agent.request import Request
 from agent_cli.errors import MalformedReply
-from agent_cli.llm.base import ChatModel, force, function_tool
+from agent_cli.llm.base import force, function_tool
+from agent_cli.protocols import ChatModel
 from agent_cli.models import Task, Verdict
 
 TAIL_CHARS = 2000
@@ -55,8 +55,8 @@ def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str) -> 
                        goal_header="GOAL of the whole run (unchanged):").messages()
     try:
         reply = model.chat(messages, [VERDICT_TOOL], force("submit_verdict"))
-        args = json.loads(reply.tool_calls[0].arguments) if reply.tool_calls else None
-    except (MalformedReply, json.JSONDecodeError):
+        args = strictjson.loads(reply.tool_calls[0].arguments) if reply.tool_calls else None
+    except (MalformedReply, ValueError):
         args = None
     if not isinstance(args, dict) or args.get("verdict") not in ("pass", "fail"):
         return Verdict(passed=False, judge="model", reason="the verifier's verdict was unparseable")
@@ -66,13 +66,71 @@ def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str) -> 
 
 
 def verify(task: Task, accept_cmds: list[str], run_argv: Callable, model: ChatModel | None,
-           evidence: Callable[[], str], goal: str) -> Verdict:
-    """Judge one attempt at `task`."""
-    cmds = [task.acceptance_cmd] if task.acceptance_cmd else list(accept_cmds)
-    if cmds:
-        return run_acceptance(cmds, run_argv)
+           evidence: Callable[[], str], goal: str,
+           refusal: Callable[[str], str | None] | None = None) -> Verdict:
+    """Judge one attempt at `task`.
+
+    The task's own command is checked against the command policy again before it runs; a
+    refused one, or one whose program does not exist (exit 127), hands the judgement to the
+    user's --accept commands when there are any.
+    """
+    cmd = task.acceptance_cmd
+    if cmd:
+        reason = refusal(cmd) if refusal else None
+        verdict = (Verdict(passed=False, command=cmd, reason=f"`{cmd}` was not run: {reason}")
+                   if reason else run_acceptance([cmd], run_argv))
+        if accept_cmds and (reason or verdict.exit_code == 127):
+            user = run_acceptance(accept_cmds, run_argv)
+            why = reason or "its program does not exist (exit 127)"
+            user.reason = f"`{cmd}` could not judge the task ({why}); your --accept did: {user.reason}"
+            return user
+        return verdict
+    if accept_cmds:
+        return run_acceptance(list(accept_cmds), run_argv)
     if task.acceptance.strip() and model is not None:
         return judge_with_model(model, task, evidence(), goal)
     return Verdict(passed=False, judge="none",
                    reason="no acceptance command and no criteria to judge by: "
                           "the model's claim is not trusted")
+
+
+def judging_commands(task: Task, accept_cmds: list[str]) -> list[str]:
+    """The commands that judge `task`: its own, else the user's."""
+    return [task.acceptance_cmd] if task.acceptance_cmd else list(accept_cmds)
+
+
+class Proofs:
+    """Whether a task's check failed before the task (red-green) or already passed.
+
+    Results are cached per (commands, tree): the tree a verified task leaves is the tree the
+    next task starts from, so with one command for every task the check runs once per task.
+    """
+
+    def __init__(self, limit: int = 256) -> None:
+        self.seen: dict[tuple[tuple[str, ...], str], bool] = {}
+        self.limit = limit
+
+    def remember(self, cmds: list[str], tree: str | None, passed: bool) -> None:
+        """Record what `cmds` gave on `tree`."""
+        if tree and cmds:
+            if len(self.seen) >= self.limit:
+                self.seen.pop(next(iter(self.seen)))
+            self.seen[(tuple(cmds), tree)] = passed
+
+    def baseline(self, cmds: list[str], tree: str | None, run_argv: Callable,
+                 refusal: Callable[[str], str | None] | None = None) -> str | None:
+        """"pass" or "fail": `cmds` on the task's starting state; None when it cannot be run."""
+        if not cmds or not tree or (refusal and any(refusal(c) for c in cmds)):
+            return None
+        key = (tuple(cmds), tree)
+        if key not in self.seen:
+            verdict = run_acceptance(cmds, run_argv)
+            if verdict.exit_code == 127:
+                return None
+            self.remember(cmds, tree, verdict.passed)
+        return "pass" if self.seen[key] else "fail"
+
+
+def proof(baseline: str | None) -> str | None:
+    """The kind of evidence a verified task has, from its check before the task."""
+    return {"fail": "red-green", "pass": "regression-only"}.get(baseline or "")

@@ -1,25 +1,12 @@
-"""The seam between the agent and any model: a small `ChatModel` protocol and tool schemas."""
+"""Tool schemas and prices for any model; the `ChatModel` seam itself is in `agent_cli.protocols`."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from agent_cli.models import ChatReply, Usage
+from agent_cli.protocols import ChatModel, Message
 
-Message = dict[str, Any]
-
-
-@runtime_checkable
-class ChatModel(Protocol):
-    """Anything that answers a chat with function tools and keeps a running usage total."""
-
-    name: str
-    usage: Usage
-
-    def chat(self, messages: list[Message], tools: list[dict] | None = None,
-             tool_choice: str | dict | None = None) -> ChatReply:
-        """One assistant turn for `messages`, offering `tools`."""
-        ...
+__all__ = ["ChatModel", "Message", "cost", "force", "function_tool"]
 
 
 def function_tool(name: str, description: str, properties: dict[str, Any],

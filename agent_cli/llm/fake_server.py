@@ -75,7 +75,8 @@ class FakeOpenAIServer:
         self.requests: list[dict] = []
         self._served = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self._httpd.fake = self  # type: ignore[attr-defined]
         self._httpd.daemon_threads = True
         # A short poll interval: stop() waits for it, once per server in every test.
         self._thread = threading.Thread(target=self._httpd.serve_forever,
@@ -117,88 +118,90 @@ class FakeOpenAIServer:
         return {"status": 500, "body": json.dumps(
             {"error": {"message": f"fake server: script has only {len(self.script)} replies"}})}
 
-    def _handler_class(self):
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+class _Handler(BaseHTTPRequestHandler):
+    """Answers one connection's requests from the FakeOpenAIServer it belongs to."""
 
-            def log_message(self, *args: Any) -> None:
-                pass
+    protocol_version = "HTTP/1.1"
 
-            def _send(self, status: int, body: str | bytes, ctype="application/json") -> None:
-                data = body.encode() if isinstance(body, str) else body
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    @property
+    def fake(self) -> "FakeOpenAIServer":
+        return self.server.fake  # type: ignore[attr-defined]
 
-            def _authorised(self) -> bool:
-                if server.api_key is None:
-                    return True
-                if self.headers.get("Authorization") == f"Bearer {server.api_key}":
-                    return True
-                self._send(401, json.dumps({"error": {"message": "Incorrect API key provided",
-                                                      "type": "invalid_request_error",
-                                                      "code": "invalid_api_key"}}))
-                return False
+    def log_message(self, *args: Any) -> None:
+        pass
 
-            def do_GET(self) -> None:
-                server.requests.append({"path": self.path, "headers": dict(self.headers),
-                                        "body": None})
-                if not self._authorised():
-                    return
-                if self.path.rstrip("/").endswith("/models"):
-                    data = [{"id": m, "object": "model", "owned_by": "fake"} for m in server.models]
-                    self._send(200, json.dumps({"object": "list", "data": data}))
-                else:
-                    self._send(404, json.dumps({"error": {"message": "not found"}}))
+    def _send(self, status: int, body: str | bytes, ctype="application/json") -> None:
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    body = {"_unparsed": raw.decode(errors="replace")}
-                server.requests.append({"path": self.path, "headers": dict(self.headers),
-                                        "body": body})
-                if not self._authorised():
-                    return
-                if self.path.endswith("/embeddings"):
-                    self._embeddings(body)
-                elif self.path.endswith("/chat/completions"):
-                    self._chat(body)
-                else:
-                    self._send(404, json.dumps({"error": {"message": "not found"}}))
+    def _authorised(self) -> bool:
+        if self.fake.api_key is None:
+            return True
+        if self.headers.get("Authorization") == f"Bearer {self.fake.api_key}":
+            return True
+        self._send(401, json.dumps({"error": {"message": "Incorrect API key provided",
+                                              "type": "invalid_request_error",
+                                              "code": "invalid_api_key"}}))
+        return False
 
-            def _embeddings(self, body: dict) -> None:
-                texts = body.get("input", [])
-                texts = [texts] if isinstance(texts, str) else texts
-                data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t)}
-                        for i, t in enumerate(texts)]
-                self._send(200, json.dumps({"object": "list", "data": data,
-                                            "model": body.get("model"),
-                                            "usage": {"prompt_tokens": 0, "total_tokens": 0}}))
+    def do_GET(self) -> None:
+        self.fake.requests.append({"path": self.path, "headers": dict(self.headers),
+                                "body": None})
+        if not self._authorised():
+            return
+        if self.path.rstrip("/").endswith("/models"):
+            data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
+            self._send(200, json.dumps({"object": "list", "data": data}))
+        else:
+            self._send(404, json.dumps({"error": {"message": "not found"}}))
 
-            def _chat(self, body: dict) -> None:
-                if body.get("model") not in server.models:
-                    self._send(404, json.dumps({"error": {
-                        "message": f"The model `{body.get('model')}` does not exist",
-                        "code": "model_not_found"}}))
-                    return
-                step = server.next_step(body)
-                if step.get("delay"):
-                    time.sleep(float(step["delay"]))
-                if "status" in step:
-                    self._send(int(step["status"]), step.get("body", "{}"))
-                elif "raw" in step:
-                    self._send(200, step["raw"])
-                else:
-                    self._send(200, json.dumps(completion_body(step, body["model"],
-                                                               len(server.requests))))
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {"_unparsed": raw.decode(errors="replace")}
+        self.fake.requests.append({"path": self.path, "headers": dict(self.headers),
+                                "body": body})
+        if not self._authorised():
+            return
+        if self.path.endswith("/embeddings"):
+            self._embeddings(body)
+        elif self.path.endswith("/chat/completions"):
+            self._chat(body)
+        else:
+            self._send(404, json.dumps({"error": {"message": "not found"}}))
 
-        return Handler
+    def _embeddings(self, body: dict) -> None:
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else texts
+        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t)}
+                for i, t in enumerate(texts)]
+        self._send(200, json.dumps({"object": "list", "data": data,
+                                    "model": body.get("model"),
+                                    "usage": {"prompt_tokens": 0, "total_tokens": 0}}))
+
+    def _chat(self, body: dict) -> None:
+        if body.get("model") not in self.fake.models:
+            self._send(404, json.dumps({"error": {
+                "message": f"The model `{body.get('model')}` does not exist",
+                "code": "model_not_found"}}))
+            return
+        step = self.fake.next_step(body)
+        if step.get("delay"):
+            time.sleep(float(step["delay"]))
+        if "status" in step:
+            self._send(int(step["status"]), step.get("body", "{}"))
+        elif "raw" in step:
+            self._send(200, step["raw"])
+        else:
+            self._send(200, json.dumps(completion_body(step, body["model"],
+                                                       len(self.fake.requests))))
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ Importing this package does no I/O and loads no vendor SDK; long-term memory liv
 """
 
 from agent_cli.memory.store import InMemStore, Item, SqliteStore, Store
-from agent_cli.memory.working import Context, Embedder, WorkingMemory
+from agent_cli.memory.working import Context, WorkingMemory
+from agent_cli.protocols import ColdStore, Embedder
 
-__all__ = ["Context", "Embedder", "InMemStore", "Item", "SqliteStore", "Store", "WorkingMemory"]
+__all__ = ["ColdStore", "Context", "Embedder", "InMemStore", "Item", "SqliteStore", "Store", "WorkingMemory"]

@@ -2,30 +2,19 @@
 
 Chroma's own default embedding function downloads an ONNX model on first use, so the
 store always receives vectors from an Embedder instead: this one, or the endpoint's
-/embeddings (`cli_common.make_embedder` chooses). Heavy imports happen on first use.
+/embeddings (`wiring.make_embedder` chooses; both meet `protocols.Embedder`). Heavy imports happen on first use.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 from agent_cli.errors import ConfigError
 
 WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
-
-
-class Embedder(Protocol):
-    """Turns texts into vectors of a fixed length; `name` identifies the vector space."""
-
-    name: str
-
-    @property
-    def dim(self) -> int: ...
-
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
 @functools.lru_cache(maxsize=1)

@@ -20,8 +20,8 @@ from typing import Any, Iterator
 
 from agent_cli.errors import AgentError, EmbedderMismatch, StorageError, UsageError
 from agent_cli.memory.place import ChromaServer, probe, storage_error
-from agent_cli.memory.records import (COLLECTIONS, Result, episode_docs, expiry, one_line,
-                                      parse_record, public_meta, stamp, text_hash)
+from agent_cli.memory.records import (COLLECTIONS, Result, batches, episode_docs, expiry, one_line,
+                                      public_meta, read_export, stamp, text_hash)
 from agent_cli.models import Episode
 from agent_cli.redact import redact
 
@@ -150,14 +150,6 @@ class LongTermMemory:
                 col.delete(where={"run_id": {"$in": run_ids[i:i + BATCH]}})
         self._upsert(col, ids, docs, metas)
 
-    def get_episode(self, run_id: str) -> Episode | None:
-        """The stored episode of `run_id`, or None."""
-        with self._guard("reading"):
-            got = self._cols["episodes"].get(ids=[run_id], include=["metadatas"])
-        if not got["ids"]:
-            return None
-        return Episode.model_validate_json(got["metadatas"][0]["episode"])
-
     def _search_episodes(self, vec: Any, k: int) -> list[Result]:
         """Episodes near `vec`, one result per run, a failure-signature hit naming the signature."""
         best: dict[str, Result] = {}
@@ -276,10 +268,6 @@ class LongTermMemory:
         floor = self.min_score if min_score is None else min_score
         return sorted((r for r in found if r.score >= floor), key=lambda r: -r.score)[:k]
 
-    def retrieve(self, query: str, k: int = 5) -> list[Result]:
-        """The `k` most relevant episodes above the relevance threshold."""
-        return self.recall(query, k=k, kind="episode")
-
     def counts(self) -> dict[str, int]:
         """How many episodes, active facts and notes, and archived items are stored."""
         with self._guard("counting"):
@@ -324,22 +312,12 @@ class LongTermMemory:
         return n
 
     def import_(self, path: Path | str) -> int:
-        """Read records written by `export`, re-embed them and upsert by id; how many."""
+        """Check a whole export file, then re-embed and upsert its records in batches; how many."""
         self._require_match()
-        by_col: dict[str, list[dict]] = {name: [] for name in COLLECTIONS}
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as e:
-            raise StorageError(f"{path} cannot be read: {e}", "pass a file written by `agent memory export`") from None
-        for n, line in enumerate(lines, 1):
-            if line.strip():
-                rec = parse_record(line, path, n)
-                rec.update(document=self._redact(rec["document"]), metadata=self._redact(rec["metadata"]))
-                by_col[rec["collection"]].append(rec)
-        for name, recs in by_col.items():
-            self._upsert(self._cols[name], [r["id"] for r in recs],
-                         [r["document"] for r in recs], [r["metadata"] for r in recs])
-        return sum(len(r) for r in by_col.values())
+        total = sum(1 for _ in read_export(path))  # one bad line anywhere: nothing is imported
+        for name, ids, docs, metas in batches(read_export(path), BATCH):
+            self._upsert(self._cols[name], ids, self._redact(docs), self._redact(metas))
+        return total
 
     def reindex(self) -> int:
         """Re-embed every record with the current embedder; how many were re-embedded."""
@@ -360,9 +338,6 @@ class LongTermMemory:
             total += len(recs)
         self._mismatch = None
         return total
-
-
-MemoryStore = LongTermMemory  # the curation API (curate, associate, expire) is the same class
 
 
 def _client(where: Path | ChromaServer) -> Any:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agent_cli import strictjson
 from agent_cli.errors import StorageError
 from agent_cli.fences import retrieved_memory
 from agent_cli.models import Episode
@@ -32,11 +34,6 @@ class Result:
     source: str
     date: str
     metadata: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        """The id under which the item is stored."""
-        return self.id
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -96,15 +93,99 @@ def public_meta(meta: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if k not in ("episode", "text_hash", "expires_ts")}
 
 
+class FactMeta(BaseModel):
+    """The metadata `LongTermMemory` writes for a fact or a note (and keeps when archiving)."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
+
+    kind: str
+    source: str
+    trust: float = Field(ge=0, le=1)
+    created_at: str
+    text_hash: str
+    ttl_days: float = Field(ge=0)
+    confirmed_at: str = ""
+    confirmed_ts: float = 0.0
+    hit_count: int = Field(0, ge=0)
+    last_hit_at: str = ""
+    last_hit_ts: float = 0.0
+    expires_ts: float = NEVER_TS
+    gist: str = ""
+    topic: str = ""
+    origin_event_id: str = ""
+    archived_at: str = ""
+
+
+class EpisodeMeta(BaseModel):
+    """The metadata `LongTermMemory` writes for an episode or one of its failure signatures."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
+
+    run_id: str
+    status: str
+    created_at: str
+    source: str
+    gist: str = ""
+    doc: Literal["episode", "signature"]
+    episode: str | None = None
+
+    @model_validator(mode="after")
+    def _episode_parses(self) -> "EpisodeMeta":
+        if self.doc == "episode":
+            Episode.model_validate_json(self.episode or "")
+        return self
+
+
+_META = {"episodes": EpisodeMeta, "facts": FactMeta, "archive": FactMeta}
+
+
 def parse_record(line: str, path: Path | str, n: int) -> dict[str, Any]:
-    """One exported record, checked."""
+    """One exported record, checked with the models the store writes with."""
+    hint = "use a file written by `agent memory export`"
     try:
-        rec = json.loads(line)
-        ok = (rec.get("collection") in COLLECTIONS and isinstance(rec.get("id"), str)
-              and isinstance(rec.get("document"), str) and isinstance(rec.get("metadata"), dict))
-    except (json.JSONDecodeError, AttributeError):
+        rec = strictjson.loads(line)
+        ok = (isinstance(rec, dict) and rec.get("collection") in COLLECTIONS
+              and isinstance(rec.get("id"), str) and isinstance(rec.get("document"), str)
+              and isinstance(rec.get("metadata"), dict))
+    except ValueError:
         ok = False
     if not ok:
-        raise StorageError(f"{path}: line {n} is not a memory record",
-                           "use a file written by `agent memory export`")
+        raise StorageError(f"{path}: line {n} is not a memory record", hint)
+    try:
+        _META[rec["collection"]].model_validate(rec["metadata"])
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "metadata"
+        raise StorageError(f"{path}: line {n}: metadata field {field!r}: {err['msg'].lower()} "
+                           f"(got {str(err.get('input'))[:60]!r}); nothing was imported", hint) from None
     return rec
+
+
+def read_export(path: Path | str) -> Iterator[dict[str, Any]]:
+    """The checked records of an export file, one line at a time."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    yield parse_record(line, path, n)
+    except (OSError, UnicodeDecodeError) as e:
+        raise StorageError(f"{path} cannot be read: {e}", "pass a file written by `agent memory export`") from None
+
+
+def batches(records: Iterator[dict[str, Any]], size: int) -> Iterator[tuple[str, list, list, list]]:
+    """(collection, ids, documents, metadatas) in batches of at most `size`, in file order."""
+    pending: dict[str, list[dict]] = {name: [] for name in COLLECTIONS}
+    for rec in records:
+        group = pending[rec["collection"]]
+        group.append(rec)
+        if len(group) >= size:
+            yield _batch(rec["collection"], group)
+    for name, group in pending.items():
+        if group:
+            yield _batch(name, group)
+
+
+def _batch(name: str, group: list[dict]) -> tuple[str, list, list, list]:
+    out = (name, [r["id"] for r in group], [r["document"] for r in group], [r["metadata"] for r in group])
+    group.clear()
+    return out

@@ -27,9 +27,10 @@ import sqlite3
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Iterable, Iterator
 
 from agent_cli.errors import StorageError
+from agent_cli.protocols import ColdStore
 
 MANIFEST_KEYS = ("id", "kind", "summary", "symbols", "step_evicted")
 
@@ -86,19 +87,7 @@ class Item:
                    vector=tuple(vector) if vector is not None else None)
 
 
-class Store(Protocol):
-    """What the working memory needs from a cold store."""
-
-    def put(self, record: dict[str, Any]) -> None: ...
-    def get(self, item_id: str) -> dict[str, Any] | None: ...
-    def delete(self, item_id: str) -> None: ...
-    def manifest(self) -> list[dict[str, Any]]: ...
-    def recent(self, limit: int) -> list[dict[str, Any]]: ...
-    def by_symbol(self, names: Iterable[str], folded: bool = False) -> list[tuple[str, str]]: ...
-    def vectors(self) -> list[tuple[str, int, list[float]]]: ...
-    def count(self) -> int: ...
-    def max_number(self) -> int: ...
-    def close(self) -> None: ...
+Store = ColdStore  # the name working memory and recall know it by
 
 
 def id_number(item_id: str) -> int:
@@ -239,12 +228,6 @@ class SqliteStore:
             if self._conn is not None:
                 self._conn.close()
             raise
-
-    @property
-    def schema_version(self) -> int:
-        """How many migrations have been applied."""
-        with self._guard("read"):
-            return self._conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0]
 
     def _migrate(self) -> None:
         """Apply the migrations this file has not seen yet, in order."""

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
-import re
-import subprocess
+import stat
+import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import regex
+
 from agent_cli.errors import ToolError
 from agent_cli.workspace.atomic import write_atomic
+from agent_cli.workspace.gitsafe import run_git
 
 _BINARY_SNIFF_BYTES = 8192
 _MAX_LINE_CHARS = 2000
@@ -18,6 +22,13 @@ _MAX_DIFF_LINES = 300
 _MAX_SEARCH_HITS = 100
 _MAX_SEARCH_FILE_BYTES = 5_000_000
 _MAX_LIST_ENTRIES = 500
+_MAX_DIFF_INPUT_CHARS = 2_000_000  # past this, a diff costs more than it tells
+_MAX_MATCHES_COUNTED = 1000
+SEARCH_TIME_LIMIT_S = 3.0  # processor time: the regex engine's clock
+# Names the model's tools never write: git's own directories (any case: `.GIT/config` is git's
+# config on a case-insensitive file system and breaks every later commit here) and the
+# repository's settings file, which could turn off the sandbox for the next run.
+_SETTINGS_FILE = ".agentrc"
 
 
 class Files:
@@ -84,6 +95,8 @@ class Files:
         real = self.resolve(path, write=True)
         if real.is_dir():
             raise ToolError(f"{self.rel(real)} is a directory")
+        if real.exists() and not real.is_file():
+            raise ToolError(f"{self.rel(real)} is not a regular file (a FIFO, socket or device)")
         existed = real.exists()
         old = self._old_text(real) if existed else ""
         try:
@@ -122,16 +135,17 @@ class Files:
     def search(self, pattern: str, path: str | None = None) -> str:
         """Lines matching the regex `pattern` in text files under `path`, as `path:line: text`."""
         try:
-            regex = re.compile(pattern)
-        except re.error as exc:
+            compiled = regex.compile(pattern, flags=regex.VERSION0)
+        except (regex.error, ValueError, OverflowError) as exc:
             raise ToolError(f"bad regular expression {pattern!r}: {exc}") from exc
         base = self.resolve(path or ".")
         if not base.exists():
             raise ToolError(f"{path} does not exist")
         hits: list[str] = []
         total = 0
+        deadline = time.monotonic() + SEARCH_TIME_LIMIT_S
         for file in self._searchable_files(base):
-            for number, line in _matching_lines(file, regex):
+            for number, line in _matching_lines(file, compiled, deadline, pattern):
                 total += 1
                 if len(hits) < _MAX_SEARCH_HITS:
                     hits.append(f"{self.rel(file)}:{number}: {_clip(line.strip(), 300)}")
@@ -158,8 +172,10 @@ class Files:
 
     def _check_writable(self, text: str, real: Path) -> None:
         rel_parts = real.relative_to(self.root).parts
-        if ".git" in rel_parts:
+        if any(part.lower() == ".git" for part in rel_parts):
             raise ToolError(f"{text} is inside .git; git's own files are never written by the agent")
+        if rel_parts == (_SETTINGS_FILE,) or real.name == _SETTINGS_FILE and real.parent == Path.home():
+            raise ToolError(f"{text} holds the agent's settings; only the user edits it")
         for denied in self.deny_write:
             if _within(real, denied):
                 raise ToolError(f"{text} is inside the agent's state directory {denied}; it cannot be written")
@@ -175,6 +191,8 @@ class Files:
             raise ToolError(f"{path} does not exist")
         if real.is_dir():
             raise ToolError(f"{path} is a directory; use list_dir or search")
+        if not real.is_file():
+            raise ToolError(f"{path} is not a regular file (a FIFO, socket or device); it is not opened")
         return real
 
     def _old_text(self, real: Path) -> str | None:
@@ -182,7 +200,8 @@ class Files:
         if _looks_binary(real):
             return None
         try:
-            return real.read_bytes().decode("utf-8")
+            with _open_regular(real) as f:
+                return f.read().decode("utf-8")
         except UnicodeDecodeError:
             return None
 
@@ -194,9 +213,11 @@ class Files:
         if count == 0:
             raise ToolError(f"old text not found in {rel} (0 matches); read the file and copy the exact "
                             "text, including whitespace and indentation")
-        starts = [text.count("\n", 0, i) + 1 for i in _positions(text, old)][:10]
-        raise ToolError(f"old text matches {count} times in {rel} (at lines {', '.join(map(str, starts))}); "
-                        "include more surrounding lines so that it matches exactly once")
+        starts = _line_numbers(text, itertools.islice(_positions(text, old), 10))
+        many = f"more than {_MAX_MATCHES_COUNTED}" if count > _MAX_MATCHES_COUNTED else str(count)
+        raise ToolError(f"old text matches {many} times in {rel} (at lines "
+                        f"{', '.join(map(str, starts))}{', ...' if count > 10 else ''}); include more surrounding lines so that it "
+                        "matches exactly once")
 
     def _searchable_files(self, base: Path) -> Iterator[Path]:
         candidates = [base] if base.is_file() else (self._git_files(base) or self._walk(base))
@@ -212,13 +233,13 @@ class Files:
     def _git_files(self, base: Path) -> list[Path] | None:
         """Tracked and untracked files under `base` that git does not ignore; None outside git."""
         try:
-            out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-                                 cwd=base, capture_output=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
+            code, out, _ = run_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+                                   base)
+        except OSError:
             return None
-        if out.returncode != 0:
+        if code != 0:
             return None
-        names = sorted(set(out.stdout.decode("utf-8", "surrogateescape").split("\0")) - {""})
+        names = sorted(set(out.decode("utf-8", "surrogateescape").split("\0")) - {""})
         return [base / name for name in names]
 
     def _walk(self, base: Path) -> Iterator[Path]:
@@ -232,8 +253,22 @@ def _within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def _open_regular(real: Path, text: bool = False):
+    """`real` opened for reading without ever blocking; ToolError unless it is a regular file."""
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ToolError(f"cannot open {real.name}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ToolError(f"{real.name} is not a regular file (a FIFO, socket or device); it is not opened")
+    if text:
+        return open(fd, encoding="utf-8", newline="\n")
+    return open(fd, "rb")
+
+
 def _looks_binary(real: Path) -> bool:
-    with open(real, "rb") as f:
+    with _open_regular(real) as f:
         return b"\0" in f.read(_BINARY_SNIFF_BYTES)
 
 
@@ -253,18 +288,25 @@ def _read_range(real: Path, start: int, end: int) -> tuple[list[str], int]:
     """Lines start..end (1-based, inclusive) of a UTF-8 file and its total line count."""
     shown: list[str] = []
     total = 0
-    with open(real, encoding="utf-8", newline="\n") as f:
+    with _open_regular(real, text=True) as f:
         for total, line in enumerate(f, 1):
             if start <= total <= end:
                 shown.append(_clip(line.rstrip("\r\n"), _MAX_LINE_CHARS))
     return shown, total
 
 
-def _matching_lines(file: Path, regex: re.Pattern) -> Iterator[tuple[int, str]]:
+def _matching_lines(file: Path, compiled, deadline: float, pattern: str) -> Iterator[tuple[int, str]]:
+    """Matching lines of `file`; ToolError when the whole search passes its deadline."""
     try:
-        with open(file, encoding="utf-8", newline="\n") as f:
+        with _open_regular(file, text=True) as f:
             for number, line in enumerate(f, 1):
-                if regex.search(line):
+                try:  # a backtracking pattern such as (a+)+$ must not spin for ever
+                    found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    raise ToolError(f"the search for {pattern!r} took more than "
+                                    f"{SEARCH_TIME_LIMIT_S:.0f}s of processor time and was stopped; "
+                                    "use a simpler pattern or a narrower path") from None
+                if found:
                     yield number, line
     except (UnicodeDecodeError, OSError):
         return
@@ -285,11 +327,28 @@ def _positions(text: str, sub: str) -> Iterator[int]:
 
 
 def _count(text: str, sub: str) -> int:
-    return sum(1 for _ in _positions(text, sub))
+    """Occurrences of `sub`, counted up to one past _MAX_MATCHES_COUNTED."""
+    return sum(1 for _ in itertools.islice(_positions(text, sub), _MAX_MATCHES_COUNTED + 1))
+
+
+def _line_numbers(text: str, positions: Iterable[int]) -> list[int]:
+    """1-based line numbers of ascending `positions`, counted in one pass."""
+    numbers, line, at = [], 1, 0
+    for pos in positions:
+        line += text.count("\n", at, pos)
+        at = pos
+        numbers.append(line)
+    return numbers
 
 
 def _diff(old: str, new: str, rel: str) -> str:
-    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{rel}", f"b/{rel}", lineterm=""))
-    if len(lines) > _MAX_DIFF_LINES:
-        lines = lines[:_MAX_DIFF_LINES] + [f"[... {len(lines) - _MAX_DIFF_LINES} more diff lines not shown]"]
+    """The unified diff, at most _MAX_DIFF_LINES lines of at most _MAX_LINE_CHARS characters."""
+    if max(len(old), len(new)) > _MAX_DIFF_INPUT_CHARS:
+        return (f"{rel}: {len(old)} -> {len(new)} characters; the diff of a file this large is not "
+                "shown (read a range of it to check the change)")
+    diff = difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{rel}", f"b/{rel}", lineterm="")
+    lines = [_clip(line, _MAX_LINE_CHARS) for line in itertools.islice(diff, _MAX_DIFF_LINES)]
+    more = sum(1 for _ in diff)
+    if more:
+        lines.append(f"[... {more} more diff lines not shown]")
     return "\n".join(lines)

@@ -13,6 +13,8 @@ from typing import Any, Iterable, Iterator
 
 from agent_cli.errors import GitError
 from agent_cli.workspace.atomic import write_atomic
+from agent_cli.workspace.gitsafe import run_git
+from agent_cli.workspace.secrets import where_secret
 
 _NOT_A_REPO_HINT = "run inside a git repository or pass --repo DIR"
 _IDENTITY_HINT = "set your identity: git config user.name 'Your Name' && git config user.email you@example.com"
@@ -26,9 +28,8 @@ _OPERATIONS = [
     ("BISECT_LOG", "a bisect", "git bisect reset"),
 ]
 _CONFLICT_CODES = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
-# Hooks and the fsmonitor command live in .git, which the model's commands can write; git run by
-# the agent has the agent's whole environment (the API key included), so it runs neither.
-_SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+_LOCK_HINT = ("if no other git command is running, delete .git/index.lock, then continue with "
+              "`agent run --resume`")
 
 
 def _load_gitpython() -> Any:
@@ -42,9 +43,10 @@ def _load_gitpython() -> Any:
 class GitRepo:
     """One git work tree, used through the git command line."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, secrets: tuple[str, ...] = ()) -> None:
         git = _load_gitpython()
-        self._errors = git.exc.GitError
+        self.secrets = tuple(s for s in secrets if s)
+        self.run_branch: str | None = None  # commits go only to this branch once it is set
         try:
             self._repo = git.Repo(path, search_parent_directories=True)
         except git.exc.NoSuchPathError as exc:
@@ -109,6 +111,7 @@ class GitRepo:
                 raise GitError(f"branch {name} cannot be created: a branch named {prefix} already exists",
                                f"rename that branch (git branch -m {prefix} <new-name>) and run again")
         self._run("checkout", "-q", "-b", name)
+        self.run_branch = name
 
     def checkout(self, name: str) -> None:
         """Switch to the existing branch `name`."""
@@ -118,6 +121,7 @@ class GitRepo:
 
     def ensure_on(self, name: str, protected: Iterable[str] = frozenset()) -> None:
         """Be on branch `name` (a resumed run's branch); the user's `protected` paths travel along."""
+        self.run_branch = name
         if self.current_branch() == name:
             return
         if not self.branch_exists(name):
@@ -157,17 +161,55 @@ class GitRepo:
 
         A temporary index built from HEAD keeps whatever the user has staged out of the commit.
         """
-        wanted = self._known_paths(sorted(set(paths)))
+        wanted = self._known_paths(committable(self.root, sorted(set(paths))))
         if not wanted:
             return None
+        self._check_can_commit()
+        before = self.head()
         with self._temporary_index() as env:
             self._run("add", "-A", "--", *wanted, env=env)
+            self._drop_new_gitlinks(env)
             if self._try("diff-index", "--cached", "--quiet", "HEAD", env=env)[0] == 0:
                 return None
             self._run("commit", "-q", "--no-verify", "-m", message, env=env, hint=_IDENTITY_HINT)
         # The real index catches up for these paths only, so they do not show as staged reversals.
-        self._run("reset", "-q", "--", *wanted, env={"GIT_LITERAL_PATHSPECS": "1"})
+        code, _, err = self._try("reset", "-q", "--", *wanted, env={"GIT_LITERAL_PATHSPECS": "1"})
+        if code != 0:
+            self._undo_commit(before, " ".join(err.split()) or f"exit code {code}")
         return self.head()
+
+    def _stageable(self, paths: list[str]) -> list[str]:
+        """Paths that may enter even a temporary index: git keeps their objects, so no secret."""
+        return [p for p in committable(self.root, paths) if not where_secret(self.root, p, self.secrets)]
+
+    def _check_can_commit(self) -> None:
+        """Refuse to commit off the run's branch or while git's index is locked."""
+        branch = self.current_branch()
+        if self.run_branch and branch != self.run_branch:
+            raise GitError(f"HEAD is on {branch or 'a detached commit'}, not on the run's branch "
+                           f"{self.run_branch}; nothing was committed",
+                           f"a command moved HEAD: check with git status, switch back with "
+                           f"git switch {self.run_branch}, then `agent run --resume`")
+        if (self.git_dir / "index.lock").exists():
+            raise GitError("git's index is locked (.git/index.lock exists); nothing was committed",
+                           _LOCK_HINT)
+
+    def _undo_commit(self, before: str, why: str) -> None:
+        """Move the branch back to `before` after the index could not follow the new commit."""
+        after = self.head()
+        self._try("update-ref", "-m", "agent: undo a commit the index could not follow",
+                  f"refs/heads/{self.current_branch()}", before, after)
+        raise GitError(f"git could not update the index after committing ({why}); the commit was "
+                       "undone, so the index and the branch are as they were", _LOCK_HINT)
+
+    def _drop_new_gitlinks(self, env: dict[str, str]) -> None:
+        """Take out of the temporary index every nested repository `git add` made a gitlink."""
+        staged = self._run("ls-files", "-s", "-z", env=env).split("\0")
+        links = [e.split("\t", 1)[1] for e in staged if e.startswith("160000 ") and "\t" in e]
+        in_head = set(self._run("ls-tree", "-r", "-z", "--name-only", "HEAD", env=env).split("\0"))
+        new = [p for p in links if p not in in_head]
+        if new:
+            self._run("update-index", "--force-remove", "--", *new, env=env)
 
     def list_files(self) -> list[str]:
         """Tracked and untracked files in the work tree that git does not ignore."""
@@ -176,16 +218,20 @@ class GitRepo:
 
     def diff(self, protected: Iterable[str] = frozenset()) -> str:
         """Unified diff from HEAD of the changed paths (new files included), protected ones left out."""
-        wanted = self._known_paths(self.changed_files(protected))
+        wanted = self._known_paths(self._stageable(self.changed_files(protected)))
         if not wanted:
             return ""
         with self._temporary_index() as env:
             self._run("add", "-A", "--", *wanted, env=env)
-            return self._run("diff", "--cached", "HEAD", env=env)
+            return self._run("diff", "--no-ext-diff", "--no-textconv", "--cached", "HEAD", env=env)
 
-    def diff_stat(self, base: str = "HEAD", head: str | None = None) -> str:
-        """`git diff --stat` from `base` to `head` (default: the work tree)."""
-        return self._run("diff", "--stat", base, *([head] if head else []), "--").rstrip("\n")
+    def tree(self, protected: Iterable[str] = frozenset()) -> str:
+        """The id of the tree the work tree holds now (HEAD plus its changed, unprotected paths)."""
+        wanted = self._known_paths(self._stageable(self.changed_files(protected)))
+        with self._temporary_index() as env:
+            if wanted:
+                self._run("add", "-A", "--", *wanted, env=env)
+            return self._run("write-tree", env=env).strip()
 
     @contextmanager
     def _temporary_index(self) -> Iterator[dict[str, str]]:
@@ -208,7 +254,8 @@ class GitRepo:
 
     def _status(self) -> list[tuple[str, str, str | None]]:
         """(XY code, path, original path of a rename) for every changed, non-ignored path."""
-        items = self._run("status", "--porcelain=v1", "-z", "--untracked-files=all").split("\0")
+        items = self._run("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                          "--ignore-submodules=all").split("\0")
         entries, i = [], 0
         while i < len(items):
             item, i = items[i], i + 1
@@ -232,10 +279,8 @@ class GitRepo:
     def _try(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
         """Run git; return (exit code, stdout, stderr) without raising on a non-zero exit."""
         try:
-            code, out, err = self._repo.git.execute(
-                ["git", *_SAFE_CONFIG, *args], env=env, with_extended_output=True,
-                with_exceptions=False, stdout_as_string=False, strip_newline_in_stdout=False)
-        except self._errors as exc:
+            code, out, err = run_git(list(args), self.root, self.secrets, env)
+        except OSError as exc:
             raise GitError(f"git {args[0]} could not run: {exc}", "check that git is installed") from exc
         return code, out.decode("utf-8", "surrogateescape"), err
 
@@ -248,6 +293,43 @@ class GitRepo:
                 hint = _IDENTITY_HINT
             raise GitError(f"git {args[0]} failed: {detail}", hint or "check the repository with git status")
         return out
+
+
+def committable(root: Path, paths: list[str]) -> list[str]:
+    """The paths the agent may commit: never a nested repository or anything named .git."""
+    keep = []
+    for path in paths:
+        if any(part.lower() == ".git" for part in Path(path).parts):
+            continue
+        full = root / path
+        if full.is_dir() and not full.is_symlink():
+            continue  # git lists an untracked nested repository as its directory
+        keep.append(path)
+    return keep
+
+
+def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
+    """`GitRepo.exclude_state` without starting GitPython (for the memory commands); True when added."""
+    root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(state_dir))
+    if real == root or root not in real.parents:
+        return False
+    dot_git = root / ".git"
+    git_dir = dot_git
+    if dot_git.is_file():  # a linked worktree or a submodule: "gitdir: PATH"
+        text = dot_git.read_text(encoding="utf-8").strip()
+        git_dir = (root / text.removeprefix("gitdir:").strip()).resolve()
+    common = git_dir / "commondir"
+    if common.is_file():
+        git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    path = git_dir / "info" / "exclude"
+    pattern = real.relative_to(root).as_posix() + "/"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if pattern in (line.strip() for line in text.splitlines()):
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text + ("\n" if text and not text.endswith("\n") else "") + pattern + "\n")
+    return True
 
 
 def _some(paths: list[str], limit: int = 5) -> str:

@@ -1,4 +1,9 @@
-"""One agent run per repository: a lock file holding the owner's pid and start time."""
+"""One agent run per repository: an flock on the lock file, held for the whole run.
+
+The kernel drops an flock when its holder dies, however it dies, so a lock left by a
+killed run is simply free: nothing has to guess from pids whether its holder still lives.
+The pid and start time written into the file only name the holder in the refusal.
+"""
 
 from __future__ import annotations
 
@@ -6,62 +11,67 @@ import fcntl
 import json
 import os
 import time
-import uuid
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from agent_cli.errors import WorkspaceError
 
-# The kernel gives process start times in clock ticks after a boot time rounded to the second.
-_START_TIME_SLACK_S = 2.0
-
 
 class RunLock:
-    """An exclusive lock file; a lock left by a dead process is taken over."""
+    """An exclusive, non-blocking flock on `path`; the file is removed on release."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._token: str | None = None
+        self._fd: int | None = None
 
     @property
     def held(self) -> bool:
         """Whether this object holds the lock."""
-        return self._token is not None
+        return self._fd is not None
+
+    def check(self) -> None:
+        """Refuse now when another run holds the lock, creating nothing."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            _flock_or_refuse(fd, self)
+        finally:
+            os.close(fd)  # closing it drops the probe's lock
 
     def acquire(self) -> None:
-        """Take the lock, or raise WorkspaceError naming the live run that holds it."""
-        if self.held:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._guard():
-            holder = self.holder()
-            if holder is not None and _alive(holder):
-                raise _held_error(self.path, holder)
-            _unlink_quietly(self.path)  # absent, unreadable, or left by a dead process
-            token = uuid.uuid4().hex
-            self._create(token)
-            self._token = token
+        """Take the lock, or raise WorkspaceError naming the run that holds it."""
+        while not self.held:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                _flock_or_refuse(fd, self)
+            except BaseException:
+                os.close(fd)
+                raise
+            if _same_file(fd, self.path):  # else a releasing run unlinked it meanwhile: again
+                self._fd = fd
+                _write_holder(fd)
+            else:
+                os.close(fd)
 
     def release(self) -> None:
-        """Give the lock up; a lock that another run has since taken over is left alone."""
-        if not self.held:
+        """Remove the lock file and give the lock up."""
+        if self._fd is None:
             return
-        with self._guard():
-            holder = self.holder()
-            if holder is not None and holder.get("token") == self._token:
-                _unlink_quietly(self.path)
-        self._token = None
+        try:
+            self.path.unlink(missing_ok=True)  # while still holding it, so no one waits on it
+        finally:
+            os.close(self._fd)
+            self._fd = None
 
     def holder(self) -> dict | None:
-        """The lock file's contents (pid, started, token), or None when absent or unreadable."""
+        """The pid and start time of the holder written in the file, or None."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
-            return None
-        return data
+        return data if isinstance(data, dict) and isinstance(data.get("pid"), int) else None
 
     def __enter__(self) -> RunLock:
         self.acquire()
@@ -70,75 +80,35 @@ class RunLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def _create(self, token: str) -> None:
-        record = {"pid": os.getpid(), "started": time.time(), "token": token}
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            os.write(fd, json.dumps(record).encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        """Serialise check-and-take-over between processes with a flock on the lock's directory."""
-        fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+def _flock_or_refuse(fd: int, lock: RunLock) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _held_error(lock.path, lock.holder()) from None
 
 
-def _held_error(path: Path, holder: dict) -> WorkspaceError:
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _write_holder(fd: int) -> None:
+    data = json.dumps({"pid": os.getpid(), "started": time.time()}).encode("utf-8")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
+
+
+def _held_error(path: Path, holder: dict | None) -> WorkspaceError:
+    if holder is None:
+        return WorkspaceError("another agent run is running in this repository",
+                              f"wait for it to finish ({path} is locked)")
     pid = holder["pid"]
     since = ""
     if isinstance(holder.get("started"), (int, float)):
         since = time.strftime(" since %Y-%m-%d %H:%M:%S", time.localtime(holder["started"]))
-    return WorkspaceError(
-        f"another agent run (pid {pid}) is running in this repository{since}",
-        f"wait for it to finish or stop it (kill {pid}); a lock left by a run that died "
-        f"is taken over automatically ({path})",
-    )
-
-
-def _alive(holder: dict) -> bool:
-    """Whether the process that wrote the lock still runs (not exited, not a zombie, pid not reused)."""
-    pid = holder["pid"]
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # alive, owned by another user
-    stat = _proc_stat(pid)
-    if stat is None:
-        return True  # no /proc to look deeper; trust the signal check
-    state, started_at = stat
-    if state == "Z":
-        return False
-    locked_at = holder.get("started")
-    if isinstance(locked_at, (int, float)) and started_at > locked_at + _START_TIME_SLACK_S:
-        return False  # this pid belongs to a newer process than the one that took the lock
-    return True
-
-
-def _proc_stat(pid: int) -> tuple[str, float] | None:
-    """The process state letter and its start time (epoch seconds) from /proc, if readable."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-        boot = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
-    except (OSError, StopIteration):
-        return None
-    fields = raw.rsplit(")", 1)[1].split()  # the command name may hold spaces and parentheses
-    ticks = int(fields[19])
-    return fields[0], int(boot.split()[1]) + ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+    return WorkspaceError(f"another agent run (pid {pid}) is running in this repository{since}",
+                          f"wait for it to finish or stop it (kill {pid}); the lock is the "
+                          f"kernel's and goes when that process ends ({path})")

@@ -13,8 +13,12 @@ import re
 from pathlib import Path
 from typing import Callable
 
+import regex
+
 from agent_cli.errors import ConfigError, ToolError
-from agent_cli.workspace.shell import shell_words
+from agent_cli.workspace.cmdline import (operands as _operands, pipelines as _pipelines, shell_words,
+                                         skip_options as _skip_options,
+                                         split_redirects as _split_redirects, unwrap as _unwrap)
 
 APPROVALS = ("ask", "auto")
 _MAX_DEPTH = 5
@@ -25,23 +29,14 @@ _PRIVILEGE = {"sudo", "doas", "su", "pkexec", "run0"}
 # Commands that change the files named in their arguments.
 _WRITERS = {"rm", "mv", "cp", "touch", "tee", "truncate", "ln", "mkdir", "rmdir", "chmod", "chown",
             "install", "dd", "sed", "rsync", "shred", "unlink", "tar", "unzip"}
-# Wrappers that run the rest of the line as a command; the value is their options taking an argument.
-_WRAPPERS = {
-    "env": {"-u", "--unset", "-C", "--chdir"}, "nohup": set(), "time": {"-f", "-o"},
-    "nice": {"-n", "--adjustment"}, "ionice": {"-c", "-n", "-p"}, "stdbuf": {"-i", "-o", "-e"},
-    "setsid": set(), "command": set(), "builtin": set(), "exec": {"-a"}, "chronic": set(),
-    "timeout": {"-s", "-k", "--signal", "--kill-after"}, "unbuffer": set(), "watch": {"-n"},
-    "xargs": {"-I", "-n", "-P", "-L", "-d", "-a", "-E", "-s", "--max-args", "--max-procs", "--delimiter"},
-    "flock": {"-w", "-E"}, "then": set(), "do": set(), "else": set(), "elif": set(), "if": set(),
-    "while": set(), "until": set(), "!": set(),
-}
-_SKIPS_POSITIONAL = {"timeout", "flock"}  # `timeout 10 cmd`, `flock FILE cmd`
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _ROOTS = {"", "~", "$HOME", "${HOME}", "/home", "/root", "/usr", "/etc", "/var", "/bin", "/lib", "/boot"}
+# Linear on any input: the path before a program name cannot contain a separator, so no
+# start position rescans what another one already scanned (a 120 KB command stays fast).
 _FETCH_INTO_SHELL = re.compile(
-    r"(^|[\s;&|(])(\S*/)?((ba|z|da|k)?sh|eval|source|\.)\s+(-\S+\s+)*[\"']?(<\(|\$\(|`)\s*(\S*/)?(curl|wget)\b")
+    r"(^|[\s;&|(])([^\s;&|(]*/)?((ba|z|da|k)?sh|eval|source|\.)\s+(-\S+\s+)*[\"']?(<\(|\$\(|`)\s*"
+    r"([^\s;&|(]*/)?(curl|wget)\b")
+USER_PATTERN_TIME_S = 1.0
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([\w.-]+)\2")
-_PIPE, _BREAK, _REDIRECT = "pipe", "break", "redirect"
 
 
 class CommandPolicy:
@@ -81,7 +76,12 @@ class CommandPolicy:
     def refusal(self, cmd: str) -> str | None:
         """Why `cmd` must never run, or None."""
         for pattern in self.patterns:
-            if pattern.search(cmd) or pattern.search(" ".join(cmd.split())):
+            try:  # the user's own pattern, applied to the model's text: bounded in time
+                hit = any(pattern.search(text, timeout=USER_PATTERN_TIME_S)
+                          for text in (cmd, " ".join(cmd.split())))
+            except TimeoutError:
+                return f"the deny pattern {pattern.pattern!r} could not be checked against it in time"
+            if hit:
                 return f"it matches the deny pattern {pattern.pattern!r} from the settings (deny_commands)"
         return self._refusal(cmd, depth=0)
 
@@ -111,6 +111,8 @@ class CommandPolicy:
         argv, targets = _split_redirects(stage)
         if any(self._in_state_dir(t) for t in targets):
             return self._state_message()
+        if any(_is_settings_file(t) for t in targets):
+            return _SETTINGS_MESSAGE
         argv = _unwrap(argv)
         if not argv:
             return None
@@ -132,6 +134,8 @@ class CommandPolicy:
             return self._rm_refusal(args)
         if program in _WRITERS and any(self._in_state_dir(a.split("=", 1)[-1]) for a in _operands(args)):
             return self._state_message()
+        if program in _WRITERS and any(_is_settings_file(a.split("=", 1)[-1]) for a in _operands(args)):
+            return _SETTINGS_MESSAGE
         return None
 
     def _rm_refusal(self, args: list[str]) -> str | None:
@@ -140,7 +144,7 @@ class CommandPolicy:
                         for a in options)
         for target in _operands(args):
             if recursive and (_is_root_or_home(target) or "--no-preserve-root" in options):
-                return f"rm -r {target} would delete the whole system or home directory"
+                return f"rm -r {target[:80]} would delete the whole system or home directory"
             if self._in_state_dir(target, ancestors=recursive):
                 return self._state_message()
         return None
@@ -165,10 +169,18 @@ class CommandPolicy:
         return f"it changes the agent's state directory ({where}), which only the agent itself writes"
 
 
-def _compile_user_pattern(pattern: str) -> re.Pattern:
+_SETTINGS_MESSAGE = ("it writes .agentrc, the agent's settings, which only the user edits "
+                     "(a changed one could turn the sandbox off for the next run)")
+
+
+def _is_settings_file(word: str) -> bool:
+    return os.path.basename(word.rstrip("/")) == ".agentrc"
+
+
+def _compile_user_pattern(pattern: str):
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        return regex.compile(pattern, flags=regex.VERSION0)
+    except (regex.error, ValueError, OverflowError) as exc:
         raise ConfigError(f"deny_commands pattern {pattern!r} is not a valid regular expression: {exc}",
                           "fix the pattern in deny_commands") from exc
 
@@ -189,80 +201,6 @@ def _split_heredocs(cmd: str) -> tuple[str, list[str]]:
             i += 1
             bodies.append("\n".join(body))
     return "\n".join(kept), bodies
-
-
-def _kind(word: str) -> str | None:
-    """What an operator token does: pipe, break (; && || & newline brackets), redirect; None for a word."""
-    if word in ("{", "}"):
-        return _BREAK
-    if not word or any(c not in ";&|()<>\n" for c in word):
-        return None
-    if "(" in word or ")" in word:
-        return _BREAK
-    if "<" in word or ">" in word:
-        return _REDIRECT
-    return _PIPE if "|" in word and "||" not in word else _BREAK
-
-
-def _pipelines(words: list[str]) -> list[list[list[str]]]:
-    """Words grouped into pipelines of stages; redirect operators stay inside their stage."""
-    pipelines: list[list[list[str]]] = [[[]]]
-    for word in words:
-        kind = _kind(word)
-        if kind == _BREAK:
-            pipelines.append([[]])
-        elif kind == _PIPE:
-            pipelines[-1].append([])
-        else:
-            pipelines[-1][-1].append(word)
-    return [[stage for stage in p if stage] for p in pipelines if any(p)]
-
-
-def _split_redirects(stage: list[str]) -> tuple[list[str], list[str]]:
-    """The stage's words without redirections, and the files it redirects output into."""
-    argv, targets = [], []
-    words = iter(stage)
-    for word in words:
-        if _kind(word) == _REDIRECT:
-            target = next(words, "")
-            if ">" in word:
-                targets.append(target)
-        else:
-            argv.append(word)
-    return argv, targets
-
-
-def _unwrap(argv: list[str]) -> list[str]:
-    """`argv` without leading assignments and wrappers such as env, nohup, timeout or xargs."""
-    while argv:
-        if _ASSIGNMENT.match(argv[0]):
-            argv = argv[1:]
-            continue
-        wrapper = os.path.basename(argv[0])
-        if wrapper not in _WRAPPERS or (wrapper == "env" and argv[1:2] in (["-S"], ["--split-string"])):
-            return argv
-        argv = _skip_options(argv[1:], _WRAPPERS[wrapper])
-        if wrapper in _SKIPS_POSITIONAL and argv:
-            argv = argv[1:]
-    return argv
-
-
-def _skip_options(args: list[str], takes_value: set[str]) -> list[str]:
-    """`args` without leading options (and the values of those in `takes_value`)."""
-    i = 0
-    while i < len(args) and args[i].startswith("-") and args[i] != "-":
-        if args[i] == "--":
-            return args[i + 1:]
-        i += 2 if args[i] in takes_value else 1
-    return args[i:]
-
-
-def _operands(args: list[str]) -> list[str]:
-    """The arguments that are not options (everything after `--` counts)."""
-    if "--" in args:
-        cut = args.index("--")
-        return [a for a in args[:cut] if not a.startswith("-")] + args[cut + 1:]
-    return [a for a in args if not a.startswith("-")]
 
 
 def _dash_c_script(args: list[str]) -> str | None:
@@ -332,6 +270,9 @@ def _git_refusal(args: list[str]) -> str | None:
     if sub in _HARNESS_GIT:
         return (f"git {sub} changes branches, the index or history, which the harness alone does: "
                 "it commits each verified task on the run's branch")
+    if sub == "symbolic-ref" and (len(_operands(rest)) > 1 or {"-d", "--delete"} & set(rest)):
+        return ("git symbolic-ref moves HEAD to another branch, which the harness alone does: "
+                "verified work must land on the run's branch")
     if sub == "branch" and ({"-d", "-D", "-m", "-M", "-f", "--delete", "--move", "--force"}
                             & set(rest)):
         return "git branch -d/-m/-f changes branches, which the harness alone does"
@@ -341,7 +282,8 @@ def _git_refusal(args: list[str]) -> str | None:
 # Commits, branch moves and index changes belong to the harness: a model commit would skip
 # verification and could take the user's protected files with it.
 _HARNESS_GIT = {"commit", "checkout", "reset", "switch", "merge", "rebase", "cherry-pick", "revert", "am",
-                "add", "rm", "mv", "tag", "update-ref", "replace", "filter-branch", "worktree"}
+                "add", "rm", "mv", "tag", "update-ref", "replace", "filter-branch", "worktree",
+                "pull", "read-tree", "update-index", "reflog", "notes"}
 
 
 def _is_root_or_home(target: str) -> bool:
@@ -352,12 +294,22 @@ def _is_root_or_home(target: str) -> bool:
     for text in {target, unset_empty}:
         if not text.strip():
             continue
-        text, previous = re.sub(r"/+", "/", text), None
-        while text != previous:
-            previous, text = text, re.sub(r"(/\*|/\.|/)$", "", text)
+        text = _strip_trailing(re.sub(r"/+", "/", text))
         if text in _ROOTS or text == home:
             return True
     return False
+
+
+def _strip_trailing(text: str) -> str:
+    """`text` without any run of trailing `/`, `/.` and `/*` (one backwards pass)."""
+    end = len(text)
+    while True:
+        if text.endswith("/", 0, end):
+            end -= 1
+        elif text.endswith(("/.", "/*"), 0, end):
+            end -= 2
+        else:
+            return text[:end]
 
 
 def _expand(word: str, cwd: Path) -> list[str]:

@@ -6,7 +6,6 @@ import codecs
 import os
 import re
 import select
-import shlex
 import shutil
 import signal
 import subprocess
@@ -17,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from agent_cli.errors import ToolError, WorkspaceError
+from agent_cli.workspace import reaper
+from agent_cli.workspace.cmdline import is_test_command, shell_words  # noqa: F401 (re-exported)
 
 SANDBOXES = ("none", "bwrap")
 TERM_GRACE_S = 2.0
@@ -36,17 +37,6 @@ class CommandResult:
     timed_out: bool
     duration_s: float
 
-    @property
-    def ok(self) -> bool:
-        """Whether the command finished in time with exit code 0."""
-        return self.exit_code == 0 and not self.timed_out
-
-    def summary(self) -> str:
-        """One line: how the command ended and how long it took."""
-        if self.timed_out:
-            return f"timed out after {self.duration_s:.1f}s; the command and its children were killed"
-        return f"exit code {self.exit_code} after {self.duration_s:.1f}s"
-
 
 def run_command(
     cmd: str | list[str],
@@ -61,7 +51,8 @@ def run_command(
     """Run `cmd` (a str through `bash -c`, a list without a shell) in `cwd` with a hard timeout.
 
     stdout and stderr are interleaved; stdin is /dev/null. `env` None means this process's
-    environment with secrets removed. Processes the command leaves behind are stopped too.
+    environment with secrets removed. No process the command started survives it, not even
+    one that left the process group (`setsid -f`): see `reaper`.
     With sandbox="bwrap" only `writable` (default: cwd) can be written and there is no network;
     `readonly` paths inside a writable one (.git, the state directory) stay read-only.
     """
@@ -73,6 +64,7 @@ def run_command(
     if sandbox == "bwrap":
         argv = bwrap_argv(argv, cwd, writable or [cwd], readonly or [])
     env = scrub_env(dict(os.environ)) if env is None else env
+    spared = reaper.adopt_orphans()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -89,6 +81,7 @@ def run_command(
         raise
     finally:
         proc.stdout.close()
+        reaper.kill_leftovers(spared)
     exit_code = None if timed_out else proc.returncode
     return CommandResult(cmd, exit_code, capture.text(), timed_out, time.monotonic() - start)
 
@@ -204,13 +197,6 @@ class _Capture:
         return f"{head}\n[... {cut} characters cut ...]\n{tail}"
 
 
-def output_tail(text: str, max_chars: int = 2000) -> str:
-    """The last `max_chars` characters of `text`, with a marker saying how much was cut."""
-    if len(text) <= max_chars:
-        return text
-    return f"[... {len(text) - max_chars} characters cut ...]\n" + text[len(text) - max_chars:]
-
-
 _ALWAYS_SECRET = {"OPENAI_API_KEY", "AGENT_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"}
 _SECRET_NAME = re.compile(r"(^|_)API_?KEY$|(^|_)TOKEN$|SECRET|PASSWORD|PASSWD|PRIVATE_KEY", re.IGNORECASE)
 
@@ -267,83 +253,3 @@ def bwrap_argv(argv: list[str], cwd: Path, writable: list[Path],
             wrapped += ["--ro-bind", str(path), str(path)]
     wrapped += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
     return wrapped + argv
-
-
-_OPERATORS = {";", "&&", "||", "|", "|&", "&", "\n", "(", ")", "{", "}"}
-_RUNNERS = [("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"),
-            ("bundle", "exec"), ("npx",), ("pnpx",), ("bunx",), ("env",), ("time",), ("nice",),
-            ("timeout",), ("command",), ("exec",)]
-_TEST_PROGRAMS = {"pytest", "py.test", "tox", "nox", "nosetests", "nose2", "jest", "vitest", "mocha",
-                  "rspec", "phpunit", "ctest", "trial", "ava", "karma", "prove"}
-_TEST_MODULES = {"pytest", "unittest", "tox", "nox", "nose", "nose2"}
-_SCRIPT_RUNNERS = {"npm", "yarn", "pnpm", "bun"}  # `npm run test` is `npm test`
-_TEST_SUBCOMMANDS = {
-    "npm": {"test", "t"}, "yarn": {"test"}, "pnpm": {"test"}, "bun": {"test"}, "deno": {"test"},
-    "go": {"test"}, "cargo": {"test", "nextest"}, "make": {"test", "tests", "check"},
-    "gmake": {"test", "tests", "check"}, "mvn": {"test", "verify"}, "gradle": {"test", "check"},
-    "gradlew": {"test", "check"}, "dotnet": {"test"}, "mix": {"test"}, "swift": {"test"},
-    "stack": {"test"}, "cabal": {"test"}, "rake": {"test", "spec"},
-}
-
-
-def shell_words(cmd: str) -> list[str]:
-    """Words and operator tokens of a shell command (quotes removed); ValueError if unbalanced."""
-    lexer = shlex.shlex(cmd, posix=True, punctuation_chars=";&|()<>\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    return list(lexer)
-
-
-def split_simple_commands(words: list[str]) -> list[list[str]]:
-    """`words` cut at control operators (; && || | & newline, brackets) into simple commands."""
-    commands: list[list[str]] = [[]]
-    for word in words:
-        if word in _OPERATORS:
-            commands.append([])
-        else:
-            commands[-1].append(word)
-    return [c for c in commands if c]
-
-
-def is_test_command(cmd: str | list[str]) -> bool:
-    """Whether `cmd` runs a test suite (pytest, python -m unittest, npm test, go test, make test...)."""
-    try:
-        words = shell_words(cmd) if isinstance(cmd, str) else list(cmd)
-    except ValueError:
-        words = cmd.split() if isinstance(cmd, str) else list(cmd)
-    return any(_runs_tests(_unwrap_runner(argv)) for argv in split_simple_commands(words))
-
-
-def _unwrap_runner(argv: list[str]) -> list[str]:
-    """`argv` without leading VAR=value words and runners such as `uv run` or `env`."""
-    while argv:
-        if "=" in argv[0]:
-            argv = argv[1:]
-            continue
-        runner = next((r for r in _RUNNERS if tuple(argv[: len(r)]) == r), None)
-        if runner is None:
-            return argv
-        argv = argv[len(runner):]
-        while argv and (argv[0].startswith("-") or argv[0].replace(".", "").isdigit()):
-            argv = argv[1:]  # the runner's options, e.g. `nice -n 10`, `timeout 60`
-    return argv
-
-
-def _runs_tests(argv: list[str]) -> bool:
-    if not argv:
-        return False
-    program = os.path.basename(argv[0])
-    if program in _TEST_PROGRAMS:
-        return True
-    if re.fullmatch(r"python[\d.]*|py", program):
-        if "-m" in argv[1:-1] and argv[argv.index("-m") + 1] in _TEST_MODULES:
-            return True
-        return len(argv) > 2 and argv[1].endswith("manage.py") and argv[2] == "test"
-    rest = [w for w in argv[1:] if not w.startswith("-")]
-    if program in _SCRIPT_RUNNERS and rest[:1] == ["run"]:
-        rest = rest[1:]
-    if not rest:
-        return False
-    return rest[0] in _TEST_SUBCOMMANDS.get(program, ()) or (
-        program in _SCRIPT_RUNNERS and rest[0].startswith("test:"))

@@ -1,4 +1,4 @@
-"""AgentState: JSON round trip, budgets, task helpers and what render() shows the model."""
+"""AgentState: JSON round trip, older states, task helpers and what render() shows the model."""
 
 from __future__ import annotations
 
@@ -20,16 +20,23 @@ def make_state(**kwargs) -> AgentState:
 
 
 def test_json_round_trip_is_exact():
-    state = make_state(budget_steps=40, budget_usd=1.5, spent_usd=0.25, step=7)
+    state = make_state(step=7)
     state.plan[0].status = "verified"
-    state.record_attempt(1)
-    state.add_fact("retry.py defines Retrier")
+    state.plan[1].attempts = 1
+    state.facts.append("retry.py defines Retrier")
     state.last_error = "exit 1: AssertionError"
     data = json.loads(json.dumps(state.to_dict()))
     again = AgentState.from_dict(data)
     assert again == state
-    assert again.attempts == {1: 1}
+    assert again.plan[1].attempts == 1
     assert again.to_dict() == state.to_dict()
+
+
+def test_an_older_state_with_the_removed_budget_keys_still_loads():
+    old = make_state(step=3).to_dict() | {"budget_steps": 40, "budget_usd": 1.5,
+                                          "spent_usd": 0.0, "attempts": {"0": 1}}
+    again = AgentState.from_dict(old)
+    assert again.step == 3 and "spent_usd" not in again.to_dict()
 
 
 def test_goal_is_never_blank_and_never_replaced():
@@ -41,14 +48,6 @@ def test_goal_is_never_blank_and_never_replaced():
     assert state.goal == GOAL
 
 
-def test_exhausted_names_the_budget_that_ran_out():
-    assert make_state().exhausted() is None
-    assert make_state(budget_steps=5, step=4).exhausted() is None
-    assert make_state(budget_steps=5, step=5).exhausted() == "steps"
-    assert make_state(budget_usd=1.0, spent_usd=0.99).exhausted() is None
-    assert make_state(budget_usd=1.0, spent_usd=1.0).exhausted() == "usd"
-
-
 def test_task_helpers_follow_the_statuses():
     state = make_state()
     assert state.current_task() == 0
@@ -56,25 +55,13 @@ def test_task_helpers_follow_the_statuses():
     state.plan[2].status = "running"
     assert state.current_task() == 2
     assert state.done_tasks() == [0]
-    assert state.remaining_tasks() == [1, 2]
-    assert state.record_attempt(2) == 1
-    assert state.record_attempt(2) == 2
-    assert state.plan[2].attempts == 2
     state.plan[1].status = state.plan[2].status = "verified"
     assert state.current_task() is None
 
 
-def test_add_fact_keeps_each_fact_once():
-    state = make_state()
-    state.add_fact(" tests pass ")
-    state.add_fact("tests pass")
-    state.add_fact("")
-    assert state.facts == ["tests pass"]
-
-
 def test_render_ends_with_the_goal_marked_unchanged():
     state = make_state(last_error="boom")
-    state.add_fact("retry.py has no count_attempts yet")
+    state.facts.append("retry.py has no count_attempts yet")
     text = state.render()
     assert text.endswith(f"{GOAL_HEADER}\n{GOAL}")
     assert text.index("retry.py has no count_attempts yet") < text.index("LAST FAILURE")

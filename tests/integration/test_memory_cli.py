@@ -156,7 +156,10 @@ def test_forget_expire_export_and_import(seeded, tmp_path):
     assert "exported 4 record(s)" in exported.stdout  # 2 episodes, 1 signature, 1 fact
     with open(tmp_path / "mem.jsonl", "a") as f:
         f.write(json.dumps({"collection": "facts", "id": "mem_20250101_abcdef",
-                            "document": f"deploy with key {KEY}", "metadata": {"trust": 1.0}}) + "\n")
+                            "document": f"deploy with key {KEY}",
+                            "metadata": {"kind": "fact", "source": "hand-written", "trust": 1.0,
+                                         "created_at": "2025-01-01T00:00:00+00:00",
+                                         "text_hash": "0", "ttl_days": 0.0}}) + "\n")
     other = tmp_path / "other"
     subprocess.run(["git", "init", "-q", str(other)], check=True)
     imported = agent(other, "memory", "import", str(tmp_path / "mem.jsonl"), OPENAI_API_KEY=KEY)

@@ -72,8 +72,19 @@ def test_step_budget_exits_4(run_agent, fake_server, demo_repo):
     proc = agent_run(run_agent, srv, demo_repo, "--max-steps", "3")
     assert proc.returncode == 4, proc.stdout + proc.stderr
     ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
-    assert ev and ev[0]["budget"] == "max_steps" and "3 of 3" in ev[0]["used"]
+    assert ev and (ev[0]["budget"], ev[0]["used"], ev[0]["limit"]) == ("max_steps", 3, 3)
     assert state_of(demo_repo)["status"] == "budget_exhausted"
+
+
+def test_the_budget_line_of_a_real_run_says_which_budget_how_much_and_how_to_go_on(
+        run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task())] + [read_stats()] * 10)
+    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, "--max-steps", "3",
+                     cwd=demo_repo)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("budget ran out")]
+    assert lines == ["budget ran out: 3 of 3 tool calls used "
+                     "(raise --max-steps, then `agent run --resume`)"]
 
 
 def test_money_budget_exits_4(run_agent, fake_server, demo_repo):
@@ -83,7 +94,8 @@ def test_money_budget_exits_4(run_agent, fake_server, demo_repo):
                      )
     assert proc.returncode == 4, proc.stdout + proc.stderr
     ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
-    assert ev and ev[0]["budget"] == "budget_usd"
+    assert ev and ev[0]["budget"] == "budget_usd" and ev[0]["limit"] == 0.03
+    assert ev[0]["used"] >= 0.03
 
 
 def test_malformed_plan_is_asked_again_then_stops(run_agent, fake_server, demo_repo):

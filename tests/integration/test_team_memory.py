@@ -77,6 +77,7 @@ def test_export_from_embedded_then_import_into_the_server(run_agent, scratch_rep
     fact = seed(scratch_repo / ".agent" / "chroma", embedder)
     (scratch_repo / ".agentrc").write_text(f'memory_url = "{chroma_server.url}"\n'
                                            f'memory_database = "{chroma_database}"\n')
+    assert run_agent("trust", cwd=scratch_repo).returncode == 0  # the .agentrc may name a server
     dump = tmp_path / "memory.jsonl"  # as the README says: an empty AGENT_MEMORY_URL = embedded
     exported = run_agent("memory", "export", str(dump), cwd=scratch_repo,
                          env={"AGENT_MEMORY_URL": ""})

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agent_cli.cli_common import make_embedder
+from agent_cli.wiring import make_embedder
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.settings import load_settings
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import subprocess
@@ -120,6 +121,22 @@ def test_min_trust_hides_what_the_model_only_claimed(mem):
     assert hit.kind == "fact" and hit.metadata["trust"] == 0.3
 
 
+def exported_episode(path, run_id: str) -> Episode:
+    """The episode of `run_id` in an export file."""
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec["collection"] == "episodes" and rec["id"] == run_id:
+            return Episode.model_validate_json(rec["metadata"]["episode"])
+    raise AssertionError(f"no episode {run_id} in {path}")
+
+
+def stored_episode(mem, run_id: str) -> Episode:
+    """The episode of `run_id` as the store holds it (read through an export)."""
+    path = mem.path.parent / f"export-{run_id}.jsonl"
+    mem.export(path)
+    return exported_episode(path, run_id)
+
+
 # -- episodes -----------------------------------------------------------------------------
 def test_episode_round_trip_across_a_new_process(mem, tmp_path):
     ep = episode("20250314-090000-ab12", "Add a --verbose flag to the CLI",
@@ -127,13 +144,12 @@ def test_episode_round_trip_across_a_new_process(mem, tmp_path):
     mem.add_episode(ep)
     code = ("import sys\nfrom agent_cli.memory.embed import WordLlamaEmbedder\n"
             "from agent_cli.memory.longterm import LongTermMemory\n"
-            "m = LongTermMemory(sys.argv[1], WordLlamaEmbedder())\n"
-            "print(m.get_episode('20250314-090000-ab12').model_dump_json())\n")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "chroma")],
-                         capture_output=True, text=True, timeout=120)
+            "LongTermMemory(sys.argv[1], WordLlamaEmbedder()).export(sys.argv[2])\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "chroma"),
+                          str(tmp_path / "exported.jsonl")], capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
-    assert Episode.model_validate_json(out.stdout) == ep
-    assert mem.get_episode("no-such-run") is None
+    assert exported_episode(tmp_path / "exported.jsonl", "20250314-090000-ab12") == ep
 
 
 def test_adding_an_episode_again_replaces_it_and_its_signatures(mem):
@@ -141,7 +157,7 @@ def test_adding_an_episode_again_replaces_it_and_its_signatures(mem):
                             failure_signatures=["tests/test_p.py::test_q failed", "tests/test_p.py::test_r failed"]))
     mem.add_episode(episode("r1", "Fix parser", status="verified", failure_signatures=[]))
     assert mem.counts()["episodes"] == 1
-    assert mem.get_episode("r1").status == "verified"
+    assert stored_episode(mem, "r1").status == "verified"
     assert all("matched_signature" not in r.metadata for r in mem.recall("tests/test_p.py::test_q failed"))
 
 
@@ -166,7 +182,7 @@ def test_recall_keeps_only_relevant_results_best_first(mem):
     assert {r.id for r in results} >= {"r-db"}
     assert mem.recall("pizza recipe with tomatoes") == []
     assert [r.kind for r in mem.recall("database", kind="fact")] == ["fact"]
-    assert [r.id for r in mem.retrieve("database sessions", k=3)] == ["r-db"]
+    assert [r.id for r in mem.recall("database sessions", k=3, kind="episode")] == ["r-db"]
     with pytest.raises(UsageError):
         mem.recall("database", kind="notes")
 
@@ -187,13 +203,16 @@ def test_export_and_import_round_trip_re_embeds(mem, tmp_path, embedder):
     other = LongTermMemory(tmp_path / "other", embedder)
     assert other.import_(out) == 3
     assert other.counts() == mem.counts()
-    assert other.get_episode("r-x") == mem.get_episode("r-x")
+    assert stored_episode(other, "r-x") == stored_episode(mem, "r-x")
     assert other.recall("HTTP client caching")[0].id == "r-x"
 
 
 def test_import_refuses_a_file_that_is_not_an_export(mem, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"collection": "facts", "id": "x", "document": "d", "metadata": {}}\nnot json\n')
+    meta = {"kind": "fact", "source": "s", "trust": 1.0, "created_at": "2026-01-01T00:00:00+00:00",
+            "text_hash": "h", "ttl_days": 0.0}
+    good = json.dumps({"collection": "facts", "id": "x", "document": "d", "metadata": meta})
+    bad.write_text(good + "\nnot json\n")
     with pytest.raises(StorageError, match="line 2"):
         mem.import_(bad)
     assert mem.counts()["facts"] == 0
@@ -243,7 +262,7 @@ def test_secrets_are_redacted_before_anything_is_stored(mem, tmp_path):
     assert b"[REDACTED]" in raw
     for token in tokens:
         assert token.encode() not in raw, token
-    assert KEY not in mem.get_episode("r-s").model_dump_json()
+    assert KEY not in stored_episode(mem, "r-s").model_dump_json()
 
 
 # -- embedder and storage errors ----------------------------------------------------------

@@ -97,16 +97,18 @@ def test_fallback_uses_the_store_while_it_answers(chroma_server, chroma_database
     assert notices == []
 
 
-def test_other_server_errors_are_storage_errors_not_outages(chroma_server, chroma_database, tmp_path):
+def test_other_server_errors_are_storage_errors_not_outages(chroma_server, chroma_database):
     server = ChromaServer(chroma_server.url, database=chroma_database)
-    bad = tmp_path / "bad.jsonl"  # a metadata value Chroma refuses: a nested object
-    bad.write_text(json.dumps({"collection": "facts", "id": "mem_1", "document": "a fact",
-                               "metadata": {"trust": {"nested": 1}}}) + "\n")
     with LongTermMemory(server, HashEmbedder()) as mem:
+        mem.add_fact("A fact with 256-dimension vectors", "harness")
+    lying = HashEmbedder(dim=8)
+    lying.name = "hash-256"  # claims the stored embedder: the server itself refuses the vectors
+    with LongTermMemory(server, lying) as mem:
         with pytest.raises(StorageError) as e:
-            mem.import_(bad)
+            mem.add_fact("Another fact, with 8-dimension vectors", "harness")
     assert not isinstance(e.value, MemoryUnavailable)
-    assert f"memory server {server}: writing failed" in e.value.one_line()
+    line = e.value.one_line()
+    assert f"memory server {server}: writing failed" in line and "see the server's log" in line
 
 
 def test_the_token_goes_with_every_request_and_a_wrong_one_is_one_line(chroma_server,

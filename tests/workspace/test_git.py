@@ -291,15 +291,6 @@ def test_commit_without_an_identity_says_how_to_set_it(repo, tmp_path, monkeypat
     assert not list((repo / ".git").glob("agent-index-*")), "the temporary index is removed"
 
 
-def test_diff_stat_summarises_changes(repo):
-    gr = GitRepo(repo)
-    base = gr.head()
-    (repo / "a.txt").write_text("one\ntwo\n")
-    assert "a.txt | 1 +" in gr.diff_stat()
-    gr.commit_paths(["a.txt"], "more")
-    assert "1 file changed" in gr.diff_stat(base, "HEAD")
-
-
 def test_the_workspace_package_does_not_import_gitpython():
     code = ("import sys, agent_cli.workspace, agent_cli.workspace.files, agent_cli.workspace.shell, "
             "agent_cli.workspace.policy, agent_cli.workspace.lock, agent_cli.workspace.atomic; "

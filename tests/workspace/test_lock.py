@@ -8,11 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from agent_cli.errors import WorkspaceError
 from agent_cli.workspace.lock import RunLock
+from reliability.relkit import wait_for
 
 HOLDER = """
 import sys, time
@@ -43,7 +45,11 @@ def _dead_pid() -> int:
 
 def _write_lock(path, pid, started=None):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"pid": pid, "started": started or time.time(), "token": "other"}))
+    path.write_text(json.dumps({"pid": pid, "started": started or time.time()}))
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def test_acquire_writes_pid_and_start_time_and_release_removes_it(tmp_path):
@@ -66,46 +72,55 @@ def test_a_live_holder_in_another_process_blocks_a_second_run(holder_process):
     assert json.loads(path.read_text())["pid"] == proc.pid
 
 
+def test_check_refuses_while_held_and_creates_nothing_when_free(holder_process, tmp_path):
+    proc, path = holder_process
+    with pytest.raises(WorkspaceError, match=f"pid {proc.pid}"):
+        RunLock(path).check()
+    free = tmp_path / "elsewhere" / "run.lock"
+    RunLock(free).check()
+    assert not free.parent.exists()
+
+
 def test_the_lock_of_a_killed_holder_is_taken_over(holder_process):
     proc, path = holder_process
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    assert path.exists()  # the file stays behind; the kernel dropped the lock
     lock = RunLock(path)
     lock.acquire()
     assert json.loads(path.read_text())["pid"] == os.getpid()
     lock.release()
 
 
-def test_a_stale_lock_file_with_a_dead_pid_is_taken_over(tmp_path):
+def test_a_lock_file_naming_a_dead_pid_is_free(tmp_path):
     path = tmp_path / "run.lock"
     _write_lock(path, _dead_pid())
     with RunLock(path):
         assert json.loads(path.read_text())["pid"] == os.getpid()
 
 
-def test_a_zombie_holder_counts_as_dead(tmp_path):
+def test_a_lock_file_naming_a_live_process_that_holds_no_lock_is_free(tmp_path):
+    # A pid reused by an unrelated process used to need /proc archaeology; the flock needs none.
     path = tmp_path / "run.lock"
-    zombie = subprocess.Popen(["sleep", "30"])
-    os.kill(zombie.pid, signal.SIGKILL)
-    time.sleep(0.2)  # not reaped yet: the pid still exists, as a zombie
+    other = subprocess.Popen(["sleep", "30"])
     try:
-        _write_lock(path, zombie.pid)
+        _write_lock(path, other.pid)
         with RunLock(path):
             assert json.loads(path.read_text())["pid"] == os.getpid()
     finally:
-        zombie.wait()
+        other.kill()
+        other.wait()
 
 
-def test_a_reused_pid_that_started_after_the_lock_counts_as_dead(tmp_path):
-    path = tmp_path / "run.lock"
-    newer = subprocess.Popen(["sleep", "30"])
+def test_a_zombie_holder_holds_nothing(holder_process):
+    proc, path = holder_process
+    os.kill(proc.pid, signal.SIGKILL)
+    wait_for(lambda: _state(proc.pid) == "Z", what="the killed holder to become a zombie")
     try:
-        _write_lock(path, newer.pid, started=time.time() - 3600)
         with RunLock(path):
             assert json.loads(path.read_text())["pid"] == os.getpid()
     finally:
-        newer.kill()
-        newer.wait()
+        proc.wait()
 
 
 def test_an_unreadable_lock_file_is_taken_over(tmp_path):
@@ -122,15 +137,15 @@ def test_a_second_lock_object_in_the_same_process_is_refused(tmp_path):
             RunLock(path).acquire()
 
 
-def test_release_leaves_a_lock_that_another_run_took_over(tmp_path):
+def test_a_child_process_does_not_inherit_the_lock(tmp_path):
     path = tmp_path / "run.lock"
     lock = RunLock(path)
     lock.acquire()
-    other = subprocess.Popen(["sleep", "30"])
+    child = subprocess.Popen(["sleep", "30"], close_fds=False)
     try:
-        _write_lock(path, other.pid)
         lock.release()
-        assert json.loads(path.read_text())["pid"] == other.pid
+        with RunLock(path):
+            pass
     finally:
-        other.kill()
-        other.wait()
+        child.kill()
+        child.wait()

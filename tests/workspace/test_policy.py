@@ -73,7 +73,7 @@ ALLOWED = [
     "git restore --staged a.py", "git push-notes", "echo 'git push'", "grep -rn 'sudo' src", "ls .agent",
     "cat .agent/state.json", "rm -rf build", "rm -rf ./dist/*", "rm -rf /tmp/scratch", "rm -f out.txt",
     "rm -rf ~/project/build", "curl -s https://example.com -o page.html", "curl x | jq .", "wget https://x/file.tgz",
-    "python -m pytest -q", "pytest 2>&1 | tail -20", "echo hi > out.txt", "echo x > .agentrc", "make test",
+    "python -m pytest -q", "pytest 2>&1 | tail -20", "echo hi > out.txt", "echo x > .agentrcx", "make test",
     "ls -la ~", "python - <<'EOF'\n# don't worry\nsudo = True\nprint(sudo)\nEOF", "for f in *.py; do echo $f; done",
     "echo \"a;b\" | tr ';' ' '", "npm test",
 ]

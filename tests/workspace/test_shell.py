@@ -15,10 +15,8 @@ import pytest
 
 from agent_cli.errors import ToolError, WorkspaceError
 from agent_cli.workspace.shell import (
-    CommandResult,
     check_sandbox,
     is_test_command,
-    output_tail,
     run_command,
     scrub_env,
 )
@@ -50,14 +48,13 @@ def test_a_string_runs_through_bash_with_stdout_and_stderr_interleaved(tmp_path)
     result = run_command("[[ 1 == 1 ]] && echo out; echo err >&2; echo out2; exit 3", tmp_path, 10)
     assert result.output == "out\nerr\nout2\n"
     assert result.exit_code == 3
-    assert not result.timed_out and not result.ok
-    assert result.summary().startswith("exit code 3")
+    assert not result.timed_out
 
 
 def test_a_list_runs_without_a_shell(tmp_path):
     result = run_command(["echo", "$HOME", "a;b"], tmp_path, 10)
     assert result.output == "$HOME a;b\n"
-    assert result.ok
+    assert result.exit_code == 0
 
 
 def test_the_command_runs_in_cwd_with_stdin_from_dev_null_in_its_own_session(tmp_path):
@@ -72,7 +69,6 @@ def test_a_timeout_kills_the_whole_process_group(tmp_path):
     result = run_command(f"sleep 100 & echo $! > {pidfile}; sleep 100", tmp_path, 1)
     assert time.monotonic() - started < 6
     assert result.timed_out and result.exit_code is None
-    assert "timed out" in result.summary()
     assert _wait_gone(_pids(pidfile)[0])
 
 
@@ -105,7 +101,7 @@ def test_background_processes_left_behind_are_stopped_without_waiting_for_the_ti
     started = time.monotonic()
     result = run_command(f"sleep 100 & echo $! > {pidfile}; echo done", tmp_path, 30)
     assert time.monotonic() - started < 5
-    assert result.ok and result.output == "done\n"
+    assert result.exit_code == 0 and result.output == "done\n"
     assert _wait_gone(_pids(pidfile)[0])
 
 
@@ -178,17 +174,6 @@ def test_test_commands_are_recognised(cmd):
 ])
 def test_other_commands_are_not_test_commands(cmd):
     assert not is_test_command(cmd)
-
-
-def test_output_tail_keeps_the_end_and_says_how_much_was_cut():
-    assert output_tail("short", 100) == "short"
-    tail = output_tail("a" * 50 + "END", 10)
-    assert tail == "[... 43 characters cut ...]\n" + "a" * 7 + "END"
-
-
-def test_result_ok_needs_exit_zero_and_no_timeout():
-    assert CommandResult("x", 0, "", False, 0.1).ok
-    assert not CommandResult("x", None, "", True, 0.1).ok
 
 
 def test_sandbox_none_needs_nothing_and_unknown_kinds_are_refused():

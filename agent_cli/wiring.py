@@ -1,0 +1,331 @@
+"""Build a run's objects from Settings and run it: the command layer's one wiring module.
+
+The only place besides the commands that reads Settings, and where the vendor-backed
+pieces are chosen and handed to `agent.session` whole. Checks come in the order that
+sends the user to the right fix: what is local and cheapest first (the repository, the
+lock, the run to resume), then settings and the API key, then approval; a refused run
+writes nothing. The state directory is excluded from git before anything is written
+into it, on every path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent_cli.agent.executor import Limits
+from agent_cli.agent.runstore import RunStore
+from agent_cli.agent.session import RunConfig, Services, Session
+from agent_cli.agent.toolbox import Toolbox
+from agent_cli.console import RunConsole, make_console, pick_mode, stdin_is_terminal
+from agent_cli.errors import EXIT_INTERRUPTED, StorageError, UsageError, WorkspaceError
+from agent_cli.events import Notice
+from agent_cli.memory import SqliteStore, WorkingMemory
+from agent_cli.memory.embed import WordLlamaEmbedder
+from agent_cli.memory.fallback import FallbackLongTerm
+from agent_cli.memory.lazy import LazyLongTermMemory
+from agent_cli.memory.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
+from agent_cli.memory.records import format_for_context
+from agent_cli.protocols import ChatModel, Console, Embedder
+from agent_cli.settings import Settings, load_settings
+from agent_cli.workspace import shell
+from agent_cli.workspace.files import Files
+from agent_cli.workspace.git import GitRepo, exclude_state_dir
+from agent_cli.workspace.lock import RunLock
+from agent_cli.workspace.policy import CommandPolicy
+from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
+
+# The openai SDK takes about a second to import and only `agent run` and `doctor` talk to the
+# model; `recall` and `memory` import this module too, so the model client loads where chosen.
+MODEL_CLIENT = "agent_cli.llm.openai_model"
+
+
+@dataclass
+class RunOptions:
+    """What the `run` command was asked to do."""
+
+    goal: str | None
+    repo: Path | None
+    accept: list[str] = field(default_factory=list)
+    yes: bool = False
+    json_out: bool = False
+    resume: bool = False
+    run_id: str | None = None
+    allow_dirty: bool = False
+    plan_only: bool = False
+    replay: Path | None = None
+    record: Path | None = None
+    flags: dict[str, Any] = field(default_factory=dict)
+
+
+# -- what every command shares ------------------------------------------------------------
+
+def find_repo(start: Path | None) -> Path:
+    """The top of the git work tree containing `start` (default: the current directory)."""
+    here = (start or Path.cwd()).expanduser()
+    if not here.exists():
+        raise WorkspaceError(f"{here} does not exist", "pass --repo DIR with an existing directory")
+    here = here.resolve()
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d
+    raise WorkspaceError(f"{here} is not inside a git repository",
+                         "run inside a git repository or pass --repo DIR")
+
+
+def settings_for(repo: Path | None, **flags: Any) -> Settings:
+    """Settings for `repo` with command-line flags on top; what a repository's .agentrc may not set is said."""
+    settings = load_settings(repo, flags)
+    for notice in settings.notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    return settings
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The endpoint embedder when `embedding_model` is set, else the offline WordLlama one."""
+    if not settings.embedding_model:
+        return WordLlamaEmbedder()
+    from agent_cli.llm.openai_model import OpenAIEmbedder
+
+    return OpenAIEmbedder(base_url=settings.base_url, api_key=settings.key(),
+                          model=settings.embedding_model)
+
+
+def memory_place(settings: Settings, state_dir: Path) -> Path | ChromaServer:
+    """Where long-term memory lives: the Chroma server at `memory_url`, else `<state>/chroma`."""
+    if not settings.memory_url:
+        return state_dir / "chroma"
+    return ChromaServer(settings.memory_url, tenant=settings.memory_tenant or DEFAULT_TENANT,
+                        database=settings.memory_database or DEFAULT_DATABASE,
+                        token=settings.memory_token_value())
+
+
+def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
+    """Exclude the state directory from git (when inside the repository), then create it."""
+    exclude_state_dir(repo, state_dir)
+    if create:
+        state_dir.mkdir(parents=True, exist_ok=True)
+
+
+# -- the model --------------------------------------------------------------------------
+
+def import_model_client_in_background() -> None:
+    """Start importing the model client while the repository is checked (git runs meanwhile)."""
+    if MODEL_CLIENT not in sys.modules:
+        threading.Thread(target=__import__, args=(MODEL_CLIENT,), daemon=True,
+                         name="import-model-client").start()
+
+
+def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatModel:
+    """The ChatModel: a replayed recording, or the endpoint (optionally recorded)."""
+    prices = (settings.price_input_per_mtok, settings.price_output_per_mtok)
+    if opts.replay:
+        from agent_cli.llm.record import ReplayModel
+
+        model: ChatModel = ReplayModel(opts.replay, price_in=prices[0], price_out=prices[1],
+                                       name=settings.model)
+    else:
+        from agent_cli.llm.openai_model import OpenAIChat
+
+        model = OpenAIChat(model=settings.model, base_url=settings.base_url,
+                           api_key=settings.key(), price_in=prices[0], price_out=prices[1],
+                           timeout_s=settings.request_timeout_s, max_retries=settings.max_retries,
+                           backoff_s=settings.retry_backoff_s,
+                           max_tokens=settings.reserved_output_tokens,
+                           on_retry=RetryNotice(console))
+    if opts.record:
+        from agent_cli.llm.record import RecordingModel
+
+        model = RecordingModel(model, opts.record, secrets=settings.secrets())
+    return model
+
+
+class RetryNotice:
+    """Tells the console that a model call failed and when it is retried."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def __call__(self, attempt: int, delay: float, why: str) -> None:
+        self.console.emit(Notice(text=f"model call failed ({why}); retry {attempt} in {delay:.1f}s"))
+
+
+# -- the run's parts --------------------------------------------------------------------
+
+class RunKit:
+    """Working memory and tools for one run (`session.RunParts`); closes what it opened."""
+
+    def __init__(self, settings: Settings, workspace: RepoWorkspace, state_dir: Path,
+                 policy: CommandPolicy, embedder: Embedder,
+                 longterm: LazyLongTermMemory | FallbackLongTerm) -> None:
+        self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
+        self.policy, self.embedder, self.longterm = policy, embedder, longterm
+        self._stores: list[SqliteStore] = []
+
+    def open_memory(self, run_dir: Path) -> WorkingMemory:
+        """Working memory with its cold zone in `run_dir`/memory.db."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        store = SqliteStore(run_dir / "memory.db")
+        self._stores.append(store)
+        return WorkingMemory(store=store, embedder=self.embedder,
+                             max_tokens=self.settings.memory_max_tokens,
+                             recall_cooldown_steps=self.settings.recall_cooldown_steps)
+
+    def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
+        """The task tools, confined to the repository and clear of the user's own changes."""
+        files = Files(self.workspace.root, deny_write=[self.state_dir],
+                      protected=self.workspace.protected)
+        return Toolbox(files=files, run_command=self.workspace.run_for_model,
+                       is_test=shell.is_test_command, memory=memory,
+                       secrets=self.settings.secrets(), recall_longterm=self.recall_longterm)
+
+    def recall_longterm(self, query: str) -> str:
+        """Earlier runs' memory about `query`, fenced for the model."""
+        return format_for_context(self.longterm.recall(query, k=3))
+
+    def allow_command(self, cmd: str) -> None:
+        self.policy.allow(cmd)
+
+    def close(self) -> None:
+        """Close every cold store opened for the run."""
+        for store in self._stores:
+            store.close()
+        self._stores.clear()
+
+
+def open_workspace(settings: Settings, repo_path: Path, state_dir: Path,
+                   console: Console) -> tuple[RepoWorkspace, CommandPolicy]:
+    """The repository with its command runner and the policy for the model's commands."""
+    secrets = settings.secrets()
+    git = GitRepo(repo_path, secrets=secrets)
+    # Read-only inside the sandbox: git's files and the agent's state and settings are used
+    # later outside it, so a sandboxed command must not be able to change them.
+    runner = CommandRunner(root=git.root, readonly=[git.root / ".git", git.git_dir, state_dir,
+                                                    git.root / ".agentrc"],
+                           timeout_s=settings.command_timeout_s,
+                           env=shell.scrub_env(dict(os.environ), list(secrets)),
+                           sandbox=settings.sandbox)
+    policy = CommandPolicy(settings.approval, settings.deny_commands, state_dir,
+                           ask=console.approve_command)
+    return RepoWorkspace(git, runner, secrets, check_command=policy.check,
+                         refusal=policy.refusal), policy
+
+
+# -- `agent run` ------------------------------------------------------------------------
+
+def execute(opts: RunOptions) -> int:
+    """Run (or resume) and return the exit code."""
+    repo_path = find_repo(opts.repo)
+    settings = settings_for(repo_path, **opts.flags)
+    if not opts.replay:
+        import_model_client_in_background()
+    console = make_console(pick_mode(opts.json_out, sys.stdout))
+    try:
+        return _execute(opts, settings, repo_path, console)
+    except KeyboardInterrupt:
+        print("interrupted before the run started; nothing to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        console.close()
+
+
+def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: RunConsole) -> int:
+    state_dir = settings.state_dir(repo_path)
+    workspace, policy = open_workspace(settings, repo_path, state_dir, console)
+    with workspace:
+        workspace.git.exclude_state(state_dir)  # before anything is written into it
+        store = RunStore(state_dir, settings.secrets())
+        lock = RunLock(state_dir / "run.lock")
+        run_id = check_local(workspace, store, lock, opts)
+        model = build_model(settings, opts, console)
+        config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
+                           plan_only=opts.plan_only, approve=check_approval(settings, opts),
+                           secrets=settings.secrets(),
+                           limits=Limits(settings.max_steps, settings.task_max_steps,
+                                         settings.budget_usd, settings.tool_output_max_tokens))
+        embedder = make_embedder(settings)
+        place = memory_place(settings, state_dir)
+        with LazyLongTermMemory(place, embedder, settings.secrets()) as lazy:
+            # A memory server that is down: one notice, and the run goes on without it.
+            longterm = FallbackLongTerm(lambda: lazy,
+                                        notice=lambda text: console.emit(Notice(text=text)))
+            longterm.open_in_background()
+            kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
+            try:
+                session = Session(Services(workspace=workspace, model=model, console=console,
+                                           longterm=longterm, parts=kit, store=store), config)
+                return run_session(session, opts, run_id, state_dir, lock)
+            finally:
+                kit.close()
+
+
+def check_local(workspace: RepoWorkspace, store: RunStore, lock: RunLock,
+                opts: RunOptions) -> str | None:
+    """The local checks, cheapest first: no other run, the repository's state, the run to resume."""
+    if not opts.plan_only:
+        lock.check()
+    if opts.resume:
+        run_id = store.target(opts.run_id)
+        workspace.preflight(allow_dirty=True)
+        return run_id
+    workspace.preflight(opts.allow_dirty)
+    return None
+
+
+def check_approval(settings: Settings, opts: RunOptions) -> bool:
+    """Whether to ask for plan approval; refuse when asking is needed but impossible."""
+    if settings.approval == "auto" or opts.plan_only:
+        return False
+    if not stdin_is_terminal():
+        raise UsageError("approval is 'ask' but there is no terminal to ask on; nothing was started",
+                         "pass --yes to approve the plan and every command, or set approval = \"auto\"")
+    return True
+
+
+def run_session(session: Session, opts: RunOptions, run_id: str | None, state_dir: Path,
+                lock: RunLock) -> int:
+    """Start or resume under the run lock (a plan-only run writes nothing and takes no lock)."""
+    if opts.plan_only:
+        return session.start(opts.goal or "")
+    created = not state_dir.exists()
+    try:  # a read-only or full state directory: one line, before anything is changed
+        state_dir.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+    except OSError as e:
+        raise StorageError(f"the state directory {state_dir} cannot be written: "
+                           f"{e.strerror or e}; nothing was started",
+                           "make it writable, free disk space, or set home to another directory") from None
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with lock:
+            return session.resume(run_id) if opts.resume else session.start(opts.goal or "")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if created and not any(state_dir.iterdir()):
+            state_dir.rmdir()  # a run refused before it began leaves no empty directory
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def list_runs(repo_opt: Path | None, json_out: bool) -> None:
+    """Print the runs of a repository, newest last."""
+    repo = find_repo(repo_opt)
+    store = RunStore(settings_for(repo).state_dir(repo))
+    rows = [{"run_id": r.get("run_id"), "status": r.get("status"), "goal": r.get("goal", ""),
+             "steps": r.get("steps", 0), "updated_at": r.get("updated_at", "")}
+            for r in store.list()]
+    if json_out:
+        print(json.dumps(rows))
+    elif not rows:
+        print("no runs yet in this repository")
+    else:
+        for r in rows:
+            print(f"{r['run_id']}  {r['status']:<16} {r['steps']:>4} steps  {r['goal'][:70]}")

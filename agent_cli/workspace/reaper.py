@@ -1,0 +1,99 @@
+"""No process a command starts outlives it: the agent adopts orphans and kills what is left.
+
+A daemon (`setsid -f sh -c 'sleep 12; echo TAMPERED > done.txt'`) leaves the command's
+process group and session, so killing the group misses it, and it could change a file after
+the harness verified and committed it. The agent makes itself a child subreaper
+(`PR_SET_CHILD_SUBREAPER`), so such a process is re-parented to the agent instead of to init
+and stays findable as a descendant; after each command every descendant that was not there
+before is killed and reaped.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from functools import lru_cache
+
+_PR_SET_CHILD_SUBREAPER = 36
+_ROUNDS = 20
+
+
+@lru_cache(maxsize=1)
+def _become_subreaper() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False  # not Linux: process groups are all there is
+
+
+def adopt_orphans() -> set[int]:
+    """Become a subreaper; return the descendants that exist now (they are not the command's)."""
+    _become_subreaper()
+    return descendants(os.getpid())
+
+
+def kill_leftovers(spared: set[int]) -> int:
+    """SIGKILL and reap every descendant not in `spared` (nor under one); how many were killed."""
+    killed: set[int] = set()
+    for _ in range(_ROUNDS):
+        doomed = descendants(os.getpid(), skip=spared) - killed
+        if not doomed:
+            break
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            killed.add(pid)
+        _reap(killed)
+    _reap(killed | _zombie_children(spared))
+    return len(killed)
+
+
+def _zombie_children(spared: set[int]) -> set[int]:
+    """Adopted orphans that already ended on their own and wait to be reaped."""
+    me = os.getpid()
+    return {pid for pid, ppid, state in _processes() if ppid == me and state == "Z" and pid not in spared}
+
+
+def _reap(pids: set[int]) -> None:
+    """Collect the exit status of those of `pids` that are (now) this process's children."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+
+def descendants(root: int, skip: set[int] = frozenset()) -> set[int]:
+    """Every live process below `root`, leaving out `skip` and everything below those."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid, state in _processes():
+        if state != "Z":
+            children.setdefault(ppid, []).append(pid)
+    found, stack = set(), [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in skip and child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def _processes():
+    """(pid, parent pid, state) of every process, read from /proc."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        yield int(name), int(fields[1]), fields[0].decode()

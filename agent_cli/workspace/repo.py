@@ -1,0 +1,105 @@
+"""The repository as a run uses it: preflight, the run's branch, commands, commits without secrets.
+
+`RepoWorkspace` meets `protocols.Workspace`. It keeps the user's own uncommitted paths
+(`protected`) from the preflight or the resumed run, so that nothing of theirs is staged,
+committed or shown as the agent's work. A path carrying a secret (the API key, which a
+command can dump into a file, a file name or a symlink target) is never committed: the commit
+is refused instead (`workspace.secrets`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from agent_cli.redact import redact
+from agent_cli.workspace import shell
+from agent_cli.workspace.git import GitRepo
+from agent_cli.workspace.secrets import refuse_secrets
+
+
+@dataclass
+class CommandRunner:
+    """Runs commands in the repository root with the run's environment, timeout and sandbox."""
+
+    root: Path
+    readonly: list[Path]
+    timeout_s: float
+    env: dict[str, str]
+    sandbox: str = "none"
+
+    def run(self, cmd: str | list[str]) -> shell.CommandResult:
+        """Run `cmd` (a command line, or an argv without a shell) to its end or its timeout."""
+        return shell.run_command(cmd, cwd=self.root, timeout_s=self.timeout_s, env=self.env,
+                                 sandbox=self.sandbox, writable=[self.root],
+                                 readonly=self.readonly)
+
+
+@dataclass
+class RepoWorkspace:
+    """One git work tree, its command runner, and the secrets that must never leave it."""
+
+    git: GitRepo
+    runner: CommandRunner
+    secrets: tuple[str, ...] = ()
+    check_command: Callable[[str], None] = lambda cmd: None  # raises when a command is refused
+    refusal: Callable[[str], str | None] = lambda cmd: None  # why the policy refuses a command
+    protected: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.root = self.git.root
+        self.secrets = tuple(s for s in self.secrets if s)
+
+    def preflight(self, allow_dirty: bool) -> set[str]:
+        """Refuse repository states a run must not start in; keep the user's changed paths."""
+        self.protected = self.git.preflight(allow_dirty)
+        return set(self.protected)
+
+    def resume_on(self, branch: str, protected: Iterable[str]) -> None:
+        """Go back to a saved run's branch, its protected paths travelling along."""
+        self.protected = set(protected)
+        self.git.preflight(allow_dirty=True)
+        self.git.ensure_on(branch, self.protected)
+
+    def start_branch(self, name: str) -> None:
+        self.git.start_branch(name)
+
+    def head(self) -> str:
+        return self.git.head()
+
+    def list_files(self) -> list[str]:
+        return self.git.list_files()
+
+    def changed_files(self) -> list[str]:
+        return self.git.changed_files(self.protected)
+
+    def commit(self, paths: list[str], message: str) -> str | None:
+        """Commit exactly `paths`, refused when one holds a secret; the message redacted."""
+        refuse_secrets(self.root, paths, self.secrets)
+        return self.git.commit_paths(paths, redact(message, self.secrets))
+
+    def diff(self) -> str:
+        return redact(self.git.diff(self.protected), self.secrets)
+
+    def tree(self) -> str:
+        """The id of the tree the work tree holds now (for caching a check's result)."""
+        return self.git.tree(self.protected)
+
+    def run_argv(self, argv: list[str]) -> shell.CommandResult:
+        """Run a harness command (an acceptance check): no shell, no approval asked."""
+        return self.runner.run(argv)
+
+    def run_for_model(self, cmd: str) -> shell.CommandResult:
+        """Run a command line the model asked for, after the command policy allowed it."""
+        self.check_command(cmd)
+        return self.runner.run(cmd)
+
+    def close(self) -> None:
+        self.git.close()
+
+    def __enter__(self) -> "RepoWorkspace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

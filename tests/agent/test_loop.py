@@ -1,0 +1,145 @@
+"""The run loop in process: Session, dispatch, planner and learn over real parts, no patching.
+
+The objects are the ones `agent run` builds (the wiring's workspace, kit and model client)
+talking to the shipped loopback server over real HTTP, in a real git repository, with real
+SQLite and Chroma; only the embedder is the tests' deterministic one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_cli.agent.executor import Limits
+from agent_cli.agent.runstore import RunStore
+from agent_cli.agent.session import RunConfig, Services, Session
+from agent_cli.console import make_console
+from agent_cli.memory.lazy import LazyLongTermMemory
+from agent_cli.settings import load_settings
+from agent_cli.wiring import RunKit, RunOptions, build_model, open_workspace
+from conftest import git
+from embedkit import HashEmbedder
+from reliability.relkit import call, commit_count, finish, make_done, plan, repo_with, task
+
+CHECK = "test -f done.txt"
+
+
+@dataclass
+class Ran:
+    code: int
+    events: list[dict]
+    text: str
+
+    def of(self, kind: str) -> list[dict]:
+        return [e for e in self.events if e["event"] == kind]
+
+
+def run_in_process(repo: Path, url: str, goal: str | None = None, *, mode: str = "json",
+                   max_steps: int = 200, task_max_steps: int = 30) -> Ran:
+    """One session of `agent run GOAL` (or `--resume` when goal is None), approved, in process."""
+    settings = load_settings(repo, {"base_url": url, "approval": "auto", "max_retries": 0},
+                             env={}, user_rc=repo.parent / "no-agentrc")
+    out = io.StringIO()
+    console = make_console(mode, out=out, err=out)
+    state_dir = settings.state_dir(repo)
+    workspace, policy = open_workspace(settings, repo, state_dir, console)
+    embedder = HashEmbedder()
+    with workspace, LazyLongTermMemory(state_dir / "chroma", embedder) as longterm:
+        workspace.git.exclude_state(state_dir)
+        kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
+        model = build_model(settings, RunOptions(goal=goal, repo=repo), console)
+        config = RunConfig(limits=Limits(max_steps, task_max_steps, 5.0, 3000))
+        session = Session(Services(workspace=workspace, model=model, console=console,
+                                   longterm=longterm, parts=kit, store=RunStore(state_dir)),
+                          config)
+        try:
+            code = session.start(goal) if goal else session.resume(None)
+        finally:
+            kit.close()
+    console.close()
+    text = out.getvalue()
+    events = [json.loads(line) for line in text.splitlines()] if mode == "json" else []
+    return Ran(code, events, text)
+
+
+def test_a_verified_task_is_committed_with_its_trailer(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), make_done(), finish("made done.txt")])
+    ran = run_in_process(repo, srv.url, "Create done.txt")
+    assert ran.code == 0
+    done = ran.of("run_done")[0]
+    assert done["status"] == "verified" and done["tasks"][0]["commit"]
+    assert commit_count(repo) == 2
+    assert f"Agent-Run: {done['run_id']}" in git(repo, "log", "-1", "--format=%B")
+    assert git(repo, "status", "--porcelain") == ""
+    assert [e["event"] for e in ran.events][:3] == ["plan", "run_started", "task_started"]
+
+
+def test_a_task_that_fails_twice_is_rejected_and_left_uncommitted(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), make_done("other.txt"), finish(),
+                       make_done("other.txt", "again\n"), finish()])
+    ran = run_in_process(repo, srv.url, "Create done.txt")
+    assert ran.code == 3
+    assert [e["passed"] for e in ran.of("verify")] == [False, False]
+    assert ran.of("task_done")[0]["status"] == "rejected"
+    assert "other.txt" in git(repo, "status", "--porcelain") and commit_count(repo) == 1
+    retry = srv.chat_requests[3]["messages"][-1]["content"]
+    assert "attempt 2 of 2" in retry and "`test -f done.txt` exited 1" in retry
+
+
+def test_an_invalid_plan_is_asked_for_once_more_with_the_reason(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    empty = {"tool": "submit_plan", "args": {"goal": "g", "tasks": [], "success_criteria": ""}}
+    srv = fake_server([empty, plan(task()), make_done(), finish()])
+    ran = run_in_process(repo, srv.url, "Create done.txt")
+    assert ran.code == 0
+    assert "Your previous plan was rejected" in json.dumps(srv.chat_requests[1]["messages"])
+
+
+def test_the_step_budget_stops_the_run_with_a_line_that_says_how_much(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task())] + [call("read_file", path="README.md")] * 5)
+    ran = run_in_process(repo, srv.url, "Create done.txt", mode="plain", max_steps=2)
+    assert ran.code == 4
+    assert ("budget ran out: 2 of 2 tool calls used (raise --max-steps, then `agent run "
+            "--resume`)") in ran.text.splitlines()
+
+
+def test_what_a_run_learned_is_recalled_by_the_next_plan(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    first = fake_server([plan(task()), make_done(), finish()])
+    assert run_in_process(repo, first.url, "Create done.txt").code == 0
+    assert (repo / ".agent" / "chroma").is_dir()  # created by the first run's learning
+    second = fake_server([plan(task())] + [finish()] * 3)
+    run_in_process(repo, second.url, "Create done.txt again")
+    planning = json.dumps(second.chat_requests[0]["messages"])
+    assert "<retrieved_memory>" in planning and "test -f done.txt" in planning
+
+
+def test_a_first_run_opens_no_long_term_memory_before_its_plan(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    seen: list[bool] = []
+    replies = [plan(task()), {"status": 500, "body": "{}"}]
+
+    def reply(body: dict) -> dict:
+        seen.append((repo / ".agent" / "chroma").exists())
+        return replies[len(seen) - 1]
+
+    ran = run_in_process(repo, fake_server(reply).url, "Create done.txt")
+    assert ran.code == 1
+    assert seen == [False, False]  # no store was created to find it empty
+    assert (repo / ".agent" / "chroma").is_dir()  # the failed run's episode is kept
+
+
+def test_a_failed_session_is_resumed_where_it_stopped(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    broken = fake_server([plan(task()), {"status": 500, "body": "{}"}])
+    assert run_in_process(repo, broken.url, "Create done.txt").code == 1
+    rest = fake_server([make_done(), finish()])
+    ran = run_in_process(repo, rest.url)
+    assert ran.code == 0 and ran.of("run_started")[0]["resumed"] is True
+    assert not any("submit_plan" in json.dumps(r.get("tools", [])) for r in rest.chat_requests)
+    assert commit_count(repo) == 2
