@@ -14,6 +14,7 @@ from typing import Optional
 import typer
 
 from agent_cli import __version__
+from agent_cli.cli_help import Command
 from agent_cli.errors import AgentError
 
 app = typer.Typer(
@@ -39,11 +40,11 @@ def root(version: bool = typer.Option(False, "--version", callback=_version, is_
     """Plan, execute and verify work in a git repository, and remember."""
 
 
-@app.command()
+@app.command(cls=Command, short_help="Show the settings and check every part.")
 def doctor(
-    repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: current directory)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Model name."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
+    repo: Optional[Path] = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: current directory)."),
+    model: Optional[str] = typer.Option(None, "--model", metavar="NAME", help="Model name."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL", help="OpenAI-compatible endpoint."),
 ) -> None:
     """Show the resolved settings and where each came from; check endpoint, tokenizer, state, git."""
     from agent_cli.doctor import run_doctor
@@ -58,8 +59,9 @@ def _register_commands() -> None:
     from agent_cli.cli_trust import trust_command
 
     register_run(app)
-    app.command("trust")(trust_command)
-    app.command("recall")(recall_command)
+    app.command("trust", cls=Command)(trust_command)
+    app.command("recall", cls=Command,
+                short_help="Search long-term memory by meaning.")(recall_command)
     app.add_typer(memory_app, name="memory")
 
 

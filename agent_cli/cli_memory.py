@@ -15,10 +15,12 @@ from typing import Any, Optional
 
 import typer
 
+from agent_cli.cli_help import Command
+
 memory_app = typer.Typer(help="Look at and maintain what the agent remembers.",
                          no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
-REPO = typer.Option(None, "--repo", help="Repository (default: the current directory).")
+REPO = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: the current directory).")
 JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 NO_MEMORY = "no memory yet: {state} does not exist (`agent run` creates it)"
 
@@ -66,11 +68,12 @@ def _skip_final_sweep() -> None:
 
 
 def recall_command(
-    query: str = typer.Argument(..., help="What to look for, in words."),
-    k: int = typer.Option(5, "--k", "-k", min=1, max=100, help="How many results at most."),
-    kind: str = typer.Option("all", "--kind", help="episode, fact or all."),
-    min_trust: float = typer.Option(0.5, "--min-trust", min=0.0, max=1.0,
-                                    help="Leave out facts trusted less than this."),
+    query: str = typer.Argument(..., metavar="QUERY", help="What to look for, in words.",
+                                show_default=False),
+    k: int = typer.Option(5, "--k", "-k", metavar="N", help="How many results at most (1 to 100)."),
+    kind: str = typer.Option("all", "--kind", metavar="KIND", help="episode, fact or all."),
+    min_trust: float = typer.Option(0.5, "--min-trust", metavar="X",
+                                    help="Leave out facts trusted less than X (0 to 1)."),
     as_json: bool = JSON,
     repo: Optional[Path] = REPO,
 ) -> None:
@@ -79,6 +82,10 @@ def recall_command(
 
     if kind not in ("all", "episode", "fact"):
         raise UsageError(f"unknown --kind {kind!r}", "use episode, fact or all")
+    if not 1 <= k <= 100:
+        raise UsageError(f"--k {k} is out of range", "pass a number from 1 to 100")
+    if not 0.0 <= min_trust <= 1.0:
+        raise UsageError(f"--min-trust {min_trust} is out of range", "pass a number from 0 to 1")
     _, settings, state = _place(repo)
     mem = _open(settings, state)
     if mem is None:
@@ -100,9 +107,11 @@ def recall_command(
     _skip_final_sweep()
 
 
-@memory_app.command("show")
+@memory_app.command("show", cls=Command,
+                     short_help="The latest run's working memory and long-term counts.")
 def show_command(
-    kind: Optional[str] = typer.Option(None, "--kind", help="Only working-memory items of this kind."),
+    kind: Optional[str] = typer.Option(None, "--kind", metavar="KIND",
+                                       help="Only working-memory items of this kind."),
     as_json: bool = JSON,
     repo: Optional[Path] = REPO,
 ) -> None:
@@ -123,10 +132,10 @@ def show_command(
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     elif shown:
-        from agent_cli.console import print_out
+        from agent_cli.console import command_console, print_out
         from agent_cli.render import working_memory_view
 
-        print_out(*working_memory_view(report))
+        print_out(*working_memory_view(report, command_console().width))
     _skip_final_sweep()
 
 
@@ -167,15 +176,29 @@ def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str
         except (KeyError, TypeError, ValueError) as e:
             raise StorageError(f"{state / 'runs' / run_id / 'state.json'}: working memory cannot "
                                f"be read: {e}", "it was written by another version of agent") from None
-        hot = [{"id": i.id, "kind": i.kind, "summary": i.summary, "tokens": i.tokens,
-                "pinned": i.pinned, "step": i.step, "refs": i.refs, "score": wm.explain(i.id)}
-               for i in wm.hot_items() if kind in (None, i.kind)]
+        hot = [_hot_row(i, wm.explain(i.id)) for i in wm.hot_items() if kind in (None, i.kind)]
         cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
         return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
 
 
-@memory_app.command("forget")
-def forget_command(item_id: str = typer.Argument(..., help="The id shown by `agent recall`."),
+# The score's terms under the names the table and the JSON share (scoring.explain's name first).
+TERMS = {"kind": "weight", "refs": "refs", "goal": "goal", "recency": "recent", "size": "size"}
+
+
+def _hot_row(item: Any, terms: dict[str, float]) -> dict[str, Any]:
+    """One hot item as the table shows it and the JSON prints it: the same names in both."""
+    row: dict[str, Any] = {"id": item.id, "kind": item.kind, "pinned": item.pinned,
+                           "score": terms["total"]}
+    row.update({shown: terms[name] for name, shown in TERMS.items()})
+    row.update({"tokens": item.tokens, "step": item.step, "mentions": item.refs,
+                "summary": item.summary})
+    return row
+
+
+@memory_app.command("forget", cls=Command,
+                     short_help="Delete one remembered item.")
+def forget_command(item_id: str = typer.Argument(..., metavar="ID", show_default=False,
+                                                  help="The id shown by `agent recall`."),
                    repo: Optional[Path] = REPO) -> None:
     """Delete one item (an episode with its failure signatures, a fact or a note)."""
     from agent_cli.errors import StorageError
@@ -188,7 +211,8 @@ def forget_command(item_id: str = typer.Argument(..., help="The id shown by `age
     typer.echo(f"forgot {item_id} ({removed} document(s))")
 
 
-@memory_app.command("expire")
+@memory_app.command("expire", cls=Command,
+                     short_help="Archive facts and notes unused past their time to live.")
 def expire_command(repo: Optional[Path] = REPO) -> None:
     """Move facts and notes unused for longer than their time to live into the archive."""
     with _memory_or_exit(repo) as mem:
@@ -196,8 +220,10 @@ def expire_command(repo: Optional[Path] = REPO) -> None:
     typer.echo(f"moved {moved} item(s) into the archive")
 
 
-@memory_app.command("export")
-def export_command(file: Path = typer.Argument(..., help="The JSONL file to write."),
+@memory_app.command("export", cls=Command,
+                     short_help="Write long-term memory to a JSONL file.")
+def export_command(file: Path = typer.Argument(..., metavar="FILE", show_default=False,
+                                               help="The JSONL file to write."),
                    repo: Optional[Path] = REPO) -> None:
     """Write every episode, fact and archived item to a JSONL file (without vectors)."""
     with _memory_or_exit(repo) as mem:
@@ -205,8 +231,10 @@ def export_command(file: Path = typer.Argument(..., help="The JSONL file to writ
     typer.echo(f"exported {written} record(s) from {mem.path} to {file}")
 
 
-@memory_app.command("import")
-def import_command(file: Path = typer.Argument(..., help="A JSONL file from `agent memory export`."),
+@memory_app.command("import", cls=Command,
+                     short_help="Read long-term memory from a JSONL export.")
+def import_command(file: Path = typer.Argument(..., metavar="FILE", show_default=False,
+                                               help="A JSONL file from `agent memory export`."),
                    repo: Optional[Path] = REPO) -> None:
     """Read records from an export, re-embedding them with the configured embedder."""
     from agent_cli.errors import UsageError
@@ -223,7 +251,8 @@ def import_command(file: Path = typer.Argument(..., help="A JSONL file from `age
     typer.echo(f"imported {added} record(s) into {mem.path}")
 
 
-@memory_app.command("reindex")
+@memory_app.command("reindex", cls=Command,
+                     short_help="Re-embed everything with the configured embedder.")
 def reindex_command(repo: Optional[Path] = REPO) -> None:
     """Re-embed everything with the configured embedder (after changing `embedding_model`)."""
     with _memory_or_exit(repo) as mem:

@@ -10,28 +10,30 @@ from typing import List, Optional
 
 import typer
 
+from agent_cli.cli_help import Command
 from agent_cli.errors import UsageError
 
 
 def run_command(
-    goal: Optional[str] = typer.Argument(None, help="What to achieve, in plain words."),
-    repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: current directory)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Model name."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
-    accept: List[str] = typer.Option([], "--accept", help="A user acceptance command (repeatable): "
+    goal: Optional[str] = typer.Argument(None, metavar="GOAL", help="What to achieve, in plain words.", show_default=False),
+    repo: Optional[Path] = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: current directory)."),
+    model: Optional[str] = typer.Option(None, "--model", metavar="NAME", help="Model name."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL", help="OpenAI-compatible endpoint."),
+    accept: List[str] = typer.Option([], "--accept", metavar="CMD", help="A user acceptance command (repeatable): "
                                      "used by tasks without their own, and run again at the end."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Tool calls allowed in the run."),
-    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", help="Money allowed for the run."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", metavar="N", help="Tool calls allowed in the run."),
+    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", metavar="USD", help="Money allowed for the run."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve the plan and every command."),
     json_out: bool = typer.Option(False, "--json", help="Print events as JSON lines, nothing else."),
     resume: bool = typer.Option(False, "--resume", help="Continue the latest unfinished run."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="With --resume: the run to continue."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", metavar="ID", help="With --resume: the run to continue."),
     allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Start with uncommitted changes "
                                      "(they are never staged, committed, reverted or overwritten)."),
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan and exit."),
-    replay: Optional[Path] = typer.Option(None, "--replay", help="Serve the model's replies from a "
+    replay: Optional[Path] = typer.Option(None, "--replay", metavar="FILE", help="Serve the model's replies from a "
                                           "recording (JSONL) instead of an endpoint."),
-    record: Optional[Path] = typer.Option(None, "--record", help="Record every model exchange to JSONL."),
+    record: Optional[Path] = typer.Option(None, "--record", metavar="FILE", help="Record every model exchange to JSONL."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the diff of every edit."),
 ) -> None:
     """Plan GOAL into tasks, carry each out with tools, and verify each with its acceptance command."""
     if not resume and not (goal and goal.strip()):
@@ -42,14 +44,14 @@ def run_command(
 
     opts = RunOptions(goal=goal, repo=repo, accept=list(accept), yes=yes, json_out=json_out,
                       resume=resume, run_id=run_id, allow_dirty=allow_dirty, plan_only=plan_only,
-                      replay=replay, record=record,
+                      replay=replay, record=record, verbose=verbose,
                       flags={"model": model, "base_url": base_url, "max_steps": max_steps,
                              "budget_usd": budget_usd, "approval": "auto" if yes else None})
     raise typer.Exit(execute(opts))
 
 
 def runs_command(
-    repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: current directory)."),
+    repo: Optional[Path] = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: current directory)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON array."),
 ) -> None:
     """List the runs in this repository with their status."""
@@ -60,6 +62,6 @@ def runs_command(
 
 def register(app: typer.Typer) -> None:
     """Add `run` and `runs` to the main app."""
-    app.command("run")(run_command)
-    app.command("runs")(runs_command)
+    app.command("run", cls=Command, short_help="Plan, carry out and verify a goal.")(run_command)
+    app.command("runs", cls=Command)(runs_command)
 

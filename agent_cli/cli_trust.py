@@ -14,7 +14,7 @@ import typer
 
 
 def trust_command(
-    repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: current directory)."),
+    repo: Optional[Path] = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: current directory)."),
     revoke: bool = typer.Option(False, "--revoke", help="Stop trusting the repository."),
 ) -> None:
     """Trust this repository's .agentrc to set base_url, model and embedding_model."""

@@ -1,25 +1,33 @@
-"""The run's console: a live view on a terminal, plain lines otherwise, or JSON lines; prompts.
+"""The run's console: a log that stays (with a spinner on a terminal), or JSON lines; prompts.
 
-What it draws is in `render.py`; this module decides where and when, and asks the user.
+On a terminal and in a log file the run reads the same: one line per tool call as it
+completes, the checks, a diff stat under each verified task, and one report at the end. A
+terminal adds colour, a spinner for what is running now (erased when it ends, so nothing
+stale stays in the scrollback) and the model's words as they stream in. What it draws is in
+`render.py`; this module decides where and when, and asks the user.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from contextlib import contextmanager
 from typing import IO, Iterator, Literal
 
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
+from rich.spinner import Spinner
 from rich.text import Text
 
-from agent_cli.events import Escalated, Event, PlanMade, RunDone, TaskStarted, ToolCalled, ToolRan
-from agent_cli.render import (RunState, clean, escalation_block, event_line,
-                              live_view, plan_table, report)
+from agent_cli.events import (Escalated, Event, Notice, PlanMade, Planning, RunDone,
+                              TaskStarted, ToolCalled, ToolRan)
+from agent_cli.render import (RunState, arg_summary, clean, diff_text, escalation_block,
+                              event_line, plan_heading, plan_table, report, runs_table, short)
 
 Mode = Literal["live", "plain", "json"]
 MAX_ASKS = 5
+STREAM_INDENT = "    "
 
 
 def pick_mode(json_flag: bool, stream: IO[str] | None = None) -> Mode:
@@ -32,11 +40,13 @@ def pick_mode(json_flag: bool, stream: IO[str] | None = None) -> Mode:
 
 
 def make_console(mode: Mode, out: IO[str] | None = None, err: IO[str] | None = None, *,
-                 stdin: IO[str] | None = None, console: Console | None = None) -> "RunConsole":
+                 stdin: IO[str] | None = None, console: Console | None = None,
+                 verbose: bool = False) -> "RunConsole":
     """A RunConsole for `mode`; `console` replaces the rich Console its text and prompts use."""
     if mode not in ("live", "plain", "json"):
         raise ValueError(f"unknown console mode {mode!r}")
-    return RunConsole(mode, out or sys.stdout, err or sys.stderr, stdin=stdin, console=console)
+    return RunConsole(mode, out or sys.stdout, err or sys.stderr, stdin=stdin, console=console,
+                      verbose=verbose)
 
 
 def command_console(markup: bool = False, soft_wrap: bool = False) -> Console:
@@ -64,14 +74,57 @@ def _isatty(stream: IO[str]) -> bool:
         return False
 
 
+def print_runs(rows: list[dict]) -> None:
+    """`agent runs` as a table that fits the terminal (80 columns off a terminal)."""
+    console = Console(highlight=False, markup=False, emoji=False)
+    console.print(runs_table(rows, console.width))
+
+
+class Activity:
+    """The spinner line: what is running now and for how long."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.started = label, time.monotonic()
+        self.spinner = Spinner("dots", style="cyan")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        elapsed = int(time.monotonic() - self.started)
+        text = Text(short(self.label, max(options.max_width - 12, 20)), style="dim")
+        if elapsed:
+            text.append(f" ({elapsed}s)", style="dim")
+        self.spinner.text = text
+        yield self.spinner.render(console.get_time())
+
+
+def activity(ev: Event, state: RunState) -> str | None:
+    """What runs after `ev` until the next event, for the spinner; None when nothing does."""
+    match ev:
+        case Planning():
+            return "planning: the model is writing the plan"
+        case TaskStarted():
+            return f"{state.label(ev.index)}: the model is working"
+        case ToolCalled():
+            return f"{ev.name} {arg_summary(ev.arguments)}"
+        case ToolRan() if ev.name == "finish":
+            cmd = state.task(ev.index).get("acceptance_cmd")
+            return f"checking: {cmd}" if cmd else "checking the task"
+        case ToolRan():
+            return f"{state.label(ev.index)}: the model is working"
+    return None
+
+
 class RunConsole:
     """Receives every run event and shows it in one of three modes; also asks the user."""
 
     def __init__(self, mode: Mode, out: IO[str], err: IO[str], *,
-                 stdin: IO[str] | None = None, console: Console | None = None) -> None:
+                 stdin: IO[str] | None = None, console: Console | None = None,
+                 verbose: bool = False) -> None:
         self.mode, self.out, self.err, self.stdin = mode, out, err, stdin
+        self.verbose = verbose
         self.state = RunState()
         self._live: Live | None = None
+        self._activity: Activity | None = None
+        self._streaming = False  # streamed model text is on the current line
         self._shown_plan: PlanMade | None = None
         if console is None:
             file = err if mode == "json" else out
@@ -88,16 +141,34 @@ class RunConsole:
         if self.mode == "json":
             self.out.write(ev.model_dump_json() + "\n")
             self.out.flush()
-        elif self.mode == "plain":
-            self._emit_plain(ev)
-        else:
-            self._emit_live(ev)
+            return
+        now = activity(ev, self.state) if self.mode == "live" else None
+        keep = isinstance(ev, Notice) and self._activity is not None  # a retry: still running
+        if now is None and not keep:
+            self._stop_spinner()
+        self._end_stream()
+        self._show(ev)
+        if now is not None:
+            self._spin(now)
+
+    def stream_text(self, delta: str) -> None:
+        """Show a piece of the model's reply as it streams in (on a terminal only)."""
+        if self.mode != "live" or not delta:
+            return
+        self._stop_spinner()
+        text = clean(delta)
+        if not self._streaming:
+            self.console.print(Text(STREAM_INDENT), end="")
+            self._streaming = True
+            text = text.lstrip("\n")
+        self.console.print(Text(text.replace("\n", "\n" + STREAM_INDENT), style="dim"), end="",
+                           soft_wrap=True)
+        self.console.file.flush()
 
     def close(self) -> None:
-        """Stop the live view, leaving its last frame on screen."""
-        if self._live is not None:
-            self._live.stop()
-            self._live = None
+        """Take the spinner off the screen and end any streamed line."""
+        self._stop_spinner()
+        self._end_stream()
 
     def approve_plan(self, plan_event: PlanMade) -> bool:
         """Show the plan with every acceptance command and ask whether to run it."""
@@ -116,67 +187,66 @@ class RunConsole:
             question.append("`? [y]es / [n]o / [a]lways this command ")
             return self._ask(question, answers)
 
+    # -- drawing --------------------------------------------------------------------------
     def _print(self, *renderables: RenderableType) -> None:
         for r in renderables:
             self.console.print(r, soft_wrap=isinstance(r, Text) and self.mode != "live")
 
+    def _show(self, ev: Event) -> None:
+        if isinstance(ev, PlanMade):
+            if self._shown_plan != ev:
+                self._show_plan(ev)
+        elif isinstance(ev, Escalated):
+            self._print(escalation_block(ev, plain=self.mode != "live"))
+        elif isinstance(ev, RunDone):
+            self._print(*report(ev, self.state))
+        elif (line := event_line(ev, self.state)) is not None:
+            self._print(line)
+            if self.verbose and isinstance(ev, ToolRan) and ev.diff:
+                self._print(diff_text(ev.diff))
+
     def _show_plan(self, ev: PlanMade) -> None:
-        n = len(ev.tasks)
-        self._print(Text(f"plan: {n} task{'s' if n != 1 else ''} for: {clean(ev.goal)}"),
-                    plan_table(ev.tasks, plain=self.mode != "live"))
+        self._print(plan_heading(ev), plan_table(ev.tasks, plain=self.mode != "live"))
         if ev.success_criteria:
             self._print(Text(f"success when: {clean(ev.success_criteria)}"))
         for cmd in ev.accept_cmds:
             self._print(Text(f"and always checked at the end: {clean(cmd)}"))
         self._shown_plan = ev
 
-    def _emit_plain(self, ev: Event) -> None:
-        if isinstance(ev, PlanMade):
-            self._show_plan(ev)
-        elif isinstance(ev, Escalated):
-            self._print(escalation_block(ev, plain=True))
-        elif isinstance(ev, RunDone):
-            self._print(*report(ev, self.state, plain=True))
-        elif (line := event_line(ev, self.state)) is not None:
-            self._print(Text(line))
+    def _end_stream(self) -> None:
+        if self._streaming:
+            self._streaming = False
+            self.console.print()
 
-    def _emit_live(self, ev: Event) -> None:
-        if isinstance(ev, RunDone):
-            if self._live is not None:
-                self._live.update(live_view(self.state), refresh=True)
-            self.close()
-            self._print(*report(ev, self.state, plain=False))
+    # -- the spinner ----------------------------------------------------------------------
+    def _spin(self, label: str) -> None:
+        if self._live is not None and self._activity is not None:
+            if self._activity.label != label:
+                self._activity = Activity(label)
+                self._live.update(self._activity, refresh=True)
             return
-        if isinstance(ev, PlanMade) and self._live is None:
-            self._show_plan(ev)
-        elif isinstance(ev, Escalated):
-            self._print(escalation_block(ev, plain=False))
-        elif not isinstance(ev, (ToolCalled, ToolRan)):
-            line = event_line(ev, self.state)
-            if line is not None:
-                self._print(Text(line, style="bold" if isinstance(ev, TaskStarted) else ""))
-        if self._live is None and isinstance(ev, TaskStarted):
-            self._start_live()
-        if self._live is not None:
-            self._live.update(live_view(self.state), refresh=True)
-
-    def _start_live(self) -> None:
-        self._live = Live(live_view(self.state), console=self.console, refresh_per_second=4,
-                          transient=False, redirect_stdout=True, redirect_stderr=False)
+        self._activity = Activity(label)
+        # transient: the spinner is erased when it stops, so only the log stays on screen
+        self._live = Live(self._activity, console=self.console, refresh_per_second=8,
+                          transient=True, redirect_stdout=True, redirect_stderr=False)
         self._live.start(refresh=True)
+
+    def _stop_spinner(self) -> None:
+        live, self._live, self._activity = self._live, None, None
+        if live is not None:
+            live.stop()
 
     @contextmanager
     def _paused(self) -> Iterator[None]:
-        """Take the live view off the screen while the user answers, then bring it back."""
-        live, self._live = self._live, None
-        if live is not None:
-            live.transient = True
-            live.stop()
+        """Take the spinner off the screen while the user answers, then bring it back."""
+        label = self._activity.label if self._activity is not None else None
+        self._stop_spinner()
+        self._end_stream()
         try:
             yield
         finally:
-            if live is not None:
-                self._start_live()  # a fresh Live: a restarted one would erase the prompt
+            if label is not None:
+                self._spin(label)
 
     def _ask(self, question: str | Text, answers: dict[str, str]) -> str:
         """Ask until an answer in `answers` (at most MAX_ASKS times); EOF or no answer is "n"."""

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from agent_cli.errors import AgentError
+from agent_cli.errors import AgentError, ConfigError
 
 
 def _check_endpoint(settings) -> str:
@@ -24,6 +24,17 @@ def _check_endpoint(settings) -> str:
         raise AgentError(f"model {settings.model!r} is not served by {settings.base_url}",
                          f"set --model to one of: {shown}")
     return f"{settings.base_url} answers; {len(models)} model(s), {settings.model!r} among them"
+
+
+def _check_server(settings) -> str:
+    from agent_cli.llm.openai_model import OpenAIChat
+    from agent_cli.llm.probe import describe, probe
+
+    client = OpenAIChat(model=settings.model, base_url=settings.base_url, api_key=settings.key(),
+                        timeout_s=settings.request_timeout_s, max_retries=0, max_tokens=64,
+                        context_window=settings.context_window)
+    return describe(probe(client), settings.memory_max_tokens, settings.tool_output_max_tokens,
+                    settings.reserved_output_tokens)
 
 
 def _check_tokenizer(settings) -> str:
@@ -74,24 +85,43 @@ def _check_git(repo: Path | None) -> str:
     return f"{version}; repository {repo}"
 
 
+def _run_check(out, name: str, check: Callable[[], str]) -> bool:
+    """Print one check's line; True when it passed."""
+    from agent_cli.render import check_line
+
+    try:
+        out.print(check_line(name, True, check()))
+        return True
+    except AgentError as e:
+        out.print(check_line(name, False, e.one_line()))
+        return False
+
+
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
     from agent_cli.console import command_console
+    from agent_cli.render import check_line, heading, settings_view
+    from agent_cli.settings import Settings
     from agent_cli.wiring import find_repo, prepare_state_dir, settings_for
 
-    out = command_console(markup=True, soft_wrap=True)
+    out = command_console(soft_wrap=True)
     try:
         repo: Path | None = find_repo(repo_opt)
     except AgentError:
         if repo_opt is not None:
             raise
         repo = None
-    settings = settings_for(repo, **flags)
+    try:
+        settings = settings_for(repo, **flags)
+    except ConfigError as e:  # still list the keys, which is what a misspelt one needs
+        for line in (*settings_view(Settings().redacted(), {}), heading("checks"),
+                     check_line("settings", False, e.one_line())):
+            out.print(line)
+        return 1
     if repo is not None and settings.state_dir(repo).exists():
         prepare_state_dir(repo, settings.state_dir(repo), create=False)  # keep it out of git
-    out.print("[bold]settings[/bold]")
-    for key, value in settings.redacted().items():
-        out.print(f"  {key:<24} {value!s:<40} [dim]({settings.sources.get(key, 'default')})[/dim]")
+    for line in (*settings_view(settings.redacted(), settings.sources), heading("checks")):
+        out.print(line)
     checks: list[tuple[str, Callable[[], str]]] = [
         ("endpoint", lambda: _check_endpoint(settings)),
         ("tokenizer", lambda: _check_tokenizer(settings)),
@@ -100,11 +130,9 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("git", lambda: _check_git(repo)),
     ]
     failed = 0
-    out.print("[bold]checks[/bold]")
     for name, check in checks:
-        try:
-            out.print(f"  [green]ok[/green]   {name:<10} {check()}")
-        except AgentError as e:
-            failed += 1
-            out.print(f"  [red]FAIL[/red] {name:<10} {e.one_line()}")
+        ok = _run_check(out, name, check)
+        failed += not ok
+        if name == "endpoint" and ok:  # what the server can do, once it answers
+            failed += not _run_check(out, "server", lambda: _check_server(settings))
     return 1 if failed else 0

@@ -46,6 +46,16 @@ class MalformedReply(ModelError):
     """The endpoint answered, but not with a chat completion we can read."""
 
 
+class ContextOverflow(ModelError):
+    """The request did not fit the server's context window; shrink it and ask again."""
+
+    def __init__(self, message: str, hint: str = "", *, prompt_tokens: int | None = None,
+                 window: int | None = None) -> None:
+        super().__init__(message, hint)
+        self.prompt_tokens = prompt_tokens
+        self.window = window
+
+
 class StorageError(AgentError):
     """A state file (SQLite, Chroma, state.json) could not be read or written."""
 

@@ -18,6 +18,14 @@ class RunStarted(BaseModel):
     repo: str
     branch: str
     resumed: bool = False
+    base: str = ""  # the branch the run started from, which its work is meant to go back to
+
+
+class Planning(BaseModel):
+    """The model is being asked for a plan (a terminal shows a spinner until it comes)."""
+
+    event: Literal["planning"] = "planning"
+    goal: str
 
 
 class PlanMade(BaseModel):
@@ -53,6 +61,7 @@ class ToolRan(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    diff: str = ""  # the unified diff of an edit (write_file, edit_file); empty otherwise
 
 
 class Verified(BaseModel):
@@ -76,6 +85,7 @@ class TaskDone(BaseModel):
     # "red-green": its check failed before the task and passes after; "regression-only":
     # it passed before too; None: not judged by a command.
     proof: str | None = None
+    diff_stat: str = ""  # `git diff --stat` of the task's commit
 
 
 class Escalated(BaseModel):
@@ -104,7 +114,9 @@ class RunDone(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
+    cached_tokens: int = 0  # the part of prompt_tokens read from the server's prompt cache
     branch: str = ""
+    base: str = ""  # the branch the run started from
     message: str = ""
 
 
@@ -115,6 +127,6 @@ class Notice(BaseModel):
     text: str
 
 
-Event = Union[RunStarted, PlanMade, TaskStarted, ToolCalled, ToolRan, Verified, TaskDone,
-              Escalated, BudgetExhausted, RunDone, Notice]
+Event = Union[RunStarted, Planning, PlanMade, TaskStarted, ToolCalled, ToolRan, Verified,
+              TaskDone, Escalated, BudgetExhausted, RunDone, Notice]
 Emit = Callable[[Event], None]

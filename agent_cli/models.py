@@ -58,10 +58,14 @@ class ToolCall(BaseModel):
 
 
 class Usage(BaseModel):
-    """Tokens of one call or a running total, with its cost from the configured prices."""
+    """Tokens of one call or a running total, with its cost from the configured prices.
+
+    `cached_tokens` is the part of `prompt_tokens` the server read from its prompt cache.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
     cost_usd: float = 0.0
     calls: int = 0
 
@@ -69,6 +73,7 @@ class Usage(BaseModel):
         """Accumulate another usage into this one."""
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
         self.cost_usd += other.cost_usd
         self.calls += other.calls
 

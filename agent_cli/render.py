@@ -1,14 +1,13 @@
-"""What the console draws: one-line event texts, the plan table, the escalation block, the report.
+"""What the console draws: the log's lines, the plan table, the escalation block, the report.
 
 Everything the model or a tool wrote is shown as a rich `Text` (never parsed as markup) with
-escape and control codes stripped, so it can neither break the layout nor colour a log.
+escape and control codes stripped, so it can neither break the layout nor colour a log. The
+same renderables serve a terminal and a log file; without colour their styles simply vanish.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, field
+from datetime import datetime
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -18,177 +17,108 @@ from rich.text import Text
 
 from agent_cli.events import (BudgetExhausted, Escalated, Event, Notice, PlanMade, RunDone,
                               RunStarted, TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
-from agent_cli.memory.records import one_line
+from agent_cli.progress import (RunState, arg_summary, budget_line, cost_text, edit_size,
+                                verify_line)
+from agent_cli.text import clean, short
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
-_ARG_KEYS = ("cmd", "path", "pattern", "query", "text", "summary")
+DIFF_LINES = 80  # --verbose shows at most this many lines of one edit's diff
 _STATUS_STYLE = {"pending": "dim", "running": "bold yellow", "verified": "bold green",
                  "rejected": "bold red"}
 
 
-def clean(text: object) -> str:
-    """Text with terminal escape sequences and control characters removed."""
-    return _CONTROL.sub("", str(text)).replace("\t", "    ")
-
-
-def short(text: object, limit: int = 80) -> str:
-    """One cleaned line of at most `limit` characters."""
-    line = " ".join(clean(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def arg_summary(arguments: str, limit: int = 80) -> str:
-    """The telling argument of a tool call (its command, path, pattern...) on one line."""
-    try:
-        args = json.loads(arguments)
-    except ValueError:
-        return short(arguments, limit)
-    if isinstance(args, dict):
-        for key in _ARG_KEYS:
-            if isinstance(args.get(key), str):
-                return short(args[key], limit)
-        return short(", ".join(f"{k}={v}" for k, v in args.items()), limit)
-    return short(args, limit)
-
-
-@dataclass
-class RunState:
-    """What the events so far say: the plan with statuses, the current step, the running cost."""
-
-    run_id: str = ""
-    goal: str = ""
-    branch: str = ""
-    tasks: list[dict] = field(default_factory=list)
-    current: int | None = None
-    attempt: int = 0
-    step: int = 0
-    last_call: ToolCalled | None = None
-    last_result: ToolRan | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    summaries: list[tuple[int, str]] = field(default_factory=list)
-    final_gate: Verified | None = None
-
-    def task(self, index: int) -> dict:
-        """The task at `index`, created as a placeholder if the plan did not list it."""
-        while len(self.tasks) <= index:
-            self.tasks.append({"goal": f"task {len(self.tasks) + 1}", "status": "pending",
-                               "attempts": 0, "acceptance_cmd": None, "exit_code": None})
-        return self.tasks[index]
-
-    def label(self, index: int) -> str:
-        """`task i/n` for a 0-based index."""
-        return f"task {index + 1}/{max(len(self.tasks), index + 1)}"
-
-    def apply(self, ev: Event) -> None:
-        """Fold one event into the state."""
-        match ev:
-            case RunStarted():
-                self.run_id, self.goal, self.branch = ev.run_id, ev.goal, ev.branch
-            case PlanMade():
-                self.goal = ev.goal
-                self.tasks = [{"goal": t.get("goal", ""), "acceptance": t.get("acceptance", ""),
-                               "acceptance_cmd": t.get("acceptance_cmd"), "exit_code": None,
-                               "status": t.get("status", "pending"),
-                               "attempts": t.get("attempts", 0)} for t in ev.tasks]
-            case TaskStarted():
-                self.task(ev.index).update(status="running", attempts=ev.attempt)
-                self.current, self.attempt, self.last_call, self.last_result = (
-                    ev.index, ev.attempt, None, None)
-            case ToolCalled():
-                self.step, self.last_call = ev.step, ev
-            case ToolRan():
-                self.step, self.last_result = ev.step, ev
-                self.prompt_tokens += ev.prompt_tokens
-                self.completion_tokens += ev.completion_tokens
-                self.cost_usd += ev.cost_usd
-            case Verified():
-                if ev.index < 0:
-                    self.final_gate = ev
-                else:
-                    self.task(ev.index)["exit_code"] = ev.exit_code
-            case TaskDone():
-                self.task(ev.index).update(status=ev.status, attempts=ev.attempts)
-                self.current = None
-                if ev.summary.strip():
-                    self.summaries.append((ev.index, ev.summary))
-            case RunDone():
-                self.prompt_tokens, self.completion_tokens = ev.prompt_tokens, ev.completion_tokens
-                self.cost_usd, self.step = ev.cost_usd, ev.steps
-
-
-def tool_line(call: ToolCalled | None, result: ToolRan) -> str:
+def tool_line(call: ToolCalled | None, result: ToolRan) -> Text:
     """`step 4 run: pytest -q -> exit 1` for a tool call and its result."""
-    what = f" {arg_summary(call.arguments)}" if call and call.step == result.step else ""
-    arrow = "->" if result.ok else "-> FAILED:"
-    return f"step {result.step} {result.name}:{what} {arrow} {short(result.summary, 120)}"
+    line = Text(f"step {result.step} ", style="dim")
+    line.append(result.name, style="bold")
+    line.append(":")
+    arg = arg_summary(call.arguments) if call is not None and call.step == result.step else ""
+    if arg:
+        line.append(f" {arg}")
+    outcome = edit_size(result.diff) if result.diff else short(result.summary, 120)
+    if result.ok:
+        # "read calc/stats.py" after the path, "note" after a note: nothing new to say
+        outcome = outcome.removesuffix(arg).strip() if arg else outcome
+        if len(outcome.split()) > 1:
+            line.append(f" -> {outcome}", style="dim")
+    else:
+        line.append(f" -> FAILED: {outcome}", style="red")
+    return line
 
 
-def verify_line(ev: Verified) -> str:
-    """One line for a verification: what ran, its exit code, and the verdict."""
-    verdict = "passed" if ev.passed else "did not pass"
-    who = "final check" if ev.index < 0 else f"verify attempt {ev.attempt}"
-    if ev.judge == "command" and ev.command:
-        code = "not run" if ev.exit_code is None else f"exit {ev.exit_code}"
-        return f"{who}: `{short(ev.command, 100)}` -> {code}: {verdict}"
-    return f"{who} ({ev.judge} judge): {verdict}"
+def diff_text(diff: str) -> Text:
+    """An edit's diff, coloured, indented, at most DIFF_LINES lines."""
+    lines = clean(diff).splitlines()
+    out = Text()
+    for line in lines[:DIFF_LINES]:
+        style = ("green" if line.startswith("+") else "red" if line.startswith("-")
+                 else "cyan" if line.startswith("@@") else "dim")
+        out.append(f"      {line}\n", style=style)
+    if len(lines) > DIFF_LINES:
+        out.append(f"      … {len(lines) - DIFF_LINES} more lines\n", style="dim")
+    out.rstrip()
+    return out
 
 
-def budget_line(ev: BudgetExhausted) -> str:
-    """Which budget ran out and how much of it was used, with the flag that raises it."""
-    if ev.budget == "max_steps":
-        return (f"budget ran out: {ev.used:.0f} of {ev.limit:.0f} tool calls used "
-                "(raise --max-steps, then `agent run --resume`)")
-    return (f"budget ran out: ${ev.used:.4f} of ${ev.limit:.2f} spent "
-            "(raise --budget-usd, then `agent run --resume`)")
+def _task_done(ev: TaskDone, state: RunState) -> Text:
+    commit = f" (commit {ev.commit[:10]})" if ev.commit else ""
+    tries = "attempt" if ev.attempts == 1 else "attempts"
+    line = Text(f"[{state.label(ev.index)}] ", style="bold")
+    line.append(ev.status, style=_STATUS_STYLE.get(ev.status, ""))
+    line.append(f" after {ev.attempts} {tries}{commit}")
+    if ev.proof:
+        line.append(f"; proof: {ev.proof}")
+    for stat in clean(ev.diff_stat).splitlines():
+        line.append(f"\n    {stat.strip()}", style="dim")
+    return line
 
 
-def event_line(ev: Event, state: RunState) -> str | None:
-    """The plain one-line rendering of an event (None for the events shown as blocks)."""
+def event_line(ev: Event, state: RunState) -> Text | None:
+    """The log line of an event (None for the events shown as blocks or not at all)."""
     match ev:
         case RunStarted():
             how = "resuming run" if ev.resumed else "run"
-            return f"{how} {ev.run_id} on branch {ev.branch} in {ev.repo}\ngoal: {clean(ev.goal)}"
+            base = f" (from {ev.base})" if ev.base else ""
+            return Text(f"{how} {ev.run_id} on branch {ev.branch}{base} in {ev.repo}\n"
+                        f"goal: {clean(ev.goal)}")
         case TaskStarted():
-            return f"[{state.label(ev.index)}] attempt {ev.attempt}: {short(ev.goal, 200)}"
+            return Text(f"[{state.label(ev.index)}] attempt {ev.attempt}: {short(ev.goal, 200)}",
+                        style="bold")
         case ToolRan():
-            return "  " + tool_line(state.last_call, ev)
+            return Text("  ").append_text(tool_line(state.last_call, ev))
         case Verified():
-            reason = "".join(f"\n    {clean(line)}" for line in ev.reason.splitlines()[-12:])
-            return "  " + verify_line(ev) + ("" if ev.passed else reason)
+            line = Text("  " + verify_line(ev), style="green" if ev.passed else "yellow")
+            if not ev.passed:
+                for tail in ev.reason.splitlines()[-12:]:
+                    line.append(f"\n    {clean(tail)}", style="dim")
+            return line
         case TaskDone():
-            commit = f" (commit {ev.commit[:10]})" if ev.commit else ""
-            tries = "attempt" if ev.attempts == 1 else "attempts"
-            proof = f"; proof: {ev.proof}" if ev.proof else ""
-            return f"[{state.label(ev.index)}] {ev.status} after {ev.attempts} {tries}{commit}{proof}"
+            return _task_done(ev, state)
         case BudgetExhausted():
-            return budget_line(ev)
+            return Text(budget_line(ev), style="yellow")
         case Notice():
-            return f"-- {clean(ev.text)}"
+            return Text(f"-- {clean(ev.text)}", style="dim")
     return None
 
 
-def plan_table(tasks: list[dict], *, plain: bool, status: bool = False) -> Table:
-    """The plan: index, task goal, acceptance command (and status and attempts when asked)."""
+def plan_table(tasks: list[dict], *, plain: bool) -> Table:
+    """The plan: index, task goal, acceptance command."""
     table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD)
     table.add_column("#", justify="right")
     table.add_column("Task", ratio=3)
     table.add_column("Acceptance command", ratio=2)
-    if status:
-        table.add_column("Status")
-        table.add_column("Tries", justify="right")
     for i, t in enumerate(tasks):
         cmd = t.get("acceptance_cmd")
         check = Text(clean(cmd)) if cmd else Text(
             f"(none; the model judges: {clean(t.get('acceptance') or 'the goal')})", style="dim")
-        row = [Text(str(i + 1)), Text(clean(t.get("goal", ""))), check]
-        if status:
-            st = str(t.get("status", "pending"))
-            row += [Text(st, style=_STATUS_STYLE.get(st, "")), Text(str(t.get("attempts", 0)))]
-        table.add_row(*row)
+        table.add_row(Text(str(i + 1)), Text(clean(t.get("goal", ""))), check)
     return table
+
+
+def plan_heading(ev: PlanMade) -> Text:
+    """`plan: 2 tasks for: GOAL`."""
+    n = len(ev.tasks)
+    return Text(f"plan: {n} task{'s' if n != 1 else ''} for: {clean(ev.goal)}", style="bold")
 
 
 def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
@@ -218,59 +148,84 @@ def proof_lines(tasks: list[dict]) -> str:
     return "proof: " + "; ".join(lines) if lines else ""
 
 
-def report(ev: RunDone, state: RunState, *, plain: bool) -> list[RenderableType]:
-    """The final report: what the harness observed per task, totals, then the model's words."""
-    table = Table(title="Run report", box=box.ASCII if plain else box.SIMPLE_HEAD)
-    for name in ("#", "Task", "Status", "Attempts", "Acceptance command", "Exit code"):
-        table.add_column(name, justify="right" if name in ("#", "Attempts", "Exit code") else "left")
+def _report_tasks(ev: RunDone) -> Text:
+    """Per task: its goal on one line, then what the harness observed."""
+    lines = Text("Run report", style="bold")
     for i, t in enumerate(ev.tasks):
         st, code, cmd = str(t.get("status", "")), t.get("exit_code"), t.get("acceptance_cmd")
-        table.add_row(Text(str(i + 1)), Text(clean(t.get("goal", ""))),
-                      Text(st, style=_STATUS_STYLE.get(st, "")), Text(str(t.get("attempts", 0))),
-                      Text(clean(cmd) if cmd else "(none)"),
-                      Text("not run" if code is None else str(code)))
-    parts: list[RenderableType] = [table]
+        tries = t.get("attempts", 0)
+        lines.append(f"\n  {i + 1}. {short(t.get('goal', ''), 90)}\n     ")
+        lines.append(st, style=_STATUS_STYLE.get(st, ""))
+        lines.append(f", {tries} attempt{'' if tries == 1 else 's'}; ")
+        lines.append(f"`{clean(cmd)}` -> {'not run' if code is None else f'exit {code}'}"
+                     if cmd else "no acceptance command")
+    return lines
+
+
+def _summaries(state: RunState) -> Text:
+    lines = Text(MODEL_SUMMARIES, style="bold")
+    for index, summary in state.summaries:
+        lines.append(f"\n  task {index + 1}: ")
+        lines.append(clean(summary.strip()).replace("\n", "\n    "), style="italic")
+    return lines
+
+
+def take_it(ev: RunDone) -> Text | None:
+    """How to review the run's commits and merge them, with the real branch names."""
+    if not ev.branch or not any(t.get("commit") for t in ev.tasks):
+        return None
+    base = ev.base or "<your branch>"
+    lines = Text("review: ", style="bold")
+    lines.append(f"git diff {base}...{ev.branch}")
+    lines.append("\ntake it: ", style="bold")
+    lines.append(f"git switch {base} && git merge {ev.branch}")
+    return lines
+
+
+def report(ev: RunDone, state: RunState) -> list[RenderableType]:
+    """The final report: per task what the harness observed, totals, the model's words, next."""
+    parts: list[RenderableType] = [Text(), _report_tasks(ev)]
     proofs = proof_lines(ev.tasks)
     if proofs:
         parts.append(Text(proofs))
     if state.final_gate is not None:
         parts.append(Text(verify_line(state.final_gate)))
-    parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt + "
-                      f"{ev.completion_tokens:,} completion tokens, ${ev.cost_usd:.4f}"))
-    if ev.branch:
-        parts.append(Text(f"branch: {ev.branch}"))
+    cached = f" ({ev.cached_tokens:,} cached)" if ev.cached_tokens else ""
+    parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt{cached} + "
+                      f"{ev.completion_tokens:,} completion tokens, {cost_text(ev.cost_usd)}"))
     if state.summaries:
-        lines = Text(f"\n{MODEL_SUMMARIES}", style="bold")
-        for index, summary in state.summaries:
-            goal = ev.tasks[index].get("goal", "") if index < len(ev.tasks) else ""
-            lines.append(f"\n  task {index + 1} ({short(goal, 60)}): ")
-            lines.append(clean(summary.strip()).replace("\n", "\n    "), style="italic")
-        parts.append(lines)
+        parts.append(_summaries(state))
     message = f": {clean(ev.message)}" if ev.message else ""
     parts.append(Text(f"\nrun {ev.run_id} {ev.status} (exit code {ev.exit_code}){message}",
                       style="bold"))
+    parts.append(take_it(ev) or Text(f"branch: {ev.branch} (nothing committed on it)"
+                                     if ev.branch else ""))
     return parts
 
 
-def live_view(state: RunState) -> RenderableType:
-    """The live region: plan with statuses, current task and step, last tool call, cost."""
-    head = Text.assemble(("agent ", "bold"), state.run_id, "  ", (state.branch, "cyan"))
-    head.append("\n" + short(state.goal, 200))
-    if state.current is None:
-        now = Text("between tasks" if state.tasks else "planning...", style="dim")
-    else:
-        now = Text(f"{state.label(state.current)}, attempt {state.attempt}, step {state.step}: ",
-                   style="bold")
-        now.append(short(state.task(state.current).get("goal", ""), 100), style="")
-    last = Text("-", style="dim")
-    if state.last_result is not None:
-        last = Text("last: " + tool_line(state.last_call, state.last_result), style="dim")
-    elif state.last_call is not None:
-        last = Text(f"calling {state.last_call.name}: {arg_summary(state.last_call.arguments)}",
-                    style="dim")
-    cost = Text(f"{state.prompt_tokens:,} prompt + {state.completion_tokens:,} completion "
-                f"tokens, ${state.cost_usd:.4f}", style="dim")
-    return Group(head, plan_table(state.tasks, plain=False, status=True), now, last, cost)
+def _local_time(stamp: object) -> str:
+    """`2026-11-30 20:15` in local time from an ISO 8601 stamp ("" when there is none)."""
+    try:
+        return datetime.fromisoformat(str(stamp)).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ""
+
+
+def runs_table(rows: list[dict], width: int) -> Table:
+    """`agent runs`: one line per run, the goal cut between words to fit `width` columns."""
+    cells = [[str(r.get("run_id", "")), _local_time(r.get("started_at", "")),
+              str(r.get("status", "")), str(r.get("steps", 0))] for r in rows]
+    heads = ["run", "started", "status", "steps"]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+    room = max(width - sum(widths) - 3 * len(widths), 10)  # 3: padding and divider
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
+    for head in heads:
+        table.add_column(head, no_wrap=True, justify="right" if head == "steps" else "left",
+                         min_width=widths[heads.index(head)])
+    table.add_column("goal", no_wrap=True, max_width=room)
+    for r, c in zip(rows, cells):
+        table.add_row(*c, short(r.get("goal", ""), room))
+    return table
 
 
 def memory_table(title: str) -> Table:
@@ -287,48 +242,80 @@ def recall_table(results: list) -> Table:
                          no_wrap=name != "gist and source",
                          overflow="fold" if name == "gist and source" else "ellipsis")
     for r in results:
-        cell = Text(one_line(r.gist or r.text, 200))
-        cell.append(f"\n{one_line(r.source, 80)}", style="dim")
+        cell = Text(short(r.gist or r.text, 200))
+        cell.append(f"\n{short(r.source, 80)}", style="dim")
         table.add_row(f"{r.score:.2f}", r.kind, r.id, r.date[:10], cell)
     return table
 
 
-def working_memory_view(report: dict) -> list[RenderableType]:
+SCORE_TERMS = ("weight", "refs", "goal", "recent", "size")
+SCORE_LEGEND = "score = weight + refs + goal + recent − size"
+
+
+def working_memory_view(report: dict, width: int) -> list[RenderableType]:
     """`agent memory show`: the hot zone with score terms, the cold zone, long-term counts."""
     counts = report["counts"]
     shown: list[RenderableType] = []
     if report["run_id"] is None:
         shown.append(Text("No run has recorded working memory yet."))
     else:
-        shown += [_hot_table(report), Text(""), _cold_table(report), Text("")]
+        cold = _cold_table(report, width) if report["cold"] else Text(
+            "Cold zone: empty (nothing was evicted)")
+        shown += [_hot_table(report, width), Text(""), cold, Text("")]
     shown.append(Text(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} "
                       f"fact(s), {counts['archive']} archived item(s)."))
     return shown
 
 
-def _hot_table(report: dict) -> Table:
-    stats = report["stats"]
-    hot = memory_table(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
-                       f"{stats.get('tokens')} tokens; * pinned)")
-    terms = [t for t in (report["hot"][0]["score"] if report["hot"] else {}) if t != "total"]
-    short = {"kind": "weight", "recency": "recent"}
-    for col in ["id", "kind", "score", *(short.get(t, t) for t in terms), "tokens", "summary"]:
-        hot.add_column(col, overflow="fold" if col == "summary" else "ellipsis",
-                       no_wrap=col != "summary", min_width=12 if col == "summary" else None)
-    for item in report["hot"]:
-        s = item["score"]
-        hot.add_row(item["id"], item["kind"] + ("*" if item["pinned"] else ""),
-                    f"{s.get('total', 0):.2f}", *(f"{s[t]:.2f}" for t in terms),
-                    str(item["tokens"]), one_line(item["summary"], 80))
-    return hot
+def _fitted(title: str, heads: tuple[str, ...], rows: list[list[str]], summaries: list[str],
+            width: int) -> Table:
+    """A memory table whose last column, the summary, is cut between words to fit `width`."""
+    table = memory_table(title)
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+    room = max(width - sum(widths) - 2 * len(heads) - 1, 10)  # padding and divider
+    for head in (*heads, "summary"):
+        table.add_column(head, no_wrap=True,
+                         justify="left" if head in ("id", "kind", "summary") else "right")
+    for row, summary in zip(rows, summaries):
+        table.add_row(*row, short(summary, room))
+    return table
 
 
-def _cold_table(report: dict) -> Table:
-    cold = memory_table(f"Cold zone: {len(report['cold'])} item(s)")
-    for col in ("id", "kind", "evicted at step", "summary"):
-        cold.add_column(col, overflow="fold" if col == "summary" else "ellipsis",
-                        no_wrap=col != "summary")
-    for e in report["cold"]:
-        cold.add_row(e["id"], e.get("kind", ""), str(e.get("step_evicted", "")),
-                     one_line(e.get("summary", ""), 80))
-    return cold
+def _hot_table(report: dict, width: int) -> Table:
+    stats, heads = report["stats"], ("id", "kind", "score", *SCORE_TERMS, "tokens")
+    rows = [[i["id"], i["kind"] + ("*" if i["pinned"] else ""),
+             *(f"{i[c]:.2f}" for c in ("score", *SCORE_TERMS)), str(i["tokens"])]
+            for i in report["hot"]]
+    return _fitted(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
+                   f"{stats.get('tokens')} tokens; * pinned)\n{SCORE_LEGEND}", heads, rows,
+                   [i["summary"] for i in report["hot"]], width)
+
+
+def _cold_table(report: dict, width: int) -> Table:
+    rows = [[e["id"], e.get("kind", ""), str(e.get("step_evicted", ""))] for e in report["cold"]]
+    return _fitted(f"Cold zone: {len(report['cold'])} item(s)", ("id", "kind", "step evicted"),
+                   rows, [e.get("summary", "") for e in report["cold"]], width)
+
+
+def heading(title: str) -> Text:
+    """A section heading of a command's output."""
+    return Text(title, style="bold")
+
+
+def settings_view(values: dict, sources: dict[str, str]) -> list[Text]:
+    """`agent doctor`'s settings: every key, its value (`(not set)` for none), where it came from."""
+    lines = [Text.assemble(heading("settings"), (" (keys for ~/.agentrc and <repo>/.agentrc; "
+                                                  "environment: AGENT_<KEY>)", "dim"))]
+    for key, value in values.items():
+        if isinstance(value, list):
+            value = ", ".join(map(str, value)) if value else "(none)"
+        shown = "(not set)" if value is None else clean(value)
+        lines.append(Text.assemble(f"  {key:<24} {shown:<40} ",
+                                   (f"({sources.get(key, 'default')})", "dim")))
+    return lines
+
+
+def check_line(name: str, passed: bool, text: str) -> Text:
+    """One of `agent doctor`'s checks: ok or FAIL, its name, what it found."""
+    mark = ("ok  ", "green") if passed else ("FAIL", "red")
+    return Text.assemble("  ", mark, f" {name:<10} {clean(text)}")

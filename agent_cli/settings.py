@@ -2,8 +2,10 @@
 
 Each layer is validated on its own, so an error names the file (or variable) it came
 from. `Settings.sources` records where every value was taken from, for `agent doctor`.
-The API key is read from the environment only (`OPENAI_API_KEY` or `AGENT_API_KEY`):
-a key in a repository's `.agentrc` would be committed and shared, so it is refused.
+The API key is read from the environment (`OPENAI_API_KEY` or `AGENT_API_KEY`) or from the
+user's own `~/.agentrc`; a key in a repository's `.agentrc` would be committed and shared, so it
+is refused. `AGENT_DENY_COMMANDS` is a comma-separated list of regular expressions (a pattern
+that contains a comma goes in `deny_commands` in an `.agentrc` instead).
 The memory server's token (`AGENT_MEMORY_TOKEN`) is refused in every `.agentrc`: it is a
 team's shared credential, and files get copied, committed and pasted into bug reports.
 
@@ -16,6 +18,7 @@ in one notice.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -48,6 +51,7 @@ class Settings(BaseSettings):
     budget_usd: float = Field(5.0, ge=0)
     price_input_per_mtok: float = Field(0.15, ge=0)
     price_output_per_mtok: float = Field(0.60, ge=0)
+    price_cached_input_per_mtok: float | None = Field(None, ge=0)  # None: half the input price
     memory_max_tokens: int = Field(8000, ge=200)
     reserved_output_tokens: int = Field(4096, ge=0)
     tool_output_max_tokens: int = Field(3000, ge=100)
@@ -149,6 +153,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
 
 
+def unknown_key_hint(key: str) -> str:
+    """`did you mean `model`?` for a misspelt key, else where the keys are listed."""
+    close = difflib.get_close_matches(key.lower(), FIELDS, n=1, cutoff=0.6)
+    listed = "`agent doctor` lists every key with its value"
+    return f"did you mean `{close[0]}`? {listed}" if close else listed
+
+
 def _check(layer: dict[str, Any], origin: str) -> None:
     """Validate one layer alone, so the error names where the bad value came from."""
     try:
@@ -157,8 +168,7 @@ def _check(layer: dict[str, Any], origin: str) -> None:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "?"
         if err["type"] == "extra_forbidden":
-            raise ConfigError(f"{origin}: unknown key '{key}'",
-                              "see .agentrc.example for the keys") from None
+            raise ConfigError(f"{origin}: unknown key '{key}'", unknown_key_hint(key)) from None
         got = err.get("input")
         raise ConfigError(f"{origin}: key '{key}': {err['msg'].lower()} (got {got!r})") from None
 

@@ -60,6 +60,7 @@ class RunOptions:
     allow_dirty: bool = False
     plan_only: bool = False
     replay: Path | None = None
+    verbose: bool = False
     record: Path | None = None
     flags: dict[str, Any] = field(default_factory=dict)
 
@@ -124,21 +125,24 @@ def import_model_client_in_background() -> None:
 
 def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatModel:
     """The ChatModel: a replayed recording, or the endpoint (optionally recorded)."""
-    prices = (settings.price_input_per_mtok, settings.price_output_per_mtok)
+    prices = dict(price_in=settings.price_input_per_mtok, price_out=settings.price_output_per_mtok,
+                  price_cached=settings.price_cached_input_per_mtok)
     if opts.replay:
         from agent_cli.llm.record import ReplayModel
 
-        model: ChatModel = ReplayModel(opts.replay, price_in=prices[0], price_out=prices[1],
-                                       name=settings.model)
+        # a replayed reply was paid for when it was recorded: it costs nothing now
+        model: ChatModel = ReplayModel(opts.replay, price_in=0.0, price_out=0.0,
+                                       price_cached=0.0, name=settings.model)
     else:
         from agent_cli.llm.openai_model import OpenAIChat
 
         model = OpenAIChat(model=settings.model, base_url=settings.base_url,
-                           api_key=settings.key(), price_in=prices[0], price_out=prices[1],
+                           api_key=settings.key(), **prices,
                            timeout_s=settings.request_timeout_s, max_retries=settings.max_retries,
                            backoff_s=settings.retry_backoff_s,
                            max_tokens=settings.reserved_output_tokens,
-                           on_retry=RetryNotice(console))
+                           context_window=settings.context_window,
+                           on_retry=RetryNotice(settings.max_retries))
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 
@@ -147,13 +151,29 @@ def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatM
 
 
 class RetryNotice:
-    """Tells the console that a model call failed and when it is retried."""
+    """Says on stderr, like an error and in every output mode, that a model call is retried."""
 
-    def __init__(self, console: Console) -> None:
-        self.console = console
+    def __init__(self, max_retries: int) -> None:
+        self.max_retries = max_retries
 
     def __call__(self, attempt: int, delay: float, why: str) -> None:
-        self.console.emit(Notice(text=f"model call failed ({why}); retry {attempt} in {delay:.1f}s"))
+        print(f"notice: model call failed ({why}); retry {attempt} of {self.max_retries} "
+              f"in {delay:.1f}s", file=sys.stderr, flush=True)
+
+
+def fit_to_window(settings: Settings, model: ChatModel, console: Console) -> tuple[int, int]:
+    """Working-memory and tool-output token caps that fit the model's context window."""
+    from agent_cli.llm.server_info import fit_window
+
+    wanted = (settings.memory_max_tokens, settings.tool_output_max_tokens)
+    window = getattr(model, "context_window", None)  # learned from the server when it says
+    if not window:
+        return wanted
+    memory, tool_output, _ = fit_window(window, *wanted, settings.reserved_output_tokens)
+    if (memory, tool_output) != wanted:
+        console.emit(Notice(text=f"the model's context window is {window:,} tokens: working "
+                                 f"memory {memory:,} and tool output {tool_output:,} tokens"))
+    return memory, tool_output
 
 
 # -- the run's parts --------------------------------------------------------------------
@@ -166,6 +186,7 @@ class RunKit:
                  longterm: LazyLongTermMemory | FallbackLongTerm) -> None:
         self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
         self.policy, self.embedder, self.longterm = policy, embedder, longterm
+        self.memory_tokens = settings.memory_max_tokens  # or less, to fit the context window
         self._stores: list[SqliteStore] = []
 
     def open_memory(self, run_dir: Path) -> WorkingMemory:
@@ -174,7 +195,7 @@ class RunKit:
         store = SqliteStore(run_dir / "memory.db")
         self._stores.append(store)
         return WorkingMemory(store=store, embedder=self.embedder,
-                             max_tokens=self.settings.memory_max_tokens,
+                             max_tokens=self.memory_tokens,
                              recall_cooldown_steps=self.settings.recall_cooldown_steps)
 
     def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
@@ -225,8 +246,11 @@ def execute(opts: RunOptions) -> int:
     settings = settings_for(repo_path, **opts.flags)
     if not opts.replay:
         import_model_client_in_background()
-    console = make_console(pick_mode(opts.json_out, sys.stdout))
+    console = make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose)
     try:
+        if opts.replay:
+            console.emit(Notice(text=f"the model's replies are replayed from the recording "
+                                     f"{opts.replay}: no model is called, and they cost $0"))
         return _execute(opts, settings, repo_path, console)
     except KeyboardInterrupt:
         print("interrupted before the run started; nothing to resume", file=sys.stderr)
@@ -244,11 +268,12 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
         lock = RunLock(state_dir / "run.lock")
         run_id = check_local(workspace, store, lock, opts)
         model = build_model(settings, opts, console)
+        approve = check_approval(settings, opts)
+        memory_tokens, tool_tokens = fit_to_window(settings, model, console)
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
-                           plan_only=opts.plan_only, approve=check_approval(settings, opts),
-                           secrets=settings.secrets(),
+                           plan_only=opts.plan_only, approve=approve, secrets=settings.secrets(),
                            limits=Limits(settings.max_steps, settings.task_max_steps,
-                                         settings.budget_usd, settings.tool_output_max_tokens))
+                                         settings.budget_usd, tool_tokens))
         embedder = make_embedder(settings)
         place = memory_place(settings, state_dir)
         with LazyLongTermMemory(place, embedder, settings.secrets()) as lazy:
@@ -257,6 +282,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
                                         notice=lambda text: console.emit(Notice(text=text)))
             longterm.open_in_background()
             kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
+            kit.memory_tokens = memory_tokens
             try:
                 session = Session(Services(workspace=workspace, model=model, console=console,
                                            longterm=longterm, parts=kit, store=store), config)
@@ -320,12 +346,13 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     repo = find_repo(repo_opt)
     store = RunStore(settings_for(repo).state_dir(repo))
     rows = [{"run_id": r.get("run_id"), "status": r.get("status"), "goal": r.get("goal", ""),
-             "steps": r.get("steps", 0), "updated_at": r.get("updated_at", "")}
-            for r in store.list()]
+             "steps": r.get("steps", 0), "started_at": r.get("started_at", ""),
+             "updated_at": r.get("updated_at", "")} for r in store.list()]
     if json_out:
         print(json.dumps(rows))
     elif not rows:
         print("no runs yet in this repository")
     else:
-        for r in rows:
-            print(f"{r['run_id']}  {r['status']:<16} {r['steps']:>4} steps  {r['goal'][:70]}")
+        from agent_cli.console import print_runs
+
+        print_runs(rows)

@@ -1,6 +1,8 @@
 """Working memory against the append-then-trim transcript, on a workload shaped like a coding session.
 
 Run: python bench/working_memory.py   (deterministic workload; timings are this machine's)
+For the side-by-side run: pip install protoprompt==0.20.0 (a bench-only dependency; without it
+the bench says so and compares with the baseline only).
 
 The baseline is the classic tutorial agent's context: append each message, re-count every
 message with tiktoken, drop the oldest while over budget. Both see the same items.
@@ -198,9 +200,9 @@ class Tally:
                       self.largest)
 
 
-def run_memory(session: Session, n: int, label: str, store=None) -> Result:
+def run_memory(session: Session, n: int, label: str, store=None, budget: int = BUDGET) -> Result:
     """Feed `n` items to a WorkingMemory, checking the context every CHECK_EVERY items."""
-    mem = WorkingMemory(store=store or InMemStore(), max_tokens=BUDGET)
+    mem = WorkingMemory(store=store or InMemStore(), max_tokens=budget)
     mem.set_goal(GOAL)
     ids: dict[int, str] = {}
     tally = Tally()
@@ -231,9 +233,10 @@ def _recall_evicted(mem: WorkingMemory, session: Session, ids: dict[int, str], n
     return f"{found}/{len(sample)}", statistics.mean(times) * 1e3
 
 
-def run_baseline(session: Session, sizes: tuple[int, ...], label: str) -> list[Result]:
+def run_baseline(session: Session, sizes: tuple[int, ...], label: str,
+                 budget: int = BUDGET) -> list[Result]:
     """Feed items to the transcript baseline with the same checks; a row at each size."""
-    tr, tally, rows = Transcript(BUDGET), Tally(), []
+    tr, tally, rows = Transcript(budget), Tally(), []
     gc.collect()
     for i, (kind, text, summary) in enumerate(session.items[:max(sizes)]):
         tally.timed(tr.add, i, kind, text, summary)
@@ -384,8 +387,11 @@ def main() -> int:
                       (base_p, mem_p)]:
         print(_ratios(base, mem))
     rows = bases + mems + [sqlite_row, base_p, mem_p]
-    print(f"\nbudget never exceeded: {all(r.largest <= BUDGET for r in rows)}; "
-          f"bench time {time.perf_counter() - started:.1f}s")
+    print(f"\nbudget never exceeded: {all(r.largest <= BUDGET for r in rows)}")
+    import wm_large  # the large-items workload and protoprompt, side by side
+
+    wm_large.report()
+    print(f"\nbench time {time.perf_counter() - started:.1f}s")
     return 0
 
 

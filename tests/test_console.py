@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from agent_cli.console import make_console, pick_mode
+from ttykit import Screen
 from agent_cli.render import MODEL_SUMMARIES
 from agent_cli.events import (BudgetExhausted, Escalated, Notice, PlanMade, RunDone, RunStarted,
                               TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
@@ -33,7 +34,8 @@ ESCALATED = Escalated(index=1, goal=MARKUP_GOAL, summary="I fixed it [/] honestl
 def run_events() -> list:
     """A whole run: one task verified on its second attempt, one escalated."""
     return [
-        RunStarted(run_id="r1", goal="add median()", repo="/tmp/repo", branch="agent/r1"),
+        RunStarted(run_id="r1", goal="add median()", repo="/tmp/repo", branch="agent/r1",
+                   base="main"),
         PLAN,
         TaskStarted(index=0, goal="add median()", attempt=1),
         ToolCalled(index=0, step=1, name="run", arguments='{"cmd": "pytest -q"}'),
@@ -49,7 +51,8 @@ def run_events() -> list:
         Verified(index=0, attempt=2, passed=True, judge="command", command="pytest -q",
                  exit_code=0),
         TaskDone(index=0, status="verified", attempts=2, commit="abc123def456",
-                 summary="Added median() [green]and it works[/]"),
+                 summary="Added median() [green]and it works[/]",
+                 diff_stat=" calc/stats.py | 9 +++++++++\n 1 file changed, 9 insertions(+)"),
         TaskStarted(index=1, goal=MARKUP_GOAL, attempt=1),
         Verified(index=1, attempt=2, passed=False, judge="model", reason="not fixed"),
         ESCALATED,
@@ -58,10 +61,10 @@ def run_events() -> list:
         Verified(index=-1, attempt=1, passed=False, judge="command", command="make lint",
                  exit_code=2),
         RunDone(run_id="r1", status="escalated", exit_code=3, steps=2, prompt_tokens=150,
-                completion_tokens=30, cost_usd=0.0015, branch="agent/r1",
+                completion_tokens=30, cost_usd=0.0015, branch="agent/r1", base="main",
                 message="task 2 needs you",
                 tasks=[{"goal": "add median()", "status": "verified", "attempts": 2,
-                        "acceptance_cmd": "pytest -q", "exit_code": 0},
+                        "acceptance_cmd": "pytest -q", "exit_code": 0, "commit": "abc123def456"},
                        {"goal": MARKUP_GOAL, "status": "rejected", "attempts": 2,
                         "acceptance_cmd": "python -m parser_check", "exit_code": 7}]),
     ]
@@ -99,6 +102,7 @@ def test_plain_mode_lines_and_no_escape_codes():
     assert not ANSI.search(out)
     assert "[task 1/2] attempt 1: add median()" in out
     assert "  step 1 run: pytest -q -> exit 1" in out
+    assert "  step 3 read_file: calc/stats.py\n" in render("plain", READ)[0]
     assert "  step 2 edit_file: stats.py -> FAILED: old not found" in out
     assert "verify attempt 1: `pytest -q` -> exit 1: did not pass" in out
     assert "[task 1/2] verified after 2 attempts (commit abc123def4)" in out
@@ -117,14 +121,57 @@ def test_plain_plan_table_lists_acceptance_commands():
 def test_plain_report_shows_exit_codes_and_model_words_apart():
     out, _ = render("plain")
     report = out[out.index("Run report"):]
-    assert re.search(r"add median\(\)\s+\| verified \|\s+2 \| pytest -q\s+\|\s+0 \|", report)
-    assert re.search(r"\| rejected \|\s+2 \| python -m parser_check\s+\|\s+7 \|", report)
+    assert "  1. add median()\n     verified, 2 attempts; `pytest -q` -> exit 0" in report
+    assert "     rejected, 2 attempts; `python -m parser_check` -> exit 7" in report
     assert "2 steps, 150 prompt + 30 completion tokens, $0.0015" in report
-    assert "branch: agent/r1" in report
     table, words = report.split(MODEL_SUMMARIES)
     assert "Added median()" not in table
-    assert "task 1 (add median()): Added median() [green]and it works[/]" in words
-    assert "run r1 escalated (exit code 3): task 2 needs you" in out.splitlines()[-1]
+    assert "task 1: Added median() [green]and it works[/]" in words
+    assert "run r1 escalated (exit code 3): task 2 needs you" in words
+
+
+def test_the_log_ends_with_how_to_review_and_take_the_work():
+    lines = render("plain")[0].rstrip().splitlines()
+    assert lines[-2:] == ["review: git diff main...agent/r1",
+                          "take it: git switch main && git merge agent/r1"]
+    assert render("plain")[0].count("Run report") == 1
+
+
+def test_nothing_committed_says_so_instead_of_a_merge():
+    done = run_events()[-1].model_copy(update={"tasks": [{"goal": "g", "status": "rejected",
+                                                          "attempts": 2, "commit": None}]})
+    out, _ = render("plain", [done])
+    assert out.rstrip().splitlines()[-1] == "branch: agent/r1 (nothing committed on it)"
+    assert "git merge" not in out
+
+
+def test_a_verified_task_shows_its_diff_stat():
+    out, _ = render("plain")
+    assert ("[task 1/2] verified after 2 attempts (commit abc123def4)\n"
+            "    calc/stats.py | 9 +++++++++\n    1 file changed, 9 insertions(+)\n") in out
+
+
+READ = [ToolCalled(index=0, step=3, name="read_file", arguments='{"path": "calc/stats.py"}'),
+        ToolRan(index=0, step=3, name="read_file", ok=True, summary="read calc/stats.py")]
+EDIT = [ToolCalled(index=0, step=3, name="edit_file", arguments='{"path": "calc/stats.py"}'),
+        ToolRan(index=0, step=3, name="edit_file", ok=True, summary="edited calc/stats.py",
+                diff="--- a/calc/stats.py\n+++ b/calc/stats.py\n@@ -1 +1,2 @@\n x = 1\n"
+                     "+def median(xs):\n-old line\n")]
+
+
+def test_an_edit_shows_its_size_and_verbose_shows_its_diff():
+    quiet, _ = render("plain", EDIT)
+    assert quiet == "  step 3 edit_file: calc/stats.py -> +1 -1\n"
+    loud, _ = render("plain", EDIT, verbose=True)
+    assert loud.startswith(quiet)
+    assert "      +def median(xs):\n      -old line\n" in loud
+    assert "@@ -1 +1,2 @@" in loud
+
+
+def test_replayed_runs_cost_zero_dollars():
+    done = run_events()[-1].model_copy(update={"cost_usd": 0.0})
+    out, _ = render("plain", [done])
+    assert "150 prompt + 30 completion tokens, $0\n" in out
 
 
 def test_escalation_block_in_plain_and_live():
@@ -273,3 +320,32 @@ def test_live_mode_on_a_real_terminal():
     assert text.lstrip().startswith("live")
     assert "stray print from the loop" in text and "only [bold]task" in text
     assert "run r9 verified (exit code 0)" in text
+
+
+def test_streamed_words_show_dim_under_the_task_and_end_before_the_next_line():
+    con = live_console()
+    rc = make_console("live", io.StringIO(), io.StringIO(), console=con)
+    rc.emit(TaskStarted(index=0, goal="add median()", attempt=1))
+    for delta in ("I will read", " the file.\nThen \x1b[31medit", " it."):
+        rc.stream_text(delta)
+    rc.emit(READ[0])
+    rc.emit(READ[1])
+    rc.stream_text("Done")
+    rc.close()
+    raw = con.file.getvalue()
+    assert "\x1b[2mI will read" in raw  # dim
+    screen = Screen().feed(raw).text()
+    assert screen == ("[task 1/1] attempt 1: add median()\n"
+                      "    I will read the file.\n"
+                      "    Then edit it.\n"
+                      "  step 3 read_file: calc/stats.py\n"
+                      "    Done\n")
+
+
+@pytest.mark.parametrize("mode", ["plain", "json"])
+def test_streamed_words_are_not_printed_off_a_terminal(mode):
+    out, err = io.StringIO(), io.StringIO()
+    rc = make_console(mode, out, err)
+    rc.stream_text("I will read the file.")
+    rc.close()
+    assert out.getvalue() == "" and err.getvalue() == ""

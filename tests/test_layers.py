@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "agent_cli"
 COMMAND_LAYER = {"agent_cli.cli", "agent_cli.cli_run", "agent_cli.cli_memory", "agent_cli.doctor",
-                 "agent_cli.wiring", "agent_cli.__main__"}
+                 "agent_cli.wiring", "agent_cli.__main__", "agent_cli.cli_help"}
 # Each vendor SDK, and the only modules allowed to import it.
 VENDORS = {
     "openai": {"agent_cli.llm.openai_model"},
@@ -22,7 +22,8 @@ VENDORS = {
     "tiktoken": {"agent_cli.tokens"},
     "wordllama": {"agent_cli.memory.embed"},
     "rich": {"agent_cli.console", "agent_cli.render"},
-    "typer": {"agent_cli.cli", "agent_cli.cli_run", "agent_cli.cli_memory", "agent_cli.cli_trust"},
+    "typer": {"agent_cli.cli", "agent_cli.cli_run", "agent_cli.cli_memory", "agent_cli.cli_trust",
+              "agent_cli.cli_help"},
 }
 
 

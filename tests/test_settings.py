@@ -82,6 +82,43 @@ def test_example_file_documents_every_key_with_its_default(tmp_path):
         assert getattr(defaults, key) == value, key
 
 
+@pytest.mark.parametrize("text, hint", [
+    ("modle = 'x'", "did you mean `model`?"),
+    ("max_step = 3", "did you mean `max_steps`?"),
+    ("base-url = 'http://x/v1'", "did you mean `base_url`?"),
+    ("colour = 1", "`agent doctor` lists every key"),
+])
+def test_an_unknown_key_suggests_the_closest_one(tmp_path, text, hint):
+    (tmp_path / ".agentrc").write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path)
+    line = e.value.one_line()
+    assert hint in line and ".agentrc.example" not in line
+    assert ("did you mean" in line) == (not text.startswith("colour"))
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / ".agentrc.example"
+
+
+def test_deny_commands_from_the_environment_are_comma_separated_as_documented(tmp_path):
+    import re
+    import shlex
+
+    documented = re.search(r"AGENT_DENY_COMMANDS=('[^']*')", EXAMPLE.read_text()).group(1)
+    s = load(tmp_path, env={"AGENT_DENY_COMMANDS": shlex.split(documented)[0]})
+    assert s.deny_commands == ["^docker", "^kubectl delete"]
+    assert "comma-separated" in EXAMPLE.read_text()
+
+
+def test_the_example_says_where_the_api_key_may_go_without_contradiction(tmp_path):
+    text = EXAMPLE.read_text()
+    assert "environment only" not in text
+    user = tmp_path / "user.toml"
+    user.write_text('api_key = "sk-user-key"\n')
+    assert load(tmp_path, user_rc=user).key() == "sk-user-key"  # allowed in ~/.agentrc
+    assert "your own ~/.agentrc" in text and "refuses it" in text
+
+
 @pytest.mark.parametrize("where", ["user", "repo"])
 def test_memory_token_is_refused_in_any_agentrc(tmp_path, where):
     rc = tmp_path / ("user.toml" if where == "user" else ".agentrc")

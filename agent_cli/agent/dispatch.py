@@ -15,6 +15,7 @@ from agent_cli.agent.executor import AttemptOutcome, Runtime, run_attempt
 from agent_cli.agent.verifier import Proofs, judging_commands, proof, verify
 from agent_cli.models import Task, Verdict
 from agent_cli.protocols import ChatModel, Workspace
+from agent_cli.text import shorten
 
 MAX_ATTEMPTS = 2
 
@@ -24,7 +25,7 @@ def commit_message(task: Task, run_id: str) -> str:
     subject = " ".join(task.goal.split())
     body = ""
     if len(subject) > 72:
-        body, subject = subject + "\n\n", subject[:69].rstrip() + "..."
+        body, subject = subject + "\n\n", shorten(subject, 72)
     return f"{subject}\n\n{body}Agent-Run: {run_id}\n"
 
 
@@ -87,8 +88,10 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
         if verdict.passed:
             _passed(rt, ws, index, verdict, run_id, proofs, cmds)
             rt.save()
+            stat = ws.diff_stat(task.commit) if task.commit else ""
             rt.emit(events.TaskDone(index=index, status="verified", attempts=task.attempts,
-                                    commit=task.commit, summary=task.summary, proof=task.proof))
+                                    commit=task.commit, summary=task.summary, proof=task.proof,
+                                    diff_stat=stat))
             return True
         _failed(rt, index, task.attempts, verdict)
         rt.save()

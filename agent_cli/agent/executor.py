@@ -1,8 +1,9 @@
 """One attempt at one task: ask the model, run its tool calls, until `finish` or the step budget.
 
 Each request is rebuilt from the run's state rather than grown as a transcript, through
-`agent.request.Request`: the system prompt, the fenced recalled memory, the assembled working
-memory, the previous tool exchange in full up to a cap, the task and the state, the goal last.
+`agent.request.Request`: the system prompt, the fenced recalled memory, the pinned notes, the
+assembled working memory, the previous tool exchange in full up to a cap, the task and the state
+(step counters and the last failure live only there), the goal last.
 """
 
 from __future__ import annotations
@@ -104,9 +105,11 @@ def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
     task = task_block(rt, index, attempt, steps_left)
     if last.nudge:
         task = f"NOTE: {last.nudge}\n\n{task}"
+    context = rt.memory.assemble()
     return Request(system=prompts.load("system"), goal=rt.state.goal, recalled=rt.recalled,
-                   memory=rt.memory.assemble().render(), exchange=exchange_messages(last),
-                   task=task, state=rt.state.render_progress()).messages()
+                   pinned=context.pinned, memory=context.memory,
+                   exchange=exchange_messages(last), task=task,
+                   state=rt.state.render_progress()).messages()
 
 
 def exchange_messages(last: Exchange) -> list[dict]:
@@ -149,7 +152,8 @@ def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage) 
         rt.memory.add(result.kind, fenced(result), summary=result.memory_summary())
     rt.emit(events.ToolRan(index=index, step=rt.state.step, name=call.name, ok=result.ok,
                            summary=result.summary, prompt_tokens=usage.prompt_tokens,
-                           completion_tokens=usage.completion_tokens, cost_usd=rt.spent()))
+                           completion_tokens=usage.completion_tokens, cost_usd=rt.spent(),
+                           diff=result.text if result.kind == "edit" and result.ok else ""))
     rt.log({"type": "tool", "name": call.name, "arguments": call.arguments, "ok": result.ok,
             "result": result.text})
     rt.save()
@@ -174,8 +178,10 @@ def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
     rt.state.step += 1
     rt.memory.tick()
     _count_malformed(rt, True)
-    what = "was not readable" if reply is None else (
-        "had no choices" if reply.finish_reason == "no_choices" else "had no tool call")
+    what = "was not readable" if reply is None else {
+        "no_choices": "had no choices",
+        "length": "was cut at the length limit before it made a tool call (keep text short)",
+    }.get(reply.finish_reason or "", "had no tool call")
     rt.emit(events.ToolRan(index=index, step=rt.state.step, name="(none)", ok=False,
                            summary=f"the reply {what}"))
     rt.save()

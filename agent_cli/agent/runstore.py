@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 from agent_cli.errors import AgentError, StorageError
 from agent_cli.redact import redact
@@ -26,11 +26,23 @@ RunStatus = Literal["running", "verified", "escalated", "budget_exhausted", "int
 
 
 class RunUsage(BaseModel):
-    """Tokens and money of a run, summed over all its sessions."""
+    """Tokens and money of a run, summed over all its sessions.
+
+    `cached_tokens` (the part of the prompt read from the server's cache) is written only
+    when there were some, so a state.json without it reads and saves back unchanged.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    cached_tokens: int = 0
+
+    @model_serializer(mode="wrap")
+    def _omit_no_cache(self, handler):
+        data = handler(self)
+        if not data.get("cached_tokens"):
+            data.pop("cached_tokens", None)
+        return data
 
 
 class RunRecord(BaseModel):

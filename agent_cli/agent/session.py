@@ -95,19 +95,26 @@ class Session:
             return EXIT_OK if self.cfg.plan_only else EXIT_ERROR
         run_id = new_run_id()
         branch = f"agent/{run_id}"
+        base_branch = ws.current_branch() or ""
         ws.start_branch(branch)
         self.run = RunRecord(run_id=run_id, goal=goal, branch=branch, base=ws.head(),
                              accept_cmds=self.cfg.accept_cmds, protected=sorted(protected),
-                             started_at=utc_now(), success_criteria=plan.success_criteria)
+                             started_at=utc_now(), success_criteria=plan.success_criteria,
+                             base_branch=base_branch)
         state = AgentState(goal=goal, plan=plan.tasks)
         memory = self.sv.parts.open_memory(self.store.run_dir(run_id))
         memory.set_goal(goal)
         self.sv.console.emit(events.RunStarted(run_id=run_id, goal=goal, branch=branch,
-                                               repo=str(ws.root)))
+                                               repo=str(ws.root), base=base_branch))
         return self._execute(state, memory, recalled)
 
     def _recall(self, goal: str) -> str:
         results = self.sv.longterm.recall(goal, k=5, kind="all", min_trust=0.5)
+        if results:
+            kinds = sorted({r.kind for r in results})
+            self.sv.console.emit(events.Notice(
+                text=f"recalled {len(results)} item{'s' if len(results) != 1 else ''} from "
+                     f"earlier runs ({', '.join(kinds)}); `agent recall` shows them"))
         return format_for_context(results) if results else ""
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
@@ -116,6 +123,7 @@ class Session:
         listing = redact("\n".join(files[:300]), self.cfg.secrets)
         messages = planner.plan_messages(goal, recalled, listing,
                                          self.cfg.accept_cmds)
+        self.sv.console.emit(events.Planning(goal=goal))
         plan, _ = planner.make_plan(self.sv.model, messages, self._check_plan,
                                     fallback=bool(self.cfg.accept_cmds))
         event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],
@@ -154,7 +162,7 @@ class Session:
         memory = self.sv.parts.open_memory(self.store.run_dir(run.run_id))
         memory.import_state(run.memory)
         self.sv.console.emit(events.RunStarted(run_id=run.run_id, goal=state.goal, resumed=True,
-                                               branch=run.branch,
+                                               branch=run.branch, base=self._base_branch(),
                                                repo=str(self.sv.workspace.root)))
         self.sv.console.emit(events.PlanMade(goal=state.goal,
                                              tasks=[t.model_dump() for t in state.plan],
@@ -251,6 +259,7 @@ class Session:
         self.run.usage = RunUsage(prompt_tokens=base.prompt_tokens + usage.prompt_tokens,
                                   completion_tokens=base.completion_tokens
                                   + usage.completion_tokens,
+                                  cached_tokens=base.cached_tokens + usage.cached_tokens,
                                   cost_usd=self.rt.spent())
         self.store.save(self.run)
 
@@ -279,5 +288,10 @@ class Session:
                                   tasks=tasks, steps=state.step,
                                   prompt_tokens=run.usage.prompt_tokens,
                                   completion_tokens=run.usage.completion_tokens,
+                                  cached_tokens=run.usage.cached_tokens,
                                   cost_usd=run.usage.cost_usd, branch=run.branch,
-                                  message=message))
+                                  base=self._base_branch(), message=message))
+
+    def _base_branch(self) -> str:
+        """The branch the run started from (runs saved before it was recorded have none)."""
+        return str((self.run.model_extra or {}).get("base_branch", ""))

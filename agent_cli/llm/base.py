@@ -24,6 +24,17 @@ def force(name: str) -> dict:
     return {"type": "function", "function": {"name": name}}
 
 
-def cost(prompt_tokens: int, completion_tokens: int, price_in: float, price_out: float) -> float:
-    """Dollars for a call, from prices per million tokens."""
-    return (prompt_tokens * price_in + completion_tokens * price_out) / 1_000_000
+def cost(prompt_tokens: int, completion_tokens: int, price_in: float, price_out: float,
+         cached_tokens: int = 0, price_cached: float | None = None) -> float:
+    """Dollars for a call, from prices per million tokens; cached input at `price_cached`
+    (half the input price when unset)."""
+    cached = min(cached_tokens, prompt_tokens)
+    price_cached = price_in / 2 if price_cached is None else price_cached
+    return ((prompt_tokens - cached) * price_in + cached * price_cached
+            + completion_tokens * price_out) / 1_000_000
+
+
+def reply_cost(usage: Usage, prices: tuple[float, float, float | None]) -> float:
+    """Dollars for one reply's usage at (input, output, cached input) prices."""
+    return cost(usage.prompt_tokens, usage.completion_tokens, prices[0], prices[1],
+                usage.cached_tokens, prices[2])

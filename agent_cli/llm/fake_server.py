@@ -9,10 +9,17 @@ Each step of a script is one reply to one chat-completion request:
     {"raw": "not json"}                                     a garbage body
     {"no_choices": true}                                    a reply with no choices
     {"delay": 1.5, ...}                                     sleep first, then the rest
+    {"chunk_delay": 0.2, ...}                               a slow stream: sleep between chunks
+    {"cut": 3, ...}                                         a stream dropped after 3 chunks
+    {"finish_reason": "length", ...}                        override the finish reason
 
-A step may also carry "usage": {"prompt_tokens": n, "completion_tokens": m}. `script` may
-be a callable `(request_json) -> step` instead of a list. Every request is recorded in
-`server.requests` (path, headers, parsed body) so tests can assert on what was sent.
+A step may also carry "usage": {"prompt_tokens": n, "completion_tokens": m,
+"prompt_tokens_details": {"cached_tokens": c}} and llama.cpp's "timings": {"cache_n": c}.
+`script` may be a callable `(request_json) -> step` instead of a list. Every request is
+recorded in `server.requests` (path, headers, parsed body) so tests can assert on what was
+sent. A request with `stream: true` is answered with server-sent events (chunked), unless
+the `Behaviour` (see `fake_replies`) makes the server act like one that cannot.
+`server.max_in_flight` is the most chat requests it was ever working on at once.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-Step = dict[str, Any]
+from agent_cli.llm.fake_replies import Behaviour, Step, completion_body, refusal, stream_chunks
+
+__all__ = ["Behaviour", "FakeOpenAIServer", "completion_body", "fake_embedding"]
 
 
 def fake_embedding(text: str, dim: int = 64) -> list[float]:
@@ -39,40 +48,20 @@ def fake_embedding(text: str, dim: int = 64) -> list[float]:
     return [v / norm for v in vec]
 
 
-def _tool_call(i: int, name: str, arguments: Any) -> dict:
-    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
-
-
-def completion_body(step: Step, model: str, n: int) -> dict:
-    """The JSON body of a chat completion for one script step."""
-    usage = {"prompt_tokens": 100, "completion_tokens": 20, **step.get("usage", {})}
-    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    body = {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
-            "usage": usage, "choices": []}
-    if step.get("no_choices"):
-        return body
-    calls = step.get("tool_calls") or ([{"name": step["tool"], "arguments": step.get("args", {})}]
-                                       if "tool" in step else [])
-    message: dict[str, Any] = {"role": "assistant", "content": step.get("content")}
-    if calls:
-        message["tool_calls"] = [_tool_call(n * 100 + i, c["name"], c.get("arguments", {}))
-                                 for i, c in enumerate(calls)]
-    body["choices"] = [{"index": 0, "message": message,
-                        "finish_reason": "tool_calls" if calls else "stop"}]
-    return body
-
-
 class FakeOpenAIServer:
     """Serves /chat/completions from a script, /models and /embeddings, on 127.0.0.1."""
 
     def __init__(self, script: list[Step] | Callable[[dict], Step] | None = None, *,
                  models: tuple[str, ...] = ("gpt-4o-mini", "fake-model"),
-                 api_key: str | None = None, port: int = 0) -> None:
+                 api_key: str | None = None, port: int = 0,
+                 behaviour: Behaviour | None = None, **behave: Any) -> None:
         self.script = script if script is not None else []
         self.models = models
         self.api_key = api_key
+        self.behaviour = behaviour or Behaviour(**behave)
         self.requests: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._served = 0
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
@@ -106,6 +95,11 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _working(self, delta: int) -> None:
+        with self._lock:
+            self.in_flight += delta
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
     def next_step(self, body: dict) -> Step:
         """The script step for this request; a 500 naming the problem once the script ends."""
         with self._lock:
@@ -125,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     @property
-    def fake(self) -> "FakeOpenAIServer":
+    def fake(self) -> FakeOpenAIServer:
         return self.server.fake  # type: ignore[attr-defined]
 
     def log_message(self, *args: Any) -> None:
@@ -139,26 +133,35 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _json(self, data: Any, status: int = 200) -> None:
+        self._send(status, json.dumps(data))
+
     def _authorised(self) -> bool:
-        if self.fake.api_key is None:
+        key = self.fake.api_key
+        if key is None or self.headers.get("Authorization") == f"Bearer {key}":
             return True
-        if self.headers.get("Authorization") == f"Bearer {self.fake.api_key}":
-            return True
-        self._send(401, json.dumps({"error": {"message": "Incorrect API key provided",
-                                              "type": "invalid_request_error",
-                                              "code": "invalid_api_key"}}))
+        self._json({"error": {"message": "Incorrect API key provided",
+                              "type": "invalid_request_error", "code": "invalid_api_key"}}, 401)
         return False
 
     def do_GET(self) -> None:
-        self.fake.requests.append({"path": self.path, "headers": dict(self.headers),
-                                "body": None})
+        fake, b = self.fake, self.fake.behaviour
+        fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": None})
         if not self._authorised():
             return
-        if self.path.rstrip("/").endswith("/models"):
-            data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
-            self._send(200, json.dumps({"object": "list", "data": data}))
+        path = self.path.rstrip("/")
+        if path.endswith("/models"):
+            data = [{"id": m, "object": "model", "owned_by": "fake",
+                     **({"max_model_len": b.max_model_len}
+                        if b.max_model_len and not b.hide_window else {})}
+                    for m in fake.models]
+            self._json({"object": "list", "data": data})
+        elif path == "/props" and b.n_ctx and not b.hide_window:
+            self._json({"default_generation_settings": {"n_ctx": b.n_ctx}, "total_slots": 1})
+        elif path == "/slots" and b.slots:
+            self._json([{"id": 0, "is_processing": fake.in_flight > 0}])
         else:
-            self._send(404, json.dumps({"error": {"message": "not found"}}))
+            self._json({"error": {"message": "not found"}}, 404)
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -166,33 +169,40 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
             body = {"_unparsed": raw.decode(errors="replace")}
-        self.fake.requests.append({"path": self.path, "headers": dict(self.headers),
-                                "body": body})
+        self.fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
         if not self._authorised():
             return
         if self.path.endswith("/embeddings"):
             self._embeddings(body)
         elif self.path.endswith("/chat/completions"):
-            self._chat(body)
+            self.fake._working(+1)
+            try:
+                self._chat(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up on this reply
+            finally:
+                self.fake._working(-1)
+        elif self.path == "/api/show" and self.fake.behaviour.ollama_ctx:
+            self._json({"parameters": f"num_ctx {self.fake.behaviour.ollama_ctx}\nstop \"<|eot|>\"",
+                        "model_info": {"llama.context_length": 131072}})
         else:
-            self._send(404, json.dumps({"error": {"message": "not found"}}))
+            self._json({"error": {"message": "not found"}}, 404)
 
     def _embeddings(self, body: dict) -> None:
         texts = body.get("input", [])
         texts = [texts] if isinstance(texts, str) else texts
         data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t)}
                 for i, t in enumerate(texts)]
-        self._send(200, json.dumps({"object": "list", "data": data,
-                                    "model": body.get("model"),
-                                    "usage": {"prompt_tokens": 0, "total_tokens": 0}}))
+        self._json({"object": "list", "data": data, "model": body.get("model"),
+                    "usage": {"prompt_tokens": 0, "total_tokens": 0}})
 
     def _chat(self, body: dict) -> None:
-        if body.get("model") not in self.fake.models:
-            self._send(404, json.dumps({"error": {
-                "message": f"The model `{body.get('model')}` does not exist",
-                "code": "model_not_found"}}))
+        fake = self.fake
+        if body.get("model") not in fake.models:
+            self._json({"error": {"message": f"The model `{body.get('model')}` does not exist",
+                                  "code": "model_not_found"}}, 404)
             return
-        step = self.fake.next_step(body)
+        step = refusal(body, fake.behaviour) or fake.next_step(body)
         if step.get("delay"):
             time.sleep(float(step["delay"]))
         if "status" in step:
@@ -200,8 +210,33 @@ class _Handler(BaseHTTPRequestHandler):
         elif "raw" in step:
             self._send(200, step["raw"])
         else:
-            self._send(200, json.dumps(completion_body(step, body["model"],
-                                                       len(self.fake.requests))))
+            reply = completion_body(step, body["model"], len(fake.requests))
+            if body.get("stream") and fake.behaviour.stream in ("sse", "no_usage"):
+                self._stream(reply, step, body)
+            else:
+                self._json(reply)
+
+    def _stream(self, reply: dict, step: Step, body: dict) -> None:
+        """The reply as server-sent events over chunked transfer encoding."""
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        events = [f"data: {json.dumps(c)}\n\n" for c in stream_chunks(reply, include_usage)]
+        events.append("data: [DONE]\n\n")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for n, event in enumerate(events):
+            if "cut" in step and n >= int(step["cut"]):
+                self.close_connection = True
+                self.wfile.flush()
+                self.connection.shutdown(2)  # dropped mid-reply: no closing chunk
+                return
+            data = event.encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+            if step.get("chunk_delay"):
+                time.sleep(float(step["chunk_delay"]))
+        self.wfile.write(b"0\r\n\r\n")
 
 
 def main() -> None:

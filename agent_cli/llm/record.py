@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from agent_cli.errors import ConfigError, ModelError
-from agent_cli.llm.base import ChatModel, Message, cost
+from agent_cli.llm.base import ChatModel, Message, reply_cost
 from agent_cli.models import ChatReply, Usage
 from agent_cli.redact import redact
 
@@ -30,6 +30,11 @@ class RecordingModel:
     def usage(self) -> Usage:
         return self.inner.usage
 
+    @property
+    def context_window(self) -> int | None:
+        """The wrapped model's context window, when it knows one."""
+        return getattr(self.inner, "context_window", None)
+
     def chat(self, messages: list[Message], tools: list[dict] | None = None,
              tool_choice: str | dict | None = None) -> ChatReply:
         reply = self.inner.chat(messages, tools, tool_choice)
@@ -45,11 +50,11 @@ class ReplayModel:
     """Serves the replies of a recording in order, without any network."""
 
     def __init__(self, path: Path, *, price_in: float = 0.0, price_out: float = 0.0,
-                 name: str = "replay") -> None:
+                 price_cached: float | None = None, name: str = "replay") -> None:
         self.path = Path(path)
         self.name = name
         self.usage = Usage()
-        self._prices = (price_in, price_out)
+        self._prices = (price_in, price_out, price_cached)
         self.replies = _load(self.path)
         self.served = 0
 
@@ -62,8 +67,7 @@ class ReplayModel:
         reply = self.replies[self.served].model_copy(deep=True)
         self.served += 1
         reply.usage.calls = 1
-        reply.usage.cost_usd = cost(reply.usage.prompt_tokens, reply.usage.completion_tokens,
-                                    *self._prices)
+        reply.usage.cost_usd = reply_cost(reply.usage, self._prices)
         self.usage.add(reply.usage)
         return reply
 

@@ -1,12 +1,14 @@
-"""recall(): bring cold items back to the hot zone by name or by meaning.
+"""Finding cold items for recall(): by the names they define, then by meaning.
 
-A mixin of WorkingMemory (working.py), whose state it shares; see docs/working_memory.md.
+WorkingMemory asks a `ColdSearch` which cold ids match a query and makes room for them itself;
+`view()` turns a cold record into the hot `recalled` item that comes back. See
+docs/working_memory.md.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable, Collection, Mapping
 
 from agent_cli import fences
 from agent_cli import tokens as toks
@@ -17,101 +19,69 @@ from agent_cli.memory.symbols import identifiers, rank_hits
 MIN_SIMILARITY = 0.2
 _ID = re.compile(r"m\d+")
 
+Embed = Callable[[str], "tuple[float, ...] | None"]
 
-class Recall:
-    """The recall half of WorkingMemory: symbol and meaning channels, batch restore, views."""
 
-    store: Store
-    embedder: Any
-    recall_cooldown_steps: int
-    _room: int
-    _step: int
-    _pinned_cost: int
-    _hot_cost: int
-    _hot: dict[str, Item]
-    _mentions: dict[str, int]
-    _restored: set[str]
-    _vectors: scoring.VectorIndex | None
+class ColdSearch:
+    """The symbol and meaning channels over one cold store."""
 
-    def recall(self, query: str, k: int = 3) -> list[str]:
-        """Bring back up to `k` cold items matching `query`; returns their ids, now hot."""
+    def __init__(self, store: Store, embed: Embed | None, cooldown_steps: int) -> None:
+        self.store = store
+        self.embed = embed
+        self.cooldown_steps = cooldown_steps
+        self._vectors: scoring.VectorIndex | None = None  # loaded on the first meaning search
+
+    def find(self, query: str, k: int, hidden: Collection[str], step: int) -> list[str]:
+        """Up to `k` cold ids matching `query`, best first, none of them in `hidden`."""
         if k <= 0:
             return []
-        chosen = self._symbol_hits(query)[:k]
-        if len(chosen) < k and self.embedder is not None:
-            chosen += self._meaning_hits(query, k - len(chosen), set(chosen))
-        return self._restore(chosen)
+        chosen = self._symbol_hits(query, hidden)[:k]
+        if len(chosen) < k and self.embed is not None:
+            chosen += self._meaning_hits(query, k - len(chosen), set(chosen), hidden, step)
+        return chosen
 
-    def _symbol_hits(self, query: str) -> list[str]:
+    def indexed(self, record: dict[str, Any]) -> None:
+        """Keep the vector index in step with a record just written to the store."""
+        if self._vectors is not None:
+            self._vectors.put(record["id"], record.get("vector"), record["step_evicted"])
+
+    def _symbol_hits(self, query: str, hidden: Collection[str]) -> list[str]:
         """Cold ids whose id or defined names appear in `query`, best first."""
         names = identifiers(query)
         by_id = [n for n in names if _ID.fullmatch(n) and self.store.get(n) is not None]
         ranked = rank_hits(by_id, self.store.by_symbol(names),
                            self.store.by_symbol(names, folded=True))
-        return [item_id for item_id in ranked if item_id not in self._restored]
+        return [item_id for item_id in ranked if item_id not in hidden]
 
-    def _meaning_hits(self, query: str, k: int, exclude: set[str]) -> list[str]:
+    def _meaning_hits(self, query: str, k: int, exclude: set[str], hidden: Collection[str],
+                      step: int) -> list[str]:
         """Cold ids nearest to `query` in meaning, outside their cooldown."""
         if self._vectors is None:
             self._vectors = scoring.VectorIndex(self.store.vectors())
-        step, cooldown, restored = self._step, self.recall_cooldown_steps, self._restored
+        cooldown = self.cooldown_steps
 
         def allow(item_id: str, evicted: int) -> bool:
-            return item_id not in exclude and item_id not in restored and step - evicted >= cooldown
+            return item_id not in exclude and item_id not in hidden and step - evicted >= cooldown
 
-        query_vector = self._embed(query) or ()
+        query_vector = (self.embed(query) if self.embed else None) or ()
         return [i for i, _ in self._vectors.search(query_vector, k, allow, MIN_SIMILARITY)]
 
-    def _restore(self, ids: list[str]) -> list[str]:
-        """Make room for the whole batch first, then bring it back as `recalled` views."""
-        space = self._room - self._pinned_cost
-        batch: list[Item] = []
-        for item_id in ids:
-            record = self.store.get(item_id)
-            if record is None:
-                continue
-            view = self._view(record)
-            if view.cost <= space - sum(v.cost for v in batch):
-                batch.append(view)
-        for view in batch:
-            stub = self._hot.get(view.id)
-            if stub is not None:
-                view.refs = max(view.refs, stub.refs)
-                self._unlink(stub)
-        need = sum(v.cost for v in batch)
-        while self._hot_cost + need > self._room:
-            self._evict(self._weakest())
-        for view in batch:
-            self._rescore(view)
-            self._admit(view)
-            self._restored.add(view.id)
-        return [v.id for v in batch]
 
-    def _view(self, record: dict[str, Any]) -> Item:
-        """A hot `recalled` copy of a cold record, cut to half the budget if longer."""
-        text, count = record["text"], record["tokens"]
-        limit = self._room // 2 - 32
-        if count > limit:
-            text = fences.close_cut(toks.truncate(text, limit - 32)
-                                    + f"\n… (cut: {count} tokens in all)")
-            count = toks.count(text)
-        seen = record.get("seen") or {}
-        since = max((self._mentions.get(n, 0) - seen.get(n, 0) for n in record["symbols"]),
-                    default=0)
-        vector = record.get("vector")
-        view = Item(id=record["id"], kind="recalled", text=text, summary=record["summary"],
-                    tokens=count, pinned=False, step=record["step"],
-                    symbols=tuple(record["symbols"]), touched=self._step,
-                    refs=record["refs"] + max(since, 0), origin_id=record["id"],
-                    vector=tuple(vector) if vector else None)
-        self._measure(view)
-        return view
+def view(record: dict[str, Any], limit: int, mentions: Mapping[str, int], step: int) -> Item:
+    """A hot `recalled` copy of a cold record, cut to `limit` tokens if longer.
 
-    # Provided by WorkingMemory.
-    def _embed(self, text: str) -> tuple[float, ...] | None: ...
-    def _evict(self, item: Item) -> None: ...
-    def _weakest(self) -> Item: ...
-    def _unlink(self, item: Item) -> None: ...
-    def _admit(self, item: Item) -> None: ...
-    def _rescore(self, item: Item) -> None: ...
-    def _measure(self, item: Item) -> None: ...
+    References made while it was cold (mentions counted since `seen`) are added to its refs.
+    """
+    text, count = record["text"], record["tokens"]
+    if count > limit and not record.get("exact", True):
+        count = toks.count(text)  # the booked count was an estimate
+    if count > limit:
+        text = fences.close_cut(toks.truncate(text, limit - 32)
+                                + f"\n… (cut: {count} tokens in all)")
+    seen = record.get("seen") or {}
+    since = max((mentions.get(n, 0) - seen.get(n, 0) for n in record["symbols"]), default=0)
+    vector = record.get("vector")
+    return Item(id=record["id"], kind="recalled", text=text, summary=record["summary"],
+                tokens=0, pinned=False, step=record["step"], symbols=tuple(record["symbols"]),
+                touched=step, refs=record["refs"] + max(since, 0), origin_id=record["id"],
+                repeats=record.get("repeats", 1), vector=tuple(vector) if vector else None)

@@ -14,6 +14,7 @@ from agent_cli import strictjson
 from agent_cli.errors import StorageError
 from agent_cli.fences import retrieved_memory
 from agent_cli.models import Episode
+from agent_cli.text import shorten
 
 COLLECTIONS = ("episodes", "facts", "archive")
 DAY_S = 86400.0
@@ -49,9 +50,8 @@ def stamp(now: datetime | None) -> tuple[str, float]:
 
 
 def one_line(text: str, limit: int) -> str:
-    """`text` on one line, cut to `limit` characters."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """`text` on one line of at most `limit` characters, cut between words."""
+    return shorten(text, limit)
 
 
 def text_hash(text: str) -> str:

@@ -52,6 +52,8 @@ class Item:
     origin_id: str | None = None
     vector: tuple[float, ...] | None = None
     cost: int = 0  # tokens it takes in assemble(): header, text and separators
+    repeats: int = 1  # identical results merged into this item
+    exact: bool = False  # tokens and cost are exact counts, not add-time estimates
     goal: float = field(default=0.0, repr=False)
     static: float = field(default=0.0, repr=False)  # the score without recency
 
@@ -62,7 +64,8 @@ class Item:
             flag = " pinned"
         elif self.origin_id and self.kind != "recalled":
             flag = " cold"  # the stub of an item too large for the budget
-        return f"[{self.kind} {self.id}{flag}] {self.summary}"
+        seen = f" (seen {self.repeats} times)" if self.repeats > 1 else ""
+        return f"[{self.kind} {self.id}{flag}] {self.summary}{seen}"
 
     def render(self) -> str:
         """The header, the text and a closing newline."""
@@ -73,8 +76,8 @@ class Item:
         return {"id": self.id, "kind": self.kind, "text": self.text, "summary": self.summary,
                 "tokens": self.tokens, "pinned": self.pinned, "step": self.step,
                 "symbols": list(self.symbols), "touched": self.touched, "refs": self.refs,
-                "origin_id": self.origin_id, "cost": self.cost,
-                "vector": list(self.vector) if self.vector is not None else None}
+                "origin_id": self.origin_id, "cost": self.cost, "repeats": self.repeats,
+                "exact": self.exact, "vector": list(self.vector) if self.vector is not None else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Item":
@@ -84,6 +87,7 @@ class Item:
                    tokens=data["tokens"], pinned=data["pinned"], step=data["step"],
                    symbols=tuple(data["symbols"]), touched=data["touched"], refs=data["refs"],
                    origin_id=data.get("origin_id"), cost=data.get("cost", 0),
+                   repeats=data.get("repeats", 1), exact=data.get("exact", True),
                    vector=tuple(vector) if vector is not None else None)
 
 

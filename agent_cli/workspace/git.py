@@ -233,6 +233,11 @@ class GitRepo:
                 self._run("add", "-A", "--", *wanted, env=env)
             return self._run("write-tree", env=env).strip()
 
+    def commit_stat(self, commit: str) -> str:
+        """`git diff --stat` of one commit against its parent (empty for a root commit)."""
+        code, out, _ = self._try("diff", "--stat", f"{commit}^", commit, "--")
+        return out.rstrip("\n") if code == 0 else ""
+
     @contextmanager
     def _temporary_index(self) -> Iterator[dict[str, str]]:
         """Environment for git commands working on a private index that starts as HEAD."""

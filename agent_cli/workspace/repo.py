@@ -68,6 +68,13 @@ class RepoWorkspace:
     def head(self) -> str:
         return self.git.head()
 
+    def current_branch(self) -> str | None:
+        return self.git.current_branch()
+
+    def diff_stat(self, commit: str) -> str:
+        """`git diff --stat` of one commit against its parent."""
+        return redact(self.git.commit_stat(commit), self.secrets)
+
     def list_files(self) -> list[str]:
         return self.git.list_files()
 

@@ -75,7 +75,7 @@ def run_command(
         return CommandResult(cmd, code, f"{argv[0]}: {reason}", False, time.monotonic() - start)
     capture = _Capture(max_output_chars)
     try:
-        timed_out = _supervise(proc, capture, start + timeout_s)
+        timed_out = _supervise(proc, capture, start + timeout_s, spared)
     except BaseException:
         _stop_group(proc, grace_s=0.0)  # Ctrl-C does not reach a child in its own session
         raise
@@ -97,7 +97,7 @@ def _argv(cmd: str | list[str]) -> list[str]:
     return argv
 
 
-def _supervise(proc: subprocess.Popen, capture: _Capture, deadline: float) -> bool:
+def _supervise(proc: subprocess.Popen, capture: _Capture, deadline: float, spared: set[int]) -> bool:
     """Collect output until the command ends or the deadline; stop its group; True on timeout."""
     fd = proc.stdout.fileno()
     eof = _pump(fd, capture, deadline, proc)
@@ -110,6 +110,7 @@ def _supervise(proc: subprocess.Popen, capture: _Capture, deadline: float) -> bo
             pass
     timed_out = proc.poll() is None
     _stop_group(proc, grace_s=TERM_GRACE_S if timed_out else 0.0)
+    reaper.kill_leftovers(spared)  # before waiting on output a daemon could hold open
     if not eof:
         _pump(fd, capture, time.monotonic() + 1.0)  # what the dying group still wrote
     capture.finish()

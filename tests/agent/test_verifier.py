@@ -52,7 +52,8 @@ def test_model_verdict_pass_fail_and_unparseable(tmp_path, fake_server):
     assert all(r.judge == "model" for r in results)
     assert "unparseable" in results[2].reason and "unparseable" in results[3].reason
     req = srv.chat_requests[0]
-    assert req["tool_choice"]["function"]["name"] == "submit_verdict"
+    assert req["tool_choice"] == "required" and [t["function"]["name"] for t in req["tools"]] == [
+        "submit_verdict"]
     assert req["messages"][-1]["content"].endswith("the goal")
     assert "+median" in req["messages"][1]["content"]
 

@@ -1,12 +1,14 @@
 """The README demo: the recorded session replayed with no model endpoint at all."""
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FIXTURES, git
+from conftest import FIXTURES, ROOT, git
 
 GOAL = "Add a median function to calc/stats.py so that tests/test_stats.py passes"
+REPLAYED = "the model's replies are replayed from the recording"
 
 
 def test_demo_replays_the_real_loop_without_an_endpoint(run_agent, demo_repo):
@@ -15,8 +17,40 @@ def test_demo_replays_the_real_loop_without_an_endpoint(run_agent, demo_repo):
     proc = run_agent("run", GOAL, "--replay", str(FIXTURES / "demo" / "session.jsonl"), "--yes",
                      cwd=demo_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith(f"-- {REPLAYED}")  # said first, before anything else
     assert "verified" in proc.stdout and "The model's summaries" in proc.stdout
+    assert "completion tokens, $0\n" in proc.stdout  # replayed replies cost nothing
+    assert "recalled" not in proc.stdout  # a fresh repository has no earlier runs
     assert "def median" in (demo_repo / "calc" / "stats.py").read_text()
     assert "Agent-Run:" in git(demo_repo, "log", "-1", "--format=%B")
     check = run_agent("recall", "median of an empty list", "--json", cwd=demo_repo)
     assert check.returncode == 0 and "median" in check.stdout
+    again = run_agent("run", GOAL, "--replay", str(FIXTURES / "demo" / "session.jsonl"),
+                      "--plan-only", cwd=demo_repo, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "-- recalled 2 items from earlier runs (episode, fact)" in again.stdout
+
+
+def readme_demo() -> str:
+    """The shell block of the README's demo section."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## See it work without a model"):]
+    return section[section.index("```sh\n") + 6:section.index("\n```", section.index("```sh"))]
+
+
+def test_the_readme_demo_works_twice_in_a_row(agent_env, tmp_path):
+    env = {**agent_env, "TMPDIR": str(tmp_path),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "GIT_AUTHOR_NAME": "Demo", "GIT_AUTHOR_EMAIL": "demo@example.com",
+           "GIT_COMMITTER_NAME": "Demo", "GIT_COMMITTER_EMAIL": "demo@example.com"}
+    script = readme_demo() + '\npwd > "$TMPDIR/where"\n'
+    for _ in range(2):
+        proc = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, env=env, text=True,
+                              capture_output=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert proc.stdout.startswith(f"-- {REPLAYED}")
+        assert "run " in proc.stdout and "verified (exit code 0)" in proc.stdout
+        assert "-- recalled 2 items from earlier runs" in proc.stdout
+        assert (tmp_path / "where").read_text().strip() == str(ROOT)  # it came back
+    demos = list(tmp_path.glob("tmp.*"))  # mktemp -d
+    assert len(demos) == 2 and all((p / "calc" / "stats.py").is_file() for p in demos)

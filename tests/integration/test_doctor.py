@@ -21,7 +21,7 @@ def test_version_and_help(run_agent):
 
 
 def test_doctor_passes_against_the_loopback_server(run_agent, fake_server, scratch_repo):
-    srv = fake_server([], models=("gpt-4o-mini",))
+    srv = fake_server([{"tool": "report_status", "args": {"ok": True}}], models=("gpt-4o-mini",))
     env = {"OPENAI_API_KEY": "sk-doctor-test-key-1234567890"}
     proc = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -54,9 +54,10 @@ def test_doctor_without_api_key(run_agent, scratch_repo):
 def test_doctor_with_broken_agentrc(run_agent, scratch_repo):
     (scratch_repo / ".agentrc").write_text("max_steps = 'lots'\n")
     proc = run_agent("doctor", cwd=scratch_repo)
-    assert proc.returncode == 1 and proc.stdout == ""
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and ".agentrc" in lines[0] and "max_steps" in lines[0]
+    assert proc.returncode == 1 and proc.stderr == ""
+    fails = _fail_lines(proc)
+    assert len(fails) == 1 and ".agentrc" in fails[0] and "max_steps" in fails[0]
+    assert "max_steps                200" in proc.stdout  # the keys, with their defaults
 
 
 def test_doctor_reports_a_model_the_endpoint_does_not_serve(run_agent, fake_server, scratch_repo):
@@ -70,3 +71,27 @@ def test_doctor_outside_a_repository(run_agent, fake_server, tmp_path):
     proc = run_agent("doctor", "--base-url", srv.url, cwd=tmp_path)
     assert proc.returncode == 1
     assert any("not inside a git repository" in line for line in _fail_lines(proc))
+
+
+def test_doctor_lists_every_key_and_says_not_set_rather_than_none(run_agent, scratch_repo):
+    from agent_cli.settings import FIELDS
+
+    proc = run_agent("doctor", "--base-url", "http://127.0.0.1:9/v1", cwd=scratch_repo)
+    listed = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ")
+              and len(line.split()) > 1 and line.split()[0] in FIELDS]
+    assert listed == FIELDS
+    assert "None" not in proc.stdout
+    for key in ("api_key", "embedding_model", "home"):
+        line = next(ln for ln in proc.stdout.splitlines() if ln.split()[:1] == [key])
+        assert "(not set)" in line
+    assert "deny_commands            (none)" in proc.stdout
+
+
+def test_doctor_with_a_misspelt_key_still_lists_the_keys(run_agent, scratch_repo):
+    (scratch_repo / ".agentrc").write_text('modle = "gpt-4o"\n')
+    proc = run_agent("doctor", cwd=scratch_repo)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    assert "  model " in proc.stdout and "  approval " in proc.stdout
+    fails = _fail_lines(proc)
+    assert len(fails) == 1 and "unknown key 'modle'" in fails[0]
+    assert "did you mean `model`?" in fails[0]

@@ -53,7 +53,7 @@ def repo(tmp_path) -> Path:
     return path
 
 
-def _save_working_memory(state: Path) -> None:
+def _save_working_memory(state: Path, outputs: int = 6) -> None:
     """Two runs: an older one without working memory, the latest with hot and cold items."""
     from agent_cli.memory import SqliteStore, WorkingMemory
 
@@ -62,7 +62,7 @@ def _save_working_memory(state: Path) -> None:
                        max_tokens=300)
     wm.set_goal("add a verbose flag")
     wm.note("remember to update the README", "readme note")
-    for i in range(6):
+    for i in range(outputs):
         wm.tick()
         wm.add("tool_output", f"output number {i} " + "lorem ipsum " * 30, f"output {i}")
     wm.add("edit", "def verbose(): pass", "edit cli.py")
@@ -134,15 +134,40 @@ def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
     text, as_json, edits = agents(seeded, ["memory", "show"], ["memory", "show", "--json"],
                                   ["memory", "show", "--json", "--kind", "edit"])
     assert text.returncode == 0, text.stderr
-    assert f"Hot zone of run {NEW_RUN}" in text.stdout and "Cold zone: 4 item(s)" in text.stdout
+    assert f"Hot zone of run {NEW_RUN}" in text.stdout and "Cold zone: 5 item(s)" in text.stdout
     assert "edit cli.py" in text.stdout and "output 0" in text.stdout
     report = json.loads(as_json.stdout)
     assert report["run_id"] == NEW_RUN
     assert report["counts"] == {"episodes": 2, "facts": 2, "archive": 0}
-    assert {h["id"] for h in report["hot"]} == {"m1", "m6", "m7", "m8"}
-    assert set(report["hot"][0]["score"]) == {"kind", "refs", "goal", "recency", "size", "total"}
-    assert [c["id"] for c in report["cold"]] == ["m2", "m3", "m4", "m5"]
+    assert {h["id"] for h in report["hot"]} == {"m1", "m7", "m8"}
+    assert [c["id"] for c in report["cold"]] == ["m2", "m3", "m4", "m5", "m6"]
     assert [h["kind"] for h in json.loads(edits.stdout)["hot"]] == ["edit"]
+
+
+def test_memory_show_names_the_score_terms_alike_in_the_table_and_the_json(seeded):
+    _save_working_memory(seeded / ".agent")
+    text, as_json = agents(seeded, ["memory", "show"], ["memory", "show", "--json"])
+    lines = [line.rstrip() for line in text.stdout.splitlines()]
+    legend = lines.index("score = weight + refs + goal + recent − size")
+    header = lines[legend + 1].split()
+    assert header == ["id", "kind", "score", "weight", "refs", "goal", "recent", "size", "tokens",
+                      "summary"]
+    hot = json.loads(as_json.stdout)["hot"]
+    assert all(set(header) <= set(item) for item in hot)
+    item = hot[0]
+    total = item["weight"] + item["refs"] + item["goal"] + item["recent"] - item["size"]
+    assert item["score"] == pytest.approx(total)
+    row = next(line.split() for line in lines if line.startswith(item["id"] + " "))
+    assert row[2:8] == [f"{item[c]:.2f}" for c in header[2:8]]
+
+
+def test_memory_show_without_evictions_prints_no_empty_cold_table(repo):
+    _save_working_memory(repo / ".agent", outputs=0)
+    text = agent(repo, "memory", "show")
+    assert text.returncode == 0, text.stderr
+    assert "Cold zone: empty (nothing was evicted)" in text.stdout
+    assert "evicted" not in text.stdout.replace("nothing was evicted", "")
+    assert text.stdout.count("summary") == 1  # one table: the hot zone's
 
 
 def test_forget_expire_export_and_import(seeded, tmp_path):

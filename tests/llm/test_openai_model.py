@@ -30,13 +30,13 @@ def test_tool_call_round_trip_and_usage(fake_server):
     assert m.usage.cost_usd == pytest.approx((4000 * 1.0 + 500 * 2.0) / 1e6)
     sent = srv.chat_requests[0]
     assert sent["tools"][0]["function"]["name"] == "read_file"
-    assert sent["tool_choice"] == {"type": "function", "function": {"name": "read_file"}}
+    assert sent["tool_choice"] == "required"  # one tool offered and forced: the portable form
     assert {k.lower(): v for k, v in srv.requests[0]["headers"].items()}["authorization"] == "Bearer sk-test-000000000000000000"
 
 
 def test_retries_429_and_5xx_then_succeeds(fake_server):
     srv = fake_server([{"status": 429, "body": "{}"}, {"status": 503, "body": "{}"},
-                       {"status": 500, "body": "{}"}, {"content": "ok"}])
+                       {"status": 502, "body": "{}"}, {"content": "ok"}])
     retries = []
     m = chat_model(srv, on_retry=lambda n, delay, why: retries.append(n))
     assert m.chat([{"role": "user", "content": "x"}]).content == "ok"
@@ -44,8 +44,8 @@ def test_retries_429_and_5xx_then_succeeds(fake_server):
 
 
 def test_retries_are_bounded_then_a_clear_error(fake_server):
-    srv = fake_server([{"status": 500, "body": "{}"}] * 10)
-    with pytest.raises(ModelError, match="kept failing with 500"):
+    srv = fake_server([{"status": 502, "body": "{}"}] * 10)
+    with pytest.raises(ModelError, match="kept failing with 502"):
         chat_model(srv, max_retries=2).chat([{"role": "user", "content": "x"}])
     assert len(srv.chat_requests) == 3
 
@@ -59,12 +59,15 @@ def test_timeout_is_retried_then_reported(fake_server):
         chat_model(srv2, timeout_s=0.3, max_retries=1).chat([{"role": "user", "content": "x"}])
 
 
-def test_unreachable_endpoint():
-    m = OpenAIChat(model="m", base_url="http://127.0.0.1:9/v1", api_key=None, max_retries=1,
-                   backoff_s=0.01)
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/v1", "http://no-such-host.invalid/v1"])
+def test_refused_connection_and_unknown_host_fail_at_once(url):
+    retries = []
+    m = OpenAIChat(model="m", base_url=url, api_key=None, max_retries=4, backoff_s=5.0,
+                   on_retry=lambda *a: retries.append(a))
     with pytest.raises(ModelError, match="cannot reach the model endpoint") as e:
         m.chat([{"role": "user", "content": "x"}])
     assert "--base-url" in e.value.hint
+    assert retries == []  # no retry: a backoff of 5 s would have been announced here
 
 
 def test_no_key_for_openai_is_a_config_error():

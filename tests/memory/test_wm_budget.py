@@ -38,7 +38,9 @@ def check(mem: WorkingMemory) -> None:
     """The budget holds for the hot zone and for what assemble() renders."""
     assert mem.stats()["tokens"] <= mem.max_tokens - FOOTER_TOKENS
     ctx = mem.assemble()
-    assert ctx.tokens == tokens.count(ctx.render()) <= mem.max_tokens
+    parts = tokens.count(ctx.pinned) + tokens.count(ctx.memory)
+    assert parts <= ctx.tokens <= parts + 1 and ctx.tokens <= mem.max_tokens
+    assert tokens.count(ctx.render()) <= ctx.tokens
     hot_ids = [i.id for i in mem.hot_items()]
     assert len(hot_ids) == len(set(hot_ids))
 

@@ -142,6 +142,7 @@ def test_counts_match_the_offline_tokenizer_special_tokens_included():
     mem = WorkingMemory()
     text = "<|endoftext|> ends here; <|fim_prefix|> too\n" + code(1)
     item_id = mem.add("edit", text)
+    mem.assemble()
     item = next(i for i in mem.hot_items() if i.id == item_id)
     assert item.tokens == tokens.count(text)
     assert item.cost == tokens.count(item.header()) + item.tokens + 2

@@ -12,6 +12,7 @@ import pytest
 from agent_cli import tokens
 from agent_cli.memory import InMemStore, Item, WorkingMemory
 from agent_cli.memory import scoring
+from agent_cli.memory.meter import estimate
 from agent_cli.memory.working import FOOTER_TOKENS
 
 RETRY = '''def count_attempts(obj):
@@ -59,12 +60,15 @@ def test_constructor_rejects_impossible_settings():
         WorkingMemory(recall_cooldown_steps=-1)
 
 
-def test_item_counts_its_tokens_once_with_the_offline_tokenizer():
+def test_an_item_is_estimated_at_add_and_counted_exactly_once_assembled():
     mem = WorkingMemory()
     item_id = mem.add("file", RETRY, summary="retry.py")
     item = next(i for i in mem.hot_items() if i.id == item_id)
     assert isinstance(item, Item) and not hasattr(item, "__dict__")
-    assert item.tokens == tokens.count(RETRY)
+    assert not item.exact and item.tokens == estimate(RETRY)
+    assert item.cost == estimate(item.header()) + item.tokens + 2
+    mem.assemble()
+    assert item.exact and item.tokens == tokens.count(RETRY)
     assert item.cost == tokens.count(item.header()) + item.tokens + 2
     assert item.summary == "retry.py" and item.symbols == ("count_attempts",)
 
@@ -91,6 +95,7 @@ def test_recency_decays_with_steps():
 def test_explain_returns_every_term_and_their_total():
     mem = WorkingMemory()
     item_id = mem.add("edit", RETRY)
+    mem.assemble()  # counted exactly from here on
     terms = mem.explain(item_id)
     assert set(terms) == {"kind", "refs", "goal", "recency", "size", "total"}
     assert terms["kind"] == 3.0 and terms["goal"] == 0.0 and terms["refs"] == 0.0
@@ -193,7 +198,8 @@ def test_a_referenced_item_outlives_an_unreferenced_one():
     while plain not in evicted_ids(mem):
         i += 1
         mem.add("log", filler(100 + i))
-    assert used not in evicted_ids(mem)
+    gone = evicted_ids(mem)
+    assert used not in gone or gone.index(used) > gone.index(plain)
 
 
 def test_bigger_items_score_lower_than_smaller_ones():
@@ -262,16 +268,19 @@ def test_an_oversized_item_comes_back_cut_to_half_the_budget():
     assert mem.assemble().tokens <= 500
 
 
-def test_assemble_orders_by_score_and_labels_each_item():
+def test_assemble_labels_each_item_and_keeps_notes_apart():
     mem = WorkingMemory()
     log = mem.add("log", "pip install ran", summary="pip")
+    note = mem.note("count_attempts must stay public")
     edit = mem.add("edit", RETRY, summary="retry.py: add count_attempts")
     ctx = mem.assemble()
-    assert [i.id for i in ctx.items] == [edit, log]
-    text = ctx.render()
-    assert text.index(f"[edit {edit}] retry.py: add count_attempts") < text.index(f"[log {log}] pip")
-    assert RETRY in text
-    assert ctx.tokens == tokens.count(text)
+    assert [i.id for i in ctx.items] == [note, log, edit]  # no batch yet: the order added
+    assert ctx.pinned == f"[note {note} pinned] count_attempts must stay public\n" \
+                         "count_attempts must stay public\n"
+    assert ctx.memory.index(f"[log {log}] pip") < ctx.memory.index(
+        f"[edit {edit}] retry.py: add count_attempts")
+    assert RETRY in ctx.memory and ctx.render() == ctx.pinned + "\n" + ctx.memory
+    assert ctx.tokens == tokens.count(ctx.pinned) + tokens.count(ctx.memory) + 1
 
 
 def test_hot_items_are_ordered_by_score():

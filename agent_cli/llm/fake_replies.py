@@ -1,0 +1,161 @@
+"""What the fake server answers: a scripted step as a whole completion or as SSE chunks, and
+the checks by which it behaves like a particular real server (llama.cpp, vLLM, Ollama)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+Step = dict[str, Any]
+
+
+@dataclass
+class Behaviour:
+    """How the fake server differs from a plain OpenAI endpoint.
+
+    stream: "sse" streams when asked; "whole" ignores `stream` and answers whole (a server
+        that does not stream); "refuse" answers 400 to a streamed request; "no_usage" streams
+        but answers 400 to `stream_options`.
+    object_choice / required_choice: "accept", "ignore" (answer as if `auto`: text, no call,
+        no script step used; llama.cpp with the object form) or "refuse" (400).
+    n_ctx: serve llama.cpp's `GET /props` and answer a longer request with its 400 overflow.
+    max_model_len: list it in `/v1/models` like vLLM, and answer vLLM's 400 overflow.
+    ollama_ctx: answer Ollama's `POST /api/show` with this `num_ctx`.
+    strict_echo: answer 500 like llama.cpp when an echoed tool call's arguments are not JSON.
+    slots: serve llama.cpp's `GET /slots` (busy while a reply is being produced).
+    hide_window: enforce n_ctx / max_model_len without saying it (a proxy in front).
+    """
+
+    stream: str = "sse"
+    object_choice: str = "accept"
+    required_choice: str = "accept"
+    n_ctx: int | None = None
+    max_model_len: int | None = None
+    ollama_ctx: int | None = None
+    strict_echo: bool = False
+    slots: bool = True
+    hide_window: bool = False
+
+
+def _error(status: int, message: str, **extra: Any) -> Step:
+    return {"status": status, "body": json.dumps({"error": {"code": status, "message": message,
+                                                            **extra}})}
+
+
+def prompt_tokens(body: dict) -> int:
+    """The fake's token count of a request: four characters a token."""
+    return (len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("tools") or []))) // 4
+
+
+def _echo_is_broken(body: dict) -> bool:
+    for message in body.get("messages", []):
+        for call in message.get("tool_calls") or []:
+            try:
+                json.loads((call.get("function") or {}).get("arguments", ""))
+            except (ValueError, TypeError):
+                return True
+    return False
+
+
+def refusal(body: dict, b: Behaviour) -> Step | None:
+    """The error (or ignored forcing) a real server of this behaviour would answer, if any."""
+    choice = body.get("tool_choice")
+    if body.get("stream") and b.stream == "refuse":
+        return _error(400, "'stream' is not supported by this server")
+    if body.get("stream_options") and b.stream == "no_usage":
+        return _error(400, "Unrecognized request argument supplied: stream_options")
+    for form, rule in (("object", b.object_choice), ("required", b.required_choice)):
+        is_form = isinstance(choice, dict) if form == "object" else choice == "required"
+        if is_form and rule == "refuse":
+            return _error(400, "Wrong type supplied for parameter 'tool_choice'")
+        if is_form and rule == "ignore":
+            return {"content": "Sure, here is what I would do next.", "ignored": True}
+    if b.strict_echo and _echo_is_broken(body):
+        return _error(500, "Failed to parse tool call arguments as JSON")
+    return _overflow(body, b)
+
+
+def _overflow(body: dict, b: Behaviour) -> Step | None:
+    n = prompt_tokens(body)
+    if b.n_ctx and n > b.n_ctx:
+        return _error(400, f"request ({n} tokens) exceeds the available context size "
+                           f"({b.n_ctx} tokens), try increasing it",
+                      type="exceed_context_size_error", n_prompt_tokens=n, n_ctx=b.n_ctx)
+    reply = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+    if b.max_model_len and n + reply > b.max_model_len:
+        return _error(400, f"This model's maximum context length is {b.max_model_len} tokens. "
+                           f"However, you requested {n + reply} tokens ({n} in the messages, "
+                           f"{reply} in the completion). Please reduce the length of the "
+                           "messages or completion.")
+    return None
+
+
+def _tool_call(i: int, name: str, arguments: Any) -> dict:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def _usage(step: Step) -> dict:
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, **step.get("usage", {})}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return usage
+
+
+def completion_body(step: Step, model: str, n: int) -> dict:
+    """The JSON body of a chat completion for one script step."""
+    body = {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
+            "usage": _usage(step), "choices": []}
+    if "timings" in step:
+        body["timings"] = step["timings"]
+    if step.get("no_choices"):
+        return body
+    calls = step.get("tool_calls") or ([{"name": step["tool"], "arguments": step.get("args", {})}]
+                                       if "tool" in step else [])
+    message: dict[str, Any] = {"role": "assistant", "content": step.get("content")}
+    if calls:
+        message["tool_calls"] = [_tool_call(n * 100 + i, c["name"], c.get("arguments", {}))
+                                 for i, c in enumerate(calls)]
+    reason = step.get("finish_reason") or ("tool_calls" if calls else "stop")
+    body["choices"] = [{"index": 0, "message": message, "finish_reason": reason}]
+    return body
+
+
+def _pieces(text: str, n: int) -> list[str]:
+    size = max(1, -(-len(text) // n))
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def stream_chunks(body: dict, include_usage: bool) -> list[dict]:
+    """A whole completion body as the chunks of an OpenAI-style stream (text in words,
+    each tool call's arguments in three pieces)."""
+    head = {k: body[k] for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+    chunks = []
+
+    def chunk(delta: dict, finish: str | None = None) -> None:
+        chunks.append({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    if not body["choices"]:
+        chunks.append({**head, "choices": []})
+    else:
+        message = body["choices"][0]["message"]
+        chunk({"role": "assistant", "content": ""})
+        for word in re.findall(r"\S+\s*|\s+", message.get("content") or ""):
+            chunk({"content": word})
+        for i, call in enumerate(message.get("tool_calls") or []):
+            fn = call["function"]
+            chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                   "function": {"name": fn["name"], "arguments": ""}}]})
+            for piece in _pieces(fn["arguments"], 3):
+                chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+        chunk({}, body["choices"][0]["finish_reason"])
+    tail = {**head, "choices": []}
+    if include_usage:
+        tail["usage"] = body["usage"]
+    if "timings" in body:
+        tail["timings"] = body["timings"]
+    if len(tail) > len(head) + 1:
+        chunks.append(tail)
+    return chunks

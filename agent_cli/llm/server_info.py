@@ -1,0 +1,127 @@
+"""What a local server says about itself: its context window and whether it is still busy.
+
+Best effort, a short timeout per probe, never raising: llama.cpp `GET /props` (`n_ctx`) and
+`GET /slots` (`is_processing`), vLLM `GET /v1/models` (`max_model_len`), Ollama `GET /api/ps`
+and `POST /api/show` (the loaded context, `num_ctx`, the model's `*.context_length`). Ollama
+serves a model with its own `num_ctx` (4096 unless configured), whatever the model could
+take, so that is what counts when nothing says more. The HTTP itself is the caller's
+`Fetch` (the model client's, so probes carry the same key, proxy and TLS settings).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+PROBE_TIMEOUT_S = 2.0
+OLLAMA_DEFAULT_CTX = 4096
+SKIP_HOSTS = ("api.openai.com",)
+
+# (absolute URL, JSON body to POST or None to GET, timeout) -> the JSON answer, or None when
+# the server answered with an error; raises Unreachable when it cannot be reached at all.
+Fetch = Callable[[str, "dict | None", float], Any]
+
+
+class Unreachable(Exception):
+    """The server cannot be reached at all (refused, unknown host): stop asking it."""
+
+
+def root_of(base_url: str) -> str:
+    """`http://host:port` of a base URL (the local servers serve their own API there)."""
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _llama_cpp(fetch: Fetch, base_url: str, model: str) -> int | None:
+    props = fetch(root_of(base_url) + "/props", None, PROBE_TIMEOUT_S)
+    if not isinstance(props, dict):
+        return None
+    settings = props.get("default_generation_settings")
+    nested = settings.get("n_ctx") if isinstance(settings, dict) else None
+    return _positive(props.get("n_ctx")) or _positive(nested)
+
+
+def _vllm(fetch: Fetch, base_url: str, model: str) -> int | None:
+    listing = fetch(base_url.rstrip("/") + "/models", None, PROBE_TIMEOUT_S)
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(entries, list):
+        return None
+    lengths = {e.get("id"): _positive(e.get("max_model_len")) for e in entries if isinstance(e, dict)}
+    return lengths.get(model) or next((n for n in lengths.values() if n), None)
+
+
+def _ollama(fetch: Fetch, base_url: str, model: str) -> int | None:
+    root = root_of(base_url)
+    running = fetch(root + "/api/ps", None, PROBE_TIMEOUT_S)
+    for entry in (running or {}).get("models", []) if isinstance(running, dict) else []:
+        if isinstance(entry, dict) and entry.get("name") in (model, f"{model}:latest"):
+            if n := _positive(entry.get("context_length")):
+                return n
+    shown = fetch(root + "/api/show", {"model": model, "name": model}, PROBE_TIMEOUT_S)
+    if not isinstance(shown, dict):
+        return None
+    for line in str(shown.get("parameters") or "").splitlines():
+        name, _, value = line.partition(" ")
+        if name == "num_ctx" and value.strip().isdigit():
+            return int(value.strip())
+    info = shown.get("model_info") or {}
+    trained = [_positive(v) for k, v in info.items() if k.endswith(".context_length")]
+    trained = [n for n in trained if n]
+    return min(trained[0], OLLAMA_DEFAULT_CTX) if trained else None
+
+
+PROBES = (("llama.cpp /props", _llama_cpp), ("vLLM /v1/models", _vllm),
+          ("Ollama /api/show", _ollama))
+
+
+def learn_context_window(fetch: Fetch, base_url: str, model: str) -> tuple[int, str] | None:
+    """(tokens, where it was learned) from the server itself, or None if it does not say."""
+    if any(host in base_url for host in SKIP_HOSTS):
+        return None
+    try:
+        for source, probe in PROBES:
+            if n := probe(fetch, base_url, model):
+                return n, source
+    except Unreachable:
+        pass  # the first request says so at once, with the how-to-fix
+    return None
+
+
+def busy(fetch: Fetch, base_url: str) -> bool | None:
+    """Whether the server is generating (llama.cpp `/slots`); None when it does not say."""
+    try:
+        slots = fetch(root_of(base_url) + "/slots", None, 1.0)
+    except Unreachable:
+        return None
+    if not isinstance(slots, list) or not slots:
+        return None
+    return any(isinstance(s, dict) and (s.get("is_processing") or s.get("state") == 1)
+               for s in slots)
+
+
+def wait_until_idle(fetch: Fetch, base_url: str, max_wait_s: float, poll_s: float = 0.2) -> bool:
+    """Wait while the server reports work in progress; False if it is still busy at the end."""
+    deadline = time.monotonic() + max_wait_s
+    while busy(fetch, base_url):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
+def fit_window(window: int, memory_max: int, tool_output_max: int,
+               reply_max: int) -> tuple[int, int, int]:
+    """Working memory, tool output and reply caps that fit a context window together.
+
+    A request is the system prompt and tools (about 1,500 tokens), working memory, the last
+    tool output, the task and state (a few hundred) and the reply: at most 30%, 15% and 25%
+    of the window go to the three that grow.
+    """
+    return (min(memory_max, max(256, window * 30 // 100)),
+            min(tool_output_max, max(100, window * 15 // 100)),
+            min(reply_max, max(256, window // 4)))

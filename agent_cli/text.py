@@ -1,0 +1,38 @@
+"""Text for display: cut between words and marked with "…", free of terminal control codes."""
+
+from __future__ import annotations
+
+import re
+
+ELLIPSIS = "…"
+_TRAILING = " ,;:-"
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def shorten(text: object, width: int) -> str:
+    """`text` on one line of at most `width` characters, cut between words and ended with "…".
+
+    A single word longer than half the width (a path, a URL) is cut inside it rather than
+    leaving almost nothing.
+    """
+    line = " ".join(str(text).split())
+    if len(line) <= width:
+        return line
+    if width <= 1:
+        return ELLIPSIS[:max(width, 0)]
+    cut = line[: width - 1]
+    if line[width - 1] != " ":
+        space = cut.rfind(" ")
+        if space >= width // 2:
+            cut = cut[:space]
+    return cut.rstrip(_TRAILING) + ELLIPSIS
+
+
+def clean(text: object) -> str:
+    """Text with terminal escape sequences and control characters removed."""
+    return _CONTROL.sub("", str(text)).replace("\t", "    ")
+
+
+def short(text: object, limit: int = 80) -> str:
+    """One cleaned line of at most `limit` characters, cut between words."""
+    return shorten(clean(text), limit)

@@ -1,0 +1,118 @@
+"""The large-items workload of bench/working_memory.py, and protoprompt 0.20.0 run on it.
+
+protoprompt is a bench-only dependency: `pip install protoprompt==0.20.0`. Without it the bench
+says so and compares with the in-repo baseline only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import random
+import time
+from dataclasses import dataclass
+
+import working_memory as wm
+from working_memory import Session, _function, _name, _pick, make_session
+
+LARGE_MIX = {"log": 0.30, "file": 0.25, "tool_output": 0.20, "test_result": 0.10, "edit": 0.12,
+             "note": 0.03}
+PROTOPROMPT = "0.20.0"
+LARGE_BUDGET = 8000  # the agent's default memory_max_tokens: a file of 30 functions fits
+
+
+def _log30(rng: random.Random, known: list[str]) -> str:
+    """A log of 30 lines."""
+    lines = []
+    for _ in range(30):
+        who = _pick(rng, known) if rng.random() < 0.3 else "worker"
+        lines.append(f"2025-03-0{rng.randrange(1, 9)} 12:{rng.randrange(60):02d}:"
+                     f"{rng.randrange(60):02d} INFO {who} job={rng.randrange(10_000)} "
+                     f"queue=q{rng.randrange(9)} took {rng.randrange(900)}ms")
+    return "\n".join(lines)
+
+
+def make_large_session(n: int, seed: int = 5) -> Session:
+    """Like make_session(), but every log has 30 lines and every file read 30 functions."""
+    session = make_session(n, LARGE_MIX, seed=seed)
+    rng, known = random.Random(seed + 1), list(session.edit_names.values())
+    for i, (kind, _, summary) in enumerate(session.items):
+        if kind == "log":
+            text = _log30(rng, known)
+            session.items[i] = (kind, text, text.splitlines()[0][:60])
+        elif kind == "file":
+            names = [_name(rng, i * 100 + j) for j in range(30)]
+            text = "\n\n".join(_function(name, known, rng) for name in names)
+            known.extend(names)
+            session.items[i] = (kind, text, summary)
+    return session
+
+
+def protoprompt_version() -> str | None:
+    """The installed protoprompt's version, or None."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+        return version("protoprompt")
+    except PackageNotFoundError:
+        return None
+
+
+@dataclass
+class ProtoRow:
+    """protoprompt's add cost after `items` adds: mean CPU µs per add, and over the last fifth."""
+
+    items: int
+    add_us: float
+    tail_us: float
+
+
+def run_protoprompt(session: Session, sizes: tuple[int, ...], budget: int) -> list[ProtoRow]:
+    """Feed the session to protoprompt's agent WorkingMemory (its defaults: regex token counter,
+    in-memory cold store); a row at each size, from one run."""
+    from protoprompt.agent import WorkingMemory as ProtoMemory
+    from protoprompt.store.memory import InMemStore as ProtoStore
+
+    async def feed() -> list[float]:
+        mem = ProtoMemory(store=ProtoStore(), max_tokens=budget)
+        await mem.set_goal("make the job scheduler retry failed jobs with backoff")
+        times = []
+        for kind, text, summary in session.items[:max(sizes)]:
+            start = time.process_time()
+            if kind == "note":
+                await mem.note(text)
+            else:
+                await mem.add(kind, text, summary=summary)
+            times.append(time.process_time() - start)
+        return times
+
+    gc.collect()
+    times = asyncio.run(feed())
+    return [ProtoRow(n, sum(times[:n]) / n * 1e6, sum(times[n - n // 5:n]) / (n // 5) * 1e6)
+            for n in sizes]
+
+
+def report() -> None:
+    """The large-items workload, with protoprompt side by side when it is installed."""
+    session = make_large_session(max(wm.SIZES))
+    sizes = [wm.tokens.count(text) for _, text, _ in session.items]
+    print(f"\nlarge items: {len(session.items)} items, logs of 30 lines, files of 30 functions, "
+          f"{min(sizes)}-{max(sizes)} tokens (mean {wm.statistics.mean(sizes):.0f}), "
+          f"budget {LARGE_BUDGET} tokens")
+    bases = wm.run_baseline(session, wm.SIZES, "baseline: append-then-trim", LARGE_BUDGET)
+    mems = [wm.run_memory(session, n, "working memory (InMemStore)", budget=LARGE_BUDGET)
+            for n in wm.SIZES]
+    wm._print([bases[0], mems[0], bases[1], mems[1]])
+    print(f"budget never exceeded: {all(r.largest <= LARGE_BUDGET for r in bases + mems)}; "
+          f"add, 10,000 vs 2,000 items: {mems[1].add_us / mems[0].add_us:.2f}x")
+    version = protoprompt_version()
+    if version is None:
+        print("protoprompt is not installed, so it is left out: pip install "
+              f"protoprompt=={PROTOPROMPT} to run it side by side")
+        return
+    if version != PROTOPROMPT:
+        print(f"note: protoprompt {version} is installed; the target compares with "
+              f"{PROTOPROMPT}")
+    for row, mem in zip(run_protoprompt(session, wm.SIZES, LARGE_BUDGET), mems):
+        print(f"  protoprompt {version} agent WorkingMemory, {row.items} items: add "
+              f"{row.add_us:.1f} µs/item cpu (last 1/5: {row.tail_us:.1f}); working memory "
+              f"{mem.add_us:.1f}: {row.add_us / mem.add_us:.1f}x faster (target >= 10x)")

@@ -1,0 +1,77 @@
+"""Requests built by the executor from a real working memory share their stable prefix step to
+step: nothing that changes every step sits before the end of the working memory."""
+
+from __future__ import annotations
+
+from agent_cli import fences
+from agent_cli.agent.executor import Exchange, Limits, Runtime, build_messages
+from agent_cli.agent.state import AgentState
+from agent_cli.memory import WorkingMemory
+from agent_cli.models import Task, ToolCall
+
+KINDS = ["file", "tool_output", "edit", "test_result", "log"]
+
+
+def runtime(memory: WorkingMemory) -> Runtime:
+    state = AgentState(goal="make the scheduler retry failed jobs",
+                       plan=[Task(goal="add retry()", acceptance_cmd="python -m pytest -q")])
+    state.plan[0].status = "running"
+    return Runtime(model=None, toolbox=None, memory=memory, state=state,
+                   limits=Limits(max_steps=200, task_max_steps=30, budget_usd=5.0,
+                                 tool_output_max_tokens=3000),
+                   emit=lambda event: None, log=lambda record: None, save=lambda: None,
+                   recalled=fences.retrieved_memory("an earlier run added backoff()"))
+
+
+def result(i: int) -> str:
+    words = " ".join(f"w{i}x{j}" for j in range(20 + (i * 7) % 90))
+    return fences.tool_output("run", f"$ step {i}\n{words}")
+
+
+def step(rt: Runtime, i: int) -> list[dict]:
+    """One tool call: its result into memory, the counters on, the next request built."""
+    call = ToolCall(id=f"call_{i}", name="run", arguments='{"cmd": "step"}')
+    if i % 17 == 5:
+        rt.memory.note(f"note {i}: keep the signature of retry()")
+    rt.memory.add(KINDS[i % len(KINDS)], result(i))
+    rt.memory.tick()
+    rt.state.step += 1
+    return build_messages(rt, 0, 1, 30 - i % 30, Exchange(calls=[call], results=[result(i)]))
+
+
+def memory_at(messages: list[dict]) -> int:
+    return next(at for at, m in enumerate(messages)
+                if str(m.get("content") or "").startswith("WORKING MEMORY:"))
+
+
+def without_footer(memory: str) -> str:
+    return memory.rsplit("\navailable with recall:", 1)[0]
+
+
+def test_between_batches_a_request_extends_the_last_one_past_its_working_memory():
+    mem = WorkingMemory(max_tokens=6000)
+    rt = runtime(mem)
+    previous, extended, batches = step(rt, 0), 0, 0
+    for i in range(1, 90):
+        evictions, notes = mem.stats()["evictions"], i % 17 == 5
+        messages = step(rt, i)
+        at, before = memory_at(messages), memory_at(previous)
+        if not notes:
+            assert messages[:at] == previous[:before]  # system, recalled memory, pinned notes
+        if mem.stats()["evictions"] == evictions and not notes:
+            old = without_footer(previous[before]["content"])
+            assert messages[at]["content"].startswith(old)
+            extended += 1
+        batches += mem.stats()["evictions"] != evictions
+        assert "Tool calls left" not in "".join(str(m.get("content")) for m in messages[:at + 1])
+        previous = messages
+    assert extended > 50 and batches > 3
+
+
+def test_pinned_notes_come_before_the_working_memory_and_not_inside_it():
+    mem = WorkingMemory(max_tokens=2500)
+    rt = runtime(mem)
+    messages = step(rt, 5)  # a step that adds a note
+    at = memory_at(messages)
+    assert messages[at - 1]["content"].startswith("PINNED NOTES:\n[note m1 pinned]")
+    assert "[note" not in messages[at]["content"]

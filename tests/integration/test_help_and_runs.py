@@ -1,0 +1,79 @@
+"""Help pages speak in metavars, and `agent runs` is a table with a header that fits the terminal."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_cli.cli import app
+
+COMMANDS = [[], ["run"], ["runs"], ["doctor"], ["trust"], ["recall"], ["memory"], ["memory", "show"],
+            ["memory", "forget"], ["memory", "expire"], ["memory", "export"],
+            ["memory", "import"], ["memory", "reindex"]]
+PYTHON_TYPES = re.compile(r"<(str|int|float|path|bool)[^>]*>|list\[|\{\w+\}|<=x<=")
+
+
+@pytest.mark.parametrize("words", COMMANDS, ids=lambda w: " ".join(w) or "agent")
+def test_help_names_values_by_metavar_never_by_python_type(words):
+    result = CliRunner().invoke(app, [*words, "--help"], prog_name="agent")
+    assert result.exit_code == 0, result.output
+    assert not PYTHON_TYPES.search(result.output), result.output
+    assert "..." not in result.output.replace("COMMAND [ARGS]...", "") and "…" not in result.output
+
+
+def test_the_metavars_say_what_goes_there():
+    def usage(*words: str) -> str:
+        return CliRunner().invoke(app, [*words, "--help"], prog_name="agent").output
+
+    run = usage("run")
+    assert "agent run [OPTIONS] [GOAL]" in run and "\n  GOAL  What to achieve" in run
+    for option in ("--accept CMD", "--max-steps N", "--budget-usd USD", "--repo DIR",
+                   "--replay FILE", "--run-id ID", "--model NAME", "--base-url URL"):
+        assert option in run, option
+    recall = usage("recall")
+    assert "agent recall [OPTIONS] QUERY\n" in recall and "-k, --k N" in recall
+    assert "--min-trust X" in recall and "--kind KIND" in recall
+    assert "agent memory forget [OPTIONS] ID\n" in usage("memory", "forget")
+    assert "agent memory export [OPTIONS] FILE\n" in usage("memory", "export")
+
+
+def test_a_number_out_of_range_is_one_line_and_exit_2(run_agent, scratch_repo):
+    proc = run_agent("recall", "x", "--k", "0", cwd=scratch_repo)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: --k 0 is out of range (pass a number from 1 to 100)"
+
+
+LONG_GOAL = ("Refactor the parser so that quoted strings with escaped quotes are tokenised "
+             "correctly and add tests for every escape sequence we support")
+
+
+def seed_run(repo, run_id: str, goal: str, started: str, status: str = "verified") -> None:
+    run_dir = repo / ".agent" / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "state.json").write_text(json.dumps(
+        {"run_id": run_id, "goal": goal, "status": status, "steps": 12, "started_at": started,
+         "updated_at": started}))
+
+
+def test_runs_has_a_header_the_start_time_and_fits_the_width(run_agent, scratch_repo):
+    seed_run(scratch_repo, "20261130-101500-aaaa", LONG_GOAL, "2026-11-30T10:15:00+00:00")
+    seed_run(scratch_repo, "20261130-111500-bbbb", "Add median()", "2026-11-30T11:15:00+00:00",
+             status="budget_exhausted")
+    narrow = run_agent("runs", cwd=scratch_repo, env={"COLUMNS": "80"})
+    assert narrow.returncode == 0, narrow.stderr
+    lines = narrow.stdout.rstrip("\n").splitlines()
+    assert lines[0].split() == ["run", "started", "status", "steps", "goal"]
+    assert all(len(line) <= 80 for line in lines), narrow.stdout
+    first = next(line for line in lines if "aaaa" in line)
+    local = datetime.fromisoformat("2026-11-30T10:15:00+00:00").astimezone()
+    assert local.strftime("%Y-%m-%d %H:%M") in first and "verified" in first
+    goal = first.split("   ")[-1].strip()
+    assert goal.endswith("…") and LONG_GOAL.startswith(goal[:-1])
+    assert LONG_GOAL[len(goal) - 1] == " "  # cut where a word ends
+    assert "budget_exhausted" in narrow.stdout
+    wide = run_agent("runs", cwd=scratch_repo, env={"COLUMNS": "250"})
+    assert LONG_GOAL in wide.stdout and "Add median()" in wide.stdout

@@ -1,0 +1,44 @@
+"""`agent doctor` tells what the server can do, as a real process against the loopback server."""
+
+CALL = {"tool": "report_status", "args": {"ok": True}}
+
+
+def _doctor(run_agent, srv, repo):
+    proc = run_agent("doctor", "--base-url", srv.url, cwd=repo)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc, proc.stdout[proc.stdout.index("checks"):]
+
+
+def test_doctor_against_a_llama_cpp_like_server(run_agent, fake_server, scratch_repo):
+    srv = fake_server([CALL], models=("gpt-4o-mini",), n_ctx=4096, object_choice="ignore",
+                      stream="whole")
+    proc, out = _doctor(run_agent, srv, scratch_repo)
+    assert proc.returncode == 0, proc.stdout
+    assert "context window 4,096 tokens (from llama.cpp /props)" in out
+    assert 'forced single tool works (tool_choice "required")' in out
+    assert "streaming: no, whole replies" in out
+    assert ("a run will use: whole replies, tool_choice \"required\", replies up to 1,024 "
+            "tokens, working memory 1,228 and tool output 614 tokens") in out
+    assert len(srv.chat_requests) == 1  # one tiny request
+
+
+def test_doctor_against_a_vllm_like_server_that_refuses_required(run_agent, fake_server,
+                                                                   scratch_repo):
+    srv = fake_server([CALL], models=("gpt-4o-mini",), max_model_len=32768,
+                      required_choice="refuse")
+    proc, out = _doctor(run_agent, srv, scratch_repo)
+    assert proc.returncode == 0, proc.stdout
+    assert "context window 32,768 tokens (from vLLM /v1/models)" in out
+    assert 'forced single tool works (tool_choice {"type": "function"' in out
+    assert "streaming: yes" in out
+
+
+def test_doctor_fails_when_no_form_of_forcing_gets_a_call(run_agent, fake_server, scratch_repo):
+    srv = fake_server([CALL], models=("gpt-4o-mini",), ollama_ctx=8192,
+                      object_choice="ignore", required_choice="ignore")
+    proc, out = _doctor(run_agent, srv, scratch_repo)
+    fails = [line for line in out.splitlines() if "FAIL" in line]
+    assert proc.returncode == 1 and len(fails) == 1
+    assert "server" in fails[0] and "did not call a forced tool" in fails[0]
+    assert [r["tool_choice"] for r in srv.chat_requests] == [
+        "required", {"type": "function", "function": {"name": "report_status"}}]

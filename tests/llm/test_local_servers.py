@@ -1,0 +1,184 @@
+"""The client against the loopback server behaving like llama.cpp, vLLM and Ollama."""
+
+import json
+
+import pytest
+
+from agent_cli.errors import ContextOverflow, ModelError
+from agent_cli.llm.base import force, function_tool
+from agent_cli.llm.openai_model import OpenAIChat
+
+PLAN = function_tool("submit_plan", "Plan.", {"goal": {"type": "string"},
+                                              "tasks": {"type": "array"}})
+READ = function_tool("read_file", "Read.", {"path": {"type": "string"}})
+ASK = [{"role": "user", "content": "plan it"}]
+PLAN_ARGS = {"goal": "g", "tasks": [{"goal": "t"}]}
+
+
+def chat_model(server, **kw):
+    return OpenAIChat(**{"model": "fake-model", "base_url": server.url, "api_key": None,
+                         "backoff_s": 0.01, **kw})
+
+
+# -- forcing one tool -------------------------------------------------------------------------
+def test_a_forced_single_tool_is_sent_as_required_which_llama_cpp_honours(fake_server):
+    # Like llama.cpp: the object form is ignored ("Wrong type supplied ...", then auto).
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}], object_choice="ignore")
+    reply = chat_model(srv).chat(ASK, [PLAN], force("submit_plan"))
+    assert reply.tool_calls[0].name == "submit_plan"
+    assert srv.chat_requests[0]["tool_choice"] == "required"
+
+
+def test_a_refused_required_falls_back_to_the_object_form_for_the_run(fake_server):
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}] * 2, required_choice="refuse")
+    m = chat_model(srv)
+    assert m.chat(ASK, [PLAN], force("submit_plan")).tool_calls
+    assert m.chat(ASK, [PLAN], force("submit_plan")).tool_calls
+    choices = [r["tool_choice"] for r in srv.chat_requests]
+    named = {"type": "function", "function": {"name": "submit_plan"}}
+    assert choices == ["required", named, named]  # refused once, then remembered
+
+
+def test_an_ignored_form_is_switched_for_the_next_forced_request(fake_server):
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}], required_choice="ignore")
+    m = chat_model(srv)
+    assert not m.chat(ASK, [PLAN], force("submit_plan")).tool_calls  # answered as if auto
+    assert m.chat(ASK, [PLAN], force("submit_plan")).tool_calls
+    assert srv.chat_requests[1]["tool_choice"] == {"type": "function",
+                                                   "function": {"name": "submit_plan"}}
+
+
+def test_several_tools_with_auto_are_sent_as_given(fake_server):
+    srv = fake_server([{"content": "hm"}])
+    chat_model(srv).chat(ASK, [PLAN, READ], "auto")
+    assert srv.chat_requests[0]["tool_choice"] == "auto"
+
+
+# -- calls written as text --------------------------------------------------------------------
+@pytest.mark.parametrize("content", [
+    'Let me read it.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>',
+    '{"name": "read_file", "arguments": {"path": "a.py"}}',
+    '```json\n{"name": "read_file", "parameters": {"path": "a.py"}}\n```',
+    '[{"function": {"name": "read_file", "arguments": "{\\"path\\": \\"a.py\\"}"}}]',
+])
+def test_a_call_written_in_content_is_parsed_as_the_call(fake_server, content):
+    srv = fake_server([{"content": content}])
+    reply = chat_model(srv).chat(ASK, [PLAN, READ], "auto")
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("read_file", {"path": "a.py"})]
+    assert reply.content == ("Let me read it." if content.startswith("Let") else None)
+
+
+def test_text_naming_no_offered_tool_stays_text(fake_server):
+    srv = fake_server([{"content": '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>'},
+                       {"content": '{"path": "a.py"}'}])
+    m = chat_model(srv)
+    assert not m.chat(ASK, [PLAN, READ], "auto").tool_calls
+    assert not m.chat(ASK, [PLAN, READ], "auto").tool_calls  # bare arguments need a forced tool
+
+
+def test_bare_arguments_of_the_forced_tool_are_taken_as_its_call(fake_server):
+    srv = fake_server([{"content": json.dumps(PLAN_ARGS)}])
+    reply = chat_model(srv).chat(ASK, [PLAN], force("submit_plan"))
+    assert reply.tool_calls[0].name == "submit_plan"
+    assert json.loads(reply.tool_calls[0].arguments) == PLAN_ARGS
+
+
+# -- echoed broken calls and fast failures ----------------------------------------------------
+def test_broken_echoed_arguments_are_sent_as_empty_json_with_the_raw_text_in_the_result(
+        fake_server):
+    srv = fake_server([{"content": "fine"}], strict_echo=True)  # llama.cpp: 500 on broken echoes
+    messages = [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "search", "arguments": '{"pattern":'}},
+                    {"id": "c2", "type": "function",
+                     "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "error: not valid JSON"},
+                {"role": "tool", "tool_call_id": "c2", "content": "1: a"}]
+    assert chat_model(srv).chat(messages, [READ]).content == "fine"
+    sent = srv.chat_requests[0]["messages"]
+    assert [c["function"]["arguments"] for c in sent[1]["tool_calls"]] == ["{}", '{"path": "a"}']
+    assert '{"pattern":' in sent[2]["content"] and sent[3]["content"] == "1: a"
+    assert messages[1]["tool_calls"][0]["function"]["arguments"] == '{"pattern":'  # caller's copy
+
+
+def test_a_fast_500_is_not_sent_again_as_it_was(fake_server):
+    body = json.dumps({"error": {"message": "Failed to parse tool call arguments as JSON"}})
+    srv = fake_server([{"status": 500, "body": body}] * 5)
+    with pytest.raises(ModelError, match="kept failing with 500.*not sent again") as e:
+        chat_model(srv, max_retries=4).chat(ASK)
+    assert "agent run --resume" in e.value.hint
+    streamed = [bool(r.get("stream")) for r in srv.chat_requests]
+    assert streamed == [True, False]  # tried once whole (what some servers fail on), then stop
+
+
+def test_streamed_requests_rescued_twice_by_whole_ones_stop_streaming(fake_server):
+    fail = {"status": 500, "body": "{}"}
+    srv = fake_server([fail, {"content": "a"}, fail, {"content": "b"}, {"content": "c"}])
+    m = chat_model(srv)
+    assert [m.chat(ASK).content for _ in range(3)] == ["a", "b", "c"]
+    assert [bool(r.get("stream")) for r in srv.chat_requests] == [True, False, True, False, False]
+
+
+# -- the context window -----------------------------------------------------------------------
+@pytest.mark.parametrize("behaviour, source", [
+    ({"n_ctx": 4096}, "llama.cpp /props"), ({"max_model_len": 8192}, "vLLM /v1/models"),
+    ({"ollama_ctx": 16384}, "Ollama /api/show"), ({}, "the context_window setting")])
+def test_the_context_window_is_learned_from_the_server(fake_server, behaviour, source):
+    srv = fake_server([], **behaviour)
+    m = chat_model(srv, context_window=32000)
+    expected = next(iter(behaviour.values()), 32000)
+    assert (m.context_window, m.context_source) == (expected, source)
+
+
+def test_max_tokens_fits_a_small_window(fake_server):
+    srv = fake_server([{"content": "ok"}], n_ctx=4096)
+    chat_model(srv, max_tokens=4096).chat(ASK)
+    assert srv.chat_requests[0]["max_tokens"] == 1024  # a quarter of the window, not 4096
+
+
+def test_a_context_overflow_is_a_typed_error_with_the_numbers(fake_server):
+    srv = fake_server([{"content": "never"}], n_ctx=1024)
+    big = [{"role": "user", "content": "x " * 3000}]
+    with pytest.raises(ContextOverflow) as e:
+        chat_model(srv, max_tokens=256).chat(big)
+    assert e.value.window == 1024 and e.value.prompt_tokens > 1024
+    assert "does not fit the context window of 1024 tokens" in e.value.message
+    assert "-c N" in e.value.hint and len(srv.chat_requests) == 1  # not retried as it was
+
+
+def test_a_vllm_overflow_caused_by_max_tokens_is_retried_once_with_a_reply_that_fits(fake_server):
+    srv = fake_server([{"content": "ok"}, {"content": "ok"}], max_model_len=2000, hide_window=True)
+    m = chat_model(srv, max_tokens=4096, context_window=100_000)  # it does not say its size
+    assert m.chat([{"role": "user", "content": "y " * 1500}]).content == "ok"
+    first, second = (r["max_tokens"] for r in srv.chat_requests)
+    assert first == 4096 and second < 2000 - 750
+    assert m.context_window == 2000  # learned from the error, so the next request fits at once
+    assert m.chat([{"role": "user", "content": "y " * 1500}]).content == "ok"
+    assert len(srv.chat_requests) == 3
+
+
+def test_a_reply_cut_at_the_length_limit_says_so(fake_server):
+    srv = fake_server([{"content": "I think the next step is", "finish_reason": "length"}])
+    assert chat_model(srv).chat(ASK, [READ], "auto").finish_reason == "length"
+
+
+# -- cached tokens ----------------------------------------------------------------------------
+@pytest.mark.parametrize("step", [
+    {"usage": {"prompt_tokens": 1000, "completion_tokens": 10,
+               "prompt_tokens_details": {"cached_tokens": 800}}},
+    {"usage": {"prompt_tokens": 1000, "completion_tokens": 10},
+     "timings": {"cache_n": 800, "prompt_n": 200}},
+])
+@pytest.mark.parametrize("stream", [True, False])
+def test_cached_prompt_tokens_are_counted_and_priced(fake_server, step, stream):
+    srv = fake_server([{"content": "a", **step}, {"content": "b", **step}])
+    m = chat_model(srv, price_in=2.0, price_out=10.0, stream=stream)
+    m.chat(ASK)
+    reply = m.chat(ASK)
+    assert reply.usage.cached_tokens == 800 and m.usage.cached_tokens == 1600
+    assert reply.usage.cost_usd == pytest.approx((200 * 2.0 + 800 * 1.0 + 10 * 10.0) / 1e6)
+    priced = chat_model(fake_server([{"content": "a", **step}]), price_in=2.0, price_out=10.0,
+                        price_cached=0.2)
+    assert priced.chat(ASK).usage.cost_usd == pytest.approx((200 * 2 + 800 * 0.2 + 100) / 1e6)

@@ -1,0 +1,82 @@
+"""Replies that are JSON only to a lenient parser: non-finite numbers, absurd integers, nesting
+that exhausts recursion. In the body (its usage included), whole or streamed, each is a
+MalformedReply (which the loop counts and feeds back), never an internal error. Inside one
+tool call's arguments they are passed on as written: the tool explains them to the model
+(tests/reliability/test_round2_faults.py)."""
+
+import json
+
+import pytest
+
+from agent_cli.errors import MalformedReply
+from agent_cli.llm.base import function_tool
+from agent_cli.llm.openai_model import OpenAIChat, parse_completion
+from agent_cli.llm.wire import load_body
+
+READ = function_tool("read_file", "Read.", {"path": {"type": "string"},
+                                            "start_line": {"type": "integer"}})
+ASK = [{"role": "user", "content": "go"}]
+DEEP = "[" * 100_000 + "]" * 100_000
+HUGE = "9" * 5000
+
+
+def _body(usage: str = '{"prompt_tokens": 1, "completion_tokens": 1}',
+          arguments: str = '{"path": "a"}') -> str:
+    call = {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": arguments}}
+    return ('{"choices": [{"index": 0, "finish_reason": "tool_calls", "message": '
+            f'{{"role": "assistant", "content": null, "tool_calls": [{json.dumps(call)}]}}}}], '
+            f'"usage": {usage}}}')
+
+
+BAD_BODIES = {
+    "Infinity in usage": _body(usage='{"prompt_tokens": Infinity, "completion_tokens": 1}'),
+    "NaN in usage": _body(usage='{"prompt_tokens": 1, "completion_tokens": NaN}'),
+    "1e999 in usage": _body(usage='{"prompt_tokens": 1e999, "completion_tokens": 1}'),
+    "5,000 digits in usage": _body(usage=f'{{"prompt_tokens": {HUGE}, "completion_tokens": 1}}'),
+    "deep body": '{"choices": ' + DEEP + "}",
+    "moderately deep body": '{"choices": [{"message": ' + "[" * 200 + "]" * 200 + "}]}",
+    "usage of the wrong type": _body(usage='{"prompt_tokens": "many"}'),
+    "content of the wrong type": '{"choices": [{"message": {"content": {"a": 1}}}]}',
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_BODIES))
+def test_a_strange_whole_reply_is_malformed_not_a_crash(fake_server, name):
+    srv = fake_server([{"raw": BAD_BODIES[name]}])
+    m = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None, stream=False)
+    with pytest.raises(MalformedReply):
+        m.chat(ASK, [READ], "auto")
+    assert m.usage.calls == 0
+
+
+@pytest.mark.parametrize("name", list(BAD_BODIES))
+def test_the_parser_alone_refuses_the_same(name):
+    with pytest.raises(MalformedReply):
+        parse_completion(load_body(BAD_BODIES[name]))
+
+
+def test_strange_numbers_in_a_streamed_chunk_are_malformed(fake_server):
+    srv = fake_server([{"content": "hi", "usage": {"prompt_tokens": float("inf")}}])
+    with pytest.raises(MalformedReply, match="streamed reply"):
+        OpenAIChat(model="fake-model", base_url=srv.url, api_key=None).chat(ASK, [READ], "auto")
+
+
+@pytest.mark.parametrize("arguments", ['{"path": "a", "start_line": NaN}',
+                                       '{"path": ' + "[" * 500 + "]" * 500 + "}"])
+def test_strange_arguments_are_passed_on_for_the_tool_to_explain(fake_server, arguments):
+    srv = fake_server([{"tool_calls": [{"name": "read_file", "arguments": arguments}]}])
+    reply = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None).chat(ASK, [READ], "auto")
+    assert reply.tool_calls[0].arguments == arguments
+
+
+def test_cut_off_arguments_are_passed_on_for_the_tool_to_explain(fake_server):
+    srv = fake_server([{"tool_calls": [{"name": "read_file", "arguments": '{"path": "a'}]}])
+    reply = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None).chat(ASK, [READ], "auto")
+    assert reply.tool_calls[0].arguments == '{"path": "a'
+
+
+def test_ordinary_numbers_and_nesting_still_parse():
+    body = _body(usage='{"prompt_tokens": 12.0, "completion_tokens": 3}',
+                 arguments='{"path": "a", "start_line": 10, "deep": ' + "[" * 30 + "]" * 30 + "}")
+    reply = parse_completion(load_body(body))
+    assert reply.usage.prompt_tokens == 12 and json.loads(reply.tool_calls[0].arguments)["start_line"] == 10

@@ -1,0 +1,149 @@
+"""Round 2, the pieces on their own: strict JSON, the one shell parser, linear policy checks,
+acceptance-command validation, repository config neutralised, trust, proofs, the reaper."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_cli import strictjson, trust
+from agent_cli.agent.acceptance import problem
+from agent_cli.agent.verifier import Proofs, proof, verify
+from agent_cli.errors import ConfigError
+from agent_cli.models import Task
+from agent_cli.settings import load_settings
+from agent_cli.workspace import reaper
+from agent_cli.workspace.cmdline import command_argvs, is_test_command
+from agent_cli.workspace.gitsafe import neutralizing_config, git_env
+from agent_cli.workspace.policy import CommandPolicy
+from agent_cli.workspace.shell import run_command
+from conftest import make_repo
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"a": Infinity}', "Infinity is not a number"), ('{"a": -Infinity}', "Infinity"),
+    ('{"a": NaN}', "NaN"), ('{"a": 1e400}', "out of range"), ("[" * 70 + "]" * 70, "70 levels"),
+    ('{"n": ' + "1" * 41 + "}", "41 digits"), ("{bad", "not valid JSON")])
+def test_strict_json_refuses_what_no_tool_can_use(text, why):
+    with pytest.raises(ValueError, match=why):
+        strictjson.loads(text)
+
+
+def test_strict_json_skips_brackets_and_escaped_quotes_inside_strings():
+    assert strictjson.loads('{"a": "[[[[\\"]]]", "b": [1, 2.5, -3]}') == {"a": '[[[["]]]', "b": [1, 2.5, -3]}
+
+
+def test_one_parser_sees_through_the_same_wrappers_for_policy_and_tests():
+    policy = CommandPolicy("auto")
+    for cmd in ("uv run git push", "nohup git push", "timeout 5 env A=1 git push", "poetry run git push"):
+        assert "git push publishes" in policy.refusal(cmd), cmd
+    for cmd in ("uv run pytest -q", "nohup pytest", "timeout 60 python -m pytest", "A=1 npm test"):
+        assert is_test_command(cmd), cmd
+    assert command_argvs("FOO=1 nice -n 5 make test > out.txt") == [["make", "test"]]
+
+
+def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
+    policy = CommandPolicy("auto", deny=[r"(;|;;)+x$"])
+    start = time.process_time()
+    for cmd in (";" * 120_000, "sh " + "-a " * 40_000, "rm -rf " + "/." * 60_000):
+        policy.refusal(cmd)  # terminates; the user pattern is stopped by its time limit
+    assert time.process_time() - start < 60
+    assert "could not be checked" in policy.refusal("echo " + ";" * 120_000)
+    assert "moves HEAD" in CommandPolicy("auto").refusal("git symbolic-ref HEAD refs/heads/main")
+    assert CommandPolicy("auto").refusal("git symbolic-ref --short HEAD") is None
+    for cmd in ("echo x > .agentrc", "cp a ~/.agentrc", "tee sub/../.agentrc"):
+        assert "writes .agentrc" in CommandPolicy("auto").refusal(cmd), cmd
+
+
+@pytest.mark.parametrize("cmd, why", [
+    ("true", "always succeeds"), ("echo ok", "always succeeds"), ("sh -c 'exit 0'", "always succeeds"),
+    ("bash -c 'pytest || true'", "always succeeds"), ("sh -c 'make test; exit 0'", "always succeeds"),
+    ("exit 0", "not on PATH"), ("average_score", "not on PATH"), ("./missing.sh", "not on PATH"),
+    ("git reset --hard", "refused by the command policy"), ("rm -rf ~", "refused"),
+    ("git push", "refused"), ("'unbalanced", "cannot be parsed")])
+def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
+    assert why in problem(cmd, tmp_path, CommandPolicy("auto").refusal)
+
+
+@pytest.mark.parametrize("cmd", ["test -f done.txt", "python -m pytest -q", "sh -c 'make test && true'",
+                                 "sh -c 'pytest; exit'"])
+def test_acceptance_commands_that_can_fail_pass(cmd, tmp_path):
+    assert problem(cmd, tmp_path, CommandPolicy("auto").refusal) is None
+
+
+def test_only_repository_command_keys_are_emptied(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    subprocess.run(["git", "config", "filter.Evil.clean", "touch pwned"], cwd=repo, check=True)
+    subprocess.run(["git", "config", "filter.Evil.required", "true"], cwd=repo, check=True)
+    subprocess.run(["git", "config", "diff.x.textconv", "touch pwned"], cwd=repo, check=True)
+    subprocess.run(["git", "config", "core.sshCommand", "touch pwned"], cwd=repo, check=True)
+    flags = neutralizing_config(repo, git_env())
+    assert set(zip(flags[::2], flags[1::2])) == {
+        ("-c", "filter.Evil.clean="), ("-c", "filter.Evil.required=false"),
+        ("-c", "diff.x.textconv="), ("-c", "core.sshcommand=")}
+    assert "OPENAI_API_KEY" not in git_env() and git_env()["GIT_TERMINAL_PROMPT"] == "0"
+
+
+def test_trust_is_tied_to_the_agentrc_bytes(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    (repo / ".agentrc").write_text('model = "m2"\nsandbox = "bwrap"\napproval = "ask"\n')
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trust.json")}
+    user = tmp_path / "user"
+    user.write_text('approval = "auto"\ndeny_commands = ["a"]\n')
+    s = load_settings(repo, {}, env, user)
+    assert s.model == "gpt-4o-mini" and s.sandbox == "bwrap" and s.approval == "ask"
+    assert "model ignored (it is not trusted" in s.notices[0]
+    trust.record(repo, env)
+    assert load_settings(repo, {}, env, user).model == "m2"
+    (repo / ".agentrc").write_text('model = "m3"\n')
+    assert trust.status(repo, env) == "changed"
+    assert load_settings(repo, {}, env, user).model == "gpt-4o-mini"
+    (tmp_path / "trust.json").write_text("{broken")
+    with pytest.raises(ConfigError, match="trusted-repositories file"):
+        trust.status(repo, env)
+
+
+def test_proofs_are_cached_per_command_and_tree(tmp_path):
+    runs = []
+
+    def run_argv(argv):
+        runs.append(argv)
+        return run_command(argv, cwd=tmp_path, timeout_s=10)
+
+    proofs = Proofs()
+    assert proofs.baseline(["test -f x"], "tree1", run_argv) == "fail"
+    assert proofs.baseline(["test -f x"], "tree1", run_argv) == "fail" and len(runs) == 1
+    proofs.remember(["test -f x"], "tree2", True)
+    assert proofs.baseline(["test -f x"], "tree2", run_argv) == "pass" and len(runs) == 1
+    assert proofs.baseline(["no-such-program-xyz"], "tree1", run_argv) is None
+    assert (proof("fail"), proof("pass"), proof(None)) == ("red-green", "regression-only", None)
+
+
+def test_a_refused_or_missing_task_command_hands_judgement_to_accept(tmp_path):
+    def run_argv(argv):
+        return run_command(argv, cwd=tmp_path, timeout_s=10)
+
+    refused = verify(Task(goal="g", acceptance_cmd="git push"), ["true"], run_argv, None, str, "g",
+                     refusal=CommandPolicy("auto").refusal)
+    assert refused.passed and "git push publishes" in refused.reason
+    missing = verify(Task(goal="g", acceptance_cmd="no-such-program-xyz"), ["false"], run_argv, None,
+                     str, "g")
+    assert not missing.passed and "exit 127" in missing.reason and "your --accept did" in missing.reason
+    alone = verify(Task(goal="g", acceptance_cmd="git push"), [], run_argv, None, str, "g",
+                   refusal=CommandPolicy("auto").refusal)
+    assert not alone.passed and "was not run" in alone.reason
+
+
+def test_the_reaper_kills_a_daemon_that_left_the_process_group(tmp_path):
+    marker = tmp_path / "tampered"
+    res = run_command(f"setsid -f sh -c 'sleep 1; touch {marker}'; echo started", cwd=tmp_path,
+                      timeout_s=10)
+    assert res.exit_code == 0 and "started" in res.output
+    assert reaper.descendants(os.getpid()) == set()
+    time.sleep(2)
+    assert not marker.exists()

@@ -1,0 +1,46 @@
+"""Text is cut between words and marked with "…", for display and for commit subjects."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_cli.agent.dispatch import commit_message
+from agent_cli.memory.records import one_line
+from agent_cli.models import Task
+from agent_cli.render import short
+from agent_cli.text import shorten
+
+GOAL = ("Add median(xs) to calc/stats.py: the middle value, the mean of the two middle values "
+        "for an even count, ValueError when empty")
+
+
+@pytest.mark.parametrize("width, expected", [
+    (200, GOAL),
+    (60, "Add median(xs) to calc/stats.py: the middle value, the mean…"),
+    (50, "Add median(xs) to calc/stats.py: the middle…"),  # the comma before the cut goes too
+    (3, "Ad…"),
+])
+def test_shorten_cuts_between_words(width, expected):
+    assert shorten(GOAL, width) == expected
+    assert len(shorten(GOAL, width)) <= width
+
+
+def test_shorten_flattens_whitespace_and_cuts_one_long_word_inside():
+    assert shorten("a\n  b\tc", 10) == "a b c"
+    path = "src/" + "x" * 60 + ".py"
+    assert shorten(f"edit {path}", 30) == f"edit {path}"[:29] + "…"
+    assert shorten("exactly ten", 11) == "exactly ten"
+    assert shorten("", 5) == "" and shorten("abc", 0) == ""
+
+
+def test_every_display_cut_uses_it():
+    assert short("pytest\x1b[31m -q tests and much more", 22) == "pytest -q tests and…"
+    assert one_line(GOAL, 40) == "Add median(xs) to calc/stats.py: the…"
+
+
+def test_a_long_commit_subject_is_cut_between_words_and_the_goal_kept_in_the_body():
+    message = commit_message(Task(goal=GOAL, acceptance="", acceptance_cmd=None), "r1")
+    subject, blank, body, *_ = message.splitlines()
+    assert subject == "Add median(xs) to calc/stats.py: the middle value, the mean of the two…"
+    assert len(subject) <= 72 and blank == "" and body == GOAL
+    assert message.endswith("Agent-Run: r1\n")
