@@ -143,13 +143,14 @@ def test_two_clones_share_what_the_first_run_learned(run_agent, fake_server, dem
 
 def test_doctor_names_and_checks_the_memory_server(run_agent, fake_server, scratch_repo,
                                                   chroma_server, chroma_database):
-    srv = fake_server([], models=("gpt-4o-mini",))
+    srv = fake_server([{"tool": "report_status", "args": {"ok": True}}] * 2,  # doctor runs twice
+                      models=("gpt-4o-mini",))
     env = server_env(chroma_server.url, chroma_database, AGENT_MEMORY_TOKEN=TOKEN,
                      OPENAI_API_KEY="sk-doctor-test-key-1234567890")
     up = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
     assert up.returncode == 0, up.stdout + up.stderr
-    memory = next(line for line in up.stdout.splitlines() if " memory " in line)
-    assert "ok" in memory and f"Chroma server {chroma_server.url}" in memory
+    memory = next(line for line in up.stdout.splitlines() if line.split()[:2] == ["ok", "memory"])
+    assert f"Chroma server {chroma_server.url}" in memory
     assert f"database {chroma_database}" in memory and "0 episode(s)" in memory
     assert TOKEN not in up.stdout and "env AGENT_MEMORY_TOKEN" in up.stdout
 
