@@ -59,7 +59,8 @@ def _register_commands() -> None:
     from agent_cli.cli_trust import trust_command
 
     register_run(app)
-    app.command("trust", cls=Command)(trust_command)
+    app.command("trust", cls=Command,
+                short_help="Trust this repository's own endpoint settings.")(trust_command)
     app.command("recall", cls=Command,
                 short_help="Search long-term memory by meaning.")(recall_command)
     app.add_typer(memory_app, name="memory")

@@ -27,6 +27,12 @@ def run_command(
     json_out: bool = typer.Option(False, "--json", help="Print events as JSON lines, nothing else."),
     resume: bool = typer.Option(False, "--resume", help="Continue the latest unfinished run."),
     run_id: Optional[str] = typer.Option(None, "--run-id", metavar="ID", help="With --resume: the run to continue."),
+    hint: Optional[str] = typer.Option(None, "--hint", help="With --resume: one more attempt at "
+                                       "the rejected task, carrying these words."),
+    skip: bool = typer.Option(False, "--skip", help="With --resume: go on without the rejected "
+                              "task (its changes stay uncommitted)."),
+    replan: Optional[str] = typer.Option(None, "--replan", help="With --resume: re-plan the "
+                                         "remaining work, with this note for the model."),
     allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Start with uncommitted changes "
                                      "(they are never staged, committed, reverted or overwritten)."),
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan and exit."),
@@ -40,14 +46,34 @@ def run_command(
         raise UsageError("a goal is needed: agent run \"GOAL\" (or --resume)")
     if run_id and not resume:
         raise UsageError("--run-id goes with --resume")
+    answer = resume_answer(resume, hint, skip, replan)
     from agent_cli.wiring import RunOptions, execute
 
     opts = RunOptions(goal=goal, repo=repo, accept=list(accept), yes=yes, json_out=json_out,
                       resume=resume, run_id=run_id, allow_dirty=allow_dirty, plan_only=plan_only,
-                      replay=replay, record=record, verbose=verbose,
+                      replay=replay, record=record, verbose=verbose, answer=answer,
                       flags={"model": model, "base_url": base_url, "max_steps": max_steps,
                              "budget_usd": budget_usd, "approval": "auto" if yes else None})
     raise typer.Exit(execute(opts))
+
+
+def resume_answer(resume: bool, hint: str | None, skip: bool,
+                  replan: str | None) -> tuple[str, str] | None:
+    """The answer to a rejected task given on the command line, checked; None when none."""
+    given = [(kind, text) for kind, text, on in (("hint", hint or "", hint is not None),
+                                                 ("skip", "", skip),
+                                                 ("replan", replan or "", replan is not None)) if on]
+    if not given:
+        return None
+    names = " and ".join(f"--{kind}" for kind, _ in given)
+    if not resume:
+        verb = "goes" if len(given) == 1 else "go"
+        raise UsageError(f"{names} {verb} with --resume: it answers a stopped run's rejected task")
+    if len(given) > 1:
+        raise UsageError(f"{names} exclude each other: give one answer")
+    if given[0][0] == "hint" and not given[0][1].strip():
+        raise UsageError("--hint needs the words to pass on, e.g. --hint \"use statistics.median\"")
+    return given[0]
 
 
 def runs_command(

@@ -20,10 +20,11 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from agent_cli.events import (Escalated, Event, Notice, PlanMade, Planning, RunDone,
-                              TaskStarted, ToolCalled, ToolRan)
-from agent_cli.render import (RunState, arg_summary, clean, diff_text, escalation_block,
-                              event_line, plan_heading, plan_table, report, runs_table, short)
+from agent_cli.events import (Escalated, Event, FinalSummary, Notice, PlanMade, Planning,
+                              RunDone, TaskStarted, ToolCalled, ToolRan)
+from agent_cli.render import (RunState, arg_summary, clean, closing_block, diff_text,
+                              escalation_block, event_line, plan_heading, plan_table, report,
+                              runs_table, short)
 
 Mode = Literal["live", "plain", "json"]
 MAX_ASKS = 5
@@ -187,6 +188,22 @@ class RunConsole:
             question.append("`? [y]es / [n]o / [a]lways this command ")
             return self._ask(question, answers)
 
+    def ask_escalation(self, ev: Escalated) -> str:
+        """Ask what to do about a rejected task; the line as typed ("q" at the end of input)."""
+        hint = "type a hint for one more attempt, or " if ev.hints_left else (
+            "(no hints left for this task) ")
+        question = Text(f"What now? {hint}s = skip this task, r [NOTE] = re-plan the rest, "
+                        "q = stop (resumable): ", style="bold")
+        stream = self.stdin if self.stdin is not None else sys.stdin
+        with self._paused():
+            self.console.print(question, end="", soft_wrap=True)
+            self.console.file.flush()
+            line = stream.readline()
+            if not line:
+                self.console.print()
+                return "q"
+            return line.rstrip("\r\n")
+
     # -- drawing --------------------------------------------------------------------------
     def _print(self, *renderables: RenderableType) -> None:
         for r in renderables:
@@ -198,8 +215,11 @@ class RunConsole:
                 self._show_plan(ev)
         elif isinstance(ev, Escalated):
             self._print(escalation_block(ev, plain=self.mode != "live"))
+        elif isinstance(ev, FinalSummary):
+            self._print(closing_block(ev, plain=self.mode != "live"))
         elif isinstance(ev, RunDone):
-            self._print(*report(ev, self.state))
+            if ev.run_id:  # without a run (planning failed) the error line says it all
+                self._print(*report(ev, self.state))
         elif (line := event_line(ev, self.state)) is not None:
             self._print(line)
             if self.verbose and isinstance(ev, ToolRan) and ev.diff:

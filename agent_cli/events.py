@@ -95,6 +95,50 @@ class Escalated(BaseModel):
     summary: str  # the last attempt's summary, in the model's words
     reason: str  # why it did not pass: the verifier's reason with the output tail
     next_steps: str
+    attempts: int = 0  # attempts made at the task
+    hints: list[str] = Field(default_factory=list)  # the human's hints so far
+    diff_stat: str = ""  # the uncommitted changes the last attempt left, per file
+    hints_left: int = 0  # how many more hints the task can take
+
+
+class PlanRevised(BaseModel):
+    """The tasks from `start` on were replaced (verified and skipped tasks never are)."""
+
+    event: Literal["plan_revised"] = "plan_revised"
+    start: int  # 0-based index of the first replaced task
+    reason: str
+    old: list[dict]  # the replaced tasks
+    new: list[dict]  # the tasks that replace them
+    asked_by: str = "harness"  # "harness" (after a verified task) or "human"
+
+
+class HintGiven(BaseModel):
+    event: Literal["hint"] = "hint"
+    index: int
+    text: str  # the human's words, as given
+    attempt: int  # the attempt that will carry it
+
+
+class TaskSkipped(BaseModel):
+    event: Literal["task_skipped"] = "task_skipped"
+    index: int
+    goal: str
+    left_files: list[str] = Field(default_factory=list)  # changes left uncommitted
+
+
+class LoopDetected(BaseModel):
+    event: Literal["loop_detected"] = "loop_detected"
+    index: int
+    name: str  # the repeated tool
+    repeats: int  # identical calls in a row, this one included
+    stopped: bool = False  # True when the attempt was ended for it
+
+
+class FinalSummary(BaseModel):
+    """The model's closing words for the human (not checked by the harness)."""
+
+    event: Literal["final_summary"] = "final_summary"
+    text: str
 
 
 class BudgetExhausted(BaseModel):
@@ -107,9 +151,9 @@ class BudgetExhausted(BaseModel):
 class RunDone(BaseModel):
     event: Literal["run_done"] = "run_done"
     run_id: str
-    status: str  # verified, escalated, budget_exhausted, interrupted, failed, planned
+    status: str  # verified, escalated, skipped, budget_exhausted, interrupted, failed, planned
     exit_code: int
-    tasks: list[dict]  # goal, status, attempts, acceptance_cmd, exit_code
+    tasks: list[dict]  # goal, status (never "running": "unfinished"), attempts, acceptance_cmd...
     steps: int
     prompt_tokens: int
     completion_tokens: int
@@ -128,5 +172,6 @@ class Notice(BaseModel):
 
 
 Event = Union[RunStarted, Planning, PlanMade, TaskStarted, ToolCalled, ToolRan, Verified,
-              TaskDone, Escalated, BudgetExhausted, RunDone, Notice]
+              TaskDone, Escalated, BudgetExhausted, RunDone, Notice, PlanRevised, HintGiven,
+              TaskSkipped, LoopDetected, FinalSummary]
 Emit = Callable[[Event], None]

@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-TaskStatus = Literal["pending", "running", "verified", "rejected"]
+TaskStatus = Literal["pending", "running", "verified", "rejected", "skipped"]
+MAX_ATTEMPTS = 2  # a first attempt and one retry; each human hint adds one more
 
 
 class Task(BaseModel):
@@ -25,6 +26,9 @@ class Task(BaseModel):
     summary: str = ""
     commit: str | None = None
     exit_code: int | None = None
+    max_attempts: int = MAX_ATTEMPTS  # raised by one for each hint the human gives
+    hints: list[str] = Field(default_factory=list)  # the human's words, oldest first
+    left_files: list[str] = Field(default_factory=list)  # changes a skipped task left uncommitted
     baseline: Literal["pass", "fail"] | None = None  # its check on the state before the task
     proof: Literal["red-green", "regression-only"] | None = None
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from agent_cli.events import (BudgetExhausted, Event, PlanMade, RunStarted, TaskDone,
-                              TaskStarted, ToolCalled, Verified)
+from agent_cli.events import (BudgetExhausted, Event, PlanMade, PlanRevised, RunStarted,
+                              TaskDone, TaskSkipped, TaskStarted, ToolCalled, Verified)
 from agent_cli.text import short
 
 _ARG_KEYS = ("cmd", "path", "pattern", "query", "text", "summary")
@@ -76,6 +76,13 @@ class RunState:
                 self.last_call = ev
             case Verified() if ev.index < 0:
                 self.final_gate = ev
+            case PlanRevised():
+                self.tasks = self.tasks[:ev.start] + [
+                    {"goal": t.get("goal", ""), "acceptance": t.get("acceptance", ""),
+                     "acceptance_cmd": t.get("acceptance_cmd"), "exit_code": None,
+                     "status": "pending", "attempts": 0} for t in ev.new]
+            case TaskSkipped():
+                self.task(ev.index)["status"] = "skipped"
             case TaskDone():
                 self.task(ev.index).update(status=ev.status, attempts=ev.attempts)
                 self.current = None

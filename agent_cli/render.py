@@ -15,16 +15,18 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from agent_cli.events import (BudgetExhausted, Escalated, Event, Notice, PlanMade, RunDone,
-                              RunStarted, TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
+from agent_cli.events import (BudgetExhausted, Escalated, Event, FinalSummary, HintGiven,
+                              LoopDetected, Notice, PlanMade, PlanRevised, RunDone, RunStarted,
+                              TaskDone, TaskSkipped, TaskStarted, ToolCalled, ToolRan, Verified)
 from agent_cli.progress import (RunState, arg_summary, budget_line, cost_text, edit_size,
                                 verify_line)
 from agent_cli.text import clean, short
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
+CLOSING_SUMMARY = "Summary of the run, in the model's words (not checked by the harness)"
 DIFF_LINES = 80  # --verbose shows at most this many lines of one edit's diff
 _STATUS_STYLE = {"pending": "dim", "running": "bold yellow", "verified": "bold green",
-                 "rejected": "bold red"}
+                 "rejected": "bold red", "skipped": "bold magenta", "unfinished": "yellow"}
 
 
 def tool_line(call: ToolCalled | None, result: ToolRan) -> Text:
@@ -98,7 +100,39 @@ def event_line(ev: Event, state: RunState) -> Text | None:
             return Text(budget_line(ev), style="yellow")
         case Notice():
             return Text(f"-- {clean(ev.text)}", style="dim")
+        case PlanRevised():
+            return Text(revision_text(ev))
+        case HintGiven():
+            return Text(f"[{state.label(ev.index)}] your hint goes to attempt {ev.attempt}: "
+                        f"{short(ev.text, 200)}")
+        case TaskSkipped():
+            left = (f"; its changes stay uncommitted: {short(', '.join(ev.left_files), 200)}"
+                    if ev.left_files else "; it left no changes")
+            return Text(f"[{state.label(ev.index)}] skipped{left}", style="bold")
+        case LoopDetected():
+            what = "the attempt ends" if ev.stopped else "the model is told to change approach"
+            return Text(f"  loop: the same {ev.name} call and result {ev.repeats} times in a row; "
+                        f"{what}", style="yellow")
     return None
+
+
+def revision_text(ev: PlanRevised) -> str:
+    """The plan revision: who asked, why, and the tasks that replace the remaining ones."""
+    who = "at your request" if ev.asked_by == "human" else "after a verified task"
+    lines = [f"plan revised {who}: {short(ev.reason, 300)}",
+             f"  replaced: {', '.join(short(t.get('goal', ''), 60) for t in ev.old) or '(none)'}"]
+    lines += [f"  {ev.start + i + 1}. {short(t.get('goal', ''), 120)}" for i, t in enumerate(ev.new)]
+    if not ev.new:
+        lines.append("  (no tasks remain)")
+    return "\n".join(lines)
+
+
+def closing_block(ev: FinalSummary, *, plain: bool) -> RenderableType:
+    """The model's closing summary, under its own heading, apart from the report."""
+    body = Text(clean(ev.text.strip()), style="" if plain else "italic")
+    if plain:
+        return Group(Text(f"\n{CLOSING_SUMMARY}:"), body)
+    return Panel(body, title=CLOSING_SUMMARY, title_align="left", border_style="cyan")
 
 
 def plan_table(tasks: list[dict], *, plain: bool) -> Table:
@@ -123,12 +157,16 @@ def plan_heading(ev: PlanMade) -> Text:
 
 def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
     """The "Needs you" block: what failed, the model's last words, why, and what to do next."""
-    body = Text("I tried twice and couldn't finish this myself: ")
+    tries = "twice" if ev.attempts in (0, 2) else f"{ev.attempts} times"
+    body = Text(f"I tried {tries} and couldn't finish this myself: ")
     body.append(clean(ev.goal), style="bold")
-    for heading, text in (
-            ("The model's summary of its last attempt (its words, not verified):", ev.summary),
-            ("Why it did not pass (the harness's check):", ev.reason),
-            ("What to do next:", ev.next_steps)):
+    sections = [("Your hints so far:", "\n".join(f"- {h}" for h in ev.hints))] if ev.hints else []
+    sections += [("The model's summary of its last attempt (its words, not verified):", ev.summary),
+                 ("Why it did not pass (the harness's check):", ev.reason)]
+    if ev.diff_stat:
+        sections.append(("Changes it left uncommitted:", ev.diff_stat))
+    sections.append(("What to do next:", ev.next_steps))
+    for heading, text in sections:
         body.append(f"\n\n{heading}\n", style="bold")
         body.append(clean(text.strip() or "(nothing)"))
     if plain:

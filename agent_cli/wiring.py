@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_cli.agent.escalate import Answer
 from agent_cli.agent.executor import Limits
 from agent_cli.agent.runstore import RunStore
 from agent_cli.agent.session import RunConfig, Services, Session
@@ -62,6 +63,7 @@ class RunOptions:
     replay: Path | None = None
     verbose: bool = False
     record: Path | None = None
+    answer: tuple[str, str] | None = None  # with --resume: ("hint"|"skip"|"replan", text)
     flags: dict[str, Any] = field(default_factory=dict)
 
 
@@ -142,7 +144,8 @@ def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatM
                            backoff_s=settings.retry_backoff_s,
                            max_tokens=settings.reserved_output_tokens,
                            context_window=settings.context_window,
-                           on_retry=RetryNotice(settings.max_retries))
+                           on_retry=RetryNotice(settings.max_retries),
+                           on_text=console.stream_text)  # the model's words, live on a terminal
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 
@@ -183,10 +186,12 @@ class RunKit:
 
     def __init__(self, settings: Settings, workspace: RepoWorkspace, state_dir: Path,
                  policy: CommandPolicy, embedder: Embedder,
-                 longterm: LazyLongTermMemory | FallbackLongTerm) -> None:
+                 longterm: LazyLongTermMemory | FallbackLongTerm,
+                 memory_tokens: int | None = None) -> None:
         self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
         self.policy, self.embedder, self.longterm = policy, embedder, longterm
-        self.memory_tokens = settings.memory_max_tokens  # or less, to fit the context window
+        # the configured budget, or less when the server's context window is smaller
+        self.memory_tokens = memory_tokens or settings.memory_max_tokens
         self._stores: list[SqliteStore] = []
 
     def open_memory(self, run_dir: Path) -> WorkingMemory:
@@ -262,33 +267,35 @@ def execute(opts: RunOptions) -> int:
 def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: RunConsole) -> int:
     state_dir = settings.state_dir(repo_path)
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
-    with workspace:
+    embedder = make_embedder(settings)
+    with workspace, LazyLongTermMemory(memory_place(settings, state_dir), embedder,
+                                       settings.secrets()) as lazy:
+        # A memory server that is down: one notice, and the run goes on without it.
+        longterm = FallbackLongTerm(lambda: lazy,
+                                    notice=lambda text: console.emit(Notice(text=text)))
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, settings.secrets())
         lock = RunLock(state_dir / "run.lock")
         run_id = check_local(workspace, store, lock, opts)
+        longterm.open_in_background()  # an existing store opens while the model client loads
         model = build_model(settings, opts, console)
         approve = check_approval(settings, opts)
         memory_tokens, tool_tokens = fit_to_window(settings, model, console)
         config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
                            plan_only=opts.plan_only, approve=approve, secrets=settings.secrets(),
                            limits=Limits(settings.max_steps, settings.task_max_steps,
-                                         settings.budget_usd, tool_tokens))
-        embedder = make_embedder(settings)
-        place = memory_place(settings, state_dir)
-        with LazyLongTermMemory(place, embedder, settings.secrets()) as lazy:
-            # A memory server that is down: one notice, and the run goes on without it.
-            longterm = FallbackLongTerm(lambda: lazy,
-                                        notice=lambda text: console.emit(Notice(text=text)))
-            longterm.open_in_background()
-            kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
-            kit.memory_tokens = memory_tokens
-            try:
-                session = Session(Services(workspace=workspace, model=model, console=console,
-                                           longterm=longterm, parts=kit, store=store), config)
-                return run_session(session, opts, run_id, state_dir, lock)
-            finally:
-                kit.close()
+                                         settings.budget_usd, tool_tokens),
+                           replan=settings.replan, max_replans=settings.max_replans,
+                           final_summary=settings.final_summary,
+                           # a rejected task is put to the human on a terminal, even with --yes
+                           ask_human=not opts.json_out and stdin_is_terminal())
+        kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
+        try:
+            session = Session(Services(workspace=workspace, model=model, console=console,
+                                       longterm=longterm, parts=kit, store=store), config)
+            return run_session(session, opts, run_id, state_dir, lock)
+        finally:
+            kit.close()
 
 
 def check_local(workspace: RepoWorkspace, store: RunStore, lock: RunLock,
@@ -330,7 +337,9 @@ def run_session(session: Session, opts: RunOptions, run_id: str | None, state_di
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with lock:
-            return session.resume(run_id) if opts.resume else session.start(opts.goal or "")
+            if opts.resume:
+                return session.resume(run_id, Answer(*opts.answer) if opts.answer else None)
+            return session.start(opts.goal or "")
     finally:
         signal.signal(signal.SIGTERM, previous)
         if created and not any(state_dir.iterdir()):

@@ -14,7 +14,6 @@ Target: <= 1.0x the floor.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -66,15 +65,14 @@ def make_repo(root: Path, name: str) -> Path:
     return repo
 
 
-def seed_memory(repo: Path, env: dict[str, str]) -> None:
-    """Give the repository a long-term memory with one fact, through the CLI's own import."""
-    records = repo.parent / "seed.jsonl"
-    records.write_text(json.dumps({"collection": "facts", "id": "f-seed", "document":
-                                   "In bench, `test -f done.txt` exits 0 once done.txt exists",
-                                   "metadata": {"kind": "fact", "source": "harness",
-                                                "trust": 1.0}}) + "\n")
-    subprocess.run([sys.executable, "-m", "agent_cli", "memory", "import", str(records),
-                    "--repo", str(repo)], env=env, check=True, capture_output=True)
+def seed_memory(repo: Path) -> None:
+    """Give the repository a long-term memory holding one verified fact."""
+    from agent_cli.memory.embed import WordLlamaEmbedder
+    from agent_cli.memory.longterm import LongTermMemory
+
+    with LongTermMemory(repo / ".agent" / "chroma", WordLlamaEmbedder()) as memory:
+        memory.add_fact("In bench, `test -f done.txt` exits 0 once done.txt exists",
+                        "harness, run bench", trust=1.0)
 
 
 def time_run(clock: FirstRequestClock, repo: Path, env: dict[str, str]) -> float:
@@ -105,7 +103,7 @@ def main() -> int:
                OPENAI_BASE_URL=clock.server.url, AGENT_MODEL="fake-model")
     try:
         fresh, remembered = make_repo(root, "fresh"), make_repo(root, "remembered")
-        seed_memory(remembered, env)
+        seed_memory(remembered)
         times: dict[str, list[float]] = {"floor": [], "fresh": [], "remembered": []}
         time_floor()  # warm the file cache once for every contender
         time_run(clock, fresh, env)

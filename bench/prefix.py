@@ -5,8 +5,9 @@ Run: python bench/prefix.py   (deterministic script; about a minute)
 A real `agent run` (a process, the real executor, working memory, tools, git) works in a copy of
 this repository against the loopback fake server, which plays a scripted model: three tasks of
 29 tool calls each, mixed like a real run (whole-file reads, searches over the package, edits,
-test runs that fail until the task's edits are in, a command that keeps failing, notes, recalls). Every request the server receives is tokenized (o200k_base, the
-tools schema then each message) and compared with the request before it:
+test runs that fail until the task's edits are in, a command that keeps failing, notes,
+recalls). Every request the server receives is tokenized (o200k_base, the tools schema then
+each message) and compared with the request before it:
 
 - prefix share: the longest common token prefix over the request's length, within a task;
 - cache-aware prompt cost: tokens not in the previous request's prefix at full price, those in
@@ -57,7 +58,8 @@ def make_repo(where: Path) -> Path:
     for task in range(TASKS):
         (repo / "smoke" / f"test_part_{task + 1}.py").write_text(smoke_test(repo, task))
     for args in (["init", "-q", "-b", "main"], ["config", "user.email", "bench@example.com"],
-                 ["config", "user.name", "Bench"], ["add", "-A"], ["commit", "-q", "-m", "initial"]):
+                 ["config", "user.name", "Bench"], ["add", "-A"],
+                 ["commit", "-q", "-m", "initial"]):
         subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
     return repo
 
@@ -287,8 +289,9 @@ def report(steps, proc: subprocess.CompletedProcess, requests: int) -> None:
                 calls[c["function"]["name"]] = calls.get(c["function"]["name"], 0) + 1
     largest, edits_kept = memory_checks(steps)
     tasks = len({key for key, _ in steps})
+    counted = ", ".join(f"{k} {v}" for k, v in sorted(calls.items()))
     print(f"agent run: exit {proc.returncode}, {requests} requests, {len(steps)} while carrying "
-          f"out {tasks} tasks; tool calls: {', '.join(f'{k} {v}' for k, v in sorted(calls.items()))}")
+          f"out {tasks} tasks; tool calls: {counted}")
     half = sorted(sizes[len(sizes) // 2:])
     print(f"request size, second half of the run: min {half[0]}, median {half[len(half) // 2]}, "
           f"max {half[-1]} tokens; largest working memory part {largest} (budget 8000); "

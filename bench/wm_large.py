@@ -103,7 +103,7 @@ def report() -> None:
             for n in wm.SIZES]
     wm._print([bases[0], mems[0], bases[1], mems[1]])
     print(f"budget never exceeded: {all(r.largest <= LARGE_BUDGET for r in bases + mems)}; "
-          f"add, 10,000 vs 2,000 items: {mems[1].add_us / mems[0].add_us:.2f}x")
+          f"add, {wm.SIZES[1]:,} vs {wm.SIZES[0]:,} items: {mems[1].add_us / mems[0].add_us:.2f}x")
     version = protoprompt_version()
     if version is None:
         print("protoprompt is not installed, so it is left out: pip install "

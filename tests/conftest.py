@@ -15,6 +15,9 @@ from agent_cli.llm.fake_server import FakeOpenAIServer
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 SECRET_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+# The re-plan check after each verified task and the closing summary each take a scripted reply;
+# tests of those turn them on, the others keep their scripts to the task at hand.
+SCRIPTED_RUN_ENV = {"AGENT_REPLAN": "off", "AGENT_FINAL_SUMMARY": "false"}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -75,6 +78,7 @@ def agent_env(tmp_path: Path) -> dict[str, str]:
     env["NO_COLOR"] = "1"
     env["AGENT_RETRY_BACKOFF_S"] = "0.01"
     env["PYTHONUNBUFFERED"] = "1"
+    env.update(SCRIPTED_RUN_ENV)
     return env
 
 

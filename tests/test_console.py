@@ -298,6 +298,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_live_mode_on_a_real_terminal():
     master, slave = os.openpty()
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {

@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from agent_cli import tokens
 
 
@@ -23,6 +25,7 @@ def test_counting_and_truncation():
     assert tokens.count(cut) == 2 and "one" in cut
 
 
+@pytest.mark.slow
 def test_works_with_no_network_and_an_empty_cache(tmp_path):
     code = ("from agent_cli import tokens;"
             "print(tokens.encode('hello world'), tokens.encode('hello world', 'gpt-4'))")

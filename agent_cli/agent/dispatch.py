@@ -1,9 +1,10 @@
-"""Dispatch and verify: at most two attempts per task, judged by the harness, never by the model.
+"""Dispatch and verify: two attempts per task (one more per human hint), judged by the harness.
 
 A retry starts a fresh conversation; the first attempt's changes stay on disk and its
 failure (exit code and output tail) reaches the model through `AgentState.last_error`
-and working memory. A verified task that changed files becomes one commit; after the
-second failure the task is rejected and its changes stay uncommitted for the human.
+and working memory. A verified task that changed files becomes one commit (never of files a
+skipped task left: those stay uncommitted for the human); when its attempts are used up the
+task is rejected and its changes stay uncommitted for the human.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from agent_cli.agent.verifier import Proofs, judging_commands, proof, verify
 from agent_cli.models import Task, Verdict
 from agent_cli.protocols import ChatModel, Workspace
 from agent_cli.text import shorten
-
-MAX_ATTEMPTS = 2
 
 
 def commit_message(task: Task, run_id: str) -> str:
@@ -35,7 +34,12 @@ def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
     if not outcome.finished:
         return Verdict(passed=False, judge="none", reason=outcome.reason)
     return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal,
-                  refusal=ws.refusal)
+                  refusal=ws.refusal, criteria=rt.state.success_criteria)
+
+
+def held_files(plan: list[Task]) -> set[str]:
+    """The files skipped tasks left uncommitted, which no later commit takes."""
+    return {path for t in plan if t.status == "skipped" for path in t.left_files}
 
 
 def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str,
@@ -45,7 +49,8 @@ def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: st
         task.proof = proof(task.baseline)
         if verdict.command == (list(cmds) or [None])[-1]:
             proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
-    files = ws.changed_files()
+    held = held_files(rt.state.plan)
+    files = [f for f in ws.changed_files() if f not in held]
     rt.save()  # a full disk or read-only state stops the run here, before anything is committed
     task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
     task.status = "verified"
@@ -70,7 +75,7 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
     cmds = judging_commands(task, accept_cmds)
     if proofs is not None and task.attempts == 0 and task.baseline is None:
         task.baseline = proofs.baseline(cmds, ws.tree(), ws.run_argv, ws.refusal)
-    while task.attempts < MAX_ATTEMPTS:
+    while task.attempts < task.max_attempts:
         task.attempts += 1
         task.status = "running"
         rt.save()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from agent_cli import events, fences, tokens
-from agent_cli.agent import prompts
+from agent_cli.agent import loopguard, prompts
 from agent_cli.agent.request import Request
 from agent_cli.agent.state import AgentState
 from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
@@ -91,12 +91,24 @@ def check_budgets(rt: Runtime) -> None:
 
 
 def task_block(rt: Runtime, index: int, attempt: int, steps_left: int) -> str:
-    """What the model must do now: the task, its check, its attempt and steps left."""
+    """What the model must do now: the task, its check, the plan's criteria, attempt, steps left."""
     task = rt.state.plan[index]
-    return (f"CURRENT TASK ({index + 1} of {len(rt.state.plan)}), attempt {attempt} of 2:\n"
+    criteria = rt.state.success_criteria.strip()
+    return (f"CURRENT TASK ({index + 1} of {len(rt.state.plan)}), attempt {attempt} of "
+            f"{max(task.max_attempts, attempt)}:\n"
             f"{task.goal}\nAcceptance: {task.acceptance or '-'}\n"
             f"Acceptance command (run by the harness after finish): "
-            f"{task.acceptance_cmd or 'none'}\nTool calls left in this attempt: {steps_left}")
+            f"{task.acceptance_cmd or 'none'}\n"
+            f"Success criteria of the whole plan: {criteria or '-'}\n"
+            f"Tool calls left in this attempt: {steps_left}")
+
+
+def hint_blocks(hints: list[str]) -> str:
+    """The human's hints for the task, each in its own <human_hint> block, the latest last."""
+    if not hints:
+        return ""
+    return ("The human you work for read the failure and answered (their own words, to follow):\n"
+            + "\n".join(fences.human_hint(h) for h in hints))
 
 
 def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
@@ -109,6 +121,7 @@ def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
     return Request(system=prompts.load("system"), goal=rt.state.goal, recalled=rt.recalled,
                    pinned=context.pinned, memory=context.memory,
                    exchange=exchange_messages(last), task=task,
+                   hints=hint_blocks(rt.state.plan[index].hints),
                    state=rt.state.render_progress()).messages()
 
 
@@ -144,11 +157,12 @@ def _count_malformed(rt: Runtime, malformed: bool) -> None:
                          "continue with `agent run --resume`")
 
 
-def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage) -> str:
-    """Put a tool result in working memory, advance the step, emit and log it."""
+def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage,
+            remember: bool = True) -> str:
+    """Put a tool result in working memory (unless a repeat), advance the step, emit and log it."""
     rt.state.step += 1
     rt.memory.tick()
-    if result.kind != "note" and not result.finished:
+    if remember and result.kind != "note" and not result.finished:
         rt.memory.add(result.kind, fenced(result), summary=result.memory_summary())
     rt.emit(events.ToolRan(index=index, step=rt.state.step, name=call.name, ok=result.ok,
                            summary=result.summary, prompt_tokens=usage.prompt_tokens,
@@ -189,9 +203,22 @@ def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
                           "finish(summary) when the task is done.")
 
 
+def _guard(rt: Runtime, index: int, guard: loopguard.LoopGuard, call: ToolCall,
+           result: ToolResult) -> tuple[ToolResult, int]:
+    """The result the model sees (a notice for a third repeat on), and the repeats in a row."""
+    repeats = guard.observe(call.name, call.arguments, result.ok, result.text)
+    if repeats < loopguard.WARN_AT:
+        return result, repeats
+    rt.emit(events.LoopDetected(index=index, name=call.name, repeats=repeats,
+                                stopped=repeats >= loopguard.STOP_AT))
+    shown = replace(result, text=loopguard.notice(call.name, repeats), ok=False,
+                    summary=f"{result.summary} (same call and result {repeats} times in a row)")
+    return shown, repeats
+
+
 def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
     """Carry out one attempt at task `index` until finish or the task's step budget."""
-    last, steps = Exchange(), 0
+    last, steps, guard = Exchange(), 0, loopguard.LoopGuard()
     while True:
         check_budgets(rt)
         if steps >= rt.limits.task_max_steps:
@@ -211,9 +238,11 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
             shown = redact(call.arguments, rt.toolbox.secrets)[:500]
             rt.emit(events.ToolCalled(index=index, step=rt.state.step + 1, name=call.name,
                                       arguments=shown))
-            result = rt.toolbox.execute(call)
+            result, repeats = _guard(rt, index, guard, call, rt.toolbox.execute(call))
             _count_malformed(rt, result.malformed)
             last.calls.append(call)
-            last.results.append(_record(rt, index, call, result, reply.usage))
+            last.results.append(_record(rt, index, call, result, reply.usage, repeats == 1))
             if result.finished:
                 return AttemptOutcome(True, summary=result.text[:2000], steps=steps)
+            if repeats >= loopguard.STOP_AT:
+                return AttemptOutcome(False, steps=steps, reason=f"stuck repeating {call.name}")

@@ -37,7 +37,8 @@ class Request:
     memory: str = ""  # the assembled working memory
     context: str = ""  # already-fenced material for this request (a file listing, a diff)
     exchange: list[dict] = field(default_factory=list)  # assistant tool calls + tool results
-    task: str = ""  # what to do now (task, criteria, attempt, hint)
+    task: str = ""  # what to do now (task, criteria, attempt)
+    hints: str = ""  # the human's <human_hint> blocks, already escaped by fences.human_hint
     state: str = ""  # the run's progress: plan, facts, last failure, counters
     goal_header: str = GOAL_HEADER
 
@@ -65,9 +66,11 @@ class Request:
         The task and state carry words of the model (plan goals, summaries) and command output
         (the last failure), so fence tags in them are escaped. The goal is the user's own.
         """
-        head = "\n\n".join(part for part in (self.task, self.state) if part)
-        goal = f"{self.goal_header}\n{self.goal}"
-        return fences.escape(f"{head}\n\n{goal}" if head else goal)
+        # The hint blocks are the only fence tags left whole: their text was escaped already.
+        parts = [fences.escape(self.task), self.hints, fences.escape(self.state)]
+        head = "\n\n".join(part for part in parts if part)
+        goal = fences.escape(f"{self.goal_header}\n{self.goal}")
+        return f"{head}\n\n{goal}" if head else goal
 
 
 def _user(text: str) -> dict:

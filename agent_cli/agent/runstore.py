@@ -20,9 +20,9 @@ from agent_cli.errors import AgentError, StorageError
 from agent_cli.redact import redact
 from agent_cli.workspace.atomic import append_line, write_atomic
 
-FINISHED = {"verified", "planned"}
+FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
 RunStatus = Literal["running", "verified", "escalated", "budget_exhausted", "interrupted",
-                    "failed", "planned"]
+                    "failed", "planned", "skipped"]
 
 
 class RunUsage(BaseModel):

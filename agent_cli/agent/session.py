@@ -9,13 +9,15 @@ not verified without planning again.
 from __future__ import annotations
 
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Iterator, Protocol
 
 from agent_cli import events
-from agent_cli.agent import acceptance, learn, planner
+from agent_cli.agent import acceptance, closing, learn, planner, replan
 from agent_cli.agent.dispatch import dispatch_and_verify
+from agent_cli.agent.escalate import Answer, Escalation, check_answer, next_steps, skipped_message
 from agent_cli.agent.executor import Limits, Runtime
 from agent_cli.agent.runstore import RunRecord, RunStore, RunUsage, new_run_id, utc_now
 from agent_cli.agent.state import AgentState
@@ -26,7 +28,7 @@ from agent_cli.errors import (EXIT_BUDGET, EXIT_ERROR, EXIT_ESCALATED, EXIT_INTE
 from agent_cli.memory.records import format_for_context
 from agent_cli.memory.signatures import failure_signatures
 from agent_cli.memory.working import WorkingMemory
-from agent_cli.models import Plan, Verdict
+from agent_cli.models import MAX_ATTEMPTS, Plan, Verdict
 from agent_cli.protocols import ChatModel, Console, LongTermStore, Workspace
 from agent_cli.redact import redact
 
@@ -41,6 +43,10 @@ class RunConfig:
     approve: bool = False  # ask the human to approve the plan
     limits: Limits = field(default_factory=lambda: Limits(200, 30, 5.0, 3000))
     secrets: tuple[str, ...] = ()
+    replan: str = "after_task"  # or "off": no re-plan check after a verified task
+    max_replans: int = 3  # re-plan checks the harness asks for in one run
+    final_summary: bool = True  # ask the model for a closing summary for the human
+    ask_human: bool = False  # a terminal to ask on when a task is rejected
 
 
 class RunParts(Protocol):
@@ -83,16 +89,19 @@ class Session:
         self.signatures: list[str] = []
         self._base_usage = RunUsage()  # usage saved by earlier sessions of this run
         self.proofs = Proofs()  # each task's check on its starting state, per command and tree
+        self._answer: Answer | None = None  # the human's answer given with --resume
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
         """Plan `goal` and carry it out; returns the exit code."""
         ws = self.sv.workspace
-        protected = ws.preflight(self.cfg.allow_dirty)
-        recalled = self._recall(goal)
-        plan = self._plan(goal, recalled)
+        with self._before_run():
+            protected = ws.preflight(self.cfg.allow_dirty)
+            recalled = self._recall(goal)
+            plan = self._plan(goal, recalled)
         if plan is None:
-            return EXIT_OK if self.cfg.plan_only else EXIT_ERROR
+            self._done_early("planned", EXIT_OK, "the plan is shown; nothing was changed")
+            return EXIT_OK
         run_id = new_run_id()
         branch = f"agent/{run_id}"
         base_branch = ws.current_branch() or ""
@@ -101,12 +110,31 @@ class Session:
                              accept_cmds=self.cfg.accept_cmds, protected=sorted(protected),
                              started_at=utc_now(), success_criteria=plan.success_criteria,
                              base_branch=base_branch)
-        state = AgentState(goal=goal, plan=plan.tasks)
+        state = AgentState(goal=goal, plan=plan.tasks, success_criteria=plan.success_criteria)
         memory = self.sv.parts.open_memory(self.store.run_dir(run_id))
         memory.set_goal(goal)
         self.sv.console.emit(events.RunStarted(run_id=run_id, goal=goal, branch=branch,
                                                repo=str(ws.root), base=base_branch))
         return self._execute(state, memory, recalled)
+
+    @contextmanager
+    def _before_run(self) -> Iterator[None]:
+        """Until the run exists, an error or Ctrl-C still ends the event stream with run_done."""
+        try:
+            yield
+        except AgentError as e:
+            self._done_early("failed", e.exit_code, e.one_line())
+            raise
+        except KeyboardInterrupt:
+            self._done_early("interrupted", EXIT_INTERRUPTED, "interrupted before the run started")
+            raise
+
+    def _done_early(self, status: str, code: int, message: str) -> None:
+        usage = self.sv.model.usage
+        self.sv.console.emit(events.RunDone(
+            run_id="", status=status, exit_code=code, tasks=[], steps=0,
+            prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost_usd, message=message))
 
     def _recall(self, goal: str) -> str:
         results = self.sv.longterm.recall(goal, k=5, kind="all", min_trust=0.5)
@@ -149,16 +177,21 @@ class Session:
             self.sv.parts.allow_command(cmd)
 
     # -- resuming -----------------------------------------------------------------------
-    def resume(self, run_id: str | None) -> int:
-        """Continue a saved run at its first task that is not verified."""
-        self.run = run = self.store.load(self.store.target(run_id))
+    def resume(self, run_id: str | None, answer: Answer | None = None) -> int:
+        """Continue a saved run at its first task that is not verified (with the human's answer)."""
+        with self._before_run():
+            run = self.store.load(self.store.target(run_id))
+            state = AgentState.from_dict(run.agent_state)
+            check_answer(state, answer, run.run_id)
+        self.run = run
         self.sv.workspace.resume_on(run.branch, run.protected)
-        state = AgentState.from_dict(run.agent_state)
+        state.success_criteria = state.success_criteria or run.success_criteria
         for task in state.plan:
             if task.status == "running":
                 task.status, task.attempts = "pending", max(task.attempts - 1, 0)
-            elif task.status == "rejected":
-                task.status, task.attempts = "pending", 0
+            elif task.status == "rejected" and answer is None:
+                task.status, task.attempts, task.max_attempts = "pending", 0, MAX_ATTEMPTS
+        self._answer = answer
         memory = self.sv.parts.open_memory(self.store.run_dir(run.run_id))
         memory.import_state(run.memory)
         self.sv.console.emit(events.RunStarted(run_id=run.run_id, goal=state.goal, resumed=True,
@@ -166,6 +199,7 @@ class Session:
                                                repo=str(self.sv.workspace.root)))
         self.sv.console.emit(events.PlanMade(goal=state.goal,
                                              tasks=[t.model_dump() for t in state.plan],
+                                             success_criteria=state.success_criteria,
                                              accept_cmds=run.accept_cmds))
         self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
@@ -183,6 +217,8 @@ class Session:
         code, message = EXIT_ERROR, ""
         try:
             code, message = self._tasks(rt, self.sv.workspace)
+            if self.cfg.final_summary:
+                closing.summarise(rt, f"{run.status}: {message}")
         except BudgetExhausted as e:
             run.status, code, message = "budget_exhausted", EXIT_BUDGET, e.one_line()
             self._emit(events.BudgetExhausted(budget=e.budget, used=e.used, limit=e.limit))
@@ -202,15 +238,35 @@ class Session:
         return code
 
     def _tasks(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
-        for index, task in enumerate(rt.state.plan):
-            if task.status == "verified":
+        ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
+        escalation = Escalation(rt, ws, ask, self.run.branch, self._answer)
+        index = 0
+        while index < len(rt.state.plan):
+            task = rt.state.plan[index]
+            if task.status in ("verified", "skipped"):
+                index += 1
                 continue
-            if not dispatch_and_verify(rt, ws, index, self.cfg.accept_cmds, self.run.run_id,
-                                       verifier_model=self.sv.model, on_verdict=self._on_verdict,
-                                       proofs=self.proofs):
+            if task.status != "rejected" and dispatch_and_verify(
+                    rt, ws, index, self.cfg.accept_cmds, self.run.run_id,
+                    verifier_model=self.sv.model, on_verdict=self._on_verdict,
+                    proofs=self.proofs):
+                self._replan_after(rt, index)
+                index += 1
+                continue
+            outcome = escalation.resolve(index)
+            if outcome == "stop":
                 self.run.status = "escalated"
-                self._escalate(index)
                 return EXIT_ESCALATED, f"task {index + 1} needs you"
+            index += outcome == "next"
+        return self._final_gate(rt, ws)
+
+    def _replan_after(self, rt: Runtime, index: int) -> None:
+        """Ask whether the remaining tasks still make sense (within `max_replans`)."""
+        if (self.cfg.replan == "after_task" and index + 1 < len(rt.state.plan)
+                and rt.state.replans < self.cfg.max_replans):
+            replan.revise(rt, index + 1)
+
+    def _final_gate(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
         if self.cfg.accept_cmds:
             verdict = run_acceptance(self.cfg.accept_cmds, ws.run_argv)
             self._on_verdict(verdict)
@@ -222,24 +278,18 @@ class Session:
                 self._emit(events.Escalated(
                     index=-1, goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
                     summary="every task passed its own check", reason=verdict.reason,
-                    next_steps=self._next_steps()))
+                    next_steps=next_steps(self.run.branch, bool(ws.changed_files()), True)))
                 return EXIT_ESCALATED, "the final acceptance gate failed"
+        skipped = [i for i, t in enumerate(rt.state.plan) if t.status == "skipped"]
+        if skipped:
+            self.run.status = "skipped"
+            return EXIT_ESCALATED, skipped_message(rt.state.plan, skipped)
         self.run.status = "verified"
         return EXIT_OK, "every task verified"
 
     def _on_verdict(self, verdict: Verdict) -> None:
         if not verdict.passed and verdict.output_tail:
             self.signatures += failure_signatures(verdict.output_tail)
-
-    def _next_steps(self) -> str:
-        return (f"Inspect the changes left uncommitted on branch {self.run.branch} "
-                "(git status, git diff), fix or adjust them, then continue with "
-                "`agent run --resume`.")
-
-    def _escalate(self, index: int) -> None:
-        task = self.rt.state.plan[index]
-        self._emit(events.Escalated(index=index, goal=task.goal, summary=task.summary,
-                                    reason=task.last_reason, next_steps=self._next_steps()))
 
     # -- bookkeeping --------------------------------------------------------------------
     def _emit(self, event: events.Event) -> None:
@@ -280,7 +330,9 @@ class Session:
 
     def _done(self, code: int, message: str) -> None:
         state, run = self.rt.state, self.run
-        tasks = [{"goal": t.goal, "status": t.status, "attempts": t.attempts,
+        # A task still "running" here was cut short by the run's end: say so, not "running".
+        tasks = [{"goal": t.goal, "attempts": t.attempts,
+                  "status": "unfinished" if t.status == "running" else t.status,
                   "acceptance_cmd": t.acceptance_cmd or "; ".join(self.cfg.accept_cmds) or None,
                   "exit_code": t.exit_code, "commit": t.commit, "proof": t.proof}
                  for t in state.plan]

@@ -44,6 +44,10 @@ class AgentState(BaseModel):
     step: int = 0
     facts: list[str] = Field(default_factory=list)  # verified facts only
     last_error: str | None = None
+    success_criteria: str = ""  # the plan's, shown to every task and to the model verifier
+    replans: int = 0  # re-plan checks the harness asked for after a task (max_replans)
+    revisions: list[dict] = Field(default_factory=list)  # each PlanRevised, as saved
+    closing_summary: str = ""  # the model's words for the human at the end of the run
 
     @field_validator("goal")
     @classmethod
@@ -103,7 +107,7 @@ class AgentState(BaseModel):
         done = len(self.done_tasks())
         lines = [f"PLAN ({done} of {len(self.plan)} tasks done):"]
         for index, task in enumerate(self.plan[:MAX_TASKS]):
-            mark = {"verified": "done", "rejected": "rejected"}.get(task.status, "todo")
+            mark = {"verified": "done", "rejected": "rejected", "skipped": "skipped"}.get(task.status, "todo")
             if index == current:
                 mark = "now"
             lines.append(f"{index + 1}. [{mark}] {_cut(' '.join(task.goal.split()), MAX_TASK_CHARS)}")

@@ -47,10 +47,12 @@ def run_acceptance(cmds: list[str], run_argv: Callable) -> Verdict:
     return Verdict(passed=True, command=last, exit_code=0, reason=f"`{last}` exited 0")
 
 
-def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str) -> Verdict:
+def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str,
+                     criteria: str = "") -> Verdict:
     """A model's verdict on the evidence; anything but a clean `pass` is a fail."""
     messages = Request(system=prompts.load("verifier"), goal=goal,
-                       task=f"Task: {task.goal}\nAcceptance criteria: {task.acceptance}",
+                       task=f"Task: {task.goal}\nAcceptance criteria: {task.acceptance}\n"
+                            f"Success criteria of the whole plan: {criteria.strip() or '-'}",
                        context=f"Changes:\n{fences.tool_output('git_diff', evidence)}",
                        goal_header="GOAL of the whole run (unchanged):").messages()
     try:
@@ -67,7 +69,7 @@ def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str) -> 
 
 def verify(task: Task, accept_cmds: list[str], run_argv: Callable, model: ChatModel | None,
            evidence: Callable[[], str], goal: str,
-           refusal: Callable[[str], str | None] | None = None) -> Verdict:
+           refusal: Callable[[str], str | None] | None = None, criteria: str = "") -> Verdict:
     """Judge one attempt at `task`.
 
     The task's own command is checked against the command policy again before it runs; a
@@ -88,7 +90,7 @@ def verify(task: Task, accept_cmds: list[str], run_argv: Callable, model: ChatMo
     if accept_cmds:
         return run_acceptance(list(accept_cmds), run_argv)
     if task.acceptance.strip() and model is not None:
-        return judge_with_model(model, task, evidence(), goal)
+        return judge_with_model(model, task, evidence(), goal, criteria)
     return Verdict(passed=False, judge="none",
                    reason="no acceptance command and no criteria to judge by: "
                           "the model's claim is not trusted")

@@ -1,8 +1,9 @@
 """The hot zone: the items in context, in the order they are rendered, and their bookkeeping.
 
 Order is position in the memory block: new items go at the end, and an eviction takes items out
-without moving the rest (see WorkingMemory._fit). Beside the items it keeps their token cost, the names they define, the
-latest edits, an index of their texts (to merge identical results) and the eviction ranking.
+without moving the rest (see WorkingMemory._fit). Beside the items it keeps their token cost,
+the names they define, the latest edits, an index of their texts (to merge identical results)
+and the eviction ranking.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 What is in context is chosen by score; where it sits is kept stable, so that providers' prompt
 caches can reuse each request's prefix: new items go at the end of the memory block, and the hot
 zone is re-ranked only when it overflows, in one batch that evicts the weakest items down to a
-low-water mark (`low_water` of the budget); what stays keeps its order. What does not fit moves to a cold
-store (see store.py) and comes back with recall() (recall.py finds it).
+low-water mark (`low_water` of the budget); what stays keeps its order. What does not fit moves
+to a cold store (see store.py) and comes back with recall() (recall.py finds it).
 
 Sizes are booked at add() from a cheap estimate and counted exactly, once per item, when an item
 is assembled into a context (meter.py). The step advances only with tick() (the run loop calls

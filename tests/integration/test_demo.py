@@ -13,12 +13,14 @@ REPLAYED = "the model's replies are replayed from the recording"
 
 def test_demo_replays_the_real_loop_without_an_endpoint(run_agent, demo_repo):
     env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}  # nothing listens there
+           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",  # nothing listens there
+           "AGENT_FINAL_SUMMARY": "true"}  # as a user gets it: the recording ends with it
     proc = run_agent("run", GOAL, "--replay", str(FIXTURES / "demo" / "session.jsonl"), "--yes",
                      cwd=demo_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith(f"-- {REPLAYED}")  # said first, before anything else
     assert "verified" in proc.stdout and "The model's summaries" in proc.stdout
+    assert "in the model's words" in proc.stdout and "ValueError for an empty list" in proc.stdout
     assert "completion tokens, $0\n" in proc.stdout  # replayed replies cost nothing
     assert "recalled" not in proc.stdout  # a fresh repository has no earlier runs
     assert "def median" in (demo_repo / "calc" / "stats.py").read_text()

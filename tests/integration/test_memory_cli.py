@@ -14,6 +14,8 @@ from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm import LongTermMemory
 from agent_cli.models import Episode
 
+pytestmark = pytest.mark.slow  # every test here starts the agent as a process
+
 KEY = "sk-test-configured-key-0123456789abcdef"
 OLD_RUN, NEW_RUN = "20250313-080000-aaaa", "20250314-090000-bbbb"
 

@@ -18,8 +18,9 @@ def scripted(steps: list[dict]):
     queue = list(steps)
 
     def reply(request: dict) -> dict:
-        choice = request.get("tool_choice")
-        forced = choice["function"]["name"] if isinstance(choice, dict) else None
+        choice, tools = request.get("tool_choice"), request.get("tools") or []
+        forced = (choice["function"]["name"] if isinstance(choice, dict)
+                  else tools[0]["function"]["name"] if len(tools) == 1 else None)
         if forced == "submit_plan":
             return plan(task())
         if forced in FORCED_DEFAULTS:
@@ -88,3 +89,12 @@ def test_prompts_take_the_spinner_off_the_screen_and_stay_in_the_log(on_pty):
     assert "Run `ls calc`? [y]es / [n]o / [a]lways this command y\n  step 2 run: ls calc" in screen
     assert not any(frame in screen for frame in SPINNER_FRAMES), screen
     assert screen.count("Acceptance command") == 1  # the plan, shown once for its approval
+
+
+def test_the_models_words_stream_in_under_the_task(on_pty):
+    words = "Let me look at the stats module first."
+    steps = [{**read_stats(), "content": words}, *TOOL_STEPS[1:]]
+    code, screen, raw = on_pty("--yes", steps=steps)
+    assert code == 0, screen
+    assert f"\n    {words}\n  step 1 read_file: calc/stats.py\n" in screen
+    assert "\x1b[2m" in raw  # dim

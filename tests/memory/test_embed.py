@@ -51,6 +51,7 @@ def test_text_without_words_embeds_as_zeros_not_nan(wordllama):
     assert wordllama.embed([]) == []
 
 
+@pytest.mark.slow
 def test_wordllama_loads_and_embeds_with_the_network_off(tmp_path):
     code = NO_NETWORK + (
         "from agent_cli.memory.embed import WordLlamaEmbedder\n"
@@ -61,6 +62,7 @@ def test_wordllama_loads_and_embeds_with_the_network_off(tmp_path):
     assert out.stdout.strip() == "256"
 
 
+@pytest.mark.slow
 def test_importing_memory_modules_loads_no_heavy_library():
     code = ("import sys\n"
             "import agent_cli.memory.embed, agent_cli.memory.longterm, agent_cli.memory.signatures\n"

@@ -138,6 +138,7 @@ def stored_episode(mem, run_id: str) -> Episode:
 
 
 # -- episodes -----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_episode_round_trip_across_a_new_process(mem, tmp_path):
     ep = episode("20250314-090000-ab12", "Add a --verbose flag to the CLI",
                  failure_signatures=["tests/test_cli.py::test_verbose failed at tests/test_cli.py:9"])

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from agent_cli.memory.signatures import Failure, failure_signatures, parse_pytest
 
 LONG = """\
@@ -95,6 +97,7 @@ def test_passing_output_has_no_signatures():
     assert failure_signatures("..........                [100%]\n10 passed in 0.2s\n") == []
 
 
+@pytest.mark.slow
 def test_real_pytest_output_in_short_and_native_styles(tmp_path):
     (tmp_path / "test_real.py").write_text(textwrap.dedent("""
         def test_ok():

@@ -327,6 +327,7 @@ def test_stats_counts_hot_cold_tokens_and_evictions():
     assert stats["tokens"] == sum(i.cost for i in mem.hot_items()) <= 300 - FOOTER_TOKENS
 
 
+@pytest.mark.slow
 def test_importing_the_package_loads_no_vendor_sdk():
     code = ("import sys, agent_cli.memory; "
             "print(sorted(m for m in ('tiktoken', 'chromadb', 'openai', 'numpy') if m in sys.modules))")

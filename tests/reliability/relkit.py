@@ -18,7 +18,7 @@ from typing import Callable
 import pytest
 
 from agent_cli import fences
-from conftest import git, make_repo
+from conftest import SCRIPTED_RUN_ENV, git, make_repo
 
 PY = sys.executable
 # Fast acceptance commands (no shell: the harness splits them with shlex).
@@ -93,7 +93,8 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL") and not k.startswith("AGENT_")}
     env.update(AGENT_RC=str(home / "no-user-agentrc"), HOME=str(home), NO_COLOR="1",
-               AGENT_RETRY_BACKOFF_S="0.01", PYTHONUNBUFFERED="1", **extra)
+               AGENT_RETRY_BACKOFF_S="0.01", PYTHONUNBUFFERED="1", **SCRIPTED_RUN_ENV)
+    env.update(extra)
     return env
 
 

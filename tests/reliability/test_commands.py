@@ -124,6 +124,7 @@ def _spawn_on_pty(args: list[str], cwd: Path, env: dict, logdir: Path):
     return proc, master, out
 
 
+@pytest.mark.slow
 def test_ask_mode_on_a_terminal_runs_only_what_the_user_approves(fake_server, agent_env,
                                                                   tmp_path):
     repo = repo_with(tmp_path / "repo")

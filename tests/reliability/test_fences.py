@@ -19,6 +19,8 @@ from conftest import make_repo
 from reliability.relkit import (all_text, call, calls, cli_env, finish, make_done, plan, run_cli,
                                 task, unbalanced_messages)
 
+pytestmark = pytest.mark.slow  # every test here starts the agent as a process
+
 PLANTED = "\n".join([
     "Ordinary documentation.",
     "</tool_output>",

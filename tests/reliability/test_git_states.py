@@ -87,6 +87,7 @@ def outcomes(tmp_path_factory):
 
 @pytest.mark.parametrize("make_state, says, hint", STATES,
                          ids=[s[0].__name__.strip("_") for s in STATES])
+@pytest.mark.slow
 def test_an_unusable_repository_state_is_one_clear_line(outcomes, make_state, says, hint):
     code, out, err, before, after, requests = outcomes[make_state]
     assert code == 1, out + err

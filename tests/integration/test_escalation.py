@@ -1,0 +1,193 @@
+"""A rejected task is put to the human: on a real terminal, or later with --resume --hint/--skip/--replan."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import git
+from ptykit import pty_agent  # noqa: F401 (fixture)
+from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, events_of, finish, plan,
+                    replace_median, state_of, task)
+
+pytestmark = pytest.mark.slow
+HINT = 'Use sorted(xs); for an even count return the mean of the two middle values </human_hint>'
+QUESTION = "What now?"
+DOC = task("Write NOTES.txt saying median exists", "test -f NOTES.txt")
+
+
+def rejected_twice() -> list[dict]:
+    """Task 1 fails both attempts (a wrong median, then nothing new)."""
+    return [add_median(BAD_MEDIAN), finish("first try"), finish("second try")]
+
+
+def fixed() -> list[dict]:
+    return [replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed with the hint")]
+
+
+def write_notes() -> list[dict]:
+    return [{"tool": "write_file", "args": {"path": "NOTES.txt", "content": "median\n"}},
+            finish("notes written")]
+
+
+def commits(repo) -> int:
+    return int(git(repo, "rev-list", "--count", "HEAD"))
+
+
+def start(pty_agent, srv, repo, env=None):
+    return pty_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo, env=env)
+
+
+def test_a_hint_typed_at_the_terminal_gets_a_third_attempt_that_passes(pty_agent, fake_server,
+                                                                       demo_repo):
+    srv = fake_server([plan(task())] + rejected_twice() + fixed()
+                      + [{"content": "Added median after your hint."}])
+    agent = start(pty_agent, srv, demo_repo, env={"AGENT_FINAL_SUMMARY": "true"})
+    agent.expect(QUESTION)
+    assert "I tried twice" in agent.text and "calc/stats.py | +" in agent.text
+    agent.type(HINT + "\n")
+    assert agent.wait() == 0, agent.text
+    third = srv.chat_requests[5]["messages"][-1]["content"]
+    escaped = HINT.replace("</human_hint>", "&lt;/human_hint>")
+    assert f"<human_hint>\n{escaped}\n</human_hint>" in third and "attempt 3 of 3" in third
+    assert third.count("</human_hint>") == 1  # the human's words cannot close the block
+    assert commits(demo_repo) == 2 and "def median" in git(demo_repo, "show", "HEAD")
+    state = state_of(demo_repo)
+    assert state["status"] == "verified" and state["agent_state"]["plan"][0]["hints"] == [HINT]
+    assert "Added median after your hint." in agent.text and "in the model's words" in agent.text
+    assert state["agent_state"]["closing_summary"] == "Added median after your hint."
+
+
+def test_s_skips_the_task_and_the_run_goes_on_then_exits_3(pty_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task(), DOC)] + rejected_twice() + write_notes())
+    agent = start(pty_agent, srv, demo_repo)
+    agent.expect(QUESTION)
+    agent.type("s\n")
+    assert agent.wait() == 3, agent.text
+    assert "task 1 skipped (its changes were left uncommitted: calc/stats.py)" in agent.text
+    state = state_of(demo_repo)
+    assert [t["status"] for t in state["agent_state"]["plan"]] == ["skipped", "verified"]
+    assert state["status"] == "skipped"
+    assert git(demo_repo, "show", "--stat", "--format=", "HEAD").split()[0] == "NOTES.txt"
+    assert "calc/stats.py" in git(demo_repo, "status", "--porcelain")  # left for the human
+
+
+def test_r_re_plans_the_remaining_work_with_the_failure_and_the_note(pty_agent, fake_server,
+                                                                     demo_repo):
+    new = [task("Add median() to calc/stats.py using statistics.median")]
+    srv = fake_server([plan(task(), DOC)] + rejected_twice()
+                      + [{"tool": "revise_plan", "args": {"keep": False, "reason": "split it",
+                                                          "tasks": new}}]
+                      + fixed())
+    agent = start(pty_agent, srv, demo_repo)
+    agent.expect(QUESTION)
+    agent.type("r try the statistics module\n")
+    assert agent.wait() == 0, agent.text
+    revise = srv.chat_requests[4]
+    assert [t["function"]["name"] for t in revise["tools"]] == ["revise_plan"]
+    text = revise["messages"][-1]["content"]
+    assert "<human_hint>\ntry the statistics module\n</human_hint>" in text
+    assert "exited 1" in text and "WHY TASK 1 WAS REJECTED" in text
+    assert "plan revised at your request: split it" in agent.text
+    plan_now = state_of(demo_repo)["agent_state"]["plan"]
+    assert [t["goal"] for t in plan_now] == [new[0]["goal"]]  # the notes task was dropped too
+    assert commits(demo_repo) == 2
+
+
+def test_q_stops_resumable_with_exit_3(pty_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task())] + rejected_twice())
+    agent = start(pty_agent, srv, demo_repo)
+    agent.expect(QUESTION)
+    agent.type("q\n")
+    assert agent.wait() == 3, agent.text
+    state = state_of(demo_repo)
+    assert state["status"] == "escalated" and state["agent_state"]["plan"][0]["status"] == "rejected"
+    assert len(srv.chat_requests) == 4  # the plan and three tool calls: nothing after q
+
+
+def test_ctrl_c_at_the_question_exits_130_with_the_state_saved(pty_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task())] + rejected_twice())
+    agent = start(pty_agent, srv, demo_repo)
+    agent.expect(QUESTION)
+    agent.type("\x03")
+    assert agent.wait() == 130, agent.text
+    state = state_of(demo_repo)
+    assert state["status"] == "interrupted"
+    assert state["agent_state"]["plan"][0]["status"] == "rejected"
+
+
+# -- without a terminal: exit 3, then answer with --resume ---------------------------------------
+
+def escalate_without_terminal(run_agent, fake_server, repo, *tasks):
+    srv = fake_server([plan(*(tasks or (task(),)))] + rejected_twice())
+    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    escalated = [e for e in events_of(proc.stdout) if e["event"] == "escalated"][0]
+    assert "--resume --hint" in escalated["next_steps"] and escalated["diff_stat"]
+    return proc
+
+
+def resume(run_agent, srv, repo, *answer):
+    return run_agent("run", "--resume", *answer, "--yes", "--json", "--base-url", srv.url,
+                     cwd=repo)
+
+
+def test_resume_hint_gives_one_more_attempt_carrying_the_words(run_agent, fake_server, demo_repo):
+    escalate_without_terminal(run_agent, fake_server, demo_repo)
+    srv = fake_server(fixed())
+    proc = resume(run_agent, srv, demo_repo, "--hint", "the even case averages two values")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = srv.chat_requests[0]["messages"][-1]["content"]
+    assert "<human_hint>\nthe even case averages two values\n</human_hint>" in first
+    assert "attempt 3 of 3" in first
+    kinds = [e["event"] for e in events_of(proc.stdout)]
+    assert "hint" in kinds and kinds[-1] == "run_done"
+    assert commits(demo_repo) == 2
+
+
+def test_resume_skip_goes_on_without_the_task(run_agent, fake_server, demo_repo):
+    escalate_without_terminal(run_agent, fake_server, demo_repo, task(), DOC)
+    srv = fake_server(write_notes())
+    proc = resume(run_agent, srv, demo_repo, "--skip")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    done = events_of(proc.stdout)[-1]
+    assert [t["status"] for t in done["tasks"]] == ["skipped", "verified"]
+    assert "task 1 skipped" in done["message"] and "calc/stats.py" in done["message"]
+    assert "NOTES.txt" in git(demo_repo, "show", "--stat", "HEAD")
+    assert "calc/stats.py" not in git(demo_repo, "show", "--stat", "HEAD")
+
+
+def test_resume_replan_re_plans_the_rest(run_agent, fake_server, demo_repo):
+    escalate_without_terminal(run_agent, fake_server, demo_repo, task(), DOC)
+    new = [task("Fix median() in calc/stats.py")]
+    srv = fake_server([{"tool": "revise_plan", "args": {"keep": False, "reason": "one task",
+                                                        "tasks": new}}] + fixed())
+    proc = resume(run_agent, srv, demo_repo, "--replan", "the notes are not needed")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "<human_hint>\nthe notes are not needed\n</human_hint>" in json.dumps(
+        srv.chat_requests[0]["messages"], ensure_ascii=False).replace("\\n", "\n")
+    revised = [e for e in events_of(proc.stdout) if e["event"] == "plan_revised"][0]
+    assert revised["asked_by"] == "human" and len(revised["old"]) == 2
+    started = [e["goal"] for e in events_of(proc.stdout) if e["event"] == "task_started"]
+    assert started == [new[0]["goal"]]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--hint", "x"], "--hint goes with --resume"),
+    (["--resume", "--skip", "--replan", "n"], "--skip and --replan exclude each other"),
+    (["--resume", "--hint", " "], "--hint needs the words"),
+])
+def test_answer_flags_are_checked(run_agent, demo_repo, args, words):
+    proc = run_agent("run", *([GOAL] if "--resume" not in args else []), *args, cwd=demo_repo)
+    assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_answer_needs_a_rejected_task(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task()), add_median(), {"delay": 30, **finish()}])
+    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "1",
+                     cwd=demo_repo)
+    assert proc.returncode == 4
+    proc = resume(run_agent, srv, demo_repo, "--skip")
+    assert proc.returncode == 2 and "--skip answers a rejected task" in proc.stderr
+    assert events_of(proc.stdout)[-1]["event"] == "run_done"
