@@ -3,6 +3,7 @@
 Only typer and the standard library are imported here; chromadb, wordllama and rich (through
 `console` and `render`) load inside the commands. Errors are raised as AgentError; `cli.main` prints them as one line.
 No command creates the state directory, except `memory import`, whose purpose is to fill it.
+With `memory_url` set, long-term memory is that Chroma server's instead of `<state>/chroma`.
 """
 
 from __future__ import annotations
@@ -39,14 +40,16 @@ def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
 
 
 def _open(settings: Any, state: Path, create: bool = False) -> Any:
-    """Long-term memory under `state`, or None when there is none (and `create` is False)."""
-    chroma = state / "chroma"
-    if not create and not (chroma / "chroma.sqlite3").exists():
+    """Long-term memory: the configured server, or the store under `state` (None when that
+    does not exist and `create` is False)."""
+    from agent_cli.wiring import make_embedder, memory_place
+
+    place = memory_place(settings, state)
+    if isinstance(place, Path) and not create and not (place / "chroma.sqlite3").exists():
         return None
-    from agent_cli.wiring import make_embedder
     from agent_cli.memory.longterm import LongTermMemory
 
-    return LongTermMemory(chroma, make_embedder(settings), secrets=settings.secrets())
+    return LongTermMemory(place, make_embedder(settings), secrets=settings.secrets())
 
 
 def _memory_or_exit(repo: Optional[Path]) -> Any:
@@ -121,7 +124,8 @@ def show_command(
 ) -> None:
     """The latest run's working memory (hot items with their score terms, the cold list) and counts."""
     _, settings, state = _place(repo)
-    if not state.exists():
+    shown = state.exists() or bool(settings.memory_url)  # a server holds memory without a state dir
+    if not shown:
         typer.echo(NO_MEMORY.format(state=state), err=True)
         report: dict[str, Any] = {"run_id": None, "hot": [], "cold": [], "stats": {},
                                   "counts": dict(NO_COUNTS)}
@@ -134,7 +138,7 @@ def show_command(
                 report["counts"] = mem.counts()
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
-    elif state.exists():
+    elif shown:
         from agent_cli.console import command_console, print_out
         from agent_cli.render import working_memory_view
 
@@ -232,7 +236,7 @@ def export_command(file: Path = typer.Argument(..., metavar="FILE", show_default
     """Write every episode, fact and archived item to a JSONL file (without vectors)."""
     with _memory_or_exit(repo) as mem:
         written = mem.export(file)
-    typer.echo(f"exported {written} record(s) to {file}")
+    typer.echo(f"exported {written} record(s) from {mem.path} to {file}")
 
 
 @memory_app.command("import", cls=Command,
@@ -248,10 +252,11 @@ def import_command(file: Path = typer.Argument(..., metavar="FILE", show_default
     from agent_cli.wiring import prepare_state_dir
 
     top, settings, state = _place(repo)
-    prepare_state_dir(top, state, create=True)
+    if not settings.memory_url:  # a server keeps nothing under the state directory
+        prepare_state_dir(top, state, create=True)
     with _open(settings, state, create=True) as mem:
         added = mem.import_(file)
-    typer.echo(f"imported {added} record(s) into {state / 'chroma'}")
+    typer.echo(f"imported {added} record(s) into {mem.path}")
 
 
 @memory_app.command("reindex", cls=Command,

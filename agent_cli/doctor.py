@@ -70,6 +70,25 @@ def _check_instructions(settings, repo: Path | None) -> str:
     return f"{', '.join(found.names())}, {found.tokens} tokens{cut}"
 
 
+def _check_memory(settings, repo: Path | None) -> str:
+    """Which long-term memory is used; a server is opened and counted (which creates its
+    database and collections when missing, as the first run would)."""
+    from agent_cli.wiring import make_embedder, memory_place
+
+    if repo is None and not settings.home and not settings.memory_url:
+        return "embedded Chroma in <repo>/.agent/chroma (no repository here)"
+    place = memory_place(settings, settings.state_dir(repo or Path.cwd()))
+    if isinstance(place, Path):
+        made = (place / "chroma.sqlite3").exists()
+        return f"embedded Chroma at {place} ({'exists' if made else 'created on the first run'})"
+    from agent_cli.memory.longterm import LongTermMemory
+
+    with LongTermMemory(place, make_embedder(settings), secrets=settings.secrets()) as memory:
+        counts = memory.counts()
+    return (f"Chroma server {place} answers: {counts['episodes']} episode(s), "
+            f"{counts['facts']} fact(s), {counts['archive']} archived item(s)")
+
+
 def _check_git(repo: Path | None) -> str:
     git = shutil.which("git")
     if not git:
@@ -122,6 +141,7 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("endpoint", lambda: _check_endpoint(settings)),
         ("tokenizer", lambda: _check_tokenizer(settings)),
         ("state", lambda: _check_state_dir(settings, repo)),
+        ("memory", lambda: _check_memory(settings, repo)),
         ("git", lambda: _check_git(repo)),
         ("instructions", lambda: _check_instructions(settings, repo)),
     ]

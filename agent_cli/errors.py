@@ -64,6 +64,10 @@ class EmbedderMismatch(StorageError):
     """A memory store was written with another embedder than the one configured."""
 
 
+class MemoryUnavailable(StorageError):
+    """The memory server (memory_url) cannot be reached or refuses us."""
+
+
 class WorkspaceError(AgentError):
     """The repository or a path in it cannot be used as asked."""
 

@@ -6,6 +6,8 @@ The API key is read from the environment (`OPENAI_API_KEY` or `AGENT_API_KEY`) o
 user's own `~/.agentrc`; a key in a repository's `.agentrc` would be committed and shared, so it
 is refused. `AGENT_DENY_COMMANDS` is a comma-separated list of regular expressions (a pattern
 that contains a comma goes in `deny_commands` in an `.agentrc` instead).
+The memory server's token (`AGENT_MEMORY_TOKEN`) is refused in every `.agentrc`: it is a
+team's shared credential, and files get copied, committed and pasted into bug reports.
 
 A repository's `.agentrc` comes with a clone, so it may only tighten safety: `approval =
 "ask"`, `sandbox = "bwrap"`, more `deny_commands` (added to the user's, never replacing
@@ -18,17 +20,21 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent_cli import trust
 from agent_cli.errors import ConfigError
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+CHROMA_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")  # Chroma's rule
+ENV_ONLY = ("memory_token",)  # refused in any .agentrc
 
 
 class Settings(BaseSettings):
@@ -63,6 +69,10 @@ class Settings(BaseSettings):
     max_replans: int = Field(3, ge=0)
     final_summary: bool = True
     memory_ttl_days: float = Field(90.0, ge=0)
+    memory_url: str | None = None
+    memory_tenant: str | None = None
+    memory_database: str | None = None
+    memory_token: SecretStr | None = None
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
     notices: list[str] = Field(default_factory=list, exclude=True)
 
@@ -70,6 +80,34 @@ class Settings(BaseSettings):
     def settings_customise_sources(cls, settings_cls, init_settings, *args, **kwargs):
         """Only explicit values: the layers are merged by `load_settings`, not by pydantic."""
         return (init_settings,)
+
+    @field_validator("memory_url")
+    @classmethod
+    def _server_address(cls, url: str | None) -> str | None:
+        """An http(s) address with a host and no path; empty means the embedded store."""
+        if not url or not url.strip():
+            return None
+        parts = urlsplit(url.strip())
+        try:
+            parts.port
+        except ValueError:
+            raise ValueError("the port is not a number between 0 and 65535") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("expected a server address like http://chroma.internal:8000")
+        if parts.path not in ("", "/") or parts.query:
+            raise ValueError("give the server's address only, without a path")
+        return url.strip().rstrip("/")
+
+    @field_validator("memory_tenant", "memory_database")
+    @classmethod
+    def _chroma_name(cls, name: str | None) -> str | None:
+        """A tenant or database name the Chroma server accepts; empty means Chroma's default."""
+        if not name:
+            return None
+        if not CHROMA_NAME.fullmatch(name):
+            raise ValueError("use 3 to 512 letters, digits, '.', '_' or '-', starting and ending "
+                             "with a letter or a digit")
+        return name
 
     def state_dir(self, repo: Path) -> Path:
         """Where run state lives: `home` if set, else `<repo>/.agent`."""
@@ -79,16 +117,25 @@ class Settings(BaseSettings):
         """The API key in clear, or None when none is set."""
         return self.api_key.get_secret_value() if self.api_key else None
 
+    def memory_token_value(self) -> str | None:
+        """The memory server's token in clear, or None when none is set."""
+        return self.memory_token.get_secret_value() if self.memory_token else None
+
     def secrets(self) -> tuple[str, ...]:
         """The configured secrets, to redact from everything stored or shown."""
-        return (self.key(),) if self.key() else ()
+        return tuple(s for s in (self.key(), self.memory_token_value()) if s)
 
     def redacted(self) -> dict[str, Any]:
-        """Every value, with the API key masked, for display."""
+        """Every value, with the API key and the memory token masked, for display."""
         out = self.model_dump(exclude={"sources", "notices"})
-        key = self.key() or ""
-        out["api_key"] = f"{key[:3]}…{key[-4:]}" if len(key) > 10 else ("set" if key else None)
+        out["api_key"] = _mask(self.key() or "")
+        out["memory_token"] = _mask(self.memory_token_value() or "")
         return out
+
+
+def _mask(secret: str) -> str | None:
+    """Enough of a secret to tell which one it is, never enough to use it."""
+    return f"{secret[:3]}…{secret[-4:]}" if len(secret) > 10 else ("set" if secret else None)
 
 
 FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices")]
@@ -126,6 +173,16 @@ def _check(layer: dict[str, Any], origin: str) -> None:
         raise ConfigError(f"{origin}: key '{key}': {err['msg'].lower()} (got {got!r})") from None
 
 
+def _refuse_env_only(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` unless it holds a key that may only come from the environment."""
+    for key in ENV_ONLY:
+        if key in data:
+            raise ConfigError(f"{path}: key '{key}' is not allowed in an .agentrc",
+                              f"a token in a file gets copied and shared; set AGENT_{key.upper()} "
+                              "in the environment instead")
+    return data
+
+
 def _env_layer(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
     layers = []
     for var, field in ENV_ALIASES.items():
@@ -149,11 +206,11 @@ def load_settings(repo: Path | None = None, flags: dict[str, Any] | None = None,
         user_rc = Path(env.get("AGENT_RC") or Path.home() / ".agentrc")
     layers: list[tuple[str, dict[str, Any]]] = []
     if user_rc.is_file():
-        layers.append((str(user_rc), _read_toml(user_rc)))
+        layers.append((str(user_rc), _refuse_env_only(user_rc, _read_toml(user_rc))))
     notices: list[str] = []
     if repo is not None and (repo / ".agentrc").is_file():
         rc = repo / ".agentrc"
-        data = _read_toml(rc)
+        data = _refuse_env_only(rc, _read_toml(rc))
         if "api_key" in data:
             raise ConfigError(f"{rc}: key 'api_key' is not allowed in a repository's .agentrc",
                               "a key there gets committed and shared; set OPENAI_API_KEY instead")

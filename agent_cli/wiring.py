@@ -29,7 +29,9 @@ from agent_cli.errors import EXIT_INTERRUPTED, StorageError, UsageError, Workspa
 from agent_cli.events import Notice
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
+from agent_cli.memory.fallback import FallbackLongTerm
 from agent_cli.memory.lazy import LazyLongTermMemory
+from agent_cli.memory.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
 from agent_cli.memory.records import format_for_context
 from agent_cli.protocols import ChatModel, Console, Embedder
 from agent_cli.settings import Settings, load_settings
@@ -96,6 +98,15 @@ def make_embedder(settings: Settings) -> Embedder:
 
     return OpenAIEmbedder(base_url=settings.base_url, api_key=settings.key(),
                           model=settings.embedding_model)
+
+
+def memory_place(settings: Settings, state_dir: Path) -> Path | ChromaServer:
+    """Where long-term memory lives: the Chroma server at `memory_url`, else `<state>/chroma`."""
+    if not settings.memory_url:
+        return state_dir / "chroma"
+    return ChromaServer(settings.memory_url, tenant=settings.memory_tenant or DEFAULT_TENANT,
+                        database=settings.memory_database or DEFAULT_DATABASE,
+                        token=settings.memory_token_value())
 
 
 def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
@@ -175,7 +186,8 @@ class RunKit:
 
     def __init__(self, settings: Settings, workspace: RepoWorkspace, state_dir: Path,
                  policy: CommandPolicy, embedder: Embedder,
-                 longterm: LazyLongTermMemory, memory_tokens: int | None = None) -> None:
+                 longterm: LazyLongTermMemory | FallbackLongTerm,
+                 memory_tokens: int | None = None) -> None:
         self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
         self.policy, self.embedder, self.longterm = policy, embedder, longterm
         # the configured budget, or less when the server's context window is smaller
@@ -261,8 +273,11 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
     state_dir = settings.state_dir(repo_path)
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
     embedder = make_embedder(settings)
-    with workspace, LazyLongTermMemory(state_dir / "chroma", embedder,
-                                       settings.secrets()) as longterm:
+    with workspace, LazyLongTermMemory(memory_place(settings, state_dir), embedder,
+                                       settings.secrets()) as lazy:
+        # A memory server that is down: one notice, and the run goes on without it.
+        longterm = FallbackLongTerm(lambda: lazy,
+                                    notice=lambda text: console.emit(Notice(text=text)))
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, settings.secrets())
         lock = RunLock(state_dir / "run.lock")

@@ -104,3 +104,47 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if SPAWNING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+def _chroma_or_skip() -> str:
+    from chromakit import chroma_executable
+
+    executable = chroma_executable()
+    if executable is None:
+        pytest.skip("the `chroma` executable (installed with chromadb) is not next to "
+                    f"{sys.executable} nor on PATH")
+    return executable
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory):
+    """One real Chroma server (`chroma run`) on a free port for the session; tests keep apart
+    by using a database of their own (see `chroma_database`)."""
+    from chromakit import ChromaProcess
+
+    server = ChromaProcess(_chroma_or_skip(), tmp_path_factory.mktemp("chroma") / "server").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def chroma_database(chroma_server, request) -> str:
+    """A database name no other test uses on the shared server (created on first use)."""
+    import re
+
+    return "t-" + re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name)[-60:].strip("-") + "-db"
+
+
+@pytest.fixture
+def chroma_process(tmp_path):
+    """Factory for a Chroma server of the test's own (to stop it midway), stopped at the end."""
+    from chromakit import ChromaProcess
+
+    executable, started = _chroma_or_skip(), []
+
+    def start() -> ChromaProcess:
+        started.append(ChromaProcess(executable, tmp_path / f"chroma-{len(started)}").start())
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()

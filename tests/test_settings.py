@@ -117,3 +117,42 @@ def test_the_example_says_where_the_api_key_may_go_without_contradiction(tmp_pat
     user.write_text('api_key = "sk-user-key"\n')
     assert load(tmp_path, user_rc=user).key() == "sk-user-key"  # allowed in ~/.agentrc
     assert "your own ~/.agentrc" in text and "refuses it" in text
+
+
+@pytest.mark.parametrize("where", ["user", "repo"])
+def test_memory_token_is_refused_in_any_agentrc(tmp_path, where):
+    rc = tmp_path / ("user.toml" if where == "user" else ".agentrc")
+    rc.write_text('memory_url = "http://chroma.internal:8000"\nmemory_token = "tok-secret-123456"\n')
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path, user_rc=tmp_path / "user.toml")
+    line = e.value.one_line()
+    assert str(rc) in line and "memory_token" in line and "AGENT_MEMORY_TOKEN" in line
+    assert "tok-secret-123456" not in line
+
+
+def test_memory_server_settings_from_the_environment(tmp_path):
+    token = "chroma-team-token-0123456789"
+    s = load(tmp_path, env={"AGENT_MEMORY_URL": "http://chroma.internal:8000/",
+                            "AGENT_MEMORY_TENANT": "acme", "AGENT_MEMORY_DATABASE": "billing",
+                            "AGENT_MEMORY_TOKEN": token, "OPENAI_API_KEY": "sk-abc-0123456789"})
+    assert (s.memory_url, s.memory_tenant, s.memory_database) == (
+        "http://chroma.internal:8000", "acme", "billing")
+    assert s.sources["memory_token"] == "env AGENT_MEMORY_TOKEN"
+    assert token in s.secrets() and "sk-abc-0123456789" in s.secrets()
+    shown = s.redacted()
+    assert token not in str(shown) and shown["memory_token"] == "chr…6789"
+    assert load(tmp_path, env={"AGENT_MEMORY_URL": ""}).memory_url is None  # back to embedded
+
+
+@pytest.mark.parametrize("key, value, expect", [
+    ("memory_url", "chroma.internal:8000", "like http://chroma.internal:8000"),
+    ("memory_url", "http://chroma.internal:80000", "port"),
+    ("memory_url", "http://chroma.internal:8000/api/v2", "address only"),
+    ("memory_database", "x", "3 to 512"),
+    ("memory_tenant", "acme corp", "3 to 512"),
+])
+def test_bad_memory_server_settings_name_the_key(tmp_path, key, value, expect):
+    (tmp_path / ".agentrc").write_text(f'{key} = "{value}"\n')
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path)
+    assert key in e.value.one_line() and expect in e.value.one_line()

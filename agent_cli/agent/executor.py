@@ -9,7 +9,7 @@ assembled working memory, the previous tool exchange in full up to a cap, the ta
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 from agent_cli import events, fences, tokens
 from agent_cli.agent import loopguard, pins, prompts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_cli.models import Usage
 from agent_cli.protocols import ChatModel, Message
 
 __all__ = ["ChatModel", "Message", "cost", "force", "function_tool"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from agent_cli.memory.longterm import LongTermMemory
+from agent_cli.memory.place import ChromaServer
 from agent_cli.models import Episode
 from agent_cli.protocols import Embedder
 
@@ -22,8 +23,9 @@ from agent_cli.protocols import Embedder
 class LazyLongTermMemory:
     """`protocols.LongTermStore` over a LongTermMemory at `path` that may not exist yet."""
 
-    def __init__(self, path: Path, embedder: Embedder, secrets: tuple[str, ...] = ()) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path | ChromaServer, embedder: Embedder,
+                 secrets: tuple[str, ...] = ()) -> None:
+        self.path = path if isinstance(path, ChromaServer) else Path(path)
         self.embedder = embedder
         self.secrets = secrets
         self._memory: LongTermMemory | None = None
@@ -31,7 +33,10 @@ class LazyLongTermMemory:
         self._error: BaseException | None = None
 
     def exists(self) -> bool:
-        """Whether anything is at the store's path (a store, or something broken to report)."""
+        """Whether anything is at the store's path (a store, or something broken to report);
+        a server always counts: it may hold what other clones learned."""
+        if isinstance(self.path, ChromaServer):
+            return True
         return self.path.exists() or self.path.is_symlink()
 
     def open_in_background(self) -> None:

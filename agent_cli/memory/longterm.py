@@ -1,10 +1,12 @@
-"""Long-term memory in Chroma on disk: episodes, facts, notes and procedures, searchable by meaning.
+"""Long-term memory in Chroma: episodes, facts, notes and procedures, searchable by meaning.
 
 The only module that imports chromadb (inside functions, so importing this is cheap).
 Collections: `episodes` (one document per run plus one per failure signature, each
 pointing at its run and saying how the run fixed it, if it did), `facts` (facts, curated
 notes and procedures, with trust and hits; see curation.py) and `archive` (expired items).
-Every collection records the embedder's name and dimension.
+Every collection records the embedder's name and dimension. The store is a directory (an
+embedded PersistentClient) or a `place.ChromaServer` (an HttpClient, shared by a team);
+either way we supply the vectors, the server embeds nothing.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from agent_cli.errors import AgentError, EmbedderMismatch, StorageError, UsageError
+from agent_cli.errors import AgentError, EmbedderMismatch, UsageError
 from agent_cli.memory.curation import ITEM_KINDS, Curation, where
+from agent_cli.memory.place import ChromaServer, probe, storage_error
 from agent_cli.memory.records import (COLLECTIONS, Result, batches, episode_docs, public_meta,
                                       read_export, stamp)
 from agent_cli.memory.signatures import signature_key
@@ -30,17 +33,18 @@ _STORAGE_ERRORS = (sqlite3.Error, OSError, RuntimeError, ValueError)
 
 
 class LongTermMemory(Curation):
-    """Episodes, facts, notes and procedures in a Chroma PersistentClient at `path`."""
+    """Episodes, facts, notes and procedures in Chroma at `path`: a directory or a ChromaServer."""
 
-    def __init__(self, path: Path | str, embedder: Any, secrets: tuple[str, ...] | list[str] = (),
+    def __init__(self, path: Path | str | ChromaServer, embedder: Any,
+                 secrets: tuple[str, ...] | list[str] = (),
                  *, min_score: float = 0.3, associate_threshold: float = 0.78,
                  lock_wait_s: float = LOCK_WAIT_S) -> None:
-        self.path = Path(path)
+        self.path = path if isinstance(path, ChromaServer) else Path(path)
         self.embedder = embedder
         self.secrets = tuple(s for s in secrets if s)
         self.min_score = min_score
         self.associate_threshold = associate_threshold
-        _probe(self.path, lock_wait_s)
+        probe(self.path, lock_wait_s)
         self._mismatch: tuple[str, Any] | None = None
         with self._guard("opening"):
             self._client = _client(self.path)
@@ -60,15 +64,14 @@ class LongTermMemory(Curation):
 
     @contextmanager
     def _guard(self, action: str) -> Iterator[None]:
-        """Turn storage failures (sqlite, OS, chromadb errors) into a StorageError naming the path."""
+        """Turn storage failures (sqlite, OS, chromadb, HTTP) into a StorageError naming the store."""
         try:
             yield
         except Exception as e:
-            chroma = type(e).__module__.startswith("chromadb")  # without importing chromadb here
-            if isinstance(e, AgentError) or not (chroma or isinstance(e, _STORAGE_ERRORS)):
+            vendor = type(e).__module__.split(".")[0] in ("chromadb", "httpx")  # not imported here
+            if isinstance(e, AgentError) or not (vendor or isinstance(e, _STORAGE_ERRORS)):
                 raise
-            raise StorageError(f"memory store at {self.path}: {action} failed: {e}",
-                               "check the directory (permissions, free space) or move it aside") from None
+            raise storage_error(self.path, action, e) from None
 
     def _collection(self, name: str, existing: set[str]) -> Any:
         """The named collection, created for this embedder if new; records a mismatch."""
@@ -286,29 +289,8 @@ class LongTermMemory(Curation):
         return total
 
 
-def _probe(path: Path, wait_s: float) -> None:
-    """Refuse a path that is not a directory, a corrupt database, or one another process locks."""
-    if path.exists() and not path.is_dir():
-        raise StorageError(f"memory store at {path} is not a directory", "move it aside")
-    db = path / "chroma.sqlite3"
-    if not db.exists():
-        return
-    try:
-        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=rw", uri=True, timeout=wait_s)
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            con.rollback()
-        finally:
-            con.close()
-    except sqlite3.Error as e:
-        locked = "locked" in str(e) or "busy" in str(e)
-        what = "is locked by another process" if locked else f"cannot be opened ({e})"
-        hint = "wait for the other agent to finish" if locked else "nothing was changed; move it aside"
-        raise StorageError(f"memory store at {path} {what}", hint) from None
-
-
-def _client(path: Path) -> Any:
-    """A Chroma PersistentClient at `path` with telemetry off."""
+def _client(where: Path | ChromaServer) -> Any:
+    """A Chroma client with telemetry off: a PersistentClient at a path, an HttpClient for a server."""
     import gc
 
     collecting = gc.isenabled()
@@ -320,5 +302,21 @@ def _client(path: Path) -> Any:
         if collecting:
             gc.enable()
 
-    path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=ChromaSettings(anonymized_telemetry=False))
+    if isinstance(where, ChromaServer):
+        return _http_client(chromadb, ChromaSettings(anonymized_telemetry=False), where)
+    where.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(where),
+                                     settings=ChromaSettings(anonymized_telemetry=False))
+
+
+def _http_client(chromadb: Any, settings: Any, server: ChromaServer) -> Any:
+    """An HttpClient on the server's tenant and database (`place.probe_server` made sure of both)."""
+    import httpx
+
+    client = chromadb.HttpClient(host=server.host, port=server.port, ssl=server.ssl,
+                                 headers=server.headers(), settings=settings,
+                                 tenant=server.tenant, database=server.database)
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):  # chromadb sets no timeout: a hung server would hang us
+        session.timeout = httpx.Timeout(120.0, connect=server.timeout_s)
+    return client

@@ -29,6 +29,7 @@ def test_doctor_passes_against_the_loopback_server(run_agent, fake_server, scrat
     assert "base_url" in proc.stdout and "(flag)" in proc.stdout
     assert "env OPENAI_API_KEY" in proc.stdout
     assert "[24912, 2375]" in proc.stdout
+    assert f"embedded Chroma at {scratch_repo / '.agent' / 'chroma'}" in proc.stdout
     assert any(r["path"].endswith("/models") for r in srv.requests)
 
 

@@ -1,0 +1,158 @@
+"""Long-term memory on a real Chroma server (`chroma run`) through chromadb's HttpClient."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from agent_cli.errors import MemoryUnavailable, StorageError
+from agent_cli.memory.fallback import FallbackLongTerm
+from agent_cli.memory.longterm import LongTermMemory
+from agent_cli.memory.place import ChromaServer
+from agent_cli.models import Episode, TaskRecord
+from chromakit import free_port
+from embedkit import HashEmbedder
+
+pytestmark = pytest.mark.slow  # a `chroma run` process serves these tests
+
+
+def episode(run_id: str, goal: str) -> Episode:
+    return Episode(run_id=run_id, goal=goal, plan=[goal], status="verified",
+                   tasks=[TaskRecord(goal=goal, status="verified", attempts=1,
+                                     acceptance_cmd="pytest -q")], summary="done")
+
+
+def rest(server: ChromaServer, path: str):
+    """GET a path of the server's REST API (what is really stored there, without chromadb)."""
+    with urllib.request.urlopen(f"{server.url}/api/v2{path}", timeout=5) as reply:
+        return json.loads(reply.read())
+
+
+def test_memory_on_the_server_is_shared_between_clients(chroma_server, chroma_database):
+    server = ChromaServer(chroma_server.url, database=chroma_database)
+    embedder = HashEmbedder()
+    with LongTermMemory(server, embedder) as first:
+        first.add_episode(episode("20250314-090000-aaaa", "Add a median function to the stats module"))
+        fact = first.add_fact("The stats tests run with pytest tests/test_stats.py", "harness")
+    with LongTermMemory(server, HashEmbedder()) as second:
+        found = second.recall("median function, stats tests with pytest", k=5)
+        assert {r.id for r in found} == {"20250314-090000-aaaa", fact}
+        assert second.counts() == {"episodes": 1, "facts": 1, "archive": 0}
+        assert second.forget(fact) == 1
+    stored = rest(server, f"/tenants/default_tenant/databases/{chroma_database}/collections")
+    by_name = {c["name"]: c for c in stored}
+    assert set(by_name) == {"episodes", "facts", "archive"}
+    for col in by_name.values():  # our embedder is recorded; the server embeds nothing itself
+        assert col["metadata"]["embedder"] == "hash-256" and col["metadata"]["dim"] == 256
+        assert col["configuration_json"]["embedding_function"] is None
+        assert col["configuration_json"]["hnsw"]["space"] == "cosine"
+    assert embedder.texts == 2  # the episode and the fact: every stored vector came from us
+
+
+def test_tenant_and_database_are_created_and_kept_apart(chroma_server, chroma_database):
+    team = ChromaServer(chroma_server.url, tenant="acme-" + chroma_database[-20:],
+                        database=chroma_database)
+    with LongTermMemory(team, HashEmbedder()) as mem:
+        mem.add_fact("Deploys go through make deploy", "harness")
+    assert rest(team, f"/tenants/{team.tenant}/databases/{team.database}")["name"] == team.database
+    other = ChromaServer(chroma_server.url, database=chroma_database + "-other")
+    with LongTermMemory(other, HashEmbedder()) as mem:
+        assert mem.counts()["facts"] == 0 and mem.recall("deploys make deploy") == []
+
+
+def test_a_server_that_is_down_is_one_clear_error(tmp_path):
+    down = ChromaServer(f"http://127.0.0.1:{free_port()}", timeout_s=2)
+    with pytest.raises(MemoryUnavailable) as e:
+        LongTermMemory(down, HashEmbedder())
+    line = e.value.one_line()
+    assert down.url in line and "cannot be reached" in line and "\n" not in line
+    assert "memory_url" in line
+
+
+def test_a_server_lost_midway_is_unavailable_and_a_run_goes_on(chroma_process):
+    proc = chroma_process()
+    server = ChromaServer(proc.url, timeout_s=2)
+    mem = LongTermMemory(server, HashEmbedder())
+    mem.add_fact("The service listens on port 8080", "harness")
+    proc.stop()
+    with pytest.raises(MemoryUnavailable, match=f"memory server {proc.url}: searching failed"):
+        mem.recall("which port does the service listen on")
+    notices: list[str] = []
+    fallback = FallbackLongTerm(lambda: mem, notices.append)
+    assert fallback.recall("which port does the service listen on") == []
+    fallback.add_episode(episode("20250314-090000-bbbb", "Change the port"))  # kept nowhere
+    assert fallback.recall("port") == [] and not fallback.available
+    assert len(notices) == 1 and "goes on without it" in notices[0] and proc.url in notices[0]
+
+
+def test_fallback_uses_the_store_while_it_answers(chroma_server, chroma_database):
+    server = ChromaServer(chroma_server.url, database=chroma_database)
+    notices: list[str] = []
+    fallback = FallbackLongTerm(lambda: LongTermMemory(server, HashEmbedder()), notices.append)
+    fallback.add_fact("Releases are tagged vMAJOR.MINOR", "harness")
+    assert fallback.available
+    assert [r.kind for r in fallback.recall("how are releases tagged")] == ["fact"]
+    assert notices == []
+
+
+def test_other_server_errors_are_storage_errors_not_outages(chroma_server, chroma_database):
+    server = ChromaServer(chroma_server.url, database=chroma_database)
+    with LongTermMemory(server, HashEmbedder()) as mem:
+        mem.add_fact("A fact with 256-dimension vectors", "harness")
+    lying = HashEmbedder(dim=8)
+    lying.name = "hash-256"  # claims the stored embedder: the server itself refuses the vectors
+    with LongTermMemory(server, lying) as mem:
+        with pytest.raises(StorageError) as e:
+            mem.add_fact("Another fact, with 8-dimension vectors", "harness")
+    assert not isinstance(e.value, MemoryUnavailable)
+    line = e.value.one_line()
+    assert f"memory server {server}: writing failed" in line and "see the server's log" in line
+
+
+def test_the_token_goes_with_every_request_and_a_wrong_one_is_one_line(chroma_server,
+                                                                       chroma_database):
+    from chromakit import TokenProxy
+
+    proxy = TokenProxy(chroma_server.url, "team-token-0123456789").start()
+    try:
+        good = ChromaServer(proxy.url, database=chroma_database, token="team-token-0123456789")
+        with LongTermMemory(good, HashEmbedder()) as mem:
+            mem.add_fact("Staging deploys need the VPN", "harness")
+            assert [r.kind for r in mem.recall("staging deploys vpn")] == ["fact"]
+        assert len(proxy.seen) > 5
+        assert {auth for _, _, auth in proxy.seen} == {"Bearer team-token-0123456789"}
+        wrong = ChromaServer(proxy.url, database=chroma_database, token="not-the-token-000")
+        with pytest.raises(MemoryUnavailable) as e:
+            LongTermMemory(wrong, HashEmbedder())
+        line = e.value.one_line()
+        assert "refused the token (HTTP 401)" in line and "AGENT_MEMORY_TOKEN" in line
+        assert "not-the-token-000" not in line
+    finally:
+        proxy.stop()
+
+
+def test_expire_export_and_reindex_work_on_the_server(chroma_server, chroma_database, tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    server = ChromaServer(chroma_server.url, database=chroma_database)
+    then = datetime(2025, 3, 14, tzinfo=timezone.utc)
+    with LongTermMemory(server, HashEmbedder()) as mem:
+        mem.add_episode(episode("20250314-090000-cccc", "Speed up the CSV importer"))
+        mem.add_fact("A note that nobody will use again", "model", trust=0.6, now=then, ttl_days=1)
+        assert mem.expire(now=then + timedelta(days=3)) == 1
+        assert mem.export(tmp_path / "all.jsonl") == 2
+    with LongTermMemory(server, HashEmbedder(dim=64)) as other:  # the team changed embedders
+        assert other.reindex() == 2
+        assert [r.id for r in other.recall("CSV importer speed")] == ["20250314-090000-cccc"]
+    names = {c["name"] for c in rest(server, f"/tenants/default_tenant/databases/{chroma_database}"
+                                             "/collections")}
+    assert names == {"episodes", "facts", "archive"}  # the re-embedded copies were swapped in
+
+
+def test_an_address_that_is_not_a_chroma_server_says_so(fake_server):
+    model_endpoint = fake_server([])  # an HTTP server, but the model's, not Chroma's
+    with pytest.raises(MemoryUnavailable) as e:
+        LongTermMemory(ChromaServer(model_endpoint.url.rsplit("/v1", 1)[0]), HashEmbedder())
+    assert "does not answer like a Chroma server" in e.value.one_line()
