@@ -26,13 +26,16 @@ def run_command(
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve the plan and every command."),
     json_out: bool = typer.Option(False, "--json", help="Print events as JSON lines, nothing else."),
     resume: bool = typer.Option(False, "--resume", help="Continue the latest unfinished run."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", metavar="ID", help="With --resume: the run to continue."),
-    hint: Optional[str] = typer.Option(None, "--hint", help="With --resume: one more attempt at "
-                                       "the rejected task, carrying these words."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", metavar="ID",
+                                         help="With --resume: the run to continue."),
+    hint: Optional[str] = typer.Option(None, "--hint", metavar="TEXT",
+                                       help="With --resume: one more attempt at the rejected "
+                                            "task, carrying these words."),
     skip: bool = typer.Option(False, "--skip", help="With --resume: go on without the rejected "
                               "task (its changes stay uncommitted)."),
-    replan: Optional[str] = typer.Option(None, "--replan", help="With --resume: re-plan the "
-                                         "remaining work, with this note for the model."),
+    replan: Optional[str] = typer.Option(None, "--replan", metavar="NOTE",
+                                         help="With --resume: re-plan the remaining work, with "
+                                              "this note for the model."),
     allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Start with uncommitted changes "
                                      "(they are never staged, committed, reverted or overwritten)."),
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan and exit."),
