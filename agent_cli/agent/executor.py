@@ -18,7 +18,7 @@ from agent_cli.agent.request import Request
 from agent_cli.agent.state import AgentState
 from agent_cli.agent.window import Window
 from agent_cli.agent.toolbox import TOOLS, Toolbox, ToolResult, fenced
-from agent_cli.errors import AgentError, BudgetExhausted, MalformedReply
+from agent_cli.errors import AgentError, BudgetExhausted, ContextOverflow, MalformedReply
 from agent_cli.memory.working import WorkingMemory
 from agent_cli.models import ChatReply, ToolCall
 from agent_cli.protocols import ChatModel
@@ -174,6 +174,33 @@ def _ask(rt: Runtime, messages: list[dict]) -> ChatReply | None:
     return reply
 
 
+def _ask_fitting(rt: Runtime, build: Callable[[], list[dict]]) -> ChatReply | None:
+    """Ask; when the server says the request overflowed its window, shrink it and ask once more."""
+    try:
+        return _ask(rt, build())
+    except ContextOverflow as e:
+        before = rt.limits.context_window
+        shrink_window(rt.limits, e)
+        rt.emit(events.Notice(text=f"the request did not fit the server's context window; "
+                                   f"asking once more within {rt.limits.context_window:,} tokens "
+                                   f"(was {before:,})"))
+    try:
+        return _ask(rt, build())
+    except ContextOverflow as e:
+        raise ContextOverflow(f"{e.message}, even after the request was cut to fit "
+                              f"{rt.limits.context_window:,} tokens", e.hint,
+                              prompt_tokens=e.prompt_tokens, window=e.window) from None
+
+
+def shrink_window(limits: Limits, overflow: ContextOverflow) -> None:
+    """Lower the window requests are fitted to: the server's, when it said, else by a quarter."""
+    window = limits.context_window * 3 // 4
+    if overflow.window and overflow.window < limits.context_window:
+        window = overflow.window
+    limits.context_window = window
+    limits.reserved_output_tokens = min(limits.reserved_output_tokens, window // 4)
+
+
 def _count_malformed(rt: Runtime, malformed: bool) -> None:
     rt.malformed = rt.malformed + 1 if malformed else 0
     if rt.malformed >= MAX_MALFORMED_IN_A_ROW:
@@ -252,7 +279,8 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
             return AttemptOutcome(False, steps=steps, reason=(
                 f"the attempt used all {rt.limits.task_max_steps} tool calls of its step budget "
                 "without calling finish"))
-        reply = _ask(rt, build_messages(rt, index, attempt, rt.limits.task_max_steps - steps, last))
+        left = rt.limits.task_max_steps - steps
+        reply = _ask_fitting(rt, lambda: build_messages(rt, index, attempt, left, last))
         if reply is None or not reply.tool_calls:
             last, steps = _no_call(rt, index, reply), steps + 1
             continue

@@ -144,3 +144,21 @@ def test_a_failed_session_is_resumed_where_it_stopped(fake_server, tmp_path):
     assert ran.code == 0 and ran.of("run_started")[0]["resumed"] is True
     assert not any("submit_plan" in json.dumps(r.get("tools", [])) for r in rest.chat_requests)
     assert commit_count(repo) == 2
+
+
+def test_a_request_over_the_servers_window_is_cut_to_fit_and_asked_once_more(fake_server,
+                                                                              tmp_path):
+    # The server enforces a 4,000-token window without saying so (a proxy in front of it), so
+    # the run starts out fitting requests to the 128,000 of the setting.
+    big = "".join(f"def helper_{i}(value):\n    return value * {i} + {i}\n\n" for i in range(700))
+    repo = repo_with(tmp_path / "repo", {"big.py": big})
+    srv = fake_server([plan(task()), call("read_file", path="big.py"), make_done(),
+                       finish("made done.txt")], n_ctx=4000, hide_window=True)
+    ran = run_in_process(repo, srv.url, "Create done.txt")
+    assert ran.code == 0, ran.text
+    notices = [e["text"] for e in ran.of("notice") if "did not fit" in e["text"]]
+    assert notices == ["the request did not fit the server's context window; asking once more "
+                       "within 4,000 tokens (was 128,000)"]
+    overflowed = [r for r in srv.requests if r["path"].endswith("/chat/completions")
+                  and len(json.dumps(r["body"]["messages"])) > 4 * 4000]
+    assert len(overflowed) == 1  # asked once too big; every later request was cut to fit
