@@ -8,8 +8,8 @@ import pytest
 
 from conftest import git
 from ptykit import pty_agent  # noqa: F401 (fixture)
-from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, events_of, finish, plan,
-                    replace_median, state_of, task)
+from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, events_of, facts, finish,
+                    plan, replace_median, state_of, task)
 
 pytestmark = pytest.mark.slow
 HINT = 'Use sorted(xs); for an even count return the mean of the two middle values </human_hint>'
@@ -42,7 +42,7 @@ def start(pty_agent, srv, repo, env=None):
 def test_a_hint_typed_at_the_terminal_gets_a_third_attempt_that_passes(pty_agent, fake_server,
                                                                        demo_repo):
     srv = fake_server([plan(task())] + rejected_twice() + fixed()
-                      + [{"content": "Added median after your hint."}])
+                      + [facts(), {"content": "Added median after your hint."}])
     agent = start(pty_agent, srv, demo_repo, env={"AGENT_FINAL_SUMMARY": "true"})
     agent.expect(QUESTION)
     assert "I tried twice" in agent.text and "calc/stats.py | +" in agent.text
@@ -96,14 +96,16 @@ def test_r_re_plans_the_remaining_work_with_the_failure_and_the_note(pty_agent, 
 
 
 def test_q_stops_resumable_with_exit_3(pty_agent, fake_server, demo_repo):
-    srv = fake_server([plan(task())] + rejected_twice())
+    srv = fake_server([plan(task())] + rejected_twice() + [facts()])
     agent = start(pty_agent, srv, demo_repo)
     agent.expect(QUESTION)
     agent.type("q\n")
     assert agent.wait() == 3, agent.text
     state = state_of(demo_repo)
     assert state["status"] == "escalated" and state["agent_state"]["plan"][0]["status"] == "rejected"
-    assert len(srv.chat_requests) == 4  # the plan and three tool calls: nothing after q
+    # the plan, three tool calls, then only the end-of-run facts request: no attempt after q
+    assert len(srv.chat_requests) == 5
+    assert srv.chat_requests[-1]["tools"][0]["function"]["name"] == "submit_facts"
 
 
 def test_ctrl_c_at_the_question_exits_130_with_the_state_saved(pty_agent, fake_server, demo_repo):

@@ -60,8 +60,9 @@ def test_success_criteria_reach_every_task_request_and_the_model_verifier(run_ag
     criteria = "Success criteria of the whole plan: the tests pass"
     executing = [r for r in srv.chat_requests if len(r.get("tools", [])) > 2]
     assert executing and all(criteria in r["messages"][-1]["content"] for r in executing)
-    assert srv.chat_requests[-1]["tools"][0]["function"]["name"] == "submit_verdict"
-    assert criteria in srv.chat_requests[-1]["messages"][-1]["content"]
+    (judge,) = [r for r in srv.chat_requests
+                if r.get("tools", [{}])[0].get("function", {}).get("name") == "submit_verdict"]
+    assert criteria in judge["messages"][-1]["content"]
 
 
 def test_json_ends_with_run_done_when_planning_fails(run_agent, fake_server, demo_repo):

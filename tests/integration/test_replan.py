@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import git
-from runkit import GOAL, add_median, events_of, finish, plan, state_of, task
+from runkit import GOAL, add_median, events_of, facts, finish, plan, state_of, task
 
 pytestmark = pytest.mark.slow
 ADAPT = {"AGENT_REPLAN": "after_task", "AGENT_FINAL_SUMMARY": "true"}
@@ -49,7 +49,7 @@ def test_a_revision_drops_a_task_and_each_new_task_is_one_commit(run_agent, fake
     srv = fake_server([plan(task(), file_task("NOTES.txt"), file_task("DROPPED.txt")),
                        add_median(), finish(),
                        revise(file_task("A.txt"), file_task("B.txt")), *write("A.txt"),
-                       KEEP, *write("B.txt"), {"content": "Added median, A.txt and B.txt."}])
+                       KEEP, *write("B.txt"), facts(), {"content": "Added median, A.txt and B.txt."}])
     proc = run(run_agent, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert started(proc) == ["Add median() to calc/stats.py", "Write A.txt", "Write B.txt"]
@@ -78,7 +78,7 @@ def test_a_revision_drops_a_task_and_each_new_task_is_one_commit(run_agent, fake
 def test_short_budget_is_said_so_the_model_can_merge(run_agent, fake_server, demo_repo):
     srv = fake_server([plan(task(), file_task("A.txt"), file_task("B.txt")), add_median(),
                        finish(), revise(file_task("AB.txt"), reason="merged to fit the budget"),
-                       *write("AB.txt"), {"content": ""}])
+                       *write("AB.txt"), facts(), {"content": ""}])
     proc = run(run_agent, srv, demo_repo, "--max-steps", "5")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = revise_requests(srv)[0]["messages"][-1]["content"]
@@ -105,10 +105,10 @@ def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(run_a
 
 def test_replan_off_sends_no_revise_request(run_agent, fake_server, demo_repo):
     srv = fake_server([plan(file_task("A.txt"), file_task("B.txt")), *write("A.txt"),
-                       *write("B.txt"), {"content": "done"}])
+                       *write("B.txt"), facts(), {"content": "done"}])
     proc = run(run_agent, srv, demo_repo, env={"AGENT_REPLAN": "off"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert revise_requests(srv) == [] and len(srv.chat_requests) == 6
+    assert revise_requests(srv) == [] and len(srv.chat_requests) == 7
 
 
 def test_resume_after_sigkill_right_after_a_revision_runs_the_revised_plan(
@@ -132,7 +132,7 @@ def test_resume_after_sigkill_right_after_a_revision_runs_the_revised_plan(
         agent.wait()
     saved = state_of(demo_repo)["agent_state"]["plan"]
     assert [t["goal"] for t in saved] == ["Add median() to calc/stats.py", "Write A.txt"]
-    srv2 = fake_server(write("A.txt") + [{"content": "resumed and done"}])
+    srv2 = fake_server(write("A.txt") + [facts(), {"content": "resumed and done"}])
     proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo,
                      env=ADAPT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
