@@ -7,10 +7,10 @@ observations are 1.0). A reply that cannot be read stores nothing and is not an 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from agent_cli import strictjson
 from agent_cli.agent import prompts
 from agent_cli.agent.request import Request
 from agent_cli.agent.window import Window
@@ -67,7 +67,7 @@ def ask_facts(model, messages: list[dict]) -> list[Fact]:
 def parse_facts(arguments: str) -> list[Fact]:
     """The well-formed facts of submit_facts arguments; [] for anything malformed."""
     try:
-        data = json.loads(arguments)
+        data = strictjson.loads(arguments)
     except (TypeError, ValueError):
         return []
     items = data.get("facts") if isinstance(data, dict) else None

@@ -17,6 +17,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from agent_cli import strictjson
+
 WARN_AT = 3
 STOP_AT = 5
 _NOISE = re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds)\b|0x[0-9a-fA-F]+")
@@ -36,8 +38,8 @@ def canonical_command(cmd: str) -> str:
 def call_key(name: str, arguments: str) -> str:
     """The call as canonical text: name and sorted-key JSON (the command canonicalised)."""
     try:
-        args = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
+        args = strictjson.loads(arguments or "{}")
+    except ValueError:  # broken, too deep or not finite: compared as the text it is
         return f"{name} {arguments.strip()}"
     if name == "run" and isinstance(args, dict) and isinstance(args.get("cmd"), str):
         args = {**args, "cmd": canonical_command(args["cmd"])}

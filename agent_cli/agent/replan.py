@@ -9,12 +9,11 @@ not a valid revision keeps the plan, with one notice.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from agent_cli import events, fences
+from agent_cli import events, fences, strictjson
 from agent_cli.agent import prompts
 from agent_cli.agent.executor import Runtime, check_budgets
 from agent_cli.agent.request import Request
@@ -50,9 +49,9 @@ def parse(reply) -> Revision:
     if not calls:
         raise ValueError("the reply did not call revise_plan")
     try:
-        args = json.loads(calls[0].arguments or "{}")
-    except json.JSONDecodeError as e:
-        raise ValueError(f"revise_plan arguments are not valid JSON ({e.msg})") from None
+        args = strictjson.loads(calls[0].arguments or "{}")
+    except ValueError as e:
+        raise ValueError(f"revise_plan arguments are not usable JSON ({e})") from None
     if not isinstance(args, dict) or not isinstance(args.get("keep"), bool):
         raise ValueError("revise_plan needs \"keep\": true or false")
     if args["keep"]:

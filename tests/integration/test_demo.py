@@ -30,7 +30,8 @@ def test_demo_replays_the_real_loop_without_an_endpoint(run_agent, demo_repo):
     again = run_agent("run", GOAL, "--replay", str(FIXTURES / "demo" / "session.jsonl"),
                       "--plan-only", cwd=demo_repo, env=env)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "-- recalled 2 items from earlier runs (episode, fact)" in again.stdout
+    assert ("-- recalled 4 items from earlier runs (episode, fact, note, procedure)"
+            in again.stdout), again.stdout
 
 
 def readme_demo() -> str:
@@ -52,7 +53,7 @@ def test_the_readme_demo_works_twice_in_a_row(agent_env, tmp_path):
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert proc.stdout.startswith(f"-- {REPLAYED}")
         assert "run " in proc.stdout and "verified (exit code 0)" in proc.stdout
-        assert "-- recalled 2 items from earlier runs" in proc.stdout
+        assert "-- recalled 4 items from earlier runs" in proc.stdout
         assert (tmp_path / "where").read_text().strip() == str(ROOT)  # it came back
     demos = list(tmp_path.glob("tmp.*"))  # mktemp -d
     assert len(demos) == 2 and all((p / "calc" / "stats.py").is_file() for p in demos)

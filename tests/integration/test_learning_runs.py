@@ -106,8 +106,9 @@ def test_every_request_fits_a_small_context_window(run_env, fake_server, capsys,
     sizes = [tokens.count(json.dumps(r["messages"], ensure_ascii=False)
                           + json.dumps(r.get("tools") or [], ensure_ascii=False))
              for r in srv.chat_requests]
-    assert len(sizes) == 6 and max(sizes) <= limit, sizes
+    assert len(sizes) >= 6 and max(sizes) <= limit, sizes  # the closing requests too
     assert any("cut to fit the model's context window" in request_text(r)
+               or "more tokens cut here" in request_text(r)
                for r in srv.chat_requests)  # the read would not have fitted whole
     assert all(fences.balanced(str(m.get("content") or ""))
                for r in srv.chat_requests for m in r["messages"])

@@ -59,7 +59,8 @@ def test_recall_and_show_through_the_server(run_agent, scratch_repo, chroma_serv
     assert recalled.returncode == 0, recalled.stderr
     assert {r["id"] for r in json.loads(recalled.stdout)} == {RUN_ID, fact}
     shown = run_agent("memory", "show", "--json", cwd=scratch_repo, env=env)
-    assert json.loads(shown.stdout)["counts"] == {"episodes": 1, "facts": 1, "archive": 0}
+    assert json.loads(shown.stdout)["counts"] == {"episodes": 1, "facts": 1, "notes": 0,
+                                                 "procedures": 0, "archive": 0}
     assert not (scratch_repo / ".agent").exists()  # nothing was kept on this machine
 
 
@@ -86,7 +87,8 @@ def test_export_from_embedded_then_import_into_the_server(run_agent, scratch_rep
     assert imported.returncode == 0, imported.stderr
     assert f"imported 2 record(s) into {chroma_server.url}" in imported.stdout
     with LongTermMemory(ChromaServer(chroma_server.url, database=chroma_database), embedder) as mem:
-        assert mem.counts() == {"episodes": 1, "facts": 1, "archive": 0}
+        assert mem.counts() == {"episodes": 1, "facts": 1, "notes": 0, "procedures": 0,
+                                "archive": 0}
         assert {r.id for r in mem.recall("retrying HTTP requests")} == {RUN_ID, fact}
 
 

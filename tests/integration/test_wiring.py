@@ -100,7 +100,9 @@ def test_every_path_excludes_an_existing_state_directory_before_writing_in_it(
     repo = make_repo(tmp_path / "repo")
     seeded = tmp_path / "seed.jsonl"
     seeded.write_text('{"collection": "facts", "id": "f1", "document": "the median of a list", '
-                      '"metadata": {"kind": "fact", "source": "harness", "trust": 1.0}}\n')
+                      '"metadata": {"kind": "fact", "source": "harness", "trust": 1.0, '
+                      '"created_at": "2026-11-01T00:00:00+00:00", "text_hash": "seed", '
+                      '"ttl_days": 90.0}}\n')
     assert run_agent("memory", "import", str(seeded), cwd=repo).returncode == 0
     (repo / ".git" / "info" / "exclude").write_text("")  # as an older version left it
     srv = fake_server([plan(task(cmd="test -f done.txt"))])

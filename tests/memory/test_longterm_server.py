@@ -39,7 +39,8 @@ def test_memory_on_the_server_is_shared_between_clients(chroma_server, chroma_da
     with LongTermMemory(server, HashEmbedder()) as second:
         found = second.recall("median function, stats tests with pytest", k=5)
         assert {r.id for r in found} == {"20250314-090000-aaaa", fact}
-        assert second.counts() == {"episodes": 1, "facts": 1, "archive": 0}
+        assert second.counts() == {"episodes": 1, "facts": 1, "notes": 0, "procedures": 0,
+                                   "archive": 0}
         assert second.forget(fact) == 1
     stored = rest(server, f"/tenants/default_tenant/databases/{chroma_database}/collections")
     by_name = {c["name"]: c for c in stored}
