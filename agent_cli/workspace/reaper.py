@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import time
 from functools import lru_cache
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -38,7 +39,7 @@ def kill_leftovers(spared: set[int]) -> int:
     """SIGKILL and reap every descendant not in `spared` (nor under one); how many were killed."""
     killed: set[int] = set()
     for _ in range(_ROUNDS):
-        doomed = descendants(os.getpid(), skip=spared) - killed
+        doomed = _freeze(spared, killed)
         if not doomed:
             break
         for pid in doomed:
@@ -48,8 +49,50 @@ def kill_leftovers(spared: set[int]) -> int:
                 continue
             killed.add(pid)
         _reap(killed)
+    _wait_ended(killed)
     _reap(killed | _zombie_children(spared))
     return len(killed)
+
+
+def _freeze(spared: set[int], killed: set[int]) -> set[int]:
+    """SIGSTOP every descendant not spared nor already killed, until no new one appears.
+
+    Killed one by one, a parent could outlive its killed child long enough to go on with its
+    script (`sleep 1; touch x`: the sleep dies, the shell runs touch); stopped, none can act.
+    """
+    frozen: set[int] = set()
+    for _ in range(_ROUNDS):
+        new = descendants(os.getpid(), skip=spared) - killed - frozen
+        if not new:
+            break
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                continue
+            frozen.add(pid)
+    return frozen
+
+
+def _wait_ended(pids: set[int], timeout_s: float = 5.0) -> None:
+    """Wait until each of `pids` has really ended: SIGKILL is only delivered, not yet carried
+    out, when kill() returns, and on a loaded machine a killed process stays alive a while."""
+    deadline = time.monotonic() + timeout_s
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        _reap(left)
+        left = {pid for pid in left if _alive(pid)}
+        if left:
+            time.sleep(0.005)
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _zombie_children(spared: set[int]) -> set[int]:

@@ -24,11 +24,13 @@ from reliability.relkit import (GOAL, PY, call, commit_count, events, finish, ma
 __all__ = ["spawn_agent"]
 
 SECOND = task("Create done2.txt", "test -f done2.txt")
-# An acceptance command that hangs the first time it runs (recording its pid) and passes after.
+# An acceptance command that hangs the first time it checks a finished task (recording its pid)
+# and passes after. Before the task it fails at once: the harness runs it first on the task's
+# starting state (the red-green baseline), before the task is marked running and saved.
 SLOW_CHECK = """\
 import os, pathlib, sys, time
 pids = pathlib.Path("pids"); pids.mkdir(exist_ok=True)
-if not (pids / "once").exists():
+if pathlib.Path("done.txt").exists() and not (pids / "once").exists():
     (pids / "once").touch()
     (pids / "check.pid").write_text(str(os.getpid()))
     time.sleep(60)

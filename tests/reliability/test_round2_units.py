@@ -22,6 +22,7 @@ from agent_cli.workspace.gitsafe import neutralizing_config, git_env
 from agent_cli.workspace.policy import CommandPolicy
 from agent_cli.workspace.shell import run_command
 from conftest import make_repo
+from reliability.relkit import pid_gone
 
 
 @pytest.mark.parametrize("text, why", [
@@ -140,10 +141,15 @@ def test_a_refused_or_missing_task_command_hands_judgement_to_accept(tmp_path):
 
 
 def test_the_reaper_kills_a_daemon_that_left_the_process_group(tmp_path):
-    marker = tmp_path / "tampered"
-    res = run_command(f"setsid -f sh -c 'sleep 1; touch {marker}'; echo started", cwd=tmp_path,
-                      timeout_s=10)
+    marker, pid_file = tmp_path / "tampered", tmp_path / "daemon.pid"
+    before = reaper.descendants(os.getpid())  # other tests' processes are not this command's
+    # The command ends only once the daemon has recorded its pid, so the test knows which it is.
+    res = run_command(f"setsid -f sh -c 'echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; "
+                      f"sleep 5; touch {marker}'; "
+                      f"while [ ! -s {pid_file} ]; do sleep 0.01; done; echo started",
+                      cwd=tmp_path, timeout_s=10)
     assert res.exit_code == 0 and "started" in res.output
-    assert reaper.descendants(os.getpid()) == set()
-    time.sleep(2)
+    daemon = int(pid_file.read_text())
+    assert pid_gone(daemon)  # killed by the time the command returns, not merely signalled
+    assert reaper.descendants(os.getpid()) - before == set()
     assert not marker.exists()
