@@ -85,13 +85,7 @@ class GitRepo:
 
     def exclude(self, pattern: str = ".agent/") -> bool:
         """Add `pattern` to .git/info/exclude unless it is there; True when it was added."""
-        path = Path(self._repo.common_dir) / "info" / "exclude"
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        if pattern in (line.strip() for line in text.splitlines()):
-            return False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text + ("\n" if text and not text.endswith("\n") else "") + pattern + "\n")
-        return True
+        return _add_line(Path(self._repo.common_dir) / "info" / "exclude", pattern)
 
     def exclude_state(self, state_dir: str | Path) -> bool:
         """Exclude the state directory from git when it lies inside the work tree; True when added."""
@@ -328,7 +322,11 @@ def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
     if common.is_file():
         git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
     path = git_dir / "info" / "exclude"
-    pattern = real.relative_to(root).as_posix() + "/"
+    return _add_line(path, real.relative_to(root).as_posix() + "/")
+
+
+def _add_line(path: Path, pattern: str) -> bool:
+    """Append `pattern` to the exclude file at `path` unless it is there; True when added."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     if pattern in (line.strip() for line in text.splitlines()):
         return False
