@@ -84,6 +84,7 @@ class Exchange:
 
     calls: list[ToolCall] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
+    items: list[str | None] = field(default_factory=list)  # the working-memory item of each result
     nudge: str = ""
 
 
@@ -137,7 +138,8 @@ def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
                    instructions=instructions_block(rt),
                    recalled="\n".join(p for p in (rt.recalled, rt.fixes) if p),
                    pinned=context.pinned, memory=context.memory,
-                   exchange=exchange_messages(last), task=task,
+                   exchange=exchange_messages(last), in_memory=results_in_memory(rt, last),
+                   task=task,
                    hints=hint_blocks(rt.state.plan[index].hints),
                    state=rt.state.render_progress()).fitted(TOOLS, rt.limits.window())
 
@@ -160,6 +162,20 @@ def exchange_messages(last: Exchange) -> list[dict]:
     messages += [{"role": "tool", "tool_call_id": c.id, "content": r}
                  for c, r in zip(last.calls, last.results)]
     return messages
+
+
+def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
+    """Tool call id -> the working-memory item that holds its result in full, as rendered.
+
+    A result the memory block already shows is pointed to rather than sent twice (see
+    `Request.messages`): the exchange is the volatile part, the memory block the cached one.
+    """
+    out = {}
+    for call, item_id in zip(last.calls, last.items):
+        item = rt.memory.hot_item(item_id) if item_id else None
+        if item is not None and not item.origin_id:
+            out[call.id] = item.render()
+    return out
 
 
 def _ask(rt: Runtime, messages: list[dict]) -> ChatReply | None:
@@ -210,8 +226,10 @@ def _count_malformed(rt: Runtime, malformed: bool) -> None:
 
 
 def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage,
-            remember: bool = True) -> str:
-    """Put a tool result in working memory (unless a repeat), advance the step, emit and log it."""
+            remember: bool = True) -> tuple[str, str | None]:
+    """Put a tool result in working memory (unless a repeat), advance the step, emit and log it.
+
+    Returns the result as the next request shows it, and the id of its memory item (or None)."""
     rt.state.step += 1
     rt.memory.tick()
     item_id = None
@@ -225,7 +243,7 @@ def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage,
     rt.log({"type": "tool", "name": call.name, "arguments": call.arguments, "ok": result.ok,
             "result": result.text})
     rt.save()
-    return fenced(capped(result, rt.limits.tool_output_max_tokens))
+    return fenced(capped(result, rt.limits.tool_output_max_tokens)), item_id
 
 
 def capped(result: ToolResult, max_tokens: int) -> ToolResult:
@@ -273,6 +291,7 @@ def _guard(rt: Runtime, index: int, guard: loopguard.LoopGuard, call: ToolCall,
 def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
     """Carry out one attempt at task `index` until finish or the task's step budget."""
     last, steps, guard = Exchange(), 0, loopguard.LoopGuard()
+    rt.memory.lay_out()  # recalled memory changes here, so the whole context is new anyway
     while True:
         check_budgets(rt)
         if steps >= rt.limits.task_max_steps:
@@ -296,7 +315,9 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
             result, repeats = _guard(rt, index, guard, call, rt.toolbox.execute(call))
             _count_malformed(rt, result.malformed)
             last.calls.append(call)
-            last.results.append(_record(rt, index, call, result, reply.usage, repeats == 1))
+            shown_text, item_id = _record(rt, index, call, result, reply.usage, repeats == 1)
+            last.results.append(shown_text)
+            last.items.append(item_id)
             if result.finished:
                 return AttemptOutcome(True, summary=result.text[:2000], steps=steps)
             if repeats >= loopguard.STOP_AT:

@@ -9,7 +9,8 @@ request shares with an earlier one, so the parts go in this order:
 4. pinned notes: change rarely;
 5. the working memory: new items are appended at its end between eviction batches;
    then any already-fenced material of this request (the planner's file list, a diff);
-6. the previous exchange (the assistant's tool calls and their fenced results);
+6. the previous exchange (the assistant's tool calls and their fenced results); a result that
+   the memory block shows in full is not sent a second time: its tool message names the item;
 7. the task block and the run's state (step counters, spend, the last failure);
 8. the goal, always the last thing the model reads.
 
@@ -38,6 +39,7 @@ class Request:
     memory: str = ""  # the assembled working memory
     context: str = ""  # already-fenced material for this request (a file listing, a diff)
     exchange: list[dict] = field(default_factory=list)  # assistant tool calls + tool results
+    in_memory: dict[str, str] = field(default_factory=dict)  # tool_call_id -> its item, rendered
     task: str = ""  # what to do now (task, criteria, attempt)
     hints: str = ""  # the human's <human_hint> blocks, already escaped by fences.human_hint
     state: str = ""  # the run's progress: plan, facts, last failure, counters
@@ -57,9 +59,20 @@ class Request:
             out.append(_user("WORKING MEMORY:\n" + self.memory))
         if self.context:
             out.append(_user(self.context))
-        out += self.exchange
+        out += [self._pointed(m) for m in self.exchange]
         out.append(_user(self._final()))
         return out
+
+    def _pointed(self, message: dict) -> dict:
+        """A tool result whose item the memory block holds whole, as a pointer to that item.
+
+        Checked against the memory text as sent, so a memory block cut to fit the window
+        (window.py) brings the full result back."""
+        item = self.in_memory.get(message.get("tool_call_id") or "")
+        if message.get("role") != "tool" or not item or item not in self.memory:
+            return message
+        marker = item[:item.index("]") + 1]  # "[kind id]", see memory.store.Item.header
+        return {**message, "content": f"(the result is {marker} in WORKING MEMORY above)"}
 
     def fitted(self, tools: list[dict] | None, window: Window | None) -> list[dict]:
         """The messages, cut (most volatile part first) to fit `window` with `tools`."""

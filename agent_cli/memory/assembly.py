@@ -48,15 +48,22 @@ def footer(store: Store, restored: Collection[str], count: Callable[[str], int])
         entries.pop()
 
 
-def pack(pinned: list[Item], memory: list[Item], tail: str, max_tokens: int,
+def pack(pinned: list[Item], memory: list[Item], footer: tuple[str, str], max_tokens: int,
          count: Callable[[str], int], leave_out: Callable[[list[Item]], int]) -> Context:
     """Render the two parts and count them exactly; should the joins merge into more tokens than
-    `max_tokens`, leave memory items out of this render, `leave_out(items)` choosing which."""
+    `max_tokens`, leave memory items out of this render, `leave_out(items)` choosing which.
+
+    `footer` is the cold list and the id of the memory item it follows (at the end if absent)."""
     pinned_text = "\n".join(item.render() for item in pinned)
     pinned_tokens = count(pinned_text) if pinned_text else 0
     items = list(memory)
+    tail, after = footer
     while True:
-        text = "\n".join([item.render() for item in items] + ([tail] if tail else []))
+        parts = [item.render() for item in items]
+        if tail:
+            at = next((i + 1 for i, item in enumerate(items) if item.id == after), len(items))
+            parts.insert(at, tail)
+        text = "\n".join(parts)
         total = pinned_tokens + (count(text) if text else 0) + (1 if pinned_text and text else 0)
         if total <= max_tokens or not items:
             return Context(pinned=pinned_text, memory=text, tokens=total, items=pinned + items)

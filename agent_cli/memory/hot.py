@@ -85,6 +85,10 @@ class HotZone:
         if not item.pinned and self.items.get(item.id) is item:
             self._ranking.add(item, step)
 
+    def arrange(self, items: list[Item]) -> None:
+        """Put the hot items in this order (the same items, re-ordered)."""
+        self.items = {item.id: item for item in items}
+
     def to_end(self, item: Item) -> None:
         """Move an item to the end of the memory block."""
         self.items[item.id] = self.items.pop(item.id)

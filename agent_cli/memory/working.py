@@ -23,6 +23,7 @@ from typing import Any, Sequence
 from agent_cli.memory import assembly, recall, scoring
 from agent_cli.memory.assembly import FOOTER_TOKENS, Context
 from agent_cli.memory.hot import HotZone
+from agent_cli.memory.layout import Layout
 from agent_cli.memory.meter import SEPARATOR_TOKENS, Meter
 from agent_cli.memory.recall import ColdSearch
 from agent_cli.memory.revise import Revisions
@@ -80,6 +81,7 @@ class WorkingMemory(Revisions):
     def _reset(self) -> None:
         """Empty hot zone, step 0, no goal."""
         self._hot = HotZone(self._score, self.protect_recent_edits)
+        self._layout = Layout()
         self._mentions: dict[str, int] = {}  # defined name -> items that mentioned it since
         self._restored: set[str] = set()  # cold records whose recalled view is hot
         self._step = 0
@@ -197,11 +199,12 @@ class WorkingMemory(Revisions):
 
     def _fit(self, need: int = 0) -> None:
         """Past the budget (with `need` more tokens to come), evict the weakest down to the
-        low-water mark; pinned notes past their share stay (revise.py). What stays keeps its
-        place: a re-order by score here was measured to cost the cache more (bench/prefix.py)."""
+        low-water mark; pinned notes past their share stay (revise.py). What stays before the
+        first item taken out keeps its place; what stays after it is re-ordered (layout.py)."""
         hot = self._hot
         if hot.cost + need <= self._room:
             return
+        before = self._layout.block_ids(hot)
         low = int(self._room * self.low_water)
         while hot.cost + need > low and (item := hot.weakest(self._step)) is not None:
             self._evict(item)
@@ -210,6 +213,9 @@ class WorkingMemory(Revisions):
             self._evict(item)  # the latest edits alone overflow: they go by score
         while hot.cost + need > self._room and hot.pinned_cost:
             self._evict(hot.oldest_pinned())
+        order = self._layout.after_batch(hot, before, self._step)
+        if order is not None:
+            hot.arrange(order)
 
     def _evict(self, item: Item) -> None:
         """Move an item to the cold store; a view only refreshes the record it came from."""
@@ -293,6 +299,14 @@ class WorkingMemory(Revisions):
         self._rescore(view)
         return view
 
+    def lay_out(self) -> None:
+        """Move the notes taken since the last call into the pinned section (layout.py)."""
+        self._layout.settle(self._hot)
+
+    def hot_item(self, item_id: str) -> Item | None:
+        """The hot item with this id, or None when it is cold or unknown."""
+        return self._hot.get(item_id)
+
     def hot_items(self) -> list[Item]:
         """Hot items, highest score first (ties: the older first)."""
         return sorted(self._hot, key=lambda i: (-self._score(i), id_number(i.id)))
@@ -323,10 +337,10 @@ class WorkingMemory(Revisions):
         """The pinned notes, then the memory block in its stable order and the list of what is
         cold; every item in it counted exactly, the whole never over `max_tokens`."""
         self._settle()
-        pinned = [item for item in self._hot if item.pinned]
-        memory = [item for item in self._hot if not item.pinned]
+        pinned, memory = self._layout.split(self._hot)
         tail = assembly.footer(self.store, self._restored, self._meter.count)
-        return assembly.pack(pinned, memory, tail, self.max_tokens, self._meter.count,
+        after = self._layout.footer_after(memory, tail)
+        return assembly.pack(pinned, memory, (tail, after), self.max_tokens, self._meter.count,
                              self._left_out)
 
     def _settle(self) -> None:
@@ -341,7 +355,8 @@ class WorkingMemory(Revisions):
 
         The weakest that is not one of the latest edits; the weakest of all if only they are left.
         """
-        free = [at for at, item in enumerate(items) if item.id not in self._hot.protected]
+        free = [at for at, item in enumerate(items)
+                if item.id not in self._hot.protected and not item.pinned]
         return min(free or range(len(items)),
                    key=lambda at: (self._score(items[at]), id_number(items[at].id)))
 
@@ -352,6 +367,7 @@ class WorkingMemory(Revisions):
                 "step": self._step, "next": self._next, "evictions": self._evictions,
                 "mentions": dict(self._mentions), "restored": sorted(self._restored),
                 "recent_edits": list(self._hot.protected),
+                "pinned_section": sorted(self._layout.section, key=id_number),
                 "items": [item.to_dict() for item in self._hot]}
 
     def import_state(self, state: dict[str, Any]) -> None:
@@ -375,6 +391,7 @@ class WorkingMemory(Revisions):
         for item_id in self._hot_edits() if recent is None else recent:
             if item_id in self._hot.items:
                 self._hot.protect(item_id)
+        self._layout.settle(self._hot, state.get("pinned_section"))
         self._fit()  # a state saved under a larger budget
 
     def _hot_edits(self) -> list[str]:

@@ -16,6 +16,7 @@ from agent_cli.agent.executor import Limits
 from agent_cli.agent.runstore import RunStore
 from agent_cli.agent.session import RunConfig, Services, Session
 from agent_cli.console import make_console
+from agent_cli.llm.fake_replies import prompt_tokens
 from agent_cli.memory.lazy import LazyLongTermMemory
 from agent_cli.settings import load_settings
 from agent_cli.wiring import RunKit, RunOptions, build_model, open_workspace
@@ -148,17 +149,17 @@ def test_a_failed_session_is_resumed_where_it_stopped(fake_server, tmp_path):
 
 def test_a_request_over_the_servers_window_is_cut_to_fit_and_asked_once_more(fake_server,
                                                                               tmp_path):
-    # The server enforces a 4,000-token window without saying so (a proxy in front of it), so
+    # The server enforces a 3,000-token window without saying so (a proxy in front of it), so
     # the run starts out fitting requests to the 128,000 of the setting.
     big = "".join(f"def helper_{i}(value):\n    return value * {i} + {i}\n\n" for i in range(700))
     repo = repo_with(tmp_path / "repo", {"big.py": big})
     srv = fake_server([plan(task()), call("read_file", path="big.py"), make_done(),
-                       finish("made done.txt")], n_ctx=4000, hide_window=True)
+                       finish("made done.txt")], n_ctx=3000, hide_window=True)
     ran = run_in_process(repo, srv.url, "Create done.txt")
     assert ran.code == 0, ran.text
     notices = [e["text"] for e in ran.of("notice") if "did not fit" in e["text"]]
     assert notices == ["the request did not fit the server's context window; asking once more "
-                       "within 4,000 tokens (was 128,000)"]
+                       "within 3,000 tokens (was 128,000)"]
     overflowed = [r for r in srv.requests if r["path"].endswith("/chat/completions")
-                  and len(json.dumps(r["body"]["messages"])) > 4 * 4000]
+                  and prompt_tokens(r["body"]) > 3000]
     assert len(overflowed) == 1  # asked once too big; every later request was cut to fit

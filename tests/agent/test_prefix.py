@@ -33,10 +33,11 @@ def step(rt: Runtime, i: int) -> list[dict]:
     call = ToolCall(id=f"call_{i}", name="run", arguments='{"cmd": "step"}')
     if i % 17 == 5:
         rt.memory.note(f"note {i}: keep the signature of retry()")
-    rt.memory.add(KINDS[i % len(KINDS)], result(i))
+    item = rt.memory.add(KINDS[i % len(KINDS)], result(i))
     rt.memory.tick()
     rt.state.step += 1
-    return build_messages(rt, 0, 1, 30 - i % 30, Exchange(calls=[call], results=[result(i)]))
+    return build_messages(rt, 0, 1, 30 - i % 30,
+                          Exchange(calls=[call], results=[result(i)], items=[item]))
 
 
 def memory_at(messages: list[dict]) -> int:
@@ -44,23 +45,17 @@ def memory_at(messages: list[dict]) -> int:
                 if str(m.get("content") or "").startswith("WORKING MEMORY:"))
 
 
-def without_footer(memory: str) -> str:
-    return memory.rsplit("\navailable with recall:", 1)[0]
-
-
 def test_between_batches_a_request_extends_the_last_one_past_its_working_memory():
     mem = WorkingMemory(max_tokens=6000)
     rt = runtime(mem)
     previous, extended, batches = step(rt, 0), 0, 0
     for i in range(1, 90):
-        evictions, notes = mem.stats()["evictions"], i % 17 == 5
-        messages = step(rt, i)
+        evictions = mem.stats()["evictions"]
+        messages = step(rt, i)  # every 17th step takes a note too
         at, before = memory_at(messages), memory_at(previous)
-        if not notes:
-            assert messages[:at] == previous[:before]  # system, recalled memory, pinned notes
-        if mem.stats()["evictions"] == evictions and not notes:
-            old = without_footer(previous[before]["content"])
-            assert messages[at]["content"].startswith(old)
+        assert messages[:at] == previous[:before]  # system, recalled memory, pinned notes
+        if mem.stats()["evictions"] == evictions:  # the block grew after the cold list too
+            assert messages[at]["content"].startswith(previous[before]["content"])
             extended += 1
         batches += mem.stats()["evictions"] != evictions
         assert "Tool calls left" not in "".join(str(m.get("content")) for m in messages[:at + 1])
@@ -68,10 +63,38 @@ def test_between_batches_a_request_extends_the_last_one_past_its_working_memory(
     assert extended > 50 and batches > 3
 
 
-def test_pinned_notes_come_before_the_working_memory_and_not_inside_it():
+def test_a_note_waits_in_the_memory_block_until_the_next_attempt_lays_memory_out():
     mem = WorkingMemory(max_tokens=2500)
     rt = runtime(mem)
-    messages = step(rt, 5)  # a step that adds a note
+    messages = step(rt, 5)  # a step that takes a note
+    at = memory_at(messages)
+    assert not messages[at - 1]["content"].startswith("PINNED NOTES:")
+    assert "[note m1 pinned] note 5" in messages[at]["content"]
+    mem.lay_out()  # what run_attempt() does first
+    messages = step(rt, 6)
     at = memory_at(messages)
     assert messages[at - 1]["content"].startswith("PINNED NOTES:\n[note m1 pinned]")
     assert "[note" not in messages[at]["content"]
+
+
+def test_a_result_the_memory_block_holds_is_sent_once():
+    mem = WorkingMemory(max_tokens=6000)
+    rt = runtime(mem)
+    step(rt, 0)
+    messages = step(rt, 1)
+    memory, tool = messages[memory_at(messages)]["content"], messages[-2]
+    assert tool["role"] == "tool" and tool["tool_call_id"] == "call_1"
+    assert tool["content"] == "(the result is [tool_output m2] in WORKING MEMORY above)"
+    assert result(1) in memory and result(1) not in tool["content"]
+
+
+def test_a_result_comes_back_in_full_when_the_window_cuts_its_item_out_of_memory():
+    mem = WorkingMemory(max_tokens=6000)
+    rt = runtime(mem)
+    for i in range(40):
+        step(rt, i)
+    rt.limits.context_window, rt.limits.reserved_output_tokens = 4000, 500  # memory is cut
+    messages = step(rt, 40)
+    memory = messages[memory_at(messages)]["content"]
+    assert "[… cut to fit the model's context window]" in memory
+    assert messages[-2]["role"] == "tool" and messages[-2]["content"] == result(40)

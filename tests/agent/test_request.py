@@ -49,3 +49,17 @@ def test_a_step_changes_only_the_tail_so_the_prefix_is_shared():
     two.state = "STATE step 8"
     a, b = one.messages(), two.messages()
     assert a[:-1] == b[:-1] and a[-1] != b[-1]
+
+
+def test_a_result_is_pointed_to_only_while_the_memory_block_holds_its_item_whole():
+    item = "[file m7] retry.py\n" + fences.tool_output("read_file", "def retry():\n    pass") + "\n"
+    exchange = [{"role": "assistant", "content": None, "tool_calls": []},
+                {"role": "tool", "tool_call_id": "c1", "content": "FULL RESULT"}]
+    whole = Request(system="S", goal="g", memory="[log m6] x\nx\n\n" + item, exchange=exchange,
+                    in_memory={"c1": item})
+    assert whole.messages()[-2]["content"] == "(the result is [file m7] in WORKING MEMORY above)"
+    cut = Request(system="S", goal="g", memory="[log m6] x\nx\n\n" + item[:30], exchange=exchange,
+                  in_memory={"c1": item})  # the header is left, the text was cut
+    assert cut.messages()[-2]["content"] == "FULL RESULT"
+    other = Request(system="S", goal="g", memory=item, exchange=exchange, in_memory={"c2": item})
+    assert other.messages()[-2]["content"] == "FULL RESULT"

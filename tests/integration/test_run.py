@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from conftest import git
+from reliability.relkit import tool_results
 from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, events_of, facts, finish,
                     plan, read_stats, replace_median, run_tests, state_of, task)
 
@@ -124,7 +125,7 @@ def test_tool_errors_go_back_to_the_model(run_agent, fake_server, demo_repo):
                        add_median(), finish()])
     proc = agent_run(run_agent, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    tool_msgs = [r["messages"][-2]["content"] for r in srv.chat_requests[2:6]]
+    tool_msgs = [tool_results(r)[-1] for r in srv.chat_requests[2:6]]
     assert "unknown tool" in tool_msgs[0]
     assert "not valid JSON" in tool_msgs[1]
     assert "outside" in tool_msgs[2]

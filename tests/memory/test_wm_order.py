@@ -1,4 +1,5 @@
-"""Where items sit: appended between eviction batches, re-ordered only by a batch; the heap picks
+"""Where items sit: appended between eviction batches, re-ordered only by a batch and only after
+the first item it took out; notes join the pinned section at lay_out(); the heap picks
 what a linear scan would; exact counts keep every assembled context within budget; identical
 results merge into one item."""
 
@@ -8,6 +9,7 @@ import random
 
 from agent_cli import tokens
 from agent_cli.memory import WorkingMemory
+from agent_cli.memory.layout import durability
 from agent_cli.memory.store import id_number
 from agent_cli.memory.working import FOOTER_TOKENS, LOW_WATER
 
@@ -45,7 +47,7 @@ def test_new_items_go_at_the_end_and_nothing_moves_between_batches():
     assert mem.stats()["evictions"] > 20
 
 
-def test_a_batch_evicts_down_to_the_low_water_mark_and_the_rest_keep_their_places():
+def test_a_batch_evicts_down_to_the_low_water_mark_and_reorders_only_after_the_first_gap():
     mem = WorkingMemory(max_tokens=1000)
     room = 1000 - FOOTER_TOKENS
     i, before = 0, []
@@ -56,8 +58,12 @@ def test_a_batch_evicts_down_to_the_low_water_mark_and_the_rest_keep_their_place
         i += 1
     assert mem.stats()["tokens"] <= room * LOW_WATER  # as booked by add()
     assert mem.stats()["evictions"] > 1  # one batch, several items
-    kept = in_place(mem)
-    assert kept == [item_id for item_id in before + [f"m{i}"] if item_id in kept]
+    kept, laid = in_place(mem), before + [f"m{i}"]
+    first = next(at for at, item_id in enumerate(laid) if item_id not in kept)
+    assert kept[:first] == laid[:first]  # what came before the first item taken out stays put
+    assert sorted(kept[first:]) == sorted(set(laid[first:]) & set(kept))
+    ahead = [durability(mem.hot_item(item_id), mem.step) for item_id in kept[first:]]
+    assert ahead == sorted(ahead, reverse=True) and len(set(ahead)) > 1  # the most durable first
     gone = set(before) - set(kept)
     scores = {item_id: mem.explain(item_id)["total"] for item_id in before}
     assert max(scores[g] for g in gone) <= min(scores[k] for k in kept if k in scores)

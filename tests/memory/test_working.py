@@ -271,6 +271,7 @@ def test_assemble_labels_each_item_and_keeps_notes_apart():
     log = mem.add("log", "pip install ran", summary="pip")
     note = mem.note("count_attempts must stay public")
     edit = mem.add("edit", RETRY, summary="retry.py: add count_attempts")
+    mem.lay_out()
     ctx = mem.assemble()
     assert [i.id for i in ctx.items] == [note, log, edit]  # no batch yet: the order added
     assert ctx.pinned == f"[note {note} pinned] count_attempts must stay public\n" \
@@ -279,6 +280,21 @@ def test_assemble_labels_each_item_and_keeps_notes_apart():
         f"[edit {edit}] retry.py: add count_attempts")
     assert RETRY in ctx.memory and ctx.render() == ctx.pinned + "\n" + ctx.memory
     assert ctx.tokens == tokens.count(ctx.pinned) + tokens.count(ctx.memory) + 1
+
+
+def test_a_note_taken_since_the_last_lay_out_waits_in_the_memory_block():
+    mem = WorkingMemory()
+    log = mem.add("log", "pip install ran", summary="pip")
+    mem.lay_out()
+    before = mem.assemble()
+    note = mem.note("count_attempts must stay public")
+    ctx = mem.assemble()
+    assert ctx.pinned == before.pinned == ""  # the part before the memory block is unchanged
+    assert ctx.memory.startswith(before.memory.rsplit("\n", 1)[0])
+    assert ctx.memory.index(f"[log {log}]") < ctx.memory.index(f"[note {note} pinned]")
+    mem.lay_out()
+    ctx = mem.assemble()
+    assert ctx.pinned.startswith(f"[note {note} pinned]") and "[note" not in ctx.memory
 
 
 def test_hot_items_are_ordered_by_score():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -247,9 +248,32 @@ def unbalanced_messages(srv) -> list[tuple[int, int, str]]:
     return bad
 
 
+POINTER = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)")
+
+
 def tool_results(request: dict) -> list[str]:
-    """The content of every tool message in one chat request."""
-    return [m["content"] for m in request["messages"] if m.get("role") == "tool"]
+    """The result of every tool message in one chat request, as the model reads it: a result
+    that the request's working memory holds (the tool message then names the item) is taken
+    from the memory block, where it is sent."""
+    memory = next((m["content"] for m in request["messages"]
+                   if str(m.get("content") or "").startswith("WORKING MEMORY:")), "")
+    out = []
+    for message in request["messages"]:
+        if message.get("role") != "tool":
+            continue
+        content = message.get("content") or ""
+        pointer = POINTER.match(content)
+        if pointer:
+            start = memory.index("\n", memory.index(pointer.group(1))) + 1
+            end = memory.index("</tool_output>", start) + len("</tool_output>")
+            content = memory[start:end] + content[pointer.end():]  # llm/outgoing.py may add
+        out.append(content)
+    return out
+
+
+def all_tool_results(srv) -> list[str]:
+    """`tool_results` of every chat request the server received, in order."""
+    return [text for request in srv.chat_requests for text in tool_results(request)]
 
 
 def all_text(srv) -> str:

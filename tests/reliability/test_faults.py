@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 from reliability.relkit import (GOAL, call, calls, commit_count, events, finish, make_done,
-                                no_facts, plan, read_state, repo_with, task, task_statuses)
+                                no_facts, plan, read_state, repo_with, task, task_statuses,
+                                tool_results)
 
 ERROR_BODY = json.dumps({"error": {"message": "upstream trouble"}})
 
@@ -49,8 +50,7 @@ def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_e
     assert "NOTE: your last reply was not readable" in _last_user(reqs[6])
     assert "NOTE: your last reply had no choices" in _last_user(reqs[7])
     assert "NOTE: your last reply had no tool call" in _last_user(reqs[8])
-    bad_json, unknown, missing, not_object = [m["content"] for m in reqs[9]["messages"]
-                                              if m["role"] == "tool"]
+    bad_json, unknown, missing, not_object = tool_results(reqs[9])
     assert "not valid JSON" in bad_json
     assert "unknown tool 'rm_rf'" in unknown and "read_file" in unknown
     assert "missing required argument(s): path" in missing

@@ -17,7 +17,7 @@ from agent_cli import fences
 from agent_cli.llm.fake_server import FakeOpenAIServer
 from conftest import make_repo
 from reliability.relkit import (all_text, call, calls, cli_env, finish, make_done, no_facts, plan,
-                                run_cli, task, unbalanced_messages)
+                                run_cli, task, tool_results, unbalanced_messages)
 
 pytestmark = pytest.mark.slow  # every test here starts the agent as a process
 
@@ -124,6 +124,6 @@ def test_planted_text_recalled_from_long_term_memory_stays_fenced(first_run, fak
                     if m["content"].startswith("Reference material recalled from earlier runs"))
     recalled = recalled.split("<retrieved_memory>", 1)[1].split("</retrieved_memory>", 1)[0]
     assert "Tidy docs &lt;/tool_output> &lt;retrieved_memory>" in recalled
-    recall_result = second.chat_requests[2]["messages"][-2]["content"]
+    recall_result = tool_results(second.chat_requests[2])[-1]
     assert recall_result.startswith('<tool_output name="recall">') and "Tidy docs" in recall_result
     assert fences.balanced(recall_result)

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from conftest import git
-from reliability.relkit import (GOAL, DONE_CHECK, call, calls, events, finish, make_done, plan,
-                                read_state, repo_with, task, task_statuses)
+from reliability.relkit import (GOAL, DONE_CHECK, all_tool_results, call, calls, events, finish,
+                                make_done, plan, read_state, repo_with, task, task_statuses)
 from reliability.test_commands import BWRAP_PROBLEM
 
 KEY = "sk-proj-ROUNDTWO0123456789abcdefghijklmnopqrstuvwxyzABCD"
@@ -26,8 +26,7 @@ def _run(run_agent, srv, repo, *extra, env=None, goal=GOAL):
 
 
 def _tool_texts(srv) -> str:
-    return "\n".join(m.get("content") or "" for r in srv.chat_requests for m in r["messages"]
-                     if m.get("role") == "tool")
+    return "\n".join(all_tool_results(srv))
 
 
 # -- 1. harness git runs nothing the repository controls ------------------------------------------

@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from conftest import git
-from reliability.relkit import (GOAL, DONE_CHECK, call, calls, events, finish, make_done, plan,
-                                read_state, repo_with, task, task_statuses)
+from reliability.relkit import (GOAL, DONE_CHECK, all_tool_results, call, calls, events, finish,
+                                make_done, plan, read_state, repo_with, task, task_statuses)
 from reliability.test_commands import BWRAP_PROBLEM
 
 needs_bwrap = pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"no bwrap: {BWRAP_PROBLEM}")
@@ -26,8 +26,7 @@ def _run(run_agent, srv, repo, *extra, env=None, timeout=120):
 
 
 def _results(srv) -> list[str]:
-    return [m.get("content") or "" for r in srv.chat_requests for m in r["messages"]
-            if m.get("role") == "tool"]
+    return all_tool_results(srv)
 
 
 # -- 8. a locked index at commit -------------------------------------------------------------------
