@@ -20,10 +20,29 @@ def _check_endpoint(settings) -> str:
                         backoff_s=0.2)
     models = client.list_models()
     if models and settings.model not in models:
-        shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
-        raise AgentError(f"model {settings.model!r} is not served by {settings.base_url}",
-                         f"set --model to one of: {shown}")
+        if not _answers_anyway(settings):
+            shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
+            raise AgentError(f"model {settings.model!r} is not served by {settings.base_url}",
+                             f"set --model to one of: {shown}")
+        return (f"{settings.base_url} answers; it lists {models[0]!r}"
+                f"{f' and {len(models) - 1} more' if len(models) > 1 else ''} but answers "
+                f"requests for {settings.model!r} too (llama.cpp serves its model under any name)")
     return f"{settings.base_url} answers; {len(models)} model(s), {settings.model!r} among them"
+
+
+def _answers_anyway(settings) -> bool:
+    """Whether a one-token request for a model the server does not list is answered: llama.cpp
+    serves its one model whatever name a request gives (unless started with --alias)."""
+    from agent_cli.llm.openai_model import OpenAIChat
+
+    client = OpenAIChat(model=settings.model, base_url=settings.base_url,
+                        api_key=settings.key(), timeout_s=min(settings.request_timeout_s, 30.0),
+                        max_retries=0, max_tokens=1, stream=False)
+    try:
+        client.chat([{"role": "user", "content": "Say ok."}])
+    except AgentError:
+        return False
+    return True
 
 
 def _check_server(settings) -> str:

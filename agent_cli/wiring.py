@@ -36,6 +36,7 @@ from agent_cli.memory.records import format_for_context
 from agent_cli.protocols import ChatModel, Console, Embedder
 from agent_cli.settings import Settings, load_settings
 from agent_cli.workspace import shell
+from agent_cli.workspace.cmdline import is_test_command
 from agent_cli.workspace.files import Files
 from agent_cli.workspace.git import GitRepo, exclude_state_dir
 from agent_cli.workspace.lock import RunLock
@@ -208,7 +209,7 @@ class RunKit:
         files = Files(self.workspace.root, deny_write=[self.state_dir],
                       protected=self.workspace.protected)
         return Toolbox(files=files, run_command=self.workspace.run_for_model,
-                       is_test=shell.is_test_command, memory=memory,
+                       is_test=is_test_command, memory=memory,
                        secrets=self.settings.secrets(), recall_longterm=self.recall_longterm)
 
     def recall_longterm(self, query: str) -> str:

@@ -62,9 +62,15 @@ def _as_call(obj: Any, tools: dict[str, set[str]], forced: str | None) -> tuple[
     return None
 
 
-def calls_from_content(content: str, tools: list[dict],
-                       forced: str | None) -> tuple[list[ToolCall], str | None]:
-    """The calls written in `content` and the text left beside them; ([], content) if none."""
+def calls_from_content(content: str, tools: list[dict], forced: str | None,
+                       whole_arguments: bool = False) -> tuple[list[ToolCall], str | None]:
+    """The calls written in `content` and the text left beside them; ([], content) if none.
+
+    With `whole_arguments` (the request asked for the forced tool's arguments as structured
+    output), a JSON object that is the whole content is that tool's arguments, whatever its keys.
+    """
+    if forced and whole_arguments and isinstance(_load(content), dict):
+        return [ToolCall(id="call_text_0", name=forced, arguments=_unfenced(content))], None
     offered = {t["function"]["name"]: set(t["function"].get("parameters", {}).get("properties", {}))
                for t in tools if isinstance(t.get("function"), dict)}
     bodies, rest = _tagged(content)

@@ -20,23 +20,29 @@ class Behaviour:
         but answers 400 to `stream_options`.
     object_choice / required_choice: "accept", "ignore" (answer as if `auto`: text, no call,
         no script step used; llama.cpp with the object form) or "refuse" (400).
+    schema_choice: how a json_schema `response_format` is met: "accept" (the script step's
+        call comes back as its arguments, a JSON object in `content`, as structured output
+        does), "ignore" (text, no script step used) or "refuse" (400).
     n_ctx: serve llama.cpp's `GET /props` and answer a longer request with its 400 overflow.
     max_model_len: list it in `/v1/models` like vLLM, and answer vLLM's 400 overflow.
     ollama_ctx: answer Ollama's `POST /api/show` with this `num_ctx`.
     strict_echo: answer 500 like llama.cpp when an echoed tool call's arguments are not JSON.
     slots: serve llama.cpp's `GET /slots` (busy while a reply is being produced).
     hide_window: enforce n_ctx / max_model_len without saying it (a proxy in front).
+    any_model: answer a request for any model name, not only the listed ones (llama.cpp).
     """
 
     stream: str = "sse"
     object_choice: str = "accept"
     required_choice: str = "accept"
+    schema_choice: str = "accept"
     n_ctx: int | None = None
     max_model_len: int | None = None
     ollama_ctx: int | None = None
     strict_echo: bool = False
     slots: bool = True
     hide_window: bool = False
+    any_model: bool = False
 
 
 def _error(status: int, message: str, **extra: Any) -> Step:
@@ -72,6 +78,11 @@ def refusal(body: dict, b: Behaviour) -> Step | None:
             return _error(400, "Wrong type supplied for parameter 'tool_choice'")
         if is_form and rule == "ignore":
             return {"content": "Sure, here is what I would do next.", "ignored": True}
+    if (body.get("response_format") or {}).get("type") == "json_schema":
+        if b.schema_choice == "refuse":
+            return _error(400, "response_format of type json_schema is not supported")
+        if b.schema_choice == "ignore":
+            return {"content": "Sure, here is what I would do next.", "ignored": True}
     if b.strict_echo and _echo_is_broken(body):
         return _error(500, "Failed to parse tool call arguments as JSON")
     return _overflow(body, b)
@@ -90,6 +101,20 @@ def _overflow(body: dict, b: Behaviour) -> Step | None:
                            f"{reply} in the completion). Please reduce the length of the "
                            "messages or completion.")
     return None
+
+
+def structured(step: Step, body: dict) -> Step:
+    """A step answering a request for structured output: its (first) call's arguments as the
+    content, and no tool call."""
+    if (body.get("response_format") or {}).get("type") != "json_schema":
+        return step
+    calls = step.get("tool_calls") or ([{"name": step["tool"], "arguments": step.get("args", {})}]
+                                       if "tool" in step else [])
+    if not calls:
+        return step
+    args = calls[0].get("arguments", {})
+    rest = {k: v for k, v in step.items() if k not in ("tool", "args", "tool_calls")}
+    return {**rest, "content": args if isinstance(args, str) else json.dumps(args)}
 
 
 def _tool_call(i: int, name: str, arguments: Any) -> dict:

@@ -33,7 +33,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from agent_cli.llm.fake_replies import Behaviour, Step, completion_body, refusal, stream_chunks
+from agent_cli.llm.fake_replies import (Behaviour, Step, completion_body, refusal, stream_chunks,
+                                        structured)
 
 __all__ = ["Behaviour", "FakeOpenAIServer", "completion_body", "fake_embedding"]
 
@@ -198,11 +199,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict) -> None:
         fake = self.fake
-        if body.get("model") not in fake.models:
+        if body.get("model") not in fake.models and not fake.behaviour.any_model:
             self._json({"error": {"message": f"The model `{body.get('model')}` does not exist",
                                   "code": "model_not_found"}}, 404)
             return
-        step = refusal(body, fake.behaviour) or fake.next_step(body)
+        step = refusal(body, fake.behaviour) or structured(fake.next_step(body), body)
         if step.get("delay"):
             time.sleep(float(step["delay"]))
         if "status" in step:

@@ -7,7 +7,8 @@ omits fields (llama.cpp, older vLLM) or sends no choices still yields a `ChatRep
 
 What a server does not support is learned once and kept for the run: streaming (a server
 that answers whole, or refuses `stream`), the form of a forced tool (`"required"` first,
-the object form when refused or ignored), `max_completion_tokens` instead of `max_tokens`.
+then the object form, then a json_schema `response_format`, when refused or ignored; see
+forcing.py), `max_completion_tokens` instead of `max_tokens`.
 Which failures are retried:
 - refused connections and unknown hosts: never (the server is not there);
 - 429, 502, 503, 504, timeouts, streams cut mid-reply, slow 5xx: with backoff;
@@ -34,6 +35,7 @@ from agent_cli.errors import ConfigError, MalformedReply, ModelError
 from agent_cli.llm import failures, outgoing, server_info
 from agent_cli.llm.base import Message, reply_cost
 from agent_cli.llm.content_calls import calls_from_content
+from agent_cli.llm.forcing import Forcing
 from agent_cli.llm.stream import StreamCut, StreamFailed, assemble
 from agent_cli.llm.wire import load_body, parse_completion
 from agent_cli.models import ChatReply, Usage
@@ -105,6 +107,7 @@ class _Call:
     """What one chat() call changed in its own request between attempts."""
 
     forced: str | None
+    schema: bool = False  # forced through response_format: the content is the arguments
     whole: bool = False  # send this request without streaming
     max_tokens: int | None = None  # a smaller reply that fits the window
 
@@ -133,8 +136,7 @@ class OpenAIChat:
         self.streaming = stream  # False once the server showed it does not stream
         self._stream_troubles = 0
         self._usage_in_stream = True
-        self.forced_form = "required"  # or "object"; see chat()
-        self._form_known = self._form_switched = False
+        self.forcing = Forcing()  # how a forced tool is asked for (forcing.py)
 
     # -- what the server can take -----------------------------------------------------------
     @property
@@ -155,35 +157,30 @@ class OpenAIChat:
     # -- one turn -----------------------------------------------------------------------------
     def chat(self, messages: list[Message], tools: list[dict] | None = None,
              tool_choice: str | dict | None = None) -> ChatReply:
-        """One assistant turn; retried as the module docstring says."""
-        call = _Call(forced=outgoing.forced_name(tools, tool_choice))
-        reply = self._send(lambda: self._request(messages, tools, tool_choice, call), call)
-        if tools and not reply.tool_calls and reply.content:
-            reply.tool_calls, reply.content = calls_from_content(reply.content, tools, call.forced)
-        if call.forced:
-            self._learn_form(bool(reply.tool_calls))
-        reply.usage.cost_usd = reply_cost(reply.usage, self._prices)
-        self.usage.add(reply.usage)
-        return reply
-
-    def _learn_form(self, called: bool) -> None:
-        """Keep the forced-tool form that works; switch once if the server ignored it."""
-        if called:
-            self._form_known = True
-        elif not self._form_known and not self._form_switched:
-            self._switch_form()
-
-    def _switch_form(self) -> None:
-        self.forced_form = "object" if self.forced_form == "required" else "required"
-        self._form_switched = True
+        """One assistant turn; retried as the module docstring says. A forced tool that was not
+        called is asked for again at once in the next form, until one works (forcing.py)."""
+        spent = Usage()
+        while True:
+            call = _Call(forced=outgoing.forced_name(tools, tool_choice))
+            reply = self._send(lambda: self._request(messages, tools, tool_choice, call), call)
+            if tools and not reply.tool_calls and reply.content:
+                reply.tool_calls, reply.content = calls_from_content(
+                    reply.content, tools, call.forced, whole_arguments=call.schema)
+            reply.usage.cost_usd = reply_cost(reply.usage, self._prices)
+            self.usage.add(reply.usage)
+            spent.add(reply.usage)
+            if not call.forced or not self.forcing.answered(bool(reply.tool_calls)):
+                reply.usage = spent
+                return reply
 
     def _request(self, messages: list[Message], tools: list[dict] | None,
                  tool_choice: str | dict | None, call: _Call) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.name, "messages": outgoing.sanitize(messages)}
-        if tools:
-            kwargs["tools"] = tools
-            kwargs["tool_choice"] = (outgoing.choice_for(self.forced_form, call.forced)
-                                     if call.forced else tool_choice or "auto")
+        if tools and call.forced:
+            self.forcing.apply(kwargs, tools, call.forced)
+            call.schema = self.forcing.form == "schema"
+        elif tools:
+            kwargs["tools"], kwargs["tool_choice"] = tools, tool_choice or "auto"
         if self._max_tokens:
             cap = min(self._max_tokens, max(outgoing.MIN_REPLY_TOKENS, self.context_window // 4))
             kwargs[self._tokens_key] = call.max_tokens or outgoing.reply_budget(
@@ -268,8 +265,7 @@ class OpenAIChat:
         if kwargs.get("stream") and failures.mentions_streaming(low) and "tool_choice" not in low:
             self.streaming = False
             return True
-        if call.forced and "tool_choice" in low and not self._form_switched:
-            self._switch_form()
+        if call.forced and self.forcing.refused(low):
             return True
         if self._tokens_key == "max_tokens" and "max_completion_tokens" in low:
             self._tokens_key = "max_completion_tokens"

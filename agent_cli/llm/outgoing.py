@@ -63,11 +63,6 @@ def forced_name(tools: list[dict] | None, tool_choice: Any) -> str | None:
     return None
 
 
-def choice_for(form: str, name: str) -> str | dict:
-    """`tool_choice` forcing `name` in the given form: "required" or "object"."""
-    return "required" if form == "required" else {"type": "function", "function": {"name": name}}
-
-
 def estimate_tokens(messages: list[dict], tools: list[dict] | None) -> int:
     """A cheap upper estimate of a request's prompt tokens."""
     return len(json.dumps(messages, ensure_ascii=False)) // CHARS_PER_TOKEN + (

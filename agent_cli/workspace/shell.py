@@ -17,7 +17,6 @@ from pathlib import Path
 
 from agent_cli.errors import ToolError, WorkspaceError
 from agent_cli.workspace import reaper
-from agent_cli.workspace.cmdline import is_test_command, shell_words  # noqa: F401 (re-exported)
 
 SANDBOXES = ("none", "bwrap")
 TERM_GRACE_S = 2.0

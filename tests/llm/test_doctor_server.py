@@ -33,12 +33,43 @@ def test_doctor_against_a_vllm_like_server_that_refuses_required(run_agent, fake
     assert "streaming: yes" in out
 
 
+def test_doctor_against_a_server_that_forces_only_through_structured_output(
+        run_agent, fake_server, scratch_repo):
+    srv = fake_server([CALL], models=("gpt-4o-mini",), n_ctx=4096, object_choice="ignore",
+                      required_choice="ignore")
+    proc, out = _doctor(run_agent, srv, scratch_repo)
+    assert proc.returncode == 0, proc.stdout
+    assert ("forced single tool works (a json_schema response_format of the tool's "
+            "parameters)") in out
+    assert [r.get("response_format", {}).get("type") for r in srv.chat_requests] == [
+        None, None, "json_schema"]
+
+
 def test_doctor_fails_when_no_form_of_forcing_gets_a_call(run_agent, fake_server, scratch_repo):
     srv = fake_server([CALL], models=("gpt-4o-mini",), ollama_ctx=8192,
-                      object_choice="ignore", required_choice="ignore")
+                      object_choice="ignore", required_choice="ignore", schema_choice="ignore")
     proc, out = _doctor(run_agent, srv, scratch_repo)
     fails = [line for line in out.splitlines() if "FAIL" in line]
     assert proc.returncode == 1 and len(fails) == 1
     assert "server" in fails[0] and "did not call a forced tool" in fails[0]
-    assert [r["tool_choice"] for r in srv.chat_requests] == [
-        "required", {"type": "function", "function": {"name": "report_status"}}]
+    assert [r.get("tool_choice") for r in srv.chat_requests] == [
+        "required", {"type": "function", "function": {"name": "report_status"}}, None]
+    assert srv.chat_requests[2]["response_format"]["json_schema"]["name"] == "report_status"
+
+
+def test_doctor_names_the_served_models_for_a_model_the_server_does_not_know(
+        run_agent, fake_server, scratch_repo):
+    srv = fake_server([CALL], models=("qwen2.5-coder:7b",))  # like vLLM or Ollama: 404
+    proc, out = _doctor(run_agent, srv, scratch_repo)
+    assert proc.returncode == 1
+    assert ("FAIL endpoint     model 'gpt-4o-mini' is not served by" in out
+            and "set --model to one of: qwen2.5-coder:7b" in out)
+
+
+def test_doctor_accepts_any_model_name_on_a_server_that_answers_to_it(
+        run_agent, fake_server, scratch_repo):
+    srv = fake_server([CALL, CALL], models=("/models/small.gguf",), n_ctx=4096, any_model=True)
+    proc, out = _doctor(run_agent, srv, scratch_repo)
+    assert proc.returncode == 0, proc.stdout
+    assert ("answers; it lists '/models/small.gguf' but answers requests for 'gpt-4o-mini' "
+            "too") in out

@@ -39,13 +39,46 @@ def test_a_refused_required_falls_back_to_the_object_form_for_the_run(fake_serve
     assert choices == ["required", named, named]  # refused once, then remembered
 
 
-def test_an_ignored_form_is_switched_for_the_next_forced_request(fake_server):
-    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}], required_choice="ignore")
+def test_an_ignored_form_is_switched_at_once_and_kept(fake_server):
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}] * 2, required_choice="ignore")
     m = chat_model(srv)
-    assert not m.chat(ASK, [PLAN], force("submit_plan")).tool_calls  # answered as if auto
+    reply = m.chat(ASK, [PLAN], force("submit_plan"))  # "required" answered as if auto
+    assert reply.tool_calls and reply.usage.calls == 2  # the wasted reply is counted too
     assert m.chat(ASK, [PLAN], force("submit_plan")).tool_calls
-    assert srv.chat_requests[1]["tool_choice"] == {"type": "function",
-                                                   "function": {"name": "submit_plan"}}
+    named = {"type": "function", "function": {"name": "submit_plan"}}
+    assert [r["tool_choice"] for r in srv.chat_requests] == ["required", named, named]
+
+
+def test_when_no_tool_choice_form_gets_the_call_the_arguments_come_as_structured_output(
+        fake_server):
+    # Like llama.cpp with a small model: "required" lets it write text until the reply ends,
+    # the object form is ignored; a json_schema response_format leaves it only the arguments.
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}] * 2,
+                      required_choice="ignore", object_choice="ignore")
+    m = chat_model(srv)
+    reply = m.chat(ASK, [PLAN], force("submit_plan"))
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("submit_plan", PLAN_ARGS)]
+    assert reply.content is None
+    assert m.chat(ASK, [PLAN], force("submit_plan")).tool_calls  # remembered: one request
+    third, fourth = srv.chat_requests[2:]
+    assert third == fourth and "tools" not in third and "tool_choice" not in third
+    assert third["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "submit_plan", "schema": PLAN["function"]["parameters"]}}
+
+
+def test_a_refused_json_schema_after_two_ignored_forms_leaves_the_reply_without_a_call(
+        fake_server):
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}], required_choice="ignore",
+                      object_choice="ignore", schema_choice="refuse")
+    m = chat_model(srv)
+    reply = m.chat(ASK, [PLAN], force("submit_plan"))
+    assert not reply.tool_calls and reply.content  # the text stands; no error, no loop
+    assert [r.get("tool_choice", "schema") for r in srv.chat_requests] == [
+        "required", {"type": "function", "function": {"name": "submit_plan"}}, "schema",
+        "required"]  # each form once, then the first for the rest of the run
+    assert not m.chat(ASK, [PLAN], force("submit_plan")).tool_calls
+    assert srv.chat_requests[-1]["tool_choice"] == "required" and len(srv.chat_requests) == 5
 
 
 def test_several_tools_with_auto_are_sent_as_given(fake_server):
