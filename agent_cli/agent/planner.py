@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from agent_cli import fences, strictjson
 from agent_cli.agent import prompts
+from agent_cli.agent.state import MAX_TASKS
 from agent_cli.agent.request import Request
 from agent_cli.agent.window import Window
 from agent_cli.errors import AgentError, MalformedReply
@@ -15,16 +16,20 @@ from agent_cli.llm.base import force, function_tool
 from agent_cli.protocols import ChatModel
 from agent_cli.models import Plan
 
+# The bounds matter where a server turns the schema into a grammar (llama.cpp, vLLM): a small
+# model held to the schema may otherwise go on adding tasks until its reply is cut off.
+_TEXT = {"type": "string", "maxLength": 600}
 _TASK = {"type": "object", "properties": {
-    "goal": {"type": "string"}, "acceptance": {"type": "string"},
-    "acceptance_cmd": {"type": ["string", "null"]}},
+    "goal": _TEXT, "acceptance": _TEXT,
+    "acceptance_cmd": {"type": ["string", "null"], "maxLength": 600}},
     "required": ["goal", "acceptance", "acceptance_cmd"]}
 
 PLAN_TOOL = function_tool("submit_plan", "Submit the plan: the goal, its tasks in order, and "
                           "the success criteria.",
-                          {"goal": {"type": "string"},
-                           "tasks": {"type": "array", "items": _TASK, "minItems": 1},
-                           "success_criteria": {"type": "string"}})
+                          {"goal": _TEXT,
+                           "tasks": {"type": "array", "items": _TASK, "minItems": 1,
+                                     "maxItems": MAX_TASKS},
+                           "success_criteria": _TEXT})
 
 
 def _parse(reply) -> Plan:

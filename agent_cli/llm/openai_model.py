@@ -201,11 +201,13 @@ class OpenAIChat:
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 self.streaming = False  # it answered whole: ask for whole replies from now on
                 return parse_completion(load_body(response.read()))
-            return parse_completion(self._read_stream(response))
+            # Structured output is a forced tool's arguments (forcing.py), not words to show.
+            shown = None if "response_format" in kwargs else self.on_text
+            return parse_completion(self._read_stream(response, shown))
 
-    def _read_stream(self, response) -> dict:
+    def _read_stream(self, response, on_text: Callable[[str], None] | None) -> dict:
         try:
-            return assemble(response.iter_lines(), self.on_text)
+            return assemble(response.iter_lines(), on_text)
         except (MalformedReply, StreamCut, StreamFailed):
             raise
         except Exception as e:  # the transport broke or went silent mid-reply

@@ -67,6 +67,15 @@ def test_when_no_tool_choice_form_gets_the_call_the_arguments_come_as_structured
         "name": "submit_plan", "schema": PLAN["function"]["parameters"]}}
 
 
+def test_structured_output_is_not_shown_as_the_models_words(fake_server):
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}],
+                      required_choice="ignore", object_choice="ignore")
+    shown: list[str] = []
+    reply = chat_model(srv, on_text=shown.append).chat(ASK, [PLAN], force("submit_plan"))
+    assert reply.tool_calls and srv.chat_requests[-1]["stream"] is True
+    assert "Sure, here is" in "".join(shown) and '"tasks"' not in "".join(shown)
+
+
 def test_a_refused_json_schema_after_two_ignored_forms_leaves_the_reply_without_a_call(
         fake_server):
     srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}], required_choice="ignore",
