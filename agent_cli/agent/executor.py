@@ -178,11 +178,11 @@ def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
     return out
 
 
-def _ask(rt: Runtime, messages: list[dict]) -> ChatReply | None:
+def _ask(rt: Runtime, messages: list[dict], choice: str = "auto") -> ChatReply | None:
     """One model call, logged; None when the reply was not readable at all."""
     rt.log({"type": "request", "messages": messages})
     try:
-        reply = rt.model.chat(messages, TOOLS, "auto")
+        reply = rt.model.chat(messages, TOOLS, choice)
     except MalformedReply as e:
         rt.log({"type": "reply", "error": e.message})
         return None
@@ -190,10 +190,11 @@ def _ask(rt: Runtime, messages: list[dict]) -> ChatReply | None:
     return reply
 
 
-def _ask_fitting(rt: Runtime, build: Callable[[], list[dict]]) -> ChatReply | None:
+def _ask_fitting(rt: Runtime, build: Callable[[], list[dict]],
+                 choice: str = "auto") -> ChatReply | None:
     """Ask; when the server says the request overflowed its window, shrink it and ask once more."""
     try:
-        return _ask(rt, build())
+        return _ask(rt, build(), choice)
     except ContextOverflow as e:
         before = rt.limits.context_window
         shrink_window(rt.limits, e)
@@ -201,7 +202,7 @@ def _ask_fitting(rt: Runtime, build: Callable[[], list[dict]]) -> ChatReply | No
                                    f"asking once more within {rt.limits.context_window:,} tokens "
                                    f"(was {before:,})"))
     try:
-        return _ask(rt, build())
+        return _ask(rt, build(), choice)
     except ContextOverflow as e:
         raise ContextOverflow(f"{e.message}, even after the request was cut to fit "
                               f"{rt.limits.context_window:,} tokens", e.hint,
@@ -299,7 +300,9 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
                 f"the attempt used all {rt.limits.task_max_steps} tool calls of its step budget "
                 "without calling finish"))
         left = rt.limits.task_max_steps - steps
-        reply = _ask_fitting(rt, lambda: build_messages(rt, index, attempt, left, last))
+        # Every reply must be a tool call: after one that was not, the server is told so too.
+        choice = "required" if last.nudge else "auto"
+        reply = _ask_fitting(rt, lambda: build_messages(rt, index, attempt, left, last), choice)
         if reply is None or not reply.tool_calls:
             last, steps = _no_call(rt, index, reply), steps + 1
             continue

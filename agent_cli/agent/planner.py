@@ -35,6 +35,8 @@ PLAN_TOOL = function_tool("submit_plan", "Submit the plan: the goal, its tasks i
 def _parse(reply) -> Plan:
     """The plan in a reply, or ValueError saying what is wrong with it."""
     calls = [c for c in reply.tool_calls if c.name == "submit_plan"]
+    if not calls and reply.finish_reason == "length":
+        raise ValueError("the reply was cut at the length limit before it called submit_plan")
     if not calls:
         raise ValueError("the reply did not call submit_plan")
     try:

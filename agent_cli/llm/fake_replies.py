@@ -104,8 +104,8 @@ def _overflow(body: dict, b: Behaviour) -> Step | None:
 
 
 def structured(step: Step, body: dict) -> Step:
-    """A step answering a request for structured output: its (first) call's arguments as the
-    content, and no tool call."""
+    """A step answering a request for structured output: its (first) call's arguments (with
+    its name, when the schema is any of several tools) as the content, and no tool call."""
     if (body.get("response_format") or {}).get("type") != "json_schema":
         return step
     calls = step.get("tool_calls") or ([{"name": step["tool"], "arguments": step.get("args", {})}]
@@ -113,8 +113,11 @@ def structured(step: Step, body: dict) -> Step:
     if not calls:
         return step
     args = calls[0].get("arguments", {})
+    args = json.loads(args) if isinstance(args, str) else args
+    if "anyOf" in body["response_format"].get("json_schema", {}).get("schema", {}):
+        args = {"name": calls[0]["name"], "arguments": args}  # a call of any one tool
     rest = {k: v for k, v in step.items() if k not in ("tool", "args", "tool_calls")}
-    return {**rest, "content": args if isinstance(args, str) else json.dumps(args)}
+    return {**rest, "content": json.dumps(args)}
 
 
 def _tool_call(i: int, name: str, arguments: Any) -> dict:

@@ -13,6 +13,11 @@ Three forms, tried in this order until one yields the call:
 
 A form is switched when the server refuses it (a 400 naming it) or answers without the call,
 until one has worked; then it is kept for the run.
+
+A request that must call one of several tools (`tool_choice: "required"` with more than one
+offered; the executor sends it after a reply without a call) is sent as "required", or, once
+the run has learned the schema form, as a json_schema `response_format` whose schema is any
+one of the tools as `{"name": ..., "arguments": ...}`. It is not used to learn the form.
 """
 
 from __future__ import annotations
@@ -35,15 +40,28 @@ class Forcing:
         self.known = False
         self._tried = {self.form}
 
-    def apply(self, kwargs: dict[str, Any], tools: list[dict], name: str) -> None:
-        """Set what forces tool `name` on the request `kwargs` in the current form."""
+    def shape(self, kwargs: dict[str, Any], tools: list[dict], tool_choice: Any,
+              forced: str | None, any_tool: bool) -> bool:
+        """Put the tools and the forcing on a request; True when it asks for structured output.
+
+        Neither forcing one tool nor any: the tools with `tool_choice` as given, a "required"
+        among several tools that the server refused (any_tool cleared) becoming "auto"."""
+        if forced or any_tool:
+            self.apply(kwargs, tools, forced)
+            return self.form == "schema"
+        kwargs["tools"] = tools
+        kwargs["tool_choice"] = "auto" if tool_choice == "required" else tool_choice or "auto"
+        return False
+
+    def apply(self, kwargs: dict[str, Any], tools: list[dict], name: str | None) -> None:
+        """Set what forces tool `name` (any of `tools` when None) on the request `kwargs`."""
         if self.form == "schema":
             kwargs.pop("tools", None)
             kwargs.pop("tool_choice", None)
             kwargs["response_format"] = schema_format(tools, name)
             return
         kwargs["tools"] = tools
-        kwargs["tool_choice"] = ("required" if self.form == "required"
+        kwargs["tool_choice"] = ("required" if self.form == "required" or name is None
                                  else {"type": "function", "function": {"name": name}})
 
     def answered(self, called: bool) -> bool:
@@ -75,8 +93,15 @@ class Forcing:
         return False
 
 
-def schema_format(tools: list[dict], name: str) -> dict[str, Any]:
-    """`response_format` asking for the arguments of tool `name` as one JSON object."""
-    fn = next(t["function"] for t in tools if t.get("function", {}).get("name") == name)
-    schema = fn.get("parameters") or {"type": "object"}
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+def schema_format(tools: list[dict], name: str | None) -> dict[str, Any]:
+    """`response_format` asking for the arguments of tool `name` as one JSON object, or, when
+    `name` is None, for a call of any one of `tools` as {"name": ..., "arguments": ...}."""
+    fns = [t["function"] for t in tools if isinstance(t.get("function"), dict)]
+    if name is not None:
+        fn = next(f for f in fns if f.get("name") == name)
+        schema = fn.get("parameters") or {"type": "object"}
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+    calls = [{"type": "object", "properties": {
+        "name": {"const": f["name"]}, "arguments": f.get("parameters") or {"type": "object"}},
+        "required": ["name", "arguments"]} for f in fns]
+    return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": {"anyOf": calls}}}

@@ -107,6 +107,7 @@ class _Call:
     """What one chat() call changed in its own request between attempts."""
 
     forced: str | None
+    any_tool: bool = False  # "required" with several tools: a call of any one of them
     schema: bool = False  # forced through response_format: the content is the arguments
     whole: bool = False  # send this request without streaming
     max_tokens: int | None = None  # a smaller reply that fits the window
@@ -161,7 +162,9 @@ class OpenAIChat:
         called is asked for again at once in the next form, until one works (forcing.py)."""
         spent = Usage()
         while True:
-            call = _Call(forced=outgoing.forced_name(tools, tool_choice))
+            forced = outgoing.forced_name(tools, tool_choice)
+            call = _Call(forced=forced, any_tool=bool(tools) and not forced
+                         and tool_choice == "required")
             reply = self._send(lambda: self._request(messages, tools, tool_choice, call), call)
             if tools and not reply.tool_calls and reply.content:
                 reply.tool_calls, reply.content = calls_from_content(
@@ -176,11 +179,9 @@ class OpenAIChat:
     def _request(self, messages: list[Message], tools: list[dict] | None,
                  tool_choice: str | dict | None, call: _Call) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.name, "messages": outgoing.sanitize(messages)}
-        if tools and call.forced:
-            self.forcing.apply(kwargs, tools, call.forced)
-            call.schema = self.forcing.form == "schema"
-        elif tools:
-            kwargs["tools"], kwargs["tool_choice"] = tools, tool_choice or "auto"
+        if tools:
+            call.schema = self.forcing.shape(kwargs, tools, tool_choice, call.forced,
+                                             call.any_tool)
         if self._max_tokens:
             cap = min(self._max_tokens, max(outgoing.MIN_REPLY_TOKENS, self.context_window // 4))
             kwargs[self._tokens_key] = call.max_tokens or outgoing.reply_budget(
@@ -268,6 +269,9 @@ class OpenAIChat:
             self.streaming = False
             return True
         if call.forced and self.forcing.refused(low):
+            return True
+        if call.any_tool and ("tool_choice" in low or "response_format" in low):
+            call.any_tool = False  # this server cannot force a call: ask as usual
             return True
         if self._tokens_key == "max_tokens" and "max_completion_tokens" in low:
             self._tokens_key = "max_completion_tokens"

@@ -12,10 +12,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from agent_cli.agent.executor import Limits
 from agent_cli.agent.runstore import RunStore
 from agent_cli.agent.session import RunConfig, Services, Session
 from agent_cli.console import make_console
+from agent_cli.errors import AgentError
 from agent_cli.llm.fake_replies import prompt_tokens
 from agent_cli.memory.lazy import LazyLongTermMemory
 from agent_cli.settings import load_settings
@@ -163,3 +166,28 @@ def test_a_request_over_the_servers_window_is_cut_to_fit_and_asked_once_more(fak
     overflowed = [r for r in srv.requests if r["path"].endswith("/chat/completions")
                   and prompt_tokens(r["body"]) > 3000]
     assert len(overflowed) == 1  # asked once too big; every later request was cut to fit
+
+
+def test_after_a_reply_without_a_tool_call_the_next_request_requires_one(fake_server,
+                                                                         tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), {"content": "I will now create the file."}, make_done(),
+                       finish("made done.txt")])
+    ran = run_in_process(repo, srv.url, "Create done.txt")
+    assert ran.code == 0, ran.text
+    executing = [r for r in srv.chat_requests if len(r.get("tools") or []) > 1]
+    assert [r["tool_choice"] for r in executing[:3]] == ["auto", "required", "auto"]
+    assert "your last reply had no tool call" in executing[1]["messages"][-1]["content"]
+
+
+def test_a_plan_cut_at_the_length_limit_is_asked_for_again_saying_so(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    cut = {"content": '{"goal": "g", "tasks": [{"goal": "make done.txt", "accep',
+           "finish_reason": "length"}
+    srv = fake_server([cut] * 4)  # three forms of forcing tried on the first, then the retry
+    with pytest.raises(AgentError, match="valid plan twice: the reply was cut at the length "
+                                         "limit before it called submit_plan"):
+        run_in_process(repo, srv.url, "Create done.txt")
+    assert len(srv.chat_requests) == 4
+    said = json.dumps(srv.chat_requests[3]["messages"])
+    assert "the reply was cut at the length limit before it called submit_plan" in said

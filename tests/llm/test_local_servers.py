@@ -67,6 +67,31 @@ def test_when_no_tool_choice_form_gets_the_call_the_arguments_come_as_structured
         "name": "submit_plan", "schema": PLAN["function"]["parameters"]}}
 
 
+def test_a_call_of_any_tool_goes_through_the_form_the_run_learned(fake_server):
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS},
+                       {"tool": "read_file", "args": {"path": "a.py"}}],
+                      required_choice="ignore", object_choice="ignore")
+    m = chat_model(srv)
+    assert m.chat(ASK, [PLAN], force("submit_plan")).tool_calls  # learns the schema form
+    reply = m.chat(ASK, [PLAN, READ], "required")
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("read_file", {"path": "a.py"})]
+    sent = srv.chat_requests[-1]
+    assert "tools" not in sent and [option["properties"]["name"] for option in
+                                     sent["response_format"]["json_schema"]["schema"]["anyOf"]] == [
+        {"const": "submit_plan"}, {"const": "read_file"}]
+
+
+def test_required_among_several_tools_is_sent_as_is_and_as_auto_when_refused(fake_server):
+    srv = fake_server([{"tool": "read_file", "args": {"path": "a.py"}}] * 2)
+    assert chat_model(srv).chat(ASK, [PLAN, READ], "required").tool_calls
+    assert srv.chat_requests[0]["tool_choice"] == "required"
+    refusing = fake_server([{"tool": "read_file", "args": {"path": "a.py"}}],
+                           required_choice="refuse")
+    assert chat_model(refusing).chat(ASK, [PLAN, READ], "required").tool_calls
+    assert [r["tool_choice"] for r in refusing.chat_requests] == ["required", "auto"]
+
+
 def test_structured_output_is_not_shown_as_the_models_words(fake_server):
     srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}],
                       required_choice="ignore", object_choice="ignore")
