@@ -8,7 +8,7 @@ import pytest
 
 from conftest import git
 from ptykit import pty_agent  # noqa: F401 (fixture)
-from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, events_of, facts, finish,
+from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, add_median, events_of, facts, finish,
                     plan, replace_median, state_of, task)
 
 pytestmark = pytest.mark.slow

@@ -48,7 +48,7 @@ def test_run_two_is_handed_what_run_one_learned(run_env, fake_server, capsys, de
     planning = request_text(planning_requests(srv)[0])
     recalled = planning.split("Reference material recalled from earlier runs", 1)[1]
     assert NOTE in recalled and FACT in recalled  # the note and the model's fact
-    assert f"- procedure" in recalled and f"`{PYTEST}` checks work" in recalled
+    assert "- procedure" in recalled and f"`{PYTEST}` checks work" in recalled
     fact_line = next(line for line in recalled.splitlines() if FACT in line)
     assert 'trust="0.5"' in fact_line  # the model's words, marked as such
     first, retry = [r for r in task_requests(srv)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from agent_cli.errors import ModelError
-from agent_cli.llm.base import force, function_tool
+from agent_cli.llm.base import function_tool
 from agent_cli.llm.openai_model import OpenAIChat
 
 TOOLS = [function_tool("write_file", "Write.", {"path": {"type": "string"},

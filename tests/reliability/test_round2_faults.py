@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import git
-from reliability.relkit import (GOAL, DONE_CHECK, all_tool_results, call, calls, events, finish,
+from reliability.relkit import (GOAL, all_tool_results, call, calls, events, finish,
                                 make_done, plan, read_state, repo_with, task, task_statuses)
 from reliability.test_commands import BWRAP_PROBLEM
 
