@@ -23,6 +23,7 @@ class Behaviour:
     schema_choice: how a json_schema `response_format` is met: "accept" (the script step's
         call comes back as its arguments, a JSON object in `content`, as structured output
         does), "ignore" (text, no script step used) or "refuse" (400).
+    none_choice: "accept" or "refuse" (400) for `tool_choice: "none"`.
     n_ctx: serve llama.cpp's `GET /props` and answer a longer request with its 400 overflow.
     max_model_len: list it in `/v1/models` like vLLM, and answer vLLM's 400 overflow.
     ollama_ctx: answer Ollama's `POST /api/show` with this `num_ctx`.
@@ -36,6 +37,7 @@ class Behaviour:
     object_choice: str = "accept"
     required_choice: str = "accept"
     schema_choice: str = "accept"
+    none_choice: str = "accept"
     n_ctx: int | None = None
     max_model_len: int | None = None
     ollama_ctx: int | None = None
@@ -78,6 +80,8 @@ def refusal(body: dict, b: Behaviour) -> Step | None:
             return _error(400, "Wrong type supplied for parameter 'tool_choice'")
         if is_form and rule == "ignore":
             return {"content": "Sure, here is what I would do next.", "ignored": True}
+    if choice == "none" and b.none_choice == "refuse":
+        return _error(400, "Invalid value for 'tool_choice': 'none' is not supported")
     if (body.get("response_format") or {}).get("type") == "json_schema":
         if b.schema_choice == "refuse":
             return _error(400, "response_format of type json_schema is not supported")

@@ -5,9 +5,12 @@ Three forms, tried in this order until one yields the call:
 1. `tool_choice: "required"` with the one tool offered: OpenAI, vLLM, llama.cpp and others.
 2. `tool_choice: {"type": "function", "function": {"name": ...}}`: the older OpenAI form, which
    some servers need and llama.cpp refuses ("Wrong type supplied for parameter 'tool_choice'").
-3. `response_format: {"type": "json_schema", ...}` with the tool's parameters as the schema
-   and no tools: structured output, which llama.cpp, vLLM, Ollama and OpenAI constrain with a
-   grammar. llama.cpp's "required" lets a model write free text before the call, which a small
+3. `response_format: {"type": "json_schema", ...}` with the tool's parameters as the schema,
+   the tools still offered with `tool_choice: "none"`: structured output, which llama.cpp,
+   vLLM, Ollama and OpenAI constrain with a grammar. The tools stay in the request because a
+   chat template renders them into the prompt: without them the prompt would differ from the
+   first token and the server's prompt cache would be lost (a server that refuses "none"
+   gets the schema without the tools). llama.cpp's "required" lets a model write free text before the call, which a small
    model fills until the reply runs out; a schema leaves it nothing but the arguments. The
    reply's content is then read as the arguments of the forced tool (content_calls.py).
 
@@ -39,6 +42,7 @@ class Forcing:
         self.form = FORMS[0]
         self.known = False
         self._tried = {self.form}
+        self._tools_with_schema = True  # until a server refuses tool_choice "none"
 
     def shape(self, kwargs: dict[str, Any], tools: list[dict], tool_choice: Any,
               forced: str | None, any_tool: bool) -> bool:
@@ -58,6 +62,8 @@ class Forcing:
         if self.form == "schema":
             kwargs.pop("tools", None)
             kwargs.pop("tool_choice", None)
+            if self._tools_with_schema:
+                kwargs["tools"], kwargs["tool_choice"] = tools, "none"
             kwargs["response_format"] = schema_format(tools, name)
             return
         kwargs["tools"] = tools
@@ -75,6 +81,9 @@ class Forcing:
         """A 400 naming the form: True to send the request again, in the next form, or when
         every form has failed in the first one for good (its reply then stands as it is)."""
         low = detail.lower()
+        if self.form == "schema" and self._tools_with_schema and "tool_choice" in low:
+            self._tools_with_schema = False  # "none" refused: the schema alone
+            return True
         named = "response_format" in low or "json_schema" in low if self.form == "schema" else (
             "tool_choice" in low)
         if not named or self.known:

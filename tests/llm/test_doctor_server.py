@@ -53,7 +53,7 @@ def test_doctor_fails_when_no_form_of_forcing_gets_a_call(run_agent, fake_server
     assert proc.returncode == 1 and len(fails) == 1
     assert "server" in fails[0] and "did not call a forced tool" in fails[0]
     assert [r.get("tool_choice") for r in srv.chat_requests] == [
-        "required", {"type": "function", "function": {"name": "report_status"}}, None]
+        "required", {"type": "function", "function": {"name": "report_status"}}, "none"]
     assert srv.chat_requests[2]["response_format"]["json_schema"]["name"] == "report_status"
 
 

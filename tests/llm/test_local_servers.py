@@ -6,6 +6,7 @@ import pytest
 
 from agent_cli.errors import ContextOverflow, ModelError
 from agent_cli.llm.base import force, function_tool
+from agent_cli.llm.forcing import schema_format
 from agent_cli.llm.openai_model import OpenAIChat
 
 PLAN = function_tool("submit_plan", "Plan.", {"goal": {"type": "string"},
@@ -62,9 +63,18 @@ def test_when_no_tool_choice_form_gets_the_call_the_arguments_come_as_structured
     assert reply.content is None
     assert m.chat(ASK, [PLAN], force("submit_plan")).tool_calls  # remembered: one request
     third, fourth = srv.chat_requests[2:]
-    assert third == fourth and "tools" not in third and "tool_choice" not in third
+    assert third == fourth and third["tools"] == [PLAN] and third["tool_choice"] == "none"
     assert third["response_format"] == {"type": "json_schema", "json_schema": {
         "name": "submit_plan", "schema": PLAN["function"]["parameters"]}}
+
+
+def test_a_server_that_refuses_tool_choice_none_gets_the_schema_without_the_tools(fake_server):
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}], required_choice="ignore",
+                      object_choice="ignore", none_choice="refuse")
+    assert chat_model(srv).chat(ASK, [PLAN], force("submit_plan")).tool_calls
+    refused, bare = srv.chat_requests[2:]
+    assert refused["tool_choice"] == "none" and "tools" not in bare and "tool_choice" not in bare
+    assert bare["response_format"] == refused["response_format"]
 
 
 def test_a_call_of_any_tool_goes_through_the_form_the_run_learned(fake_server):
@@ -77,8 +87,9 @@ def test_a_call_of_any_tool_goes_through_the_form_the_run_learned(fake_server):
     assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
         ("read_file", {"path": "a.py"})]
     sent = srv.chat_requests[-1]
-    assert "tools" not in sent and [option["properties"]["name"] for option in
-                                     sent["response_format"]["json_schema"]["schema"]["anyOf"]] == [
+    assert sent["tools"] == [PLAN, READ] and sent["tool_choice"] == "none"  # the same prompt
+    assert [option["properties"]["name"] for option in
+            sent["response_format"]["json_schema"]["schema"]["anyOf"]] == [
         {"const": "submit_plan"}, {"const": "read_file"}]
 
 
@@ -108,9 +119,10 @@ def test_a_refused_json_schema_after_two_ignored_forms_leaves_the_reply_without_
     m = chat_model(srv)
     reply = m.chat(ASK, [PLAN], force("submit_plan"))
     assert not reply.tool_calls and reply.content  # the text stands; no error, no loop
-    assert [r.get("tool_choice", "schema") for r in srv.chat_requests] == [
-        "required", {"type": "function", "function": {"name": "submit_plan"}}, "schema",
-        "required"]  # each form once, then the first for the rest of the run
+    assert [r.get("response_format", r["tool_choice"]) for r in srv.chat_requests[:3]] == [
+        "required", {"type": "function", "function": {"name": "submit_plan"}},
+        schema_format([PLAN], "submit_plan")]  # each form once, then the first for the run
+    assert srv.chat_requests[3]["tool_choice"] == "required"
     assert not m.chat(ASK, [PLAN], force("submit_plan")).tool_calls
     assert srv.chat_requests[-1]["tool_choice"] == "required" and len(srv.chat_requests) == 5
 
