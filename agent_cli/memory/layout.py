@@ -17,10 +17,10 @@ context as it can:
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 from agent_cli.memory import scoring
-from agent_cli.memory.store import Item
+from agent_cli.memory.store import Item, id_number
 
 HORIZON_STEPS = 8  # how far ahead durability looks: past the fresh boost (scoring.py)
 
@@ -52,6 +52,18 @@ class Layout:
         chosen = None if section is None else set(section)
         self.section = {item.id for item in items
                         if item.pinned and (chosen is None or item.id in chosen)}
+
+    def dump(self) -> dict[str, Any]:
+        """The layout as JSON-compatible data, for WorkingMemory.export_state()."""
+        return {"pinned_section": sorted(self.section, key=id_number),
+                "cold_list": list(self._footer)}
+
+    def load(self, items: Iterable[Item], state: dict[str, Any]) -> None:
+        """The layout of an exported state; one saved without it puts every note in the
+        pinned section and the cold list at the end."""
+        self.settle(items, state.get("pinned_section"))
+        footer = state.get("cold_list")
+        self._footer = (str(footer[0]), str(footer[1])) if footer else ("", "")
 
     def in_section(self, item: Item) -> bool:
         """Whether the item is rendered in the pinned section (else in the memory block)."""

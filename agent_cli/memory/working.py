@@ -353,7 +353,8 @@ class WorkingMemory(Revisions):
     def _left_out(self, items: list[Item]) -> int:
         """The index in `items` of the next one to leave out of a render whose joins overflow.
 
-        The weakest that is not one of the latest edits; the weakest of all if only they are left.
+        The weakest that is neither one of the latest edits nor a pinned note; the weakest of all
+        if only those are left.
         """
         free = [at for at, item in enumerate(items)
                 if item.id not in self._hot.protected and not item.pinned]
@@ -367,7 +368,7 @@ class WorkingMemory(Revisions):
                 "step": self._step, "next": self._next, "evictions": self._evictions,
                 "mentions": dict(self._mentions), "restored": sorted(self._restored),
                 "recent_edits": list(self._hot.protected),
-                "pinned_section": sorted(self._layout.section, key=id_number),
+                **self._layout.dump(),
                 "items": [item.to_dict() for item in self._hot]}
 
     def import_state(self, state: dict[str, Any]) -> None:
@@ -391,7 +392,7 @@ class WorkingMemory(Revisions):
         for item_id in self._hot_edits() if recent is None else recent:
             if item_id in self._hot.items:
                 self._hot.protect(item_id)
-        self._layout.settle(self._hot, state.get("pinned_section"))
+        self._layout.load(self._hot, state)
         self._fit()  # a state saved under a larger budget
 
     def _hot_edits(self) -> list[str]:

@@ -204,7 +204,12 @@ def test_export_import_is_an_exact_round_trip():
         mem.add("log", filler(i))
         mem.tick()
     mem.recall("count_attempts", k=1)
+    mem.assemble()  # the cold list is laid out here; what comes next goes after it
     mem.add("test_result", "count_attempts: 3 passed")
+    mem.note("keep the signature")  # waits in the memory block: no lay_out() since
+    laid = mem.assemble()
+    assert "keep the signature" not in laid.pinned and "keep the signature" in laid.memory
+    assert laid.memory.index("available with recall") < laid.memory.index("[test_result")
     state = json.loads(json.dumps(mem.export_state()))
 
     again = WorkingMemory(max_tokens=500, embedder=emb, store=mem.store)
