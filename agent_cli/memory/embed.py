@@ -22,13 +22,17 @@ def _load_wordllama() -> Any:
     """The WordLlama model from the files inside its wheel, never from the network."""
     from pathlib import Path
 
+    # wordllama calls logging.basicConfig(level=INFO) on import, which would print every INFO
+    # record of every library (httpx's requests among them) on stderr, from any thread, until
+    # undone. basicConfig does nothing while the root logger has a handler: give it one.
     root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    import wordllama
-
-    # wordllama.inference calls logging.basicConfig(level=INFO) on import; undo that.
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    guard = logging.NullHandler()
+    if not root.handlers:
+        root.addHandler(guard)
+    try:
+        import wordllama
+    finally:
+        root.removeHandler(guard)
     try:
         return wordllama.WordLlama.load(config=WORDLLAMA_CONFIG, dim=WORDLLAMA_DIM,
                                         cache_dir=Path(wordllama.__file__).parent,

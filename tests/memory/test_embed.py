@@ -90,3 +90,30 @@ def test_factory_uses_the_configured_endpoint_for_an_embedding_model(tmp_path):
         vecs = embedder.embed(["tests failed", "docs"])
     assert embedder.name == "openai:emb-small" and embedder.dim == 64
     assert vecs[0] == pytest.approx(fake_embedding("tests failed"))
+
+
+LOGS_WHILE_LOADING = """
+import logging, sys, threading
+from agent_cli.memory.embed import WordLlamaEmbedder
+
+done = threading.Event()
+def chatter():  # another thread's library logging INFO, as httpx does for each request
+    while not done.is_set():
+        logging.getLogger("httpx").info("HTTP Request: GET /props")
+thread = threading.Thread(target=chatter)
+thread.start()
+WordLlamaEmbedder().embed(["warm up"])
+done.set()
+thread.join()
+print(len(logging.getLogger().handlers), logging.getLevelName(logging.getLogger().level))
+"""
+
+
+def test_loading_the_embedder_never_turns_on_info_logging_for_other_threads():
+    # wordllama calls logging.basicConfig(level=INFO) on import; while that held, every INFO
+    # record of every library reached stderr, from whatever thread logged it.
+    proc = subprocess.run([sys.executable, "-c", LOGS_WHILE_LOADING], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "WARNING"]
+    assert "INFO" not in proc.stderr
