@@ -19,6 +19,7 @@ in one notice.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 import tomllib
@@ -113,6 +114,19 @@ class Settings(BaseSettings):
         """Where run state lives: `home` if set, else `<repo>/.agent`."""
         return Path(self.home).expanduser() if self.home else repo / ".agent"
 
+    def prices(self) -> dict[str, float | None]:
+        """Dollars per million tokens: input, output, cached input (None: half the input).
+
+        The default prices are an OpenAI model's. A server on this machine or the local network
+        (llama.cpp, Ollama, vLLM) bills nothing, so there they count as 0 unless a price is set:
+        a local run is not shown a cost it never had, nor stopped by a money budget."""
+        keys = ("price_input_per_mtok", "price_output_per_mtok", "price_cached_input_per_mtok")
+        if _on_local_network(self.base_url) and all(
+                self.sources.get(k, "default") == "default" for k in keys):
+            return {"price_in": 0.0, "price_out": 0.0, "price_cached": 0.0}
+        return {"price_in": self.price_input_per_mtok, "price_out": self.price_output_per_mtok,
+                "price_cached": self.price_cached_input_per_mtok}
+
     def key(self) -> str | None:
         """The API key in clear, or None when none is set."""
         return self.api_key.get_secret_value() if self.api_key else None
@@ -131,6 +145,18 @@ class Settings(BaseSettings):
         out["api_key"] = _mask(self.key() or "")
         out["memory_token"] = _mask(self.memory_token_value() or "")
         return out
+
+
+def _on_local_network(url: str) -> bool:
+    """Whether `url` names this machine or a private address (a name is looked up nowhere)."""
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def _mask(secret: str) -> str | None:

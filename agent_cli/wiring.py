@@ -128,8 +128,7 @@ def import_model_client_in_background() -> None:
 
 def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatModel:
     """The ChatModel: a replayed recording, or the endpoint (optionally recorded)."""
-    prices = dict(price_in=settings.price_input_per_mtok, price_out=settings.price_output_per_mtok,
-                  price_cached=settings.price_cached_input_per_mtok)
+    prices = settings.prices()
     if opts.replay:
         from agent_cli.llm.record import ReplayModel
 

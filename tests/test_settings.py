@@ -156,3 +156,22 @@ def test_bad_memory_server_settings_name_the_key(tmp_path, key, value, expect):
     with pytest.raises(ConfigError) as e:
         load(tmp_path)
     assert key in e.value.one_line() and expect in e.value.one_line()
+
+
+@pytest.mark.parametrize("url, local", [
+    ("http://localhost:8080/v1", True), ("http://127.0.0.1:11434/v1", True),
+    ("http://[::1]:8000/v1", True), ("http://192.168.1.20:8000/v1", True),
+    ("http://10.0.0.5/v1", True), ("http://gpu.localhost:8080/v1", True),
+    ("https://api.openai.com/v1", False), ("http://8.8.8.8/v1", False),
+    ("https://llm.example.com/v1", False),
+])
+def test_default_prices_count_as_zero_only_on_a_server_on_the_local_network(tmp_path, url, local):
+    prices = load(tmp_path, env={"OPENAI_BASE_URL": url}).prices()
+    assert prices == ({"price_in": 0.0, "price_out": 0.0, "price_cached": 0.0} if local else
+                      {"price_in": 0.15, "price_out": 0.60, "price_cached": None})
+
+
+def test_a_price_that_is_set_applies_on_the_local_network_too(tmp_path):
+    s = load(tmp_path, env={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1",
+                            "AGENT_PRICE_INPUT_PER_MTOK": "0.5"})
+    assert s.prices() == {"price_in": 0.5, "price_out": 0.60, "price_cached": None}

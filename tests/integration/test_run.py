@@ -32,6 +32,8 @@ def test_success_commits_the_verified_task(run_agent, fake_server, demo_repo):
         assert name in kinds
     done = events_of(proc.stdout)[-1]
     assert done["event"] == "run_done" and done["tasks"][0]["exit_code"] == 0
+    # a server on this machine bills nothing unless prices are set (Settings.prices)
+    assert done["prompt_tokens"] > 0 and done["cost_usd"] == 0.0
 
 
 def test_goal_is_last_in_every_request(run_agent, fake_server, demo_repo):
@@ -91,8 +93,9 @@ def test_the_budget_line_of_a_real_run_says_which_budget_how_much_and_how_to_go_
 def test_money_budget_exits_4(run_agent, fake_server, demo_repo):
     usage = {"prompt_tokens": 100_000, "completion_tokens": 0}
     srv = fake_server([plan(task())] + [{**read_stats(), "usage": usage}] * 10)
-    proc = agent_run(run_agent, srv, demo_repo, "--budget-usd", "0.03",
-                     )
+    # A loopback server bills nothing unless prices are set (Settings.prices): set one.
+    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, "--budget-usd",
+                     "0.03", cwd=demo_repo, env={"AGENT_PRICE_INPUT_PER_MTOK": "0.15"})
     assert proc.returncode == 4, proc.stdout + proc.stderr
     ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
     assert ev and ev[0]["budget"] == "budget_usd" and ev[0]["limit"] == 0.03

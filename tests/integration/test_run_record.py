@@ -30,7 +30,8 @@ def test_a_run_saved_by_version_0_1_0_resumes_and_keeps_its_spending(run_agent, 
     git(repo, "branch", OLD["branch"])
     srv = fake_server([{"tool": "write_file", "args": {"path": "done.txt", "content": "d\n"}},
                        {"tool": "finish", "args": {"summary": "made done.txt"}}])
-    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", srv.url, cwd=repo,
+                     env={"AGENT_PRICE_INPUT_PER_MTOK": "0.15"})  # a loopback server bills 0
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert events_of(proc.stdout)[0]["resumed"] is True
     new = json.loads((run_dir / "state.json").read_text())
