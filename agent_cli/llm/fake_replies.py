@@ -117,11 +117,12 @@ def structured(step: Step, body: dict) -> Step:
     if not calls:
         return step
     args = calls[0].get("arguments", {})
-    args = json.loads(args) if isinstance(args, str) else args
-    if "anyOf" in body["response_format"].get("json_schema", {}).get("schema", {}):
-        args = {"name": calls[0]["name"], "arguments": args}  # a call of any one tool
     rest = {k: v for k, v in step.items() if k not in ("tool", "args", "tool_calls")}
-    return {**rest, "content": json.dumps(args)}
+    if "anyOf" in body["response_format"].get("json_schema", {}).get("schema", {}):
+        text = args if isinstance(args, str) else json.dumps(args)  # a call of any one tool
+        return {**rest, "content": f'{{"name": {json.dumps(calls[0]["name"])}, '
+                                   f'"arguments": {text}}}'}
+    return {**rest, "content": args if isinstance(args, str) else json.dumps(args)}
 
 
 def _tool_call(i: int, name: str, arguments: Any) -> dict:
