@@ -42,12 +42,7 @@ def kill_leftovers(spared: set[int]) -> int:
         doomed = _freeze(spared, killed)
         if not doomed:
             break
-        for pid in doomed:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                continue
-            killed.add(pid)
+        killed |= _send(doomed, signal.SIGKILL)
         _reap(killed)
     _wait_ended(killed)
     _reap(killed | _zombie_children(spared))
@@ -65,13 +60,20 @@ def _freeze(spared: set[int], killed: set[int]) -> set[int]:
         new = descendants(os.getpid(), skip=spared) - killed - frozen
         if not new:
             break
-        for pid in new:
-            try:
-                os.kill(pid, signal.SIGSTOP)
-            except (ProcessLookupError, PermissionError):
-                continue
-            frozen.add(pid)
+        frozen |= _send(new, signal.SIGSTOP)
     return frozen
+
+
+def _send(pids: set[int], sig: int) -> set[int]:
+    """Send `sig` to each process; the ones it reached (gone or not ours: left out)."""
+    reached = set()
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            continue
+        reached.add(pid)
+    return reached
 
 
 def _wait_ended(pids: set[int], timeout_s: float = 5.0) -> None:
