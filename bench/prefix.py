@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from agent_cli import tokens
+from agent_cli.agent.request import pointed_result
 from agent_cli.llm.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,20 +218,15 @@ def agent_costs(steps) -> tuple[list[int], list[int], list[float]]:
     return sizes, cached, shares
 
 
-POINTER_RE = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)$")
-
-
 def full_result(message: dict, body: dict) -> dict:
     """A tool message as a transcript would carry it: a pointer to a working-memory item is
     replaced by that item's text (the fenced result) from the same request."""
-    match = POINTER_RE.match(str(message.get("content") or ""))
-    if message["role"] != "tool" or not match:
+    if message["role"] != "tool":
         return message
-    memory = next(m["content"] for m in body["messages"]
-                  if str(m.get("content") or "").startswith("WORKING MEMORY:"))
-    start = memory.index("\n", memory.index(match.group(1))) + 1
-    end = memory.index("</tool_output>", start) + len("</tool_output>")
-    return {**message, "content": memory[start:end]}
+    memory = next((m["content"] for m in body["messages"]
+                   if str(m.get("content") or "").startswith("WORKING MEMORY:")), "")
+    result = pointed_result(str(message.get("content") or ""), memory)
+    return message if result is None else {**message, "content": result}
 
 
 def baseline_costs(steps) -> tuple[list[int], list[int]]:

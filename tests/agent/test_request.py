@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_cli import fences
-from agent_cli.agent.request import GOAL_HEADER, Request
+from agent_cli.agent.request import GOAL_HEADER, Request, pointed_result
 
 
 def _full() -> Request:
@@ -63,3 +63,15 @@ def test_a_result_is_pointed_to_only_while_the_memory_block_holds_its_item_whole
     assert cut.messages()[-2]["content"] == "FULL RESULT"
     other = Request(system="S", goal="g", memory=item, exchange=exchange, in_memory={"c2": item})
     assert other.messages()[-2]["content"] == "FULL RESULT"
+
+
+def test_a_pointer_is_read_back_to_the_result_it_stands_for():
+    result = fences.tool_output("read_file", "def retry():\n    pass")
+    item = f"[file m7] retry.py\n{result}\n"
+    exchange = [{"role": "tool", "tool_call_id": "c1", "content": result}]
+    sent = Request(system="S", goal="g", memory="[log m6] x\nx\n\n" + item, exchange=exchange,
+                   in_memory={"c1": item})
+    memory, pointer = sent.messages()[1]["content"], sent.messages()[-2]["content"]
+    assert pointed_result(pointer, memory) == result
+    assert pointed_result(pointer + "\n(a note)", memory) == result + "\n(a note)"
+    assert pointed_result(result, memory) is None  # a result sent whole is no pointer

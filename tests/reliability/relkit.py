@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from typing import Callable
 import pytest
 
 from agent_cli import fences
+from agent_cli.agent.request import pointed_result
 from conftest import SCRIPTED_RUN_ENV, git, make_repo
 
 PY = sys.executable
@@ -248,9 +248,6 @@ def unbalanced_messages(srv) -> list[tuple[int, int, str]]:
     return bad
 
 
-POINTER = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)")
-
-
 def tool_results(request: dict) -> list[str]:
     """The result of every tool message in one chat request, as the model reads it: a result
     that the request's working memory holds (the tool message then names the item) is taken
@@ -259,15 +256,9 @@ def tool_results(request: dict) -> list[str]:
                    if str(m.get("content") or "").startswith("WORKING MEMORY:")), "")
     out = []
     for message in request["messages"]:
-        if message.get("role") != "tool":
-            continue
-        content = message.get("content") or ""
-        pointer = POINTER.match(content)
-        if pointer:
-            start = memory.index("\n", memory.index(pointer.group(1))) + 1
-            end = memory.index("</tool_output>", start) + len("</tool_output>")
-            content = memory[start:end] + content[pointer.end():]  # llm/outgoing.py may add
-        out.append(content)
+        if message.get("role") == "tool":
+            content = message.get("content") or ""
+            out.append(pointed_result(content, memory) or content)
     return out
 
 
