@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,7 +66,7 @@ class FakeOpenAIServer:
         self.max_in_flight = 0
         self._served = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self._httpd = _QuietServer(("127.0.0.1", port), _Handler)
         self._httpd.fake = self  # type: ignore[attr-defined]
         self._httpd.daemon_threads = True
         # A short poll interval: stop() waits for it, once per server in every test.
@@ -114,10 +115,23 @@ class FakeOpenAIServer:
             {"error": {"message": f"fake server: script has only {len(self.script)} replies"}})}
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that goes away (a finished `agent` process drops its kept-alive connection) is
+    not an error worth a traceback on stderr; anything else still is."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Answers one connection's requests from the FakeOpenAIServer it belongs to."""
 
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as two writes: with Nagle's algorithm on, the body of every
+    # response after the first on a kept-alive connection waits for the client's delayed ACK
+    # (40 ms on Linux). Real servers set TCP_NODELAY too.
+    disable_nagle_algorithm = True
 
     @property
     def fake(self) -> FakeOpenAIServer:
