@@ -1,6 +1,7 @@
 """The repository through git: preflight checks, the agent's branch, commits of exactly its files.
 
-The only module that imports GitPython; its errors become GitError with a how-to-fix hint here.
+Every operation is one `git` command (gitsafe.run_git); its failures become GitError with a
+how-to-fix hint here.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import os
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from agent_cli.errors import GitError
 from agent_cli.workspace.atomic import write_atomic
@@ -32,35 +33,37 @@ _LOCK_HINT = ("if no other git command is running, delete .git/index.lock, then 
               "`agent run --resume`")
 
 
-def _load_gitpython() -> Any:
+def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
+    """(work tree root, git directory, common git directory) of the repository holding `path`."""
+    if not path.exists():
+        raise GitError(f"{path} does not exist", _NOT_A_REPO_HINT)
+    cwd = path if path.is_dir() else path.parent
     try:
-        import git
-    except ImportError as exc:  # GitPython refuses to import when no git executable is found
-        raise GitError("git is not installed or not on PATH", "install git and run again") from exc
-    return git
+        code, out, _ = run_git(["rev-parse", "--is-bare-repository", "--absolute-git-dir",
+                                "--git-common-dir", "--show-toplevel"], cwd, secrets)
+    except OSError:
+        raise GitError("git is not installed or not on PATH", "install git and run again") from None
+    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    if len(lines) < 3:
+        raise GitError(f"{path} is not inside a git repository", _NOT_A_REPO_HINT)
+    if lines[0] == "true":
+        raise GitError(f"{path} is a bare repository with no work tree", _NOT_A_REPO_HINT)
+    if code != 0 or len(lines) < 4:
+        raise GitError(f"{path} is inside a git directory, not a work tree", _NOT_A_REPO_HINT)
+    return (Path(os.path.realpath(lines[3])), Path(lines[1]),
+            Path(os.path.realpath(cwd / lines[2])))
 
 
 class GitRepo:
     """One git work tree, used through the git command line."""
 
     def __init__(self, path: str | Path, secrets: tuple[str, ...] = ()) -> None:
-        git = _load_gitpython()
         self.secrets = tuple(s for s in secrets if s)
         self.run_branch: str | None = None  # commits go only to this branch once it is set
-        try:
-            self._repo = git.Repo(path, search_parent_directories=True)
-        except git.exc.NoSuchPathError as exc:
-            raise GitError(f"{path} does not exist", _NOT_A_REPO_HINT) from exc
-        except git.exc.InvalidGitRepositoryError as exc:
-            raise GitError(f"{path} is not inside a git repository", _NOT_A_REPO_HINT) from exc
-        if self._repo.bare or self._repo.working_tree_dir is None:
-            raise GitError(f"{path} is a bare repository with no work tree", _NOT_A_REPO_HINT)
-        self.root = Path(os.path.realpath(self._repo.working_tree_dir))
-        self.git_dir = Path(self._repo.git_dir)
+        self.root, self.git_dir, self._common_dir = _discover(Path(path), self.secrets)
 
     def close(self) -> None:
-        """Stop the git helper processes GitPython keeps."""
-        self._repo.close()
+        """Nothing to release: every git command is its own process."""
 
     def preflight(self, allow_dirty: bool) -> set[str]:
         """Refuse states the agent must not work in; return the paths holding the user's changes."""
@@ -85,7 +88,7 @@ class GitRepo:
 
     def exclude(self, pattern: str = ".agent/") -> bool:
         """Add `pattern` to .git/info/exclude unless it is there; True when it was added."""
-        return _add_line(Path(self._repo.common_dir) / "info" / "exclude", pattern)
+        return _add_line(self._common_dir / "info" / "exclude", pattern)
 
     def exclude_state(self, state_dir: str | Path) -> bool:
         """Exclude the state directory from git when it lies inside the work tree; True when added."""
@@ -308,7 +311,7 @@ def committable(root: Path, paths: list[str]) -> list[str]:
 
 
 def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
-    """`GitRepo.exclude_state` without starting GitPython (for the memory commands); True when added."""
+    """`GitRepo.exclude_state` without running git (for the memory commands); True when added."""
     root = Path(os.path.realpath(root))
     real = Path(os.path.realpath(state_dir))
     if real == root or root not in real.parents:

@@ -291,12 +291,29 @@ def test_commit_without_an_identity_says_how_to_set_it(repo, tmp_path, monkeypat
     assert not list((repo / ".git").glob("agent-index-*")), "the temporary index is removed"
 
 
-def test_the_workspace_package_does_not_import_gitpython():
-    code = ("import sys, agent_cli.workspace, agent_cli.workspace.files, agent_cli.workspace.shell, "
-            "agent_cli.workspace.policy, agent_cli.workspace.lock, agent_cli.workspace.atomic; "
-            "print('git' in sys.modules)")
+def test_the_repository_is_opened_and_checked_without_gitpython(repo):
+    code = ("import sys; from agent_cli.workspace.git import GitRepo; "
+            f"g = GitRepo({str(repo)!r}); g.preflight(allow_dirty=True); g.list_files(); "
+            "print(g.root, 'git' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.split() == [str(repo.resolve()), "False"]
+
+
+def test_a_bare_repository_or_a_git_directory_is_refused(tmp_path, repo):
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "bare")], check=True)
+    with pytest.raises(GitError, match="bare repository with no work tree"):
+        GitRepo(tmp_path / "bare")
+    with pytest.raises(GitError, match="inside a git directory, not a work tree"):
+        GitRepo(repo / ".git")
+
+
+def test_a_linked_worktree_is_its_own_root_and_shares_the_exclude_file(repo, tmp_path):
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    gr = GitRepo(tmp_path / "wt")
+    assert gr.root == (tmp_path / "wt").resolve()
+    (tmp_path / "wt" / "state").mkdir()
+    assert gr.exclude_state(tmp_path / "wt" / "state") is True
+    assert "state/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
 
 
 def test_exclude_state_adds_a_state_directory_inside_the_repo_only(repo, tmp_path):
