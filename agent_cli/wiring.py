@@ -283,7 +283,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
         lock = RunLock(state_dir / "run.lock")
         run_id = check_local(workspace, store, lock, opts)
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
-        longterm.open_in_background()  # an existing store opens while the model client loads
+        longterm.prepare()  # its snapshot is read, or the store opens, while the model client loads
         model = build_model(settings, opts, console)
         approve = check_approval(settings, opts)
         memory_tokens, tool_tokens = fit_to_window(settings, model, console)

@@ -104,6 +104,7 @@ class Session:
             protected = ws.preflight(self.cfg.allow_dirty)
             recalled = self._recall(goal)
             plan = self._plan(goal, recalled)
+            self.sv.longterm.open_in_background()  # for the run's writes, while it works
         if plan is None:
             self._done_early("planned", EXIT_OK, "the plan is shown; nothing was changed")
             return EXIT_OK
@@ -189,6 +190,7 @@ class Session:
             state = AgentState.from_dict(run.agent_state)
             check_answer(state, answer, run.run_id)
         self.run = run
+        self.sv.longterm.open_in_background()  # for the run's writes, while it works
         self.mem.learned = learn.Learned.from_dict((run.model_extra or {}).get("learned"))
         self.sv.workspace.resume_on(run.branch, run.protected)
         state.success_criteria = state.success_criteria or run.success_criteria

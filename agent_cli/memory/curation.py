@@ -34,6 +34,23 @@ def item_result(score: float, item_id: str, doc: str, meta: dict[str, Any]) -> R
                   trust=float(meta.get("trust", 1.0)), hit_count=int(meta.get("hit_count", 0)))
 
 
+def hit_updates(results: list[Result], now: datetime | None) -> tuple[list[str], list[dict]]:
+    """Count one hit on each fact, note or procedure of `results`: (their ids, the metadata
+    to store for them)."""
+    iso, ts = stamp(now)
+    ids, metas = [], []
+    for r in results:
+        if r.kind not in ITEM_KINDS:
+            continue
+        r.hit_count += 1
+        r.metadata.update(hit_count=r.hit_count, last_hit_at=iso)
+        ids.append(r.id)
+        metas.append({"hit_count": r.hit_count, "last_hit_at": iso, "last_hit_ts": ts,
+                      "expires_ts": expiry(r.metadata.get("confirmed_ts", 0), ts,
+                                           r.metadata.get("ttl_days", 0))})
+    return ids, metas
+
+
 class Curation:
     """Facts, notes and procedures: adding (or re-confirming), searching, hits, expiry."""
 
@@ -122,20 +139,14 @@ class Curation:
 
     def count_hits(self, results: list[Result], now: datetime | None = None) -> list[Result]:
         """Count one hit (recalled into a run) on each fact, note or procedure of `results`."""
-        hits = [r for r in results if r.kind in ITEM_KINDS]
-        if not hits:
-            return results
-        iso, ts = stamp(now)
-        metas = []
-        for r in hits:
-            r.hit_count += 1
-            r.metadata.update(hit_count=r.hit_count, last_hit_at=iso)
-            metas.append({"hit_count": r.hit_count, "last_hit_at": iso, "last_hit_ts": ts,
-                          "expires_ts": expiry(r.metadata.get("confirmed_ts", 0), ts,
-                                               r.metadata.get("ttl_days", 0))})
-        with self._guard("writing"):
-            self._cols["facts"].update(ids=[r.id for r in hits], metadatas=metas)
+        self.write_hits(*hit_updates(results, now))
         return results
+
+    def write_hits(self, ids: list[str], metas: list[dict[str, Any]]) -> None:
+        """Store counted hits (`hit_updates`)."""
+        if ids:
+            with self._guard("writing"):
+                self._cols["facts"].update(ids=ids, metadatas=metas)
 
     def procedures(self, topic: str, k: int = 5) -> list[Result]:
         """The procedures of repository `topic`, the most confirmed first."""

@@ -48,6 +48,10 @@ class WordLlamaEmbedder:
     name = f"wordllama:{WORDLLAMA_CONFIG}-{WORDLLAMA_DIM}"
     dim = WORDLLAMA_DIM
 
+    def warm(self) -> None:
+        """Load the model now (a worker thread does, while a run starts)."""
+        _load_wordllama()
+
     def embed_array(self, texts: list[str]) -> Any:
         """The vectors as one float32 numpy array (rows of zeros for texts without words)."""
         import numpy as np

@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from agent_cli.errors import AgentError, EmbedderMismatch, UsageError
+from agent_cli.errors import AgentError, EmbedderMismatch, StorageError, UsageError
+from agent_cli.memory import snapshot
 from agent_cli.memory.curation import ITEM_KINDS, Curation, where
 from agent_cli.memory.place import ChromaServer, probe, storage_error
 from agent_cli.memory.records import (COLLECTIONS, Result, batches, episode_docs, public_meta,
@@ -28,8 +29,11 @@ from agent_cli.redact import redact
 
 KINDS = ("all", "episode", *ITEM_KINDS)
 LOCK_WAIT_S = 3.0
+MIN_SCORE = 0.3  # a recalled item is at least this close to the query
+ASSOCIATE_THRESHOLD = 0.78  # how close a fact or note must be to be associated with a text
 BATCH = 2000
 _STORAGE_ERRORS = (sqlite3.Error, OSError, RuntimeError, ValueError)
+WRITES = ("writing", "deleting", "expiring", "reindexing")  # what _guard calls a change
 
 
 class LongTermMemory(Curation):
@@ -37,24 +41,58 @@ class LongTermMemory(Curation):
 
     def __init__(self, path: Path | str | ChromaServer, embedder: Any,
                  secrets: tuple[str, ...] | list[str] = (),
-                 *, min_score: float = 0.3, associate_threshold: float = 0.78,
+                 *, min_score: float = MIN_SCORE, associate_threshold: float = ASSOCIATE_THRESHOLD,
                  lock_wait_s: float = LOCK_WAIT_S) -> None:
-        self.path = path if isinstance(path, ChromaServer) else Path(path)
-        self.embedder = embedder
-        self.secrets = tuple(s for s in secrets if s)
-        self.min_score = min_score
-        self.associate_threshold = associate_threshold
+        self._configure(path, embedder, secrets, min_score, associate_threshold)
         probe(self.path, lock_wait_s)
-        self._mismatch: tuple[str, Any] | None = None
         with self._guard("opening"):
             self._client = _client(self.path)
             existing = {c.name for c in self._client.list_collections()}
             self._cols = {name: self._collection(name, existing) for name in COLLECTIONS}
 
+    def _configure(self, path: Path | str | ChromaServer, embedder: Any,
+                   secrets: tuple[str, ...] | list[str], min_score: float,
+                   associate_threshold: float) -> None:
+        self.path = path if isinstance(path, ChromaServer) else Path(path)
+        self.embedder = embedder
+        self.secrets = tuple(s for s in secrets if s)
+        self.min_score = min_score
+        self.associate_threshold = associate_threshold
+        self._mismatch: tuple[str, Any] | None = None
+        self._snapshots = isinstance(self.path, Path)  # an embedded store keeps one (snapshot.py)
+        self._wrote = False
+
     def close(self) -> None:
-        """Release the client and its files; the object cannot be used afterwards."""
-        with self._guard("closing"):
-            self._client.close()
+        """Write the recall snapshot when the store has none, then release the client and its
+        files; the object cannot be used afterwards."""
+        try:
+            self._write_snapshot()
+        except (StorageError, OSError):
+            pass  # a cache: without it, the next run opens the store instead
+        finally:
+            with self._guard("closing"):
+                self._client.close()
+
+    def _write_snapshot(self) -> None:
+        """A new snapshot of an embedded store that this object changed, or that has none."""
+        if not self._snapshots or self._mismatch or (snapshot.exists(self.path) and not self._wrote):
+            return
+        import numpy as np
+
+        tables = {}
+        for name in snapshot.COLLECTIONS:
+            recs = list(self._records(name, vectors=True))
+            vectors = np.asarray([r["embedding"] for r in recs], dtype=np.float32)
+            tables[name] = {"metadata": self._cols[name].metadata or {},
+                            "ids": [r["id"] for r in recs],
+                            "documents": [r["document"] for r in recs],
+                            "metadatas": [r["metadata"] for r in recs],
+                            "vectors": vectors.reshape(len(recs), -1) if recs else
+                            np.zeros((0, int(self.embedder.dim)), dtype=np.float32)}
+        snapshot.write(self.path, tables)
+
+    def open_in_background(self) -> None:
+        """Nothing to do: this store is open."""
 
     def __enter__(self) -> "LongTermMemory":
         return self
@@ -66,6 +104,9 @@ class LongTermMemory(Curation):
     def _guard(self, action: str) -> Iterator[None]:
         """Turn storage failures (sqlite, OS, chromadb, HTTP) into a StorageError naming the store."""
         try:
+            if action in WRITES and self._snapshots:
+                snapshot.invalidate(self.path)  # no snapshot may outlive what it copied
+                self._wrote = True
             yield
         except Exception as e:
             vendor = type(e).__module__.split(".")[0] in ("chromadb", "httpx")  # not imported here
@@ -81,10 +122,13 @@ class LongTermMemory(Curation):
         if name not in existing:
             return self._client.create_collection(name, metadata=self._space_meta(), embedding_function=None)
         col = self._client.get_collection(name, embedding_function=None)
-        stored = col.metadata or {}
+        self._check_embedder(col.metadata or {})
+        return col
+
+    def _check_embedder(self, stored: dict[str, Any]) -> None:
+        """Record a mismatch when a collection was written with another embedder."""
         if stored.get("embedder") != self.embedder.name and self._mismatch is None:
             self._mismatch = (stored.get("embedder", "unknown"), stored.get("dim", "?"))
-        return col
 
     def _space_meta(self) -> dict[str, Any]:
         return {"hnsw:space": "cosine", "embedder": self.embedder.name, "dim": int(self.embedder.dim)}
@@ -238,14 +282,18 @@ class LongTermMemory(Curation):
                     removed += len(ids)
         return removed
 
-    def _records(self, name: str) -> Iterator[dict[str, Any]]:
-        """Every stored record of a collection, in batches."""
+    def _records(self, name: str, vectors: bool = False) -> Iterator[dict[str, Any]]:
+        """Every stored record of a collection, in batches (with its "embedding" if `vectors`)."""
         col, offset = self._cols[name], 0
+        include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
         while True:
             with self._guard("reading"):
-                got = col.get(include=["documents", "metadatas"], limit=BATCH, offset=offset)
-            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"]):
-                yield {"collection": name, "id": i, "document": d, "metadata": m or {}}
+                got = col.get(include=include, limit=BATCH, offset=offset)
+            for n, (i, d, m) in enumerate(zip(got["ids"], got["documents"], got["metadatas"])):
+                rec = {"collection": name, "id": i, "document": d, "metadata": m or {}}
+                if vectors:
+                    rec["embedding"] = got["embeddings"][n]
+                yield rec
             if len(got["ids"]) < BATCH:
                 return
             offset += BATCH

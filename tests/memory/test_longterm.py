@@ -16,7 +16,8 @@ from agent_cli.fences import balanced
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm import LongTermMemory
 from agent_cli.memory.records import CONTEXT_HEADER, Result, format_for_context
-from agent_cli.models import CommandRun, Episode, TaskRecord
+from agent_cli.models import CommandRun, Episode
+from episodekit import episode
 
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)
 KEY = "local-configured-key-7f3a9c1e"
@@ -32,15 +33,6 @@ def embedder():
 def mem(tmp_path, embedder):
     with LongTermMemory(tmp_path / "chroma", embedder, secrets=[KEY]) as store:
         yield store
-
-
-def episode(run_id: str, goal: str, **kw) -> Episode:
-    base = dict(run_id=run_id, goal=goal, plan=[goal], status="verified",
-                tasks=[TaskRecord(goal=goal, status="verified", attempts=1, acceptance_cmd="pytest -q")],
-                commands=[CommandRun(cmd="pytest -q", exit_code=0)], files_touched=["src/app.py"],
-                summary="done", prompt_tokens=1200, completion_tokens=300, cost_usd=0.01,
-                started_at="2025-03-14T09:00:00+00:00", ended_at="2025-03-14T09:20:00+00:00")
-    return Episode(**{**base, **kw})
 
 
 # -- curation -----------------------------------------------------------------------------

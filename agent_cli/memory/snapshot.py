@@ -1,0 +1,201 @@
+"""A copy of long-term memory's searchable collections that a run can read without chromadb.
+
+A run's first model request (the plan) carries what long-term memory recalls about the
+goal. Opening the embedded Chroma store for that costs chromadb's import and the client
+(most of a second), so the store also keeps a snapshot beside its own files:
+`agent-recall.npz`, holding the `facts` and `episodes` collections (ids, documents,
+metadata without the bulky episode record, and the vectors). The run recalls from it with
+numpy, exactly (no approximate index), through the same LongTermMemory code, and opens
+the store itself later, in the background, for what it writes.
+
+Keeping it true: a LongTermMemory deletes the snapshot before each write (`invalidate`),
+and writes a new one when it closes if it wrote or there is none (`write`), so a
+snapshot on disk matches the store as `agent` last left it; a process that died between
+the two leaves none, and the next run opens the store as before. Another program writing
+into the store directly is not seen until `agent` next changes it.
+Only the embedded store has one: a memory server may hold what other clones learned.
+The file is a cache: one that cannot be read or written is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+FILE = "agent-recall.npz"
+FORMAT = 1
+COLLECTIONS = ("facts", "episodes")
+DROPPED_KEYS = ("episode",)  # the whole episode record: large, and no recall reads it
+_OPERATORS = ("$eq", "$gt", "$gte", "$lt", "$lte", "$in")
+
+
+def path_of(store: Path) -> Path:
+    return Path(store) / FILE
+
+
+def invalidate(store: Path) -> None:
+    """Delete the snapshot (before the store changes); OSError when it cannot be deleted."""
+    path_of(store).unlink(missing_ok=True)
+
+
+def exists(store: Path) -> bool:
+    return path_of(store).is_file()
+
+
+def write(store: Path, tables: dict[str, dict[str, Any]]) -> None:
+    """Write the snapshot atomically. `tables`: collection name -> {"metadata": the collection's
+    metadata, "ids", "documents", "metadatas", "vectors": a float32 array, one row per id}."""
+    import numpy as np
+
+    index: dict[str, Any] = {"format": FORMAT, "collections": {}}
+    arrays: dict[str, Any] = {}
+    for name in COLLECTIONS:
+        table = tables[name]
+        index["collections"][name] = {
+            "metadata": table["metadata"], "ids": list(table["ids"]),
+            "documents": list(table["documents"]),
+            "metadatas": [{k: v for k, v in (m or {}).items() if k not in DROPPED_KEYS}
+                          for m in table["metadatas"]]}
+        arrays[f"vectors_{name}"] = np.asarray(table["vectors"], dtype=np.float32)
+    arrays["index"] = np.frombuffer(json.dumps(index, ensure_ascii=False).encode(), dtype=np.uint8)
+    fd, tmp = tempfile.mkstemp(dir=store, prefix=".agent-recall-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            np.savez(out, **arrays)
+        os.replace(tmp, path_of(store))
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(store: Path) -> dict[str, "SnapshotCollection"] | None:
+    """The snapshot's collections, or None when there is none or it cannot be read (then it is
+    deleted, so that the store writes a new one when it next closes)."""
+    path = path_of(store)
+    if not path.is_file():
+        return None
+    try:
+        import numpy as np
+
+        with np.load(path, allow_pickle=False) as data:
+            index = json.loads(data["index"].tobytes().decode())
+            if index.get("format") != FORMAT:
+                raise ValueError(f"snapshot format {index.get('format')!r}")
+            return {name: SnapshotCollection(name, index["collections"][name],
+                                             data[f"vectors_{name}"])
+                    for name in COLLECTIONS}
+    except Exception:  # a cache that cannot be read, whatever numpy or json found wrong
+        try:
+            invalidate(store)
+        except OSError:
+            pass
+        return None
+
+
+class SnapshotCollection:
+    """One collection of the snapshot, read the way LongTermMemory reads a Chroma collection:
+    `get` and `query` with a `where` filter, returning Chroma's shapes. Nothing can be written."""
+
+    def __init__(self, name: str, table: dict[str, Any], vectors: Any) -> None:
+        ids, docs, metas = table["ids"], table["documents"], table["metadatas"]
+        if not (len(ids) == len(docs) == len(metas) == len(vectors)):
+            raise ValueError(f"snapshot collection {name} has rows of different lengths")
+        self.name = name
+        self.metadata: dict[str, Any] = table.get("metadata") or {}
+        self._ids, self._docs, self._metas = ids, docs, metas
+        self._vectors = vectors
+
+    def count(self) -> int:
+        return len(self._ids)
+
+    def _rows(self, ids: Iterable[str] | None, where: dict | None) -> list[int]:
+        wanted = set(ids) if ids is not None else None
+        return [i for i, item_id in enumerate(self._ids)
+                if (wanted is None or item_id in wanted) and matches(self._metas[i], where)]
+
+    def get(self, ids: list[str] | None = None, where: dict | None = None,
+            include: Iterable[str] = ("documents", "metadatas"), limit: int | None = None,
+            offset: int = 0) -> dict[str, Any]:
+        rows = self._rows(ids, where)[offset:]
+        rows = rows[:limit] if limit is not None else rows
+        got: dict[str, Any] = {"ids": [self._ids[i] for i in rows]}
+        if "documents" in include:
+            got["documents"] = [self._docs[i] for i in rows]
+        if "metadatas" in include:
+            got["metadatas"] = [dict(self._metas[i]) for i in rows]
+        if "embeddings" in include:
+            got["embeddings"] = self._vectors[rows]
+        return got
+
+    def query(self, query_embeddings: list[Any], n_results: int = 10, where: dict | None = None,
+              include: Iterable[str] = ("documents", "metadatas", "distances")) -> dict[str, Any]:
+        """The `n_results` rows nearest each query by cosine distance (1 - similarity), exactly."""
+        import numpy as np
+
+        rows = self._rows(None, where)
+        out: dict[str, list] = {"ids": [], "documents": [], "metadatas": [], "distances": []}
+        matrix = self._vectors[rows] if rows else np.zeros((0, 0), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) if rows else matrix
+        for query in query_embeddings:
+            q = np.asarray(query, dtype=np.float32)
+            if rows:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    sims = np.nan_to_num(matrix @ q / (norms * np.linalg.norm(q)))
+                order = np.argsort(-sims, kind="stable")[:max(int(n_results), 0)]
+            else:
+                sims, order = np.zeros(0), []
+            out["ids"].append([self._ids[rows[j]] for j in order])
+            out["documents"].append([self._docs[rows[j]] for j in order])
+            out["metadatas"].append([dict(self._metas[rows[j]]) for j in order])
+            out["distances"].append([1.0 - float(sims[j]) for j in order])
+        return out
+
+
+def matches(meta: dict[str, Any], where: dict | None) -> bool:
+    """Whether metadata passes a Chroma `where` filter ($and, $or, and on a key: a value or one
+    of $eq $gt $gte $lt $lte $in); a key the metadata lacks never passes."""
+    if not where:
+        return True
+    for key, cond in where.items():
+        if key == "$and":
+            ok = all(matches(meta, c) for c in cond)
+        elif key == "$or":
+            ok = any(matches(meta, c) for c in cond)
+        elif key.startswith("$"):
+            raise ValueError(f"unsupported filter {key}")
+        else:
+            ok = key in meta and _holds(meta[key], cond)
+        if not ok:
+            return False
+    return True
+
+
+def _holds(value: Any, cond: Any) -> bool:
+    if not isinstance(cond, dict):
+        return _same(value, cond)
+    for op, arg in cond.items():
+        if op not in _OPERATORS:
+            raise ValueError(f"unsupported filter operator {op}")
+        if op == "$in":
+            ok = any(_same(value, a) for a in arg)
+        elif op == "$eq":
+            ok = _same(value, arg)
+        else:
+            ok = (_number(value) and _number(arg)
+                  and {"$gt": value > arg, "$gte": value >= arg,
+                       "$lt": value < arg, "$lte": value <= arg}[op])
+        if not ok:
+            return False
+    return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of one kind: a boolean never equals a number, as in Chroma."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)

@@ -1,0 +1,224 @@
+"""The recall snapshot of long-term memory: the same answers as the store, no chromadb, never stale."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from agent_cli.agent.learn import recall_for_run
+from agent_cli.errors import EmbedderMismatch
+from agent_cli.memory import snapshot
+from agent_cli.memory.embed import WordLlamaEmbedder
+from agent_cli.memory.lazy import LazyLongTermMemory, SnapshotMemory
+from agent_cli.memory.longterm import LongTermMemory
+from agent_cli.models import Fix
+from embedkit import HashEmbedder
+from episodekit import episode
+
+SIG = "tests/test_parser.py::test_quotes failed at tests/test_parser.py:42: AssertionError"
+QUERIES = ["database sessions", "how are the tests run here", "parser quotes failing",
+           "release tags", "CI on GitHub Actions", "add a cache", "pizza recipe with tomatoes"]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return WordLlamaEmbedder()
+
+
+def fill(memory: LongTermMemory) -> None:
+    memory.add_fact("The database is PostgreSQL 16, reached through SQLAlchemy sessions", "harness",
+                    topic="proj")
+    memory.add_fact("Releases are tagged vYYYY.MM", "harness", topic="other")
+    memory.add_fact("The model said the tests are slow", "model", trust=0.4, topic="proj")
+    memory.curate("Quoted strings are tokenized in src/lexer.py", topic="proj", origin_event_id="e1")
+    memory.add_procedure("python -m pytest -q", "make the parser pass", topic="proj")
+    memory.add_episode(episode("r-db", "Refactor the database layer to use sessions"))
+    memory.add_episode(episode("r-parse", "Make quoted strings parse", failure_signatures=[SIG],
+                               fixes=[Fix(signatures=[SIG], task="fix quotes",
+                                          summary="escaped quotes in the tokenizer")]))
+
+
+def reads(memory: LongTermMemory) -> list:
+    """Everything a run reads, as plain data (scores rounded: exact search against HNSW)."""
+    out = []
+    for q in QUERIES:
+        for kind in ("all", "episode", "fact", "note"):
+            out.append([(r.kind, r.id, round(r.score, 4), r.gist, r.hit_count)
+                        for r in memory.recall(q, kind=kind)])
+    out.append([r.id for r in memory.procedures("proj")])
+    out.append([(r.id, r.gist) for r in memory.fixes_for([SIG])])
+    return out
+
+
+@pytest.fixture
+def store(tmp_path, embedder):
+    path = tmp_path / "chroma"
+    with LongTermMemory(path, embedder) as memory:
+        fill(memory)
+    return path
+
+
+def test_closing_a_changed_store_writes_a_snapshot_that_answers_as_the_store_does(store, embedder):
+    assert snapshot.exists(store)
+    cols = snapshot.load(store)
+    assert {name: col.count() for name, col in cols.items()} == {"facts": 5, "episodes": 3}
+    assert all("episode" not in m for m in cols["episodes"].get()["metadatas"])  # the bulky record
+    with LongTermMemory(store, embedder) as memory:
+        from_store = reads(memory)
+    from_snapshot = reads(SnapshotMemory(cols, store, embedder))
+    assert from_snapshot == from_store
+    assert any(from_store[:len(QUERIES) * 4]), "the queries find something"
+    assert snapshot.exists(store), "reading leaves the snapshot in place"
+
+
+def test_hits_counted_on_the_snapshot_wait_and_are_written_once(store, embedder):
+    reader = SnapshotMemory(snapshot.load(store), store, embedder)
+    found = reader.associate("PostgreSQL database sessions", threshold=0.3, topics=["proj"])
+    assert found and all(r.hit_count == 1 for r in found)
+    assert [ids for ids, _ in reader.pending] == [[r.id for r in found]]
+    with LongTermMemory(store, embedder) as memory:
+        assert all(r.hit_count == 0 for r in memory.recall("PostgreSQL database", kind="fact"))
+        for ids, metas in reader.pending:
+            memory.write_hits(ids, metas)
+        assert not snapshot.exists(store), "a write removes the snapshot first"
+        counts = {r.id: r.hit_count for r in memory.recall("PostgreSQL database", kind="fact")}
+    assert all(counts[r.id] == 1 for r in found)
+    fresh = SnapshotMemory(snapshot.load(store), store, embedder)  # written again on close
+    assert {r.id: r.hit_count for r in fresh.recall("PostgreSQL database", kind="fact")} == counts
+
+
+def test_every_kind_of_change_removes_the_snapshot_until_the_store_is_closed(store, embedder):
+    changes = [lambda m: m.add_fact("CI runs on GitHub Actions", "harness"),
+               lambda m: m.forget("r-db"),
+               lambda m: m.expire(ttl_days=0.0000001),
+               lambda m: m.add_episode(episode("r-new", "Add a cache"))]
+    for change in changes:
+        with LongTermMemory(store, embedder) as memory:
+            before = reads(memory)
+            change(memory)
+            assert not snapshot.exists(store)
+            after = reads(memory)
+        assert before != after, "each change is visible to a read"
+        assert reads(SnapshotMemory(snapshot.load(store), store, embedder)) == after
+
+
+def test_a_write_after_another_handle_closed_still_reaches_the_snapshot(store, embedder):
+    first = LongTermMemory(store, embedder)
+    first.add_fact("Logs are written to var/log/app.log", "harness")
+    with LongTermMemory(store, embedder) as second:
+        second.add_fact("The API is served by uvicorn on port 8000", "harness")
+    assert snapshot.exists(store)
+    first.add_fact("Migrations live in db/migrations and run with alembic", "harness")
+    assert not snapshot.exists(store)
+    first.close()
+    texts = {r.text for r in SnapshotMemory(snapshot.load(store), store, embedder)
+             .recall("where do logs, migrations and the API server live", k=10, kind="fact",
+                     min_score=0.0)}
+    assert {"Logs are written to var/log/app.log", "The API is served by uvicorn on port 8000",
+            "Migrations live in db/migrations and run with alembic"} <= texts
+
+
+def test_a_process_that_dies_after_a_write_leaves_no_snapshot_to_mislead_the_next_run(store, tmp_path):
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(tmp_path.parent)!r})
+        from agent_cli.memory.embed import WordLlamaEmbedder
+        from agent_cli.memory.longterm import LongTermMemory
+        m = LongTermMemory({str(store)!r}, WordLlamaEmbedder())
+        m.add_fact("Deployments go through the blue-green script in ops/deploy.sh", "harness")
+        os._exit(0)
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert not snapshot.exists(store)
+    lazy = LazyLongTermMemory(store, WordLlamaEmbedder())
+    lazy.prepare()
+    try:
+        assert lazy._reader is None, "no snapshot: the store itself is opened"
+        assert "blue-green" in lazy.recall("how do deployments work", kind="fact")[0].text
+    finally:
+        lazy.close()
+    assert snapshot.exists(store)
+
+
+def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the_store(store, embedder):
+    script = textwrap.dedent(f"""
+        import json, sys
+        from agent_cli.agent.learn import recall_for_run
+        from agent_cli.memory.embed import WordLlamaEmbedder
+        from agent_cli.memory.lazy import LazyLongTermMemory
+        lazy = LazyLongTermMemory({str(store)!r}, WordLlamaEmbedder())
+        lazy.prepare()
+        found = recall_for_run(lazy, "Use database sessions in the parser", "proj", lambda p: None)
+        print(json.dumps({{"found": [[r.id, r.hit_count] for r in found],
+                          "chromadb": "chromadb" in sys.modules}}))
+        lazy.close()
+    """)
+    done = subprocess.run([sys.executable, "-c", script], check=True, timeout=120,
+                          capture_output=True, text=True)
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["chromadb"] is False
+    with LongTermMemory(store, embedder) as memory:
+        expected = recall_for_run(memory, "Use database sessions in the parser", "proj",
+                                  lambda p: None)
+    # the same items, counted once by the snapshot run (then once more by this check)
+    assert [[r.id, r.hit_count - (r.kind != "episode")] for r in expected] == seen["found"]
+    assert any(kind != "episode" for kind in (r.kind for r in expected))
+
+
+def test_a_damaged_or_foreign_snapshot_is_ignored(store, embedder):
+    for damage in (b"not a zip file", b"", b"PK\x03\x04 a cut zip"):
+        snapshot.path_of(store).write_bytes(damage)
+        assert snapshot.load(store) is None
+        lazy = LazyLongTermMemory(store, embedder)
+        lazy.prepare()
+        try:
+            assert lazy._reader is None and lazy.recall("database sessions")
+        finally:
+            lazy.close()
+        assert snapshot.load(store) is not None, "the store was read, so the snapshot is left"
+        snapshot.invalidate(store)
+
+
+def test_a_snapshot_of_another_embedder_is_the_same_clear_error(store):
+    with pytest.raises(EmbedderMismatch, match="embedded with wordllama") as err:
+        SnapshotMemory(snapshot.load(store), store, HashEmbedder()).recall("database")
+    assert "agent memory reindex" in err.value.hint
+
+
+def test_an_empty_store_has_an_empty_snapshot(tmp_path, embedder):
+    with LongTermMemory(tmp_path / "chroma", embedder):
+        pass
+    reader = SnapshotMemory(snapshot.load(tmp_path / "chroma"), tmp_path / "chroma", embedder)
+    assert reader.recall("anything") == [] and reader.procedures("proj") == []
+
+
+@pytest.mark.parametrize("where,meta,passes", [
+    (None, {}, True),
+    ({"kind": "fact"}, {"kind": "fact"}, True),
+    ({"kind": "fact"}, {"kind": "note"}, False),
+    ({"kind": "fact"}, {}, False),
+    ({"trust": {"$gte": 0.5}}, {"trust": 0.5}, True),
+    ({"trust": {"$gte": 0.5}}, {"trust": 0.4}, False),
+    ({"trust": {"$gte": 0.5}}, {"trust": "high"}, False),
+    ({"last_hit_ts": {"$lt": 10}}, {"last_hit_ts": 3.0}, True),
+    ({"fixed": True}, {"fixed": True}, True),
+    ({"fixed": True}, {"fixed": 1}, False),
+    ({"topic": {"$in": ["proj", ""]}}, {"topic": ""}, True),
+    ({"topic": {"$in": ["proj", ""]}}, {"topic": "other"}, False),
+    ({"$and": [{"kind": "fact"}, {"trust": {"$gt": 0.1}}]}, {"kind": "fact", "trust": 0.2}, True),
+    ({"$and": [{"kind": "fact"}, {"trust": {"$gt": 0.1}}]}, {"kind": "fact", "trust": 0.1}, False),
+    ({"$or": [{"kind": "fact"}, {"kind": "note"}]}, {"kind": "note"}, True),
+])
+def test_filters_mean_what_they_mean_in_chroma(where, meta, passes):
+    assert snapshot.matches(meta, where) is passes
+
+
+def test_a_filter_the_snapshot_cannot_evaluate_is_an_error_not_a_silent_miss():
+    with pytest.raises(ValueError, match=r"\$nin"):
+        snapshot.matches({"kind": "fact"}, {"kind": {"$nin": ["note"]}})
+    with pytest.raises(ValueError, match=r"\$not"):
+        snapshot.matches({"kind": "fact"}, {"$not": {"kind": "fact"}})
