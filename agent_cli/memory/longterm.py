@@ -88,7 +88,7 @@ class LongTermMemory(Curation):
                             "documents": [r["document"] for r in recs],
                             "metadatas": [r["metadata"] for r in recs],
                             "vectors": vectors.reshape(len(recs), -1) if recs else
-                            np.zeros((0, int(self.embedder.dim)), dtype=np.float32)}
+                            np.zeros((0, 0), dtype=np.float32)}
         snapshot.write(self.path, tables)
 
     def open_in_background(self) -> None:

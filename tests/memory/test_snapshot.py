@@ -222,3 +222,31 @@ def test_a_filter_the_snapshot_cannot_evaluate_is_an_error_not_a_silent_miss():
         snapshot.matches({"kind": "fact"}, {"kind": {"$nin": ["note"]}})
     with pytest.raises(ValueError, match=r"\$not"):
         snapshot.matches({"kind": "fact"}, {"$not": {"kind": "fact"}})
+
+
+def test_an_endpoint_embedder_is_asked_nothing_until_something_is_recalled(tmp_path):
+    from agent_cli.llm.fake_server import FakeOpenAIServer
+    from agent_cli.llm.openai_model import OpenAIEmbedder
+
+    with FakeOpenAIServer() as server:
+        def asked() -> int:
+            return sum(r["path"].endswith("/embeddings") for r in server.requests)
+
+        embedder = OpenAIEmbedder(base_url=server.url, api_key=None, model="emb")
+        with LongTermMemory(tmp_path / "chroma", embedder) as memory:
+            memory.add_fact("The docs are built with mkdocs", "harness")
+        before = asked()
+        for use_snapshot in (True, False):
+            if not use_snapshot:
+                snapshot.invalidate(tmp_path / "chroma")
+            lazy = LazyLongTermMemory(tmp_path / "chroma", OpenAIEmbedder(
+                base_url=server.url, api_key=None, model="emb"))
+            lazy.prepare()
+            lazy.open_in_background()
+            lazy.close()
+            assert asked() == before, "opening is not a reason to call the endpoint"
+        lazy = LazyLongTermMemory(tmp_path / "chroma", embedder)
+        lazy.prepare()
+        assert lazy.recall("how are the docs built", min_trust=0.5)
+        lazy.close()
+        assert asked() == before + 1
