@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from typing import Any
 
 from agent_cli.errors import ConfigError
@@ -17,8 +18,17 @@ WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
 
 
-@functools.lru_cache(maxsize=1)
+_LOADING = threading.Lock()
+
+
 def _load_wordllama() -> Any:
+    """The WordLlama model, loaded once whichever threads ask for it at the same time."""
+    with _LOADING:
+        return _load_wordllama_once()
+
+
+@functools.lru_cache(maxsize=1)
+def _load_wordllama_once() -> Any:
     """The WordLlama model from the files inside its wheel, never from the network."""
     from pathlib import Path
 

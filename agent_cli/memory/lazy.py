@@ -77,8 +77,9 @@ class LazyLongTermMemory:
 
     def _open_quietly(self) -> None:
         try:
-            if self._warming is not None:
-                self._warming.join()
+            warming = self._warming  # the main thread may clear it meanwhile
+            if warming is not None:
+                warming.join()
             self._memory = LongTermMemory(self.path, self.embedder, secrets=self.secrets)
             self._warm_quietly()  # the embedder's model loads off the main thread
         except BaseException as e:  # raised again where the memory is used
@@ -102,9 +103,9 @@ class LazyLongTermMemory:
     def _reading(self) -> LongTermMemory | None:
         """Where a read goes: the snapshot until the store is opened, then the store."""
         if self._reader is not None and self._thread is None and self._memory is None:
-            if self._warming is not None:
-                self._warming.join()
-                self._warming = None
+            warming, self._warming = self._warming, None
+            if warming is not None:
+                warming.join()
             return self._reader
         return self._get(create=False)
 
