@@ -63,8 +63,8 @@ class LongTermMemory(Curation):
         self._wrote = False
 
     def close(self) -> None:
-        """Write the recall snapshot when the store has none, then release the client and its
-        files; the object cannot be used afterwards."""
+        """Write the recall snapshot if this object changed the store or it has none, then
+        release the client and its files; the object cannot be used afterwards."""
         try:
             self._write_snapshot()
         except (StorageError, OSError):
