@@ -107,6 +107,7 @@ class SnapshotCollection:
         self.metadata: dict[str, Any] = table.get("metadata") or {}
         self._ids, self._docs, self._metas = ids, docs, metas
         self._vectors = vectors
+        self._norms: Any = None  # of every row, computed on the first query
 
     def count(self) -> int:
         return len(self._ids)
@@ -135,22 +136,27 @@ class SnapshotCollection:
         """The `n_results` rows nearest each query by cosine distance (1 - similarity), exactly."""
         import numpy as np
 
-        rows = self._rows(None, where)
+        if self._norms is None:
+            self._norms = np.linalg.norm(self._vectors, axis=1) if len(self._ids) else np.zeros(0)
+        rows = np.arange(len(self._ids)) if where is None else np.asarray(
+            self._rows(None, where), dtype=np.int64)
+        matrix, norms = (self._vectors, self._norms) if where is None else (
+            self._vectors[rows], self._norms[rows])
+        n = min(max(int(n_results), 0), len(rows))
         out: dict[str, list] = {"ids": [], "documents": [], "metadatas": [], "distances": []}
-        matrix = self._vectors[rows] if rows else np.zeros((0, 0), dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1) if rows else matrix
         for query in query_embeddings:
             q = np.asarray(query, dtype=np.float32)
-            if rows:
+            sims = np.zeros(0)
+            best: list[int] = []
+            if n:
                 with np.errstate(invalid="ignore", divide="ignore"):
                     sims = np.nan_to_num(matrix @ q / (norms * np.linalg.norm(q)))
-                order = np.argsort(-sims, kind="stable")[:max(int(n_results), 0)]
-            else:
-                sims, order = np.zeros(0), []
-            out["ids"].append([self._ids[rows[j]] for j in order])
-            out["documents"].append([self._docs[rows[j]] for j in order])
-            out["metadatas"].append([dict(self._metas[rows[j]]) for j in order])
-            out["distances"].append([1.0 - float(sims[j]) for j in order])
+                top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
+                best = sorted(top.tolist(), key=lambda j: (-sims[j], j))
+            out["ids"].append([self._ids[rows[j]] for j in best])
+            out["documents"].append([self._docs[rows[j]] for j in best])
+            out["metadatas"].append([dict(self._metas[rows[j]]) for j in best])
+            out["distances"].append([1.0 - float(sims[j]) for j in best])
         return out
 
 

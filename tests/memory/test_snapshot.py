@@ -196,6 +196,30 @@ def test_an_empty_store_has_an_empty_snapshot(tmp_path, embedder):
     assert reader.recall("anything") == [] and reader.procedures("proj") == []
 
 
+def test_a_query_returns_the_nearest_rows_best_first_with_or_without_a_filter(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((500, 16)).astype(np.float32)
+    ids = [f"r{i}" for i in range(500)]
+    metas = [{"kind": "fact" if i % 2 else "note"} for i in range(500)]
+    empty = {"metadata": {}, "ids": [], "documents": [], "metadatas": [], "vectors": np.zeros((0, 0))}
+    snapshot.write(tmp_path, {"facts": {"metadata": {}, "ids": ids, "documents": ids,
+                                        "metadatas": metas, "vectors": vectors},
+                              "episodes": empty})
+    facts = snapshot.load(tmp_path)["facts"]
+    q = rng.standard_normal(16).astype(np.float32)
+    sims = vectors @ q / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(q))
+    best = [f"r{j}" for j in np.argsort(-sims)]
+    assert facts.query([q], 9)["ids"][0] == best[:9]
+    assert facts.query([q], 9, where={"kind": {"$in": ["fact", "note"]}})["ids"][0] == best[:9]
+    assert facts.query([q], 5, where={"kind": "fact"})["ids"][0] == [
+        r for r in best if int(r[1:]) % 2][:5]
+    distances = facts.query([q], 600)["distances"][0]
+    assert len(distances) == 500 and distances == sorted(distances)
+    assert snapshot.load(tmp_path)["episodes"].query([q], 3)["ids"] == [[]]
+
+
 @pytest.mark.parametrize("where,meta,passes", [
     (None, {}, True),
     ({"kind": "fact"}, {"kind": "fact"}, True),
