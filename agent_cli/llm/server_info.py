@@ -1,8 +1,9 @@
 """What a local server says about itself: its context window and whether it is still busy.
 
-Best effort, a short timeout per probe, never raising: llama.cpp `GET /props` (`n_ctx`) and
-`GET /slots` (`is_processing`), vLLM `GET /v1/models` (`max_model_len`), Ollama `GET /api/ps`
-and `POST /api/show` (the loaded context, `num_ctx`, the model's `*.context_length`). Ollama
+Best effort, a short timeout per probe, the probes sent at once, never raising: llama.cpp
+`GET /props` (`n_ctx`) and `GET /slots` (`is_processing`), vLLM `GET /v1/models`
+(`max_model_len`), Ollama `GET /api/ps` and `POST /api/show` (the loaded context, `num_ctx`,
+the model's `*.context_length`). Ollama
 serves a model with its own `num_ctx` (4096 unless configured), whatever the model could
 take, so that is what counts when nothing says more. The HTTP itself is the caller's
 `Fetch` (the model client's, so probes carry the same key, proxy and TLS settings).
@@ -11,6 +12,7 @@ take, so that is what counts when nothing says more. The HTTP itself is the call
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -80,15 +82,24 @@ PROBES = (("llama.cpp /props", _llama_cpp), ("vLLM /v1/models", _vllm),
 
 
 def learn_context_window(fetch: Fetch, base_url: str, model: str) -> tuple[int, str] | None:
-    """(tokens, where it was learned) from the server itself, or None if it does not say."""
+    """(tokens, where it was learned) from the server itself, or None if it does not say.
+
+    The probes are sent at once, each in its own thread (a remote server costs one round
+    trip, not four, before the first request), and read in the order of PROBES: the first
+    that answers with a size wins, and probes still out are not waited for.
+    """
     if any(host in base_url for host in SKIP_HOSTS):
         return None
+    pool = ThreadPoolExecutor(max_workers=len(PROBES), thread_name_prefix="probe-window")
     try:
-        for source, probe in PROBES:
-            if n := probe(fetch, base_url, model):
+        asked = [(source, pool.submit(probe, fetch, base_url, model)) for source, probe in PROBES]
+        for source, answer in asked:
+            if n := answer.result():
                 return n, source
     except Unreachable:
         pass  # the first request says so at once, with the how-to-fix
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     return None
 
 

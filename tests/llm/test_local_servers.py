@@ -1,6 +1,7 @@
 """The client against the loopback server behaving like llama.cpp, vLLM and Ollama."""
 
 import json
+import threading
 
 import pytest
 
@@ -209,6 +210,28 @@ def test_the_context_window_is_learned_from_the_server(fake_server, behaviour, s
     m = chat_model(srv, context_window=32000)
     expected = next(iter(behaviour.values()), 32000)
     assert (m.context_window, m.context_source) == (expected, source)
+
+
+def test_the_window_probes_go_out_at_once_and_the_first_in_order_wins():
+    from agent_cli.llm.server_info import Unreachable, learn_context_window
+
+    together = threading.Barrier(3, timeout=10)  # passed only if all three are out at once
+
+    def fetch(url: str, body: dict | None, timeout: float):
+        if not url.endswith("/api/show"):
+            together.wait()
+        if url.endswith("/v1/models"):
+            return {"data": [{"id": "m", "max_model_len": 8192}]}
+        if url.endswith("/api/ps"):
+            return {"models": [{"name": "m", "context_length": 2048}]}
+        return None  # /props: not llama.cpp
+
+    assert learn_context_window(fetch, "http://10.1.2.3:8000/v1", "m") == (8192, "vLLM /v1/models")
+
+    def unreachable(url: str, body: dict | None, timeout: float):
+        raise Unreachable("refused")
+
+    assert learn_context_window(unreachable, "http://10.1.2.3:8000/v1", "m") is None
 
 
 def test_max_tokens_fits_a_small_window(fake_server):
