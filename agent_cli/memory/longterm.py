@@ -49,6 +49,9 @@ class LongTermMemory(Curation):
             self._client = _client(self.path)
             existing = {c.name for c in self._client.list_collections()}
             self._cols = {name: self._collection(name, existing) for name in COLLECTIONS}
+        if self._snapshots:  # each write notes what it touched, for the snapshot at close
+            self._cols = {name: snapshot.Tracked(col, self._changed.setdefault(name, set()))
+                          for name, col in self._cols.items()}
 
     def _configure(self, path: Path | str | ChromaServer, embedder: Any,
                    secrets: tuple[str, ...] | list[str], min_score: float,
@@ -61,6 +64,9 @@ class LongTermMemory(Curation):
         self._mismatch: tuple[str, Any] | None = None
         self._snapshots = isinstance(self.path, Path)  # an embedded store keeps one (snapshot.py)
         self._wrote = False
+        self._base: dict[str, Any] | None = None  # the snapshot as it was before the first write
+        self._changed: dict[str, set[str]] = {}  # collection -> the ids written since
+        self._whole = False  # the next snapshot must be read from the whole store
 
     def close(self) -> None:
         """Write the recall snapshot if this object changed the store or it has none, then
@@ -74,22 +80,28 @@ class LongTermMemory(Curation):
                 self._client.close()
 
     def _write_snapshot(self) -> None:
-        """A new snapshot of an embedded store that this object changed, or that has none."""
+        """A new snapshot of an embedded store that this object changed, or that has none:
+        the one it had with the rows written since read again, else the store read whole."""
         if not self._snapshots or self._mismatch or (snapshot.exists(self.path) and not self._wrote):
             return
+        tables = None
+        if self._base is not None and not self._whole:
+            tables = snapshot.patched(self._base, self._changed, self._table,
+                                      lambda name: self._cols[name].count())
+        snapshot.write(self.path, tables or {name: self._table(name)
+                                             for name in snapshot.COLLECTIONS})
+
+    def _table(self, name: str, ids: list[str] | None = None) -> dict[str, Any]:
+        """The collection's records (all, or those of `ids` still stored) as a snapshot table."""
         import numpy as np
 
-        tables = {}
-        for name in snapshot.COLLECTIONS:
-            recs = list(self._records(name, vectors=True))
-            vectors = np.asarray([r["embedding"] for r in recs], dtype=np.float32)
-            tables[name] = {"metadata": self._cols[name].metadata or {},
-                            "ids": [r["id"] for r in recs],
-                            "documents": [r["document"] for r in recs],
-                            "metadatas": [r["metadata"] for r in recs],
-                            "vectors": vectors.reshape(len(recs), -1) if recs else
-                            np.zeros((0, 0), dtype=np.float32)}
-        snapshot.write(self.path, tables)
+        recs = list(self._records(name, vectors=True, ids=ids))
+        vectors = np.asarray([r["embedding"] for r in recs], dtype=np.float32)
+        return {"metadata": self._cols[name].metadata or {}, "ids": [r["id"] for r in recs],
+                "documents": [r["document"] for r in recs],
+                "metadatas": [r["metadata"] for r in recs],
+                "vectors": vectors.reshape(len(recs), -1) if recs else
+                np.zeros((0, 0), dtype=np.float32)}
 
     def open_in_background(self) -> None:
         """Nothing to do: this store is open."""
@@ -105,6 +117,8 @@ class LongTermMemory(Curation):
         """Turn storage failures (sqlite, OS, chromadb, HTTP) into a StorageError naming the store."""
         try:
             if action in WRITES and self._snapshots:
+                if not self._wrote:
+                    self._base = snapshot.load(self.path)  # patched at close (snapshot.py)
                 snapshot.invalidate(self.path)  # no snapshot may outlive what it copied
                 self._wrote = True
             yield
@@ -282,19 +296,22 @@ class LongTermMemory(Curation):
                     removed += len(ids)
         return removed
 
-    def _records(self, name: str, vectors: bool = False) -> Iterator[dict[str, Any]]:
-        """Every stored record of a collection, in batches (with its "embedding" if `vectors`)."""
+    def _records(self, name: str, vectors: bool = False,
+                 ids: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Every stored record of a collection (or those of `ids`), in batches, with its
+        "embedding" if `vectors`."""
         col, offset = self._cols[name], 0
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
-        while True:
+        while ids is None or offset < len(ids):
             with self._guard("reading"):
-                got = col.get(include=include, limit=BATCH, offset=offset)
+                got = (col.get(include=include, limit=BATCH, offset=offset) if ids is None else
+                       col.get(ids=ids[offset:offset + BATCH], include=include))
             for n, (i, d, m) in enumerate(zip(got["ids"], got["documents"], got["metadatas"])):
                 rec = {"collection": name, "id": i, "document": d, "metadata": m or {}}
                 if vectors:
                     rec["embedding"] = got["embeddings"][n]
                 yield rec
-            if len(got["ids"]) < BATCH:
+            if ids is None and len(got["ids"]) < BATCH:
                 return
             offset += BATCH
 
@@ -318,7 +335,7 @@ class LongTermMemory(Curation):
 
     def reindex(self) -> int:
         """Re-embed every record with the current embedder; how many were re-embedded."""
-        total = 0
+        total, self._whole = 0, True  # every vector changes
         for name in COLLECTIONS:
             recs = list(self._records(name))
             with self._guard("reindexing"):

@@ -106,8 +106,38 @@ def test_every_kind_of_change_removes_the_snapshot_until_the_store_is_closed(sto
         assert reads(SnapshotMemory(snapshot.load(store), store, embedder)) == after
 
 
+class Watched(LongTermMemory):
+    """A LongTermMemory that notes which rows it reads back to write its snapshot."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.read_back: list[tuple[str, list[str] | None]] = []
+
+    def _table(self, name, ids=None):
+        self.read_back.append((name, ids))
+        return super()._table(name, ids)
+
+
+def test_closing_reads_back_only_the_rows_written_and_matches_the_store(store, embedder):
+    memory = Watched(store, embedder)
+    memory.add_fact("CI runs on GitHub Actions", "harness")
+    memory.add_episode(episode("r-parse", "Make quoted strings parse", failure_signatures=[
+        "tests/test_lexer.py::test_escape failed at tests/test_lexer.py:9: AssertionError"]))
+    memory.forget("r-db")
+    memory.recall("database")  # a read is not a change
+    memory.close()
+    read = dict(memory.read_back)
+    assert set(read) == {"facts", "episodes"} and len(memory.read_back) == 2
+    assert len(read["facts"]) == 1  # the new fact alone, not the five stored before
+    # the replaced episode with its signature, and the forgotten one
+    assert set(read["episodes"]) == {"r-parse", "r-parse#sig0", "r-db"}
+    with LongTermMemory(store, embedder) as whole:
+        expected = reads(whole)
+    assert reads(SnapshotMemory(snapshot.load(store), store, embedder)) == expected
+
+
 def test_a_write_after_another_handle_closed_still_reaches_the_snapshot(store, embedder):
-    first = LongTermMemory(store, embedder)
+    first = Watched(store, embedder)
     first.add_fact("Logs are written to var/log/app.log", "harness")
     with LongTermMemory(store, embedder) as second:
         second.add_fact("The API is served by uvicorn on port 8000", "harness")
@@ -115,6 +145,7 @@ def test_a_write_after_another_handle_closed_still_reaches_the_snapshot(store, e
     first.add_fact("Migrations live in db/migrations and run with alembic", "harness")
     assert not snapshot.exists(store)
     first.close()
+    assert ("facts", None) in first.read_back, "the other handle's fact: the store is read whole"
     texts = {r.text for r in SnapshotMemory(snapshot.load(store), store, embedder)
              .recall("where do logs, migrations and the API server live", k=10, kind="fact",
                      min_score=0.0)}
