@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 FILE = "agent-recall.npz"
+TEMP_PREFIX = ".agent-recall-"  # a snapshot being written
 FORMAT = 1
 COLLECTIONS = ("facts", "episodes")
 DROPPED_KEYS = ("episode",)  # the whole episode record: large, and no recall reads it
@@ -67,7 +68,9 @@ def write(store: Path, tables: dict[str, dict[str, Any]]) -> None:
                           for m in table["metadatas"]]}
         arrays[f"vectors_{name}"] = np.asarray(table["vectors"], dtype=np.float32)
     arrays["index"] = np.frombuffer(json.dumps(index, ensure_ascii=False).encode(), dtype=np.uint8)
-    fd, tmp = tempfile.mkstemp(dir=store, prefix=".agent-recall-", suffix=".npz")
+    for left in Path(store).glob(TEMP_PREFIX + "*"):  # from a process killed while writing
+        left.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=store, prefix=TEMP_PREFIX, suffix=".npz")
     try:
         with os.fdopen(fd, "wb") as out:
             np.savez(out, **arrays)

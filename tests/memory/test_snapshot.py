@@ -214,6 +214,16 @@ def test_a_damaged_or_foreign_snapshot_is_ignored(store, embedder):
         snapshot.invalidate(store)
 
 
+def test_a_snapshot_left_half_written_by_a_killed_process_is_cleared_on_the_next_write(
+        store, embedder):
+    left = store / (snapshot.TEMP_PREFIX + "x1y2z3.npz")
+    left.write_bytes(b"PK\x03\x04 half of a snapshot")
+    with LongTermMemory(store, embedder) as memory:
+        memory.add_fact("Benchmarks live in bench/", "harness")
+    assert not left.exists() and snapshot.load(store) is not None
+    assert [p.name for p in store.iterdir() if "recall" in p.name] == [snapshot.FILE]
+
+
 def test_a_snapshot_of_another_embedder_is_the_same_clear_error(store):
     with pytest.raises(EmbedderMismatch, match="embedded with wordllama") as err:
         SnapshotMemory(snapshot.load(store), store, HashEmbedder()).recall("database")
