@@ -19,8 +19,10 @@ that had a snapshot when it was first written to keeps it in memory, notes the i
 write touches (`Tracked`), and at close reads back only those (`patched`); when the rows
 that gives do not add up to what the store holds (another process wrote too), it is
 read whole.
+
 Only the embedded store has one: a memory server may hold what other clones learned.
-The file is a cache: one that cannot be read or written is ignored.
+The file is a cache: one that cannot be read or written is ignored (and one that cannot be
+read is deleted).
 """
 
 from __future__ import annotations
