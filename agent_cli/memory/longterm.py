@@ -69,8 +69,8 @@ class LongTermMemory(Curation):
         self._whole = False  # the next snapshot must be read from the whole store
 
     def close(self) -> None:
-        """Write the recall snapshot if this object changed the store or it has none, then
-        release the client and its files; the object cannot be used afterwards."""
+        """Write the recall snapshot if this object changed the store, then release the
+        client and its files; the object cannot be used afterwards."""
         try:
             self._write_snapshot()
         except (StorageError, OSError):
@@ -80,9 +80,10 @@ class LongTermMemory(Curation):
                 self._client.close()
 
     def _write_snapshot(self) -> None:
-        """A new snapshot of an embedded store that this object changed, or that has none:
-        the one it had with the rows written since read again, else the store read whole."""
-        if not self._snapshots or self._mismatch or (snapshot.exists(self.path) and not self._wrote):
+        """A new snapshot of an embedded store that this object changed (a store only read
+        keeps the one it has, or none): the one it had with the rows written since read
+        again, else the store read whole."""
+        if not self._snapshots or self._mismatch or not self._wrote:
             return
         tables = None
         if self._base is not None and not self._whole:

@@ -9,9 +9,10 @@ numpy, exactly (no approximate index), through the same LongTermMemory code, and
 the store itself later, in the background, for what it writes.
 
 Keeping it true: a LongTermMemory deletes the snapshot before each write (`invalidate`),
-and writes a new one when it closes if it wrote or there is none (`write`), so a
-snapshot on disk matches the store as `agent` last left it; a process that died between
-the two leaves none, and the next run opens the store as before. Another program writing
+and writes a new one when it closes if it wrote (`write`), so a snapshot on disk matches
+the store as `agent` last left it; a process that died between the two leaves none, and
+the next run opens the store as before (a store that an older version wrote gets one when
+a run first changes it: every run does). Another program writing
 into the store directly is not seen until `agent` next changes it.
 
 Writing it anew costs a read of the whole store (0.8 s at 12,000 documents), so a store

@@ -169,10 +169,13 @@ def test_a_process_that_dies_after_a_write_leaves_no_snapshot_to_mislead_the_nex
     lazy.prepare()
     try:
         assert lazy._reader is None, "no snapshot: the store itself is opened"
-        assert "blue-green" in lazy.recall("how do deployments work", kind="fact")[0].text
+        found = lazy.recall("how do deployments work", kind="fact")
+        assert "blue-green" in found[0].text
+        lazy.count_hits(found)  # a run counts its hits: a change
     finally:
         lazy.close()
-    assert snapshot.exists(store)
+    assert "blue-green" in SnapshotMemory(snapshot.load(store), store, WordLlamaEmbedder()).recall(
+        "how do deployments work", kind="fact")[0].text
 
 
 def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the_store(store, embedder):
@@ -208,10 +211,11 @@ def test_a_damaged_or_foreign_snapshot_is_ignored(store, embedder):
         lazy.prepare()
         try:
             assert lazy._reader is None and lazy.recall("database sessions")
+            assert not snapshot.exists(store), "the damaged file is gone"
+            lazy.add_fact(f"Damage {len(damage)} was survived", "harness")
         finally:
             lazy.close()
-        assert snapshot.load(store) is not None, "the store was read, so the snapshot is left"
-        snapshot.invalidate(store)
+        assert snapshot.load(store) is not None, "the run's write brought a new one"
 
 
 def test_a_snapshot_left_half_written_by_a_killed_process_is_cleared_on_the_next_write(
@@ -230,11 +234,16 @@ def test_a_snapshot_of_another_embedder_is_the_same_clear_error(store):
     assert "agent memory reindex" in err.value.hint
 
 
-def test_an_empty_store_has_an_empty_snapshot(tmp_path, embedder):
-    with LongTermMemory(tmp_path / "chroma", embedder):
-        pass
-    reader = SnapshotMemory(snapshot.load(tmp_path / "chroma"), tmp_path / "chroma", embedder)
-    assert reader.recall("anything") == [] and reader.procedures("proj") == []
+def test_only_a_change_writes_a_snapshot_and_an_emptied_store_has_an_empty_one(tmp_path,
+                                                                              embedder):
+    path = tmp_path / "chroma"
+    with LongTermMemory(path, embedder) as memory:
+        memory.recall("anything")
+    assert not snapshot.exists(path), "a store only read (here: created empty) gets none"
+    with LongTermMemory(path, embedder) as memory:
+        memory.forget(memory.add_fact("Temporary", "harness"))
+    reader = SnapshotMemory(snapshot.load(path), path, embedder)
+    assert reader.recall("anything", min_score=0.0) == [] and reader.procedures("proj") == []
 
 
 def test_a_query_returns_the_nearest_rows_best_first_with_or_without_a_filter(tmp_path):
