@@ -154,7 +154,7 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         return 1
     if repo is not None and settings.state_dir(repo).exists():
         prepare_state_dir(repo, settings.state_dir(repo), create=False)  # keep it out of git
-    for line in (*settings_view(settings.redacted(), settings.sources), heading("checks")):
+    for line in (*settings_view(*settings.shown()), heading("checks")):
         out.print(line)
     checks: list[tuple[str, Callable[[], str]]] = [
         ("endpoint", lambda: _check_endpoint(settings)),

@@ -120,12 +120,15 @@ class Settings(BaseSettings):
         The default prices are an OpenAI model's. A server on this machine or the local network
         (llama.cpp, Ollama, vLLM) bills nothing, so there they count as 0 unless a price is set:
         a local run is not shown a cost it never had, nor stopped by a money budget."""
-        keys = ("price_input_per_mtok", "price_output_per_mtok", "price_cached_input_per_mtok")
-        if _on_local_network(self.base_url) and all(
-                self.sources.get(k, "default") == "default" for k in keys):
+        if self._billed_nothing():
             return {"price_in": 0.0, "price_out": 0.0, "price_cached": 0.0}
         return {"price_in": self.price_input_per_mtok, "price_out": self.price_output_per_mtok,
                 "price_cached": self.price_cached_input_per_mtok}
+
+    def _billed_nothing(self) -> bool:
+        """A server on the local network, and no price set (see `prices`)."""
+        return _on_local_network(self.base_url) and all(
+            self.sources.get(k, "default") == "default" for k in PRICE_KEYS)
 
     def key(self) -> str | None:
         """The API key in clear, or None when none is set."""
@@ -145,6 +148,17 @@ class Settings(BaseSettings):
         out["api_key"] = _mask(self.key() or "")
         out["memory_token"] = _mask(self.memory_token_value() or "")
         return out
+
+    def shown(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """`redacted()` with the prices a run is billed at, and where each value came from."""
+        values, sources = self.redacted(), dict(self.sources)
+        if self._billed_nothing():
+            for key in PRICE_KEYS:
+                values[key], sources[key] = 0.0, "default; a local server bills nothing"
+        return values, sources
+
+
+PRICE_KEYS = ("price_input_per_mtok", "price_output_per_mtok", "price_cached_input_per_mtok")
 
 
 def _on_local_network(url: str) -> bool:

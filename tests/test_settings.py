@@ -171,6 +171,15 @@ def test_default_prices_count_as_zero_only_on_a_server_on_the_local_network(tmp_
                       {"price_in": 0.15, "price_out": 0.60, "price_cached": None})
 
 
+def test_the_prices_shown_are_the_ones_billed(tmp_path):
+    values, sources = load(tmp_path, env={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}).shown()
+    assert values["price_input_per_mtok"] == values["price_output_per_mtok"] == 0.0
+    assert values["price_cached_input_per_mtok"] == 0.0
+    assert sources["price_input_per_mtok"] == "default; a local server bills nothing"
+    values, sources = load(tmp_path, env={"OPENAI_BASE_URL": "https://api.openai.com/v1"}).shown()
+    assert values["price_input_per_mtok"] == 0.15 and sources["price_input_per_mtok"] == "default"
+
+
 def test_a_price_that_is_set_applies_on_the_local_network_too(tmp_path):
     s = load(tmp_path, env={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1",
                             "AGENT_PRICE_INPUT_PER_MTOK": "0.5"})
