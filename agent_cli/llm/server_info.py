@@ -3,10 +3,10 @@
 Best effort, a short timeout per probe, the probes sent at once, never raising: llama.cpp
 `GET /props` (`n_ctx`) and `GET /slots` (`is_processing`), vLLM `GET /v1/models`
 (`max_model_len`), Ollama `GET /api/ps` and `POST /api/show` (the loaded context, `num_ctx`,
-the model's `*.context_length`). Ollama
-serves a model with its own `num_ctx` (4096 unless configured), whatever the model could
-take, so that is what counts when nothing says more. The HTTP itself is the caller's
-`Fetch` (the model client's, so probes carry the same key, proxy and TLS settings).
+the model's `*.context_length`). Ollama serves a model with its own `num_ctx` (4096 unless
+configured), whatever the model could take, so that is what counts when nothing says more.
+The HTTP itself is the caller's `Fetch` (the model client's, so probes carry the same key,
+proxy and TLS settings).
 """
 
 from __future__ import annotations
