@@ -33,6 +33,11 @@ from agent_cli.models import MAX_ATTEMPTS, Plan, Verdict
 from agent_cli.protocols import ChatModel, Console, LongTermStore, Workspace
 from agent_cli.redact import redact
 
+# How long after the plan request is built long-term memory starts opening in the background:
+# by then the request is out and the model is working (a local server in the tests answers
+# at once, a real model takes seconds), so chromadb's import does not delay the request.
+OPEN_MEMORY_AFTER_S = 0.25
+
 
 @dataclass
 class RunConfig:
@@ -104,7 +109,6 @@ class Session:
             protected = ws.preflight(self.cfg.allow_dirty)
             recalled = self._recall(goal)
             plan = self._plan(goal, recalled)
-            self.sv.longterm.open_in_background()  # for the run's writes, while it works
         if plan is None:
             self._done_early("planned", EXIT_OK, "the plan is shown; nothing was changed")
             return EXIT_OK
@@ -158,6 +162,9 @@ class Session:
         messages = planner.plan_messages(goal, recalled, listing, self.cfg.accept_cmds,
                                          self.mem.instructions.render(), self.cfg.limits.window())
         self.sv.console.emit(events.Planning(goal=goal))
+        # The store itself opens while the model plans, for the run's writes (the recall
+        # above may have read its snapshot instead), once the plan request is out.
+        self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)
         plan, _ = planner.make_plan(self.sv.model, messages, self._check_plan,
                                     fallback=bool(self.cfg.accept_cmds))
         event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],

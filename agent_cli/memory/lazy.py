@@ -6,8 +6,8 @@ before that request when there is no memory yet; the store is created when the r
 first writes to it (its episode, at the end). When the store has a current snapshot
 (snapshot.py), the first recall reads that, with the embedder loaded in a worker thread,
 and the hits it counts wait (`SnapshotMemory.pending`) until the store itself opens: in
-the background once the session says the plan is made (`open_in_background`), or when
-first written to. Without a snapshot the store opens in a worker thread at once
+the background while the model plans (`open_in_background`, which the session calls as
+the plan request goes out), or when first written to. Without a snapshot the store opens in a worker thread at once
 (chromadb's import, the client, the embedder's model) while the rest of the run starts,
 and the first recall waits for it.
 """
@@ -38,6 +38,7 @@ class LazyLongTermMemory:
         self._error: BaseException | None = None
         self._reader: SnapshotMemory | None = None  # reads until the store is open
         self._warming: threading.Thread | None = None  # the embedder's model, loading
+        self._needed = threading.Event()  # the store is wanted now: a delayed open starts
 
     def exists(self) -> bool:
         """Whether anything is at the store's path (a store, or something broken to report);
@@ -60,11 +61,14 @@ class LazyLongTermMemory:
                                          name="load-embedder")
         self._warming.start()
 
-    def open_in_background(self) -> None:
-        """Start opening an existing store (and loading its embedder) in a worker thread."""
+    def open_in_background(self, after_s: float = 0.0) -> None:
+        """Start opening an existing store (and loading its embedder) in a worker thread,
+        `after_s` seconds from now or as soon as the store is needed, whichever comes first:
+        time for a request that is being sent to go out without chromadb's import competing
+        with it for the interpreter."""
         if self._thread is None and self._memory is None and self.exists():
-            self._thread = threading.Thread(target=self._open_quietly, daemon=True,
-                                            name="open-long-term-memory")
+            self._thread = threading.Thread(target=self._open_quietly, args=(after_s,),
+                                            daemon=True, name="open-long-term-memory")
             self._thread.start()
 
     def _warm_quietly(self) -> None:
@@ -75,7 +79,8 @@ class LazyLongTermMemory:
         except Exception:  # the same failure is raised where the embedder is used
             pass
 
-    def _open_quietly(self) -> None:
+    def _open_quietly(self, after_s: float = 0.0) -> None:
+        self._needed.wait(after_s)
         try:
             warming = self._warming  # the main thread may clear it meanwhile
             if warming is not None:
@@ -87,6 +92,7 @@ class LazyLongTermMemory:
 
     def _get(self, create: bool) -> LongTermMemory | None:
         if self._thread is not None:
+            self._needed.set()
             self._thread.join()
             self._thread = None
             if self._error is not None:

@@ -104,7 +104,7 @@ class LongTermMemory(Curation):
                 "vectors": vectors.reshape(len(recs), -1) if recs else
                 np.zeros((0, 0), dtype=np.float32)}
 
-    def open_in_background(self) -> None:
+    def open_in_background(self, after_s: float = 0.0) -> None:
         """Nothing to do: this store is open."""
 
     def __enter__(self) -> "LongTermMemory":

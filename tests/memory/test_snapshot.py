@@ -203,6 +203,21 @@ def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the
     assert any(kind != "episode" for kind in (r.kind for r in expected))
 
 
+def test_a_delayed_background_open_starts_at_once_when_the_store_is_needed(store, embedder):
+    import threading
+
+    lazy = LazyLongTermMemory(store, embedder)
+    lazy.prepare()
+    lazy.open_in_background(after_s=600)  # "after the request is out": far off here
+    done = []
+    worker = threading.Thread(target=lambda: done.append(lazy.add_fact("Docs use mkdocs", "h")),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert done, "the write waited for the delay instead of opening the store"
+    lazy.close()
+
+
 def test_a_damaged_or_foreign_snapshot_is_ignored(store, embedder):
     for damage in (b"not a zip file", b"", b"PK\x03\x04 a cut zip"):
         snapshot.path_of(store).write_bytes(damage)
