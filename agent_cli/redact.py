@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 MASK = "[REDACTED]"
 
@@ -31,3 +32,14 @@ def redact(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
     for pat in _PATTERNS:
         text = pat.sub(_mask, text)
     return text
+
+
+def redact_all(value: Any, secrets: tuple[str, ...] | list[str] = ()) -> Any:
+    """`value` with every string it holds (in lists and dict values, at any depth) redacted."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [redact_all(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_all(v, secrets) for k, v in value.items()}
+    return value

@@ -31,6 +31,7 @@ from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.fallback import FallbackLongTerm
 from agent_cli.memory.lazy import LazyLongTermMemory
+from agent_cli.memory.outbox import Outbox
 from agent_cli.memory.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
 from agent_cli.memory.records import format_for_context
 from agent_cli.protocols import ChatModel, Console, Embedder
@@ -46,6 +47,7 @@ from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
 # The openai SDK takes about a second to import and only `agent run` and `doctor` talk to the
 # model; `recall` and `memory` import this module too, so the model client loads where chosen.
 MODEL_CLIENT = "agent_cli.llm.openai_model"
+OUTBOX = "memory-outbox.jsonl"  # long-term memory writes kept while the server is down
 
 
 @dataclass
@@ -273,11 +275,14 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
     state_dir = settings.state_dir(repo_path)
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
     embedder = make_embedder(settings)
-    with workspace, LazyLongTermMemory(memory_place(settings, state_dir), embedder,
-                                       settings.secrets()) as lazy:
-        # A memory server that is down: one notice, and the run goes on without it.
+    place = memory_place(settings, state_dir)
+    with workspace, LazyLongTermMemory(place, embedder, settings.secrets()) as lazy:
+        # A memory server that is down: one notice, the run goes on without it, and what it
+        # would have written waits in the outbox for the next run that reaches the server.
         longterm = FallbackLongTerm(lambda: lazy,
-                                    notice=lambda text: console.emit(Notice(text=text)))
+                                    notice=lambda text: console.emit(Notice(text=text)),
+                                    outbox=Outbox(state_dir / OUTBOX, str(place),
+                                                  settings.secrets()))
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, settings.secrets())
         lock = RunLock(state_dir / "run.lock")

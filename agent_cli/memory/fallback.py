@@ -1,24 +1,48 @@
-"""Long-term memory that may be out of reach: a run goes on without it, and says so once."""
+"""Long-term memory that may be out of reach: a run goes on without it, and says so once.
+
+What the run writes meanwhile goes to the outbox (outbox.py) when there is one, and the
+next run that reaches the store sends it before its own first write.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from agent_cli.errors import MemoryUnavailable
+from agent_cli.memory.outbox import WRITES, Outbox
 
 
 class NoLongTermMemory:
-    """Long-term memory that finds nothing and keeps nothing, for a run whose server is down."""
+    """Long-term memory that finds nothing, for a run whose server is down; its writes go to
+    `outbox` when there is one, else nowhere."""
+
+    def __init__(self, outbox: Outbox | None = None) -> None:
+        self._outbox = outbox
 
     def recall(self, *args: Any, **kwargs: Any) -> list:
         return []
 
     retrieve = associate = recall
 
-    def add_episode(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    def _keep(self, op: str, args: tuple, kwargs: dict[str, Any]) -> str:
+        if self._outbox is not None:
+            self._outbox.keep(op, args, kwargs)
+        return ""
 
-    add_episodes = add_fact = curate = add_episode
+    def add_episode(self, *args: Any, **kwargs: Any) -> None:
+        self._keep("add_episode", args, kwargs)
+
+    def add_fact(self, *args: Any, **kwargs: Any) -> str:
+        return self._keep("add_fact", args, kwargs)
+
+    def add_procedure(self, *args: Any, **kwargs: Any) -> str:
+        return self._keep("add_procedure", args, kwargs)
+
+    def curate(self, *args: Any, **kwargs: Any) -> str:
+        return self._keep("curate", args, kwargs)
+
+    def add_episodes(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
     def close(self) -> None:
         return None
@@ -38,10 +62,13 @@ class FallbackLongTerm:
     storage error still stops the command, as it would with the embedded store.
     """
 
-    def __init__(self, opener: Callable[[], Any], notice: Callable[[str], None]) -> None:
+    def __init__(self, opener: Callable[[], Any], notice: Callable[[str], None],
+                 outbox: Outbox | None = None) -> None:
         self._opener = opener
         self._notice = notice
         self._memory: Any = None
+        self._outbox = outbox
+        self._sent = outbox is None  # what an earlier run kept goes before the first write
 
     @property
     def available(self) -> bool:
@@ -57,9 +84,23 @@ class FallbackLongTerm:
         return self._memory
 
     def _give_up(self, error: MemoryUnavailable) -> None:
-        self._memory = NoLongTermMemory()
-        self._notice(f"long-term memory is unavailable, so this run goes on without it: "
+        self._memory = NoLongTermMemory(self._outbox)
+        kept = " (what it learns is kept for the next run that reaches it)" if self._outbox else ""
+        self._notice(f"long-term memory is unavailable, so this run goes on without it{kept}: "
                      f"{error.one_line()}")
+
+    def _send_waiting(self) -> None:
+        """Send what earlier runs kept in the outbox, once, if the store answers."""
+        if self._sent or self._outbox is None:
+            return
+        self._sent = True
+        target = self._target()
+        if isinstance(target, NoLongTermMemory) or not self._outbox.waiting():
+            return
+        sent = self._outbox.send(target)
+        if sent:
+            self._notice(f"long-term memory: sent {sent} write(s) kept by an earlier run while "
+                         "it was unreachable")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -70,6 +111,8 @@ class FallbackLongTerm:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
+                if name in WRITES:
+                    self._send_waiting()
                 return attr(*args, **kwargs)
             except MemoryUnavailable as e:
                 self._give_up(e)

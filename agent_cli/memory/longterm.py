@@ -25,7 +25,7 @@ from agent_cli.memory.records import (COLLECTIONS, Result, batches, episode_docs
                                       read_export, stamp)
 from agent_cli.memory.signatures import signature_key
 from agent_cli.models import Episode
-from agent_cli.redact import redact
+from agent_cli.redact import redact_all
 
 KINDS = ("all", "episode", *ITEM_KINDS)
 LOCK_WAIT_S = 3.0
@@ -166,13 +166,7 @@ class LongTermMemory(Curation):
 
     def _redact(self, value: Any) -> Any:
         """`value` with secrets masked in every string it holds."""
-        if isinstance(value, str):
-            return redact(value, self.secrets)
-        if isinstance(value, list):
-            return [self._redact(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self._redact(v) for k, v in value.items()}
-        return value
+        return redact_all(value, self.secrets)
 
     def _upsert(self, col: Any, ids: list[str], docs: list[str], metas: list[dict]) -> None:
         """Embed `docs` and write them in batches Chroma accepts."""

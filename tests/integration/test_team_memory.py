@@ -15,7 +15,7 @@ from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm import LongTermMemory
 from agent_cli.memory.place import ChromaServer
 from agent_cli.models import Episode, TaskRecord
-from chromakit import free_port
+from chromakit import ChromaProcess, chroma_executable, free_port
 from conftest import git
 from runkit import GOAL, PYTEST, add_median, events_of, finish, plan, task
 
@@ -103,6 +103,40 @@ def test_a_run_with_the_server_down_goes_on_without_long_term_memory(run_agent, 
     assert len(down) == 1 and "cannot be reached" in down[0] and "goes on without it" in down[0]
     assert events_of(proc.stdout)[-1]["status"] == "verified"
     assert not (demo_repo / ".agent" / "chroma").exists()  # no quiet fallback to a local store
+
+
+def test_what_a_run_learned_with_the_server_down_reaches_it_with_the_next_run(
+        run_agent, fake_server, demo_repo, tmp_path, embedder):
+    executable = chroma_executable()
+    if executable is None:
+        pytest.skip("the `chroma` executable (installed with chromadb) is not found")
+    server = ChromaProcess(executable, tmp_path / "chroma")  # not started yet: down
+    env = server_env(server.url, "team-db")
+    srv = fake_server([plan(task()), add_median(), finish()])
+    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = events_of(proc.stdout)[-1]["run_id"]
+    outbox = demo_repo / ".agent" / "memory-outbox.jsonl"
+    kept = [json.loads(line) for line in outbox.read_text().splitlines()]
+    assert kept[0]["op"] == "add_episode" and kept[0]["args"][0]["run_id"] == first
+
+    server.start()  # the same address, answering now
+    try:
+        git(demo_repo, "checkout", "-q", "main")
+        srv = fake_server([plan(task()), add_median(), finish()])
+        proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo,
+                         env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        notices = [e["text"] for e in events_of(proc.stdout) if e["event"] == "notice"]
+        assert any(f"sent {len(kept)} write(s) kept by an earlier run" in n for n in notices), (
+            notices)
+        assert not outbox.exists()
+        with LongTermMemory(ChromaServer(server.url, database="team-db"), embedder) as mem:
+            runs = {r.id for r in mem.recall(GOAL, k=10, kind="episode")}
+            assert {first, events_of(proc.stdout)[-1]["run_id"]} <= runs
+            assert mem.counts()["procedures"] == 1  # the same check, kept by both runs: merged
+    finally:
+        server.stop()
 
 
 def clone(origin: Path, path: Path) -> Path:
