@@ -52,6 +52,23 @@ def _open(settings: Any, state: Path, create: bool = False) -> Any:
     return LongTermMemory(place, make_embedder(settings), secrets=settings.secrets())
 
 
+def _open_to_read(settings: Any, state: Path) -> Any:
+    """For a search: the embedded store's recall snapshot when it has one (memory/snapshot.py:
+    the same answers, and no chromadb to import), else `_open`."""
+    from agent_cli.wiring import make_embedder, memory_place
+
+    place = memory_place(settings, state)
+    if isinstance(place, Path):
+        from agent_cli.memory import snapshot
+
+        cols = snapshot.load(place)
+        if cols is not None:
+            from agent_cli.memory.lazy import SnapshotMemory
+
+            return SnapshotMemory(cols, place, make_embedder(settings), settings.secrets())
+    return _open(settings, state)
+
+
 def _memory_or_exit(repo: Optional[Path]) -> Any:
     """Open long-term memory, or say there is none yet and exit 0."""
     _, settings, state = _place(repo)
@@ -90,7 +107,7 @@ def recall_command(
     if not 0.0 <= min_trust <= 1.0:
         raise UsageError(f"--min-trust {min_trust} is out of range", "pass a number from 0 to 1")
     top, settings, state = _place(repo)
-    mem = _open(settings, state)
+    mem = _open_to_read(settings, state)
     if mem is None:
         typer.echo(NO_MEMORY.format(state=state / "chroma"), err=True)
         if as_json:

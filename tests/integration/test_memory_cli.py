@@ -127,6 +127,29 @@ def test_recall_prints_ranked_results_as_a_table_and_as_json(seeded):
     assert {r["kind"] for r in found} == {"fact"} and "contractor" in found[0]["text"]
 
 
+def test_recall_answers_from_the_snapshot_without_chromadb_as_the_store_would(seeded, embedder):
+    from agent_cli.memory import snapshot
+
+    store = seeded / ".agent" / "chroma"
+    with LongTermMemory(store, embedder) as mem:
+        mem.add_fact("Quoted strings are tokenized in src/lexer.py", "harness")  # a change
+    assert snapshot.exists(store)
+    queries = [["recall", "quoted strings parser", "--json", "--k", "10"],
+               ["recall", "who wrote the parser", "--kind", "fact", "--min-trust", "0.2",
+                "--json"]]
+    fast = agents(seeded, *queries)
+    traced = agent(seeded, "recall", "parser", **{"PYTHONPROFILEIMPORTTIME": "1"})
+    assert traced.returncode == 0 and "| agent_cli" in traced.stderr
+    assert "chromadb" not in traced.stderr, "the snapshot needs no chromadb"
+    snapshot.invalidate(store)
+    slow = agents(seeded, *queries)
+    for a, b in zip(fast, slow):
+        assert a.returncode == b.returncode == 0, a.stderr + b.stderr
+        got, expected = json.loads(a.stdout), json.loads(b.stdout)
+        assert [r["id"] for r in got] == [r["id"] for r in expected] and got
+        assert [round(r["score"], 4) for r in got] == [round(r["score"], 4) for r in expected]
+
+
 def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
     before = agent(seeded, "memory", "show")
     assert before.returncode == 0, before.stderr
