@@ -33,9 +33,10 @@ from agent_cli.models import MAX_ATTEMPTS, Plan, Verdict
 from agent_cli.protocols import ChatModel, Console, LongTermStore, Workspace
 from agent_cli.redact import redact
 
-# How long after the plan request is built long-term memory starts opening in the background:
-# by then the request is out and the model is working (a local server in the tests answers
-# at once, a real model takes seconds), so chromadb's import does not delay the request.
+# How long after the first request of a session is built (the plan, or a resumed task's)
+# long-term memory starts opening in the background: by then the request is out and the
+# model is working (a local server in the tests answers at once, a real model takes
+# seconds), so chromadb's import does not delay the request.
 OPEN_MEMORY_AFTER_S = 0.25
 
 
@@ -197,7 +198,7 @@ class Session:
             state = AgentState.from_dict(run.agent_state)
             check_answer(state, answer, run.run_id)
         self.run = run
-        self.sv.longterm.open_in_background()  # for the run's writes, while it works
+        self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
         self.mem.learned = learn.Learned.from_dict((run.model_extra or {}).get("learned"))
         self.sv.workspace.resume_on(run.branch, run.protected)
         state.success_criteria = state.success_criteria or run.success_criteria
