@@ -16,9 +16,11 @@ from episodekit import episode
 KEY = "sk-outboxtest0123456789abcdef"
 
 
-def down_fallback(tmp_path, notices: list[str]) -> tuple[FallbackLongTerm, Outbox]:
+def down_fallback(tmp_path, notices: list[str],
+                  server: ChromaServer | None = None) -> tuple[FallbackLongTerm, Outbox]:
     """Long-term memory on a server nobody listens on, with an outbox, as `agent run` has it."""
-    server = ChromaServer(f"http://127.0.0.1:{free_port()}", database="team", timeout_s=1)
+    server = server or ChromaServer(f"http://127.0.0.1:{free_port()}", database="team",
+                                    timeout_s=1)
     outbox = Outbox(tmp_path / "state" / "memory-outbox.jsonl", str(server), (KEY,))
     lazy = LazyLongTermMemory(server, HashEmbedder())
     return FallbackLongTerm(lambda: lazy, notices.append, outbox=outbox), outbox
@@ -76,11 +78,13 @@ def test_the_next_run_that_reaches_the_store_sends_them_first_then_forgets_them(
 
 
 def test_an_outbox_for_a_store_that_is_still_down_keeps_everything(tmp_path):
-    fallback, outbox = down_fallback(tmp_path, [])
+    server = ChromaServer(f"http://127.0.0.1:{free_port()}", database="team", timeout_s=1)
+    fallback, outbox = down_fallback(tmp_path, [], server)
     learn(fallback)
     before = outbox.path.read_text()
-    again, _ = down_fallback(tmp_path, [])
-    again = FallbackLongTerm(again._opener, lambda text: None, outbox=outbox)
+    notices: list[str] = []
+    again, _ = down_fallback(tmp_path, notices, server)  # the next run: still down
     again.add_fact("Learned during the second outage", "harness")
     assert outbox.path.read_text().startswith(before)
     assert len(outbox.path.read_text().splitlines()) == len(before.splitlines()) + 1
+    assert len(notices) == 1 and "cannot be reached" in notices[0]
