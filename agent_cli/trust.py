@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from agent_cli.errors import ConfigError
-from agent_cli.workspace.atomic import write_atomic
+from agent_cli.atomic import write_atomic
 
 
 def trust_file(env: dict[str, str] | None = None) -> Path:

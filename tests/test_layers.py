@@ -89,6 +89,15 @@ def test_memory_workspace_and_llm_never_import_the_agent_or_the_command_layer(na
     assert not bad, f"{name} imports {bad}"
 
 
+@pytest.mark.parametrize("name", in_layer("agent_cli.memory") + in_layer("agent_cli.workspace")
+                         + in_layer("agent_cli.llm"))
+def test_memory_workspace_and_llm_never_import_each_other(name):
+    layer = name.split(".")[1]
+    others = {f"agent_cli.{other}" for other in ("memory", "workspace", "llm") if other != layer}
+    bad = {m for m in GRAPH[name] if any(m == o or m.startswith(o + ".") for o in others)}
+    assert not bad, f"{name} imports {bad}"
+
+
 @pytest.mark.parametrize("vendor", sorted(VENDORS))
 def test_each_vendor_sdk_is_imported_only_where_it_belongs(vendor):
     users = {name for name, imported in GRAPH.items() if vendor in top(imported)}

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serial
 
 from agent_cli.errors import AgentError, StorageError
 from agent_cli.redact import redact
-from agent_cli.workspace.atomic import append_line, write_atomic
+from agent_cli.atomic import append_line, write_atomic
 
 FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
 RunStatus = Literal["running", "verified", "escalated", "budget_exhausted", "interrupted",

@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent_cli.atomic import append_line, write_atomic
 from agent_cli.errors import AgentError, MemoryUnavailable
 from agent_cli.models import Episode
 from agent_cli.redact import redact_all
-from agent_cli.workspace.atomic import write_atomic
 
 WRITES = ("add_episode", "add_fact", "add_procedure", "curate")
 
@@ -38,8 +38,7 @@ class Outbox:
         args = tuple(a.model_dump(mode="json") if isinstance(a, Episode) else a for a in args)
         entry = {"store": self.store, "op": op, "args": list(args), "kwargs": kwargs}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(redact_all(entry, self.secrets), ensure_ascii=False) + "\n")
+        append_line(self.path, json.dumps(redact_all(entry, self.secrets), ensure_ascii=False))
 
     def _entries(self) -> list[dict[str, Any]]:
         try:

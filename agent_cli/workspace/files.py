@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 import regex
 
 from agent_cli.errors import ToolError
-from agent_cli.workspace.atomic import write_atomic
+from agent_cli.atomic import write_atomic
 from agent_cli.workspace.gitsafe import run_git
 
 _BINARY_SNIFF_BYTES = 8192

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from agent_cli.errors import GitError
-from agent_cli.workspace.atomic import write_atomic
+from agent_cli.atomic import write_atomic
 from agent_cli.workspace.gitsafe import run_git
 from agent_cli.workspace.secrets import where_secret
 
