@@ -95,7 +95,7 @@ class FallbackLongTerm:
             return
         self._sent = True
         target = self._target()
-        if isinstance(target, NoLongTermMemory) or not self._outbox.waiting():
+        if isinstance(target, NoLongTermMemory):
             return
         sent = self._outbox.send(target)
         if sent:

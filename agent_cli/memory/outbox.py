@@ -55,16 +55,14 @@ class Outbox:
                 out.append(entry)
         return out
 
-    def waiting(self) -> bool:
-        """Whether any write waits for this outbox's store."""
-        return self.path.is_file() and any(e.get("store") == self.store for e in self._entries())
-
     def send(self, memory: Any) -> int:
         """Make every write waiting for this store on `memory`, oldest first; how many went.
         A write the store refuses (or that cannot be read back) is dropped; when the store
         cannot be reached, the writes not yet made stay and MemoryUnavailable is raised."""
         entries = self._entries()
         mine = [e for e in entries if e.get("store") == self.store]
+        if not mine:
+            return 0  # nothing to send, nothing to rewrite
         others = [e for e in entries if e.get("store") != self.store]
         done = sent = 0
         try:
