@@ -1,6 +1,6 @@
 """Entry point for `python -m agent_cli`."""
 
-from agent_cli.cli import main
+from agent_cli.cli.app import main
 
 if __name__ == "__main__":
     main()

@@ -30,8 +30,7 @@ import time
 from pathlib import Path
 
 from agent_cli.llm.fake_server import FakeOpenAIServer
-from agent_cli.memory import snapshot
-
+from agent_cli.memory.longterm import snapshot
 PLAN = {"tool": "submit_plan", "args": {"goal": "g", "success_criteria": "ok", "tasks": [
     {"goal": "create done.txt", "acceptance": "it exists", "acceptance_cmd": "test -f done.txt"}]}}
 
@@ -74,7 +73,7 @@ def make_repo(root: Path, name: str) -> Path:
 def seed_memory(repo: Path) -> None:
     """Give the repository a long-term memory holding one verified fact."""
     from agent_cli.memory.embed import WordLlamaEmbedder
-    from agent_cli.memory.longterm import LongTermMemory
+    from agent_cli.memory.longterm.chroma import LongTermMemory
 
     with LongTermMemory(repo / ".agent" / "chroma", WordLlamaEmbedder()) as memory:
         memory.add_fact("In bench, `test -f done.txt` exits 0 once done.txt exists",

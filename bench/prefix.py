@@ -29,8 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agent_cli import tokens
-from agent_cli.agent.request import pointed_result
+from agent_cli.core import tokens
+from agent_cli.agent.ask.request import pointed_result
 from agent_cli.llm.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent

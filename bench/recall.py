@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from agent_cli.memory.embed import WordLlamaEmbedder
-from agent_cli.memory.longterm import LongTermMemory
-from agent_cli.models import CommandRun, Episode, TaskRecord
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.core.models import CommandRun, Episode, TaskRecord
 
 VERBS = ["add", "fix", "refactor", "remove", "document", "speed up", "test", "rename", "port", "harden"]
 THINGS = ["the CSV parser", "the login form", "retry logic", "the cache layer", "date handling",

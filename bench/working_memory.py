@@ -23,9 +23,9 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_cli import tokens
+from agent_cli.core import tokens
 from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
-from agent_cli.memory.symbols import definitions, identifiers
+from agent_cli.memory.working.symbols import definitions, identifiers
 
 BUDGET = 4000
 SIZES = (2000, 10_000)

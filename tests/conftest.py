@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.llm.fake_server import FakeOpenAIServer
+from agent_cli.llm.fake.server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

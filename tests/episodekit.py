@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_cli.models import CommandRun, Episode, TaskRecord
+from agent_cli.core.models import CommandRun, Episode, TaskRecord
 
 
 def episode(run_id: str, goal: str, **kw) -> Episode:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.atomic import append_line, write_atomic
+from agent_cli.core.atomic import append_line, write_atomic
 from reliability.relkit import wait_for
 
 WRITER = """
 import json, sys
-from agent_cli.atomic import write_atomic
+from agent_cli.core.atomic import write_atomic
 path = sys.argv[1]
 i = 0
 print("ready", flush=True)
@@ -27,7 +27,7 @@ while True:
 
 APPENDER = """
 import json, sys
-from agent_cli.atomic import append_line
+from agent_cli.core.atomic import append_line
 path = sys.argv[1]
 i = 0
 print("ready", flush=True)

@@ -13,10 +13,10 @@ import textwrap
 import pytest
 from rich.console import Console
 
-from agent_cli.console import make_console, pick_mode
+from agent_cli.ui.console import make_console, pick_mode
 from ttykit import Screen
-from agent_cli.render import MODEL_SUMMARIES
-from agent_cli.events import (BudgetExhausted, Escalated, Notice, PlanMade, RunDone, RunStarted,
+from agent_cli.ui.render import MODEL_SUMMARIES
+from agent_cli.core.events import (BudgetExhausted, Escalated, Notice, PlanMade, RunDone, RunStarted,
                               TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
@@ -283,8 +283,8 @@ def test_make_console_rejects_an_unknown_mode():
 
 SCRIPT = textwrap.dedent("""
     import sys
-    from agent_cli.console import make_console, pick_mode
-    from agent_cli.events import RunDone, RunStarted, TaskStarted
+    from agent_cli.ui.console import make_console, pick_mode
+    from agent_cli.core.events import RunDone, RunStarted, TaskStarted
     rc = make_console(pick_mode(False, sys.stdout))
     print(rc.mode, flush=True)
     rc.emit(RunStarted(run_id="r9", goal="g", repo=".", branch="agent/r9"))

@@ -1,7 +1,8 @@
 """The package's shape, checked over `ast`: layers, vendor SDKs one module each, no import cycle.
 
-Every import counts, the lazy ones inside functions included. Also: no module over 400
-lines and no function over 50 lines in `agent_cli/`.
+Every import counts, the lazy ones inside functions included. Also: a folder shows its ideas
+(at most 10 entries at the top of `agent_cli/`, 12 in any package), no module over 800 lines,
+and no class reads another object's private members.
 """
 
 from __future__ import annotations
@@ -12,18 +13,16 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "agent_cli"
-COMMAND_LAYER = {"agent_cli.cli", "agent_cli.cli_run", "agent_cli.cli_memory", "agent_cli.doctor",
-                 "agent_cli.wiring", "agent_cli.__main__", "agent_cli.cli_help"}
 # Each vendor SDK, and the only modules allowed to import it.
 VENDORS = {
-    "openai": {"agent_cli.llm.openai_model"},
-    "chromadb": {"agent_cli.memory.longterm"},
-    "git": {"agent_cli.workspace.git"},
-    "tiktoken": {"agent_cli.tokens"},
+    "openai": {"agent_cli.llm.openai.model"},
+    "chromadb": {"agent_cli.memory.longterm.chroma"},
+    "git": {"agent_cli.workspace.git.repository"},
+    "tiktoken": {"agent_cli.core.tokens"},
     "wordllama": {"agent_cli.memory.embed"},
-    "rich": {"agent_cli.console", "agent_cli.render"},
-    "typer": {"agent_cli.cli", "agent_cli.cli_run", "agent_cli.cli_memory", "agent_cli.cli_trust",
-              "agent_cli.cli_help"},
+    "rich": {"agent_cli.ui.console", "agent_cli.ui.render"},
+    "typer": {"agent_cli.cli.app", "agent_cli.cli.run_command", "agent_cli.cli.memory_commands",
+              "agent_cli.cli.trust_command", "agent_cli.cli.help"},
 }
 
 
@@ -35,6 +34,9 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+# Every module that typer or the wiring reaches: the command layer is the package `cli`.
+COMMAND_LAYER = {m for m in MODULES if m.startswith("agent_cli.cli.") or m == "agent_cli.cli"}
+COMMAND_LAYER.add("agent_cli.__main__")
 
 
 def imports_of(name: str) -> set[str]:
@@ -71,14 +73,14 @@ def in_layer(prefix: str) -> list[str]:
 
 
 def test_the_check_sees_lazy_imports():
-    assert "agent_cli.llm.openai_model" in GRAPH["agent_cli.wiring"]  # imported inside a function
-    assert "chromadb" in GRAPH["agent_cli.memory.longterm"]
+    assert "agent_cli.llm.openai.model" in GRAPH["agent_cli.cli.wiring"]  # imported inside a function
+    assert "chromadb" in GRAPH["agent_cli.memory.longterm.chroma"]
 
 
 @pytest.mark.parametrize("name", in_layer("agent_cli.agent"))
 def test_the_agent_layer_sees_neither_the_command_layer_nor_the_terminal_nor_a_vendor(name):
     imported = GRAPH[name]
-    assert not imported & (COMMAND_LAYER | {"agent_cli.console", "agent_cli.render"}), name
+    assert not imported & (COMMAND_LAYER | {"agent_cli.ui.console", "agent_cli.ui.render"}), name
     assert not top(imported) & set(VENDORS), name
 
 
@@ -123,15 +125,88 @@ def test_there_is_no_import_cycle_lazy_imports_included():
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
-def test_no_module_over_400_lines_and_no_function_over_50():
+def test_ui_and_config_are_read_by_the_command_layer_only():
+    """The session never reads settings, and nothing below the commands draws on the terminal."""
+    readers = {name: {m for m in GRAPH[name] if m.startswith(("agent_cli.ui", "agent_cli.config"))}
+               for name in MODULES
+               if not name.startswith(("agent_cli.cli", "agent_cli.ui", "agent_cli.config"))}
+    bad = {name: found for name, found in readers.items() if found}
+    assert not bad, bad
+
+
+def test_core_imports_no_other_layer():
+    bad = {name: {m for m in ours(GRAPH[name]) if not m.startswith("agent_cli.core")}
+           for name in in_layer("agent_cli.core")}
+    assert not {k: v for k, v in bad.items() if v}
+
+
+def _entries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()
+                  if p.name != "__pycache__" and (p.is_dir() or p.suffix == ".py"))
+
+
+def test_a_folder_shows_its_ideas_at_a_glance():
+    assert len(_entries(PACKAGE)) <= 10, _entries(PACKAGE)
+    crowded = {str(d.relative_to(PACKAGE)): len(_entries(d))
+               for d in PACKAGE.rglob("*") if d.is_dir() and (d / "__init__.py").exists()
+               and len(_entries(d)) > 12}
+    assert not crowded, crowded
+
+
+def test_no_module_over_800_lines():
     long_modules = {name: n for name, path in MODULES.items()
-                    if (n := len(path.read_text().splitlines())) > 400}
-    long_functions = []
+                    if (n := len(path.read_text().splitlines())) > 800}
+    assert not long_modules, long_modules
+
+
+def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = [b for b in fn.body
+            if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    return all(isinstance(b, (ast.Pass, ast.Raise)) for b in body)
+
+
+def _classes() -> dict[str, list[tuple[str, set[str], set[str], list[str]]]]:
+    """Each class: where, the members it defines, the private members it reads, its bases."""
+    found: dict[str, list[tuple[str, set[str], set[str], list[str]]]] = {}
     for name, path in MODULES.items():
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = node.end_lineno - node.lineno + 1
-                if length > 50:
-                    long_functions.append(f"{name}.{node.name} ({length} lines)")
-    assert not long_modules, long_modules
-    assert not long_functions, long_functions
+            if not isinstance(node, ast.ClassDef):
+                continue
+            own: set[str] = set()
+            reads: set[str] = set()
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub(item):
+                    own.add(item.name)
+                elif isinstance(item, ast.Assign):
+                    own.update(t.id for t in item.targets if isinstance(t, ast.Name))
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    own.add(item.target.id)
+            for sub in ast.walk(node):
+                if (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name)
+                        and sub.value.id == "self"):
+                    if isinstance(sub.ctx, ast.Store):
+                        own.add(sub.attr)
+                    elif sub.attr.startswith("_") and not sub.attr.startswith("__"):
+                        reads.add(sub.attr)
+            bases = [getattr(b, "id", getattr(b, "attr", "")) for b in node.bases]
+            found.setdefault(node.name, []).append((name, own, reads, bases))
+    return found
+
+
+def test_no_class_reads_private_members_it_does_not_define_or_inherit():
+    """Composition, not mixins: a class's private state is its own."""
+    classes = _classes()
+
+    def owned(cls: str, seen: tuple[str, ...] = ()) -> set[str]:
+        out: set[str] = set()
+        for _where, own, _reads, bases in classes.get(cls, []):
+            out |= own
+            for base in bases:
+                if base not in seen:
+                    out |= owned(base, (*seen, cls))
+        return out
+
+    foreign = [f"{where}.{cls}: {sorted(reads - owned(cls))}"
+               for cls, defs in classes.items() for where, _own, reads, _bases in defs
+               if reads - owned(cls)]
+    assert not foreign, foreign

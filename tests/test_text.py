@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from agent_cli.agent.dispatch import commit_message
-from agent_cli.memory.records import one_line
-from agent_cli.models import Task
-from agent_cli.render import short
-from agent_cli.text import shorten
+from agent_cli.agent.judge.dispatch import commit_message
+from agent_cli.memory.longterm.records import one_line
+from agent_cli.core.models import Task
+from agent_cli.ui.render import short
+from agent_cli.core.text import shorten
 
 GOAL = ("Add median(xs) to calc/stats.py: the middle value, the mean of the two middle values "
         "for an even count, ValueError when empty")

@@ -3,9 +3,7 @@ import sys
 
 import pytest
 
-from agent_cli import tokens
-
-
+from agent_cli.core import tokens
 def test_published_ids_for_both_shipped_encodings():
     assert tokens.get_encoding("o200k_base").encode("hello world") == [24912, 2375]
     assert tokens.get_encoding("cl100k_base").encode("hello world") == [15339, 1917]

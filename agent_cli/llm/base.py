@@ -1,11 +1,11 @@
-"""Tool schemas and prices for any model; the `ChatModel` seam itself is in `agent_cli.protocols`."""
+"""Tool schemas and prices for any model; the `ChatModel` seam itself is in `agent_cli.core.protocols`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agent_cli.models import Usage
-from agent_cli.protocols import ChatModel, Message
+from agent_cli.core.models import Usage
+from agent_cli.core.protocols import ChatModel, Message
 
 __all__ = ["ChatModel", "Message", "cost", "force", "function_tool"]
 

@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent_cli.errors import ConfigError, ModelError
+from agent_cli.core.errors import ConfigError, ModelError
 from agent_cli.llm.base import ChatModel, Message, reply_cost
-from agent_cli.models import ChatReply, Usage
-from agent_cli.redact import redact
-
-
+from agent_cli.core.models import ChatReply, Usage
+from agent_cli.core.redact import redact
 class RecordingModel:
     """Wraps a ChatModel and appends each exchange to a JSONL file."""
 

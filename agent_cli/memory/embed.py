@@ -12,7 +12,7 @@ import logging
 import threading
 from typing import Any
 
-from agent_cli.errors import ConfigError
+from agent_cli.core.errors import ConfigError
 
 WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256

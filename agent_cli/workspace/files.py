@@ -12,9 +12,9 @@ from typing import Iterable, Iterator
 
 import regex
 
-from agent_cli.errors import ToolError
-from agent_cli.atomic import write_atomic
-from agent_cli.workspace.gitsafe import run_git
+from agent_cli.core.errors import ToolError
+from agent_cli.core.atomic import write_atomic
+from agent_cli.workspace.git.safe import run_git
 
 _BINARY_SNIFF_BYTES = 8192
 _MAX_LINE_CHARS = 2000

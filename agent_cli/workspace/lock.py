@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from agent_cli.errors import WorkspaceError
+from agent_cli.core.errors import WorkspaceError
 
 
 class RunLock:

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from agent_cli.redact import redact
-from agent_cli.workspace import shell
-from agent_cli.workspace.git import GitRepo
-from agent_cli.workspace.secrets import refuse_secrets
+from agent_cli.core.redact import redact
+from agent_cli.workspace.shell import runner as shell
+from agent_cli.workspace.git.repository import GitRepo
+from agent_cli.workspace.git.secrets import refuse_secrets
 
 
 @dataclass

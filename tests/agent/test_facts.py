@@ -1,7 +1,7 @@
 """submit_facts arguments: what is kept, and that anything malformed keeps nothing."""
 
-from agent_cli.agent.facts import MAX_FACTS, parse_facts
-from agent_cli.agent.learn import Learned
+from agent_cli.agent.ask.facts import MAX_FACTS, parse_facts
+from agent_cli.agent.learn.learning import Learned
 
 
 def test_well_formed_facts_are_kept_with_their_repository_files():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from agent_cli import fences, tokens
-from agent_cli.agent import instructions
+from agent_cli.core import fences, tokens
+from agent_cli.agent.learn import instructions
 from conftest import make_repo
 
 
@@ -68,7 +68,7 @@ def test_a_link_out_of_the_repository_is_not_read(tmp_path):
 
 
 def test_doctor_names_the_files_and_their_tokens(tmp_path, fake_server, capsys, monkeypatch):
-    from agent_cli.doctor import run_doctor
+    from agent_cli.cli.doctor import run_doctor
 
     text = "Run `make check` before finishing.\n"
     root = _repo(tmp_path, {"AGENTS.md": text})

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.agent.executor import Limits
-from agent_cli.agent.runstore import RunStore
-from agent_cli.agent.session import RunConfig, Services, Session
-from agent_cli.console import make_console
-from agent_cli.errors import AgentError
-from agent_cli.llm.fake_replies import prompt_tokens
-from agent_cli.memory.lazy import LazyLongTermMemory
-from agent_cli.settings import load_settings
-from agent_cli.wiring import RunKit, RunOptions, build_model, open_workspace
+from agent_cli.agent.attempt.executor import Limits
+from agent_cli.agent.run.store import RunStore
+from agent_cli.agent.run.session import RunConfig, Services, Session
+from agent_cli.ui.console import make_console
+from agent_cli.core.errors import AgentError
+from agent_cli.llm.fake.replies import prompt_tokens
+from agent_cli.memory.longterm.lazy import LazyLongTermMemory
+from agent_cli.config.settings import load_settings
+from agent_cli.cli.wiring import RunKit, RunOptions, build_model, open_workspace
 from conftest import git
 from embedkit import HashEmbedder
 from reliability.relkit import call, commit_count, finish, make_done, plan, repo_with, task

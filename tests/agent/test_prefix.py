@@ -3,11 +3,11 @@ step: nothing that changes every step sits before the end of the working memory.
 
 from __future__ import annotations
 
-from agent_cli import fences
-from agent_cli.agent.executor import Exchange, Limits, Runtime, build_messages
-from agent_cli.agent.state import AgentState
+from agent_cli.core import fences
+from agent_cli.agent.attempt.executor import Exchange, Limits, Runtime, build_messages
+from agent_cli.agent.run.state import AgentState
 from agent_cli.memory import WorkingMemory
-from agent_cli.models import Task, ToolCall
+from agent_cli.core.models import Task, ToolCall
 
 KINDS = ["file", "tool_output", "edit", "test_result", "log"]
 

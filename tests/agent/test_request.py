@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent_cli import fences
-from agent_cli.agent.request import GOAL_HEADER, Request, pointed_result
+from agent_cli.core import fences
+from agent_cli.agent.ask.request import GOAL_HEADER, Request, pointed_result
 
 
 def _full() -> Request:

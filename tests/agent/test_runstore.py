@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agent_cli.agent.runstore import RunRecord, RunStore
-from agent_cli.errors import AgentError, StorageError
+from agent_cli.agent.run.store import RunRecord, RunStore
+from agent_cli.core.errors import AgentError, StorageError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "state-0.1.0.json"
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from agent_cli.agent.state import GOAL_HEADER, MAX_ERROR_CHARS, AgentState
-from agent_cli.models import Task
+from agent_cli.agent.run.state import GOAL_HEADER, MAX_ERROR_CHARS, AgentState
+from agent_cli.core.models import Task
 
 GOAL = "add count_attempts to the retry module"
 

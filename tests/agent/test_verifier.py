@@ -3,10 +3,10 @@
 import sys
 from pathlib import Path
 
-from agent_cli.agent.verifier import verify
-from agent_cli.llm.openai_model import OpenAIChat
-from agent_cli.models import Task
-from agent_cli.workspace.shell import run_command
+from agent_cli.agent.judge.verifier import verify
+from agent_cli.llm.openai.model import OpenAIChat
+from agent_cli.core.models import Task
+from agent_cli.workspace.shell.runner import run_command
 
 
 def runner(cwd: Path):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from agent_cli import fences
-from agent_cli.agent.request import Request
-from agent_cli.agent.toolbox import TOOLS
-from agent_cli.agent.window import Window, request_tokens
-from agent_cli.errors import AgentError
+from agent_cli.core import fences
+from agent_cli.agent.ask.request import Request
+from agent_cli.agent.attempt.toolbox import TOOLS
+from agent_cli.agent.ask.window import Window, request_tokens
+from agent_cli.core.errors import AgentError
 
 
 def _request(memory_words: int = 3000, result_words: int = 10) -> Request:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.wiring import RunOptions, execute
+from agent_cli.cli.wiring import RunOptions, execute
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ from datetime import datetime
 import pytest
 from typer.testing import CliRunner
 
-from agent_cli.cli import app
-
+from agent_cli.cli.app import app
 COMMANDS = [[], ["run"], ["runs"], ["doctor"], ["trust"], ["recall"], ["memory"], ["memory", "show"],
             ["memory", "forget"], ["memory", "expire"], ["memory", "export"],
             ["memory", "import"], ["memory", "reindex"]]

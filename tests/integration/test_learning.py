@@ -15,7 +15,7 @@ from learnkit import (facts_requests, planning_requests, request_text, run_env, 
 from runkit import BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, facts, finish, plan, \
     replace_median, task
 
-from agent_cli.memory.longterm import LongTermMemory
+from agent_cli.memory.longterm.chroma import LongTermMemory
 
 NOTE = ("add median to calc/stats.py: tests/test_stats.py passes only if the median of an "
         "even list averages the two middle values")
@@ -98,6 +98,6 @@ def test_an_unreadable_submit_facts_stores_nothing_and_is_no_error(run_env, fake
 
 
 def _embedder(server):
-    from agent_cli.llm.openai_model import OpenAIEmbedder
+    from agent_cli.llm.openai.model import OpenAIEmbedder
 
     return OpenAIEmbedder(base_url=server.url, api_key=None, model="fake-embed")

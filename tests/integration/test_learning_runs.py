@@ -10,8 +10,8 @@ from learnkit import (facts_requests, planning_requests, request_text, run_env, 
                       run_in_process, task_requests)
 from runkit import GOAL, add_median, facts, finish, plan, read_stats, task
 
-from agent_cli import fences, tokens
-from agent_cli.memory.longterm import LongTermMemory
+from agent_cli.core import fences, tokens
+from agent_cli.memory.longterm.chroma import LongTermMemory
 
 APPEND = "python -c \"open('calc/stats.py', 'a').write('# touched by a command\\n')\""
 
@@ -134,6 +134,6 @@ def test_notes_are_curated_and_unused_items_expire_at_the_end_of_the_run(
 
 
 def _embedder(server):
-    from agent_cli.llm.openai_model import OpenAIEmbedder
+    from agent_cli.llm.openai.model import OpenAIEmbedder
 
     return OpenAIEmbedder(base_url=server.url, api_key=None, model="fake-embed")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent_cli.memory.embed import WordLlamaEmbedder
-from agent_cli.memory.longterm import LongTermMemory
-from agent_cli.models import Episode
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.core.models import Episode
 
 pytestmark = pytest.mark.slow  # every test here starts the agent as a process
 
@@ -128,8 +128,7 @@ def test_recall_prints_ranked_results_as_a_table_and_as_json(seeded):
 
 
 def test_recall_answers_from_the_snapshot_without_chromadb_as_the_store_would(seeded, embedder):
-    from agent_cli.memory import snapshot
-
+    from agent_cli.memory.longterm import snapshot
     store = seeded / ".agent" / "chroma"
     with LongTermMemory(store, embedder) as mem:
         mem.add_fact("Quoted strings are tokenized in src/lexer.py", "harness")  # a change
@@ -226,7 +225,7 @@ def test_forget_expire_export_and_import(seeded, tmp_path):
 
 
 def test_another_embedder_is_refused_until_reindex(seeded):
-    from agent_cli.llm.fake_server import FakeOpenAIServer
+    from agent_cli.llm.fake.server import FakeOpenAIServer
 
     with FakeOpenAIServer() as server:
         env = {"AGENT_EMBEDDING_MODEL": "emb-small", "OPENAI_BASE_URL": server.url}

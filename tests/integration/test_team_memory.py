@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from agent_cli.memory.embed import WordLlamaEmbedder
-from agent_cli.memory.longterm import LongTermMemory
-from agent_cli.memory.place import ChromaServer
-from agent_cli.models import Episode, TaskRecord
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.place import ChromaServer
+from agent_cli.core.models import Episode, TaskRecord
 from chromakit import ChromaProcess, chroma_executable, free_port
 from conftest import git
 from runkit import GOAL, PYTEST, add_median, events_of, finish, plan, task

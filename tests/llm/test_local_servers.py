@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from agent_cli.errors import ContextOverflow, ModelError
+from agent_cli.core.errors import ContextOverflow, ModelError
 from agent_cli.llm.base import force, function_tool
-from agent_cli.llm.forcing import schema_format
-from agent_cli.llm.openai_model import OpenAIChat
+from agent_cli.llm.wire.forcing import schema_format
+from agent_cli.llm.openai.model import OpenAIChat
 
 PLAN = function_tool("submit_plan", "Plan.", {"goal": {"type": "string"},
                                               "tasks": {"type": "array"}})
@@ -213,7 +213,7 @@ def test_the_context_window_is_learned_from_the_server(fake_server, behaviour, s
 
 
 def test_the_window_probes_go_out_at_once_and_the_first_in_order_wins():
-    from agent_cli.llm.server_info import Unreachable, learn_context_window
+    from agent_cli.llm.server.info import Unreachable, learn_context_window
 
     together = threading.Barrier(3, timeout=10)  # passed only if all three are out at once
 

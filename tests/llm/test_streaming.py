@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from agent_cli.errors import ModelError
+from agent_cli.core.errors import ModelError
 from agent_cli.llm.base import function_tool
-from agent_cli.llm.openai_model import OpenAIChat
+from agent_cli.llm.openai.model import OpenAIChat
 
 TOOLS = [function_tool("write_file", "Write.", {"path": {"type": "string"},
                                                  "content": {"type": "string"}})]

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from agent_cli.wiring import make_embedder
+from agent_cli.cli.wiring import make_embedder
 from agent_cli.memory.embed import WordLlamaEmbedder
-from agent_cli.settings import load_settings
+from agent_cli.config.settings import load_settings
 
 NO_NETWORK = """
 import socket
@@ -65,8 +65,8 @@ def test_wordllama_loads_and_embeds_with_the_network_off(tmp_path):
 @pytest.mark.slow
 def test_importing_memory_modules_loads_no_heavy_library():
     code = ("import sys\n"
-            "import agent_cli.memory.embed, agent_cli.memory.longterm, agent_cli.memory.signatures\n"
-            "import agent_cli.cli_memory\n"
+            "import agent_cli.memory.embed, agent_cli.memory.longterm.chroma, agent_cli.memory.longterm.signatures\n"
+            "import agent_cli.cli.memory_commands\n"
             "print(json.dumps(sorted(m for m in ('chromadb', 'wordllama', 'numpy', 'openai')"
             " if m in sys.modules)))\n")
     out = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True,
@@ -81,7 +81,7 @@ def test_factory_picks_wordllama_without_an_embedding_model(tmp_path):
 
 
 def test_factory_uses_the_configured_endpoint_for_an_embedding_model(tmp_path):
-    from agent_cli.llm.fake_server import FakeOpenAIServer, fake_embedding
+    from agent_cli.llm.fake.server import FakeOpenAIServer, fake_embedding
 
     with FakeOpenAIServer() as server:
         settings = load_settings(tmp_path, {"base_url": server.url, "embedding_model": "emb-small"},

@@ -11,12 +11,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from agent_cli.errors import EmbedderMismatch, StorageError, UsageError
-from agent_cli.fences import balanced
+from agent_cli.core.errors import EmbedderMismatch, StorageError, UsageError
+from agent_cli.core.fences import balanced
 from agent_cli.memory.embed import WordLlamaEmbedder
-from agent_cli.memory.longterm import LongTermMemory
-from agent_cli.memory.records import CONTEXT_HEADER, Result, format_for_context
-from agent_cli.models import CommandRun, Episode
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.records import CONTEXT_HEADER, Result, format_for_context
+from agent_cli.core.models import CommandRun, Episode
 from episodekit import episode
 
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=timezone.utc)
@@ -136,7 +136,7 @@ def test_episode_round_trip_across_a_new_process(mem, tmp_path):
                  failure_signatures=["tests/test_cli.py::test_verbose failed at tests/test_cli.py:9"])
     mem.add_episode(ep)
     code = ("import sys\nfrom agent_cli.memory.embed import WordLlamaEmbedder\n"
-            "from agent_cli.memory.longterm import LongTermMemory\n"
+            "from agent_cli.memory.longterm.chroma import LongTermMemory\n"
             "LongTermMemory(sys.argv[1], WordLlamaEmbedder()).export(sys.argv[2])\n")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "chroma"),
                           str(tmp_path / "exported.jsonl")], capture_output=True, text=True,
@@ -260,8 +260,8 @@ def test_secrets_are_redacted_before_anything_is_stored(mem, tmp_path):
 
 # -- embedder and storage errors ----------------------------------------------------------
 def test_another_embedder_is_a_clear_error_until_reindex(mem, tmp_path):
-    from agent_cli.llm.fake_server import FakeOpenAIServer
-    from agent_cli.llm.openai_model import OpenAIEmbedder
+    from agent_cli.llm.fake.server import FakeOpenAIServer
+    from agent_cli.llm.openai.model import OpenAIEmbedder
 
     mem.add_fact("Releases are tagged vYYYY.MM", "harness", now=NOW)
     with FakeOpenAIServer() as server:
@@ -338,7 +338,7 @@ def test_the_same_procedure_is_merged_and_its_confirmations_counted(mem):
 
 
 def test_fixes_are_found_by_test_and_error_kind_not_line_or_message(mem):
-    from agent_cli.models import Fix
+    from agent_cli.core.models import Fix
 
     failed = "tests/t.py::test_x failed at tests/t.py:12: assert 3 == 2.5"
     mem.add_episode(episode("r-fixed", "Fix x", failure_signatures=[failed],
@@ -364,7 +364,7 @@ def test_expire_with_the_configured_ttl_archives_what_went_unused(mem):
 
 
 def test_a_result_naming_a_changed_file_is_stale(mem):
-    from agent_cli.memory.records import mark_stale
+    from agent_cli.memory.longterm.records import mark_stale
 
     mem.add_fact("calc/stats.py defines mean", "model", trust=0.5, files={"calc/stats.py": "b1"})
     (r,) = mem.recall("calc stats defines mean", kind="fact")

@@ -7,11 +7,11 @@ import urllib.request
 
 import pytest
 
-from agent_cli.errors import MemoryUnavailable, StorageError
-from agent_cli.memory.fallback import FallbackLongTerm
-from agent_cli.memory.longterm import LongTermMemory
-from agent_cli.memory.place import ChromaServer
-from agent_cli.models import Episode, TaskRecord
+from agent_cli.core.errors import MemoryUnavailable, StorageError
+from agent_cli.memory.longterm.fallback import FallbackLongTerm
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.place import ChromaServer
+from agent_cli.core.models import Episode, TaskRecord
 from chromakit import free_port
 from embedkit import HashEmbedder
 

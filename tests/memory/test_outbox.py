@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from agent_cli.memory.fallback import FallbackLongTerm
-from agent_cli.memory.lazy import LazyLongTermMemory
-from agent_cli.memory.longterm import LongTermMemory
-from agent_cli.memory.outbox import Outbox
-from agent_cli.memory.place import ChromaServer
+from agent_cli.memory.longterm.fallback import FallbackLongTerm
+from agent_cli.memory.longterm.lazy import LazyLongTermMemory
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.outbox import Outbox
+from agent_cli.memory.longterm.place import ChromaServer
 from chromakit import free_port
 from embedkit import HashEmbedder
 from episodekit import episode

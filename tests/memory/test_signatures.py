@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from agent_cli.memory.signatures import Failure, failure_signatures, parse_pytest
+from agent_cli.memory.longterm.signatures import Failure, failure_signatures, parse_pytest
 
 LONG = """\
 =================================== FAILURES ===================================

@@ -9,13 +9,13 @@ import textwrap
 
 import pytest
 
-from agent_cli.agent.learn import recall_for_run
-from agent_cli.errors import EmbedderMismatch
-from agent_cli.memory import snapshot
+from agent_cli.agent.learn.learning import recall_for_run
+from agent_cli.core.errors import EmbedderMismatch
+from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.embed import WordLlamaEmbedder
-from agent_cli.memory.lazy import LazyLongTermMemory, SnapshotMemory
-from agent_cli.memory.longterm import LongTermMemory
-from agent_cli.models import Fix
+from agent_cli.memory.longterm.lazy import LazyLongTermMemory, SnapshotMemory
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.core.models import Fix
 from embedkit import HashEmbedder
 from episodekit import episode
 
@@ -158,7 +158,7 @@ def test_a_process_that_dies_after_a_write_leaves_no_snapshot_to_mislead_the_nex
         import os, sys
         sys.path.insert(0, {str(tmp_path.parent)!r})
         from agent_cli.memory.embed import WordLlamaEmbedder
-        from agent_cli.memory.longterm import LongTermMemory
+        from agent_cli.memory.longterm.chroma import LongTermMemory
         m = LongTermMemory({str(store)!r}, WordLlamaEmbedder())
         m.add_fact("Deployments go through the blue-green script in ops/deploy.sh", "harness")
         os._exit(0)
@@ -181,9 +181,9 @@ def test_a_process_that_dies_after_a_write_leaves_no_snapshot_to_mislead_the_nex
 def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the_store(store, embedder):
     script = textwrap.dedent(f"""
         import json, sys
-        from agent_cli.agent.learn import recall_for_run
+        from agent_cli.agent.learn.learning import recall_for_run
         from agent_cli.memory.embed import WordLlamaEmbedder
-        from agent_cli.memory.lazy import LazyLongTermMemory
+        from agent_cli.memory.longterm.lazy import LazyLongTermMemory
         lazy = LazyLongTermMemory({str(store)!r}, WordLlamaEmbedder())
         lazy.prepare()
         found = recall_for_run(lazy, "Use database sessions in the parser", "proj", lambda p: None)
@@ -314,8 +314,8 @@ def test_a_filter_the_snapshot_cannot_evaluate_is_an_error_not_a_silent_miss():
 
 
 def test_an_endpoint_embedder_is_asked_nothing_until_something_is_recalled(tmp_path):
-    from agent_cli.llm.fake_server import FakeOpenAIServer
-    from agent_cli.llm.openai_model import OpenAIEmbedder
+    from agent_cli.llm.fake.server import FakeOpenAIServer
+    from agent_cli.llm.openai.model import OpenAIEmbedder
 
     with FakeOpenAIServer() as server:
         def asked() -> int:

@@ -7,9 +7,9 @@ import sqlite3
 
 import pytest
 
-from agent_cli.errors import StorageError
+from agent_cli.core.errors import StorageError
 from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
-from agent_cli.memory.store import MIGRATIONS
+from agent_cli.memory.working.store import MIGRATIONS
 
 RETRY = '''def count_attempts(obj):
     """How many attempts were made."""

@@ -7,12 +7,12 @@ import random
 
 import pytest
 
-from agent_cli import tokens
+from agent_cli.core import tokens
 from embedkit import HashEmbedder
 
 from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
-from agent_cli.memory.scoring import KIND_WEIGHTS
-from agent_cli.memory.working import FOOTER_TOKENS
+from agent_cli.memory.working.scoring import KIND_WEIGHTS
+from agent_cli.memory.working.memory import FOOTER_TOKENS
 
 WORDS = ("retry worker queue parse header timeout cache index token budget error value "
          "Ünïcödé 日本語 émoji🙂 <tool_output> ] [ \n\t").split(" ")

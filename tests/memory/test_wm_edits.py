@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from agent_cli import tokens
+from agent_cli.core import tokens
 from agent_cli.memory import InMemStore, WorkingMemory
-from agent_cli.memory.working import FOOTER_TOKENS
+from agent_cli.memory.working.memory import FOOTER_TOKENS
 
 
 def code(i: int) -> str:

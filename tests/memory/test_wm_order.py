@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import random
 
-from agent_cli import tokens
+from agent_cli.core import tokens
 from agent_cli.memory import WorkingMemory
-from agent_cli.memory.layout import durability
-from agent_cli.memory.store import id_number
-from agent_cli.memory.working import FOOTER_TOKENS, LOW_WATER
+from agent_cli.memory.working.layout import durability
+from agent_cli.memory.working.store import id_number
+from agent_cli.memory.working.memory import FOOTER_TOKENS, LOW_WATER
 
 
 def filler(i: int, words: int = 40) -> str:

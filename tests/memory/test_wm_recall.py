@@ -8,8 +8,9 @@ import math
 
 from embedkit import HashEmbedder
 
-from agent_cli.memory import InMemStore, WorkingMemory, scoring
+from agent_cli.memory import InMemStore, WorkingMemory
 
+from agent_cli.memory.working import scoring
 RETRY = '''def count_attempts(obj):
     """How many attempts were made."""
     return getattr(obj, "attempts", 0)

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent_cli.memory import symbols
-from agent_cli.memory.symbols import definitions, identifiers, mentioned, rank_hits
+from agent_cli.memory.working import symbols
+from agent_cli.memory.working.symbols import definitions, identifiers, mentioned, rank_hits
 
 MODULE = '''"""Docs that say def not_a_function(): and class NotAClass."""
 RETRY_LIMIT = 5

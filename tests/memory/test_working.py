@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from agent_cli import tokens
+from agent_cli.core import tokens
 from agent_cli.memory import InMemStore, Item, WorkingMemory
-from agent_cli.memory import scoring
-from agent_cli.memory.meter import estimate
-from agent_cli.memory.working import FOOTER_TOKENS
+from agent_cli.memory.working import scoring
+from agent_cli.memory.working.meter import estimate
+from agent_cli.memory.working.memory import FOOTER_TOKENS
 
 RETRY = '''def count_attempts(obj):
     """How many attempts were made."""

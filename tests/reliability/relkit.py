@@ -17,8 +17,8 @@ from typing import Callable
 
 import pytest
 
-from agent_cli import fences
-from agent_cli.agent.request import pointed_result
+from agent_cli.core import fences
+from agent_cli.agent.ask.request import pointed_result
 from conftest import SCRIPTED_RUN_ENV, git, make_repo
 
 PY = sys.executable

@@ -3,7 +3,7 @@
 Fence tags are planted in file contents (in several cases and spacings), in file names, in
 command output, in the acceptance command's failure output, in the model's notes and plan,
 and in long-term memory recalled into the next run. Every message of every request the
-loopback server recorded must keep its fences balanced (agent_cli.fences.balanced), and the
+loopback server recorded must keep its fences balanced (agent_cli.core.fences.balanced), and the
 planted text must actually have reached the model, escaped, so that the check is not vacuous.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli import fences
-from agent_cli.llm.fake_server import FakeOpenAIServer
+from agent_cli.core import fences
+from agent_cli.llm.fake.server import FakeOpenAIServer
 from conftest import make_repo
 from reliability.relkit import (all_text, call, calls, cli_env, finish, make_done, no_facts, plan,
                                 run_cli, task, tool_results, unbalanced_messages)

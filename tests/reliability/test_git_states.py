@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.llm.fake_server import FakeOpenAIServer
+from agent_cli.llm.fake.server import FakeOpenAIServer
 from conftest import git, make_repo
 from reliability.relkit import GOAL, PY, cli_env, finish, make_done, plan, repo_with, task
 
@@ -115,8 +115,8 @@ def test_a_branch_name_that_already_exists_is_one_clear_line(run_agent, fake_ser
 
 
 def test_start_branch_refuses_an_existing_branch_with_the_way_out(tmp_path):
-    from agent_cli.errors import GitError
-    from agent_cli.workspace.git import GitRepo
+    from agent_cli.core.errors import GitError
+    from agent_cli.workspace.git.repository import GitRepo
 
     repo = make_repo(tmp_path / "repo")
     git(repo, "branch", "agent/20260101-000000-abcd")

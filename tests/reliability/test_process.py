@@ -139,7 +139,7 @@ def test_sigint_during_a_command_then_sigterm_during_the_resumed_run_both_save_a
 _SAVER = """\
 import json, sys
 from pathlib import Path
-from agent_cli.agent.runstore import RunRecord, RunStore
+from agent_cli.agent.run.store import RunRecord, RunStore
 store = RunStore(Path(sys.argv[1]))
 path = store.run_dir("run-1") / "state.json"
 n = json.loads(path.read_text())["n"] if path.exists() else 0

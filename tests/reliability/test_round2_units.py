@@ -9,17 +9,19 @@ import time
 
 import pytest
 
-from agent_cli import strictjson, trust
-from agent_cli.agent.acceptance import problem
-from agent_cli.agent.verifier import Proofs, proof, verify
-from agent_cli.errors import ConfigError
-from agent_cli.models import Task
-from agent_cli.settings import load_settings
-from agent_cli.workspace import reaper
-from agent_cli.workspace.cmdline import command_argvs, is_test_command
-from agent_cli.workspace.gitsafe import neutralizing_config, git_env
-from agent_cli.workspace.policy import CommandPolicy
-from agent_cli.workspace.shell import run_command
+from agent_cli.core import strictjson
+
+from agent_cli.config import trust
+from agent_cli.agent.judge.acceptance import problem
+from agent_cli.agent.judge.verifier import Proofs, proof, verify
+from agent_cli.core.errors import ConfigError
+from agent_cli.core.models import Task
+from agent_cli.config.settings import load_settings
+from agent_cli.workspace.shell import reaper
+from agent_cli.workspace.shell.cmdline import command_argvs, is_test_command
+from agent_cli.workspace.git.safe import neutralizing_config, git_env
+from agent_cli.workspace.shell.policy import CommandPolicy
+from agent_cli.workspace.shell.runner import run_command
 from conftest import make_repo
 from reliability.relkit import pid_gone
 

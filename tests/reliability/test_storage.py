@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.llm.fake_server import FakeOpenAIServer
+from agent_cli.llm.fake.server import FakeOpenAIServer
 from reliability.relkit import (GOAL, branch, cli_env, commit_count, finish, make_done, plan,
                                 read_state, repo_with, run_cli, snapshot, spawn_agent, state_files,
                                 task, wait_for)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.errors import ToolError
+from agent_cli.core.errors import ToolError
 from agent_cli.workspace.files import Files
 
 

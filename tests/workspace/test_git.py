@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.errors import GitError
-from agent_cli.workspace.git import GitRepo
+from agent_cli.core.errors import GitError
+from agent_cli.workspace.git.repository import GitRepo
 
 
 def git(repo: Path, *args: str, check: bool = True) -> str:
@@ -292,7 +292,7 @@ def test_commit_without_an_identity_says_how_to_set_it(repo, tmp_path, monkeypat
 
 
 def test_the_repository_is_opened_and_checked_without_gitpython(repo):
-    code = ("import sys; from agent_cli.workspace.git import GitRepo; "
+    code = ("import sys; from agent_cli.workspace.git.repository import GitRepo; "
             f"g = GitRepo({str(repo)!r}); g.preflight(allow_dirty=True); g.list_files(); "
             "print(g.root, 'git' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

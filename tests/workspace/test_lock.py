@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.errors import WorkspaceError
+from agent_cli.core.errors import WorkspaceError
 from agent_cli.workspace.lock import RunLock
 from reliability.relkit import wait_for
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.errors import ConfigError, ToolError
-from agent_cli.workspace.policy import CommandPolicy
+from agent_cli.core.errors import ConfigError, ToolError
+from agent_cli.workspace.shell.policy import CommandPolicy
 
 
 @pytest.fixture

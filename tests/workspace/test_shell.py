@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.errors import ToolError, WorkspaceError
-from agent_cli.workspace.cmdline import is_test_command
-from agent_cli.workspace.shell import check_sandbox, run_command, scrub_env
+from agent_cli.core.errors import ToolError, WorkspaceError
+from agent_cli.workspace.shell.cmdline import is_test_command
+from agent_cli.workspace.shell.runner import check_sandbox, run_command, scrub_env
 
 
 def _gone(pid: int) -> bool:

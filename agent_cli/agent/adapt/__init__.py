@@ -1,0 +1,1 @@
+"""When a task fails or a result contradicts the plan: escalation and re-planning."""

@@ -1,0 +1,178 @@
+"""When a task is rejected: show what was tried, and go on with the human's answer.
+
+The answer comes from the terminal (`ask`), or was given up front on the command line
+(`agent run --resume --hint TEXT | --skip | --replan NOTE`). A line of free text is a hint:
+one more attempt whose requests carry it in a `<human_hint>` block (at most MAX_HINTS per
+task); `s` skips the task; `r [NOTE]` asks the model to re-plan the remaining work; `q` or an
+empty line stops the run, resumable. Without a terminal and without an answer the run stops.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+from agent_cli.core import events
+from agent_cli.agent.adapt import replan
+from agent_cli.agent.judge.dispatch import held_files
+from agent_cli.core.protocols import Workspace
+from agent_cli.agent.attempt.executor import Runtime
+
+MAX_HINTS = 3
+MAX_QUESTIONS = 10
+Outcome = Literal["retry", "next", "stop"]
+
+
+@dataclass
+class Answer:
+    """The human's decision about a rejected task."""
+
+    kind: Literal["hint", "skip", "replan", "quit"]
+    text: str = ""
+
+
+def parse_answer(line: str) -> Answer:
+    """`s`, `r [NOTE]`, `q` or empty, else the line is a hint."""
+    text = line.strip()
+    low = text.lower()
+    if low in ("", "q", "quit"):
+        return Answer("quit")
+    if low in ("s", "skip"):
+        return Answer("skip")
+    match = re.fullmatch(r"(?:r|replan)(?:\s+(.*))?", text, re.IGNORECASE | re.DOTALL)
+    if match:
+        return Answer("replan", (match.group(1) or "").strip())
+    return Answer("hint", text)
+
+
+def diff_stat(diff: str) -> str:
+    """` path | +added -removed` per file of a unified diff."""
+    rows: list[list] = []
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            rows.append([line.split(" b/", 1)[-1], 0, 0])
+        elif rows and line.startswith("+") and not line.startswith("+++"):
+            rows[-1][1] += 1
+        elif rows and line.startswith("-") and not line.startswith("---"):
+            rows[-1][2] += 1
+    return "\n".join(f"{path} | +{added} -{removed}" for path, added, removed in rows)
+
+
+class Escalation:
+    """Resolves rejected tasks for one run."""
+
+    def __init__(self, rt: Runtime, ws: Workspace, ask: Callable[[events.Escalated], str] | None,
+                 branch: str, answer: Answer | None = None) -> None:
+        self.rt, self.ws, self.ask, self.branch = rt, ws, ask, branch
+        self.pending = answer  # given on the command line, used for the first rejected task
+
+    def resolve(self, index: int) -> Outcome:
+        """Decide what happens to rejected task `index`: retry it, go on, or stop."""
+        if self.pending is not None:
+            answer, self.pending = self.pending, None
+            outcome = self._apply(index, answer)
+            if outcome is not None:
+                return outcome
+        event = self.event(index)
+        self.rt.emit(event)
+        if self.ask is None:
+            return "stop"
+        for _ in range(MAX_QUESTIONS):
+            answer = parse_answer(self.ask(event))
+            if answer.kind == "hint" and not event.hints_left:
+                self.rt.emit(events.Notice(text=f"task {index + 1} has had its {MAX_HINTS} "
+                                                "hints: answer s, r or q"))
+                continue
+            outcome = self._apply(index, answer)
+            if outcome is not None:
+                return outcome
+        return "stop"
+
+    def _apply(self, index: int, answer: Answer) -> Outcome | None:
+        """Carry out the answer; None when the model kept the plan after `r` (ask again)."""
+        if answer.kind == "hint":
+            self.hint(index, answer.text)
+            return "retry"
+        if answer.kind == "skip":
+            self.skip(index)
+            return "next"
+        if answer.kind == "replan":
+            task = self.rt.state.plan[index]
+            if replan.revise(self.rt, index, asked_by="human", failure=task.last_reason,
+                             note=answer.text):
+                return "retry"
+            self.rt.emit(events.Notice(text=f"the model kept the plan; task {index + 1} "
+                                            "is still rejected"))
+            return None
+        return "stop"
+
+    def hint(self, index: int, text: str) -> None:
+        """One more attempt at the task, carrying the human's words."""
+        task = self.rt.state.plan[index]
+        task.hints.append(text)
+        task.max_attempts = task.attempts + 1
+        task.status = "pending"
+        self.rt.save()
+        self.rt.emit(events.HintGiven(index=index, text=text, attempt=task.attempts + 1))
+
+    def skip(self, index: int) -> None:
+        """Give the task up; its changes stay uncommitted and out of later commits."""
+        task = self.rt.state.plan[index]
+        held = held_files(self.rt.state.plan)
+        task.left_files = [f for f in self.ws.changed_files() if f not in held]
+        task.status = "skipped"
+        self.rt.state.last_error = None
+        self.rt.save()
+        self.rt.emit(events.TaskSkipped(index=index, goal=task.goal, left_files=task.left_files))
+
+    def event(self, index: int) -> events.Escalated:
+        """The escalation of task `index`: what was tried, why it failed, what is left on disk."""
+        task = self.rt.state.plan[index]
+        stat = diff_stat(self.ws.diff())
+        return events.Escalated(index=index, goal=task.goal, summary=task.summary,
+                                reason=task.last_reason, attempts=task.attempts,
+                                hints=list(task.hints), diff_stat=stat,
+                                hints_left=max(MAX_HINTS - len(task.hints), 0),
+                                next_steps=next_steps(self.branch, bool(stat), self.ask is None))
+
+
+def next_steps(branch: str, changed: bool, resume_hint: bool) -> str:
+    """What the human can do now; uncommitted changes are named only when there are some."""
+    look = (f"Inspect the changes left uncommitted on branch {branch} (git status, git diff) and "
+            "fix or adjust them if you like. " if changed
+            else "The attempts changed no files. ")
+    if not resume_hint:
+        return look.strip()
+    return (look + "Then continue: `agent run --resume` (two fresh attempts), "
+            "`agent run --resume --hint \"TEXT\"` (one more attempt with your advice), "
+            "`agent run --resume --skip` (go on without this task), or "
+            "`agent run --resume --replan \"NOTE\"` (re-plan the remaining work).")
+
+
+def check_answer(state, answer: Answer | None, run_id: str) -> None:
+    """Refuse an answer given with --resume that the saved run cannot take."""
+    if answer is None:
+        return
+    from agent_cli.core.errors import UsageError
+
+    flag = {"hint": "--hint", "skip": "--skip", "replan": "--replan"}.get(answer.kind, "")
+    rejected = [t for t in state.plan if t.status == "rejected"]
+    if not rejected:
+        raise UsageError(f"{flag} answers a rejected task, and run {run_id} has none",
+                         "continue it with `agent run --resume` alone")
+    if answer.kind == "hint" and len(rejected[0].hints) >= MAX_HINTS:
+        raise UsageError(f"the rejected task has had its {MAX_HINTS} hints already",
+                         "use --skip, --replan NOTE, or --resume alone for two fresh attempts")
+
+
+def skipped_message(plan, skipped: list[int]) -> str:
+    """Which tasks were skipped and what they left uncommitted."""
+    parts = []
+    for i in skipped:
+        files = plan[i].left_files
+        left = (f"its changes were left uncommitted: {', '.join(files[:5])}"
+                + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+                if files else "it left no changes")
+        parts.append(f"task {i + 1} skipped ({left})")
+    return "; ".join(parts)

@@ -1,0 +1,112 @@
+"""Every model request is assembled here, from its most stable part to its most volatile.
+
+Providers' prompt caches (OpenAI, vLLM, SGLang, llama.cpp) reuse the longest prefix a
+request shares with an earlier one, so the parts go in this order:
+
+1. the system prompt (rules and the fence rule): fixed for the run;
+2. the repository's own instructions (`<repo_instructions>`): fixed for the run;
+3. recalled long-term memory (`<retrieved_memory>`): fixed for a task;
+4. pinned notes: change rarely;
+5. the working memory: new items are appended at its end between eviction batches;
+   then any already-fenced material of this request (the planner's file list, a diff);
+6. the previous exchange (the assistant's tool calls and their fenced results); a result that
+   the memory block shows in full is not sent a second time: its tool message names the item;
+7. the task block and the run's state (step counters, spend, the last failure);
+8. the goal, always the last thing the model reads.
+
+Nothing that changes at every step may go before the working memory. Planning, executing,
+verifying, re-planning and summarising all build their messages through `Request`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from agent_cli.core import fences
+from agent_cli.agent.run.state import GOAL_HEADER
+from agent_cli.agent.ask.window import Window, fit
+
+
+POINTER = "(the result is {marker} in WORKING MEMORY above)"
+_POINTER_RE = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)")
+
+
+def pointed_result(content: str, memory: str) -> str | None:
+    """The result a tool message points to, read back from the memory block it was sent with
+    (the fenced output under the item's header), then any text after the pointer (such as
+    llm/outgoing.py's note of broken arguments); None when `content` is no pointer."""
+    match = _POINTER_RE.match(content)
+    if not match:
+        return None
+    start = memory.index("\n", memory.index(match.group(1))) + 1
+    end = memory.index("</tool_output>", start) + len("</tool_output>")
+    return memory[start:end] + content[match.end():]
+
+
+@dataclass
+class Request:
+    """The parts of one request; `messages()` lays them out in cache-friendly order."""
+
+    system: str
+    goal: str
+    instructions: str = ""  # rendered <repo_instructions> blocks
+    recalled: str = ""  # rendered <retrieved_memory> block(s)
+    pinned: str = ""  # pinned notes, already rendered
+    memory: str = ""  # the assembled working memory
+    context: str = ""  # already-fenced material for this request (a file listing, a diff)
+    exchange: list[dict] = field(default_factory=list)  # assistant tool calls + tool results
+    in_memory: dict[str, str] = field(default_factory=dict)  # tool_call_id -> its item, rendered
+    task: str = ""  # what to do now (task, criteria, attempt)
+    hints: str = ""  # the human's <human_hint> blocks, already escaped by fences.human_hint
+    state: str = ""  # the run's progress: plan, facts, last failure, counters
+    goal_header: str = GOAL_HEADER
+
+    def messages(self) -> list[dict]:
+        """The chat messages, stable parts first and the goal last."""
+        out: list[dict] = [{"role": "system", "content": self.system}]
+        if self.instructions:
+            out.append(_user("The repository's own instructions (from its owner; follow them "
+                             "unless the task says otherwise):\n" + self.instructions))
+        if self.recalled:
+            out.append(_user("Reference material recalled from earlier runs:\n" + self.recalled))
+        if self.pinned:
+            out.append(_user("PINNED NOTES:\n" + self.pinned))
+        if self.memory:
+            out.append(_user("WORKING MEMORY:\n" + self.memory))
+        if self.context:
+            out.append(_user(self.context))
+        out += [self._pointed(m) for m in self.exchange]
+        out.append(_user(self._final()))
+        return out
+
+    def _pointed(self, message: dict) -> dict:
+        """A tool result whose item the memory block holds whole, as a pointer to that item.
+
+        Checked against the memory text as sent, so a memory block cut to fit the window
+        (window.py) brings the full result back."""
+        item = self.in_memory.get(message.get("tool_call_id") or "")
+        if message.get("role") != "tool" or not item or item not in self.memory:
+            return message
+        marker = item[:item.index("]") + 1]  # "[kind id]", see memory.store.Item.header
+        return {**message, "content": POINTER.format(marker=marker)}
+
+    def fitted(self, tools: list[dict] | None, window: Window | None) -> list[dict]:
+        """The messages, cut (most volatile part first) to fit `window` with `tools`."""
+        return fit(self, tools, window)
+
+    def _final(self) -> str:
+        """The volatile tail: task, state and the goal last.
+
+        The task and state carry words of the model (plan goals, summaries) and command output
+        (the last failure), so fence tags in them are escaped. The goal is the user's own.
+        """
+        # The hint blocks are the only fence tags left whole: their text was escaped already.
+        parts = [fences.escape(self.task), self.hints, fences.escape(self.state)]
+        head = "\n\n".join(part for part in parts if part)
+        goal = fences.escape(f"{self.goal_header}\n{self.goal}")
+        return f"{head}\n\n{goal}" if head else goal
+
+
+def _user(text: str) -> dict:
+    return {"role": "user", "content": text}

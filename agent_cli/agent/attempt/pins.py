@@ -1,0 +1,28 @@
+"""Pinned notes past their share of working memory: the model is asked to unpin, then demoted.
+
+Before each request: if the model was asked (in the previous request) to unpin notes and
+pinned notes are still over their share, the oldest of those it was asked about is demoted
+to an ordinary note, with a notice. If pinned notes are over their share now, the request
+says which to `unpin`.
+"""
+
+from __future__ import annotations
+
+from agent_cli.core import events
+def before_request(rt) -> str:
+    """Demote what the model left pinned after being asked; what to ask in this request."""
+    memory = rt.memory
+    over = memory.pinned_over()
+    asked = [i for i in over if i in rt.unpin_asked]
+    if asked:
+        memory.demote(asked[0])
+        over = memory.pinned_over()
+    for item_id in memory.take_demoted():
+        rt.emit(events.Notice(text=f"pinned note {item_id} was demoted to an ordinary note: "
+                                   "pinned notes were over their share of working memory"))
+    rt.unpin_asked = set(over)
+    if not over:
+        return ""
+    return (f"PINNED NOTES are over their share of working memory. Call unpin(id) on those no "
+            f"longer needed among: {', '.join(over)}. Otherwise {over[0]} becomes an ordinary "
+            "note before the next request.")

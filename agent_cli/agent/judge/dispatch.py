@@ -1,0 +1,107 @@
+"""Dispatch and verify: two attempts per task (one more per human hint), judged by the harness.
+
+A retry starts a fresh conversation; the first attempt's changes stay on disk and its
+failure (exit code and output tail) reaches the model through `AgentState.last_error`
+and working memory. A verified task that changed files becomes one commit (never of files a
+skipped task left: those stay uncommitted for the human); when its attempts are used up the
+task is rejected and its changes stay uncommitted for the human.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from agent_cli.core import events, fences
+from agent_cli.agent.attempt.executor import AttemptOutcome, Runtime, run_attempt
+from agent_cli.agent.judge.verifier import Proofs, judging_commands, proof, verify
+from agent_cli.core.models import Task, Verdict
+from agent_cli.core.protocols import ChatModel, Workspace
+from agent_cli.core.text import shorten
+
+
+def commit_message(task: Task, run_id: str) -> str:
+    """The task's goal as subject (and body when long), with the run id as a trailer."""
+    subject = " ".join(task.goal.split())
+    body = ""
+    if len(subject) > 72:
+        body, subject = subject + "\n\n", shorten(subject, 72)
+    return f"{subject}\n\n{body}Agent-Run: {run_id}\n"
+
+
+def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
+           outcome: AttemptOutcome, verifier_model: ChatModel | None) -> Verdict:
+    task = rt.state.plan[index]
+    if not outcome.finished:
+        return Verdict(passed=False, judge="none", reason=outcome.reason)
+    return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal,
+                  refusal=ws.refusal, criteria=rt.state.success_criteria)
+
+
+def held_files(plan: list[Task]) -> set[str]:
+    """The files skipped tasks left uncommitted, which no later commit takes."""
+    return {path for t in plan if t.status == "skipped" for path in t.left_files}
+
+
+def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str,
+            proofs: Proofs | None = None, cmds: list[str] = ()) -> None:
+    task = rt.state.plan[index]
+    if verdict.judge == "command" and proofs is not None:
+        task.proof = proof(task.baseline)
+        if verdict.command == (list(cmds) or [None])[-1]:
+            proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
+    held = held_files(rt.state.plan)
+    files = [f for f in ws.changed_files() if f not in held]
+    rt.save()  # a full disk or read-only state stops the run here, before anything is committed
+    task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
+    task.status = "verified"
+    rt.state.last_error = None
+    check = f"`{verdict.command}` exited 0" if verdict.command else verdict.reason[:200]
+    rt.state.facts.append(f"task {index + 1} verified ({check}): {task.goal}")
+
+
+def _failed(rt: Runtime, index: int, attempt: int, verdict: Verdict) -> None:
+    rt.state.last_error = (f"Attempt {attempt} at task {index + 1} did not pass the harness's "
+                           f"check: {verdict.reason}")
+    rt.memory.add("test_result", fences.tool_output("acceptance", verdict.reason),
+                  summary=f"task {index + 1} attempt {attempt} failed its acceptance check")
+
+
+def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
+                        run_id: str, verifier_model: ChatModel | None = None,
+                        on_verdict: Callable[[Verdict], None] | None = None,
+                        proofs: Proofs | None = None) -> bool:
+    """Run task `index` until verified or out of attempts; True when verified."""
+    task = rt.state.plan[index]
+    cmds = judging_commands(task, accept_cmds)
+    if proofs is not None and task.attempts == 0 and task.baseline is None:
+        task.baseline = proofs.baseline(cmds, ws.tree(), ws.run_argv, ws.refusal)
+    while task.attempts < task.max_attempts:
+        task.attempts += 1
+        task.status = "running"
+        rt.save()
+        rt.emit(events.TaskStarted(index=index, goal=task.goal, attempt=task.attempts))
+        outcome = run_attempt(rt, index, task.attempts)
+        task.summary = outcome.summary
+        verdict = _judge(rt, ws, index, accept_cmds, outcome, verifier_model)
+        task.exit_code, task.last_reason = verdict.exit_code, verdict.reason
+        rt.emit(events.Verified(index=index, attempt=task.attempts, passed=verdict.passed,
+                                judge=verdict.judge, command=verdict.command,
+                                exit_code=verdict.exit_code, reason=verdict.reason[-2000:]))
+        rt.log({"type": "verify", "index": index, "verdict": verdict.model_dump()})
+        if on_verdict:
+            on_verdict(verdict)
+        if verdict.passed:
+            _passed(rt, ws, index, verdict, run_id, proofs, cmds)
+            rt.save()
+            stat = ws.diff_stat(task.commit) if task.commit else ""
+            rt.emit(events.TaskDone(index=index, status="verified", attempts=task.attempts,
+                                    commit=task.commit, summary=task.summary, proof=task.proof,
+                                    diff_stat=stat))
+            return True
+        _failed(rt, index, task.attempts, verdict)
+        rt.save()
+    task.status = "rejected"
+    rt.save()
+    rt.emit(events.TaskDone(index=index, status="rejected", attempts=task.attempts,
+                            summary=task.summary))
+    return False

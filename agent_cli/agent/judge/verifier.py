@@ -1,0 +1,138 @@
+"""The harness's judgement of an attempt: the acceptance command's exit code, or a model verdict.
+
+With an acceptance command, it is split with `shlex` and run without a shell in the repo;
+the attempt passes if and only if it exits 0. Without one but with acceptance criteria, a
+model judges the diff through the forced tool `submit_verdict`; an unparseable verdict is a
+fail. With neither, the claim is not trusted: fail.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Callable
+
+from agent_cli.core import fences, strictjson
+from agent_cli.agent.ask import prompts
+from agent_cli.agent.ask.request import Request
+from agent_cli.core.errors import MalformedReply
+from agent_cli.llm.base import force, function_tool
+from agent_cli.core.protocols import ChatModel
+from agent_cli.core.models import Task, Verdict
+
+TAIL_CHARS = 2000
+
+VERDICT_TOOL = function_tool(
+    "submit_verdict", "Say whether the task is done.",
+    {"verdict": {"type": "string", "enum": ["pass", "fail"]}, "reason": {"type": "string"}})
+
+
+def run_acceptance(cmds: list[str], run_argv: Callable) -> Verdict:
+    """Run each command (no shell); pass only if every one exits 0."""
+    for cmd in cmds:
+        try:
+            argv = shlex.split(cmd)
+        except ValueError as e:
+            return Verdict(passed=False, reason=f"cannot parse `{cmd}`: {e}", command=cmd)
+        if not argv:
+            return Verdict(passed=False, reason="the acceptance command is empty", command=cmd)
+        res = run_argv(argv)
+        tail = res.output[-TAIL_CHARS:]
+        if res.timed_out:
+            return Verdict(passed=False, command=cmd, exit_code=None, output_tail=tail,
+                           reason=f"`{cmd}` timed out\n{tail}")
+        if res.exit_code != 0:
+            return Verdict(passed=False, command=cmd, exit_code=res.exit_code, output_tail=tail,
+                           reason=f"`{cmd}` exited {res.exit_code}\n{tail}")
+    last = cmds[-1]
+    return Verdict(passed=True, command=last, exit_code=0, reason=f"`{last}` exited 0")
+
+
+def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str,
+                     criteria: str = "") -> Verdict:
+    """A model's verdict on the evidence; anything but a clean `pass` is a fail."""
+    messages = Request(system=prompts.load("verifier"), goal=goal,
+                       task=f"Task: {task.goal}\nAcceptance criteria: {task.acceptance}\n"
+                            f"Success criteria of the whole plan: {criteria.strip() or '-'}",
+                       context=f"Changes:\n{fences.tool_output('git_diff', evidence)}",
+                       goal_header="GOAL of the whole run (unchanged):").messages()
+    try:
+        reply = model.chat(messages, [VERDICT_TOOL], force("submit_verdict"))
+        args = strictjson.loads(reply.tool_calls[0].arguments) if reply.tool_calls else None
+    except (MalformedReply, ValueError):
+        args = None
+    if not isinstance(args, dict) or args.get("verdict") not in ("pass", "fail"):
+        return Verdict(passed=False, judge="model", reason="the verifier's verdict was unparseable")
+    reason = str(args.get("reason") or "")[:TAIL_CHARS]
+    return Verdict(passed=args["verdict"] == "pass", judge="model",
+                   reason=f"model verifier: {args['verdict']}: {reason}")
+
+
+def verify(task: Task, accept_cmds: list[str], run_argv: Callable, model: ChatModel | None,
+           evidence: Callable[[], str], goal: str,
+           refusal: Callable[[str], str | None] | None = None, criteria: str = "") -> Verdict:
+    """Judge one attempt at `task`.
+
+    The task's own command is checked against the command policy again before it runs; a
+    refused one, or one whose program does not exist (exit 127), hands the judgement to the
+    user's --accept commands when there are any.
+    """
+    cmd = task.acceptance_cmd
+    if cmd:
+        reason = refusal(cmd) if refusal else None
+        verdict = (Verdict(passed=False, command=cmd, reason=f"`{cmd}` was not run: {reason}")
+                   if reason else run_acceptance([cmd], run_argv))
+        if accept_cmds and (reason or verdict.exit_code == 127):
+            user = run_acceptance(accept_cmds, run_argv)
+            why = reason or "its program does not exist (exit 127)"
+            user.reason = f"`{cmd}` could not judge the task ({why}); your --accept did: {user.reason}"
+            return user
+        return verdict
+    if accept_cmds:
+        return run_acceptance(list(accept_cmds), run_argv)
+    if task.acceptance.strip() and model is not None:
+        return judge_with_model(model, task, evidence(), goal, criteria)
+    return Verdict(passed=False, judge="none",
+                   reason="no acceptance command and no criteria to judge by: "
+                          "the model's claim is not trusted")
+
+
+def judging_commands(task: Task, accept_cmds: list[str]) -> list[str]:
+    """The commands that judge `task`: its own, else the user's."""
+    return [task.acceptance_cmd] if task.acceptance_cmd else list(accept_cmds)
+
+
+class Proofs:
+    """Whether a task's check failed before the task (red-green) or already passed.
+
+    Results are cached per (commands, tree): the tree a verified task leaves is the tree the
+    next task starts from, so with one command for every task the check runs once per task.
+    """
+
+    def __init__(self, limit: int = 256) -> None:
+        self.seen: dict[tuple[tuple[str, ...], str], bool] = {}
+        self.limit = limit
+
+    def remember(self, cmds: list[str], tree: str | None, passed: bool) -> None:
+        """Record what `cmds` gave on `tree`."""
+        if tree and cmds:
+            if len(self.seen) >= self.limit:
+                self.seen.pop(next(iter(self.seen)))
+            self.seen[(tuple(cmds), tree)] = passed
+
+    def baseline(self, cmds: list[str], tree: str | None, run_argv: Callable,
+                 refusal: Callable[[str], str | None] | None = None) -> str | None:
+        """"pass" or "fail": `cmds` on the task's starting state; None when it cannot be run."""
+        if not cmds or not tree or (refusal and any(refusal(c) for c in cmds)):
+            return None
+        key = (tuple(cmds), tree)
+        if key not in self.seen:
+            verdict = run_acceptance(cmds, run_argv)
+            if verdict.exit_code == 127:
+                return None
+            self.remember(cmds, tree, verdict.passed)
+        return "pass" if self.seen[key] else "fail"
+
+
+def proof(baseline: str | None) -> str | None:
+    """The kind of evidence a verified task has, from its check before the task."""
+    return {"fail": "red-green", "pass": "regression-only"}.get(baseline or "")

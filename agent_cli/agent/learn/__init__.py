@@ -1,0 +1,1 @@
+"""What a run learns and reads: run memory, learning, the repository's instructions."""

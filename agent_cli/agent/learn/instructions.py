@@ -1,0 +1,124 @@
+"""The repository's own instruction files (AGENTS.md and the like), read at the start of a run.
+
+Found by convention: `AGENTS.md` at the root, `CLAUDE.md`, `.github/copilot-instructions.md`,
+and `CONTRIBUTING.md` only when none of those exists; later in the run, the nearest
+`AGENTS.md` above each file a task touches. They are the owner's words, not retrieved memory:
+each reaches the planning and every execution request in its own `<repo_instructions>` fence,
+escaped, and all of them together within a token share of the context window (a longer
+file is cut, and the cut is said). Only regular files inside the repository are read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from agent_cli.core import fences, tokens
+CONVENTIONAL = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
+FALLBACK = "CONTRIBUTING.md"
+NESTED = "AGENTS.md"
+SHARE = 0.1  # of the tokens a request may take
+MAX_FILE_BYTES = 256_000
+
+
+@dataclass
+class InstructionFile:
+    """One instruction file: its path from the root, its text (maybe cut), its tokens."""
+
+    path: str
+    text: str
+    tokens: int
+    cut: bool = False
+
+
+@dataclass
+class Instructions:
+    """The instruction files of a repository, rendered within `max_tokens`."""
+
+    root: Path
+    max_tokens: int
+    files: list[InstructionFile] = field(default_factory=list)
+    looked: set[str] = field(default_factory=set)  # touched paths already looked above
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of every file's text as sent."""
+        return sum(f.tokens for f in self.files)
+
+    def names(self) -> list[str]:
+        return [f.path for f in self.files]
+
+    def render(self) -> str:
+        """Every file in its own `<repo_instructions source="PATH">` fence."""
+        return "\n".join(fences.repo_instructions(f.path, f.text) for f in self.files)
+
+    def add(self, path: str) -> bool:
+        """Read `path` (relative to the root) if it is an instruction file not yet read."""
+        if path in self.names():
+            return False
+        text = read_inside(self.root, path)
+        if text is None or not text.strip():
+            return False
+        room = self.max_tokens - self.tokens
+        if room <= 32:
+            return False
+        count = tokens.count(text)
+        cut = count > room
+        if cut:
+            note = (f"\n[… {path} is {count} tokens long; cut here to stay within the "
+                    "instructions' share of the context]")
+            text = tokens.truncate(text, room - tokens.count(note) - 2) + note
+            count = tokens.count(text)
+        self.files.append(InstructionFile(path, text, count, cut))
+        return True
+
+    def touch(self, paths: list[str] | set[str]) -> bool:
+        """Add the nearest AGENTS.md above each of `paths`; True when one was new."""
+        added = False
+        for path in sorted(set(paths) - self.looked):
+            self.looked.add(path)
+            nearest = nearest_agents_md(self.root, path)
+            if nearest is not None:
+                added = self.add(nearest) or added
+        return added
+
+
+def load(root: Path, max_tokens: int) -> Instructions:
+    """The conventional instruction files of the repository at `root`."""
+    found = Instructions(Path(root), max_tokens)
+    for path in CONVENTIONAL:
+        found.add(path)
+    if not found.files:
+        found.add(FALLBACK)
+    return found
+
+
+def share_of(window_tokens: int) -> int:
+    """The tokens instruction files may take in a request of `window_tokens`."""
+    return max(int(window_tokens * SHARE), 256)
+
+
+def nearest_agents_md(root: Path, path: str) -> str | None:
+    """The closest AGENTS.md in a directory above `path`, below the root; None if none."""
+    parts = PurePosixPath(path).parts
+    if not parts or ".." in parts or PurePosixPath(path).is_absolute():
+        return None
+    for depth in range(len(parts) - 1, 0, -1):
+        candidate = "/".join(parts[:depth] + (NESTED,))
+        if read_inside(root, candidate) is not None:
+            return candidate
+    return None
+
+
+def read_inside(root: Path, path: str) -> str | None:
+    """The text of a regular file at `path` that lies inside `root`, or None."""
+    base = Path(root).resolve()
+    try:
+        real = (base / path).resolve()
+        if not real.is_relative_to(base) or not real.is_file():
+            return None
+        with open(real, "rb") as f:
+            data = f.read(MAX_FILE_BYTES)
+    except (OSError, ValueError):
+        return None
+    return data.decode("utf-8", errors="replace")

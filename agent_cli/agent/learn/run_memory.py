@@ -1,0 +1,92 @@
+"""What one run reads from long-term memory and the repository's instructions, what it notices
+as it goes (notes, failures, fixes), and what it leaves in long-term memory at the end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent_cli.core import events
+from agent_cli.agent.ask import facts as model_facts
+from agent_cli.agent.learn import instructions as repo_instructions
+from agent_cli.agent.learn import learning as learn
+from agent_cli.agent.ask.window import Window
+from agent_cli.core.errors import AgentError
+from agent_cli.core.models import Verdict
+
+
+class RunMemory:
+    """The run's side of long-term memory; the Session calls it at each of its moments."""
+
+    def __init__(self, longterm: Any, root: Path, ttl_days: float, window: Window) -> None:
+        self.longterm = longterm
+        self.root = Path(root)
+        self.ttl_days = ttl_days
+        self.learned = learn.Learned()
+        self.instructions = repo_instructions.load(self.root,
+                                                   repo_instructions.share_of(window.limit))
+
+    @property
+    def topic(self) -> str:
+        """The repository that procedures, notes and facts are about: its directory's name."""
+        return self.root.name
+
+    def blob_of(self, path: str) -> str | None:
+        from agent_cli.workspace.git.blobs import blob_hash
+
+        return blob_hash(self.root, path)
+
+    def recall(self, goal: str) -> list:
+        """What a run starts with from long-term memory (procedures, facts, notes, episodes)."""
+        return learn.recall_for_run(self.longterm, goal, self.topic, self.blob_of)
+
+    def noted(self, state, item_id: str, text: str) -> None:
+        """A note the model took: kept with the task it came from, curated at the end."""
+        index = state.current_task()
+        task = state.plan[index].goal if index is not None else ""
+        self.learned.notes.append({"id": item_id, "text": text, "task": task})
+
+    def verdict(self, rt, verdict: Verdict, signatures: list[str], run_id: str) -> None:
+        """After a verdict: a pass records a fix; a failure looks up earlier fixes for the retry."""
+        index = rt.state.current_task()
+        if verdict.passed:
+            if index is not None:
+                task = rt.state.plan[index]
+                self.learned.passed(index, task.goal, task.summary)
+            rt.fixes = ""
+            return
+        if index is not None and signatures:
+            self.learned.failed(index, signatures)
+            try:
+                rt.fixes = learn.fixes_block(self.longterm, signatures, run_id)
+            except AgentError as e:  # a retry without earlier fixes is still a retry
+                rt.emit(events.Notice(text=f"earlier fixes not looked up: {e.one_line()}"))
+
+    def facts(self, rt, status: str) -> list:
+        """The model's facts about the repository, asked for once at the end of a run that ended
+        on its own (verified or escalated) with money left; [] on any failure of that request."""
+        if status not in ("verified", "escalated") or rt.spent() >= rt.limits.budget_usd:
+            return []
+        try:
+            messages = model_facts.facts_messages(rt.state.goal, rt.memory.assemble().render(),
+                                                  rt.state.render_progress(),
+                                                  self.instructions.render(), rt.limits.window())
+            rt.log({"type": "request", "messages": messages})
+            found = model_facts.ask_facts(rt.model, messages)
+        except AgentError as e:
+            rt.log({"type": "facts", "error": e.one_line()})
+            return []
+        except KeyboardInterrupt:  # stopping now loses nothing: the run itself is over
+            rt.log({"type": "facts", "error": "interrupted"})
+            return []
+        rt.log({"type": "facts", "facts": [f.__dict__ for f in found]})
+        rt.save()  # the request's usage
+        return found
+
+    def remember(self, rt, run, signatures: list[str], accept_cmds: list[str],
+                 facts: list | None = None) -> None:
+        """Everything the run learned into long-term memory, then expiry."""
+        learn.remember(self.longterm, run=run, state=rt.state, toolbox=rt.toolbox,
+                       learned=self.learned, signatures=signatures, topic=self.topic,
+                       blob_of=self.blob_of, ttl_days=self.ttl_days, accept_cmds=accept_cmds,
+                       facts=self.facts(rt, run.status) if facts is None else facts)

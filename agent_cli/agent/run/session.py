@@ -1,0 +1,371 @@
+"""A whole run: preflight, recall, plan, approve, dispatch each task, final gate, learn, report.
+
+The session gets every heavy object ready-made (model, memories, repository, console)
+from the command layer, so it never reads settings nor imports a vendor SDK. After every
+step the run's state is saved atomically; `resume()` continues the first task that is
+not verified without planning again.
+"""
+
+from __future__ import annotations
+
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Protocol
+
+from agent_cli.core import events
+from agent_cli.agent.judge import acceptance
+from agent_cli.agent.ask import closing, planner
+from agent_cli.agent.learn import learning as learn
+from agent_cli.agent.adapt import replan
+from agent_cli.agent.judge.dispatch import dispatch_and_verify
+from agent_cli.agent.adapt.escalate import Answer, Escalation, check_answer, next_steps, skipped_message
+from agent_cli.agent.attempt.executor import Limits, Runtime
+from agent_cli.agent.learn.run_memory import RunMemory
+from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage, new_run_id, utc_now
+from agent_cli.agent.run.state import AgentState
+from agent_cli.agent.attempt.toolbox import Toolbox
+from agent_cli.agent.judge.verifier import Proofs, run_acceptance
+from agent_cli.core.errors import (EXIT_BUDGET, EXIT_ERROR, EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_OK,
+                              AgentError, BudgetExhausted)
+from agent_cli.memory.longterm.records import format_for_context
+from agent_cli.memory.longterm.signatures import failure_signatures
+from agent_cli.memory.working.memory import WorkingMemory
+from agent_cli.core.models import MAX_ATTEMPTS, Plan, Verdict
+from agent_cli.core.protocols import ChatModel, Console, LongTermStore, Workspace
+from agent_cli.core.redact import redact
+# How long after the first request of a session is built (the plan, or a resumed task's)
+# long-term memory starts opening in the background: by then the request is out and the
+# model is working (a local server in the tests answers at once, a real model takes
+# seconds), so chromadb's import does not delay the request.
+OPEN_MEMORY_AFTER_S = 0.25
+
+
+@dataclass
+class RunConfig:
+    """Plain values that shape one run."""
+
+    accept_cmds: list[str] = field(default_factory=list)
+    allow_dirty: bool = False
+    plan_only: bool = False
+    approve: bool = False  # ask the human to approve the plan
+    limits: Limits = field(default_factory=lambda: Limits(200, 30, 5.0, 3000))
+    secrets: tuple[str, ...] = ()
+    memory_ttl_days: float = 90.0  # long-term items unused this long go to the archive (0: never)
+    replan: str = "after_task"  # or "off": no re-plan check after a verified task
+    max_replans: int = 3  # re-plan checks the harness asks for in one run
+    final_summary: bool = True  # ask the model for a closing summary for the human
+    ask_human: bool = False  # a terminal to ask on when a task is rejected
+
+
+class RunParts(Protocol):
+    """What a run makes once it knows its directory; the command layer provides it."""
+
+    def open_memory(self, run_dir: Path) -> WorkingMemory:
+        """The run's working memory, its cold zone in `run_dir`."""
+        ...
+
+    def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
+        """The tools of a task's conversation, over the workspace and `memory`."""
+        ...
+
+    def allow_command(self, cmd: str) -> None:
+        """Let the model run `cmd` without asking (it was approved with the plan)."""
+        ...
+
+
+@dataclass
+class Services:
+    """The objects a run works with, each built whole by the command layer."""
+
+    workspace: Workspace
+    model: ChatModel
+    console: Console
+    longterm: LongTermStore
+    parts: RunParts
+    store: RunStore
+
+
+class Session:
+    """One run of `agent run`, new or resumed."""
+
+    def __init__(self, services: Services, config: RunConfig) -> None:
+        self.sv = services
+        self.cfg = config
+        self.store = services.store
+        self.run: RunRecord | None = None
+        self.rt: Runtime | None = None
+        self.signatures: list[str] = []
+        self._base_usage = RunUsage()  # usage saved by earlier sessions of this run
+        self.proofs = Proofs()  # each task's check on its starting state, per command and tree
+        self.mem = RunMemory(services.longterm, services.workspace.root, config.memory_ttl_days,
+                             config.limits.window())
+        self._answer: Answer | None = None  # the human's answer given with --resume
+        self._facts: list | None = None  # asked for once the tasks are over
+
+    # -- starting -----------------------------------------------------------------------
+    def start(self, goal: str) -> int:
+        """Plan `goal` and carry it out; returns the exit code."""
+        ws = self.sv.workspace
+        with self._before_run():
+            protected = ws.preflight(self.cfg.allow_dirty)
+            recalled = self._recall(goal)
+            plan = self._plan(goal, recalled)
+        if plan is None:
+            self._done_early("planned", EXIT_OK, "the plan is shown; nothing was changed")
+            return EXIT_OK
+        run_id = new_run_id()
+        branch = f"agent/{run_id}"
+        base_branch = ws.current_branch() or ""
+        ws.start_branch(branch)
+        self.run = RunRecord(run_id=run_id, goal=goal, branch=branch, base=ws.head(),
+                             accept_cmds=self.cfg.accept_cmds, protected=sorted(protected),
+                             started_at=utc_now(), success_criteria=plan.success_criteria,
+                             base_branch=base_branch)
+        state = AgentState(goal=goal, plan=plan.tasks, success_criteria=plan.success_criteria)
+        memory = self.sv.parts.open_memory(self.store.run_dir(run_id))
+        memory.set_goal(goal)
+        self.sv.console.emit(events.RunStarted(run_id=run_id, goal=goal, branch=branch,
+                                               repo=str(ws.root), base=base_branch))
+        return self._execute(state, memory, recalled)
+
+    @contextmanager
+    def _before_run(self) -> Iterator[None]:
+        """Until the run exists, an error or Ctrl-C still ends the event stream with run_done."""
+        try:
+            yield
+        except AgentError as e:
+            self._done_early("failed", e.exit_code, e.one_line())
+            raise
+        except KeyboardInterrupt:
+            self._done_early("interrupted", EXIT_INTERRUPTED, "interrupted before the run started")
+            raise
+
+    def _done_early(self, status: str, code: int, message: str) -> None:
+        usage = self.sv.model.usage
+        self.sv.console.emit(events.RunDone(
+            run_id="", status=status, exit_code=code, tasks=[], steps=0,
+            prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost_usd, message=message))
+
+    def _recall(self, goal: str) -> str:
+        results = self.mem.recall(goal)
+        if results:
+            kinds = sorted({r.kind for r in results})
+            self.sv.console.emit(events.Notice(
+                text=f"recalled {len(results)} item{'s' if len(results) != 1 else ''} from "
+                     f"earlier runs ({', '.join(kinds)}); `agent recall` shows them"))
+        return format_for_context(results) if results else ""
+
+    def _plan(self, goal: str, recalled: str) -> Plan | None:
+        files = self.sv.workspace.list_files()
+        # A command can name a file or directory after the key; every list the model sees is redacted.
+        listing = redact("\n".join(files[:300]), self.cfg.secrets)
+        messages = planner.plan_messages(goal, recalled, listing, self.cfg.accept_cmds,
+                                         self.mem.instructions.render(), self.cfg.limits.window())
+        self.sv.console.emit(events.Planning(goal=goal))
+        # The store itself opens while the model plans, for the run's writes (the recall
+        # above may have read its snapshot instead), once the plan request is out.
+        self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)
+        plan, _ = planner.make_plan(self.sv.model, messages, self._check_plan,
+                                    fallback=bool(self.cfg.accept_cmds))
+        event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],
+                                success_criteria=plan.success_criteria,
+                                accept_cmds=self.cfg.accept_cmds)
+        self.sv.console.emit(event)
+        if self.cfg.plan_only:
+            return None
+        if self.cfg.approve and not self.sv.console.approve_plan(event):
+            raise AgentError("the plan was not approved; nothing was changed",
+                             "run again with a more precise goal")
+        self._allow_acceptance(plan.tasks)
+        return plan
+
+    def _check_plan(self, plan: Plan) -> dict[int, str]:
+        """The tasks whose acceptance command cannot run, is refused, or cannot fail."""
+        ws = self.sv.workspace
+        return acceptance.plan_problems([t.acceptance_cmd for t in plan.tasks], ws.root, ws.refusal)
+
+    def _allow_acceptance(self, tasks) -> None:
+        """The acceptance commands were approved with the plan: the model may run them unasked."""
+        for cmd in [t.acceptance_cmd for t in tasks if t.acceptance_cmd] + self.cfg.accept_cmds:
+            self.sv.parts.allow_command(cmd)
+
+    # -- resuming -----------------------------------------------------------------------
+    def resume(self, run_id: str | None, answer: Answer | None = None) -> int:
+        """Continue a saved run at its first task that is not verified (with the human's answer)."""
+        with self._before_run():
+            run = self.store.load(self.store.target(run_id))
+            state = AgentState.from_dict(run.agent_state)
+            check_answer(state, answer, run.run_id)
+        self.run = run
+        self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
+        self.mem.learned = learn.Learned.from_dict((run.model_extra or {}).get("learned"))
+        self.sv.workspace.resume_on(run.branch, run.protected)
+        state.success_criteria = state.success_criteria or run.success_criteria
+        for task in state.plan:
+            if task.status == "running":
+                task.status, task.attempts = "pending", max(task.attempts - 1, 0)
+            elif task.status == "rejected" and answer is None:
+                task.status, task.attempts, task.max_attempts = "pending", 0, MAX_ATTEMPTS
+        self._answer = answer
+        memory = self.sv.parts.open_memory(self.store.run_dir(run.run_id))
+        memory.import_state(run.memory)
+        self.sv.console.emit(events.RunStarted(run_id=run.run_id, goal=state.goal, resumed=True,
+                                               branch=run.branch, base=self._base_branch(),
+                                               repo=str(self.sv.workspace.root)))
+        self.sv.console.emit(events.PlanMade(goal=state.goal,
+                                             tasks=[t.model_dump() for t in state.plan],
+                                             success_criteria=state.success_criteria,
+                                             accept_cmds=run.accept_cmds))
+        self.cfg.accept_cmds = run.accept_cmds
+        self._allow_acceptance(state.plan)
+        return self._execute(state, memory, self._recall(state.goal))
+
+    # -- the loop -----------------------------------------------------------------------
+    def _execute(self, state: AgentState, memory: WorkingMemory, recalled: str) -> int:
+        run = self.run
+        self._base_usage = run.usage.model_copy()
+        toolbox = self.sv.parts.make_toolbox(memory)
+        toolbox.on_note = lambda item_id, text: self.mem.noted(state, item_id, text)
+        self.rt = rt = Runtime(model=self.sv.model, toolbox=toolbox, memory=memory, state=state,
+                               limits=self.cfg.limits, emit=self._emit,
+                               log=lambda rec: self.store.log(run.run_id, rec), save=self.save,
+                               recalled=recalled, instructions=self.mem.instructions,
+                               spent_before=run.usage.cost_usd)
+        code, message = EXIT_ERROR, ""
+        try:
+            code, message = self._tasks(rt, self.sv.workspace)
+            # the model's facts about the repository first, then its summary for the human
+            self._facts = self.mem.facts(rt, run.status)
+            if self.cfg.final_summary:
+                closing.summarise(rt, f"{run.status}: {message}")
+        except BudgetExhausted as e:
+            run.status, code, message = "budget_exhausted", EXIT_BUDGET, e.one_line()
+            self._emit(events.BudgetExhausted(budget=e.budget, used=e.used, limit=e.limit))
+        except KeyboardInterrupt:
+            run.status, code = "interrupted", EXIT_INTERRUPTED
+            message = "interrupted; the state is saved: continue with `agent run --resume`"
+        except AgentError as e:
+            run.status, code, message = "failed", e.exit_code, e.one_line()
+        except Exception as e:  # a bug must not lose the run: save, log, report in one line
+            self.store.log(run.run_id, {"type": "crash", "traceback": traceback.format_exc()})
+            run.status, code = "failed", EXIT_ERROR
+            message = f"internal error: {type(e).__name__}: {e} (trajectory has the traceback)"
+        finally:
+            self.save()
+            self._learn()
+            self._done(code, message)
+        return code
+
+    def _tasks(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
+        ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
+        escalation = Escalation(rt, ws, ask, self.run.branch, self._answer)
+        index = 0
+        while index < len(rt.state.plan):
+            task = rt.state.plan[index]
+            if task.status in ("verified", "skipped"):
+                index += 1
+                continue
+            if task.status != "rejected" and dispatch_and_verify(
+                    rt, ws, index, self.cfg.accept_cmds, self.run.run_id,
+                    verifier_model=self.sv.model, on_verdict=self._on_verdict,
+                    proofs=self.proofs):
+                self._replan_after(rt, index)
+                index += 1
+                continue
+            outcome = escalation.resolve(index)
+            if outcome == "stop":
+                self.run.status = "escalated"
+                return EXIT_ESCALATED, f"task {index + 1} needs you"
+            index += outcome == "next"
+        return self._final_gate(rt, ws)
+
+    def _replan_after(self, rt: Runtime, index: int) -> None:
+        """Ask whether the remaining tasks still make sense (within `max_replans`)."""
+        if (self.cfg.replan == "after_task" and index + 1 < len(rt.state.plan)
+                and rt.state.replans < self.cfg.max_replans):
+            replan.revise(rt, index + 1)
+
+    def _final_gate(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
+        if self.cfg.accept_cmds:
+            verdict = run_acceptance(self.cfg.accept_cmds, ws.run_argv)
+            self._on_verdict(verdict)
+            self._emit(events.Verified(index=-1, attempt=1, passed=verdict.passed,
+                                       judge="command", command=verdict.command,
+                                       exit_code=verdict.exit_code, reason=verdict.reason[-2000:]))
+            if not verdict.passed:
+                self.run.status = "escalated"
+                self._emit(events.Escalated(
+                    index=-1, goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
+                    summary="every task passed its own check", reason=verdict.reason,
+                    next_steps=next_steps(self.run.branch, bool(ws.changed_files()), True)))
+                return EXIT_ESCALATED, "the final acceptance gate failed"
+        skipped = [i for i, t in enumerate(rt.state.plan) if t.status == "skipped"]
+        if skipped:
+            self.run.status = "skipped"
+            return EXIT_ESCALATED, skipped_message(rt.state.plan, skipped)
+        self.run.status = "verified"
+        return EXIT_OK, "every task verified"
+
+    def _on_verdict(self, verdict: Verdict) -> None:
+        """Keep the failure's signatures; the run's memory records a fix or looks one up."""
+        found = []
+        if not verdict.passed and verdict.output_tail:
+            found = failure_signatures(verdict.output_tail)
+            self.signatures += found
+        if self.rt is not None and self.run is not None:
+            self.mem.verdict(self.rt, verdict, found, self.run.run_id)
+
+    # -- bookkeeping --------------------------------------------------------------------
+    def _emit(self, event: events.Event) -> None:
+        self.sv.console.emit(event)
+        if self.run is not None:
+            self.store.log(self.run.run_id, {"type": "event", **event.model_dump()})
+
+    def save(self) -> None:
+        """Write the run's whole state atomically."""
+        if self.rt is None or self.run is None:
+            return
+        usage, base = self.sv.model.usage, self._base_usage
+        self.run.updated_at = utc_now()
+        self.run.steps = self.rt.state.step
+        self.run.agent_state = self.rt.state.to_dict()
+        self.run.memory = self.rt.memory.export_state()
+        setattr(self.run, "learned", self.mem.learned.to_dict())  # an extra key of state.json
+        self.run.usage = RunUsage(prompt_tokens=base.prompt_tokens + usage.prompt_tokens,
+                                  completion_tokens=base.completion_tokens
+                                  + usage.completion_tokens,
+                                  cached_tokens=base.cached_tokens + usage.cached_tokens,
+                                  cost_usd=self.rt.spent())
+        self.store.save(self.run)
+
+    def _learn(self) -> None:
+        if self.rt is None or self.run is None:
+            return
+        try:
+            self.mem.remember(self.rt, self.run, self.signatures, self.cfg.accept_cmds,
+                              self._facts)
+        except Exception as e:  # the run's outcome stands even if memory cannot take it
+            self._emit(events.Notice(text=f"long-term memory not updated: {e}"))
+
+    def _done(self, code: int, message: str) -> None:
+        state, run = self.rt.state, self.run
+        # A task still "running" here was cut short by the run's end: say so, not "running".
+        tasks = [{"goal": t.goal, "attempts": t.attempts,
+                  "status": "unfinished" if t.status == "running" else t.status,
+                  "acceptance_cmd": t.acceptance_cmd or "; ".join(self.cfg.accept_cmds) or None,
+                  "exit_code": t.exit_code, "commit": t.commit, "proof": t.proof}
+                 for t in state.plan]
+        self._emit(events.RunDone(run_id=run.run_id, status=run.status, exit_code=code,
+                                  tasks=tasks, steps=state.step,
+                                  prompt_tokens=run.usage.prompt_tokens,
+                                  completion_tokens=run.usage.completion_tokens,
+                                  cached_tokens=run.usage.cached_tokens,
+                                  cost_usd=run.usage.cost_usd, branch=run.branch,
+                                  base=self._base_branch(), message=message))
+
+    def _base_branch(self) -> str:
+        """The branch the run started from (runs saved before it was recorded have none)."""
+        return str((self.run.model_extra or {}).get("base_branch", ""))

@@ -1,0 +1,161 @@
+"""Runs on disk: `<state>/runs/<run-id>/state.json` (atomic) and `trajectory.jsonl` (appended).
+
+state.json is replaced whole after every step (temp file, fsync, rename), so a killed
+process leaves either the previous or the next state, never half of one. Run ids sort by
+time: `YYYYMMDD-HHMMSS-xxxx`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets as _secrets
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
+
+from agent_cli.core.errors import AgentError, StorageError
+from agent_cli.core.redact import redact
+from agent_cli.core.atomic import append_line, write_atomic
+
+FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
+RunStatus = Literal["running", "verified", "escalated", "budget_exhausted", "interrupted",
+                    "failed", "planned", "skipped"]
+
+
+class RunUsage(BaseModel):
+    """Tokens and money of a run, summed over all its sessions.
+
+    `cached_tokens` (the part of the prompt read from the server's cache) is written only
+    when there were some, so a state.json without it reads and saves back unchanged.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cached_tokens: int = 0
+
+    @model_serializer(mode="wrap")
+    def _omit_no_cache(self, handler):
+        data = handler(self)
+        if not data.get("cached_tokens"):
+            data.pop("cached_tokens", None)
+        return data
+
+
+class RunRecord(BaseModel):
+    """A run's state.json; the fields in the order they have always been written."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)  # keep unknown keys
+
+    run_id: str
+    status: RunStatus = "running"
+    goal: str
+    branch: str
+    base: str = ""
+    accept_cmds: list[str] = Field(default_factory=list)
+    protected: list[str] = Field(default_factory=list)
+    started_at: str = ""
+    success_criteria: str = ""
+    usage: RunUsage = Field(default_factory=RunUsage)
+    updated_at: str = ""
+    steps: int = 0
+    agent_state: dict[str, Any] = Field(default_factory=dict)  # AgentState.to_dict()
+    memory: dict[str, Any] = Field(default_factory=dict)  # WorkingMemory.export_state()
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A fresh run id that sorts by start time."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now:%Y%m%d-%H%M%S}-{_secrets.token_hex(2)}"
+
+
+def utc_now() -> str:
+    """The current UTC time in ISO 8601."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@contextmanager
+def _writing(path: Path) -> Iterator[Path]:
+    """Turn a failed write (disk full, read-only state directory) into one clear StorageError."""
+    try:
+        yield path
+    except OSError as e:
+        raise StorageError(f"cannot write {path}: {e.strerror or e}; the run's state on disk is "
+                           "the last one saved",
+                           "free disk space or make the state directory writable, then "
+                           "`agent run --resume`") from None
+
+
+class RunStore:
+    """Reads and writes the runs under one state directory."""
+
+    def __init__(self, state_dir: Path, secrets: tuple[str, ...] = ()) -> None:
+        self.root = Path(state_dir) / "runs"
+        self.secrets = secrets
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.root / run_id
+
+    def save(self, record: RunRecord) -> None:
+        """Replace the run's state.json atomically (secrets redacted)."""
+        text = json.dumps(record.model_dump(mode="json"), indent=1, ensure_ascii=False)
+        with _writing(self.run_dir(record.run_id) / "state.json") as path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, redact(text, self.secrets))
+
+    def log(self, run_id: str, record: dict[str, Any]) -> None:
+        """Append one record to the run's trajectory (secrets redacted)."""
+        record = {"t": utc_now(), **record}
+        line = json.dumps(record, ensure_ascii=False, default=str)
+        with _writing(self.run_dir(run_id) / "trajectory.jsonl") as path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            append_line(path, redact(line, self.secrets))
+
+    def load(self, run_id: str) -> RunRecord:
+        """The saved state of a run; a clear error when missing or unreadable."""
+        path = self.run_dir(run_id) / "state.json"
+        if not path.exists():
+            raise AgentError(f"no run {run_id!r} in {self.root}", "`agent runs` lists the runs")
+        try:
+            return RunRecord.model_validate_json(path.read_bytes())
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "top level"
+            raise StorageError(f"{path} cannot be read: {where}: {err['msg']}",
+                               "the file is left as it is; inspect or move it aside") from None
+        except OSError as e:
+            raise StorageError(f"{path} cannot be read: {e}",
+                               "the file is left as it is; inspect or move it aside") from None
+
+    def target(self, run_id: str | None) -> str:
+        """The run to resume: `run_id` if it exists, else the newest unfinished one."""
+        if run_id is not None:
+            if not (self.run_dir(run_id) / "state.json").exists():
+                raise AgentError(f"no run {run_id!r} in {self.root}", "`agent runs` lists the runs")
+            return run_id
+        latest = self.latest_unfinished()
+        if latest is None:
+            raise AgentError("there is no unfinished run to resume",
+                             "start one with `agent run GOAL`")
+        return latest
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every run's summary, oldest first."""
+        out = []
+        for d in sorted(self.root.glob("*/state.json")):
+            try:
+                s = json.loads(d.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                s = {"run_id": d.parent.name, "status": "unreadable", "goal": ""}
+            out.append(s)
+        return out
+
+    def latest_unfinished(self) -> str | None:
+        """The newest run that did not end with every task verified."""
+        for s in reversed(self.list()):
+            if s.get("status") not in FINISHED and s.get("status") != "unreadable":
+                return s["run_id"]
+        return None

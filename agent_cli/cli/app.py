@@ -1,0 +1,83 @@
+"""The `agent` command: typer commands, AgentError -> one line on stderr and an exit code.
+
+Only typer is imported at start-up; every heavy module (openai, chromadb, git, tiktoken,
+pydantic-settings) is imported inside the command that needs it, so `--help` is instant.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from agent_cli import __version__
+from agent_cli.cli.help import Command
+from agent_cli.core.errors import AgentError
+
+app = typer.Typer(
+    name="agent",
+    help="A coding agent that plans work in a git repository, carries it out with tools, "
+         "proves each step by running an acceptance command, and remembers what it learned.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"agent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="Print the version and exit.")) -> None:
+    """Plan, execute and verify work in a git repository, and remember."""
+
+
+@app.command(cls=Command, short_help="Show the settings and check every part.")
+def doctor(
+    repo: Optional[Path] = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: current directory)."),
+    model: Optional[str] = typer.Option(None, "--model", metavar="NAME", help="Model name."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL", help="OpenAI-compatible endpoint."),
+) -> None:
+    """Show the resolved settings and where each came from; check endpoint, tokenizer, state, git."""
+    from agent_cli.cli.doctor import run_doctor
+
+    raise typer.Exit(run_doctor(repo, {"model": model, "base_url": base_url}))
+
+
+def _register_commands() -> None:
+    """Commands built in their own modules (each imports only typer at module level)."""
+    from agent_cli.cli.memory_commands import memory_app, recall_command
+    from agent_cli.cli.run_command import register as register_run
+    from agent_cli.cli.trust_command import trust_command
+    register_run(app)
+    app.command("trust", cls=Command,
+                short_help="Trust this repository's own endpoint settings.")(trust_command)
+    app.command("recall", cls=Command,
+                short_help="Search long-term memory by meaning.")(recall_command)
+    app.add_typer(memory_app, name="memory")
+
+
+_register_commands()
+
+
+def main() -> None:
+    """Console entry point: run the app, turning our errors into one line and an exit code."""
+    try:
+        app()
+    except AgentError as e:
+        print(f"error: {e.one_line()}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except Exception as e:  # never a traceback for the user; AGENT_DEBUG=1 shows it
+        if os.environ.get("AGENT_DEBUG"):
+            raise
+        print(f"error: internal error: {type(e).__name__}: {e} (set AGENT_DEBUG=1 for the "
+              "traceback, and please report it)", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,1 @@
+"""Settings (~/.agentrc < <repo>/.agentrc < environment < flags) and repository trust."""

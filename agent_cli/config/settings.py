@@ -1,0 +1,306 @@
+"""Settings: defaults < ~/.agentrc < <repo>/.agentrc < AGENT_* environment < flags.
+
+Each layer is validated on its own, so an error names the file (or variable) it came
+from. `Settings.sources` records where every value was taken from, for `agent doctor`.
+The API key is read from the environment (`OPENAI_API_KEY` or `AGENT_API_KEY`) or from the
+user's own `~/.agentrc`; a key in a repository's `.agentrc` would be committed and shared, so it
+is refused. `AGENT_DENY_COMMANDS` is a comma-separated list of regular expressions (a pattern
+that contains a comma goes in `deny_commands` in an `.agentrc` instead).
+The memory server's token (`AGENT_MEMORY_TOKEN`) is refused in every `.agentrc`: it is a
+team's shared credential, and files get copied, committed and pasted into bug reports.
+
+A repository's `.agentrc` comes with a clone, so it may only tighten safety: `approval =
+"ask"`, `sandbox = "bwrap"`, more `deny_commands` (added to the user's, never replacing
+them); it never sets `home`. Its endpoint keys (`base_url`, `model`, `embedding_model`)
+apply only in a repository the user trusts (`agent trust`). Each value ignored is named
+in one notice.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from agent_cli.config import trust
+from agent_cli.core.errors import ConfigError
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+CHROMA_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")  # Chroma's rule
+ENV_ONLY = ("memory_token",)  # refused in any .agentrc
+
+
+class Settings(BaseSettings):
+    """Every configurable value with its default."""
+
+    model_config = SettingsConfigDict(extra="forbid", validate_default=True)
+
+    model: str = "gpt-4o-mini"
+    base_url: str = OPENAI_DEFAULT_URL
+    api_key: SecretStr | None = None
+    embedding_model: str | None = None
+    max_steps: int = Field(200, ge=1)
+    task_max_steps: int = Field(30, ge=1)
+    budget_usd: float = Field(5.0, ge=0)
+    price_input_per_mtok: float = Field(0.15, ge=0)
+    price_output_per_mtok: float = Field(0.60, ge=0)
+    price_cached_input_per_mtok: float | None = Field(None, ge=0)  # None: half the input price
+    memory_max_tokens: int = Field(8000, ge=200)
+    reserved_output_tokens: int = Field(4096, ge=0)
+    tool_output_max_tokens: int = Field(3000, ge=100)
+    recall_cooldown_steps: int = Field(2, ge=0)
+    command_timeout_s: float = Field(120.0, gt=0)
+    request_timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0, le=10)
+    retry_backoff_s: float = Field(1.0, ge=0)
+    approval: Literal["ask", "auto"] = "ask"
+    sandbox: Literal["none", "bwrap"] = "none"
+    deny_commands: list[str] = Field(default_factory=list)
+    home: str | None = None
+    context_window: int = Field(128_000, ge=1024)
+    replan: Literal["after_task", "off"] = "after_task"
+    max_replans: int = Field(3, ge=0)
+    final_summary: bool = True
+    memory_ttl_days: float = Field(90.0, ge=0)
+    memory_url: str | None = None
+    memory_tenant: str | None = None
+    memory_database: str | None = None
+    memory_token: SecretStr | None = None
+    sources: dict[str, str] = Field(default_factory=dict, exclude=True)
+    notices: list[str] = Field(default_factory=list, exclude=True)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, *args, **kwargs):
+        """Only explicit values: the layers are merged by `load_settings`, not by pydantic."""
+        return (init_settings,)
+
+    @field_validator("memory_url")
+    @classmethod
+    def _server_address(cls, url: str | None) -> str | None:
+        """An http(s) address with a host and no path; empty means the embedded store."""
+        if not url or not url.strip():
+            return None
+        parts = urlsplit(url.strip())
+        try:
+            parts.port
+        except ValueError:
+            raise ValueError("the port is not a number between 0 and 65535") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("expected a server address like http://chroma.internal:8000")
+        if parts.path not in ("", "/") or parts.query:
+            raise ValueError("give the server's address only, without a path")
+        return url.strip().rstrip("/")
+
+    @field_validator("memory_tenant", "memory_database")
+    @classmethod
+    def _chroma_name(cls, name: str | None) -> str | None:
+        """A tenant or database name the Chroma server accepts; empty means Chroma's default."""
+        if not name:
+            return None
+        if not CHROMA_NAME.fullmatch(name):
+            raise ValueError("use 3 to 512 letters, digits, '.', '_' or '-', starting and ending "
+                             "with a letter or a digit")
+        return name
+
+    def state_dir(self, repo: Path) -> Path:
+        """Where run state lives: `home` if set, else `<repo>/.agent`."""
+        return Path(self.home).expanduser() if self.home else repo / ".agent"
+
+    def prices(self) -> dict[str, float | None]:
+        """Dollars per million tokens: input, output, cached input (None: half the input).
+
+        The default prices are an OpenAI model's. A server on this machine or the local network
+        (llama.cpp, Ollama, vLLM) bills nothing, so there they count as 0 unless a price is set:
+        a local run is not shown a cost it never had, nor stopped by a money budget."""
+        if self._billed_nothing():
+            return {"price_in": 0.0, "price_out": 0.0, "price_cached": 0.0}
+        return {"price_in": self.price_input_per_mtok, "price_out": self.price_output_per_mtok,
+                "price_cached": self.price_cached_input_per_mtok}
+
+    def _billed_nothing(self) -> bool:
+        """A server on the local network, and no price set (see `prices`)."""
+        return _on_local_network(self.base_url) and all(
+            self.sources.get(k, "default") == "default" for k in PRICE_KEYS)
+
+    def key(self) -> str | None:
+        """The API key in clear, or None when none is set."""
+        return self.api_key.get_secret_value() if self.api_key else None
+
+    def memory_token_value(self) -> str | None:
+        """The memory server's token in clear, or None when none is set."""
+        return self.memory_token.get_secret_value() if self.memory_token else None
+
+    def secrets(self) -> tuple[str, ...]:
+        """The configured secrets, to redact from everything stored or shown."""
+        return tuple(s for s in (self.key(), self.memory_token_value()) if s)
+
+    def redacted(self) -> dict[str, Any]:
+        """Every value, with the API key and the memory token masked, for display."""
+        out = self.model_dump(exclude={"sources", "notices"})
+        out["api_key"] = _mask(self.key() or "")
+        out["memory_token"] = _mask(self.memory_token_value() or "")
+        return out
+
+    def shown(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """`redacted()` with the prices a run is billed at, and where each value came from."""
+        values, sources = self.redacted(), dict(self.sources)
+        if self._billed_nothing():
+            for key in PRICE_KEYS:
+                values[key], sources[key] = 0.0, "default; a local server bills nothing"
+        return values, sources
+
+
+PRICE_KEYS = ("price_input_per_mtok", "price_output_per_mtok", "price_cached_input_per_mtok")
+
+
+def _on_local_network(url: str) -> bool:
+    """Whether `url` names this machine or a private address (a name is looked up nowhere)."""
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def _mask(secret: str) -> str | None:
+    """Enough of a secret to tell which one it is, never enough to use it."""
+    return f"{secret[:3]}…{secret[-4:]}" if len(secret) > 10 else ("set" if secret else None)
+
+
+FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices")]
+# Keys of a repository's .agentrc that apply only when the user trusts the repository.
+TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url"}
+ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}", "fix the file or move it aside") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
+
+
+def unknown_key_hint(key: str) -> str:
+    """`did you mean `model`?` for a misspelt key, else where the keys are listed."""
+    close = difflib.get_close_matches(key.lower(), FIELDS, n=1, cutoff=0.6)
+    listed = "`agent doctor` lists every key with its value"
+    return f"did you mean `{close[0]}`? {listed}" if close else listed
+
+
+def _check(layer: dict[str, Any], origin: str) -> None:
+    """Validate one layer alone, so the error names where the bad value came from."""
+    try:
+        Settings(**layer)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "?"
+        if err["type"] == "extra_forbidden":
+            raise ConfigError(f"{origin}: unknown key '{key}'", unknown_key_hint(key)) from None
+        got = err.get("input")
+        raise ConfigError(f"{origin}: key '{key}': {err['msg'].lower()} (got {got!r})") from None
+
+
+def _refuse_env_only(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` unless it holds a key that may only come from the environment."""
+    for key in ENV_ONLY:
+        if key in data:
+            raise ConfigError(f"{path}: key '{key}' is not allowed in an .agentrc",
+                              f"a token in a file gets copied and shared; set AGENT_{key.upper()} "
+                              "in the environment instead")
+    return data
+
+
+def _env_layer(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    layers = []
+    for var, field in ENV_ALIASES.items():
+        if env.get(var):
+            layers.append((f"env {var}", {field: env[var]}))
+    for field in FIELDS:
+        var = f"AGENT_{field.upper()}"
+        if var in env:
+            raw: Any = env[var]
+            if field == "deny_commands":
+                raw = [c.strip() for c in raw.split(",") if c.strip()]
+            layers.append((f"env {var}", {field: raw}))
+    return layers
+
+
+def load_settings(repo: Path | None = None, flags: dict[str, Any] | None = None,
+                  env: dict[str, str] | None = None, user_rc: Path | None = None) -> Settings:
+    """Merge every layer in order of precedence and validate the result."""
+    env = dict(os.environ) if env is None else env
+    if user_rc is None:
+        user_rc = Path(env.get("AGENT_RC") or Path.home() / ".agentrc")
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if user_rc.is_file():
+        layers.append((str(user_rc), _refuse_env_only(user_rc, _read_toml(user_rc))))
+    notices: list[str] = []
+    if repo is not None and (repo / ".agentrc").is_file():
+        rc = repo / ".agentrc"
+        data = _refuse_env_only(rc, _read_toml(rc))
+        if "api_key" in data:
+            raise ConfigError(f"{rc}: key 'api_key' is not allowed in a repository's .agentrc",
+                              "a key there gets committed and shared; set OPENAI_API_KEY instead")
+        _check(data, str(rc))
+        lower = _merge(layers)
+        data, notice = _restrict_repo_layer(data, lower, trust.status(repo, env), rc)
+        notices += [notice] if notice else []
+        layers.append((str(rc), data))
+    layers += _env_layer(env)
+    layers.append(("flag", {k: v for k, v in (flags or {}).items() if v is not None}))
+    merged: dict[str, Any] = {}
+    sources = {f: "default" for f in FIELDS}
+    for origin, layer in layers:
+        _check(layer, origin)
+        merged.update(layer)
+        sources.update({k: origin for k in layer})
+    return Settings(**merged, sources=sources, notices=notices)
+
+
+def _merge(layers: list[tuple[str, dict[str, Any]]]) -> Settings:
+    merged: dict[str, Any] = {}
+    for _, layer in layers:
+        merged.update(layer)
+    return Settings(**merged)
+
+
+def _restrict_repo_layer(data: dict[str, Any], lower: Settings, trusted: str,
+                         rc: Path) -> tuple[dict[str, Any], str]:
+    """The repository layer without what it may not set, and one notice naming what was dropped."""
+    kept, loosening, untrusted = dict(data), [], []
+    for key in ("home",) + tuple(k for k in ("approval", "sandbox") if k in data):
+        if key in kept and (key == "home" or _loosens(key, kept[key], lower)):
+            loosening.append(f"{key} = {kept.pop(key)!r}")
+    if "deny_commands" in kept:
+        kept["deny_commands"] = list(lower.deny_commands) + [
+            c for c in kept["deny_commands"] if c not in lower.deny_commands]
+    if trusted != "trusted":
+        untrusted = sorted(k for k in TRUSTED_ONLY if kept.pop(k, None) is not None)
+    parts = []
+    if untrusted:
+        why = "it changed since you trusted it" if trusted == "changed" else "it is not trusted"
+        parts.append(f"{', '.join(untrusted)} ignored ({why}; run `agent trust` in the repository "
+                     "to use them)")
+    if loosening:
+        parts.append(f"{', '.join(loosening)} ignored (a repository's .agentrc may only tighten "
+                     "safety and never sets home)")
+    return kept, (f"{rc}: " + "; ".join(parts)) if parts else ""
+
+
+def _loosens(key: str, value: Any, lower: Settings) -> bool:
+    if key == "approval":
+        return value == "auto" and lower.approval != "auto"
+    return value == "none" and lower.sandbox != "none"

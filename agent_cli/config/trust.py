@@ -1,0 +1,66 @@
+"""Which repositories' `.agentrc` the user trusts, kept in the user's own state, never in a repo.
+
+A repository's `.agentrc` arrives with a clone. Its `base_url` would receive the API key in
+every request, so endpoint keys apply only when the user ran `agent trust` in that
+repository, and only while the file is byte-for-byte what the user trusted (its SHA-256 is
+recorded): a later pull that changes it asks for trust again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from agent_cli.core.errors import ConfigError
+from agent_cli.core.atomic import write_atomic
+
+
+def trust_file(env: dict[str, str] | None = None) -> Path:
+    """Where trust is recorded: AGENT_TRUST_FILE, else $XDG_CONFIG_HOME/agent/trusted.json."""
+    env = dict(os.environ) if env is None else env
+    if env.get("AGENT_TRUST_FILE"):
+        return Path(env["AGENT_TRUST_FILE"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(base) / "agent" / "trusted.json"
+
+
+def _digest(rc: Path) -> str:
+    return hashlib.sha256(rc.read_bytes()).hexdigest() if rc.is_file() else ""
+
+
+def _load(path: Path) -> dict[str, dict]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: the trusted-repositories file cannot be read ({e})",
+                          "fix it or delete it (every repository becomes untrusted)") from None
+    repos = data.get("repos") if isinstance(data, dict) else None
+    return {k: v for k, v in repos.items() if isinstance(v, dict)} if isinstance(repos, dict) else {}
+
+
+def status(repo: Path, env: dict[str, str] | None = None) -> str:
+    """"trusted", "changed" (trusted, but its .agentrc changed since) or "untrusted"."""
+    entry = _load(trust_file(env)).get(str(Path(repo).resolve()))
+    if entry is None:
+        return "untrusted"
+    return "trusted" if entry.get("agentrc_sha256") == _digest(Path(repo) / ".agentrc") else "changed"
+
+
+def record(repo: Path, env: dict[str, str] | None = None, revoke: bool = False) -> Path:
+    """Trust `repo`'s current .agentrc (or forget it with `revoke`); returns the file written."""
+    path = trust_file(env)
+    repos = _load(path)
+    key = str(Path(repo).resolve())
+    if revoke:
+        repos.pop(key, None)
+    else:
+        repos[key] = {"agentrc_sha256": _digest(Path(repo) / ".agentrc"),
+                      "trusted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps({"repos": repos}, indent=1, sort_keys=True) + "\n")
+    return path

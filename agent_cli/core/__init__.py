@@ -1,0 +1,1 @@
+"""What every layer shares: errors, events, models, protocols, tokens, text, fences, redaction."""

@@ -1,0 +1,1 @@
+"""The shipped loopback server that speaks the Chat Completions protocol, scripted."""

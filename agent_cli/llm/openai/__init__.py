@@ -1,0 +1,1 @@
+"""The OpenAI-compatible model (the only openai import)."""

@@ -1,0 +1,1 @@
+"""What a server can do: its context window and forcing form, probed once."""

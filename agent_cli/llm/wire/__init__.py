@@ -1,0 +1,1 @@
+"""What goes over the wire: request shaping, bodies, streams, forcing forms, failures."""

@@ -1,0 +1,88 @@
+"""Reading what a Chat Completions server sends: the completion body, its usage.
+
+Bodies are parsed strictly (`agent_cli.core.strictjson`): `NaN`, `Infinity`, numbers that
+overflow, huge integers and deep nesting make the reply a `MalformedReply`, never an
+internal error later on. Tool-call arguments are passed on as the text the model wrote:
+the tool that receives them parses them the same strict way and tells the model what was
+wrong with that one call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent_cli.core import strictjson
+from agent_cli.core.errors import MalformedReply
+from agent_cli.core.models import ChatReply, ToolCall, Usage
+
+NOT_A_COMPLETION = "check that --base-url points at a Chat Completions API"
+
+
+def load_body(raw: str | bytes, what: str = "the endpoint's reply") -> Any:
+    """A response body (or one streamed chunk) as JSON, or MalformedReply saying why not."""
+    try:
+        return strictjson.loads(raw)
+    except ValueError as e:
+        raise MalformedReply(f"{what} is not usable JSON: {e}", NOT_A_COMPLETION) from None
+
+
+def _count(value: Any) -> int:
+    """A token count from a usage field: a non-negative int (floats are truncated)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, type(None))):
+        raise TypeError(f"a token count must be a number, not {type(value).__name__}")
+    return max(0, int(value or 0))
+
+
+def read_usage(body: dict) -> Usage:
+    """Prompt, completion and cached tokens; cached from `prompt_tokens_details` or llama.cpp's
+    `timings.cache_n`."""
+    usage = body.get("usage") or {}
+    prompt = _count(usage.get("prompt_tokens"))
+    details = usage.get("prompt_tokens_details") or {}
+    cached = _count(details.get("cached_tokens"))
+    timings = body.get("timings") or {}
+    if not cached and isinstance(timings, dict):
+        cached = _count(timings.get("cache_n"))
+        # llama.cpp without `usage` still reports what it read (prompt_n) and reused (cache_n).
+        prompt = prompt or cached + _count(timings.get("prompt_n"))
+    return Usage(prompt_tokens=prompt, completion_tokens=_count(usage.get("completion_tokens")),
+                 cached_tokens=min(cached, prompt), calls=1)
+
+
+def _arguments(raw: Any) -> str:
+    """Tool-call arguments as the JSON text the model sent (an object is serialised)."""
+    return raw if isinstance(raw, str) else json.dumps(raw)
+
+
+def parse_completion(body: Any) -> ChatReply:
+    """A chat-completion JSON body as a ChatReply; MalformedReply if it is not one."""
+    if not isinstance(body, dict):
+        raise MalformedReply("the endpoint's reply is not a JSON object")
+    try:
+        return _parse_fields(body)
+    except (AttributeError, TypeError, ValueError, OverflowError) as e:  # a field of the wrong shape
+        raise MalformedReply(f"the endpoint's reply is not a chat completion ({e})",
+                             NOT_A_COMPLETION) from None
+
+
+def _parse_fields(body: dict) -> ChatReply:
+    """The ChatReply in a body; AttributeError/TypeError/ValueError when a field has the wrong shape."""
+    reply = ChatReply(usage=read_usage(body))
+    choices = body.get("choices") or []
+    if not choices:
+        reply.finish_reason = "no_choices"
+        return reply
+    message = choices[0].get("message") or {}
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise TypeError("the message content is not text")
+    reply.content = content
+    reason = choices[0].get("finish_reason")
+    reply.finish_reason = None if reason is None else str(reason)
+    for i, call in enumerate(message.get("tool_calls") or []):
+        fn = call.get("function") or {}
+        reply.tool_calls.append(ToolCall(
+            id=str(call.get("id") or f"call_{i}"), name=str(fn.get("name") or ""),
+            arguments=_arguments(fn.get("arguments", "{}"))))
+    return reply

@@ -1,0 +1,83 @@
+"""Reading a failed request: a context overflow, a refused connection, a busy server."""
+
+from __future__ import annotations
+
+import re
+import socket
+
+from agent_cli.core.errors import ContextOverflow
+
+BUSY_STATUSES = (429, 502, 503, 504)  # come back later; anything else is about the request
+FAST_FAILURE_S = 1.0  # a 5xx this quick is a verdict on the request, not a hiccup
+
+_OVERFLOW_MARKERS = ("context length", "context size", "context window", "maximum context",
+                     "exceed_context_size", "prompt is too long", "too many tokens")
+# llama.cpp: "request (4139 tokens) exceeds the available context size (4096 tokens)"
+_LLAMA = re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)")
+# vLLM and OpenAI: "maximum context length is 4096 tokens. However, you requested 5000 tokens
+# (1000 in the messages, 4000 in the completion)"
+_WINDOW = re.compile(r"maximum context length is (\d+) tokens")
+_IN_MESSAGES = re.compile(r"(\d+) in the messages")
+
+
+_STREAMING = re.compile(r"\bstream(ing|_options)?\b")
+
+
+def mentions_streaming(detail: str) -> bool:
+    """Whether a refusal names streaming (`stream`, `stream_options`, "streaming")."""
+    return bool(_STREAMING.search(detail.lower()))
+
+
+def is_overflow(detail: str) -> bool:
+    """Whether an error message says the request did not fit the context window."""
+    low = detail.lower()
+    return any(marker in low for marker in _OVERFLOW_MARKERS)
+
+
+def overflow_numbers(detail: str) -> tuple[int | None, int | None]:
+    """(prompt tokens, window) named in an overflow message, when it names them."""
+    if m := _LLAMA.search(detail):
+        return int(m.group(1)), int(m.group(2))
+    window = _WINDOW.search(detail)
+    prompt = _IN_MESSAGES.search(detail)
+    return (int(prompt.group(1)) if prompt else None, int(window.group(1)) if window else None)
+
+
+def overflow_error(detail: str, base_url: str) -> ContextOverflow:
+    """The typed error for a request that did not fit, with numbers when the server gave them."""
+    prompt, window = overflow_numbers(detail)
+    size = f" ({prompt} tokens)" if prompt else ""
+    limit = f" of {window} tokens" if window else ""
+    return ContextOverflow(
+        f"the request{size} does not fit the context window{limit} of {base_url}",
+        "lower memory_max_tokens and tool_output_max_tokens, or start the server with a larger "
+        "context (llama.cpp -c N, Ollama num_ctx / OLLAMA_CONTEXT_LENGTH, vLLM --max-model-len)",
+        prompt_tokens=prompt, window=window)
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether a connection failure is a refused connection or an unknown host (no retry helps)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, (ConnectionRefusedError, socket.gaierror)):
+            return True
+        text = str(cur).lower()
+        if "connection refused" in text or "name or service not known" in text \
+                or "nodename nor servname" in text or "temporary failure in name resolution" in text:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """Whether an exception raised while reading a response is the connection breaking."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(names & {"TransportError", "HTTPError", "StreamError", "ProtocolError"}) \
+        or isinstance(exc, OSError)
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """Whether an exception raised while reading a response is a read timeout."""
+    return any("Timeout" in c.__name__ for c in type(exc).__mro__) or isinstance(exc, TimeoutError)

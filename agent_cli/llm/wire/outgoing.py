@@ -1,0 +1,74 @@
+"""Shaping a request before it is sent: echoed tool calls, the forced-tool form, max_tokens."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent_cli.core import fences, strictjson
+CHARS_PER_TOKEN = 3  # conservative for code and for local tokenizers
+MIN_REPLY_TOKENS = 256
+
+
+def _valid_json(text: Any) -> bool:
+    """Whether a server can parse `text` (strict JSON: no NaN or Infinity, bounded nesting)."""
+    if not isinstance(text, str):
+        return False
+    try:
+        strictjson.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def sanitize(messages: list[dict]) -> list[dict]:
+    """The messages with every echoed tool call's arguments valid JSON.
+
+    Servers that re-parse the conversation (llama.cpp answers 500 "Failed to parse tool call
+    arguments as JSON") refuse a broken call sent back to them, so its arguments become `{}`
+    and the raw text moves into that call's tool result, where the model still sees it.
+    """
+    broken: dict[str, str] = {}
+    out = []
+    for message in messages:
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if calls and any(not _valid_json((c.get("function") or {}).get("arguments")) for c in calls):
+            message = {**message, "tool_calls": [_fixed(c, broken) for c in calls]}
+        elif message.get("role") == "tool" and message.get("tool_call_id") in broken:
+            raw = broken[message["tool_call_id"]]
+            message = {**message, "content": f"{message.get('content') or ''}\n(the arguments "
+                       f"you sent, which are not valid JSON: {fences.escape(raw[:2000])})"}
+        out.append(message)
+    return out
+
+
+def _fixed(call: dict, broken: dict[str, str]) -> dict:
+    fn = call.get("function") or {}
+    if _valid_json(fn.get("arguments")):
+        return call
+    broken[str(call.get("id"))] = str(fn.get("arguments"))
+    return {**call, "function": {**fn, "arguments": "{}"}}
+
+
+def forced_name(tools: list[dict] | None, tool_choice: Any) -> str | None:
+    """The tool a request forces when it offers exactly that one tool, else None."""
+    if not tools or len(tools) != 1:
+        return None
+    name = tools[0].get("function", {}).get("name")
+    if tool_choice == "required":
+        return name
+    if isinstance(tool_choice, dict) and (tool_choice.get("function") or {}).get("name") == name:
+        return name
+    return None
+
+
+def estimate_tokens(messages: list[dict], tools: list[dict] | None) -> int:
+    """A cheap upper estimate of a request's prompt tokens."""
+    return len(json.dumps(messages, ensure_ascii=False)) // CHARS_PER_TOKEN + (
+        len(json.dumps(tools)) // CHARS_PER_TOKEN if tools else 0)
+
+
+def reply_budget(window: int, cap: int, messages: list[dict], tools: list[dict] | None) -> int:
+    """max_tokens for a request: within `cap` and within what the window leaves free."""
+    room = window - estimate_tokens(messages, tools) - 64
+    return max(MIN_REPLY_TOKENS, min(cap, room))

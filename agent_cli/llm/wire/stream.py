@@ -1,0 +1,122 @@
+"""Assemble a streamed chat completion (server-sent events) into the body a whole reply has.
+
+Text deltas are handed to `on_text` as they arrive; tool-call arguments are joined per
+call index. A stream that ends before `data: [DONE]` and before any `finish_reason` was
+cut: `StreamCut`, which the client retries like a dropped connection.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterable
+
+from agent_cli.core.errors import MalformedReply
+from agent_cli.llm.wire.body import NOT_A_COMPLETION, load_body
+
+
+class StreamCut(Exception):
+    """The stream ended (or broke) before the reply was complete."""
+
+
+class StreamFailed(Exception):
+    """The server reported an error inside the stream."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class StreamAssembler:
+    """Collects the chunks of one streamed reply."""
+
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self.on_text = on_text
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict | None = None
+        self.timings: dict | None = None
+        self.done = False
+        self.chunks = 0
+
+    def feed(self, line: str) -> None:
+        """Take one line of the event stream."""
+        if not line.startswith("data:"):
+            return  # blank separators, `event:` names and `:` keep-alive comments
+        data = line[5:].strip()
+        if data == "[DONE]":
+            self.done = True
+            return
+        chunk = load_body(data, "a chunk of the streamed reply")
+        if not isinstance(chunk, dict):
+            raise MalformedReply("a chunk of the streamed reply is not a JSON object", NOT_A_COMPLETION)
+        self.chunks += 1
+        try:
+            self._chunk(chunk)
+        except (AttributeError, TypeError) as e:  # a field of the wrong shape
+            raise MalformedReply(f"a chunk of the streamed reply is not a completion chunk ({e})",
+                                 NOT_A_COMPLETION) from None
+
+    def _chunk(self, chunk: dict) -> None:
+        if chunk.get("error"):
+            err = chunk["error"]
+            raise StreamFailed(str(err.get("message") if isinstance(err, dict) else err)[:300])
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        if isinstance(chunk.get("timings"), dict):
+            self.timings = chunk["timings"]
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            self._delta(choice.get("delta") or {})
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+
+    def _delta(self, delta: dict) -> None:
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            self.text.append(text)
+            if self.on_text:
+                self.on_text(text)
+        for n, part in enumerate(delta.get("tool_calls") or []):
+            index = part.get("index", n)
+            call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": []})
+            call["id"] = part.get("id") or call["id"]
+            fn = part.get("function") or {}
+            call["name"] += fn.get("name") or ""
+            args = fn.get("arguments")
+            if args is not None:
+                call["arguments"].append(args if isinstance(args, str) else json.dumps(args))
+
+    def complete(self) -> bool:
+        """Whether the stream said it was over."""
+        return self.done or self.finish_reason is not None
+
+    def body(self) -> dict:
+        """The assembled reply in the shape of a whole (non-streamed) chat completion."""
+        if not self.complete():
+            raise StreamCut(f"the streamed reply stopped after {self.chunks} chunks, unfinished")
+        message: dict[str, Any] = {"role": "assistant",
+                                   "content": "".join(self.text) if self.text else None}
+        if self.calls:
+            message["tool_calls"] = [
+                {"id": c["id"] or f"call_{i}", "type": "function",
+                 "function": {"name": c["name"], "arguments": "".join(c["arguments"])}}
+                for i, c in sorted(self.calls.items())]
+        body: dict[str, Any] = {"choices": [{"index": 0, "message": message,
+                                             "finish_reason": self.finish_reason}]}
+        if self.usage:
+            body["usage"] = self.usage
+        if self.timings:
+            body["timings"] = self.timings
+        return body
+
+
+def assemble(lines: Iterable[str], on_text: Callable[[str], None] | None = None) -> dict:
+    """Read an event stream to its end; the assembled completion body."""
+    acc = StreamAssembler(on_text)
+    for line in lines:
+        acc.feed(line)
+        if acc.done:
+            break
+    return acc.body()

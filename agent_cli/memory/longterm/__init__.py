@@ -1,0 +1,1 @@
+"""Long-term memory: episodes, facts, notes and procedures in Chroma (the only chromadb import)."""

@@ -1,0 +1,93 @@
+"""What a run meant to keep in long-term memory while its server was down, kept for later.
+
+A run whose memory server cannot be reached goes on without it (fallback.py). The writes
+it makes meanwhile (its episode, procedures, notes, facts) are appended to the outbox,
+`<state>/memory-outbox.jsonl`, one JSON line each, secrets masked, with the store they
+were meant for. The next run that reaches that store sends them first, oldest first, and
+the outbox keeps only what did not go (nothing, when all did). An entry for another store
+(memory_url changed since) waits for that store. A line that cannot be read, or a write
+the store refuses, is dropped: it would fail the same way every time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agent_cli.core.atomic import append_line, write_atomic
+from agent_cli.core.errors import AgentError, MemoryUnavailable
+from agent_cli.core.models import Episode
+from agent_cli.core.redact import redact_all
+
+WRITES = ("add_episode", "add_fact", "add_procedure", "curate")
+
+
+class Outbox:
+    """The writes waiting for the store named `store` (its URL or path), in `path`."""
+
+    def __init__(self, path: Path, store: str, secrets: tuple[str, ...] = ()) -> None:
+        self.path = Path(path)
+        self.store = store
+        self.secrets = secrets
+
+    def keep(self, op: str, args: tuple, kwargs: dict[str, Any]) -> None:
+        """Append one write (`op` is one of WRITES) to send later."""
+        if op not in WRITES:
+            raise ValueError(f"not a long-term memory write: {op}")
+        args = tuple(a.model_dump(mode="json") if isinstance(a, Episode) else a for a in args)
+        entry = {"store": self.store, "op": op, "args": list(args), "kwargs": kwargs}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        append_line(self.path, json.dumps(redact_all(entry, self.secrets), ensure_ascii=False))
+
+    def _entries(self) -> list[dict[str, Any]]:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return []
+        out = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("op") in WRITES:
+                out.append(entry)
+        return out
+
+    def send(self, memory: Any) -> int:
+        """Make every write waiting for this store on `memory`, oldest first; how many went.
+        A write the store refuses (or that cannot be read back) is dropped; when the store
+        cannot be reached, the writes not yet made stay and MemoryUnavailable is raised."""
+        entries = self._entries()
+        mine = [e for e in entries if e.get("store") == self.store]
+        if not mine:
+            return 0  # nothing to send, nothing to rewrite
+        others = [e for e in entries if e.get("store") != self.store]
+        done = sent = 0
+        try:
+            for entry in mine:
+                try:
+                    _make(memory, entry)
+                    sent += 1
+                except MemoryUnavailable:
+                    raise
+                except (AgentError, ValueError, TypeError):
+                    pass  # it would fail the same way every time
+                done += 1
+        finally:
+            self._rewrite(others + mine[done:])
+        return sent
+
+    def _rewrite(self, entries: list[dict[str, Any]]) -> None:
+        if not entries:
+            self.path.unlink(missing_ok=True)
+            return
+        write_atomic(self.path, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
+
+
+def _make(memory: Any, entry: dict[str, Any]) -> None:
+    args = list(entry.get("args") or [])
+    if entry["op"] == "add_episode" and args:
+        args[0] = Episode.model_validate(args[0])
+    getattr(memory, entry["op"])(*args, **dict(entry.get("kwargs") or {}))

@@ -1,0 +1,137 @@
+"""Where long-term memory lives: a Chroma directory on disk, or a Chroma server a team shares.
+
+No chromadb here: these checks run before the (slow) chromadb import, so a store another
+process locks, or a server that is down, is reported at once with a plain message.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+from agent_cli.core.errors import MemoryUnavailable, StorageError
+
+DEFAULT_TENANT = "default_tenant"  # Chroma's own defaults, so a plain `chroma run` works as is
+DEFAULT_DATABASE = "default_database"
+CONNECT_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class ChromaServer:
+    """A Chroma server reached over HTTP (`chroma run`), with an optional bearer token."""
+
+    url: str
+    tenant: str = DEFAULT_TENANT
+    database: str = DEFAULT_DATABASE
+    token: str | None = field(default=None, repr=False)
+    timeout_s: float = CONNECT_TIMEOUT_S
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or "localhost"
+
+    @property
+    def port(self) -> int:
+        parts = urlsplit(self.url)
+        return parts.port or (443 if parts.scheme == "https" else 8000)
+
+    @property
+    def ssl(self) -> bool:
+        return urlsplit(self.url).scheme == "https"
+
+    def headers(self) -> dict[str, str]:
+        """The token in both headers Chroma's token authentication accepts."""
+        if not self.token:
+            return {}
+        return {"Authorization": f"Bearer {self.token}", "X-Chroma-Token": self.token}
+
+    def __str__(self) -> str:
+        return f"{self.url.rstrip('/')} (tenant {self.tenant}, database {self.database})"
+
+
+def probe(where: Path | ChromaServer, wait_s: float) -> None:
+    """Refuse a store that cannot be used, before chromadb is imported."""
+    if isinstance(where, ChromaServer):
+        probe_server(where)
+    else:
+        probe_dir(where, wait_s)
+
+
+def probe_server(server: ChromaServer) -> None:
+    """Check the server answers and takes the token; create its tenant and database when missing.
+
+    Creating them on first use mirrors the embedded store, which the first run creates;
+    `agent doctor` names the tenant and database, so a mistyped name is visible there.
+    """
+    if _call(server, "GET", "/api/v2/heartbeat") != 200:
+        raise MemoryUnavailable(f"memory server {server.url} does not answer like a Chroma server "
+                                "(no /api/v2/heartbeat)",
+                                "point memory_url at a `chroma run` server (Chroma 0.5 or later)")
+    tenant = f"/api/v2/tenants/{quote(server.tenant, safe='')}"
+    if _call(server, "GET", f"{tenant}/databases/{quote(server.database, safe='')}") == 404:
+        for path, name in (("/api/v2/tenants", server.tenant), (f"{tenant}/databases", server.database)):
+            if _call(server, "POST", path, {"name": name}) not in (200, 409):  # 409: it exists
+                raise StorageError(f"memory server {server.url} could not create {name!r}",
+                                   "create the tenant and database on the server, or fix their names")
+
+
+def _call(server: ChromaServer, method: str, path: str, body: dict | None = None) -> int:
+    """The HTTP status of one request to the server's REST API; MemoryUnavailable when unreachable."""
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {**server.headers(), "Content-Type": "application/json"}
+    request = urllib.request.Request(server.url + path, data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=server.timeout_s) as reply:
+            reply.read(65536)
+            return reply.status
+    except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            raise MemoryUnavailable(f"memory server {server.url} refused the token (HTTP {e.code})",
+                                    "set AGENT_MEMORY_TOKEN to a token the server accepts") from None
+        if e.code in (404, 409):
+            return e.code
+        why = f"HTTP {e.code} for {method} {path}"
+    except urllib.error.URLError as e:
+        why = str(e.reason)
+    except (OSError, ValueError) as e:  # timeouts, resets
+        why = str(e) or type(e).__name__
+    raise MemoryUnavailable(f"memory server {server.url} cannot be reached ({why})",
+                            "start it (`chroma run --path DIR --port PORT`) or unset memory_url "
+                            "to use the embedded store")
+
+
+def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> StorageError:
+    """Our error for a failure of the store at `where`, with a hint that fits a directory or a server."""
+    if not isinstance(where, ChromaServer):
+        return StorageError(f"memory store at {where}: {action} failed: {e}",
+                            "check the directory (permissions, free space) or move it aside")
+    if type(e).__module__.startswith("httpx") or "could not connect" in str(e).lower():
+        return MemoryUnavailable(f"memory server {where.url}: {action} failed: {e or type(e).__name__}",
+                                 "check that the server is running, or unset memory_url")
+    return StorageError(f"memory server {where}: {action} failed: {e}", "see the server's log")
+
+
+def probe_dir(path: Path, wait_s: float) -> None:
+    """Refuse a path that is not a directory, a corrupt database, or one another process locks."""
+    if path.exists() and not path.is_dir():
+        raise StorageError(f"memory store at {path} is not a directory", "move it aside")
+    db = path / "chroma.sqlite3"
+    if not db.exists():
+        return
+    try:
+        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=rw", uri=True, timeout=wait_s)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.rollback()
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        locked = "locked" in str(e) or "busy" in str(e)
+        what = "is locked by another process" if locked else f"cannot be opened ({e})"
+        hint = "wait for the other agent to finish" if locked else "nothing was changed; move it aside"
+        raise StorageError(f"memory store at {path} {what}", hint) from None

@@ -1,0 +1,97 @@
+"""Where each hot item is rendered, kept stable so that prompt caches reuse each request's prefix.
+
+A request is cached up to its first changed token, so the layout changes as late in the
+context as it can:
+
+- New items go at the end of the memory block, after the list of what is cold, which changes
+  only with an eviction or a recall. A note taken since the last `settle()` is shown
+  there too, marked pinned, rather than in the pinned section before the memory block: adding
+  it there would change everything after that section. `settle()` (the run calls it when an
+  attempt at a task starts, when recalled memory changes the prefix anyway) moves such notes
+  into the pinned section.
+- A batch eviction changes the block from the first item it took out; the items that stay
+  after that point are then re-ordered, the most durable first (the highest score a few steps
+  ahead, when the fresh boost of the newest results has faded), so that the next batch, which
+  takes the weakest, most likely changes only the end of the block.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from agent_cli.memory.working import scoring
+from agent_cli.memory.working.store import Item, id_number
+
+HORIZON_STEPS = 8  # how far ahead durability looks: past the fresh boost (scoring.py)
+
+
+def durability(item: Item, step: int) -> float:
+    """The item's score `HORIZON_STEPS` after `step`, when a new result's fresh boost has faded."""
+    return item.static + scoring.recency_term(step + HORIZON_STEPS - item.touched)
+
+
+class Layout:
+    """Which pinned notes sit in the pinned section; the order of the memory block."""
+
+    def __init__(self) -> None:
+        self.section: set[str] = set()  # pinned notes rendered in the pinned section
+        self._footer = ("", "")  # the cold list as last rendered, and the item it followed
+
+    def footer_after(self, block: list[Item], footer: str) -> str:
+        """The id of the block item the cold list follows: the last one when the list changed
+        (an eviction or a recall), else the one it followed before, so that the items added
+        since go after it and the list stays in the cached prefix."""
+        text, after = self._footer
+        if footer != text or not any(item.id == after for item in block):
+            after = block[-1].id if block else ""
+            self._footer = (footer, after)
+        return after
+
+    def settle(self, items: Iterable[Item], section: Iterable[str] | None = None) -> None:
+        """Put every pinned note (or those of `section`) in the pinned section from now on."""
+        chosen = None if section is None else set(section)
+        self.section = {item.id for item in items
+                        if item.pinned and (chosen is None or item.id in chosen)}
+
+    def dump(self) -> dict[str, Any]:
+        """The layout as JSON-compatible data, for WorkingMemory.export_state()."""
+        return {"pinned_section": sorted(self.section, key=id_number),
+                "cold_list": list(self._footer)}
+
+    def load(self, items: Iterable[Item], state: dict[str, Any]) -> None:
+        """The layout of an exported state; one saved without it puts every note in the
+        pinned section and the cold list at the end."""
+        self.settle(items, state.get("pinned_section"))
+        footer = state.get("cold_list")
+        self._footer = (str(footer[0]), str(footer[1])) if footer else ("", "")
+
+    def in_section(self, item: Item) -> bool:
+        """Whether the item is rendered in the pinned section (else in the memory block)."""
+        return item.pinned and item.id in self.section
+
+    def split(self, items: Iterable[Item]) -> tuple[list[Item], list[Item]]:
+        """The items of the pinned section and those of the memory block, each in hot order."""
+        pinned: list[Item] = []
+        block: list[Item] = []
+        for item in items:
+            (pinned if self.in_section(item) else block).append(item)
+        return pinned, block
+
+    def block_ids(self, items: Iterable[Item]) -> list[str]:
+        """The ids of the memory block's items, in order."""
+        return [item.id for item in items if not self.in_section(item)]
+
+    def after_batch(self, items: Iterable[Item], before: list[str], step: int) -> list[Item] | None:
+        """The hot items in their new order after a batch at `step` that changed the block laid
+        out as `before` (ids), or None when the batch took nothing out of the block."""
+        live = list(items)
+        alive = {item.id for item in live}
+        first = next((at for at, item_id in enumerate(before) if item_id not in alive), None)
+        if first is None:
+            return None
+        pinned, block = self.split(live)
+        kept = set(before[:first])
+        head = [item for item in block if item.id in kept]
+        tail = sorted((item for item in block if item.id not in kept),
+                      key=lambda item: -durability(item, step))
+        return pinned + head + tail

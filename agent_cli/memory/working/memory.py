@@ -1,0 +1,400 @@
+"""Working memory: typed items scored against the goal, packed into a token budget.
+
+What is in context is chosen by score; where it sits is kept stable, so that providers' prompt
+caches can reuse each request's prefix: new items go at the end of the memory block, and the hot
+zone is re-ranked only when it overflows, in one batch that evicts the weakest items down to a
+low-water mark (`low_water` of the budget); what stays keeps its order. What does not fit moves
+to a cold store (see store.py) and comes back with recall() (recall.py finds it).
+
+Sizes are booked at add() from a cheap estimate and counted exactly, once per item, when an item
+is assembled into a context (meter.py). The step advances only with tick() (the run loop calls
+it once per tool call); add() does not, so items added within one step are equally recent.
+Recency counts steps since an item was added or last touched; recall() touches what it brings
+back. A mention by a later item raises the item's references term instead: touching it too would
+let old, much-mentioned items look as new as the latest edits. The latest edits are kept hot
+whatever their score (see HotZone.weakest()). An add() of the very kind and text of a hot item
+merges into it: one item, its count shown in its header, moved to the end as the newest.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from agent_cli.memory.working import assembly, recall, scoring
+from agent_cli.memory.working.assembly import FOOTER_TOKENS, Context
+from agent_cli.memory.working.hot import HotZone
+from agent_cli.memory.working.layout import Layout
+from agent_cli.memory.working.meter import SEPARATOR_TOKENS, Meter
+from agent_cli.memory.working.recall import ColdSearch
+from agent_cli.memory.working.revise import Revisions
+from agent_cli.memory.working.store import InMemStore, Item, Store, id_number
+from agent_cli.memory.working.symbols import definitions, mentioned
+from agent_cli.core.protocols import Embedder
+from agent_cli.core.text import shorten
+
+__all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory"]
+
+SUMMARY_CHARS = 80
+MIN_TOKENS = 256
+LOW_WATER = 0.75
+STATE_FORMAT = 1
+_RECENCY = [scoring.recency_term(age) for age in range(4096)]
+
+
+def _summary(summary: str, text: str) -> str:
+    """One short line: the given summary, or the first non-blank line of the text."""
+    return shorten(summary.strip() or text.lstrip().split("\n", 1)[0], SUMMARY_CHARS)
+
+
+class WorkingMemory(Revisions):
+    """Hot items within `max_tokens`, the rest in `store`; see docs/working_memory.md."""
+
+    def __init__(self, store: Store | None = None, embedder: Embedder | None = None,
+                 max_tokens: int = 4000, recall_cooldown_steps: int = 0,
+                 pinned_share: float = 1 / 3, protect_recent_edits: int = 10,
+                 low_water: float = LOW_WATER) -> None:
+        if max_tokens < MIN_TOKENS:
+            raise ValueError(f"max_tokens must be at least {MIN_TOKENS}, not {max_tokens}")
+        if not 0 < pinned_share <= 1:
+            raise ValueError(f"pinned_share must be in (0, 1], not {pinned_share}")
+        if recall_cooldown_steps < 0:
+            raise ValueError("recall_cooldown_steps cannot be negative")
+        if protect_recent_edits < 0:
+            raise ValueError("protect_recent_edits cannot be negative")
+        if not 0 < low_water <= 1:
+            raise ValueError(f"low_water must be in (0, 1], not {low_water}")
+        self.store = store if store is not None else InMemStore()
+        self.embedder = embedder
+        self.max_tokens = max_tokens
+        self.recall_cooldown_steps = recall_cooldown_steps
+        self.pinned_share = pinned_share
+        self.protect_recent_edits = protect_recent_edits
+        self.low_water = low_water
+        self._meter = Meter()
+        self._room = max_tokens - FOOTER_TOKENS
+        self._pinned_cap = int(self._room * pinned_share)
+        self._search = ColdSearch(self.store, self._embed if embedder else None,
+                                  recall_cooldown_steps)
+        self._reset()
+        self._next = self.store.max_number() + 1
+
+    def _reset(self) -> None:
+        """Empty hot zone, step 0, no goal."""
+        self._hot = HotZone(self._score, self.protect_recent_edits)
+        self._layout = Layout()
+        self._mentions: dict[str, int] = {}  # defined name -> items that mentioned it since
+        self._restored: set[str] = set()  # cold records whose recalled view is hot
+        self._step = 0
+        self._goal = ""
+        self._goal_vector: tuple[float, ...] | None = None
+        self._evictions = 0
+
+    @property
+    def step(self) -> int:
+        """The step counter; tick() advances it."""
+        return self._step
+
+    @property
+    def goal(self) -> str:
+        """The current goal."""
+        return self._goal
+
+    def tick(self) -> int:
+        """Advance the step by one (once per tool call) and return it."""
+        self._step += 1
+        return self._step
+
+    def set_goal(self, goal: str) -> None:
+        """Score items against `goal` from now on."""
+        self._goal = goal
+        self._goal_vector = self._embed(goal)
+        for item in self._hot:
+            self._rescore(item)
+
+    def note(self, text: str, summary: str = "") -> str:
+        """Add a pinned note; returns its id."""
+        return self.add("note", text, summary)
+
+    def add(self, kind: str, text: str, summary: str = "") -> str:
+        """Add an item at the end of the memory block, evicting a batch when over budget.
+
+        The very kind and text of a hot item merge into it instead; returns the item's id.
+        """
+        scoring.check_kind(kind)
+        text = str(text)
+        same = self._hot.identical(kind, text)
+        if same is not None:
+            return self._merge(same)
+        item = self._make(kind, text, summary)
+        self._reference(item)
+        if kind == "edit":
+            self._hot.protect(item.id)
+        if item.cost > self._room:
+            self._resize(item, self._meter.exact(item))  # an estimate too high must not decide
+        if item.cost > self._room:
+            self._store_oversized(item)
+        else:
+            self._hot.admit(item, self._step)
+            self._fit()
+        return item.id
+
+    def _make(self, kind: str, text: str, summary: str) -> Item:
+        """A new item with the next id, booked at its estimated size."""
+        item = Item(id=f"m{self._next}", kind=kind, text=text, summary=_summary(summary, text),
+                    tokens=0, pinned=kind == "note", step=self._step, symbols=definitions(text),
+                    touched=self._step, vector=self._embed(text))
+        self._next += 1
+        self._meter.estimated(item)
+        self._rescore(item)
+        return item
+
+    def _merge(self, item: Item) -> str:
+        """Count one more identical result in `item`, now the newest item at the end."""
+        item.repeats += 1
+        item.touched = self._step
+        self._hot.to_end(item)
+        self._resize(item, self._meter.header_changed(item))
+        if item.kind == "edit":
+            self._hot.protect(item.id)
+        self._fit()
+        return item.id
+
+    def _resize(self, item: Item, change: int) -> None:
+        """Book a change in an item's cost and rescore it (its size term)."""
+        if self._hot.get(item.id) is item:
+            self._hot.resized(item, change)
+        self._rescore(item)
+
+    def _embed(self, text: str) -> tuple[float, ...] | None:
+        """The unit vector of `text`, or None without an embedder."""
+        if self.embedder is None:
+            return None
+        return scoring.normalise(self.embedder.embed([text])[0])
+
+    def _rescore(self, item: Item) -> None:
+        """Recompute the parts of the score that do not change with the step."""
+        item.goal = scoring.goal_term(item.vector, self._goal_vector)
+        item.static = scoring.static_score(item.kind, item.refs, item.goal, item.tokens)
+        self._hot.rescored(item, self._step)
+
+    def _score(self, item: Item) -> float:
+        """The item's score now."""
+        age = self._step - item.touched
+        return item.static + (_RECENCY[age] if 0 <= age < 4096 else scoring.recency_term(age))
+
+    def _reference(self, item: Item) -> None:
+        """Count `item`'s mentions of names defined earlier, once per defining hot item."""
+        mentions, hot_defs = self._mentions, self._hot.defs
+        bumped: set[str] = set()
+        for name in mentioned(item.text, mentions):
+            mentions[name] += 1
+            if name in hot_defs:
+                bumped.update(hot_defs[name])
+        for item_id in bumped:
+            target = self._hot.items[item_id]
+            target.refs += 1
+            self._rescore(target)
+        for name in item.symbols:
+            mentions.setdefault(name, 0)
+
+    def _fit(self, need: int = 0) -> None:
+        """Past the budget (with `need` more tokens to come), evict the weakest down to the
+        low-water mark; pinned notes past their share stay (revise.py). What stays before the
+        first item taken out keeps its place; what stays after it is re-ordered (layout.py)."""
+        hot = self._hot
+        if hot.cost + need <= self._room:
+            return
+        before = self._layout.block_ids(hot)
+        low = int(self._room * self.low_water)
+        while hot.cost + need > low and (item := hot.weakest(self._step)) is not None:
+            self._evict(item)
+        while hot.cost + need > self._room and (
+                item := hot.weakest(self._step, spare_latest=False)) is not None:
+            self._evict(item)  # the latest edits alone overflow: they go by score
+        while hot.cost + need > self._room and hot.pinned_cost:
+            self._evict(hot.oldest_pinned())
+        order = self._layout.after_batch(hot, before, self._step)
+        if order is not None:
+            hot.arrange(order)
+
+    def _evict(self, item: Item) -> None:
+        """Move an item to the cold store; a view only refreshes the record it came from."""
+        self._hot.unlink(item)
+        self._evictions += 1
+        self._evicting(item)  # a pinned note is reported (revise.py)
+        if item.origin_id is not None:
+            self._restored.discard(item.origin_id)
+            record = self.store.get(item.origin_id)
+            if record is not None:
+                record.update(refs=item.refs, touched=item.touched, step_evicted=self._step,
+                              seen=self._seen(item.symbols))
+                self._put(record)
+                return
+        self._put(self._record(item))
+
+    def _record(self, item: Item) -> dict[str, Any]:
+        """The cold record of an item evicted now."""
+        record = item.to_dict()
+        record.update(step_evicted=self._step, seen=self._seen(item.symbols))
+        return record
+
+    def _seen(self, names: Sequence[str]) -> dict[str, int]:
+        """How often each name had been mentioned, to count later mentions while cold."""
+        if not names:
+            return {}
+        return {name: self._mentions.get(name, 0) for name in names}
+
+    def _put(self, record: dict[str, Any]) -> None:
+        """Write a record to the store and to the vector index if it is loaded."""
+        self.store.put(record)
+        self._search.indexed(record)
+
+    def _store_oversized(self, item: Item) -> None:
+        """Put an item larger than the budget straight into the cold store; a stub stays hot."""
+        self._evictions += 1
+        self._put(self._record(item))
+        text = (f"({item.tokens} tokens, kept in the cold store: recall {item.id} or a name "
+                f"it defines to bring back its start)")
+        stub = Item(id=item.id, kind=item.kind, text=text, summary=item.summary, tokens=0,
+                    pinned=False, step=item.step, symbols=item.symbols, touched=self._step,
+                    origin_id=item.id, vector=item.vector)
+        self._meter.estimated(stub)
+        self._rescore(stub)
+        self._hot.admit(stub, self._step)
+        self._fit()
+
+    def recall(self, query: str, k: int = 3) -> list[str]:
+        """Bring back up to `k` cold items matching `query`; returns their ids, now hot."""
+        self._search.cooldown_steps = self.recall_cooldown_steps
+        return self._restore(self._search.find(query, k, self._restored, self._step))
+
+    def _restore(self, ids: list[str]) -> list[str]:
+        """Make room for the whole batch first, then append it as `recalled` views."""
+        space = self._room - self._hot.pinned_cost
+        batch: list[Item] = []
+        used = 0
+        for item_id in ids:
+            record = self.store.get(item_id)
+            if record is not None:
+                view = self._view(record)
+                if view.cost <= space - used:
+                    batch.append(view)
+                    used += view.cost
+        for view in batch:
+            stub = self._hot.get(view.id)
+            if stub is not None:
+                view.refs = max(view.refs, stub.refs)
+                self._hot.unlink(stub)
+        self._fit(need=used)
+        for view in batch:
+            self._rescore(view)
+            self._hot.admit(view, self._step)
+            self._restored.add(view.id)
+        return [v.id for v in batch]
+
+    def _view(self, record: dict[str, Any]) -> Item:
+        """A hot `recalled` copy of a cold record, cut to half the budget, counted exactly."""
+        view = recall.view(record, self._room // 2 - 32, self._mentions, self._step)
+        self._meter.exact(view)
+        self._rescore(view)
+        return view
+
+    def lay_out(self) -> None:
+        """Move the notes taken since the last call into the pinned section (layout.py)."""
+        self._layout.settle(self._hot)
+
+    def hot_item(self, item_id: str) -> Item | None:
+        """The hot item with this id, or None when it is cold or unknown."""
+        return self._hot.get(item_id)
+
+    def hot_items(self) -> list[Item]:
+        """Hot items, highest score first (ties: the older first)."""
+        return sorted(self._hot, key=lambda i: (-self._score(i), id_number(i.id)))
+
+    def cold_manifest(self) -> list[dict[str, Any]]:
+        """[{"id", "kind", "summary", "symbols", "step_evicted"}] of cold items not recalled."""
+        return [e for e in self.store.manifest() if e["id"] not in self._restored]
+
+    def stats(self) -> dict[str, int]:
+        """Counts: hot and cold items, hot tokens (as booked), evictions so far, the step."""
+        return {"hot": len(self._hot), "cold": self.store.count() - len(self._restored),
+                "tokens": self._hot.cost, "evictions": self._evictions, "step": self._step}
+
+    def explain(self, item_id: str) -> dict[str, float]:
+        """The terms of an item's score now: kind, refs, goal, recency, size (subtracted), total."""
+        item = self._hot.get(item_id)
+        if item is None:
+            record = self.store.get(item_id)
+            if record is None:
+                raise KeyError(f"no memory item {item_id!r}")
+            item = recall.view(record, record["tokens"], self._mentions, self._step)
+            item.kind, item.touched, item.tokens = record["kind"], record["touched"], record["tokens"]
+            item.goal = scoring.goal_term(item.vector, self._goal_vector)
+        return scoring.explain(item.kind, item.refs, item.goal, self._step - item.touched,
+                               item.tokens)
+
+    def assemble(self) -> Context:
+        """The pinned notes, then the memory block in its stable order and the list of what is
+        cold; every item in it counted exactly, the whole never over `max_tokens`."""
+        self._settle()
+        pinned, memory = self._layout.split(self._hot)
+        tail = assembly.footer(self.store, self._restored, self._meter.count)
+        after = self._layout.footer_after(memory, tail)
+        return assembly.pack(pinned, memory, (tail, after), self.max_tokens, self._meter.count,
+                             self._left_out)
+
+    def _settle(self) -> None:
+        """Count every hot item exactly; evict a batch if the exact counts overflow."""
+        for item in self._hot:
+            if not item.exact:
+                self._resize(item, self._meter.exact(item))
+        self._fit()
+
+    def _left_out(self, items: list[Item]) -> int:
+        """The index in `items` of the next one to leave out of a render whose joins overflow.
+
+        The weakest that is neither one of the latest edits nor a pinned note; the weakest of all
+        if only those are left.
+        """
+        free = [at for at, item in enumerate(items)
+                if item.id not in self._hot.protected and not item.pinned]
+        return min(free or range(len(items)),
+                   key=lambda at: (self._score(items[at]), id_number(items[at].id)))
+
+    def export_state(self) -> dict[str, Any]:
+        """The hot zone in order and the counters as JSON-compatible data; see import_state()."""
+        return {"format": STATE_FORMAT, "goal": self._goal,
+                "goal_vector": list(self._goal_vector) if self._goal_vector else None,
+                "step": self._step, "next": self._next, "evictions": self._evictions,
+                "mentions": dict(self._mentions), "restored": sorted(self._restored),
+                "recent_edits": list(self._hot.protected),
+                **self._layout.dump(),
+                "items": [item.to_dict() for item in self._hot]}
+
+    def import_state(self, state: dict[str, Any]) -> None:
+        """Replace the hot zone and counters with an exported state."""
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"unknown working-memory state format {state.get('format')!r}")
+        self._reset()
+        self._goal = state["goal"]
+        vector = state.get("goal_vector")
+        self._goal_vector = tuple(vector) if vector else None
+        self._step = state["step"]
+        self._next = max(state["next"], self.store.max_number() + 1)
+        self._evictions = state["evictions"]
+        self._mentions = dict(state["mentions"])
+        self._restored = set(state["restored"])
+        for data in state["items"]:
+            item = Item.from_dict(data)
+            self._rescore(item)
+            self._hot.admit(item, self._step)
+        recent = state.get("recent_edits")
+        for item_id in self._hot_edits() if recent is None else recent:
+            if item_id in self._hot.items:
+                self._hot.protect(item_id)
+        self._layout.load(self._hot, state)
+        self._fit()  # a state saved under a larger budget
+
+    def _hot_edits(self) -> list[str]:
+        """Ids of the hot edits, oldest first: the latest edits of a state saved without them."""
+        return sorted((i.id for i in self._hot if i.kind == "edit"), key=id_number)

@@ -1,0 +1,286 @@
+"""The run's console: a log that stays (with a spinner on a terminal), or JSON lines; prompts.
+
+On a terminal and in a log file the run reads the same: one line per tool call as it
+completes, the checks, a diff stat under each verified task, and one report at the end. A
+terminal adds colour, a spinner for what is running now (erased when it ends, so nothing
+stale stays in the scrollback) and the model's words as they stream in. What it draws is in
+`render.py`; this module decides where and when, and asks the user.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import contextmanager
+from typing import IO, Iterator, Literal
+
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
+
+from agent_cli.core.events import (Escalated, Event, FinalSummary, Notice, PlanMade, Planning,
+                              RunDone, TaskStarted, ToolCalled, ToolRan)
+from agent_cli.ui.render import (RunState, arg_summary, clean, closing_block, diff_text,
+                              escalation_block, event_line, plan_heading, plan_table, report,
+                              runs_table, short)
+
+Mode = Literal["live", "plain", "json"]
+MAX_ASKS = 5
+STREAM_INDENT = "    "
+
+
+def pick_mode(json_flag: bool, stream: IO[str] | None = None) -> Mode:
+    """json with --json; plain off a terminal or with NO_COLOR / TERM=dumb; live otherwise."""
+    if json_flag:
+        return "json"
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return "plain"
+    return "live" if _isatty(sys.stdout if stream is None else stream) else "plain"
+
+
+def make_console(mode: Mode, out: IO[str] | None = None, err: IO[str] | None = None, *,
+                 stdin: IO[str] | None = None, console: Console | None = None,
+                 verbose: bool = False) -> "RunConsole":
+    """A RunConsole for `mode`; `console` replaces the rich Console its text and prompts use."""
+    if mode not in ("live", "plain", "json"):
+        raise ValueError(f"unknown console mode {mode!r}")
+    return RunConsole(mode, out or sys.stdout, err or sys.stderr, stdin=stdin, console=console,
+                      verbose=verbose)
+
+
+def command_console(markup: bool = False, soft_wrap: bool = False) -> Console:
+    """A console for a command's own output on stdout (doctor, recall, memory)."""
+    return Console(highlight=False, markup=markup, soft_wrap=soft_wrap)
+
+
+def print_out(*renderables: RenderableType) -> None:
+    """Print what `render` drew for a command, on stdout."""
+    console = command_console()
+    for renderable in renderables:
+        console.print(renderable)
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a human can answer prompts on this process's standard input."""
+    return sys.stdin is not None and _isatty(sys.stdin)
+
+
+def _isatty(stream: IO[str]) -> bool:
+    """Whether `stream` is a terminal (False for closed or file-less streams)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def print_runs(rows: list[dict]) -> None:
+    """`agent runs` as a table that fits the terminal (80 columns off a terminal)."""
+    console = Console(highlight=False, markup=False, emoji=False)
+    console.print(runs_table(rows, console.width))
+
+
+class Activity:
+    """The spinner line: what is running now and for how long."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.started = label, time.monotonic()
+        self.spinner = Spinner("dots", style="cyan")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        elapsed = int(time.monotonic() - self.started)
+        text = Text(short(self.label, max(options.max_width - 12, 20)), style="dim")
+        if elapsed:
+            text.append(f" ({elapsed}s)", style="dim")
+        self.spinner.text = text
+        yield self.spinner.render(console.get_time())
+
+
+def activity(ev: Event, state: RunState) -> str | None:
+    """What runs after `ev` until the next event, for the spinner; None when nothing does."""
+    match ev:
+        case Planning():
+            return "planning: the model is writing the plan"
+        case TaskStarted():
+            return f"{state.label(ev.index)}: the model is working"
+        case ToolCalled():
+            return f"{ev.name} {arg_summary(ev.arguments)}"
+        case ToolRan() if ev.name == "finish":
+            cmd = state.task(ev.index).get("acceptance_cmd")
+            return f"checking: {cmd}" if cmd else "checking the task"
+        case ToolRan():
+            return f"{state.label(ev.index)}: the model is working"
+    return None
+
+
+class RunConsole:
+    """Receives every run event and shows it in one of three modes; also asks the user."""
+
+    def __init__(self, mode: Mode, out: IO[str], err: IO[str], *,
+                 stdin: IO[str] | None = None, console: Console | None = None,
+                 verbose: bool = False) -> None:
+        self.mode, self.out, self.err, self.stdin = mode, out, err, stdin
+        self.verbose = verbose
+        self.state = RunState()
+        self._live: Live | None = None
+        self._activity: Activity | None = None
+        self._streaming = False  # streamed model text is on the current line
+        self._shown_plan: PlanMade | None = None
+        if console is None:
+            file = err if mode == "json" else out
+            # logs and pipes get wide lines (rich would wrap at 80); a terminal keeps its width
+            wide = None if _isatty(file) or os.environ.get("COLUMNS") else 120
+            plain = {} if mode == "live" else {"force_terminal": False, "color_system": None,
+                                               "width": wide}
+            console = Console(file=file, highlight=False, markup=False, emoji=False, **plain)
+        self.console = console
+
+    def emit(self, ev: Event) -> None:
+        """Show one event."""
+        self.state.apply(ev)
+        if self.mode == "json":
+            self.out.write(ev.model_dump_json() + "\n")
+            self.out.flush()
+            return
+        now = activity(ev, self.state) if self.mode == "live" else None
+        keep = isinstance(ev, Notice) and self._activity is not None  # a retry: still running
+        if now is None and not keep:
+            self._stop_spinner()
+        self._end_stream()
+        self._show(ev)
+        if now is not None:
+            self._spin(now)
+
+    def stream_text(self, delta: str) -> None:
+        """Show a piece of the model's reply as it streams in (on a terminal only)."""
+        if self.mode != "live" or not delta:
+            return
+        self._stop_spinner()
+        text = clean(delta)
+        if not self._streaming:
+            self.console.print(Text(STREAM_INDENT), end="")
+            self._streaming = True
+            text = text.lstrip("\n")
+        self.console.print(Text(text.replace("\n", "\n" + STREAM_INDENT), style="dim"), end="",
+                           soft_wrap=True)
+        self.console.file.flush()
+
+    def close(self) -> None:
+        """Take the spinner off the screen and end any streamed line."""
+        self._stop_spinner()
+        self._end_stream()
+
+    def approve_plan(self, plan_event: PlanMade) -> bool:
+        """Show the plan with every acceptance command and ask whether to run it."""
+        with self._paused():
+            if self._shown_plan != plan_event:
+                self._show_plan(plan_event)
+            return self._ask("Run this plan? [y/N] ", {"y": "y", "yes": "y", "n": "n",
+                                                        "no": "n", "": "n"}) == "y"
+
+    def approve_command(self, cmd: str) -> str:
+        """Ask whether to run `cmd`: "y", "n" or "a" (always allow this exact command)."""
+        answers = {"y": "y", "yes": "y", "n": "n", "no": "n", "a": "a", "always": "a"}
+        with self._paused():
+            question = Text("Run `")
+            question.append(clean(cmd), style="bold")
+            question.append("`? [y]es / [n]o / [a]lways this command ")
+            return self._ask(question, answers)
+
+    def ask_escalation(self, ev: Escalated) -> str:
+        """Ask what to do about a rejected task; the line as typed ("q" at the end of input)."""
+        hint = "type a hint for one more attempt, or " if ev.hints_left else (
+            "(no hints left for this task) ")
+        question = Text(f"What now? {hint}s = skip this task, r [NOTE] = re-plan the rest, "
+                        "q = stop (resumable): ", style="bold")
+        stream = self.stdin if self.stdin is not None else sys.stdin
+        with self._paused():
+            self.console.print(question, end="", soft_wrap=True)
+            self.console.file.flush()
+            line = stream.readline()
+            if not line:
+                self.console.print()
+                return "q"
+            return line.rstrip("\r\n")
+
+    # -- drawing --------------------------------------------------------------------------
+    def _print(self, *renderables: RenderableType) -> None:
+        for r in renderables:
+            self.console.print(r, soft_wrap=isinstance(r, Text) and self.mode != "live")
+
+    def _show(self, ev: Event) -> None:
+        if isinstance(ev, PlanMade):
+            if self._shown_plan != ev:
+                self._show_plan(ev)
+        elif isinstance(ev, Escalated):
+            self._print(escalation_block(ev, plain=self.mode != "live"))
+        elif isinstance(ev, FinalSummary):
+            self._print(closing_block(ev, plain=self.mode != "live"))
+        elif isinstance(ev, RunDone):
+            if ev.run_id:  # without a run (planning failed) the error line says it all
+                self._print(*report(ev, self.state))
+        elif (line := event_line(ev, self.state)) is not None:
+            self._print(line)
+            if self.verbose and isinstance(ev, ToolRan) and ev.diff:
+                self._print(diff_text(ev.diff))
+
+    def _show_plan(self, ev: PlanMade) -> None:
+        self._print(plan_heading(ev), plan_table(ev.tasks, plain=self.mode != "live"))
+        if ev.success_criteria:
+            self._print(Text(f"success when: {clean(ev.success_criteria)}"))
+        for cmd in ev.accept_cmds:
+            self._print(Text(f"and always checked at the end: {clean(cmd)}"))
+        self._shown_plan = ev
+
+    def _end_stream(self) -> None:
+        if self._streaming:
+            self._streaming = False
+            self.console.print()
+
+    # -- the spinner ----------------------------------------------------------------------
+    def _spin(self, label: str) -> None:
+        if self._live is not None and self._activity is not None:
+            if self._activity.label != label:
+                self._activity = Activity(label)
+                self._live.update(self._activity, refresh=True)
+            return
+        self._activity = Activity(label)
+        # transient: the spinner is erased when it stops, so only the log stays on screen
+        self._live = Live(self._activity, console=self.console, refresh_per_second=8,
+                          transient=True, redirect_stdout=True, redirect_stderr=False)
+        self._live.start(refresh=True)
+
+    def _stop_spinner(self) -> None:
+        live, self._live, self._activity = self._live, None, None
+        if live is not None:
+            live.stop()
+
+    @contextmanager
+    def _paused(self) -> Iterator[None]:
+        """Take the spinner off the screen while the user answers, then bring it back."""
+        label = self._activity.label if self._activity is not None else None
+        self._stop_spinner()
+        self._end_stream()
+        try:
+            yield
+        finally:
+            if label is not None:
+                self._spin(label)
+
+    def _ask(self, question: str | Text, answers: dict[str, str]) -> str:
+        """Ask until an answer in `answers` (at most MAX_ASKS times); EOF or no answer is "n"."""
+        stream = self.stdin if self.stdin is not None else sys.stdin
+        choices = " or ".join(k for k in answers if len(k) == 1)
+        for _ in range(MAX_ASKS):
+            self.console.print(question, end="", soft_wrap=True)
+            self.console.file.flush()
+            line = stream.readline()
+            if not line:
+                self.console.print()
+                return "n"
+            answer = answers.get(line.strip().lower())
+            if answer is not None:
+                return answer
+            self.console.print(Text(f"please answer {choices}"))
+        return "n"

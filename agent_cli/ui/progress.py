@@ -1,0 +1,117 @@
+"""What a run's events say so far, and their plain-text pieces (no terminal library here).
+
+`render` turns these into what the console draws; they are kept apart so the drawing module
+holds only drawing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from agent_cli.core.events import (BudgetExhausted, Event, PlanMade, PlanRevised, RunStarted,
+                              TaskDone, TaskSkipped, TaskStarted, ToolCalled, Verified)
+from agent_cli.core.text import short
+
+_ARG_KEYS = ("cmd", "path", "pattern", "query", "text", "summary")
+
+
+def arg_summary(arguments: str, limit: int = 80) -> str:
+    """The telling argument of a tool call (its command, path, pattern...) on one line."""
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return short(arguments, limit)
+    if isinstance(args, dict):
+        for key in _ARG_KEYS:
+            if isinstance(args.get(key), str):
+                return short(args[key], limit)
+        return short(", ".join(f"{k}={v}" for k, v in args.items()), limit)
+    return short(args, limit)
+
+
+def cost_text(usd: float) -> str:
+    """Dollars for display: `$0` when nothing was spent (a replayed run), else four decimals."""
+    return "$0" if usd == 0 else f"${usd:.4f}"
+
+
+@dataclass
+class RunState:
+    """What the events so far say: the plan, the current task, the last tool call."""
+
+    run_id: str = ""
+    goal: str = ""
+    branch: str = ""
+    base: str = ""
+    tasks: list[dict] = field(default_factory=list)
+    current: int | None = None
+    last_call: ToolCalled | None = None
+    summaries: list[tuple[int, str]] = field(default_factory=list)
+    final_gate: Verified | None = None
+
+    def task(self, index: int) -> dict:
+        """The task at `index`, created as a placeholder if the plan did not list it."""
+        while len(self.tasks) <= index:
+            self.tasks.append({"goal": f"task {len(self.tasks) + 1}", "status": "pending",
+                               "attempts": 0, "acceptance_cmd": None})
+        return self.tasks[index]
+
+    def label(self, index: int) -> str:
+        """`task i/n` for a 0-based index."""
+        return f"task {index + 1}/{max(len(self.tasks), index + 1)}"
+
+    def apply(self, ev: Event) -> None:
+        """Fold one event into the state."""
+        match ev:
+            case RunStarted():
+                self.run_id, self.goal, self.branch, self.base = (ev.run_id, ev.goal, ev.branch,
+                                                                  ev.base)
+            case PlanMade():
+                self.goal = ev.goal
+                self.tasks = [dict(t) for t in ev.tasks]
+            case TaskStarted():
+                self.task(ev.index).update(status="running", attempts=ev.attempt)
+                self.current, self.last_call = ev.index, None
+            case ToolCalled():
+                self.last_call = ev
+            case Verified() if ev.index < 0:
+                self.final_gate = ev
+            case PlanRevised():
+                self.tasks = self.tasks[:ev.start] + [
+                    {"goal": t.get("goal", ""), "acceptance": t.get("acceptance", ""),
+                     "acceptance_cmd": t.get("acceptance_cmd"), "exit_code": None,
+                     "status": "pending", "attempts": 0} for t in ev.new]
+            case TaskSkipped():
+                self.task(ev.index)["status"] = "skipped"
+            case TaskDone():
+                self.task(ev.index).update(status=ev.status, attempts=ev.attempts)
+                self.current = None
+                if ev.summary.strip():
+                    self.summaries.append((ev.index, ev.summary))
+
+
+def edit_size(diff: str) -> str:
+    """`+9 -2` from a unified diff."""
+    lines = diff.splitlines()
+    added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
+    removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
+    return f"+{added} -{removed}"
+
+
+def verify_line(ev: Verified) -> str:
+    """One line for a verification: what ran, its exit code, and the verdict."""
+    verdict = "passed" if ev.passed else "did not pass"
+    who = "final check" if ev.index < 0 else f"verify attempt {ev.attempt}"
+    if ev.judge == "command" and ev.command:
+        code = "not run" if ev.exit_code is None else f"exit {ev.exit_code}"
+        return f"{who}: `{short(ev.command, 100)}` -> {code}: {verdict}"
+    return f"{who} ({ev.judge} judge): {verdict}"
+
+
+def budget_line(ev: BudgetExhausted) -> str:
+    """Which budget ran out and how much of it was used, with the flag that raises it."""
+    if ev.budget == "max_steps":
+        return (f"budget ran out: {ev.used:.0f} of {ev.limit:.0f} tool calls used "
+                "(raise --max-steps, then `agent run --resume`)")
+    return (f"budget ran out: ${ev.used:.4f} of ${ev.limit:.2f} spent "
+            "(raise --budget-usd, then `agent run --resume`)")

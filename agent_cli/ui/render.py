@@ -1,0 +1,363 @@
+"""What the console draws: the log's lines, the plan table, the escalation block, the report.
+
+Everything the model or a tool wrote is shown as a rich `Text` (never parsed as markup) with
+escape and control codes stripped, so it can neither break the layout nor colour a log. The
+same renderables serve a terminal and a log file; without colour their styles simply vanish.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from agent_cli.core.events import (BudgetExhausted, Escalated, Event, FinalSummary, HintGiven,
+                              LoopDetected, Notice, PlanMade, PlanRevised, RunDone, RunStarted,
+                              TaskDone, TaskSkipped, TaskStarted, ToolCalled, ToolRan, Verified)
+from agent_cli.ui.progress import (RunState, arg_summary, budget_line, cost_text, edit_size,
+                                verify_line)
+from agent_cli.core.text import clean, short
+
+MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
+CLOSING_SUMMARY = "Summary of the run, in the model's words (not checked by the harness)"
+DIFF_LINES = 80  # --verbose shows at most this many lines of one edit's diff
+_STATUS_STYLE = {"pending": "dim", "running": "bold yellow", "verified": "bold green",
+                 "rejected": "bold red", "skipped": "bold magenta", "unfinished": "yellow"}
+
+
+def tool_line(call: ToolCalled | None, result: ToolRan) -> Text:
+    """`step 4 run: pytest -q -> exit 1` for a tool call and its result."""
+    line = Text(f"step {result.step} ", style="dim")
+    line.append(result.name, style="bold")
+    line.append(":")
+    arg = arg_summary(call.arguments) if call is not None and call.step == result.step else ""
+    if arg:
+        line.append(f" {arg}")
+    outcome = edit_size(result.diff) if result.diff else short(result.summary, 120)
+    if result.ok:
+        # "read calc/stats.py" after the path, "note" after a note: nothing new to say
+        outcome = outcome.removesuffix(arg).strip() if arg else outcome
+        if len(outcome.split()) > 1:
+            line.append(f" -> {outcome}", style="dim")
+    else:
+        line.append(f" -> FAILED: {outcome}", style="red")
+    return line
+
+
+def diff_text(diff: str) -> Text:
+    """An edit's diff, coloured, indented, at most DIFF_LINES lines."""
+    lines = clean(diff).splitlines()
+    out = Text()
+    for line in lines[:DIFF_LINES]:
+        style = ("green" if line.startswith("+") else "red" if line.startswith("-")
+                 else "cyan" if line.startswith("@@") else "dim")
+        out.append(f"      {line}\n", style=style)
+    if len(lines) > DIFF_LINES:
+        out.append(f"      … {len(lines) - DIFF_LINES} more lines\n", style="dim")
+    out.rstrip()
+    return out
+
+
+def _task_done(ev: TaskDone, state: RunState) -> Text:
+    commit = f" (commit {ev.commit[:10]})" if ev.commit else ""
+    tries = "attempt" if ev.attempts == 1 else "attempts"
+    line = Text(f"[{state.label(ev.index)}] ", style="bold")
+    line.append(ev.status, style=_STATUS_STYLE.get(ev.status, ""))
+    line.append(f" after {ev.attempts} {tries}{commit}")
+    if ev.proof:
+        line.append(f"; proof: {ev.proof}")
+    for stat in clean(ev.diff_stat).splitlines():
+        line.append(f"\n    {stat.strip()}", style="dim")
+    return line
+
+
+def event_line(ev: Event, state: RunState) -> Text | None:
+    """The log line of an event (None for the events shown as blocks or not at all)."""
+    match ev:
+        case RunStarted():
+            how = "resuming run" if ev.resumed else "run"
+            base = f" (from {ev.base})" if ev.base else ""
+            return Text(f"{how} {ev.run_id} on branch {ev.branch}{base} in {ev.repo}\n"
+                        f"goal: {clean(ev.goal)}")
+        case TaskStarted():
+            return Text(f"[{state.label(ev.index)}] attempt {ev.attempt}: {short(ev.goal, 200)}",
+                        style="bold")
+        case ToolRan():
+            return Text("  ").append_text(tool_line(state.last_call, ev))
+        case Verified():
+            line = Text("  " + verify_line(ev), style="green" if ev.passed else "yellow")
+            if not ev.passed:
+                for tail in ev.reason.splitlines()[-12:]:
+                    line.append(f"\n    {clean(tail)}", style="dim")
+            return line
+        case TaskDone():
+            return _task_done(ev, state)
+        case BudgetExhausted():
+            return Text(budget_line(ev), style="yellow")
+        case Notice():
+            return Text(f"-- {clean(ev.text)}", style="dim")
+        case PlanRevised():
+            return Text(revision_text(ev))
+        case HintGiven():
+            return Text(f"[{state.label(ev.index)}] your hint goes to attempt {ev.attempt}: "
+                        f"{short(ev.text, 200)}")
+        case TaskSkipped():
+            left = (f"; its changes stay uncommitted: {short(', '.join(ev.left_files), 200)}"
+                    if ev.left_files else "; it left no changes")
+            return Text(f"[{state.label(ev.index)}] skipped{left}", style="bold")
+        case LoopDetected():
+            what = "the attempt ends" if ev.stopped else "the model is told to change approach"
+            return Text(f"  loop: the same {ev.name} call and result {ev.repeats} times in a row; "
+                        f"{what}", style="yellow")
+    return None
+
+
+def revision_text(ev: PlanRevised) -> str:
+    """The plan revision: who asked, why, and the tasks that replace the remaining ones."""
+    who = "at your request" if ev.asked_by == "human" else "after a verified task"
+    lines = [f"plan revised {who}: {short(ev.reason, 300)}",
+             f"  replaced: {', '.join(short(t.get('goal', ''), 60) for t in ev.old) or '(none)'}"]
+    lines += [f"  {ev.start + i + 1}. {short(t.get('goal', ''), 120)}" for i, t in enumerate(ev.new)]
+    if not ev.new:
+        lines.append("  (no tasks remain)")
+    return "\n".join(lines)
+
+
+def closing_block(ev: FinalSummary, *, plain: bool) -> RenderableType:
+    """The model's closing summary, under its own heading, apart from the report."""
+    body = Text(clean(ev.text.strip()), style="" if plain else "italic")
+    if plain:
+        return Group(Text(f"\n{CLOSING_SUMMARY}:"), body)
+    return Panel(body, title=CLOSING_SUMMARY, title_align="left", border_style="cyan")
+
+
+def plan_table(tasks: list[dict], *, plain: bool) -> Table:
+    """The plan: index, task goal, acceptance command."""
+    table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD)
+    table.add_column("#", justify="right")
+    table.add_column("Task", ratio=3)
+    table.add_column("Acceptance command", ratio=2)
+    for i, t in enumerate(tasks):
+        cmd = t.get("acceptance_cmd")
+        check = Text(clean(cmd)) if cmd else Text(
+            f"(none; the model judges: {clean(t.get('acceptance') or 'the goal')})", style="dim")
+        table.add_row(Text(str(i + 1)), Text(clean(t.get("goal", ""))), check)
+    return table
+
+
+def plan_heading(ev: PlanMade) -> Text:
+    """`plan: 2 tasks for: GOAL`."""
+    n = len(ev.tasks)
+    return Text(f"plan: {n} task{'s' if n != 1 else ''} for: {clean(ev.goal)}", style="bold")
+
+
+def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
+    """The "Needs you" block: what failed, the model's last words, why, and what to do next."""
+    tries = "twice" if ev.attempts in (0, 2) else f"{ev.attempts} times"
+    body = Text(f"I tried {tries} and couldn't finish this myself: ")
+    body.append(clean(ev.goal), style="bold")
+    sections = [("Your hints so far:", "\n".join(f"- {h}" for h in ev.hints))] if ev.hints else []
+    sections += [("The model's summary of its last attempt (its words, not verified):", ev.summary),
+                 ("Why it did not pass (the harness's check):", ev.reason)]
+    if ev.diff_stat:
+        sections.append(("Changes it left uncommitted:", ev.diff_stat))
+    sections.append(("What to do next:", ev.next_steps))
+    for heading, text in sections:
+        body.append(f"\n\n{heading}\n", style="bold")
+        body.append(clean(text.strip() or "(nothing)"))
+    if plain:
+        rule = "=" * 30
+        return Group(Text(f"{rule} Needs you {rule}"), body, Text("=" * 71))
+    return Panel(body, title="Needs you", title_align="left", border_style="yellow")
+
+
+_PROOF_WORDS = {"red-green": "red-green (its check failed before the task and passes after)",
+                "regression-only": "regression-only (its check already passed before the task)"}
+
+
+def proof_lines(tasks: list[dict]) -> str:
+    """What each verified task's check proves, one line per task judged by a command."""
+    lines = [f"task {i + 1}: {_PROOF_WORDS[t['proof']]}" for i, t in enumerate(tasks)
+             if t.get("proof") in _PROOF_WORDS]
+    return "proof: " + "; ".join(lines) if lines else ""
+
+
+def _report_tasks(ev: RunDone) -> Text:
+    """Per task: its goal on one line, then what the harness observed."""
+    lines = Text("Run report", style="bold")
+    for i, t in enumerate(ev.tasks):
+        st, code, cmd = str(t.get("status", "")), t.get("exit_code"), t.get("acceptance_cmd")
+        tries = t.get("attempts", 0)
+        lines.append(f"\n  {i + 1}. {short(t.get('goal', ''), 90)}\n     ")
+        lines.append(st, style=_STATUS_STYLE.get(st, ""))
+        lines.append(f", {tries} attempt{'' if tries == 1 else 's'}; ")
+        lines.append(f"`{clean(cmd)}` -> {'not run' if code is None else f'exit {code}'}"
+                     if cmd else "no acceptance command")
+    return lines
+
+
+def _summaries(state: RunState) -> Text:
+    lines = Text(MODEL_SUMMARIES, style="bold")
+    for index, summary in state.summaries:
+        lines.append(f"\n  task {index + 1}: ")
+        lines.append(clean(summary.strip()).replace("\n", "\n    "), style="italic")
+    return lines
+
+
+def take_it(ev: RunDone) -> Text | None:
+    """How to review the run's commits and merge them, with the real branch names."""
+    if not ev.branch or not any(t.get("commit") for t in ev.tasks):
+        return None
+    base = ev.base or "<your branch>"
+    lines = Text("review: ", style="bold")
+    lines.append(f"git diff {base}...{ev.branch}")
+    lines.append("\ntake it: ", style="bold")
+    lines.append(f"git switch {base} && git merge {ev.branch}")
+    return lines
+
+
+def report(ev: RunDone, state: RunState) -> list[RenderableType]:
+    """The final report: per task what the harness observed, totals, the model's words, next."""
+    parts: list[RenderableType] = [Text(), _report_tasks(ev)]
+    proofs = proof_lines(ev.tasks)
+    if proofs:
+        parts.append(Text(proofs))
+    if state.final_gate is not None:
+        parts.append(Text(verify_line(state.final_gate)))
+    cached = f" ({ev.cached_tokens:,} cached)" if ev.cached_tokens else ""
+    parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt{cached} + "
+                      f"{ev.completion_tokens:,} completion tokens, {cost_text(ev.cost_usd)}"))
+    if state.summaries:
+        parts.append(_summaries(state))
+    message = f": {clean(ev.message)}" if ev.message else ""
+    parts.append(Text(f"\nrun {ev.run_id} {ev.status} (exit code {ev.exit_code}){message}",
+                      style="bold"))
+    parts.append(take_it(ev) or Text(f"branch: {ev.branch} (nothing committed on it)"
+                                     if ev.branch else ""))
+    return parts
+
+
+def _local_time(stamp: object) -> str:
+    """`2026-11-30 20:15` in local time from an ISO 8601 stamp ("" when there is none)."""
+    try:
+        return datetime.fromisoformat(str(stamp)).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ""
+
+
+def runs_table(rows: list[dict], width: int) -> Table:
+    """`agent runs`: one line per run, the goal cut between words to fit `width` columns."""
+    cells = [[str(r.get("run_id", "")), _local_time(r.get("started_at", "")),
+              str(r.get("status", "")), str(r.get("steps", 0))] for r in rows]
+    heads = ["run", "started", "status", "steps"]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+    room = max(width - sum(widths) - 3 * len(widths), 10)  # 3: padding and divider
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
+    for head in heads:
+        table.add_column(head, no_wrap=True, justify="right" if head == "steps" else "left",
+                         min_width=widths[heads.index(head)])
+    table.add_column("goal", no_wrap=True, max_width=room)
+    for r, c in zip(rows, cells):
+        table.add_row(*c, short(r.get("goal", ""), room))
+    return table
+
+
+def memory_table(title: str) -> Table:
+    """A borderless table with a title, for the memory commands."""
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                 show_edge=False, padding=(0, 1, 0, 0))
+
+
+def recall_table(results: list) -> Table:
+    """What `agent recall` found: score, kind, id, trust, hits, date, the gist with its source."""
+    table = memory_table("Recalled from long-term memory")
+    for name in ("score", "kind", "id", "trust", "hits", "date", "gist and source"):
+        table.add_column(name, style="cyan" if name == "id" else None,
+                         no_wrap=name != "gist and source",
+                         overflow="fold" if name == "gist and source" else "ellipsis")
+    for r in results:
+        cell = Text(short(r.gist or r.text, 200))
+        stale = "; stale: a file it names changed since" if r.stale else ""
+        cell.append(f"\n{short(r.source, 80)}{stale}", style="dim")
+        table.add_row(f"{r.score:.2f}", r.kind, r.id, f"{r.trust:.1f}", str(r.hit_count),
+                      r.date[:10], cell)
+    return table
+
+
+SCORE_TERMS = ("weight", "refs", "goal", "recent", "size")
+SCORE_LEGEND = "score = weight + refs + goal + recent − size"
+
+
+def working_memory_view(report: dict, width: int) -> list[RenderableType]:
+    """`agent memory show`: the hot zone with score terms, the cold zone, long-term counts."""
+    counts = report["counts"]
+    shown: list[RenderableType] = []
+    if report["run_id"] is None:
+        shown.append(Text("No run has recorded working memory yet."))
+    else:
+        cold = _cold_table(report, width) if report["cold"] else Text(
+            "Cold zone: empty (nothing was evicted)")
+        shown += [_hot_table(report, width), Text(""), cold, Text("")]
+    shown.append(Text(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} "
+                      f"fact(s), {counts.get('notes', 0)} note(s), "
+                      f"{counts.get('procedures', 0)} procedure(s), "
+                      f"{counts['archive']} archived item(s)."))
+    return shown
+
+
+def _fitted(title: str, heads: tuple[str, ...], rows: list[list[str]], summaries: list[str],
+            width: int) -> Table:
+    """A memory table whose last column, the summary, is cut between words to fit `width`."""
+    table = memory_table(title)
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+    room = max(width - sum(widths) - 2 * len(heads) - 1, 10)  # padding and divider
+    for head in (*heads, "summary"):
+        table.add_column(head, no_wrap=True,
+                         justify="left" if head in ("id", "kind", "summary") else "right")
+    for row, summary in zip(rows, summaries):
+        table.add_row(*row, short(summary, room))
+    return table
+
+
+def _hot_table(report: dict, width: int) -> Table:
+    stats, heads = report["stats"], ("id", "kind", "score", *SCORE_TERMS, "tokens")
+    rows = [[i["id"], i["kind"] + ("*" if i["pinned"] else ""),
+             *(f"{i[c]:.2f}" for c in ("score", *SCORE_TERMS)), str(i["tokens"])]
+            for i in report["hot"]]
+    return _fitted(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
+                   f"{stats.get('tokens')} tokens; * pinned)\n{SCORE_LEGEND}", heads, rows,
+                   [i["summary"] for i in report["hot"]], width)
+
+
+def _cold_table(report: dict, width: int) -> Table:
+    rows = [[e["id"], e.get("kind", ""), str(e.get("step_evicted", ""))] for e in report["cold"]]
+    return _fitted(f"Cold zone: {len(report['cold'])} item(s)", ("id", "kind", "step evicted"),
+                   rows, [e.get("summary", "") for e in report["cold"]], width)
+
+
+def heading(title: str) -> Text:
+    """A section heading of a command's output."""
+    return Text(title, style="bold")
+
+
+def settings_view(values: dict, sources: dict[str, str]) -> list[Text]:
+    """`agent doctor`'s settings: every key, its value (`(not set)` for none), where it came from."""
+    lines = [Text.assemble(heading("settings"), (" (keys for ~/.agentrc and <repo>/.agentrc; "
+                                                  "environment: AGENT_<KEY>)", "dim"))]
+    for key, value in values.items():
+        if isinstance(value, list):
+            value = ", ".join(map(str, value)) if value else "(none)"
+        shown = "(not set)" if value is None else clean(value)
+        lines.append(Text.assemble(f"  {key:<24} {shown:<40} ",
+                                   (f"({sources.get(key, 'default')})", "dim")))
+    return lines
+
+
+def check_line(name: str, passed: bool, text: str) -> Text:
+    """One of `agent doctor`'s checks: ok or FAIL, its name, what it found."""
+    mark = ("ok  ", "green") if passed else ("FAIL", "red")
+    return Text.assemble("  ", mark, f" {name:<12} {clean(text)}")

@@ -1,0 +1,1 @@
+"""The repository through git: discovery, status, branches, commits, safe git environment."""

@@ -1,0 +1,344 @@
+"""The repository through git: preflight checks, the agent's branch, commits of exactly its files.
+
+Every operation is one `git` command (gitsafe.run_git); its failures become GitError with a
+how-to-fix hint here.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from agent_cli.core.errors import GitError
+from agent_cli.core.atomic import write_atomic
+from agent_cli.workspace.git.safe import run_git
+from agent_cli.workspace.git.secrets import where_secret
+
+_NOT_A_REPO_HINT = "run inside a git repository or pass --repo DIR"
+_IDENTITY_HINT = "set your identity: git config user.name 'Your Name' && git config user.email you@example.com"
+# Marker in the git directory, what it means, and how the user gets out of it.
+_OPERATIONS = [
+    ("MERGE_HEAD", "a merge", "git commit to finish it, or git merge --abort"),
+    ("rebase-merge", "a rebase", "git rebase --continue, or git rebase --abort"),
+    ("rebase-apply", "a rebase (or git am)", "git rebase --continue, or git rebase --abort / git am --abort"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue, or git cherry-pick --abort"),
+    ("REVERT_HEAD", "a revert", "git revert --continue, or git revert --abort"),
+    ("BISECT_LOG", "a bisect", "git bisect reset"),
+]
+_CONFLICT_CODES = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
+_LOCK_HINT = ("if no other git command is running, delete .git/index.lock, then continue with "
+              "`agent run --resume`")
+
+
+def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
+    """(work tree root, git directory, common git directory) of the repository holding `path`."""
+    if not path.exists():
+        raise GitError(f"{path} does not exist", _NOT_A_REPO_HINT)
+    cwd = path if path.is_dir() else path.parent
+    try:
+        code, out, _ = run_git(["rev-parse", "--is-bare-repository", "--absolute-git-dir",
+                                "--git-common-dir", "--show-toplevel"], cwd, secrets)
+    except OSError:
+        raise GitError("git is not installed or not on PATH", "install git and run again") from None
+    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    if len(lines) < 3:
+        raise GitError(f"{path} is not inside a git repository", _NOT_A_REPO_HINT)
+    if lines[0] == "true":
+        raise GitError(f"{path} is a bare repository with no work tree", _NOT_A_REPO_HINT)
+    if code != 0 or len(lines) < 4:
+        raise GitError(f"{path} is inside a git directory, not a work tree", _NOT_A_REPO_HINT)
+    return (Path(os.path.realpath(lines[3])), Path(lines[1]),
+            Path(os.path.realpath(cwd / lines[2])))
+
+
+class GitRepo:
+    """One git work tree, used through the git command line."""
+
+    def __init__(self, path: str | Path, secrets: tuple[str, ...] = ()) -> None:
+        self.secrets = tuple(s for s in secrets if s)
+        self.run_branch: str | None = None  # commits go only to this branch once it is set
+        self.root, self.git_dir, self._common_dir = _discover(Path(path), self.secrets)
+
+    def close(self) -> None:
+        """Nothing to release: every git command is its own process."""
+
+    def preflight(self, allow_dirty: bool) -> set[str]:
+        """Refuse states the agent must not work in; return the paths holding the user's changes."""
+        for marker, what, way_out in _OPERATIONS:
+            if (self.git_dir / marker).exists():
+                raise GitError(f"{what} is in progress in this repository", f"finish it first: {way_out}")
+        if not self._has_commits():
+            raise GitError("the repository has no commits yet",
+                           "make a first commit (git commit --allow-empty -m 'initial commit') and run again")
+        if self.current_branch() is None:
+            raise GitError("HEAD is detached (not on a branch)", "check out a branch (git switch <branch>) and run again")
+        entries = self._status()
+        conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
+        if conflicts:
+            raise GitError(f"the work tree has unresolved conflicts ({_some(conflicts)})",
+                           "resolve them and commit, then run again")
+        dirty = {p for _, path, orig in entries for p in (path, orig) if p}
+        if dirty and not allow_dirty:
+            raise GitError(f"the work tree has uncommitted changes ({_some(sorted(dirty))})",
+                           "commit or stash them first, or pass --allow-dirty to let the agent work around them")
+        return dirty
+
+    def exclude(self, pattern: str = ".agent/") -> bool:
+        """Add `pattern` to .git/info/exclude unless it is there; True when it was added."""
+        return _add_line(self._common_dir / "info" / "exclude", pattern)
+
+    def exclude_state(self, state_dir: str | Path) -> bool:
+        """Exclude the state directory from git when it lies inside the work tree; True when added."""
+        real = Path(os.path.realpath(state_dir))
+        if real == self.root or self.root not in real.parents:
+            return False
+        return self.exclude(real.relative_to(self.root).as_posix() + "/")
+
+    def start_branch(self, name: str) -> None:
+        """Create branch `name` at HEAD and switch to it; uncommitted changes stay in place."""
+        self._check_branch_name(name)
+        if self.branch_exists(name):
+            raise GitError(f"branch {name} already exists", f"delete it (git branch -D {name}) or use --resume")
+        parts = name.split("/")
+        for prefix in ("/".join(parts[:i]) for i in range(1, len(parts))):
+            if self.branch_exists(prefix):  # git keeps refs as files: agent and agent/x clash
+                raise GitError(f"branch {name} cannot be created: a branch named {prefix} already exists",
+                               f"rename that branch (git branch -m {prefix} <new-name>) and run again")
+        self._run("checkout", "-q", "-b", name)
+        self.run_branch = name
+
+    def checkout(self, name: str) -> None:
+        """Switch to the existing branch `name`."""
+        if not self.branch_exists(name):
+            raise GitError(f"there is no branch {name}", "list the branches with git branch")
+        self._run("checkout", "-q", name, "--", hint="commit or stash the changes that conflict, then run again")
+
+    def ensure_on(self, name: str, protected: Iterable[str] = frozenset()) -> None:
+        """Be on branch `name` (a resumed run's branch); the user's `protected` paths travel along."""
+        self.run_branch = name
+        if self.current_branch() == name:
+            return
+        if not self.branch_exists(name):
+            raise GitError(f"the run's branch {name} no longer exists", "start a new run with agent run GOAL")
+        try:
+            self.checkout(name)
+        except GitError as exc:
+            held = sorted(protected)
+            if held:
+                exc.hint = f"your uncommitted changes ({_some(held)}) conflict with {name}; commit or stash them"
+            raise
+
+    def current_branch(self) -> str | None:
+        """The checked-out branch's short name, or None when HEAD is detached."""
+        code, out, _ = self._try("symbolic-ref", "--short", "-q", "HEAD")
+        return out.strip() if code == 0 else None
+
+    def head(self) -> str:
+        """The sha of the commit HEAD points at."""
+        code, out, _ = self._try("rev-parse", "--verify", "-q", "HEAD^{commit}")
+        if code != 0:
+            raise GitError("the repository has no commits yet", "make a first commit and run again")
+        return out.strip()
+
+    def branch_exists(self, name: str) -> bool:
+        """Whether a local branch `name` exists."""
+        return self._try("show-ref", "--verify", "--quiet", f"refs/heads/{name}")[0] == 0
+
+    def changed_files(self, protected: Iterable[str] = frozenset()) -> list[str]:
+        """Paths changed in the work tree (not ignored), leaving out the protected ones."""
+        held = {p.rstrip("/") for p in protected}
+        paths = {p for _, path, orig in self._status() for p in (path, orig) if p}
+        return sorted(p for p in paths if not any(p == h or p.startswith(h + "/") for h in held))
+
+    def commit_paths(self, paths: Iterable[str], message: str) -> str | None:
+        """Commit exactly `paths` (deletions too) as they are in the work tree; None if nothing changed.
+
+        A temporary index built from HEAD keeps whatever the user has staged out of the commit.
+        """
+        wanted = self._known_paths(committable(self.root, sorted(set(paths))))
+        if not wanted:
+            return None
+        self._check_can_commit()
+        before = self.head()
+        with self._temporary_index() as env:
+            self._run("add", "-A", "--", *wanted, env=env)
+            self._drop_new_gitlinks(env)
+            if self._try("diff-index", "--cached", "--quiet", "HEAD", env=env)[0] == 0:
+                return None
+            self._run("commit", "-q", "--no-verify", "-m", message, env=env, hint=_IDENTITY_HINT)
+        # The real index catches up for these paths only, so they do not show as staged reversals.
+        code, _, err = self._try("reset", "-q", "--", *wanted, env={"GIT_LITERAL_PATHSPECS": "1"})
+        if code != 0:
+            self._undo_commit(before, " ".join(err.split()) or f"exit code {code}")
+        return self.head()
+
+    def _stageable(self, paths: list[str]) -> list[str]:
+        """Paths that may enter even a temporary index: git keeps their objects, so no secret."""
+        return [p for p in committable(self.root, paths) if not where_secret(self.root, p, self.secrets)]
+
+    def _check_can_commit(self) -> None:
+        """Refuse to commit off the run's branch or while git's index is locked."""
+        branch = self.current_branch()
+        if self.run_branch and branch != self.run_branch:
+            raise GitError(f"HEAD is on {branch or 'a detached commit'}, not on the run's branch "
+                           f"{self.run_branch}; nothing was committed",
+                           f"a command moved HEAD: check with git status, switch back with "
+                           f"git switch {self.run_branch}, then `agent run --resume`")
+        if (self.git_dir / "index.lock").exists():
+            raise GitError("git's index is locked (.git/index.lock exists); nothing was committed",
+                           _LOCK_HINT)
+
+    def _undo_commit(self, before: str, why: str) -> None:
+        """Move the branch back to `before` after the index could not follow the new commit."""
+        after = self.head()
+        self._try("update-ref", "-m", "agent: undo a commit the index could not follow",
+                  f"refs/heads/{self.current_branch()}", before, after)
+        raise GitError(f"git could not update the index after committing ({why}); the commit was "
+                       "undone, so the index and the branch are as they were", _LOCK_HINT)
+
+    def _drop_new_gitlinks(self, env: dict[str, str]) -> None:
+        """Take out of the temporary index every nested repository `git add` made a gitlink."""
+        staged = self._run("ls-files", "-s", "-z", env=env).split("\0")
+        links = [e.split("\t", 1)[1] for e in staged if e.startswith("160000 ") and "\t" in e]
+        in_head = set(self._run("ls-tree", "-r", "-z", "--name-only", "HEAD", env=env).split("\0"))
+        new = [p for p in links if p not in in_head]
+        if new:
+            self._run("update-index", "--force-remove", "--", *new, env=env)
+
+    def list_files(self) -> list[str]:
+        """Tracked and untracked files in the work tree that git does not ignore."""
+        out = self._run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        return sorted(p for p in set(out.split("\0")) if p and os.path.lexists(self.root / p))
+
+    def diff(self, protected: Iterable[str] = frozenset()) -> str:
+        """Unified diff from HEAD of the changed paths (new files included), protected ones left out."""
+        wanted = self._known_paths(self._stageable(self.changed_files(protected)))
+        if not wanted:
+            return ""
+        with self._temporary_index() as env:
+            self._run("add", "-A", "--", *wanted, env=env)
+            return self._run("diff", "--no-ext-diff", "--no-textconv", "--cached", "HEAD", env=env)
+
+    def tree(self, protected: Iterable[str] = frozenset()) -> str:
+        """The id of the tree the work tree holds now (HEAD plus its changed, unprotected paths)."""
+        wanted = self._known_paths(self._stageable(self.changed_files(protected)))
+        with self._temporary_index() as env:
+            if wanted:
+                self._run("add", "-A", "--", *wanted, env=env)
+            return self._run("write-tree", env=env).strip()
+
+    def commit_stat(self, commit: str) -> str:
+        """`git diff --stat` of one commit against its parent (empty for a root commit)."""
+        code, out, _ = self._try("diff", "--stat", f"{commit}^", commit, "--")
+        return out.rstrip("\n") if code == 0 else ""
+
+    @contextmanager
+    def _temporary_index(self) -> Iterator[dict[str, str]]:
+        """Environment for git commands working on a private index that starts as HEAD."""
+        index = self.git_dir / f"agent-index-{uuid.uuid4().hex}"
+        env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
+        try:
+            self._run("read-tree", "HEAD", env=env)
+            yield env
+        finally:
+            for leftover in (index, index.with_name(index.name + ".lock")):
+                leftover.unlink(missing_ok=True)
+
+    def _has_commits(self) -> bool:
+        return self._try("rev-parse", "--verify", "-q", "HEAD^{commit}")[0] == 0
+
+    def _check_branch_name(self, name: str) -> None:
+        if not name or self._try("check-ref-format", "--branch", name)[0] != 0:
+            raise GitError(f"{name!r} is not a valid branch name", "use letters, digits, '-', '_', '.' and '/'")
+
+    def _status(self) -> list[tuple[str, str, str | None]]:
+        """(XY code, path, original path of a rename) for every changed, non-ignored path."""
+        items = self._run("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                          "--ignore-submodules=all").split("\0")
+        entries, i = [], 0
+        while i < len(items):
+            item, i = items[i], i + 1
+            if len(item) < 4:
+                continue
+            code, path, orig = item[:2], item[3:], None
+            if "R" in code or "C" in code:
+                orig, i = items[i], i + 1
+            entries.append((code, path, orig))
+        return entries
+
+    def _known_paths(self, paths: list[str]) -> list[str]:
+        """The paths that exist in the work tree or in HEAD (what `git add -A` can stage)."""
+        if not paths:
+            return []
+        listed = self._run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths,
+                           env={"GIT_LITERAL_PATHSPECS": "1"})
+        in_head = set(listed.split("\0"))
+        return [p for p in paths if p in in_head or os.path.lexists(self.root / p)]
+
+    def _try(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        """Run git; return (exit code, stdout, stderr) without raising on a non-zero exit."""
+        try:
+            code, out, err = run_git(list(args), self.root, self.secrets, env)
+        except OSError as exc:
+            raise GitError(f"git {args[0]} could not run: {exc}", "check that git is installed") from exc
+        return code, out.decode("utf-8", "surrogateescape"), err
+
+    def _run(self, *args: str, env: dict[str, str] | None = None, hint: str = "") -> str:
+        """Run git and return stdout; a failure becomes GitError carrying git's own message."""
+        code, out, err = self._try(*args, env=env)
+        if code != 0:
+            detail = " ".join(err.split()) or f"exit code {code}"
+            if "tell me who you are" in err or "empty ident" in err:
+                hint = _IDENTITY_HINT
+            raise GitError(f"git {args[0]} failed: {detail}", hint or "check the repository with git status")
+        return out
+
+
+def committable(root: Path, paths: list[str]) -> list[str]:
+    """The paths the agent may commit: never a nested repository or anything named .git."""
+    keep = []
+    for path in paths:
+        if any(part.lower() == ".git" for part in Path(path).parts):
+            continue
+        full = root / path
+        if full.is_dir() and not full.is_symlink():
+            continue  # git lists an untracked nested repository as its directory
+        keep.append(path)
+    return keep
+
+
+def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
+    """`GitRepo.exclude_state` without running git (for the memory commands); True when added."""
+    root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(state_dir))
+    if real == root or root not in real.parents:
+        return False
+    dot_git = root / ".git"
+    git_dir = dot_git
+    if dot_git.is_file():  # a linked worktree or a submodule: "gitdir: PATH"
+        text = dot_git.read_text(encoding="utf-8").strip()
+        git_dir = (root / text.removeprefix("gitdir:").strip()).resolve()
+    common = git_dir / "commondir"
+    if common.is_file():
+        git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    path = git_dir / "info" / "exclude"
+    return _add_line(path, real.relative_to(root).as_posix() + "/")
+
+
+def _add_line(path: Path, pattern: str) -> bool:
+    """Append `pattern` to the exclude file at `path` unless it is there; True when added."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if pattern in (line.strip() for line in text.splitlines()):
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text + ("\n" if text and not text.endswith("\n") else "") + pattern + "\n")
+    return True
+
+
+def _some(paths: list[str], limit: int = 5) -> str:
+    """A short list of paths for a message."""
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

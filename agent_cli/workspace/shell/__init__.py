@@ -1,0 +1,1 @@
+"""Commands: running them confined, their policy, parsing, and reaping their processes."""
