@@ -31,8 +31,21 @@ from pathlib import Path
 
 from agent_cli.llm.fake_server import FakeOpenAIServer
 from agent_cli.memory.longterm import snapshot
-PLAN = {"tool": "submit_plan", "args": {"goal": "g", "success_criteria": "ok", "tasks": [
-    {"goal": "create done.txt", "acceptance": "it exists", "acceptance_cmd": "test -f done.txt"}]}}
+
+PLAN = {
+    "tool": "submit_plan",
+    "args": {
+        "goal": "g",
+        "success_criteria": "ok",
+        "tasks": [
+            {
+                "goal": "create done.txt",
+                "acceptance": "it exists",
+                "acceptance_cmd": "test -f done.txt",
+            }
+        ],
+    },
+}
 
 
 class FirstRequestClock:
@@ -63,8 +76,18 @@ def make_repo(root: Path, name: str) -> Path:
     repo.mkdir()
     (repo / "README.md").write_text("# bench\n")
     git(repo, "init", "-q", "-b", "main")
-    git(repo, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty",
-        "-m", "init")
+    git(
+        repo,
+        "-c",
+        "user.name=b",
+        "-c",
+        "user.email=b@b",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "init",
+    )
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "readme")
     return repo
@@ -76,16 +99,32 @@ def seed_memory(repo: Path) -> None:
     from agent_cli.memory.longterm.chroma import LongTermMemory
 
     with LongTermMemory(repo / ".agent" / "chroma", WordLlamaEmbedder()) as memory:
-        memory.add_fact("In bench, `test -f done.txt` exits 0 once done.txt exists",
-                        "harness, run bench", trust=1.0)
+        memory.add_fact(
+            "In bench, `test -f done.txt` exits 0 once done.txt exists",
+            "harness, run bench",
+            trust=1.0,
+        )
 
 
 def time_run(clock: FirstRequestClock, repo: Path, env: dict[str, str]) -> float:
     clock.reset()
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "agent_cli", "run", "create done.txt",
-                           "--plan-only", "--repo", str(repo)], env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent_cli",
+            "run",
+            "create done.txt",
+            "--plan-only",
+            "--repo",
+            str(repo),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if proc.returncode != 0 or clock.first is None:
         raise SystemExit(f"agent run failed ({proc.returncode}): {proc.stderr.strip()}")
     return clock.first - start
@@ -104,13 +143,22 @@ def main() -> int:
     clock = FirstRequestClock()
     root = Path(tempfile.mkdtemp(prefix="bench-first-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
-    env.update(AGENT_RC=str(root / "no-rc"), NO_COLOR="1", AGENT_APPROVAL="auto",
-               OPENAI_BASE_URL=clock.server.url, AGENT_MODEL="fake-model")
+    env.update(
+        AGENT_RC=str(root / "no-rc"),
+        NO_COLOR="1",
+        AGENT_APPROVAL="auto",
+        OPENAI_BASE_URL=clock.server.url,
+        AGENT_MODEL="fake-model",
+    )
     try:
         fresh, remembered = make_repo(root, "fresh"), make_repo(root, "remembered")
         seed_memory(remembered)
-        times: dict[str, list[float]] = {"floor": [], "fresh": [], "remembered": [],
-                                         "no snapshot": []}
+        times: dict[str, list[float]] = {
+            "floor": [],
+            "fresh": [],
+            "remembered": [],
+            "no snapshot": [],
+        }
         time_floor()  # warm the file cache once for every contender
         time_run(clock, fresh, env)
         for _ in range(runs):
@@ -128,8 +176,10 @@ def main() -> int:
     floor_label = 'floor: python -c "import openai, chromadb"'
     print(f"{floor_label:<40} {floor:>9.3f} {1.0:>8.2f}")
     worst = 0.0
-    for name, label in (("fresh", "agent run, no memory yet"),
-                        ("remembered", "agent run, with long-term memory")):
+    for name, label in (
+        ("fresh", "agent run, no memory yet"),
+        ("remembered", "agent run, with long-term memory"),
+    ):
         t = statistics.median(times[name])
         worst = max(worst, t / floor)
         print(f"{label:<40} {t:>9.3f} {t / floor:>8.2f}")

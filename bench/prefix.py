@@ -29,8 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agent_cli.core import tokens
 from agent_cli.agent.ask.request import pointed_result
+from agent_cli.core import tokens
 from agent_cli.llm.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,13 +38,13 @@ TRIM_AT = 96_000
 DISCOUNTS = (0.0, 0.5, 0.9)
 CALLS_PER_TASK = 30
 TASKS = 3
-SMOKE_TEST = '''def test_adds():
+SMOKE_TEST = """def test_adds():
     assert 1 + 1 == 2
 
 
 def test_joins():
     assert "-".join("ab") == "a-b"
-'''
+"""
 ACCEPT = "python -m pytest -q smoke"
 TASK_RE = re.compile(r"CURRENT TASK \((\d+) of \d+\), attempt (\d+)")
 
@@ -52,16 +52,21 @@ TASK_RE = re.compile(r"CURRENT TASK \((\d+) of \d+\), attempt (\d+)")
 def make_repo(where: Path) -> Path:
     """A git repository holding a copy of this project's package and docs, and a smoke test."""
     repo = where / "project"
-    shutil.copytree(ROOT / "agent_cli", repo / "agent_cli",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "agent_cli", repo / "agent_cli", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copytree(ROOT / "docs", repo / "docs")
     (repo / "smoke").mkdir()
     (repo / "smoke" / "test_smoke.py").write_text(SMOKE_TEST)
     for task in range(TASKS):
         (repo / "smoke" / f"test_part_{task + 1}.py").write_text(smoke_test(repo, task))
-    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "bench@example.com"],
-                 ["config", "user.name", "Bench"], ["add", "-A"],
-                 ["commit", "-q", "-m", "initial"]):
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["config", "user.email", "bench@example.com"],
+        ["config", "user.name", "Bench"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", "initial"],
+    ):
         subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
     return repo
 
@@ -69,23 +74,31 @@ def make_repo(where: Path) -> Path:
 def _unique_lines(text: str) -> list[str]:
     """Lines that occur once in `text` and are long enough to edit."""
     lines = text.splitlines()
-    return [line for line in lines if len(line.strip()) > 30 and lines.count(line) == 1
-            and '"""' not in line]
+    return [
+        line
+        for line in lines
+        if len(line.strip()) > 30 and lines.count(line) == 1 and '"""' not in line
+    ]
 
 
 def task_sources(repo: Path, task: int) -> list[str]:
     """The nine modules a task reviews."""
-    sources = sorted(p.relative_to(repo).as_posix() for p in (repo / "agent_cli").rglob("*.py")
-                     if len(p.read_text().splitlines()) > 40)
-    return sources[task * 9:(task + 1) * 9]
+    sources = sorted(
+        p.relative_to(repo).as_posix()
+        for p in (repo / "agent_cli").rglob("*.py")
+        if len(p.read_text().splitlines()) > 40
+    )
+    return sources[task * 9 : (task + 1) * 9]
 
 
 def smoke_test(repo: Path, task: int) -> str:
     """A test that fails until the task has marked its three edited modules reviewed."""
     edited = task_sources(repo, task)[1::3]
-    return (f"from pathlib import Path\n\n\ndef test_part_{task + 1}_is_reviewed():\n"
-            f"    texts = {{p: Path(p).read_text() for p in {edited!r}}}\n"
-            f"    assert [p for p, t in texts.items() if '# reviewed' not in t] == []\n")
+    return (
+        f"from pathlib import Path\n\n\ndef test_part_{task + 1}_is_reviewed():\n"
+        f"    texts = {{p: Path(p).read_text() for p in {edited!r}}}\n"
+        f"    assert [p for p, t in texts.items() if '# reviewed' not in t] == []\n"
+    )
 
 
 def task_calls(repo: Path, task: int) -> list[dict]:
@@ -96,19 +109,26 @@ def task_calls(repo: Path, task: int) -> list[dict]:
     for i, path in enumerate(files):
         calls.append(_call("read_file", path=path))
         if i % 2 == 0:
-            calls.append(_call("search", pattern=f"def {'_' if i % 4 else ''}[a-z]+\\(self",
-                               path="agent_cli"))
+            calls.append(
+                _call(
+                    "search", pattern=f"def {'_' if i % 4 else ''}[a-z]+\\(self", path="agent_cli"
+                )
+            )
         if i % 3 == 1:
             calls.append(_call("run", cmd=test))
             line = _unique_lines((repo / path).read_text())[task + i]
             calls.append(_call("edit_file", path=path, old=line, new=line + "  # reviewed"))
         if i % 4 == 3:
             calls.append(_call("note", text=f"{path}: reviewed in task {task + 1}, keep its API"))
-    calls += [_call("run", cmd="pytset -q smoke"), _call("run", cmd="pytset -q smoke"),
-              _call("run", cmd=test), _call("run", cmd="git status --short"),
-              _call("recall", query=f"what does {Path(files[0]).stem} define?"),
-              _call("read_file", path=files[0], start_line=1, end_line=40)]
-    return calls[:CALLS_PER_TASK - 1] + [_call("finish", summary=f"task {task + 1} done")]
+    calls += [
+        _call("run", cmd="pytset -q smoke"),
+        _call("run", cmd="pytset -q smoke"),
+        _call("run", cmd=test),
+        _call("run", cmd="git status --short"),
+        _call("recall", query=f"what does {Path(files[0]).stem} define?"),
+        _call("read_file", path=files[0], start_line=1, end_line=40),
+    ]
+    return calls[: CALLS_PER_TASK - 1] + [_call("finish", summary=f"task {task + 1} done")]
 
 
 def _call(tool: str, **args) -> dict:
@@ -121,10 +141,18 @@ class ScriptedModel:
 
     def __init__(self, repo: Path, tasks: int = TASKS) -> None:
         self.queues = [task_calls(repo, t) for t in range(tasks)]
-        self.plan = {"goal": GOAL, "success_criteria": "smoke tests pass", "tasks": [
-            {"goal": f"Review part {t + 1} of the package", "acceptance": "smoke tests pass",
-             "acceptance_cmd": f"python -m pytest -q smoke/test_part_{t + 1}.py"}
-            for t in range(tasks)]}
+        self.plan = {
+            "goal": GOAL,
+            "success_criteria": "smoke tests pass",
+            "tasks": [
+                {
+                    "goal": f"Review part {t + 1} of the package",
+                    "acceptance": "smoke tests pass",
+                    "acceptance_cmd": f"python -m pytest -q smoke/test_part_{t + 1}.py",
+                }
+                for t in range(tasks)
+            ],
+        }
 
     def __call__(self, body: dict) -> dict:
         offered = {t["function"]["name"] for t in body.get("tools") or []}
@@ -146,13 +174,25 @@ GOAL = "Review the package module by module and keep the smoke tests passing"
 
 def run_agent(repo: Path, url: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
-    env.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=url, AGENT_MODEL="gpt-4o-mini",
-               AGENT_RC=str(repo.parent / "no-agentrc"), HOME=str(repo.parent / "home"),
-               NO_COLOR="1", AGENT_TASK_MAX_STEPS="40", AGENT_MAX_STEPS="200",
-               PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--json",
-                           "--accept", ACCEPT], cwd=repo, env=env, capture_output=True,
-                          text=True, timeout=900)
+    env.update(
+        OPENAI_API_KEY="sk-bench",
+        OPENAI_BASE_URL=url,
+        AGENT_MODEL="gpt-4o-mini",
+        AGENT_RC=str(repo.parent / "no-agentrc"),
+        HOME=str(repo.parent / "home"),
+        NO_COLOR="1",
+        AGENT_TASK_MAX_STEPS="40",
+        AGENT_MAX_STEPS="200",
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--json", "--accept", ACCEPT],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 _encode = None
@@ -223,8 +263,14 @@ def full_result(message: dict, body: dict) -> dict:
     replaced by that item's text (the fenced result) from the same request."""
     if message["role"] != "tool":
         return message
-    memory = next((m["content"] for m in body["messages"]
-                   if str(m.get("content") or "").startswith("WORKING MEMORY:")), "")
+    memory = next(
+        (
+            m["content"]
+            for m in body["messages"]
+            if str(m.get("content") or "").startswith("WORKING MEMORY:")
+        ),
+        "",
+    )
     result = pointed_result(str(message.get("content") or ""), memory)
     return message if result is None else {**message, "content": result}
 
@@ -247,8 +293,10 @@ def baseline_costs(steps) -> tuple[list[int], list[int]]:
         while head_size + sum(n for _, n in log) > TRIM_AT and len(log) > 1:
             log.pop(0)
         ids = [i for i, _ in log]
-        common = next((at for at, (a, b) in enumerate(zip(prev, ids)) if a != b),
-                      min(len(prev), len(ids)))
+        common = next(
+            (at for at, (a, b) in enumerate(zip(prev, ids, strict=False)) if a != b),
+            min(len(prev), len(ids)),
+        )
         sizes.append(head_size + sum(n for _, n in log))
         cached.append(head_size + sum(n for _, n in log[:common]))
         prev, prev_key = ids, key
@@ -262,11 +310,12 @@ def bound_shares(steps, sizes: list[int]) -> list[float | None]:
     the cold list and notes cost."""
     out: list[float | None] = []
     prev_key = None
-    for (key, body), size in zip(steps, sizes):
+    for (key, body), size in zip(steps, sizes, strict=False):
         share = None  # the first request of a task or attempt: nothing to share
         if key == prev_key:
-            tail = [full_result(m, body) for m in body["messages"]
-                    if m["role"] in ("assistant", "tool")] + [body["messages"][-1]]
+            tail = [
+                full_result(m, body) for m in body["messages"] if m["role"] in ("assistant", "tool")
+            ] + [body["messages"][-1]]
             share = 1 - sum(len(encode(message_text(m))) for m in tail) / size
         out.append(share)
         prev_key = key
@@ -277,22 +326,27 @@ def unshared_parts(steps, sizes: list[int], cached: list[int]) -> str:
     """Where the tokens not in the previous request's prefix sit, within a task."""
     exchange = tail = total = 0
     prev_key = None
-    for (key, body), size, common in zip(steps, sizes, cached):
+    for (key, body), size, common in zip(steps, sizes, cached, strict=False):
         if key == prev_key:
             total += size - common
-            exchange += sum(len(encode(message_text(m))) for m in body["messages"]
-                            if m["role"] in ("assistant", "tool"))
+            exchange += sum(
+                len(encode(message_text(m)))
+                for m in body["messages"]
+                if m["role"] in ("assistant", "tool")
+            )
             tail += len(encode(message_text(body["messages"][-1])))
         prev_key = key
     rest = max(total - exchange - tail, 0)
-    return (f"tokens not in the previous request's prefix, within a task: {total:,}: the "
-            f"previous tool call and its result {exchange / total:.0%}, task, state and goal "
-            f"{tail / total:.0%}, working memory (new items, and everything after an eviction) "
-            f"{rest / total:.0%}")
+    return (
+        f"tokens not in the previous request's prefix, within a task: {total:,}: the "
+        f"previous tool call and its result {exchange / total:.0%}, task, state and goal "
+        f"{tail / total:.0%}, working memory (new items, and everything after an eviction) "
+        f"{rest / total:.0%}"
+    )
 
 
 def cost(sizes: list[int], cached: list[int], discount: float) -> float:
-    return sum(s - c + c * (1 - discount) for s, c in zip(sizes, cached))
+    return sum(s - c + c * (1 - discount) for s, c in zip(sizes, cached, strict=False))
 
 
 def memory_checks(steps) -> tuple[int, bool]:
@@ -300,13 +354,20 @@ def memory_checks(steps) -> tuple[int, bool]:
     latest edits (up to 10) made before it."""
     largest, edits_kept, edits = 0, True, 0
     for _, body in steps:
-        parts = [m["content"] for m in body["messages"]
-                 if str(m.get("content") or "").startswith(("WORKING MEMORY:", "PINNED NOTES:"))]
+        parts = [
+            m["content"]
+            for m in body["messages"]
+            if str(m.get("content") or "").startswith(("WORKING MEMORY:", "PINNED NOTES:"))
+        ]
         largest = max(largest, sum(len(encode(p.split("\n", 1)[1])) for p in parts))
         memory = next((p for p in parts if p.startswith("WORKING MEMORY:")), "")
         edits_kept &= memory.count("[edit m") >= min(10, edits)
-        edits += sum(1 for m in body["messages"] for c in m.get("tool_calls") or []
-                     if c["function"]["name"] == "edit_file")
+        edits += sum(
+            1
+            for m in body["messages"]
+            for c in m.get("tool_calls") or []
+            if c["function"]["name"] == "edit_file"
+        )
     return largest, edits_kept
 
 
@@ -321,30 +382,44 @@ def report(steps, proc: subprocess.CompletedProcess, requests: int) -> None:
     largest, edits_kept = memory_checks(steps)
     tasks = len({key for key, _ in steps})
     counted = ", ".join(f"{k} {v}" for k, v in sorted(calls.items()))
-    print(f"agent run: exit {proc.returncode}, {requests} requests, {len(steps)} while carrying "
-          f"out {tasks} tasks; tool calls: {counted}")
-    half = sorted(sizes[len(sizes) // 2:])
-    print(f"request size, second half of the run: min {half[0]}, median {half[len(half) // 2]}, "
-          f"max {half[-1]} tokens; largest working memory part {largest} (budget 8000); "
-          f"latest edits in every request: {edits_kept}")
-    print(f"prefix share with the previous request, within a task: median "
-          f"{statistics.median(shares):.1%}, mean {statistics.mean(shares):.1%} "
-          f"(target: median >= 85%)")
+    print(
+        f"agent run: exit {proc.returncode}, {requests} requests, {len(steps)} while carrying "
+        f"out {tasks} tasks; tool calls: {counted}"
+    )
+    half = sorted(sizes[len(sizes) // 2 :])
+    print(
+        f"request size, second half of the run: min {half[0]}, median {half[len(half) // 2]}, "
+        f"max {half[-1]} tokens; largest working memory part {largest} (budget 8000); "
+        f"latest edits in every request: {edits_kept}"
+    )
+    print(
+        f"prefix share with the previous request, within a task: median "
+        f"{statistics.median(shares):.1%}, mean {statistics.mean(shares):.1%} "
+        f"(target: median >= 85%)"
+    )
     bounds = bound_shares(steps, sizes)
     bound = [b for b in bounds if b is not None]
-    bound_cached = [c if b is None else int(s * b) for s, c, b in zip(sizes, cached, bounds)]
-    print(f"the same if only the newest call, its result, the task, state and goal were new "
-          f"(the bound for this layout and workload): median {statistics.median(bound):.1%}, "
-          f"mean {statistics.mean(bound):.1%}")
+    bound_cached = [
+        c if b is None else int(s * b) for s, c, b in zip(sizes, cached, bounds, strict=False)
+    ]
+    print(
+        f"the same if only the newest call, its result, the task, state and goal were new "
+        f"(the bound for this layout and workload): median {statistics.median(bound):.1%}, "
+        f"mean {statistics.mean(bound):.1%}"
+    )
     print(unshared_parts(steps, sizes, cached))
-    print(f"prompt tokens over the run: agent {sum(sizes):,}, append-and-trim at {TRIM_AT:,} "
-          f"{sum(base_sizes):,} ({sum(base_sizes) / sum(sizes):.1f}x more)")
+    print(
+        f"prompt tokens over the run: agent {sum(sizes):,}, append-and-trim at {TRIM_AT:,} "
+        f"{sum(base_sizes):,} ({sum(base_sizes) / sum(sizes):.1f}x more)"
+    )
     for discount in DISCOUNTS:
         ours, theirs = cost(sizes, cached, discount), cost(base_sizes, base_cached, discount)
         best = cost(sizes, bound_cached, discount)
-        print(f"cache-aware prompt cost at a {discount:.0%} discount on cached tokens: agent "
-              f"{ours:,.0f}, append-and-trim {theirs:,.0f}: {theirs / ours:.1f}x lower "
-              f"(at the bound: {theirs / best:.1f}x)")
+        print(
+            f"cache-aware prompt cost at a {discount:.0%} discount on cached tokens: agent "
+            f"{ours:,.0f}, append-and-trim {theirs:,.0f}: {theirs / ours:.1f}x lower "
+            f"(at the bound: {theirs / best:.1f}x)"
+        )
     print("targets: >= 6x lower at 50%, >= 3x lower at 90%")
 
 
@@ -356,8 +431,11 @@ def main() -> int:
             requests = server.chat_requests
     steps = execution_requests(requests)
     if len(steps) < 80:
-        print(f"the run made only {len(steps)} task requests (exit {proc.returncode}):\n"
-              f"{proc.stderr[-2000:]}", file=sys.stderr)
+        print(
+            f"the run made only {len(steps)} task requests (exit {proc.returncode}):\n"
+            f"{proc.stderr[-2000:]}",
+            file=sys.stderr,
+        )
         return 1
     report(steps, proc, len(requests))
     return 0

@@ -20,22 +20,62 @@ import sys
 import time
 from pathlib import Path
 
+from agent_cli.core.models import CommandRun, Episode, TaskRecord
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
-from agent_cli.core.models import CommandRun, Episode, TaskRecord
 
-VERBS = ["add", "fix", "refactor", "remove", "document", "speed up", "test", "rename", "port", "harden"]
-THINGS = ["the CSV parser", "the login form", "retry logic", "the cache layer", "date handling",
-          "the config loader", "error messages", "the HTTP client", "pagination", "the CLI flags",
-          "unicode filenames", "the job scheduler", "database migrations", "the plugin API",
-          "logging output", "rate limiting", "the export command", "timezone conversion"]
+VERBS = [
+    "add",
+    "fix",
+    "refactor",
+    "remove",
+    "document",
+    "speed up",
+    "test",
+    "rename",
+    "port",
+    "harden",
+]
+THINGS = [
+    "the CSV parser",
+    "the login form",
+    "retry logic",
+    "the cache layer",
+    "date handling",
+    "the config loader",
+    "error messages",
+    "the HTTP client",
+    "pagination",
+    "the CLI flags",
+    "unicode filenames",
+    "the job scheduler",
+    "database migrations",
+    "the plugin API",
+    "logging output",
+    "rate limiting",
+    "the export command",
+    "timezone conversion",
+]
 PLACES = ["api", "core", "cli", "storage", "web", "jobs", "auth", "utils", "models", "reports"]
-ENDINGS = ["all tests pass", "acceptance command exited 0", "rejected after two attempts",
-           "left for review", "flaky test fixed by seeding the random generator"]
-QUERIES = ["fix the CSV parser in core", "tests/test_storage.py::test_cache_7 failed",
-           "speed up database migrations", "login form validation errors", "retry logic for the HTTP client",
-           "timezone conversion bug in reports", "rename the CLI flags", "document the plugin API",
-           "rate limiting in web", "unicode filenames in storage"]
+ENDINGS = [
+    "all tests pass",
+    "acceptance command exited 0",
+    "rejected after two attempts",
+    "left for review",
+    "flaky test fixed by seeding the random generator",
+]
+QUERIES = [
+    "fix the CSV parser in core",
+    "tests/test_storage.py::test_cache_7 failed",
+    "speed up database migrations",
+    "login form validation errors",
+    "retry logic for the HTTP client",
+    "timezone conversion bug in reports",
+    "rename the CLI flags",
+    "document the plugin API",
+    "rate limiting in web",
+    "unicode filenames in storage",
+]
 TARGET_IN_PROCESS_MS, TARGET_PROCESS_S = 50.0, 1.5
 
 
@@ -44,14 +84,26 @@ def make_episode(i: int, rng: random.Random) -> Episode:
     verb, thing, place = rng.choice(VERBS), rng.choice(THINGS), rng.choice(PLACES)
     goal = f"{verb} {thing} in {place}"
     failed = rng.random() < 0.2
-    sigs = [f"tests/test_{place}.py::test_{thing.split()[-1]}_{i % 50} failed at "
-            f"tests/test_{place}.py:{rng.randint(5, 400)}: AssertionError"] if failed else []
-    return Episode(run_id=f"2025{i:010d}", goal=goal, plan=[goal], status="rejected" if failed else "verified",
-                   tasks=[TaskRecord(goal=goal, status="verified", attempts=rng.randint(1, 2))],
-                   files_touched=[f"src/{place}/{thing.split()[-1]}.py"],
-                   commands=[CommandRun(cmd="pytest -q", exit_code=1 if failed else 0)],
-                   failure_signatures=sigs, summary=rng.choice(ENDINGS),
-                   started_at=f"2025-01-01T00:00:{i % 60:02d}+00:00")
+    sigs = (
+        [
+            f"tests/test_{place}.py::test_{thing.split()[-1]}_{i % 50} failed at "
+            f"tests/test_{place}.py:{rng.randint(5, 400)}: AssertionError"
+        ]
+        if failed
+        else []
+    )
+    return Episode(
+        run_id=f"2025{i:010d}",
+        goal=goal,
+        plan=[goal],
+        status="rejected" if failed else "verified",
+        tasks=[TaskRecord(goal=goal, status="verified", attempts=rng.randint(1, 2))],
+        files_touched=[f"src/{place}/{thing.split()[-1]}.py"],
+        commands=[CommandRun(cmd="pytest -q", exit_code=1 if failed else 0)],
+        failure_signatures=sigs,
+        summary=rng.choice(ENDINGS),
+        started_at=f"2025-01-01T00:00:{i % 60:02d}+00:00",
+    )
 
 
 def build(root: Path, n: int) -> None:
@@ -65,7 +117,10 @@ def build(root: Path, n: int) -> None:
     rng, start = random.Random(7), time.perf_counter()
     for lo in range(0, n, 5000):
         mem.add_episodes([make_episode(i, rng) for i in range(lo, min(n, lo + 5000))])
-        print(f"  built {min(n, lo + 5000):>7} episodes  {time.perf_counter() - start:6.1f} s", flush=True)
+        print(
+            f"  built {min(n, lo + 5000):>7} episodes  {time.perf_counter() - start:6.1f} s",
+            flush=True,
+        )
     col, vectors, offset = mem._cols["episodes"], [], 0  # the bench reads the raw vectors back
     while True:
         got = col.get(include=["embeddings"], limit=5000, offset=offset)
@@ -121,8 +176,12 @@ def whole_process(root: Path, runs: int = 7) -> tuple[list[float], list[float]]:
     for i in range(runs + 1):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        out = subprocess.run([*cmd, "recall", QUERIES[i % len(QUERIES)], "--repo", str(root / "repo")],
-                             capture_output=True, text=True, env=env)
+        out = subprocess.run(
+            [*cmd, "recall", QUERIES[i % len(QUERIES)], "--repo", str(root / "repo")],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         wall.append(time.perf_counter() - t)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
@@ -148,18 +207,29 @@ def main() -> None:
     wall, cpu = whole_process(root)
     r, e, s, p = median_ms(recall_t), median_ms(embed_t), median_ms(scan_t), statistics.median(wall)
     count = len(__import__("numpy").load(root / "vectors.npy", mmap_mode="r"))
-    print(f"store: {args.n} episodes ({count} vectors with the failure signatures), "
-          f"{len(recall_t)} queries, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"  recall in process (embed + Chroma HNSW + metadata): {r:7.2f} ms  "
-          f"p95 {sorted(recall_t)[int(len(recall_t) * .95)] * 1000:.2f} ms  "
-          f"target <= {TARGET_IN_PROCESS_MS:.0f} ms: {'ok' if r <= TARGET_IN_PROCESS_MS else 'MISSED'}")
-    print(f"  numpy brute-force scan (same vectors, top 15):      {s:7.2f} ms  "
-          f"+ query embedding {e:.2f} ms = {s + e:.2f} ms")
-    print(f"  ratio recall / scan: {r / s:.2f}x  recall / (scan + embedding): {r / (s + e):.2f}x  "
-          f"top-5 agreement with the exact scan: {agree:.0%}")
-    print(f"  `agent recall` whole process, warm cache: wall {p:.3f} s (min {min(wall):.3f} s), "
-          f"CPU {statistics.median(cpu):.3f} s  target <= {TARGET_PROCESS_S} s: "
-          f"{'ok' if p <= TARGET_PROCESS_S else 'MISSED'}  wall / target {p / TARGET_PROCESS_S:.2f}")
+    print(
+        f"store: {args.n} episodes ({count} vectors with the failure signatures), "
+        f"{len(recall_t)} queries, medians; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(
+        f"  recall in process (embed + Chroma HNSW + metadata): {r:7.2f} ms  "
+        f"p95 {sorted(recall_t)[int(len(recall_t) * 0.95)] * 1000:.2f} ms  "
+        f"target <= {TARGET_IN_PROCESS_MS:.0f} ms: {'ok' if r <= TARGET_IN_PROCESS_MS else 'MISSED'}"
+    )
+    print(
+        f"  numpy brute-force scan (same vectors, top 15):      {s:7.2f} ms  "
+        f"+ query embedding {e:.2f} ms = {s + e:.2f} ms"
+    )
+    print(
+        f"  ratio recall / scan: {r / s:.2f}x  recall / (scan + embedding): {r / (s + e):.2f}x  "
+        f"top-5 agreement with the exact scan: {agree:.0%}"
+    )
+    print(
+        f"  `agent recall` whole process, warm cache: wall {p:.3f} s (min {min(wall):.3f} s), "
+        f"CPU {statistics.median(cpu):.3f} s  target <= {TARGET_PROCESS_S} s: "
+        f"{'ok' if p <= TARGET_PROCESS_S else 'MISSED'}  wall / target {p / TARGET_PROCESS_S:.2f}"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -15,8 +15,14 @@ from dataclasses import dataclass
 import working_memory as wm
 from working_memory import Session, _function, _name, _pick, make_session
 
-LARGE_MIX = {"log": 0.30, "file": 0.25, "tool_output": 0.20, "test_result": 0.10, "edit": 0.12,
-             "note": 0.03}
+LARGE_MIX = {
+    "log": 0.30,
+    "file": 0.25,
+    "tool_output": 0.20,
+    "test_result": 0.10,
+    "edit": 0.12,
+    "note": 0.03,
+}
 PROTOPROMPT = "0.20.0"
 LARGE_BUDGET = 8000  # the agent's default memory_max_tokens: a file of 30 functions fits
 
@@ -26,9 +32,11 @@ def _log30(rng: random.Random, known: list[str]) -> str:
     lines = []
     for _ in range(30):
         who = _pick(rng, known) if rng.random() < 0.3 else "worker"
-        lines.append(f"2025-03-0{rng.randrange(1, 9)} 12:{rng.randrange(60):02d}:"
-                     f"{rng.randrange(60):02d} INFO {who} job={rng.randrange(10_000)} "
-                     f"queue=q{rng.randrange(9)} took {rng.randrange(900)}ms")
+        lines.append(
+            f"2025-03-0{rng.randrange(1, 9)} 12:{rng.randrange(60):02d}:"
+            f"{rng.randrange(60):02d} INFO {who} job={rng.randrange(10_000)} "
+            f"queue=q{rng.randrange(9)} took {rng.randrange(900)}ms"
+        )
     return "\n".join(lines)
 
 
@@ -52,6 +60,7 @@ def protoprompt_version() -> str | None:
     """The installed protoprompt's version, or None."""
     try:
         from importlib.metadata import PackageNotFoundError, version
+
         return version("protoprompt")
     except PackageNotFoundError:
         return None
@@ -76,7 +85,7 @@ def run_protoprompt(session: Session, sizes: tuple[int, ...], budget: int) -> li
         mem = ProtoMemory(store=ProtoStore(), max_tokens=budget)
         await mem.set_goal("make the job scheduler retry failed jobs with backoff")
         times = []
-        for kind, text, summary in session.items[:max(sizes)]:
+        for kind, text, summary in session.items[: max(sizes)]:
             start = time.process_time()
             if kind == "note":
                 await mem.note(text)
@@ -87,32 +96,43 @@ def run_protoprompt(session: Session, sizes: tuple[int, ...], budget: int) -> li
 
     gc.collect()
     times = asyncio.run(feed())
-    return [ProtoRow(n, sum(times[:n]) / n * 1e6, sum(times[n - n // 5:n]) / (n // 5) * 1e6)
-            for n in sizes]
+    return [
+        ProtoRow(n, sum(times[:n]) / n * 1e6, sum(times[n - n // 5 : n]) / (n // 5) * 1e6)
+        for n in sizes
+    ]
 
 
 def report() -> None:
     """The large-items workload, with protoprompt side by side when it is installed."""
     session = make_large_session(max(wm.SIZES))
     sizes = [wm.tokens.count(text) for _, text, _ in session.items]
-    print(f"\nlarge items: {len(session.items)} items, logs of 30 lines, files of 30 functions, "
-          f"{min(sizes)}-{max(sizes)} tokens (mean {wm.statistics.mean(sizes):.0f}), "
-          f"budget {LARGE_BUDGET} tokens")
+    print(
+        f"\nlarge items: {len(session.items)} items, logs of 30 lines, files of 30 functions, "
+        f"{min(sizes)}-{max(sizes)} tokens (mean {wm.statistics.mean(sizes):.0f}), "
+        f"budget {LARGE_BUDGET} tokens"
+    )
     bases = wm.run_baseline(session, wm.SIZES, "baseline: append-then-trim", LARGE_BUDGET)
-    mems = [wm.run_memory(session, n, "working memory (InMemStore)", budget=LARGE_BUDGET)
-            for n in wm.SIZES]
+    mems = [
+        wm.run_memory(session, n, "working memory (InMemStore)", budget=LARGE_BUDGET)
+        for n in wm.SIZES
+    ]
     wm._print([bases[0], mems[0], bases[1], mems[1]])
-    print(f"budget never exceeded: {all(r.largest <= LARGE_BUDGET for r in bases + mems)}; "
-          f"add, {wm.SIZES[1]:,} vs {wm.SIZES[0]:,} items: {mems[1].add_us / mems[0].add_us:.2f}x")
+    print(
+        f"budget never exceeded: {all(r.largest <= LARGE_BUDGET for r in bases + mems)}; "
+        f"add, {wm.SIZES[1]:,} vs {wm.SIZES[0]:,} items: {mems[1].add_us / mems[0].add_us:.2f}x"
+    )
     version = protoprompt_version()
     if version is None:
-        print("protoprompt is not installed, so it is left out: pip install "
-              f"protoprompt=={PROTOPROMPT} to run it side by side")
+        print(
+            "protoprompt is not installed, so it is left out: pip install "
+            f"protoprompt=={PROTOPROMPT} to run it side by side"
+        )
         return
     if version != PROTOPROMPT:
-        print(f"note: protoprompt {version} is installed; the target compares with "
-              f"{PROTOPROMPT}")
-    for row, mem in zip(run_protoprompt(session, wm.SIZES, LARGE_BUDGET), mems):
-        print(f"  protoprompt {version} agent WorkingMemory, {row.items} items: add "
-              f"{row.add_us:.1f} µs/item cpu (last 1/5: {row.tail_us:.1f}); working memory "
-              f"{mem.add_us:.1f}: {row.add_us / mem.add_us:.1f}x faster (target >= 10x)")
+        print(f"note: protoprompt {version} is installed; the target compares with {PROTOPROMPT}")
+    for row, mem in zip(run_protoprompt(session, wm.SIZES, LARGE_BUDGET), mems, strict=False):
+        print(
+            f"  protoprompt {version} agent WorkingMemory, {row.items} items: add "
+            f"{row.add_us:.1f} µs/item cpu (last 1/5: {row.tail_us:.1f}); working memory "
+            f"{mem.add_us:.1f}: {row.add_us / mem.add_us:.1f}x faster (target >= 10x)"
+        )

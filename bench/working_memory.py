@@ -32,12 +32,50 @@ SIZES = (2000, 10_000)
 CHECK_EVERY = 50
 RECALL_SAMPLE = 200
 GOAL = "make the job scheduler retry failed jobs with backoff and report attempts"
-MIX = {"log": 0.35, "tool_output": 0.30, "file": 0.12, "test_result": 0.12, "edit": 0.08,
-       "note": 0.03}
-PINNED_MIX = {"log": 0.30, "tool_output": 0.25, "file": 0.10, "test_result": 0.10, "edit": 0.08,
-              "note": 0.17}
-VERBS = "parse load save retry schedule render compute validate merge fetch encode split".split()
-NOUNS = "job header queue token config report cache batch record window limit user".split()
+MIX = {
+    "log": 0.35,
+    "tool_output": 0.30,
+    "file": 0.12,
+    "test_result": 0.12,
+    "edit": 0.08,
+    "note": 0.03,
+}
+PINNED_MIX = {
+    "log": 0.30,
+    "tool_output": 0.25,
+    "file": 0.10,
+    "test_result": 0.10,
+    "edit": 0.08,
+    "note": 0.17,
+}
+VERBS = [
+    "parse",
+    "load",
+    "save",
+    "retry",
+    "schedule",
+    "render",
+    "compute",
+    "validate",
+    "merge",
+    "fetch",
+    "encode",
+    "split",
+]
+NOUNS = [
+    "job",
+    "header",
+    "queue",
+    "token",
+    "config",
+    "report",
+    "cache",
+    "batch",
+    "record",
+    "window",
+    "limit",
+    "user",
+]
 
 
 @dataclass
@@ -61,8 +99,10 @@ def _pick(rng: random.Random, known: list[str], default: str = "main") -> str:
 
 def _function(name: str, known: list[str], rng: random.Random, prefix: str = "") -> str:
     """A Python function of a few lines that calls some known functions."""
-    body = [f'{prefix}def {name}(value, limit={rng.randrange(2, 9)}):',
-            f'{prefix}    """{name.replace("_", " ")} for the scheduler."""']
+    body = [
+        f"{prefix}def {name}(value, limit={rng.randrange(2, 9)}):",
+        f'{prefix}    """{name.replace("_", " ")} for the scheduler."""',
+    ]
     for j in range(rng.randrange(3, 9)):
         callee = _pick(rng, known, "int")
         body.append(f"{prefix}    step_{j} = {callee}(value) + {rng.randrange(100)}")
@@ -75,8 +115,10 @@ def _log(rng: random.Random, known: list[str]) -> str:
     for _ in range(rng.randrange(2, 8)):
         job = rng.randrange(10_000)
         who = _pick(rng, known) if rng.random() < 0.3 else "worker"
-        lines.append(f"2025-03-0{rng.randrange(1, 9)} 12:{rng.randrange(60):02d}:{rng.randrange(60):02d} "
-                     f"INFO {who} job={job} queue=q{rng.randrange(9)} took {rng.randrange(900)}ms")
+        lines.append(
+            f"2025-03-0{rng.randrange(1, 9)} 12:{rng.randrange(60):02d}:{rng.randrange(60):02d} "
+            f"INFO {who} job={job} queue=q{rng.randrange(9)} took {rng.randrange(900)}ms"
+        )
     return "\n".join(lines)
 
 
@@ -84,18 +126,22 @@ def _tool_output(rng: random.Random, known: list[str]) -> str:
     lines = [f"$ grep -rn {_pick(rng, known)} src/"]
     for _ in range(rng.randrange(4, 18)):
         name = _pick(rng, known)
-        lines.append(f"src/sched/mod{rng.randrange(40)}.py:{rng.randrange(400)}:    "
-                     f"result = {name}(payload, retries={rng.randrange(5)})")
+        lines.append(
+            f"src/sched/mod{rng.randrange(40)}.py:{rng.randrange(400)}:    "
+            f"result = {name}(payload, retries={rng.randrange(5)})"
+        )
     return "\n".join(lines)
 
 
 def _test_result(rng: random.Random, known: list[str]) -> str:
     name = _pick(rng, known)
     out = [f"$ pytest -q tests/test_{name}.py", "." * rng.randrange(5, 40) + "F"]
-    out += [f"    assert {name}({rng.randrange(9)}) == {rng.randrange(9)}",
-            f"E   AssertionError: got {rng.randrange(99)}",
-            f"FAILED tests/test_{name}.py::test_{name} - AssertionError",
-            f"1 failed, {rng.randrange(5, 60)} passed in 0.{rng.randrange(10, 99)}s"]
+    out += [
+        f"    assert {name}({rng.randrange(9)}) == {rng.randrange(9)}",
+        f"E   AssertionError: got {rng.randrange(99)}",
+        f"FAILED tests/test_{name}.py::test_{name} - AssertionError",
+        f"1 failed, {rng.randrange(5, 60)} passed in 0.{rng.randrange(10, 99)}s",
+    ]
     return "\n".join(out)
 
 
@@ -109,8 +155,11 @@ def make_session(n: int, mix: dict[str, float], seed: int = 7) -> Session:
         if kind == "edit":
             name = _name(rng, i)
             code = _function(name, known, rng, prefix="+" if i % 2 else "")
-            text = f"--- a/src/sched/mod{i % 40}.py\n+++ b/src/sched/mod{i % 40}.py\n{code}" \
-                if i % 2 else code
+            text = (
+                f"--- a/src/sched/mod{i % 40}.py\n+++ b/src/sched/mod{i % 40}.py\n{code}"
+                if i % 2
+                else code
+            )
             session.edit_names[i] = name
             known.append(name)
             summary = f"edit src/sched/mod{i % 40}.py: {name}"
@@ -121,11 +170,14 @@ def make_session(n: int, mix: dict[str, float], seed: int = 7) -> Session:
             summary = f"read src/sched/mod{i % 40}.py"
         elif kind == "note":
             about = _pick(rng, known, "the scheduler")
-            text = f"{about} must keep its signature; callers pass limit by keyword (checked step {i})"
+            text = (
+                f"{about} must keep its signature; callers pass limit by keyword (checked step {i})"
+            )
             summary = f"note on {about}"
         else:
             text = {"log": _log, "tool_output": _tool_output, "test_result": _test_result}[kind](
-                rng, known)
+                rng, known
+            )
             summary = text.splitlines()[0][:60]
         session.items.append((kind, text, summary))
     return session
@@ -195,9 +247,19 @@ class Tally:
     def result(self, label: str, n: int, assemble_ms: float, recall_ms: float, hits: str):
         """A report row for the first `n` items."""
         cpu = self.cpu[:n]
-        return Result(label, n, _mean_us(cpu), _mean_us(self.wall[:n]), _mean_us(cpu[-n // 5:]),
-                      assemble_ms, recall_ms, hits, min(self.recent), statistics.mean(self.recent),
-                      self.largest)
+        return Result(
+            label,
+            n,
+            _mean_us(cpu),
+            _mean_us(self.wall[:n]),
+            _mean_us(cpu[-n // 5 :]),
+            assemble_ms,
+            recall_ms,
+            hits,
+            min(self.recent),
+            statistics.mean(self.recent),
+            self.largest,
+        )
 
 
 def run_memory(session: Session, n: int, label: str, store=None, budget: int = BUDGET) -> Result:
@@ -233,12 +295,13 @@ def _recall_evicted(mem: WorkingMemory, session: Session, ids: dict[int, str], n
     return f"{found}/{len(sample)}", statistics.mean(times) * 1e3
 
 
-def run_baseline(session: Session, sizes: tuple[int, ...], label: str,
-                 budget: int = BUDGET) -> list[Result]:
+def run_baseline(
+    session: Session, sizes: tuple[int, ...], label: str, budget: int = BUDGET
+) -> list[Result]:
     """Feed items to the transcript baseline with the same checks; a row at each size."""
     tr, tally, rows = Transcript(budget), Tally(), []
     gc.collect()
-    for i, (kind, text, summary) in enumerate(session.items[:max(sizes)]):
+    for i, (kind, text, summary) in enumerate(session.items[: max(sizes)]):
         tally.timed(tr.add, i, kind, text, summary)
         if i % CHECK_EVERY == CHECK_EVERY - 1 or i + 1 in sizes:
             _, count, present = tr.assemble()
@@ -281,10 +344,12 @@ def _floor(session: Session) -> str:
     texts = [text for _, text, _ in session.items]
     headers = [f"[{kind} m{i + 1}] {summary}" for i, (kind, _, summary) in enumerate(session.items)]
     parts = []
-    for name, fn, inputs in (("tiktoken count: text", tokens.count, texts),
-                             ("header", tokens.count, headers),
-                             ("definitions (skeleton/ast/regex)", definitions, texts),
-                             ("identifiers", identifiers, texts)):
+    for name, fn, inputs in (
+        ("tiktoken count: text", tokens.count, texts),
+        ("header", tokens.count, headers),
+        ("definitions (skeleton/ast/regex)", definitions, texts),
+        ("identifiers", identifiers, texts),
+    ):
         start = time.process_time()
         for text in inputs:
             fn(text)
@@ -297,11 +362,13 @@ def _control(session: Session) -> str:
     n = max(SIZES)
     mem, tally = WorkingMemory(max_tokens=BUDGET), Tally()
     gc.collect()
-    for kind, text, summary in session.items[n - n // 5:n]:
+    for kind, text, summary in session.items[n - n // 5 : n]:
         tally.timed(mem.add, kind, text, summary)
         mem.tick()
-    return (f"control: items {n - n // 5 + 1}-{n} into an empty memory: "
-            f"{_mean_us(tally.cpu):.1f} µs/item (compare 'last 1/5' of the {n} run)")
+    return (
+        f"control: items {n - n // 5 + 1}-{n} into an empty memory: "
+        f"{_mean_us(tally.cpu):.1f} µs/item (compare 'last 1/5' of the {n} run)"
+    )
 
 
 class HashEmbedder:
@@ -335,28 +402,38 @@ def _meaning(session: Session) -> str:
         mem.recall(query, k=3)
         total += time.process_time() - start
         mem.embedder.embed = embed
-    return (f"meaning channel: recall over {mem.stats()['cold']} cold vectors (256 dims), "
-            f"embedder excluded: {total / 60 * 1e3:.3f} ms")
+    return (
+        f"meaning channel: recall over {mem.stats()['cold']} cold vectors (256 dims), "
+        f"embedder excluded: {total / 60 * 1e3:.3f} ms"
+    )
 
 
 def _print(rows: list[Result]) -> None:
-    print(f"{'':36} {'items':>6} {'add µs/item':>12} {'last 1/5':>8} {'assemble':>8} "
-          f"{'recall':>7} {'evicted edits':>13} {'10 recent edits':>15} {'largest':>7}")
-    print(f"{'':36} {'':>6} {'cpu (wall)':>12} {'µs/item':>8} {'ms':>8} {'ms':>7} "
-          f"{'found by name':>13} {'in ctx min/avg':>15} {'context':>7}")
+    print(
+        f"{'':36} {'items':>6} {'add µs/item':>12} {'last 1/5':>8} {'assemble':>8} "
+        f"{'recall':>7} {'evicted edits':>13} {'10 recent edits':>15} {'largest':>7}"
+    )
+    print(
+        f"{'':36} {'':>6} {'cpu (wall)':>12} {'µs/item':>8} {'ms':>8} {'ms':>7} "
+        f"{'found by name':>13} {'in ctx min/avg':>15} {'context':>7}"
+    )
     for r in rows:
         add = f"{r.add_us:.1f} ({r.add_wall_us:.0f})"
-        print(f"{r.label:36} {r.items:>6} {add:>12} {r.add_tail_us:>8.1f} {r.assemble_ms:>8.3f} "
-              f"{r.recall_ms:>7.3f} {r.hits:>13} {f'{r.recent_min}/{r.recent_mean:.2f}':>15} "
-              f"{r.largest:>7}")
+        print(
+            f"{r.label:36} {r.items:>6} {add:>12} {r.add_tail_us:>8.1f} {r.assemble_ms:>8.3f} "
+            f"{r.recall_ms:>7.3f} {r.hits:>13} {f'{r.recent_min}/{r.recent_mean:.2f}':>15} "
+            f"{r.largest:>7}"
+        )
 
 
 def _ratios(base: Result, mem: Result) -> str:
-    return (f"  {mem.label}, {mem.items} items vs baseline at {base.items}: "
-            f"add {base.add_us / mem.add_us:.1f}x faster, "
-            f"assemble {base.assemble_ms / mem.assemble_ms:.2f}x, "
-            f"10 latest edits in context (min) {mem.recent_min} vs {base.recent_min}, "
-            f"evicted edits found {mem.hits} vs {base.hits}")
+    return (
+        f"  {mem.label}, {mem.items} items vs baseline at {base.items}: "
+        f"add {base.add_us / mem.add_us:.1f}x faster, "
+        f"assemble {base.assemble_ms / mem.assemble_ms:.2f}x, "
+        f"10 latest edits in context (min) {mem.recent_min} vs {base.recent_min}, "
+        f"evicted edits found {mem.hits} vs {base.hits}"
+    )
 
 
 def main() -> int:
@@ -365,11 +442,15 @@ def main() -> int:
     session = make_session(max(SIZES), MIX)
     pinned = make_session(max(SIZES), PINNED_MIX, seed=11)
     sizes = [tokens.count(text) for _, text, _ in session.items]
-    print(f"workload: {len(session.items)} items, {min(sizes)}-{max(sizes)} tokens "
-          f"(mean {statistics.mean(sizes):.0f}), budget {BUDGET} tokens, one tick per item, "
-          f"no embedder (meaning channel off)")
-    print(f"times are CPU time of this process, wall in brackets; load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
+    print(
+        f"workload: {len(session.items)} items, {min(sizes)}-{max(sizes)} tokens "
+        f"(mean {statistics.mean(sizes):.0f}), budget {BUDGET} tokens, one tick per item, "
+        f"no embedder (meaning channel off)"
+    )
+    print(
+        f"times are CPU time of this process, wall in brackets; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n"
+    )
     bases = run_baseline(session, SIZES, "baseline: append-then-trim")
     mems = [run_memory(session, n, "working memory (InMemStore)") for n in SIZES]
     with tempfile.TemporaryDirectory() as tmp:
@@ -383,8 +464,12 @@ def main() -> int:
     print(_control(session))
     print(_meaning(session))
     print("\nratios vs baseline:")
-    for base, mem in [(bases[0], mems[0]), (bases[1], mems[1]), (bases[1], sqlite_row),
-                      (base_p, mem_p)]:
+    for base, mem in [
+        (bases[0], mems[0]),
+        (bases[1], mems[1]),
+        (bases[1], sqlite_row),
+        (base_p, mem_p),
+    ]:
         print(_ratios(base, mem))
     rows = bases + mems + [sqlite_row, base_p, mem_p]
     print(f"\nbudget never exceeded: {all(r.largest <= BUDGET for r in rows)}")

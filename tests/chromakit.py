@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from urllib.parse import urlsplit
 from pathlib import Path
+from urllib.parse import urlsplit
 
 
 def chroma_executable() -> str | None:
@@ -38,23 +38,28 @@ class ChromaProcess:
         self.log = path.parent / f"{path.name}.log"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout_s: float = 30.0) -> "ChromaProcess":
+    def start(self, timeout_s: float = 30.0) -> ChromaProcess:
         """Start the server and return once its heartbeat answers."""
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 [self.executable, "run", "--path", str(self.path), "--port", str(self.port)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"chroma run exited {self.proc.returncode}: "
-                                   f"{self.log.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"chroma run exited {self.proc.returncode}: {self.log.read_text()[-2000:]}"
+                )
             if self.alive():
                 return self
             time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"chroma run did not answer within {timeout_s}s: "
-                           f"{self.log.read_text()[-2000:]}")
+        raise RuntimeError(
+            f"chroma run did not answer within {timeout_s}s: {self.log.read_text()[-2000:]}"
+        )
 
     def alive(self) -> bool:
         """Whether the heartbeat answers."""
@@ -101,7 +106,7 @@ class TokenProxy:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def start(self) -> "TokenProxy":
+    def start(self) -> TokenProxy:
         self.thread.start()
         return self
 
@@ -119,9 +124,12 @@ class TokenProxy:
             status, kind = 401, "application/json"
             data = b'{"error":"Unauthorized","message":"bad token"}'
         else:
-            conn = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=30)
-            headers = {k: v for k, v in request.headers.items()
-                       if k.lower() not in ("host", "connection")}
+            conn = http.client.HTTPConnection(
+                self.upstream.hostname, self.upstream.port, timeout=30
+            )
+            headers = {
+                k: v for k, v in request.headers.items() if k.lower() not in ("host", "connection")
+            }
             conn.request(request.command, request.path, body=body or None, headers=headers)
             reply = conn.getresponse()
             status, data = reply.status, reply.read()

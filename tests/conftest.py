@@ -22,8 +22,9 @@ SCRIPTED_RUN_ENV = {"AGENT_REPLAN": "off", "AGENT_FINAL_SUMMARY": "false"}
 
 def git(repo: Path, *args: str) -> str:
     """Run git in `repo` and return its stdout."""
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def make_repo(path: Path, source: Path | None = None) -> Path:
@@ -71,8 +72,9 @@ def fake_server():
 @pytest.fixture
 def agent_env(tmp_path: Path) -> dict[str, str]:
     """An environment for the CLI with no user config and no real keys."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in SECRET_ENV and not k.startswith("AGENT_")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in SECRET_ENV and not k.startswith("AGENT_")
+    }
     env["AGENT_RC"] = str(tmp_path / "no-user-agentrc")
     env["HOME"] = str(tmp_path / "home")
     env["NO_COLOR"] = "1"
@@ -86,12 +88,23 @@ def agent_env(tmp_path: Path) -> dict[str, str]:
 def run_agent(agent_env):
     """Run `python -m agent_cli ARGS` as a real process; returns the CompletedProcess."""
 
-    def run(*args: str, cwd: Path | None = None, env: dict | None = None,
-            timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
+    def run(
+        *args: str,
+        cwd: Path | None = None,
+        env: dict | None = None,
+        timeout: float = 120,
+        input: str | None = None,
+    ) -> subprocess.CompletedProcess:
         full_env = {**agent_env, **(env or {})}
-        return subprocess.run([sys.executable, "-m", "agent_cli", *args], cwd=cwd,
-                              env=full_env, capture_output=True, text=True, timeout=timeout,
-                              input=input if input is not None else "")
+        return subprocess.run(
+            [sys.executable, "-m", "agent_cli", *args],
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input if input is not None else "",
+        )
 
     return run
 
@@ -105,13 +118,16 @@ def pytest_collection_modifyitems(config, items):
         if SPAWNING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
+
 def _chroma_or_skip() -> str:
     from chromakit import chroma_executable
 
     executable = chroma_executable()
     if executable is None:
-        pytest.skip("the `chroma` executable (installed with chromadb) is not next to "
-                    f"{sys.executable} nor on PATH")
+        pytest.skip(
+            "the `chroma` executable (installed with chromadb) is not next to "
+            f"{sys.executable} nor on PATH"
+        )
     return executable
 
 

@@ -38,7 +38,9 @@ while True:
 
 
 def _start(code: str, path: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -98,8 +100,10 @@ def test_reader_never_sees_a_half_written_file_even_when_the_writer_is_killed(tm
 def test_append_line_survives_a_killed_writer_with_whole_lines(tmp_path):
     log = tmp_path / "events.jsonl"
     appender = _start(APPENDER, log)
-    wait_for(lambda: log.exists() and log.read_text().count("\n") > 10,
-             what="the appender to write lines")
+    wait_for(
+        lambda: log.exists() and log.read_text().count("\n") > 10,
+        what="the appender to write lines",
+    )
     _kill(appender)
     lines = log.read_text().splitlines()
     assert len(lines) > 10

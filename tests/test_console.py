@@ -13,60 +13,144 @@ import textwrap
 import pytest
 from rich.console import Console
 
+from agent_cli.core.events import (
+    BudgetExhausted,
+    Escalated,
+    Notice,
+    PlanMade,
+    RunDone,
+    RunStarted,
+    TaskDone,
+    TaskStarted,
+    ToolCalled,
+    ToolRan,
+    Verified,
+)
 from agent_cli.ui.console import make_console, pick_mode
-from ttykit import Screen
 from agent_cli.ui.render import MODEL_SUMMARIES
-from agent_cli.core.events import (BudgetExhausted, Escalated, Notice, PlanMade, RunDone, RunStarted,
-                              TaskDone, TaskStarted, ToolCalled, ToolRan, Verified)
+from ttykit import Screen
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
 MARKUP_GOAL = "fix [bold]parser[/] and [red]"
-PLAN = PlanMade(goal="add median()", success_criteria="tests pass", accept_cmds=["make lint"],
-                tasks=[{"goal": "add median()", "acceptance": "tests pass",
-                        "acceptance_cmd": "pytest -q", "status": "pending", "attempts": 0},
-                       {"goal": MARKUP_GOAL, "acceptance": "the parser handles [/]",
-                        "acceptance_cmd": None, "status": "pending", "attempts": 0}])
-ESCALATED = Escalated(index=1, goal=MARKUP_GOAL, summary="I fixed it [/] honestly",
-                      reason="exit 1\nE   AssertionError [bold]boom",
-                      next_steps="Look at tests/test_parser.py, then run `agent run --resume`.")
+PLAN = PlanMade(
+    goal="add median()",
+    success_criteria="tests pass",
+    accept_cmds=["make lint"],
+    tasks=[
+        {
+            "goal": "add median()",
+            "acceptance": "tests pass",
+            "acceptance_cmd": "pytest -q",
+            "status": "pending",
+            "attempts": 0,
+        },
+        {
+            "goal": MARKUP_GOAL,
+            "acceptance": "the parser handles [/]",
+            "acceptance_cmd": None,
+            "status": "pending",
+            "attempts": 0,
+        },
+    ],
+)
+ESCALATED = Escalated(
+    index=1,
+    goal=MARKUP_GOAL,
+    summary="I fixed it [/] honestly",
+    reason="exit 1\nE   AssertionError [bold]boom",
+    next_steps="Look at tests/test_parser.py, then run `agent run --resume`.",
+)
 
 
 def run_events() -> list:
     """A whole run: one task verified on its second attempt, one escalated."""
     return [
-        RunStarted(run_id="r1", goal="add median()", repo="/tmp/repo", branch="agent/r1",
-                   base="main"),
+        RunStarted(
+            run_id="r1", goal="add median()", repo="/tmp/repo", branch="agent/r1", base="main"
+        ),
         PLAN,
         TaskStarted(index=0, goal="add median()", attempt=1),
         ToolCalled(index=0, step=1, name="run", arguments='{"cmd": "pytest -q"}'),
-        ToolRan(index=0, step=1, name="run", ok=True, summary="exit 1",
-                prompt_tokens=100, completion_tokens=20, cost_usd=0.001),
+        ToolRan(
+            index=0,
+            step=1,
+            name="run",
+            ok=True,
+            summary="exit 1",
+            prompt_tokens=100,
+            completion_tokens=20,
+            cost_usd=0.001,
+        ),
         ToolCalled(index=0, step=2, name="edit_file", arguments='{"path": "stats.py"}'),
-        ToolRan(index=0, step=2, name="edit_file", ok=False, summary="\x1b[31mold not found\x1b[0m",
-                prompt_tokens=50, completion_tokens=10, cost_usd=0.0005),
-        Verified(index=0, attempt=1, passed=False, judge="command", command="pytest -q",
-                 exit_code=1, reason="1 failed"),
+        ToolRan(
+            index=0,
+            step=2,
+            name="edit_file",
+            ok=False,
+            summary="\x1b[31mold not found\x1b[0m",
+            prompt_tokens=50,
+            completion_tokens=10,
+            cost_usd=0.0005,
+        ),
+        Verified(
+            index=0,
+            attempt=1,
+            passed=False,
+            judge="command",
+            command="pytest -q",
+            exit_code=1,
+            reason="1 failed",
+        ),
         Notice(text="retrying [task 1] with the failure"),
         TaskStarted(index=0, goal="add median()", attempt=2),
-        Verified(index=0, attempt=2, passed=True, judge="command", command="pytest -q",
-                 exit_code=0),
-        TaskDone(index=0, status="verified", attempts=2, commit="abc123def456",
-                 summary="Added median() [green]and it works[/]",
-                 diff_stat=" calc/stats.py | 9 +++++++++\n 1 file changed, 9 insertions(+)"),
+        Verified(
+            index=0, attempt=2, passed=True, judge="command", command="pytest -q", exit_code=0
+        ),
+        TaskDone(
+            index=0,
+            status="verified",
+            attempts=2,
+            commit="abc123def456",
+            summary="Added median() [green]and it works[/]",
+            diff_stat=" calc/stats.py | 9 +++++++++\n 1 file changed, 9 insertions(+)",
+        ),
         TaskStarted(index=1, goal=MARKUP_GOAL, attempt=1),
         Verified(index=1, attempt=2, passed=False, judge="model", reason="not fixed"),
         ESCALATED,
         TaskDone(index=1, status="rejected", attempts=2),
         BudgetExhausted(budget="max_steps", used=40, limit=40),
-        Verified(index=-1, attempt=1, passed=False, judge="command", command="make lint",
-                 exit_code=2),
-        RunDone(run_id="r1", status="escalated", exit_code=3, steps=2, prompt_tokens=150,
-                completion_tokens=30, cost_usd=0.0015, branch="agent/r1", base="main",
-                message="task 2 needs you",
-                tasks=[{"goal": "add median()", "status": "verified", "attempts": 2,
-                        "acceptance_cmd": "pytest -q", "exit_code": 0, "commit": "abc123def456"},
-                       {"goal": MARKUP_GOAL, "status": "rejected", "attempts": 2,
-                        "acceptance_cmd": "python -m parser_check", "exit_code": 7}]),
+        Verified(
+            index=-1, attempt=1, passed=False, judge="command", command="make lint", exit_code=2
+        ),
+        RunDone(
+            run_id="r1",
+            status="escalated",
+            exit_code=3,
+            steps=2,
+            prompt_tokens=150,
+            completion_tokens=30,
+            cost_usd=0.0015,
+            branch="agent/r1",
+            base="main",
+            message="task 2 needs you",
+            tasks=[
+                {
+                    "goal": "add median()",
+                    "status": "verified",
+                    "attempts": 2,
+                    "acceptance_cmd": "pytest -q",
+                    "exit_code": 0,
+                    "commit": "abc123def456",
+                },
+                {
+                    "goal": MARKUP_GOAL,
+                    "status": "rejected",
+                    "attempts": 2,
+                    "acceptance_cmd": "python -m parser_check",
+                    "exit_code": 7,
+                },
+            ],
+        ),
     ]
 
 
@@ -120,7 +204,7 @@ def test_plain_plan_table_lists_acceptance_commands():
 
 def test_plain_report_shows_exit_codes_and_model_words_apart():
     out, _ = render("plain")
-    report = out[out.index("Run report"):]
+    report = out[out.index("Run report") :]
     assert "  1. add median()\n     verified, 2 attempts; `pytest -q` -> exit 0" in report
     assert "     rejected, 2 attempts; `python -m parser_check` -> exit 7" in report
     assert "2 steps, 150 prompt + 30 completion tokens, $0.0015" in report
@@ -132,14 +216,17 @@ def test_plain_report_shows_exit_codes_and_model_words_apart():
 
 def test_the_log_ends_with_how_to_review_and_take_the_work():
     lines = render("plain")[0].rstrip().splitlines()
-    assert lines[-2:] == ["review: git diff main...agent/r1",
-                          "take it: git switch main && git merge agent/r1"]
+    assert lines[-2:] == [
+        "review: git diff main...agent/r1",
+        "take it: git switch main && git merge agent/r1",
+    ]
     assert render("plain")[0].count("Run report") == 1
 
 
 def test_nothing_committed_says_so_instead_of_a_merge():
-    done = run_events()[-1].model_copy(update={"tasks": [{"goal": "g", "status": "rejected",
-                                                          "attempts": 2, "commit": None}]})
+    done = run_events()[-1].model_copy(
+        update={"tasks": [{"goal": "g", "status": "rejected", "attempts": 2, "commit": None}]}
+    )
     out, _ = render("plain", [done])
     assert out.rstrip().splitlines()[-1] == "branch: agent/r1 (nothing committed on it)"
     assert "git merge" not in out
@@ -147,16 +234,28 @@ def test_nothing_committed_says_so_instead_of_a_merge():
 
 def test_a_verified_task_shows_its_diff_stat():
     out, _ = render("plain")
-    assert ("[task 1/2] verified after 2 attempts (commit abc123def4)\n"
-            "    calc/stats.py | 9 +++++++++\n    1 file changed, 9 insertions(+)\n") in out
+    assert (
+        "[task 1/2] verified after 2 attempts (commit abc123def4)\n"
+        "    calc/stats.py | 9 +++++++++\n    1 file changed, 9 insertions(+)\n"
+    ) in out
 
 
-READ = [ToolCalled(index=0, step=3, name="read_file", arguments='{"path": "calc/stats.py"}'),
-        ToolRan(index=0, step=3, name="read_file", ok=True, summary="read calc/stats.py")]
-EDIT = [ToolCalled(index=0, step=3, name="edit_file", arguments='{"path": "calc/stats.py"}'),
-        ToolRan(index=0, step=3, name="edit_file", ok=True, summary="edited calc/stats.py",
-                diff="--- a/calc/stats.py\n+++ b/calc/stats.py\n@@ -1 +1,2 @@\n x = 1\n"
-                     "+def median(xs):\n-old line\n")]
+READ = [
+    ToolCalled(index=0, step=3, name="read_file", arguments='{"path": "calc/stats.py"}'),
+    ToolRan(index=0, step=3, name="read_file", ok=True, summary="read calc/stats.py"),
+]
+EDIT = [
+    ToolCalled(index=0, step=3, name="edit_file", arguments='{"path": "calc/stats.py"}'),
+    ToolRan(
+        index=0,
+        step=3,
+        name="edit_file",
+        ok=True,
+        summary="edited calc/stats.py",
+        diff="--- a/calc/stats.py\n+++ b/calc/stats.py\n@@ -1 +1,2 @@\n x = 1\n"
+        "+def median(xs):\n-old line\n",
+    ),
+]
 
 
 def test_an_edit_shows_its_size_and_verbose_shows_its_diff():
@@ -210,7 +309,7 @@ def test_live_mode_renders_and_ends_with_the_report():
     plain = ANSI.sub("", text)
     assert "step 2" in plain and "edit_file" in plain and "$0.0015" in plain
     assert MARKUP_GOAL in plain and "Needs you" in plain
-    tail = plain[plain.rindex("Run report"):]
+    tail = plain[plain.rindex("Run report") :]
     assert "python -m parser_check" in tail and MODEL_SUMMARIES in tail
     assert "run r1 escalated (exit code 3)" in tail
 
@@ -226,12 +325,22 @@ def test_live_view_pauses_for_a_prompt_and_resumes():
     rc.close()
     rc.close()
     assert "Run `rm -rf [bold]build`? [y]es / [n]o / [a]lways this command" in ANSI.sub(
-        "", con.file.getvalue())
+        "", con.file.getvalue()
+    )
 
 
-@pytest.mark.parametrize("typed, expected", [
-    ("y\n", True), ("yes\n", True), ("n\n", False), ("\n", False), ("", False),
-    ("maybe\ny\n", True), ("x\n" * 10, False)])
+@pytest.mark.parametrize(
+    "typed, expected",
+    [
+        ("y\n", True),
+        ("yes\n", True),
+        ("n\n", False),
+        ("\n", False),
+        ("", False),
+        ("maybe\ny\n", True),
+        ("x\n" * 10, False),
+    ],
+)
 def test_approve_plan(typed, expected):
     out = io.StringIO()
     rc = make_console("plain", out, io.StringIO(), stdin=io.StringIO(typed))
@@ -249,9 +358,18 @@ def test_approve_plan_does_not_repeat_a_plan_just_shown():
     assert out.getvalue().count("plan: 2 tasks") == 1
 
 
-@pytest.mark.parametrize("typed, expected", [
-    ("y\n", "y"), ("n\n", "n"), ("a\n", "a"), ("always\n", "a"), ("what\n\ny\n", "y"),
-    ("", "n"), ("?\n" * 10, "n")])
+@pytest.mark.parametrize(
+    "typed, expected",
+    [
+        ("y\n", "y"),
+        ("n\n", "n"),
+        ("a\n", "a"),
+        ("always\n", "a"),
+        ("what\n\ny\n", "y"),
+        ("", "n"),
+        ("?\n" * 10, "n"),
+    ],
+)
 def test_approve_command(typed, expected):
     out = io.StringIO()
     rc = make_console("plain", out, io.StringIO(), stdin=io.StringIO(typed))
@@ -302,9 +420,17 @@ SCRIPT = textwrap.dedent("""
 def test_live_mode_on_a_real_terminal():
     master, slave = os.openpty()
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {
-        "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=slave, stderr=slave,
-                            stdin=subprocess.DEVNULL, env=env)
+        "TERM": "xterm-256color",
+        "COLUMNS": "100",
+        "LINES": "30",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT],
+        stdout=slave,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -336,11 +462,13 @@ def test_streamed_words_show_dim_under_the_task_and_end_before_the_next_line():
     raw = con.file.getvalue()
     assert "\x1b[2mI will read" in raw  # dim
     screen = Screen().feed(raw).text()
-    assert screen == ("[task 1/1] attempt 1: add median()\n"
-                      "    I will read the file.\n"
-                      "    Then edit it.\n"
-                      "  step 3 read_file: calc/stats.py\n"
-                      "    Done\n")
+    assert screen == (
+        "[task 1/1] attempt 1: add median()\n"
+        "    I will read the file.\n"
+        "    Then edit it.\n"
+        "  step 3 read_file: calc/stats.py\n"
+        "    Done\n"
+    )
 
 
 @pytest.mark.parametrize("mode", ["plain", "json"])

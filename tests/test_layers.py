@@ -21,8 +21,13 @@ VENDORS = {
     "tiktoken": {"agent_cli.core.tokens"},
     "wordllama": {"agent_cli.memory.embed"},
     "rich": {"agent_cli.ui.console", "agent_cli.ui.render"},
-    "typer": {"agent_cli.cli.app", "agent_cli.cli.run_command", "agent_cli.cli.memory_commands",
-              "agent_cli.cli.trust_command", "agent_cli.cli.help"},
+    "typer": {
+        "agent_cli.cli.app",
+        "agent_cli.cli.run_command",
+        "agent_cli.cli.memory_commands",
+        "agent_cli.cli.trust_command",
+        "agent_cli.cli.help",
+    },
 }
 
 
@@ -50,8 +55,10 @@ def imports_of(name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
-                                + ([node.module] if node.module else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([node.module] if node.module else [])
+                )
             subs = {f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES}
             found |= subs or {base}
     return found
@@ -73,7 +80,9 @@ def in_layer(prefix: str) -> list[str]:
 
 
 def test_the_check_sees_lazy_imports():
-    assert "agent_cli.llm.openai.model" in GRAPH["agent_cli.cli.wiring"]  # imported inside a function
+    assert (
+        "agent_cli.llm.openai.model" in GRAPH["agent_cli.cli.wiring"]
+    )  # imported inside a function
     assert "chromadb" in GRAPH["agent_cli.memory.longterm.chroma"]
 
 
@@ -84,15 +93,19 @@ def test_the_agent_layer_sees_neither_the_command_layer_nor_the_terminal_nor_a_v
     assert not top(imported) & set(VENDORS), name
 
 
-@pytest.mark.parametrize("name", in_layer("agent_cli.memory") + in_layer("agent_cli.workspace")
-                         + in_layer("agent_cli.llm"))
+@pytest.mark.parametrize(
+    "name",
+    in_layer("agent_cli.memory") + in_layer("agent_cli.workspace") + in_layer("agent_cli.llm"),
+)
 def test_memory_workspace_and_llm_never_import_the_agent_or_the_command_layer(name):
     bad = {m for m in GRAPH[name] if m.startswith("agent_cli.agent") or m in COMMAND_LAYER}
     assert not bad, f"{name} imports {bad}"
 
 
-@pytest.mark.parametrize("name", in_layer("agent_cli.memory") + in_layer("agent_cli.workspace")
-                         + in_layer("agent_cli.llm"))
+@pytest.mark.parametrize(
+    "name",
+    in_layer("agent_cli.memory") + in_layer("agent_cli.workspace") + in_layer("agent_cli.llm"),
+)
 def test_memory_workspace_and_llm_never_import_each_other(name):
     layer = name.split(".")[1]
     others = {f"agent_cli.{other}" for other in ("memory", "workspace", "llm") if other != layer}
@@ -114,7 +127,7 @@ def test_there_is_no_import_cycle_lazy_imports_included():
         state[node] = 1
         for nxt in sorted(ours(GRAPH[node])):
             if state.get(nxt) == 1:
-                cycles.append(path[path.index(nxt):] + [nxt])
+                cycles.append(path[path.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, path + [nxt])
         state[node] = 2
@@ -127,41 +140,52 @@ def test_there_is_no_import_cycle_lazy_imports_included():
 
 def test_ui_and_config_are_read_by_the_command_layer_only():
     """The session never reads settings, and nothing below the commands draws on the terminal."""
-    readers = {name: {m for m in GRAPH[name] if m.startswith(("agent_cli.ui", "agent_cli.config"))}
-               for name in MODULES
-               if not name.startswith(("agent_cli.cli", "agent_cli.ui", "agent_cli.config"))}
+    readers = {
+        name: {m for m in GRAPH[name] if m.startswith(("agent_cli.ui", "agent_cli.config"))}
+        for name in MODULES
+        if not name.startswith(("agent_cli.cli", "agent_cli.ui", "agent_cli.config"))
+    }
     bad = {name: found for name, found in readers.items() if found}
     assert not bad, bad
 
 
 def test_core_imports_no_other_layer():
-    bad = {name: {m for m in ours(GRAPH[name]) if not m.startswith("agent_cli.core")}
-           for name in in_layer("agent_cli.core")}
+    bad = {
+        name: {m for m in ours(GRAPH[name]) if not m.startswith("agent_cli.core")}
+        for name in in_layer("agent_cli.core")
+    }
     assert not {k: v for k, v in bad.items() if v}
 
 
 def _entries(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir()
-                  if p.name != "__pycache__" and (p.is_dir() or p.suffix == ".py"))
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.name != "__pycache__" and (p.is_dir() or p.suffix == ".py")
+    )
 
 
 def test_a_folder_shows_its_ideas_at_a_glance():
     assert len(_entries(PACKAGE)) <= 10, _entries(PACKAGE)
-    crowded = {str(d.relative_to(PACKAGE)): len(_entries(d))
-               for d in PACKAGE.rglob("*") if d.is_dir() and (d / "__init__.py").exists()
-               and len(_entries(d)) > 12}
+    crowded = {
+        str(d.relative_to(PACKAGE)): len(_entries(d))
+        for d in PACKAGE.rglob("*")
+        if d.is_dir() and (d / "__init__.py").exists() and len(_entries(d)) > 12
+    }
     assert not crowded, crowded
 
 
 def test_no_module_over_800_lines():
-    long_modules = {name: n for name, path in MODULES.items()
-                    if (n := len(path.read_text().splitlines())) > 800}
+    long_modules = {
+        name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > 800
+    }
     assert not long_modules, long_modules
 
 
 def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    body = [b for b in fn.body
-            if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    body = [
+        b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))
+    ]
     return all(isinstance(b, (ast.Pass, ast.Raise)) for b in body)
 
 
@@ -182,8 +206,11 @@ def _classes() -> dict[str, list[tuple[str, set[str], set[str], list[str]]]]:
                 elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                     own.add(item.target.id)
             for sub in ast.walk(node):
-                if (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name)
-                        and sub.value.id == "self"):
+                if (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.value, ast.Name)
+                    and sub.value.id == "self"
+                ):
                     if isinstance(sub.ctx, ast.Store):
                         own.add(sub.attr)
                     elif sub.attr.startswith("_") and not sub.attr.startswith("__"):
@@ -206,7 +233,10 @@ def test_no_class_reads_private_members_it_does_not_define_or_inherit():
                     out |= owned(base, (*seen, cls))
         return out
 
-    foreign = [f"{where}.{cls}: {sorted(reads - owned(cls))}"
-               for cls, defs in classes.items() for where, _own, reads, _bases in defs
-               if reads - owned(cls)]
+    foreign = [
+        f"{where}.{cls}: {sorted(reads - owned(cls))}"
+        for cls, defs in classes.items()
+        for where, _own, reads, _bases in defs
+        if reads - owned(cls)
+    ]
     assert not foreign, foreign

@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.core.errors import ConfigError
 from agent_cli.config import trust
 from agent_cli.config.settings import load_settings
+from agent_cli.core.errors import ConfigError
 
 
 def load(repo: Path, env=None, flags=None, user_rc=None):
@@ -22,8 +22,11 @@ def test_layers_in_order_of_precedence(tmp_path):
     user = tmp_path / "user.toml"
     user.write_text('model = "from-user"\nmax_steps = 7\ntask_max_steps = 3\nbudget_usd = 1.5\n')
     (tmp_path / ".agentrc").write_text('model = "from-repo"\nmax_steps = 8\ntask_max_steps = 4\n')
-    env = {"AGENT_MAX_STEPS": "9", "AGENT_TASK_MAX_STEPS": "5",
-           "AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+    env = {
+        "AGENT_MAX_STEPS": "9",
+        "AGENT_TASK_MAX_STEPS": "5",
+        "AGENT_TRUST_FILE": str(tmp_path / "trusted.json"),
+    }
     trust.record(tmp_path, env)  # a repository's model applies only when trusted
     s = load(tmp_path, env=env, flags={"task_max_steps": 6, "model": None}, user_rc=user)
     assert (s.budget_usd, s.model, s.max_steps, s.task_max_steps) == (1.5, "from-repo", 9, 6)
@@ -46,12 +49,15 @@ def test_api_key_in_repo_agentrc_is_refused(tmp_path):
         load(tmp_path)
 
 
-@pytest.mark.parametrize("text, expect", [
-    ("model = = 1", "not valid TOML"),
-    ("colour = 1", "unknown key 'colour'"),
-    ("max_steps = 'many'", "key 'max_steps'"),
-    ("approval = 'sometimes'", "key 'approval'"),
-])
+@pytest.mark.parametrize(
+    "text, expect",
+    [
+        ("model = = 1", "not valid TOML"),
+        ("colour = 1", "unknown key 'colour'"),
+        ("max_steps = 'many'", "key 'max_steps'"),
+        ("approval = 'sometimes'", "key 'approval'"),
+    ],
+)
 def test_bad_repo_agentrc_names_file_and_key(tmp_path, text, expect):
     (tmp_path / ".agentrc").write_text(text)
     with pytest.raises(ConfigError) as e:
@@ -75,19 +81,25 @@ def test_example_file_documents_every_key_with_its_default(tmp_path):
     defaults = Settings()
     for key in FIELDS:
         assert f"{key} =" in text, key
-    uncommented = "\n".join(line[2:] for line in text.splitlines()
-                            if line.startswith("# ") and " = " in line and "api_key" not in line)
+    uncommented = "\n".join(
+        line[2:]
+        for line in text.splitlines()
+        if line.startswith("# ") and " = " in line and "api_key" not in line
+    )
     values = tomllib.loads(uncommented)
     for key, value in values.items():
         assert getattr(defaults, key) == value, key
 
 
-@pytest.mark.parametrize("text, hint", [
-    ("modle = 'x'", "did you mean `model`?"),
-    ("max_step = 3", "did you mean `max_steps`?"),
-    ("base-url = 'http://x/v1'", "did you mean `base_url`?"),
-    ("colour = 1", "`agent doctor` lists every key"),
-])
+@pytest.mark.parametrize(
+    "text, hint",
+    [
+        ("modle = 'x'", "did you mean `model`?"),
+        ("max_step = 3", "did you mean `max_steps`?"),
+        ("base-url = 'http://x/v1'", "did you mean `base_url`?"),
+        ("colour = 1", "`agent doctor` lists every key"),
+    ],
+)
 def test_an_unknown_key_suggests_the_closest_one(tmp_path, text, hint):
     (tmp_path / ".agentrc").write_text(text)
     with pytest.raises(ConfigError) as e:
@@ -122,7 +134,9 @@ def test_the_example_says_where_the_api_key_may_go_without_contradiction(tmp_pat
 @pytest.mark.parametrize("where", ["user", "repo"])
 def test_memory_token_is_refused_in_any_agentrc(tmp_path, where):
     rc = tmp_path / ("user.toml" if where == "user" else ".agentrc")
-    rc.write_text('memory_url = "http://chroma.internal:8000"\nmemory_token = "tok-secret-123456"\n')
+    rc.write_text(
+        'memory_url = "http://chroma.internal:8000"\nmemory_token = "tok-secret-123456"\n'
+    )
     with pytest.raises(ConfigError) as e:
         load(tmp_path, user_rc=tmp_path / "user.toml")
     line = e.value.one_line()
@@ -132,11 +146,21 @@ def test_memory_token_is_refused_in_any_agentrc(tmp_path, where):
 
 def test_memory_server_settings_from_the_environment(tmp_path):
     token = "chroma-team-token-0123456789"
-    s = load(tmp_path, env={"AGENT_MEMORY_URL": "http://chroma.internal:8000/",
-                            "AGENT_MEMORY_TENANT": "acme", "AGENT_MEMORY_DATABASE": "billing",
-                            "AGENT_MEMORY_TOKEN": token, "OPENAI_API_KEY": "sk-abc-0123456789"})
+    s = load(
+        tmp_path,
+        env={
+            "AGENT_MEMORY_URL": "http://chroma.internal:8000/",
+            "AGENT_MEMORY_TENANT": "acme",
+            "AGENT_MEMORY_DATABASE": "billing",
+            "AGENT_MEMORY_TOKEN": token,
+            "OPENAI_API_KEY": "sk-abc-0123456789",
+        },
+    )
     assert (s.memory_url, s.memory_tenant, s.memory_database) == (
-        "http://chroma.internal:8000", "acme", "billing")
+        "http://chroma.internal:8000",
+        "acme",
+        "billing",
+    )
     assert s.sources["memory_token"] == "env AGENT_MEMORY_TOKEN"
     assert token in s.secrets() and "sk-abc-0123456789" in s.secrets()
     shown = s.redacted()
@@ -144,13 +168,16 @@ def test_memory_server_settings_from_the_environment(tmp_path):
     assert load(tmp_path, env={"AGENT_MEMORY_URL": ""}).memory_url is None  # back to embedded
 
 
-@pytest.mark.parametrize("key, value, expect", [
-    ("memory_url", "chroma.internal:8000", "like http://chroma.internal:8000"),
-    ("memory_url", "http://chroma.internal:80000", "port"),
-    ("memory_url", "http://chroma.internal:8000/api/v2", "address only"),
-    ("memory_database", "x", "3 to 512"),
-    ("memory_tenant", "acme corp", "3 to 512"),
-])
+@pytest.mark.parametrize(
+    "key, value, expect",
+    [
+        ("memory_url", "chroma.internal:8000", "like http://chroma.internal:8000"),
+        ("memory_url", "http://chroma.internal:80000", "port"),
+        ("memory_url", "http://chroma.internal:8000/api/v2", "address only"),
+        ("memory_database", "x", "3 to 512"),
+        ("memory_tenant", "acme corp", "3 to 512"),
+    ],
+)
 def test_bad_memory_server_settings_name_the_key(tmp_path, key, value, expect):
     (tmp_path / ".agentrc").write_text(f'{key} = "{value}"\n')
     with pytest.raises(ConfigError) as e:
@@ -158,17 +185,27 @@ def test_bad_memory_server_settings_name_the_key(tmp_path, key, value, expect):
     assert key in e.value.one_line() and expect in e.value.one_line()
 
 
-@pytest.mark.parametrize("url, local", [
-    ("http://localhost:8080/v1", True), ("http://127.0.0.1:11434/v1", True),
-    ("http://[::1]:8000/v1", True), ("http://192.168.1.20:8000/v1", True),
-    ("http://10.0.0.5/v1", True), ("http://gpu.localhost:8080/v1", True),
-    ("https://api.openai.com/v1", False), ("http://8.8.8.8/v1", False),
-    ("https://llm.example.com/v1", False),
-])
+@pytest.mark.parametrize(
+    "url, local",
+    [
+        ("http://localhost:8080/v1", True),
+        ("http://127.0.0.1:11434/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://192.168.1.20:8000/v1", True),
+        ("http://10.0.0.5/v1", True),
+        ("http://gpu.localhost:8080/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("http://8.8.8.8/v1", False),
+        ("https://llm.example.com/v1", False),
+    ],
+)
 def test_default_prices_count_as_zero_only_on_a_server_on_the_local_network(tmp_path, url, local):
     prices = load(tmp_path, env={"OPENAI_BASE_URL": url}).prices()
-    assert prices == ({"price_in": 0.0, "price_out": 0.0, "price_cached": 0.0} if local else
-                      {"price_in": 0.15, "price_out": 0.60, "price_cached": None})
+    assert prices == (
+        {"price_in": 0.0, "price_out": 0.0, "price_cached": 0.0}
+        if local
+        else {"price_in": 0.15, "price_out": 0.60, "price_cached": None}
+    )
 
 
 def test_the_prices_shown_are_the_ones_billed(tmp_path):
@@ -181,6 +218,8 @@ def test_the_prices_shown_are_the_ones_billed(tmp_path):
 
 
 def test_a_price_that_is_set_applies_on_the_local_network_too(tmp_path):
-    s = load(tmp_path, env={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1",
-                            "AGENT_PRICE_INPUT_PER_MTOK": "0.5"})
+    s = load(
+        tmp_path,
+        env={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "AGENT_PRICE_INPUT_PER_MTOK": "0.5"},
+    )
     assert s.prices() == {"price_in": 0.5, "price_out": 0.60, "price_cached": None}

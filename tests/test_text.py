@@ -5,21 +5,26 @@ from __future__ import annotations
 import pytest
 
 from agent_cli.agent.judge.dispatch import commit_message
-from agent_cli.memory.longterm.records import one_line
 from agent_cli.core.models import Task
-from agent_cli.ui.render import short
 from agent_cli.core.text import shorten
+from agent_cli.memory.longterm.records import one_line
+from agent_cli.ui.render import short
 
-GOAL = ("Add median(xs) to calc/stats.py: the middle value, the mean of the two middle values "
-        "for an even count, ValueError when empty")
+GOAL = (
+    "Add median(xs) to calc/stats.py: the middle value, the mean of the two middle values "
+    "for an even count, ValueError when empty"
+)
 
 
-@pytest.mark.parametrize("width, expected", [
-    (200, GOAL),
-    (60, "Add median(xs) to calc/stats.py: the middle value, the mean…"),
-    (50, "Add median(xs) to calc/stats.py: the middle…"),  # the comma before the cut goes too
-    (3, "Ad…"),
-])
+@pytest.mark.parametrize(
+    "width, expected",
+    [
+        (200, GOAL),
+        (60, "Add median(xs) to calc/stats.py: the middle value, the mean…"),
+        (50, "Add median(xs) to calc/stats.py: the middle…"),  # the comma before the cut goes too
+        (3, "Ad…"),
+    ],
+)
 def test_shorten_cuts_between_words(width, expected):
     assert shorten(GOAL, width) == expected
     assert len(shorten(GOAL, width)) <= width

@@ -4,6 +4,8 @@ import sys
 import pytest
 
 from agent_cli.core import tokens
+
+
 def test_published_ids_for_both_shipped_encodings():
     assert tokens.get_encoding("o200k_base").encode("hello world") == [24912, 2375]
     assert tokens.get_encoding("cl100k_base").encode("hello world") == [15339, 1917]
@@ -25,11 +27,14 @@ def test_counting_and_truncation():
 
 @pytest.mark.slow
 def test_works_with_no_network_and_an_empty_cache(tmp_path):
-    code = ("from agent_cli import tokens;"
-            "print(tokens.encode('hello world'), tokens.encode('hello world', 'gpt-4'))")
+    code = (
+        "from agent_cli import tokens;"
+        "print(tokens.encode('hello world'), tokens.encode('hello world', 'gpt-4'))"
+    )
     env = {"TIKTOKEN_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run(["unshare", "-n", sys.executable, "-c", code], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["unshare", "-n", sys.executable, "-c", code], env=env, capture_output=True, text=True
+    )
     if proc.returncode != 0 and "unshare" in proc.stderr:
         proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.stdout.strip() == "[24912, 2375] [15339, 1917]", proc.stderr

@@ -27,10 +27,10 @@ class Screen:
         self.lines: list[list[str]] = [[]]
         self.row = self.col = 0
 
-    def feed(self, data: str) -> "Screen":
+    def feed(self, data: str) -> Screen:
         pos = 0
         for m in CSI.finditer(data):
-            self._text(data[pos:m.start()])
+            self._text(data[pos : m.start()])
             self._control(m.group(1) or "", m.group(2) or "")
             pos = m.end()
         self._text(data[pos:])
@@ -59,7 +59,7 @@ class Screen:
             if n == 2:
                 line.clear()
             elif not n:
-                del line[self.col:]
+                del line[self.col :]
         elif code == "G":
             self.col = (n or 1) - 1
 
@@ -68,8 +68,15 @@ class Screen:
         return "\n".join("".join(line).rstrip() for line in self.lines).rstrip() + "\n"
 
 
-def run_on_pty(argv: list[str], *, cwd, env: dict[str, str], columns: int = 200,
-               timeout: float = 120, answers: list[tuple[str, str]] = ()) -> tuple[int, str]:
+def run_on_pty(
+    argv: list[str],
+    *,
+    cwd,
+    env: dict[str, str],
+    columns: int = 200,
+    timeout: float = 120,
+    answers: list[tuple[str, str]] = (),
+) -> tuple[int, str]:
     """Run `argv` with a pseudo-terminal as stdin, stdout and stderr; (exit code, raw output).
 
     `answers` are (prompt, keys) pairs in order: the keys are typed once the prompt shows.
@@ -77,9 +84,13 @@ def run_on_pty(argv: list[str], *, cwd, env: dict[str, str], columns: int = 200,
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {k: v for k, v in env.items() if k != "NO_COLOR"} | {
-        "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": "50"}
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
-                            start_new_session=True)
+        "TERM": "xterm-256color",
+        "COLUMNS": str(columns),
+        "LINES": "50",
+    }
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True
+    )
     os.close(slave)
     chunks, deadline, typed, answers = [], time.monotonic() + timeout, 0, list(answers)
     while time.monotonic() < deadline:

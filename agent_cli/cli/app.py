@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -20,7 +19,7 @@ from agent_cli.core.errors import AgentError
 app = typer.Typer(
     name="agent",
     help="A coding agent that plans work in a git repository, carries it out with tools, "
-         "proves each step by running an acceptance command, and remembers what it learned.",
+    "proves each step by running an acceptance command, and remembers what it learned.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -35,16 +34,23 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                      help="Print the version and exit.")) -> None:
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Plan, execute and verify work in a git repository, and remember."""
 
 
 @app.command(cls=Command, short_help="Show the settings and check every part.")
 def doctor(
-    repo: Optional[Path] = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: current directory)."),
-    model: Optional[str] = typer.Option(None, "--model", metavar="NAME", help="Model name."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL", help="OpenAI-compatible endpoint."),
+    repo: Path | None = typer.Option(
+        None, "--repo", metavar="DIR", help="Repository (default: current directory)."
+    ),
+    model: str | None = typer.Option(None, "--model", metavar="NAME", help="Model name."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", metavar="URL", help="OpenAI-compatible endpoint."
+    ),
 ) -> None:
     """Show the resolved settings and where each came from; check endpoint, tokenizer, state, git."""
     from agent_cli.cli.doctor import run_doctor
@@ -57,11 +63,14 @@ def _register_commands() -> None:
     from agent_cli.cli.memory_commands import memory_app, recall_command
     from agent_cli.cli.run_command import register as register_run
     from agent_cli.cli.trust_command import trust_command
+
     register_run(app)
-    app.command("trust", cls=Command,
-                short_help="Trust this repository's own endpoint settings.")(trust_command)
-    app.command("recall", cls=Command,
-                short_help="Search long-term memory by meaning.")(recall_command)
+    app.command("trust", cls=Command, short_help="Trust this repository's own endpoint settings.")(
+        trust_command
+    )
+    app.command("recall", cls=Command, short_help="Search long-term memory by meaning.")(
+        recall_command
+    )
     app.add_typer(memory_app, name="memory")
 
 
@@ -78,6 +87,9 @@ def main() -> None:
     except Exception as e:  # never a traceback for the user; AGENT_DEBUG=1 shows it
         if os.environ.get("AGENT_DEBUG"):
             raise
-        print(f"error: internal error: {type(e).__name__}: {e} (set AGENT_DEBUG=1 for the "
-              "traceback, and please report it)", file=sys.stderr)
+        print(
+            f"error: internal error: {type(e).__name__}: {e} (set AGENT_DEBUG=1 for the "
+            "traceback, and please report it)",
+            file=sys.stderr,
+        )
         sys.exit(1)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from agent_cli.core.errors import AgentError, ConfigError
 
@@ -14,19 +15,27 @@ from agent_cli.core.errors import AgentError, ConfigError
 def _check_endpoint(settings) -> str:
     from agent_cli.llm.openai.model import OpenAIChat
 
-    client = OpenAIChat(model=settings.model, base_url=settings.base_url,
-                        api_key=settings.key(),
-                        timeout_s=min(settings.request_timeout_s, 15.0), max_retries=1,
-                        backoff_s=0.2)
+    client = OpenAIChat(
+        model=settings.model,
+        base_url=settings.base_url,
+        api_key=settings.key(),
+        timeout_s=min(settings.request_timeout_s, 15.0),
+        max_retries=1,
+        backoff_s=0.2,
+    )
     models = client.list_models()
     if models and settings.model not in models:
         if not _answers_anyway(settings):
             shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
-            raise AgentError(f"model {settings.model!r} is not served by {settings.base_url}",
-                             f"set --model to one of: {shown}")
-        return (f"{settings.base_url} answers; it lists {models[0]!r}"
-                f"{f' and {len(models) - 1} more' if len(models) > 1 else ''} but answers "
-                f"requests for {settings.model!r} too (llama.cpp serves its model under any name)")
+            raise AgentError(
+                f"model {settings.model!r} is not served by {settings.base_url}",
+                f"set --model to one of: {shown}",
+            )
+        return (
+            f"{settings.base_url} answers; it lists {models[0]!r}"
+            f"{f' and {len(models) - 1} more' if len(models) > 1 else ''} but answers "
+            f"requests for {settings.model!r} too (llama.cpp serves its model under any name)"
+        )
     return f"{settings.base_url} answers; {len(models)} model(s), {settings.model!r} among them"
 
 
@@ -35,9 +44,15 @@ def _answers_anyway(settings) -> bool:
     serves its one model whatever name a request gives (unless started with --alias)."""
     from agent_cli.llm.openai.model import OpenAIChat
 
-    client = OpenAIChat(model=settings.model, base_url=settings.base_url,
-                        api_key=settings.key(), timeout_s=min(settings.request_timeout_s, 30.0),
-                        max_retries=0, max_tokens=1, stream=False)
+    client = OpenAIChat(
+        model=settings.model,
+        base_url=settings.base_url,
+        api_key=settings.key(),
+        timeout_s=min(settings.request_timeout_s, 30.0),
+        max_retries=0,
+        max_tokens=1,
+        stream=False,
+    )
     try:
         client.chat([{"role": "user", "content": "Say ok."}])
     except AgentError:
@@ -49,15 +64,26 @@ def _check_server(settings) -> str:
     from agent_cli.llm.openai.model import OpenAIChat
     from agent_cli.llm.server.probe import describe, probe
 
-    client = OpenAIChat(model=settings.model, base_url=settings.base_url, api_key=settings.key(),
-                        timeout_s=settings.request_timeout_s, max_retries=0, max_tokens=64,
-                        context_window=settings.context_window)
-    return describe(probe(client), settings.memory_max_tokens, settings.tool_output_max_tokens,
-                    settings.reserved_output_tokens)
+    client = OpenAIChat(
+        model=settings.model,
+        base_url=settings.base_url,
+        api_key=settings.key(),
+        timeout_s=settings.request_timeout_s,
+        max_retries=0,
+        max_tokens=64,
+        context_window=settings.context_window,
+    )
+    return describe(
+        probe(client),
+        settings.memory_max_tokens,
+        settings.tool_output_max_tokens,
+        settings.reserved_output_tokens,
+    )
 
 
 def _check_tokenizer(settings) -> str:
     from agent_cli.core import tokens
+
     ids = tokens.encode("hello world", settings.model)
     name = tokens.encoding_name_for_model(settings.model)
     return f"{name} loaded offline ('hello world' -> {ids})"
@@ -76,14 +102,19 @@ def _check_state_dir(settings, repo: Path | None) -> str:
 def _check_instructions(settings, repo: Path | None) -> str:
     """Which instruction files a run would send, and how many tokens they take."""
     from agent_cli.agent.learn import instructions
+
     if repo is None:
         return "none (no repository)"
-    found = instructions.load(repo, instructions.share_of(settings.context_window
-                                                          - settings.reserved_output_tokens))
+    found = instructions.load(
+        repo, instructions.share_of(settings.context_window - settings.reserved_output_tokens)
+    )
     if not found.files:
         return "none (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md or CONTRIBUTING.md)"
-    cut = " (cut to the instructions' share of the context window)" if any(
-        f.cut for f in found.files) else ""
+    cut = (
+        " (cut to the instructions' share of the context window)"
+        if any(f.cut for f in found.files)
+        else ""
+    )
     return f"{', '.join(found.names())}, {found.tokens} tokens{cut}"
 
 
@@ -102,8 +133,10 @@ def _check_memory(settings, repo: Path | None) -> str:
 
     with LongTermMemory(place, make_embedder(settings), secrets=settings.secrets()) as memory:
         counts = memory.counts()
-    return (f"Chroma server {place} answers: {counts['episodes']} episode(s), "
-            f"{counts['facts']} fact(s), {counts['archive']} archived item(s)")
+    return (
+        f"Chroma server {place} answers: {counts['episodes']} episode(s), "
+        f"{counts['facts']} fact(s), {counts['archive']} archived item(s)"
+    )
 
 
 def _check_git(repo: Path | None) -> str:
@@ -112,8 +145,10 @@ def _check_git(repo: Path | None) -> str:
         raise AgentError("git is not installed", "install git (apt-get install git)")
     version = subprocess.run([git, "--version"], capture_output=True, text=True).stdout.strip()
     if repo is None:
-        raise AgentError(f"{version}, but {Path.cwd()} is not inside a git repository",
-                         "run inside a git repository or pass --repo DIR")
+        raise AgentError(
+            f"{version}, but {Path.cwd()} is not inside a git repository",
+            "run inside a git repository or pass --repo DIR",
+        )
     return f"{version}; repository {repo}"
 
 
@@ -131,10 +166,10 @@ def _run_check(out, name: str, check: Callable[[], str]) -> bool:
 
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
+    from agent_cli.cli.wiring import find_repo, prepare_state_dir, settings_for
+    from agent_cli.config.settings import Settings
     from agent_cli.ui.console import command_console
     from agent_cli.ui.render import check_line, heading, settings_view
-    from agent_cli.config.settings import Settings
-    from agent_cli.cli.wiring import find_repo, prepare_state_dir, settings_for
 
     out = command_console(soft_wrap=True)
     try:
@@ -146,8 +181,11 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     try:
         settings = settings_for(repo, **flags)
     except ConfigError as e:  # still list the keys, which is what a misspelt one needs
-        for line in (*settings_view(Settings().redacted(), {}), heading("checks"),
-                     check_line("settings", False, e.one_line())):
+        for line in (
+            *settings_view(Settings().redacted(), {}),
+            heading("checks"),
+            check_line("settings", False, e.one_line()),
+        ):
             out.print(line)
         return 1
     if repo is not None and settings.state_dir(repo).exists():

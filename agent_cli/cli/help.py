@@ -11,8 +11,10 @@ class Command(TyperCommand):
     """A command whose usage line and argument list show `QUERY`, not `{query}` or `query <str>`."""
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        return [piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
-                for piece in super().collect_usage_pieces(ctx)]
+        return [
+            piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
+            for piece in super().collect_usage_pieces(ctx)
+        ]
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         args, opts = [], []

@@ -11,23 +11,29 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
 from agent_cli.cli.help import Command
 
-memory_app = typer.Typer(help="Look at and maintain what the agent remembers.",
-                         no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+memory_app = typer.Typer(
+    help="Look at and maintain what the agent remembers.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
 
-REPO = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: the current directory).")
+REPO = typer.Option(
+    None, "--repo", metavar="DIR", help="Repository (default: the current directory)."
+)
 JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 NO_MEMORY = "no memory yet: {state} does not exist (`agent run` creates it)"
 KINDS = ("all", "episode", "fact", "note", "procedure")
 NO_COUNTS = {"episodes": 0, "facts": 0, "notes": 0, "procedures": 0, "archive": 0}
 
 
-def _place(repo: Optional[Path]) -> tuple[Path, Any, Path]:
+def _place(repo: Path | None) -> tuple[Path, Any, Path]:
     """The repository, its settings and its state directory (excluded from git if it exists)."""
     from agent_cli.cli.wiring import find_repo, prepare_state_dir, settings_for
 
@@ -60,6 +66,7 @@ def _open_to_read(settings: Any, state: Path) -> Any:
     place = memory_place(settings, state)
     if isinstance(place, Path):
         from agent_cli.memory.longterm import snapshot
+
         cols = snapshot.load(place)
         if cols is not None:
             from agent_cli.memory.longterm.lazy import SnapshotMemory
@@ -68,7 +75,7 @@ def _open_to_read(settings: Any, state: Path) -> Any:
     return _open(settings, state)
 
 
-def _memory_or_exit(repo: Optional[Path]) -> Any:
+def _memory_or_exit(repo: Path | None) -> Any:
     """Open long-term memory, or say there is none yet and exit 0."""
     _, settings, state = _place(repo)
     mem = _open(settings, state)
@@ -86,15 +93,21 @@ def _skip_final_sweep() -> None:
 
 
 def recall_command(
-    query: str = typer.Argument(..., metavar="QUERY", help="What to look for, in words.",
-                                show_default=False),
+    query: str = typer.Argument(
+        ..., metavar="QUERY", help="What to look for, in words.", show_default=False
+    ),
     k: int = typer.Option(5, "--k", "-k", metavar="N", help="How many results at most (1 to 100)."),
-    kind: str = typer.Option("all", "--kind", metavar="KIND",
-                             help="episode, fact, note, procedure or all."),
-    min_trust: float = typer.Option(0.5, "--min-trust", metavar="X",
-                                    help="Leave out facts and notes trusted less than X (0 to 1)."),
+    kind: str = typer.Option(
+        "all", "--kind", metavar="KIND", help="episode, fact, note, procedure or all."
+    ),
+    min_trust: float = typer.Option(
+        0.5,
+        "--min-trust",
+        metavar="X",
+        help="Leave out facts and notes trusted less than X (0 to 1).",
+    ),
     as_json: bool = JSON,
-    repo: Optional[Path] = REPO,
+    repo: Path | None = REPO,
 ) -> None:
     """Search long-term memory (episodes, facts, notes, procedures) by meaning."""
     from agent_cli.core.errors import UsageError
@@ -116,8 +129,10 @@ def recall_command(
     from agent_cli.workspace.git.blobs import blob_hash
 
     with mem:
-        results = mark_stale(mem.recall(query, k=k, kind=kind, min_trust=min_trust),
-                             lambda path: blob_hash(top, path))
+        results = mark_stale(
+            mem.recall(query, k=k, kind=kind, min_trust=min_trust),
+            lambda path: blob_hash(top, path),
+        )
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
     elif not results:
@@ -130,21 +145,28 @@ def recall_command(
     _skip_final_sweep()
 
 
-@memory_app.command("show", cls=Command,
-                     short_help="The latest run's working memory and long-term counts.")
+@memory_app.command(
+    "show", cls=Command, short_help="The latest run's working memory and long-term counts."
+)
 def show_command(
-    kind: Optional[str] = typer.Option(None, "--kind", metavar="KIND",
-                                       help="Only working-memory items of this kind."),
+    kind: str | None = typer.Option(
+        None, "--kind", metavar="KIND", help="Only working-memory items of this kind."
+    ),
     as_json: bool = JSON,
-    repo: Optional[Path] = REPO,
+    repo: Path | None = REPO,
 ) -> None:
     """The latest run's working memory (hot items with their score terms, the cold list) and counts."""
     _, settings, state = _place(repo)
     shown = state.exists() or bool(settings.memory_url)  # a server holds memory without a state dir
     if not shown:
         typer.echo(NO_MEMORY.format(state=state), err=True)
-        report: dict[str, Any] = {"run_id": None, "hot": [], "cold": [], "stats": {},
-                                  "counts": dict(NO_COUNTS)}
+        report: dict[str, Any] = {
+            "run_id": None,
+            "hot": [],
+            "cold": [],
+            "stats": {},
+            "counts": dict(NO_COUNTS),
+        }
     else:
         report = _working_report(settings, state, kind)
         report["counts"] = dict(NO_COUNTS)
@@ -172,13 +194,15 @@ def _latest_state(state: Path) -> tuple[str | None, dict[str, Any]]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
-            raise StorageError(f"{path} cannot be read: {e}", "move the run directory aside") from None
+            raise StorageError(
+                f"{path} cannot be read: {e}", "move the run directory aside"
+            ) from None
         if isinstance(data, dict) and isinstance(data.get("memory"), dict):
             return path.parent.name, data["memory"]
     return None, {}
 
 
-def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str, Any]:
+def _working_report(settings: Any, state: Path, kind: str | None) -> dict[str, Any]:
     """Hot items with score terms, the cold manifest and stats of the latest run."""
     run_id, saved = _latest_state(state)
     if run_id is None:
@@ -187,18 +211,24 @@ def _working_report(settings: Any, state: Path, kind: Optional[str]) -> dict[str
     from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
 
     # The cold zone is per run (runs/<id>/memory.db); older layouts kept one for all runs.
-    db = next((p for p in (state / "runs" / run_id / "memory.db", state / "memory.db") if p.exists()), None)
+    db = next(
+        (p for p in (state / "runs" / run_id / "memory.db", state / "memory.db") if p.exists()),
+        None,
+    )
     store = SqliteStore(db) if db else InMemStore()
     # A budget at least as large as what was saved, so looking never evicts anything.
     saved_cost = sum(int(i.get("cost", 0)) for i in saved.get("items", []))
-    wm = WorkingMemory(store=store, embedder=None,
-                       max_tokens=max(settings.memory_max_tokens, saved_cost + 512))
+    wm = WorkingMemory(
+        store=store, embedder=None, max_tokens=max(settings.memory_max_tokens, saved_cost + 512)
+    )
     with contextlib.closing(store):
         try:
             wm.import_state(saved)
         except (KeyError, TypeError, ValueError) as e:
-            raise StorageError(f"{state / 'runs' / run_id / 'state.json'}: working memory cannot "
-                               f"be read: {e}", "it was written by another version of agent") from None
+            raise StorageError(
+                f"{state / 'runs' / run_id / 'state.json'}: working memory cannot be read: {e}",
+                "it was written by another version of agent",
+            ) from None
         hot = [_hot_row(i, wm.explain(i.id)) for i in wm.hot_items() if kind in (None, i.kind)]
         cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
         return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
@@ -210,33 +240,42 @@ TERMS = {"kind": "weight", "refs": "refs", "goal": "goal", "recency": "recent", 
 
 def _hot_row(item: Any, terms: dict[str, float]) -> dict[str, Any]:
     """One hot item as the table shows it and the JSON prints it: the same names in both."""
-    row: dict[str, Any] = {"id": item.id, "kind": item.kind, "pinned": item.pinned,
-                           "score": terms["total"]}
+    row: dict[str, Any] = {
+        "id": item.id,
+        "kind": item.kind,
+        "pinned": item.pinned,
+        "score": terms["total"],
+    }
     row.update({shown: terms[name] for name, shown in TERMS.items()})
-    row.update({"tokens": item.tokens, "step": item.step, "mentions": item.refs,
-                "summary": item.summary})
+    row.update(
+        {"tokens": item.tokens, "step": item.step, "mentions": item.refs, "summary": item.summary}
+    )
     return row
 
 
-@memory_app.command("forget", cls=Command,
-                     short_help="Delete one remembered item.")
-def forget_command(item_id: str = typer.Argument(..., metavar="ID", show_default=False,
-                                                  help="The id shown by `agent recall`."),
-                   repo: Optional[Path] = REPO) -> None:
+@memory_app.command("forget", cls=Command, short_help="Delete one remembered item.")
+def forget_command(
+    item_id: str = typer.Argument(
+        ..., metavar="ID", show_default=False, help="The id shown by `agent recall`."
+    ),
+    repo: Path | None = REPO,
+) -> None:
     """Delete one item (an episode with its failure signatures, a fact or a note)."""
     from agent_cli.core.errors import StorageError
 
     with _memory_or_exit(repo) as mem:
         removed = mem.forget(item_id)
     if not removed:
-        raise StorageError(f"no memory item {item_id!r} in {mem.path}",
-                           "`agent recall QUERY` shows the ids")
+        raise StorageError(
+            f"no memory item {item_id!r} in {mem.path}", "`agent recall QUERY` shows the ids"
+        )
     typer.echo(f"forgot {item_id} ({removed} document(s))")
 
 
-@memory_app.command("expire", cls=Command,
-                     short_help="Archive facts and notes unused past their time to live.")
-def expire_command(repo: Optional[Path] = REPO) -> None:
+@memory_app.command(
+    "expire", cls=Command, short_help="Archive facts and notes unused past their time to live."
+)
+def expire_command(repo: Path | None = REPO) -> None:
     """Move facts, notes and procedures unused for `memory_ttl_days` into the archive."""
     _, settings, _ = _place(repo)
     with _memory_or_exit(repo) as mem:
@@ -244,22 +283,26 @@ def expire_command(repo: Optional[Path] = REPO) -> None:
     typer.echo(f"moved {moved} item(s) into the archive")
 
 
-@memory_app.command("export", cls=Command,
-                     short_help="Write long-term memory to a JSONL file.")
-def export_command(file: Path = typer.Argument(..., metavar="FILE", show_default=False,
-                                               help="The JSONL file to write."),
-                   repo: Optional[Path] = REPO) -> None:
+@memory_app.command("export", cls=Command, short_help="Write long-term memory to a JSONL file.")
+def export_command(
+    file: Path = typer.Argument(
+        ..., metavar="FILE", show_default=False, help="The JSONL file to write."
+    ),
+    repo: Path | None = REPO,
+) -> None:
     """Write every episode, fact and archived item to a JSONL file (without vectors)."""
     with _memory_or_exit(repo) as mem:
         written = mem.export(file)
     typer.echo(f"exported {written} record(s) from {mem.path} to {file}")
 
 
-@memory_app.command("import", cls=Command,
-                     short_help="Read long-term memory from a JSONL export.")
-def import_command(file: Path = typer.Argument(..., metavar="FILE", show_default=False,
-                                               help="A JSONL file from `agent memory export`."),
-                   repo: Optional[Path] = REPO) -> None:
+@memory_app.command("import", cls=Command, short_help="Read long-term memory from a JSONL export.")
+def import_command(
+    file: Path = typer.Argument(
+        ..., metavar="FILE", show_default=False, help="A JSONL file from `agent memory export`."
+    ),
+    repo: Path | None = REPO,
+) -> None:
     """Read records from an export, re-embedding them with the configured embedder."""
     from agent_cli.core.errors import UsageError
 
@@ -275,11 +318,11 @@ def import_command(file: Path = typer.Argument(..., metavar="FILE", show_default
     typer.echo(f"imported {added} record(s) into {mem.path}")
 
 
-@memory_app.command("reindex", cls=Command,
-                     short_help="Re-embed everything with the configured embedder.")
-def reindex_command(repo: Optional[Path] = REPO) -> None:
+@memory_app.command(
+    "reindex", cls=Command, short_help="Re-embed everything with the configured embedder."
+)
+def reindex_command(repo: Path | None = REPO) -> None:
     """Re-embed everything with the configured embedder (after changing `embedding_model`)."""
     with _memory_or_exit(repo) as mem:
         count = mem.reindex()
     typer.echo(f"re-embedded {count} record(s) with {mem.embedder.name}")
-

@@ -6,7 +6,6 @@ Only typer is imported at module level; everything heavy is imported inside the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -15,57 +14,118 @@ from agent_cli.core.errors import UsageError
 
 
 def run_command(
-    goal: Optional[str] = typer.Argument(None, metavar="GOAL", help="What to achieve, in plain words.", show_default=False),
-    repo: Optional[Path] = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: current directory)."),
-    model: Optional[str] = typer.Option(None, "--model", metavar="NAME", help="Model name."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL", help="OpenAI-compatible endpoint."),
-    accept: List[str] = typer.Option([], "--accept", metavar="CMD", help="A user acceptance command (repeatable): "
-                                     "used by tasks without their own, and run again at the end."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", metavar="N", help="Tool calls allowed in the run."),
-    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", metavar="USD", help="Money allowed for the run."),
+    goal: str | None = typer.Argument(
+        None, metavar="GOAL", help="What to achieve, in plain words.", show_default=False
+    ),
+    repo: Path | None = typer.Option(
+        None, "--repo", metavar="DIR", help="Repository (default: current directory)."
+    ),
+    model: str | None = typer.Option(None, "--model", metavar="NAME", help="Model name."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", metavar="URL", help="OpenAI-compatible endpoint."
+    ),
+    accept: list[str] = typer.Option(
+        [],
+        "--accept",
+        metavar="CMD",
+        help="A user acceptance command (repeatable): "
+        "used by tasks without their own, and run again at the end.",
+    ),
+    max_steps: int | None = typer.Option(
+        None, "--max-steps", metavar="N", help="Tool calls allowed in the run."
+    ),
+    budget_usd: float | None = typer.Option(
+        None, "--budget-usd", metavar="USD", help="Money allowed for the run."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve the plan and every command."),
-    json_out: bool = typer.Option(False, "--json", help="Print events as JSON lines, nothing else."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print events as JSON lines, nothing else."
+    ),
     resume: bool = typer.Option(False, "--resume", help="Continue the latest unfinished run."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", metavar="ID",
-                                         help="With --resume: the run to continue."),
-    hint: Optional[str] = typer.Option(None, "--hint", metavar="TEXT",
-                                       help="With --resume: one more attempt at the rejected "
-                                            "task, carrying these words."),
-    skip: bool = typer.Option(False, "--skip", help="With --resume: go on without the rejected "
-                              "task (its changes stay uncommitted)."),
-    replan: Optional[str] = typer.Option(None, "--replan", metavar="NOTE",
-                                         help="With --resume: re-plan the remaining work, with "
-                                              "this note for the model."),
-    allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Start with uncommitted changes "
-                                     "(they are never staged, committed, reverted or overwritten)."),
+    run_id: str | None = typer.Option(
+        None, "--run-id", metavar="ID", help="With --resume: the run to continue."
+    ),
+    hint: str | None = typer.Option(
+        None,
+        "--hint",
+        metavar="TEXT",
+        help="With --resume: one more attempt at the rejected task, carrying these words.",
+    ),
+    skip: bool = typer.Option(
+        False,
+        "--skip",
+        help="With --resume: go on without the rejected task (its changes stay uncommitted).",
+    ),
+    replan: str | None = typer.Option(
+        None,
+        "--replan",
+        metavar="NOTE",
+        help="With --resume: re-plan the remaining work, with this note for the model.",
+    ),
+    allow_dirty: bool = typer.Option(
+        False,
+        "--allow-dirty",
+        help="Start with uncommitted changes "
+        "(they are never staged, committed, reverted or overwritten).",
+    ),
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan and exit."),
-    replay: Optional[Path] = typer.Option(None, "--replay", metavar="FILE", help="Serve the model's replies from a "
-                                          "recording (JSONL) instead of an endpoint."),
-    record: Optional[Path] = typer.Option(None, "--record", metavar="FILE", help="Record every model exchange to JSONL."),
+    replay: Path | None = typer.Option(
+        None,
+        "--replay",
+        metavar="FILE",
+        help="Serve the model's replies from a recording (JSONL) instead of an endpoint.",
+    ),
+    record: Path | None = typer.Option(
+        None, "--record", metavar="FILE", help="Record every model exchange to JSONL."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the diff of every edit."),
 ) -> None:
     """Plan GOAL into tasks, carry each out with tools, and verify each with its acceptance command."""
     if not resume and not (goal and goal.strip()):
-        raise UsageError("a goal is needed: agent run \"GOAL\" (or --resume)")
+        raise UsageError('a goal is needed: agent run "GOAL" (or --resume)')
     if run_id and not resume:
         raise UsageError("--run-id goes with --resume")
     answer = resume_answer(resume, hint, skip, replan)
     from agent_cli.cli.wiring import RunOptions, execute
 
-    opts = RunOptions(goal=goal, repo=repo, accept=list(accept), yes=yes, json_out=json_out,
-                      resume=resume, run_id=run_id, allow_dirty=allow_dirty, plan_only=plan_only,
-                      replay=replay, record=record, verbose=verbose, answer=answer,
-                      flags={"model": model, "base_url": base_url, "max_steps": max_steps,
-                             "budget_usd": budget_usd, "approval": "auto" if yes else None})
+    opts = RunOptions(
+        goal=goal,
+        repo=repo,
+        accept=list(accept),
+        yes=yes,
+        json_out=json_out,
+        resume=resume,
+        run_id=run_id,
+        allow_dirty=allow_dirty,
+        plan_only=plan_only,
+        replay=replay,
+        record=record,
+        verbose=verbose,
+        answer=answer,
+        flags={
+            "model": model,
+            "base_url": base_url,
+            "max_steps": max_steps,
+            "budget_usd": budget_usd,
+            "approval": "auto" if yes else None,
+        },
+    )
     raise typer.Exit(execute(opts))
 
 
-def resume_answer(resume: bool, hint: str | None, skip: bool,
-                  replan: str | None) -> tuple[str, str] | None:
+def resume_answer(
+    resume: bool, hint: str | None, skip: bool, replan: str | None
+) -> tuple[str, str] | None:
     """The answer to a rejected task given on the command line, checked; None when none."""
-    given = [(kind, text) for kind, text, on in (("hint", hint or "", hint is not None),
-                                                 ("skip", "", skip),
-                                                 ("replan", replan or "", replan is not None)) if on]
+    given = [
+        (kind, text)
+        for kind, text, on in (
+            ("hint", hint or "", hint is not None),
+            ("skip", "", skip),
+            ("replan", replan or "", replan is not None),
+        )
+        if on
+    ]
     if not given:
         return None
     names = " and ".join(f"--{kind}" for kind, _ in given)
@@ -75,12 +135,14 @@ def resume_answer(resume: bool, hint: str | None, skip: bool,
     if len(given) > 1:
         raise UsageError(f"{names} exclude each other: give one answer")
     if given[0][0] == "hint" and not given[0][1].strip():
-        raise UsageError("--hint needs the words to pass on, e.g. --hint \"use statistics.median\"")
+        raise UsageError('--hint needs the words to pass on, e.g. --hint "use statistics.median"')
     return given[0]
 
 
 def runs_command(
-    repo: Optional[Path] = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: current directory)."),
+    repo: Path | None = typer.Option(
+        None, "--repo", metavar="DIR", help="Repository (default: current directory)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON array."),
 ) -> None:
     """List the runs in this repository with their status."""
@@ -93,4 +155,3 @@ def register(app: typer.Typer) -> None:
     """Add `run` and `runs` to the main app."""
     app.command("run", cls=Command, short_help="Plan, carry out and verify a goal.")(run_command)
     app.command("runs", cls=Command)(runs_command)
-

@@ -8,18 +8,19 @@ is now: when the file changes, the repository is untrusted again until the next 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 
 def trust_command(
-    repo: Optional[Path] = typer.Option(None, "--repo", metavar="DIR", help="Repository (default: current directory)."),
+    repo: Path | None = typer.Option(
+        None, "--repo", metavar="DIR", help="Repository (default: current directory)."
+    ),
     revoke: bool = typer.Option(False, "--revoke", help="Stop trusting the repository."),
 ) -> None:
     """Trust this repository's .agentrc to set base_url, model and embedding_model."""
-    from agent_cli.config import trust
     from agent_cli.cli.wiring import find_repo
+    from agent_cli.config import trust
 
     root = find_repo(repo)
     rc = root / ".agentrc"
@@ -28,10 +29,15 @@ def trust_command(
         typer.echo(f"{root} is no longer trusted (recorded in {path})")
         return
     what = rc.read_text(encoding="utf-8", errors="replace") if rc.is_file() else ""
-    endpoint = [line.strip() for line in what.splitlines()
-                if line.split("=", 1)[0].strip() in ("base_url", "model", "embedding_model")]
+    endpoint = [
+        line.strip()
+        for line in what.splitlines()
+        if line.split("=", 1)[0].strip() in ("base_url", "model", "embedding_model")
+    ]
     typer.echo(f"trusted {root} (recorded in {path})")
     if endpoint:
         typer.echo("its .agentrc now sets: " + "; ".join(endpoint))
-    typer.echo("safety settings (approval, sandbox, home) still come only from you; "
-               "if .agentrc changes, run `agent trust` again")
+    typer.echo(
+        "safety settings (approval, sandbox, home) still come only from you; "
+        "if .agentrc changes, run `agent trust` again"
+    )

@@ -21,12 +21,13 @@ from typing import Any
 
 from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.executor import Limits
-from agent_cli.agent.run.store import RunStore
-from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.attempt.toolbox import Toolbox
-from agent_cli.ui.console import RunConsole, make_console, pick_mode, stdin_is_terminal
+from agent_cli.agent.run.session import RunConfig, Services, Session
+from agent_cli.agent.run.store import RunStore
+from agent_cli.config.settings import Settings, load_settings
 from agent_cli.core.errors import EXIT_INTERRUPTED, StorageError, UsageError, WorkspaceError
 from agent_cli.core.events import Notice
+from agent_cli.core.protocols import ChatModel, Console, Embedder
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
@@ -34,15 +35,14 @@ from agent_cli.memory.longterm.lazy import LazyLongTermMemory
 from agent_cli.memory.longterm.outbox import Outbox
 from agent_cli.memory.longterm.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
 from agent_cli.memory.longterm.records import format_for_context
-from agent_cli.core.protocols import ChatModel, Console, Embedder
-from agent_cli.config.settings import Settings, load_settings
-from agent_cli.workspace.shell import runner as shell
-from agent_cli.workspace.shell.cmdline import is_test_command
+from agent_cli.ui.console import RunConsole, make_console, pick_mode, stdin_is_terminal
 from agent_cli.workspace.files import Files
 from agent_cli.workspace.git.repository import GitRepo, exclude_state_dir
 from agent_cli.workspace.lock import RunLock
-from agent_cli.workspace.shell.policy import CommandPolicy
 from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
+from agent_cli.workspace.shell import runner as shell
+from agent_cli.workspace.shell.cmdline import is_test_command
+from agent_cli.workspace.shell.policy import CommandPolicy
 
 # The openai SDK takes about a second to import and only `agent run` and `doctor` talk to the
 # model; `recall` and `memory` import this module too, so the model client loads where chosen.
@@ -72,6 +72,7 @@ class RunOptions:
 
 # -- what every command shares ------------------------------------------------------------
 
+
 def find_repo(start: Path | None) -> Path:
     """The top of the git work tree containing `start` (default: the current directory)."""
     here = (start or Path.cwd()).expanduser()
@@ -81,8 +82,9 @@ def find_repo(start: Path | None) -> Path:
     for d in (here, *here.parents):
         if (d / ".git").exists():
             return d
-    raise WorkspaceError(f"{here} is not inside a git repository",
-                         "run inside a git repository or pass --repo DIR")
+    raise WorkspaceError(
+        f"{here} is not inside a git repository", "run inside a git repository or pass --repo DIR"
+    )
 
 
 def settings_for(repo: Path | None, **flags: Any) -> Settings:
@@ -99,17 +101,21 @@ def make_embedder(settings: Settings) -> Embedder:
         return WordLlamaEmbedder()
     from agent_cli.llm.openai.model import OpenAIEmbedder
 
-    return OpenAIEmbedder(base_url=settings.base_url, api_key=settings.key(),
-                          model=settings.embedding_model)
+    return OpenAIEmbedder(
+        base_url=settings.base_url, api_key=settings.key(), model=settings.embedding_model
+    )
 
 
 def memory_place(settings: Settings, state_dir: Path) -> Path | ChromaServer:
     """Where long-term memory lives: the Chroma server at `memory_url`, else `<state>/chroma`."""
     if not settings.memory_url:
         return state_dir / "chroma"
-    return ChromaServer(settings.memory_url, tenant=settings.memory_tenant or DEFAULT_TENANT,
-                        database=settings.memory_database or DEFAULT_DATABASE,
-                        token=settings.memory_token_value())
+    return ChromaServer(
+        settings.memory_url,
+        tenant=settings.memory_tenant or DEFAULT_TENANT,
+        database=settings.memory_database or DEFAULT_DATABASE,
+        token=settings.memory_token_value(),
+    )
 
 
 def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
@@ -121,11 +127,13 @@ def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
 
 # -- the model --------------------------------------------------------------------------
 
+
 def import_model_client_in_background() -> None:
     """Start importing the model client while the repository is checked (git runs meanwhile)."""
     if MODEL_CLIENT not in sys.modules:
-        threading.Thread(target=__import__, args=(MODEL_CLIENT,), daemon=True,
-                         name="import-model-client").start()
+        threading.Thread(
+            target=__import__, args=(MODEL_CLIENT,), daemon=True, name="import-model-client"
+        ).start()
 
 
 def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatModel:
@@ -135,19 +143,25 @@ def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatM
         from agent_cli.llm.record import ReplayModel
 
         # a replayed reply was paid for when it was recorded: it costs nothing now
-        model: ChatModel = ReplayModel(opts.replay, price_in=0.0, price_out=0.0,
-                                       price_cached=0.0, name=settings.model)
+        model: ChatModel = ReplayModel(
+            opts.replay, price_in=0.0, price_out=0.0, price_cached=0.0, name=settings.model
+        )
     else:
         from agent_cli.llm.openai.model import OpenAIChat
 
-        model = OpenAIChat(model=settings.model, base_url=settings.base_url,
-                           api_key=settings.key(), **prices,
-                           timeout_s=settings.request_timeout_s, max_retries=settings.max_retries,
-                           backoff_s=settings.retry_backoff_s,
-                           max_tokens=settings.reserved_output_tokens,
-                           context_window=settings.context_window,
-                           on_retry=RetryNotice(settings.max_retries),
-                           on_text=console.stream_text)  # the model's words, live on a terminal
+        model = OpenAIChat(
+            model=settings.model,
+            base_url=settings.base_url,
+            api_key=settings.key(),
+            **prices,
+            timeout_s=settings.request_timeout_s,
+            max_retries=settings.max_retries,
+            backoff_s=settings.retry_backoff_s,
+            max_tokens=settings.reserved_output_tokens,
+            context_window=settings.context_window,
+            on_retry=RetryNotice(settings.max_retries),
+            on_text=console.stream_text,
+        )  # the model's words, live on a terminal
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 
@@ -162,8 +176,12 @@ class RetryNotice:
         self.max_retries = max_retries
 
     def __call__(self, attempt: int, delay: float, why: str) -> None:
-        print(f"notice: model call failed ({why}); retry {attempt} of {self.max_retries} "
-              f"in {delay:.1f}s", file=sys.stderr, flush=True)
+        print(
+            f"notice: model call failed ({why}); retry {attempt} of {self.max_retries} "
+            f"in {delay:.1f}s",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def fit_to_window(settings: Settings, model: ChatModel, console: Console) -> tuple[int, int]:
@@ -176,20 +194,31 @@ def fit_to_window(settings: Settings, model: ChatModel, console: Console) -> tup
         return wanted
     memory, tool_output, _ = fit_window(window, *wanted, settings.reserved_output_tokens)
     if (memory, tool_output) != wanted:
-        console.emit(Notice(text=f"the model's context window is {window:,} tokens: working "
-                                 f"memory {memory:,} and tool output {tool_output:,} tokens"))
+        console.emit(
+            Notice(
+                text=f"the model's context window is {window:,} tokens: working "
+                f"memory {memory:,} and tool output {tool_output:,} tokens"
+            )
+        )
     return memory, tool_output
 
 
 # -- the run's parts --------------------------------------------------------------------
 
+
 class RunKit:
     """Working memory and tools for one run (`session.RunParts`); closes what it opened."""
 
-    def __init__(self, settings: Settings, workspace: RepoWorkspace, state_dir: Path,
-                 policy: CommandPolicy, embedder: Embedder,
-                 longterm: LazyLongTermMemory | FallbackLongTerm,
-                 memory_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        workspace: RepoWorkspace,
+        state_dir: Path,
+        policy: CommandPolicy,
+        embedder: Embedder,
+        longterm: LazyLongTermMemory | FallbackLongTerm,
+        memory_tokens: int | None = None,
+    ) -> None:
         self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
         self.policy, self.embedder, self.longterm = policy, embedder, longterm
         # the configured budget, or less when the server's context window is smaller
@@ -201,17 +230,26 @@ class RunKit:
         run_dir.mkdir(parents=True, exist_ok=True)
         store = SqliteStore(run_dir / "memory.db")
         self._stores.append(store)
-        return WorkingMemory(store=store, embedder=self.embedder,
-                             max_tokens=self.memory_tokens,
-                             recall_cooldown_steps=self.settings.recall_cooldown_steps)
+        return WorkingMemory(
+            store=store,
+            embedder=self.embedder,
+            max_tokens=self.memory_tokens,
+            recall_cooldown_steps=self.settings.recall_cooldown_steps,
+        )
 
     def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
         """The task tools, confined to the repository and clear of the user's own changes."""
-        files = Files(self.workspace.root, deny_write=[self.state_dir],
-                      protected=self.workspace.protected)
-        return Toolbox(files=files, run_command=self.workspace.run_for_model,
-                       is_test=is_test_command, memory=memory,
-                       secrets=self.settings.secrets(), recall_longterm=self.recall_longterm)
+        files = Files(
+            self.workspace.root, deny_write=[self.state_dir], protected=self.workspace.protected
+        )
+        return Toolbox(
+            files=files,
+            run_command=self.workspace.run_for_model,
+            is_test=is_test_command,
+            memory=memory,
+            secrets=self.settings.secrets(),
+            recall_longterm=self.recall_longterm,
+        )
 
     def recall_longterm(self, query: str) -> str:
         """Earlier runs' memory about `query`, fenced for the model."""
@@ -219,8 +257,9 @@ class RunKit:
         from agent_cli.workspace.git.blobs import blob_hash
 
         root = self.workspace.root
-        return format_for_context(mark_stale(self.longterm.recall(query, k=3),
-                                             lambda path: blob_hash(root, path)))
+        return format_for_context(
+            mark_stale(self.longterm.recall(query, k=3), lambda path: blob_hash(root, path))
+        )
 
     def allow_command(self, cmd: str) -> None:
         self.policy.allow(cmd)
@@ -232,25 +271,31 @@ class RunKit:
         self._stores.clear()
 
 
-def open_workspace(settings: Settings, repo_path: Path, state_dir: Path,
-                   console: Console) -> tuple[RepoWorkspace, CommandPolicy]:
+def open_workspace(
+    settings: Settings, repo_path: Path, state_dir: Path, console: Console
+) -> tuple[RepoWorkspace, CommandPolicy]:
     """The repository with its command runner and the policy for the model's commands."""
     secrets = settings.secrets()
     git = GitRepo(repo_path, secrets=secrets)
     # Read-only inside the sandbox: git's files and the agent's state and settings are used
     # later outside it, so a sandboxed command must not be able to change them.
-    runner = CommandRunner(root=git.root, readonly=[git.root / ".git", git.git_dir, state_dir,
-                                                    git.root / ".agentrc"],
-                           timeout_s=settings.command_timeout_s,
-                           env=shell.scrub_env(dict(os.environ), list(secrets)),
-                           sandbox=settings.sandbox)
-    policy = CommandPolicy(settings.approval, settings.deny_commands, state_dir,
-                           ask=console.approve_command)
-    return RepoWorkspace(git, runner, secrets, check_command=policy.check,
-                         refusal=policy.refusal), policy
+    runner = CommandRunner(
+        root=git.root,
+        readonly=[git.root / ".git", git.git_dir, state_dir, git.root / ".agentrc"],
+        timeout_s=settings.command_timeout_s,
+        env=shell.scrub_env(dict(os.environ), list(secrets)),
+        sandbox=settings.sandbox,
+    )
+    policy = CommandPolicy(
+        settings.approval, settings.deny_commands, state_dir, ask=console.approve_command
+    )
+    return RepoWorkspace(
+        git, runner, secrets, check_command=policy.check, refusal=policy.refusal
+    ), policy
 
 
 # -- `agent run` ------------------------------------------------------------------------
+
 
 def execute(opts: RunOptions) -> int:
     """Run (or resume) and return the exit code."""
@@ -261,8 +306,12 @@ def execute(opts: RunOptions) -> int:
     console = make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose)
     try:
         if opts.replay:
-            console.emit(Notice(text=f"the model's replies are replayed from the recording "
-                                     f"{opts.replay}: no model is called, and they cost $0"))
+            console.emit(
+                Notice(
+                    text=f"the model's replies are replayed from the recording "
+                    f"{opts.replay}: no model is called, and they cost $0"
+                )
+            )
         return _execute(opts, settings, repo_path, console)
     except KeyboardInterrupt:
         print("interrupted before the run started; nothing to resume", file=sys.stderr)
@@ -279,10 +328,11 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
     with workspace, LazyLongTermMemory(place, embedder, settings.secrets()) as lazy:
         # A memory server that is down: one notice, the run goes on without it, and what it
         # would have written waits in the outbox for the next run that reaches the server.
-        longterm = FallbackLongTerm(lambda: lazy,
-                                    notice=lambda text: console.emit(Notice(text=text)),
-                                    outbox=Outbox(state_dir / OUTBOX, str(place),
-                                                  settings.secrets()))
+        longterm = FallbackLongTerm(
+            lambda: lazy,
+            notice=lambda text: console.emit(Notice(text=text)),
+            outbox=Outbox(state_dir / OUTBOX, str(place), settings.secrets()),
+        )
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, settings.secrets())
         lock = RunLock(state_dir / "run.lock")
@@ -294,29 +344,48 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
         memory_tokens, tool_tokens = fit_to_window(settings, model, console)
         # the server's own window when it reports one, else the setting
         window = getattr(model, "context_window", None) or settings.context_window
-        config = RunConfig(accept_cmds=opts.accept, allow_dirty=opts.allow_dirty,
-                           plan_only=opts.plan_only, approve=approve, secrets=settings.secrets(),
-                           memory_ttl_days=settings.memory_ttl_days,
-                           limits=Limits(settings.max_steps, settings.task_max_steps,
-                                         settings.budget_usd, tool_tokens,
-                                         context_window=window,
-                                         reserved_output_tokens=min(
-                                             settings.reserved_output_tokens, window // 4)),
-                           replan=settings.replan, max_replans=settings.max_replans,
-                           final_summary=settings.final_summary,
-                           # a rejected task is put to the human on a terminal, even with --yes
-                           ask_human=not opts.json_out and stdin_is_terminal())
+        config = RunConfig(
+            accept_cmds=opts.accept,
+            allow_dirty=opts.allow_dirty,
+            plan_only=opts.plan_only,
+            approve=approve,
+            secrets=settings.secrets(),
+            memory_ttl_days=settings.memory_ttl_days,
+            limits=Limits(
+                settings.max_steps,
+                settings.task_max_steps,
+                settings.budget_usd,
+                tool_tokens,
+                context_window=window,
+                reserved_output_tokens=min(settings.reserved_output_tokens, window // 4),
+            ),
+            replan=settings.replan,
+            max_replans=settings.max_replans,
+            final_summary=settings.final_summary,
+            # a rejected task is put to the human on a terminal, even with --yes
+            ask_human=not opts.json_out and stdin_is_terminal(),
+        )
         kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
         try:
-            session = Session(Services(workspace=workspace, model=model, console=console,
-                                       longterm=longterm, parts=kit, store=store), config)
+            session = Session(
+                Services(
+                    workspace=workspace,
+                    model=model,
+                    console=console,
+                    longterm=longterm,
+                    parts=kit,
+                    store=store,
+                ),
+                config,
+            )
             return run_session(session, opts, run_id, state_dir, lock)
         finally:
             kit.close()
 
 
-def check_local(workspace: RepoWorkspace, store: RunStore, lock: RunLock,
-                opts: RunOptions) -> str | None:
+def check_local(
+    workspace: RepoWorkspace, store: RunStore, lock: RunLock, opts: RunOptions
+) -> str | None:
     """The local checks, cheapest first: no other run, the repository's state, the run to resume."""
     if not opts.plan_only:
         lock.check()
@@ -333,13 +402,16 @@ def check_approval(settings: Settings, opts: RunOptions) -> bool:
     if settings.approval == "auto" or opts.plan_only:
         return False
     if not stdin_is_terminal():
-        raise UsageError("approval is 'ask' but there is no terminal to ask on; nothing was started",
-                         "pass --yes to approve the plan and every command, or set approval = \"auto\"")
+        raise UsageError(
+            "approval is 'ask' but there is no terminal to ask on; nothing was started",
+            'pass --yes to approve the plan and every command, or set approval = "auto"',
+        )
     return True
 
 
-def run_session(session: Session, opts: RunOptions, run_id: str | None, state_dir: Path,
-                lock: RunLock) -> int:
+def run_session(
+    session: Session, opts: RunOptions, run_id: str | None, state_dir: Path, lock: RunLock
+) -> int:
     """Start or resume under the run lock (a plan-only run writes nothing and takes no lock)."""
     if opts.plan_only:
         return session.start(opts.goal or "")
@@ -348,9 +420,11 @@ def run_session(session: Session, opts: RunOptions, run_id: str | None, state_di
         state_dir.mkdir(parents=True, exist_ok=True)
         lock.acquire()
     except OSError as e:
-        raise StorageError(f"the state directory {state_dir} cannot be written: "
-                           f"{e.strerror or e}; nothing was started",
-                           "make it writable, free disk space, or set home to another directory") from None
+        raise StorageError(
+            f"the state directory {state_dir} cannot be written: "
+            f"{e.strerror or e}; nothing was started",
+            "make it writable, free disk space, or set home to another directory",
+        ) from None
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with lock:
@@ -371,9 +445,17 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     """Print the runs of a repository, newest last."""
     repo = find_repo(repo_opt)
     store = RunStore(settings_for(repo).state_dir(repo))
-    rows = [{"run_id": r.get("run_id"), "status": r.get("status"), "goal": r.get("goal", ""),
-             "steps": r.get("steps", 0), "started_at": r.get("started_at", ""),
-             "updated_at": r.get("updated_at", "")} for r in store.list()]
+    rows = [
+        {
+            "run_id": r.get("run_id"),
+            "status": r.get("status"),
+            "goal": r.get("goal", ""),
+            "steps": r.get("steps", 0),
+            "started_at": r.get("started_at", ""),
+            "updated_at": r.get("updated_at", ""),
+        }
+        for r in store.list()
+    ]
     if json_out:
         print(json.dumps(rows))
     elif not rows:

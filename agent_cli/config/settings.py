@@ -90,7 +90,7 @@ class Settings(BaseSettings):
             return None
         parts = urlsplit(url.strip())
         try:
-            parts.port
+            _ = parts.port  # reading it validates it
         except ValueError:
             raise ValueError("the port is not a number between 0 and 65535") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -106,8 +106,10 @@ class Settings(BaseSettings):
         if not name:
             return None
         if not CHROMA_NAME.fullmatch(name):
-            raise ValueError("use 3 to 512 letters, digits, '.', '_' or '-', starting and ending "
-                             "with a letter or a digit")
+            raise ValueError(
+                "use 3 to 512 letters, digits, '.', '_' or '-', starting and ending "
+                "with a letter or a digit"
+            )
         return name
 
     def state_dir(self, repo: Path) -> Path:
@@ -122,13 +124,17 @@ class Settings(BaseSettings):
         a local run is not shown a cost it never had, nor stopped by a money budget."""
         if self._billed_nothing():
             return {"price_in": 0.0, "price_out": 0.0, "price_cached": 0.0}
-        return {"price_in": self.price_input_per_mtok, "price_out": self.price_output_per_mtok,
-                "price_cached": self.price_cached_input_per_mtok}
+        return {
+            "price_in": self.price_input_per_mtok,
+            "price_out": self.price_output_per_mtok,
+            "price_cached": self.price_cached_input_per_mtok,
+        }
 
     def _billed_nothing(self) -> bool:
         """A server on the local network, and no price set (see `prices`)."""
         return _on_local_network(self.base_url) and all(
-            self.sources.get(k, "default") == "default" for k in PRICE_KEYS)
+            self.sources.get(k, "default") == "default" for k in PRICE_KEYS
+        )
 
     def key(self) -> str | None:
         """The API key in clear, or None when none is set."""
@@ -217,9 +223,11 @@ def _refuse_env_only(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     """`data` unless it holds a key that may only come from the environment."""
     for key in ENV_ONLY:
         if key in data:
-            raise ConfigError(f"{path}: key '{key}' is not allowed in an .agentrc",
-                              f"a token in a file gets copied and shared; set AGENT_{key.upper()} "
-                              "in the environment instead")
+            raise ConfigError(
+                f"{path}: key '{key}' is not allowed in an .agentrc",
+                f"a token in a file gets copied and shared; set AGENT_{key.upper()} "
+                "in the environment instead",
+            )
     return data
 
 
@@ -238,8 +246,12 @@ def _env_layer(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
     return layers
 
 
-def load_settings(repo: Path | None = None, flags: dict[str, Any] | None = None,
-                  env: dict[str, str] | None = None, user_rc: Path | None = None) -> Settings:
+def load_settings(
+    repo: Path | None = None,
+    flags: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    user_rc: Path | None = None,
+) -> Settings:
     """Merge every layer in order of precedence and validate the result."""
     env = dict(os.environ) if env is None else env
     if user_rc is None:
@@ -252,8 +264,10 @@ def load_settings(repo: Path | None = None, flags: dict[str, Any] | None = None,
         rc = repo / ".agentrc"
         data = _refuse_env_only(rc, _read_toml(rc))
         if "api_key" in data:
-            raise ConfigError(f"{rc}: key 'api_key' is not allowed in a repository's .agentrc",
-                              "a key there gets committed and shared; set OPENAI_API_KEY instead")
+            raise ConfigError(
+                f"{rc}: key 'api_key' is not allowed in a repository's .agentrc",
+                "a key there gets committed and shared; set OPENAI_API_KEY instead",
+            )
         _check(data, str(rc))
         lower = _merge(layers)
         data, notice = _restrict_repo_layer(data, lower, trust.status(repo, env), rc)
@@ -262,11 +276,11 @@ def load_settings(repo: Path | None = None, flags: dict[str, Any] | None = None,
     layers += _env_layer(env)
     layers.append(("flag", {k: v for k, v in (flags or {}).items() if v is not None}))
     merged: dict[str, Any] = {}
-    sources = {f: "default" for f in FIELDS}
+    sources = dict.fromkeys(FIELDS, "default")
     for origin, layer in layers:
         _check(layer, origin)
         merged.update(layer)
-        sources.update({k: origin for k in layer})
+        sources.update(dict.fromkeys(layer, origin))
     return Settings(**merged, sources=sources, notices=notices)
 
 
@@ -277,8 +291,9 @@ def _merge(layers: list[tuple[str, dict[str, Any]]]) -> Settings:
     return Settings(**merged)
 
 
-def _restrict_repo_layer(data: dict[str, Any], lower: Settings, trusted: str,
-                         rc: Path) -> tuple[dict[str, Any], str]:
+def _restrict_repo_layer(
+    data: dict[str, Any], lower: Settings, trusted: str, rc: Path
+) -> tuple[dict[str, Any], str]:
     """The repository layer without what it may not set, and one notice naming what was dropped."""
     kept, loosening, untrusted = dict(data), [], []
     for key in ("home",) + tuple(k for k in ("approval", "sandbox") if k in data):
@@ -286,17 +301,22 @@ def _restrict_repo_layer(data: dict[str, Any], lower: Settings, trusted: str,
             loosening.append(f"{key} = {kept.pop(key)!r}")
     if "deny_commands" in kept:
         kept["deny_commands"] = list(lower.deny_commands) + [
-            c for c in kept["deny_commands"] if c not in lower.deny_commands]
+            c for c in kept["deny_commands"] if c not in lower.deny_commands
+        ]
     if trusted != "trusted":
         untrusted = sorted(k for k in TRUSTED_ONLY if kept.pop(k, None) is not None)
     parts = []
     if untrusted:
         why = "it changed since you trusted it" if trusted == "changed" else "it is not trusted"
-        parts.append(f"{', '.join(untrusted)} ignored ({why}; run `agent trust` in the repository "
-                     "to use them)")
+        parts.append(
+            f"{', '.join(untrusted)} ignored ({why}; run `agent trust` in the repository "
+            "to use them)"
+        )
     if loosening:
-        parts.append(f"{', '.join(loosening)} ignored (a repository's .agentrc may only tighten "
-                     "safety and never sets home)")
+        parts.append(
+            f"{', '.join(loosening)} ignored (a repository's .agentrc may only tighten "
+            "safety and never sets home)"
+        )
     return kept, (f"{rc}: " + "; ".join(parts)) if parts else ""
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_cli.core.errors import ConfigError
 from agent_cli.core.atomic import write_atomic
+from agent_cli.core.errors import ConfigError
 
 
 def trust_file(env: dict[str, str] | None = None) -> Path:
@@ -37,18 +37,24 @@ def _load(path: Path) -> dict[str, dict]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: the trusted-repositories file cannot be read ({e})",
-                          "fix it or delete it (every repository becomes untrusted)") from None
+        raise ConfigError(
+            f"{path}: the trusted-repositories file cannot be read ({e})",
+            "fix it or delete it (every repository becomes untrusted)",
+        ) from None
     repos = data.get("repos") if isinstance(data, dict) else None
-    return {k: v for k, v in repos.items() if isinstance(v, dict)} if isinstance(repos, dict) else {}
+    return (
+        {k: v for k, v in repos.items() if isinstance(v, dict)} if isinstance(repos, dict) else {}
+    )
 
 
 def status(repo: Path, env: dict[str, str] | None = None) -> str:
-    """"trusted", "changed" (trusted, but its .agentrc changed since) or "untrusted"."""
+    """ "trusted", "changed" (trusted, but its .agentrc changed since) or "untrusted"."""
     entry = _load(trust_file(env)).get(str(Path(repo).resolve()))
     if entry is None:
         return "untrusted"
-    return "trusted" if entry.get("agentrc_sha256") == _digest(Path(repo) / ".agentrc") else "changed"
+    return (
+        "trusted" if entry.get("agentrc_sha256") == _digest(Path(repo) / ".agentrc") else "changed"
+    )
 
 
 def record(repo: Path, env: dict[str, str] | None = None, revoke: bool = False) -> Path:
@@ -59,8 +65,10 @@ def record(repo: Path, env: dict[str, str] | None = None, revoke: bool = False) 
     if revoke:
         repos.pop(key, None)
     else:
-        repos[key] = {"agentrc_sha256": _digest(Path(repo) / ".agentrc"),
-                      "trusted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        repos[key] = {
+            "agentrc_sha256": _digest(Path(repo) / ".agentrc"),
+            "trusted_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps({"repos": repos}, indent=1, sort_keys=True) + "\n")
     return path

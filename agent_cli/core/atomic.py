@@ -40,7 +40,7 @@ def append_line(path: str | Path, line: str) -> None:
     try:
         data = (text + "\n").encode("utf-8")
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
         os.fsync(fd)
     except OSError:
         _truncate_quietly(fd, size)  # a full disk must not leave half a line behind

@@ -49,8 +49,14 @@ class MalformedReply(ModelError):
 class ContextOverflow(ModelError):
     """The request did not fit the server's context window; shrink it and ask again."""
 
-    def __init__(self, message: str, hint: str = "", *, prompt_tokens: int | None = None,
-                 window: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        *,
+        prompt_tokens: int | None = None,
+        window: int | None = None,
+    ) -> None:
         super().__init__(message, hint)
         self.prompt_tokens = prompt_tokens
         self.window = window
@@ -85,7 +91,14 @@ class BudgetExhausted(AgentError):
 
     exit_code = EXIT_BUDGET
 
-    def __init__(self, message: str, hint: str = "", *, budget: str = "", used: float = 0.0,
-                 limit: float = 0.0) -> None:
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        *,
+        budget: str = "",
+        used: float = 0.0,
+        limit: float = 0.0,
+    ) -> None:
         super().__init__(message, hint)
         self.budget, self.used, self.limit = budget, used, limit

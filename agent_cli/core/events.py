@@ -6,7 +6,8 @@ JSON line. The loop never prints: it calls `emit(event)` and the console decides
 
 from __future__ import annotations
 
-from typing import Callable, Literal, Union
+from collections.abc import Callable
+from typing import Literal, Union
 
 from pydantic import BaseModel, Field
 
@@ -171,7 +172,23 @@ class Notice(BaseModel):
     text: str
 
 
-Event = Union[RunStarted, Planning, PlanMade, TaskStarted, ToolCalled, ToolRan, Verified,
-              TaskDone, Escalated, BudgetExhausted, RunDone, Notice, PlanRevised, HintGiven,
-              TaskSkipped, LoopDetected, FinalSummary]
+Event = Union[  # noqa: UP007 (a union of 20 classes reads better as a list)
+    RunStarted,
+    Planning,
+    PlanMade,
+    TaskStarted,
+    ToolCalled,
+    ToolRan,
+    Verified,
+    TaskDone,
+    Escalated,
+    BudgetExhausted,
+    RunDone,
+    Notice,
+    PlanRevised,
+    HintGiven,
+    TaskSkipped,
+    LoopDetected,
+    FinalSummary,
+]
 Emit = Callable[[Event], None]

@@ -73,7 +73,7 @@ class Usage(BaseModel):
     cost_usd: float = 0.0
     calls: int = 0
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         """Accumulate another usage into this one."""
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens

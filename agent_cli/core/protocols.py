@@ -7,8 +7,9 @@ layer can name a seam without importing the layer that implements it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from agent_cli.core.events import Escalated, Event, PlanMade
 from agent_cli.core.models import ChatReply, Episode, Usage
@@ -23,8 +24,12 @@ class ChatModel(Protocol):
     name: str
     usage: Usage
 
-    def chat(self, messages: list[Message], tools: list[dict] | None = None,
-             tool_choice: str | dict | None = None) -> ChatReply:
+    def chat(
+        self,
+        messages: list[Message],
+        tools: list[dict] | None = None,
+        tool_choice: str | dict | None = None,
+    ) -> ChatReply:
         """One assistant turn for `messages`, offering `tools`."""
         ...
 
@@ -58,8 +63,9 @@ class ColdStore(Protocol):
 class LongTermStore(Protocol):
     """What a run needs from long-term memory: recall before, an episode and facts after."""
 
-    def recall(self, query: str, k: int = 5, kind: str = "all",
-               min_trust: float = 0.5) -> Sequence[Any]: ...
+    def recall(
+        self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
+    ) -> Sequence[Any]: ...
     def add_episode(self, ep: Episode) -> None: ...
     def add_fact(self, text: str, source: str, trust: float = 1.0, **kwargs: Any) -> str: ...
     def add_procedure(self, cmd: str, task: str, **kwargs: Any) -> str: ...

@@ -14,7 +14,9 @@ _PATTERNS = [
     re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
     re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),  # AWS access key ids
     re.compile(r"(?i)(?P<keep>authorization\s*[:=]\s*(?:bearer\s+|basic\s+|token\s+)?)[^\s\"']+"),
-    re.compile(r"(?i)(?P<keep>\b(?:api[_-]?key|secret|password|token)\s*[:=]\s*[\"']?)[A-Za-z0-9_\-./+]{12,}"),
+    re.compile(
+        r"(?i)(?P<keep>\b(?:api[_-]?key|secret|password|token)\s*[:=]\s*[\"']?)[A-Za-z0-9_\-./+]{12,}"
+    ),
 ]
 
 

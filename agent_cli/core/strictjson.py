@@ -25,8 +25,7 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     if depth > max_depth:
         raise ValueError(f"the JSON nests {depth} levels deep (at most {max_depth})")
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_int=_int,
-                          parse_float=_float)
+        return json.loads(text, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
     except json.JSONDecodeError as e:
         raise ValueError(f"not valid JSON ({e.msg} at char {e.pos})") from None
     except RecursionError:

@@ -19,7 +19,7 @@ def shorten(text: object, width: int) -> str:
     if len(line) <= width:
         return line
     if width <= 1:
-        return ELLIPSIS[:max(width, 0)]
+        return ELLIPSIS[: max(width, 0)]
     cut = line[: width - 1]
     if line[width - 1] != " ":
         space = cut.rfind(" ")

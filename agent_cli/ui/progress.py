@@ -9,8 +9,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from agent_cli.core.events import (BudgetExhausted, Event, PlanMade, PlanRevised, RunStarted,
-                              TaskDone, TaskSkipped, TaskStarted, ToolCalled, Verified)
+from agent_cli.core.events import (
+    BudgetExhausted,
+    Event,
+    PlanMade,
+    PlanRevised,
+    RunStarted,
+    TaskDone,
+    TaskSkipped,
+    TaskStarted,
+    ToolCalled,
+    Verified,
+)
 from agent_cli.core.text import short
 
 _ARG_KEYS = ("cmd", "path", "pattern", "query", "text", "summary")
@@ -52,8 +62,14 @@ class RunState:
     def task(self, index: int) -> dict:
         """The task at `index`, created as a placeholder if the plan did not list it."""
         while len(self.tasks) <= index:
-            self.tasks.append({"goal": f"task {len(self.tasks) + 1}", "status": "pending",
-                               "attempts": 0, "acceptance_cmd": None})
+            self.tasks.append(
+                {
+                    "goal": f"task {len(self.tasks) + 1}",
+                    "status": "pending",
+                    "attempts": 0,
+                    "acceptance_cmd": None,
+                }
+            )
         return self.tasks[index]
 
     def label(self, index: int) -> str:
@@ -64,8 +80,12 @@ class RunState:
         """Fold one event into the state."""
         match ev:
             case RunStarted():
-                self.run_id, self.goal, self.branch, self.base = (ev.run_id, ev.goal, ev.branch,
-                                                                  ev.base)
+                self.run_id, self.goal, self.branch, self.base = (
+                    ev.run_id,
+                    ev.goal,
+                    ev.branch,
+                    ev.base,
+                )
             case PlanMade():
                 self.goal = ev.goal
                 self.tasks = [dict(t) for t in ev.tasks]
@@ -77,10 +97,17 @@ class RunState:
             case Verified() if ev.index < 0:
                 self.final_gate = ev
             case PlanRevised():
-                self.tasks = self.tasks[:ev.start] + [
-                    {"goal": t.get("goal", ""), "acceptance": t.get("acceptance", ""),
-                     "acceptance_cmd": t.get("acceptance_cmd"), "exit_code": None,
-                     "status": "pending", "attempts": 0} for t in ev.new]
+                self.tasks = self.tasks[: ev.start] + [
+                    {
+                        "goal": t.get("goal", ""),
+                        "acceptance": t.get("acceptance", ""),
+                        "acceptance_cmd": t.get("acceptance_cmd"),
+                        "exit_code": None,
+                        "status": "pending",
+                        "attempts": 0,
+                    }
+                    for t in ev.new
+                ]
             case TaskSkipped():
                 self.task(ev.index)["status"] = "skipped"
             case TaskDone():
@@ -111,7 +138,11 @@ def verify_line(ev: Verified) -> str:
 def budget_line(ev: BudgetExhausted) -> str:
     """Which budget ran out and how much of it was used, with the flag that raises it."""
     if ev.budget == "max_steps":
-        return (f"budget ran out: {ev.used:.0f} of {ev.limit:.0f} tool calls used "
-                "(raise --max-steps, then `agent run --resume`)")
-    return (f"budget ran out: ${ev.used:.4f} of ${ev.limit:.2f} spent "
-            "(raise --budget-usd, then `agent run --resume`)")
+        return (
+            f"budget ran out: {ev.used:.0f} of {ev.limit:.0f} tool calls used "
+            "(raise --max-steps, then `agent run --resume`)"
+        )
+    return (
+        f"budget ran out: ${ev.used:.4f} of ${ev.limit:.2f} spent "
+        "(raise --budget-usd, then `agent run --resume`)"
+    )

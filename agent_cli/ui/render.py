@@ -15,18 +15,46 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from agent_cli.core.events import (BudgetExhausted, Escalated, Event, FinalSummary, HintGiven,
-                              LoopDetected, Notice, PlanMade, PlanRevised, RunDone, RunStarted,
-                              TaskDone, TaskSkipped, TaskStarted, ToolCalled, ToolRan, Verified)
-from agent_cli.ui.progress import (RunState, arg_summary, budget_line, cost_text, edit_size,
-                                verify_line)
+from agent_cli.core.events import (
+    BudgetExhausted,
+    Escalated,
+    Event,
+    FinalSummary,
+    HintGiven,
+    LoopDetected,
+    Notice,
+    PlanMade,
+    PlanRevised,
+    RunDone,
+    RunStarted,
+    TaskDone,
+    TaskSkipped,
+    TaskStarted,
+    ToolCalled,
+    ToolRan,
+    Verified,
+)
 from agent_cli.core.text import clean, short
+from agent_cli.ui.progress import (
+    RunState,
+    arg_summary,
+    budget_line,
+    cost_text,
+    edit_size,
+    verify_line,
+)
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
 CLOSING_SUMMARY = "Summary of the run, in the model's words (not checked by the harness)"
 DIFF_LINES = 80  # --verbose shows at most this many lines of one edit's diff
-_STATUS_STYLE = {"pending": "dim", "running": "bold yellow", "verified": "bold green",
-                 "rejected": "bold red", "skipped": "bold magenta", "unfinished": "yellow"}
+_STATUS_STYLE = {
+    "pending": "dim",
+    "running": "bold yellow",
+    "verified": "bold green",
+    "rejected": "bold red",
+    "skipped": "bold magenta",
+    "unfinished": "yellow",
+}
 
 
 def tool_line(call: ToolCalled | None, result: ToolRan) -> Text:
@@ -53,8 +81,15 @@ def diff_text(diff: str) -> Text:
     lines = clean(diff).splitlines()
     out = Text()
     for line in lines[:DIFF_LINES]:
-        style = ("green" if line.startswith("+") else "red" if line.startswith("-")
-                 else "cyan" if line.startswith("@@") else "dim")
+        style = (
+            "green"
+            if line.startswith("+")
+            else "red"
+            if line.startswith("-")
+            else "cyan"
+            if line.startswith("@@")
+            else "dim"
+        )
         out.append(f"      {line}\n", style=style)
     if len(lines) > DIFF_LINES:
         out.append(f"      … {len(lines) - DIFF_LINES} more lines\n", style="dim")
@@ -81,11 +116,15 @@ def event_line(ev: Event, state: RunState) -> Text | None:
         case RunStarted():
             how = "resuming run" if ev.resumed else "run"
             base = f" (from {ev.base})" if ev.base else ""
-            return Text(f"{how} {ev.run_id} on branch {ev.branch}{base} in {ev.repo}\n"
-                        f"goal: {clean(ev.goal)}")
+            return Text(
+                f"{how} {ev.run_id} on branch {ev.branch}{base} in {ev.repo}\n"
+                f"goal: {clean(ev.goal)}"
+            )
         case TaskStarted():
-            return Text(f"[{state.label(ev.index)}] attempt {ev.attempt}: {short(ev.goal, 200)}",
-                        style="bold")
+            return Text(
+                f"[{state.label(ev.index)}] attempt {ev.attempt}: {short(ev.goal, 200)}",
+                style="bold",
+            )
         case ToolRan():
             return Text("  ").append_text(tool_line(state.last_call, ev))
         case Verified():
@@ -103,25 +142,36 @@ def event_line(ev: Event, state: RunState) -> Text | None:
         case PlanRevised():
             return Text(revision_text(ev))
         case HintGiven():
-            return Text(f"[{state.label(ev.index)}] your hint goes to attempt {ev.attempt}: "
-                        f"{short(ev.text, 200)}")
+            return Text(
+                f"[{state.label(ev.index)}] your hint goes to attempt {ev.attempt}: "
+                f"{short(ev.text, 200)}"
+            )
         case TaskSkipped():
-            left = (f"; its changes stay uncommitted: {short(', '.join(ev.left_files), 200)}"
-                    if ev.left_files else "; it left no changes")
+            left = (
+                f"; its changes stay uncommitted: {short(', '.join(ev.left_files), 200)}"
+                if ev.left_files
+                else "; it left no changes"
+            )
             return Text(f"[{state.label(ev.index)}] skipped{left}", style="bold")
         case LoopDetected():
             what = "the attempt ends" if ev.stopped else "the model is told to change approach"
-            return Text(f"  loop: the same {ev.name} call and result {ev.repeats} times in a row; "
-                        f"{what}", style="yellow")
+            return Text(
+                f"  loop: the same {ev.name} call and result {ev.repeats} times in a row; {what}",
+                style="yellow",
+            )
     return None
 
 
 def revision_text(ev: PlanRevised) -> str:
     """The plan revision: who asked, why, and the tasks that replace the remaining ones."""
     who = "at your request" if ev.asked_by == "human" else "after a verified task"
-    lines = [f"plan revised {who}: {short(ev.reason, 300)}",
-             f"  replaced: {', '.join(short(t.get('goal', ''), 60) for t in ev.old) or '(none)'}"]
-    lines += [f"  {ev.start + i + 1}. {short(t.get('goal', ''), 120)}" for i, t in enumerate(ev.new)]
+    lines = [
+        f"plan revised {who}: {short(ev.reason, 300)}",
+        f"  replaced: {', '.join(short(t.get('goal', ''), 60) for t in ev.old) or '(none)'}",
+    ]
+    lines += [
+        f"  {ev.start + i + 1}. {short(t.get('goal', ''), 120)}" for i, t in enumerate(ev.new)
+    ]
     if not ev.new:
         lines.append("  (no tasks remain)")
     return "\n".join(lines)
@@ -143,8 +193,13 @@ def plan_table(tasks: list[dict], *, plain: bool) -> Table:
     table.add_column("Acceptance command", ratio=2)
     for i, t in enumerate(tasks):
         cmd = t.get("acceptance_cmd")
-        check = Text(clean(cmd)) if cmd else Text(
-            f"(none; the model judges: {clean(t.get('acceptance') or 'the goal')})", style="dim")
+        check = (
+            Text(clean(cmd))
+            if cmd
+            else Text(
+                f"(none; the model judges: {clean(t.get('acceptance') or 'the goal')})", style="dim"
+            )
+        )
         table.add_row(Text(str(i + 1)), Text(clean(t.get("goal", ""))), check)
     return table
 
@@ -161,8 +216,10 @@ def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
     body = Text(f"I tried {tries} and couldn't finish this myself: ")
     body.append(clean(ev.goal), style="bold")
     sections = [("Your hints so far:", "\n".join(f"- {h}" for h in ev.hints))] if ev.hints else []
-    sections += [("The model's summary of its last attempt (its words, not verified):", ev.summary),
-                 ("Why it did not pass (the harness's check):", ev.reason)]
+    sections += [
+        ("The model's summary of its last attempt (its words, not verified):", ev.summary),
+        ("Why it did not pass (the harness's check):", ev.reason),
+    ]
     if ev.diff_stat:
         sections.append(("Changes it left uncommitted:", ev.diff_stat))
     sections.append(("What to do next:", ev.next_steps))
@@ -175,14 +232,19 @@ def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
     return Panel(body, title="Needs you", title_align="left", border_style="yellow")
 
 
-_PROOF_WORDS = {"red-green": "red-green (its check failed before the task and passes after)",
-                "regression-only": "regression-only (its check already passed before the task)"}
+_PROOF_WORDS = {
+    "red-green": "red-green (its check failed before the task and passes after)",
+    "regression-only": "regression-only (its check already passed before the task)",
+}
 
 
 def proof_lines(tasks: list[dict]) -> str:
     """What each verified task's check proves, one line per task judged by a command."""
-    lines = [f"task {i + 1}: {_PROOF_WORDS[t['proof']]}" for i, t in enumerate(tasks)
-             if t.get("proof") in _PROOF_WORDS]
+    lines = [
+        f"task {i + 1}: {_PROOF_WORDS[t['proof']]}"
+        for i, t in enumerate(tasks)
+        if t.get("proof") in _PROOF_WORDS
+    ]
     return "proof: " + "; ".join(lines) if lines else ""
 
 
@@ -195,8 +257,11 @@ def _report_tasks(ev: RunDone) -> Text:
         lines.append(f"\n  {i + 1}. {short(t.get('goal', ''), 90)}\n     ")
         lines.append(st, style=_STATUS_STYLE.get(st, ""))
         lines.append(f", {tries} attempt{'' if tries == 1 else 's'}; ")
-        lines.append(f"`{clean(cmd)}` -> {'not run' if code is None else f'exit {code}'}"
-                     if cmd else "no acceptance command")
+        lines.append(
+            f"`{clean(cmd)}` -> {'not run' if code is None else f'exit {code}'}"
+            if cmd
+            else "no acceptance command"
+        )
     return lines
 
 
@@ -229,15 +294,21 @@ def report(ev: RunDone, state: RunState) -> list[RenderableType]:
     if state.final_gate is not None:
         parts.append(Text(verify_line(state.final_gate)))
     cached = f" ({ev.cached_tokens:,} cached)" if ev.cached_tokens else ""
-    parts.append(Text(f"{ev.steps} steps, {ev.prompt_tokens:,} prompt{cached} + "
-                      f"{ev.completion_tokens:,} completion tokens, {cost_text(ev.cost_usd)}"))
+    parts.append(
+        Text(
+            f"{ev.steps} steps, {ev.prompt_tokens:,} prompt{cached} + "
+            f"{ev.completion_tokens:,} completion tokens, {cost_text(ev.cost_usd)}"
+        )
+    )
     if state.summaries:
         parts.append(_summaries(state))
     message = f": {clean(ev.message)}" if ev.message else ""
-    parts.append(Text(f"\nrun {ev.run_id} {ev.status} (exit code {ev.exit_code}){message}",
-                      style="bold"))
-    parts.append(take_it(ev) or Text(f"branch: {ev.branch} (nothing committed on it)"
-                                     if ev.branch else ""))
+    parts.append(
+        Text(f"\nrun {ev.run_id} {ev.status} (exit code {ev.exit_code}){message}", style="bold")
+    )
+    parts.append(
+        take_it(ev) or Text(f"branch: {ev.branch} (nothing committed on it)" if ev.branch else "")
+    )
     return parts
 
 
@@ -251,40 +322,61 @@ def _local_time(stamp: object) -> str:
 
 def runs_table(rows: list[dict], width: int) -> Table:
     """`agent runs`: one line per run, the goal cut between words to fit `width` columns."""
-    cells = [[str(r.get("run_id", "")), _local_time(r.get("started_at", "")),
-              str(r.get("status", "")), str(r.get("steps", 0))] for r in rows]
+    cells = [
+        [
+            str(r.get("run_id", "")),
+            _local_time(r.get("started_at", "")),
+            str(r.get("status", "")),
+            str(r.get("steps", 0)),
+        ]
+        for r in rows
+    ]
     heads = ["run", "started", "status", "steps"]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
     room = max(width - sum(widths) - 3 * len(widths), 10)  # 3: padding and divider
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
     for head in heads:
-        table.add_column(head, no_wrap=True, justify="right" if head == "steps" else "left",
-                         min_width=widths[heads.index(head)])
+        table.add_column(
+            head,
+            no_wrap=True,
+            justify="right" if head == "steps" else "left",
+            min_width=widths[heads.index(head)],
+        )
     table.add_column("goal", no_wrap=True, max_width=room)
-    for r, c in zip(rows, cells):
+    for r, c in zip(rows, cells, strict=False):
         table.add_row(*c, short(r.get("goal", ""), room))
     return table
 
 
 def memory_table(title: str) -> Table:
     """A borderless table with a title, for the memory commands."""
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                 show_edge=False, padding=(0, 1, 0, 0))
+    return Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+        padding=(0, 1, 0, 0),
+    )
 
 
 def recall_table(results: list) -> Table:
     """What `agent recall` found: score, kind, id, trust, hits, date, the gist with its source."""
     table = memory_table("Recalled from long-term memory")
     for name in ("score", "kind", "id", "trust", "hits", "date", "gist and source"):
-        table.add_column(name, style="cyan" if name == "id" else None,
-                         no_wrap=name != "gist and source",
-                         overflow="fold" if name == "gist and source" else "ellipsis")
+        table.add_column(
+            name,
+            style="cyan" if name == "id" else None,
+            no_wrap=name != "gist and source",
+            overflow="fold" if name == "gist and source" else "ellipsis",
+        )
     for r in results:
         cell = Text(short(r.gist or r.text, 200))
         stale = "; stale: a file it names changed since" if r.stale else ""
         cell.append(f"\n{short(r.source, 80)}{stale}", style="dim")
-        table.add_row(f"{r.score:.2f}", r.kind, r.id, f"{r.trust:.1f}", str(r.hit_count),
-                      r.date[:10], cell)
+        table.add_row(
+            f"{r.score:.2f}", r.kind, r.id, f"{r.trust:.1f}", str(r.hit_count), r.date[:10], cell
+        )
     return table
 
 
@@ -299,44 +391,69 @@ def working_memory_view(report: dict, width: int) -> list[RenderableType]:
     if report["run_id"] is None:
         shown.append(Text("No run has recorded working memory yet."))
     else:
-        cold = _cold_table(report, width) if report["cold"] else Text(
-            "Cold zone: empty (nothing was evicted)")
+        cold = (
+            _cold_table(report, width)
+            if report["cold"]
+            else Text("Cold zone: empty (nothing was evicted)")
+        )
         shown += [_hot_table(report, width), Text(""), cold, Text("")]
-    shown.append(Text(f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} "
-                      f"fact(s), {counts.get('notes', 0)} note(s), "
-                      f"{counts.get('procedures', 0)} procedure(s), "
-                      f"{counts['archive']} archived item(s)."))
+    shown.append(
+        Text(
+            f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} "
+            f"fact(s), {counts.get('notes', 0)} note(s), "
+            f"{counts.get('procedures', 0)} procedure(s), "
+            f"{counts['archive']} archived item(s)."
+        )
+    )
     return shown
 
 
-def _fitted(title: str, heads: tuple[str, ...], rows: list[list[str]], summaries: list[str],
-            width: int) -> Table:
+def _fitted(
+    title: str, heads: tuple[str, ...], rows: list[list[str]], summaries: list[str], width: int
+) -> Table:
     """A memory table whose last column, the summary, is cut between words to fit `width`."""
     table = memory_table(title)
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
     room = max(width - sum(widths) - 2 * len(heads) - 1, 10)  # padding and divider
     for head in (*heads, "summary"):
-        table.add_column(head, no_wrap=True,
-                         justify="left" if head in ("id", "kind", "summary") else "right")
-    for row, summary in zip(rows, summaries):
+        table.add_column(
+            head, no_wrap=True, justify="left" if head in ("id", "kind", "summary") else "right"
+        )
+    for row, summary in zip(rows, summaries, strict=False):
         table.add_row(*row, short(summary, room))
     return table
 
 
 def _hot_table(report: dict, width: int) -> Table:
     stats, heads = report["stats"], ("id", "kind", "score", *SCORE_TERMS, "tokens")
-    rows = [[i["id"], i["kind"] + ("*" if i["pinned"] else ""),
-             *(f"{i[c]:.2f}" for c in ("score", *SCORE_TERMS)), str(i["tokens"])]
-            for i in report["hot"]]
-    return _fitted(f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
-                   f"{stats.get('tokens')} tokens; * pinned)\n{SCORE_LEGEND}", heads, rows,
-                   [i["summary"] for i in report["hot"]], width)
+    rows = [
+        [
+            i["id"],
+            i["kind"] + ("*" if i["pinned"] else ""),
+            *(f"{i[c]:.2f}" for c in ("score", *SCORE_TERMS)),
+            str(i["tokens"]),
+        ]
+        for i in report["hot"]
+    ]
+    return _fitted(
+        f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
+        f"{stats.get('tokens')} tokens; * pinned)\n{SCORE_LEGEND}",
+        heads,
+        rows,
+        [i["summary"] for i in report["hot"]],
+        width,
+    )
 
 
 def _cold_table(report: dict, width: int) -> Table:
     rows = [[e["id"], e.get("kind", ""), str(e.get("step_evicted", ""))] for e in report["cold"]]
-    return _fitted(f"Cold zone: {len(report['cold'])} item(s)", ("id", "kind", "step evicted"),
-                   rows, [e.get("summary", "") for e in report["cold"]], width)
+    return _fitted(
+        f"Cold zone: {len(report['cold'])} item(s)",
+        ("id", "kind", "step evicted"),
+        rows,
+        [e.get("summary", "") for e in report["cold"]],
+        width,
+    )
 
 
 def heading(title: str) -> Text:
@@ -346,14 +463,19 @@ def heading(title: str) -> Text:
 
 def settings_view(values: dict, sources: dict[str, str]) -> list[Text]:
     """`agent doctor`'s settings: every key, its value (`(not set)` for none), where it came from."""
-    lines = [Text.assemble(heading("settings"), (" (keys for ~/.agentrc and <repo>/.agentrc; "
-                                                  "environment: AGENT_<KEY>)", "dim"))]
+    lines = [
+        Text.assemble(
+            heading("settings"),
+            (" (keys for ~/.agentrc and <repo>/.agentrc; environment: AGENT_<KEY>)", "dim"),
+        )
+    ]
     for key, value in values.items():
         if isinstance(value, list):
             value = ", ".join(map(str, value)) if value else "(none)"
         shown = "(not set)" if value is None else clean(value)
-        lines.append(Text.assemble(f"  {key:<24} {shown:<40} ",
-                                   (f"({sources.get(key, 'default')})", "dim")))
+        lines.append(
+            Text.assemble(f"  {key:<24} {shown:<40} ", (f"({sources.get(key, 'default')})", "dim"))
+        )
     return lines
 
 

@@ -7,13 +7,13 @@ import itertools
 import os
 import stat
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import regex
 
-from agent_cli.core.errors import ToolError
 from agent_cli.core.atomic import write_atomic
+from agent_cli.core.errors import ToolError
 from agent_cli.workspace.git.safe import run_git
 
 _BINARY_SNIFF_BYTES = 8192
@@ -34,8 +34,13 @@ _SETTINGS_FILE = ".agentrc"
 class Files:
     """Path-safe file operations on one repository; refusals raise ToolError and change nothing."""
 
-    def __init__(self, root: Path, deny_write: Iterable[Path] = (), protected: Iterable[str] = frozenset(),
-                 max_read_lines: int = 400) -> None:
+    def __init__(
+        self,
+        root: Path,
+        deny_write: Iterable[Path] = (),
+        protected: Iterable[str] = frozenset(),
+        max_read_lines: int = 400,
+    ) -> None:
         self.root = Path(os.path.realpath(root))
         self.deny_write = [Path(os.path.realpath(p)) for p in deny_write]
         self.protected = {p.rstrip("/") for p in protected}
@@ -77,7 +82,9 @@ class Files:
         if total == 0:
             return f"{self.rel(real)}: empty file"
         if start > total:
-            raise ToolError(f"start_line {start} is past the end of {self.rel(real)} ({total} lines)")
+            raise ToolError(
+                f"start_line {start} is past the end of {self.rel(real)} ({total} lines)"
+            )
         last = start + len(shown) - 1
         width = len(str(last))
         body = "\n".join(f"{n:>{width}}  {line}" for n, line in enumerate(shown, start))
@@ -115,7 +122,9 @@ class Files:
     def edit(self, path: str, old: str, new: str) -> str:
         """Replace the one exact occurrence of `old` with `new`; returns the unified diff."""
         if not old:
-            raise ToolError("old must not be empty; use write_file to create or replace a whole file")
+            raise ToolError(
+                "old must not be empty; use write_file to create or replace a whole file"
+            )
         real = self._existing_file(path, write=True)
         text = self._old_text(real)
         if text is None:
@@ -152,7 +161,9 @@ class Files:
         if not hits:
             return f"no matches for {pattern!r} in {self.rel(base)}"
         if total > len(hits):
-            hits.append(f"[... {total - len(hits)} more matches not shown; narrow the pattern or the path]")
+            hits.append(
+                f"[... {total - len(hits)} more matches not shown; narrow the pattern or the path]"
+            )
         return "\n".join(hits)
 
     def list_dir(self, path: str = ".") -> str:
@@ -160,9 +171,13 @@ class Files:
         real = self.resolve(path)
         if not real.is_dir():
             raise ToolError(f"{path} is not a directory")
-        names = sorted(e.name + ("/" if e.is_dir() else "") for e in os.scandir(real) if e.name != ".git")
+        names = sorted(
+            e.name + ("/" if e.is_dir() else "") for e in os.scandir(real) if e.name != ".git"
+        )
         if len(names) > _MAX_LIST_ENTRIES:
-            names = names[:_MAX_LIST_ENTRIES] + [f"[... {len(names) - _MAX_LIST_ENTRIES} more entries]"]
+            names = names[:_MAX_LIST_ENTRIES] + [
+                f"[... {len(names) - _MAX_LIST_ENTRIES} more entries]"
+            ]
         return "\n".join(names) or f"{self.rel(real)} is empty"
 
     def _outside_message(self, text: str, given: Path, real: Path) -> str:
@@ -173,17 +188,27 @@ class Files:
     def _check_writable(self, text: str, real: Path) -> None:
         rel_parts = real.relative_to(self.root).parts
         if any(part.lower() == ".git" for part in rel_parts):
-            raise ToolError(f"{text} is inside .git; git's own files are never written by the agent")
-        if rel_parts == (_SETTINGS_FILE,) or real.name == _SETTINGS_FILE and real.parent == Path.home():
+            raise ToolError(
+                f"{text} is inside .git; git's own files are never written by the agent"
+            )
+        if (
+            rel_parts == (_SETTINGS_FILE,)
+            or real.name == _SETTINGS_FILE
+            and real.parent == Path.home()
+        ):
             raise ToolError(f"{text} holds the agent's settings; only the user edits it")
         for denied in self.deny_write:
             if _within(real, denied):
-                raise ToolError(f"{text} is inside the agent's state directory {denied}; it cannot be written")
+                raise ToolError(
+                    f"{text} is inside the agent's state directory {denied}; it cannot be written"
+                )
         rel = "/".join(rel_parts)
         for held in self.protected:
             if rel == held or rel.startswith(held + "/"):
-                raise ToolError(f"{text} holds the user's uncommitted work; the agent leaves it untouched, "
-                                "so change other files or ask the user")
+                raise ToolError(
+                    f"{text} holds the user's uncommitted work; the agent leaves it untouched, "
+                    "so change other files or ask the user"
+                )
 
     def _existing_file(self, path: str, write: bool = False) -> Path:
         real = self.resolve(path, write=write)
@@ -192,7 +217,9 @@ class Files:
         if real.is_dir():
             raise ToolError(f"{path} is a directory; use list_dir or search")
         if not real.is_file():
-            raise ToolError(f"{path} is not a regular file (a FIFO, socket or device); it is not opened")
+            raise ToolError(
+                f"{path} is not a regular file (a FIFO, socket or device); it is not opened"
+            )
         return real
 
     def _old_text(self, real: Path) -> str | None:
@@ -211,13 +238,17 @@ class Files:
             return
         rel = self.rel(real)
         if count == 0:
-            raise ToolError(f"old text not found in {rel} (0 matches); read the file and copy the exact "
-                            "text, including whitespace and indentation")
+            raise ToolError(
+                f"old text not found in {rel} (0 matches); read the file and copy the exact "
+                "text, including whitespace and indentation"
+            )
         starts = _line_numbers(text, itertools.islice(_positions(text, old), 10))
         many = f"more than {_MAX_MATCHES_COUNTED}" if count > _MAX_MATCHES_COUNTED else str(count)
-        raise ToolError(f"old text matches {many} times in {rel} (at lines "
-                        f"{', '.join(map(str, starts))}{', ...' if count > 10 else ''}); include more surrounding lines so that it "
-                        "matches exactly once")
+        raise ToolError(
+            f"old text matches {many} times in {rel} (at lines "
+            f"{', '.join(map(str, starts))}{', ...' if count > 10 else ''}); include more surrounding lines so that it "
+            "matches exactly once"
+        )
 
     def _searchable_files(self, base: Path) -> Iterator[Path]:
         candidates = [base] if base.is_file() else (self._git_files(base) or self._walk(base))
@@ -233,8 +264,9 @@ class Files:
     def _git_files(self, base: Path) -> list[Path] | None:
         """Tracked and untracked files under `base` that git does not ignore; None outside git."""
         try:
-            code, out, _ = run_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-                                   base)
+            code, out, _ = run_git(
+                ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."], base
+            )
         except OSError:
             return None
         if code != 0:
@@ -261,7 +293,9 @@ def _open_regular(real: Path, text: bool = False):
         raise ToolError(f"cannot open {real.name}: {exc.strerror or exc}") from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise ToolError(f"{real.name} is not a regular file (a FIFO, socket or device); it is not opened")
+        raise ToolError(
+            f"{real.name} is not a regular file (a FIFO, socket or device); it is not opened"
+        )
     if text:
         return open(fd, encoding="utf-8", newline="\n")
     return open(fd, "rb")
@@ -295,7 +329,9 @@ def _read_range(real: Path, start: int, end: int) -> tuple[list[str], int]:
     return shown, total
 
 
-def _matching_lines(file: Path, compiled, deadline: float, pattern: str) -> Iterator[tuple[int, str]]:
+def _matching_lines(
+    file: Path, compiled, deadline: float, pattern: str
+) -> Iterator[tuple[int, str]]:
     """Matching lines of `file`; ToolError when the whole search passes its deadline."""
     try:
         with _open_regular(file, text=True) as f:
@@ -303,9 +339,11 @@ def _matching_lines(file: Path, compiled, deadline: float, pattern: str) -> Iter
                 try:  # a backtracking pattern such as (a+)+$ must not spin for ever
                     found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()))
                 except TimeoutError:
-                    raise ToolError(f"the search for {pattern!r} took more than "
-                                    f"{SEARCH_TIME_LIMIT_S:.0f}s of processor time and was stopped; "
-                                    "use a simpler pattern or a narrower path") from None
+                    raise ToolError(
+                        f"the search for {pattern!r} took more than "
+                        f"{SEARCH_TIME_LIMIT_S:.0f}s of processor time and was stopped; "
+                        "use a simpler pattern or a narrower path"
+                    ) from None
                 if found:
                     yield number, line
     except (UnicodeDecodeError, OSError):
@@ -344,9 +382,13 @@ def _line_numbers(text: str, positions: Iterable[int]) -> list[int]:
 def _diff(old: str, new: str, rel: str) -> str:
     """The unified diff, at most _MAX_DIFF_LINES lines of at most _MAX_LINE_CHARS characters."""
     if max(len(old), len(new)) > _MAX_DIFF_INPUT_CHARS:
-        return (f"{rel}: {len(old)} -> {len(new)} characters; the diff of a file this large is not "
-                "shown (read a range of it to check the change)")
-    diff = difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{rel}", f"b/{rel}", lineterm="")
+        return (
+            f"{rel}: {len(old)} -> {len(new)} characters; the diff of a file this large is not "
+            "shown (read a range of it to check the change)"
+        )
+    diff = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), f"a/{rel}", f"b/{rel}", lineterm=""
+    )
     lines = [_clip(line, _MAX_LINE_CHARS) for line in itertools.islice(diff, _MAX_DIFF_LINES)]
     more = sum(1 for _ in diff)
     if more:

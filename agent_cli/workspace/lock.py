@@ -103,12 +103,16 @@ def _write_holder(fd: int) -> None:
 
 def _held_error(path: Path, holder: dict | None) -> WorkspaceError:
     if holder is None:
-        return WorkspaceError("another agent run is running in this repository",
-                              f"wait for it to finish ({path} is locked)")
+        return WorkspaceError(
+            "another agent run is running in this repository",
+            f"wait for it to finish ({path} is locked)",
+        )
     pid = holder["pid"]
     since = ""
     if isinstance(holder.get("started"), (int, float)):
         since = time.strftime(" since %Y-%m-%d %H:%M:%S", time.localtime(holder["started"]))
-    return WorkspaceError(f"another agent run (pid {pid}) is running in this repository{since}",
-                          f"wait for it to finish or stop it (kill {pid}); the lock is the "
-                          f"kernel's and goes when that process ends ({path})")
+    return WorkspaceError(
+        f"another agent run (pid {pid}) is running in this repository{since}",
+        f"wait for it to finish or stop it (kill {pid}); the lock is the "
+        f"kernel's and goes when that process ends ({path})",
+    )

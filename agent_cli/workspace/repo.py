@@ -9,14 +9,14 @@ is refused instead (`workspace.secrets`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from agent_cli.core.redact import redact
-from agent_cli.workspace.shell import runner as shell
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
+from agent_cli.workspace.shell import runner as shell
 
 
 @dataclass
@@ -31,9 +31,15 @@ class CommandRunner:
 
     def run(self, cmd: str | list[str]) -> shell.CommandResult:
         """Run `cmd` (a command line, or an argv without a shell) to its end or its timeout."""
-        return shell.run_command(cmd, cwd=self.root, timeout_s=self.timeout_s, env=self.env,
-                                 sandbox=self.sandbox, writable=[self.root],
-                                 readonly=self.readonly)
+        return shell.run_command(
+            cmd,
+            cwd=self.root,
+            timeout_s=self.timeout_s,
+            env=self.env,
+            sandbox=self.sandbox,
+            writable=[self.root],
+            readonly=self.readonly,
+        )
 
 
 @dataclass
@@ -105,7 +111,7 @@ class RepoWorkspace:
     def close(self) -> None:
         self.git.close()
 
-    def __enter__(self) -> "RepoWorkspace":
+    def __enter__(self) -> RepoWorkspace:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,8 +1,8 @@
 """The previous tool result is shown in full up to a cap, with its fence intact."""
 
-from agent_cli.core import fences, tokens
 from agent_cli.agent.attempt.executor import capped
 from agent_cli.agent.attempt.toolbox import ToolResult, fenced
+from agent_cli.core import fences, tokens
 
 
 def test_long_results_are_cut_with_a_marker_inside_the_fence():

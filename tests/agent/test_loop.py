@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from agent_cli.agent.attempt.executor import Limits
-from agent_cli.agent.run.store import RunStore
 from agent_cli.agent.run.session import RunConfig, Services, Session
-from agent_cli.ui.console import make_console
+from agent_cli.agent.run.store import RunStore
+from agent_cli.cli.wiring import RunKit, RunOptions, build_model, open_workspace
+from agent_cli.config.settings import load_settings
 from agent_cli.core.errors import AgentError
 from agent_cli.llm.fake.replies import prompt_tokens
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
-from agent_cli.config.settings import load_settings
-from agent_cli.cli.wiring import RunKit, RunOptions, build_model, open_workspace
+from agent_cli.ui.console import make_console
 from conftest import git
 from embedkit import HashEmbedder
 from reliability.relkit import call, commit_count, finish, make_done, plan, repo_with, task
@@ -40,11 +40,22 @@ class Ran:
         return [e for e in self.events if e["event"] == kind]
 
 
-def run_in_process(repo: Path, url: str, goal: str | None = None, *, mode: str = "json",
-                   max_steps: int = 200, task_max_steps: int = 30) -> Ran:
+def run_in_process(
+    repo: Path,
+    url: str,
+    goal: str | None = None,
+    *,
+    mode: str = "json",
+    max_steps: int = 200,
+    task_max_steps: int = 30,
+) -> Ran:
     """One session of `agent run GOAL` (or `--resume` when goal is None), approved, in process."""
-    settings = load_settings(repo, {"base_url": url, "approval": "auto", "max_retries": 0},
-                             env={}, user_rc=repo.parent / "no-agentrc")
+    settings = load_settings(
+        repo,
+        {"base_url": url, "approval": "auto", "max_retries": 0},
+        env={},
+        user_rc=repo.parent / "no-agentrc",
+    )
     out = io.StringIO()
     console = make_console(mode, out=out, err=out)
     state_dir = settings.state_dir(repo)
@@ -55,9 +66,17 @@ def run_in_process(repo: Path, url: str, goal: str | None = None, *, mode: str =
         kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
         model = build_model(settings, RunOptions(goal=goal, repo=repo), console)
         config = RunConfig(limits=Limits(max_steps, task_max_steps, 5.0, 3000))
-        session = Session(Services(workspace=workspace, model=model, console=console,
-                                   longterm=longterm, parts=kit, store=RunStore(state_dir)),
-                          config)
+        session = Session(
+            Services(
+                workspace=workspace,
+                model=model,
+                console=console,
+                longterm=longterm,
+                parts=kit,
+                store=RunStore(state_dir),
+            ),
+            config,
+        )
         try:
             code = session.start(goal) if goal else session.resume(None)
         finally:
@@ -84,8 +103,15 @@ def test_a_verified_task_is_committed_with_its_trailer(fake_server, tmp_path):
 
 def test_a_task_that_fails_twice_is_rejected_and_left_uncommitted(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
-    srv = fake_server([plan(task()), make_done("other.txt"), finish(),
-                       make_done("other.txt", "again\n"), finish()])
+    srv = fake_server(
+        [
+            plan(task()),
+            make_done("other.txt"),
+            finish(),
+            make_done("other.txt", "again\n"),
+            finish(),
+        ]
+    )
     ran = run_in_process(repo, srv.url, "Create done.txt")
     assert ran.code == 3
     assert [e["passed"] for e in ran.of("verify")] == [False, False]
@@ -109,8 +135,9 @@ def test_the_step_budget_stops_the_run_with_a_line_that_says_how_much(fake_serve
     srv = fake_server([plan(task())] + [call("read_file", path="README.md")] * 5)
     ran = run_in_process(repo, srv.url, "Create done.txt", mode="plain", max_steps=2)
     assert ran.code == 4
-    assert ("budget ran out: 2 of 2 tool calls used (raise --max-steps, then `agent run "
-            "--resume`)") in ran.text.splitlines()
+    assert (
+        "budget ran out: 2 of 2 tool calls used (raise --max-steps, then `agent run --resume`)"
+    ) in ran.text.splitlines()
 
 
 def test_what_a_run_learned_is_recalled_by_the_next_plan(fake_server, tmp_path):
@@ -150,29 +177,41 @@ def test_a_failed_session_is_resumed_where_it_stopped(fake_server, tmp_path):
     assert commit_count(repo) == 2
 
 
-def test_a_request_over_the_servers_window_is_cut_to_fit_and_asked_once_more(fake_server,
-                                                                              tmp_path):
+def test_a_request_over_the_servers_window_is_cut_to_fit_and_asked_once_more(fake_server, tmp_path):
     # The server enforces a 3,000-token window without saying so (a proxy in front of it), so
     # the run starts out fitting requests to the 128,000 of the setting.
     big = "".join(f"def helper_{i}(value):\n    return value * {i} + {i}\n\n" for i in range(700))
     repo = repo_with(tmp_path / "repo", {"big.py": big})
-    srv = fake_server([plan(task()), call("read_file", path="big.py"), make_done(),
-                       finish("made done.txt")], n_ctx=3000, hide_window=True)
+    srv = fake_server(
+        [plan(task()), call("read_file", path="big.py"), make_done(), finish("made done.txt")],
+        n_ctx=3000,
+        hide_window=True,
+    )
     ran = run_in_process(repo, srv.url, "Create done.txt")
     assert ran.code == 0, ran.text
     notices = [e["text"] for e in ran.of("notice") if "did not fit" in e["text"]]
-    assert notices == ["the request did not fit the server's context window; asking once more "
-                       "within 3,000 tokens (was 128,000)"]
-    overflowed = [r for r in srv.requests if r["path"].endswith("/chat/completions")
-                  and prompt_tokens(r["body"]) > 3000]
+    assert notices == [
+        "the request did not fit the server's context window; asking once more "
+        "within 3,000 tokens (was 128,000)"
+    ]
+    overflowed = [
+        r
+        for r in srv.requests
+        if r["path"].endswith("/chat/completions") and prompt_tokens(r["body"]) > 3000
+    ]
     assert len(overflowed) == 1  # asked once too big; every later request was cut to fit
 
 
-def test_after_a_reply_without_a_tool_call_the_next_request_requires_one(fake_server,
-                                                                         tmp_path):
+def test_after_a_reply_without_a_tool_call_the_next_request_requires_one(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
-    srv = fake_server([plan(task()), {"content": "I will now create the file."}, make_done(),
-                       finish("made done.txt")])
+    srv = fake_server(
+        [
+            plan(task()),
+            {"content": "I will now create the file."},
+            make_done(),
+            finish("made done.txt"),
+        ]
+    )
     ran = run_in_process(repo, srv.url, "Create done.txt")
     assert ran.code == 0, ran.text
     executing = [r for r in srv.chat_requests if len(r.get("tools") or []) > 1]
@@ -182,11 +221,16 @@ def test_after_a_reply_without_a_tool_call_the_next_request_requires_one(fake_se
 
 def test_a_plan_cut_at_the_length_limit_is_asked_for_again_saying_so(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
-    cut = {"content": '{"goal": "g", "tasks": [{"goal": "make done.txt", "accep',
-           "finish_reason": "length"}
+    cut = {
+        "content": '{"goal": "g", "tasks": [{"goal": "make done.txt", "accep',
+        "finish_reason": "length",
+    }
     srv = fake_server([cut] * 4)  # three forms of forcing tried on the first, then the retry
-    with pytest.raises(AgentError, match="valid plan twice: the reply was cut at the length "
-                                         "limit before it called submit_plan"):
+    with pytest.raises(
+        AgentError,
+        match="valid plan twice: the reply was cut at the length "
+        "limit before it called submit_plan",
+    ):
         run_in_process(repo, srv.url, "Create done.txt")
     assert len(srv.chat_requests) == 4
     said = json.dumps(srv.chat_requests[3]["messages"])

@@ -3,24 +3,34 @@ step: nothing that changes every step sits before the end of the working memory.
 
 from __future__ import annotations
 
-from agent_cli.core import fences
 from agent_cli.agent.attempt.executor import Exchange, Limits, Runtime, build_messages
 from agent_cli.agent.run.state import AgentState
-from agent_cli.memory import WorkingMemory
+from agent_cli.core import fences
 from agent_cli.core.models import Task, ToolCall
+from agent_cli.memory import WorkingMemory
 
 KINDS = ["file", "tool_output", "edit", "test_result", "log"]
 
 
 def runtime(memory: WorkingMemory) -> Runtime:
-    state = AgentState(goal="make the scheduler retry failed jobs",
-                       plan=[Task(goal="add retry()", acceptance_cmd="python -m pytest -q")])
+    state = AgentState(
+        goal="make the scheduler retry failed jobs",
+        plan=[Task(goal="add retry()", acceptance_cmd="python -m pytest -q")],
+    )
     state.plan[0].status = "running"
-    return Runtime(model=None, toolbox=None, memory=memory, state=state,
-                   limits=Limits(max_steps=200, task_max_steps=30, budget_usd=5.0,
-                                 tool_output_max_tokens=3000),
-                   emit=lambda event: None, log=lambda record: None, save=lambda: None,
-                   recalled=fences.retrieved_memory("an earlier run added backoff()"))
+    return Runtime(
+        model=None,
+        toolbox=None,
+        memory=memory,
+        state=state,
+        limits=Limits(
+            max_steps=200, task_max_steps=30, budget_usd=5.0, tool_output_max_tokens=3000
+        ),
+        emit=lambda event: None,
+        log=lambda record: None,
+        save=lambda: None,
+        recalled=fences.retrieved_memory("an earlier run added backoff()"),
+    )
 
 
 def result(i: int) -> str:
@@ -36,13 +46,17 @@ def step(rt: Runtime, i: int) -> list[dict]:
     item = rt.memory.add(KINDS[i % len(KINDS)], result(i))
     rt.memory.tick()
     rt.state.step += 1
-    return build_messages(rt, 0, 1, 30 - i % 30,
-                          Exchange(calls=[call], results=[result(i)], items=[item]))
+    return build_messages(
+        rt, 0, 1, 30 - i % 30, Exchange(calls=[call], results=[result(i)], items=[item])
+    )
 
 
 def memory_at(messages: list[dict]) -> int:
-    return next(at for at, m in enumerate(messages)
-                if str(m.get("content") or "").startswith("WORKING MEMORY:"))
+    return next(
+        at
+        for at, m in enumerate(messages)
+        if str(m.get("content") or "").startswith("WORKING MEMORY:")
+    )
 
 
 def test_between_batches_a_request_extends_the_last_one_past_its_working_memory():
@@ -58,7 +72,7 @@ def test_between_batches_a_request_extends_the_last_one_past_its_working_memory(
             assert messages[at]["content"].startswith(previous[before]["content"])
             extended += 1
         batches += mem.stats()["evictions"] != evictions
-        assert "Tool calls left" not in "".join(str(m.get("content")) for m in messages[:at + 1])
+        assert "Tool calls left" not in "".join(str(m.get("content")) for m in messages[: at + 1])
         previous = messages
     assert extended > 50 and batches > 3
 

@@ -46,7 +46,10 @@ def test_the_resume_target_is_the_newest_unfinished_run_or_a_clear_error(tmp_pat
     store = RunStore(tmp_path)
     with pytest.raises(AgentError, match="no unfinished run to resume"):
         store.target(None)
-    for run_id, status in (("20250101-000000-aaaa", "failed"), ("20250102-000000-bbbb", "verified")):
+    for run_id, status in (
+        ("20250101-000000-aaaa", "failed"),
+        ("20250102-000000-bbbb", "verified"),
+    ):
         store.save(RunRecord(run_id=run_id, goal="g", branch=f"agent/{run_id}", status=status))
     assert store.target(None) == "20250101-000000-aaaa"
     with pytest.raises(AgentError, match="no run 'nope'"):

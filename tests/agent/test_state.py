@@ -33,8 +33,12 @@ def test_json_round_trip_is_exact():
 
 
 def test_an_older_state_with_the_removed_budget_keys_still_loads():
-    old = make_state(step=3).to_dict() | {"budget_steps": 40, "budget_usd": 1.5,
-                                          "spent_usd": 0.0, "attempts": {"0": 1}}
+    old = make_state(step=3).to_dict() | {
+        "budget_steps": 40,
+        "budget_usd": 1.5,
+        "spent_usd": 0.0,
+        "attempts": {"0": 1},
+    }
     again = AgentState.from_dict(old)
     assert again.step == 3 and "spent_usd" not in again.to_dict()
 
@@ -88,8 +92,12 @@ def test_render_cuts_the_last_failure_to_its_tail():
 
 def test_render_is_bounded_but_the_goal_is_whole():
     long_goal = "refactor " * 500
-    state = AgentState(goal=long_goal, plan=[Task(goal=f"task {i} " * 80) for i in range(100)],
-                       facts=[f"fact {i} " * 100 for i in range(500)], last_error="e" * 10_000)
+    state = AgentState(
+        goal=long_goal,
+        plan=[Task(goal=f"task {i} " * 80) for i in range(100)],
+        facts=[f"fact {i} " * 100 for i in range(500)],
+        last_error="e" * 10_000,
+    )
     text = state.render()
     assert text.endswith(long_goal)
     assert len(text) - len(long_goal) < 20_000

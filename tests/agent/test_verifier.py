@@ -4,8 +4,8 @@ import sys
 from pathlib import Path
 
 from agent_cli.agent.judge.verifier import verify
-from agent_cli.llm.openai.model import OpenAIChat
 from agent_cli.core.models import Task
+from agent_cli.llm.openai.model import OpenAIChat
 from agent_cli.workspace.shell.runner import run_command
 
 
@@ -20,7 +20,9 @@ def model_for(server):
 def test_exit_zero_passes_and_anything_else_fails_with_the_tail(tmp_path):
     ok = Task(goal="g", acceptance_cmd=f"{sys.executable} -c 'print(1)'")
     assert verify(ok, [], runner(tmp_path), None, str, "goal").passed
-    bad = Task(goal="g", acceptance_cmd=f"{sys.executable} -c 'print(\"boom\"); raise SystemExit(3)'")
+    bad = Task(
+        goal="g", acceptance_cmd=f"{sys.executable} -c 'print(\"boom\"); raise SystemExit(3)'"
+    )
     v = verify(bad, [], runner(tmp_path), None, str, "goal")
     assert not v.passed and v.exit_code == 3 and "exited 3" in v.reason and "boom" in v.reason
 
@@ -39,21 +41,25 @@ def test_user_accept_commands_are_used_when_the_task_has_none(tmp_path):
 
 def test_model_verdict_pass_fail_and_unparseable(tmp_path, fake_server):
     task = Task(goal="write docs", acceptance="README mentions median")
-    srv = fake_server([
-        {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "README has it"}},
-        {"tool": "submit_verdict", "args": {"verdict": "fail", "reason": "missing"}},
-        {"tool": "submit_verdict", "args": {"verdict": "maybe"}},
-        {"content": "looks fine to me"},
-    ])
+    srv = fake_server(
+        [
+            {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "README has it"}},
+            {"tool": "submit_verdict", "args": {"verdict": "fail", "reason": "missing"}},
+            {"tool": "submit_verdict", "args": {"verdict": "maybe"}},
+            {"content": "looks fine to me"},
+        ]
+    )
     model = model_for(srv)
-    results = [verify(task, [], runner(tmp_path), model, lambda: "+median", "the goal")
-               for _ in range(4)]
+    results = [
+        verify(task, [], runner(tmp_path), model, lambda: "+median", "the goal") for _ in range(4)
+    ]
     assert [r.passed for r in results] == [True, False, False, False]
     assert all(r.judge == "model" for r in results)
     assert "unparseable" in results[2].reason and "unparseable" in results[3].reason
     req = srv.chat_requests[0]
     assert req["tool_choice"] == "required" and [t["function"]["name"] for t in req["tools"]] == [
-        "submit_verdict"]
+        "submit_verdict"
+    ]
     assert req["messages"][-1]["content"].endswith("the goal")
     assert "+median" in req["messages"][1]["content"]
 

@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import pytest
 
-from agent_cli.core import fences
 from agent_cli.agent.ask.request import Request
-from agent_cli.agent.attempt.toolbox import TOOLS
 from agent_cli.agent.ask.window import Window, request_tokens
+from agent_cli.agent.attempt.toolbox import TOOLS
+from agent_cli.core import fences
 from agent_cli.core.errors import AgentError
 
 
 def _request(memory_words: int = 3000, result_words: int = 10) -> Request:
-    return Request(system="You are careful.", goal="make the tests pass",
-                   instructions=fences.repo_instructions("AGENTS.md", "Run make check."),
-                   recalled=fences.retrieved_memory("- fact: tests run with make check"),
-                   memory="[edit m1] edited a.py\n" + "alpha beta " * memory_words,
-                   exchange=[{"role": "assistant", "content": None, "tool_calls": []},
-                             {"role": "tool", "tool_call_id": "c1",
-                              "content": fences.tool_output("run", "line\n" * result_words)}],
-                   task="CURRENT TASK: fix it", state="PLAN: 1 task")
+    return Request(
+        system="You are careful.",
+        goal="make the tests pass",
+        instructions=fences.repo_instructions("AGENTS.md", "Run make check."),
+        recalled=fences.retrieved_memory("- fact: tests run with make check"),
+        memory="[edit m1] edited a.py\n" + "alpha beta " * memory_words,
+        exchange=[
+            {"role": "assistant", "content": None, "tool_calls": []},
+            {
+                "role": "tool",
+                "tool_call_id": "c1",
+                "content": fences.tool_output("run", "line\n" * result_words),
+            },
+        ],
+        task="CURRENT TASK: fix it",
+        state="PLAN: 1 task",
+    )
 
 
 def test_a_request_within_the_window_is_left_alone():

@@ -31,8 +31,13 @@ def run_env(monkeypatch, tmp_path):
 def run_in_process(capsys, repo: Path, goal: str, server, **flags) -> tuple[int, list[dict]]:
     """`agent run GOAL --yes --json` against `server`; the exit code and the events printed."""
     capsys.readouterr()
-    opts = RunOptions(goal=goal, repo=repo, yes=True, json_out=True,
-                      flags={"base_url": server.url, "approval": "auto", **flags})
+    opts = RunOptions(
+        goal=goal,
+        repo=repo,
+        yes=True,
+        json_out=True,
+        flags={"base_url": server.url, "approval": "auto", **flags},
+    )
     code = execute(opts)
     out = capsys.readouterr().out
     return code, [json.loads(line) for line in out.splitlines() if line.startswith("{")]

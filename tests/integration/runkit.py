@@ -27,13 +27,15 @@ def median(xs):
     return sorted(xs)[len(xs) // 2]
 '''
 
-MEAN_TAIL = '    return sum(xs) / len(xs)\n'
+MEAN_TAIL = "    return sum(xs) / len(xs)\n"
 
 
 def plan(*tasks: dict, goal: str = GOAL) -> dict:
     """A submit_plan reply."""
-    return {"tool": "submit_plan", "args": {"goal": goal, "tasks": list(tasks),
-                                            "success_criteria": "the tests pass"}}
+    return {
+        "tool": "submit_plan",
+        "args": {"goal": goal, "tasks": list(tasks), "success_criteria": "the tests pass"},
+    }
 
 
 def task(goal: str = "Add median() to calc/stats.py", cmd: str | None = PYTEST) -> dict:
@@ -42,8 +44,10 @@ def task(goal: str = "Add median() to calc/stats.py", cmd: str | None = PYTEST) 
 
 def add_median(body: str = GOOD_MEDIAN) -> dict:
     """An edit_file reply appending `body` after mean()."""
-    return {"tool": "edit_file", "args": {"path": "calc/stats.py", "old": MEAN_TAIL,
-                                          "new": MEAN_TAIL + body}}
+    return {
+        "tool": "edit_file",
+        "args": {"path": "calc/stats.py", "old": MEAN_TAIL, "new": MEAN_TAIL + body},
+    }
 
 
 def replace_median(old: str, new: str) -> dict:
@@ -56,8 +60,10 @@ def finish(summary: str = "added median()") -> dict:
 
 def facts(*items: tuple[str, list[str]]) -> dict:
     """A submit_facts reply (the request at the end of a run)."""
-    return {"tool": "submit_facts",
-            "args": {"facts": [{"text": text, "files": files} for text, files in items]}}
+    return {
+        "tool": "submit_facts",
+        "args": {"facts": [{"text": text, "files": files} for text, files in items]},
+    }
 
 
 def read_stats() -> dict:

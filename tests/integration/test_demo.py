@@ -12,11 +12,20 @@ REPLAYED = "the model's replies are replayed from the recording"
 
 
 def test_demo_replays_the_real_loop_without_an_endpoint(run_agent, demo_repo):
-    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",  # nothing listens there
-           "AGENT_FINAL_SUMMARY": "true"}  # as a user gets it: the recording ends with it
-    proc = run_agent("run", GOAL, "--replay", str(FIXTURES / "demo" / "session.jsonl"), "--yes",
-                     cwd=demo_repo, env=env)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",  # nothing listens there
+        "AGENT_FINAL_SUMMARY": "true",
+    }  # as a user gets it: the recording ends with it
+    proc = run_agent(
+        "run",
+        GOAL,
+        "--replay",
+        str(FIXTURES / "demo" / "session.jsonl"),
+        "--yes",
+        cwd=demo_repo,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith(f"-- {REPLAYED}")  # said first, before anything else
     assert "verified" in proc.stdout and "The model's summaries" in proc.stdout
@@ -27,29 +36,48 @@ def test_demo_replays_the_real_loop_without_an_endpoint(run_agent, demo_repo):
     assert "Agent-Run:" in git(demo_repo, "log", "-1", "--format=%B")
     check = run_agent("recall", "median of an empty list", "--json", cwd=demo_repo)
     assert check.returncode == 0 and "median" in check.stdout
-    again = run_agent("run", GOAL, "--replay", str(FIXTURES / "demo" / "session.jsonl"),
-                      "--plan-only", cwd=demo_repo, env=env)
+    again = run_agent(
+        "run",
+        GOAL,
+        "--replay",
+        str(FIXTURES / "demo" / "session.jsonl"),
+        "--plan-only",
+        cwd=demo_repo,
+        env=env,
+    )
     assert again.returncode == 0, again.stdout + again.stderr
-    assert ("-- recalled 4 items from earlier runs (episode, fact, note, procedure)"
-            in again.stdout), again.stdout
+    assert (
+        "-- recalled 4 items from earlier runs (episode, fact, note, procedure)" in again.stdout
+    ), again.stdout
 
 
 def readme_demo() -> str:
     """The shell block of the README's demo section."""
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("## See it work without a model"):]
-    return section[section.index("```sh\n") + 6:section.index("\n```", section.index("```sh"))]
+    section = text[text.index("## See it work without a model") :]
+    return section[section.index("```sh\n") + 6 : section.index("\n```", section.index("```sh"))]
 
 
 def test_the_readme_demo_works_twice_in_a_row(agent_env, tmp_path):
-    env = {**agent_env, "TMPDIR": str(tmp_path),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "GIT_AUTHOR_NAME": "Demo", "GIT_AUTHOR_EMAIL": "demo@example.com",
-           "GIT_COMMITTER_NAME": "Demo", "GIT_COMMITTER_EMAIL": "demo@example.com"}
+    env = {
+        **agent_env,
+        "TMPDIR": str(tmp_path),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "GIT_AUTHOR_NAME": "Demo",
+        "GIT_AUTHOR_EMAIL": "demo@example.com",
+        "GIT_COMMITTER_NAME": "Demo",
+        "GIT_COMMITTER_EMAIL": "demo@example.com",
+    }
     script = readme_demo() + '\npwd > "$TMPDIR/where"\n'
     for _ in range(2):
-        proc = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, env=env, text=True,
-                              capture_output=True, timeout=300)
+        proc = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            capture_output=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert proc.stdout.startswith(f"-- {REPLAYED}")
         assert "run " in proc.stdout and "verified (exit code 0)" in proc.stdout

@@ -7,9 +7,11 @@ from agent_cli import __version__
 
 
 def test_help_lists_commands_and_imports_nothing_heavy():
-    code = ("import sys; from agent_cli import cli; "
-            "heavy = {'openai', 'chromadb', 'git', 'tiktoken', 'pydantic_settings', 'numpy'}; "
-            "print(sorted(heavy & set(sys.modules)))")
+    code = (
+        "import sys; from agent_cli import cli; "
+        "heavy = {'openai', 'chromadb', 'git', 'tiktoken', 'pydantic_settings', 'numpy'}; "
+        "print(sorted(heavy & set(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stderr
 
@@ -77,8 +79,11 @@ def test_doctor_lists_every_key_and_says_not_set_rather_than_none(run_agent, scr
     from agent_cli.config.settings import FIELDS
 
     proc = run_agent("doctor", "--base-url", "http://127.0.0.1:9/v1", cwd=scratch_repo)
-    listed = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ")
-              and len(line.split()) > 1 and line.split()[0] in FIELDS]
+    listed = [
+        line.split()[0]
+        for line in proc.stdout.splitlines()
+        if line.startswith("  ") and len(line.split()) > 1 and line.split()[0] in FIELDS
+    ]
     assert listed == FIELDS
     assert "None" not in proc.stdout
     for key in ("api_key", "embedding_model", "home"):

@@ -5,14 +5,25 @@ from __future__ import annotations
 import json
 
 import pytest
+from ptykit import pty_agent  # noqa: F401 (fixture)
+from runkit import (
+    BAD_MEDIAN,
+    GOAL,
+    GOOD_MEDIAN,
+    add_median,
+    events_of,
+    facts,
+    finish,
+    plan,
+    replace_median,
+    state_of,
+    task,
+)
 
 from conftest import git
-from ptykit import pty_agent  # noqa: F401 (fixture)
-from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, add_median, events_of, facts, finish,
-                    plan, replace_median, state_of, task)
 
 pytestmark = pytest.mark.slow
-HINT = 'Use sorted(xs); for an even count return the mean of the two middle values </human_hint>'
+HINT = "Use sorted(xs); for an even count return the mean of the two middle values </human_hint>"
 QUESTION = "What now?"
 DOC = task("Write NOTES.txt saying median exists", "test -f NOTES.txt")
 
@@ -27,8 +38,10 @@ def fixed() -> list[dict]:
 
 
 def write_notes() -> list[dict]:
-    return [{"tool": "write_file", "args": {"path": "NOTES.txt", "content": "median\n"}},
-            finish("notes written")]
+    return [
+        {"tool": "write_file", "args": {"path": "NOTES.txt", "content": "median\n"}},
+        finish("notes written"),
+    ]
 
 
 def commits(repo) -> int:
@@ -39,10 +52,15 @@ def start(pty_agent, srv, repo, env=None):
     return pty_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo, env=env)
 
 
-def test_a_hint_typed_at_the_terminal_gets_a_third_attempt_that_passes(pty_agent, fake_server,
-                                                                       demo_repo):
-    srv = fake_server([plan(task())] + rejected_twice() + fixed()
-                      + [facts(), {"content": "Added median after your hint."}])
+def test_a_hint_typed_at_the_terminal_gets_a_third_attempt_that_passes(
+    pty_agent, fake_server, demo_repo
+):
+    srv = fake_server(
+        [plan(task())]
+        + rejected_twice()
+        + fixed()
+        + [facts(), {"content": "Added median after your hint."}]
+    )
     agent = start(pty_agent, srv, demo_repo, env={"AGENT_FINAL_SUMMARY": "true"})
     agent.expect(QUESTION)
     assert "I tried twice" in agent.text and "calc/stats.py | +" in agent.text
@@ -73,13 +91,16 @@ def test_s_skips_the_task_and_the_run_goes_on_then_exits_3(pty_agent, fake_serve
     assert "calc/stats.py" in git(demo_repo, "status", "--porcelain")  # left for the human
 
 
-def test_r_re_plans_the_remaining_work_with_the_failure_and_the_note(pty_agent, fake_server,
-                                                                     demo_repo):
+def test_r_re_plans_the_remaining_work_with_the_failure_and_the_note(
+    pty_agent, fake_server, demo_repo
+):
     new = [task("Add median() to calc/stats.py using statistics.median")]
-    srv = fake_server([plan(task(), DOC)] + rejected_twice()
-                      + [{"tool": "revise_plan", "args": {"keep": False, "reason": "split it",
-                                                          "tasks": new}}]
-                      + fixed())
+    srv = fake_server(
+        [plan(task(), DOC)]
+        + rejected_twice()
+        + [{"tool": "revise_plan", "args": {"keep": False, "reason": "split it", "tasks": new}}]
+        + fixed()
+    )
     agent = start(pty_agent, srv, demo_repo)
     agent.expect(QUESTION)
     agent.type("r try the statistics module\n")
@@ -102,7 +123,9 @@ def test_q_stops_resumable_with_exit_3(pty_agent, fake_server, demo_repo):
     agent.type("q\n")
     assert agent.wait() == 3, agent.text
     state = state_of(demo_repo)
-    assert state["status"] == "escalated" and state["agent_state"]["plan"][0]["status"] == "rejected"
+    assert (
+        state["status"] == "escalated" and state["agent_state"]["plan"][0]["status"] == "rejected"
+    )
     # the plan, three tool calls, then only the end-of-run facts request: no attempt after q
     assert len(srv.chat_requests) == 5
     assert srv.chat_requests[-1]["tools"][0]["function"]["name"] == "submit_facts"
@@ -121,6 +144,7 @@ def test_ctrl_c_at_the_question_exits_130_with_the_state_saved(pty_agent, fake_s
 
 # -- without a terminal: exit 3, then answer with --resume ---------------------------------------
 
+
 def escalate_without_terminal(run_agent, fake_server, repo, *tasks):
     srv = fake_server([plan(*(tasks or (task(),)))] + rejected_twice())
     proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
@@ -131,8 +155,7 @@ def escalate_without_terminal(run_agent, fake_server, repo, *tasks):
 
 
 def resume(run_agent, srv, repo, *answer):
-    return run_agent("run", "--resume", *answer, "--yes", "--json", "--base-url", srv.url,
-                     cwd=repo)
+    return run_agent("run", "--resume", *answer, "--yes", "--json", "--base-url", srv.url, cwd=repo)
 
 
 def test_resume_hint_gives_one_more_attempt_carrying_the_words(run_agent, fake_server, demo_repo):
@@ -163,23 +186,29 @@ def test_resume_skip_goes_on_without_the_task(run_agent, fake_server, demo_repo)
 def test_resume_replan_re_plans_the_rest(run_agent, fake_server, demo_repo):
     escalate_without_terminal(run_agent, fake_server, demo_repo, task(), DOC)
     new = [task("Fix median() in calc/stats.py")]
-    srv = fake_server([{"tool": "revise_plan", "args": {"keep": False, "reason": "one task",
-                                                        "tasks": new}}] + fixed())
+    srv = fake_server(
+        [{"tool": "revise_plan", "args": {"keep": False, "reason": "one task", "tasks": new}}]
+        + fixed()
+    )
     proc = resume(run_agent, srv, demo_repo, "--replan", "the notes are not needed")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "<human_hint>\nthe notes are not needed\n</human_hint>" in json.dumps(
-        srv.chat_requests[0]["messages"], ensure_ascii=False).replace("\\n", "\n")
+        srv.chat_requests[0]["messages"], ensure_ascii=False
+    ).replace("\\n", "\n")
     revised = [e for e in events_of(proc.stdout) if e["event"] == "plan_revised"][0]
     assert revised["asked_by"] == "human" and len(revised["old"]) == 2
     started = [e["goal"] for e in events_of(proc.stdout) if e["event"] == "task_started"]
     assert started == [new[0]["goal"]]
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--hint", "x"], "--hint goes with --resume"),
-    (["--resume", "--skip", "--replan", "n"], "--skip and --replan exclude each other"),
-    (["--resume", "--hint", " "], "--hint needs the words"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--hint", "x"], "--hint goes with --resume"),
+        (["--resume", "--skip", "--replan", "n"], "--skip and --replan exclude each other"),
+        (["--resume", "--hint", " "], "--hint needs the words"),
+    ],
+)
 def test_answer_flags_are_checked(run_agent, demo_repo, args, words):
     proc = run_agent("run", *([GOAL] if "--resume" not in args else []), *args, cwd=demo_repo)
     assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
@@ -187,8 +216,9 @@ def test_answer_flags_are_checked(run_agent, demo_repo, args, words):
 
 def test_an_answer_needs_a_rejected_task(run_agent, fake_server, demo_repo):
     srv = fake_server([plan(task()), add_median(), {"delay": 30, **finish()}])
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "1",
-                     cwd=demo_repo)
+    proc = run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "1", cwd=demo_repo
+    )
     assert proc.returncode == 4
     proc = resume(run_agent, srv, demo_repo, "--skip")
     assert proc.returncode == 2 and "--skip answers a rejected task" in proc.stderr

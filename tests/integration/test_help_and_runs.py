@@ -10,9 +10,22 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_cli.cli.app import app
-COMMANDS = [[], ["run"], ["runs"], ["doctor"], ["trust"], ["recall"], ["memory"], ["memory", "show"],
-            ["memory", "forget"], ["memory", "expire"], ["memory", "export"],
-            ["memory", "import"], ["memory", "reindex"]]
+
+COMMANDS = [
+    [],
+    ["run"],
+    ["runs"],
+    ["doctor"],
+    ["trust"],
+    ["recall"],
+    ["memory"],
+    ["memory", "show"],
+    ["memory", "forget"],
+    ["memory", "expire"],
+    ["memory", "export"],
+    ["memory", "import"],
+    ["memory", "reindex"],
+]
 PYTHON_TYPES = re.compile(r"<(str|int|float|path|bool)[^>]*>|list\[|\{\w+\}|<=x<=")
 
 
@@ -30,8 +43,16 @@ def test_the_metavars_say_what_goes_there():
 
     run = usage("run")
     assert "agent run [OPTIONS] [GOAL]" in run and "\n  GOAL  What to achieve" in run
-    for option in ("--accept CMD", "--max-steps N", "--budget-usd USD", "--repo DIR",
-                   "--replay FILE", "--run-id ID", "--model NAME", "--base-url URL"):
+    for option in (
+        "--accept CMD",
+        "--max-steps N",
+        "--budget-usd USD",
+        "--repo DIR",
+        "--replay FILE",
+        "--run-id ID",
+        "--model NAME",
+        "--base-url URL",
+    ):
         assert option in run, option
     recall = usage("recall")
     assert "agent recall [OPTIONS] QUERY\n" in recall and "-k, --k N" in recall
@@ -46,22 +67,38 @@ def test_a_number_out_of_range_is_one_line_and_exit_2(run_agent, scratch_repo):
     assert proc.stderr.strip() == "error: --k 0 is out of range (pass a number from 1 to 100)"
 
 
-LONG_GOAL = ("Refactor the parser so that quoted strings with escaped quotes are tokenised "
-             "correctly and add tests for every escape sequence we support")
+LONG_GOAL = (
+    "Refactor the parser so that quoted strings with escaped quotes are tokenised "
+    "correctly and add tests for every escape sequence we support"
+)
 
 
 def seed_run(repo, run_id: str, goal: str, started: str, status: str = "verified") -> None:
     run_dir = repo / ".agent" / "runs" / run_id
     run_dir.mkdir(parents=True)
-    (run_dir / "state.json").write_text(json.dumps(
-        {"run_id": run_id, "goal": goal, "status": status, "steps": 12, "started_at": started,
-         "updated_at": started}))
+    (run_dir / "state.json").write_text(
+        json.dumps(
+            {
+                "run_id": run_id,
+                "goal": goal,
+                "status": status,
+                "steps": 12,
+                "started_at": started,
+                "updated_at": started,
+            }
+        )
+    )
 
 
 def test_runs_has_a_header_the_start_time_and_fits_the_width(run_agent, scratch_repo):
     seed_run(scratch_repo, "20261130-101500-aaaa", LONG_GOAL, "2026-11-30T10:15:00+00:00")
-    seed_run(scratch_repo, "20261130-111500-bbbb", "Add median()", "2026-11-30T11:15:00+00:00",
-             status="budget_exhausted")
+    seed_run(
+        scratch_repo,
+        "20261130-111500-bbbb",
+        "Add median()",
+        "2026-11-30T11:15:00+00:00",
+        status="budget_exhausted",
+    )
     narrow = run_agent("runs", cwd=scratch_repo, env={"COLUMNS": "80"})
     assert narrow.returncode == 0, narrow.stderr
     lines = narrow.stdout.rstrip("\n").splitlines()

@@ -9,25 +9,50 @@ from __future__ import annotations
 
 import json
 
-from conftest import git
-from learnkit import (facts_requests, planning_requests, request_text, run_env,  # noqa: F401
-                      run_in_process, task_requests)
-from runkit import BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, facts, finish, plan, \
-    replace_median, task
+from learnkit import (
+    facts_requests,
+    planning_requests,
+    request_text,
+    run_env,  # noqa: F401
+    run_in_process,
+    task_requests,
+)
+from runkit import (
+    BAD_MEDIAN,
+    GOAL,
+    GOOD_MEDIAN,
+    PYTEST,
+    add_median,
+    facts,
+    finish,
+    plan,
+    replace_median,
+    task,
+)
 
 from agent_cli.memory.longterm.chroma import LongTermMemory
+from conftest import git
 
-NOTE = ("add median to calc/stats.py: tests/test_stats.py passes only if the median of an "
-        "even list averages the two middle values")
+NOTE = (
+    "add median to calc/stats.py: tests/test_stats.py passes only if the median of an "
+    "even list averages the two middle values"
+)
 FACT = "tests/test_stats.py checks the median function in calc/stats.py"
 FIX = "averaged the two middle values for even lists and raised ValueError on an empty one"
 
 
 def _first_run(fake_server, capsys, repo):
-    srv = fake_server([plan(task()), {"tool": "note", "args": {"text": NOTE}},
-                       add_median(BAD_MEDIAN), finish("first try"),
-                       replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish(FIX),
-                       facts((FACT, ["tests/test_stats.py", "calc/stats.py"]))])
+    srv = fake_server(
+        [
+            plan(task()),
+            {"tool": "note", "args": {"text": NOTE}},
+            add_median(BAD_MEDIAN),
+            finish("first try"),
+            replace_median(BAD_MEDIAN, GOOD_MEDIAN),
+            finish(FIX),
+            facts((FACT, ["tests/test_stats.py", "calc/stats.py"])),
+        ]
+    )
     code, events = run_in_process(capsys, repo, GOAL, srv)
     assert code == 0, events[-1]
     return srv
@@ -35,8 +60,16 @@ def _first_run(fake_server, capsys, repo):
 
 def _second_run(fake_server, capsys, repo):
     git(repo, "checkout", "-q", "main")  # the fix is on run 1's branch; main still lacks median
-    srv = fake_server([plan(task()), add_median(BAD_MEDIAN), finish("first try"),
-                       replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed"), facts()])
+    srv = fake_server(
+        [
+            plan(task()),
+            add_median(BAD_MEDIAN),
+            finish("first try"),
+            replace_median(BAD_MEDIAN, GOOD_MEDIAN),
+            finish("fixed"),
+            facts(),
+        ]
+    )
     code, events = run_in_process(capsys, repo, GOAL, srv)
     assert code == 0, events[-1]
     return srv
@@ -51,9 +84,10 @@ def test_run_two_is_handed_what_run_one_learned(run_env, fake_server, capsys, de
     assert "- procedure" in recalled and f"`{PYTEST}` checks work" in recalled
     fact_line = next(line for line in recalled.splitlines() if FACT in line)
     assert 'trust="0.5"' in fact_line  # the model's words, marked as such
-    first, retry = [r for r in task_requests(srv)
-                    if "attempt 1 of 2" in request_text(r)][0], \
-        [r for r in task_requests(srv) if "attempt 2 of 2" in request_text(r)][0]
+    first, retry = (
+        [r for r in task_requests(srv) if "attempt 1 of 2" in request_text(r)][0],
+        [r for r in task_requests(srv) if "attempt 2 of 2" in request_text(r)][0],
+    )
     assert FIX in request_text(retry) and "test_median_even" in request_text(retry)
     fixed = next(m["content"] for m in retry["messages"] if FIX in (m["content"] or ""))
     block = fixed.split("Earlier runs had the failure this task just had", 1)[1]
@@ -62,15 +96,21 @@ def test_run_two_is_handed_what_run_one_learned(run_env, fake_server, capsys, de
     assert len(facts_requests(srv)) == 1
 
 
-def test_recalled_items_count_hits_and_show_kind_trust_and_staleness(run_env, fake_server,
-                                                                      capsys, demo_repo,
-                                                                      run_agent):
+def test_recalled_items_count_hits_and_show_kind_trust_and_staleness(
+    run_env, fake_server, capsys, demo_repo, run_agent
+):
     _first_run(fake_server, capsys, demo_repo)
     _second_run(fake_server, capsys, demo_repo)  # recalls the note, the fact, the procedure
     git(demo_repo, "checkout", "-q", "main")  # calc/stats.py as it was before either run
-    proc = run_agent("recall", "median calc/stats.py tests/test_stats.py", "--json", "--k", "10",
-                     cwd=demo_repo, env={"AGENT_EMBEDDING_MODEL": "fake-embed",
-                                         "OPENAI_BASE_URL": fake_server().url})
+    proc = run_agent(
+        "recall",
+        "median calc/stats.py tests/test_stats.py",
+        "--json",
+        "--k",
+        "10",
+        cwd=demo_repo,
+        env={"AGENT_EMBEDDING_MODEL": "fake-embed", "OPENAI_BASE_URL": fake_server().url},
+    )
     found = {r["kind"]: r for r in json.loads(proc.stdout)}
     assert {"episode", "fact", "note", "procedure"} <= set(found), proc.stdout + proc.stderr
     assert all({"kind", "trust", "hit_count", "stale"} <= set(r) for r in found.values())
@@ -80,14 +120,26 @@ def test_recalled_items_count_hits_and_show_kind_trust_and_staleness(run_env, fa
     # On main, calc/stats.py has no median: the fact saw the file with it, so it is stale now;
     # the procedure names tests/test_stats.py, which no run changed.
     assert found["fact"]["stale"] is True and found["procedure"]["stale"] is False
-    assert "stale: a file it names changed since" in run_agent(
-        "recall", FACT, "--kind", "fact", cwd=demo_repo,
-        env={"AGENT_EMBEDDING_MODEL": "fake-embed", "OPENAI_BASE_URL": fake_server().url,
-             "COLUMNS": "300"}).stdout
+    assert (
+        "stale: a file it names changed since"
+        in run_agent(
+            "recall",
+            FACT,
+            "--kind",
+            "fact",
+            cwd=demo_repo,
+            env={
+                "AGENT_EMBEDDING_MODEL": "fake-embed",
+                "OPENAI_BASE_URL": fake_server().url,
+                "COLUMNS": "300",
+            },
+        ).stdout
+    )
 
 
-def test_an_unreadable_submit_facts_stores_nothing_and_is_no_error(run_env, fake_server, capsys,
-                                                                   demo_repo):
+def test_an_unreadable_submit_facts_stores_nothing_and_is_no_error(
+    run_env, fake_server, capsys, demo_repo
+):
     broken = {"tool_calls": [{"name": "submit_facts", "arguments": '{"facts": "not a list"'}]}
     srv = fake_server([plan(task()), add_median(), finish(), broken])
     code, events = run_in_process(capsys, demo_repo, GOAL, srv)

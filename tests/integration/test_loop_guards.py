@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
 from runkit import BAD_MEDIAN, GOAL, add_median, events_of, finish, plan, state_of, task
 
 pytestmark = pytest.mark.slow
 
 
 def agent_run(run_agent, srv, repo, *extra, env=None):
-    return run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo,
-                     env=env)
+    return run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo, env=env
+    )
 
 
 def missing(order: str) -> dict:
@@ -19,13 +19,21 @@ def missing(order: str) -> dict:
 
 
 def memory_text(request: dict) -> str:
-    return "".join(m["content"] for m in request["messages"]
-                   if (m.get("content") or "").startswith("WORKING MEMORY:"))
+    return "".join(
+        m["content"]
+        for m in request["messages"]
+        if (m.get("content") or "").startswith("WORKING MEMORY:")
+    )
 
 
 def test_a_failing_command_repeated_in_any_order_is_a_loop(run_agent, fake_server, demo_repo):
-    calls = [missing("--fast -v x"), missing("-v --fast x"), missing("x --fast -v"),
-             missing("--fast x -v"), missing("-v x --fast")]
+    calls = [
+        missing("--fast -v x"),
+        missing("-v --fast x"),
+        missing("x --fast -v"),
+        missing("--fast x -v"),
+        missing("-v x --fast"),
+    ]
     srv = fake_server([plan(task())] + calls + [add_median(), finish()])
     proc = agent_run(run_agent, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -47,21 +55,35 @@ def test_different_results_are_not_a_loop(run_agent, fake_server, demo_repo):
     assert not [e for e in events_of(proc.stdout) if e["event"] == "loop_detected"]
 
 
-def test_success_criteria_reach_every_task_request_and_the_model_verifier(run_agent, fake_server,
-                                                                          demo_repo):
-    judged = {"goal": "Explain median in NOTES.txt", "acceptance": "NOTES.txt explains it",
-              "acceptance_cmd": None}
+def test_success_criteria_reach_every_task_request_and_the_model_verifier(
+    run_agent, fake_server, demo_repo
+):
+    judged = {
+        "goal": "Explain median in NOTES.txt",
+        "acceptance": "NOTES.txt explains it",
+        "acceptance_cmd": None,
+    }
     verdict = {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "explained"}}
-    srv = fake_server([plan(task(), judged), add_median(), finish(),
-                       {"tool": "write_file", "args": {"path": "NOTES.txt", "content": "m\n"}},
-                       finish(), verdict])
+    srv = fake_server(
+        [
+            plan(task(), judged),
+            add_median(),
+            finish(),
+            {"tool": "write_file", "args": {"path": "NOTES.txt", "content": "m\n"}},
+            finish(),
+            verdict,
+        ]
+    )
     proc = agent_run(run_agent, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     criteria = "Success criteria of the whole plan: the tests pass"
     executing = [r for r in srv.chat_requests if len(r.get("tools", [])) > 2]
     assert executing and all(criteria in r["messages"][-1]["content"] for r in executing)
-    (judge,) = [r for r in srv.chat_requests
-                if r.get("tools", [{}])[0].get("function", {}).get("name") == "submit_verdict"]
+    (judge,) = [
+        r
+        for r in srv.chat_requests
+        if r.get("tools", [{}])[0].get("function", {}).get("name") == "submit_verdict"
+    ]
     assert criteria in judge["messages"][-1]["content"]
 
 
@@ -84,8 +106,9 @@ def test_run_done_never_says_running_after_the_run(run_agent, fake_server, demo_
     assert state_of(demo_repo)["agent_state"]["plan"][0]["status"] == "running"  # resumable
 
 
-def test_escalation_speaks_of_uncommitted_changes_only_when_there_are_some(run_agent, fake_server,
-                                                                         demo_repo):
+def test_escalation_speaks_of_uncommitted_changes_only_when_there_are_some(
+    run_agent, fake_server, demo_repo
+):
     srv = fake_server([plan(task()), finish("nothing"), finish("still nothing")])
     proc = agent_run(run_agent, srv, demo_repo)
     assert proc.returncode == 3

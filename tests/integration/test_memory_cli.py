@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_cli.core.models import Episode
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
-from agent_cli.core.models import Episode
 
 pytestmark = pytest.mark.slow  # every test here starts the agent as a process
 
@@ -21,18 +21,29 @@ OLD_RUN, NEW_RUN = "20250313-080000-aaaa", "20250314-090000-bbbb"
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AGENT_", "OPENAI_")) and k not in ("COLUMNS", "LINES")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AGENT_", "OPENAI_")) and k not in ("COLUMNS", "LINES")
+    }
     return {**env, "HOME": str(home), "COLUMNS": "200", **extra}
 
 
 def agents(cwd: Path, *commands: list[str], **env: str) -> list[subprocess.CompletedProcess]:
     """Run `python -m agent_cli ARGS` for each command at once; their results in order."""
-    procs = [subprocess.Popen([sys.executable, "-m", "agent_cli", *args], cwd=cwd, text=True,
-                              env=_env(cwd.parent, **env), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE) for args in commands]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "agent_cli", *args],
+            cwd=cwd,
+            text=True,
+            env=_env(cwd.parent, **env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for args in commands
+    ]
     out = []
-    for args, p in zip(commands, procs):
+    for args, p in zip(commands, procs, strict=False):
         stdout, stderr = p.communicate(timeout=120)
         out.append(subprocess.CompletedProcess(args, p.returncode, stdout, stderr))
     return out
@@ -60,8 +71,9 @@ def _save_working_memory(state: Path, outputs: int = 6) -> None:
     from agent_cli.memory import SqliteStore, WorkingMemory
 
     (state / "runs" / NEW_RUN).mkdir(parents=True)
-    wm = WorkingMemory(store=SqliteStore(state / "runs" / NEW_RUN / "memory.db"), embedder=None,
-                       max_tokens=300)
+    wm = WorkingMemory(
+        store=SqliteStore(state / "runs" / NEW_RUN / "memory.db"), embedder=None, max_tokens=300
+    )
     wm.set_goal("add a verbose flag")
     wm.note("remember to update the README", "readme note")
     for i in range(outputs):
@@ -76,12 +88,26 @@ def _save_working_memory(state: Path, outputs: int = 6) -> None:
 @pytest.fixture
 def seeded(repo, embedder) -> Path:
     mem = LongTermMemory(repo / ".agent" / "chroma", embedder)
-    mem.add_episode(Episode(
-        run_id=NEW_RUN, goal="Make quoted strings parse", status="verified",
-        summary="escaped quotes in the tokenizer", started_at="2025-03-14T09:00:00+00:00",
-        failure_signatures=["tests/test_parser.py::test_quotes failed at tests/test_parser.py:42"]))
-    mem.add_episode(Episode(run_id=OLD_RUN, goal="Update the README installation section",
-                            status="verified", started_at="2025-03-13T08:00:00+00:00"))
+    mem.add_episode(
+        Episode(
+            run_id=NEW_RUN,
+            goal="Make quoted strings parse",
+            status="verified",
+            summary="escaped quotes in the tokenizer",
+            started_at="2025-03-14T09:00:00+00:00",
+            failure_signatures=[
+                "tests/test_parser.py::test_quotes failed at tests/test_parser.py:42"
+            ],
+        )
+    )
+    mem.add_episode(
+        Episode(
+            run_id=OLD_RUN,
+            goal="Update the README installation section",
+            status="verified",
+            started_at="2025-03-13T08:00:00+00:00",
+        )
+    )
     mem.add_fact("The parser tests run with pytest tests/test_parser.py", "harness, run " + NEW_RUN)
     claim = mem.add_fact("The parser was written by a contractor", "model claim", trust=0.3)
     (repo.parent / "fact_id").write_text(claim)
@@ -89,11 +115,18 @@ def seeded(repo, embedder) -> Path:
 
 
 def test_without_state_every_command_says_no_memory_and_creates_nothing(repo):
-    commands = [["recall", "parser"], ["recall", "parser", "--json"], ["memory", "show"],
-                ["memory", "show", "--json"], ["memory", "forget", "x"], ["memory", "expire"],
-                ["memory", "export", "out.jsonl"], ["memory", "reindex"]]
+    commands = [
+        ["recall", "parser"],
+        ["recall", "parser", "--json"],
+        ["memory", "show"],
+        ["memory", "show", "--json"],
+        ["memory", "forget", "x"],
+        ["memory", "expire"],
+        ["memory", "export", "out.jsonl"],
+        ["memory", "reindex"],
+    ]
     results = agents(repo, *commands)
-    for args, r in zip(commands, results):
+    for args, r in zip(commands, results, strict=False):
         assert r.returncode == 0, (args, r.stderr)
         assert "no memory yet" in r.stderr, args
     assert json.loads(results[1].stdout) == []
@@ -111,9 +144,11 @@ def test_outside_a_git_repository_says_how_to_fix_it(tmp_path):
 
 def test_recall_prints_ranked_results_as_a_table_and_as_json(seeded):
     table, as_json, facts = agents(
-        seeded, ["recall", "tests/test_parser.py::test_quotes failed"],
+        seeded,
+        ["recall", "tests/test_parser.py::test_quotes failed"],
         ["recall", "quoted strings parser", "--json", "--k", "3"],
-        ["recall", "who wrote the parser", "--kind", "fact", "--min-trust", "0.2", "--json"])
+        ["recall", "who wrote the parser", "--kind", "fact", "--min-trust", "0.2", "--json"],
+    )
     assert table.returncode == 0, table.stderr
     first = next(line for line in table.stdout.splitlines() if NEW_RUN in line)
     assert "episode" in first and "2025-03-14" in first and "Make quoted strings parse" in first
@@ -129,20 +164,22 @@ def test_recall_prints_ranked_results_as_a_table_and_as_json(seeded):
 
 def test_recall_answers_from_the_snapshot_without_chromadb_as_the_store_would(seeded, embedder):
     from agent_cli.memory.longterm import snapshot
+
     store = seeded / ".agent" / "chroma"
     with LongTermMemory(store, embedder) as mem:
         mem.add_fact("Quoted strings are tokenized in src/lexer.py", "harness")  # a change
     assert snapshot.exists(store)
-    queries = [["recall", "quoted strings parser", "--json", "--k", "10"],
-               ["recall", "who wrote the parser", "--kind", "fact", "--min-trust", "0.2",
-                "--json"]]
+    queries = [
+        ["recall", "quoted strings parser", "--json", "--k", "10"],
+        ["recall", "who wrote the parser", "--kind", "fact", "--min-trust", "0.2", "--json"],
+    ]
     fast = agents(seeded, *queries)
     traced = agent(seeded, "recall", "parser", **{"PYTHONPROFILEIMPORTTIME": "1"})
     assert traced.returncode == 0 and "| agent_cli" in traced.stderr
     assert "chromadb" not in traced.stderr, "the snapshot needs no chromadb"
     snapshot.invalidate(store)
     slow = agents(seeded, *queries)
-    for a, b in zip(fast, slow):
+    for a, b in zip(fast, slow, strict=False):
         assert a.returncode == b.returncode == 0, a.stderr + b.stderr
         got, expected = json.loads(a.stdout), json.loads(b.stdout)
         assert [r["id"] for r in got] == [r["id"] for r in expected] and got
@@ -153,18 +190,28 @@ def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
     before = agent(seeded, "memory", "show")
     assert before.returncode == 0, before.stderr
     assert "No run has recorded working memory yet." in before.stdout
-    assert ("Long-term memory: 2 episode(s), 2 fact(s), 0 note(s), 0 procedure(s), "
-            "0 archived item(s).") in before.stdout
+    assert (
+        "Long-term memory: 2 episode(s), 2 fact(s), 0 note(s), 0 procedure(s), 0 archived item(s)."
+    ) in before.stdout
     _save_working_memory(seeded / ".agent")
-    text, as_json, edits = agents(seeded, ["memory", "show"], ["memory", "show", "--json"],
-                                  ["memory", "show", "--json", "--kind", "edit"])
+    text, as_json, edits = agents(
+        seeded,
+        ["memory", "show"],
+        ["memory", "show", "--json"],
+        ["memory", "show", "--json", "--kind", "edit"],
+    )
     assert text.returncode == 0, text.stderr
     assert f"Hot zone of run {NEW_RUN}" in text.stdout and "Cold zone: 5 item(s)" in text.stdout
     assert "edit cli.py" in text.stdout and "output 0" in text.stdout
     report = json.loads(as_json.stdout)
     assert report["run_id"] == NEW_RUN
-    assert report["counts"] == {"episodes": 2, "facts": 2, "notes": 0, "procedures": 0,
-                                "archive": 0}
+    assert report["counts"] == {
+        "episodes": 2,
+        "facts": 2,
+        "notes": 0,
+        "procedures": 0,
+        "archive": 0,
+    }
     assert {h["id"] for h in report["hot"]} == {"m1", "m7", "m8"}
     assert [c["id"] for c in report["cold"]] == ["m2", "m3", "m4", "m5", "m6"]
     assert [h["kind"] for h in json.loads(edits.stdout)["hot"]] == ["edit"]
@@ -176,8 +223,18 @@ def test_memory_show_names_the_score_terms_alike_in_the_table_and_the_json(seede
     lines = [line.rstrip() for line in text.stdout.splitlines()]
     legend = lines.index("score = weight + refs + goal + recent − size")
     header = lines[legend + 1].split()
-    assert header == ["id", "kind", "score", "weight", "refs", "goal", "recent", "size", "tokens",
-                      "summary"]
+    assert header == [
+        "id",
+        "kind",
+        "score",
+        "weight",
+        "refs",
+        "goal",
+        "recent",
+        "size",
+        "tokens",
+        "summary",
+    ]
     hot = json.loads(as_json.stdout)["hot"]
     assert all(set(header) <= set(item) for item in hot)
     item = hot[0]
@@ -201,22 +258,38 @@ def test_forget_expire_export_and_import(seeded, tmp_path):
     forgot, expired = agents(seeded, ["memory", "forget", fact_id], ["memory", "expire"])
     assert forgot.returncode == 0 and fact_id in forgot.stdout
     assert expired.returncode == 0 and "moved 0 item(s)" in expired.stdout
-    again, exported = agents(seeded, ["memory", "forget", fact_id],
-                             ["memory", "export", str(tmp_path / "mem.jsonl")])
+    again, exported = agents(
+        seeded, ["memory", "forget", fact_id], ["memory", "export", str(tmp_path / "mem.jsonl")]
+    )
     assert again.returncode == 1 and "no memory item" in again.stderr
     assert "exported 4 record(s)" in exported.stdout  # 2 episodes, 1 signature, 1 fact
     with open(tmp_path / "mem.jsonl", "a") as f:
-        f.write(json.dumps({"collection": "facts", "id": "mem_20250101_abcdef",
-                            "document": f"deploy with key {KEY}",
-                            "metadata": {"kind": "fact", "source": "hand-written", "trust": 1.0,
-                                         "created_at": "2025-01-01T00:00:00+00:00",
-                                         "text_hash": "0", "ttl_days": 0.0}}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "collection": "facts",
+                    "id": "mem_20250101_abcdef",
+                    "document": f"deploy with key {KEY}",
+                    "metadata": {
+                        "kind": "fact",
+                        "source": "hand-written",
+                        "trust": 1.0,
+                        "created_at": "2025-01-01T00:00:00+00:00",
+                        "text_hash": "0",
+                        "ttl_days": 0.0,
+                    },
+                }
+            )
+            + "\n"
+        )
     other = tmp_path / "other"
     subprocess.run(["git", "init", "-q", str(other)], check=True)
     imported = agent(other, "memory", "import", str(tmp_path / "mem.jsonl"), OPENAI_API_KEY=KEY)
     assert imported.returncode == 0, imported.stderr
     assert "imported 5 record(s)" in imported.stdout
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=other, capture_output=True, text=True)
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=other, capture_output=True, text=True
+    )
     assert status.stdout == ""  # .agent/ is excluded from git
     found = agent(other, "recall", "quoted strings", "--json")
     assert json.loads(found.stdout)[0]["id"] == NEW_RUN
@@ -231,7 +304,9 @@ def test_another_embedder_is_refused_until_reindex(seeded):
         env = {"AGENT_EMBEDDING_MODEL": "emb-small", "OPENAI_BASE_URL": server.url}
         refused = agent(seeded, "recall", "parser", **env)
         assert refused.returncode == 1 and "Traceback" not in refused.stderr
-        assert "wordllama:l2_supercat-256" in refused.stderr and "openai:emb-small" in refused.stderr
+        assert (
+            "wordllama:l2_supercat-256" in refused.stderr and "openai:emb-small" in refused.stderr
+        )
         assert "agent memory reindex" in refused.stderr
         reindexed = agent(seeded, "memory", "reindex", **env)
         assert reindexed.returncode == 0, reindexed.stderr

@@ -8,9 +8,9 @@ import sys
 import time
 
 import pytest
+from runkit import GOAL, add_median, events_of, facts, finish, plan, state_of, task
 
 from conftest import git
-from runkit import GOAL, add_median, events_of, facts, finish, plan, state_of, task
 
 pytestmark = pytest.mark.slow
 ADAPT = {"AGENT_REPLAN": "after_task", "AGENT_FINAL_SUMMARY": "true"}
@@ -22,8 +22,10 @@ def file_task(name: str) -> dict:
 
 
 def write(name: str) -> list[dict]:
-    return [{"tool": "write_file", "args": {"path": name, "content": f"{name}\n"}},
-            finish(f"wrote {name}")]
+    return [
+        {"tool": "write_file", "args": {"path": name, "content": f"{name}\n"}},
+        finish(f"wrote {name}"),
+    ]
 
 
 def revise(*tasks: dict, reason: str = "the notes are covered") -> dict:
@@ -31,38 +33,66 @@ def revise(*tasks: dict, reason: str = "the notes are covered") -> dict:
 
 
 def run(run_agent, srv, repo, *extra, env=None):
-    return run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo,
-                     env={**ADAPT, **(env or {})})
+    return run_agent(
+        "run",
+        GOAL,
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        *extra,
+        cwd=repo,
+        env={**ADAPT, **(env or {})},
+    )
 
 
 def revise_requests(srv) -> list[dict]:
-    return [r for r in srv.chat_requests
-            if [t["function"]["name"] for t in r.get("tools", [])] == ["revise_plan"]]
+    return [
+        r
+        for r in srv.chat_requests
+        if [t["function"]["name"] for t in r.get("tools", [])] == ["revise_plan"]
+    ]
 
 
 def started(proc) -> list[str]:
     return [e["goal"] for e in events_of(proc.stdout) if e["event"] == "task_started"]
 
 
-def test_a_revision_drops_a_task_and_each_new_task_is_one_commit(run_agent, fake_server,
-                                                                 demo_repo):
-    srv = fake_server([plan(task(), file_task("NOTES.txt"), file_task("DROPPED.txt")),
-                       add_median(), finish(),
-                       revise(file_task("A.txt"), file_task("B.txt")), *write("A.txt"),
-                       KEEP, *write("B.txt"), facts(), {"content": "Added median, A.txt and B.txt."}])
+def test_a_revision_drops_a_task_and_each_new_task_is_one_commit(run_agent, fake_server, demo_repo):
+    srv = fake_server(
+        [
+            plan(task(), file_task("NOTES.txt"), file_task("DROPPED.txt")),
+            add_median(),
+            finish(),
+            revise(file_task("A.txt"), file_task("B.txt")),
+            *write("A.txt"),
+            KEEP,
+            *write("B.txt"),
+            facts(),
+            {"content": "Added median, A.txt and B.txt."},
+        ]
+    )
     proc = run(run_agent, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert started(proc) == ["Add median() to calc/stats.py", "Write A.txt", "Write B.txt"]
     log = git(demo_repo, "log", "--format=%s").splitlines()
     assert log == ["Write B.txt", "Write A.txt", "Add median() to calc/stats.py", "initial"]
-    for sha, name in zip(git(demo_repo, "log", "--format=%H", "-2").split(), ("B.txt", "A.txt")):
+    for sha, name in zip(
+        git(demo_repo, "log", "--format=%H", "-2").split(), ("B.txt", "A.txt"), strict=False
+    ):
         assert git(demo_repo, "show", "--name-only", "--format=", sha).split() == [name]
     ask = revise_requests(srv)
     assert len(ask) == 2 and all(r["tool_choice"] != "auto" for r in ask)
     text = ask[0]["messages"][-1]["content"]
-    for part in ("DONE (never changed)", "[verified, commit ", "its summary: added median()",
-                 "REMAINING", "Write DROPPED.txt", "Success criteria of the whole plan: the "
-                 "tests pass", "BUDGET: 198 of 200 tool calls left (about 2 per verified task"):
+    for part in (
+        "DONE (never changed)",
+        "[verified, commit ",
+        "its summary: added median()",
+        "REMAINING",
+        "Write DROPPED.txt",
+        "Success criteria of the whole plan: the tests pass",
+        "BUDGET: 198 of 200 tool calls left (about 2 per verified task",
+    ):
         assert part in text, part
     assert text.rstrip().endswith(GOAL) and "At this pace" not in text
     revised = [e for e in events_of(proc.stdout) if e["event"] == "plan_revised"]
@@ -76,9 +106,17 @@ def test_a_revision_drops_a_task_and_each_new_task_is_one_commit(run_agent, fake
 
 
 def test_short_budget_is_said_so_the_model_can_merge(run_agent, fake_server, demo_repo):
-    srv = fake_server([plan(task(), file_task("A.txt"), file_task("B.txt")), add_median(),
-                       finish(), revise(file_task("AB.txt"), reason="merged to fit the budget"),
-                       *write("AB.txt"), facts(), {"content": ""}])
+    srv = fake_server(
+        [
+            plan(task(), file_task("A.txt"), file_task("B.txt")),
+            add_median(),
+            finish(),
+            revise(file_task("AB.txt"), reason="merged to fit the budget"),
+            *write("AB.txt"),
+            facts(),
+            {"content": ""},
+        ]
+    )
     proc = run(run_agent, srv, demo_repo, "--max-steps", "5")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = revise_requests(srv)[0]["messages"][-1]["content"]
@@ -88,13 +126,22 @@ def test_short_budget_is_said_so_the_model_can_merge(run_agent, fake_server, dem
     assert "the model gave no closing summary" in notices  # an empty reply is no error
 
 
-def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(run_agent, fake_server,
-                                                                           demo_repo):
-    broken = {"tool_calls": [{"name": "revise_plan", "arguments": "{\"keep\": false"}]}
-    srv = fake_server([plan(file_task("A.txt"), file_task("B.txt"), file_task("C.txt")),
-                       *write("A.txt"), broken, *write("B.txt"), *write("C.txt")])
-    proc = run(run_agent, srv, demo_repo, env={"AGENT_MAX_REPLANS": "1",
-                                               "AGENT_FINAL_SUMMARY": "false"})
+def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(
+    run_agent, fake_server, demo_repo
+):
+    broken = {"tool_calls": [{"name": "revise_plan", "arguments": '{"keep": false'}]}
+    srv = fake_server(
+        [
+            plan(file_task("A.txt"), file_task("B.txt"), file_task("C.txt")),
+            *write("A.txt"),
+            broken,
+            *write("B.txt"),
+            *write("C.txt"),
+        ]
+    )
+    proc = run(
+        run_agent, srv, demo_repo, env={"AGENT_MAX_REPLANS": "1", "AGENT_FINAL_SUMMARY": "false"}
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(revise_requests(srv)) == 1
     notices = [e["text"] for e in events_of(proc.stdout) if e["event"] == "notice"]
@@ -104,24 +151,52 @@ def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(run_a
 
 
 def test_replan_off_sends_no_revise_request(run_agent, fake_server, demo_repo):
-    srv = fake_server([plan(file_task("A.txt"), file_task("B.txt")), *write("A.txt"),
-                       *write("B.txt"), facts(), {"content": "done"}])
+    srv = fake_server(
+        [
+            plan(file_task("A.txt"), file_task("B.txt")),
+            *write("A.txt"),
+            *write("B.txt"),
+            facts(),
+            {"content": "done"},
+        ]
+    )
     proc = run(run_agent, srv, demo_repo, env={"AGENT_REPLAN": "off"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert revise_requests(srv) == [] and len(srv.chat_requests) == 7
 
 
 def test_resume_after_sigkill_right_after_a_revision_runs_the_revised_plan(
-        agent_env, run_agent, fake_server, demo_repo, tmp_path):
-    srv = fake_server([plan(task(), file_task("DROPPED.txt")), add_median(), finish(),
-                       revise(file_task("A.txt")),
-                       {"delay": 60, **write("A.txt")[0]}])
+    agent_env, run_agent, fake_server, demo_repo, tmp_path
+):
+    srv = fake_server(
+        [
+            plan(task(), file_task("DROPPED.txt")),
+            add_median(),
+            finish(),
+            revise(file_task("A.txt")),
+            {"delay": 60, **write("A.txt")[0]},
+        ]
+    )
     out = tmp_path / "out.jsonl"
     with open(out, "w") as sink:
-        agent = subprocess.Popen([sys.executable, "-m", "agent_cli", "run", GOAL, "--yes",
-                                  "--json", "--base-url", srv.url], cwd=demo_repo,
-                                 env={**agent_env, **ADAPT}, stdin=subprocess.DEVNULL,
-                                 stdout=sink, stderr=subprocess.DEVNULL)
+        agent = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agent_cli",
+                "run",
+                GOAL,
+                "--yes",
+                "--json",
+                "--base-url",
+                srv.url,
+            ],
+            cwd=demo_repo,
+            env={**agent_env, **ADAPT},
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.DEVNULL,
+        )
     try:
         end = time.monotonic() + 60
         while "plan_revised" not in out.read_text() and time.monotonic() < end:
@@ -133,10 +208,13 @@ def test_resume_after_sigkill_right_after_a_revision_runs_the_revised_plan(
     saved = state_of(demo_repo)["agent_state"]["plan"]
     assert [t["goal"] for t in saved] == ["Add median() to calc/stats.py", "Write A.txt"]
     srv2 = fake_server(write("A.txt") + [facts(), {"content": "resumed and done"}])
-    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo,
-                     env=ADAPT)
+    proc = run_agent(
+        "run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo, env=ADAPT
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert started(proc) == ["Write A.txt"]
     assert "DROPPED" not in json.dumps(srv2.chat_requests[0]["messages"][-1])
     assert git(demo_repo, "log", "--format=%s").splitlines()[:2] == [
-        "Write A.txt", "Add median() to calc/stats.py"]
+        "Write A.txt",
+        "Add median() to calc/stats.py",
+    ]

@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import json
 
+from runkit import (
+    BAD_MEDIAN,
+    GOAL,
+    GOOD_MEDIAN,
+    PYTEST,
+    add_median,
+    events_of,
+    facts,
+    finish,
+    plan,
+    read_stats,
+    replace_median,
+    run_tests,
+    state_of,
+    task,
+)
+
 from conftest import git
 from reliability.relkit import tool_results
-from runkit import (BAD_MEDIAN, GOAL, GOOD_MEDIAN, PYTEST, add_median, events_of, facts, finish,
-                    plan, read_stats, replace_median, run_tests, state_of, task)
 
 
 def agent_run(run_agent, srv, repo, *extra, goal=GOAL):
@@ -27,8 +42,15 @@ def test_success_commits_the_verified_task(run_agent, fake_server, demo_repo):
     assert ".agent/" in (demo_repo / ".git" / "info" / "exclude").read_text()
     assert int(git(demo_repo, "rev-list", "--count", "HEAD")) == 2
     kinds = [e["event"] for e in events_of(proc.stdout)]
-    for name in ("plan", "task_started", "tool_call", "tool_result", "verify", "task_done",
-                 "run_done"):
+    for name in (
+        "plan",
+        "task_started",
+        "tool_call",
+        "tool_result",
+        "verify",
+        "task_done",
+        "run_done",
+    ):
         assert name in kinds
     done = events_of(proc.stdout)[-1]
     assert done["event"] == "run_done" and done["tasks"][0]["exit_code"] == 0
@@ -46,8 +68,15 @@ def test_goal_is_last_in_every_request(run_agent, fake_server, demo_repo):
 
 
 def test_failed_first_attempt_then_pass_carries_the_failure(run_agent, fake_server, demo_repo):
-    srv = fake_server([plan(task()), add_median(BAD_MEDIAN), finish("first try"),
-                       replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed")])
+    srv = fake_server(
+        [
+            plan(task()),
+            add_median(BAD_MEDIAN),
+            finish("first try"),
+            replace_median(BAD_MEDIAN, GOOD_MEDIAN),
+            finish("fixed"),
+        ]
+    )
     proc = agent_run(run_agent, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     retry = srv.chat_requests[3]
@@ -58,8 +87,14 @@ def test_failed_first_attempt_then_pass_carries_the_failure(run_agent, fake_serv
 
 
 def test_escalation_leaves_changes_uncommitted(run_agent, fake_server, demo_repo):
-    srv = fake_server([plan(task(), task("Document median in README.md", None)),
-                       add_median(BAD_MEDIAN), finish("try one"), finish("try two")])
+    srv = fake_server(
+        [
+            plan(task(), task("Document median in README.md", None)),
+            add_median(BAD_MEDIAN),
+            finish("try one"),
+            finish("try two"),
+        ]
+    )
     proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "I tried twice and couldn't finish this myself" in proc.stdout
@@ -80,22 +115,33 @@ def test_step_budget_exits_4(run_agent, fake_server, demo_repo):
 
 
 def test_the_budget_line_of_a_real_run_says_which_budget_how_much_and_how_to_go_on(
-        run_agent, fake_server, demo_repo):
+    run_agent, fake_server, demo_repo
+):
     srv = fake_server([plan(task())] + [read_stats()] * 10)
-    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, "--max-steps", "3",
-                     cwd=demo_repo)
+    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, "--max-steps", "3", cwd=demo_repo)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("budget ran out")]
-    assert lines == ["budget ran out: 3 of 3 tool calls used "
-                     "(raise --max-steps, then `agent run --resume`)"]
+    assert lines == [
+        "budget ran out: 3 of 3 tool calls used (raise --max-steps, then `agent run --resume`)"
+    ]
 
 
 def test_money_budget_exits_4(run_agent, fake_server, demo_repo):
     usage = {"prompt_tokens": 100_000, "completion_tokens": 0}
     srv = fake_server([plan(task())] + [{**read_stats(), "usage": usage}] * 10)
     # A loopback server bills nothing unless prices are set (Settings.prices): set one.
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, "--budget-usd",
-                     "0.03", cwd=demo_repo, env={"AGENT_PRICE_INPUT_PER_MTOK": "0.15"})
+    proc = run_agent(
+        "run",
+        GOAL,
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        "--budget-usd",
+        "0.03",
+        cwd=demo_repo,
+        env={"AGENT_PRICE_INPUT_PER_MTOK": "0.15"},
+    )
     assert proc.returncode == 4, proc.stdout + proc.stderr
     ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
     assert ev and ev[0]["budget"] == "budget_usd" and ev[0]["limit"] == 0.03
@@ -119,13 +165,17 @@ def test_malformed_plan_then_a_good_one(run_agent, fake_server, demo_repo):
 
 
 def test_tool_errors_go_back_to_the_model(run_agent, fake_server, demo_repo):
-    srv = fake_server([plan(task()),
-                       {"tool": "no_such_tool", "args": {}},
-                       {"tool_calls": [{"name": "read_file", "arguments": "{oops"}]},
-                       {"tool": "read_file", "args": {"path": "../../etc/passwd"}},
-                       {"tool": "edit_file", "args": {"path": "calc/stats.py", "old": "zzz",
-                                                      "new": "y"}},
-                       add_median(), finish()])
+    srv = fake_server(
+        [
+            plan(task()),
+            {"tool": "no_such_tool", "args": {}},
+            {"tool_calls": [{"name": "read_file", "arguments": "{oops"}]},
+            {"tool": "read_file", "args": {"path": "../../etc/passwd"}},
+            {"tool": "edit_file", "args": {"path": "calc/stats.py", "old": "zzz", "new": "y"}},
+            add_median(),
+            finish(),
+        ]
+    )
     proc = agent_run(run_agent, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     tool_msgs = [tool_results(r)[-1] for r in srv.chat_requests[2:6]]
@@ -152,9 +202,14 @@ def test_without_terminal_or_yes_refuses_before_any_model_call(run_agent, fake_s
 
 def test_dirty_tree_is_refused_and_allow_dirty_keeps_user_work(run_agent, fake_server, demo_repo):
     (demo_repo / "README.md").write_text("my unsaved notes\n")
-    srv = fake_server([plan(task()), add_median(),
-                       {"tool": "write_file", "args": {"path": "README.md", "content": "x"}},
-                       finish()])
+    srv = fake_server(
+        [
+            plan(task()),
+            add_median(),
+            {"tool": "write_file", "args": {"path": "README.md", "content": "x"}},
+            finish(),
+        ]
+    )
     proc = agent_run(run_agent, srv, demo_repo)
     assert proc.returncode == 1 and "uncommitted" in proc.stderr and srv.chat_requests == []
     proc = agent_run(run_agent, srv, demo_repo, "--allow-dirty")
@@ -176,8 +231,11 @@ def test_accept_flag_is_used_and_is_the_final_gate(run_agent, fake_server, demo_
 def test_next_run_recalls_the_last_episode_and_fact(run_agent, fake_server, demo_repo):
     srv = fake_server([plan(task()), add_median(), finish()])
     assert agent_run(run_agent, srv, demo_repo).returncode == 0
-    found = json.loads(run_agent("recall", "tests/test_stats.py passes", "--kind", "procedure",
-                                 "--json", cwd=demo_repo).stdout)
+    found = json.loads(
+        run_agent(
+            "recall", "tests/test_stats.py passes", "--kind", "procedure", "--json", cwd=demo_repo
+        ).stdout
+    )
     assert any(PYTEST in f["text"] and f["source"].startswith("harness") for f in found)
     goal2 = "Add a mode function to calc/stats.py so that its tests pass"
     srv2 = fake_server([plan(task("Add mode() to calc/stats.py"), goal=goal2), finish()])
@@ -199,8 +257,14 @@ def test_runs_lists_status_and_resume_needs_an_unfinished_run(run_agent, fake_se
 
 
 def test_resume_after_escalation_retries_the_rejected_task_only(run_agent, fake_server, demo_repo):
-    srv = fake_server([plan(task(), task("Check the mean still works", PYTEST)),
-                       add_median(BAD_MEDIAN), finish("one"), finish("two")])
+    srv = fake_server(
+        [
+            plan(task(), task("Check the mean still works", PYTEST)),
+            add_median(BAD_MEDIAN),
+            finish("one"),
+            finish("two"),
+        ]
+    )
     assert agent_run(run_agent, srv, demo_repo).returncode == 3
     srv2 = fake_server([replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed"), finish("ok")])
     proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo)

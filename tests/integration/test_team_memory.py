@@ -10,14 +10,14 @@ import json
 from pathlib import Path
 
 import pytest
+from runkit import GOAL, PYTEST, add_median, events_of, finish, plan, task
 
+from agent_cli.core.models import Episode, TaskRecord
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from agent_cli.memory.longterm.place import ChromaServer
-from agent_cli.core.models import Episode, TaskRecord
 from chromakit import ChromaProcess, chroma_executable, free_port
 from conftest import git
-from runkit import GOAL, PYTEST, add_median, events_of, finish, plan, task
 
 pytestmark = pytest.mark.slow  # Chroma server and agent processes
 TOKEN = "chroma-team-token-LEAKTEST-0123456789"
@@ -39,11 +39,26 @@ def one_error_line(proc) -> str:
 def seed(store, embedder) -> str:
     """One episode and one fact in `store` (a directory or a server); the fact's id."""
     with LongTermMemory(store, embedder) as mem:
-        mem.add_episode(Episode(run_id=RUN_ID, goal="Add retry with backoff to the HTTP client",
-                                plan=["Add retry"], status="verified", summary="1 of 1 verified.",
-                                tasks=[TaskRecord(goal="Add retry", status="verified", attempts=1,
-                                                  acceptance_cmd="pytest -q tests/test_http.py")]))
-        return mem.add_fact("The HTTP client tests run with pytest -q tests/test_http.py", "harness")
+        mem.add_episode(
+            Episode(
+                run_id=RUN_ID,
+                goal="Add retry with backoff to the HTTP client",
+                plan=["Add retry"],
+                status="verified",
+                summary="1 of 1 verified.",
+                tasks=[
+                    TaskRecord(
+                        goal="Add retry",
+                        status="verified",
+                        attempts=1,
+                        acceptance_cmd="pytest -q tests/test_http.py",
+                    )
+                ],
+            )
+        )
+        return mem.add_fact(
+            "The HTTP client tests run with pytest -q tests/test_http.py", "harness"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -51,16 +66,22 @@ def embedder():
     return WordLlamaEmbedder()
 
 
-def test_recall_and_show_through_the_server(run_agent, scratch_repo, chroma_server,
-                                                   chroma_database, embedder):
+def test_recall_and_show_through_the_server(
+    run_agent, scratch_repo, chroma_server, chroma_database, embedder
+):
     fact = seed(ChromaServer(chroma_server.url, database=chroma_database), embedder)
     env = server_env(chroma_server.url, chroma_database)
     recalled = run_agent("recall", "retrying HTTP requests", "--json", cwd=scratch_repo, env=env)
     assert recalled.returncode == 0, recalled.stderr
     assert {r["id"] for r in json.loads(recalled.stdout)} == {RUN_ID, fact}
     shown = run_agent("memory", "show", "--json", cwd=scratch_repo, env=env)
-    assert json.loads(shown.stdout)["counts"] == {"episodes": 1, "facts": 1, "notes": 0,
-                                                 "procedures": 0, "archive": 0}
+    assert json.loads(shown.stdout)["counts"] == {
+        "episodes": 1,
+        "facts": 1,
+        "notes": 0,
+        "procedures": 0,
+        "archive": 0,
+    }
     assert not (scratch_repo / ".agent").exists()  # nothing was kept on this machine
 
 
@@ -73,27 +94,36 @@ def test_memory_commands_against_a_down_server_exit_1_in_one_line(run_agent, scr
         assert "memory server http://127.0.0.1" in line and "cannot be reached" in line
 
 
-def test_export_from_embedded_then_import_into_the_server(run_agent, scratch_repo, tmp_path,
-                                                          chroma_server, chroma_database, embedder):
+def test_export_from_embedded_then_import_into_the_server(
+    run_agent, scratch_repo, tmp_path, chroma_server, chroma_database, embedder
+):
     fact = seed(scratch_repo / ".agent" / "chroma", embedder)
-    (scratch_repo / ".agentrc").write_text(f'memory_url = "{chroma_server.url}"\n'
-                                           f'memory_database = "{chroma_database}"\n')
+    (scratch_repo / ".agentrc").write_text(
+        f'memory_url = "{chroma_server.url}"\nmemory_database = "{chroma_database}"\n'
+    )
     assert run_agent("trust", cwd=scratch_repo).returncode == 0  # the .agentrc may name a server
     dump = tmp_path / "memory.jsonl"  # as the README says: an empty AGENT_MEMORY_URL = embedded
-    exported = run_agent("memory", "export", str(dump), cwd=scratch_repo,
-                         env={"AGENT_MEMORY_URL": ""})
+    exported = run_agent(
+        "memory", "export", str(dump), cwd=scratch_repo, env={"AGENT_MEMORY_URL": ""}
+    )
     assert exported.returncode == 0 and "exported 2 record(s)" in exported.stdout, exported.stderr
     imported = run_agent("memory", "import", str(dump), cwd=scratch_repo)  # the .agentrc's server
     assert imported.returncode == 0, imported.stderr
     assert f"imported 2 record(s) into {chroma_server.url}" in imported.stdout
     with LongTermMemory(ChromaServer(chroma_server.url, database=chroma_database), embedder) as mem:
-        assert mem.counts() == {"episodes": 1, "facts": 1, "notes": 0, "procedures": 0,
-                                "archive": 0}
+        assert mem.counts() == {
+            "episodes": 1,
+            "facts": 1,
+            "notes": 0,
+            "procedures": 0,
+            "archive": 0,
+        }
         assert {r.id for r in mem.recall("retrying HTTP requests")} == {RUN_ID, fact}
 
 
-def test_a_run_with_the_server_down_goes_on_without_long_term_memory(run_agent, fake_server,
-                                                                      demo_repo):
+def test_a_run_with_the_server_down_goes_on_without_long_term_memory(
+    run_agent, fake_server, demo_repo
+):
     srv = fake_server([plan(task()), add_median(), finish()])
     env = server_env(f"http://127.0.0.1:{free_port()}", "team-db")
     proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo, env=env)
@@ -106,7 +136,8 @@ def test_a_run_with_the_server_down_goes_on_without_long_term_memory(run_agent, 
 
 
 def test_what_a_run_learned_with_the_server_down_reaches_it_with_the_next_run(
-        run_agent, fake_server, demo_repo, tmp_path, embedder):
+    run_agent, fake_server, demo_repo, tmp_path, embedder
+):
     executable = chroma_executable()
     if executable is None:
         pytest.skip("the `chroma` executable (installed with chromadb) is not found")
@@ -124,12 +155,14 @@ def test_what_a_run_learned_with_the_server_down_reaches_it_with_the_next_run(
     try:
         git(demo_repo, "checkout", "-q", "main")
         srv = fake_server([plan(task()), add_median(), finish()])
-        proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo,
-                         env=env)
+        proc = run_agent(
+            "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo, env=env
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         notices = [e["text"] for e in events_of(proc.stdout) if e["event"] == "notice"]
         assert any(f"sent {len(kept)} write(s) kept by an earlier run" in n for n in notices), (
-            notices)
+            notices
+        )
         assert not outbox.exists()
         with LongTermMemory(ChromaServer(server.url, database="team-db"), embedder) as mem:
             runs = {r.id for r in mem.recall(GOAL, k=10, kind="episode")}
@@ -146,8 +179,9 @@ def clone(origin: Path, path: Path) -> Path:
     return path
 
 
-def test_two_clones_share_what_the_first_run_learned(run_agent, fake_server, demo_repo, tmp_path,
-                                                     chroma_server, chroma_database):
+def test_two_clones_share_what_the_first_run_learned(
+    run_agent, fake_server, demo_repo, tmp_path, chroma_server, chroma_database
+):
     (demo_repo / "ci").mkdir()
     (demo_repo / "ci" / "notes.txt").write_text(f"memory server token: {TOKEN}\n")
     git(demo_repo, "add", "-A")
@@ -155,20 +189,31 @@ def test_two_clones_share_what_the_first_run_learned(run_agent, fake_server, dem
     alice = clone(demo_repo, tmp_path / "alice" / "demo")
     bob = clone(demo_repo, tmp_path / "bob" / "demo")
     env = server_env(chroma_server.url, chroma_database, AGENT_MEMORY_TOKEN=TOKEN)
-    first = fake_server([plan(task()), {"tool": "read_file", "args": {"path": "ci/notes.txt"}},
-                         {"tool": "run", "args": {"cmd": "env"}}, add_median(), finish()])
+    first = fake_server(
+        [
+            plan(task()),
+            {"tool": "read_file", "args": {"path": "ci/notes.txt"}},
+            {"tool": "run", "args": {"cmd": "env"}},
+            add_median(),
+            finish(),
+        ]
+    )
     ran = run_agent("run", GOAL, "--yes", "--json", "--base-url", first.url, cwd=alice, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     run_id = events_of(ran.stdout)[-1]["run_id"]
 
     second = fake_server([plan(task("Make median() in calc/stats.py reject an empty list"))])
     goal = "Make median in calc/stats.py raise ValueError on an empty list"
-    planned = run_agent("run", goal, "--plan-only", "--json", "--base-url", second.url, cwd=bob,
-                        env=env)
+    planned = run_agent(
+        "run", goal, "--plan-only", "--json", "--base-url", second.url, cwd=bob, env=env
+    )
     assert planned.returncode == 0, planned.stdout + planned.stderr
     texts = [m.get("content") or "" for m in second.chat_requests[0]["messages"]]
-    recalled = next(t.split("<retrieved_memory>\n", 1)[1].split("\n</retrieved_memory>", 1)[0]
-                    for t in texts if "<retrieved_memory>\n" in t)
+    recalled = next(
+        t.split("<retrieved_memory>\n", 1)[1].split("\n</retrieved_memory>", 1)[0]
+        for t in texts
+        if "<retrieved_memory>\n" in t
+    )
     assert run_id in recalled and PYTEST in recalled  # alice's episode and verified fact
     for repo in (alice, bob):
         assert not (repo / ".agent" / "chroma").exists()  # the memory lives on the server only
@@ -177,12 +222,19 @@ def test_two_clones_share_what_the_first_run_learned(run_agent, fake_server, dem
     assert TOKEN not in seen  # but never the token
 
 
-def test_doctor_names_and_checks_the_memory_server(run_agent, fake_server, scratch_repo,
-                                                  chroma_server, chroma_database):
-    srv = fake_server([{"tool": "report_status", "args": {"ok": True}}] * 2,  # doctor runs twice
-                      models=("gpt-4o-mini",))
-    env = server_env(chroma_server.url, chroma_database, AGENT_MEMORY_TOKEN=TOKEN,
-                     OPENAI_API_KEY="sk-doctor-test-key-1234567890")
+def test_doctor_names_and_checks_the_memory_server(
+    run_agent, fake_server, scratch_repo, chroma_server, chroma_database
+):
+    srv = fake_server(
+        [{"tool": "report_status", "args": {"ok": True}}] * 2,  # doctor runs twice
+        models=("gpt-4o-mini",),
+    )
+    env = server_env(
+        chroma_server.url,
+        chroma_database,
+        AGENT_MEMORY_TOKEN=TOKEN,
+        OPENAI_API_KEY="sk-doctor-test-key-1234567890",
+    )
     up = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
     assert up.returncode == 0, up.stdout + up.stderr
     memory = next(line for line in up.stdout.splitlines() if line.split()[:2] == ["ok", "memory"])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import git
 from runkit import GOAL, add_median, finish, plan, read_stats, run_tests, state_of, task
+
+from conftest import git
 from ttykit import SPINNER_FRAMES, Screen, run_on_pty
 
 TOOL_STEPS = [read_stats(), run_tests(), add_median(), run_tests(), finish("added median()")]
@@ -19,8 +20,13 @@ def scripted(steps: list[dict]):
 
     def reply(request: dict) -> dict:
         choice, tools = request.get("tool_choice"), request.get("tools") or []
-        forced = (choice["function"]["name"] if isinstance(choice, dict)
-                  else tools[0]["function"]["name"] if len(tools) == 1 else None)
+        forced = (
+            choice["function"]["name"]
+            if isinstance(choice, dict)
+            else tools[0]["function"]["name"]
+            if len(tools) == 1
+            else None
+        )
         if forced == "submit_plan":
             return plan(task())
         if forced in FORCED_DEFAULTS:
@@ -53,21 +59,29 @@ def test_the_terminal_keeps_a_log_and_ends_with_how_to_take_the_work(on_pty, dem
     assert any(frame in raw for frame in SPINNER_FRAMES)
     # the spinner erased itself: none of its frames stays on screen or in the scrollback
     assert not any(frame in screen for frame in SPINNER_FRAMES), screen
-    for running in ("planning: the model is writing the plan", "task 1/1: the model is working",
-                    "run /"):  # drawn while it ran, then erased
+    for running in (
+        "planning: the model is writing the plan",
+        "task 1/1: the model is working",
+        "run /",
+    ):  # drawn while it ran, then erased
         assert running in raw and running not in screen, running
     assert "between tasks" not in screen
-    for line in ("step 1 read_file: calc/stats.py",
-                 "step 2 run: ", "tests/test_stats.py -> FAILED: exit 1",
-                 "step 3 edit_file: calc/stats.py -> +9 -0",
-                 "tests/test_stats.py -> exit 0",
-                 "step 5 finish: added median()",
-                 "calc/stats.py | 9 +++++++++", "1 file changed, 9 insertions(+)"):
+    for line in (
+        "step 1 read_file: calc/stats.py",
+        "step 2 run: ",
+        "tests/test_stats.py -> FAILED: exit 1",
+        "step 3 edit_file: calc/stats.py -> +9 -0",
+        "tests/test_stats.py -> exit 0",
+        "step 5 finish: added median()",
+        "calc/stats.py | 9 +++++++++",
+        "1 file changed, 9 insertions(+)",
+    ):
         assert line in screen, line
     assert screen.count("Run report") == 1 and screen.count("Acceptance command") == 1
     assert screen.rstrip().splitlines()[-2:] == [
         f"review: git diff main...agent/{run_id}",
-        f"take it: git switch main && git merge agent/{run_id}"]
+        f"take it: git switch main && git merge agent/{run_id}",
+    ]
     assert "def median" not in screen  # diffs only with --verbose
     assert git(demo_repo, "branch", "--show-current").strip() == f"agent/{run_id}"
 
@@ -75,15 +89,16 @@ def test_the_terminal_keeps_a_log_and_ends_with_how_to_take_the_work(on_pty, dem
 def test_verbose_shows_each_edits_diff(on_pty):
     code, screen, _ = on_pty("--yes", "--verbose")
     assert code == 0, screen
-    after = screen[screen.index("step 3 edit_file"):]
+    after = screen[screen.index("step 3 edit_file") :]
     assert "+def median(xs):" in after and "+    if not xs:" in after
     assert after.index("+def median(xs):") < after.index("step 4 run")
 
 
 def test_prompts_take_the_spinner_off_the_screen_and_stay_in_the_log(on_pty):
     steps = [read_stats(), {"tool": "run", "args": {"cmd": "ls calc"}}, *TOOL_STEPS[1:]]
-    code, screen, _ = on_pty(steps=steps, answers=[("Run this plan? [y/N]", "y\n"),
-                                                   ("[a]lways this command", "y\n")])
+    code, screen, _ = on_pty(
+        steps=steps, answers=[("Run this plan? [y/N]", "y\n"), ("[a]lways this command", "y\n")]
+    )
     assert code == 0, screen
     assert "Run this plan? [y/N] y\n" in screen
     assert "Run `ls calc`? [y]es / [n]o / [a]lways this command y\n  step 2 run: ls calc" in screen

@@ -11,9 +11,9 @@ import subprocess
 import sys
 
 import pytest
+from runkit import GOAL, plan, task
 
 from conftest import git, make_repo
-from runkit import GOAL, plan, task
 
 pytestmark = pytest.mark.slow
 
@@ -36,17 +36,25 @@ def no_commits(tmp_path):
 
 
 def test_nothing_to_resume_is_said_before_approval_and_before_the_key(run_agent, scratch_repo):
-    refused(run_agent("run", "--resume", cwd=scratch_repo),
-            "there is no unfinished run to resume", scratch_repo)
-    refused(run_agent("run", "--resume", "--yes", cwd=scratch_repo, env=NO_KEY),
-            "there is no unfinished run to resume", scratch_repo)
+    refused(
+        run_agent("run", "--resume", cwd=scratch_repo),
+        "there is no unfinished run to resume",
+        scratch_repo,
+    )
+    refused(
+        run_agent("run", "--resume", "--yes", cwd=scratch_repo, env=NO_KEY),
+        "there is no unfinished run to resume",
+        scratch_repo,
+    )
 
 
-def test_a_repository_without_commits_is_said_before_approval_and_before_the_key(run_agent,
-                                                                                 no_commits):
+def test_a_repository_without_commits_is_said_before_approval_and_before_the_key(
+    run_agent, no_commits
+):
     refused(run_agent("run", "x", cwd=no_commits), "no commits yet", no_commits)
-    refused(run_agent("run", "x", "--yes", cwd=no_commits, env=NO_KEY), "no commits yet",
-            no_commits)
+    refused(
+        run_agent("run", "x", "--yes", cwd=no_commits, env=NO_KEY), "no commits yet", no_commits
+    )
 
 
 def test_uncommitted_changes_are_said_before_approval(run_agent, scratch_repo):
@@ -56,9 +64,16 @@ def test_uncommitted_changes_are_said_before_approval(run_agent, scratch_repo):
 
 def test_another_running_agent_is_said_before_the_key(run_agent, scratch_repo):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom agent_cli.workspace.lock import RunLock\n"
-         "RunLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\ntime.sleep(60)",
-         str(scratch_repo / ".agent" / "run.lock")], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom agent_cli.workspace.lock import RunLock\n"
+            "RunLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\ntime.sleep(60)",
+            str(scratch_repo / ".agent" / "run.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         proc = run_agent("run", "x", "--yes", cwd=scratch_repo, env=NO_KEY)
@@ -74,17 +89,25 @@ def test_the_key_is_said_before_approval(run_agent, scratch_repo):
 
 def test_approval_comes_last_and_leaves_nothing_behind(run_agent, fake_server, scratch_repo):
     srv = fake_server([])
-    refused(run_agent("run", "x", "--base-url", srv.url, cwd=scratch_repo),
-            "approval is 'ask' but there is no terminal", scratch_repo)
+    refused(
+        run_agent("run", "x", "--base-url", srv.url, cwd=scratch_repo),
+        "approval is 'ask' but there is no terminal",
+        scratch_repo,
+    )
     assert srv.requests == []
 
 
-def test_plan_only_then_a_run_works_and_git_never_sees_the_state(run_agent, fake_server,
-                                                                  scratch_repo):
-    srv = fake_server([plan(task(cmd="test -f done.txt")),
-                       plan(task(cmd="test -f done.txt")),
-                       {"tool": "write_file", "args": {"path": "done.txt", "content": "d\n"}},
-                       {"tool": "finish", "args": {"summary": "made it"}}])
+def test_plan_only_then_a_run_works_and_git_never_sees_the_state(
+    run_agent, fake_server, scratch_repo
+):
+    srv = fake_server(
+        [
+            plan(task(cmd="test -f done.txt")),
+            plan(task(cmd="test -f done.txt")),
+            {"tool": "write_file", "args": {"path": "done.txt", "content": "d\n"}},
+            {"tool": "finish", "args": {"summary": "made it"}},
+        ]
+    )
     first = run_agent("run", GOAL, "--plan-only", "--base-url", srv.url, cwd=scratch_repo)
     assert first.returncode == 0, first.stderr
     assert git(scratch_repo, "status", "--porcelain") == ""
@@ -93,21 +116,28 @@ def test_plan_only_then_a_run_works_and_git_never_sees_the_state(run_agent, fake
     assert git(scratch_repo, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("command", [["recall", "median"], ["memory", "show"], ["doctor"],
-                                     ["run", GOAL, "--plan-only"]])
+@pytest.mark.parametrize(
+    "command", [["recall", "median"], ["memory", "show"], ["doctor"], ["run", GOAL, "--plan-only"]]
+)
 def test_every_path_excludes_an_existing_state_directory_before_writing_in_it(
-        command, run_agent, fake_server, tmp_path):
+    command, run_agent, fake_server, tmp_path
+):
     repo = make_repo(tmp_path / "repo")
     seeded = tmp_path / "seed.jsonl"
-    seeded.write_text('{"collection": "facts", "id": "f1", "document": "the median of a list", '
-                      '"metadata": {"kind": "fact", "source": "harness", "trust": 1.0, '
-                      '"created_at": "2026-11-01T00:00:00+00:00", "text_hash": "seed", '
-                      '"ttl_days": 90.0}}\n')
+    seeded.write_text(
+        '{"collection": "facts", "id": "f1", "document": "the median of a list", '
+        '"metadata": {"kind": "fact", "source": "harness", "trust": 1.0, '
+        '"created_at": "2026-11-01T00:00:00+00:00", "text_hash": "seed", '
+        '"ttl_days": 90.0}}\n'
+    )
     assert run_agent("memory", "import", str(seeded), cwd=repo).returncode == 0
     (repo / ".git" / "info" / "exclude").write_text("")  # as an older version left it
     srv = fake_server([plan(task(cmd="test -f done.txt"))])
-    proc = run_agent(*command, "--base-url", srv.url, cwd=repo) if command[0] in ("run", "doctor") \
+    proc = (
+        run_agent(*command, "--base-url", srv.url, cwd=repo)
+        if command[0] in ("run", "doctor")
         else run_agent(*command, cwd=repo)
+    )
     assert proc.returncode in (0, 1), proc.stderr  # doctor fails its key check offline
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
     assert ".agent/" in (repo / ".git" / "info" / "exclude").read_text()

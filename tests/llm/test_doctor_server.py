@@ -6,26 +6,31 @@ CALL = {"tool": "report_status", "args": {"ok": True}}
 def _doctor(run_agent, srv, repo):
     proc = run_agent("doctor", "--base-url", srv.url, cwd=repo)
     assert "Traceback" not in proc.stdout + proc.stderr
-    return proc, proc.stdout[proc.stdout.index("checks"):]
+    return proc, proc.stdout[proc.stdout.index("checks") :]
 
 
 def test_doctor_against_a_llama_cpp_like_server(run_agent, fake_server, scratch_repo):
-    srv = fake_server([CALL], models=("gpt-4o-mini",), n_ctx=4096, object_choice="ignore",
-                      stream="whole")
+    srv = fake_server(
+        [CALL], models=("gpt-4o-mini",), n_ctx=4096, object_choice="ignore", stream="whole"
+    )
     proc, out = _doctor(run_agent, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
     assert "context window 4,096 tokens (from llama.cpp /props)" in out
     assert 'forced single tool works (tool_choice "required")' in out
     assert "streaming: no, whole replies" in out
-    assert ("a run will use: whole replies, tool_choice \"required\", replies up to 1,024 "
-            "tokens, working memory 1,228 and tool output 614 tokens") in out
+    assert (
+        'a run will use: whole replies, tool_choice "required", replies up to 1,024 '
+        "tokens, working memory 1,228 and tool output 614 tokens"
+    ) in out
     assert len(srv.chat_requests) == 1  # one tiny request
 
 
-def test_doctor_against_a_vllm_like_server_that_refuses_required(run_agent, fake_server,
-                                                                   scratch_repo):
-    srv = fake_server([CALL], models=("gpt-4o-mini",), max_model_len=32768,
-                      required_choice="refuse")
+def test_doctor_against_a_vllm_like_server_that_refuses_required(
+    run_agent, fake_server, scratch_repo
+):
+    srv = fake_server(
+        [CALL], models=("gpt-4o-mini",), max_model_len=32768, required_choice="refuse"
+    )
     proc, out = _doctor(run_agent, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
     assert "context window 32,768 tokens (from vLLM /v1/models)" in out
@@ -34,42 +39,66 @@ def test_doctor_against_a_vllm_like_server_that_refuses_required(run_agent, fake
 
 
 def test_doctor_against_a_server_that_forces_only_through_structured_output(
-        run_agent, fake_server, scratch_repo):
-    srv = fake_server([CALL], models=("gpt-4o-mini",), n_ctx=4096, object_choice="ignore",
-                      required_choice="ignore")
+    run_agent, fake_server, scratch_repo
+):
+    srv = fake_server(
+        [CALL],
+        models=("gpt-4o-mini",),
+        n_ctx=4096,
+        object_choice="ignore",
+        required_choice="ignore",
+    )
     proc, out = _doctor(run_agent, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
-    assert ("forced single tool works (a json_schema response_format of the tool's "
-            "parameters)") in out
+    assert (
+        "forced single tool works (a json_schema response_format of the tool's parameters)"
+    ) in out
     assert [r.get("response_format", {}).get("type") for r in srv.chat_requests] == [
-        None, None, "json_schema"]
+        None,
+        None,
+        "json_schema",
+    ]
 
 
 def test_doctor_fails_when_no_form_of_forcing_gets_a_call(run_agent, fake_server, scratch_repo):
-    srv = fake_server([CALL], models=("gpt-4o-mini",), ollama_ctx=8192,
-                      object_choice="ignore", required_choice="ignore", schema_choice="ignore")
+    srv = fake_server(
+        [CALL],
+        models=("gpt-4o-mini",),
+        ollama_ctx=8192,
+        object_choice="ignore",
+        required_choice="ignore",
+        schema_choice="ignore",
+    )
     proc, out = _doctor(run_agent, srv, scratch_repo)
     fails = [line for line in out.splitlines() if "FAIL" in line]
     assert proc.returncode == 1 and len(fails) == 1
     assert "server" in fails[0] and "did not call a forced tool" in fails[0]
     assert [r.get("tool_choice") for r in srv.chat_requests] == [
-        "required", {"type": "function", "function": {"name": "report_status"}}, "none"]
+        "required",
+        {"type": "function", "function": {"name": "report_status"}},
+        "none",
+    ]
     assert srv.chat_requests[2]["response_format"]["json_schema"]["name"] == "report_status"
 
 
 def test_doctor_names_the_served_models_for_a_model_the_server_does_not_know(
-        run_agent, fake_server, scratch_repo):
+    run_agent, fake_server, scratch_repo
+):
     srv = fake_server([CALL], models=("qwen2.5-coder:7b",))  # like vLLM or Ollama: 404
     proc, out = _doctor(run_agent, srv, scratch_repo)
     assert proc.returncode == 1
-    assert ("FAIL endpoint     model 'gpt-4o-mini' is not served by" in out
-            and "set --model to one of: qwen2.5-coder:7b" in out)
+    assert (
+        "FAIL endpoint     model 'gpt-4o-mini' is not served by" in out
+        and "set --model to one of: qwen2.5-coder:7b" in out
+    )
 
 
 def test_doctor_accepts_any_model_name_on_a_server_that_answers_to_it(
-        run_agent, fake_server, scratch_repo):
+    run_agent, fake_server, scratch_repo
+):
     srv = fake_server([CALL, CALL], models=("/models/small.gguf",), n_ctx=4096, any_model=True)
     proc, out = _doctor(run_agent, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
-    assert ("answers; it lists '/models/small.gguf' but answers requests for 'gpt-4o-mini' "
-            "too") in out
+    assert (
+        "answers; it lists '/models/small.gguf' but answers requests for 'gpt-4o-mini' too"
+    ) in out

@@ -7,19 +7,21 @@ import pytest
 
 from agent_cli.core.errors import ContextOverflow, ModelError
 from agent_cli.llm.base import force, function_tool
-from agent_cli.llm.wire.forcing import schema_format
 from agent_cli.llm.openai.model import OpenAIChat
+from agent_cli.llm.wire.forcing import schema_format
 
-PLAN = function_tool("submit_plan", "Plan.", {"goal": {"type": "string"},
-                                              "tasks": {"type": "array"}})
+PLAN = function_tool(
+    "submit_plan", "Plan.", {"goal": {"type": "string"}, "tasks": {"type": "array"}}
+)
 READ = function_tool("read_file", "Read.", {"path": {"type": "string"}})
 ASK = [{"role": "user", "content": "plan it"}]
 PLAN_ARGS = {"goal": "g", "tasks": [{"goal": "t"}]}
 
 
 def chat_model(server, **kw):
-    return OpenAIChat(**{"model": "fake-model", "base_url": server.url, "api_key": None,
-                         "backoff_s": 0.01, **kw})
+    return OpenAIChat(
+        **{"model": "fake-model", "base_url": server.url, "api_key": None, "backoff_s": 0.01, **kw}
+    )
 
 
 # -- forcing one tool -------------------------------------------------------------------------
@@ -52,26 +54,37 @@ def test_an_ignored_form_is_switched_at_once_and_kept(fake_server):
 
 
 def test_when_no_tool_choice_form_gets_the_call_the_arguments_come_as_structured_output(
-        fake_server):
+    fake_server,
+):
     # Like llama.cpp with a small model: "required" lets it write text until the reply ends,
     # the object form is ignored; a json_schema response_format leaves it only the arguments.
-    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}] * 2,
-                      required_choice="ignore", object_choice="ignore")
+    srv = fake_server(
+        [{"tool": "submit_plan", "args": PLAN_ARGS}] * 2,
+        required_choice="ignore",
+        object_choice="ignore",
+    )
     m = chat_model(srv)
     reply = m.chat(ASK, [PLAN], force("submit_plan"))
     assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
-        ("submit_plan", PLAN_ARGS)]
+        ("submit_plan", PLAN_ARGS)
+    ]
     assert reply.content is None
     assert m.chat(ASK, [PLAN], force("submit_plan")).tool_calls  # remembered: one request
     third, fourth = srv.chat_requests[2:]
     assert third == fourth and third["tools"] == [PLAN] and third["tool_choice"] == "none"
-    assert third["response_format"] == {"type": "json_schema", "json_schema": {
-        "name": "submit_plan", "schema": PLAN["function"]["parameters"]}}
+    assert third["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "submit_plan", "schema": PLAN["function"]["parameters"]},
+    }
 
 
 def test_a_server_that_refuses_tool_choice_none_gets_the_schema_without_the_tools(fake_server):
-    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}], required_choice="ignore",
-                      object_choice="ignore", none_choice="refuse")
+    srv = fake_server(
+        [{"tool": "submit_plan", "args": PLAN_ARGS}],
+        required_choice="ignore",
+        object_choice="ignore",
+        none_choice="refuse",
+    )
     assert chat_model(srv).chat(ASK, [PLAN], force("submit_plan")).tool_calls
     refused, bare = srv.chat_requests[2:]
     assert refused["tool_choice"] == "none" and "tools" not in bare and "tool_choice" not in bare
@@ -79,50 +92,66 @@ def test_a_server_that_refuses_tool_choice_none_gets_the_schema_without_the_tool
 
 
 def test_a_call_of_any_tool_goes_through_the_form_the_run_learned(fake_server):
-    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS},
-                       {"tool": "read_file", "args": {"path": "a.py"}}],
-                      required_choice="ignore", object_choice="ignore")
+    srv = fake_server(
+        [
+            {"tool": "submit_plan", "args": PLAN_ARGS},
+            {"tool": "read_file", "args": {"path": "a.py"}},
+        ],
+        required_choice="ignore",
+        object_choice="ignore",
+    )
     m = chat_model(srv)
     assert m.chat(ASK, [PLAN], force("submit_plan")).tool_calls  # learns the schema form
     reply = m.chat(ASK, [PLAN, READ], "required")
     assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
-        ("read_file", {"path": "a.py"})]
+        ("read_file", {"path": "a.py"})
+    ]
     sent = srv.chat_requests[-1]
     assert sent["tools"] == [PLAN, READ] and sent["tool_choice"] == "none"  # the same prompt
-    assert [option["properties"]["name"] for option in
-            sent["response_format"]["json_schema"]["schema"]["anyOf"]] == [
-        {"const": "submit_plan"}, {"const": "read_file"}]
+    assert [
+        option["properties"]["name"]
+        for option in sent["response_format"]["json_schema"]["schema"]["anyOf"]
+    ] == [{"const": "submit_plan"}, {"const": "read_file"}]
 
 
 def test_required_among_several_tools_is_sent_as_is_and_as_auto_when_refused(fake_server):
     srv = fake_server([{"tool": "read_file", "args": {"path": "a.py"}}] * 2)
     assert chat_model(srv).chat(ASK, [PLAN, READ], "required").tool_calls
     assert srv.chat_requests[0]["tool_choice"] == "required"
-    refusing = fake_server([{"tool": "read_file", "args": {"path": "a.py"}}],
-                           required_choice="refuse")
+    refusing = fake_server(
+        [{"tool": "read_file", "args": {"path": "a.py"}}], required_choice="refuse"
+    )
     assert chat_model(refusing).chat(ASK, [PLAN, READ], "required").tool_calls
     assert [r["tool_choice"] for r in refusing.chat_requests] == ["required", "auto"]
 
 
 def test_structured_output_is_not_shown_as_the_models_words(fake_server):
-    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}],
-                      required_choice="ignore", object_choice="ignore")
+    srv = fake_server(
+        [{"tool": "submit_plan", "args": PLAN_ARGS}],
+        required_choice="ignore",
+        object_choice="ignore",
+    )
     shown: list[str] = []
     reply = chat_model(srv, on_text=shown.append).chat(ASK, [PLAN], force("submit_plan"))
     assert reply.tool_calls and srv.chat_requests[-1]["stream"] is True
     assert "Sure, here is" in "".join(shown) and '"tasks"' not in "".join(shown)
 
 
-def test_a_refused_json_schema_after_two_ignored_forms_leaves_the_reply_without_a_call(
-        fake_server):
-    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}], required_choice="ignore",
-                      object_choice="ignore", schema_choice="refuse")
+def test_a_refused_json_schema_after_two_ignored_forms_leaves_the_reply_without_a_call(fake_server):
+    srv = fake_server(
+        [{"tool": "submit_plan", "args": PLAN_ARGS}],
+        required_choice="ignore",
+        object_choice="ignore",
+        schema_choice="refuse",
+    )
     m = chat_model(srv)
     reply = m.chat(ASK, [PLAN], force("submit_plan"))
     assert not reply.tool_calls and reply.content  # the text stands; no error, no loop
     assert [r.get("response_format", r["tool_choice"]) for r in srv.chat_requests[:3]] == [
-        "required", {"type": "function", "function": {"name": "submit_plan"}},
-        schema_format([PLAN], "submit_plan")]  # each form once, then the first for the run
+        "required",
+        {"type": "function", "function": {"name": "submit_plan"}},
+        schema_format([PLAN], "submit_plan"),
+    ]  # each form once, then the first for the run
     assert srv.chat_requests[3]["tool_choice"] == "required"
     assert not m.chat(ASK, [PLAN], force("submit_plan")).tool_calls
     assert srv.chat_requests[-1]["tool_choice"] == "required" and len(srv.chat_requests) == 5
@@ -135,23 +164,31 @@ def test_several_tools_with_auto_are_sent_as_given(fake_server):
 
 
 # -- calls written as text --------------------------------------------------------------------
-@pytest.mark.parametrize("content", [
-    'Let me read it.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>',
-    '{"name": "read_file", "arguments": {"path": "a.py"}}',
-    '```json\n{"name": "read_file", "parameters": {"path": "a.py"}}\n```',
-    '[{"function": {"name": "read_file", "arguments": "{\\"path\\": \\"a.py\\"}"}}]',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        'Let me read it.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>',
+        '{"name": "read_file", "arguments": {"path": "a.py"}}',
+        '```json\n{"name": "read_file", "parameters": {"path": "a.py"}}\n```',
+        '[{"function": {"name": "read_file", "arguments": "{\\"path\\": \\"a.py\\"}"}}]',
+    ],
+)
 def test_a_call_written_in_content_is_parsed_as_the_call(fake_server, content):
     srv = fake_server([{"content": content}])
     reply = chat_model(srv).chat(ASK, [PLAN, READ], "auto")
     assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
-        ("read_file", {"path": "a.py"})]
+        ("read_file", {"path": "a.py"})
+    ]
     assert reply.content == ("Let me read it." if content.startswith("Let") else None)
 
 
 def test_text_naming_no_offered_tool_stays_text(fake_server):
-    srv = fake_server([{"content": '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>'},
-                       {"content": '{"path": "a.py"}'}])
+    srv = fake_server(
+        [
+            {"content": '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>'},
+            {"content": '{"path": "a.py"}'},
+        ]
+    )
     m = chat_model(srv)
     assert not m.chat(ASK, [PLAN, READ], "auto").tool_calls
     assert not m.chat(ASK, [PLAN, READ], "auto").tool_calls  # bare arguments need a forced tool
@@ -166,16 +203,30 @@ def test_bare_arguments_of_the_forced_tool_are_taken_as_its_call(fake_server):
 
 # -- echoed broken calls and fast failures ----------------------------------------------------
 def test_broken_echoed_arguments_are_sent_as_empty_json_with_the_raw_text_in_the_result(
-        fake_server):
+    fake_server,
+):
     srv = fake_server([{"content": "fine"}], strict_echo=True)  # llama.cpp: 500 on broken echoes
-    messages = [{"role": "user", "content": "go"},
-                {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": "c1", "type": "function",
-                     "function": {"name": "search", "arguments": '{"pattern":'}},
-                    {"id": "c2", "type": "function",
-                     "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": "error: not valid JSON"},
-                {"role": "tool", "tool_call_id": "c2", "content": "1: a"}]
+    messages = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "search", "arguments": '{"pattern":'},
+                },
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "a"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "error: not valid JSON"},
+        {"role": "tool", "tool_call_id": "c2", "content": "1: a"},
+    ]
     assert chat_model(srv).chat(messages, [READ]).content == "fine"
     sent = srv.chat_requests[0]["messages"]
     assert [c["function"]["arguments"] for c in sent[1]["tool_calls"]] == ["{}", '{"path": "a"}']
@@ -202,9 +253,15 @@ def test_streamed_requests_rescued_twice_by_whole_ones_stop_streaming(fake_serve
 
 
 # -- the context window -----------------------------------------------------------------------
-@pytest.mark.parametrize("behaviour, source", [
-    ({"n_ctx": 4096}, "llama.cpp /props"), ({"max_model_len": 8192}, "vLLM /v1/models"),
-    ({"ollama_ctx": 16384}, "Ollama /api/show"), ({}, "the context_window setting")])
+@pytest.mark.parametrize(
+    "behaviour, source",
+    [
+        ({"n_ctx": 4096}, "llama.cpp /props"),
+        ({"max_model_len": 8192}, "vLLM /v1/models"),
+        ({"ollama_ctx": 16384}, "Ollama /api/show"),
+        ({}, "the context_window setting"),
+    ],
+)
 def test_the_context_window_is_learned_from_the_server(fake_server, behaviour, source):
     srv = fake_server([], **behaviour)
     m = chat_model(srv, context_window=32000)
@@ -267,12 +324,22 @@ def test_a_reply_cut_at_the_length_limit_says_so(fake_server):
 
 
 # -- cached tokens ----------------------------------------------------------------------------
-@pytest.mark.parametrize("step", [
-    {"usage": {"prompt_tokens": 1000, "completion_tokens": 10,
-               "prompt_tokens_details": {"cached_tokens": 800}}},
-    {"usage": {"prompt_tokens": 1000, "completion_tokens": 10},
-     "timings": {"cache_n": 800, "prompt_n": 200}},
-])
+@pytest.mark.parametrize(
+    "step",
+    [
+        {
+            "usage": {
+                "prompt_tokens": 1000,
+                "completion_tokens": 10,
+                "prompt_tokens_details": {"cached_tokens": 800},
+            }
+        },
+        {
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 10},
+            "timings": {"cache_n": 800, "prompt_n": 200},
+        },
+    ],
+)
 @pytest.mark.parametrize("stream", [True, False])
 def test_cached_prompt_tokens_are_counted_and_priced(fake_server, step, stream):
     srv = fake_server([{"content": "a", **step}, {"content": "b", **step}])
@@ -281,6 +348,7 @@ def test_cached_prompt_tokens_are_counted_and_priced(fake_server, step, stream):
     reply = m.chat(ASK)
     assert reply.usage.cached_tokens == 800 and m.usage.cached_tokens == 1600
     assert reply.usage.cost_usd == pytest.approx((200 * 2.0 + 800 * 1.0 + 10 * 10.0) / 1e6)
-    priced = chat_model(fake_server([{"content": "a", **step}]), price_in=2.0, price_out=10.0,
-                        price_cached=0.2)
+    priced = chat_model(
+        fake_server([{"content": "a", **step}]), price_in=2.0, price_out=10.0, price_cached=0.2
+    )
     assert priced.chat(ASK).usage.cost_usd == pytest.approx((200 * 2 + 800 * 0.2 + 100) / 1e6)

@@ -13,19 +13,27 @@ from agent_cli.llm.base import function_tool
 from agent_cli.llm.openai.model import OpenAIChat, parse_completion
 from agent_cli.llm.wire.body import load_body
 
-READ = function_tool("read_file", "Read.", {"path": {"type": "string"},
-                                            "start_line": {"type": "integer"}})
+READ = function_tool(
+    "read_file", "Read.", {"path": {"type": "string"}, "start_line": {"type": "integer"}}
+)
 ASK = [{"role": "user", "content": "go"}]
 DEEP = "[" * 100_000 + "]" * 100_000
 HUGE = "9" * 5000
 
 
-def _body(usage: str = '{"prompt_tokens": 1, "completion_tokens": 1}',
-          arguments: str = '{"path": "a"}') -> str:
-    call = {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": arguments}}
-    return ('{"choices": [{"index": 0, "finish_reason": "tool_calls", "message": '
-            f'{{"role": "assistant", "content": null, "tool_calls": [{json.dumps(call)}]}}}}], '
-            f'"usage": {usage}}}')
+def _body(
+    usage: str = '{"prompt_tokens": 1, "completion_tokens": 1}', arguments: str = '{"path": "a"}'
+) -> str:
+    call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": arguments},
+    }
+    return (
+        '{"choices": [{"index": 0, "finish_reason": "tool_calls", "message": '
+        f'{{"role": "assistant", "content": null, "tool_calls": [{json.dumps(call)}]}}}}], '
+        f'"usage": {usage}}}'
+    )
 
 
 BAD_BODIES = {
@@ -61,8 +69,9 @@ def test_strange_numbers_in_a_streamed_chunk_are_malformed(fake_server):
         OpenAIChat(model="fake-model", base_url=srv.url, api_key=None).chat(ASK, [READ], "auto")
 
 
-@pytest.mark.parametrize("arguments", ['{"path": "a", "start_line": NaN}',
-                                       '{"path": ' + "[" * 500 + "]" * 500 + "}"])
+@pytest.mark.parametrize(
+    "arguments", ['{"path": "a", "start_line": NaN}', '{"path": ' + "[" * 500 + "]" * 500 + "}"]
+)
 def test_strange_arguments_are_passed_on_for_the_tool_to_explain(fake_server, arguments):
     srv = fake_server([{"tool_calls": [{"name": "read_file", "arguments": arguments}]}])
     reply = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None).chat(ASK, [READ], "auto")
@@ -76,7 +85,12 @@ def test_cut_off_arguments_are_passed_on_for_the_tool_to_explain(fake_server):
 
 
 def test_ordinary_numbers_and_nesting_still_parse():
-    body = _body(usage='{"prompt_tokens": 12.0, "completion_tokens": 3}',
-                 arguments='{"path": "a", "start_line": 10, "deep": ' + "[" * 30 + "]" * 30 + "}")
+    body = _body(
+        usage='{"prompt_tokens": 12.0, "completion_tokens": 3}',
+        arguments='{"path": "a", "start_line": 10, "deep": ' + "[" * 30 + "]" * 30 + "}",
+    )
     reply = parse_completion(load_body(body))
-    assert reply.usage.prompt_tokens == 12 and json.loads(reply.tool_calls[0].arguments)["start_line"] == 10
+    assert (
+        reply.usage.prompt_tokens == 12
+        and json.loads(reply.tool_calls[0].arguments)["start_line"] == 10
+    )

@@ -11,15 +11,29 @@ TOOLS = [function_tool("read_file", "Read a file.", {"path": {"type": "string"}}
 
 
 def chat_model(server, **kw):
-    kw = {"model": "fake-model", "base_url": server.url, "api_key": "sk-test-000000000000000000",
-          "backoff_s": 0.01, "price_in": 1.0, "price_out": 2.0, **kw}
+    kw = {
+        "model": "fake-model",
+        "base_url": server.url,
+        "api_key": "sk-test-000000000000000000",
+        "backoff_s": 0.01,
+        "price_in": 1.0,
+        "price_out": 2.0,
+        **kw,
+    }
     return OpenAIChat(**kw)
 
 
 def test_tool_call_round_trip_and_usage(fake_server):
-    srv = fake_server([{"tool": "read_file", "args": {"path": "a.py"},
-                        "usage": {"prompt_tokens": 1000, "completion_tokens": 500}},
-                       {"content": "done", "usage": {"prompt_tokens": 3000, "completion_tokens": 0}}])
+    srv = fake_server(
+        [
+            {
+                "tool": "read_file",
+                "args": {"path": "a.py"},
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 500},
+            },
+            {"content": "done", "usage": {"prompt_tokens": 3000, "completion_tokens": 0}},
+        ]
+    )
     m = chat_model(srv)
     r1 = m.chat([{"role": "user", "content": "hi"}], TOOLS, force("read_file"))
     assert r1.tool_calls[0].name == "read_file"
@@ -31,12 +45,20 @@ def test_tool_call_round_trip_and_usage(fake_server):
     sent = srv.chat_requests[0]
     assert sent["tools"][0]["function"]["name"] == "read_file"
     assert sent["tool_choice"] == "required"  # one tool offered and forced: the portable form
-    assert {k.lower(): v for k, v in srv.requests[0]["headers"].items()}["authorization"] == "Bearer sk-test-000000000000000000"
+    assert {k.lower(): v for k, v in srv.requests[0]["headers"].items()}[
+        "authorization"
+    ] == "Bearer sk-test-000000000000000000"
 
 
 def test_retries_429_and_5xx_then_succeeds(fake_server):
-    srv = fake_server([{"status": 429, "body": "{}"}, {"status": 503, "body": "{}"},
-                       {"status": 502, "body": "{}"}, {"content": "ok"}])
+    srv = fake_server(
+        [
+            {"status": 429, "body": "{}"},
+            {"status": 503, "body": "{}"},
+            {"status": 502, "body": "{}"},
+            {"content": "ok"},
+        ]
+    )
     retries = []
     m = chat_model(srv, on_retry=lambda n, delay, why: retries.append(n))
     assert m.chat([{"role": "user", "content": "x"}]).content == "ok"
@@ -62,8 +84,14 @@ def test_timeout_is_retried_then_reported(fake_server):
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/v1", "http://no-such-host.invalid/v1"])
 def test_refused_connection_and_unknown_host_fail_at_once(url):
     retries = []
-    m = OpenAIChat(model="m", base_url=url, api_key=None, max_retries=4, backoff_s=5.0,
-                   on_retry=lambda *a: retries.append(a))
+    m = OpenAIChat(
+        model="m",
+        base_url=url,
+        api_key=None,
+        max_retries=4,
+        backoff_s=5.0,
+        on_retry=lambda *a: retries.append(a),
+    )
     with pytest.raises(ModelError, match="cannot reach the model endpoint") as e:
         m.chat([{"role": "user", "content": "x"}])
     assert "--base-url" in e.value.hint
@@ -81,7 +109,8 @@ def test_bad_key_and_unknown_model(fake_server):
         chat_model(srv, api_key="sk-wrong-key-0000000000").chat([{"role": "user", "content": "x"}])
     with pytest.raises(ModelError, match="'nope' was not found") as e:
         chat_model(srv, model="nope", api_key="sk-right-key-0000000000").chat(
-            [{"role": "user", "content": "x"}])
+            [{"role": "user", "content": "x"}]
+        )
     assert "agent doctor" in e.value.hint
 
 

@@ -2,27 +2,45 @@
 
 from __future__ import annotations
 
-from reliability.relkit import (GOAL, calls, events, finish, make_done, plan, read_state, repo_with,
-                                task)
+from reliability.relkit import (
+    GOAL,
+    calls,
+    events,
+    finish,
+    make_done,
+    plan,
+    read_state,
+    repo_with,
+    task,
+)
 
 LLAMA_CPP = {"n_ctx": 4096, "object_choice": "ignore", "strict_echo": True}
-TIMINGS = {"usage": {"prompt_tokens": 1000, "completion_tokens": 10},
-           "timings": {"cache_n": 900, "prompt_n": 100}}
+TIMINGS = {
+    "usage": {"prompt_tokens": 1000, "completion_tokens": 10},
+    "timings": {"cache_n": 900, "prompt_n": 100},
+}
 
 
 def _script() -> list[dict]:
-    return [{**step, **TIMINGS} for step in (
-        plan(task()),
-        calls(("search", '{"pattern":')),  # cut off: the next request echoes it
-        make_done(), finish())]
+    return [
+        {**step, **TIMINGS}
+        for step in (
+            plan(task()),
+            calls(("search", '{"pattern":')),  # cut off: the next request echoes it
+            make_done(),
+            finish(),
+        )
+    ]
 
 
-def test_a_run_on_a_small_llama_cpp_server_plans_fits_and_counts_the_cache(run_agent, fake_server,
-                                                                        tmp_path):
+def test_a_run_on_a_small_llama_cpp_server_plans_fits_and_counts_the_cache(
+    run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(_script(), **LLAMA_CPP)
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, "--model", "fake-model",
-                     cwd=repo)
+    proc = run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--model", "fake-model", cwd=repo
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     reqs = srv.chat_requests
     assert reqs[0]["tool_choice"] == "required"  # the object form would have been ignored
@@ -33,8 +51,10 @@ def test_a_run_on_a_small_llama_cpp_server_plans_fits_and_counts_the_cache(run_a
 
     evs = events(proc.stdout)
     notices = [e["text"] for e in evs if e["event"] == "notice"]
-    assert any("context window is 4,096 tokens: working memory 1,228 and tool output 614" in n
-               for n in notices), notices
+    assert any(
+        "context window is 4,096 tokens: working memory 1,228 and tool output 614" in n
+        for n in notices
+    ), notices
     done = evs[-1]
     assert done["event"] == "run_done" and done["cached_tokens"] == 4 * 900
     assert done["prompt_tokens"] == 4 * 1000
@@ -62,7 +82,8 @@ def test_a_reply_cut_at_the_length_limit_is_reported_as_such(run_agent, fake_ser
 
 
 def test_a_request_larger_than_the_server_context_ends_the_run_with_a_clear_line(
-        run_agent, fake_server, tmp_path):
+    run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server([plan(task())], n_ctx=300)
     proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)

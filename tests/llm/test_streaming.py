@@ -8,36 +8,53 @@ from agent_cli.core.errors import ModelError
 from agent_cli.llm.base import function_tool
 from agent_cli.llm.openai.model import OpenAIChat
 
-TOOLS = [function_tool("write_file", "Write.", {"path": {"type": "string"},
-                                                 "content": {"type": "string"}})]
+TOOLS = [
+    function_tool(
+        "write_file", "Write.", {"path": {"type": "string"}, "content": {"type": "string"}}
+    )
+]
 ASK = [{"role": "user", "content": "go"}]
 
 
 def chat_model(server, **kw):
-    return OpenAIChat(**{"model": "fake-model", "base_url": server.url, "api_key": None,
-                         "backoff_s": 0.01, **kw})
+    return OpenAIChat(
+        **{"model": "fake-model", "base_url": server.url, "api_key": None, "backoff_s": 0.01, **kw}
+    )
 
 
 def test_text_and_tool_calls_are_assembled_from_streamed_deltas(fake_server):
     args = {"path": "a.py", "content": "def f():\n    return 'x' * 3\n"}
-    srv = fake_server([{"content": "I will write the file now.",
-                        "tool_calls": [{"name": "write_file", "arguments": args},
-                                       {"name": "write_file", "arguments": {"path": "b", "content": ""}}],
-                        "usage": {"prompt_tokens": 50, "completion_tokens": 7}}])
+    srv = fake_server(
+        [
+            {
+                "content": "I will write the file now.",
+                "tool_calls": [
+                    {"name": "write_file", "arguments": args},
+                    {"name": "write_file", "arguments": {"path": "b", "content": ""}},
+                ],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 7},
+            }
+        ]
+    )
     deltas = []
     reply = chat_model(srv, on_text=deltas.append).chat(ASK, TOOLS)
     sent = srv.chat_requests[0]
     assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
     assert reply.content == "I will write the file now."
     assert len(deltas) > 1 and "".join(deltas) == reply.content
-    assert [json.loads(c.arguments) for c in reply.tool_calls] == [args, {"path": "b", "content": ""}]
+    assert [json.loads(c.arguments) for c in reply.tool_calls] == [
+        args,
+        {"path": "b", "content": ""},
+    ]
     assert [c.id for c in reply.tool_calls] == ["call_100", "call_101"]
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (50, 7)
     assert reply.finish_reason == "tool_calls"
 
 
 @pytest.mark.parametrize("mode", ["whole", "refuse"])
-def test_a_server_that_does_not_stream_gets_whole_requests_for_the_rest_of_the_run(fake_server, mode):
+def test_a_server_that_does_not_stream_gets_whole_requests_for_the_rest_of_the_run(
+    fake_server, mode
+):
     srv = fake_server([{"content": "one"}, {"content": "two"}], stream=mode)
     deltas = []
     m = chat_model(srv, on_text=deltas.append)
@@ -49,8 +66,12 @@ def test_a_server_that_does_not_stream_gets_whole_requests_for_the_rest_of_the_r
 
 
 def test_a_stream_cut_mid_reply_is_retried(fake_server):
-    srv = fake_server([{"tool": "write_file", "args": {"path": "a", "content": "x" * 50}, "cut": 3},
-                       {"tool": "write_file", "args": {"path": "a", "content": "ok"}}])
+    srv = fake_server(
+        [
+            {"tool": "write_file", "args": {"path": "a", "content": "x" * 50}, "cut": 3},
+            {"tool": "write_file", "args": {"path": "a", "content": "ok"}},
+        ]
+    )
     retries = []
     reply = chat_model(srv, on_retry=lambda n, d, why: retries.append(why)).chat(ASK, TOOLS)
     assert json.loads(reply.tool_calls[0].arguments)["content"] == "ok"
@@ -73,8 +94,9 @@ def test_a_slow_stream_is_not_timed_out_while_chunks_keep_coming(fake_server):
 
 
 def test_silence_mid_stream_times_out_and_the_retry_waits_for_the_server(fake_server):
-    srv = fake_server([{"content": "stalls after the first words", "chunk_delay": 1.2},
-                       {"content": "quick"}])
+    srv = fake_server(
+        [{"content": "stalls after the first words", "chunk_delay": 1.2}, {"content": "quick"}]
+    )
     retries = []
     m = chat_model(srv, timeout_s=0.4, on_retry=lambda n, d, why: retries.append(why))
     assert m.chat(ASK).content == "quick"
@@ -96,5 +118,8 @@ def test_a_server_refusing_stream_options_still_streams_without_them(fake_server
     m = chat_model(srv, on_text=deltas.append)
     assert m.chat(ASK).content == "one" and m.chat(ASK).content == "two"
     assert [("stream_options" in r, r.get("stream")) for r in srv.chat_requests] == [
-        (True, True), (False, True), (False, True)]
+        (True, True),
+        (False, True),
+        (False, True),
+    ]
     assert m.streaming and "".join(deltas) == "onetwo"

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from agent_cli.cli.wiring import make_embedder
-from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.config.settings import load_settings
+from agent_cli.memory.embed import WordLlamaEmbedder
 
 NO_NETWORK = """
 import socket
@@ -29,7 +29,7 @@ def wordllama():
 
 
 def _cos(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=False))
 
 
 def test_wordllama_gives_unit_vectors_of_its_dimension(wordllama):
@@ -40,8 +40,9 @@ def test_wordllama_gives_unit_vectors_of_its_dimension(wordllama):
 
 
 def test_wordllama_puts_related_texts_closer_than_unrelated(wordllama):
-    q, near, far = wordllama.embed(["database session handling", "refactor the database layer",
-                                    "pizza recipe with tomatoes"])
+    q, near, far = wordllama.embed(
+        ["database session handling", "refactor the database layer", "pizza recipe with tomatoes"]
+    )
     assert _cos(q, near) > _cos(q, far) + 0.2
 
 
@@ -55,22 +56,32 @@ def test_text_without_words_embeds_as_zeros_not_nan(wordllama):
 def test_wordllama_loads_and_embeds_with_the_network_off(tmp_path):
     code = NO_NETWORK + (
         "from agent_cli.memory.embed import WordLlamaEmbedder\n"
-        "print(len(WordLlamaEmbedder().embed(['offline'])[0]))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=tmp_path, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=60)
+        "print(len(WordLlamaEmbedder().embed(['offline'])[0]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "256"
 
 
 @pytest.mark.slow
 def test_importing_memory_modules_loads_no_heavy_library():
-    code = ("import sys\n"
-            "import agent_cli.memory.embed, agent_cli.memory.longterm.chroma, agent_cli.memory.longterm.signatures\n"
-            "import agent_cli.cli.memory_commands\n"
-            "print(json.dumps(sorted(m for m in ('chromadb', 'wordllama', 'numpy', 'openai')"
-            " if m in sys.modules)))\n")
-    out = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True,
-                         text=True, timeout=60)
+    code = (
+        "import sys\n"
+        "import agent_cli.memory.embed, agent_cli.memory.longterm.chroma, agent_cli.memory.longterm.signatures\n"
+        "import agent_cli.cli.memory_commands\n"
+        "print(json.dumps(sorted(m for m in ('chromadb', 'wordllama', 'numpy', 'openai')"
+        " if m in sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", "import json\n" + code], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []
 
@@ -84,8 +95,12 @@ def test_factory_uses_the_configured_endpoint_for_an_embedding_model(tmp_path):
     from agent_cli.llm.fake.server import FakeOpenAIServer, fake_embedding
 
     with FakeOpenAIServer() as server:
-        settings = load_settings(tmp_path, {"base_url": server.url, "embedding_model": "emb-small"},
-                                 env={}, user_rc=tmp_path / "none")
+        settings = load_settings(
+            tmp_path,
+            {"base_url": server.url, "embedding_model": "emb-small"},
+            env={},
+            user_rc=tmp_path / "none",
+        )
         embedder = make_embedder(settings)
         vecs = embedder.embed(["tests failed", "docs"])
     assert embedder.name == "openai:emb-small" and embedder.dim == 64
@@ -112,8 +127,9 @@ print(len(logging.getLogger().handlers), logging.getLevelName(logging.getLogger(
 def test_loading_the_embedder_never_turns_on_info_logging_for_other_threads():
     # wordllama calls logging.basicConfig(level=INFO) on import; while that held, every INFO
     # record of every library reached stderr, from whatever thread logged it.
-    proc = subprocess.run([sys.executable, "-c", LOGS_WHILE_LOADING], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", LOGS_WHILE_LOADING], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["0", "WARNING"]
     assert "INFO" not in proc.stderr

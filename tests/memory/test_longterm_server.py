@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from datetime import UTC
 
 import pytest
 
 from agent_cli.core.errors import MemoryUnavailable, StorageError
-from agent_cli.memory.longterm.fallback import FallbackLongTerm
-from agent_cli.memory.longterm.chroma import LongTermMemory
-from agent_cli.memory.longterm.place import ChromaServer
 from agent_cli.core.models import Episode, TaskRecord
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.fallback import FallbackLongTerm
+from agent_cli.memory.longterm.place import ChromaServer
 from chromakit import free_port
 from embedkit import HashEmbedder
 
@@ -19,9 +20,14 @@ pytestmark = pytest.mark.slow  # a `chroma run` process serves these tests
 
 
 def episode(run_id: str, goal: str) -> Episode:
-    return Episode(run_id=run_id, goal=goal, plan=[goal], status="verified",
-                   tasks=[TaskRecord(goal=goal, status="verified", attempts=1,
-                                     acceptance_cmd="pytest -q")], summary="done")
+    return Episode(
+        run_id=run_id,
+        goal=goal,
+        plan=[goal],
+        status="verified",
+        tasks=[TaskRecord(goal=goal, status="verified", attempts=1, acceptance_cmd="pytest -q")],
+        summary="done",
+    )
 
 
 def rest(server: ChromaServer, path: str):
@@ -34,13 +40,20 @@ def test_memory_on_the_server_is_shared_between_clients(chroma_server, chroma_da
     server = ChromaServer(chroma_server.url, database=chroma_database)
     embedder = HashEmbedder()
     with LongTermMemory(server, embedder) as first:
-        first.add_episode(episode("20250314-090000-aaaa", "Add a median function to the stats module"))
+        first.add_episode(
+            episode("20250314-090000-aaaa", "Add a median function to the stats module")
+        )
         fact = first.add_fact("The stats tests run with pytest tests/test_stats.py", "harness")
     with LongTermMemory(server, HashEmbedder()) as second:
         found = second.recall("median function, stats tests with pytest", k=5)
         assert {r.id for r in found} == {"20250314-090000-aaaa", fact}
-        assert second.counts() == {"episodes": 1, "facts": 1, "notes": 0, "procedures": 0,
-                                   "archive": 0}
+        assert second.counts() == {
+            "episodes": 1,
+            "facts": 1,
+            "notes": 0,
+            "procedures": 0,
+            "archive": 0,
+        }
         assert second.forget(fact) == 1
     stored = rest(server, f"/tenants/default_tenant/databases/{chroma_database}/collections")
     by_name = {c["name"]: c for c in stored}
@@ -53,8 +66,9 @@ def test_memory_on_the_server_is_shared_between_clients(chroma_server, chroma_da
 
 
 def test_tenant_and_database_are_created_and_kept_apart(chroma_server, chroma_database):
-    team = ChromaServer(chroma_server.url, tenant="acme-" + chroma_database[-20:],
-                        database=chroma_database)
+    team = ChromaServer(
+        chroma_server.url, tenant="acme-" + chroma_database[-20:], database=chroma_database
+    )
     with LongTermMemory(team, HashEmbedder()) as mem:
         mem.add_fact("Deploys go through make deploy", "harness")
     assert rest(team, f"/tenants/{team.tenant}/databases/{team.database}")["name"] == team.database
@@ -112,8 +126,9 @@ def test_other_server_errors_are_storage_errors_not_outages(chroma_server, chrom
     assert f"memory server {server}: writing failed" in line and "see the server's log" in line
 
 
-def test_the_token_goes_with_every_request_and_a_wrong_one_is_one_line(chroma_server,
-                                                                       chroma_database):
+def test_the_token_goes_with_every_request_and_a_wrong_one_is_one_line(
+    chroma_server, chroma_database
+):
     from chromakit import TokenProxy
 
     proxy = TokenProxy(chroma_server.url, "team-token-0123456789").start()
@@ -135,10 +150,10 @@ def test_the_token_goes_with_every_request_and_a_wrong_one_is_one_line(chroma_se
 
 
 def test_expire_export_and_reindex_work_on_the_server(chroma_server, chroma_database, tmp_path):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     server = ChromaServer(chroma_server.url, database=chroma_database)
-    then = datetime(2025, 3, 14, tzinfo=timezone.utc)
+    then = datetime(2025, 3, 14, tzinfo=UTC)
     with LongTermMemory(server, HashEmbedder()) as mem:
         mem.add_episode(episode("20250314-090000-cccc", "Speed up the CSV importer"))
         mem.add_fact("A note that nobody will use again", "model", trust=0.6, now=then, ttl_days=1)
@@ -147,8 +162,10 @@ def test_expire_export_and_reindex_work_on_the_server(chroma_server, chroma_data
     with LongTermMemory(server, HashEmbedder(dim=64)) as other:  # the team changed embedders
         assert other.reindex() == 2
         assert [r.id for r in other.recall("CSV importer speed")] == ["20250314-090000-cccc"]
-    names = {c["name"] for c in rest(server, f"/tenants/default_tenant/databases/{chroma_database}"
-                                             "/collections")}
+    names = {
+        c["name"]
+        for c in rest(server, f"/tenants/default_tenant/databases/{chroma_database}/collections")
+    }
     assert names == {"episodes", "facts", "archive"}  # the re-embedded copies were swapped in
 
 

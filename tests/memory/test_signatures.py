@@ -66,21 +66,29 @@ ERROR tests/test_b.py
 def test_long_tracebacks_give_id_first_frame_and_error():
     assert parse_pytest(LONG) == [
         Failure("tests/test_a.py::test_one", "tests/test_a.py:5", "ValueError: bad value"),
-        Failure("tests/test_a.py::TestK::test_m", "tests/test_a.py:10",
-                "AssertionError: assert 'a' == 'b'"),
+        Failure(
+            "tests/test_a.py::TestK::test_m",
+            "tests/test_a.py:10",
+            "AssertionError: assert 'a' == 'b'",
+        ),
         Failure("tests/test_a.py::test_p[1.5]", "tests/test_a.py:13", "assert 1.5 == 1"),
     ]
 
 
 def test_signature_is_one_searchable_line():
     assert failure_signatures(LONG)[0] == (
-        "tests/test_a.py::test_one failed at tests/test_a.py:5: ValueError: bad value")
+        "tests/test_a.py::test_one failed at tests/test_a.py:5: ValueError: bad value"
+    )
 
 
 def test_collection_error_skips_interpreter_frames():
     assert parse_pytest(COLLECTION) == [
-        Failure("tests/test_b.py", "tests/test_b.py:1",
-                "ModuleNotFoundError: No module named 'nonexistent_mod'")]
+        Failure(
+            "tests/test_b.py",
+            "tests/test_b.py:1",
+            "ModuleNotFoundError: No module named 'nonexistent_mod'",
+        )
+    ]
 
 
 def test_summary_alone_still_names_each_failure():
@@ -99,16 +107,30 @@ def test_passing_output_has_no_signatures():
 
 @pytest.mark.slow
 def test_real_pytest_output_in_short_and_native_styles(tmp_path):
-    (tmp_path / "test_real.py").write_text(textwrap.dedent("""
+    (tmp_path / "test_real.py").write_text(
+        textwrap.dedent("""
         def test_ok():
             pass
         def test_bad():
             assert {"a": 1}["a"] == 2
-    """))
+    """)
+    )
     for style in ("short", "native", "long"):
-        out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                              f"--tb={style}", "test_real.py"], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=60).stdout
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                f"--tb={style}",
+                "test_real.py",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
         (failure,) = parse_pytest(out)
         assert failure.test_id == "test_real.py::test_bad", style
         assert failure.frame.endswith("test_real.py:5"), style

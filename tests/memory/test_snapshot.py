@@ -11,17 +11,24 @@ import pytest
 
 from agent_cli.agent.learn.learning import recall_for_run
 from agent_cli.core.errors import EmbedderMismatch
-from agent_cli.memory.longterm import snapshot
-from agent_cli.memory.embed import WordLlamaEmbedder
-from agent_cli.memory.longterm.lazy import LazyLongTermMemory, SnapshotMemory
-from agent_cli.memory.longterm.chroma import LongTermMemory
 from agent_cli.core.models import Fix
+from agent_cli.memory.embed import WordLlamaEmbedder
+from agent_cli.memory.longterm import snapshot
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.lazy import LazyLongTermMemory, SnapshotMemory
 from embedkit import HashEmbedder
 from episodekit import episode
 
 SIG = "tests/test_parser.py::test_quotes failed at tests/test_parser.py:42: AssertionError"
-QUERIES = ["database sessions", "how are the tests run here", "parser quotes failing",
-           "release tags", "CI on GitHub Actions", "add a cache", "pizza recipe with tomatoes"]
+QUERIES = [
+    "database sessions",
+    "how are the tests run here",
+    "parser quotes failing",
+    "release tags",
+    "CI on GitHub Actions",
+    "add a cache",
+    "pizza recipe with tomatoes",
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +37,28 @@ def embedder():
 
 
 def fill(memory: LongTermMemory) -> None:
-    memory.add_fact("The database is PostgreSQL 16, reached through SQLAlchemy sessions", "harness",
-                    topic="proj")
+    memory.add_fact(
+        "The database is PostgreSQL 16, reached through SQLAlchemy sessions",
+        "harness",
+        topic="proj",
+    )
     memory.add_fact("Releases are tagged vYYYY.MM", "harness", topic="other")
     memory.add_fact("The model said the tests are slow", "model", trust=0.4, topic="proj")
-    memory.curate("Quoted strings are tokenized in src/lexer.py", topic="proj", origin_event_id="e1")
+    memory.curate(
+        "Quoted strings are tokenized in src/lexer.py", topic="proj", origin_event_id="e1"
+    )
     memory.add_procedure("python -m pytest -q", "make the parser pass", topic="proj")
     memory.add_episode(episode("r-db", "Refactor the database layer to use sessions"))
-    memory.add_episode(episode("r-parse", "Make quoted strings parse", failure_signatures=[SIG],
-                               fixes=[Fix(signatures=[SIG], task="fix quotes",
-                                          summary="escaped quotes in the tokenizer")]))
+    memory.add_episode(
+        episode(
+            "r-parse",
+            "Make quoted strings parse",
+            failure_signatures=[SIG],
+            fixes=[
+                Fix(signatures=[SIG], task="fix quotes", summary="escaped quotes in the tokenizer")
+            ],
+        )
+    )
 
 
 def reads(memory: LongTermMemory) -> list:
@@ -47,8 +66,12 @@ def reads(memory: LongTermMemory) -> list:
     out = []
     for q in QUERIES:
         for kind in ("all", "episode", "fact", "note"):
-            out.append([(r.kind, r.id, round(r.score, 4), r.gist, r.hit_count)
-                        for r in memory.recall(q, kind=kind)])
+            out.append(
+                [
+                    (r.kind, r.id, round(r.score, 4), r.gist, r.hit_count)
+                    for r in memory.recall(q, kind=kind)
+                ]
+            )
     out.append([r.id for r in memory.procedures("proj")])
     out.append([(r.id, r.gist) for r in memory.fixes_for([SIG])])
     return out
@@ -71,7 +94,7 @@ def test_closing_a_changed_store_writes_a_snapshot_that_answers_as_the_store_doe
         from_store = reads(memory)
     from_snapshot = reads(SnapshotMemory(cols, store, embedder))
     assert from_snapshot == from_store
-    assert any(from_store[:len(QUERIES) * 4]), "the queries find something"
+    assert any(from_store[: len(QUERIES) * 4]), "the queries find something"
     assert snapshot.exists(store), "reading leaves the snapshot in place"
 
 
@@ -92,10 +115,12 @@ def test_hits_counted_on_the_snapshot_wait_and_are_written_once(store, embedder)
 
 
 def test_every_kind_of_change_removes_the_snapshot_until_the_store_is_closed(store, embedder):
-    changes = [lambda m: m.add_fact("CI runs on GitHub Actions", "harness"),
-               lambda m: m.forget("r-db"),
-               lambda m: m.expire(ttl_days=0.0000001),
-               lambda m: m.add_episode(episode("r-new", "Add a cache"))]
+    changes = [
+        lambda m: m.add_fact("CI runs on GitHub Actions", "harness"),
+        lambda m: m.forget("r-db"),
+        lambda m: m.expire(ttl_days=0.0000001),
+        lambda m: m.add_episode(episode("r-new", "Add a cache")),
+    ]
     for change in changes:
         with LongTermMemory(store, embedder) as memory:
             before = reads(memory)
@@ -121,8 +146,15 @@ class Watched(LongTermMemory):
 def test_closing_reads_back_only_the_rows_written_and_matches_the_store(store, embedder):
     memory = Watched(store, embedder)
     memory.add_fact("CI runs on GitHub Actions", "harness")
-    memory.add_episode(episode("r-parse", "Make quoted strings parse", failure_signatures=[
-        "tests/test_lexer.py::test_escape failed at tests/test_lexer.py:9: AssertionError"]))
+    memory.add_episode(
+        episode(
+            "r-parse",
+            "Make quoted strings parse",
+            failure_signatures=[
+                "tests/test_lexer.py::test_escape failed at tests/test_lexer.py:9: AssertionError"
+            ],
+        )
+    )
     memory.forget("r-db")
     memory.recall("database")  # a read is not a change
     memory.close()
@@ -146,14 +178,22 @@ def test_a_write_after_another_handle_closed_still_reaches_the_snapshot(store, e
     assert not snapshot.exists(store)
     first.close()
     assert ("facts", None) in first.read_back, "the other handle's fact: the store is read whole"
-    texts = {r.text for r in SnapshotMemory(snapshot.load(store), store, embedder)
-             .recall("where do logs, migrations and the API server live", k=10, kind="fact",
-                     min_score=0.0)}
-    assert {"Logs are written to var/log/app.log", "The API is served by uvicorn on port 8000",
-            "Migrations live in db/migrations and run with alembic"} <= texts
+    texts = {
+        r.text
+        for r in SnapshotMemory(snapshot.load(store), store, embedder).recall(
+            "where do logs, migrations and the API server live", k=10, kind="fact", min_score=0.0
+        )
+    }
+    assert {
+        "Logs are written to var/log/app.log",
+        "The API is served by uvicorn on port 8000",
+        "Migrations live in db/migrations and run with alembic",
+    } <= texts
 
 
-def test_a_process_that_dies_after_a_write_leaves_no_snapshot_to_mislead_the_next_run(store, tmp_path):
+def test_a_process_that_dies_after_a_write_leaves_no_snapshot_to_mislead_the_next_run(
+    store, tmp_path
+):
     script = textwrap.dedent(f"""
         import os, sys
         sys.path.insert(0, {str(tmp_path.parent)!r})
@@ -174,11 +214,17 @@ def test_a_process_that_dies_after_a_write_leaves_no_snapshot_to_mislead_the_nex
         lazy.count_hits(found)  # a run counts its hits: a change
     finally:
         lazy.close()
-    assert "blue-green" in SnapshotMemory(snapshot.load(store), store, WordLlamaEmbedder()).recall(
-        "how do deployments work", kind="fact")[0].text
+    assert (
+        "blue-green"
+        in SnapshotMemory(snapshot.load(store), store, WordLlamaEmbedder())
+        .recall("how do deployments work", kind="fact")[0]
+        .text
+    )
 
 
-def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the_store(store, embedder):
+def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the_store(
+    store, embedder
+):
     script = textwrap.dedent(f"""
         import json, sys
         from agent_cli.agent.learn.learning import recall_for_run
@@ -191,13 +237,15 @@ def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the
                           "chromadb": "chromadb" in sys.modules}}))
         lazy.close()
     """)
-    done = subprocess.run([sys.executable, "-c", script], check=True, timeout=120,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=True, timeout=120, capture_output=True, text=True
+    )
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["chromadb"] is False
     with LongTermMemory(store, embedder) as memory:
-        expected = recall_for_run(memory, "Use database sessions in the parser", "proj",
-                                  lambda p: None)
+        expected = recall_for_run(
+            memory, "Use database sessions in the parser", "proj", lambda p: None
+        )
     # the same items, counted once by the snapshot run (then once more by this check)
     assert [[r.id, r.hit_count - (r.kind != "episode")] for r in expected] == seen["found"]
     assert any(kind != "episode" for kind in (r.kind for r in expected))
@@ -210,8 +258,9 @@ def test_a_delayed_background_open_starts_at_once_when_the_store_is_needed(store
     lazy.prepare()
     lazy.open_in_background(after_s=600)  # "after the request is out": far off here
     done = []
-    worker = threading.Thread(target=lambda: done.append(lazy.add_fact("Docs use mkdocs", "h")),
-                              daemon=True)
+    worker = threading.Thread(
+        target=lambda: done.append(lazy.add_fact("Docs use mkdocs", "h")), daemon=True
+    )
     worker.start()
     worker.join(timeout=60)
     assert done, "the write waited for the delay instead of opening the store"
@@ -234,7 +283,8 @@ def test_a_damaged_or_foreign_snapshot_is_ignored(store, embedder):
 
 
 def test_a_snapshot_left_half_written_by_a_killed_process_is_cleared_on_the_next_write(
-        store, embedder):
+    store, embedder
+):
     left = store / (snapshot.TEMP_PREFIX + "x1y2z3.npz")
     left.write_bytes(b"PK\x03\x04 half of a snapshot")
     with LongTermMemory(store, embedder) as memory:
@@ -249,8 +299,7 @@ def test_a_snapshot_of_another_embedder_is_the_same_clear_error(store):
     assert "agent memory reindex" in err.value.hint
 
 
-def test_only_a_change_writes_a_snapshot_and_an_emptied_store_has_an_empty_one(tmp_path,
-                                                                              embedder):
+def test_only_a_change_writes_a_snapshot_and_an_emptied_store_has_an_empty_one(tmp_path, embedder):
     path = tmp_path / "chroma"
     with LongTermMemory(path, embedder) as memory:
         memory.recall("anything")
@@ -268,40 +317,69 @@ def test_a_query_returns_the_nearest_rows_best_first_with_or_without_a_filter(tm
     vectors = rng.standard_normal((500, 16)).astype(np.float32)
     ids = [f"r{i}" for i in range(500)]
     metas = [{"kind": "fact" if i % 2 else "note"} for i in range(500)]
-    empty = {"metadata": {}, "ids": [], "documents": [], "metadatas": [], "vectors": np.zeros((0, 0))}
-    snapshot.write(tmp_path, {"facts": {"metadata": {}, "ids": ids, "documents": ids,
-                                        "metadatas": metas, "vectors": vectors},
-                              "episodes": empty})
+    empty = {
+        "metadata": {},
+        "ids": [],
+        "documents": [],
+        "metadatas": [],
+        "vectors": np.zeros((0, 0)),
+    }
+    snapshot.write(
+        tmp_path,
+        {
+            "facts": {
+                "metadata": {},
+                "ids": ids,
+                "documents": ids,
+                "metadatas": metas,
+                "vectors": vectors,
+            },
+            "episodes": empty,
+        },
+    )
     facts = snapshot.load(tmp_path)["facts"]
     q = rng.standard_normal(16).astype(np.float32)
     sims = vectors @ q / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(q))
     best = [f"r{j}" for j in np.argsort(-sims)]
     assert facts.query([q], 9)["ids"][0] == best[:9]
     assert facts.query([q], 9, where={"kind": {"$in": ["fact", "note"]}})["ids"][0] == best[:9]
-    assert facts.query([q], 5, where={"kind": "fact"})["ids"][0] == [
-        r for r in best if int(r[1:]) % 2][:5]
+    assert (
+        facts.query([q], 5, where={"kind": "fact"})["ids"][0]
+        == [r for r in best if int(r[1:]) % 2][:5]
+    )
     distances = facts.query([q], 600)["distances"][0]
     assert len(distances) == 500 and distances == sorted(distances)
     assert snapshot.load(tmp_path)["episodes"].query([q], 3)["ids"] == [[]]
 
 
-@pytest.mark.parametrize("where,meta,passes", [
-    (None, {}, True),
-    ({"kind": "fact"}, {"kind": "fact"}, True),
-    ({"kind": "fact"}, {"kind": "note"}, False),
-    ({"kind": "fact"}, {}, False),
-    ({"trust": {"$gte": 0.5}}, {"trust": 0.5}, True),
-    ({"trust": {"$gte": 0.5}}, {"trust": 0.4}, False),
-    ({"trust": {"$gte": 0.5}}, {"trust": "high"}, False),
-    ({"last_hit_ts": {"$lt": 10}}, {"last_hit_ts": 3.0}, True),
-    ({"fixed": True}, {"fixed": True}, True),
-    ({"fixed": True}, {"fixed": 1}, False),
-    ({"topic": {"$in": ["proj", ""]}}, {"topic": ""}, True),
-    ({"topic": {"$in": ["proj", ""]}}, {"topic": "other"}, False),
-    ({"$and": [{"kind": "fact"}, {"trust": {"$gt": 0.1}}]}, {"kind": "fact", "trust": 0.2}, True),
-    ({"$and": [{"kind": "fact"}, {"trust": {"$gt": 0.1}}]}, {"kind": "fact", "trust": 0.1}, False),
-    ({"$or": [{"kind": "fact"}, {"kind": "note"}]}, {"kind": "note"}, True),
-])
+@pytest.mark.parametrize(
+    "where,meta,passes",
+    [
+        (None, {}, True),
+        ({"kind": "fact"}, {"kind": "fact"}, True),
+        ({"kind": "fact"}, {"kind": "note"}, False),
+        ({"kind": "fact"}, {}, False),
+        ({"trust": {"$gte": 0.5}}, {"trust": 0.5}, True),
+        ({"trust": {"$gte": 0.5}}, {"trust": 0.4}, False),
+        ({"trust": {"$gte": 0.5}}, {"trust": "high"}, False),
+        ({"last_hit_ts": {"$lt": 10}}, {"last_hit_ts": 3.0}, True),
+        ({"fixed": True}, {"fixed": True}, True),
+        ({"fixed": True}, {"fixed": 1}, False),
+        ({"topic": {"$in": ["proj", ""]}}, {"topic": ""}, True),
+        ({"topic": {"$in": ["proj", ""]}}, {"topic": "other"}, False),
+        (
+            {"$and": [{"kind": "fact"}, {"trust": {"$gt": 0.1}}]},
+            {"kind": "fact", "trust": 0.2},
+            True,
+        ),
+        (
+            {"$and": [{"kind": "fact"}, {"trust": {"$gt": 0.1}}]},
+            {"kind": "fact", "trust": 0.1},
+            False,
+        ),
+        ({"$or": [{"kind": "fact"}, {"kind": "note"}]}, {"kind": "note"}, True),
+    ],
+)
 def test_filters_mean_what_they_mean_in_chroma(where, meta, passes):
     assert snapshot.matches(meta, where) is passes
 
@@ -318,6 +396,7 @@ def test_an_endpoint_embedder_is_asked_nothing_until_something_is_recalled(tmp_p
     from agent_cli.llm.openai.model import OpenAIEmbedder
 
     with FakeOpenAIServer() as server:
+
         def asked() -> int:
             return sum(r["path"].endswith("/embeddings") for r in server.requests)
 
@@ -328,8 +407,9 @@ def test_an_endpoint_embedder_is_asked_nothing_until_something_is_recalled(tmp_p
         for use_snapshot in (True, False):
             if not use_snapshot:
                 snapshot.invalidate(tmp_path / "chroma")
-            lazy = LazyLongTermMemory(tmp_path / "chroma", OpenAIEmbedder(
-                base_url=server.url, api_key=None, model="emb"))
+            lazy = LazyLongTermMemory(
+                tmp_path / "chroma", OpenAIEmbedder(base_url=server.url, api_key=None, model="emb")
+            )
             lazy.prepare()
             lazy.open_in_background()
             lazy.close()

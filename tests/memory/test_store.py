@@ -19,10 +19,23 @@ RETRY = '''def count_attempts(obj):
 
 def record(item_id: str, symbols=(), vector=None, step_evicted=0, **extra) -> dict:
     """A cold record as WorkingMemory writes it."""
-    data = {"id": item_id, "kind": "edit", "text": f"text of {item_id}", "summary": f"sum {item_id}",
-            "tokens": 4, "pinned": False, "step": 1, "symbols": list(symbols), "touched": 1,
-            "refs": 0, "origin_id": None, "cost": 12, "vector": vector,
-            "step_evicted": step_evicted, "seen": {name: 0 for name in symbols}}
+    data = {
+        "id": item_id,
+        "kind": "edit",
+        "text": f"text of {item_id}",
+        "summary": f"sum {item_id}",
+        "tokens": 4,
+        "pinned": False,
+        "step": 1,
+        "symbols": list(symbols),
+        "touched": 1,
+        "refs": 0,
+        "origin_id": None,
+        "cost": 12,
+        "vector": vector,
+        "step_evicted": step_evicted,
+        "seen": dict.fromkeys(symbols, 0),
+    }
     data.update(extra)
     return data
 
@@ -60,8 +73,13 @@ def test_manifest_recent_and_counts(store):
     for n in (3, 1, 2):
         store.put(record(f"m{n}", [f"name_{n}"], step_evicted=n))
     assert [e["id"] for e in store.manifest()] == ["m1", "m2", "m3"]
-    assert store.manifest()[0] == {"id": "m1", "kind": "edit", "summary": "sum m1",
-                                   "symbols": ["name_1"], "step_evicted": 1}
+    assert store.manifest()[0] == {
+        "id": "m1",
+        "kind": "edit",
+        "summary": "sum m1",
+        "symbols": ["name_1"],
+        "step_evicted": 1,
+    }
     assert [e["id"] for e in store.recent(2)] == ["m2", "m1"]
     store.put(record("m3", ["name_3"]))
     assert store.recent(1)[0]["id"] == "m3"

@@ -8,14 +8,32 @@ import random
 import pytest
 
 from agent_cli.core import tokens
+from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
+from agent_cli.memory.working.memory import FOOTER_TOKENS
+from agent_cli.memory.working.scoring import KIND_WEIGHTS
 from embedkit import HashEmbedder
 
-from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
-from agent_cli.memory.working.scoring import KIND_WEIGHTS
-from agent_cli.memory.working.memory import FOOTER_TOKENS
-
-WORDS = ("retry worker queue parse header timeout cache index token budget error value "
-         "Ünïcödé 日本語 émoji🙂 <tool_output> ] [ \n\t").split(" ")
+WORDS = [
+    "retry",
+    "worker",
+    "queue",
+    "parse",
+    "header",
+    "timeout",
+    "cache",
+    "index",
+    "token",
+    "budget",
+    "error",
+    "value",
+    "Ünïcödé",
+    "日本語",
+    "émoji🙂",
+    "<tool_output>",
+    "]",
+    "[",
+    "\n\t",
+]
 
 
 def random_text(rng: random.Random, names: list[str]) -> str:
@@ -24,7 +42,9 @@ def random_text(rng: random.Random, names: list[str]) -> str:
     if roll < 0.25:
         name = f"func_{rng.randrange(10_000)}"
         names.append(name)
-        body = "\n".join(f"    v{j} = {rng.choice(names)}({j})" for j in range(rng.randrange(1, 30)))
+        body = "\n".join(
+            f"    v{j} = {rng.choice(names)}({j})" for j in range(rng.randrange(1, 30))
+        )
         return f"def {name}(x):\n{body}\n    return x\n"
     if roll < 0.30:
         return " ".join(rng.choice(WORDS) for _ in range(rng.randrange(2000, 6000)))
@@ -68,11 +88,13 @@ def step(mem: WorkingMemory, rng: random.Random, names: list[str]) -> None:
 @pytest.mark.parametrize("seed", range(12))
 def test_a_random_mix_never_exceeds_the_budget(seed):
     rng = random.Random(seed)
-    mem = WorkingMemory(store=InMemStore(),
-                        embedder=HashEmbedder(128) if seed % 2 else None,
-                        max_tokens=rng.choice([256, 300, 700, 1500, 4000]),
-                        recall_cooldown_steps=rng.randrange(0, 4),
-                        pinned_share=rng.choice([0.1, 1 / 3, 0.5, 1.0]))
+    mem = WorkingMemory(
+        store=InMemStore(),
+        embedder=HashEmbedder(128) if seed % 2 else None,
+        max_tokens=rng.choice([256, 300, 700, 1500, 4000]),
+        recall_cooldown_steps=rng.randrange(0, 4),
+        pinned_share=rng.choice([0.1, 1 / 3, 0.5, 1.0]),
+    )
     names: list[str] = []
     for _ in range(150):
         step(mem, rng, names)
@@ -82,8 +104,9 @@ def test_a_random_mix_never_exceeds_the_budget(seed):
 def test_a_random_mix_on_sqlite_never_exceeds_the_budget(tmp_path):
     rng = random.Random(99)
     store = SqliteStore(tmp_path / "cold.sqlite")
-    mem = WorkingMemory(store=store, embedder=HashEmbedder(128), max_tokens=700,
-                        recall_cooldown_steps=1)
+    mem = WorkingMemory(
+        store=store, embedder=HashEmbedder(128), max_tokens=700, recall_cooldown_steps=1
+    )
     names: list[str] = []
     for _ in range(150):
         step(mem, rng, names)

@@ -75,7 +75,7 @@ def test_edits_that_alone_overflow_the_budget_fall_back_to_the_score_order():
         assert mem.assemble().tokens <= 300
     hot = hot_ids(mem)
     assert edits[-1] in hot
-    assert [e for e in edits if e in hot] == edits[-len(hot & set(edits)):]  # the oldest went
+    assert [e for e in edits if e in hot] == edits[-len(hot & set(edits)) :]  # the oldest went
 
 
 def test_an_edit_larger_than_the_budget_leaves_a_stub_and_nothing_raises():

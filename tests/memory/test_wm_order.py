@@ -10,8 +10,8 @@ import random
 from agent_cli.core import tokens
 from agent_cli.memory import WorkingMemory
 from agent_cli.memory.working.layout import durability
-from agent_cli.memory.working.store import id_number
 from agent_cli.memory.working.memory import FOOTER_TOKENS, LOW_WATER
+from agent_cli.memory.working.store import id_number
 
 
 def filler(i: int, words: int = 40) -> str:
@@ -90,13 +90,16 @@ def test_the_heap_evicts_in_the_order_a_linear_scan_would():
     assert batches > 10
 
 
-def linear_scan(mem: WorkingMemory, costs: dict[str, int], new_id: str,
-                protected: list[str]) -> list[str]:
+def linear_scan(
+    mem: WorkingMemory, costs: dict[str, int], new_id: str, protected: list[str]
+) -> list[str]:
     """What a scan for the lowest (score, id number) evicts, one item at a time, from what was
     hot and the new item, leaving the latest edits be, down to the low-water mark."""
     new = mem.store.get(new_id)
-    costs = {**costs, new_id: new["cost"] if new else
-             next(i.cost for i in mem.hot_items() if i.id == new_id)}
+    costs = {
+        **costs,
+        new_id: new["cost"] if new else next(i.cost for i in mem.hot_items() if i.id == new_id),
+    }
     scores = {item_id: mem.explain(item_id)["total"] for item_id in costs}
     pool = set(costs) - set(protected)
     total, low = sum(costs.values()), int((mem.max_tokens - FOOTER_TOKENS) * LOW_WATER)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import math
 
+from agent_cli.memory import InMemStore, WorkingMemory
+from agent_cli.memory.working import scoring
 from embedkit import HashEmbedder
 
-from agent_cli.memory import InMemStore, WorkingMemory
-
-from agent_cli.memory.working import scoring
 RETRY = '''def count_attempts(obj):
     """How many attempts were made."""
     return getattr(obj, "attempts", 0)
@@ -128,8 +127,10 @@ def test_the_cooldown_holds_back_a_symbol_hit_too_and_says_for_how_long():
 
 def test_room_is_made_before_the_batch_so_restored_items_do_not_evict_each_other():
     mem = WorkingMemory(max_tokens=700)
-    ids = [mem.add("edit", f"def helper_{i}():\n    return '{' '.join(['pad'] * 120)}'\n")
-           for i in range(3)]
+    ids = [
+        mem.add("edit", f"def helper_{i}():\n    return '{' '.join(['pad'] * 120)}'\n")
+        for i in range(3)
+    ]
     for item_id in ids:
         push_out(mem, item_id)
     restored = mem.recall("helper_0 helper_1 helper_2", k=3)
@@ -140,8 +141,10 @@ def test_room_is_made_before_the_batch_so_restored_items_do_not_evict_each_other
 
 def test_a_batch_larger_than_the_room_is_cut_not_evicted():
     mem = WorkingMemory(max_tokens=500)
-    ids = [mem.add("edit", f"def helper_{i}():\n    return '{' '.join(['pad'] * 150)}'\n")
-           for i in range(3)]
+    ids = [
+        mem.add("edit", f"def helper_{i}():\n    return '{' '.join(['pad'] * 150)}'\n")
+        for i in range(3)
+    ]
     for item_id in ids:
         push_out(mem, item_id)
     restored = mem.recall("helper_0 helper_1 helper_2", k=3)

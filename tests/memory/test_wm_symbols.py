@@ -34,16 +34,30 @@ if True:
 
 
 def test_python_definitions_come_from_the_ast():
-    assert definitions(MODULE) == ("RETRY_LIMIT", "first", "second", "count_attempts",
-                                   "inner_helper", "Retrier", "backoff_s", "run", "FLAG")
+    assert definitions(MODULE) == (
+        "RETRY_LIMIT",
+        "first",
+        "second",
+        "count_attempts",
+        "inner_helper",
+        "Retrier",
+        "backoff_s",
+        "run",
+        "FLAG",
+    )
 
 
 def test_text_that_does_not_parse_falls_back_to_the_regex():
-    diff = "--- a/retry.py\n+++ b/retry.py\n+def count_attempts(obj):\n+    return 0\n-def old(x):\n"
+    diff = (
+        "--- a/retry.py\n+++ b/retry.py\n+def count_attempts(obj):\n+    return 0\n-def old(x):\n"
+    )
     assert definitions(diff) == ("count_attempts",)
     js = "export async function parseHeader(raw) {}\nconst MAX_SIZE = 10\nlet total = 0\n"
     assert definitions(js) == ("parseHeader", "MAX_SIZE", "total")
-    assert definitions("pub fn read_all(path: &str) {}\nstruct Config {}\n") == ("read_all", "Config")
+    assert definitions("pub fn read_all(path: &str) {}\nstruct Config {}\n") == (
+        "read_all",
+        "Config",
+    )
 
 
 def test_logs_define_nothing():
@@ -59,18 +73,24 @@ def test_identifiers_are_words_of_two_or_more_characters():
 def test_mentioned_names_are_the_known_ones_the_text_uses_once_each():
     known = {"count_attempts": 0, "job_1": 3, "unused": 1}
     assert mentioned("count_attempts(job_1); count_attempts(x) 3ms", known) == {
-        "count_attempts", "job_1"}
+        "count_attempts",
+        "job_1",
+    }
 
 
 def test_rank_hits_puts_ids_then_exact_then_folded_names_first():
-    ranked = rank_hits(["m3"], [("m5", "a_name"), ("m9", "a_name"), ("m5", "b_name")],
-                       [("m5", "a_name"), ("m7", "a_name")])
+    ranked = rank_hits(
+        ["m3"],
+        [("m5", "a_name"), ("m9", "a_name"), ("m5", "b_name")],
+        [("m5", "a_name"), ("m7", "a_name")],
+    )
     assert ranked == ["m3", "m5", "m9", "m7"]
 
 
 # definitions() skips the parse where a skeleton of the text shows what the parse would find.
 # These compare it with the rule it must keep: the parse when the text has `def`/`class` and
 # parses, the line regex otherwise.
+
 
 def by_parse(text: str) -> tuple[str, ...]:
     """definitions() as it was before the skeleton: parse whenever there is a def or class."""
@@ -110,7 +130,7 @@ TRICKY = [
     "    def method(self):\n        return 1\n",
     "+def added(x):\n+    return x\n-def removed(x):\n",
     "src/app.py:12:def found_by_grep():\nsrc/app.py:40:class AlsoFound:\n",
-    "Traceback (most recent call last):\n  File \"a.py\", line 3, in <module>\n    def broken(:\n",
+    'Traceback (most recent call last):\n  File "a.py", line 3, in <module>\n    def broken(:\n',
     "```python\ndef in_markdown():\n    pass\n```\n",
     "The class Foo is used by bar, and def baz is gone.\n",
     "名前 = 1\ndef unicode_ok(): pass\n",
@@ -123,13 +143,42 @@ TRICKY = [
 
 # One statement after a function: where the skeleton misreads it, its names and the regex's
 # may still agree, so only the parse catches the difference.
-ONE_LINERS = ["(six, seven) = 6, 7", "[aa, bb] = cc", "*aa, bb = cc", "aa, *bb = cc", "aa, = cc",
-              "(xx): int = 1", "ff = lambda aa, bb=1: aa", "xx = lambda: 0", "xx = yy = 1", "xx=1",
-              "xx:int=1", "xx: int", "match = 1", "type = 1", "class AA: xx = 1",
-              "class AA: pass", "if xx: yy = 1", "if lambda: 0: yy = 1", "for ii in rr: zz = 1",
-              "aa.bb = 1", "aa[0] = 1", "xx += 1", "xx == 1", "xx = 1; yy = 2", "xx = 'aa = bb'",
-              "xx = (\n1)", "print(aa=1)", "None", "async with aa: bb = 1", "del xx",
-              "global xx", "xx = not_lambda", "_x = 1", "@dec"]
+ONE_LINERS = [
+    "(six, seven) = 6, 7",
+    "[aa, bb] = cc",
+    "*aa, bb = cc",
+    "aa, *bb = cc",
+    "aa, = cc",
+    "(xx): int = 1",
+    "ff = lambda aa, bb=1: aa",
+    "xx = lambda: 0",
+    "xx = yy = 1",
+    "xx=1",
+    "xx:int=1",
+    "xx: int",
+    "match = 1",
+    "type = 1",
+    "class AA: xx = 1",
+    "class AA: pass",
+    "if xx: yy = 1",
+    "if lambda: 0: yy = 1",
+    "for ii in rr: zz = 1",
+    "aa.bb = 1",
+    "aa[0] = 1",
+    "xx += 1",
+    "xx == 1",
+    "xx = 1; yy = 2",
+    "xx = 'aa = bb'",
+    "xx = (\n1)",
+    "print(aa=1)",
+    "None",
+    "async with aa: bb = 1",
+    "del xx",
+    "global xx",
+    "xx = not_lambda",
+    "_x = 1",
+    "@dec",
+]
 
 
 @pytest.mark.parametrize("text", TRICKY + [f"def head(): pass\n{line}\n" for line in ONE_LINERS])
@@ -142,7 +191,9 @@ def test_definitions_agree_with_the_parse_on_this_repository():
     checked = 0
     for path in sorted(root.glob("agent_cli/**/*.py")) + sorted(root.glob("tests/**/*.py")):
         lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
-        windows = ["\n".join(lines)] + ["\n".join(lines[i:i + 30]) for i in range(0, len(lines), 23)]
+        windows = ["\n".join(lines)] + [
+            "\n".join(lines[i : i + 30]) for i in range(0, len(lines), 23)
+        ]
         for text in windows:
             assert definitions(text) == by_parse(text), (path, text[:200])
             checked += 1
@@ -150,12 +201,42 @@ def test_definitions_agree_with_the_parse_on_this_repository():
 
 
 def test_definitions_agree_with_the_parse_on_generated_python():
-    simple = ["x = 1", "a, b = 1, 2", "(a, b) = c", "y: int", "z.w = 1", "q = r = 2",
-              "f = lambda v=1: v", "x += 1", "print(x)", "import os", "m = 1; n = 2",
-              "s = '''a\nb = 2'''", "t = 'a#b'  # c = 4", "d = {'k':\n  1}", "return x", "pass"]
-    headers = ["if x:", "else:", "for i in r:", "while c:", "try:", "except E:", "finally:",
-               "with a as b:", "def f{n}(a, b=1):", "async def g{n}():", "class C{n}(B):",
-               "async for z in q:", "match v:", "if y: yv = 1", "class D{n}: pass", "@dec"]
+    simple = [
+        "x = 1",
+        "a, b = 1, 2",
+        "(a, b) = c",
+        "y: int",
+        "z.w = 1",
+        "q = r = 2",
+        "f = lambda v=1: v",
+        "x += 1",
+        "print(x)",
+        "import os",
+        "m = 1; n = 2",
+        "s = '''a\nb = 2'''",
+        "t = 'a#b'  # c = 4",
+        "d = {'k':\n  1}",
+        "return x",
+        "pass",
+    ]
+    headers = [
+        "if x:",
+        "else:",
+        "for i in r:",
+        "while c:",
+        "try:",
+        "except E:",
+        "finally:",
+        "with a as b:",
+        "def f{n}(a, b=1):",
+        "async def g{n}():",
+        "class C{n}(B):",
+        "async for z in q:",
+        "match v:",
+        "if y: yv = 1",
+        "class D{n}: pass",
+        "@dec",
+    ]
     rng = random.Random(11)
 
     def block(depth: int, indent: str) -> list[str]:
@@ -174,7 +255,7 @@ def test_definitions_agree_with_the_parse_on_generated_python():
         text = "\n".join(block(0, "")) + "\n"
         if rng.random() < 0.3:  # broken on purpose
             at = rng.randrange(len(text))
-            text = text[:at] + text[at + 1:]
+            text = text[:at] + text[at + 1 :]
         assert definitions(text) == by_parse(text), text
 
 
@@ -192,11 +273,15 @@ def counting_parse(monkeypatch) -> list[str]:
 
 def test_the_parse_is_skipped_where_its_answer_is_known(monkeypatch):
     parsed = counting_parse(monkeypatch)
-    functions = 'def load_job(value, limit=3):\n    """Load a job."""\n    step_0 = int(value)\n' \
-                '    return step_0 if step_0 < limit else None\n\n\ndef save_job(job):\n    pass\n'
+    functions = (
+        'def load_job(value, limit=3):\n    """Load a job."""\n    step_0 = int(value)\n'
+        "    return step_0 if step_0 < limit else None\n\n\ndef save_job(job):\n    pass\n"
+    )
     assert definitions(functions) == ("load_job", "save_job")
-    assert definitions("--- a/jobs.py\n+++ b/jobs.py\n" + "+" + functions.replace("\n", "\n+")) \
-        == ("load_job", "save_job")
+    assert definitions("--- a/jobs.py\n+++ b/jobs.py\n" + "+" + functions.replace("\n", "\n+")) == (
+        "load_job",
+        "save_job",
+    )
     assert definitions("src/jobs.py:12:def load_job(value):\n") == ()  # not at a line start
     assert definitions("    def method(self):\n        return 1\n") == ("method",)
     assert parsed == []

@@ -12,8 +12,8 @@ import pytest
 from agent_cli.core import tokens
 from agent_cli.memory import InMemStore, Item, WorkingMemory
 from agent_cli.memory.working import scoring
-from agent_cli.memory.working.meter import estimate
 from agent_cli.memory.working.memory import FOOTER_TOKENS
+from agent_cli.memory.working.meter import estimate
 
 RETRY = '''def count_attempts(obj):
     """How many attempts were made."""
@@ -101,7 +101,8 @@ def test_explain_returns_every_term_and_their_total():
     assert terms["kind"] == 3.0 and terms["goal"] == 0.0 and terms["refs"] == 0.0
     assert terms["size"] == pytest.approx(scoring.size_term(tokens.count(RETRY)))
     assert terms["total"] == pytest.approx(
-        terms["kind"] + terms["refs"] + terms["goal"] + terms["recency"] - terms["size"])
+        terms["kind"] + terms["refs"] + terms["goal"] + terms["recency"] - terms["size"]
+    )
     with pytest.raises(KeyError):
         mem.explain("m999")
 
@@ -110,7 +111,9 @@ def test_references_count_later_items_that_mention_a_defined_name():
     mem = WorkingMemory()
     defining = mem.add("file", RETRY)
     mem.add("log", "count_attempts(job) returned 0")
-    mem.add("test_result", "FAILED test_count_attempts: count_attempts(None) != 0; see count_attempts")
+    mem.add(
+        "test_result", "FAILED test_count_attempts: count_attempts(None) != 0; see count_attempts"
+    )
     mem.add("log", "nothing relevant here")
     assert mem.explain(defining)["refs"] == pytest.approx(scoring.REFS_WEIGHT * math.log1p(2))
 
@@ -226,7 +229,7 @@ def test_pinned_notes_past_their_share_stay_and_the_oldest_are_named_to_unpin():
     cap = (1000 - FOOTER_TOKENS) / 3
     assert {i.id for i in mem.hot_items() if i.pinned} == set(ids)  # none evicted silently
     over = mem.pinned_over()
-    assert over == ids[:len(over)] and over  # the oldest first
+    assert over == ids[: len(over)] and over  # the oldest first
     pinned_cost = sum(i.cost for i in mem.hot_items() if i.pinned)
     left = pinned_cost - sum(i.cost for i in mem.hot_items() if i.id in over)
     assert left <= cap < left + next(i.cost for i in mem.hot_items() if i.id == over[-1])
@@ -274,10 +277,13 @@ def test_assemble_labels_each_item_and_keeps_notes_apart():
     mem.lay_out()
     ctx = mem.assemble()
     assert [i.id for i in ctx.items] == [note, log, edit]  # no batch yet: the order added
-    assert ctx.pinned == f"[note {note} pinned] count_attempts must stay public\n" \
-                         "count_attempts must stay public\n"
+    assert (
+        ctx.pinned == f"[note {note} pinned] count_attempts must stay public\n"
+        "count_attempts must stay public\n"
+    )
     assert ctx.memory.index(f"[log {log}] pip") < ctx.memory.index(
-        f"[edit {edit}] retry.py: add count_attempts")
+        f"[edit {edit}] retry.py: add count_attempts"
+    )
     assert RETRY in ctx.memory and ctx.render() == ctx.pinned + "\n" + ctx.memory
     assert ctx.tokens == tokens.count(ctx.pinned) + tokens.count(ctx.memory) + 1
 
@@ -325,8 +331,13 @@ def test_cold_manifest_lists_id_kind_summary_symbols_and_step():
     while not mem.cold_manifest():
         mem.add("edit", filler(mem.stats()["hot"]))
     entry = mem.cold_manifest()[0]
-    assert entry == {"id": first, "kind": "edit", "summary": "retry.py",
-                     "symbols": ["count_attempts"], "step_evicted": 1}
+    assert entry == {
+        "id": first,
+        "kind": "edit",
+        "summary": "retry.py",
+        "symbols": ["count_attempts"],
+        "step_evicted": 1,
+    }
     assert mem.explain(first)["kind"] == 3.0  # a cold item can be explained too
 
 
@@ -343,7 +354,9 @@ def test_stats_counts_hot_cold_tokens_and_evictions():
 
 @pytest.mark.slow
 def test_importing_the_package_loads_no_vendor_sdk():
-    code = ("import sys, agent_cli.memory; "
-            "print(sorted(m for m in ('tiktoken', 'chromadb', 'openai', 'numpy') if m in sys.modules))")
+    code = (
+        "import sys, agent_cli.memory; "
+        "print(sorted(m for m in ('tiktoken', 'chromadb', 'openai', 'numpy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

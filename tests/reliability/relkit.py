@@ -12,13 +12,13 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-from agent_cli.core import fences
 from agent_cli.agent.ask.request import pointed_result
+from agent_cli.core import fences
 from conftest import SCRIPTED_RUN_ENV, git, make_repo
 
 PY = sys.executable
@@ -29,8 +29,10 @@ GOAL = "Create done.txt"
 
 # -- repositories ---------------------------------------------------------------------------------
 
-def repo_with(path: Path, files: dict[str, str | bytes] | None = None,
-              ignore: tuple[str, ...] = ()) -> Path:
+
+def repo_with(
+    path: Path, files: dict[str, str | bytes] | None = None, ignore: tuple[str, ...] = ()
+) -> Path:
     """A git repository at `path` holding `files` (committed) and a .gitignore of `ignore`."""
     path.mkdir(parents=True, exist_ok=True)
     (path / "README.md").write_text("# scratch\n")
@@ -60,6 +62,7 @@ def commit_count(repo: Path) -> int:
 
 # -- scripted replies -----------------------------------------------------------------------------
 
+
 def call(name: str, **args) -> dict:
     """A reply with one tool call."""
     return {"tool": name, "args": args}
@@ -71,8 +74,10 @@ def calls(*pairs: tuple[str, dict | str]) -> dict:
 
 
 def plan(*tasks: dict, goal: str = GOAL) -> dict:
-    return {"tool": "submit_plan", "args": {"goal": goal, "tasks": list(tasks),
-                                            "success_criteria": "the checks pass"}}
+    return {
+        "tool": "submit_plan",
+        "args": {"goal": goal, "tasks": list(tasks), "success_criteria": "the checks pass"},
+    }
 
 
 def task(goal: str = "Create done.txt", cmd: str | None = DONE_CHECK) -> dict:
@@ -94,34 +99,64 @@ def make_done(name: str = "done.txt", text: str = "done\n") -> dict:
 
 # -- processes ------------------------------------------------------------------------------------
 
+
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     """What the `agent_env` fixture gives, for fixtures that outlive one test."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL") and not k.startswith("AGENT_")}
-    env.update(AGENT_RC=str(home / "no-user-agentrc"), HOME=str(home), NO_COLOR="1",
-               AGENT_RETRY_BACKOFF_S="0.01", PYTHONUNBUFFERED="1", **SCRIPTED_RUN_ENV)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL") and not k.startswith("AGENT_")
+    }
+    env.update(
+        AGENT_RC=str(home / "no-user-agentrc"),
+        HOME=str(home),
+        NO_COLOR="1",
+        AGENT_RETRY_BACKOFF_S="0.01",
+        PYTHONUNBUFFERED="1",
+        **SCRIPTED_RUN_ENV,
+    )
     env.update(extra)
     return env
 
 
-def run_cli(*args: str, cwd: Path, env: dict[str, str],
-            timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, cwd: Path, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess:
     """Run `python -m agent_cli ARGS` to the end (stdin empty)."""
-    return subprocess.run([PY, "-m", "agent_cli", *args], cwd=cwd, env=env, input="",
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [PY, "-m", "agent_cli", *args],
+        cwd=cwd,
+        env=env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 class Agent:
     """A running `agent` process with its output going to files (no pipe can fill up)."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str], logdir: Path,
-                 stdin=subprocess.DEVNULL) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        logdir: Path,
+        stdin=subprocess.DEVNULL,
+    ) -> None:
         logdir.mkdir(parents=True, exist_ok=True)
         n = len(list(logdir.glob("out-*.txt")))
         self.out_path, self.err_path = logdir / f"out-{n}.txt", logdir / f"err-{n}.txt"
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
-            self.proc = subprocess.Popen([PY, "-m", "agent_cli", *args], cwd=cwd, env=env,
-                                         stdin=stdin, stdout=out, stderr=err)
+            self.proc = subprocess.Popen(
+                [PY, "-m", "agent_cli", *args],
+                cwd=cwd,
+                env=env,
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+            )
 
     @property
     def pid(self) -> int:
@@ -150,8 +185,9 @@ def spawn_agent(agent_env, tmp_path):
     started: list[Agent] = []
 
     def spawn(*args: str, cwd: Path, env: dict | None = None, stdin=subprocess.DEVNULL) -> Agent:
-        agent = Agent(list(args), cwd, {**agent_env, **(env or {})}, tmp_path / "agent-logs",
-                      stdin=stdin)
+        agent = Agent(
+            list(args), cwd, {**agent_env, **(env or {})}, tmp_path / "agent-logs", stdin=stdin
+        )
         started.append(agent)
         return agent
 
@@ -160,8 +196,12 @@ def spawn_agent(agent_env, tmp_path):
         agent.kill()
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 30, what: str = "a condition",
-              interval: float = 0.02):
+def wait_for(
+    predicate: Callable[[], object],
+    timeout: float = 30,
+    what: str = "a condition",
+    interval: float = 0.02,
+):
     """Poll `predicate` until it returns something true; fail the test after `timeout`."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -183,6 +223,7 @@ def pid_gone(pid: int) -> bool:
 
 # -- state on disk --------------------------------------------------------------------------------
 
+
 def state_files(repo: Path) -> list[Path]:
     return sorted((repo / ".agent" / "runs").glob("*/state.json"))
 
@@ -203,6 +244,7 @@ def events(stdout: str) -> list[dict]:
 
 
 # -- evidence -------------------------------------------------------------------------------------
+
 
 def snapshot(root: Path) -> dict[str, tuple]:
     """Every entry under `root` (symlinks not followed): kind, size, content hash or link target."""
@@ -252,8 +294,14 @@ def tool_results(request: dict) -> list[str]:
     """The result of every tool message in one chat request, as the model reads it: a result
     that the request's working memory holds (the tool message then names the item) is taken
     from the memory block, where it is sent."""
-    memory = next((m["content"] for m in request["messages"]
-                   if str(m.get("content") or "").startswith("WORKING MEMORY:")), "")
+    memory = next(
+        (
+            m["content"]
+            for m in request["messages"]
+            if str(m.get("content") or "").startswith("WORKING MEMORY:")
+        ),
+        "",
+    )
     out = []
     for message in request["messages"]:
         if message.get("role") == "tool":

@@ -12,8 +12,17 @@ import os
 from pathlib import Path
 
 from conftest import git, make_repo
-from reliability.relkit import (GOAL, all_text, calls, finish, make_done, plan,
-                                sentinel, task, tool_results)
+from reliability.relkit import (
+    GOAL,
+    all_text,
+    calls,
+    finish,
+    make_done,
+    plan,
+    sentinel,
+    task,
+    tool_results,
+)
 
 __all__ = ["sentinel"]  # the fixture, imported so that pytest finds it
 
@@ -58,16 +67,24 @@ ATTACKS = [
     ("write_file", {"path": "{out}/sub/keep.py", "content": "x = 2\n"}, "outside the repository"),
     ("write_file", {"path": "src/up/sub/new.py", "content": "x"}, "through a symlink"),
     ("edit_file", {"path": "link_file", "old": "OUTSIDE", "new": "x"}, "through a symlink"),
-    ("edit_file", {"path": "src/up/sub/keep.py", "old": "x = 1", "new": "x = 3"},
-     "through a symlink"),
-    ("write_file", {"path": ".git/hooks/post-commit", "content": "#!/bin/sh\necho pwned\n"},
-     "inside .git"),
+    (
+        "edit_file",
+        {"path": "src/up/sub/keep.py", "old": "x = 1", "new": "x = 3"},
+        "through a symlink",
+    ),
+    (
+        "write_file",
+        {"path": ".git/hooks/post-commit", "content": "#!/bin/sh\necho pwned\n"},
+        "inside .git",
+    ),
     ("write_file", {"path": "gitdir/config", "content": "[core]\n"}, "inside .git"),
     ("write_file", {"path": "src/../.git/info/attributes", "content": "* text\n"}, "inside .git"),
-    ("edit_file", {"path": ".git/config", "old": "[core]", "new": "[core]\n\thooksPath = x"},
-     "inside .git"),
-    ("write_file", {"path": ".agent/runs/forged/state.json", "content": "{}"},
-     "state directory"),
+    (
+        "edit_file",
+        {"path": ".git/config", "old": "[core]", "new": "[core]\n\thooksPath = x"},
+        "inside .git",
+    ),
+    ("write_file", {"path": ".agent/runs/forged/state.json", "content": "{}"}, "state directory"),
     ("search", {"pattern": "OUTSIDE", "path": "link_dir"}, "through a symlink"),
     ("search", {"pattern": "OUTSIDE", "path": "../outside"}, "outside the repository"),
     ("search", {"pattern": "OUTSIDE-SECRET"}, "no matches"),
@@ -86,31 +103,42 @@ def _attack_calls(outside: Path) -> list[tuple[str, dict]]:
     return out
 
 
-def test_every_escape_is_a_tool_error_and_nothing_outside_changes(run_agent, fake_server,
-                                                                   sentinel, tmp_path):
+def test_every_escape_is_a_tool_error_and_nothing_outside_changes(
+    run_agent, fake_server, sentinel, tmp_path
+):
     repo = _planted_repo(tmp_path / "repo", sentinel)
     config_before = (repo / ".git" / "config").read_bytes()
-    reads = [("read_file", {"path": "blob.bin"}), ("read_file", {"path": "latin1.txt"}),
-             ("read_file", {"path": "big.txt"}),
-             ("read_file", {"path": "big.txt", "start_line": BIG_LINES - 2,
-                            "end_line": BIG_LINES + 50}),
-             ("write_file", {"path": "hard.txt", "content": "replaced inside the repo\n"})]
-    srv = fake_server([plan(task()),
-                       calls(*_attack_calls(sentinel), *reads),
-                       make_done(), finish()])
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo,
-                     env={"AGENT_TASK_MAX_STEPS": "60"})
+    reads = [
+        ("read_file", {"path": "blob.bin"}),
+        ("read_file", {"path": "latin1.txt"}),
+        ("read_file", {"path": "big.txt"}),
+        ("read_file", {"path": "big.txt", "start_line": BIG_LINES - 2, "end_line": BIG_LINES + 50}),
+        ("write_file", {"path": "hard.txt", "content": "replaced inside the repo\n"}),
+    ]
+    srv = fake_server(
+        [plan(task()), calls(*_attack_calls(sentinel), *reads), make_done(), finish()]
+    )
+    proc = run_agent(
+        "run",
+        GOAL,
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        cwd=repo,
+        env={"AGENT_TASK_MAX_STEPS": "60"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
 
     results = tool_results(srv.chat_requests[2])
     assert len(results) == len(ATTACKS) + len(reads)
-    for (name, args, expected), result in zip(ATTACKS, results):
+    for (name, args, expected), result in zip(ATTACKS, results, strict=False):
         assert expected in result, f"{name} {args}: {result}"
         if expected not in NOT_REFUSALS:
             assert "error:" in result, f"{name} {args} was not refused: {result}"
 
-    binary, latin1, page1, last_page, hard = results[len(ATTACKS):]
+    binary, latin1, page1, last_page, hard = results[len(ATTACKS) :]
     assert "binary file" in binary and "not shown" in binary and "ELF" not in binary
     assert "binary file" in latin1
     assert "[lines 1-400 of 5000 shown; read again with start_line=401" in page1

@@ -6,16 +6,30 @@ from __future__ import annotations
 
 import json
 
-from reliability.relkit import (GOAL, call, calls, commit_count, events, finish, make_done,
-                                no_facts, plan, read_state, repo_with, task, task_statuses,
-                                tool_results)
+from reliability.relkit import (
+    GOAL,
+    call,
+    calls,
+    commit_count,
+    events,
+    finish,
+    make_done,
+    no_facts,
+    plan,
+    read_state,
+    repo_with,
+    task,
+    task_statuses,
+    tool_results,
+)
 
 ERROR_BODY = json.dumps({"error": {"message": "upstream trouble"}})
 
 
 def _agent_run(run_agent, srv, repo, *extra, env=None):
-    return run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo,
-                     env=env)
+    return run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo, env=env
+    )
 
 
 def _last_user(request: dict) -> str:
@@ -23,21 +37,30 @@ def _last_user(request: dict) -> str:
 
 
 def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_errors(
-        run_agent, fake_server, tmp_path):
+    run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
-    srv = fake_server([
-        {"status": 429, "body": ERROR_BODY}, {"status": 500, "body": ERROR_BODY},
-        {"status": 503, "body": ERROR_BODY}, {**plan(task()), "delay": 2.0},  # > request timeout
-        plan(task()),
-        {"raw": "<html><body>502 Bad Gateway</body></html>"},
-        {"no_choices": True},
-        {"content": "I believe the task is complete."},
-        calls(("read_file", '{"path": "README.md"'),  # cut-off JSON
-              ("rm_rf", {"path": "/"}),  # a tool that does not exist
-              ("read_file", {}),  # the required argument missing
-              ("write_file", "[1, 2]")),  # arguments that are not an object
-        make_done(), finish(), no_facts(),
-    ])
+    srv = fake_server(
+        [
+            {"status": 429, "body": ERROR_BODY},
+            {"status": 500, "body": ERROR_BODY},
+            {"status": 503, "body": ERROR_BODY},
+            {**plan(task()), "delay": 2.0},  # > request timeout
+            plan(task()),
+            {"raw": "<html><body>502 Bad Gateway</body></html>"},
+            {"no_choices": True},
+            {"content": "I believe the task is complete."},
+            calls(
+                ("read_file", '{"path": "README.md"'),  # cut-off JSON
+                ("rm_rf", {"path": "/"}),  # a tool that does not exist
+                ("read_file", {}),  # the required argument missing
+                ("write_file", "[1, 2]"),
+            ),  # arguments that are not an object
+            make_done(),
+            finish(),
+            no_facts(),
+        ]
+    )
     proc = _agent_run(run_agent, srv, repo, env={"AGENT_REQUEST_TIMEOUT_S": "0.5"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     notices = [line for line in proc.stderr.splitlines() if "retry" in line]  # like errors
@@ -59,11 +82,13 @@ def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_e
 
 
 def test_retries_run_out_mid_task_then_resume_finishes_without_planning_again(
-        run_agent, fake_server, tmp_path):
+    run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
     second = task("Create done2.txt", "test -f done2.txt")
-    failing = fake_server([plan(task(), second), make_done(), finish()]
-                          + [{"status": 500, "body": ERROR_BODY}] * 3)
+    failing = fake_server(
+        [plan(task(), second), make_done(), finish()] + [{"status": 500, "body": ERROR_BODY}] * 3
+    )
     proc = _agent_run(run_agent, failing, repo, env={"AGENT_MAX_RETRIES": "2"})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     done = events(proc.stdout)[-1]
@@ -81,12 +106,21 @@ def test_retries_run_out_mid_task_then_resume_finishes_without_planning_again(
 
 
 def test_ten_malformed_replies_in_a_row_stop_the_run_with_its_state_saved(
-        run_agent, fake_server, tmp_path):
+    run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
-    garbage = [{"raw": "not json at all"}, {"no_choices": True}, {"content": "just text"},
-               calls(("nope", {})), calls(("read_file", "{broken")), calls(("read_file", {})),
-               {"raw": "[]"}, {"raw": '{"choices": "a string"}'}, {"no_choices": True},
-               {"content": None}]
+    garbage = [
+        {"raw": "not json at all"},
+        {"no_choices": True},
+        {"content": "just text"},
+        calls(("nope", {})),
+        calls(("read_file", "{broken")),
+        calls(("read_file", {})),
+        {"raw": "[]"},
+        {"raw": '{"choices": "a string"}'},
+        {"no_choices": True},
+        {"content": None},
+    ]
     srv = fake_server([plan(task())] + garbage + [make_done(), finish()])
     proc = _agent_run(run_agent, srv, repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr

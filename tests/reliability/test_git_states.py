@@ -57,8 +57,9 @@ STATES = [
 def _status(repo: Path) -> tuple[str, str]:
     if not (repo / ".git").exists():
         return "", ""
-    head = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=repo,
-                          capture_output=True, text=True).stdout
+    head = subprocess.run(
+        ["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=repo, capture_output=True, text=True
+    ).stdout
     return head, git(repo, "status", "--porcelain=v1", "--untracked-files=all")
 
 
@@ -72,21 +73,33 @@ def outcomes(tmp_path_factory):
             repo = repo_with(tmp / make_state.__name__)
             make_state(repo)
             srv = stack.enter_context(FakeOpenAIServer([plan(task()), make_done(), finish()]))
-            proc = subprocess.Popen([PY, "-m", "agent_cli", "run", GOAL, "--yes", "--base-url",
-                                     srv.url], cwd=repo, env=cli_env(tmp / "home"), text=True,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE)
+            proc = subprocess.Popen(
+                [PY, "-m", "agent_cli", "run", GOAL, "--yes", "--base-url", srv.url],
+                cwd=repo,
+                env=cli_env(tmp / "home"),
+                text=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             started[make_state] = (repo, _status(repo), srv, proc)
         results = {}
         for make_state, (repo, before, srv, proc) in started.items():
             out, err = proc.communicate(timeout=120)
-            results[make_state] = (proc.returncode, out, err, before, _status(repo),
-                                   list(srv.chat_requests))
+            results[make_state] = (
+                proc.returncode,
+                out,
+                err,
+                before,
+                _status(repo),
+                list(srv.chat_requests),
+            )
     return results
 
 
-@pytest.mark.parametrize("make_state, says, hint", STATES,
-                         ids=[s[0].__name__.strip("_") for s in STATES])
+@pytest.mark.parametrize(
+    "make_state, says, hint", STATES, ids=[s[0].__name__.strip("_") for s in STATES]
+)
 @pytest.mark.slow
 def test_an_unusable_repository_state_is_one_clear_line(outcomes, make_state, says, hint):
     code, out, err, before, after, requests = outcomes[make_state]

@@ -17,9 +17,25 @@ import time
 import pytest
 
 from conftest import git
-from reliability.relkit import (GOAL, PY, call, commit_count, events, finish, make_done, no_facts,
-                                pid_gone, plan, read_state, repo_with, spawn_agent, state_files, task,
-                                task_statuses, wait_for)
+from reliability.relkit import (
+    GOAL,
+    PY,
+    call,
+    commit_count,
+    events,
+    finish,
+    make_done,
+    no_facts,
+    pid_gone,
+    plan,
+    read_state,
+    repo_with,
+    spawn_agent,
+    state_files,
+    task,
+    task_statuses,
+    wait_for,
+)
 
 __all__ = ["spawn_agent"]
 
@@ -54,13 +70,22 @@ def _planned_again(srv) -> bool:
 
 
 def test_sigkill_after_a_verified_task_loses_nothing_and_resume_continues(
-        spawn_agent, run_agent, fake_server, tmp_path):
+    spawn_agent, run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
-    srv = fake_server([plan(task(), SECOND), make_done(), finish(),
-                       {**call("write_file", path="done2.txt", content="2\n"), "delay": 60}])
+    srv = fake_server(
+        [
+            plan(task(), SECOND),
+            make_done(),
+            finish(),
+            {**call("write_file", path="done2.txt", content="2\n"), "delay": 60},
+        ]
+    )
     agent = spawn_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
-    wait_for(lambda: task_statuses(repo)[:1] == ["verified"] and len(srv.chat_requests) == 4,
-             what="task 1 verified and the agent waiting for the model")
+    wait_for(
+        lambda: task_statuses(repo)[:1] == ["verified"] and len(srv.chat_requests) == 4,
+        what="task 1 verified and the agent waiting for the model",
+    )
     os.kill(agent.pid, signal.SIGKILL)
     assert agent.wait() == -signal.SIGKILL
     _no_torn_state(repo)
@@ -76,13 +101,19 @@ def test_sigkill_after_a_verified_task_loses_nothing_and_resume_continues(
 
 
 def test_sigkill_during_the_acceptance_command_then_resume_verifies(
-        spawn_agent, run_agent, fake_server, tmp_path):
+    spawn_agent, run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo", {"slow_check.py": SLOW_CHECK}, ignore=("pids/",))
     srv = fake_server([plan(task(cmd=f"{PY} slow_check.py")), make_done(), finish()])
     agent = spawn_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
-    check_pid = int(wait_for(lambda: (repo / "pids" / "check.pid").exists()
-                             and (repo / "pids" / "check.pid").read_text(),
-                             what="the acceptance command to start"))
+    check_pid = int(
+        wait_for(
+            lambda: (
+                (repo / "pids" / "check.pid").exists() and (repo / "pids" / "check.pid").read_text()
+            ),
+            what="the acceptance command to start",
+        )
+    )
     try:
         os.kill(agent.pid, signal.SIGKILL)
         assert agent.wait() == -signal.SIGKILL
@@ -103,14 +134,22 @@ def test_sigkill_during_the_acceptance_command_then_resume_verifies(
 
 
 def test_sigint_during_a_command_then_sigterm_during_the_resumed_run_both_save_and_exit_130(
-        spawn_agent, fake_server, tmp_path):
+    spawn_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo", ignore=("pids/",))
-    srv = fake_server([plan(task()),
-                       call("run", cmd="mkdir -p pids; echo $$ > pids/cmd.pid; sleep 60")])
+    srv = fake_server(
+        [plan(task()), call("run", cmd="mkdir -p pids; echo $$ > pids/cmd.pid; sleep 60")]
+    )
     agent = spawn_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
-    cmd_pid = int(wait_for(lambda: (repo / "pids" / "cmd.pid").exists()
-                           and (repo / "pids" / "cmd.pid").read_text().strip(),
-                           what="the model's command to start"))
+    cmd_pid = int(
+        wait_for(
+            lambda: (
+                (repo / "pids" / "cmd.pid").exists()
+                and (repo / "pids" / "cmd.pid").read_text().strip()
+            ),
+            what="the model's command to start",
+        )
+    )
     os.kill(agent.pid, signal.SIGINT)  # what Ctrl-C sends
     assert agent.wait(timeout=30) == 130, agent.stdout + agent.stderr
     wait_for(lambda: pid_gone(cmd_pid), timeout=5, what="the command to be stopped")
@@ -152,8 +191,9 @@ while True:
 
 def _new_temp_file(run_dir, known: set[str]) -> bool:
     """Whether a temporary state file not in `known` is there: a save is being written."""
-    return any(e.name.startswith(".state.json.") and e.name not in known
-               for e in os.scandir(run_dir))
+    return any(
+        e.name.startswith(".state.json.") and e.name not in known for e in os.scandir(run_dir)
+    )
 
 
 @pytest.mark.slow
@@ -163,14 +203,16 @@ def test_sigkill_mid_write_and_at_random_moments_never_leaves_a_torn_state_file(
     last = 0
     for i in range(12):
         child = subprocess.Popen([PY, "-c", _SAVER, str(tmp_path)])
-        wait_for(lambda: state.exists() and json.loads(state.read_text())["n"] > last,
-                 what="a new save")
+        wait_for(
+            lambda: state.exists() and json.loads(state.read_text())["n"] > last, what="a new save"
+        )
         if i % 2:
             time.sleep(rng.uniform(0.0, 0.05))
         else:  # the worst moment: between the temporary file's creation and the rename
             known = {p.name for p in state.parent.glob(".state.json.*")}
-            wait_for(lambda: _new_temp_file(state.parent, known), interval=0,
-                     what="a save being written")
+            wait_for(
+                lambda: _new_temp_file(state.parent, known), interval=0, what="a save being written"
+            )
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         data = json.loads(state.read_text())  # never a torn file: the old one or the new one

@@ -13,16 +13,38 @@ import sys
 import pytest
 
 from conftest import git
-from reliability.relkit import (GOAL, all_tool_results, call, calls, events, finish,
-                                make_done, plan, read_state, repo_with, task, task_statuses)
+from reliability.relkit import (
+    GOAL,
+    all_tool_results,
+    call,
+    calls,
+    events,
+    finish,
+    make_done,
+    plan,
+    read_state,
+    repo_with,
+    task,
+    task_statuses,
+)
 from reliability.test_commands import BWRAP_PROBLEM
 
 needs_bwrap = pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"no bwrap: {BWRAP_PROBLEM}")
 
 
 def _run(run_agent, srv, repo, *extra, env=None, timeout=120):
-    return run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo,
-                     env=env, timeout=timeout)
+    return run_agent(
+        "run",
+        GOAL,
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        *extra,
+        cwd=repo,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def _results(srv) -> list[str]:
@@ -31,11 +53,21 @@ def _results(srv) -> list[str]:
 
 # -- 8. a locked index at commit -------------------------------------------------------------------
 
-def test_an_index_lock_at_commit_commits_nothing_and_resume_finishes(run_agent, fake_server, tmp_path):
+
+def test_an_index_lock_at_commit_commits_nothing_and_resume_finishes(
+    run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo", {"keep.txt": "keep\n"})
     base = git(repo, "rev-parse", "HEAD").strip()
-    srv = fake_server([plan(task()), make_done(), call("run", cmd="rm keep.txt"),
-                       call("run", cmd="touch .git/index.lock"), finish()])
+    srv = fake_server(
+        [
+            plan(task()),
+            make_done(),
+            call("run", cmd="rm keep.txt"),
+            call("run", cmd="touch .git/index.lock"),
+            finish(),
+        ]
+    )
     proc = _run(run_agent, srv, repo, "--accept", "test ! -e keep.txt")
     assert proc.returncode == 1
     assert "index is locked (.git/index.lock exists); nothing was committed" in proc.stdout
@@ -52,18 +84,27 @@ def test_an_index_lock_at_commit_commits_nothing_and_resume_finishes(run_agent, 
 
 # -- 9. hangs --------------------------------------------------------------------------------------
 
+
 def test_fifos_many_matches_a_backtracking_search_and_a_huge_command_never_hang(
-        run_agent, fake_server, tmp_path):
-    repo = repo_with(tmp_path / "repo", {"many.txt": "x\n" * 20000,
-                                         "evil.txt": "a" * 40 + "!\n"})
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo", {"many.txt": "x\n" * 20000, "evil.txt": "a" * 40 + "!\n"})
     os.mkfifo(repo / "pipe")
-    srv = fake_server([plan(task()),
-                       calls(("read_file", {"path": "pipe"}), ("write_file", {"path": "pipe", "content": "x"}),
-                             ("edit_file", {"path": "pipe", "old": "a", "new": "b"}),
-                             ("edit_file", {"path": "many.txt", "old": "x", "new": "y"}),
-                             ("search", {"pattern": "(a|aa)+$", "path": "evil.txt"}),
-                             ("run", {"cmd": "echo " + ";" * 120_000})),
-                       make_done(), finish()])
+    srv = fake_server(
+        [
+            plan(task()),
+            calls(
+                ("read_file", {"path": "pipe"}),
+                ("write_file", {"path": "pipe", "content": "x"}),
+                ("edit_file", {"path": "pipe", "old": "a", "new": "b"}),
+                ("edit_file", {"path": "many.txt", "old": "x", "new": "y"}),
+                ("search", {"pattern": "(a|aa)+$", "path": "evil.txt"}),
+                ("run", {"cmd": "echo " + ";" * 120_000}),
+            ),
+            make_done(),
+            finish(),
+        ]
+    )
     proc = _run(run_agent, srv, repo, env={"AGENT_DENY_COMMANDS": "(;|;;)+x$"}, timeout=100)
     assert proc.returncode == 0, proc.stderr
     results = "\n".join(_results(srv))
@@ -75,28 +116,60 @@ def test_fifos_many_matches_a_backtracking_search_and_a_huge_command_never_hang(
 
 # -- 10. crashes -----------------------------------------------------------------------------------
 
+
 def test_non_finite_and_over_deep_json_and_a_huge_integer_are_malformed_replies(
-        run_agent, fake_server, tmp_path):
+    run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
     deep = "[" * 100_000 + "]" * 100_000
     plan_step = plan(task(cmd=None))
-    srv = fake_server([
-        {"tool_calls": [{"name": "submit_plan", "arguments": '{"goal": "g", "tasks": ' + deep + "}"}]},
-        {**plan_step, "args": {**plan_step["args"], "tasks": [
-            {"goal": "Create done.txt", "acceptance": "done.txt exists", "acceptance_cmd": None}]}},
-        calls(("read_file", '{"path": "README.md", "start_line": Infinity}'),
-              ("read_file", '{"path": "README.md", "end_line": NaN}'),
-              ("read_file", '{"path": "README.md", "start_line": 1e999}'),
-              ("write_file", '{"path": "x", "content": ' + deep + "}"),
-              ("note", '{"text": ' + "9" * 5000 + "}")),
-        make_done(), finish(),
-        {"tool": "submit_verdict", "args": "RAW"},  # replaced below
-        make_done(), finish(),
-        {"tool_calls": [{"name": "submit_verdict",
-                         "arguments": '{"verdict": "pass", "reason": "ok", "n": ' + "7" * 5000 + "}"}]},
-    ])
-    srv.script[5] = {"tool_calls": [{"name": "submit_verdict", "arguments": '{"verdict": "pass", '
-                                     '"reason": ' + deep + "}"}]}
+    srv = fake_server(
+        [
+            {
+                "tool_calls": [
+                    {"name": "submit_plan", "arguments": '{"goal": "g", "tasks": ' + deep + "}"}
+                ]
+            },
+            {
+                **plan_step,
+                "args": {
+                    **plan_step["args"],
+                    "tasks": [
+                        {
+                            "goal": "Create done.txt",
+                            "acceptance": "done.txt exists",
+                            "acceptance_cmd": None,
+                        }
+                    ],
+                },
+            },
+            calls(
+                ("read_file", '{"path": "README.md", "start_line": Infinity}'),
+                ("read_file", '{"path": "README.md", "end_line": NaN}'),
+                ("read_file", '{"path": "README.md", "start_line": 1e999}'),
+                ("write_file", '{"path": "x", "content": ' + deep + "}"),
+                ("note", '{"text": ' + "9" * 5000 + "}"),
+            ),
+            make_done(),
+            finish(),
+            {"tool": "submit_verdict", "args": "RAW"},  # replaced below
+            make_done(),
+            finish(),
+            {
+                "tool_calls": [
+                    {
+                        "name": "submit_verdict",
+                        "arguments": '{"verdict": "pass", "reason": "ok", "n": ' + "7" * 5000 + "}",
+                    }
+                ]
+            },
+        ]
+    )
+    srv.script[5] = {
+        "tool_calls": [
+            {"name": "submit_verdict", "arguments": '{"verdict": "pass", "reason": ' + deep + "}"}
+        ]
+    }
     proc = _run(run_agent, srv, repo)
     assert "internal error" not in proc.stdout + proc.stderr
     assert proc.returncode == 3, proc.stdout[-2000:]  # both verdicts unparseable: rejected
@@ -112,15 +185,24 @@ def test_non_finite_and_over_deep_json_and_a_huge_integer_are_malformed_replies(
 
 def test_a_memory_import_with_a_wrongly_typed_field_is_refused_whole(run_agent, tmp_path):
     repo = repo_with(tmp_path / "repo")
-    meta = {"kind": "fact", "source": "s", "trust": 1.0, "created_at": "2026-01-01T00:00:00+00:00",
-            "text_hash": "h", "ttl_days": 0.0}
+    meta = {
+        "kind": "fact",
+        "source": "s",
+        "trust": 1.0,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "text_hash": "h",
+        "ttl_days": 0.0,
+    }
     good = {"collection": "facts", "id": "mem_a", "document": "use uv", "metadata": meta}
     bad = {**good, "id": "mem_b", "metadata": {**meta, "created_at": 12345}}
     dump = tmp_path / "memory.jsonl"
     dump.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     proc = run_agent("memory", "import", str(dump), cwd=repo)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "line 2: metadata field 'created_at'" in proc.stderr and "nothing was imported" in proc.stderr
+    assert (
+        "line 2: metadata field 'created_at'" in proc.stderr
+        and "nothing was imported" in proc.stderr
+    )
     recall = run_agent("recall", "uv", "--json", cwd=repo)
     assert recall.returncode == 0, recall.stderr
     assert json.loads(recall.stdout or "[]") == []
@@ -136,12 +218,29 @@ def test_a_full_disk_mid_run_is_one_line_and_leaves_whole_state(agent_env, fake_
     disk = tmp_path / "disk"
     disk.mkdir()
     fill = f"dd if=/dev/zero of={disk}/filler bs=1M count=64 2>/dev/null; true"
-    srv = fake_server([plan(task()), make_done(), call("run", cmd=fill), call("note", text="x" * 5000),
-                       finish()])
+    srv = fake_server(
+        [plan(task()), make_done(), call("run", cmd=fill), call("note", text="x" * 5000), finish()]
+    )
     env = {**agent_env, "AGENT_HOME": str(disk / "state")}
-    argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--json", "--base-url", srv.url]
-    proc = subprocess.run(_in_bwrap(["--size", str(48 << 20), "--tmpfs", str(disk), "--chdir", str(repo)], argv),
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    argv = [
+        sys.executable,
+        "-m",
+        "agent_cli",
+        "run",
+        GOAL,
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+    ]
+    proc = subprocess.run(
+        _in_bwrap(["--size", str(48 << 20), "--tmpfs", str(disk), "--chdir", str(repo)], argv),
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-2000:]
     assert "internal error" not in out and "Traceback" not in out
@@ -156,9 +255,25 @@ def test_a_read_only_state_directory_is_one_line(agent_env, fake_server, tmp_pat
     state.mkdir()
     srv = fake_server([plan(task()), make_done(), finish()])
     env = {**agent_env, "AGENT_HOME": str(state)}
-    argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--json", "--base-url", srv.url]
-    proc = subprocess.run(_in_bwrap(["--ro-bind", str(state), str(state), "--chdir", str(repo)], argv),
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    argv = [
+        sys.executable,
+        "-m",
+        "agent_cli",
+        "run",
+        GOAL,
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+    ]
+    proc = subprocess.run(
+        _in_bwrap(["--ro-bind", str(state), str(state), "--chdir", str(repo)], argv),
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-2000:]
     assert "internal error" not in out and "Traceback" not in out
@@ -169,30 +284,64 @@ def test_a_read_only_state_directory_is_one_line(agent_env, fake_server, tmp_pat
 
 # -- 11. resources ---------------------------------------------------------------------------------
 
-PEAK = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:]); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+PEAK = (
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:]); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
 
 
 def test_huge_files_stay_within_memory_and_the_step_budget_counts_each_call(
-        agent_env, fake_server, tmp_path):
+    agent_env, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo", {"big.txt": "word " * 300_000 + "needle\n"})
-    srv = fake_server([plan(task()),
-                       call("edit_file", path="big.txt", old="needle", new="pin"),
-                       call("write_file", path="huge.txt", content="y" * 10_000_000),
-                       make_done(), finish()])
-    argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--json", "--base-url", srv.url]
-    peak = subprocess.run([sys.executable, "-c", PEAK, *argv], cwd=repo, env=agent_env,
-                          capture_output=True, text=True, timeout=300)
+    srv = fake_server(
+        [
+            plan(task()),
+            call("edit_file", path="big.txt", old="needle", new="pin"),
+            call("write_file", path="huge.txt", content="y" * 10_000_000),
+            make_done(),
+            finish(),
+        ]
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "agent_cli",
+        "run",
+        GOAL,
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+    ]
+    peak = subprocess.run(
+        [sys.executable, "-c", PEAK, *argv],
+        cwd=repo,
+        env=agent_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     peak_mb = int(peak.stdout.strip().splitlines()[-1]) / 1024
     assert peak_mb < 1500, f"peak RSS {peak_mb:.0f} MB"
     assert (repo / "big.txt").read_text().endswith("pin\n")
     assert max(len(r) for r in _results(srv)) < 150_000
 
     budget = repo_with(tmp_path / "budget")
-    srv = fake_server([plan(task()),
-                       calls(*[("write_file", {"path": f"f{i}.txt", "content": "x"}) for i in range(20)])])
-    proc = subprocess.run([*argv[:4], GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "3"],
-                          cwd=budget, env=agent_env, capture_output=True, text=True, timeout=120)
+    srv = fake_server(
+        [
+            plan(task()),
+            calls(*[("write_file", {"path": f"f{i}.txt", "content": "x"}) for i in range(20)]),
+        ]
+    )
+    proc = subprocess.run(
+        [*argv[:4], GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "3"],
+        cwd=budget,
+        env=agent_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 4, proc.stdout[-2000:]
     assert len([e for e in events(proc.stdout) if e["event"] == "tool_result"]) == 3
     assert sorted(p.name for p in budget.glob("f*.txt")) == ["f0.txt", "f1.txt", "f2.txt"]

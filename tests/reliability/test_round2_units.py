@@ -9,39 +9,54 @@ import time
 
 import pytest
 
-from agent_cli.core import strictjson
-
-from agent_cli.config import trust
 from agent_cli.agent.judge.acceptance import problem
 from agent_cli.agent.judge.verifier import Proofs, proof, verify
+from agent_cli.config import trust
+from agent_cli.config.settings import load_settings
+from agent_cli.core import strictjson
 from agent_cli.core.errors import ConfigError
 from agent_cli.core.models import Task
-from agent_cli.config.settings import load_settings
+from agent_cli.workspace.git.safe import git_env, neutralizing_config
 from agent_cli.workspace.shell import reaper
 from agent_cli.workspace.shell.cmdline import command_argvs, is_test_command
-from agent_cli.workspace.git.safe import neutralizing_config, git_env
 from agent_cli.workspace.shell.policy import CommandPolicy
 from agent_cli.workspace.shell.runner import run_command
 from conftest import make_repo
 from reliability.relkit import pid_gone
 
 
-@pytest.mark.parametrize("text, why", [
-    ('{"a": Infinity}', "Infinity is not a number"), ('{"a": -Infinity}', "Infinity"),
-    ('{"a": NaN}', "NaN"), ('{"a": 1e400}', "out of range"), ("[" * 70 + "]" * 70, "70 levels"),
-    ('{"n": ' + "1" * 41 + "}", "41 digits"), ("{bad", "not valid JSON")])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ('{"a": Infinity}', "Infinity is not a number"),
+        ('{"a": -Infinity}', "Infinity"),
+        ('{"a": NaN}', "NaN"),
+        ('{"a": 1e400}', "out of range"),
+        ("[" * 70 + "]" * 70, "70 levels"),
+        ('{"n": ' + "1" * 41 + "}", "41 digits"),
+        ("{bad", "not valid JSON"),
+    ],
+)
 def test_strict_json_refuses_what_no_tool_can_use(text, why):
     with pytest.raises(ValueError, match=why):
         strictjson.loads(text)
 
 
 def test_strict_json_skips_brackets_and_escaped_quotes_inside_strings():
-    assert strictjson.loads('{"a": "[[[[\\"]]]", "b": [1, 2.5, -3]}') == {"a": '[[[["]]]', "b": [1, 2.5, -3]}
+    assert strictjson.loads('{"a": "[[[[\\"]]]", "b": [1, 2.5, -3]}') == {
+        "a": '[[[["]]]',
+        "b": [1, 2.5, -3],
+    }
 
 
 def test_one_parser_sees_through_the_same_wrappers_for_policy_and_tests():
     policy = CommandPolicy("auto")
-    for cmd in ("uv run git push", "nohup git push", "timeout 5 env A=1 git push", "poetry run git push"):
+    for cmd in (
+        "uv run git push",
+        "nohup git push",
+        "timeout 5 env A=1 git push",
+        "poetry run git push",
+    ):
         assert "git push publishes" in policy.refusal(cmd), cmd
     for cmd in ("uv run pytest -q", "nohup pytest", "timeout 60 python -m pytest", "A=1 npm test"):
         assert is_test_command(cmd), cmd
@@ -61,18 +76,36 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         assert "writes .agentrc" in CommandPolicy("auto").refusal(cmd), cmd
 
 
-@pytest.mark.parametrize("cmd, why", [
-    ("true", "always succeeds"), ("echo ok", "always succeeds"), ("sh -c 'exit 0'", "always succeeds"),
-    ("bash -c 'pytest || true'", "always succeeds"), ("sh -c 'make test; exit 0'", "always succeeds"),
-    ("exit 0", "not on PATH"), ("average_score", "not on PATH"), ("./missing.sh", "not on PATH"),
-    ("git reset --hard", "refused by the command policy"), ("rm -rf ~", "refused"),
-    ("git push", "refused"), ("'unbalanced", "cannot be parsed")])
+@pytest.mark.parametrize(
+    "cmd, why",
+    [
+        ("true", "always succeeds"),
+        ("echo ok", "always succeeds"),
+        ("sh -c 'exit 0'", "always succeeds"),
+        ("bash -c 'pytest || true'", "always succeeds"),
+        ("sh -c 'make test; exit 0'", "always succeeds"),
+        ("exit 0", "not on PATH"),
+        ("average_score", "not on PATH"),
+        ("./missing.sh", "not on PATH"),
+        ("git reset --hard", "refused by the command policy"),
+        ("rm -rf ~", "refused"),
+        ("git push", "refused"),
+        ("'unbalanced", "cannot be parsed"),
+    ],
+)
 def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
     assert why in problem(cmd, tmp_path, CommandPolicy("auto").refusal)
 
 
-@pytest.mark.parametrize("cmd", ["test -f done.txt", "python -m pytest -q", "sh -c 'make test && true'",
-                                 "sh -c 'pytest; exit'"])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        "test -f done.txt",
+        "python -m pytest -q",
+        "sh -c 'make test && true'",
+        "sh -c 'pytest; exit'",
+    ],
+)
 def test_acceptance_commands_that_can_fail_pass(cmd, tmp_path):
     assert problem(cmd, tmp_path, CommandPolicy("auto").refusal) is None
 
@@ -84,9 +117,12 @@ def test_only_repository_command_keys_are_emptied(tmp_path):
     subprocess.run(["git", "config", "diff.x.textconv", "touch pwned"], cwd=repo, check=True)
     subprocess.run(["git", "config", "core.sshCommand", "touch pwned"], cwd=repo, check=True)
     flags = neutralizing_config(repo, git_env())
-    assert set(zip(flags[::2], flags[1::2])) == {
-        ("-c", "filter.Evil.clean="), ("-c", "filter.Evil.required=false"),
-        ("-c", "diff.x.textconv="), ("-c", "core.sshcommand=")}
+    assert set(zip(flags[::2], flags[1::2], strict=False)) == {
+        ("-c", "filter.Evil.clean="),
+        ("-c", "filter.Evil.required=false"),
+        ("-c", "diff.x.textconv="),
+        ("-c", "core.sshcommand="),
+    }
     assert "OPENAI_API_KEY" not in git_env() and git_env()["GIT_TERMINAL_PROMPT"] == "0"
 
 
@@ -130,14 +166,33 @@ def test_a_refused_or_missing_task_command_hands_judgement_to_accept(tmp_path):
     def run_argv(argv):
         return run_command(argv, cwd=tmp_path, timeout_s=10)
 
-    refused = verify(Task(goal="g", acceptance_cmd="git push"), ["true"], run_argv, None, str, "g",
-                     refusal=CommandPolicy("auto").refusal)
+    refused = verify(
+        Task(goal="g", acceptance_cmd="git push"),
+        ["true"],
+        run_argv,
+        None,
+        str,
+        "g",
+        refusal=CommandPolicy("auto").refusal,
+    )
     assert refused.passed and "git push publishes" in refused.reason
-    missing = verify(Task(goal="g", acceptance_cmd="no-such-program-xyz"), ["false"], run_argv, None,
-                     str, "g")
-    assert not missing.passed and "exit 127" in missing.reason and "your --accept did" in missing.reason
-    alone = verify(Task(goal="g", acceptance_cmd="git push"), [], run_argv, None, str, "g",
-                   refusal=CommandPolicy("auto").refusal)
+    missing = verify(
+        Task(goal="g", acceptance_cmd="no-such-program-xyz"), ["false"], run_argv, None, str, "g"
+    )
+    assert (
+        not missing.passed
+        and "exit 127" in missing.reason
+        and "your --accept did" in missing.reason
+    )
+    alone = verify(
+        Task(goal="g", acceptance_cmd="git push"),
+        [],
+        run_argv,
+        None,
+        str,
+        "g",
+        refusal=CommandPolicy("auto").refusal,
+    )
     assert not alone.passed and "was not run" in alone.reason
 
 
@@ -145,10 +200,13 @@ def test_the_reaper_kills_a_daemon_that_left_the_process_group(tmp_path):
     marker, pid_file = tmp_path / "tampered", tmp_path / "daemon.pid"
     before = reaper.descendants(os.getpid())  # other tests' processes are not this command's
     # The command ends only once the daemon has recorded its pid, so the test knows which it is.
-    res = run_command(f"setsid -f sh -c 'echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; "
-                      f"sleep 5; touch {marker}'; "
-                      f"while [ ! -s {pid_file} ]; do sleep 0.01; done; echo started",
-                      cwd=tmp_path, timeout_s=10)
+    res = run_command(
+        f"setsid -f sh -c 'echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; "
+        f"sleep 5; touch {marker}'; "
+        f"while [ ! -s {pid_file} ]; do sleep 0.01; done; echo started",
+        cwd=tmp_path,
+        timeout_s=10,
+    )
     assert res.exit_code == 0 and "started" in res.output
     daemon = int(pid_file.read_text())
     assert pid_gone(daemon)  # killed by the time the command returns, not merely signalled

@@ -16,8 +16,18 @@ import subprocess
 from pathlib import Path
 
 from conftest import git
-from reliability.relkit import (GOAL, call, calls, events, finish, make_done, plan,
-                                read_state, repo_with, task)
+from reliability.relkit import (
+    GOAL,
+    call,
+    calls,
+    events,
+    finish,
+    make_done,
+    plan,
+    read_state,
+    repo_with,
+    task,
+)
 
 KEY = "sk-proj-LEAKTEST0123456789abcdefghijklmnopqrstuvwxyzABCD"
 PROC_ENVIRON = "tr '\\0' '\\n' < /proc/$PPID/environ"
@@ -51,33 +61,54 @@ def _files_holding(root: Path, needle: bytes, skip: set[str]) -> list[str]:
 
 def _git_objects(repo: Path) -> bytes:
     """Every object in the repository, decompressed, plus the full patch history."""
-    batch = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=repo,
-                           capture_output=True, check=True).stdout
+    batch = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout
     return batch + git(repo, "log", "-p", "--all").encode()
 
 
 def test_the_key_appears_nowhere_the_run_wrote(run_agent, fake_server, tmp_path):
-    repo = repo_with(tmp_path / "repo", {".env": f"OPENAI_API_KEY={KEY}\nDEBUG=1\n"},
-                     ignore=(".env",))
+    repo = repo_with(
+        tmp_path / "repo", {".env": f"OPENAI_API_KEY={KEY}\nDEBUG=1\n"}, ignore=(".env",)
+    )
     hook = "printf '#!/bin/sh\\nenv > hook-env.txt\\n' > .git/hooks/post-commit"
-    model = CopyingModel([
-        plan(task(), task("Create done2.txt", "test -f done2.txt")),
-        calls(("read_file", {"path": ".env"}),
-              ("run", {"cmd": "cat .env; env; echo \"key=$OPENAI_API_KEY\""}),
-              ("run", {"cmd": PROC_ENVIRON}),
-              ("run", {"cmd": f"{hook} && chmod +x .git/hooks/post-commit"}),
-              ("search", {"pattern": "OPENAI_API_KEY"})),
-        # A model that learned the key anyway and sends it back in its own arguments.
-        calls(("run", {"cmd": f"echo {KEY} | wc -c"}), ("note", {"text": f"key is {KEY}"})),
-        lambda body: call("write_file", path="copy.txt", content=_everything_seen(body)),
-        lambda body: call("note", text=_everything_seen(body)[-3000:]),
-        make_done(), finish(f"done; by the way the key is {KEY}"),
-        call("write_file", path="done2.txt", content="2\n"), finish(),
-    ])
+    model = CopyingModel(
+        [
+            plan(task(), task("Create done2.txt", "test -f done2.txt")),
+            calls(
+                ("read_file", {"path": ".env"}),
+                ("run", {"cmd": 'cat .env; env; echo "key=$OPENAI_API_KEY"'}),
+                ("run", {"cmd": PROC_ENVIRON}),
+                ("run", {"cmd": f"{hook} && chmod +x .git/hooks/post-commit"}),
+                ("search", {"pattern": "OPENAI_API_KEY"}),
+            ),
+            # A model that learned the key anyway and sends it back in its own arguments.
+            calls(("run", {"cmd": f"echo {KEY} | wc -c"}), ("note", {"text": f"key is {KEY}"})),
+            lambda body: call("write_file", path="copy.txt", content=_everything_seen(body)),
+            lambda body: call("note", text=_everything_seen(body)[-3000:]),
+            make_done(),
+            finish(f"done; by the way the key is {KEY}"),
+            call("write_file", path="done2.txt", content="2\n"),
+            finish(),
+        ]
+    )
     srv = fake_server(model, api_key=KEY)  # the server checks the key it is sent
     record = tmp_path / "record.jsonl"
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, "--record",
-                     str(record), cwd=repo, env={"OPENAI_API_KEY": KEY})
+    proc = run_agent(
+        "run",
+        GOAL,
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        "--record",
+        str(record),
+        cwd=repo,
+        env={"OPENAI_API_KEY": KEY},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert read_state(repo)["status"] == "verified"
 
@@ -100,13 +131,15 @@ def test_the_key_appears_nowhere_the_run_wrote(run_agent, fake_server, tmp_path)
 
 
 def test_a_command_that_dumps_the_environment_into_the_repo_is_never_committed(
-        run_agent, fake_server, tmp_path):
+    run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
-    srv = fake_server([plan(task()),
-                       call("run", cmd=f"{PROC_ENVIRON} > environ-dump.txt"),
-                       make_done(), finish()])
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo,
-                     env={"OPENAI_API_KEY": KEY})
+    srv = fake_server(
+        [plan(task()), call("run", cmd=f"{PROC_ENVIRON} > environ-dump.txt"), make_done(), finish()]
+    )
+    proc = run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo, env={"OPENAI_API_KEY": KEY}
+    )
     assert KEY in (repo / "environ-dump.txt").read_text()  # the dump happened (no sandbox)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     done = events(proc.stdout)[-1]

@@ -15,9 +15,23 @@ from pathlib import Path
 import pytest
 
 from agent_cli.llm.fake.server import FakeOpenAIServer
-from reliability.relkit import (GOAL, branch, cli_env, commit_count, finish, make_done, plan,
-                                read_state, repo_with, run_cli, snapshot, spawn_agent, state_files,
-                                task, wait_for)
+from reliability.relkit import (
+    GOAL,
+    branch,
+    cli_env,
+    commit_count,
+    finish,
+    make_done,
+    plan,
+    read_state,
+    repo_with,
+    run_cli,
+    snapshot,
+    spawn_agent,
+    state_files,
+    task,
+    wait_for,
+)
 
 __all__ = ["spawn_agent"]
 
@@ -32,12 +46,16 @@ def _plant(repo: Path, rel: str, data: bytes | None) -> Path:
     return path
 
 
-@pytest.mark.parametrize("rel, data, says", [
-    ("chroma/chroma.sqlite3", GARBAGE, "cannot be opened"),
-    ("chroma", b"a file where a directory should be\n", "is not a directory"),
-])
-def test_a_broken_chroma_store_is_named_and_left_alone(run_agent, fake_server, tmp_path,
-                                                       rel, data, says):
+@pytest.mark.parametrize(
+    "rel, data, says",
+    [
+        ("chroma/chroma.sqlite3", GARBAGE, "cannot be opened"),
+        ("chroma", b"a file where a directory should be\n", "is not a directory"),
+    ],
+)
+def test_a_broken_chroma_store_is_named_and_left_alone(
+    run_agent, fake_server, tmp_path, rel, data, says
+):
     repo = repo_with(tmp_path / "repo")
     _plant(repo, rel, data)
     before = snapshot(repo / ".agent")
@@ -56,8 +74,15 @@ def _unfinished_original(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("unfinished")
     repo = repo_with(tmp / "repo")
     with FakeOpenAIServer([plan(task()), {"status": 500, "body": "{}"}]) as srv:
-        proc = run_cli("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo,
-                       env=cli_env(tmp / "home", AGENT_MAX_RETRIES="0"))
+        proc = run_cli(
+            "run",
+            GOAL,
+            "--yes",
+            "--base-url",
+            srv.url,
+            cwd=repo,
+            env=cli_env(tmp / "home", AGENT_MAX_RETRIES="0"),
+        )
     assert proc.returncode == 1 and read_state(repo)["status"] == "failed", proc.stderr
     return repo
 
@@ -69,15 +94,17 @@ def unfinished_run(_unfinished_original, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["state.json", "memory.db"])
-def test_a_corrupt_run_file_stops_resume_naming_it_and_is_kept(run_agent, fake_server,
-                                                               unfinished_run, name):
+def test_a_corrupt_run_file_stops_resume_naming_it_and_is_kept(
+    run_agent, fake_server, unfinished_run, name
+):
     repo = unfinished_run
     run_dir = state_files(repo)[-1].parent
     (run_dir / name).write_bytes(GARBAGE)
     before = snapshot(run_dir)
     srv = fake_server([make_done(), finish()])
-    proc = run_agent("run", "--resume", "--yes", "--base-url", srv.url, "--run-id",
-                     run_dir.name, cwd=repo)
+    proc = run_agent(
+        "run", "--resume", "--yes", "--base-url", srv.url, "--run-id", run_dir.name, cwd=repo
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert str(run_dir / name) in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -85,8 +112,9 @@ def test_a_corrupt_run_file_stops_resume_naming_it_and_is_kept(run_agent, fake_s
     assert srv.chat_requests == []
 
 
-def test_locked_chroma_and_locked_cold_store_are_reported_as_locked(spawn_agent, fake_server,
-                                                                    unfinished_run, tmp_path):
+def test_locked_chroma_and_locked_cold_store_are_reported_as_locked(
+    spawn_agent, fake_server, unfinished_run, tmp_path
+):
     # Two repositories, each with one store held under an exclusive SQLite lock by this process;
     # both agents wait for their lock at the same time.
     resumed = unfinished_run
@@ -116,14 +144,18 @@ def test_locked_chroma_and_locked_cold_store_are_reported_as_locked(spawn_agent,
             con.close()
     assert (snapshot(memory_db.parent), snapshot(chroma_db.parent)) == before
 
-def test_a_second_run_is_refused_and_a_dead_runs_lock_is_taken_over(spawn_agent, run_agent,
-                                                                    fake_server, tmp_path):
+
+def test_a_second_run_is_refused_and_a_dead_runs_lock_is_taken_over(
+    spawn_agent, run_agent, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
     lock = repo / ".agent" / "run.lock"
     slow = fake_server([{**plan(task()), "delay": 60}])
     first = spawn_agent("run", GOAL, "--yes", "--base-url", slow.url, cwd=repo)
-    wait_for(lambda: lock.exists() and len(slow.chat_requests) == 1,
-             what="the first run to hold the lock and wait for its plan")
+    wait_for(
+        lambda: lock.exists() and len(slow.chat_requests) == 1,
+        what="the first run to hold the lock and wait for its plan",
+    )
 
     other = fake_server([plan(task()), make_done(), finish()])
     proc = run_agent("run", GOAL, "--yes", "--base-url", other.url, cwd=repo)

@@ -37,6 +37,7 @@ def _outside(repo: Path) -> Path:
 
 # --- resolve: what may be touched -------------------------------------------------------------
 
+
 def test_paths_inside_the_repo_resolve_to_real_paths(files, repo):
     assert files.resolve("a.txt") == repo / "a.txt"
     assert files.resolve(str(repo / "sub" / "b.py")) == repo / "sub" / "b.py"
@@ -45,7 +46,9 @@ def test_paths_inside_the_repo_resolve_to_real_paths(files, repo):
     assert files.resolve("inner-link/b.py") == repo / "sub" / "b.py"
 
 
-@pytest.mark.parametrize("path", ["/etc/passwd", "../outside/secret.txt", "sub/../../outside/secret.txt", ".."])
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "../outside/secret.txt", "sub/../../outside/secret.txt", ".."]
+)
 def test_paths_escaping_the_repo_are_refused(files, path):
     with pytest.raises(ToolError, match="outside the repository"):
         files.read(path)
@@ -60,8 +63,11 @@ def test_an_absolute_path_outside_is_refused_for_writing_and_nothing_is_written(
 
 def test_a_symlinked_file_pointing_outside_is_refused_for_read_write_and_edit(files, repo):
     (repo / "leak.txt").symlink_to(_outside(repo) / "secret.txt")
-    for call in (lambda: files.read("leak.txt"), lambda: files.write("leak.txt", "pwned"),
-                 lambda: files.edit("leak.txt", "top", "pwned")):
+    for call in (
+        lambda: files.read("leak.txt"),
+        lambda: files.write("leak.txt", "pwned"),
+        lambda: files.edit("leak.txt", "top", "pwned"),
+    ):
         with pytest.raises(ToolError, match="symlink"):
             call()
     assert (_outside(repo) / "secret.txt").read_text() == "top secret\n"
@@ -90,9 +96,11 @@ def test_writes_into_the_state_directory_are_refused_and_nothing_is_written(file
     state = repo / ".agent"
     state.mkdir()
     (state / "state.json").write_text("{}")
-    for call in (lambda: files.write(".agent/state.json", "broken"),
-                 lambda: files.write(str(state / "new.txt"), "x"),
-                 lambda: files.edit(".agent/state.json", "{}", "[]")):
+    for call in (
+        lambda: files.write(".agent/state.json", "broken"),
+        lambda: files.write(str(state / "new.txt"), "x"),
+        lambda: files.edit(".agent/state.json", "{}", "[]"),
+    ):
         with pytest.raises(ToolError, match="state directory"):
             call()
     assert (state / "state.json").read_text() == "{}"
@@ -122,6 +130,7 @@ def test_empty_and_nul_paths_are_refused(files):
 
 # --- read ----------------------------------------------------------------------------------
 
+
 def test_read_numbers_the_lines_of_a_small_file(files):
     assert files.read("a.txt") == "1  alpha\n2  beta\n3  gamma"
 
@@ -139,20 +148,33 @@ def test_read_pages_huge_files_and_says_how_to_get_more(repo):
     first = files.read("big.txt").splitlines()
     assert len(first) == 401
     assert first[0] == "  1  row 1" and first[399] == "400  row 400"
-    assert first[-1] == "[lines 1-400 of 1000 shown; read again with start_line=401 (and end_line) to see more]"
+    assert (
+        first[-1]
+        == "[lines 1-400 of 1000 shown; read again with start_line=401 (and end_line) to see more]"
+    )
     second = files.read("big.txt", start_line=401).splitlines()
     assert second[0] == "401  row 401" and second[-1].startswith("[lines 401-800 of 1000 shown")
     last = files.read("big.txt", start_line=950, end_line=5000).splitlines()
     assert last[-2] == "1000  row 1000"
     assert last[-1] == "[lines 950-1000 of 1000 shown]"
     window = files.read("big.txt", start_line="10", end_line=12).splitlines()
-    assert window == ["10  row 10", "11  row 11", "12  row 12", "[lines 10-12 of 1000 shown; read again "
-                      "with start_line=13 (and end_line) to see more]"]
+    assert window == [
+        "10  row 10",
+        "11  row 11",
+        "12  row 12",
+        "[lines 10-12 of 1000 shown; read again with start_line=13 (and end_line) to see more]",
+    ]
 
 
-@pytest.mark.parametrize("start,end,message", [
-    (0, None, "1 or more"), (5, 2, "before start_line"), (99, None, "past the end"), ("x", None, "whole number"),
-])
+@pytest.mark.parametrize(
+    "start,end,message",
+    [
+        (0, None, "1 or more"),
+        (5, 2, "before start_line"),
+        (99, None, "past the end"),
+        ("x", None, "whole number"),
+    ],
+)
 def test_bad_line_ranges_are_tool_errors(files, start, end, message):
     with pytest.raises(ToolError, match=message):
         files.read("a.txt", start_line=start, end_line=end)
@@ -171,6 +193,7 @@ def test_read_refuses_missing_files_and_directories_and_handles_empty_and_long_l
 
 # --- write and edit -------------------------------------------------------------------------
 
+
 def test_write_creates_parent_directories_and_reports_the_new_file(files, repo):
     result = files.write("new/deep/mod.py", "one\ntwo\n")
     assert (repo / "new" / "deep" / "mod.py").read_text() == "one\ntwo\n"
@@ -182,7 +205,10 @@ def test_write_over_a_file_returns_a_unified_diff(files, repo):
     result = files.write("a.txt", "alpha\nBETA\ngamma\n")
     assert "--- a/a.txt" in result and "+++ b/a.txt" in result
     assert "-beta" in result and "+BETA" in result
-    assert files.write("a.txt", "alpha\nBETA\ngamma\n") == "a.txt already had this content; nothing changed"
+    assert (
+        files.write("a.txt", "alpha\nBETA\ngamma\n")
+        == "a.txt already had this content; nothing changed"
+    )
     assert sorted(p.name for p in repo.iterdir()) == [".git", "a.txt", "sub"], "no temp files left"
 
 
@@ -232,6 +258,7 @@ def test_edit_refuses_empty_old_text_binary_files_and_missing_files(files, repo)
 
 
 # --- search and list ------------------------------------------------------------------------
+
 
 def test_search_reports_path_line_and_text(files):
     assert files.search(r"beta") == "a.txt:2: beta\nsub/b.py:2: return 'beta'"

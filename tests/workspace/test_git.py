@@ -45,6 +45,7 @@ def status(repo: Path) -> str:
 
 # --- opening and preflight -------------------------------------------------------------------
 
+
 def test_a_directory_that_is_not_a_repository_is_a_git_error(tmp_path):
     with pytest.raises(GitError) as err:
         GitRepo(tmp_path)
@@ -139,6 +140,7 @@ def test_allowed_dirty_work_is_returned_as_the_protected_set(repo):
 
 # --- exclude and branches ----------------------------------------------------------------------
 
+
 def test_exclude_hides_the_state_directory_once(repo):
     (repo / ".agent").mkdir()
     (repo / ".agent" / "state.db").write_text("x")
@@ -214,6 +216,7 @@ def test_current_branch_is_none_when_detached_and_head_needs_a_commit(repo, tmp_
 
 # --- changed files and commits -----------------------------------------------------------------
 
+
 def test_changed_files_lists_agent_changes_and_leaves_out_the_protected(repo):
     (repo / "a.txt").write_text("user\n")
     gr = GitRepo(repo)
@@ -235,7 +238,16 @@ def test_commit_paths_commits_exactly_those_paths_including_deletions(repo):
     sha = gr.commit_paths(["a.txt", "b.txt", "new.txt"], "Agent: task 1")
     assert sha == gr.head() and len(sha) == 40
     assert git(repo, "show", "--name-status", "--format=%s", "HEAD").split() == [
-        "Agent:", "task", "1", "M", "a.txt", "D", "b.txt", "A", "new.txt"]
+        "Agent:",
+        "task",
+        "1",
+        "M",
+        "a.txt",
+        "D",
+        "b.txt",
+        "A",
+        "new.txt",
+    ]
     assert status(repo) == "?? other.txt\n"
 
 
@@ -282,7 +294,13 @@ def test_commit_without_an_identity_says_how_to_set_it(repo, tmp_path, monkeypat
     empty.write_text("")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+    for name in (
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "EMAIL",
+    ):
         monkeypatch.delenv(name, raising=False)
     (repo / "a.txt").write_text("change\n")
     with pytest.raises(GitError, match="git commit failed") as err:
@@ -292,9 +310,11 @@ def test_commit_without_an_identity_says_how_to_set_it(repo, tmp_path, monkeypat
 
 
 def test_the_repository_is_opened_and_checked_without_gitpython(repo):
-    code = ("import sys; from agent_cli.workspace.git.repository import GitRepo; "
-            f"g = GitRepo({str(repo)!r}); g.preflight(allow_dirty=True); g.list_files(); "
-            "print(g.root, 'git' in sys.modules)")
+    code = (
+        "import sys; from agent_cli.workspace.git.repository import GitRepo; "
+        f"g = GitRepo({str(repo)!r}); g.preflight(allow_dirty=True); g.list_files(); "
+        "print(g.root, 'git' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == [str(repo.resolve()), "False"]
 

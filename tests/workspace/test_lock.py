@@ -29,7 +29,9 @@ time.sleep(60)
 @pytest.fixture
 def holder_process(tmp_path):
     path = tmp_path / "state" / "run.lock"
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "locked"
     yield proc, path
     if proc.poll() is None:

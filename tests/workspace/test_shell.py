@@ -102,7 +102,9 @@ def test_background_processes_left_behind_are_stopped_without_waiting_for_the_ti
 
 
 def test_long_output_keeps_head_and_tail_with_a_marker(tmp_path):
-    result = run_command("for i in $(seq 1 20000); do echo line$i; done", tmp_path, 30, max_output_chars=1000)
+    result = run_command(
+        "for i in $(seq 1 20000); do echo line$i; done", tmp_path, 30, max_output_chars=1000
+    )
     total = sum(len(f"line{i}\n") for i in range(1, 20001))
     assert result.output.startswith("line1\nline2\n")
     assert result.output.endswith("line19999\nline20000\n")
@@ -138,36 +140,79 @@ def test_the_default_environment_has_the_api_key_removed(tmp_path, monkeypatch):
 
 
 def test_an_explicit_environment_is_used_as_given(tmp_path):
-    result = run_command("echo $ONLY", tmp_path, 10, env={"ONLY": "this", "PATH": os.environ["PATH"]})
+    result = run_command(
+        "echo $ONLY", tmp_path, 10, env={"ONLY": "this", "PATH": os.environ["PATH"]}
+    )
     assert result.output == "this\n"
 
 
 def test_scrub_env_removes_keys_tokens_secrets_and_listed_values():
     env = {
-        "OPENAI_API_KEY": "a", "AGENT_API_KEY": "b", "ANTHROPIC_API_KEY": "c", "GITHUB_TOKEN": "d",
-        "NPM_TOKEN": "e", "AWS_SECRET_ACCESS_KEY": "f", "MY_CLIENT_SECRET_X": "g", "DB_PASSWORD": "h",
-        "CUSTOM_VAR": "sk-the-configured-key", "HEADER": "Bearer sk-the-configured-key",
-        "PATH": "/usr/bin", "HOME": "/root", "TOKENIZERS_PARALLELISM": "false", "LANG": "C.UTF-8",
+        "OPENAI_API_KEY": "a",
+        "AGENT_API_KEY": "b",
+        "ANTHROPIC_API_KEY": "c",
+        "GITHUB_TOKEN": "d",
+        "NPM_TOKEN": "e",
+        "AWS_SECRET_ACCESS_KEY": "f",
+        "MY_CLIENT_SECRET_X": "g",
+        "DB_PASSWORD": "h",
+        "CUSTOM_VAR": "sk-the-configured-key",
+        "HEADER": "Bearer sk-the-configured-key",
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "TOKENIZERS_PARALLELISM": "false",
+        "LANG": "C.UTF-8",
     }
     kept = scrub_env(env, ["sk-the-configured-key", ""])
-    assert kept == {"PATH": "/usr/bin", "HOME": "/root", "TOKENIZERS_PARALLELISM": "false", "LANG": "C.UTF-8"}
+    assert kept == {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "TOKENIZERS_PARALLELISM": "false",
+        "LANG": "C.UTF-8",
+    }
     assert env["OPENAI_API_KEY"] == "a", "the input is not changed"
 
 
-@pytest.mark.parametrize("cmd", [
-    "pytest -q", "python -m pytest tests", "python3.11 -m unittest discover", "tox -e py311", "nox",
-    "npm test", "npm run test:unit", "yarn test", "go test ./...", "cargo test", "make test",
-    "cd sub && pytest", "uv run pytest", "X=1 timeout 60 pytest", "python manage.py test",
-    ["python", "-m", "pytest", "-x"],
-])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        "pytest -q",
+        "python -m pytest tests",
+        "python3.11 -m unittest discover",
+        "tox -e py311",
+        "nox",
+        "npm test",
+        "npm run test:unit",
+        "yarn test",
+        "go test ./...",
+        "cargo test",
+        "make test",
+        "cd sub && pytest",
+        "uv run pytest",
+        "X=1 timeout 60 pytest",
+        "python manage.py test",
+        ["python", "-m", "pytest", "-x"],
+    ],
+)
 def test_test_commands_are_recognised(cmd):
     assert is_test_command(cmd)
 
 
-@pytest.mark.parametrize("cmd", [
-    "ls -la", "python app.py", "npm install", "git status", "echo pytest", "make build", "cat test.py",
-    "go build ./...", ["python", "-m", "http.server"], "unbalanced 'quote",
-])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        "ls -la",
+        "python app.py",
+        "npm install",
+        "git status",
+        "echo pytest",
+        "make build",
+        "cat test.py",
+        "go build ./...",
+        ["python", "-m", "http.server"],
+        "unbalanced 'quote",
+    ],
+)
 def test_other_commands_are_not_test_commands(cmd):
     assert not is_test_command(cmd)
 
@@ -191,11 +236,17 @@ def test_sandbox_bwrap_without_bubblewrap_says_how_to_fix(tmp_path, monkeypatch)
 def _bwrap_usable() -> bool:
     if shutil.which("bwrap") is None:
         return False
-    return subprocess.run(["bwrap", "--ro-bind", "/", "/", "true"], capture_output=True).returncode == 0
+    return (
+        subprocess.run(["bwrap", "--ro-bind", "/", "/", "true"], capture_output=True).returncode
+        == 0
+    )
 
 
-needs_bwrap = pytest.mark.skipif(not _bwrap_usable(), reason="bubblewrap is missing or cannot create "
-                                 "a user namespace here (`bwrap --ro-bind / / true` fails)")
+needs_bwrap = pytest.mark.skipif(
+    not _bwrap_usable(),
+    reason="bubblewrap is missing or cannot create "
+    "a user namespace here (`bwrap --ro-bind / / true` fails)",
+)
 
 
 @needs_bwrap
@@ -203,8 +254,12 @@ def test_bwrap_lets_the_repo_be_written_and_nothing_else(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     outside = tmp_path / "outside.txt"
-    result = run_command(f"echo in > inside.txt; echo out > {outside}; touch /usr/agent-probe; echo end",
-                         repo, 20, sandbox="bwrap")
+    result = run_command(
+        f"echo in > inside.txt; echo out > {outside}; touch /usr/agent-probe; echo end",
+        repo,
+        20,
+        sandbox="bwrap",
+    )
     assert (repo / "inside.txt").read_text() == "in\n"
     assert not outside.exists()
     assert not Path("/usr/agent-probe").exists()

@@ -10,14 +10,15 @@ empty line stops the run, resumable. Without a terminal and without an answer th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
-from agent_cli.core import events
 from agent_cli.agent.adapt import replan
-from agent_cli.agent.judge.dispatch import held_files
-from agent_cli.core.protocols import Workspace
 from agent_cli.agent.attempt.executor import Runtime
+from agent_cli.agent.judge.dispatch import held_files
+from agent_cli.core import events
+from agent_cli.core.protocols import Workspace
 
 MAX_HINTS = 3
 MAX_QUESTIONS = 10
@@ -62,8 +63,14 @@ def diff_stat(diff: str) -> str:
 class Escalation:
     """Resolves rejected tasks for one run."""
 
-    def __init__(self, rt: Runtime, ws: Workspace, ask: Callable[[events.Escalated], str] | None,
-                 branch: str, answer: Answer | None = None) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        ws: Workspace,
+        ask: Callable[[events.Escalated], str] | None,
+        branch: str,
+        answer: Answer | None = None,
+    ) -> None:
         self.rt, self.ws, self.ask, self.branch = rt, ws, ask, branch
         self.pending = answer  # given on the command line, used for the first rejected task
 
@@ -81,8 +88,11 @@ class Escalation:
         for _ in range(MAX_QUESTIONS):
             answer = parse_answer(self.ask(event))
             if answer.kind == "hint" and not event.hints_left:
-                self.rt.emit(events.Notice(text=f"task {index + 1} has had its {MAX_HINTS} "
-                                                "hints: answer s, r or q"))
+                self.rt.emit(
+                    events.Notice(
+                        text=f"task {index + 1} has had its {MAX_HINTS} hints: answer s, r or q"
+                    )
+                )
                 continue
             outcome = self._apply(index, answer)
             if outcome is not None:
@@ -99,11 +109,13 @@ class Escalation:
             return "next"
         if answer.kind == "replan":
             task = self.rt.state.plan[index]
-            if replan.revise(self.rt, index, asked_by="human", failure=task.last_reason,
-                             note=answer.text):
+            if replan.revise(
+                self.rt, index, asked_by="human", failure=task.last_reason, note=answer.text
+            ):
                 return "retry"
-            self.rt.emit(events.Notice(text=f"the model kept the plan; task {index + 1} "
-                                            "is still rejected"))
+            self.rt.emit(
+                events.Notice(text=f"the model kept the plan; task {index + 1} is still rejected")
+            )
             return None
         return "stop"
 
@@ -130,24 +142,35 @@ class Escalation:
         """The escalation of task `index`: what was tried, why it failed, what is left on disk."""
         task = self.rt.state.plan[index]
         stat = diff_stat(self.ws.diff())
-        return events.Escalated(index=index, goal=task.goal, summary=task.summary,
-                                reason=task.last_reason, attempts=task.attempts,
-                                hints=list(task.hints), diff_stat=stat,
-                                hints_left=max(MAX_HINTS - len(task.hints), 0),
-                                next_steps=next_steps(self.branch, bool(stat), self.ask is None))
+        return events.Escalated(
+            index=index,
+            goal=task.goal,
+            summary=task.summary,
+            reason=task.last_reason,
+            attempts=task.attempts,
+            hints=list(task.hints),
+            diff_stat=stat,
+            hints_left=max(MAX_HINTS - len(task.hints), 0),
+            next_steps=next_steps(self.branch, bool(stat), self.ask is None),
+        )
 
 
 def next_steps(branch: str, changed: bool, resume_hint: bool) -> str:
     """What the human can do now; uncommitted changes are named only when there are some."""
-    look = (f"Inspect the changes left uncommitted on branch {branch} (git status, git diff) and "
-            "fix or adjust them if you like. " if changed
-            else "The attempts changed no files. ")
+    look = (
+        f"Inspect the changes left uncommitted on branch {branch} (git status, git diff) and "
+        "fix or adjust them if you like. "
+        if changed
+        else "The attempts changed no files. "
+    )
     if not resume_hint:
         return look.strip()
-    return (look + "Then continue: `agent run --resume` (two fresh attempts), "
-            "`agent run --resume --hint \"TEXT\"` (one more attempt with your advice), "
-            "`agent run --resume --skip` (go on without this task), or "
-            "`agent run --resume --replan \"NOTE\"` (re-plan the remaining work).")
+    return (
+        look + "Then continue: `agent run --resume` (two fresh attempts), "
+        '`agent run --resume --hint "TEXT"` (one more attempt with your advice), '
+        "`agent run --resume --skip` (go on without this task), or "
+        '`agent run --resume --replan "NOTE"` (re-plan the remaining work).'
+    )
 
 
 def check_answer(state, answer: Answer | None, run_id: str) -> None:
@@ -159,11 +182,15 @@ def check_answer(state, answer: Answer | None, run_id: str) -> None:
     flag = {"hint": "--hint", "skip": "--skip", "replan": "--replan"}.get(answer.kind, "")
     rejected = [t for t in state.plan if t.status == "rejected"]
     if not rejected:
-        raise UsageError(f"{flag} answers a rejected task, and run {run_id} has none",
-                         "continue it with `agent run --resume` alone")
+        raise UsageError(
+            f"{flag} answers a rejected task, and run {run_id} has none",
+            "continue it with `agent run --resume` alone",
+        )
     if answer.kind == "hint" and len(rejected[0].hints) >= MAX_HINTS:
-        raise UsageError(f"the rejected task has had its {MAX_HINTS} hints already",
-                         "use --skip, --replan NOTE, or --resume alone for two fresh attempts")
+        raise UsageError(
+            f"the rejected task has had its {MAX_HINTS} hints already",
+            "use --skip, --replan NOTE, or --resume alone for two fresh attempts",
+        )
 
 
 def skipped_message(plan, skipped: list[int]) -> str:
@@ -171,8 +198,11 @@ def skipped_message(plan, skipped: list[int]) -> str:
     parts = []
     for i in skipped:
         files = plan[i].left_files
-        left = (f"its changes were left uncommitted: {', '.join(files[:5])}"
-                + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-                if files else "it left no changes")
+        left = (
+            f"its changes were left uncommitted: {', '.join(files[:5])}"
+            + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+            if files
+            else "it left no changes"
+        )
         parts.append(f"task {i + 1} skipped ({left})")
     return "; ".join(parts)

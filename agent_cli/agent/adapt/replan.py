@@ -13,25 +13,36 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from agent_cli.core import events, fences, strictjson
 from agent_cli.agent.ask import prompts
-from agent_cli.agent.attempt.executor import Runtime, check_budgets
 from agent_cli.agent.ask.request import Request
+from agent_cli.agent.attempt.executor import Runtime, check_budgets
+from agent_cli.core import events, fences, strictjson
 from agent_cli.core.errors import MalformedReply
-from agent_cli.llm.base import force, function_tool
 from agent_cli.core.models import Task
+from agent_cli.llm.base import force, function_tool
 
 MAX_NEW_TASKS = 30
-_TASK = {"type": "object", "properties": {
-    "goal": {"type": "string"}, "acceptance": {"type": "string"},
-    "acceptance_cmd": {"type": ["string", "null"]}},
-    "required": ["goal", "acceptance", "acceptance_cmd"]}
+_TASK = {
+    "type": "object",
+    "properties": {
+        "goal": {"type": "string"},
+        "acceptance": {"type": "string"},
+        "acceptance_cmd": {"type": ["string", "null"]},
+    },
+    "required": ["goal", "acceptance", "acceptance_cmd"],
+}
 
 REVISE_TOOL = function_tool(
-    "revise_plan", "Keep the remaining tasks ({\"keep\": true}), or replace all of them "
-    "({\"keep\": false, \"reason\": ..., \"tasks\": [...]}).",
-    {"keep": {"type": "boolean"}, "reason": {"type": "string"},
-     "tasks": {"type": "array", "items": _TASK}}, ["keep"])
+    "revise_plan",
+    'Keep the remaining tasks ({"keep": true}), or replace all of them '
+    '({"keep": false, "reason": ..., "tasks": [...]}).',
+    {
+        "keep": {"type": "boolean"},
+        "reason": {"type": "string"},
+        "tasks": {"type": "array", "items": _TASK},
+    },
+    ["keep"],
+)
 
 
 @dataclass
@@ -53,16 +64,22 @@ def parse(reply) -> Revision:
     except ValueError as e:
         raise ValueError(f"revise_plan arguments are not usable JSON ({e})") from None
     if not isinstance(args, dict) or not isinstance(args.get("keep"), bool):
-        raise ValueError("revise_plan needs \"keep\": true or false")
+        raise ValueError('revise_plan needs "keep": true or false')
     if args["keep"]:
         return Revision(keep=True)
     tasks = args.get("tasks")
     if not isinstance(tasks, list) or len(tasks) > MAX_NEW_TASKS:
-        raise ValueError(f"\"keep\": false needs \"tasks\", a list of at most {MAX_NEW_TASKS}")
+        raise ValueError(f'"keep": false needs "tasks", a list of at most {MAX_NEW_TASKS}')
     try:
         # Only the three planned fields: a model must not hand itself a status or a commit.
-        new = [Task(goal=t.get("goal", ""), acceptance=t.get("acceptance") or "",
-                    acceptance_cmd=t.get("acceptance_cmd")) for t in tasks]
+        new = [
+            Task(
+                goal=t.get("goal", ""),
+                acceptance=t.get("acceptance") or "",
+                acceptance_cmd=t.get("acceptance_cmd"),
+            )
+            for t in tasks
+        ]
     except (AttributeError, ValidationError) as e:
         raise ValueError(f"a revised task is invalid: {str(e).splitlines()[0]}") from None
     return Revision(keep=False, reason=str(args.get("reason") or "").strip()[:1000], tasks=new)
@@ -82,8 +99,12 @@ def progress(state, start: int) -> str:
         summary = " ".join(t.summary.split())[:400] or "-"
         done.append(f"{i + 1}. [{status}] {' '.join(t.goal.split())}\n   its summary: {summary}")
     rest = [_task_line(start + i + 1, t) for i, t in enumerate(state.plan[start:])]
-    return ("DONE (never changed):\n" + ("\n".join(done) or "(none)")
-            + "\n\nREMAINING (what revise_plan may replace):\n" + ("\n".join(rest) or "(none)"))
+    return (
+        "DONE (never changed):\n"
+        + ("\n".join(done) or "(none)")
+        + "\n\nREMAINING (what revise_plan may replace):\n"
+        + ("\n".join(rest) or "(none)")
+    )
 
 
 def budget(rt: Runtime, remaining: int) -> str:
@@ -92,32 +113,45 @@ def budget(rt: Runtime, remaining: int) -> str:
     verified = max(len(state.done_tasks()), 1)
     steps_left, usd_left = lim.max_steps - state.step, lim.budget_usd - rt.spent()
     per_step, per_usd = state.step / verified, rt.spent() / verified
-    text = (f"BUDGET: {steps_left} of {lim.max_steps} tool calls left (about {per_step:.0f} per "
-            f"verified task so far); ${usd_left:.4f} of ${lim.budget_usd:.2f} left (about "
-            f"${per_usd:.4f} per verified task).")
+    text = (
+        f"BUDGET: {steps_left} of {lim.max_steps} tool calls left (about {per_step:.0f} per "
+        f"verified task so far); ${usd_left:.4f} of ${lim.budget_usd:.2f} left (about "
+        f"${per_usd:.4f} per verified task)."
+    )
     if steps_left < per_step * remaining or usd_left < per_usd * remaining:
-        text += (f"\nAt this pace the {remaining} remaining task(s) need more than is left: "
-                 "drop or merge tasks so that the most important work fits.")
+        text += (
+            f"\nAt this pace the {remaining} remaining task(s) need more than is left: "
+            "drop or merge tasks so that the most important work fits."
+        )
     return text
 
 
 def messages(rt: Runtime, start: int, failure: str = "", note: str = "") -> list[dict]:
     """The revise_plan request: progress, the failure, criteria, budget, the goal last."""
     state = rt.state
-    task = (f"RE-PLAN CHECK before task {start + 1}.\n\n{progress(state, start)}\n\n"
-            f"Success criteria of the whole plan: {state.success_criteria.strip() or '-'}")
+    task = (
+        f"RE-PLAN CHECK before task {start + 1}.\n\n{progress(state, start)}\n\n"
+        f"Success criteria of the whole plan: {state.success_criteria.strip() or '-'}"
+    )
     if failure:
         task += f"\n\nWHY TASK {start + 1} WAS REJECTED (the harness's check):\n{failure[-1500:]}"
     hints = ""
     if note:
         hints = "The human asked for this re-plan and said:\n" + fences.human_hint(note)
     remaining = len(state.plan) - start
-    return Request(system=prompts.load("replan"), goal=state.goal, recalled=rt.recalled,
-                   task=task, hints=hints, state=budget(rt, remaining)).messages()
+    return Request(
+        system=prompts.load("replan"),
+        goal=state.goal,
+        recalled=rt.recalled,
+        task=task,
+        hints=hints,
+        state=budget(rt, remaining),
+    ).messages()
 
 
-def revise(rt: Runtime, start: int, *, asked_by: str = "harness", failure: str = "",
-           note: str = "") -> bool:
+def revise(
+    rt: Runtime, start: int, *, asked_by: str = "harness", failure: str = "", note: str = ""
+) -> bool:
     """Ask whether to replace the tasks from `start` on; True when the plan was revised."""
     check_budgets(rt)
     ask = messages(rt, start, failure, note)
@@ -146,8 +180,13 @@ def apply(rt: Runtime, start: int, revision: Revision, asked_by: str) -> None:
     state = rt.state
     old = [t.model_dump() for t in state.plan[start:]]
     new = [t.model_dump() for t in revision.tasks]
-    event = events.PlanRevised(start=start, reason=revision.reason or "(no reason given)",
-                               old=old, new=new, asked_by=asked_by)
+    event = events.PlanRevised(
+        start=start,
+        reason=revision.reason or "(no reason given)",
+        old=old,
+        new=new,
+        asked_by=asked_by,
+    )
     state.plan = state.plan[:start] + revision.tasks
     state.revisions.append(event.model_dump())
     state.last_error = None

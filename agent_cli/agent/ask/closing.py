@@ -7,10 +7,10 @@ error: the run's outcome stands, with a notice.
 
 from __future__ import annotations
 
-from agent_cli.core import events
 from agent_cli.agent.ask import prompts
-from agent_cli.agent.attempt.executor import Runtime
 from agent_cli.agent.ask.request import Request
+from agent_cli.agent.attempt.executor import Runtime
+from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 
 MAX_CHARS = 3000
@@ -22,8 +22,10 @@ def record(rt: Runtime, outcome: str) -> str:
     for i, t in enumerate(rt.state.plan):
         commit = f", commit {t.commit[:10]}" if t.commit else ""
         summary = " ".join(t.summary.split())[:300]
-        lines.append(f"{i + 1}. [{t.status}, {t.attempts} attempt(s){commit}] "
-                     f"{' '.join(t.goal.split())}" + (f"\n   its summary: {summary}" if summary else ""))
+        lines.append(
+            f"{i + 1}. [{t.status}, {t.attempts} attempt(s){commit}] "
+            f"{' '.join(t.goal.split())}" + (f"\n   its summary: {summary}" if summary else "")
+        )
     revised = len(rt.state.revisions)
     extra = f"\nThe plan was revised {revised} time(s) during the run." if revised else ""
     return f"THE RUN ENDED: {outcome}\n\nTASKS:\n" + "\n".join(lines) + extra
@@ -31,8 +33,9 @@ def record(rt: Runtime, outcome: str) -> str:
 
 def summarise(rt: Runtime, outcome: str) -> str:
     """Ask for the summary, emit and save it; "" when the model gave none."""
-    ask = Request(system=prompts.load("summary"), goal=rt.state.goal,
-                  task=record(rt, outcome)).messages()
+    ask = Request(
+        system=prompts.load("summary"), goal=rt.state.goal, task=record(rt, outcome)
+    ).messages()
     rt.log({"type": "request", "messages": ask})
     try:
         reply = rt.model.chat(ask, None, None)

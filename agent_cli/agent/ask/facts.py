@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from agent_cli.core import strictjson
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.window import Window
+from agent_cli.core import strictjson
 from agent_cli.core.errors import AgentError
 from agent_cli.llm.base import force, function_tool
 
@@ -23,18 +23,32 @@ MAX_FILES = 10
 TRUST = 0.5
 
 FACTS_TOOL = function_tool(
-    "submit_facts", "Submit durable facts about this repository that this run learned "
-                    "(how it is built, tested, laid out; conventions; pitfalls), each with "
-                    "the files it is about. An empty list is fine.",
-    {"facts": {"type": "array", "maxItems": MAX_FACTS, "items": {
-        "type": "object", "required": ["text", "files"],
-        "properties": {"text": {"type": "string"},
-                       "files": {"type": "array", "items": {"type": "string"}}}}}})
+    "submit_facts",
+    "Submit durable facts about this repository that this run learned "
+    "(how it is built, tested, laid out; conventions; pitfalls), each with "
+    "the files it is about. An empty list is fine.",
+    {
+        "facts": {
+            "type": "array",
+            "maxItems": MAX_FACTS,
+            "items": {
+                "type": "object",
+                "required": ["text", "files"],
+                "properties": {
+                    "text": {"type": "string"},
+                    "files": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        }
+    },
+)
 
-TASK = ("The run is over. Call submit_facts with the durable facts about this repository that "
-        "this run established and a later run would need: how to build and test it, where "
-        "things are, conventions, pitfalls. Each fact is one sentence and names the files it is "
-        f"about. At most {MAX_FACTS}; none if nothing durable was learned. Do not restate the goal.")
+TASK = (
+    "The run is over. Call submit_facts with the durable facts about this repository that "
+    "this run established and a later run would need: how to build and test it, where "
+    "things are, conventions, pitfalls. Each fact is one sentence and names the files it is "
+    f"about. At most {MAX_FACTS}; none if nothing durable was learned. Do not restate the goal."
+)
 
 
 @dataclass
@@ -45,11 +59,18 @@ class Fact:
     files: list[str]
 
 
-def facts_messages(goal: str, memory: str, state: str, instructions: str = "",
-                   window: Window | None = None) -> list[dict]:
+def facts_messages(
+    goal: str, memory: str, state: str, instructions: str = "", window: Window | None = None
+) -> list[dict]:
     """The request: the run's working memory and state, the ask, the goal last."""
-    return Request(system=prompts.load("facts"), goal=goal, instructions=instructions,
-                   memory=memory, task=TASK, state=state).fitted([FACTS_TOOL], window)
+    return Request(
+        system=prompts.load("facts"),
+        goal=goal,
+        instructions=instructions,
+        memory=memory,
+        task=TASK,
+        state=state,
+    ).fitted([FACTS_TOOL], window)
 
 
 def ask_facts(model, messages: list[dict]) -> list[Fact]:

@@ -2,34 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from agent_cli.core import fences, strictjson
 from agent_cli.agent.ask import prompts
-from agent_cli.agent.run.state import MAX_TASKS
 from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.window import Window
+from agent_cli.agent.run.state import MAX_TASKS
+from agent_cli.core import fences, strictjson
 from agent_cli.core.errors import AgentError, MalformedReply
-from agent_cli.llm.base import force, function_tool
-from agent_cli.core.protocols import ChatModel
 from agent_cli.core.models import Plan
+from agent_cli.core.protocols import ChatModel
+from agent_cli.llm.base import force, function_tool
 
 # The bounds matter where a server turns the schema into a grammar (llama.cpp, vLLM): a small
 # model held to the schema may otherwise go on adding tasks until its reply is cut off.
 _TEXT = {"type": "string", "maxLength": 600}
-_TASK = {"type": "object", "properties": {
-    "goal": _TEXT, "acceptance": _TEXT,
-    "acceptance_cmd": {"type": ["string", "null"], "maxLength": 600}},
-    "required": ["goal", "acceptance", "acceptance_cmd"]}
+_TASK = {
+    "type": "object",
+    "properties": {
+        "goal": _TEXT,
+        "acceptance": _TEXT,
+        "acceptance_cmd": {"type": ["string", "null"], "maxLength": 600},
+    },
+    "required": ["goal", "acceptance", "acceptance_cmd"],
+}
 
-PLAN_TOOL = function_tool("submit_plan", "Submit the plan: the goal, its tasks in order, and "
-                          "the success criteria.",
-                          {"goal": _TEXT,
-                           "tasks": {"type": "array", "items": _TASK, "minItems": 1,
-                                     "maxItems": MAX_TASKS},
-                           "success_criteria": _TEXT})
+PLAN_TOOL = function_tool(
+    "submit_plan",
+    "Submit the plan: the goal, its tasks in order, and the success criteria.",
+    {
+        "goal": _TEXT,
+        "tasks": {"type": "array", "items": _TASK, "minItems": 1, "maxItems": MAX_TASKS},
+        "success_criteria": _TEXT,
+    },
+)
 
 
 def _parse(reply) -> Plan:
@@ -51,22 +59,38 @@ def _parse(reply) -> Plan:
         raise ValueError(f"invalid plan at {where or 'top level'}: {err['msg']}") from None
 
 
-def plan_messages(goal: str, recalled: str, repo_files: str, accept_cmds: list[str],
-                  instructions: str = "", window: Window | None = None) -> list:
+def plan_messages(
+    goal: str,
+    recalled: str,
+    repo_files: str,
+    accept_cmds: list[str],
+    instructions: str = "",
+    window: Window | None = None,
+) -> list:
     """The planning request: rules, the repository's instructions, recalled memory (with the
     procedures known to work here), the repository's files, the goal last; fitted to `window`."""
     context = "Files in the repository:\n" + fences.tool_output("git_ls_files", repo_files)
     if accept_cmds:
-        context += ("\nThe user's acceptance command(s), used for tasks without their own and "
-                    "run again at the end: " + "; ".join(f"`{c}`" for c in accept_cmds))
-    return Request(system=prompts.load("planner"), goal=goal, instructions=instructions,
-                   recalled=recalled, context=context,
-                   goal_header="GOAL:").fitted([PLAN_TOOL], window)
+        context += (
+            "\nThe user's acceptance command(s), used for tasks without their own and "
+            "run again at the end: " + "; ".join(f"`{c}`" for c in accept_cmds)
+        )
+    return Request(
+        system=prompts.load("planner"),
+        goal=goal,
+        instructions=instructions,
+        recalled=recalled,
+        context=context,
+        goal_header="GOAL:",
+    ).fitted([PLAN_TOOL], window)
 
 
-def make_plan(model: ChatModel, messages: list[dict],
-              check: Callable[[Plan], dict[int, str]] | None = None,
-              fallback: bool = False) -> tuple[Plan, int]:
+def make_plan(
+    model: ChatModel,
+    messages: list[dict],
+    check: Callable[[Plan], dict[int, str]] | None = None,
+    fallback: bool = False,
+) -> tuple[Plan, int]:
     """A valid plan and the number of requests it took; AgentError after two invalid ones.
 
     `check` names the tasks whose acceptance command the harness cannot use; such a plan
@@ -78,8 +102,14 @@ def make_plan(model: ChatModel, messages: list[dict],
     for attempt in (1, 2):
         ask = list(messages)
         if error:
-            ask.insert(-1, {"role": "user", "content": f"Your previous plan was rejected: {error}. "
-                                                       "Call submit_plan again with a valid plan."})
+            ask.insert(
+                -1,
+                {
+                    "role": "user",
+                    "content": f"Your previous plan was rejected: {error}. "
+                    "Call submit_plan again with a valid plan.",
+                },
+            )
         try:
             plan = _parse(model.chat(ask, [PLAN_TOOL], force("submit_plan")))
         except MalformedReply as e:
@@ -96,5 +126,7 @@ def make_plan(model: ChatModel, messages: list[dict],
             for index in problems:
                 plan.tasks[index].acceptance_cmd = None  # judged by the user's --accept
             return plan, attempt
-    raise AgentError(f"the model did not produce a valid plan twice: {error}",
-                     "try a clearer goal or a model that supports function tools")
+    raise AgentError(
+        f"the model did not produce a valid plan twice: {error}",
+        "try a clearer goal or a model that supports function tools",
+    )

@@ -23,10 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agent_cli.core import fences
-from agent_cli.agent.run.state import GOAL_HEADER
 from agent_cli.agent.ask.window import Window, fit
-
+from agent_cli.agent.run.state import GOAL_HEADER
+from agent_cli.core import fences
 
 POINTER = "(the result is {marker} in WORKING MEMORY above)"
 _POINTER_RE = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)")
@@ -41,7 +40,7 @@ def pointed_result(content: str, memory: str) -> str | None:
         return None
     start = memory.index("\n", memory.index(match.group(1))) + 1
     end = memory.index("</tool_output>", start) + len("</tool_output>")
-    return memory[start:end] + content[match.end():]
+    return memory[start:end] + content[match.end() :]
 
 
 @dataclass
@@ -66,8 +65,12 @@ class Request:
         """The chat messages, stable parts first and the goal last."""
         out: list[dict] = [{"role": "system", "content": self.system}]
         if self.instructions:
-            out.append(_user("The repository's own instructions (from its owner; follow them "
-                             "unless the task says otherwise):\n" + self.instructions))
+            out.append(
+                _user(
+                    "The repository's own instructions (from its owner; follow them "
+                    "unless the task says otherwise):\n" + self.instructions
+                )
+            )
         if self.recalled:
             out.append(_user("Reference material recalled from earlier runs:\n" + self.recalled))
         if self.pinned:
@@ -88,7 +91,7 @@ class Request:
         item = self.in_memory.get(message.get("tool_call_id") or "")
         if message.get("role") != "tool" or not item or item not in self.memory:
             return message
-        marker = item[:item.index("]") + 1]  # "[kind id]", see memory.store.Item.header
+        marker = item[: item.index("]") + 1]  # "[kind id]", see memory.store.Item.header
         return {**message, "content": POINTER.format(marker=marker)}
 
     def fitted(self, tools: list[dict] | None, window: Window | None) -> list[dict]:

@@ -63,11 +63,13 @@ def fit(request, tools: list[dict] | None, window: Window | None) -> list[dict]:
             total = request_tokens(messages, tools)
     if total <= window.limit:
         return messages
-    raise AgentError(f"the request needs {total} tokens even with memory and context cut, but "
-                     f"the context window leaves {window.limit} ({window.context_window} less "
-                     f"{window.reserved_output_tokens} kept for the answer)",
-                     "raise context_window (or lower reserved_output_tokens) to what the "
-                     "model serves, or use a model with a larger window")
+    raise AgentError(
+        f"the request needs {total} tokens even with memory and context cut, but "
+        f"the context window leaves {window.limit} ({window.context_window} less "
+        f"{window.reserved_output_tokens} kept for the answer)",
+        "raise context_window (or lower reserved_output_tokens) to what the "
+        "model serves, or use a model with a larger window",
+    )
 
 
 def _shrink(request, part: str, excess: int):
@@ -90,8 +92,10 @@ def cut_text(text: str, keep: int) -> str:
 def _shrink_exchange(exchange: list[dict], excess: int) -> list[dict]:
     """The exchange with its tool results cut, the longest first."""
     out = [dict(m) for m in exchange]
-    results = sorted((i for i, m in enumerate(out) if m.get("role") == "tool"),
-                     key=lambda i: -len(out[i].get("content") or ""))
+    results = sorted(
+        (i for i, m in enumerate(out) if m.get("role") == "tool"),
+        key=lambda i: -len(out[i].get("content") or ""),
+    )
     for i in results:
         if excess <= 0:
             break

@@ -8,22 +8,24 @@ assembled working memory, the previous tool exchange in full up to a cap, the ta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
-from agent_cli.core import events, fences, tokens
-from agent_cli.agent.attempt import loopguard, pins
 from agent_cli.agent.ask import prompts
-from agent_cli.agent.attempt.freshness import FileViews, after_tool
 from agent_cli.agent.ask.request import Request
-from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.ask.window import Window
+from agent_cli.agent.attempt import loopguard, pins
+from agent_cli.agent.attempt.freshness import FileViews, after_tool
 from agent_cli.agent.attempt.toolbox import TOOLS, Toolbox, ToolResult, fenced
+from agent_cli.agent.run.state import AgentState
+from agent_cli.core import events, fences, tokens
 from agent_cli.core.errors import AgentError, BudgetExhausted, ContextOverflow, MalformedReply
-from agent_cli.memory.working.memory import WorkingMemory
 from agent_cli.core.models import ChatReply, ToolCall
 from agent_cli.core.protocols import ChatModel
 from agent_cli.core.redact import redact
+from agent_cli.memory.working.memory import WorkingMemory
+
 MAX_MALFORMED_IN_A_ROW = 10
 
 
@@ -92,40 +94,52 @@ def check_budgets(rt: Runtime) -> None:
     """Raise BudgetExhausted when the run's step or money budget is used up."""
     steps, lim = rt.state.step, rt.limits
     if steps >= lim.max_steps:
-        raise BudgetExhausted(f"the step budget ran out: {steps} of {lim.max_steps} tool calls used",
-                              "raise --max-steps and continue with `agent run --resume`",
-                              budget="max_steps", used=steps, limit=lim.max_steps)
+        raise BudgetExhausted(
+            f"the step budget ran out: {steps} of {lim.max_steps} tool calls used",
+            "raise --max-steps and continue with `agent run --resume`",
+            budget="max_steps",
+            used=steps,
+            limit=lim.max_steps,
+        )
     spent = rt.spent()
     if spent >= lim.budget_usd:
-        raise BudgetExhausted(f"the money budget ran out: ${spent:.4f} of "
-                              f"${lim.budget_usd:.2f} used",
-                              "raise --budget-usd and continue with `agent run --resume`",
-                              budget="budget_usd", used=spent, limit=lim.budget_usd)
+        raise BudgetExhausted(
+            f"the money budget ran out: ${spent:.4f} of ${lim.budget_usd:.2f} used",
+            "raise --budget-usd and continue with `agent run --resume`",
+            budget="budget_usd",
+            used=spent,
+            limit=lim.budget_usd,
+        )
 
 
 def task_block(rt: Runtime, index: int, attempt: int, steps_left: int) -> str:
     """What the model must do now: the task, its check, the plan's criteria, attempt, steps left."""
     task = rt.state.plan[index]
     criteria = rt.state.success_criteria.strip()
-    return (f"CURRENT TASK ({index + 1} of {len(rt.state.plan)}), attempt {attempt} of "
-            f"{max(task.max_attempts, attempt)}:\n"
-            f"{task.goal}\nAcceptance: {task.acceptance or '-'}\n"
-            f"Acceptance command (run by the harness after finish): "
-            f"{task.acceptance_cmd or 'none'}\n"
-            f"Success criteria of the whole plan: {criteria or '-'}\n"
-            f"Tool calls left in this attempt: {steps_left}")
+    return (
+        f"CURRENT TASK ({index + 1} of {len(rt.state.plan)}), attempt {attempt} of "
+        f"{max(task.max_attempts, attempt)}:\n"
+        f"{task.goal}\nAcceptance: {task.acceptance or '-'}\n"
+        f"Acceptance command (run by the harness after finish): "
+        f"{task.acceptance_cmd or 'none'}\n"
+        f"Success criteria of the whole plan: {criteria or '-'}\n"
+        f"Tool calls left in this attempt: {steps_left}"
+    )
 
 
 def hint_blocks(hints: list[str]) -> str:
     """The human's hints for the task, each in its own <human_hint> block, the latest last."""
     if not hints:
         return ""
-    return ("The human you work for read the failure and answered (their own words, to follow):\n"
-            + "\n".join(fences.human_hint(h) for h in hints))
+    return (
+        "The human you work for read the failure and answered (their own words, to follow):\n"
+        + "\n".join(fences.human_hint(h) for h in hints)
+    )
 
 
-def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
-                   last: Exchange) -> list[dict]:
+def build_messages(
+    rt: Runtime, index: int, attempt: int, steps_left: int, last: Exchange
+) -> list[dict]:
     """The request for the next step, assembled by `Request` (stable parts first, goal last)."""
     task = task_block(rt, index, attempt, steps_left)
     if last.nudge:
@@ -134,14 +148,19 @@ def build_messages(rt: Runtime, index: int, attempt: int, steps_left: int,
     if unpin:
         task = f"{unpin}\n\n{task}"
     context = rt.memory.assemble()
-    return Request(system=prompts.load("system"), goal=rt.state.goal,
-                   instructions=instructions_block(rt),
-                   recalled="\n".join(p for p in (rt.recalled, rt.fixes) if p),
-                   pinned=context.pinned, memory=context.memory,
-                   exchange=exchange_messages(last), in_memory=results_in_memory(rt, last),
-                   task=task,
-                   hints=hint_blocks(rt.state.plan[index].hints),
-                   state=rt.state.render_progress()).fitted(TOOLS, rt.limits.window())
+    return Request(
+        system=prompts.load("system"),
+        goal=rt.state.goal,
+        instructions=instructions_block(rt),
+        recalled="\n".join(p for p in (rt.recalled, rt.fixes) if p),
+        pinned=context.pinned,
+        memory=context.memory,
+        exchange=exchange_messages(last),
+        in_memory=results_in_memory(rt, last),
+        task=task,
+        hints=hint_blocks(rt.state.plan[index].hints),
+        state=rt.state.render_progress(),
+    ).fitted(TOOLS, rt.limits.window())
 
 
 def instructions_block(rt: Runtime) -> str:
@@ -156,11 +175,24 @@ def exchange_messages(last: Exchange) -> list[dict]:
     """The previous reply's tool calls and their results, as chat messages."""
     if not last.calls:
         return []
-    messages: list[dict] = [{"role": "assistant", "content": None, "tool_calls": [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-        for c in last.calls]}]
-    messages += [{"role": "tool", "tool_call_id": c.id, "content": r}
-                 for c, r in zip(last.calls, last.results)]
+    messages: list[dict] = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in last.calls
+            ],
+        }
+    ]
+    messages += [
+        {"role": "tool", "tool_call_id": c.id, "content": r}
+        for c, r in zip(last.calls, last.results, strict=False)
+    ]
     return messages
 
 
@@ -171,7 +203,7 @@ def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
     `Request.messages`): the exchange is the volatile part, the memory block the cached one.
     """
     out = {}
-    for call, item_id in zip(last.calls, last.items):
+    for call, item_id in zip(last.calls, last.items, strict=False):
         item = rt.memory.hot_item(item_id) if item_id else None
         if item is not None and not item.origin_id:
             out[call.id] = item.render()
@@ -190,23 +222,32 @@ def _ask(rt: Runtime, messages: list[dict], choice: str = "auto") -> ChatReply |
     return reply
 
 
-def _ask_fitting(rt: Runtime, build: Callable[[], list[dict]],
-                 choice: str = "auto") -> ChatReply | None:
+def _ask_fitting(
+    rt: Runtime, build: Callable[[], list[dict]], choice: str = "auto"
+) -> ChatReply | None:
     """Ask; when the server says the request overflowed its window, shrink it and ask once more."""
     try:
         return _ask(rt, build(), choice)
     except ContextOverflow as e:
         before = rt.limits.context_window
         shrink_window(rt.limits, e)
-        rt.emit(events.Notice(text=f"the request did not fit the server's context window; "
-                                   f"asking once more within {rt.limits.context_window:,} tokens "
-                                   f"(was {before:,})"))
+        rt.emit(
+            events.Notice(
+                text=f"the request did not fit the server's context window; "
+                f"asking once more within {rt.limits.context_window:,} tokens "
+                f"(was {before:,})"
+            )
+        )
     try:
         return _ask(rt, build(), choice)
     except ContextOverflow as e:
-        raise ContextOverflow(f"{e.message}, even after the request was cut to fit "
-                              f"{rt.limits.context_window:,} tokens", e.hint,
-                              prompt_tokens=e.prompt_tokens, window=e.window) from None
+        raise ContextOverflow(
+            f"{e.message}, even after the request was cut to fit "
+            f"{rt.limits.context_window:,} tokens",
+            e.hint,
+            prompt_tokens=e.prompt_tokens,
+            window=e.window,
+        ) from None
 
 
 def shrink_window(limits: Limits, overflow: ContextOverflow) -> None:
@@ -221,13 +262,16 @@ def shrink_window(limits: Limits, overflow: ContextOverflow) -> None:
 def _count_malformed(rt: Runtime, malformed: bool) -> None:
     rt.malformed = rt.malformed + 1 if malformed else 0
     if rt.malformed >= MAX_MALFORMED_IN_A_ROW:
-        raise AgentError(f"the model sent {rt.malformed} malformed replies in a row",
-                         "check that the model supports function tools; the state is saved, "
-                         "continue with `agent run --resume`")
+        raise AgentError(
+            f"the model sent {rt.malformed} malformed replies in a row",
+            "check that the model supports function tools; the state is saved, "
+            "continue with `agent run --resume`",
+        )
 
 
-def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage,
-            remember: bool = True) -> tuple[str, str | None]:
+def _record(
+    rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage, remember: bool = True
+) -> tuple[str, str | None]:
     """Put a tool result in working memory (unless a repeat), advance the step, emit and log it.
 
     Returns the result as the next request shows it, and the id of its memory item (or None)."""
@@ -237,12 +281,28 @@ def _record(rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage,
     if remember and result.kind != "note" and not result.finished:
         item_id = rt.memory.add(result.kind, fenced(result), summary=result.memory_summary())
     after_tool(rt.views, rt.memory, item_id, result, rt.toolbox.blob_of)
-    rt.emit(events.ToolRan(index=index, step=rt.state.step, name=call.name, ok=result.ok,
-                           summary=result.summary, prompt_tokens=usage.prompt_tokens,
-                           completion_tokens=usage.completion_tokens, cost_usd=rt.spent(),
-                           diff=result.text if result.kind == "edit" and result.ok else ""))
-    rt.log({"type": "tool", "name": call.name, "arguments": call.arguments, "ok": result.ok,
-            "result": result.text})
+    rt.emit(
+        events.ToolRan(
+            index=index,
+            step=rt.state.step,
+            name=call.name,
+            ok=result.ok,
+            summary=result.summary,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=rt.spent(),
+            diff=result.text if result.kind == "edit" and result.ok else "",
+        )
+    )
+    rt.log(
+        {
+            "type": "tool",
+            "name": call.name,
+            "arguments": call.arguments,
+            "ok": result.ok,
+            "result": result.text,
+        }
+    )
     rt.save()
     return fenced(capped(result, rt.limits.tool_output_max_tokens)), item_id
 
@@ -254,9 +314,11 @@ def capped(result: ToolResult, max_tokens: int) -> ToolResult:
         return result
     # The tail matters as much as the head: a test run ends with its failures and summary.
     head = tokens.truncate(result.text, max_tokens // 2)
-    tail = result.text[len(result.text) - len(result.text) * (max_tokens // 2) // total:]
-    note = (f"\n[... {total - max_tokens} more tokens cut here; read a range with "
-            "start_line/end_line, or narrow the command's output]\n")
+    tail = result.text[len(result.text) - len(result.text) * (max_tokens // 2) // total :]
+    note = (
+        f"\n[... {total - max_tokens} more tokens cut here; read a range with "
+        "start_line/end_line, or narrow the command's output]\n"
+    )
     return replace(result, text=head + note + tail)
 
 
@@ -265,27 +327,44 @@ def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
     rt.state.step += 1
     rt.memory.tick()
     _count_malformed(rt, True)
-    what = "was not readable" if reply is None else {
-        "no_choices": "had no choices",
-        "length": "was cut at the length limit before it made a tool call (keep text short)",
-    }.get(reply.finish_reason or "", "had no tool call")
-    rt.emit(events.ToolRan(index=index, step=rt.state.step, name="(none)", ok=False,
-                           summary=f"the reply {what}"))
+    what = (
+        "was not readable"
+        if reply is None
+        else {
+            "no_choices": "had no choices",
+            "length": "was cut at the length limit before it made a tool call (keep text short)",
+        }.get(reply.finish_reason or "", "had no tool call")
+    )
+    rt.emit(
+        events.ToolRan(
+            index=index, step=rt.state.step, name="(none)", ok=False, summary=f"the reply {what}"
+        )
+    )
     rt.save()
-    return Exchange(nudge=f"your last reply {what}. Every reply must be a tool call; call "
-                          "finish(summary) when the task is done.")
+    return Exchange(
+        nudge=f"your last reply {what}. Every reply must be a tool call; call "
+        "finish(summary) when the task is done."
+    )
 
 
-def _guard(rt: Runtime, index: int, guard: loopguard.LoopGuard, call: ToolCall,
-           result: ToolResult) -> tuple[ToolResult, int]:
+def _guard(
+    rt: Runtime, index: int, guard: loopguard.LoopGuard, call: ToolCall, result: ToolResult
+) -> tuple[ToolResult, int]:
     """The result the model sees (a notice for a third repeat on), and the repeats in a row."""
     repeats = guard.observe(call.name, call.arguments, result.ok, result.text)
     if repeats < loopguard.WARN_AT:
         return result, repeats
-    rt.emit(events.LoopDetected(index=index, name=call.name, repeats=repeats,
-                                stopped=repeats >= loopguard.STOP_AT))
-    shown = replace(result, text=loopguard.notice(call.name, repeats), ok=False,
-                    summary=f"{result.summary} (same call and result {repeats} times in a row)")
+    rt.emit(
+        events.LoopDetected(
+            index=index, name=call.name, repeats=repeats, stopped=repeats >= loopguard.STOP_AT
+        )
+    )
+    shown = replace(
+        result,
+        text=loopguard.notice(call.name, repeats),
+        ok=False,
+        summary=f"{result.summary} (same call and result {repeats} times in a row)",
+    )
     return shown, repeats
 
 
@@ -296,13 +375,18 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
     while True:
         check_budgets(rt)
         if steps >= rt.limits.task_max_steps:
-            return AttemptOutcome(False, steps=steps, reason=(
-                f"the attempt used all {rt.limits.task_max_steps} tool calls of its step budget "
-                "without calling finish"))
+            return AttemptOutcome(
+                False,
+                steps=steps,
+                reason=(
+                    f"the attempt used all {rt.limits.task_max_steps} tool calls of its step budget "
+                    "without calling finish"
+                ),
+            )
         left = rt.limits.task_max_steps - steps
         # Every reply must be a tool call: after one that was not, the server is told so too.
         choice = "required" if last.nudge else "auto"
-        reply = _ask_fitting(rt, lambda: build_messages(rt, index, attempt, left, last), choice)
+        reply = _ask_fitting(rt, lambda: build_messages(rt, index, attempt, left, last), choice)  # noqa: B023 (called at once)
         if reply is None or not reply.tool_calls:
             last, steps = _no_call(rt, index, reply), steps + 1
             continue
@@ -313,8 +397,11 @@ def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
             check_budgets(rt)
             steps += 1
             shown = redact(call.arguments, rt.toolbox.secrets)[:500]
-            rt.emit(events.ToolCalled(index=index, step=rt.state.step + 1, name=call.name,
-                                      arguments=shown))
+            rt.emit(
+                events.ToolCalled(
+                    index=index, step=rt.state.step + 1, name=call.name, arguments=shown
+                )
+            )
             result, repeats = _guard(rt, index, guard, call, rt.toolbox.execute(call))
             _count_malformed(rt, result.malformed)
             last.calls.append(call)

@@ -9,8 +9,8 @@ file stays as it is: it is what the agent last did to it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 BlobOf = Callable[[str], "str | None"]
 
@@ -19,7 +19,9 @@ BlobOf = Callable[[str], "str | None"]
 class FileViews:
     """Which working-memory items show which file, and the blob id each saw."""
 
-    items: dict[str, tuple[str, str | None, bool]] = field(default_factory=dict)  # id -> (path, blob, write)
+    items: dict[str, tuple[str, str | None, bool]] = field(
+        default_factory=dict
+    )  # id -> (path, blob, write)
     latest_write: dict[str, str] = field(default_factory=dict)  # path -> item id
 
     def saw(self, item_id: str, path: str, blob: str | None, write: bool) -> None:

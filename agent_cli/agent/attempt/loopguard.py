@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass
 
 from agent_cli.core import strictjson
+
 WARN_AT = 3
 STOP_AT = 5
 _NOISE = re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds)\b|0x[0-9a-fA-F]+")
@@ -70,7 +71,9 @@ class LoopGuard:
 
 def notice(name: str, repeats: int) -> str:
     """What the model reads instead of a repeated result."""
-    return (f"You have made this same {name} call {repeats} times in a row and got the same "
-            f"result each time; it is not shown again. Repeating it will not change it: try "
-            f"another approach (read the error, inspect the files, change the code or the "
-            f"command). At {STOP_AT} repeats in a row the attempt ends as failed.")
+    return (
+        f"You have made this same {name} call {repeats} times in a row and got the same "
+        f"result each time; it is not shown again. Repeating it will not change it: try "
+        f"another approach (read the error, inspect the files, change the code or the "
+        f"command). At {STOP_AT} repeats in a row the attempt ends as failed."
+    )

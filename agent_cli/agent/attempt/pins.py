@@ -9,6 +9,8 @@ says which to `unpin`.
 from __future__ import annotations
 
 from agent_cli.core import events
+
+
 def before_request(rt) -> str:
     """Demote what the model left pinned after being asked; what to ask in this request."""
     memory = rt.memory
@@ -18,11 +20,17 @@ def before_request(rt) -> str:
         memory.demote(asked[0])
         over = memory.pinned_over()
     for item_id in memory.take_demoted():
-        rt.emit(events.Notice(text=f"pinned note {item_id} was demoted to an ordinary note: "
-                                   "pinned notes were over their share of working memory"))
+        rt.emit(
+            events.Notice(
+                text=f"pinned note {item_id} was demoted to an ordinary note: "
+                "pinned notes were over their share of working memory"
+            )
+        )
     rt.unpin_asked = set(over)
     if not over:
         return ""
-    return (f"PINNED NOTES are over their share of working memory. Call unpin(id) on those no "
-            f"longer needed among: {', '.join(over)}. Otherwise {over[0]} becomes an ordinary "
-            "note before the next request.")
+    return (
+        f"PINNED NOTES are over their share of working memory. Call unpin(id) on those no "
+        f"longer needed among: {', '.join(over)}. Otherwise {over[0]} becomes an ordinary "
+        "note before the next request."
+    )

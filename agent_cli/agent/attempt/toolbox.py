@@ -8,37 +8,67 @@ tool, missing arguments); the loop stops after too many of those in a row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from agent_cli.core import fences, strictjson
 from agent_cli.core.errors import AgentError
-from agent_cli.llm.base import function_tool
 from agent_cli.core.models import ToolCall
 from agent_cli.core.redact import redact
+from agent_cli.llm.base import function_tool
+
 _S = {"type": "string"}
 _I = {"type": "integer"}
 
 TOOLS = [
-    function_tool("read_file", "Read a text file (numbered lines). Large files are paged: "
-                  "pass start_line/end_line for more.",
-                  {"path": _S, "start_line": _I, "end_line": _I}, ["path"]),
-    function_tool("write_file", "Create or overwrite a file with the full content.",
-                  {"path": _S, "content": _S}),
-    function_tool("edit_file", "Replace the exact text `old` (must occur exactly once) by `new`.",
-                  {"path": _S, "old": _S, "new": _S}),
-    function_tool("run", "Run a shell command in the repository root (timeout, output capped).",
-                  {"cmd": _S}),
-    function_tool("search", "Search files for a regular expression; path limits the search.",
-                  {"pattern": _S, "path": _S}, ["pattern"]),
-    function_tool("note", "Keep a short note in working memory for later steps and tasks.",
-                  {"text": _S}),
-    function_tool("unpin", "Stop pinning a note (by its id, e.g. m12): it stays in working memory "
-                  "as an ordinary note, kept or evicted by its score.", {"id": _S}),
-    function_tool("recall", "Bring back items from working memory's cold zone and from "
-                  "earlier runs, by name or by meaning.", {"query": _S}),
-    function_tool("finish", "End this task with a short summary of what you changed. The "
-                  "harness then runs the acceptance command.", {"summary": _S}),
+    function_tool(
+        "read_file",
+        "Read a text file (numbered lines). Large files are paged: "
+        "pass start_line/end_line for more.",
+        {"path": _S, "start_line": _I, "end_line": _I},
+        ["path"],
+    ),
+    function_tool(
+        "write_file",
+        "Create or overwrite a file with the full content.",
+        {"path": _S, "content": _S},
+    ),
+    function_tool(
+        "edit_file",
+        "Replace the exact text `old` (must occur exactly once) by `new`.",
+        {"path": _S, "old": _S, "new": _S},
+    ),
+    function_tool(
+        "run", "Run a shell command in the repository root (timeout, output capped).", {"cmd": _S}
+    ),
+    function_tool(
+        "search",
+        "Search files for a regular expression; path limits the search.",
+        {"pattern": _S, "path": _S},
+        ["pattern"],
+    ),
+    function_tool(
+        "note", "Keep a short note in working memory for later steps and tasks.", {"text": _S}
+    ),
+    function_tool(
+        "unpin",
+        "Stop pinning a note (by its id, e.g. m12): it stays in working memory "
+        "as an ordinary note, kept or evicted by its score.",
+        {"id": _S},
+    ),
+    function_tool(
+        "recall",
+        "Bring back items from working memory's cold zone and from "
+        "earlier runs, by name or by meaning.",
+        {"query": _S},
+    ),
+    function_tool(
+        "finish",
+        "End this task with a short summary of what you changed. The "
+        "harness then runs the acceptance command.",
+        {"summary": _S},
+    ),
 ]
 TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
 # What any one tool result may hold, whatever the tool: it is kept in working memory, embedded,
@@ -83,9 +113,16 @@ def parse_arguments(call: ToolCall) -> dict[str, Any]:
 class Toolbox:
     """Executes tool calls against the repository, the shell and working memory."""
 
-    def __init__(self, *, files, run_command: Callable[[str], Any], is_test: Callable[[str], bool],
-                 memory, recall_longterm: Callable[[str], str] | None = None,
-                 secrets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        files,
+        run_command: Callable[[str], Any],
+        is_test: Callable[[str], bool],
+        memory,
+        recall_longterm: Callable[[str], str] | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
         self.files = files
         self.run_command = run_command
         self.is_test = is_test
@@ -99,22 +136,29 @@ class Toolbox:
     def execute(self, call: ToolCall) -> ToolResult:
         """Run one call; every failure becomes an error result for the model."""
         if call.name not in TOOL_NAMES:
-            return ToolResult(call.name, f"error: unknown tool {call.name!r}; the tools are: "
-                              f"{', '.join(TOOL_NAMES)}", ok=False, malformed=True,
-                              summary="unknown tool")
+            return ToolResult(
+                call.name,
+                f"error: unknown tool {call.name!r}; the tools are: {', '.join(TOOL_NAMES)}",
+                ok=False,
+                malformed=True,
+                summary="unknown tool",
+            )
         try:
             args = parse_arguments(call)
         except ValueError as e:
-            return ToolResult(call.name, f"error: {e}", ok=False, malformed=True,
-                              summary=str(e)[:100])
+            return ToolResult(
+                call.name, f"error: {e}", ok=False, malformed=True, summary=str(e)[:100]
+            )
         try:
             result = getattr(self, f"_{call.name}")(args)
         except AgentError as e:
-            result = ToolResult(call.name, f"error: {e.one_line()}", ok=False,
-                                summary=e.message[:100])
+            result = ToolResult(
+                call.name, f"error: {e.one_line()}", ok=False, summary=e.message[:100]
+            )
         except (TypeError, ValueError, OSError, OverflowError, RecursionError) as e:
-            result = ToolResult(call.name, f"error: {type(e).__name__}: {e}", ok=False,
-                                summary=str(e)[:100])
+            result = ToolResult(
+                call.name, f"error: {type(e).__name__}: {e}", ok=False, summary=str(e)[:100]
+            )
         result.text = redact(clip_middle(result.text, MAX_RESULT_CHARS), self.secrets)
         # The summary heads the result in working memory, outside its fence, and often quotes
         # the model's arguments (a planted file name, a command).
@@ -124,22 +168,32 @@ class Toolbox:
 
     def _read_file(self, a: dict) -> ToolResult:
         text = self.files.read(str(a["path"]), _int(a.get("start_line")), _int(a.get("end_line")))
-        where = f" lines {a.get('start_line') or 1}-{a.get('end_line') or 'end'}" \
-            if a.get("start_line") or a.get("end_line") else ""
-        return ToolResult("read_file", text, kind="file", summary=f"read {a['path']}{where}",
-                          path=self._rel(a["path"]))
+        where = (
+            f" lines {a.get('start_line') or 1}-{a.get('end_line') or 'end'}"
+            if a.get("start_line") or a.get("end_line")
+            else ""
+        )
+        return ToolResult(
+            "read_file",
+            text,
+            kind="file",
+            summary=f"read {a['path']}{where}",
+            path=self._rel(a["path"]),
+        )
 
     def _write_file(self, a: dict) -> ToolResult:
         diff = self.files.write(str(a["path"]), str(a["content"]))
         self.touched.add(str(a["path"]))
-        return ToolResult("write_file", diff, kind="edit", summary=f"wrote {a['path']}",
-                          path=self._rel(a["path"]))
+        return ToolResult(
+            "write_file", diff, kind="edit", summary=f"wrote {a['path']}", path=self._rel(a["path"])
+        )
 
     def _edit_file(self, a: dict) -> ToolResult:
         diff = self.files.edit(str(a["path"]), str(a["old"]), str(a["new"]))
         self.touched.add(str(a["path"]))
-        return ToolResult("edit_file", diff, kind="edit", summary=f"edited {a['path']}",
-                          path=self._rel(a["path"]))
+        return ToolResult(
+            "edit_file", diff, kind="edit", summary=f"edited {a['path']}", path=self._rel(a["path"])
+        )
 
     def blob_of(self, path: str) -> str | None:
         """The git blob id of the repository file `path` now; None when there is no such file."""
@@ -157,8 +211,14 @@ class Toolbox:
         self.commands.append((cmd, res.exit_code))
         status = "timed out" if res.timed_out else f"exit {res.exit_code}"
         kind = "test_result" if self.is_test(cmd) else "tool_output"
-        return ToolResult("run", f"$ {cmd}\n[{status}]\n{res.output}", ok=res.exit_code == 0,
-                          kind=kind, summary=status, subject=cmd[:80])
+        return ToolResult(
+            "run",
+            f"$ {cmd}\n[{status}]\n{res.output}",
+            ok=res.exit_code == 0,
+            kind=kind,
+            summary=status,
+            subject=cmd[:80],
+        )
 
     def _search(self, a: dict) -> ToolResult:
         text = self.files.search(str(a["pattern"]), a.get("path") or None)
@@ -175,18 +235,29 @@ class Toolbox:
     def _recall(self, a: dict) -> ToolResult:
         query = str(a["query"])
         ids = self.memory.recall(query, k=3)
-        parts = [f"restored to working memory: {', '.join(ids)}" if ids else _cooling(
-            self.memory.cooling(query, k=3))]
+        parts = [
+            f"restored to working memory: {', '.join(ids)}"
+            if ids
+            else _cooling(self.memory.cooling(query, k=3))
+        ]
         if self.recall_longterm:
             parts.append(self.recall_longterm(query) or "nothing relevant from earlier runs")
-        return ToolResult("recall", "\n".join(parts), kind="recalled",
-                          summary=f"recall {query[:60]!r}: {len(ids)} restored")
+        return ToolResult(
+            "recall",
+            "\n".join(parts),
+            kind="recalled",
+            summary=f"recall {query[:60]!r}: {len(ids)} restored",
+        )
 
     def _unpin(self, a: dict) -> ToolResult:
         item_id = str(a["id"]).strip()
         self.memory.unpin(item_id)
-        return ToolResult("unpin", f"{item_id} is now an ordinary note", kind="note",
-                          summary=f"unpinned {item_id}")
+        return ToolResult(
+            "unpin",
+            f"{item_id} is now an ordinary note",
+            kind="note",
+            summary=f"unpinned {item_id}",
+        )
 
     def _finish(self, a: dict) -> ToolResult:
         return ToolResult("finish", str(a["summary"]), summary="finish", finished=True)
@@ -197,8 +268,10 @@ def _cooling(cooling: list[tuple[str, int]]) -> str:
     if not cooling:
         return "nothing matching in the cold zone of working memory"
     held = ", ".join(f"{i} ({n} more step{'s' if n != 1 else ''})" for i, n in cooling)
-    return (f"nothing restored: the matching items were evicted just now and are cooling down: "
-            f"{held}; recall them after that")
+    return (
+        f"nothing restored: the matching items were evicted just now and are cooling down: "
+        f"{held}; recall them after that"
+    )
 
 
 def clip_middle(text: str, limit: int) -> str:

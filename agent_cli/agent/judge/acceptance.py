@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from agent_cli.workspace.shell.cmdline import shell_words, unwrap
 
@@ -35,12 +35,16 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
     if reason:
         return f"`{cmd}` is refused by the command policy: {reason}"
     if cannot_fail(argv):
-        return (f"`{cmd}` always succeeds, so it proves nothing; use a command that fails when "
-                "the task is not done (a test, a script that checks the result)")
+        return (
+            f"`{cmd}` always succeeds, so it proves nothing; use a command that fails when "
+            "the task is not done (a test, a script that checks the result)"
+        )
     for program in {argv[0], *unwrap(argv)[:1]}:
         if not _exists(program, root):
-            return (f"`{cmd}`: the program {program!r} is not on PATH nor in the repository, so "
-                    "the command could only fail with exit 127")
+            return (
+                f"`{cmd}`: the program {program!r} is not on PATH nor in the repository, so "
+                "the command could only fail with exit 127"
+            )
     return None
 
 
@@ -83,7 +87,7 @@ def _script_cannot_fail(script: str) -> bool:
     if not words:
         return True
     cut = max((i for i, w in enumerate(words) if w in _ENDINGS | {"&&", "|"}), default=-1)
-    last, joiner = words[cut + 1:], words[cut] if cut >= 0 else None
+    last, joiner = words[cut + 1 :], words[cut] if cut >= 0 else None
     if last and os.path.basename(last[0]) == "exit":  # a bare `exit` repeats the last status
         trivial = last[1:] == ["0"] or (last[1:] == [] and joiner is None)
     else:
@@ -91,7 +95,9 @@ def _script_cannot_fail(script: str) -> bool:
     return trivial and (joiner is None or joiner in _ENDINGS)
 
 
-def plan_problems(commands: list[str | None], root: Path, refusal: Refusal | None) -> dict[int, str]:
+def plan_problems(
+    commands: list[str | None], root: Path, refusal: Refusal | None
+) -> dict[int, str]:
     """The problem of each task's acceptance command, by task index (tasks without one skipped)."""
     found = {}
     for index, cmd in enumerate(commands):

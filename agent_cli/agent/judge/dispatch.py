@@ -9,11 +9,11 @@ task is rejected and its changes stay uncommitted for the human.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from agent_cli.core import events, fences
 from agent_cli.agent.attempt.executor import AttemptOutcome, Runtime, run_attempt
 from agent_cli.agent.judge.verifier import Proofs, judging_commands, proof, verify
+from agent_cli.core import events, fences
 from agent_cli.core.models import Task, Verdict
 from agent_cli.core.protocols import ChatModel, Workspace
 from agent_cli.core.text import shorten
@@ -28,13 +28,27 @@ def commit_message(task: Task, run_id: str) -> str:
     return f"{subject}\n\n{body}Agent-Run: {run_id}\n"
 
 
-def _judge(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
-           outcome: AttemptOutcome, verifier_model: ChatModel | None) -> Verdict:
+def _judge(
+    rt: Runtime,
+    ws: Workspace,
+    index: int,
+    accept_cmds: list[str],
+    outcome: AttemptOutcome,
+    verifier_model: ChatModel | None,
+) -> Verdict:
     task = rt.state.plan[index]
     if not outcome.finished:
         return Verdict(passed=False, judge="none", reason=outcome.reason)
-    return verify(task, accept_cmds, ws.run_argv, verifier_model, ws.diff, rt.state.goal,
-                  refusal=ws.refusal, criteria=rt.state.success_criteria)
+    return verify(
+        task,
+        accept_cmds,
+        ws.run_argv,
+        verifier_model,
+        ws.diff,
+        rt.state.goal,
+        refusal=ws.refusal,
+        criteria=rt.state.success_criteria,
+    )
 
 
 def held_files(plan: list[Task]) -> set[str]:
@@ -42,8 +56,15 @@ def held_files(plan: list[Task]) -> set[str]:
     return {path for t in plan if t.status == "skipped" for path in t.left_files}
 
 
-def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: str,
-            proofs: Proofs | None = None, cmds: list[str] = ()) -> None:
+def _passed(
+    rt: Runtime,
+    ws: Workspace,
+    index: int,
+    verdict: Verdict,
+    run_id: str,
+    proofs: Proofs | None = None,
+    cmds: list[str] = (),
+) -> None:
     task = rt.state.plan[index]
     if verdict.judge == "command" and proofs is not None:
         task.proof = proof(task.baseline)
@@ -60,16 +81,26 @@ def _passed(rt: Runtime, ws: Workspace, index: int, verdict: Verdict, run_id: st
 
 
 def _failed(rt: Runtime, index: int, attempt: int, verdict: Verdict) -> None:
-    rt.state.last_error = (f"Attempt {attempt} at task {index + 1} did not pass the harness's "
-                           f"check: {verdict.reason}")
-    rt.memory.add("test_result", fences.tool_output("acceptance", verdict.reason),
-                  summary=f"task {index + 1} attempt {attempt} failed its acceptance check")
+    rt.state.last_error = (
+        f"Attempt {attempt} at task {index + 1} did not pass the harness's check: {verdict.reason}"
+    )
+    rt.memory.add(
+        "test_result",
+        fences.tool_output("acceptance", verdict.reason),
+        summary=f"task {index + 1} attempt {attempt} failed its acceptance check",
+    )
 
 
-def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: list[str],
-                        run_id: str, verifier_model: ChatModel | None = None,
-                        on_verdict: Callable[[Verdict], None] | None = None,
-                        proofs: Proofs | None = None) -> bool:
+def dispatch_and_verify(
+    rt: Runtime,
+    ws: Workspace,
+    index: int,
+    accept_cmds: list[str],
+    run_id: str,
+    verifier_model: ChatModel | None = None,
+    on_verdict: Callable[[Verdict], None] | None = None,
+    proofs: Proofs | None = None,
+) -> bool:
     """Run task `index` until verified or out of attempts; True when verified."""
     task = rt.state.plan[index]
     cmds = judging_commands(task, accept_cmds)
@@ -84,9 +115,17 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
         task.summary = outcome.summary
         verdict = _judge(rt, ws, index, accept_cmds, outcome, verifier_model)
         task.exit_code, task.last_reason = verdict.exit_code, verdict.reason
-        rt.emit(events.Verified(index=index, attempt=task.attempts, passed=verdict.passed,
-                                judge=verdict.judge, command=verdict.command,
-                                exit_code=verdict.exit_code, reason=verdict.reason[-2000:]))
+        rt.emit(
+            events.Verified(
+                index=index,
+                attempt=task.attempts,
+                passed=verdict.passed,
+                judge=verdict.judge,
+                command=verdict.command,
+                exit_code=verdict.exit_code,
+                reason=verdict.reason[-2000:],
+            )
+        )
         rt.log({"type": "verify", "index": index, "verdict": verdict.model_dump()})
         if on_verdict:
             on_verdict(verdict)
@@ -94,14 +133,25 @@ def dispatch_and_verify(rt: Runtime, ws: Workspace, index: int, accept_cmds: lis
             _passed(rt, ws, index, verdict, run_id, proofs, cmds)
             rt.save()
             stat = ws.diff_stat(task.commit) if task.commit else ""
-            rt.emit(events.TaskDone(index=index, status="verified", attempts=task.attempts,
-                                    commit=task.commit, summary=task.summary, proof=task.proof,
-                                    diff_stat=stat))
+            rt.emit(
+                events.TaskDone(
+                    index=index,
+                    status="verified",
+                    attempts=task.attempts,
+                    commit=task.commit,
+                    summary=task.summary,
+                    proof=task.proof,
+                    diff_stat=stat,
+                )
+            )
             return True
         _failed(rt, index, task.attempts, verdict)
         rt.save()
     task.status = "rejected"
     rt.save()
-    rt.emit(events.TaskDone(index=index, status="rejected", attempts=task.attempts,
-                            summary=task.summary))
+    rt.emit(
+        events.TaskDone(
+            index=index, status="rejected", attempts=task.attempts, summary=task.summary
+        )
+    )
     return False

@@ -9,21 +9,23 @@ fail. With neither, the claim is not trusted: fail.
 from __future__ import annotations
 
 import shlex
-from typing import Callable
+from collections.abc import Callable
 
-from agent_cli.core import fences, strictjson
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
+from agent_cli.core import fences, strictjson
 from agent_cli.core.errors import MalformedReply
-from agent_cli.llm.base import force, function_tool
-from agent_cli.core.protocols import ChatModel
 from agent_cli.core.models import Task, Verdict
+from agent_cli.core.protocols import ChatModel
+from agent_cli.llm.base import force, function_tool
 
 TAIL_CHARS = 2000
 
 VERDICT_TOOL = function_tool(
-    "submit_verdict", "Say whether the task is done.",
-    {"verdict": {"type": "string", "enum": ["pass", "fail"]}, "reason": {"type": "string"}})
+    "submit_verdict",
+    "Say whether the task is done.",
+    {"verdict": {"type": "string", "enum": ["pass", "fail"]}, "reason": {"type": "string"}},
+)
 
 
 def run_acceptance(cmds: list[str], run_argv: Callable) -> Verdict:
@@ -38,23 +40,37 @@ def run_acceptance(cmds: list[str], run_argv: Callable) -> Verdict:
         res = run_argv(argv)
         tail = res.output[-TAIL_CHARS:]
         if res.timed_out:
-            return Verdict(passed=False, command=cmd, exit_code=None, output_tail=tail,
-                           reason=f"`{cmd}` timed out\n{tail}")
+            return Verdict(
+                passed=False,
+                command=cmd,
+                exit_code=None,
+                output_tail=tail,
+                reason=f"`{cmd}` timed out\n{tail}",
+            )
         if res.exit_code != 0:
-            return Verdict(passed=False, command=cmd, exit_code=res.exit_code, output_tail=tail,
-                           reason=f"`{cmd}` exited {res.exit_code}\n{tail}")
+            return Verdict(
+                passed=False,
+                command=cmd,
+                exit_code=res.exit_code,
+                output_tail=tail,
+                reason=f"`{cmd}` exited {res.exit_code}\n{tail}",
+            )
     last = cmds[-1]
     return Verdict(passed=True, command=last, exit_code=0, reason=f"`{last}` exited 0")
 
 
-def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str,
-                     criteria: str = "") -> Verdict:
+def judge_with_model(
+    model: ChatModel, task: Task, evidence: str, goal: str, criteria: str = ""
+) -> Verdict:
     """A model's verdict on the evidence; anything but a clean `pass` is a fail."""
-    messages = Request(system=prompts.load("verifier"), goal=goal,
-                       task=f"Task: {task.goal}\nAcceptance criteria: {task.acceptance}\n"
-                            f"Success criteria of the whole plan: {criteria.strip() or '-'}",
-                       context=f"Changes:\n{fences.tool_output('git_diff', evidence)}",
-                       goal_header="GOAL of the whole run (unchanged):").messages()
+    messages = Request(
+        system=prompts.load("verifier"),
+        goal=goal,
+        task=f"Task: {task.goal}\nAcceptance criteria: {task.acceptance}\n"
+        f"Success criteria of the whole plan: {criteria.strip() or '-'}",
+        context=f"Changes:\n{fences.tool_output('git_diff', evidence)}",
+        goal_header="GOAL of the whole run (unchanged):",
+    ).messages()
     try:
         reply = model.chat(messages, [VERDICT_TOOL], force("submit_verdict"))
         args = strictjson.loads(reply.tool_calls[0].arguments) if reply.tool_calls else None
@@ -63,13 +79,23 @@ def judge_with_model(model: ChatModel, task: Task, evidence: str, goal: str,
     if not isinstance(args, dict) or args.get("verdict") not in ("pass", "fail"):
         return Verdict(passed=False, judge="model", reason="the verifier's verdict was unparseable")
     reason = str(args.get("reason") or "")[:TAIL_CHARS]
-    return Verdict(passed=args["verdict"] == "pass", judge="model",
-                   reason=f"model verifier: {args['verdict']}: {reason}")
+    return Verdict(
+        passed=args["verdict"] == "pass",
+        judge="model",
+        reason=f"model verifier: {args['verdict']}: {reason}",
+    )
 
 
-def verify(task: Task, accept_cmds: list[str], run_argv: Callable, model: ChatModel | None,
-           evidence: Callable[[], str], goal: str,
-           refusal: Callable[[str], str | None] | None = None, criteria: str = "") -> Verdict:
+def verify(
+    task: Task,
+    accept_cmds: list[str],
+    run_argv: Callable,
+    model: ChatModel | None,
+    evidence: Callable[[], str],
+    goal: str,
+    refusal: Callable[[str], str | None] | None = None,
+    criteria: str = "",
+) -> Verdict:
     """Judge one attempt at `task`.
 
     The task's own command is checked against the command policy again before it runs; a
@@ -79,21 +105,29 @@ def verify(task: Task, accept_cmds: list[str], run_argv: Callable, model: ChatMo
     cmd = task.acceptance_cmd
     if cmd:
         reason = refusal(cmd) if refusal else None
-        verdict = (Verdict(passed=False, command=cmd, reason=f"`{cmd}` was not run: {reason}")
-                   if reason else run_acceptance([cmd], run_argv))
+        verdict = (
+            Verdict(passed=False, command=cmd, reason=f"`{cmd}` was not run: {reason}")
+            if reason
+            else run_acceptance([cmd], run_argv)
+        )
         if accept_cmds and (reason or verdict.exit_code == 127):
             user = run_acceptance(accept_cmds, run_argv)
             why = reason or "its program does not exist (exit 127)"
-            user.reason = f"`{cmd}` could not judge the task ({why}); your --accept did: {user.reason}"
+            user.reason = (
+                f"`{cmd}` could not judge the task ({why}); your --accept did: {user.reason}"
+            )
             return user
         return verdict
     if accept_cmds:
         return run_acceptance(list(accept_cmds), run_argv)
     if task.acceptance.strip() and model is not None:
         return judge_with_model(model, task, evidence(), goal, criteria)
-    return Verdict(passed=False, judge="none",
-                   reason="no acceptance command and no criteria to judge by: "
-                          "the model's claim is not trusted")
+    return Verdict(
+        passed=False,
+        judge="none",
+        reason="no acceptance command and no criteria to judge by: "
+        "the model's claim is not trusted",
+    )
 
 
 def judging_commands(task: Task, accept_cmds: list[str]) -> list[str]:
@@ -119,9 +153,14 @@ class Proofs:
                 self.seen.pop(next(iter(self.seen)))
             self.seen[(tuple(cmds), tree)] = passed
 
-    def baseline(self, cmds: list[str], tree: str | None, run_argv: Callable,
-                 refusal: Callable[[str], str | None] | None = None) -> str | None:
-        """"pass" or "fail": `cmds` on the task's starting state; None when it cannot be run."""
+    def baseline(
+        self,
+        cmds: list[str],
+        tree: str | None,
+        run_argv: Callable,
+        refusal: Callable[[str], str | None] | None = None,
+    ) -> str | None:
+        """ "pass" or "fail": `cmds` on the task's starting state; None when it cannot be run."""
         if not cmds or not tree or (refusal and any(refusal(c) for c in cmds)):
             return None
         key = (tuple(cmds), tree)

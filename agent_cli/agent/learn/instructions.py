@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from agent_cli.core import fences, tokens
+
 CONVENTIONAL = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
 FALLBACK = "CONTRIBUTING.md"
 NESTED = "AGENTS.md"
@@ -65,8 +66,10 @@ class Instructions:
         count = tokens.count(text)
         cut = count > room
         if cut:
-            note = (f"\n[… {path} is {count} tokens long; cut here to stay within the "
-                    "instructions' share of the context]")
+            note = (
+                f"\n[… {path} is {count} tokens long; cut here to stay within the "
+                "instructions' share of the context]"
+            )
             text = tokens.truncate(text, room - tokens.count(note) - 2) + note
             count = tokens.count(text)
         self.files.append(InstructionFile(path, text, count, cut))

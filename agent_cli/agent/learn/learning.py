@@ -10,13 +10,14 @@ this run found), one procedure per verified acceptance command, every note the m
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from agent_cli.agent.run.store import RunRecord
 from agent_cli.agent.run.state import AgentState
-from agent_cli.memory.longterm.records import format_for_context, mark_stale
+from agent_cli.agent.run.store import RunRecord
 from agent_cli.core.models import CommandRun, Episode, Fix, TaskRecord
+from agent_cli.memory.longterm.records import format_for_context, mark_stale
 
 PLAN_MIN_SCORE = 0.3  # facts and notes closer than this to the goal are recalled into a run
 NOTE_TRUST = 0.5
@@ -32,14 +33,20 @@ class Learned:
     fixes: list[Fix] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"notes": self.notes, "failures": self.failures,
-                "fixes": [f.model_dump() for f in self.fixes]}
+        return {
+            "notes": self.notes,
+            "failures": self.failures,
+            "fixes": [f.model_dump() for f in self.fixes],
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Learned":
+    def from_dict(cls, data: dict[str, Any] | None) -> Learned:
         data = data or {}
-        return cls(list(data.get("notes", [])), dict(data.get("failures", {})),
-                   [Fix.model_validate(f) for f in data.get("fixes", [])])
+        return cls(
+            list(data.get("notes", [])),
+            dict(data.get("failures", {})),
+            [Fix.model_validate(f) for f in data.get("fixes", [])],
+        )
 
     def failed(self, index: int, signatures: list[str]) -> None:
         """Remember the failures of an attempt at task `index`."""
@@ -57,8 +64,14 @@ def recall_for_run(longterm, goal: str, topic: str, blob_of: BlobOf) -> list:
     """The long-term items a run starts with, staleness marked; hits are counted."""
     procedures = longterm.procedures(topic)
     longterm.count_hits(procedures)
-    items = longterm.associate(goal, k=5, threshold=PLAN_MIN_SCORE, min_trust=0.5,
-                               kinds=("fact", "note"), topics=[topic, ""])
+    items = longterm.associate(
+        goal,
+        k=5,
+        threshold=PLAN_MIN_SCORE,
+        min_trust=0.5,
+        kinds=("fact", "note"),
+        topics=[topic, ""],
+    )
     episodes = longterm.recall(goal, k=3, kind="episode")
     found = list(procedures) + sorted(list(items) + list(episodes), key=lambda r: -r.score)
     return mark_stale(found, blob_of)
@@ -69,16 +82,31 @@ def fixes_block(longterm, signatures: list[str], run_id: str) -> str:
     fixes = longterm.fixes_for(signatures, exclude_run=run_id)
     if not fixes:
         return ""
-    return ("Earlier runs had the failure this task just had, and fixed it so:\n"
-            + format_for_context(fixes))
+    return (
+        "Earlier runs had the failure this task just had, and fixed it so:\n"
+        + format_for_context(fixes)
+    )
 
 
-def build_episode(run: RunRecord, state: AgentState, commands: list[tuple[str, int | None]],
-                  files: list[str], signatures: list[str], fixes: list[Fix] = ()) -> Episode:
+def build_episode(
+    run: RunRecord,
+    state: AgentState,
+    commands: list[tuple[str, int | None]],
+    files: list[str],
+    signatures: list[str],
+    fixes: list[Fix] = (),
+) -> Episode:
     """The episode of a run from its saved record and the AgentState."""
-    tasks = [TaskRecord(goal=t.goal, status=t.status, attempts=t.attempts,
-                        acceptance_cmd=t.acceptance_cmd, exit_code=t.exit_code)
-             for t in state.plan]
+    tasks = [
+        TaskRecord(
+            goal=t.goal,
+            status=t.status,
+            attempts=t.attempts,
+            acceptance_cmd=t.acceptance_cmd,
+            exit_code=t.exit_code,
+        )
+        for t in state.plan
+    ]
     done = sum(t.status == "verified" for t in state.plan)
     summary = f"{done} of {len(tasks)} task(s) verified."
     rejected = [t for t in state.plan if t.status == "rejected"]
@@ -86,13 +114,22 @@ def build_episode(run: RunRecord, state: AgentState, commands: list[tuple[str, i
         summary += f" Rejected: {rejected[0].goal}. Why: {rejected[0].last_reason[:300]}"
     fixed = sorted({s for f in fixes for s in f.signatures})
     return Episode(
-        run_id=run.run_id, goal=state.goal, plan=[t.goal for t in state.plan], tasks=tasks,
-        status=run.status, files_touched=sorted(set(files)),
+        run_id=run.run_id,
+        goal=state.goal,
+        plan=[t.goal for t in state.plan],
+        tasks=tasks,
+        status=run.status,
+        files_touched=sorted(set(files)),
         commands=[CommandRun(cmd=c, exit_code=e) for c, e in commands[-50:]],
         failure_signatures=(fixed + sorted(set(signatures) - set(fixed)))[:20],
-        fixes=list(fixes), summary=summary,
-        prompt_tokens=run.usage.prompt_tokens, completion_tokens=run.usage.completion_tokens,
-        cost_usd=run.usage.cost_usd, started_at=run.started_at, ended_at=run.updated_at)
+        fixes=list(fixes),
+        summary=summary,
+        prompt_tokens=run.usage.prompt_tokens,
+        completion_tokens=run.usage.completion_tokens,
+        cost_usd=run.usage.cost_usd,
+        started_at=run.started_at,
+        ended_at=run.updated_at,
+    )
 
 
 def verified_commands(state, accept_cmds: list[str]) -> list[tuple[str, str]]:
@@ -115,24 +152,51 @@ def named_files(cmd: str, is_file: Callable[[str], bool]) -> list[str]:
     return sorted(p for p in paths if p and is_file(p))
 
 
-def remember(longterm, *, run: RunRecord, state, toolbox, learned: Learned,
-             signatures: list[str], topic: str, blob_of: BlobOf, ttl_days: float,
-             accept_cmds: list[str], facts: list = ()) -> None:
+def remember(
+    longterm,
+    *,
+    run: RunRecord,
+    state,
+    toolbox,
+    learned: Learned,
+    signatures: list[str],
+    topic: str,
+    blob_of: BlobOf,
+    ttl_days: float,
+    accept_cmds: list[str],
+    facts: list = (),
+) -> None:
     """Write what the run learned into long-term memory, then archive what went unused."""
     run_id = run.run_id
 
     def seen(paths: list[str]) -> dict[str, str]:
         return {p: b for p in paths if (b := blob_of(p)) is not None}
 
-    longterm.add_episode(build_episode(run, state, toolbox.commands, sorted(toolbox.touched),
-                                       signatures, learned.fixes))
+    longterm.add_episode(
+        build_episode(
+            run, state, toolbox.commands, sorted(toolbox.touched), signatures, learned.fixes
+        )
+    )
     for cmd, goal in verified_commands(state, accept_cmds):
         files = seen(named_files(cmd, lambda p: blob_of(p) is not None))
         longterm.add_procedure(cmd, goal, topic=topic, run_id=run_id, files=files)
     for note in learned.notes:
-        longterm.curate(note["text"], topic=topic, origin_event_id=f"{run_id}/{note['id']}",
-                        trust=NOTE_TRUST, ttl_days=ttl_days, run_id=run_id, task=note["task"])
+        longterm.curate(
+            note["text"],
+            topic=topic,
+            origin_event_id=f"{run_id}/{note['id']}",
+            trust=NOTE_TRUST,
+            ttl_days=ttl_days,
+            run_id=run_id,
+            task=note["task"],
+        )
     for fact in facts:
-        longterm.add_fact(fact.text, f"model, run {run_id}", trust=NOTE_TRUST, topic=topic,
-                          run_id=run_id, files=seen(fact.files))
+        longterm.add_fact(
+            fact.text,
+            f"model, run {run_id}",
+            trust=NOTE_TRUST,
+            topic=topic,
+            run_id=run_id,
+            files=seen(fact.files),
+        )
     longterm.expire(ttl_days=ttl_days)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent_cli.core import events
 from agent_cli.agent.ask import facts as model_facts
+from agent_cli.agent.ask.window import Window
 from agent_cli.agent.learn import instructions as repo_instructions
 from agent_cli.agent.learn import learning as learn
-from agent_cli.agent.ask.window import Window
+from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import Verdict
 
@@ -23,8 +23,9 @@ class RunMemory:
         self.root = Path(root)
         self.ttl_days = ttl_days
         self.learned = learn.Learned()
-        self.instructions = repo_instructions.load(self.root,
-                                                   repo_instructions.share_of(window.limit))
+        self.instructions = repo_instructions.load(
+            self.root, repo_instructions.share_of(window.limit)
+        )
 
     @property
     def topic(self) -> str:
@@ -68,9 +69,13 @@ class RunMemory:
         if status not in ("verified", "escalated") or rt.spent() >= rt.limits.budget_usd:
             return []
         try:
-            messages = model_facts.facts_messages(rt.state.goal, rt.memory.assemble().render(),
-                                                  rt.state.render_progress(),
-                                                  self.instructions.render(), rt.limits.window())
+            messages = model_facts.facts_messages(
+                rt.state.goal,
+                rt.memory.assemble().render(),
+                rt.state.render_progress(),
+                self.instructions.render(),
+                rt.limits.window(),
+            )
             rt.log({"type": "request", "messages": messages})
             found = model_facts.ask_facts(rt.model, messages)
         except AgentError as e:
@@ -83,10 +88,20 @@ class RunMemory:
         rt.save()  # the request's usage
         return found
 
-    def remember(self, rt, run, signatures: list[str], accept_cmds: list[str],
-                 facts: list | None = None) -> None:
+    def remember(
+        self, rt, run, signatures: list[str], accept_cmds: list[str], facts: list | None = None
+    ) -> None:
         """Everything the run learned into long-term memory, then expiry."""
-        learn.remember(self.longterm, run=run, state=rt.state, toolbox=rt.toolbox,
-                       learned=self.learned, signatures=signatures, topic=self.topic,
-                       blob_of=self.blob_of, ttl_days=self.ttl_days, accept_cmds=accept_cmds,
-                       facts=self.facts(rt, run.status) if facts is None else facts)
+        learn.remember(
+            self.longterm,
+            run=run,
+            state=rt.state,
+            toolbox=rt.toolbox,
+            learned=self.learned,
+            signatures=signatures,
+            topic=self.topic,
+            blob_of=self.blob_of,
+            ttl_days=self.ttl_days,
+            accept_cmds=accept_cmds,
+            facts=self.facts(rt, run.status) if facts is None else facts,
+        )

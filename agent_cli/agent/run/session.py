@@ -9,32 +9,47 @@ not verified without planning again.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 
-from agent_cli.core import events
-from agent_cli.agent.judge import acceptance
-from agent_cli.agent.ask import closing, planner
-from agent_cli.agent.learn import learning as learn
 from agent_cli.agent.adapt import replan
-from agent_cli.agent.judge.dispatch import dispatch_and_verify
-from agent_cli.agent.adapt.escalate import Answer, Escalation, check_answer, next_steps, skipped_message
+from agent_cli.agent.adapt.escalate import (
+    Answer,
+    Escalation,
+    check_answer,
+    next_steps,
+    skipped_message,
+)
+from agent_cli.agent.ask import closing, planner
 from agent_cli.agent.attempt.executor import Limits, Runtime
-from agent_cli.agent.learn.run_memory import RunMemory
-from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage, new_run_id, utc_now
-from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.attempt.toolbox import Toolbox
+from agent_cli.agent.judge import acceptance
+from agent_cli.agent.judge.dispatch import dispatch_and_verify
 from agent_cli.agent.judge.verifier import Proofs, run_acceptance
-from agent_cli.core.errors import (EXIT_BUDGET, EXIT_ERROR, EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_OK,
-                              AgentError, BudgetExhausted)
-from agent_cli.memory.longterm.records import format_for_context
-from agent_cli.memory.longterm.signatures import failure_signatures
-from agent_cli.memory.working.memory import WorkingMemory
+from agent_cli.agent.learn import learning as learn
+from agent_cli.agent.learn.run_memory import RunMemory
+from agent_cli.agent.run.state import AgentState
+from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage, new_run_id, utc_now
+from agent_cli.core import events
+from agent_cli.core.errors import (
+    EXIT_BUDGET,
+    EXIT_ERROR,
+    EXIT_ESCALATED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    AgentError,
+    BudgetExhausted,
+)
 from agent_cli.core.models import MAX_ATTEMPTS, Plan, Verdict
 from agent_cli.core.protocols import ChatModel, Console, LongTermStore, Workspace
 from agent_cli.core.redact import redact
+from agent_cli.memory.longterm.records import format_for_context
+from agent_cli.memory.longterm.signatures import failure_signatures
+from agent_cli.memory.working.memory import WorkingMemory
+
 # How long after the first request of a session is built (the plan, or a resumed task's)
 # long-term memory starts opening in the background: by then the request is out and the
 # model is working (a local server in the tests answers at once, a real model takes
@@ -99,8 +114,12 @@ class Session:
         self.signatures: list[str] = []
         self._base_usage = RunUsage()  # usage saved by earlier sessions of this run
         self.proofs = Proofs()  # each task's check on its starting state, per command and tree
-        self.mem = RunMemory(services.longterm, services.workspace.root, config.memory_ttl_days,
-                             config.limits.window())
+        self.mem = RunMemory(
+            services.longterm,
+            services.workspace.root,
+            config.memory_ttl_days,
+            config.limits.window(),
+        )
         self._answer: Answer | None = None  # the human's answer given with --resume
         self._facts: list | None = None  # asked for once the tasks are over
 
@@ -119,15 +138,25 @@ class Session:
         branch = f"agent/{run_id}"
         base_branch = ws.current_branch() or ""
         ws.start_branch(branch)
-        self.run = RunRecord(run_id=run_id, goal=goal, branch=branch, base=ws.head(),
-                             accept_cmds=self.cfg.accept_cmds, protected=sorted(protected),
-                             started_at=utc_now(), success_criteria=plan.success_criteria,
-                             base_branch=base_branch)
+        self.run = RunRecord(
+            run_id=run_id,
+            goal=goal,
+            branch=branch,
+            base=ws.head(),
+            accept_cmds=self.cfg.accept_cmds,
+            protected=sorted(protected),
+            started_at=utc_now(),
+            success_criteria=plan.success_criteria,
+            base_branch=base_branch,
+        )
         state = AgentState(goal=goal, plan=plan.tasks, success_criteria=plan.success_criteria)
         memory = self.sv.parts.open_memory(self.store.run_dir(run_id))
         memory.set_goal(goal)
-        self.sv.console.emit(events.RunStarted(run_id=run_id, goal=goal, branch=branch,
-                                               repo=str(ws.root), base=base_branch))
+        self.sv.console.emit(
+            events.RunStarted(
+                run_id=run_id, goal=goal, branch=branch, repo=str(ws.root), base=base_branch
+            )
+        )
         return self._execute(state, memory, recalled)
 
     @contextmanager
@@ -144,41 +173,65 @@ class Session:
 
     def _done_early(self, status: str, code: int, message: str) -> None:
         usage = self.sv.model.usage
-        self.sv.console.emit(events.RunDone(
-            run_id="", status=status, exit_code=code, tasks=[], steps=0,
-            prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-            cost_usd=usage.cost_usd, message=message))
+        self.sv.console.emit(
+            events.RunDone(
+                run_id="",
+                status=status,
+                exit_code=code,
+                tasks=[],
+                steps=0,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cost_usd=usage.cost_usd,
+                message=message,
+            )
+        )
 
     def _recall(self, goal: str) -> str:
         results = self.mem.recall(goal)
         if results:
             kinds = sorted({r.kind for r in results})
-            self.sv.console.emit(events.Notice(
-                text=f"recalled {len(results)} item{'s' if len(results) != 1 else ''} from "
-                     f"earlier runs ({', '.join(kinds)}); `agent recall` shows them"))
+            self.sv.console.emit(
+                events.Notice(
+                    text=f"recalled {len(results)} item{'s' if len(results) != 1 else ''} from "
+                    f"earlier runs ({', '.join(kinds)}); `agent recall` shows them"
+                )
+            )
         return format_for_context(results) if results else ""
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
         files = self.sv.workspace.list_files()
         # A command can name a file or directory after the key; every list the model sees is redacted.
         listing = redact("\n".join(files[:300]), self.cfg.secrets)
-        messages = planner.plan_messages(goal, recalled, listing, self.cfg.accept_cmds,
-                                         self.mem.instructions.render(), self.cfg.limits.window())
+        messages = planner.plan_messages(
+            goal,
+            recalled,
+            listing,
+            self.cfg.accept_cmds,
+            self.mem.instructions.render(),
+            self.cfg.limits.window(),
+        )
         self.sv.console.emit(events.Planning(goal=goal))
         # The store itself opens while the model plans, for the run's writes (the recall
         # above may have read its snapshot instead), once the plan request is out.
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)
-        plan, _ = planner.make_plan(self.sv.model, messages, self._check_plan,
-                                    fallback=bool(self.cfg.accept_cmds))
-        event = events.PlanMade(goal=plan.goal or goal, tasks=[t.model_dump() for t in plan.tasks],
-                                success_criteria=plan.success_criteria,
-                                accept_cmds=self.cfg.accept_cmds)
+        plan, _ = planner.make_plan(
+            self.sv.model, messages, self._check_plan, fallback=bool(self.cfg.accept_cmds)
+        )
+        event = events.PlanMade(
+            goal=plan.goal or goal,
+            tasks=[t.model_dump() for t in plan.tasks],
+            success_criteria=plan.success_criteria,
+            accept_cmds=self.cfg.accept_cmds,
+        )
         self.sv.console.emit(event)
         if self.cfg.plan_only:
             return None
         if self.cfg.approve and not self.sv.console.approve_plan(event):
-            raise AgentError("the plan was not approved; nothing was changed",
-                             "run again with a more precise goal")
+            raise AgentError(
+                "the plan was not approved; nothing was changed",
+                "run again with a more precise goal",
+            )
         self._allow_acceptance(plan.tasks)
         return plan
 
@@ -212,13 +265,24 @@ class Session:
         self._answer = answer
         memory = self.sv.parts.open_memory(self.store.run_dir(run.run_id))
         memory.import_state(run.memory)
-        self.sv.console.emit(events.RunStarted(run_id=run.run_id, goal=state.goal, resumed=True,
-                                               branch=run.branch, base=self._base_branch(),
-                                               repo=str(self.sv.workspace.root)))
-        self.sv.console.emit(events.PlanMade(goal=state.goal,
-                                             tasks=[t.model_dump() for t in state.plan],
-                                             success_criteria=state.success_criteria,
-                                             accept_cmds=run.accept_cmds))
+        self.sv.console.emit(
+            events.RunStarted(
+                run_id=run.run_id,
+                goal=state.goal,
+                resumed=True,
+                branch=run.branch,
+                base=self._base_branch(),
+                repo=str(self.sv.workspace.root),
+            )
+        )
+        self.sv.console.emit(
+            events.PlanMade(
+                goal=state.goal,
+                tasks=[t.model_dump() for t in state.plan],
+                success_criteria=state.success_criteria,
+                accept_cmds=run.accept_cmds,
+            )
+        )
         self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
         return self._execute(state, memory, self._recall(state.goal))
@@ -229,11 +293,19 @@ class Session:
         self._base_usage = run.usage.model_copy()
         toolbox = self.sv.parts.make_toolbox(memory)
         toolbox.on_note = lambda item_id, text: self.mem.noted(state, item_id, text)
-        self.rt = rt = Runtime(model=self.sv.model, toolbox=toolbox, memory=memory, state=state,
-                               limits=self.cfg.limits, emit=self._emit,
-                               log=lambda rec: self.store.log(run.run_id, rec), save=self.save,
-                               recalled=recalled, instructions=self.mem.instructions,
-                               spent_before=run.usage.cost_usd)
+        self.rt = rt = Runtime(
+            model=self.sv.model,
+            toolbox=toolbox,
+            memory=memory,
+            state=state,
+            limits=self.cfg.limits,
+            emit=self._emit,
+            log=lambda rec: self.store.log(run.run_id, rec),
+            save=self.save,
+            recalled=recalled,
+            instructions=self.mem.instructions,
+            spent_before=run.usage.cost_usd,
+        )
         code, message = EXIT_ERROR, ""
         try:
             code, message = self._tasks(rt, self.sv.workspace)
@@ -269,9 +341,15 @@ class Session:
                 index += 1
                 continue
             if task.status != "rejected" and dispatch_and_verify(
-                    rt, ws, index, self.cfg.accept_cmds, self.run.run_id,
-                    verifier_model=self.sv.model, on_verdict=self._on_verdict,
-                    proofs=self.proofs):
+                rt,
+                ws,
+                index,
+                self.cfg.accept_cmds,
+                self.run.run_id,
+                verifier_model=self.sv.model,
+                on_verdict=self._on_verdict,
+                proofs=self.proofs,
+            ):
                 self._replan_after(rt, index)
                 index += 1
                 continue
@@ -284,23 +362,39 @@ class Session:
 
     def _replan_after(self, rt: Runtime, index: int) -> None:
         """Ask whether the remaining tasks still make sense (within `max_replans`)."""
-        if (self.cfg.replan == "after_task" and index + 1 < len(rt.state.plan)
-                and rt.state.replans < self.cfg.max_replans):
+        if (
+            self.cfg.replan == "after_task"
+            and index + 1 < len(rt.state.plan)
+            and rt.state.replans < self.cfg.max_replans
+        ):
             replan.revise(rt, index + 1)
 
     def _final_gate(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
         if self.cfg.accept_cmds:
             verdict = run_acceptance(self.cfg.accept_cmds, ws.run_argv)
             self._on_verdict(verdict)
-            self._emit(events.Verified(index=-1, attempt=1, passed=verdict.passed,
-                                       judge="command", command=verdict.command,
-                                       exit_code=verdict.exit_code, reason=verdict.reason[-2000:]))
+            self._emit(
+                events.Verified(
+                    index=-1,
+                    attempt=1,
+                    passed=verdict.passed,
+                    judge="command",
+                    command=verdict.command,
+                    exit_code=verdict.exit_code,
+                    reason=verdict.reason[-2000:],
+                )
+            )
             if not verdict.passed:
                 self.run.status = "escalated"
-                self._emit(events.Escalated(
-                    index=-1, goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
-                    summary="every task passed its own check", reason=verdict.reason,
-                    next_steps=next_steps(self.run.branch, bool(ws.changed_files()), True)))
+                self._emit(
+                    events.Escalated(
+                        index=-1,
+                        goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
+                        summary="every task passed its own check",
+                        reason=verdict.reason,
+                        next_steps=next_steps(self.run.branch, bool(ws.changed_files()), True),
+                    )
+                )
                 return EXIT_ESCALATED, "the final acceptance gate failed"
         skipped = [i for i, t in enumerate(rt.state.plan) if t.status == "skipped"]
         if skipped:
@@ -333,38 +427,54 @@ class Session:
         self.run.steps = self.rt.state.step
         self.run.agent_state = self.rt.state.to_dict()
         self.run.memory = self.rt.memory.export_state()
-        setattr(self.run, "learned", self.mem.learned.to_dict())  # an extra key of state.json
-        self.run.usage = RunUsage(prompt_tokens=base.prompt_tokens + usage.prompt_tokens,
-                                  completion_tokens=base.completion_tokens
-                                  + usage.completion_tokens,
-                                  cached_tokens=base.cached_tokens + usage.cached_tokens,
-                                  cost_usd=self.rt.spent())
+        self.run.learned = self.mem.learned.to_dict()  # an extra key of state.json
+        self.run.usage = RunUsage(
+            prompt_tokens=base.prompt_tokens + usage.prompt_tokens,
+            completion_tokens=base.completion_tokens + usage.completion_tokens,
+            cached_tokens=base.cached_tokens + usage.cached_tokens,
+            cost_usd=self.rt.spent(),
+        )
         self.store.save(self.run)
 
     def _learn(self) -> None:
         if self.rt is None or self.run is None:
             return
         try:
-            self.mem.remember(self.rt, self.run, self.signatures, self.cfg.accept_cmds,
-                              self._facts)
+            self.mem.remember(self.rt, self.run, self.signatures, self.cfg.accept_cmds, self._facts)
         except Exception as e:  # the run's outcome stands even if memory cannot take it
             self._emit(events.Notice(text=f"long-term memory not updated: {e}"))
 
     def _done(self, code: int, message: str) -> None:
         state, run = self.rt.state, self.run
         # A task still "running" here was cut short by the run's end: say so, not "running".
-        tasks = [{"goal": t.goal, "attempts": t.attempts,
-                  "status": "unfinished" if t.status == "running" else t.status,
-                  "acceptance_cmd": t.acceptance_cmd or "; ".join(self.cfg.accept_cmds) or None,
-                  "exit_code": t.exit_code, "commit": t.commit, "proof": t.proof}
-                 for t in state.plan]
-        self._emit(events.RunDone(run_id=run.run_id, status=run.status, exit_code=code,
-                                  tasks=tasks, steps=state.step,
-                                  prompt_tokens=run.usage.prompt_tokens,
-                                  completion_tokens=run.usage.completion_tokens,
-                                  cached_tokens=run.usage.cached_tokens,
-                                  cost_usd=run.usage.cost_usd, branch=run.branch,
-                                  base=self._base_branch(), message=message))
+        tasks = [
+            {
+                "goal": t.goal,
+                "attempts": t.attempts,
+                "status": "unfinished" if t.status == "running" else t.status,
+                "acceptance_cmd": t.acceptance_cmd or "; ".join(self.cfg.accept_cmds) or None,
+                "exit_code": t.exit_code,
+                "commit": t.commit,
+                "proof": t.proof,
+            }
+            for t in state.plan
+        ]
+        self._emit(
+            events.RunDone(
+                run_id=run.run_id,
+                status=run.status,
+                exit_code=code,
+                tasks=tasks,
+                steps=state.step,
+                prompt_tokens=run.usage.prompt_tokens,
+                completion_tokens=run.usage.completion_tokens,
+                cached_tokens=run.usage.cached_tokens,
+                cost_usd=run.usage.cost_usd,
+                branch=run.branch,
+                base=self._base_branch(),
+                message=message,
+            )
+        )
 
     def _base_branch(self) -> str:
         """The branch the run started from (runs saved before it was recorded have none)."""

@@ -26,7 +26,7 @@ def _cut(text: str, limit: int) -> str:
 
 def _tail(text: str, limit: int) -> str:
     """`text` within `limit` characters, its tail kept (errors end with what matters)."""
-    return text if len(text) <= limit else "…" + text[-(limit - 1):]
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
 
 
 class AgentState(BaseModel):
@@ -61,7 +61,7 @@ class AgentState(BaseModel):
         return self.model_dump(mode="json")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "AgentState":
+    def from_dict(cls, data: dict[str, Any]) -> AgentState:
         """The state to_dict() described."""
         return cls.model_validate(data)
 
@@ -107,10 +107,14 @@ class AgentState(BaseModel):
         done = len(self.done_tasks())
         lines = [f"PLAN ({done} of {len(self.plan)} tasks done):"]
         for index, task in enumerate(self.plan[:MAX_TASKS]):
-            mark = {"verified": "done", "rejected": "rejected", "skipped": "skipped"}.get(task.status, "todo")
+            mark = {"verified": "done", "rejected": "rejected", "skipped": "skipped"}.get(
+                task.status, "todo"
+            )
             if index == current:
                 mark = "now"
-            lines.append(f"{index + 1}. [{mark}] {_cut(' '.join(task.goal.split()), MAX_TASK_CHARS)}")
+            lines.append(
+                f"{index + 1}. [{mark}] {_cut(' '.join(task.goal.split()), MAX_TASK_CHARS)}"
+            )
         if len(self.plan) > MAX_TASKS:
             lines.append(f"({len(self.plan) - MAX_TASKS} more tasks not shown)")
         return "\n".join(lines)

@@ -9,20 +9,29 @@ from __future__ import annotations
 
 import json
 import secrets as _secrets
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
+from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
 from agent_cli.core.redact import redact
-from agent_cli.core.atomic import append_line, write_atomic
 
 FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
-RunStatus = Literal["running", "verified", "escalated", "budget_exhausted", "interrupted",
-                    "failed", "planned", "skipped"]
+RunStatus = Literal[
+    "running",
+    "verified",
+    "escalated",
+    "budget_exhausted",
+    "interrupted",
+    "failed",
+    "planned",
+    "skipped",
+]
 
 
 class RunUsage(BaseModel):
@@ -68,13 +77,13 @@ class RunRecord(BaseModel):
 
 def new_run_id(now: datetime | None = None) -> str:
     """A fresh run id that sorts by start time."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return f"{now:%Y%m%d-%H%M%S}-{_secrets.token_hex(2)}"
 
 
 def utc_now() -> str:
     """The current UTC time in ISO 8601."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @contextmanager
@@ -83,10 +92,11 @@ def _writing(path: Path) -> Iterator[Path]:
     try:
         yield path
     except OSError as e:
-        raise StorageError(f"cannot write {path}: {e.strerror or e}; the run's state on disk is "
-                           "the last one saved",
-                           "free disk space or make the state directory writable, then "
-                           "`agent run --resume`") from None
+        raise StorageError(
+            f"cannot write {path}: {e.strerror or e}; the run's state on disk is "
+            "the last one saved",
+            "free disk space or make the state directory writable, then `agent run --resume`",
+        ) from None
 
 
 class RunStore:
@@ -124,11 +134,14 @@ class RunStore:
         except ValidationError as e:
             err = e.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "top level"
-            raise StorageError(f"{path} cannot be read: {where}: {err['msg']}",
-                               "the file is left as it is; inspect or move it aside") from None
+            raise StorageError(
+                f"{path} cannot be read: {where}: {err['msg']}",
+                "the file is left as it is; inspect or move it aside",
+            ) from None
         except OSError as e:
-            raise StorageError(f"{path} cannot be read: {e}",
-                               "the file is left as it is; inspect or move it aside") from None
+            raise StorageError(
+                f"{path} cannot be read: {e}", "the file is left as it is; inspect or move it aside"
+            ) from None
 
     def target(self, run_id: str | None) -> str:
         """The run to resume: `run_id` if it exists, else the newest unfinished one."""
@@ -138,8 +151,9 @@ class RunStore:
             return run_id
         latest = self.latest_unfinished()
         if latest is None:
-            raise AgentError("there is no unfinished run to resume",
-                             "start one with `agent run GOAL`")
+            raise AgentError(
+                "there is no unfinished run to resume", "start one with `agent run GOAL`"
+            )
         return latest
 
     def list(self) -> list[dict[str, Any]]:

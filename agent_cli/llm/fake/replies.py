@@ -48,13 +48,17 @@ class Behaviour:
 
 
 def _error(status: int, message: str, **extra: Any) -> Step:
-    return {"status": status, "body": json.dumps({"error": {"code": status, "message": message,
-                                                            **extra}})}
+    return {
+        "status": status,
+        "body": json.dumps({"error": {"code": status, "message": message, **extra}}),
+    }
 
 
 def prompt_tokens(body: dict) -> int:
     """The fake's token count of a request: four characters a token."""
-    return (len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("tools") or []))) // 4
+    return (
+        len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("tools") or []))
+    ) // 4
 
 
 def _echo_is_broken(body: dict) -> bool:
@@ -95,15 +99,23 @@ def refusal(body: dict, b: Behaviour) -> Step | None:
 def _overflow(body: dict, b: Behaviour) -> Step | None:
     n = prompt_tokens(body)
     if b.n_ctx and n > b.n_ctx:
-        return _error(400, f"request ({n} tokens) exceeds the available context size "
-                           f"({b.n_ctx} tokens), try increasing it",
-                      type="exceed_context_size_error", n_prompt_tokens=n, n_ctx=b.n_ctx)
+        return _error(
+            400,
+            f"request ({n} tokens) exceeds the available context size "
+            f"({b.n_ctx} tokens), try increasing it",
+            type="exceed_context_size_error",
+            n_prompt_tokens=n,
+            n_ctx=b.n_ctx,
+        )
     reply = body.get("max_tokens") or body.get("max_completion_tokens") or 0
     if b.max_model_len and n + reply > b.max_model_len:
-        return _error(400, f"This model's maximum context length is {b.max_model_len} tokens. "
-                           f"However, you requested {n + reply} tokens ({n} in the messages, "
-                           f"{reply} in the completion). Please reduce the length of the "
-                           "messages or completion.")
+        return _error(
+            400,
+            f"This model's maximum context length is {b.max_model_len} tokens. "
+            f"However, you requested {n + reply} tokens ({n} in the messages, "
+            f"{reply} in the completion). Please reduce the length of the "
+            "messages or completion.",
+        )
     return None
 
 
@@ -112,16 +124,19 @@ def structured(step: Step, body: dict) -> Step:
     its name, when the schema is any of several tools) as the content, and no tool call."""
     if (body.get("response_format") or {}).get("type") != "json_schema":
         return step
-    calls = step.get("tool_calls") or ([{"name": step["tool"], "arguments": step.get("args", {})}]
-                                       if "tool" in step else [])
+    calls = step.get("tool_calls") or (
+        [{"name": step["tool"], "arguments": step.get("args", {})}] if "tool" in step else []
+    )
     if not calls:
         return step
     args = calls[0].get("arguments", {})
     rest = {k: v for k, v in step.items() if k not in ("tool", "args", "tool_calls")}
     if "anyOf" in body["response_format"].get("json_schema", {}).get("schema", {}):
         text = args if isinstance(args, str) else json.dumps(args)  # a call of any one tool
-        return {**rest, "content": f'{{"name": {json.dumps(calls[0]["name"])}, '
-                                   f'"arguments": {text}}}'}
+        return {
+            **rest,
+            "content": f'{{"name": {json.dumps(calls[0]["name"])}, "arguments": {text}}}',
+        }
     return {**rest, "content": args if isinstance(args, str) else json.dumps(args)}
 
 
@@ -138,18 +153,26 @@ def _usage(step: Step) -> dict:
 
 def completion_body(step: Step, model: str, n: int) -> dict:
     """The JSON body of a chat completion for one script step."""
-    body = {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
-            "usage": _usage(step), "choices": []}
+    body = {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "usage": _usage(step),
+        "choices": [],
+    }
     if "timings" in step:
         body["timings"] = step["timings"]
     if step.get("no_choices"):
         return body
-    calls = step.get("tool_calls") or ([{"name": step["tool"], "arguments": step.get("args", {})}]
-                                       if "tool" in step else [])
+    calls = step.get("tool_calls") or (
+        [{"name": step["tool"], "arguments": step.get("args", {})}] if "tool" in step else []
+    )
     message: dict[str, Any] = {"role": "assistant", "content": step.get("content")}
     if calls:
-        message["tool_calls"] = [_tool_call(n * 100 + i, c["name"], c.get("arguments", {}))
-                                 for i, c in enumerate(calls)]
+        message["tool_calls"] = [
+            _tool_call(n * 100 + i, c["name"], c.get("arguments", {})) for i, c in enumerate(calls)
+        ]
     reason = step.get("finish_reason") or ("tool_calls" if calls else "stop")
     body["choices"] = [{"index": 0, "message": message, "finish_reason": reason}]
     return body
@@ -157,7 +180,7 @@ def completion_body(step: Step, model: str, n: int) -> dict:
 
 def _pieces(text: str, n: int) -> list[str]:
     size = max(1, -(-len(text) // n))
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def stream_chunks(body: dict, include_usage: bool) -> list[dict]:
@@ -179,8 +202,18 @@ def stream_chunks(body: dict, include_usage: bool) -> list[dict]:
             chunk({"content": word})
         for i, call in enumerate(message.get("tool_calls") or []):
             fn = call["function"]
-            chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                   "function": {"name": fn["name"], "arguments": ""}}]})
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": fn["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
             for piece in _pieces(fn["arguments"], 3):
                 chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
         chunk({}, body["choices"][0]["finish_reason"])

@@ -31,11 +31,19 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
-from agent_cli.llm.fake.replies import (Behaviour, Step, completion_body, refusal, stream_chunks,
-                                        structured)
+from agent_cli.llm.fake.replies import (
+    Behaviour,
+    Step,
+    completion_body,
+    refusal,
+    stream_chunks,
+    structured,
+)
 
 __all__ = ["Behaviour", "FakeOpenAIServer", "completion_body", "fake_embedding"]
 
@@ -53,10 +61,16 @@ def fake_embedding(text: str, dim: int = 64) -> list[float]:
 class FakeOpenAIServer:
     """Serves /chat/completions from a script, /models and /embeddings, on 127.0.0.1."""
 
-    def __init__(self, script: list[Step] | Callable[[dict], Step] | None = None, *,
-                 models: tuple[str, ...] = ("gpt-4o-mini", "fake-model"),
-                 api_key: str | None = None, port: int = 0,
-                 behaviour: Behaviour | None = None, **behave: Any) -> None:
+    def __init__(
+        self,
+        script: list[Step] | Callable[[dict], Step] | None = None,
+        *,
+        models: tuple[str, ...] = ("gpt-4o-mini", "fake-model"),
+        api_key: str | None = None,
+        port: int = 0,
+        behaviour: Behaviour | None = None,
+        **behave: Any,
+    ) -> None:
         self.script = script if script is not None else []
         self.models = models
         self.api_key = api_key
@@ -70,8 +84,9 @@ class FakeOpenAIServer:
         self._httpd.fake = self  # type: ignore[attr-defined]
         self._httpd.daemon_threads = True
         # A short poll interval: stop() waits for it, once per server in every test.
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -83,7 +98,7 @@ class FakeOpenAIServer:
         """The parsed bodies of every chat-completion request, in order."""
         return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
-    def start(self) -> "FakeOpenAIServer":
+    def start(self) -> FakeOpenAIServer:
         self._thread.start()
         return self
 
@@ -91,7 +106,7 @@ class FakeOpenAIServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "FakeOpenAIServer":
+    def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -111,8 +126,12 @@ class FakeOpenAIServer:
             return self.script(body)
         if n < len(self.script):
             return self.script[n]
-        return {"status": 500, "body": json.dumps(
-            {"error": {"message": f"fake server: script has only {len(self.script)} replies"}})}
+        return {
+            "status": 500,
+            "body": json.dumps(
+                {"error": {"message": f"fake server: script has only {len(self.script)} replies"}}
+            ),
+        }
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -155,8 +174,16 @@ class _Handler(BaseHTTPRequestHandler):
         key = self.fake.api_key
         if key is None or self.headers.get("Authorization") == f"Bearer {key}":
             return True
-        self._json({"error": {"message": "Incorrect API key provided",
-                              "type": "invalid_request_error", "code": "invalid_api_key"}}, 401)
+        self._json(
+            {
+                "error": {
+                    "message": "Incorrect API key provided",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
+            401,
+        )
         return False
 
     def do_GET(self) -> None:
@@ -166,10 +193,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         path = self.path.rstrip("/")
         if path.endswith("/models"):
-            data = [{"id": m, "object": "model", "owned_by": "fake",
-                     **({"max_model_len": b.max_model_len}
-                        if b.max_model_len and not b.hide_window else {})}
-                    for m in fake.models]
+            data = [
+                {
+                    "id": m,
+                    "object": "model",
+                    "owned_by": "fake",
+                    **(
+                        {"max_model_len": b.max_model_len}
+                        if b.max_model_len and not b.hide_window
+                        else {}
+                    ),
+                }
+                for m in fake.models
+            ]
             self._json({"object": "list", "data": data})
         elif path == "/props" and b.n_ctx and not b.hide_window:
             self._json({"default_generation_settings": {"n_ctx": b.n_ctx}, "total_slots": 1})
@@ -198,24 +234,43 @@ class _Handler(BaseHTTPRequestHandler):
             finally:
                 self.fake._working(-1)
         elif self.path == "/api/show" and self.fake.behaviour.ollama_ctx:
-            self._json({"parameters": f"num_ctx {self.fake.behaviour.ollama_ctx}\nstop \"<|eot|>\"",
-                        "model_info": {"llama.context_length": 131072}})
+            self._json(
+                {
+                    "parameters": f'num_ctx {self.fake.behaviour.ollama_ctx}\nstop "<|eot|>"',
+                    "model_info": {"llama.context_length": 131072},
+                }
+            )
         else:
             self._json({"error": {"message": "not found"}}, 404)
 
     def _embeddings(self, body: dict) -> None:
         texts = body.get("input", [])
         texts = [texts] if isinstance(texts, str) else texts
-        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t)}
-                for i, t in enumerate(texts)]
-        self._json({"object": "list", "data": data, "model": body.get("model"),
-                    "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(t)}
+            for i, t in enumerate(texts)
+        ]
+        self._json(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": 0, "total_tokens": 0},
+            }
+        )
 
     def _chat(self, body: dict) -> None:
         fake = self.fake
         if body.get("model") not in fake.models and not fake.behaviour.any_model:
-            self._json({"error": {"message": f"The model `{body.get('model')}` does not exist",
-                                  "code": "model_not_found"}}, 404)
+            self._json(
+                {
+                    "error": {
+                        "message": f"The model `{body.get('model')}` does not exist",
+                        "code": "model_not_found",
+                    }
+                },
+                404,
+            )
             return
         step = refusal(body, fake.behaviour) or structured(fake.next_step(body), body)
         if step.get("delay"):
@@ -258,7 +313,7 @@ def main() -> None:
     """Serve a JSON script file until interrupted: `python -m agent_cli.llm.fake.server FILE`."""
     import sys
 
-    script = json.loads(open(sys.argv[1]).read()) if len(sys.argv) > 1 else []
+    script = json.loads(Path(sys.argv[1]).read_text()) if len(sys.argv) > 1 else []
     with FakeOpenAIServer(script) as srv:
         print(srv.url, flush=True)
         try:

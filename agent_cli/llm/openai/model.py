@@ -26,20 +26,21 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import openai
 
 from agent_cli.core.errors import ConfigError, MalformedReply, ModelError
-from agent_cli.llm.wire import failures, outgoing
-from agent_cli.llm.server import info as server_info
+from agent_cli.core.models import ChatReply, Usage
 from agent_cli.llm.base import Message, reply_cost
+from agent_cli.llm.server import info as server_info
+from agent_cli.llm.wire import failures, outgoing
+from agent_cli.llm.wire.body import load_body, parse_completion
 from agent_cli.llm.wire.content_calls import calls_from_content
 from agent_cli.llm.wire.forcing import Forcing
 from agent_cli.llm.wire.stream import StreamCut, StreamFailed, assemble
-from agent_cli.llm.wire.body import load_body, parse_completion
-from agent_cli.core.models import ChatReply, Usage
 
 __all__ = ["OpenAIChat", "OpenAIEmbedder", "parse_completion"]
 
@@ -53,11 +54,14 @@ class StreamSilent(Exception):
 
 def _client(base_url: str, api_key: str | None, timeout_s: float) -> openai.OpenAI:
     if not api_key and OPENAI_HOST in base_url:
-        raise ConfigError("no API key is set for " + base_url,
-                          "export OPENAI_API_KEY=..., or point --base-url at a local server")
+        raise ConfigError(
+            "no API key is set for " + base_url,
+            "export OPENAI_API_KEY=..., or point --base-url at a local server",
+        )
     # Local servers (vLLM, Ollama, llama.cpp) accept any key; the SDK insists on one.
-    return openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                         timeout=timeout_s, max_retries=0)
+    return openai.OpenAI(
+        base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0
+    )
 
 
 def _error_message(e: openai.APIStatusError) -> str:
@@ -73,33 +77,49 @@ def _error_message(e: openai.APIStatusError) -> str:
 def _status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelError:
     status, detail = e.status_code, _error_message(e)
     if status in (401, 403):
-        return ModelError(f"{base_url} refused the API key ({status}: {detail})",
-                          "check OPENAI_API_KEY; it must be a valid key for this endpoint")
+        return ModelError(
+            f"{base_url} refused the API key ({status}: {detail})",
+            "check OPENAI_API_KEY; it must be a valid key for this endpoint",
+        )
     if status == 404:
-        return ModelError(f"model {model!r} was not found at {base_url} ({detail})",
-                          "run `agent doctor` to list the endpoint's models, then set --model")
+        return ModelError(
+            f"model {model!r} was not found at {base_url} ({detail})",
+            "run `agent doctor` to list the endpoint's models, then set --model",
+        )
     if status == 429:
-        return ModelError(f"{base_url} kept rate-limiting the requests ({detail})",
-                          "wait a minute and resume with `agent run --resume`")
+        return ModelError(
+            f"{base_url} kept rate-limiting the requests ({detail})",
+            "wait a minute and resume with `agent run --resume`",
+        )
     if status >= 500:
-        return ModelError(f"{base_url} kept failing with {status} ({detail})",
-                          "the server is in trouble; resume later with `agent run --resume`")
-    return ModelError(f"{base_url} rejected the request ({status}: {detail})",
-                      "check --model and that the server supports function tools")
+        return ModelError(
+            f"{base_url} kept failing with {status} ({detail})",
+            "the server is in trouble; resume later with `agent run --resume`",
+        )
+    return ModelError(
+        f"{base_url} rejected the request ({status}: {detail})",
+        "check --model and that the server supports function tools",
+    )
 
 
 def _convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -> ModelError:
     if isinstance(e, (openai.APITimeoutError, StreamSilent)):
-        return ModelError(f"{base_url} did not answer in time (nothing for {timeout_s:g} s)",
-                          "raise request_timeout_s or check the server's load")
+        return ModelError(
+            f"{base_url} did not answer in time (nothing for {timeout_s:g} s)",
+            "raise request_timeout_s or check the server's load",
+        )
     if isinstance(e, openai.APIConnectionError):
-        return ModelError(f"cannot reach the model endpoint {base_url}",
-                          "is the server running? check --base-url / OPENAI_BASE_URL")
+        return ModelError(
+            f"cannot reach the model endpoint {base_url}",
+            "is the server running? check --base-url / OPENAI_BASE_URL",
+        )
     if isinstance(e, openai.APIStatusError):
         return _status_error(e, base_url, model)
     if isinstance(e, (StreamCut, StreamFailed)):
-        return ModelError(f"{base_url} kept breaking off its streamed replies ({e})",
-                          "check the server's log; resume with `agent run --resume`")
+        return ModelError(
+            f"{base_url} kept breaking off its streamed replies ({e})",
+            "check the server's log; resume with `agent run --resume`",
+        )
     return ModelError(f"the model call failed: {e}", "run `agent doctor`")
 
 
@@ -117,12 +137,24 @@ class _Call:
 class OpenAIChat:
     """ChatModel on any OpenAI-compatible Chat Completions endpoint."""
 
-    def __init__(self, *, model: str, base_url: str, api_key: str | None,
-                 price_in: float = 0.0, price_out: float = 0.0, price_cached: float | None = None,
-                 timeout_s: float = 120.0, max_retries: int = 4, backoff_s: float = 1.0,
-                 max_tokens: int | None = None, context_window: int | None = None,
-                 stream: bool = True, on_retry: Callable[[int, float, str], None] | None = None,
-                 on_text: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        api_key: str | None,
+        price_in: float = 0.0,
+        price_out: float = 0.0,
+        price_cached: float | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_s: float = 1.0,
+        max_tokens: int | None = None,
+        context_window: int | None = None,
+        stream: bool = True,
+        on_retry: Callable[[int, float, str], None] | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> None:
         self.name = model
         self.base_url = base_url
         self.usage = Usage()
@@ -146,8 +178,10 @@ class OpenAIChat:
         """The server's context size in tokens, learned from it on first use (else the setting)."""
         if self._window is None:
             learned = server_info.learn_context_window(self._fetch, self.base_url, self.name)
-            self._window = learned or (self._configured_window or DEFAULT_CONTEXT_WINDOW,
-                                       "the context_window setting")
+            self._window = learned or (
+                self._configured_window or DEFAULT_CONTEXT_WINDOW,
+                "the context_window setting",
+            )
         return self._window[0]
 
     @property
@@ -157,19 +191,25 @@ class OpenAIChat:
         return self._window[1] if self._window else ""
 
     # -- one turn -----------------------------------------------------------------------------
-    def chat(self, messages: list[Message], tools: list[dict] | None = None,
-             tool_choice: str | dict | None = None) -> ChatReply:
+    def chat(
+        self,
+        messages: list[Message],
+        tools: list[dict] | None = None,
+        tool_choice: str | dict | None = None,
+    ) -> ChatReply:
         """One assistant turn; retried as the module docstring says. A forced tool that was not
         called is asked for again at once in the next form, until one works (forcing.py)."""
         spent = Usage()
         while True:
             forced = outgoing.forced_name(tools, tool_choice)
-            call = _Call(forced=forced, any_tool=bool(tools) and not forced
-                         and tool_choice == "required")
-            reply = self._send(lambda: self._request(messages, tools, tool_choice, call), call)
+            call = _Call(
+                forced=forced, any_tool=bool(tools) and not forced and tool_choice == "required"
+            )
+            reply = self._send(lambda: self._request(messages, tools, tool_choice, call), call)  # noqa: B023
             if tools and not reply.tool_calls and reply.content:
                 reply.tool_calls, reply.content = calls_from_content(
-                    reply.content, tools, call.forced, whole_arguments=call.schema)
+                    reply.content, tools, call.forced, whole_arguments=call.schema
+                )
             reply.usage.cost_usd = reply_cost(reply.usage, self._prices)
             self.usage.add(reply.usage)
             spent.add(reply.usage)
@@ -177,16 +217,21 @@ class OpenAIChat:
                 reply.usage = spent
                 return reply
 
-    def _request(self, messages: list[Message], tools: list[dict] | None,
-                 tool_choice: str | dict | None, call: _Call) -> dict[str, Any]:
+    def _request(
+        self,
+        messages: list[Message],
+        tools: list[dict] | None,
+        tool_choice: str | dict | None,
+        call: _Call,
+    ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.name, "messages": outgoing.sanitize(messages)}
         if tools:
-            call.schema = self.forcing.shape(kwargs, tools, tool_choice, call.forced,
-                                             call.any_tool)
+            call.schema = self.forcing.shape(kwargs, tools, tool_choice, call.forced, call.any_tool)
         if self._max_tokens:
             cap = min(self._max_tokens, max(outgoing.MIN_REPLY_TOKENS, self.context_window // 4))
             kwargs[self._tokens_key] = call.max_tokens or outgoing.reply_budget(
-                self.context_window, cap, kwargs["messages"], tools)
+                self.context_window, cap, kwargs["messages"], tools
+            )
         if self.streaming and not call.whole:
             kwargs["stream"] = True
             if self._usage_in_stream:
@@ -232,8 +277,9 @@ class OpenAIChat:
             except openai.APIStatusError as e:
                 if self._adapt(e, kwargs, call):
                     continue
-                failure: BaseException = self._status_failure(e, kwargs, call,
-                                                              time.monotonic() - started)
+                failure: BaseException = self._status_failure(
+                    e, kwargs, call, time.monotonic() - started
+                )
             except (openai.APITimeoutError, StreamSilent) as e:
                 failure = e
                 self._settle()
@@ -291,8 +337,9 @@ class OpenAIChat:
                 return True
         raise failures.overflow_error(detail, self.base_url)
 
-    def _status_failure(self, e: openai.APIStatusError, kwargs: dict, call: _Call,
-                        elapsed: float) -> BaseException:
+    def _status_failure(
+        self, e: openai.APIStatusError, kwargs: dict, call: _Call, elapsed: float
+    ) -> BaseException:
         """The failure to retry, or raise when retrying cannot help."""
         status = e.status_code
         if status < 500 and status != 429:
@@ -302,10 +349,12 @@ class OpenAIChat:
         if kwargs.get("stream"):
             call.whole = True  # some servers fail on streamed tool calls: try it whole once
             return e
-        raise ModelError(f"{self.base_url} kept failing with {status} ({_error_message(e)}); it "
-                         f"answered in {elapsed * 1000:.0f} ms, so the same request was not sent "
-                         "again", "the server refuses this request: see its log, then "
-                         "`agent run --resume`") from None
+        raise ModelError(
+            f"{self.base_url} kept failing with {status} ({_error_message(e)}); it "
+            f"answered in {elapsed * 1000:.0f} ms, so the same request was not sent "
+            "again",
+            "the server refuses this request: see its log, then `agent run --resume`",
+        ) from None
 
     def _note_whole_success(self, call: _Call) -> None:
         """Stop streaming for the run once whole replies rescued streamed requests twice."""
@@ -316,12 +365,14 @@ class OpenAIChat:
     def _settle(self) -> None:
         """Wait until the server has stopped working on the request that timed out."""
         # Twice the timeout: a server that needs longer than that needs a larger timeout.
-        if not server_info.wait_until_idle(self._fetch, self.base_url,
-                                           max(2 * self._timeout_s, 10.0)):
-            raise ModelError(f"{self.base_url} is still working on a request that timed out; "
-                             "another would queue behind it",
-                             "raise request_timeout_s (the server needs longer), then "
-                             "`agent run --resume`")
+        if not server_info.wait_until_idle(
+            self._fetch, self.base_url, max(2 * self._timeout_s, 10.0)
+        ):
+            raise ModelError(
+                f"{self.base_url} is still working on a request that timed out; "
+                "another would queue behind it",
+                "raise request_timeout_s (the server needs longer), then `agent run --resume`",
+            )
 
     def _pause(self, attempt: int, failure: BaseException) -> None:
         delay = _delay(failure, attempt - 1, self._backoff_s)
@@ -366,14 +417,15 @@ def _delay(e: BaseException, attempt: int, base: float) -> float:
             return min(float(retry_after), 30.0)
         except ValueError:
             pass
-    return min(base * (2 ** attempt), 30.0) * (0.75 + random.random() / 2)
+    return min(base * (2**attempt), 30.0) * (0.75 + random.random() / 2)
 
 
 class OpenAIEmbedder:
     """Embedder on an OpenAI-compatible /embeddings endpoint."""
 
-    def __init__(self, *, base_url: str, api_key: str | None, model: str,
-                 timeout_s: float = 60.0) -> None:
+    def __init__(
+        self, *, base_url: str, api_key: str | None, model: str, timeout_s: float = 60.0
+    ) -> None:
         self.name = f"openai:{model}"
         self.model = model
         self.base_url = base_url

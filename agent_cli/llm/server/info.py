@@ -12,8 +12,9 @@ proxy and TLS settings).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 PROBE_TIMEOUT_S = 2.0
@@ -53,7 +54,9 @@ def _vllm(fetch: Fetch, base_url: str, model: str) -> int | None:
     entries = listing.get("data") if isinstance(listing, dict) else None
     if not isinstance(entries, list):
         return None
-    lengths = {e.get("id"): _positive(e.get("max_model_len")) for e in entries if isinstance(e, dict)}
+    lengths = {
+        e.get("id"): _positive(e.get("max_model_len")) for e in entries if isinstance(e, dict)
+    }
     return lengths.get(model) or next((n for n in lengths.values() if n), None)
 
 
@@ -61,9 +64,9 @@ def _ollama(fetch: Fetch, base_url: str, model: str) -> int | None:
     root = root_of(base_url)
     running = fetch(root + "/api/ps", None, PROBE_TIMEOUT_S)
     for entry in (running or {}).get("models", []) if isinstance(running, dict) else []:
-        if isinstance(entry, dict) and entry.get("name") in (model, f"{model}:latest"):
-            if n := _positive(entry.get("context_length")):
-                return n
+        named = isinstance(entry, dict) and entry.get("name") in (model, f"{model}:latest")
+        if named and (n := _positive(entry.get("context_length"))):
+            return n
     shown = fetch(root + "/api/show", {"model": model, "name": model}, PROBE_TIMEOUT_S)
     if not isinstance(shown, dict):
         return None
@@ -77,8 +80,11 @@ def _ollama(fetch: Fetch, base_url: str, model: str) -> int | None:
     return min(trained[0], OLLAMA_DEFAULT_CTX) if trained else None
 
 
-PROBES = (("llama.cpp /props", _llama_cpp), ("vLLM /v1/models", _vllm),
-          ("Ollama /api/show", _ollama))
+PROBES = (
+    ("llama.cpp /props", _llama_cpp),
+    ("vLLM /v1/models", _vllm),
+    ("Ollama /api/show", _ollama),
+)
 
 
 def learn_context_window(fetch: Fetch, base_url: str, model: str) -> tuple[int, str] | None:
@@ -111,8 +117,9 @@ def busy(fetch: Fetch, base_url: str) -> bool | None:
         return None
     if not isinstance(slots, list) or not slots:
         return None
-    return any(isinstance(s, dict) and (s.get("is_processing") or s.get("state") == 1)
-               for s in slots)
+    return any(
+        isinstance(s, dict) and (s.get("is_processing") or s.get("state") == 1) for s in slots
+    )
 
 
 def wait_until_idle(fetch: Fetch, base_url: str, max_wait_s: float, poll_s: float = 0.2) -> bool:
@@ -125,14 +132,17 @@ def wait_until_idle(fetch: Fetch, base_url: str, max_wait_s: float, poll_s: floa
     return True
 
 
-def fit_window(window: int, memory_max: int, tool_output_max: int,
-               reply_max: int) -> tuple[int, int, int]:
+def fit_window(
+    window: int, memory_max: int, tool_output_max: int, reply_max: int
+) -> tuple[int, int, int]:
     """Working memory, tool output and reply caps that fit a context window together.
 
     A request is the system prompt and tools (about 1,500 tokens), working memory, the last
     tool output, the task and state (a few hundred) and the reply: at most 30%, 15% and 25%
     of the window go to the three that grow.
     """
-    return (min(memory_max, max(256, window * 30 // 100)),
-            min(tool_output_max, max(100, window * 15 // 100)),
-            min(reply_max, max(256, window // 4)))
+    return (
+        min(memory_max, max(256, window * 30 // 100)),
+        min(tool_output_max, max(100, window * 15 // 100)),
+        min(reply_max, max(256, window // 4)),
+    )

@@ -46,8 +46,12 @@ def read_usage(body: dict) -> Usage:
         cached = _count(timings.get("cache_n"))
         # llama.cpp without `usage` still reports what it read (prompt_n) and reused (cache_n).
         prompt = prompt or cached + _count(timings.get("prompt_n"))
-    return Usage(prompt_tokens=prompt, completion_tokens=_count(usage.get("completion_tokens")),
-                 cached_tokens=min(cached, prompt), calls=1)
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=_count(usage.get("completion_tokens")),
+        cached_tokens=min(cached, prompt),
+        calls=1,
+    )
 
 
 def _arguments(raw: Any) -> str:
@@ -61,9 +65,15 @@ def parse_completion(body: Any) -> ChatReply:
         raise MalformedReply("the endpoint's reply is not a JSON object")
     try:
         return _parse_fields(body)
-    except (AttributeError, TypeError, ValueError, OverflowError) as e:  # a field of the wrong shape
-        raise MalformedReply(f"the endpoint's reply is not a chat completion ({e})",
-                             NOT_A_COMPLETION) from None
+    except (
+        AttributeError,
+        TypeError,
+        ValueError,
+        OverflowError,
+    ) as e:  # a field of the wrong shape
+        raise MalformedReply(
+            f"the endpoint's reply is not a chat completion ({e})", NOT_A_COMPLETION
+        ) from None
 
 
 def _parse_fields(body: dict) -> ChatReply:
@@ -82,7 +92,11 @@ def _parse_fields(body: dict) -> ChatReply:
     reply.finish_reason = None if reason is None else str(reason)
     for i, call in enumerate(message.get("tool_calls") or []):
         fn = call.get("function") or {}
-        reply.tool_calls.append(ToolCall(
-            id=str(call.get("id") or f"call_{i}"), name=str(fn.get("name") or ""),
-            arguments=_arguments(fn.get("arguments", "{}"))))
+        reply.tool_calls.append(
+            ToolCall(
+                id=str(call.get("id") or f"call_{i}"),
+                name=str(fn.get("name") or ""),
+                arguments=_arguments(fn.get("arguments", "{}")),
+            )
+        )
     return reply

@@ -24,7 +24,7 @@ def _tagged(text: str) -> tuple[list[str], str]:
     while (start := text.find(OPEN, pos)) != -1:
         outside.append(text[pos:start])
         end = text.find(CLOSE, start)
-        bodies.append(text[start + len(OPEN):end if end != -1 else len(text)])
+        bodies.append(text[start + len(OPEN) : end if end != -1 else len(text)])
         pos = len(text) if end == -1 else end + len(CLOSE)
     outside.append(text[pos:])
     return bodies, "".join(outside).strip()
@@ -62,8 +62,9 @@ def _as_call(obj: Any, tools: dict[str, set[str]], forced: str | None) -> tuple[
     return None
 
 
-def calls_from_content(content: str, tools: list[dict], forced: str | None,
-                       whole_arguments: bool = False) -> tuple[list[ToolCall], str | None]:
+def calls_from_content(
+    content: str, tools: list[dict], forced: str | None, whole_arguments: bool = False
+) -> tuple[list[ToolCall], str | None]:
     """The calls written in `content` and the text left beside them; ([], content) if none.
 
     With `whole_arguments` (the request asked for the forced tool's arguments as structured
@@ -71,16 +72,24 @@ def calls_from_content(content: str, tools: list[dict], forced: str | None,
     """
     if forced and whole_arguments and isinstance(_load(content), dict):
         return [ToolCall(id="call_text_0", name=forced, arguments=_unfenced(content))], None
-    offered = {t["function"]["name"]: set(t["function"].get("parameters", {}).get("properties", {}))
-               for t in tools if isinstance(t.get("function"), dict)}
+    offered = {
+        t["function"]["name"]: set(t["function"].get("parameters", {}).get("properties", {}))
+        for t in tools
+        if isinstance(t.get("function"), dict)
+    }
     bodies, rest = _tagged(content)
     candidates = [_load(b) for b in bodies] if bodies else [_load(content)]
     if not bodies and isinstance(candidates[0], list):
         candidates = candidates[0]
     found = [_as_call(c, offered, forced) for c in candidates]
-    calls = [ToolCall(id=f"call_text_{i}", name=name,
-                      arguments=args if isinstance(args, str) else json.dumps(args))
-             for i, (name, args) in enumerate(f for f in found if f)]
+    calls = [
+        ToolCall(
+            id=f"call_text_{i}",
+            name=name,
+            arguments=args if isinstance(args, str) else json.dumps(args),
+        )
+        for i, (name, args) in enumerate(f for f in found if f)
+    ]
     if not calls:
         return [], content
     return calls, (rest or None) if bodies else None

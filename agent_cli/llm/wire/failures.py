@@ -10,8 +10,15 @@ from agent_cli.core.errors import ContextOverflow
 BUSY_STATUSES = (429, 502, 503, 504)  # come back later; anything else is about the request
 FAST_FAILURE_S = 1.0  # a 5xx this quick is a verdict on the request, not a hiccup
 
-_OVERFLOW_MARKERS = ("context length", "context size", "context window", "maximum context",
-                     "exceed_context_size", "prompt is too long", "too many tokens")
+_OVERFLOW_MARKERS = (
+    "context length",
+    "context size",
+    "context window",
+    "maximum context",
+    "exceed_context_size",
+    "prompt is too long",
+    "too many tokens",
+)
 # llama.cpp: "request (4139 tokens) exceeds the available context size (4096 tokens)"
 _LLAMA = re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)")
 # vLLM and OpenAI: "maximum context length is 4096 tokens. However, you requested 5000 tokens
@@ -52,7 +59,9 @@ def overflow_error(detail: str, base_url: str) -> ContextOverflow:
         f"the request{size} does not fit the context window{limit} of {base_url}",
         "lower memory_max_tokens and tool_output_max_tokens, or start the server with a larger "
         "context (llama.cpp -c N, Ollama num_ctx / OLLAMA_CONTEXT_LENGTH, vLLM --max-model-len)",
-        prompt_tokens=prompt, window=window)
+        prompt_tokens=prompt,
+        window=window,
+    )
 
 
 def refused(exc: BaseException) -> bool:
@@ -64,8 +73,12 @@ def refused(exc: BaseException) -> bool:
         if isinstance(cur, (ConnectionRefusedError, socket.gaierror)):
             return True
         text = str(cur).lower()
-        if "connection refused" in text or "name or service not known" in text \
-                or "nodename nor servname" in text or "temporary failure in name resolution" in text:
+        if (
+            "connection refused" in text
+            or "name or service not known" in text
+            or "nodename nor servname" in text
+            or "temporary failure in name resolution" in text
+        ):
             return True
         cur = cur.__cause__ or cur.__context__
     return False
@@ -74,8 +87,9 @@ def refused(exc: BaseException) -> bool:
 def is_transport_error(exc: BaseException) -> bool:
     """Whether an exception raised while reading a response is the connection breaking."""
     names = {c.__name__ for c in type(exc).__mro__}
-    return bool(names & {"TransportError", "HTTPError", "StreamError", "ProtocolError"}) \
-        or isinstance(exc, OSError)
+    return bool(
+        names & {"TransportError", "HTTPError", "StreamError", "ProtocolError"}
+    ) or isinstance(exc, OSError)
 
 
 def is_timeout(exc: BaseException) -> bool:

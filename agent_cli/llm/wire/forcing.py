@@ -44,8 +44,14 @@ class Forcing:
         self._tried = {self.form}
         self._tools_with_schema = True  # until a server refuses tool_choice "none"
 
-    def shape(self, kwargs: dict[str, Any], tools: list[dict], tool_choice: Any,
-              forced: str | None, any_tool: bool) -> bool:
+    def shape(
+        self,
+        kwargs: dict[str, Any],
+        tools: list[dict],
+        tool_choice: Any,
+        forced: str | None,
+        any_tool: bool,
+    ) -> bool:
         """Put the tools and the forcing on a request; True when it asks for structured output.
 
         Neither forcing one tool nor any: the tools with `tool_choice` as given, a "required"
@@ -67,8 +73,11 @@ class Forcing:
             kwargs["response_format"] = schema_format(tools, name)
             return
         kwargs["tools"] = tools
-        kwargs["tool_choice"] = ("required" if self.form == "required" or name is None
-                                 else {"type": "function", "function": {"name": name}})
+        kwargs["tool_choice"] = (
+            "required"
+            if self.form == "required" or name is None
+            else {"type": "function", "function": {"name": name}}
+        )
 
     def answered(self, called: bool) -> bool:
         """Learn from a forced request's reply; True when the next form should be tried now."""
@@ -84,8 +93,11 @@ class Forcing:
         if self.form == "schema" and self._tools_with_schema and "tool_choice" in low:
             self._tools_with_schema = False  # "none" refused: the schema alone
             return True
-        named = "response_format" in low or "json_schema" in low if self.form == "schema" else (
-            "tool_choice" in low)
+        named = (
+            "response_format" in low or "json_schema" in low
+            if self.form == "schema"
+            else ("tool_choice" in low)
+        )
         if not named or self.known:
             return False
         if not self.next():
@@ -110,7 +122,15 @@ def schema_format(tools: list[dict], name: str | None) -> dict[str, Any]:
         fn = next(f for f in fns if f.get("name") == name)
         schema = fn.get("parameters") or {"type": "object"}
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
-    calls = [{"type": "object", "properties": {
-        "name": {"const": f["name"]}, "arguments": f.get("parameters") or {"type": "object"}},
-        "required": ["name", "arguments"]} for f in fns]
+    calls = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"const": f["name"]},
+                "arguments": f.get("parameters") or {"type": "object"},
+            },
+            "required": ["name", "arguments"],
+        }
+        for f in fns
+    ]
     return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": {"anyOf": calls}}}

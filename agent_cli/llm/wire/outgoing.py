@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from agent_cli.core import fences, strictjson
+
 CHARS_PER_TOKEN = 3  # conservative for code and for local tokenizers
 MIN_REPLY_TOKENS = 256
 
@@ -32,12 +33,17 @@ def sanitize(messages: list[dict]) -> list[dict]:
     out = []
     for message in messages:
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        if calls and any(not _valid_json((c.get("function") or {}).get("arguments")) for c in calls):
+        if calls and any(
+            not _valid_json((c.get("function") or {}).get("arguments")) for c in calls
+        ):
             message = {**message, "tool_calls": [_fixed(c, broken) for c in calls]}
         elif message.get("role") == "tool" and message.get("tool_call_id") in broken:
             raw = broken[message["tool_call_id"]]
-            message = {**message, "content": f"{message.get('content') or ''}\n(the arguments "
-                       f"you sent, which are not valid JSON: {fences.escape(raw[:2000])})"}
+            message = {
+                **message,
+                "content": f"{message.get('content') or ''}\n(the arguments "
+                f"you sent, which are not valid JSON: {fences.escape(raw[:2000])})",
+            }
         out.append(message)
     return out
 
@@ -65,7 +71,8 @@ def forced_name(tools: list[dict] | None, tool_choice: Any) -> str | None:
 def estimate_tokens(messages: list[dict], tools: list[dict] | None) -> int:
     """A cheap upper estimate of a request's prompt tokens."""
     return len(json.dumps(messages, ensure_ascii=False)) // CHARS_PER_TOKEN + (
-        len(json.dumps(tools)) // CHARS_PER_TOKEN if tools else 0)
+        len(json.dumps(tools)) // CHARS_PER_TOKEN if tools else 0
+    )
 
 
 def reply_budget(window: int, cap: int, messages: list[dict], tools: list[dict] | None) -> int:

@@ -8,7 +8,8 @@ cut: `StreamCut`, which the client retries like a dropped connection.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from agent_cli.core.errors import MalformedReply
 from agent_cli.llm.wire.body import NOT_A_COMPLETION, load_body
@@ -49,13 +50,16 @@ class StreamAssembler:
             return
         chunk = load_body(data, "a chunk of the streamed reply")
         if not isinstance(chunk, dict):
-            raise MalformedReply("a chunk of the streamed reply is not a JSON object", NOT_A_COMPLETION)
+            raise MalformedReply(
+                "a chunk of the streamed reply is not a JSON object", NOT_A_COMPLETION
+            )
         self.chunks += 1
         try:
             self._chunk(chunk)
         except (AttributeError, TypeError) as e:  # a field of the wrong shape
-            raise MalformedReply(f"a chunk of the streamed reply is not a completion chunk ({e})",
-                                 NOT_A_COMPLETION) from None
+            raise MalformedReply(
+                f"a chunk of the streamed reply is not a completion chunk ({e})", NOT_A_COMPLETION
+            ) from None
 
     def _chunk(self, chunk: dict) -> None:
         if chunk.get("error"):
@@ -96,15 +100,22 @@ class StreamAssembler:
         """The assembled reply in the shape of a whole (non-streamed) chat completion."""
         if not self.complete():
             raise StreamCut(f"the streamed reply stopped after {self.chunks} chunks, unfinished")
-        message: dict[str, Any] = {"role": "assistant",
-                                   "content": "".join(self.text) if self.text else None}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self.text) if self.text else None,
+        }
         if self.calls:
             message["tool_calls"] = [
-                {"id": c["id"] or f"call_{i}", "type": "function",
-                 "function": {"name": c["name"], "arguments": "".join(c["arguments"])}}
-                for i, c in sorted(self.calls.items())]
-        body: dict[str, Any] = {"choices": [{"index": 0, "message": message,
-                                             "finish_reason": self.finish_reason}]}
+                {
+                    "id": c["id"] or f"call_{i}",
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": "".join(c["arguments"])},
+                }
+                for i, c in sorted(self.calls.items())
+            ]
+        body: dict[str, Any] = {
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}]
+        }
         if self.usage:
             body["usage"] = self.usage
         if self.timings:

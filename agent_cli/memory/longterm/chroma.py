@@ -13,19 +13,27 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from agent_cli.core.errors import AgentError, EmbedderMismatch, StorageError, UsageError
+from agent_cli.core.models import Episode
+from agent_cli.core.redact import redact_all
 from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation, where
 from agent_cli.memory.longterm.place import ChromaServer, probe, storage_error
-from agent_cli.memory.longterm.records import (COLLECTIONS, Result, batches, episode_docs, public_meta,
-                                      read_export, stamp)
+from agent_cli.memory.longterm.records import (
+    COLLECTIONS,
+    Result,
+    batches,
+    episode_docs,
+    public_meta,
+    read_export,
+    stamp,
+)
 from agent_cli.memory.longterm.signatures import signature_key
-from agent_cli.core.models import Episode
-from agent_cli.core.redact import redact_all
 
 KINDS = ("all", "episode", *ITEM_KINDS)
 LOCK_WAIT_S = 3.0
@@ -39,10 +47,16 @@ WRITES = ("writing", "deleting", "expiring", "reindexing")  # what _guard calls 
 class LongTermMemory(Curation):
     """Episodes, facts, notes and procedures in Chroma at `path`: a directory or a ChromaServer."""
 
-    def __init__(self, path: Path | str | ChromaServer, embedder: Any,
-                 secrets: tuple[str, ...] | list[str] = (),
-                 *, min_score: float = MIN_SCORE, associate_threshold: float = ASSOCIATE_THRESHOLD,
-                 lock_wait_s: float = LOCK_WAIT_S) -> None:
+    def __init__(
+        self,
+        path: Path | str | ChromaServer,
+        embedder: Any,
+        secrets: tuple[str, ...] | list[str] = (),
+        *,
+        min_score: float = MIN_SCORE,
+        associate_threshold: float = ASSOCIATE_THRESHOLD,
+        lock_wait_s: float = LOCK_WAIT_S,
+    ) -> None:
         self._configure(path, embedder, secrets, min_score, associate_threshold)
         probe(self.path, lock_wait_s)
         with self._guard("opening"):
@@ -50,12 +64,19 @@ class LongTermMemory(Curation):
             existing = {c.name for c in self._client.list_collections()}
             self._cols = {name: self._collection(name, existing) for name in COLLECTIONS}
         if self._snapshots:  # each write notes what it touched, for the snapshot at close
-            self._cols = {name: snapshot.Tracked(col, self._changed.setdefault(name, set()))
-                          for name, col in self._cols.items()}
+            self._cols = {
+                name: snapshot.Tracked(col, self._changed.setdefault(name, set()))
+                for name, col in self._cols.items()
+            }
 
-    def _configure(self, path: Path | str | ChromaServer, embedder: Any,
-                   secrets: tuple[str, ...] | list[str], min_score: float,
-                   associate_threshold: float) -> None:
+    def _configure(
+        self,
+        path: Path | str | ChromaServer,
+        embedder: Any,
+        secrets: tuple[str, ...] | list[str],
+        min_score: float,
+        associate_threshold: float,
+    ) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
         self.embedder = embedder
         self.secrets = tuple(s for s in secrets if s)
@@ -87,10 +108,12 @@ class LongTermMemory(Curation):
             return
         tables = None
         if self._base is not None and not self._whole:
-            tables = snapshot.patched(self._base, self._changed, self._table,
-                                      lambda name: self._cols[name].count())
-        snapshot.write(self.path, tables or {name: self._table(name)
-                                             for name in snapshot.COLLECTIONS})
+            tables = snapshot.patched(
+                self._base, self._changed, self._table, lambda name: self._cols[name].count()
+            )
+        snapshot.write(
+            self.path, tables or {name: self._table(name) for name in snapshot.COLLECTIONS}
+        )
 
     def _table(self, name: str, ids: list[str] | None = None) -> dict[str, Any]:
         """The collection's records (all, or those of `ids` still stored) as a snapshot table."""
@@ -98,16 +121,20 @@ class LongTermMemory(Curation):
 
         recs = list(self._records(name, vectors=True, ids=ids))
         vectors = np.asarray([r["embedding"] for r in recs], dtype=np.float32)
-        return {"metadata": self._cols[name].metadata or {}, "ids": [r["id"] for r in recs],
-                "documents": [r["document"] for r in recs],
-                "metadatas": [r["metadata"] for r in recs],
-                "vectors": vectors.reshape(len(recs), -1) if recs else
-                np.zeros((0, 0), dtype=np.float32)}
+        return {
+            "metadata": self._cols[name].metadata or {},
+            "ids": [r["id"] for r in recs],
+            "documents": [r["document"] for r in recs],
+            "metadatas": [r["metadata"] for r in recs],
+            "vectors": vectors.reshape(len(recs), -1)
+            if recs
+            else np.zeros((0, 0), dtype=np.float32),
+        }
 
     def open_in_background(self, after_s: float = 0.0) -> None:
         """Nothing to do: this store is open."""
 
-    def __enter__(self) -> "LongTermMemory":
+    def __enter__(self) -> LongTermMemory:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -135,7 +162,9 @@ class LongTermMemory(Curation):
             self._client.get_collection(f"{name}-reindex").modify(name=name)  # finish a reindex
             existing = existing | {name}
         if name not in existing:
-            return self._client.create_collection(name, metadata=self._space_meta(), embedding_function=None)
+            return self._client.create_collection(
+                name, metadata=self._space_meta(), embedding_function=None
+            )
         col = self._client.get_collection(name, embedding_function=None)
         self._check_embedder(col.metadata or {})
         return col
@@ -146,7 +175,11 @@ class LongTermMemory(Curation):
             self._mismatch = (stored.get("embedder", "unknown"), stored.get("dim", "?"))
 
     def _space_meta(self) -> dict[str, Any]:
-        return {"hnsw:space": "cosine", "embedder": self.embedder.name, "dim": int(self.embedder.dim)}
+        return {
+            "hnsw:space": "cosine",
+            "embedder": self.embedder.name,
+            "dim": int(self.embedder.dim),
+        }
 
     def _require_match(self) -> None:
         """Raise EmbedderMismatch when the store was written with another embedder."""
@@ -156,7 +189,8 @@ class LongTermMemory(Curation):
                 f"memory at {self.path} was embedded with {name} ({dim} dims), but the configured "
                 f"embedder is {self.embedder.name}",
                 f"run `agent memory reindex` to re-embed everything with {self.embedder.name}, "
-                "or configure the embedder the store was built with")
+                "or configure the embedder the store was built with",
+            )
 
     def _embed(self, texts: list[str]) -> Any:
         """Vectors for `texts`: a float32 array from WordLlama, lists from an endpoint."""
@@ -172,9 +206,13 @@ class LongTermMemory(Curation):
         """Embed `docs` and write them in batches Chroma accepts."""
         with self._guard("writing"):
             for i in range(0, len(ids), BATCH):
-                vectors = self._embed(docs[i:i + BATCH])
-                col.upsert(ids=ids[i:i + BATCH], embeddings=vectors,
-                           documents=docs[i:i + BATCH], metadatas=metas[i:i + BATCH])
+                vectors = self._embed(docs[i : i + BATCH])
+                col.upsert(
+                    ids=ids[i : i + BATCH],
+                    embeddings=vectors,
+                    documents=docs[i : i + BATCH],
+                    metadatas=metas[i : i + BATCH],
+                )
 
     def add_episode(self, ep: Episode) -> None:
         """Store one run's episode and its failure signatures, replacing an earlier version."""
@@ -188,8 +226,13 @@ class LongTermMemory(Curation):
             ep = Episode.model_validate(self._redact(ep.model_dump()))
             doc, gist = episode_docs(ep)
             date = ep.ended_at or ep.started_at or stamp(None)[0]
-            base = {"run_id": ep.run_id, "status": ep.status, "created_at": date,
-                    "source": f"run {ep.run_id}", "gist": gist}
+            base = {
+                "run_id": ep.run_id,
+                "status": ep.status,
+                "created_at": date,
+                "source": f"run {ep.run_id}",
+                "gist": gist,
+            }
             ids.append(ep.run_id)
             docs.append(doc)
             metas.append({**base, "doc": "episode", "episode": ep.model_dump_json()})
@@ -198,14 +241,21 @@ class LongTermMemory(Curation):
                 ids.append(f"{ep.run_id}#sig{n}")
                 docs.append(sig)
                 fix = fixed.get(sig)
-                metas.append({**base, "doc": "signature", "sig_key": signature_key(sig),
-                              "fixed": fix is not None, "fix": fix.summary if fix else "",
-                              "fix_task": fix.task if fix else ""})
+                metas.append(
+                    {
+                        **base,
+                        "doc": "signature",
+                        "sig_key": signature_key(sig),
+                        "fixed": fix is not None,
+                        "fix": fix.summary if fix else "",
+                        "fix_task": fix.task if fix else "",
+                    }
+                )
         col = self._cols["episodes"]
         with self._guard("writing"):
             run_ids = [ep.run_id for ep in episodes]
             for i in range(0, len(run_ids), BATCH):
-                col.delete(where={"run_id": {"$in": run_ids[i:i + BATCH]}})
+                col.delete(where={"run_id": {"$in": run_ids[i : i + BATCH]}})
         self._upsert(col, ids, docs, metas)
 
     def _search_episodes(self, vec: Any, k: int) -> list[Result]:
@@ -219,20 +269,46 @@ class LongTermMemory(Curation):
             gist = meta.get("gist", "") + (f" [failed before: {doc}]" if extra else "")
             if meta.get("fix"):
                 gist += f" [fixed by: {meta['fix']}]"
-            best[run_id] = Result(score, "episode", run_id, doc, gist, meta.get("source", ""),
-                                  meta.get("created_at", ""), {**public_meta(meta), **extra})
+            best[run_id] = Result(
+                score,
+                "episode",
+                run_id,
+                doc,
+                gist,
+                meta.get("source", ""),
+                meta.get("created_at", ""),
+                {**public_meta(meta), **extra},
+            )
         return list(best.values())
 
     def _query(self, name: str, vec: Any, n: int, where: dict | None) -> list[tuple]:
         """(id, document, metadata, cosine similarity) of the `n` nearest items."""
         with self._guard("searching"):
-            got = self._cols[name].query(query_embeddings=[vec], n_results=max(n, 1), where=where,
-                                         include=["documents", "metadatas", "distances"])
-        return [(i, d, m or {}, 1.0 - float(dist)) for i, d, m, dist in
-                zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
+            got = self._cols[name].query(
+                query_embeddings=[vec],
+                n_results=max(n, 1),
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            )
+        return [
+            (i, d, m or {}, 1.0 - float(dist))
+            for i, d, m, dist in zip(
+                got["ids"][0],
+                got["documents"][0],
+                got["metadatas"][0],
+                got["distances"][0],
+                strict=False,
+            )
+        ]
 
-    def recall(self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5,
-               min_score: float | None = None) -> list[Result]:
+    def recall(
+        self,
+        query: str,
+        k: int = 5,
+        kind: str = "all",
+        min_trust: float = 0.5,
+        min_score: float | None = None,
+    ) -> list[Result]:
         """The `k` most relevant episodes and facts above the relevance threshold, best first."""
         if kind not in KINDS:
             raise UsageError(f"unknown kind {kind!r}", f"use one of {', '.join(KINDS)}")
@@ -257,17 +333,28 @@ class LongTermMemory(Curation):
         with self._guard("reading"):
             got = self._cols["episodes"].get(
                 where=where({"doc": "signature"}, {"fixed": True}, {"sig_key": {"$in": keys}}),
-                include=["documents", "metadatas"])
+                include=["documents", "metadatas"],
+            )
         best: dict[str, Result] = {}
-        for doc, meta in sorted(zip(got["documents"], got["metadatas"]),
-                                key=lambda dm: dm[1].get("created_at", ""), reverse=True):
+        for doc, meta in sorted(
+            zip(got["documents"], got["metadatas"], strict=False),
+            key=lambda dm: dm[1].get("created_at", ""),
+            reverse=True,
+        ):
             run_id = meta.get("run_id", "")
             if run_id == exclude_run or run_id in best:
                 continue
-            gist = f"{doc} -> fixed in task \"{meta.get('fix_task', '')}\": {meta.get('fix', '')}"
-            best[run_id] = Result(1.0, "episode", run_id, meta.get("fix", ""), gist,
-                                  meta.get("source", ""), meta.get("created_at", ""),
-                                  {**public_meta(meta), "matched_signature": doc})
+            gist = f'{doc} -> fixed in task "{meta.get("fix_task", "")}": {meta.get("fix", "")}'
+            best[run_id] = Result(
+                1.0,
+                "episode",
+                run_id,
+                meta.get("fix", ""),
+                gist,
+                meta.get("source", ""),
+                meta.get("created_at", ""),
+                {**public_meta(meta), "matched_signature": doc},
+            )
         return list(best.values())[:k]
 
     def counts(self) -> dict[str, int]:
@@ -291,17 +378,23 @@ class LongTermMemory(Curation):
                     removed += len(ids)
         return removed
 
-    def _records(self, name: str, vectors: bool = False,
-                 ids: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    def _records(
+        self, name: str, vectors: bool = False, ids: list[str] | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Every stored record of a collection (or those of `ids`), in batches, with its
         "embedding" if `vectors`."""
         col, offset = self._cols[name], 0
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
         while ids is None or offset < len(ids):
             with self._guard("reading"):
-                got = (col.get(include=include, limit=BATCH, offset=offset) if ids is None else
-                       col.get(ids=ids[offset:offset + BATCH], include=include))
-            for n, (i, d, m) in enumerate(zip(got["ids"], got["documents"], got["metadatas"])):
+                got = (
+                    col.get(include=include, limit=BATCH, offset=offset)
+                    if ids is None
+                    else col.get(ids=ids[offset : offset + BATCH], include=include)
+                )
+            for n, (i, d, m) in enumerate(
+                zip(got["ids"], got["documents"], got["metadatas"], strict=False)
+            ):
                 rec = {"collection": name, "id": i, "document": d, "metadata": m or {}}
                 if vectors:
                     rec["embedding"] = got["embeddings"][n]
@@ -336,10 +429,15 @@ class LongTermMemory(Curation):
             with self._guard("reindexing"):
                 if f"{name}-reindex" in {c.name for c in self._client.list_collections()}:
                     self._client.delete_collection(f"{name}-reindex")
-                tmp = self._client.create_collection(f"{name}-reindex", metadata=self._space_meta(),
-                                                     embedding_function=None)
-            self._upsert(tmp, [r["id"] for r in recs], [r["document"] for r in recs],
-                         [r["metadata"] for r in recs])
+                tmp = self._client.create_collection(
+                    f"{name}-reindex", metadata=self._space_meta(), embedding_function=None
+                )
+            self._upsert(
+                tmp,
+                [r["id"] for r in recs],
+                [r["document"] for r in recs],
+                [r["metadata"] for r in recs],
+            )
             with self._guard("reindexing"):
                 self._client.delete_collection(name)  # the copy is complete; see _collection
                 tmp.modify(name=name)
@@ -365,17 +463,24 @@ def _client(where: Path | ChromaServer) -> Any:
     if isinstance(where, ChromaServer):
         return _http_client(chromadb, ChromaSettings(anonymized_telemetry=False), where)
     where.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(where),
-                                     settings=ChromaSettings(anonymized_telemetry=False))
+    return chromadb.PersistentClient(
+        path=str(where), settings=ChromaSettings(anonymized_telemetry=False)
+    )
 
 
 def _http_client(chromadb: Any, settings: Any, server: ChromaServer) -> Any:
     """An HttpClient on the server's tenant and database (`place.probe_server` made sure of both)."""
     import httpx
 
-    client = chromadb.HttpClient(host=server.host, port=server.port, ssl=server.ssl,
-                                 headers=server.headers(), settings=settings,
-                                 tenant=server.tenant, database=server.database)
+    client = chromadb.HttpClient(
+        host=server.host,
+        port=server.port,
+        ssl=server.ssl,
+        headers=server.headers(),
+        settings=settings,
+        tenant=server.tenant,
+        database=server.database,
+    )
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):  # chromadb sets no timeout: a hung server would hang us
         session.timeout = httpx.Timeout(120.0, connect=server.timeout_s)

@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import json
 import secrets as _random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from agent_cli.core.errors import UsageError
-from agent_cli.memory.longterm.records import DAY_S, Result, expiry, one_line, public_meta, stamp, text_hash
+from agent_cli.memory.longterm.records import (
+    DAY_S,
+    Result,
+    expiry,
+    one_line,
+    public_meta,
+    stamp,
+    text_hash,
+)
 
 ITEM_KINDS = ("fact", "note", "procedure")
 
@@ -29,9 +37,18 @@ def where(*conditions: dict | None) -> dict | None:
 
 def item_result(score: float, item_id: str, doc: str, meta: dict[str, Any]) -> Result:
     """A recalled fact, note or procedure."""
-    return Result(score, meta.get("kind", "fact"), item_id, doc, meta.get("gist", ""),
-                  meta.get("source", ""), meta.get("confirmed_at", ""), public_meta(meta),
-                  trust=float(meta.get("trust", 1.0)), hit_count=int(meta.get("hit_count", 0)))
+    return Result(
+        score,
+        meta.get("kind", "fact"),
+        item_id,
+        doc,
+        meta.get("gist", ""),
+        meta.get("source", ""),
+        meta.get("confirmed_at", ""),
+        public_meta(meta),
+        trust=float(meta.get("trust", 1.0)),
+        hit_count=int(meta.get("hit_count", 0)),
+    )
 
 
 def hit_updates(results: list[Result], now: datetime | None) -> tuple[list[str], list[dict]]:
@@ -45,9 +62,16 @@ def hit_updates(results: list[Result], now: datetime | None) -> tuple[list[str],
         r.hit_count += 1
         r.metadata.update(hit_count=r.hit_count, last_hit_at=iso)
         ids.append(r.id)
-        metas.append({"hit_count": r.hit_count, "last_hit_at": iso, "last_hit_ts": ts,
-                      "expires_ts": expiry(r.metadata.get("confirmed_ts", 0), ts,
-                                           r.metadata.get("ttl_days", 0))})
+        metas.append(
+            {
+                "hit_count": r.hit_count,
+                "last_hit_at": iso,
+                "last_hit_ts": ts,
+                "expires_ts": expiry(
+                    r.metadata.get("confirmed_ts", 0), ts, r.metadata.get("ttl_days", 0)
+                ),
+            }
+        )
     return ids, metas
 
 
@@ -56,34 +80,100 @@ class Curation:
 
     _cols: dict[str, Any]
 
-    def add_fact(self, text: str, source: str, trust: float = 1.0, *, now: datetime | None = None,
-                 ttl_days: float = 0, topic: str = "", run_id: str = "",
-                 files: dict[str, str] | None = None) -> str:
+    def add_fact(
+        self,
+        text: str,
+        source: str,
+        trust: float = 1.0,
+        *,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+        topic: str = "",
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+    ) -> str:
         """Store a fact (trust 1.0 when the harness observed it); the same text re-confirms it."""
-        return self._put_item(text, kind="fact", source=source, trust=trust, now=now,
-                              ttl_days=ttl_days, topic=topic, run_id=run_id, files=files)
+        return self._put_item(
+            text,
+            kind="fact",
+            source=source,
+            trust=trust,
+            now=now,
+            ttl_days=ttl_days,
+            topic=topic,
+            run_id=run_id,
+            files=files,
+        )
 
-    def curate(self, text: str, *, topic: str, origin_event_id: str, now: datetime | None = None,
-               trust: float = 0.5, ttl_days: float = 90, run_id: str = "", task: str = "") -> str:
+    def curate(
+        self,
+        text: str,
+        *,
+        topic: str,
+        origin_event_id: str,
+        now: datetime | None = None,
+        trust: float = 0.5,
+        ttl_days: float = 90,
+        run_id: str = "",
+        task: str = "",
+    ) -> str:
         """Keep a note the run found worth remembering; returns its id `mem_YYYYMMDD_xxxxxx`."""
         source = f"run {run_id}" if run_id else f"event {origin_event_id}"
-        return self._put_item(text, kind="note", source=source, trust=trust, now=now,
-                              ttl_days=ttl_days, topic=topic, origin_event_id=origin_event_id,
-                              run_id=run_id, task=task)
+        return self._put_item(
+            text,
+            kind="note",
+            source=source,
+            trust=trust,
+            now=now,
+            ttl_days=ttl_days,
+            topic=topic,
+            origin_event_id=origin_event_id,
+            run_id=run_id,
+            task=task,
+        )
 
-    def add_procedure(self, cmd: str, task: str, *, topic: str, run_id: str = "",
-                      files: dict[str, str] | None = None, now: datetime | None = None,
-                      ttl_days: float = 0) -> str:
+    def add_procedure(
+        self,
+        cmd: str,
+        task: str,
+        *,
+        topic: str,
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+    ) -> str:
         """Keep how this repository's checks are run; the same command in the same repository
         is merged into one procedure whose `confirmations` go up."""
         text = f"`{cmd}` checks work in this repository (the harness saw it exit 0 after: {task})"
-        return self._put_item(text, kind="procedure", source=f"harness, run {run_id}", trust=1.0,
-                              now=now, ttl_days=ttl_days, topic=topic, run_id=run_id, task=task,
-                              files=files, key=text_hash(f"procedure {topic} {cmd}"), command=cmd)
+        return self._put_item(
+            text,
+            kind="procedure",
+            source=f"harness, run {run_id}",
+            trust=1.0,
+            now=now,
+            ttl_days=ttl_days,
+            topic=topic,
+            run_id=run_id,
+            task=task,
+            files=files,
+            key=text_hash(f"procedure {topic} {cmd}"),
+            command=cmd,
+        )
 
-    def _put_item(self, text: str, *, kind: str, source: str, trust: float, now: datetime | None,
-                  ttl_days: float, files: dict[str, str] | None = None, key: str | None = None,
-                  **extra: str) -> str:
+    def _put_item(
+        self,
+        text: str,
+        *,
+        kind: str,
+        source: str,
+        trust: float,
+        now: datetime | None,
+        ttl_days: float,
+        files: dict[str, str] | None = None,
+        key: str | None = None,
+        **extra: str,
+    ) -> str:
         """Add an item to `facts`, or re-confirm the one with the same key (by default its text)."""
         self._require_match()
         text, source = self._redact(text).strip(), self._redact(source)
@@ -93,14 +183,22 @@ class Curation:
         col, digest = self._cols["facts"], key or text_hash(text)
         with self._guard("reading"):
             got = col.get(where={"text_hash": digest}, include=["metadatas", "documents"], limit=1)
-        fresh = {"confirmed_at": iso, "confirmed_ts": ts, "gist": one_line(text, 200),
-                 **({"files": json.dumps(files, sort_keys=True)} if files is not None else {}),
-                 **{k: self._redact(v) for k, v in extra.items() if v}}
+        fresh = {
+            "confirmed_at": iso,
+            "confirmed_ts": ts,
+            "gist": one_line(text, 200),
+            **({"files": json.dumps(files, sort_keys=True)} if files is not None else {}),
+            **{k: self._redact(v) for k, v in extra.items() if v},
+        }
         if got["ids"]:
             old = got["metadatas"][0]
-            meta = {**old, **fresh, "trust": max(float(old.get("trust", 0)), trust),
-                    "confirmations": int(old.get("confirmations", 1)) + 1,
-                    "expires_ts": expiry(ts, old.get("last_hit_ts", 0), old.get("ttl_days", 0))}
+            meta = {
+                **old,
+                **fresh,
+                "trust": max(float(old.get("trust", 0)), trust),
+                "confirmations": int(old.get("confirmations", 1)) + 1,
+                "expires_ts": expiry(ts, old.get("last_hit_ts", 0), old.get("ttl_days", 0)),
+            }
             if trust > float(old.get("trust", 0)):
                 meta.update(kind=kind, source=source)
             if text != got["documents"][0]:
@@ -109,26 +207,56 @@ class Curation:
                 with self._guard("writing"):
                     col.update(ids=got["ids"], metadatas=[meta])
             return got["ids"][0]
-        item_id = f"mem_{datetime.fromtimestamp(ts, timezone.utc):%Y%m%d}_{_random.token_hex(3)}"
-        meta = {"kind": kind, "source": source, "trust": float(trust), "created_at": iso,
-                "confirmations": 1, "hit_count": 0, "last_hit_at": "", "last_hit_ts": 0.0,
-                "ttl_days": float(ttl_days), "expires_ts": expiry(ts, 0, ttl_days),
-                "text_hash": digest, "topic": "", "origin_event_id": "", **fresh}
+        item_id = f"mem_{datetime.fromtimestamp(ts, UTC):%Y%m%d}_{_random.token_hex(3)}"
+        meta = {
+            "kind": kind,
+            "source": source,
+            "trust": float(trust),
+            "created_at": iso,
+            "confirmations": 1,
+            "hit_count": 0,
+            "last_hit_at": "",
+            "last_hit_ts": 0.0,
+            "ttl_days": float(ttl_days),
+            "expires_ts": expiry(ts, 0, ttl_days),
+            "text_hash": digest,
+            "topic": "",
+            "origin_event_id": "",
+            **fresh,
+        }
         self._upsert(col, [item_id], [text], [meta])
         return item_id
 
-    def _search_items(self, vec: Any, k: int, min_trust: float, kinds: tuple[str, ...] = ITEM_KINDS,
-                      topics: list[str] | None = None) -> list[Result]:
+    def _search_items(
+        self,
+        vec: Any,
+        k: int,
+        min_trust: float,
+        kinds: tuple[str, ...] = ITEM_KINDS,
+        topics: list[str] | None = None,
+    ) -> list[Result]:
         """Facts, notes and procedures nearest to `vec`, trusted at least `min_trust`."""
-        filters = where({"trust": {"$gte": float(min_trust)}},
-                        {"kind": {"$in": list(kinds)}} if tuple(kinds) != ITEM_KINDS else None,
-                        {"topic": {"$in": topics}} if topics else None)
-        return [item_result(score, i, doc, meta)
-                for i, doc, meta, score in self._query("facts", vec, k, filters)]
+        filters = where(
+            {"trust": {"$gte": float(min_trust)}},
+            {"kind": {"$in": list(kinds)}} if tuple(kinds) != ITEM_KINDS else None,
+            {"topic": {"$in": topics}} if topics else None,
+        )
+        return [
+            item_result(score, i, doc, meta)
+            for i, doc, meta, score in self._query("facts", vec, k, filters)
+        ]
 
-    def associate(self, text: str, *, now: datetime | None = None, k: int = 3,
-                  threshold: float | None = None, min_trust: float = 0.0,
-                  kinds: tuple[str, ...] = ITEM_KINDS, topics: list[str] | None = None) -> list[Result]:
+    def associate(
+        self,
+        text: str,
+        *,
+        now: datetime | None = None,
+        k: int = 3,
+        threshold: float | None = None,
+        min_trust: float = 0.0,
+        kinds: tuple[str, ...] = ITEM_KINDS,
+        topics: list[str] | None = None,
+    ) -> list[Result]:
         """The top `k` active items closer than the threshold to `text`; counts a hit on each."""
         self._require_match()
         limit = self.associate_threshold if threshold is None else threshold
@@ -151,10 +279,14 @@ class Curation:
     def procedures(self, topic: str, k: int = 5) -> list[Result]:
         """The procedures of repository `topic`, the most confirmed first."""
         with self._guard("reading"):
-            got = self._cols["facts"].get(where=where({"kind": "procedure"}, {"topic": topic}),
-                                          include=["documents", "metadatas"])
-        found = [item_result(1.0, i, d, m or {})
-                 for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])]
+            got = self._cols["facts"].get(
+                where=where({"kind": "procedure"}, {"topic": topic}),
+                include=["documents", "metadatas"],
+            )
+        found = [
+            item_result(1.0, i, d, m or {})
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)
+        ]
         found.sort(key=lambda r: r.date, reverse=True)
         found.sort(key=lambda r: -int(r.metadata.get("confirmations", 1)))  # stable: newest first
         return found[:k]
@@ -176,8 +308,12 @@ class Curation:
             if not got["ids"]:
                 return 0
             metas = [{**m, "archived_at": iso} for m in got["metadatas"]]
-            archive.upsert(ids=got["ids"], embeddings=got["embeddings"],
-                           documents=got["documents"], metadatas=metas)
+            archive.upsert(
+                ids=got["ids"],
+                embeddings=got["embeddings"],
+                documents=got["documents"],
+                metadatas=metas,
+            )
             facts.delete(ids=got["ids"])
         return len(got["ids"])
 
@@ -186,7 +322,9 @@ class Curation:
         out = {}
         with self._guard("counting"):
             for kind in ITEM_KINDS:
-                out[f"{kind}s"] = len(self._cols["facts"].get(where={"kind": kind}, include=[])["ids"])
+                out[f"{kind}s"] = len(
+                    self._cols["facts"].get(where={"kind": kind}, include=[])["ids"]
+                )
         return out
 
     # Provided by LongTermMemory.

@@ -6,7 +6,8 @@ next run that reaches the store sends it before its own first write.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agent_cli.core.errors import MemoryUnavailable
 from agent_cli.memory.longterm.outbox import WRITES, Outbox
@@ -62,8 +63,9 @@ class FallbackLongTerm:
     storage error still stops the command, as it would with the embedded store.
     """
 
-    def __init__(self, opener: Callable[[], Any], notice: Callable[[str], None],
-                 outbox: Outbox | None = None) -> None:
+    def __init__(
+        self, opener: Callable[[], Any], notice: Callable[[str], None], outbox: Outbox | None = None
+    ) -> None:
         self._opener = opener
         self._notice = notice
         self._memory: Any = None
@@ -86,8 +88,10 @@ class FallbackLongTerm:
     def _give_up(self, error: MemoryUnavailable) -> None:
         self._memory = NoLongTermMemory(self._outbox)
         kept = " (what it learns is kept for the next run that reaches it)" if self._outbox else ""
-        self._notice(f"long-term memory is unavailable, so this run goes on without it{kept}: "
-                     f"{error.one_line()}")
+        self._notice(
+            f"long-term memory is unavailable, so this run goes on without it{kept}: "
+            f"{error.one_line()}"
+        )
 
     def _send_waiting(self) -> None:
         """Send what earlier runs kept in the outbox, once, if the store answers."""
@@ -99,8 +103,10 @@ class FallbackLongTerm:
             return
         sent = self._outbox.send(target)
         if sent:
-            self._notice(f"long-term memory: sent {sent} write(s) kept by an earlier run while "
-                         "it was unreachable")
+            self._notice(
+                f"long-term memory: sent {sent} write(s) kept by an earlier run while "
+                "it was unreachable"
+            )
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

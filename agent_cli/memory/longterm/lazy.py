@@ -15,21 +15,23 @@ and the first recall waits for it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from agent_cli.core.models import Episode
+from agent_cli.core.protocols import Embedder
 from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.longterm.chroma import ASSOCIATE_THRESHOLD, MIN_SCORE, LongTermMemory
 from agent_cli.memory.longterm.place import ChromaServer
-from agent_cli.core.models import Episode
-from agent_cli.core.protocols import Embedder
 
 
 class LazyLongTermMemory:
     """`protocols.LongTermStore` over a LongTermMemory at `path` that may not exist yet."""
 
-    def __init__(self, path: Path | ChromaServer, embedder: Embedder,
-                 secrets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, path: Path | ChromaServer, embedder: Embedder, secrets: tuple[str, ...] = ()
+    ) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
         self.embedder = embedder
         self.secrets = secrets
@@ -57,8 +59,9 @@ class LazyLongTermMemory:
             self.open_in_background()
             return
         self._reader = SnapshotMemory(cols, self.path, self.embedder, self.secrets)
-        self._warming = threading.Thread(target=self._warm_quietly, daemon=True,
-                                         name="load-embedder")
+        self._warming = threading.Thread(
+            target=self._warm_quietly, daemon=True, name="load-embedder"
+        )
         self._warming.start()
 
     def open_in_background(self, after_s: float = 0.0) -> None:
@@ -67,8 +70,12 @@ class LazyLongTermMemory:
         time for a request that is being sent to go out without chromadb's import competing
         with it for the interpreter."""
         if self._thread is None and self._memory is None and self.exists():
-            self._thread = threading.Thread(target=self._open_quietly, args=(after_s,),
-                                            daemon=True, name="open-long-term-memory")
+            self._thread = threading.Thread(
+                target=self._open_quietly,
+                args=(after_s,),
+                daemon=True,
+                name="open-long-term-memory",
+            )
             self._thread.start()
 
     def _warm_quietly(self) -> None:
@@ -115,8 +122,9 @@ class LazyLongTermMemory:
             return self._reader
         return self._get(create=False)
 
-    def recall(self, query: str, k: int = 5, kind: str = "all",
-               min_trust: float = 0.5) -> Sequence[Any]:
+    def recall(
+        self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
+    ) -> Sequence[Any]:
         """What the store holds about `query`; nothing (and no store opened) when there is none."""
         memory = self._reading()
         return memory.recall(query, k=k, kind=kind, min_trust=min_trust) if memory else []
@@ -173,7 +181,7 @@ class LazyLongTermMemory:
             memory.close()
         self._memory = self._reader = None
 
-    def __enter__(self) -> "LazyLongTermMemory":
+    def __enter__(self) -> LazyLongTermMemory:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -184,8 +192,13 @@ class SnapshotMemory(LongTermMemory):
     """LongTermMemory's reads (recall, associate, procedures, fixes_for) over the store's
     snapshot: no chromadb, no client. The hits it counts are kept in `pending`."""
 
-    def __init__(self, cols: dict[str, snapshot.SnapshotCollection], path: Path, embedder: Any,
-                 secrets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        cols: dict[str, snapshot.SnapshotCollection],
+        path: Path,
+        embedder: Any,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
         self._configure(path, embedder, secrets, MIN_SCORE, ASSOCIATE_THRESHOLD)
         self._snapshots = False  # it neither deletes nor writes the snapshot
         self._cols = dict(cols)

@@ -69,15 +69,22 @@ def probe_server(server: ChromaServer) -> None:
     `agent doctor` names the tenant and database, so a mistyped name is visible there.
     """
     if _call(server, "GET", "/api/v2/heartbeat") != 200:
-        raise MemoryUnavailable(f"memory server {server.url} does not answer like a Chroma server "
-                                "(no /api/v2/heartbeat)",
-                                "point memory_url at a `chroma run` server (Chroma 0.5 or later)")
+        raise MemoryUnavailable(
+            f"memory server {server.url} does not answer like a Chroma server "
+            "(no /api/v2/heartbeat)",
+            "point memory_url at a `chroma run` server (Chroma 0.5 or later)",
+        )
     tenant = f"/api/v2/tenants/{quote(server.tenant, safe='')}"
     if _call(server, "GET", f"{tenant}/databases/{quote(server.database, safe='')}") == 404:
-        for path, name in (("/api/v2/tenants", server.tenant), (f"{tenant}/databases", server.database)):
+        for path, name in (
+            ("/api/v2/tenants", server.tenant),
+            (f"{tenant}/databases", server.database),
+        ):
             if _call(server, "POST", path, {"name": name}) not in (200, 409):  # 409: it exists
-                raise StorageError(f"memory server {server.url} could not create {name!r}",
-                                   "create the tenant and database on the server, or fix their names")
+                raise StorageError(
+                    f"memory server {server.url} could not create {name!r}",
+                    "create the tenant and database on the server, or fix their names",
+                )
 
 
 def _call(server: ChromaServer, method: str, path: str, body: dict | None = None) -> int:
@@ -91,8 +98,10 @@ def _call(server: ChromaServer, method: str, path: str, body: dict | None = None
             return reply.status
     except urllib.error.HTTPError as e:
         if e.code in (401, 403):
-            raise MemoryUnavailable(f"memory server {server.url} refused the token (HTTP {e.code})",
-                                    "set AGENT_MEMORY_TOKEN to a token the server accepts") from None
+            raise MemoryUnavailable(
+                f"memory server {server.url} refused the token (HTTP {e.code})",
+                "set AGENT_MEMORY_TOKEN to a token the server accepts",
+            ) from None
         if e.code in (404, 409):
             return e.code
         why = f"HTTP {e.code} for {method} {path}"
@@ -100,19 +109,25 @@ def _call(server: ChromaServer, method: str, path: str, body: dict | None = None
         why = str(e.reason)
     except (OSError, ValueError) as e:  # timeouts, resets
         why = str(e) or type(e).__name__
-    raise MemoryUnavailable(f"memory server {server.url} cannot be reached ({why})",
-                            "start it (`chroma run --path DIR --port PORT`) or unset memory_url "
-                            "to use the embedded store")
+    raise MemoryUnavailable(
+        f"memory server {server.url} cannot be reached ({why})",
+        "start it (`chroma run --path DIR --port PORT`) or unset memory_url "
+        "to use the embedded store",
+    )
 
 
 def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> StorageError:
     """Our error for a failure of the store at `where`, with a hint that fits a directory or a server."""
     if not isinstance(where, ChromaServer):
-        return StorageError(f"memory store at {where}: {action} failed: {e}",
-                            "check the directory (permissions, free space) or move it aside")
+        return StorageError(
+            f"memory store at {where}: {action} failed: {e}",
+            "check the directory (permissions, free space) or move it aside",
+        )
     if type(e).__module__.startswith("httpx") or "could not connect" in str(e).lower():
-        return MemoryUnavailable(f"memory server {where.url}: {action} failed: {e or type(e).__name__}",
-                                 "check that the server is running, or unset memory_url")
+        return MemoryUnavailable(
+            f"memory server {where.url}: {action} failed: {e or type(e).__name__}",
+            "check that the server is running, or unset memory_url",
+        )
     return StorageError(f"memory server {where}: {action} failed: {e}", "see the server's log")
 
 
@@ -133,5 +148,7 @@ def probe_dir(path: Path, wait_s: float) -> None:
     except sqlite3.Error as e:
         locked = "locked" in str(e) or "busy" in str(e)
         what = "is locked by another process" if locked else f"cannot be opened ({e})"
-        hint = "wait for the other agent to finish" if locked else "nothing was changed; move it aside"
+        hint = (
+            "wait for the other agent to finish" if locked else "nothing was changed; move it aside"
+        )
         raise StorageError(f"memory store at {path} {what}", hint) from None

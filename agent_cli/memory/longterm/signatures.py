@@ -14,7 +14,9 @@ _VERBOSE = re.compile(r"^(\S+::\S+) (FAILED|ERROR)\b")
 _HEADER = re.compile(r"^_{3,} (.+?) _{3,}$")
 _FRAME = re.compile(r"^(\S+\.py):(\d+): ")
 _NATIVE_FRAME = re.compile(r'^\s*File "(.+?\.py)", line (\d+), in ')
-_LIBRARY = re.compile(r"(site-packages|dist-packages|/lib/python\d|[\\/]_pytest[\\/]|[\\/]pluggy[\\/])")
+_LIBRARY = re.compile(
+    r"(site-packages|dist-packages|/lib/python\d|[\\/]_pytest[\\/]|[\\/]pluggy[\\/])"
+)
 MAX_SIGNATURE_CHARS = 240
 
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 FILE = "agent-recall.npz"
 TEMP_PREFIX = ".agent-recall-"  # a snapshot being written
@@ -65,10 +66,14 @@ def write(store: Path, tables: dict[str, dict[str, Any]]) -> None:
     for name in COLLECTIONS:
         table = tables[name]
         index["collections"][name] = {
-            "metadata": table["metadata"], "ids": list(table["ids"]),
+            "metadata": table["metadata"],
+            "ids": list(table["ids"]),
             "documents": list(table["documents"]),
-            "metadatas": [{k: v for k, v in (m or {}).items() if k not in DROPPED_KEYS}
-                          for m in table["metadatas"]]}
+            "metadatas": [
+                {k: v for k, v in (m or {}).items() if k not in DROPPED_KEYS}
+                for m in table["metadatas"]
+            ],
+        }
         arrays[f"vectors_{name}"] = np.asarray(table["vectors"], dtype=np.float32)
     arrays["index"] = np.frombuffer(json.dumps(index, ensure_ascii=False).encode(), dtype=np.uint8)
     for left in Path(store).glob(TEMP_PREFIX + "*"):  # from a process killed while writing
@@ -83,7 +88,7 @@ def write(store: Path, tables: dict[str, dict[str, Any]]) -> None:
         raise
 
 
-def load(store: Path) -> dict[str, "SnapshotCollection"] | None:
+def load(store: Path) -> dict[str, SnapshotCollection] | None:
     """The snapshot's collections, or None when there is none or it cannot be read (then it is
     deleted, so that the store writes a new one when it next closes)."""
     path = path_of(store)
@@ -96,9 +101,10 @@ def load(store: Path) -> dict[str, "SnapshotCollection"] | None:
             index = json.loads(data["index"].tobytes().decode())
             if index.get("format") != FORMAT:
                 raise ValueError(f"snapshot format {index.get('format')!r}")
-            return {name: SnapshotCollection(name, index["collections"][name],
-                                             data[f"vectors_{name}"])
-                    for name in COLLECTIONS}
+            return {
+                name: SnapshotCollection(name, index["collections"][name], data[f"vectors_{name}"])
+                for name in COLLECTIONS
+            }
     except Exception:  # a cache that cannot be read, whatever numpy or json found wrong
         try:
             invalidate(store)
@@ -127,18 +133,30 @@ class SnapshotCollection:
     def table(self, drop: set[str] = frozenset()) -> dict[str, Any]:
         """Its rows but those of `drop`, as a table of `write`."""
         keep = [i for i, item_id in enumerate(self._ids) if item_id not in drop]
-        return {"metadata": self.metadata, "ids": [self._ids[i] for i in keep],
-                "documents": [self._docs[i] for i in keep],
-                "metadatas": [self._metas[i] for i in keep], "vectors": self._vectors[keep]}
+        return {
+            "metadata": self.metadata,
+            "ids": [self._ids[i] for i in keep],
+            "documents": [self._docs[i] for i in keep],
+            "metadatas": [self._metas[i] for i in keep],
+            "vectors": self._vectors[keep],
+        }
 
     def _rows(self, ids: Iterable[str] | None, where: dict | None) -> list[int]:
         wanted = set(ids) if ids is not None else None
-        return [i for i, item_id in enumerate(self._ids)
-                if (wanted is None or item_id in wanted) and matches(self._metas[i], where)]
+        return [
+            i
+            for i, item_id in enumerate(self._ids)
+            if (wanted is None or item_id in wanted) and matches(self._metas[i], where)
+        ]
 
-    def get(self, ids: list[str] | None = None, where: dict | None = None,
-            include: Iterable[str] = ("documents", "metadatas"), limit: int | None = None,
-            offset: int = 0) -> dict[str, Any]:
+    def get(
+        self,
+        ids: list[str] | None = None,
+        where: dict | None = None,
+        include: Iterable[str] = ("documents", "metadatas"),
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> dict[str, Any]:
         rows = self._rows(ids, where)[offset:]
         rows = rows[:limit] if limit is not None else rows
         got: dict[str, Any] = {"ids": [self._ids[i] for i in rows]}
@@ -150,17 +168,28 @@ class SnapshotCollection:
             got["embeddings"] = self._vectors[rows]
         return got
 
-    def query(self, query_embeddings: list[Any], n_results: int = 10, where: dict | None = None,
-              include: Iterable[str] = ("documents", "metadatas", "distances")) -> dict[str, Any]:
+    def query(
+        self,
+        query_embeddings: list[Any],
+        n_results: int = 10,
+        where: dict | None = None,
+        include: Iterable[str] = ("documents", "metadatas", "distances"),
+    ) -> dict[str, Any]:
         """The `n_results` rows nearest each query by cosine distance (1 - similarity), exactly."""
         import numpy as np
 
         if self._norms is None:
             self._norms = np.linalg.norm(self._vectors, axis=1) if len(self._ids) else np.zeros(0)
-        rows = np.arange(len(self._ids)) if where is None else np.asarray(
-            self._rows(None, where), dtype=np.int64)
-        matrix, norms = (self._vectors, self._norms) if where is None else (
-            self._vectors[rows], self._norms[rows])
+        rows = (
+            np.arange(len(self._ids))
+            if where is None
+            else np.asarray(self._rows(None, where), dtype=np.int64)
+        )
+        matrix, norms = (
+            (self._vectors, self._norms)
+            if where is None
+            else (self._vectors[rows], self._norms[rows])
+        )
         n = min(max(int(n_results), 0), len(rows))
         out: dict[str, list] = {"ids": [], "documents": [], "metadatas": [], "distances": []}
         for query in query_embeddings:
@@ -205,9 +234,12 @@ class Tracked:
         return self._col.delete(ids=ids)
 
 
-def patched(base: dict[str, SnapshotCollection], changed: dict[str, set[str]],
-            fetch: Callable[[str, list[str]], dict[str, Any]],
-            count: Callable[[str], int]) -> dict[str, dict[str, Any]] | None:
+def patched(
+    base: dict[str, SnapshotCollection],
+    changed: dict[str, set[str]],
+    fetch: Callable[[str, list[str]], dict[str, Any]],
+    count: Callable[[str], int],
+) -> dict[str, dict[str, Any]] | None:
     """The tables of `base` with the `changed` rows read again (`fetch(name, ids)` gives a
     table of those still stored), or None when a table would not hold as many rows as the
     store's collection does (`count(name)`): something other than these writes changed it."""
@@ -220,10 +252,13 @@ def patched(base: dict[str, SnapshotCollection], changed: dict[str, set[str]],
         if len(old["ids"]) + len(new["ids"]) != count(name):
             return None
         parts = [t["vectors"] for t in (old, new) if len(t["ids"])]
-        tables[name] = {"metadata": new["metadata"], "ids": old["ids"] + new["ids"],
-                        "documents": old["documents"] + new["documents"],
-                        "metadatas": old["metadatas"] + new["metadatas"],
-                        "vectors": np.vstack(parts) if parts else np.zeros((0, 0), np.float32)}
+        tables[name] = {
+            "metadata": new["metadata"],
+            "ids": old["ids"] + new["ids"],
+            "documents": old["documents"] + new["documents"],
+            "metadatas": old["metadatas"] + new["metadatas"],
+            "vectors": np.vstack(parts) if parts else np.zeros((0, 0), np.float32),
+        }
     return tables
 
 
@@ -257,9 +292,16 @@ def _holds(value: Any, cond: Any) -> bool:
         elif op == "$eq":
             ok = _same(value, arg)
         else:
-            ok = (_number(value) and _number(arg)
-                  and {"$gt": value > arg, "$gte": value >= arg,
-                       "$lt": value < arg, "$lte": value <= arg}[op])
+            ok = (
+                _number(value)
+                and _number(arg)
+                and {
+                    "$gt": value > arg,
+                    "$gte": value >= arg,
+                    "$lt": value < arg,
+                    "$lte": value <= arg,
+                }[op]
+            )
         if not ok:
             return False
     return True

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Callable, Collection
 
 from agent_cli.memory.working.store import Item, Store
 
@@ -37,8 +37,9 @@ def footer(store: Store, restored: Collection[str], count: Callable[[str], int])
     if cold <= 0:
         return ""
     recent = store.recent(FOOTER_ENTRIES + len(restored))
-    entries = [f"{e['id']} {e['summary'][:40]}" for e in recent
-               if e["id"] not in restored][:FOOTER_ENTRIES]
+    entries = [f"{e['id']} {e['summary'][:40]}" for e in recent if e["id"] not in restored][
+        :FOOTER_ENTRIES
+    ]
     while True:
         more = cold - len(entries)
         line = "available with recall: " + "; ".join(entries)
@@ -48,8 +49,14 @@ def footer(store: Store, restored: Collection[str], count: Callable[[str], int])
         entries.pop()
 
 
-def pack(pinned: list[Item], memory: list[Item], footer: tuple[str, str], max_tokens: int,
-         count: Callable[[str], int], leave_out: Callable[[list[Item]], int]) -> Context:
+def pack(
+    pinned: list[Item],
+    memory: list[Item],
+    footer: tuple[str, str],
+    max_tokens: int,
+    count: Callable[[str], int],
+    leave_out: Callable[[list[Item]], int],
+) -> Context:
     """Render the two parts and count them exactly; should the joins merge into more tokens than
     `max_tokens`, leave memory items out of this render, `leave_out(items)` choosing which.
 
@@ -68,4 +75,3 @@ def pack(pinned: list[Item], memory: list[Item], footer: tuple[str, str], max_to
         if total <= max_tokens or not items:
             return Context(pinned=pinned_text, memory=text, tokens=total, items=pinned + items)
         del items[leave_out(items)]
-

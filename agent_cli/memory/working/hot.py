@@ -8,7 +8,7 @@ and the eviction ranking.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from agent_cli.memory.working.ranking import Ranking
 from agent_cli.memory.working.store import Item, id_number

@@ -17,7 +17,8 @@ context as it can:
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from agent_cli.memory.working import scoring
 from agent_cli.memory.working.store import Item, id_number
@@ -50,13 +51,16 @@ class Layout:
     def settle(self, items: Iterable[Item], section: Iterable[str] | None = None) -> None:
         """Put every pinned note (or those of `section`) in the pinned section from now on."""
         chosen = None if section is None else set(section)
-        self.section = {item.id for item in items
-                        if item.pinned and (chosen is None or item.id in chosen)}
+        self.section = {
+            item.id for item in items if item.pinned and (chosen is None or item.id in chosen)
+        }
 
     def dump(self) -> dict[str, Any]:
         """The layout as JSON-compatible data, for WorkingMemory.export_state()."""
-        return {"pinned_section": sorted(self.section, key=id_number),
-                "cold_list": list(self._footer)}
+        return {
+            "pinned_section": sorted(self.section, key=id_number),
+            "cold_list": list(self._footer),
+        }
 
     def load(self, items: Iterable[Item], state: dict[str, Any]) -> None:
         """The layout of an exported state; one saved without it puts every note in the
@@ -92,6 +96,8 @@ class Layout:
         pinned, block = self.split(live)
         kept = set(before[:first])
         head = [item for item in block if item.id in kept]
-        tail = sorted((item for item in block if item.id not in kept),
-                      key=lambda item: -durability(item, step))
+        tail = sorted(
+            (item for item in block if item.id not in kept),
+            key=lambda item: -durability(item, step),
+        )
         return pinned + head + tail

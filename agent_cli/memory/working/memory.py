@@ -18,8 +18,11 @@ merges into it: one item, its count shown in its header, moved to the end as the
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from agent_cli.core.protocols import Embedder
+from agent_cli.core.text import shorten
 from agent_cli.memory.working import assembly, recall, scoring
 from agent_cli.memory.working.assembly import FOOTER_TOKENS, Context
 from agent_cli.memory.working.hot import HotZone
@@ -29,8 +32,6 @@ from agent_cli.memory.working.recall import ColdSearch
 from agent_cli.memory.working.revise import Revisions
 from agent_cli.memory.working.store import InMemStore, Item, Store, id_number
 from agent_cli.memory.working.symbols import definitions, mentioned
-from agent_cli.core.protocols import Embedder
-from agent_cli.core.text import shorten
 
 __all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory"]
 
@@ -49,10 +50,16 @@ def _summary(summary: str, text: str) -> str:
 class WorkingMemory(Revisions):
     """Hot items within `max_tokens`, the rest in `store`; see docs/working_memory.md."""
 
-    def __init__(self, store: Store | None = None, embedder: Embedder | None = None,
-                 max_tokens: int = 4000, recall_cooldown_steps: int = 0,
-                 pinned_share: float = 1 / 3, protect_recent_edits: int = 10,
-                 low_water: float = LOW_WATER) -> None:
+    def __init__(
+        self,
+        store: Store | None = None,
+        embedder: Embedder | None = None,
+        max_tokens: int = 4000,
+        recall_cooldown_steps: int = 0,
+        pinned_share: float = 1 / 3,
+        protect_recent_edits: int = 10,
+        low_water: float = LOW_WATER,
+    ) -> None:
         if max_tokens < MIN_TOKENS:
             raise ValueError(f"max_tokens must be at least {MIN_TOKENS}, not {max_tokens}")
         if not 0 < pinned_share <= 1:
@@ -73,8 +80,9 @@ class WorkingMemory(Revisions):
         self._meter = Meter()
         self._room = max_tokens - FOOTER_TOKENS
         self._pinned_cap = int(self._room * pinned_share)
-        self._search = ColdSearch(self.store, self._embed if embedder else None,
-                                  recall_cooldown_steps)
+        self._search = ColdSearch(
+            self.store, self._embed if embedder else None, recall_cooldown_steps
+        )
         self._reset()
         self._next = self.store.max_number() + 1
 
@@ -140,9 +148,18 @@ class WorkingMemory(Revisions):
 
     def _make(self, kind: str, text: str, summary: str) -> Item:
         """A new item with the next id, booked at its estimated size."""
-        item = Item(id=f"m{self._next}", kind=kind, text=text, summary=_summary(summary, text),
-                    tokens=0, pinned=kind == "note", step=self._step, symbols=definitions(text),
-                    touched=self._step, vector=self._embed(text))
+        item = Item(
+            id=f"m{self._next}",
+            kind=kind,
+            text=text,
+            summary=_summary(summary, text),
+            tokens=0,
+            pinned=kind == "note",
+            step=self._step,
+            symbols=definitions(text),
+            touched=self._step,
+            vector=self._embed(text),
+        )
         self._next += 1
         self._meter.estimated(item)
         self._rescore(item)
@@ -208,8 +225,10 @@ class WorkingMemory(Revisions):
         low = int(self._room * self.low_water)
         while hot.cost + need > low and (item := hot.weakest(self._step)) is not None:
             self._evict(item)
-        while hot.cost + need > self._room and (
-                item := hot.weakest(self._step, spare_latest=False)) is not None:
+        while (
+            hot.cost + need > self._room
+            and (item := hot.weakest(self._step, spare_latest=False)) is not None
+        ):
             self._evict(item)  # the latest edits alone overflow: they go by score
         while hot.cost + need > self._room and hot.pinned_cost:
             self._evict(hot.oldest_pinned())
@@ -226,8 +245,12 @@ class WorkingMemory(Revisions):
             self._restored.discard(item.origin_id)
             record = self.store.get(item.origin_id)
             if record is not None:
-                record.update(refs=item.refs, touched=item.touched, step_evicted=self._step,
-                              seen=self._seen(item.symbols))
+                record.update(
+                    refs=item.refs,
+                    touched=item.touched,
+                    step_evicted=self._step,
+                    seen=self._seen(item.symbols),
+                )
                 self._put(record)
                 return
         self._put(self._record(item))
@@ -253,11 +276,23 @@ class WorkingMemory(Revisions):
         """Put an item larger than the budget straight into the cold store; a stub stays hot."""
         self._evictions += 1
         self._put(self._record(item))
-        text = (f"({item.tokens} tokens, kept in the cold store: recall {item.id} or a name "
-                f"it defines to bring back its start)")
-        stub = Item(id=item.id, kind=item.kind, text=text, summary=item.summary, tokens=0,
-                    pinned=False, step=item.step, symbols=item.symbols, touched=self._step,
-                    origin_id=item.id, vector=item.vector)
+        text = (
+            f"({item.tokens} tokens, kept in the cold store: recall {item.id} or a name "
+            f"it defines to bring back its start)"
+        )
+        stub = Item(
+            id=item.id,
+            kind=item.kind,
+            text=text,
+            summary=item.summary,
+            tokens=0,
+            pinned=False,
+            step=item.step,
+            symbols=item.symbols,
+            touched=self._step,
+            origin_id=item.id,
+            vector=item.vector,
+        )
         self._meter.estimated(stub)
         self._rescore(stub)
         self._hot.admit(stub, self._step)
@@ -317,8 +352,13 @@ class WorkingMemory(Revisions):
 
     def stats(self) -> dict[str, int]:
         """Counts: hot and cold items, hot tokens (as booked), evictions so far, the step."""
-        return {"hot": len(self._hot), "cold": self.store.count() - len(self._restored),
-                "tokens": self._hot.cost, "evictions": self._evictions, "step": self._step}
+        return {
+            "hot": len(self._hot),
+            "cold": self.store.count() - len(self._restored),
+            "tokens": self._hot.cost,
+            "evictions": self._evictions,
+            "step": self._step,
+        }
 
     def explain(self, item_id: str) -> dict[str, float]:
         """The terms of an item's score now: kind, refs, goal, recency, size (subtracted), total."""
@@ -328,10 +368,15 @@ class WorkingMemory(Revisions):
             if record is None:
                 raise KeyError(f"no memory item {item_id!r}")
             item = recall.view(record, record["tokens"], self._mentions, self._step)
-            item.kind, item.touched, item.tokens = record["kind"], record["touched"], record["tokens"]
+            item.kind, item.touched, item.tokens = (
+                record["kind"],
+                record["touched"],
+                record["tokens"],
+            )
             item.goal = scoring.goal_term(item.vector, self._goal_vector)
-        return scoring.explain(item.kind, item.refs, item.goal, self._step - item.touched,
-                               item.tokens)
+        return scoring.explain(
+            item.kind, item.refs, item.goal, self._step - item.touched, item.tokens
+        )
 
     def assemble(self) -> Context:
         """The pinned notes, then the memory block in its stable order and the list of what is
@@ -340,8 +385,9 @@ class WorkingMemory(Revisions):
         pinned, memory = self._layout.split(self._hot)
         tail = assembly.footer(self.store, self._restored, self._meter.count)
         after = self._layout.footer_after(memory, tail)
-        return assembly.pack(pinned, memory, (tail, after), self.max_tokens, self._meter.count,
-                             self._left_out)
+        return assembly.pack(
+            pinned, memory, (tail, after), self.max_tokens, self._meter.count, self._left_out
+        )
 
     def _settle(self) -> None:
         """Count every hot item exactly; evict a batch if the exact counts overflow."""
@@ -356,20 +402,31 @@ class WorkingMemory(Revisions):
         The weakest that is neither one of the latest edits nor a pinned note; the weakest of all
         if only those are left.
         """
-        free = [at for at, item in enumerate(items)
-                if item.id not in self._hot.protected and not item.pinned]
-        return min(free or range(len(items)),
-                   key=lambda at: (self._score(items[at]), id_number(items[at].id)))
+        free = [
+            at
+            for at, item in enumerate(items)
+            if item.id not in self._hot.protected and not item.pinned
+        ]
+        return min(
+            free or range(len(items)),
+            key=lambda at: (self._score(items[at]), id_number(items[at].id)),
+        )
 
     def export_state(self) -> dict[str, Any]:
         """The hot zone in order and the counters as JSON-compatible data; see import_state()."""
-        return {"format": STATE_FORMAT, "goal": self._goal,
-                "goal_vector": list(self._goal_vector) if self._goal_vector else None,
-                "step": self._step, "next": self._next, "evictions": self._evictions,
-                "mentions": dict(self._mentions), "restored": sorted(self._restored),
-                "recent_edits": list(self._hot.protected),
-                **self._layout.dump(),
-                "items": [item.to_dict() for item in self._hot]}
+        return {
+            "format": STATE_FORMAT,
+            "goal": self._goal,
+            "goal_vector": list(self._goal_vector) if self._goal_vector else None,
+            "step": self._step,
+            "next": self._next,
+            "evictions": self._evictions,
+            "mentions": dict(self._mentions),
+            "restored": sorted(self._restored),
+            "recent_edits": list(self._hot.protected),
+            **self._layout.dump(),
+            "items": [item.to_dict() for item in self._hot],
+        }
 
     def import_state(self, state: dict[str, Any]) -> None:
         """Replace the hot zone and counters with an exported state."""

@@ -14,7 +14,7 @@ byte, and CJK text runs near one token per three bytes.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from agent_cli.core import tokens as toks
 from agent_cli.memory.working.store import Item

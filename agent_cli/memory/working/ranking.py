@@ -10,7 +10,7 @@ over (score, id number).
 from __future__ import annotations
 
 import heapq
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from agent_cli.memory.working.store import Item, id_number
 
@@ -65,6 +65,8 @@ class Ranking:
     def _rebuild(self, step: int) -> None:
         """Keys for every live item at `step`."""
         self._step = step
-        self._heap = [(self._score(item), id_number(item_id), self._version[item_id], item_id)
-                      for item_id, item in self._live.items()]
+        self._heap = [
+            (self._score(item), id_number(item_id), self._version[item_id], item_id)
+            for item_id, item in self._live.items()
+        ]
         heapq.heapify(self._heap)

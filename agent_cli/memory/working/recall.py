@@ -8,7 +8,8 @@ docs/working_memory.md.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
 from agent_cli.core import fences
 from agent_cli.core import tokens as toks
@@ -31,16 +32,16 @@ class ColdSearch:
         self.cooldown_steps = cooldown_steps
         self._vectors: scoring.VectorIndex | None = None  # loaded on the first meaning search
 
-    def find(self, query: str, k: int, hidden: Collection[str], step: int,
-             cooling: bool = False) -> list[str]:
+    def find(
+        self, query: str, k: int, hidden: Collection[str], step: int, cooling: bool = False
+    ) -> list[str]:
         """Up to `k` cold ids matching `query`, best first, none of them in `hidden`: those
         outside their cooldown (both channels), or (`cooling`) only those inside it."""
         if k <= 0:
             return []
         chosen = self._symbol_hits(query, hidden, step, cooling)[:k]
         if len(chosen) < k and self.embed is not None:
-            chosen += self._meaning_hits(query, k - len(chosen), set(chosen), hidden, step,
-                                         cooling)
+            chosen += self._meaning_hits(query, k - len(chosen), set(chosen), hidden, step, cooling)
         return chosen
 
     def cooldown_left(self, evicted: int, step: int) -> int:
@@ -54,30 +55,44 @@ class ColdSearch:
         if self._vectors is not None:
             self._vectors.put(record["id"], record.get("vector"), record["step_evicted"])
 
-    def _symbol_hits(self, query: str, hidden: Collection[str], step: int,
-                     cooling: bool) -> list[str]:
+    def _symbol_hits(
+        self, query: str, hidden: Collection[str], step: int, cooling: bool
+    ) -> list[str]:
         """Cold ids whose id or defined names appear in `query`, best first."""
         names = identifiers(query)
         by_id = [n for n in names if _ID.fullmatch(n) and self.store.get(n) is not None]
-        ranked = rank_hits(by_id, self.store.by_symbol(names),
-                           self.store.by_symbol(names, folded=True))
+        ranked = rank_hits(
+            by_id, self.store.by_symbol(names), self.store.by_symbol(names, folded=True)
+        )
         out = []
         for item_id in ranked:
             record = self.store.get(item_id) if item_id not in hidden else None
-            if record is not None and (
-                    self.cooldown_left(record["step_evicted"], step) > 0) == cooling:
+            if (
+                record is not None
+                and (self.cooldown_left(record["step_evicted"], step) > 0) == cooling
+            ):
                 out.append(item_id)
         return out
 
-    def _meaning_hits(self, query: str, k: int, exclude: set[str], hidden: Collection[str],
-                      step: int, cooling: bool) -> list[str]:
+    def _meaning_hits(
+        self,
+        query: str,
+        k: int,
+        exclude: set[str],
+        hidden: Collection[str],
+        step: int,
+        cooling: bool,
+    ) -> list[str]:
         """Cold ids nearest to `query` in meaning, outside their cooldown (or only inside it)."""
         if self._vectors is None:
             self._vectors = scoring.VectorIndex(self.store.vectors())
 
         def allow(item_id: str, evicted: int) -> bool:
-            return (item_id not in exclude and item_id not in hidden
-                    and (self.cooldown_left(evicted, step) > 0) == cooling)
+            return (
+                item_id not in exclude
+                and item_id not in hidden
+                and (self.cooldown_left(evicted, step) > 0) == cooling
+            )
 
         query_vector = (self.embed(query) if self.embed else None) or ()
         return [i for i, _ in self._vectors.search(query_vector, k, allow, MIN_SIMILARITY)]
@@ -92,12 +107,24 @@ def view(record: dict[str, Any], limit: int, mentions: Mapping[str, int], step: 
     if count > limit and not record.get("exact", True):
         count = toks.count(text)  # the booked count was an estimate
     if count > limit:
-        text = fences.close_cut(toks.truncate(text, limit - 32)
-                                + f"\n… (cut: {count} tokens in all)")
+        text = fences.close_cut(
+            toks.truncate(text, limit - 32) + f"\n… (cut: {count} tokens in all)"
+        )
     seen = record.get("seen") or {}
     since = max((mentions.get(n, 0) - seen.get(n, 0) for n in record["symbols"]), default=0)
     vector = record.get("vector")
-    return Item(id=record["id"], kind="recalled", text=text, summary=record["summary"],
-                tokens=0, pinned=False, step=record["step"], symbols=tuple(record["symbols"]),
-                touched=step, refs=record["refs"] + max(since, 0), origin_id=record["id"],
-                repeats=record.get("repeats", 1), vector=tuple(vector) if vector else None)
+    return Item(
+        id=record["id"],
+        kind="recalled",
+        text=text,
+        summary=record["summary"],
+        tokens=0,
+        pinned=False,
+        step=record["step"],
+        symbols=tuple(record["symbols"]),
+        touched=step,
+        refs=record["refs"] + max(since, 0),
+        origin_id=record["id"],
+        repeats=record.get("repeats", 1),
+        vector=tuple(vector) if vector else None,
+    )

@@ -78,7 +78,9 @@ class Revisions:
         for item_id in self._search.find(query, k, self._restored, self._step, cooling=True):
             record = self.store.get(item_id)
             if record is not None:
-                out.append((item_id, self._search.cooldown_left(record["step_evicted"], self._step)))
+                out.append(
+                    (item_id, self._search.cooldown_left(record["step_evicted"], self._step))
+                )
         return out
 
     def demote(self, item_id: str) -> None:

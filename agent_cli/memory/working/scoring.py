@@ -13,8 +13,8 @@ score = kind weight + references + goal similarity + recency - size
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from operator import mul
-from typing import Callable, Iterable, Sequence
 
 KIND_WEIGHTS: dict[str, float] = {
     "edit": 3.0,
@@ -55,8 +55,9 @@ def refs_term(refs: int) -> float:
 def recency_term(age: int) -> float:
     """The recency term for an item last added or touched `age` steps ago."""
     age = max(age, 0)
-    return (FRESH_WEIGHT * 0.5 ** (age / FRESH_HALF_LIFE_STEPS)
-            + RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_STEPS))
+    return FRESH_WEIGHT * 0.5 ** (age / FRESH_HALF_LIFE_STEPS) + RECENCY_WEIGHT * 0.5 ** (
+        age / HALF_LIFE_STEPS
+    )
 
 
 def size_term(tokens: int) -> float:
@@ -74,15 +75,26 @@ def goal_term(vector: Sequence[float] | None, goal: Sequence[float] | None) -> f
 def static_score(kind: str, refs: int, goal: float, tokens: int) -> float:
     """Every term but recency, which is the only one that changes with the step."""
     # refs_term() and size_term() written out: this runs on every add()
-    return (KIND_WEIGHTS[kind] + REFS_WEIGHT * math.log1p(refs) + goal
-            - SIZE_WEIGHT * math.log2(1 + tokens / 64))
+    return (
+        KIND_WEIGHTS[kind]
+        + REFS_WEIGHT * math.log1p(refs)
+        + goal
+        - SIZE_WEIGHT * math.log2(1 + tokens / 64)
+    )
 
 
 def explain(kind: str, refs: int, goal: float, age: int, tokens: int) -> dict[str, float]:
     """Each term of the score and their total (size is the penalty, subtracted)."""
-    terms = {"kind": KIND_WEIGHTS[kind], "refs": refs_term(refs), "goal": goal,
-             "recency": recency_term(age), "size": size_term(tokens)}
-    terms["total"] = terms["kind"] + terms["refs"] + terms["goal"] + terms["recency"] - terms["size"]
+    terms = {
+        "kind": KIND_WEIGHTS[kind],
+        "refs": refs_term(refs),
+        "goal": goal,
+        "recency": recency_term(age),
+        "size": size_term(tokens),
+    }
+    terms["total"] = (
+        terms["kind"] + terms["refs"] + terms["goal"] + terms["recency"] - terms["size"]
+    )
     return terms
 
 
@@ -120,8 +132,13 @@ class VectorIndex:
         self._steps.append(step_evicted)
         self._pending.append(vector)
 
-    def search(self, query: Sequence[float], k: int, allow: Callable[[str, int], bool],
-               min_similarity: float) -> list[tuple[str, float]]:
+    def search(
+        self,
+        query: Sequence[float],
+        k: int,
+        allow: Callable[[str, int], bool],
+        min_similarity: float,
+    ) -> list[tuple[str, float]]:
         """Up to `k` (id, cosine) pairs, best first, that `allow(id, step_evicted)` accepts."""
         if not self._ids or len(query) != self.dim or k <= 0:
             return []
@@ -150,12 +167,13 @@ class VectorIndex:
                 if self._matrix is not None:
                     grown[:size] = self._matrix[:size]
                 self._matrix = grown
-            self._matrix[size:len(self._ids)] = rows
+            self._matrix[size : len(self._ids)] = rows
             self._pending = []
-        return self._matrix[:len(self._ids)]
+        return self._matrix[: len(self._ids)]
 
-    def _accept(self, sims, order, k: int, allow: Callable[[str, int], bool],
-                min_similarity: float) -> list[tuple[str, float]]:
+    def _accept(
+        self, sims, order, k: int, allow: Callable[[str, int], bool], min_similarity: float
+    ) -> list[tuple[str, float]]:
         """The first `k` rows of `order` above `min_similarity` that `allow` accepts."""
         found: list[tuple[str, float]] = []
         for row in order:

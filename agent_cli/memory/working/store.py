@@ -25,9 +25,10 @@ import contextlib
 import json
 import sqlite3
 from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from agent_cli.core.errors import StorageError
 from agent_cli.core.protocols import ColdStore
@@ -73,22 +74,45 @@ class Item:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible dict that from_dict() turns back into an equal item."""
-        return {"id": self.id, "kind": self.kind, "text": self.text, "summary": self.summary,
-                "tokens": self.tokens, "pinned": self.pinned, "step": self.step,
-                "symbols": list(self.symbols), "touched": self.touched, "refs": self.refs,
-                "origin_id": self.origin_id, "cost": self.cost, "repeats": self.repeats,
-                "exact": self.exact, "vector": list(self.vector) if self.vector is not None else None}
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "text": self.text,
+            "summary": self.summary,
+            "tokens": self.tokens,
+            "pinned": self.pinned,
+            "step": self.step,
+            "symbols": list(self.symbols),
+            "touched": self.touched,
+            "refs": self.refs,
+            "origin_id": self.origin_id,
+            "cost": self.cost,
+            "repeats": self.repeats,
+            "exact": self.exact,
+            "vector": list(self.vector) if self.vector is not None else None,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Item":
+    def from_dict(cls, data: dict[str, Any]) -> Item:
         """The item to_dict() described."""
         vector = data.get("vector")
-        return cls(id=data["id"], kind=data["kind"], text=data["text"], summary=data["summary"],
-                   tokens=data["tokens"], pinned=data["pinned"], step=data["step"],
-                   symbols=tuple(data["symbols"]), touched=data["touched"], refs=data["refs"],
-                   origin_id=data.get("origin_id"), cost=data.get("cost", 0),
-                   repeats=data.get("repeats", 1), exact=data.get("exact", True),
-                   vector=tuple(vector) if vector is not None else None)
+        return cls(
+            id=data["id"],
+            kind=data["kind"],
+            text=data["text"],
+            summary=data["summary"],
+            tokens=data["tokens"],
+            pinned=data["pinned"],
+            step=data["step"],
+            symbols=tuple(data["symbols"]),
+            touched=data["touched"],
+            refs=data["refs"],
+            origin_id=data.get("origin_id"),
+            cost=data.get("cost", 0),
+            repeats=data.get("repeats", 1),
+            exact=data.get("exact", True),
+            vector=tuple(vector) if vector is not None else None,
+        )
 
 
 Store = ColdStore  # the name working memory and recall know it by
@@ -160,8 +184,11 @@ class InMemStore:
 
     def vectors(self) -> list[tuple[str, int, list[float]]]:
         """(id, step_evicted, vector) of records that have a vector."""
-        return [(r["id"], r["step_evicted"], r["vector"]) for r in self._records.values()
-                if r.get("vector")]
+        return [
+            (r["id"], r["step_evicted"], r["vector"])
+            for r in self._records.values()
+            if r.get("vector")
+        ]
 
     def count(self) -> int:
         """How many records."""
@@ -182,7 +209,9 @@ def _entry(record: dict[str, Any]) -> dict[str, Any]:
 
 # Ordered, named migrations; each runs once, in one transaction, and is recorded in `migrations`.
 MIGRATIONS: list[tuple[str, str]] = [
-    ("001_items", """
+    (
+        "001_items",
+        """
         CREATE TABLE items (
             id TEXT PRIMARY KEY,
             num INTEGER NOT NULL,
@@ -196,8 +225,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         CREATE INDEX items_seq ON items (seq);
         CREATE INDEX items_num ON items (num);
-    """),
-    ("002_symbols", """
+    """,
+    ),
+    (
+        "002_symbols",
+        """
         CREATE TABLE symbols (
             name TEXT NOT NULL,
             folded TEXT NOT NULL,
@@ -206,11 +238,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         ) WITHOUT ROWID;
         CREATE INDEX symbols_folded ON symbols (folded);
         CREATE INDEX symbols_id ON symbols (id);
-    """),
+    """,
+    ),
 ]
 
-_CORRUPT_HINT = ("it is not a readable SQLite database; it was left untouched: move it aside "
-                 "to start with an empty cold store")
+_CORRUPT_HINT = (
+    "it is not a readable SQLite database; it was left untouched: move it aside "
+    "to start with an empty cold store"
+)
 _LOCKED_HINT = "another process holds a write lock on it; wait for it to finish, then retry"
 
 
@@ -223,8 +258,7 @@ class SqliteStore:
         try:
             with self._guard("opened"):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._conn = sqlite3.connect(str(self.path), timeout=timeout,
-                                             isolation_level=None)
+                self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
                 self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._migrate()
@@ -235,14 +269,18 @@ class SqliteStore:
 
     def _migrate(self) -> None:
         """Apply the migrations this file has not seen yet, in order."""
-        self._conn.execute("CREATE TABLE IF NOT EXISTS migrations "
-                           "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS migrations "
+            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
         applied = {row[0] for row in self._conn.execute("SELECT name FROM migrations")}
         unknown = applied - {name for name, _ in MIGRATIONS}
         if unknown:
-            raise StorageError(f"the memory store {self.path} was written by a newer version "
-                               f"(migrations {', '.join(sorted(unknown))})",
-                               "upgrade agent, or point AGENT_HOME elsewhere")
+            raise StorageError(
+                f"the memory store {self.path} was written by a newer version "
+                f"(migrations {', '.join(sorted(unknown))})",
+                "upgrade agent, or point AGENT_HOME elsewhere",
+            )
         for name, sql in MIGRATIONS:
             if name in applied:
                 continue
@@ -258,11 +296,14 @@ class SqliteStore:
             yield
         except sqlite3.OperationalError as exc:
             locked = "locked" in str(exc) or "busy" in str(exc)
-            raise StorageError(f"the memory store {self.path} could not be {doing}: {exc}",
-                               _LOCKED_HINT if locked else _CORRUPT_HINT) from exc
+            raise StorageError(
+                f"the memory store {self.path} could not be {doing}: {exc}",
+                _LOCKED_HINT if locked else _CORRUPT_HINT,
+            ) from exc
         except (sqlite3.Error, OSError) as exc:
-            raise StorageError(f"the memory store {self.path} could not be {doing}: {exc}",
-                               _CORRUPT_HINT) from exc
+            raise StorageError(
+                f"the memory store {self.path} could not be {doing}: {exc}", _CORRUPT_HINT
+            ) from exc
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -286,17 +327,29 @@ class SqliteStore:
             conn.execute(
                 "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, "
                 "(SELECT COALESCE(MAX(seq), 0) + 1 FROM items), ?, ?)",
-                (item_id, id_number(item_id), record["kind"], record["summary"],
-                 json.dumps(symbols), record["step_evicted"], json.dumps(body), vector))
+                (
+                    item_id,
+                    id_number(item_id),
+                    record["kind"],
+                    record["summary"],
+                    json.dumps(symbols),
+                    record["step_evicted"],
+                    json.dumps(body),
+                    vector,
+                ),
+            )
             conn.execute("DELETE FROM symbols WHERE id = ?", (item_id,))
-            conn.executemany("INSERT OR IGNORE INTO symbols VALUES (?, ?, ?)",
-                             [(name, name.lower(), item_id) for name in symbols])
+            conn.executemany(
+                "INSERT OR IGNORE INTO symbols VALUES (?, ?, ?)",
+                [(name, name.lower(), item_id) for name in symbols],
+            )
 
     def get(self, item_id: str) -> dict[str, Any] | None:
         """The record, or None."""
         with self._guard("read"):
-            row = self._conn.execute("SELECT record, vector FROM items WHERE id = ?",
-                                     (item_id,)).fetchone()
+            row = self._conn.execute(
+                "SELECT record, vector FROM items WHERE id = ?", (item_id,)
+            ).fetchone()
         if row is None:
             return None
         record = json.loads(row[0])
@@ -313,18 +366,29 @@ class SqliteStore:
         """Manifest entries from a SELECT of id, kind, summary, symbols, step_evicted."""
         with self._guard("read"):
             rows = self._conn.execute(sql, params).fetchall()
-        return [{"id": r[0], "kind": r[1], "summary": r[2], "symbols": json.loads(r[3]),
-                 "step_evicted": r[4]} for r in rows]
+        return [
+            {
+                "id": r[0],
+                "kind": r[1],
+                "summary": r[2],
+                "symbols": json.loads(r[3]),
+                "step_evicted": r[4],
+            }
+            for r in rows
+        ]
 
     def manifest(self) -> list[dict[str, Any]]:
         """Every record's manifest entry, oldest first."""
-        return self._entries("SELECT id, kind, summary, symbols, step_evicted FROM items "
-                             "ORDER BY num")
+        return self._entries(
+            "SELECT id, kind, summary, symbols, step_evicted FROM items ORDER BY num"
+        )
 
     def recent(self, limit: int) -> list[dict[str, Any]]:
         """Manifest entries of the most recently put records."""
-        return self._entries("SELECT id, kind, summary, symbols, step_evicted FROM items "
-                             "ORDER BY seq DESC LIMIT ?", (limit,))
+        return self._entries(
+            "SELECT id, kind, summary, symbols, step_evicted FROM items ORDER BY seq DESC LIMIT ?",
+            (limit,),
+        )
 
     def by_symbol(self, names: Iterable[str], folded: bool = False) -> list[tuple[str, str]]:
         """(id, name) for records defining one of `names`."""
@@ -335,14 +399,16 @@ class SqliteStore:
         marks = ", ".join("?" * len(wanted))
         with self._guard("read"):
             rows = self._conn.execute(
-                f"SELECT id, {column} FROM symbols WHERE {column} IN ({marks})", wanted).fetchall()
+                f"SELECT id, {column} FROM symbols WHERE {column} IN ({marks})", wanted
+            ).fetchall()
         return [(r[0], r[1]) for r in rows]
 
     def vectors(self) -> list[tuple[str, int, list[float]]]:
         """(id, step_evicted, vector) of records that have a vector."""
         with self._guard("read"):
-            rows = self._conn.execute("SELECT id, step_evicted, vector FROM items "
-                                      "WHERE vector IS NOT NULL ORDER BY num").fetchall()
+            rows = self._conn.execute(
+                "SELECT id, step_evicted, vector FROM items WHERE vector IS NOT NULL ORDER BY num"
+            ).fetchall()
         return [(r[0], r[1], array("d", r[2]).tolist()) for r in rows]
 
     def count(self) -> int:

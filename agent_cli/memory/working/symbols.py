@@ -6,7 +6,7 @@ import ast
 import keyword
 import re
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
 
@@ -21,8 +21,10 @@ _DEF_LINE = re.compile(
     r"[ \t]+\*?([A-Za-z_][A-Za-z0-9_]*)"
     r"|\+?([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*:[^=\n]*)?[ \t]+=(?!=))",
 )
-_OTHER_HINTS = re.compile(r"function |func |fn |struct |interface |trait |enum |type |const |"
-                          r"let |var | = ")
+_OTHER_HINTS = re.compile(
+    r"function |func |fn |struct |interface |trait |enum |type |const |"
+    r"let |var | = "
+)
 
 _NOT_NAMES = frozenset(keyword.kwlist) | {"self", "cls"}
 
@@ -94,8 +96,9 @@ def _target_names(target: ast.expr) -> list[str]:
 
 def _regex_definitions(text: str) -> tuple[str, ...]:
     """Definitions found line by line, for text that is not valid Python."""
-    return _unique([keyword_name or assigned
-                    for keyword_name, assigned in _DEF_LINE.findall("\n" + text)])
+    return _unique(
+        [keyword_name or assigned for keyword_name, assigned in _DEF_LINE.findall("\n" + text)]
+    )
 
 
 def _unique(names: list[str]) -> tuple[str, ...]:
@@ -118,16 +121,19 @@ def _unique(names: list[str]) -> tuple[str, ...]:
 _HOLE = "\x01"  # stands for a string or a bracketed group in the skeleton
 # Comments and strings in one left-to-right pass, as the tokenizer reads them: a quote inside a
 # comment, or a `#` inside a string, is never taken for what it is not.
-_TEXT = re.compile(r'#[^\n]*'
-                   r'|"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
-                   r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
-                   r'|"(?:[^"\\\n]|\\[\s\S])*"'
-                   r"|'(?:[^'\\\n]|\\[\s\S])*'")
+_TEXT = re.compile(
+    r"#[^\n]*"
+    r'|"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+    r'|"(?:[^"\\\n]|\\[\s\S])*"'
+    r"|'(?:[^'\\\n]|\\[\s\S])*'"
+)
 _GROUP = re.compile(r"\([^()\[\]{}]*\)|\[[^()\[\]{}]*\]|\{[^()\[\]{}]*\}")
 _MAX_DEPTH = 32
 # From Python 3.12 an f-string may hold its own kind of quote (PEP 701): _TEXT would misread it.
-_NESTED_QUOTES = (re.compile(r"[fF][rR]?['\"]|[rR][fF]['\"]") if sys.version_info >= (3, 12)
-                  else None)
+_NESTED_QUOTES = (
+    re.compile(r"[fF][rR]?['\"]|[rR][fF]['\"]") if sys.version_info >= (3, 12) else None
+)
 _NOT_SURE = re.compile(r"[\t\f\v\\\x00]")  # tabs and form feeds in indents, continuations
 _NOT_PYTHON = re.compile(r"[\"'()\[\]{}`$?]")  # left outside strings and comments: no parse
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -197,8 +203,9 @@ def _read(lines: list[str]) -> list[str]:
                 blocks.pop()
             where = blocks[-1][1]
         statement = statement.rstrip(" ")
-        if (where == _OPAQUE or (where == _FUNCTION and not statement.startswith(_DEFS))) \
-                and not statement.endswith(":"):
+        if (
+            where == _OPAQUE or (where == _FUNCTION and not statement.startswith(_DEFS))
+        ) and not statement.endswith(":"):
             opened = None  # most lines of code: nothing defined, no block opened
             continue
         opened = _statement(statement, where, names)
@@ -253,7 +260,7 @@ def _after_colon(statement: str) -> str:
     colon = statement.find(":")
     if colon < 0:
         raise SyntaxError("a compound statement without its colon")
-    return statement[colon + 1:]
+    return statement[colon + 1 :]
 
 
 def _simple(statements: str, names: list[str]) -> None:
@@ -271,7 +278,7 @@ def _simple(statements: str, names: list[str]) -> None:
             if _LAMBDA.search(statement):
                 raise _Unsure  # `lambda x=1:` has an `=` that binds nothing here
             starts = [0] + [at + 1 for at in equals[:-1]]
-            for start, end in zip(starts, equals):
+            for start, end in zip(starts, equals, strict=False):
                 names.extend(_targets(statement[start:end]))
 
 
@@ -287,14 +294,15 @@ def _targets(target: str) -> list[str]:
     return found
 
 
-def rank_hits(by_id: list[str], exact: list[tuple[str, str]],
-              folded: list[tuple[str, str]]) -> list[str]:
+def rank_hits(
+    by_id: list[str], exact: list[tuple[str, str]], folded: list[tuple[str, str]]
+) -> list[str]:
     """Ids best first: named by id, then defining exact names (more first), then any-case names.
 
     `exact` and `folded` are (id, name) pairs from a store's by_symbol(); among equals the
     newer id (larger number) comes first.
     """
-    rank: dict[str, tuple[int, int]] = {item_id: (0, 0) for item_id in by_id}
+    rank: dict[str, tuple[int, int]] = dict.fromkeys(by_id, (0, 0))
     for tier, pairs in ((1, exact), (2, folded)):
         for item_id, _name in pairs:
             old_tier, matches = rank.get(item_id, (tier, 0))

@@ -8,29 +8,37 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
-from agent_cli.core.errors import GitError
 from agent_cli.core.atomic import write_atomic
+from agent_cli.core.errors import GitError
 from agent_cli.workspace.git.safe import run_git
 from agent_cli.workspace.git.secrets import where_secret
 
 _NOT_A_REPO_HINT = "run inside a git repository or pass --repo DIR"
-_IDENTITY_HINT = "set your identity: git config user.name 'Your Name' && git config user.email you@example.com"
+_IDENTITY_HINT = (
+    "set your identity: git config user.name 'Your Name' && git config user.email you@example.com"
+)
 # Marker in the git directory, what it means, and how the user gets out of it.
 _OPERATIONS = [
     ("MERGE_HEAD", "a merge", "git commit to finish it, or git merge --abort"),
     ("rebase-merge", "a rebase", "git rebase --continue, or git rebase --abort"),
-    ("rebase-apply", "a rebase (or git am)", "git rebase --continue, or git rebase --abort / git am --abort"),
+    (
+        "rebase-apply",
+        "a rebase (or git am)",
+        "git rebase --continue, or git rebase --abort / git am --abort",
+    ),
     ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue, or git cherry-pick --abort"),
     ("REVERT_HEAD", "a revert", "git revert --continue, or git revert --abort"),
     ("BISECT_LOG", "a bisect", "git bisect reset"),
 ]
 _CONFLICT_CODES = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
-_LOCK_HINT = ("if no other git command is running, delete .git/index.lock, then continue with "
-              "`agent run --resume`")
+_LOCK_HINT = (
+    "if no other git command is running, delete .git/index.lock, then continue with "
+    "`agent run --resume`"
+)
 
 
 def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
@@ -39,8 +47,17 @@ def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
         raise GitError(f"{path} does not exist", _NOT_A_REPO_HINT)
     cwd = path if path.is_dir() else path.parent
     try:
-        code, out, _ = run_git(["rev-parse", "--is-bare-repository", "--absolute-git-dir",
-                                "--git-common-dir", "--show-toplevel"], cwd, secrets)
+        code, out, _ = run_git(
+            [
+                "rev-parse",
+                "--is-bare-repository",
+                "--absolute-git-dir",
+                "--git-common-dir",
+                "--show-toplevel",
+            ],
+            cwd,
+            secrets,
+        )
     except OSError:
         raise GitError("git is not installed or not on PATH", "install git and run again") from None
     lines = out.decode("utf-8", "surrogateescape").splitlines()
@@ -50,8 +67,11 @@ def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
         raise GitError(f"{path} is a bare repository with no work tree", _NOT_A_REPO_HINT)
     if code != 0 or len(lines) < 4:
         raise GitError(f"{path} is inside a git directory, not a work tree", _NOT_A_REPO_HINT)
-    return (Path(os.path.realpath(lines[3])), Path(lines[1]),
-            Path(os.path.realpath(cwd / lines[2])))
+    return (
+        Path(os.path.realpath(lines[3])),
+        Path(lines[1]),
+        Path(os.path.realpath(cwd / lines[2])),
+    )
 
 
 class GitRepo:
@@ -69,21 +89,32 @@ class GitRepo:
         """Refuse states the agent must not work in; return the paths holding the user's changes."""
         for marker, what, way_out in _OPERATIONS:
             if (self.git_dir / marker).exists():
-                raise GitError(f"{what} is in progress in this repository", f"finish it first: {way_out}")
+                raise GitError(
+                    f"{what} is in progress in this repository", f"finish it first: {way_out}"
+                )
         if not self._has_commits():
-            raise GitError("the repository has no commits yet",
-                           "make a first commit (git commit --allow-empty -m 'initial commit') and run again")
+            raise GitError(
+                "the repository has no commits yet",
+                "make a first commit (git commit --allow-empty -m 'initial commit') and run again",
+            )
         if self.current_branch() is None:
-            raise GitError("HEAD is detached (not on a branch)", "check out a branch (git switch <branch>) and run again")
+            raise GitError(
+                "HEAD is detached (not on a branch)",
+                "check out a branch (git switch <branch>) and run again",
+            )
         entries = self._status()
         conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
         if conflicts:
-            raise GitError(f"the work tree has unresolved conflicts ({_some(conflicts)})",
-                           "resolve them and commit, then run again")
+            raise GitError(
+                f"the work tree has unresolved conflicts ({_some(conflicts)})",
+                "resolve them and commit, then run again",
+            )
         dirty = {p for _, path, orig in entries for p in (path, orig) if p}
         if dirty and not allow_dirty:
-            raise GitError(f"the work tree has uncommitted changes ({_some(sorted(dirty))})",
-                           "commit or stash them first, or pass --allow-dirty to let the agent work around them")
+            raise GitError(
+                f"the work tree has uncommitted changes ({_some(sorted(dirty))})",
+                "commit or stash them first, or pass --allow-dirty to let the agent work around them",
+            )
         return dirty
 
     def exclude(self, pattern: str = ".agent/") -> bool:
@@ -101,12 +132,16 @@ class GitRepo:
         """Create branch `name` at HEAD and switch to it; uncommitted changes stay in place."""
         self._check_branch_name(name)
         if self.branch_exists(name):
-            raise GitError(f"branch {name} already exists", f"delete it (git branch -D {name}) or use --resume")
+            raise GitError(
+                f"branch {name} already exists", f"delete it (git branch -D {name}) or use --resume"
+            )
         parts = name.split("/")
         for prefix in ("/".join(parts[:i]) for i in range(1, len(parts))):
             if self.branch_exists(prefix):  # git keeps refs as files: agent and agent/x clash
-                raise GitError(f"branch {name} cannot be created: a branch named {prefix} already exists",
-                               f"rename that branch (git branch -m {prefix} <new-name>) and run again")
+                raise GitError(
+                    f"branch {name} cannot be created: a branch named {prefix} already exists",
+                    f"rename that branch (git branch -m {prefix} <new-name>) and run again",
+                )
         self._run("checkout", "-q", "-b", name)
         self.run_branch = name
 
@@ -114,7 +149,13 @@ class GitRepo:
         """Switch to the existing branch `name`."""
         if not self.branch_exists(name):
             raise GitError(f"there is no branch {name}", "list the branches with git branch")
-        self._run("checkout", "-q", name, "--", hint="commit or stash the changes that conflict, then run again")
+        self._run(
+            "checkout",
+            "-q",
+            name,
+            "--",
+            hint="commit or stash the changes that conflict, then run again",
+        )
 
     def ensure_on(self, name: str, protected: Iterable[str] = frozenset()) -> None:
         """Be on branch `name` (a resumed run's branch); the user's `protected` paths travel along."""
@@ -122,7 +163,9 @@ class GitRepo:
         if self.current_branch() == name:
             return
         if not self.branch_exists(name):
-            raise GitError(f"the run's branch {name} no longer exists", "start a new run with agent run GOAL")
+            raise GitError(
+                f"the run's branch {name} no longer exists", "start a new run with agent run GOAL"
+            )
         try:
             self.checkout(name)
         except GitError as exc:
@@ -177,27 +220,41 @@ class GitRepo:
 
     def _stageable(self, paths: list[str]) -> list[str]:
         """Paths that may enter even a temporary index: git keeps their objects, so no secret."""
-        return [p for p in committable(self.root, paths) if not where_secret(self.root, p, self.secrets)]
+        return [
+            p for p in committable(self.root, paths) if not where_secret(self.root, p, self.secrets)
+        ]
 
     def _check_can_commit(self) -> None:
         """Refuse to commit off the run's branch or while git's index is locked."""
         branch = self.current_branch()
         if self.run_branch and branch != self.run_branch:
-            raise GitError(f"HEAD is on {branch or 'a detached commit'}, not on the run's branch "
-                           f"{self.run_branch}; nothing was committed",
-                           f"a command moved HEAD: check with git status, switch back with "
-                           f"git switch {self.run_branch}, then `agent run --resume`")
+            raise GitError(
+                f"HEAD is on {branch or 'a detached commit'}, not on the run's branch "
+                f"{self.run_branch}; nothing was committed",
+                f"a command moved HEAD: check with git status, switch back with "
+                f"git switch {self.run_branch}, then `agent run --resume`",
+            )
         if (self.git_dir / "index.lock").exists():
-            raise GitError("git's index is locked (.git/index.lock exists); nothing was committed",
-                           _LOCK_HINT)
+            raise GitError(
+                "git's index is locked (.git/index.lock exists); nothing was committed", _LOCK_HINT
+            )
 
     def _undo_commit(self, before: str, why: str) -> None:
         """Move the branch back to `before` after the index could not follow the new commit."""
         after = self.head()
-        self._try("update-ref", "-m", "agent: undo a commit the index could not follow",
-                  f"refs/heads/{self.current_branch()}", before, after)
-        raise GitError(f"git could not update the index after committing ({why}); the commit was "
-                       "undone, so the index and the branch are as they were", _LOCK_HINT)
+        self._try(
+            "update-ref",
+            "-m",
+            "agent: undo a commit the index could not follow",
+            f"refs/heads/{self.current_branch()}",
+            before,
+            after,
+        )
+        raise GitError(
+            f"git could not update the index after committing ({why}); the commit was "
+            "undone, so the index and the branch are as they were",
+            _LOCK_HINT,
+        )
 
     def _drop_new_gitlinks(self, env: dict[str, str]) -> None:
         """Take out of the temporary index every nested repository `git add` made a gitlink."""
@@ -252,12 +309,15 @@ class GitRepo:
 
     def _check_branch_name(self, name: str) -> None:
         if not name or self._try("check-ref-format", "--branch", name)[0] != 0:
-            raise GitError(f"{name!r} is not a valid branch name", "use letters, digits, '-', '_', '.' and '/'")
+            raise GitError(
+                f"{name!r} is not a valid branch name", "use letters, digits, '-', '_', '.' and '/'"
+            )
 
     def _status(self) -> list[tuple[str, str, str | None]]:
         """(XY code, path, original path of a rename) for every changed, non-ignored path."""
-        items = self._run("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                          "--ignore-submodules=all").split("\0")
+        items = self._run(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"
+        ).split("\0")
         entries, i = [], 0
         while i < len(items):
             item, i = items[i], i + 1
@@ -273,8 +333,16 @@ class GitRepo:
         """The paths that exist in the work tree or in HEAD (what `git add -A` can stage)."""
         if not paths:
             return []
-        listed = self._run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths,
-                           env={"GIT_LITERAL_PATHSPECS": "1"})
+        listed = self._run(
+            "ls-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            "HEAD",
+            "--",
+            *paths,
+            env={"GIT_LITERAL_PATHSPECS": "1"},
+        )
         in_head = set(listed.split("\0"))
         return [p for p in paths if p in in_head or os.path.lexists(self.root / p)]
 
@@ -283,7 +351,9 @@ class GitRepo:
         try:
             code, out, err = run_git(list(args), self.root, self.secrets, env)
         except OSError as exc:
-            raise GitError(f"git {args[0]} could not run: {exc}", "check that git is installed") from exc
+            raise GitError(
+                f"git {args[0]} could not run: {exc}", "check that git is installed"
+            ) from exc
         return code, out.decode("utf-8", "surrogateescape"), err
 
     def _run(self, *args: str, env: dict[str, str] | None = None, hint: str = "") -> str:
@@ -293,7 +363,9 @@ class GitRepo:
             detail = " ".join(err.split()) or f"exit code {code}"
             if "tell me who you are" in err or "empty ident" in err:
                 hint = _IDENTITY_HINT
-            raise GitError(f"git {args[0]} failed: {detail}", hint or "check the repository with git status")
+            raise GitError(
+                f"git {args[0]} failed: {detail}", hint or "check the repository with git status"
+            )
         return out
 
 

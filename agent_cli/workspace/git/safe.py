@@ -17,15 +17,27 @@ from pathlib import Path
 
 from agent_cli.workspace.shell.runner import scrub_env
 
-BASE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-               "-c", "submodule.recurse=false", "-c", "status.submoduleSummary=false",
-               "-c", "diff.ignoreSubmodules=all", "-c", "core.untrackedCache=false")
+BASE_CONFIG = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "status.submoduleSummary=false",
+    "-c",
+    "diff.ignoreSubmodules=all",
+    "-c",
+    "core.untrackedCache=false",
+)
 # Keys of repository config whose value is a command git may run (lower-cased as git lists them).
 _COMMAND_KEYS = re.compile(
     r"(filter\..*\.(clean|smudge|process)|diff\..*\.(textconv|command)|merge\..*\.driver"
     r"|core\.(fsmonitor|hookspath|sshcommand|pager|editor|askpass|gitproxy|alternaterefscommand)"
     r"|sequence\.editor|gpg(\..*)?\.program|credential(\..*)?\.helper|diff\.external"
-    r"|uploadpack\.packobjectshook|.*\.cmd|.*\.command)")
+    r"|uploadpack\.packobjectshook|.*\.cmd|.*\.command)"
+)
 _FORCE_FALSE = re.compile(r"filter\..*\.required|(commit|tag)\.gpgsign")
 _REPO_SCOPES = {"local", "worktree"}
 TIMEOUT_S = 120
@@ -42,13 +54,20 @@ def git_env(secrets: tuple[str, ...] = (), extra: dict[str, str] | None = None) 
 def neutralizing_config(cwd: Path, env: dict[str, str]) -> list[str]:
     """`-c KEY=` (or `=false`) for every command-valued key the repository's own config sets."""
     try:
-        out = subprocess.run(["git", *BASE_CONFIG, "config", "--list", "--show-scope", "-z"],
-                             cwd=cwd, env=env, capture_output=True, timeout=TIMEOUT_S)
+        out = subprocess.run(
+            ["git", *BASE_CONFIG, "config", "--list", "--show-scope", "-z"],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            timeout=TIMEOUT_S,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     overrides: list[str] = []
     fields = out.stdout.decode("utf-8", "surrogateescape").split("\0")
-    for scope, entry in zip(fields[::2], fields[1::2]):  # -z: SCOPE NUL KEY LF VALUE NUL
+    for scope, entry in zip(
+        fields[::2], fields[1::2], strict=False
+    ):  # -z: SCOPE NUL KEY LF VALUE NUL
         key = entry.split("\n", 1)[0]
         if scope not in _REPO_SCOPES:
             continue
@@ -59,14 +78,19 @@ def neutralizing_config(cwd: Path, env: dict[str, str]) -> list[str]:
     return overrides
 
 
-def run_git(args: list[str], cwd: Path, secrets: tuple[str, ...] = (),
-            extra_env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
+def run_git(
+    args: list[str],
+    cwd: Path,
+    secrets: tuple[str, ...] = (),
+    extra_env: dict[str, str] | None = None,
+) -> tuple[int, bytes, str]:
     """Run one harness git command; (exit code, stdout bytes, stderr text)."""
     env = git_env(secrets, extra_env)
     argv = ["git", *BASE_CONFIG, *neutralizing_config(cwd, env), *args]
     try:
-        done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=TIMEOUT_S)
+        done = subprocess.run(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
         return 124, b"", f"git {args[0]} did not finish in {TIMEOUT_S}s"
     return done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")

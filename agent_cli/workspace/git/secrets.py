@@ -37,8 +37,12 @@ def refuse_secrets(root: Path, paths: list[str], secrets: tuple[str, ...]) -> No
         shown = path
         for s in secrets:
             shown = shown.replace(s, "[REDACTED]")
-        what = {"name": ": its name holds", "link": ": its symlink target holds",
-                "content": " holds"}[how]
-        raise WorkspaceError(f"{shown}{what} the API key, so it was not committed",
-                             "remove the key from it (or delete it), then continue with "
-                             "`agent run --resume`")
+        what = {
+            "name": ": its name holds",
+            "link": ": its symlink target holds",
+            "content": " holds",
+        }[how]
+        raise WorkspaceError(
+            f"{shown}{what} the API key, so it was not committed",
+            "remove the key from it (or delete it), then continue with `agent run --resume`",
+        )

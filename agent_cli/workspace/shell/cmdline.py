@@ -15,31 +15,92 @@ PIPE, BREAK, REDIRECT = "pipe", "break", "redirect"
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Words that run the rest of the line as a command, and their options that take a value.
 WRAPPERS: dict[tuple[str, ...], set[str]] = {
-    ("env",): {"-u", "--unset", "-C", "--chdir"}, ("nohup",): set(), ("time",): {"-f", "-o"},
-    ("nice",): {"-n", "--adjustment"}, ("ionice",): {"-c", "-n", "-p"},
-    ("stdbuf",): {"-i", "-o", "-e"}, ("setsid",): set(), ("command",): set(), ("builtin",): set(),
-    ("exec",): {"-a"}, ("chronic",): set(), ("timeout",): {"-s", "-k", "--signal", "--kill-after"},
-    ("unbuffer",): set(), ("watch",): {"-n"},
-    ("xargs",): {"-I", "-n", "-P", "-L", "-d", "-a", "-E", "-s", "--max-args", "--max-procs",
-                 "--delimiter"},
-    ("flock",): {"-w", "-E"}, ("then",): set(), ("do",): set(), ("else",): set(), ("elif",): set(),
-    ("if",): set(), ("while",): set(), ("until",): set(), ("!",): set(),
+    ("env",): {"-u", "--unset", "-C", "--chdir"},
+    ("nohup",): set(),
+    ("time",): {"-f", "-o"},
+    ("nice",): {"-n", "--adjustment"},
+    ("ionice",): {"-c", "-n", "-p"},
+    ("stdbuf",): {"-i", "-o", "-e"},
+    ("setsid",): set(),
+    ("command",): set(),
+    ("builtin",): set(),
+    ("exec",): {"-a"},
+    ("chronic",): set(),
+    ("timeout",): {"-s", "-k", "--signal", "--kill-after"},
+    ("unbuffer",): set(),
+    ("watch",): {"-n"},
+    ("xargs",): {
+        "-I",
+        "-n",
+        "-P",
+        "-L",
+        "-d",
+        "-a",
+        "-E",
+        "-s",
+        "--max-args",
+        "--max-procs",
+        "--delimiter",
+    },
+    ("flock",): {"-w", "-E"},
+    ("then",): set(),
+    ("do",): set(),
+    ("else",): set(),
+    ("elif",): set(),
+    ("if",): set(),
+    ("while",): set(),
+    ("until",): set(),
+    ("!",): set(),
     ("uv", "run"): {"--with", "--python", "-p", "--directory", "--project", "--package"},
-    ("poetry", "run"): set(), ("pipenv", "run"): set(), ("pdm", "run"): set(),
-    ("hatch", "run"): set(), ("bundle", "exec"): set(), ("npx",): set(), ("pnpx",): set(),
+    ("poetry", "run"): set(),
+    ("pipenv", "run"): set(),
+    ("pdm", "run"): set(),
+    ("hatch", "run"): set(),
+    ("bundle", "exec"): set(),
+    ("npx",): set(),
+    ("pnpx",): set(),
     ("bunx",): set(),
 }
 _SKIPS_POSITIONAL = {("timeout",), ("flock",)}  # `timeout 10 cmd`, `flock FILE cmd`
-_TEST_PROGRAMS = {"pytest", "py.test", "tox", "nox", "nosetests", "nose2", "jest", "vitest", "mocha",
-                  "rspec", "phpunit", "ctest", "trial", "ava", "karma", "prove"}
+_TEST_PROGRAMS = {
+    "pytest",
+    "py.test",
+    "tox",
+    "nox",
+    "nosetests",
+    "nose2",
+    "jest",
+    "vitest",
+    "mocha",
+    "rspec",
+    "phpunit",
+    "ctest",
+    "trial",
+    "ava",
+    "karma",
+    "prove",
+}
 _TEST_MODULES = {"pytest", "unittest", "tox", "nox", "nose", "nose2"}
 _SCRIPT_RUNNERS = {"npm", "yarn", "pnpm", "bun"}  # `npm run test` is `npm test`
 _TEST_SUBCOMMANDS = {
-    "npm": {"test", "t"}, "yarn": {"test"}, "pnpm": {"test"}, "bun": {"test"}, "deno": {"test"},
-    "go": {"test"}, "cargo": {"test", "nextest"}, "make": {"test", "tests", "check"},
-    "gmake": {"test", "tests", "check"}, "mvn": {"test", "verify"}, "gradle": {"test", "check"},
-    "gradlew": {"test", "check"}, "dotnet": {"test"}, "mix": {"test"}, "swift": {"test"},
-    "stack": {"test"}, "cabal": {"test"}, "rake": {"test", "spec"},
+    "npm": {"test", "t"},
+    "yarn": {"test"},
+    "pnpm": {"test"},
+    "bun": {"test"},
+    "deno": {"test"},
+    "go": {"test"},
+    "cargo": {"test", "nextest"},
+    "make": {"test", "tests", "check"},
+    "gmake": {"test", "tests", "check"},
+    "mvn": {"test", "verify"},
+    "gradle": {"test", "check"},
+    "gradlew": {"test", "check"},
+    "dotnet": {"test"},
+    "mix": {"test"},
+    "swift": {"test"},
+    "stack": {"test"},
+    "cabal": {"test"},
+    "rake": {"test", "spec"},
 }
 
 
@@ -107,7 +168,7 @@ def unwrap(argv: list[str]) -> list[str]:
         prefix = _wrapper(argv)
         if prefix is None:
             return argv
-        argv = skip_options(argv[len(prefix):], WRAPPERS[prefix])
+        argv = skip_options(argv[len(prefix) :], WRAPPERS[prefix])
         if prefix in _SKIPS_POSITIONAL and argv:
             argv = argv[1:]
     return argv
@@ -118,7 +179,7 @@ def _wrapper(argv: list[str]) -> tuple[str, ...] | None:
     if first == "env" and argv[1:2] in (["-S"], ["--split-string"]):
         return None  # `env -S "cmd args"` runs a string: the policy parses it as a script
     for prefix in WRAPPERS:
-        if (first, *argv[1:len(prefix)]) == prefix:
+        if (first, *argv[1 : len(prefix)]) == prefix:
             return prefix
     return None
 
@@ -128,7 +189,7 @@ def skip_options(args: list[str], takes_value: set[str]) -> list[str]:
     i = 0
     while i < len(args) and args[i].startswith("-") and args[i] != "-":
         if args[i] == "--":
-            return args[i + 1:]
+            return args[i + 1 :]
         i += 2 if args[i] in takes_value else 1
     return args[i:]
 
@@ -137,7 +198,7 @@ def operands(args: list[str]) -> list[str]:
     """The arguments that are not options (everything after `--` counts)."""
     if "--" in args:
         cut = args.index("--")
-        return [a for a in args[:cut] if not a.startswith("-")] + args[cut + 1:]
+        return [a for a in args[:cut] if not a.startswith("-")] + args[cut + 1 :]
     return [a for a in args if not a.startswith("-")]
 
 
@@ -173,4 +234,5 @@ def _runs_tests(argv: list[str]) -> bool:
     if not rest:
         return False
     return rest[0] in _TEST_SUBCOMMANDS.get(program, ()) or (
-        program in _SCRIPT_RUNNERS and rest[0].startswith("test:"))
+        program in _SCRIPT_RUNNERS and rest[0].startswith("test:")
+    )

@@ -10,15 +10,30 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import regex
 
 from agent_cli.core.errors import ConfigError, ToolError
-from agent_cli.workspace.shell.cmdline import (operands as _operands, pipelines as _pipelines, shell_words,
-                                         skip_options as _skip_options,
-                                         split_redirects as _split_redirects, unwrap as _unwrap)
+from agent_cli.workspace.shell.cmdline import (
+    operands as _operands,
+)
+from agent_cli.workspace.shell.cmdline import (
+    pipelines as _pipelines,
+)
+from agent_cli.workspace.shell.cmdline import (
+    shell_words,
+)
+from agent_cli.workspace.shell.cmdline import (
+    skip_options as _skip_options,
+)
+from agent_cli.workspace.shell.cmdline import (
+    split_redirects as _split_redirects,
+)
+from agent_cli.workspace.shell.cmdline import (
+    unwrap as _unwrap,
+)
 
 APPROVALS = ("ask", "auto")
 _MAX_DEPTH = 5
@@ -27,14 +42,47 @@ _INTERPRETERS = _SHELLS | {"python", "python3", "perl", "ruby", "node", "php"}
 _DOWNLOADERS = {"curl", "wget", "fetch"}
 _PRIVILEGE = {"sudo", "doas", "su", "pkexec", "run0"}
 # Commands that change the files named in their arguments.
-_WRITERS = {"rm", "mv", "cp", "touch", "tee", "truncate", "ln", "mkdir", "rmdir", "chmod", "chown",
-            "install", "dd", "sed", "rsync", "shred", "unlink", "tar", "unzip"}
-_ROOTS = {"", "~", "$HOME", "${HOME}", "/home", "/root", "/usr", "/etc", "/var", "/bin", "/lib", "/boot"}
+_WRITERS = {
+    "rm",
+    "mv",
+    "cp",
+    "touch",
+    "tee",
+    "truncate",
+    "ln",
+    "mkdir",
+    "rmdir",
+    "chmod",
+    "chown",
+    "install",
+    "dd",
+    "sed",
+    "rsync",
+    "shred",
+    "unlink",
+    "tar",
+    "unzip",
+}
+_ROOTS = {
+    "",
+    "~",
+    "$HOME",
+    "${HOME}",
+    "/home",
+    "/root",
+    "/usr",
+    "/etc",
+    "/var",
+    "/bin",
+    "/lib",
+    "/boot",
+}
 # Linear on any input: the path before a program name cannot contain a separator, so no
 # start position rescans what another one already scanned (a 120 KB command stays fast).
 _FETCH_INTO_SHELL = re.compile(
     r"(^|[\s;&|(])([^\s;&|(]*/)?((ba|z|da|k)?sh|eval|source|\.)\s+(-\S+\s+)*[\"']?(<\(|\$\(|`)\s*"
-    r"([^\s;&|(]*/)?(curl|wget)\b")
+    r"([^\s;&|(]*/)?(curl|wget)\b"
+)
 USER_PATTERN_TIME_S = 1.0
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([\w.-]+)\2")
 
@@ -42,11 +90,18 @@ _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([\w.-]+)\2")
 class CommandPolicy:
     """Refuses denied commands outright; otherwise approves them itself (auto) or asks the user."""
 
-    def __init__(self, approval: str = "ask", deny: list[str] | tuple[str, ...] = (),
-                 state_dir: Path | None = None, ask: Callable[[str], str] | None = None,
-                 cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        approval: str = "ask",
+        deny: list[str] | tuple[str, ...] = (),
+        state_dir: Path | None = None,
+        ask: Callable[[str], str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         if approval not in APPROVALS:
-            raise ConfigError(f"approval must be ask or auto, not {approval!r}", "set approval = ask or auto")
+            raise ConfigError(
+                f"approval must be ask or auto, not {approval!r}", "set approval = ask or auto"
+            )
         if approval == "ask" and ask is None:
             raise ValueError("approval = ask needs an ask callable")
         self.approval = approval
@@ -60,7 +115,9 @@ class CommandPolicy:
         """Return when `cmd` may run; raise ToolError saying why when it is refused or declined."""
         reason = self.refusal(cmd)
         if reason:
-            raise ToolError(f"command refused: {reason}; it is never run, whatever the approval setting")
+            raise ToolError(
+                f"command refused: {reason}; it is never run, whatever the approval setting"
+            )
         if self.approval == "auto" or cmd in self._always:
             return
         answer = str(self.ask(cmd) or "").strip().lower()
@@ -77,10 +134,14 @@ class CommandPolicy:
         """Why `cmd` must never run, or None."""
         for pattern in self.patterns:
             try:  # the user's own pattern, applied to the model's text: bounded in time
-                hit = any(pattern.search(text, timeout=USER_PATTERN_TIME_S)
-                          for text in (cmd, " ".join(cmd.split())))
+                hit = any(
+                    pattern.search(text, timeout=USER_PATTERN_TIME_S)
+                    for text in (cmd, " ".join(cmd.split()))
+                )
             except TimeoutError:
-                return f"the deny pattern {pattern.pattern!r} could not be checked against it in time"
+                return (
+                    f"the deny pattern {pattern.pattern!r} could not be checked against it in time"
+                )
             if hit:
                 return f"it matches the deny pattern {pattern.pattern!r} from the settings (deny_commands)"
         return self._refusal(cmd, depth=0)
@@ -90,7 +151,9 @@ class CommandPolicy:
             return "it nests shells too deeply to be checked"
         body, heredocs = _split_heredocs(cmd.replace("${IFS}", " ").replace("$IFS", " "))
         if _FETCH_INTO_SHELL.search(body):
-            return "it runs a downloaded script (curl/wget into a shell); download, read, then run it"
+            return (
+                "it runs a downloaded script (curl/wget into a shell); download, read, then run it"
+            )
         try:
             words = shell_words(body.replace("`", " ( "))  # a backtick substitution is a subshell
         except ValueError:
@@ -118,7 +181,9 @@ class CommandPolicy:
             return None
         program, args = os.path.basename(argv[0]), argv[1:]
         if program in _PRIVILEGE:
-            return f"{program} runs a command as another user; the agent never raises its privileges"
+            return (
+                f"{program} runs a command as another user; the agent never raises its privileges"
+            )
         if program in _SHELLS:
             script = _dash_c_script(args)
             return None if script is None else self._refusal(script, depth + 1)
@@ -132,16 +197,22 @@ class CommandPolicy:
             return _git_refusal(args)
         if program == "rm":
             return self._rm_refusal(args)
-        if program in _WRITERS and any(self._in_state_dir(a.split("=", 1)[-1]) for a in _operands(args)):
+        if program in _WRITERS and any(
+            self._in_state_dir(a.split("=", 1)[-1]) for a in _operands(args)
+        ):
             return self._state_message()
-        if program in _WRITERS and any(_is_settings_file(a.split("=", 1)[-1]) for a in _operands(args)):
+        if program in _WRITERS and any(
+            _is_settings_file(a.split("=", 1)[-1]) for a in _operands(args)
+        ):
             return _SETTINGS_MESSAGE
         return None
 
     def _rm_refusal(self, args: list[str]) -> str | None:
         options = args[: args.index("--")] if "--" in args else args
-        recursive = any(a in ("-r", "-R", "--recursive") or re.fullmatch(r"-[a-zA-Z]*[rR][a-zA-Z]*", a)
-                        for a in options)
+        recursive = any(
+            a in ("-r", "-R", "--recursive") or re.fullmatch(r"-[a-zA-Z]*[rR][a-zA-Z]*", a)
+            for a in options
+        )
         for target in _operands(args):
             if recursive and (_is_root_or_home(target) or "--no-preserve-root" in options):
                 return f"rm -r {target[:80]} would delete the whole system or home directory"
@@ -166,11 +237,15 @@ class CommandPolicy:
 
     def _state_message(self) -> str:
         where = self.state_dir or ".agent/"
-        return f"it changes the agent's state directory ({where}), which only the agent itself writes"
+        return (
+            f"it changes the agent's state directory ({where}), which only the agent itself writes"
+        )
 
 
-_SETTINGS_MESSAGE = ("it writes .agentrc, the agent's settings, which only the user edits "
-                     "(a changed one could turn the sandbox off for the next run)")
+_SETTINGS_MESSAGE = (
+    "it writes .agentrc, the agent's settings, which only the user edits "
+    "(a changed one could turn the sandbox off for the next run)"
+)
 
 
 def _is_settings_file(word: str) -> bool:
@@ -181,8 +256,10 @@ def _compile_user_pattern(pattern: str):
     try:
         return regex.compile(pattern, flags=regex.VERSION0)
     except (regex.error, ValueError, OverflowError) as exc:
-        raise ConfigError(f"deny_commands pattern {pattern!r} is not a valid regular expression: {exc}",
-                          "fix the pattern in deny_commands") from exc
+        raise ConfigError(
+            f"deny_commands pattern {pattern!r} is not a valid regular expression: {exc}",
+            "fix the pattern in deny_commands",
+        ) from exc
 
 
 def _split_heredocs(cmd: str) -> tuple[str, list[str]]:
@@ -223,8 +300,10 @@ def _find_exec(args: list[str]) -> list[list[str]]:
     commands = []
     for i, arg in enumerate(args):
         if arg in ("-exec", "-execdir", "-ok", "-okdir"):
-            end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+", "\\;")), len(args))
-            commands.append(args[i + 1: end])
+            end = next(
+                (j for j in range(i + 1, len(args)) if args[j] in (";", "+", "\\;")), len(args)
+            )
+            commands.append(args[i + 1 : end])
     return commands
 
 
@@ -237,7 +316,7 @@ def _program(stage: list[str]) -> str:
 def _pipe_into_shell(pipeline: list[list[str]]) -> str | None:
     programs = [_program(stage) for stage in pipeline]
     for i, program in enumerate(programs):
-        if program in _DOWNLOADERS and any(_is_interpreter(p) for p in programs[i + 1:]):
+        if program in _DOWNLOADERS and any(_is_interpreter(p) for p in programs[i + 1 :]):
             return f"it pipes a download ({program}) into a shell; download, read, then run it"
     return None
 
@@ -248,7 +327,9 @@ def _is_interpreter(program: str) -> bool:
 
 def _git_refusal(args: list[str]) -> str | None:
     """Why a git invocation must not run: it publishes or destroys the user's work."""
-    args = _skip_options(args, {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
+    args = _skip_options(
+        args, {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"}
+    )
     if not args:
         return None
     sub, rest = args[0], args[1:]
@@ -257,40 +338,74 @@ def _git_refusal(args: list[str]) -> str | None:
         return "git push publishes work; the agent never pushes (the user does after review)"
     if sub == "reset" and "--hard" in rest:
         return "git reset --hard would throw away the user's uncommitted work"
-    if sub == "clean" and ("f" in flags or "--force" in rest) and not ("n" in flags or "--dry-run" in rest):
+    if (
+        sub == "clean"
+        and ("f" in flags or "--force" in rest)
+        and not ("n" in flags or "--dry-run" in rest)
+    ):
         return "git clean -f deletes untracked files, which may be the user's work"
     if sub == "checkout" and ({"--", ".", ":/", "--force"} & set(rest) or "f" in flags):
         return "git checkout -- <paths> (or -f) discards uncommitted changes, which may be the user's work"
-    if sub == "restore" and not ({"--staged", "-S"} & set(rest) and not {"--worktree", "-W"} & set(rest)):
+    if sub == "restore" and not (
+        {"--staged", "-S"} & set(rest) and not {"--worktree", "-W"} & set(rest)
+    ):
         return "git restore discards uncommitted changes in the work tree, which may be the user's work"
     if sub == "switch" and ({"--discard-changes", "--force"} & set(rest) or "f" in flags):
         return "git switch --discard-changes (or -f) throws away uncommitted changes"
     if sub == "stash" and rest[:1] not in (["list"], ["show"]):
         return "git stash moves the user's uncommitted work out of the work tree"
     if sub in _HARNESS_GIT:
-        return (f"git {sub} changes branches, the index or history, which the harness alone does: "
-                "it commits each verified task on the run's branch")
+        return (
+            f"git {sub} changes branches, the index or history, which the harness alone does: "
+            "it commits each verified task on the run's branch"
+        )
     if sub == "symbolic-ref" and (len(_operands(rest)) > 1 or {"-d", "--delete"} & set(rest)):
-        return ("git symbolic-ref moves HEAD to another branch, which the harness alone does: "
-                "verified work must land on the run's branch")
-    if sub == "branch" and ({"-d", "-D", "-m", "-M", "-f", "--delete", "--move", "--force"}
-                            & set(rest)):
+        return (
+            "git symbolic-ref moves HEAD to another branch, which the harness alone does: "
+            "verified work must land on the run's branch"
+        )
+    if sub == "branch" and (
+        {"-d", "-D", "-m", "-M", "-f", "--delete", "--move", "--force"} & set(rest)
+    ):
         return "git branch -d/-m/-f changes branches, which the harness alone does"
     return None
 
 
 # Commits, branch moves and index changes belong to the harness: a model commit would skip
 # verification and could take the user's protected files with it.
-_HARNESS_GIT = {"commit", "checkout", "reset", "switch", "merge", "rebase", "cherry-pick", "revert", "am",
-                "add", "rm", "mv", "tag", "update-ref", "replace", "filter-branch", "worktree",
-                "pull", "read-tree", "update-index", "reflog", "notes"}
+_HARNESS_GIT = {
+    "commit",
+    "checkout",
+    "reset",
+    "switch",
+    "merge",
+    "rebase",
+    "cherry-pick",
+    "revert",
+    "am",
+    "add",
+    "rm",
+    "mv",
+    "tag",
+    "update-ref",
+    "replace",
+    "filter-branch",
+    "worktree",
+    "pull",
+    "read-tree",
+    "update-index",
+    "reflog",
+    "notes",
+}
 
 
 def _is_root_or_home(target: str) -> bool:
     """Whether an rm target is /, the home directory, or a top-level system directory."""
     home = os.path.expanduser("~").rstrip("/")
     # An unset variable expands to nothing: `rm -rf "$DIR"/*` with DIR unset is `rm -rf /*`.
-    unset_empty = re.sub(r"\$(\w+|\{\w+\})", lambda m: os.environ.get(m.group(1).strip("{}"), ""), target)
+    unset_empty = re.sub(
+        r"\$(\w+|\{\w+\})", lambda m: os.environ.get(m.group(1).strip("{}"), ""), target
+    )
     for text in {target, unset_empty}:
         if not text.strip():
             continue

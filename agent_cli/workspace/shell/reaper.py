@@ -100,7 +100,11 @@ def _alive(pid: int) -> bool:
 def _zombie_children(spared: set[int]) -> set[int]:
     """Adopted orphans that already ended on their own and wait to be reaped."""
     me = os.getpid()
-    return {pid for pid, ppid, state in _processes() if ppid == me and state == "Z" and pid not in spared}
+    return {
+        pid
+        for pid, ppid, state in _processes()
+        if ppid == me and state == "Z" and pid not in spared
+    }
 
 
 def _reap(pids: set[int]) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agent_cli.core.errors import ToolError, WorkspaceError
 from agent_cli.workspace.shell import reaper
+
 SANDBOXES = ("none", "bwrap")
 TERM_GRACE_S = 2.0
 # After the command exits, output from processes it left in the background is still read this long.
@@ -65,8 +66,15 @@ def run_command(
     spared = reaper.adopt_orphans()
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     except OSError as exc:
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         reason = "command not found" if code == 127 else f"cannot run it ({exc.strerror})"
@@ -95,7 +103,9 @@ def _argv(cmd: str | list[str]) -> list[str]:
     return argv
 
 
-def _supervise(proc: subprocess.Popen, capture: _Capture, deadline: float, spared: set[int]) -> bool:
+def _supervise(
+    proc: subprocess.Popen, capture: _Capture, deadline: float, spared: set[int]
+) -> bool:
     """Collect output until the command ends or the deadline; stop its group; True on timeout."""
     fd = proc.stdout.fileno()
     eof = _pump(fd, capture, deadline, proc)
@@ -179,7 +189,7 @@ class _Capture:
             take = text[: self.head_max - self.head_len]
             self.head.append(take)
             self.head_len += len(take)
-            text = text[len(take):]
+            text = text[len(take) :]
         if text:
             self.tail.append(text)
             self.tail_len += len(text)
@@ -189,7 +199,7 @@ class _Capture:
     def text(self) -> str:
         """The kept output, with a marker where the middle was cut."""
         head = "".join(self.head)
-        tail = "".join(self.tail)[-self.tail_max:] if self.tail_max else ""
+        tail = "".join(self.tail)[-self.tail_max :] if self.tail_max else ""
         cut = self.total - len(head) - len(tail)
         if cut <= 0:
             return head + tail
@@ -197,7 +207,9 @@ class _Capture:
 
 
 _ALWAYS_SECRET = {"OPENAI_API_KEY", "AGENT_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"}
-_SECRET_NAME = re.compile(r"(^|_)API_?KEY$|(^|_)TOKEN$|SECRET|PASSWORD|PASSWD|PRIVATE_KEY", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"(^|_)API_?KEY$|(^|_)TOKEN$|SECRET|PASSWORD|PASSWD|PRIVATE_KEY", re.IGNORECASE
+)
 
 
 def scrub_env(env: dict[str, str], secrets: list[str] | tuple[str, ...] = ()) -> dict[str, str]:
@@ -220,29 +232,56 @@ def check_sandbox(kind: str) -> None:
         raise WorkspaceError(f"unknown sandbox {kind!r}", "set sandbox = none or sandbox = bwrap")
     binary = shutil.which("bwrap")
     if binary is None:
-        raise WorkspaceError("sandbox = bwrap was asked for but bubblewrap is not installed",
-                             "apt-get install bubblewrap, or set sandbox = none")
+        raise WorkspaceError(
+            "sandbox = bwrap was asked for but bubblewrap is not installed",
+            "apt-get install bubblewrap, or set sandbox = none",
+        )
     if not _bwrap_works(binary):
-        raise WorkspaceError("sandbox = bwrap was asked for but bubblewrap cannot create a sandbox here "
-                             "(user namespaces may be disabled)",
-                             "allow unprivileged user namespaces, or set sandbox = none")
+        raise WorkspaceError(
+            "sandbox = bwrap was asked for but bubblewrap cannot create a sandbox here "
+            "(user namespaces may be disabled)",
+            "allow unprivileged user namespaces, or set sandbox = none",
+        )
 
 
 @lru_cache(maxsize=4)
 def _bwrap_works(binary: str) -> bool:
-    probe = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--unshare-net", "--unshare-pid", "true"]
+    probe = [
+        binary,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-net",
+        "--unshare-pid",
+        "true",
+    ]
     try:
         return subprocess.run(probe, capture_output=True, timeout=20).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
-def bwrap_argv(argv: list[str], cwd: Path, writable: list[Path],
-               readonly: list[Path] = ()) -> list[str]:
+def bwrap_argv(
+    argv: list[str], cwd: Path, writable: list[Path], readonly: list[Path] = ()
+) -> list[str]:
     """`argv` wrapped in bubblewrap: everything read-only but `writable`, a private /tmp, no network."""
     # /tmp is mounted before the writable binds so that a repository under /tmp stays visible.
-    wrapped = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    wrapped = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+    ]
     for path in writable:
         wrapped += ["--bind", str(path), str(path)]
     # Mounted over the writable binds: git's hooks and config, and the agent's state, are run or

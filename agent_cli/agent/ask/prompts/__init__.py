@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from agent_cli.core.fences import FENCE_RULE
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> str:
     """The prompt `name` (system, planner, verifier) with the fence rule filled in."""
     text = resources.files(__package__).joinpath(f"{name}.md").read_text(encoding="utf-8")
