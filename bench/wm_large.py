@@ -1,4 +1,4 @@
-"""The large-items workload of bench/working_memory.py, and protoprompt 0.20.0 run on it.
+"""The large-items workload, reported by bench/working_memory.py, and protoprompt 0.20.0 run on it.
 
 protoprompt is a bench-only dependency: `pip install protoprompt==0.20.0`. Without it the bench
 says so and compares with the in-repo baseline only.
@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
+import statistics
 import time
 from dataclasses import dataclass
 
-import working_memory as wm
-from working_memory import Session, _function, _name, _pick, make_session
+from agent_cli.core import tokens
+from wm_runs import SIZES, print_rows, run_baseline, run_memory
+from wm_workload import Session, function_name, function_source, make_session, pick_name
 
 LARGE_MIX = {
     "log": 0.30,
@@ -31,7 +33,7 @@ def _log30(rng: random.Random, known: list[str]) -> str:
     """A log of 30 lines."""
     lines = []
     for _ in range(30):
-        who = _pick(rng, known) if rng.random() < 0.3 else "worker"
+        who = pick_name(rng, known) if rng.random() < 0.3 else "worker"
         lines.append(
             f"2025-03-0{rng.randrange(1, 9)} 12:{rng.randrange(60):02d}:"
             f"{rng.randrange(60):02d} INFO {who} job={rng.randrange(10_000)} "
@@ -49,8 +51,8 @@ def make_large_session(n: int, seed: int = 5) -> Session:
             text = _log30(rng, known)
             session.items[i] = (kind, text, text.splitlines()[0][:60])
         elif kind == "file":
-            names = [_name(rng, i * 100 + j) for j in range(30)]
-            text = "\n\n".join(_function(name, known, rng) for name in names)
+            names = [function_name(rng, i * 100 + j) for j in range(30)]
+            text = "\n\n".join(function_source(name, known, rng) for name in names)
             known.extend(names)
             session.items[i] = (kind, text, summary)
     return session
@@ -104,22 +106,21 @@ def run_protoprompt(session: Session, sizes: tuple[int, ...], budget: int) -> li
 
 def report() -> None:
     """The large-items workload, with protoprompt side by side when it is installed."""
-    session = make_large_session(max(wm.SIZES))
-    sizes = [wm.tokens.count(text) for _, text, _ in session.items]
+    session = make_large_session(max(SIZES))
+    sizes = [tokens.count(text) for _, text, _ in session.items]
     print(
         f"\nlarge items: {len(session.items)} items, logs of 30 lines, files of 30 functions, "
-        f"{min(sizes)}-{max(sizes)} tokens (mean {wm.statistics.mean(sizes):.0f}), "
+        f"{min(sizes)}-{max(sizes)} tokens (mean {statistics.mean(sizes):.0f}), "
         f"budget {LARGE_BUDGET} tokens"
     )
-    bases = wm.run_baseline(session, wm.SIZES, "baseline: append-then-trim", LARGE_BUDGET)
+    bases = run_baseline(session, SIZES, "baseline: append-then-trim", LARGE_BUDGET)
     mems = [
-        wm.run_memory(session, n, "working memory (InMemStore)", budget=LARGE_BUDGET)
-        for n in wm.SIZES
+        run_memory(session, n, "working memory (InMemStore)", budget=LARGE_BUDGET) for n in SIZES
     ]
-    wm._print([bases[0], mems[0], bases[1], mems[1]])
+    print_rows([bases[0], mems[0], bases[1], mems[1]])
     print(
         f"budget never exceeded: {all(r.largest <= LARGE_BUDGET for r in bases + mems)}; "
-        f"add, {wm.SIZES[1]:,} vs {wm.SIZES[0]:,} items: {mems[1].add_us / mems[0].add_us:.2f}x"
+        f"add, {SIZES[1]:,} vs {SIZES[0]:,} items: {mems[1].add_us / mems[0].add_us:.2f}x"
     )
     version = protoprompt_version()
     if version is None:
@@ -130,7 +131,7 @@ def report() -> None:
         return
     if version != PROTOPROMPT:
         print(f"note: protoprompt {version} is installed; the target compares with {PROTOPROMPT}")
-    for row, mem in zip(run_protoprompt(session, wm.SIZES, LARGE_BUDGET), mems, strict=False):
+    for row, mem in zip(run_protoprompt(session, SIZES, LARGE_BUDGET), mems, strict=False):
         print(
             f"  protoprompt {version} agent WorkingMemory, {row.items} items: add "
             f"{row.add_us:.1f} µs/item cpu (last 1/5: {row.tail_us:.1f}); working memory "

@@ -5,7 +5,7 @@ Importing this package does no I/O and loads no vendor SDK; long-term memory liv
 """
 
 from agent_cli.core.protocols import ColdStore, Embedder
-from agent_cli.memory.working.memory import Context, WorkingMemory
+from agent_cli.memory.working.memory import Context, WorkingMemory, WorkingState
 from agent_cli.memory.working.store import InMemStore, Item, SqliteStore, Store
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "SqliteStore",
     "Store",
     "WorkingMemory",
+    "WorkingState",
 ]

@@ -163,6 +163,7 @@ def test_each_eviction_removes_the_weakest_item_that_may_go(protect):
     mem = WorkingMemory(max_tokens=600, protect_recent_edits=protect)
     kinds = ["log", "tool_output", "file", "test_result", "edit"]
     edits: list[str] = []
+    batches = 0
     for i in range(60):
         before = {it.id: mem.explain(it.id)["total"] for it in mem.hot_items() if not it.pinned}
         new_id = mem.add(kinds[i % 5], filler(i, 20 + (i * 7) % 60))
@@ -172,11 +173,14 @@ def test_each_eviction_removes_the_weakest_item_that_may_go(protect):
         scores = {**before, new_id: mem.explain(new_id)["total"]}
         gone = sorted(set(scores) - hot, key=scores.get)
         kept = [scores[k] for k in hot if k in scores and k not in latest]
-        # what went cold is the weakest part of what was there, the new item included,
-        # leaving aside the latest edits
-        assert not gone or not kept or max(scores[g] for g in gone) <= min(kept)
+        if gone and kept:
+            batches += 1
+            # what went cold is the weakest part of what was there, the new item included,
+            # leaving aside the latest edits
+            assert max(scores[g] for g in gone) <= min(kept)
         if i % 4 == 3:
             mem.tick()
+    assert batches >= 5, f"only {batches} adds evicted anything"
 
 
 def test_older_items_go_before_newer_ones_of_the_same_kind_and_size():

@@ -17,13 +17,20 @@ context as it can:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
 
 from agent_cli.memory.working import scoring
 from agent_cli.memory.working.store import Item, id_number
 
 HORIZON_STEPS = 8  # how far ahead durability looks: past the fresh boost (scoring.py)
+
+
+class LayoutState(TypedDict):
+    """The layout as Layout.dump() exports it."""
+
+    pinned_section: list[str]  # ids of the notes in the pinned section
+    cold_list: list[str]  # the cold list as last rendered, and the id of the item it followed
 
 
 def durability(item: Item, step: int) -> float:
@@ -55,14 +62,14 @@ class Layout:
             item.id for item in items if item.pinned and (chosen is None or item.id in chosen)
         }
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> LayoutState:
         """The layout as JSON-compatible data, for WorkingMemory.export_state()."""
         return {
             "pinned_section": sorted(self.section, key=id_number),
             "cold_list": list(self._footer),
         }
 
-    def load(self, items: Iterable[Item], state: dict[str, Any]) -> None:
+    def load(self, items: Iterable[Item], state: Mapping[str, Any]) -> None:
         """The layout of an exported state; one saved without it puts every note in the
         pinned section and the cold list at the end."""
         self.settle(items, state.get("pinned_section"))

@@ -18,8 +18,8 @@ merges into it: one item, its count shown in its header, moved to the end as the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from agent_cli.core.protocols import Embedder
 from agent_cli.core.text import shorten
@@ -33,7 +33,7 @@ from agent_cli.memory.working.revise import Revisions
 from agent_cli.memory.working.store import InMemStore, Item, Store, id_number
 from agent_cli.memory.working.symbols import definitions, mentioned
 
-__all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory"]
+__all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory", "WorkingState"]
 
 SUMMARY_CHARS = 80
 MIN_TOKENS = 256
@@ -42,12 +42,29 @@ STATE_FORMAT = 1
 _RECENCY = [scoring.recency_term(age) for age in range(4096)]
 
 
+class WorkingState(TypedDict):
+    """What export_state() returns: the hot zone in order, the counters and the layout."""
+
+    format: int
+    goal: str
+    goal_vector: list[float] | None
+    step: int
+    next: int
+    evictions: int
+    mentions: dict[str, int]
+    restored: list[str]
+    recent_edits: list[str]
+    pinned_section: list[str]
+    cold_list: list[str]
+    items: list[dict[str, Any]]  # Item.to_dict() of each hot item
+
+
 def _summary(summary: str, text: str) -> str:
     """One short line: the given summary, or the first non-blank line of the text."""
     return shorten(summary.strip() or text.lstrip().split("\n", 1)[0], SUMMARY_CHARS)
 
 
-class WorkingMemory(Revisions):
+class WorkingMemory:
     """Hot items within `max_tokens`, the rest in `store`; see docs/working_memory.md."""
 
     def __init__(
@@ -83,6 +100,7 @@ class WorkingMemory(Revisions):
         self._search = ColdSearch(
             self.store, self._embed if embedder else None, recall_cooldown_steps
         )
+        self._revisions = Revisions(self.store, self._meter, self._rescore, self._fit)
         self._reset()
         self._next = self.store.max_number() + 1
 
@@ -240,7 +258,7 @@ class WorkingMemory(Revisions):
         """Move an item to the cold store; a view only refreshes the record it came from."""
         self._hot.unlink(item)
         self._evictions += 1
-        self._evicting(item)  # a pinned note is reported (revise.py)
+        self._revisions.evicting(item)  # a pinned note is reported as a demotion
         if item.origin_id is not None:
             self._restored.discard(item.origin_id)
             record = self.store.get(item.origin_id)
@@ -302,6 +320,31 @@ class WorkingMemory(Revisions):
         """Bring back up to `k` cold items matching `query`; returns their ids, now hot."""
         self._search.cooldown_steps = self.recall_cooldown_steps
         return self._restore(self._search.find(query, k, self._restored, self._step))
+
+    def cooling(self, query: str, k: int = 3) -> list[tuple[str, int]]:
+        """Cold items matching `query` that only their cooldown holds back: (id, steps left)."""
+        self._search.cooldown_steps = self.recall_cooldown_steps
+        return self._search.cooling(query, k, self._restored, self._step)
+
+    def supersede(self, item_id: str, text: str) -> bool:
+        """Replace what item `item_id` says, hot and cold, by `text`; False if there is no such item."""
+        return self._revisions.supersede(self._hot, self._step, item_id, text)
+
+    def pinned_over(self) -> list[str]:
+        """The oldest pinned notes whose unpinning would bring pinned notes within their share."""
+        return self._revisions.pinned_over(self._hot, self._pinned_cap)
+
+    def unpin(self, item_id: str) -> None:
+        """Make pinned note `item_id` an ordinary note, scored like any item; ValueError if it is not one."""
+        self._revisions.unpin(self._hot, self._step, item_id)
+
+    def demote(self, item_id: str) -> None:
+        """Unpin `item_id` for the model, and queue the demotion to be reported."""
+        self._revisions.demote(self._hot, self._step, item_id)
+
+    def take_demoted(self) -> list[str]:
+        """The demotions since the last call (oldest first), forgotten once taken."""
+        return self._revisions.take_demoted()
 
     def _restore(self, ids: list[str]) -> list[str]:
         """Make room for the whole batch first, then append it as `recalled` views."""
@@ -412,8 +455,9 @@ class WorkingMemory(Revisions):
             key=lambda at: (self._score(items[at]), id_number(items[at].id)),
         )
 
-    def export_state(self) -> dict[str, Any]:
+    def export_state(self) -> WorkingState:
         """The hot zone in order and the counters as JSON-compatible data; see import_state()."""
+        layout = self._layout.dump()
         return {
             "format": STATE_FORMAT,
             "goal": self._goal,
@@ -424,12 +468,13 @@ class WorkingMemory(Revisions):
             "mentions": dict(self._mentions),
             "restored": sorted(self._restored),
             "recent_edits": list(self._hot.protected),
-            **self._layout.dump(),
+            "pinned_section": layout["pinned_section"],
+            "cold_list": layout["cold_list"],
             "items": [item.to_dict() for item in self._hot],
         }
 
-    def import_state(self, state: dict[str, Any]) -> None:
-        """Replace the hot zone and counters with an exported state."""
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Replace the hot zone and counters with an exported state (as read back from JSON)."""
         if state.get("format") != STATE_FORMAT:
             raise ValueError(f"unknown working-memory state format {state.get('format')!r}")
         self._reset()

@@ -44,6 +44,17 @@ class ColdSearch:
             chosen += self._meaning_hits(query, k - len(chosen), set(chosen), hidden, step, cooling)
         return chosen
 
+    def cooling(
+        self, query: str, k: int, hidden: Collection[str], step: int
+    ) -> list[tuple[str, int]]:
+        """Cold ids matching `query` that only their cooldown holds back: (id, steps left)."""
+        out: list[tuple[str, int]] = []
+        for item_id in self.find(query, k, hidden, step, cooling=True):
+            record = self.store.get(item_id)
+            if record is not None:
+                out.append((item_id, self.cooldown_left(record["step_evicted"], step)))
+        return out
+
     def cooldown_left(self, evicted: int, step: int) -> int:
         """Steps until an item evicted at step `evicted` may be recalled (0: it may now)."""
         if self.cooldown_steps <= 0:
@@ -64,7 +75,7 @@ class ColdSearch:
         ranked = rank_hits(
             by_id, self.store.by_symbol(names), self.store.by_symbol(names, folded=True)
         )
-        out = []
+        out: list[str] = []
         for item_id in ranked:
             record = self.store.get(item_id) if item_id not in hidden else None
             if (

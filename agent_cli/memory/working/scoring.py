@@ -15,6 +15,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from operator import mul
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 KIND_WEIGHTS: dict[str, float] = {
     "edit": 3.0,
@@ -55,9 +60,9 @@ def refs_term(refs: int) -> float:
 def recency_term(age: int) -> float:
     """The recency term for an item last added or touched `age` steps ago."""
     age = max(age, 0)
-    return FRESH_WEIGHT * 0.5 ** (age / FRESH_HALF_LIFE_STEPS) + RECENCY_WEIGHT * 0.5 ** (
-        age / HALF_LIFE_STEPS
-    )
+    fresh: float = 0.5 ** (age / FRESH_HALF_LIFE_STEPS)
+    slow: float = 0.5 ** (age / HALF_LIFE_STEPS)
+    return FRESH_WEIGHT * fresh + RECENCY_WEIGHT * slow
 
 
 def size_term(tokens: int) -> float:
@@ -69,7 +74,8 @@ def goal_term(vector: Sequence[float] | None, goal: Sequence[float] | None) -> f
     """The goal term: weighted cosine of two unit vectors, 0 when either is missing."""
     if not vector or not goal or len(vector) != len(goal):
         return 0.0
-    return GOAL_WEIGHT * sum(map(mul, vector, goal))
+    cosine: float = sum(map(mul, vector, goal))
+    return GOAL_WEIGHT * cosine
 
 
 def static_score(kind: str, refs: int, goal: float, tokens: int) -> float:
@@ -114,7 +120,7 @@ class VectorIndex:
         self._steps: list[int] = []
         self._where: dict[str, int] = {}
         self._pending: list[Sequence[float]] = []
-        self._matrix = None
+        self._matrix: NDArray[np.float32] | None = None
         self.dim: int | None = None
         for item_id, step_evicted, vector in rows:
             self.put(item_id, vector, step_evicted)
@@ -144,7 +150,7 @@ class VectorIndex:
             return []
         import numpy as np
 
-        matrix = self._rows(np)
+        matrix = self._rows()
         sims = matrix @ np.asarray(query, dtype=np.float32)
         # Sort a short list of the best; a longer one only while too many of those are not allowed.
         shortlist = 4 * k + 32
@@ -157,22 +163,32 @@ class VectorIndex:
                 return found
             shortlist *= 8
 
-    def _rows(self, np):
+    def _rows(self) -> NDArray[np.float32]:
         """The matrix of all vectors, pending ones appended into spare capacity."""
+        import numpy as np
+
+        matrix = self._matrix
         if self._pending:
             rows = np.asarray(self._pending, dtype=np.float32)  # ranking needs no more
             size = len(self._ids) - len(rows)
-            if self._matrix is None or len(self._matrix) < len(self._ids):
-                grown = np.empty((max(2 * len(self._ids), 64), self.dim), dtype=np.float32)
-                if self._matrix is not None:
-                    grown[:size] = self._matrix[:size]
-                self._matrix = grown
-            self._matrix[size : len(self._ids)] = rows
+            if matrix is None or len(matrix) < len(self._ids):
+                grown = np.empty((max(2 * len(self._ids), 64), len(rows[0])), dtype=np.float32)
+                if matrix is not None:
+                    grown[:size] = matrix[:size]
+                matrix = self._matrix = grown
+            matrix[size : len(self._ids)] = rows
             self._pending = []
-        return self._matrix[: len(self._ids)]
+        if matrix is None:  # nothing was ever put
+            return np.empty((0, self.dim or 0), dtype=np.float32)
+        return matrix[: len(self._ids)]
 
     def _accept(
-        self, sims, order, k: int, allow: Callable[[str, int], bool], min_similarity: float
+        self,
+        sims: NDArray[np.float32],
+        order: NDArray[np.intp],
+        k: int,
+        allow: Callable[[str, int], bool],
+        min_similarity: float,
     ) -> list[tuple[str, float]]:
         """The first `k` rows of `order` above `min_similarity` that `allow` accepts."""
         found: list[tuple[str, float]] = []

@@ -166,7 +166,7 @@ class InMemStore:
 
     def recent(self, limit: int) -> list[dict[str, Any]]:
         """Manifest entries of the most recently put records."""
-        out = []
+        out: list[dict[str, Any]] = []
         for item_id in reversed(self._records):
             if len(out) >= limit:
                 break
@@ -176,7 +176,7 @@ class InMemStore:
     def by_symbol(self, names: Iterable[str], folded: bool = False) -> list[tuple[str, str]]:
         """(id, name) for records defining one of `names`."""
         index = self._folded if folded else self._names
-        found = []
+        found: list[tuple[str, str]] = []
         for name in names:
             key = name.lower() if folded else name
             found.extend((item_id, name) for item_id in index.get(key, ()))
@@ -254,17 +254,18 @@ class SqliteStore:
 
     def __init__(self, path: str | Path, timeout: float = 5.0) -> None:
         self.path = Path(path)
-        self._conn: sqlite3.Connection | None = None
+        conn: sqlite3.Connection | None = None
         try:
             with self._guard("opened"):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-                self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
-                self._conn.execute("PRAGMA synchronous=NORMAL")
+                conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+                self._conn = conn
+                conn.execute("PRAGMA journal_mode=WAL").fetchone()
+                conn.execute("PRAGMA synchronous=NORMAL")
                 self._migrate()
         except StorageError:
-            if self._conn is not None:
-                self._conn.close()
+            if conn is not None:
+                conn.close()
             raise
 
     def _migrate(self) -> None:
@@ -352,7 +353,7 @@ class SqliteStore:
             ).fetchone()
         if row is None:
             return None
-        record = json.loads(row[0])
+        record: dict[str, Any] = json.loads(row[0])
         record["vector"] = array("d", row[1]).tolist() if row[1] is not None else None
         return record
 
@@ -362,7 +363,7 @@ class SqliteStore:
             conn.execute("DELETE FROM items WHERE id = ?", (item_id,))
             conn.execute("DELETE FROM symbols WHERE id = ?", (item_id,))
 
-    def _entries(self, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
+    def _entries(self, sql: str, params: tuple[int, ...] = ()) -> list[dict[str, Any]]:
         """Manifest entries from a SELECT of id, kind, summary, symbols, step_evicted."""
         with self._guard("read"):
             rows = self._conn.execute(sql, params).fetchall()
@@ -414,12 +415,16 @@ class SqliteStore:
     def count(self) -> int:
         """How many records."""
         with self._guard("read"):
-            return self._conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+            count: int = self._conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+        return count
 
     def max_number(self) -> int:
         """The largest N among stored ids "mN"."""
         with self._guard("read"):
-            return self._conn.execute("SELECT COALESCE(MAX(num), 0) FROM items").fetchone()[0]
+            number: int = self._conn.execute("SELECT COALESCE(MAX(num), 0) FROM items").fetchone()[
+                0
+            ]
+        return number
 
     def close(self) -> None:
         """Close the connection."""
