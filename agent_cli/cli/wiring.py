@@ -17,7 +17,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.executor import Limits
@@ -48,6 +48,7 @@ from agent_cli.workspace.shell.policy import CommandPolicy
 # model; `recall` and `memory` import this module too, so the model client loads where chosen.
 MODEL_CLIENT = "agent_cli.llm.openai.model"
 OUTBOX = "memory-outbox.jsonl"  # long-term memory writes kept while the server is down
+AnswerKind = Literal["hint", "skip", "replan"]  # what --resume can answer a rejected task
 
 
 @dataclass
@@ -66,7 +67,7 @@ class RunOptions:
     replay: Path | None = None
     verbose: bool = False
     record: Path | None = None
-    answer: tuple[str, str] | None = None  # with --resume: ("hint"|"skip"|"replan", text)
+    answer: tuple[AnswerKind, str] | None = None  # with --resume: the answer and its text
     flags: dict[str, Any] = field(default_factory=dict)
 
 
@@ -258,7 +259,7 @@ class RunKit:
 
         root = self.workspace.root
         return format_for_context(
-            mark_stale(self.longterm.recall(query, k=3), lambda path: blob_hash(root, path))
+            mark_stale(list(self.longterm.recall(query, k=3)), lambda path: blob_hash(root, path))
         )
 
     def allow_command(self, cmd: str) -> None:
