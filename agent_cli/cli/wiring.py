@@ -337,7 +337,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, settings.secrets())
         lock = RunLock(state_dir / "run.lock")
-        run_id = check_local(workspace, store, lock, opts)
+        run_id, changed = check_local(workspace, store, lock, opts)
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
         longterm.prepare()  # its snapshot is read, or the store opens, while the model client loads
         model = build_model(settings, opts, console)
@@ -365,6 +365,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
             final_summary=settings.final_summary,
             # a rejected task is put to the human on a terminal, even with --yes
             ask_human=not opts.json_out and stdin_is_terminal(),
+            preflight=changed,  # the repository was checked above: once per run
         )
         kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
         try:
@@ -386,16 +387,16 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
 
 def check_local(
     workspace: RepoWorkspace, store: RunStore, lock: RunLock, opts: RunOptions
-) -> str | None:
-    """The local checks, cheapest first: no other run, the repository's state, the run to resume."""
+) -> tuple[str | None, set[str]]:
+    """The local checks, cheapest first: no other run, the run to resume, the repository's state.
+
+    Returns the run to resume (None for a new run) and the paths holding the user's changes."""
     if not opts.plan_only:
         lock.check()
     if opts.resume:
         run_id = store.target(opts.run_id)
-        workspace.preflight(allow_dirty=True)
-        return run_id
-    workspace.preflight(opts.allow_dirty)
-    return None
+        return run_id, workspace.preflight(allow_dirty=True)
+    return None, workspace.preflight(opts.allow_dirty)
 
 
 def check_approval(settings: Settings, opts: RunOptions) -> bool:
