@@ -1,9 +1,12 @@
-"""Help pages speak in metavars, and `agent runs` is a table with a header that fits the terminal."""
+"""Help pages speak in metavars and load no vendor SDK, and `agent runs` is a table with a header
+that fits the terminal."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from datetime import datetime
 
 import pytest
@@ -35,6 +38,35 @@ def test_help_names_values_by_metavar_never_by_python_type(words):
     assert result.exit_code == 0, result.output
     assert not PYTHON_TYPES.search(result.output), result.output
     assert "..." not in result.output.replace("COMMAND [ARGS]...", "") and "…" not in result.output
+
+
+# Every help page is printed by one child interpreter that records what importing the command
+# line and printing its help did: any file opened that is not Python source, any process,
+# connection or file change, and which vendor SDKs ended up loaded.
+HELP_IN_A_CHILD = """
+import contextlib, io, sys
+done = []
+def audit(event, args):
+    if event == "open" and not str(args[0]).endswith((".py", ".pyc", ".pth")):
+        done.append(f"open {args[0]}")
+    elif event in ("subprocess.Popen", "os.system", "socket.connect", "os.mkdir", "os.remove"):
+        done.append(event)
+sys.addaudithook(audit)
+from agent_cli.cli.app import app
+for words in COMMANDS:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        app([*words, "--help"], prog_name="agent")
+vendors = sorted({m.split(".")[0] for m in sys.modules} & set(VENDORS))
+print(vendors, done)
+"""
+VENDORS = ("openai", "chromadb", "tiktoken", "git", "wordllama", "mcp")
+
+
+def test_help_imports_no_vendor_sdk_and_does_no_io():
+    code = HELP_IN_A_CHILD.replace("COMMANDS", repr(COMMANDS)).replace("VENDORS", repr(VENDORS))
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "[] []", child.stdout
 
 
 def test_the_metavars_say_what_goes_there():
