@@ -1,9 +1,10 @@
-"""Help pages speak in metavars and load no vendor SDK, and `agent runs` is a table with a header
-that fits the terminal."""
+"""Help pages speak in metavars and load no vendor SDK, `agent runs` is a table with a header
+that fits the terminal, and the commands agree on exit codes (2: a bad value, 1: nothing to act on)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -12,7 +13,9 @@ from datetime import datetime
 import pytest
 from typer.testing import CliRunner
 
-from agent_cli.cli.app import app
+from agent_cli.cli.app import app, main
+from agent_cli.config.trust import trust_file
+from conftest import SECRET_ENV
 
 COMMANDS = [
     [],
@@ -145,3 +148,69 @@ def test_runs_has_a_header_the_start_time_and_fits_the_width(run_agent, scratch_
     assert "budget_exhausted" in narrow.stdout
     wide = run_agent("runs", cwd=scratch_repo, env={"COLUMNS": "250"})
     assert LONG_GOAL in wide.stdout and "Add median()" in wide.stdout
+
+
+@pytest.fixture
+def agent(agent_env, monkeypatch, capsys):
+    """Run `agent ARGS` in this process as the console entry point does: (exit code, out, err)."""
+    for name in [k for k in os.environ if k.startswith("AGENT_") or k in SECRET_ENV]:
+        monkeypatch.delenv(name)
+    for name, value in agent_env.items():
+        monkeypatch.setenv(name, value)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as done:
+            main(list(args))
+        captured = capsys.readouterr()
+        return done.value.code or 0, captured.out, captured.err
+
+    return run
+
+
+def one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("words", "kinds"),
+    [
+        (["recall", "x"], "episode, fact, note, procedure"),
+        (["memory", "show"], "edit, note, recalled, file, test_result, tool_output, log"),
+    ],
+)
+def test_an_unknown_kind_exits_2_naming_the_kinds(agent, scratch_repo, words, kinds):
+    code, _, err = agent(*words, "--kind", "bogus", "--repo", str(scratch_repo))
+    assert code == 2
+    line = one_error_line(err)
+    assert "unknown --kind 'bogus'" in line and kinds in line
+    assert not (scratch_repo / ".agent").exists()
+
+
+def test_forgetting_an_unknown_id_without_memory_exits_1(agent, scratch_repo):
+    code, out, err = agent("memory", "forget", "no-such-id", "--repo", str(scratch_repo))
+    assert code == 1 and out == ""
+    line = one_error_line(err)
+    assert "no memory item 'no-such-id'" in line and "no memory yet" in line
+    assert not (scratch_repo / ".agent").exists()
+
+
+def test_exporting_no_memory_writes_an_empty_file(agent, scratch_repo, tmp_path):
+    target = tmp_path / "memory.jsonl"
+    code, out, err = agent("memory", "export", str(target), "--repo", str(scratch_repo))
+    assert code == 0, err
+    assert target.read_text() == ""
+    assert out.strip() == f"exported 0 record(s) to {target}"
+    assert "no memory yet" in err and not (scratch_repo / ".agent").exists()
+
+
+def test_trust_without_an_agentrc_exits_1_and_records_nothing(agent, agent_env, scratch_repo):
+    code, out, err = agent("trust", "--repo", str(scratch_repo))
+    assert code == 1 and out == ""
+    assert "there is no .agentrc in" in one_error_line(err)
+    assert not trust_file(agent_env).exists()
+    (scratch_repo / ".agentrc").write_text('model = "fake-model"\n')
+    code, out, err = agent("trust", "--repo", str(scratch_repo))
+    assert code == 0 and out.startswith(f"trusted {scratch_repo}"), err
+    assert "its .agentrc now sets: model" in out and trust_file(agent_env).is_file()
