@@ -77,10 +77,11 @@ def _register_commands() -> None:
 _register_commands()
 
 
-def main() -> None:
-    """Console entry point: run the app, turning our errors into one line and an exit code."""
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the app on `argv` (default: the command line), turning our
+    errors into one line and an exit code."""
     try:
-        app()
+        app(argv)
     except AgentError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)
         sys.exit(e.exit_code)

@@ -7,12 +7,21 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_cli.core.errors import AgentError, ConfigError
 
+if TYPE_CHECKING:
+    from agent_cli.config.settings import Settings
 
-def _check_endpoint(settings) -> str:
+
+class Printer(Protocol):
+    """Where doctor's lines go (the command console)."""
+
+    def print(self, *objects: object) -> None: ...
+
+
+def _check_endpoint(settings: Settings) -> str:
     from agent_cli.llm.openai.model import OpenAIChat
 
     client = OpenAIChat(
@@ -39,7 +48,7 @@ def _check_endpoint(settings) -> str:
     return f"{settings.base_url} answers; {len(models)} model(s), {settings.model!r} among them"
 
 
-def _answers_anyway(settings) -> bool:
+def _answers_anyway(settings: Settings) -> bool:
     """Whether a one-token request for a model the server does not list is answered: llama.cpp
     serves its one model whatever name a request gives (unless started with --alias)."""
     from agent_cli.llm.openai.model import OpenAIChat
@@ -60,7 +69,7 @@ def _answers_anyway(settings) -> bool:
     return True
 
 
-def _check_server(settings) -> str:
+def _check_server(settings: Settings) -> str:
     from agent_cli.llm.openai.model import OpenAIChat
     from agent_cli.llm.server.probe import describe, probe
 
@@ -81,7 +90,7 @@ def _check_server(settings) -> str:
     )
 
 
-def _check_tokenizer(settings) -> str:
+def _check_tokenizer(settings: Settings) -> str:
     from agent_cli.core import tokens
 
     ids = tokens.encode("hello world", settings.model)
@@ -89,7 +98,7 @@ def _check_tokenizer(settings) -> str:
     return f"{name} loaded offline ('hello world' -> {ids})"
 
 
-def _check_state_dir(settings, repo: Path | None) -> str:
+def _check_state_dir(settings: Settings, repo: Path | None) -> str:
     if repo is None and not settings.home:
         raise AgentError("no repository, so no state directory", "pass --repo DIR or set home")
     state = settings.state_dir(repo or Path.cwd())
@@ -99,7 +108,7 @@ def _check_state_dir(settings, repo: Path | None) -> str:
     return f"{state} ({'exists' if state.exists() else 'will be created on the first run'})"
 
 
-def _check_instructions(settings, repo: Path | None) -> str:
+def _check_instructions(settings: Settings, repo: Path | None) -> str:
     """Which instruction files a run would send, and how many tokens they take."""
     from agent_cli.agent.learn import instructions
 
@@ -118,7 +127,7 @@ def _check_instructions(settings, repo: Path | None) -> str:
     return f"{', '.join(found.names())}, {found.tokens} tokens{cut}"
 
 
-def _check_memory(settings, repo: Path | None) -> str:
+def _check_memory(settings: Settings, repo: Path | None) -> str:
     """Which long-term memory is used; a server is opened and counted (which creates its
     database and collections when missing, as the first run would)."""
     from agent_cli.cli.wiring import make_embedder, memory_place
@@ -152,7 +161,7 @@ def _check_git(repo: Path | None) -> str:
     return f"{version}; repository {repo}"
 
 
-def _run_check(out, name: str, check: Callable[[], str]) -> bool:
+def _run_check(out: Printer, name: str, check: Callable[[], str]) -> bool:
     """Print one check's line; True when it passed."""
     from agent_cli.ui.render import check_line
 

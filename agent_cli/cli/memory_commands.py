@@ -85,6 +85,12 @@ def _memory_or_exit(repo: Path | None) -> Any:
     return mem
 
 
+def _memory_or_none(repo: Path | None) -> tuple[Any, Path]:
+    """Long-term memory (None when there is none yet) and where the embedded store would be."""
+    _, settings, state = _place(repo)
+    return _open(settings, state), state / "chroma"
+
+
 def _skip_final_sweep() -> None:
     """Spare a read-only, short-lived command the interpreter's last pass over chromadb's objects."""
     import gc
@@ -156,6 +162,12 @@ def show_command(
     repo: Path | None = REPO,
 ) -> None:
     """The latest run's working memory (hot items with their score terms, the cold list) and counts."""
+    from agent_cli.memory.working.scoring import KIND_WEIGHTS
+
+    if kind is not None and kind not in KIND_WEIGHTS:
+        from agent_cli.core.errors import UsageError
+
+        raise UsageError(f"unknown --kind {kind!r}", f"use one of {', '.join(KIND_WEIGHTS)}")
     _, settings, state = _place(repo)
     shown = state.exists() or bool(settings.memory_url)  # a server holds memory without a state dir
     if not shown:
@@ -263,7 +275,13 @@ def forget_command(
     """Delete one item (an episode with its failure signatures, a fact or a note)."""
     from agent_cli.core.errors import StorageError
 
-    with _memory_or_exit(repo) as mem:
+    mem, place = _memory_or_none(repo)
+    if mem is None:
+        raise StorageError(
+            f"no memory item {item_id!r}: there is no memory yet ({place} does not exist)",
+            "`agent run` creates it",
+        )
+    with mem:
         removed = mem.forget(item_id)
     if not removed:
         raise StorageError(
@@ -291,7 +309,18 @@ def export_command(
     repo: Path | None = REPO,
 ) -> None:
     """Write every episode, fact and archived item to a JSONL file (without vectors)."""
-    with _memory_or_exit(repo) as mem:
+    mem, place = _memory_or_none(repo)
+    if mem is None:  # an empty export: what a script that exports then imports expects
+        from agent_cli.core.errors import StorageError
+
+        typer.echo(NO_MEMORY.format(state=place), err=True)
+        try:
+            file.write_text("", encoding="utf-8")
+        except OSError as e:
+            raise StorageError(f"{file} cannot be written: {e.strerror or e}") from None
+        typer.echo(f"exported 0 record(s) to {file}")
+        return
+    with mem:
         written = mem.export(file)
     typer.echo(f"exported {written} record(s) from {mem.path} to {file}")
 

@@ -6,11 +6,15 @@ Only typer is imported at module level; everything heavy is imported inside the 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from agent_cli.cli.help import Command
 from agent_cli.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from agent_cli.cli.wiring import AnswerKind
 
 
 def run_command(
@@ -115,17 +119,15 @@ def run_command(
 
 def resume_answer(
     resume: bool, hint: str | None, skip: bool, replan: str | None
-) -> tuple[str, str] | None:
+) -> tuple[AnswerKind, str] | None:
     """The answer to a rejected task given on the command line, checked; None when none."""
-    given = [
-        (kind, text)
-        for kind, text, on in (
-            ("hint", hint or "", hint is not None),
-            ("skip", "", skip),
-            ("replan", replan or "", replan is not None),
-        )
-        if on
-    ]
+    given: list[tuple[AnswerKind, str]] = []
+    if hint is not None:
+        given.append(("hint", hint))
+    if skip:
+        given.append(("skip", ""))
+    if replan is not None:
+        given.append(("replan", replan))
     if not given:
         return None
     names = " and ".join(f"--{kind}" for kind, _ in given)

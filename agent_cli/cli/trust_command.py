@@ -24,11 +24,18 @@ def trust_command(
 
     root = find_repo(repo)
     rc = root / ".agentrc"
+    if not revoke and not rc.is_file():
+        from agent_cli.core.errors import ConfigError
+
+        raise ConfigError(
+            f"there is no .agentrc in {root} to trust; nothing was recorded",
+            "settings come from ~/.agentrc, the environment and flags until the repository has one",
+        )
     path = trust.record(root, revoke=revoke)
     if revoke:
         typer.echo(f"{root} is no longer trusted (recorded in {path})")
         return
-    what = rc.read_text(encoding="utf-8", errors="replace") if rc.is_file() else ""
+    what = rc.read_text(encoding="utf-8", errors="replace")
     endpoint = [
         line.strip()
         for line in what.splitlines()

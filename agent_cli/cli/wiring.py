@@ -17,7 +17,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.executor import Limits
@@ -48,6 +48,7 @@ from agent_cli.workspace.shell.policy import CommandPolicy
 # model; `recall` and `memory` import this module too, so the model client loads where chosen.
 MODEL_CLIENT = "agent_cli.llm.openai.model"
 OUTBOX = "memory-outbox.jsonl"  # long-term memory writes kept while the server is down
+AnswerKind = Literal["hint", "skip", "replan"]  # what --resume can answer a rejected task
 
 
 @dataclass
@@ -66,7 +67,7 @@ class RunOptions:
     replay: Path | None = None
     verbose: bool = False
     record: Path | None = None
-    answer: tuple[str, str] | None = None  # with --resume: ("hint"|"skip"|"replan", text)
+    answer: tuple[AnswerKind, str] | None = None  # with --resume: the answer and its text
     flags: dict[str, Any] = field(default_factory=dict)
 
 
@@ -258,7 +259,7 @@ class RunKit:
 
         root = self.workspace.root
         return format_for_context(
-            mark_stale(self.longterm.recall(query, k=3), lambda path: blob_hash(root, path))
+            mark_stale(list(self.longterm.recall(query, k=3)), lambda path: blob_hash(root, path))
         )
 
     def allow_command(self, cmd: str) -> None:
@@ -336,7 +337,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, settings.secrets())
         lock = RunLock(state_dir / "run.lock")
-        run_id = check_local(workspace, store, lock, opts)
+        run_id, changed = check_local(workspace, store, lock, opts)
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
         longterm.prepare()  # its snapshot is read, or the store opens, while the model client loads
         model = build_model(settings, opts, console)
@@ -364,6 +365,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
             final_summary=settings.final_summary,
             # a rejected task is put to the human on a terminal, even with --yes
             ask_human=not opts.json_out and stdin_is_terminal(),
+            preflight=changed,  # the repository was checked above: once per run
         )
         kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
         try:
@@ -385,16 +387,16 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
 
 def check_local(
     workspace: RepoWorkspace, store: RunStore, lock: RunLock, opts: RunOptions
-) -> str | None:
-    """The local checks, cheapest first: no other run, the repository's state, the run to resume."""
+) -> tuple[str | None, set[str]]:
+    """The local checks, cheapest first: no other run, the run to resume, the repository's state.
+
+    Returns the run to resume (None for a new run) and the paths holding the user's changes."""
     if not opts.plan_only:
         lock.check()
     if opts.resume:
         run_id = store.target(opts.run_id)
-        workspace.preflight(allow_dirty=True)
-        return run_id
-    workspace.preflight(opts.allow_dirty)
-    return None
+        return run_id, workspace.preflight(allow_dirty=True)
+    return None, workspace.preflight(opts.allow_dirty)
 
 
 def check_approval(settings: Settings, opts: RunOptions) -> bool:

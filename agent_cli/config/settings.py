@@ -24,11 +24,11 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agent_cli.config import trust
 from agent_cli.core.errors import ConfigError
@@ -36,6 +36,14 @@ from agent_cli.core.errors import ConfigError
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 CHROMA_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")  # Chroma's rule
 ENV_ONLY = ("memory_token",)  # refused in any .agentrc
+
+
+class Prices(TypedDict):
+    """Dollars per million tokens, as the model client takes them."""
+
+    price_in: float
+    price_out: float
+    price_cached: float | None  # None: half the input price
 
 
 class Settings(BaseSettings):
@@ -78,7 +86,14 @@ class Settings(BaseSettings):
     notices: list[str] = Field(default_factory=list, exclude=True)
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, *args, **kwargs):
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Only explicit values: the layers are merged by `load_settings`, not by pydantic."""
         return (init_settings,)
 
@@ -116,7 +131,7 @@ class Settings(BaseSettings):
         """Where run state lives: `home` if set, else `<repo>/.agent`."""
         return Path(self.home).expanduser() if self.home else repo / ".agent"
 
-    def prices(self) -> dict[str, float | None]:
+    def prices(self) -> Prices:
         """Dollars per million tokens: input, output, cached input (None: half the input).
 
         The default prices are an OpenAI model's. A server on this machine or the local network

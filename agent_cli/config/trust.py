@@ -13,6 +13,7 @@ import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import ConfigError
@@ -31,7 +32,7 @@ def _digest(rc: Path) -> str:
     return hashlib.sha256(rc.read_bytes()).hexdigest() if rc.is_file() else ""
 
 
-def _load(path: Path) -> dict[str, dict]:
+def _load(path: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     try:

@@ -22,7 +22,11 @@ class ChatModel(Protocol):
     """Anything that answers a chat with function tools and keeps a running usage total."""
 
     name: str
-    usage: Usage
+
+    @property
+    def usage(self) -> Usage:
+        """What every call so far cost, added up."""
+        ...
 
     def chat(
         self,

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
@@ -33,10 +33,9 @@ from agent_cli.core.events import (
     ToolCalled,
     ToolRan,
 )
+from agent_cli.core.text import clean, short
+from agent_cli.ui.progress import RunState, arg_summary
 from agent_cli.ui.render import (
-    RunState,
-    arg_summary,
-    clean,
     closing_block,
     diff_text,
     escalation_block,
@@ -45,7 +44,6 @@ from agent_cli.ui.render import (
     plan_table,
     report,
     runs_table,
-    short,
 )
 
 Mode = Literal["live", "plain", "json"]
@@ -104,7 +102,7 @@ def _isatty(stream: IO[str]) -> bool:
         return False
 
 
-def print_runs(rows: list[dict]) -> None:
+def print_runs(rows: list[dict[str, Any]]) -> None:
     """`agent runs` as a table that fits the terminal (80 columns off a terminal)."""
     console = Console(highlight=False, markup=False, emoji=False)
     console.print(runs_table(rows, console.width))
@@ -167,12 +165,19 @@ class RunConsole:
             file = err if mode == "json" else out
             # logs and pipes get wide lines (rich would wrap at 80); a terminal keeps its width
             wide = None if _isatty(file) or os.environ.get("COLUMNS") else 120
-            plain = (
-                {}
+            console = (
+                Console(file=file, highlight=False, markup=False, emoji=False)
                 if mode == "live"
-                else {"force_terminal": False, "color_system": None, "width": wide}
+                else Console(
+                    file=file,
+                    highlight=False,
+                    markup=False,
+                    emoji=False,
+                    force_terminal=False,
+                    color_system=None,
+                    width=wide,
+                )
             )
-            console = Console(file=file, highlight=False, markup=False, emoji=False, **plain)
         self.console = console
 
     def emit(self, ev: Event) -> None:

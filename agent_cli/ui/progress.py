@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_cli.core.events import (
     BudgetExhausted,
@@ -53,13 +54,13 @@ class RunState:
     goal: str = ""
     branch: str = ""
     base: str = ""
-    tasks: list[dict] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
     current: int | None = None
     last_call: ToolCalled | None = None
     summaries: list[tuple[int, str]] = field(default_factory=list)
     final_gate: Verified | None = None
 
-    def task(self, index: int) -> dict:
+    def task(self, index: int) -> dict[str, Any]:
         """The task at `index`, created as a placeholder if the plan did not list it."""
         while len(self.tasks) <= index:
             self.tasks.append(

@@ -8,6 +8,7 @@ same renderables serve a terminal and a log file; without colour their styles si
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -43,6 +44,9 @@ from agent_cli.ui.progress import (
     edit_size,
     verify_line,
 )
+
+if TYPE_CHECKING:
+    from agent_cli.memory.longterm.records import Result
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
 CLOSING_SUMMARY = "Summary of the run, in the model's words (not checked by the harness)"
@@ -185,7 +189,7 @@ def closing_block(ev: FinalSummary, *, plain: bool) -> RenderableType:
     return Panel(body, title=CLOSING_SUMMARY, title_align="left", border_style="cyan")
 
 
-def plan_table(tasks: list[dict], *, plain: bool) -> Table:
+def plan_table(tasks: list[dict[str, Any]], *, plain: bool) -> Table:
     """The plan: index, task goal, acceptance command."""
     table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD)
     table.add_column("#", justify="right")
@@ -238,7 +242,7 @@ _PROOF_WORDS = {
 }
 
 
-def proof_lines(tasks: list[dict]) -> str:
+def proof_lines(tasks: list[dict[str, Any]]) -> str:
     """What each verified task's check proves, one line per task judged by a command."""
     lines = [
         f"task {i + 1}: {_PROOF_WORDS[t['proof']]}"
@@ -320,7 +324,7 @@ def _local_time(stamp: object) -> str:
         return ""
 
 
-def runs_table(rows: list[dict], width: int) -> Table:
+def runs_table(rows: list[dict[str, Any]], width: int) -> Table:
     """`agent runs`: one line per run, the goal cut between words to fit `width` columns."""
     cells = [
         [
@@ -360,7 +364,7 @@ def memory_table(title: str) -> Table:
     )
 
 
-def recall_table(results: list) -> Table:
+def recall_table(results: list[Result]) -> Table:
     """What `agent recall` found: score, kind, id, trust, hits, date, the gist with its source."""
     table = memory_table("Recalled from long-term memory")
     for name in ("score", "kind", "id", "trust", "hits", "date", "gist and source"):
@@ -384,7 +388,7 @@ SCORE_TERMS = ("weight", "refs", "goal", "recent", "size")
 SCORE_LEGEND = "score = weight + refs + goal + recent − size"
 
 
-def working_memory_view(report: dict, width: int) -> list[RenderableType]:
+def working_memory_view(report: dict[str, Any], width: int) -> list[RenderableType]:
     """`agent memory show`: the hot zone with score terms, the cold zone, long-term counts."""
     counts = report["counts"]
     shown: list[RenderableType] = []
@@ -424,7 +428,7 @@ def _fitted(
     return table
 
 
-def _hot_table(report: dict, width: int) -> Table:
+def _hot_table(report: dict[str, Any], width: int) -> Table:
     stats, heads = report["stats"], ("id", "kind", "score", *SCORE_TERMS, "tokens")
     rows = [
         [
@@ -445,7 +449,7 @@ def _hot_table(report: dict, width: int) -> Table:
     )
 
 
-def _cold_table(report: dict, width: int) -> Table:
+def _cold_table(report: dict[str, Any], width: int) -> Table:
     rows = [[e["id"], e.get("kind", ""), str(e.get("step_evicted", ""))] for e in report["cold"]]
     return _fitted(
         f"Cold zone: {len(report['cold'])} item(s)",
@@ -461,7 +465,7 @@ def heading(title: str) -> Text:
     return Text(title, style="bold")
 
 
-def settings_view(values: dict, sources: dict[str, str]) -> list[Text]:
+def settings_view(values: dict[str, Any], sources: dict[str, str]) -> list[Text]:
     """`agent doctor`'s settings: every key, its value (`(not set)` for none), where it came from."""
     lines = [
         Text.assemble(

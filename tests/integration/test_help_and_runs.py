@@ -1,15 +1,21 @@
-"""Help pages speak in metavars, and `agent runs` is a table with a header that fits the terminal."""
+"""Help pages speak in metavars and load no vendor SDK, `agent runs` is a table with a header
+that fits the terminal, and the commands agree on exit codes (2: a bad value, 1: nothing to act on)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from datetime import datetime
 
 import pytest
 from typer.testing import CliRunner
 
-from agent_cli.cli.app import app
+from agent_cli.cli.app import app, main
+from agent_cli.config.trust import trust_file
+from conftest import SECRET_ENV
 
 COMMANDS = [
     [],
@@ -35,6 +41,35 @@ def test_help_names_values_by_metavar_never_by_python_type(words):
     assert result.exit_code == 0, result.output
     assert not PYTHON_TYPES.search(result.output), result.output
     assert "..." not in result.output.replace("COMMAND [ARGS]...", "") and "…" not in result.output
+
+
+# Every help page is printed by one child interpreter that records what importing the command
+# line and printing its help did: any file opened that is not Python source, any process,
+# connection or file change, and which vendor SDKs ended up loaded.
+HELP_IN_A_CHILD = """
+import contextlib, io, sys
+done = []
+def audit(event, args):
+    if event == "open" and not str(args[0]).endswith((".py", ".pyc", ".pth")):
+        done.append(f"open {args[0]}")
+    elif event in ("subprocess.Popen", "os.system", "socket.connect", "os.mkdir", "os.remove"):
+        done.append(event)
+sys.addaudithook(audit)
+from agent_cli.cli.app import app
+for words in COMMANDS:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        app([*words, "--help"], prog_name="agent")
+vendors = sorted({m.split(".")[0] for m in sys.modules} & set(VENDORS))
+print(vendors, done)
+"""
+VENDORS = ("openai", "chromadb", "tiktoken", "git", "wordllama", "mcp")
+
+
+def test_help_imports_no_vendor_sdk_and_does_no_io():
+    code = HELP_IN_A_CHILD.replace("COMMANDS", repr(COMMANDS)).replace("VENDORS", repr(VENDORS))
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "[] []", child.stdout
 
 
 def test_the_metavars_say_what_goes_there():
@@ -113,3 +148,69 @@ def test_runs_has_a_header_the_start_time_and_fits_the_width(run_agent, scratch_
     assert "budget_exhausted" in narrow.stdout
     wide = run_agent("runs", cwd=scratch_repo, env={"COLUMNS": "250"})
     assert LONG_GOAL in wide.stdout and "Add median()" in wide.stdout
+
+
+@pytest.fixture
+def agent(agent_env, monkeypatch, capsys):
+    """Run `agent ARGS` in this process as the console entry point does: (exit code, out, err)."""
+    for name in [k for k in os.environ if k.startswith("AGENT_") or k in SECRET_ENV]:
+        monkeypatch.delenv(name)
+    for name, value in agent_env.items():
+        monkeypatch.setenv(name, value)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as done:
+            main(list(args))
+        captured = capsys.readouterr()
+        return done.value.code or 0, captured.out, captured.err
+
+    return run
+
+
+def one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("words", "kinds"),
+    [
+        (["recall", "x"], "episode, fact, note, procedure"),
+        (["memory", "show"], "edit, note, recalled, file, test_result, tool_output, log"),
+    ],
+)
+def test_an_unknown_kind_exits_2_naming_the_kinds(agent, scratch_repo, words, kinds):
+    code, _, err = agent(*words, "--kind", "bogus", "--repo", str(scratch_repo))
+    assert code == 2
+    line = one_error_line(err)
+    assert "unknown --kind 'bogus'" in line and kinds in line
+    assert not (scratch_repo / ".agent").exists()
+
+
+def test_forgetting_an_unknown_id_without_memory_exits_1(agent, scratch_repo):
+    code, out, err = agent("memory", "forget", "no-such-id", "--repo", str(scratch_repo))
+    assert code == 1 and out == ""
+    line = one_error_line(err)
+    assert "no memory item 'no-such-id'" in line and "no memory yet" in line
+    assert not (scratch_repo / ".agent").exists()
+
+
+def test_exporting_no_memory_writes_an_empty_file(agent, scratch_repo, tmp_path):
+    target = tmp_path / "memory.jsonl"
+    code, out, err = agent("memory", "export", str(target), "--repo", str(scratch_repo))
+    assert code == 0, err
+    assert target.read_text() == ""
+    assert out.strip() == f"exported 0 record(s) to {target}"
+    assert "no memory yet" in err and not (scratch_repo / ".agent").exists()
+
+
+def test_trust_without_an_agentrc_exits_1_and_records_nothing(agent, agent_env, scratch_repo):
+    code, out, err = agent("trust", "--repo", str(scratch_repo))
+    assert code == 1 and out == ""
+    assert "there is no .agentrc in" in one_error_line(err)
+    assert not trust_file(agent_env).exists()
+    (scratch_repo / ".agentrc").write_text('model = "fake-model"\n')
+    code, out, err = agent("trust", "--repo", str(scratch_repo))
+    assert code == 0 and out.startswith(f"trusted {scratch_repo}"), err
+    assert "its .agentrc now sets: model" in out and trust_file(agent_env).is_file()

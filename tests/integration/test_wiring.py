@@ -7,13 +7,17 @@ state directory is excluded from git before anything is written into it, on ever
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 from runkit import GOAL, plan, task
+from typer.testing import CliRunner
 
-from conftest import git, make_repo
+from agent_cli.cli.app import app
+from conftest import SECRET_ENV, git, make_repo
 
 pytestmark = pytest.mark.slow
 
@@ -141,3 +145,48 @@ def test_every_path_excludes_an_existing_state_directory_before_writing_in_it(
     assert proc.returncode in (0, 1), proc.stderr  # doctor fails its key check offline
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
     assert ".agent/" in (repo / ".git" / "info" / "exclude").read_text()
+
+
+# Before the plan request, git runs for: finding the repository (rev-parse), the preflight
+# (HEAD has a commit: rev-parse; HEAD is on a branch: symbolic-ref; the work tree: status), and
+# the file list sent with the plan request (ls-files). Each harness git command is two
+# processes: the repository's config is read first, to neutralise its command-valued keys.
+GIT_BEFORE_PLAN = ["rev-parse", "rev-parse", "symbolic-ref", "status", "ls-files"]
+
+
+def test_the_repository_is_checked_once_before_the_plan(
+    agent_env, fake_server, scratch_repo, tmp_path
+):
+    bin_dir, log = tmp_path / "bin", tmp_path / "git.log"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"  # a real git process for every call, each one logged first
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    before_plan: list[list[str]] = []
+
+    def reply(body: dict) -> dict:  # the plan request is the run's first chat request
+        if not before_plan:
+            before_plan.append(log.read_text().splitlines())
+        return plan(task(cmd="test -f done.txt"))
+
+    srv = fake_server(reply)
+    env: dict[str, str | None] = {**agent_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env.update(dict.fromkeys(SECRET_ENV))
+    result = CliRunner().invoke(
+        app,
+        ["run", GOAL, "--plan-only", "--base-url", srv.url, "--repo", str(scratch_repo)],
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    calls = [git_command(line) for line in before_plan[0]]
+    assert calls.count("status") == 1, " ".join(calls)  # the preflight ran once
+    assert calls == [c for command in GIT_BEFORE_PLAN for c in ("config", command)]
+    assert len(calls) == 10
+
+
+def git_command(logged: str) -> str:
+    """The git subcommand of a logged command line, without its `-c KEY=VALUE` options."""
+    words = logged.split()
+    while words and words[0] == "-c":
+        words = words[2:]
+    return words[0] if words else ""

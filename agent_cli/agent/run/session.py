@@ -72,6 +72,8 @@ class RunConfig:
     max_replans: int = 3  # re-plan checks the harness asks for in one run
     final_summary: bool = True  # ask the model for a closing summary for the human
     ask_human: bool = False  # a terminal to ask on when a task is rejected
+    # the user's changed paths when the caller already ran the workspace's preflight (None: not yet)
+    preflight: set[str] | None = None
 
 
 class RunParts(Protocol):
@@ -128,7 +130,9 @@ class Session:
         """Plan `goal` and carry it out; returns the exit code."""
         ws = self.sv.workspace
         with self._before_run():
-            protected = ws.preflight(self.cfg.allow_dirty)
+            protected = self.cfg.preflight
+            if protected is None:
+                protected = ws.preflight(self.cfg.allow_dirty)
             recalled = self._recall(goal)
             plan = self._plan(goal, recalled)
         if plan is None:
