@@ -13,7 +13,7 @@ from agent_cli.core.errors import AgentError, ConfigError
 
 
 def _check_endpoint(settings) -> str:
-    from agent_cli.llm.openai.model import OpenAIChat
+    from agent_cli.llm.openai.chat import OpenAIChat
 
     client = OpenAIChat(
         model=settings.model,
@@ -42,7 +42,7 @@ def _check_endpoint(settings) -> str:
 def _answers_anyway(settings) -> bool:
     """Whether a one-token request for a model the server does not list is answered: llama.cpp
     serves its one model whatever name a request gives (unless started with --alias)."""
-    from agent_cli.llm.openai.model import OpenAIChat
+    from agent_cli.llm.openai.chat import OpenAIChat
 
     client = OpenAIChat(
         model=settings.model,
@@ -61,7 +61,7 @@ def _answers_anyway(settings) -> bool:
 
 
 def _check_server(settings) -> str:
-    from agent_cli.llm.openai.model import OpenAIChat
+    from agent_cli.llm.openai.chat import OpenAIChat
     from agent_cli.llm.server.probe import describe, probe
 
     client = OpenAIChat(

@@ -4,7 +4,8 @@ import pytest
 
 from agent_cli.core.errors import ConfigError, MalformedReply, ModelError
 from agent_cli.llm.base import force, function_tool
-from agent_cli.llm.openai.model import OpenAIChat, OpenAIEmbedder
+from agent_cli.llm.openai.chat import OpenAIChat
+from agent_cli.llm.openai.embedder import OpenAIEmbedder
 from agent_cli.llm.record import RecordingModel, ReplayModel
 
 TOOLS = [function_tool("read_file", "Read a file.", {"path": {"type": "string"}})]

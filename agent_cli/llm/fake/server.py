@@ -63,7 +63,7 @@ class FakeOpenAIServer:
 
     def __init__(
         self,
-        script: list[Step] | Callable[[dict], Step] | None = None,
+        script: list[Step] | Callable[[dict[str, Any]], Step] | None = None,
         *,
         models: tuple[str, ...] = ("gpt-4o-mini", "fake-model"),
         api_key: str | None = None,
@@ -75,7 +75,7 @@ class FakeOpenAIServer:
         self.models = models
         self.api_key = api_key
         self.behaviour = behaviour or Behaviour(**behave)
-        self.requests: list[dict] = []
+        self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._served = 0
@@ -94,7 +94,7 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     @property
-    def chat_requests(self) -> list[dict]:
+    def chat_requests(self) -> list[dict[str, Any]]:
         """The parsed bodies of every chat-completion request, in order."""
         return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
@@ -117,7 +117,7 @@ class FakeOpenAIServer:
             self.in_flight += delta
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
-    def next_step(self, body: dict) -> Step:
+    def next_step(self, body: dict[str, Any]) -> Step:
         """The script step for this request; a 500 naming the problem once the script ends."""
         with self._lock:
             n = self._served
@@ -154,12 +154,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def fake(self) -> FakeOpenAIServer:
-        return self.server.fake  # type: ignore[attr-defined]
+        fake: FakeOpenAIServer = self.server.fake  # type: ignore[attr-defined]
+        return fake
 
     def log_message(self, *args: Any) -> None:
         pass
 
-    def _send(self, status: int, body: str | bytes, ctype="application/json") -> None:
+    def _send(self, status: int, body: str | bytes, ctype: str = "application/json") -> None:
         data = body.encode() if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", ctype)
@@ -243,7 +244,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json({"error": {"message": "not found"}}, 404)
 
-    def _embeddings(self, body: dict) -> None:
+    def _embeddings(self, body: dict[str, Any]) -> None:
         texts = body.get("input", [])
         texts = [texts] if isinstance(texts, str) else texts
         data = [
@@ -259,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
             }
         )
 
-    def _chat(self, body: dict) -> None:
+    def _chat(self, body: dict[str, Any]) -> None:
         fake = self.fake
         if body.get("model") not in fake.models and not fake.behaviour.any_model:
             self._json(
@@ -286,7 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._json(reply)
 
-    def _stream(self, reply: dict, step: Step, body: dict) -> None:
+    def _stream(self, reply: dict[str, Any], step: Step, body: dict[str, Any]) -> None:
         """The reply as server-sent events over chunked transfer encoding."""
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         events = [f"data: {json.dumps(c)}\n\n" for c in stream_chunks(reply, include_usage)]
