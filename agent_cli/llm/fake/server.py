@@ -24,6 +24,7 @@ the `Behaviour` (see `fake_replies`) makes the server act like one that cannot.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import math
@@ -59,7 +60,7 @@ def fake_embedding(text: str, dim: int = 64) -> list[float]:
 
 
 class FakeOpenAIServer:
-    """Serves /chat/completions from a script, /models and /embeddings, on 127.0.0.1."""
+    """Serves /chat/completions from a script, /models and /embeddings, on 127.0.0.1 by default."""
 
     def __init__(
         self,
@@ -68,6 +69,7 @@ class FakeOpenAIServer:
         models: tuple[str, ...] = ("gpt-4o-mini", "fake-model"),
         api_key: str | None = None,
         port: int = 0,
+        host: str = "127.0.0.1",
         behaviour: Behaviour | None = None,
         **behave: Any,
     ) -> None:
@@ -80,7 +82,8 @@ class FakeOpenAIServer:
         self.max_in_flight = 0
         self._served = 0
         self._lock = threading.Lock()
-        self._httpd = _QuietServer(("127.0.0.1", port), _Handler)
+        self.host = host
+        self._httpd = _QuietServer((host, port), _Handler)
         self._httpd.fake = self  # type: ignore[attr-defined]
         self._httpd.daemon_threads = True
         # A short poll interval: stop() waits for it, once per server in every test.
@@ -91,7 +94,13 @@ class FakeOpenAIServer:
     @property
     def url(self) -> str:
         """The base URL to give an OpenAI client (ends in /v1)."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one asked for, or the one the system chose for 0)."""
+        return int(self._httpd.server_address[1])
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -310,18 +319,48 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-def main() -> None:
-    """Serve a JSON script file until interrupted: `python -m agent_cli.llm.fake.server FILE`."""
-    import sys
-
-    script = json.loads(Path(sys.argv[1]).read_text()) if len(sys.argv) > 1 else []
-    with FakeOpenAIServer(script) as srv:
+def main(argv: list[str] | None = None) -> int:
+    """Serve a JSON script until interrupted; 2 with one line on stderr for a bad script."""
+    args = _parser().parse_args(argv)
+    try:
+        script = json.loads(Path(args.script).read_text(encoding="utf-8")) if args.script else []
+    except (OSError, UnicodeDecodeError) as e:
+        return _usage_error(f"cannot read the script {args.script}: {getattr(e, 'strerror', e)}")
+    except ValueError as e:
+        return _usage_error(f"the script {args.script} is not JSON: {e}")
+    if not isinstance(script, list) or not all(isinstance(s, dict) for s in script):
+        return _usage_error(f"the script {args.script} must be a JSON list of reply steps")
+    try:
+        srv = FakeOpenAIServer(script, port=args.port, host=args.host)
+    except OSError as e:
+        return _usage_error(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
+    with srv:
         print(srv.url, flush=True)
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
             pass
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m agent_cli.llm.fake_server",
+        description="A loopback OpenAI-compatible server that answers chat requests with the "
+        "scripted replies of SCRIPT.json, in order, and prints its base URL.",
+    )
+    parser.add_argument(
+        "script", nargs="?", metavar="SCRIPT.json", help="a JSON list of reply steps"
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    return parser
+
+
+def _usage_error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -93,6 +93,7 @@ class OpenAIChat:
         on_retry: Callable[[int, float, str], None] | None = None,
         on_text: Callable[[str], None] | None = None,
         cache_dir: Path | None = None,
+        local: bool | None = None,
     ) -> None:
         self.name = model
         self.base_url = base_url
@@ -105,7 +106,8 @@ class OpenAIChat:
         self._tokens_key = "max_tokens"
         self._configured_window = context_window
         self._window: tuple[int, str] | None = None
-        self.local = is_local(base_url)  # a server of the user's own, probed when asked
+        # a server of the user's own, probed at once (None: decided by the base URL's host)
+        self.local = is_local(base_url) if local is None else local
         self._answered = False  # whether a chat request has been answered yet
         # what a local server showed in an earlier run, when the caller keeps it somewhere
         self._findings = Findings(cache_dir, base_url, model) if cache_dir and self.local else None
