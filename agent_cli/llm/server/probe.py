@@ -38,8 +38,9 @@ class ServerReport:
 
 def probe(chat: OpenAIChat) -> ServerReport:
     """Ask `chat` (an OpenAIChat) for a tiny forced-tool call; it tries each form in turn."""
-    window, source = chat.context_window, chat.context_source
     reply = chat.chat(PROBE_MESSAGES, [PROBE_TOOL], "required")
+    # read after the reply: a hosted API is asked its window only once it has answered
+    window, source = chat.context_window, chat.context_source
     called = any(c.name == "report_status" for c in reply.tool_calls)
     return ServerReport(window, source, chat.forcing.form if called else None, chat.streaming)
 
