@@ -9,9 +9,10 @@ omits fields (llama.cpp, older vLLM) or sends no choices still yields a `ChatRep
 What a server does not support is learned once and kept for the run: streaming (a server
 that answers whole, or refuses `stream`), the form of a forced tool (`"required"` first,
 then the object form, then a json_schema `response_format`, when refused or ignored; see
-forcing.py), `max_completion_tokens` instead of `max_tokens`. The context window and the forcing form
-that worked are kept a day for a local server (server/findings.py) when the caller names a
-cache directory; a hosted API (server/locality.py) is never probed before it has answered.
+forcing.py), `max_completion_tokens` instead of `max_tokens`. The context window and the
+forcing form that worked are kept a day for a local server (server/findings.py) when the
+caller names a cache directory; a hosted API (server/locality.py) is never probed before it
+has answered a chat request.
 Which failures are retried:
 - refused connections and unknown hosts: never (the server is not there);
 - 429, 502, 503, 504, timeouts, streams cut mid-reply, slow 5xx: with backoff;

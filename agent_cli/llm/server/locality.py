@@ -1,7 +1,8 @@
 """Whether a base URL names a server on this machine or a private network, by its host alone.
 
 Loopback, `localhost`, `*.localhost`, `*.local` (mDNS), the RFC 1918 ranges, link-local and
-IPv6 unique-local addresses are local; any other host name or address is a hosted API. No name is resolved: the decision must not cost a DNS lookup or depend on one.
+IPv6 unique-local addresses are local; any other host name or address is a hosted API. No
+name is resolved: the decision must not cost a DNS lookup or depend on one.
 """
 
 from __future__ import annotations
