@@ -193,6 +193,8 @@ def test_a_hosted_api_gets_no_probe_before_its_first_chat_reply(fake_server, tmp
     model.chat(ASK)
     assert probes(srv) == []  # the first request went out without one
     assert not (tmp_path / FILE_NAME).exists()  # and a hosted API's findings are not kept
+    assert model.context_window == 4096  # once it has answered, it may say its window
+    assert "/props" in probes(srv) and not (tmp_path / FILE_NAME).exists()
 
 
 def _loopback_name() -> str | None:
