@@ -42,6 +42,13 @@ def make_repo(path: Path, source: Path | None = None) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def own_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own user cache: what a loopback server showed is kept there for a day,
+    and another test's server may get the same port."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+
+
 @pytest.fixture
 def demo_repo(tmp_path: Path) -> Path:
     """The demo project (a failing test) as a fresh git repository."""

@@ -22,7 +22,7 @@ class Printer(Protocol):
 
 
 def _check_endpoint(settings: Settings) -> str:
-    from agent_cli.llm.openai.model import OpenAIChat
+    from agent_cli.llm.openai.chat import OpenAIChat
 
     client = OpenAIChat(
         model=settings.model,
@@ -51,7 +51,7 @@ def _check_endpoint(settings: Settings) -> str:
 def _answers_anyway(settings: Settings) -> bool:
     """Whether a one-token request for a model the server does not list is answered: llama.cpp
     serves its one model whatever name a request gives (unless started with --alias)."""
-    from agent_cli.llm.openai.model import OpenAIChat
+    from agent_cli.llm.openai.chat import OpenAIChat
 
     client = OpenAIChat(
         model=settings.model,
@@ -70,7 +70,7 @@ def _answers_anyway(settings: Settings) -> bool:
 
 
 def _check_server(settings: Settings) -> str:
-    from agent_cli.llm.openai.model import OpenAIChat
+    from agent_cli.llm.openai.chat import OpenAIChat
     from agent_cli.llm.server.probe import describe, probe
 
     client = OpenAIChat(

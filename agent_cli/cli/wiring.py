@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -46,7 +47,7 @@ from agent_cli.workspace.shell.policy import CommandPolicy
 
 # The openai SDK takes about a second to import and only `agent run` and `doctor` talk to the
 # model; `recall` and `memory` import this module too, so the model client loads where chosen.
-MODEL_CLIENT = "agent_cli.llm.openai.model"
+MODEL_CLIENT = "agent_cli.llm.openai.chat"
 OUTBOX = "memory-outbox.jsonl"  # long-term memory writes kept while the server is down
 AnswerKind = Literal["hint", "skip", "replan"]  # what --resume can answer a rejected task
 
@@ -100,7 +101,7 @@ def make_embedder(settings: Settings) -> Embedder:
     """The endpoint embedder when `embedding_model` is set, else the offline WordLlama one."""
     if not settings.embedding_model:
         return WordLlamaEmbedder()
-    from agent_cli.llm.openai.model import OpenAIEmbedder
+    from agent_cli.llm.openai.embedder import OpenAIEmbedder
 
     return OpenAIEmbedder(
         base_url=settings.base_url, api_key=settings.key(), model=settings.embedding_model
@@ -148,7 +149,7 @@ def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatM
             opts.replay, price_in=0.0, price_out=0.0, price_cached=0.0, name=settings.model
         )
     else:
-        from agent_cli.llm.openai.model import OpenAIChat
+        from agent_cli.llm.openai.chat import OpenAIChat
 
         model = OpenAIChat(
             model=settings.model,
@@ -161,13 +162,20 @@ def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatM
             max_tokens=settings.reserved_output_tokens,
             context_window=settings.context_window,
             on_retry=RetryNotice(settings.max_retries),
-            on_text=console.stream_text,
-        )  # the model's words, live on a terminal
+            on_text=console.stream_text,  # the model's words, live on a terminal
+            cache_dir=server_cache_dir(os.environ),  # a local server's findings, kept a day
+        )
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 
         model = RecordingModel(model, opts.record, secrets=settings.secrets())
     return model
+
+
+def server_cache_dir(env: Mapping[str, str]) -> Path:
+    """Where what a local model server showed is kept: $XDG_CACHE_HOME/agent, else ~/.cache/agent."""
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
+    return Path(base).expanduser() / "agent"
 
 
 class RetryNotice:
@@ -190,7 +198,7 @@ def fit_to_window(settings: Settings, model: ChatModel, console: Console) -> tup
     from agent_cli.llm.server.info import fit_window
 
     wanted = (settings.memory_max_tokens, settings.tool_output_max_tokens)
-    window = getattr(model, "context_window", None)  # learned from the server when it says
+    window = model.context_window  # learned from the server when it says
     if not window:
         return wanted
     memory, tool_output, _ = fit_window(window, *wanted, settings.reserved_output_tokens)
@@ -344,7 +352,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
         approve = check_approval(settings, opts)
         memory_tokens, tool_tokens = fit_to_window(settings, model, console)
         # the server's own window when it reports one, else the setting
-        window = getattr(model, "context_window", None) or settings.context_window
+        window = model.context_window or settings.context_window
         config = RunConfig(
             accept_cmds=opts.accept,
             allow_dirty=opts.allow_dirty,

@@ -25,14 +25,19 @@ class ChatModel(Protocol):
 
     @property
     def usage(self) -> Usage:
-        """What every call so far cost, added up."""
+        """Tokens, calls and cost of every turn so far."""
+        ...
+
+    @property
+    def context_window(self) -> int | None:
+        """The context size in tokens the model is served with; None when it does not know."""
         ...
 
     def chat(
         self,
         messages: list[Message],
-        tools: list[dict] | None = None,
-        tool_choice: str | dict | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
     ) -> ChatReply:
         """One assistant turn for `messages`, offering `tools`."""
         ...

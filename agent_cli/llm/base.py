@@ -12,7 +12,7 @@ __all__ = ["ChatModel", "Message", "cost", "force", "function_tool"]
 
 def function_tool(
     name: str, description: str, properties: dict[str, Any], required: list[str] | None = None
-) -> dict:
+) -> dict[str, Any]:
     """An OpenAI function-tool schema."""
     return {
         "type": "function",
@@ -28,7 +28,7 @@ def function_tool(
     }
 
 
-def force(name: str) -> dict:
+def force(name: str) -> dict[str, Any]:
     """A tool_choice that forces the model to call tool `name`."""
     return {"type": "function", "function": {"name": name}}
 

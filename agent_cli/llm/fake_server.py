@@ -10,4 +10,4 @@ from agent_cli.llm.fake.server import FakeOpenAIServer, fake_embedding, main
 __all__ = ["Behaviour", "FakeOpenAIServer", "fake_embedding", "main"]
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

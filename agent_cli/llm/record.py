@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from agent_cli.core.errors import ConfigError, ModelError
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.core.redact import redact
 from agent_cli.llm.base import ChatModel, Message, reply_cost
+
+Tools = list[dict[str, Any]] | None
+ToolChoice = str | dict[str, Any] | None
 
 
 class RecordingModel:
@@ -33,14 +37,12 @@ class RecordingModel:
     @property
     def context_window(self) -> int | None:
         """The wrapped model's context window, when it knows one."""
-        return getattr(self.inner, "context_window", None)
+        return self.inner.context_window
 
     def chat(
-        self,
-        messages: list[Message],
-        tools: list[dict] | None = None,
-        tool_choice: str | dict | None = None,
+        self, messages: list[Message], tools: Tools = None, tool_choice: ToolChoice = None
     ) -> ChatReply:
+        """The wrapped model's turn, appended to the recording."""
         reply = self.inner.chat(messages, tools, tool_choice)
         line = json.dumps(
             {
@@ -73,12 +75,15 @@ class ReplayModel:
         self.replies = _load(self.path)
         self.served = 0
 
+    @property
+    def context_window(self) -> int | None:
+        """Not known: a recording holds replies, not the server that gave them."""
+        return None
+
     def chat(
-        self,
-        messages: list[Message],
-        tools: list[dict] | None = None,
-        tool_choice: str | dict | None = None,
+        self, messages: list[Message], tools: Tools = None, tool_choice: ToolChoice = None
     ) -> ChatReply:
+        """The next recorded reply, whatever was asked."""
         if self.served >= len(self.replies):
             raise ModelError(
                 f"the recording {self.path} has no reply left ({len(self.replies)} served)",
@@ -97,7 +102,7 @@ def _load(path: Path) -> list[ChatReply]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:
         raise ConfigError(f"cannot read the recording {path}: {e.strerror}") from None
-    replies = []
+    replies: list[ChatReply] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

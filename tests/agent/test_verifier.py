@@ -5,7 +5,7 @@ from pathlib import Path
 
 from agent_cli.agent.judge.verifier import verify
 from agent_cli.core.models import Task
-from agent_cli.llm.openai.model import OpenAIChat
+from agent_cli.llm.openai.chat import OpenAIChat
 from agent_cli.workspace.shell.runner import run_command
 
 

@@ -150,6 +150,6 @@ def test_an_unreadable_submit_facts_stores_nothing_and_is_no_error(
 
 
 def _embedder(server):
-    from agent_cli.llm.openai.model import OpenAIEmbedder
+    from agent_cli.llm.openai.embedder import OpenAIEmbedder
 
     return OpenAIEmbedder(base_url=server.url, api_key=None, model="fake-embed")

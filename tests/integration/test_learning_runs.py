@@ -210,6 +210,6 @@ def test_notes_are_curated_and_unused_items_expire_at_the_end_of_the_run(
 
 
 def _embedder(server):
-    from agent_cli.llm.openai.model import OpenAIEmbedder
+    from agent_cli.llm.openai.embedder import OpenAIEmbedder
 
     return OpenAIEmbedder(base_url=server.url, api_key=None, model="fake-embed")

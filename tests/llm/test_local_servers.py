@@ -7,7 +7,7 @@ import pytest
 
 from agent_cli.core.errors import ContextOverflow, ModelError
 from agent_cli.llm.base import force, function_tool
-from agent_cli.llm.openai.model import OpenAIChat
+from agent_cli.llm.openai.chat import OpenAIChat
 from agent_cli.llm.wire.forcing import schema_format
 
 PLAN = function_tool(

@@ -10,8 +10,8 @@ import pytest
 
 from agent_cli.core.errors import MalformedReply
 from agent_cli.llm.base import function_tool
-from agent_cli.llm.openai.model import OpenAIChat, parse_completion
-from agent_cli.llm.wire.body import load_body
+from agent_cli.llm.openai.chat import OpenAIChat
+from agent_cli.llm.wire.body import load_body, parse_completion
 
 READ = function_tool(
     "read_file", "Read.", {"path": {"type": "string"}, "start_line": {"type": "integer"}}

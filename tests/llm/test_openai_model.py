@@ -3,8 +3,10 @@ import json
 import pytest
 
 from agent_cli.core.errors import ConfigError, MalformedReply, ModelError
+from agent_cli.core.protocols import ChatModel
 from agent_cli.llm.base import force, function_tool
-from agent_cli.llm.openai.model import OpenAIChat, OpenAIEmbedder
+from agent_cli.llm.openai.chat import OpenAIChat
+from agent_cli.llm.openai.embedder import OpenAIEmbedder
 from agent_cli.llm.record import RecordingModel, ReplayModel
 
 TOOLS = [function_tool("read_file", "Read a file.", {"path": {"type": "string"}})]
@@ -144,6 +146,17 @@ def test_record_then_replay_without_network(fake_server, tmp_path):
     assert replay.usage.calls == 2 and replay.usage.cost_usd > 0
     with pytest.raises(ModelError, match="no reply left"):
         replay.chat([], TOOLS)
+
+
+def test_every_chat_model_says_its_context_window_as_the_protocol_declares(fake_server, tmp_path):
+    srv = fake_server([{"content": "hi"}], n_ctx=4096)
+    path = tmp_path / "rec.jsonl"
+    recording = RecordingModel(chat_model(srv), path)
+    assert recording.chat([{"role": "user", "content": "hi"}]).content == "hi"
+    replay = ReplayModel(path)
+    models = [chat_model(srv), recording, replay]
+    assert all(isinstance(m, ChatModel) for m in models)
+    assert [m.context_window for m in models] == [4096, 4096, None]  # a recording does not know
 
 
 def test_replay_of_a_bad_file_names_the_line(tmp_path):

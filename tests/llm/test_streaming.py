@@ -6,7 +6,7 @@ import pytest
 
 from agent_cli.core.errors import ModelError
 from agent_cli.llm.base import function_tool
-from agent_cli.llm.openai.model import OpenAIChat
+from agent_cli.llm.openai.chat import OpenAIChat
 
 TOOLS = [
     function_tool(

@@ -337,7 +337,7 @@ def test_secrets_are_redacted_before_anything_is_stored(mem, tmp_path):
 # -- embedder and storage errors ----------------------------------------------------------
 def test_another_embedder_is_a_clear_error_until_reindex(mem, tmp_path):
     from agent_cli.llm.fake.server import FakeOpenAIServer
-    from agent_cli.llm.openai.model import OpenAIEmbedder
+    from agent_cli.llm.openai.embedder import OpenAIEmbedder
 
     mem.add_fact("Releases are tagged vYYYY.MM", "harness", now=NOW)
     with FakeOpenAIServer() as server:

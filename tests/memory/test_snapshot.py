@@ -393,7 +393,7 @@ def test_a_filter_the_snapshot_cannot_evaluate_is_an_error_not_a_silent_miss():
 
 def test_an_endpoint_embedder_is_asked_nothing_until_something_is_recalled(tmp_path):
     from agent_cli.llm.fake.server import FakeOpenAIServer
-    from agent_cli.llm.openai.model import OpenAIEmbedder
+    from agent_cli.llm.openai.embedder import OpenAIEmbedder
 
     with FakeOpenAIServer() as server:
 

@@ -54,14 +54,14 @@ def _error(status: int, message: str, **extra: Any) -> Step:
     }
 
 
-def prompt_tokens(body: dict) -> int:
+def prompt_tokens(body: dict[str, Any]) -> int:
     """The fake's token count of a request: four characters a token."""
     return (
         len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("tools") or []))
     ) // 4
 
 
-def _echo_is_broken(body: dict) -> bool:
+def _echo_is_broken(body: dict[str, Any]) -> bool:
     for message in body.get("messages", []):
         for call in message.get("tool_calls") or []:
             try:
@@ -71,7 +71,7 @@ def _echo_is_broken(body: dict) -> bool:
     return False
 
 
-def refusal(body: dict, b: Behaviour) -> Step | None:
+def refusal(body: dict[str, Any], b: Behaviour) -> Step | None:
     """The error (or ignored forcing) a real server of this behaviour would answer, if any."""
     choice = body.get("tool_choice")
     if body.get("stream") and b.stream == "refuse":
@@ -96,7 +96,7 @@ def refusal(body: dict, b: Behaviour) -> Step | None:
     return _overflow(body, b)
 
 
-def _overflow(body: dict, b: Behaviour) -> Step | None:
+def _overflow(body: dict[str, Any], b: Behaviour) -> Step | None:
     n = prompt_tokens(body)
     if b.n_ctx and n > b.n_ctx:
         return _error(
@@ -119,7 +119,7 @@ def _overflow(body: dict, b: Behaviour) -> Step | None:
     return None
 
 
-def structured(step: Step, body: dict) -> Step:
+def structured(step: Step, body: dict[str, Any]) -> Step:
     """A step answering a request for structured output: its (first) call's arguments (with
     its name, when the schema is any of several tools) as the content, and no tool call."""
     if (body.get("response_format") or {}).get("type") != "json_schema":
@@ -140,18 +140,18 @@ def structured(step: Step, body: dict) -> Step:
     return {**rest, "content": args if isinstance(args, str) else json.dumps(args)}
 
 
-def _tool_call(i: int, name: str, arguments: Any) -> dict:
+def _tool_call(i: int, name: str, arguments: Any) -> dict[str, Any]:
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
 
 
-def _usage(step: Step) -> dict:
+def _usage(step: Step) -> dict[str, Any]:
     usage = {"prompt_tokens": 100, "completion_tokens": 20, **step.get("usage", {})}
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     return usage
 
 
-def completion_body(step: Step, model: str, n: int) -> dict:
+def completion_body(step: Step, model: str, n: int) -> dict[str, Any]:
     """The JSON body of a chat completion for one script step."""
     body = {
         "id": f"chatcmpl-{n}",
@@ -183,14 +183,14 @@ def _pieces(text: str, n: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-def stream_chunks(body: dict, include_usage: bool) -> list[dict]:
+def stream_chunks(body: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
     """A whole completion body as the chunks of an OpenAI-style stream (text in words,
     each tool call's arguments in three pieces)."""
     head = {k: body[k] for k in ("id", "created", "model")}
     head["object"] = "chat.completion.chunk"
     chunks = []
 
-    def chunk(delta: dict, finish: str | None = None) -> None:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> None:
         chunks.append({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
     if not body["choices"]:

@@ -24,6 +24,7 @@ the `Behaviour` (see `fake_replies`) makes the server act like one that cannot.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import math
@@ -59,15 +60,16 @@ def fake_embedding(text: str, dim: int = 64) -> list[float]:
 
 
 class FakeOpenAIServer:
-    """Serves /chat/completions from a script, /models and /embeddings, on 127.0.0.1."""
+    """Serves /chat/completions from a script, /models and /embeddings, on 127.0.0.1 by default."""
 
     def __init__(
         self,
-        script: list[Step] | Callable[[dict], Step] | None = None,
+        script: list[Step] | Callable[[dict[str, Any]], Step] | None = None,
         *,
         models: tuple[str, ...] = ("gpt-4o-mini", "fake-model"),
         api_key: str | None = None,
         port: int = 0,
+        host: str = "127.0.0.1",
         behaviour: Behaviour | None = None,
         **behave: Any,
     ) -> None:
@@ -75,12 +77,13 @@ class FakeOpenAIServer:
         self.models = models
         self.api_key = api_key
         self.behaviour = behaviour or Behaviour(**behave)
-        self.requests: list[dict] = []
+        self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._served = 0
         self._lock = threading.Lock()
-        self._httpd = _QuietServer(("127.0.0.1", port), _Handler)
+        self.host = host
+        self._httpd = _QuietServer((host, port), _Handler)
         self._httpd.fake = self  # type: ignore[attr-defined]
         self._httpd.daemon_threads = True
         # A short poll interval: stop() waits for it, once per server in every test.
@@ -91,10 +94,16 @@ class FakeOpenAIServer:
     @property
     def url(self) -> str:
         """The base URL to give an OpenAI client (ends in /v1)."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
 
     @property
-    def chat_requests(self) -> list[dict]:
+    def port(self) -> int:
+        """The port it listens on (the one asked for, or the one the system chose for 0)."""
+        return int(self._httpd.server_address[1])
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
         """The parsed bodies of every chat-completion request, in order."""
         return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
@@ -117,7 +126,7 @@ class FakeOpenAIServer:
             self.in_flight += delta
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
-    def next_step(self, body: dict) -> Step:
+    def next_step(self, body: dict[str, Any]) -> Step:
         """The script step for this request; a 500 naming the problem once the script ends."""
         with self._lock:
             n = self._served
@@ -154,12 +163,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def fake(self) -> FakeOpenAIServer:
-        return self.server.fake  # type: ignore[attr-defined]
+        fake: FakeOpenAIServer = self.server.fake  # type: ignore[attr-defined]
+        return fake
 
     def log_message(self, *args: Any) -> None:
         pass
 
-    def _send(self, status: int, body: str | bytes, ctype="application/json") -> None:
+    def _send(self, status: int, body: str | bytes, ctype: str = "application/json") -> None:
         data = body.encode() if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", ctype)
@@ -243,7 +253,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json({"error": {"message": "not found"}}, 404)
 
-    def _embeddings(self, body: dict) -> None:
+    def _embeddings(self, body: dict[str, Any]) -> None:
         texts = body.get("input", [])
         texts = [texts] if isinstance(texts, str) else texts
         data = [
@@ -259,7 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
             }
         )
 
-    def _chat(self, body: dict) -> None:
+    def _chat(self, body: dict[str, Any]) -> None:
         fake = self.fake
         if body.get("model") not in fake.models and not fake.behaviour.any_model:
             self._json(
@@ -286,7 +296,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._json(reply)
 
-    def _stream(self, reply: dict, step: Step, body: dict) -> None:
+    def _stream(self, reply: dict[str, Any], step: Step, body: dict[str, Any]) -> None:
         """The reply as server-sent events over chunked transfer encoding."""
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         events = [f"data: {json.dumps(c)}\n\n" for c in stream_chunks(reply, include_usage)]
@@ -309,18 +319,48 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-def main() -> None:
-    """Serve a JSON script file until interrupted: `python -m agent_cli.llm.fake.server FILE`."""
-    import sys
-
-    script = json.loads(Path(sys.argv[1]).read_text()) if len(sys.argv) > 1 else []
-    with FakeOpenAIServer(script) as srv:
+def main(argv: list[str] | None = None) -> int:
+    """Serve a JSON script until interrupted; 2 with one line on stderr for a bad script."""
+    args = _parser().parse_args(argv)
+    try:
+        script = json.loads(Path(args.script).read_text(encoding="utf-8")) if args.script else []
+    except (OSError, UnicodeDecodeError) as e:
+        return _usage_error(f"cannot read the script {args.script}: {getattr(e, 'strerror', e)}")
+    except ValueError as e:
+        return _usage_error(f"the script {args.script} is not JSON: {e}")
+    if not isinstance(script, list) or not all(isinstance(s, dict) for s in script):
+        return _usage_error(f"the script {args.script} must be a JSON list of reply steps")
+    try:
+        srv = FakeOpenAIServer(script, port=args.port, host=args.host)
+    except OSError as e:
+        return _usage_error(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
+    with srv:
         print(srv.url, flush=True)
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
             pass
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m agent_cli.llm.fake_server",
+        description="A loopback OpenAI-compatible server that answers chat requests with the "
+        "scripted replies of SCRIPT.json, in order, and prints its base URL.",
+    )
+    parser.add_argument(
+        "script", nargs="?", metavar="SCRIPT.json", help="a JSON list of reply steps"
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    return parser
+
+
+def _usage_error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

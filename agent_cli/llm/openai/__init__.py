@@ -1,1 +1,1 @@
-"""The OpenAI-compatible model (the only openai import)."""
+"""The OpenAI-compatible chat model and embedder: the only package that imports openai."""

@@ -23,7 +23,7 @@ SKIP_HOSTS = ("api.openai.com",)
 
 # (absolute URL, JSON body to POST or None to GET, timeout) -> the JSON answer, or None when
 # the server answered with an error; raises Unreachable when it cannot be reached at all.
-Fetch = Callable[[str, "dict | None", float], Any]
+Fetch = Callable[[str, "dict[str, Any] | None", float], Any]
 
 
 class Unreachable(Exception):
@@ -75,8 +75,7 @@ def _ollama(fetch: Fetch, base_url: str, model: str) -> int | None:
         if name == "num_ctx" and value.strip().isdigit():
             return int(value.strip())
     info = shown.get("model_info") or {}
-    trained = [_positive(v) for k, v in info.items() if k.endswith(".context_length")]
-    trained = [n for n in trained if n]
+    trained = [n for k, v in info.items() if k.endswith(".context_length") and (n := _positive(v))]
     return min(trained[0], OLLAMA_DEFAULT_CTX) if trained else None
 
 
@@ -88,7 +87,16 @@ PROBES = (
 
 
 def learn_context_window(fetch: Fetch, base_url: str, model: str) -> tuple[int, str] | None:
-    """(tokens, where it was learned) from the server itself, or None if it does not say.
+    """(tokens, where it was learned) from the server itself, or None if it does not say or
+    cannot be reached (the first request then says so at once, with the how-to-fix)."""
+    try:
+        return probe_context_window(fetch, base_url, model)
+    except Unreachable:
+        return None
+
+
+def probe_context_window(fetch: Fetch, base_url: str, model: str) -> tuple[int, str] | None:
+    """As `learn_context_window`, but raising Unreachable when the server is not there.
 
     The probes are sent at once, each in its own thread (a remote server costs one round
     trip, not four, before the first request), and read in the order of PROBES: the first
@@ -102,8 +110,6 @@ def learn_context_window(fetch: Fetch, base_url: str, model: str) -> tuple[int, 
         for source, answer in asked:
             if n := answer.result():
                 return n, source
-    except Unreachable:
-        pass  # the first request says so at once, with the how-to-fix
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return None

@@ -5,11 +5,15 @@ forcing.py) and whether it streams, then what a run will use."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent_cli.core.errors import ModelError
 from agent_cli.llm.base import function_tool
 from agent_cli.llm.server.info import fit_window
 from agent_cli.llm.wire.forcing import DESCRIBED
+
+if TYPE_CHECKING:
+    from agent_cli.llm.openai.chat import OpenAIChat
 
 PROBE_TOOL = function_tool(
     "report_status", "Report that the check works.", {"ok": {"type": "boolean"}}
@@ -32,10 +36,11 @@ class ServerReport:
     streaming: bool
 
 
-def probe(chat) -> ServerReport:
+def probe(chat: OpenAIChat) -> ServerReport:
     """Ask `chat` (an OpenAIChat) for a tiny forced-tool call; it tries each form in turn."""
-    window, source = chat.context_window, chat.context_source
     reply = chat.chat(PROBE_MESSAGES, [PROBE_TOOL], "required")
+    # read after the reply: a hosted API is asked its window only once it has answered
+    window, source = chat.context_window, chat.context_source
     called = any(c.name == "report_status" for c in reply.tool_calls)
     return ServerReport(window, source, chat.forcing.form if called else None, chat.streaming)
 

@@ -34,7 +34,7 @@ def _count(value: Any) -> int:
     return max(0, int(value or 0))
 
 
-def read_usage(body: dict) -> Usage:
+def read_usage(body: dict[str, Any]) -> Usage:
     """Prompt, completion and cached tokens; cached from `prompt_tokens_details` or llama.cpp's
     `timings.cache_n`."""
     usage = body.get("usage") or {}
@@ -76,7 +76,7 @@ def parse_completion(body: Any) -> ChatReply:
         ) from None
 
 
-def _parse_fields(body: dict) -> ChatReply:
+def _parse_fields(body: dict[str, Any]) -> ChatReply:
     """The ChatReply in a body; AttributeError/TypeError/ValueError when a field has the wrong shape."""
     reply = ChatReply(usage=read_usage(body))
     choices = body.get("choices") or []

@@ -51,7 +51,8 @@ def _as_call(obj: Any, tools: dict[str, set[str]], forced: str | None) -> tuple[
     """(name, arguments) when `obj` is a call to an offered tool."""
     if not isinstance(obj, dict):
         return None
-    fn = obj.get("function") if isinstance(obj.get("function"), dict) else obj
+    inner = obj.get("function")
+    fn: dict[str, Any] = inner if isinstance(inner, dict) else obj
     name = fn.get("name")
     args = fn.get("arguments", fn.get("parameters", {}))
     if isinstance(name, str) and name in tools:
@@ -63,7 +64,7 @@ def _as_call(obj: Any, tools: dict[str, set[str]], forced: str | None) -> tuple[
 
 
 def calls_from_content(
-    content: str, tools: list[dict], forced: str | None, whole_arguments: bool = False
+    content: str, tools: list[dict[str, Any]], forced: str | None, whole_arguments: bool = False
 ) -> tuple[list[ToolCall], str | None]:
     """The calls written in `content` and the text left beside them; ([], content) if none.
 

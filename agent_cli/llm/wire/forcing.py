@@ -15,7 +15,8 @@ Three forms, tried in this order until one yields the call:
    reply's content is then read as the arguments of the forced tool (content_calls.py).
 
 A form is switched when the server refuses it (a 400 naming it) or answers without the call,
-until one has worked; then it is kept for the run.
+until one has worked; then it is kept for the run. A form that worked on a local server in
+an earlier run is tried first (server/findings.py), the others still after it.
 
 A request that must call one of several tools (`tool_choice: "required"` with more than one
 offered; the executor sends it after a reply without a call) is sent as "required", or, once
@@ -38,8 +39,8 @@ DESCRIBED = {
 class Forcing:
     """The form in use, and whether it is known to work on this server."""
 
-    def __init__(self) -> None:
-        self.form = FORMS[0]
+    def __init__(self, first: str = FORMS[0]) -> None:
+        self.form = first if first in FORMS else FORMS[0]  # a form that worked before goes first
         self.known = False
         self._tried = {self.form}
         self._tools_with_schema = True  # until a server refuses tool_choice "none"
@@ -47,7 +48,7 @@ class Forcing:
     def shape(
         self,
         kwargs: dict[str, Any],
-        tools: list[dict],
+        tools: list[dict[str, Any]],
         tool_choice: Any,
         forced: str | None,
         any_tool: bool,
@@ -63,7 +64,7 @@ class Forcing:
         kwargs["tool_choice"] = "auto" if tool_choice == "required" else tool_choice or "auto"
         return False
 
-    def apply(self, kwargs: dict[str, Any], tools: list[dict], name: str | None) -> None:
+    def apply(self, kwargs: dict[str, Any], tools: list[dict[str, Any]], name: str | None) -> None:
         """Set what forces tool `name` (any of `tools` when None) on the request `kwargs`."""
         if self.form == "schema":
             kwargs.pop("tools", None)
@@ -114,7 +115,7 @@ class Forcing:
         return False
 
 
-def schema_format(tools: list[dict], name: str | None) -> dict[str, Any]:
+def schema_format(tools: list[dict[str, Any]], name: str | None) -> dict[str, Any]:
     """`response_format` asking for the arguments of tool `name` as one JSON object, or, when
     `name` is None, for a call of any one of `tools` as {"name": ..., "arguments": ...}."""
     fns = [t["function"] for t in tools if isinstance(t.get("function"), dict)]

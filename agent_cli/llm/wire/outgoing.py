@@ -22,7 +22,7 @@ def _valid_json(text: Any) -> bool:
     return True
 
 
-def sanitize(messages: list[dict]) -> list[dict]:
+def sanitize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages with every echoed tool call's arguments valid JSON.
 
     Servers that re-parse the conversation (llama.cpp answers 500 "Failed to parse tool call
@@ -48,7 +48,7 @@ def sanitize(messages: list[dict]) -> list[dict]:
     return out
 
 
-def _fixed(call: dict, broken: dict[str, str]) -> dict:
+def _fixed(call: dict[str, Any], broken: dict[str, str]) -> dict[str, Any]:
     fn = call.get("function") or {}
     if _valid_json(fn.get("arguments")):
         return call
@@ -56,11 +56,12 @@ def _fixed(call: dict, broken: dict[str, str]) -> dict:
     return {**call, "function": {**fn, "arguments": "{}"}}
 
 
-def forced_name(tools: list[dict] | None, tool_choice: Any) -> str | None:
+def forced_name(tools: list[dict[str, Any]] | None, tool_choice: Any) -> str | None:
     """The tool a request forces when it offers exactly that one tool, else None."""
     if not tools or len(tools) != 1:
         return None
-    name = tools[0].get("function", {}).get("name")
+    found = tools[0].get("function", {}).get("name")
+    name = found if isinstance(found, str) else None
     if tool_choice == "required":
         return name
     if isinstance(tool_choice, dict) and (tool_choice.get("function") or {}).get("name") == name:
@@ -68,14 +69,16 @@ def forced_name(tools: list[dict] | None, tool_choice: Any) -> str | None:
     return None
 
 
-def estimate_tokens(messages: list[dict], tools: list[dict] | None) -> int:
+def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
     """A cheap upper estimate of a request's prompt tokens."""
     return len(json.dumps(messages, ensure_ascii=False)) // CHARS_PER_TOKEN + (
         len(json.dumps(tools)) // CHARS_PER_TOKEN if tools else 0
     )
 
 
-def reply_budget(window: int, cap: int, messages: list[dict], tools: list[dict] | None) -> int:
+def reply_budget(
+    window: int, cap: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> int:
     """max_tokens for a request: within `cap` and within what the window leaves free."""
     room = window - estimate_tokens(messages, tools) - 64
     return max(MIN_REPLY_TOKENS, min(cap, room))

@@ -35,8 +35,8 @@ class StreamAssembler:
         self.text: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish_reason: str | None = None
-        self.usage: dict | None = None
-        self.timings: dict | None = None
+        self.usage: dict[str, Any] | None = None
+        self.timings: dict[str, Any] | None = None
         self.done = False
         self.chunks = 0
 
@@ -61,7 +61,7 @@ class StreamAssembler:
                 f"a chunk of the streamed reply is not a completion chunk ({e})", NOT_A_COMPLETION
             ) from None
 
-    def _chunk(self, chunk: dict) -> None:
+    def _chunk(self, chunk: dict[str, Any]) -> None:
         if chunk.get("error"):
             err = chunk["error"]
             raise StreamFailed(str(err.get("message") if isinstance(err, dict) else err)[:300])
@@ -76,7 +76,7 @@ class StreamAssembler:
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
 
-    def _delta(self, delta: dict) -> None:
+    def _delta(self, delta: dict[str, Any]) -> None:
         text = delta.get("content")
         if isinstance(text, str) and text:
             self.text.append(text)
@@ -96,7 +96,7 @@ class StreamAssembler:
         """Whether the stream said it was over."""
         return self.done or self.finish_reason is not None
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         """The assembled reply in the shape of a whole (non-streamed) chat completion."""
         if not self.complete():
             raise StreamCut(f"the streamed reply stopped after {self.chunks} chunks, unfinished")
@@ -123,7 +123,7 @@ class StreamAssembler:
         return body
 
 
-def assemble(lines: Iterable[str], on_text: Callable[[str], None] | None = None) -> dict:
+def assemble(lines: Iterable[str], on_text: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Read an event stream to its end; the assembled completion body."""
     acc = StreamAssembler(on_text)
     for line in lines:

@@ -1,14 +1,18 @@
-"""The model client on the `openai` package; the only module that imports it.
+"""The chat model on the `openai` package: one turn, retried and adapted to the server.
 
 Retries are ours, not the SDK's (it is built with max_retries=0), so the count and the
-backoff come from settings and every failure ends as one of our errors with a how-to-fix.
+backoff come from settings and every failure ends as one of our errors with a how-to-fix
+(errors.py).
 Bodies are parsed here (`wire`, `stream`) rather than by the SDK's models, so a server that
 omits fields (llama.cpp, older vLLM) or sends no choices still yields a `ChatReply`.
 
 What a server does not support is learned once and kept for the run: streaming (a server
 that answers whole, or refuses `stream`), the form of a forced tool (`"required"` first,
 then the object form, then a json_schema `response_format`, when refused or ignored; see
-forcing.py), `max_completion_tokens` instead of `max_tokens`.
+forcing.py), `max_completion_tokens` instead of `max_tokens`. The context window and the
+forcing form that worked are kept a day for a local server (server/findings.py) when the
+caller names a cache directory; a hosted API (server/locality.py) is never probed before it
+has answered a chat request.
 Which failures are retried:
 - refused connections and unknown hosts: never (the server is not there);
 - 429, 502, 503, 504, timeouts, streams cut mid-reply, slow 5xx: with backoff;
@@ -24,103 +28,38 @@ With streaming, `request_timeout_s` bounds the silence between chunks, not the w
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import openai
 
-from agent_cli.core.errors import ConfigError, MalformedReply, ModelError
+from agent_cli.core.errors import MalformedReply, ModelError
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.llm.base import Message, reply_cost
+from agent_cli.llm.openai import errors
+from agent_cli.llm.openai.client import make_client
+from agent_cli.llm.openai.errors import StreamSilent
 from agent_cli.llm.server import info as server_info
+from agent_cli.llm.server.findings import Findings
+from agent_cli.llm.server.locality import is_local
 from agent_cli.llm.wire import failures, outgoing
 from agent_cli.llm.wire.body import load_body, parse_completion
 from agent_cli.llm.wire.content_calls import calls_from_content
-from agent_cli.llm.wire.forcing import Forcing
+from agent_cli.llm.wire.forcing import FORMS, Forcing
 from agent_cli.llm.wire.stream import StreamCut, StreamFailed, assemble
 
-__all__ = ["OpenAIChat", "OpenAIEmbedder", "parse_completion"]
+__all__ = ["OpenAIChat"]
 
-OPENAI_HOST = "api.openai.com"
 DEFAULT_CONTEXT_WINDOW = 128_000
+SETTING = "the context_window setting"
+REMEMBERED = ", remembered from an earlier run"
 
-
-class StreamSilent(Exception):
-    """No chunk arrived within the timeout while a reply was streaming."""
-
-
-def _client(base_url: str, api_key: str | None, timeout_s: float) -> openai.OpenAI:
-    if not api_key and OPENAI_HOST in base_url:
-        raise ConfigError(
-            "no API key is set for " + base_url,
-            "export OPENAI_API_KEY=..., or point --base-url at a local server",
-        )
-    # Local servers (vLLM, Ollama, llama.cpp) accept any key; the SDK insists on one.
-    return openai.OpenAI(
-        base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0
-    )
-
-
-def _error_message(e: openai.APIStatusError) -> str:
-    body = e.body
-    if isinstance(body, dict):
-        inner = body.get("error")
-        msg = body.get("message") or (inner.get("message") if isinstance(inner, dict) else inner)
-        if msg:
-            return str(msg)[:300]
-    return (e.message or "")[:300]
-
-
-def _status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelError:
-    status, detail = e.status_code, _error_message(e)
-    if status in (401, 403):
-        return ModelError(
-            f"{base_url} refused the API key ({status}: {detail})",
-            "check OPENAI_API_KEY; it must be a valid key for this endpoint",
-        )
-    if status == 404:
-        return ModelError(
-            f"model {model!r} was not found at {base_url} ({detail})",
-            "run `agent doctor` to list the endpoint's models, then set --model",
-        )
-    if status == 429:
-        return ModelError(
-            f"{base_url} kept rate-limiting the requests ({detail})",
-            "wait a minute and resume with `agent run --resume`",
-        )
-    if status >= 500:
-        return ModelError(
-            f"{base_url} kept failing with {status} ({detail})",
-            "the server is in trouble; resume later with `agent run --resume`",
-        )
-    return ModelError(
-        f"{base_url} rejected the request ({status}: {detail})",
-        "check --model and that the server supports function tools",
-    )
-
-
-def _convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -> ModelError:
-    if isinstance(e, (openai.APITimeoutError, StreamSilent)):
-        return ModelError(
-            f"{base_url} did not answer in time (nothing for {timeout_s:g} s)",
-            "raise request_timeout_s or check the server's load",
-        )
-    if isinstance(e, openai.APIConnectionError):
-        return ModelError(
-            f"cannot reach the model endpoint {base_url}",
-            "is the server running? check --base-url / OPENAI_BASE_URL",
-        )
-    if isinstance(e, openai.APIStatusError):
-        return _status_error(e, base_url, model)
-    if isinstance(e, (StreamCut, StreamFailed)):
-        return ModelError(
-            f"{base_url} kept breaking off its streamed replies ({e})",
-            "check the server's log; resume with `agent run --resume`",
-        )
-    return ModelError(f"the model call failed: {e}", "run `agent doctor`")
+Json = dict[str, Any]
+Tools = list[Json] | None
+ToolChoice = str | Json | None
 
 
 @dataclass
@@ -154,11 +93,13 @@ class OpenAIChat:
         stream: bool = True,
         on_retry: Callable[[int, float, str], None] | None = None,
         on_text: Callable[[str], None] | None = None,
+        cache_dir: Path | None = None,
+        local: bool | None = None,
     ) -> None:
         self.name = model
         self.base_url = base_url
         self.usage = Usage()
-        self._client = _client(base_url, api_key, timeout_s)
+        self._client = make_client(base_url, api_key, timeout_s)
         self._prices = (price_in, price_out, price_cached)
         self._timeout_s = timeout_s
         self._max_retries, self._backoff_s = max_retries, backoff_s
@@ -166,36 +107,67 @@ class OpenAIChat:
         self._tokens_key = "max_tokens"
         self._configured_window = context_window
         self._window: tuple[int, str] | None = None
+        # a server of the user's own, probed at once (None: decided by the base URL's host)
+        self.local = is_local(base_url) if local is None else local
+        self._answered = False  # whether a chat request has been answered yet
+        # what a local server showed in an earlier run, when the caller keeps it somewhere
+        self._findings = Findings(cache_dir, base_url, model) if cache_dir and self.local else None
         self._on_retry, self.on_text = on_retry, on_text
         self.streaming = stream  # False once the server showed it does not stream
         self._stream_troubles = 0
         self._usage_in_stream = True
-        self.forcing = Forcing()  # how a forced tool is asked for (forcing.py)
+        self._kept_form = self._remembered_form()
+        self.forcing = Forcing(self._kept_form)  # how a forced tool is asked for (forcing.py)
 
     # -- what the server can take -----------------------------------------------------------
     @property
     def context_window(self) -> int:
         """The server's context size in tokens, learned from it on first use (else the setting)."""
-        if self._window is None:
-            learned = server_info.learn_context_window(self._fetch, self.base_url, self.name)
-            self._window = learned or (
-                self._configured_window or DEFAULT_CONTEXT_WINDOW,
-                "the context_window setting",
-            )
-        return self._window[0]
+        return self._found_window()[0]
 
     @property
     def context_source(self) -> str:
         """Where `context_window` came from."""
-        _ = self.context_window
-        return self._window[1] if self._window else ""
+        return self._found_window()[1]
+
+    def _found_window(self) -> tuple[int, str]:
+        if self._window is not None:
+            return self._window
+        setting = (self._configured_window or DEFAULT_CONTEXT_WINDOW, SETTING)
+        if not self.local and not self._answered:
+            return setting  # a hosted API is not probed before it has answered a chat request
+        self._window = self._learned_window() or setting
+        return self._window
+
+    def _learned_window(self) -> tuple[int, str] | None:
+        """The window a local server showed within the day, else what the probes find now."""
+        if self._findings:
+            found, value = self._findings.get("window")
+            if found and value is None:
+                return None  # it did not say then either
+            if found and _is_window(value):
+                return int(value[0]), str(value[1]) + REMEMBERED
+        try:
+            learned = server_info.probe_context_window(self._fetch, self.base_url, self.name)
+        except server_info.Unreachable:
+            return None  # the first request says so at once, with the how-to-fix
+        if self._findings:
+            self._findings.put("window", list(learned) if learned else None)
+        return learned
+
+    def _remembered_form(self) -> str:
+        found, form = self._findings.get("forcing") if self._findings else (False, None)
+        return form if found and form in FORMS else FORMS[0]
+
+    def _remember_form(self) -> None:
+        """Keep the forcing form that got a forced call, when it is new for this server."""
+        if self._findings and self.forcing.known and self.forcing.form != self._kept_form:
+            self._findings.put("forcing", self.forcing.form)
+            self._kept_form = self.forcing.form
 
     # -- one turn -----------------------------------------------------------------------------
     def chat(
-        self,
-        messages: list[Message],
-        tools: list[dict] | None = None,
-        tool_choice: str | dict | None = None,
+        self, messages: list[Message], tools: Tools = None, tool_choice: ToolChoice = None
     ) -> ChatReply:
         """One assistant turn; retried as the module docstring says. A forced tool that was not
         called is asked for again at once in the next form, until one works (forcing.py)."""
@@ -214,17 +186,15 @@ class OpenAIChat:
             self.usage.add(reply.usage)
             spent.add(reply.usage)
             if not call.forced or not self.forcing.answered(bool(reply.tool_calls)):
+                if call.forced and reply.tool_calls:
+                    self._remember_form()
                 reply.usage = spent
                 return reply
 
     def _request(
-        self,
-        messages: list[Message],
-        tools: list[dict] | None,
-        tool_choice: str | dict | None,
-        call: _Call,
-    ) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"model": self.name, "messages": outgoing.sanitize(messages)}
+        self, messages: list[Message], tools: Tools, tool_choice: ToolChoice, call: _Call
+    ) -> Json:
+        kwargs: Json = {"model": self.name, "messages": outgoing.sanitize(messages)}
         if tools:
             call.schema = self.forcing.shape(kwargs, tools, tool_choice, call.forced, call.any_tool)
         if self._max_tokens:
@@ -238,7 +208,7 @@ class OpenAIChat:
                 kwargs["stream_options"] = {"include_usage": True}
         return kwargs
 
-    def _once(self, kwargs: dict[str, Any]) -> ChatReply:
+    def _once(self, kwargs: Json) -> ChatReply:
         """One HTTP exchange, streamed or whole."""
         completions = self._client.chat.completions
         if not kwargs.get("stream"):
@@ -252,7 +222,7 @@ class OpenAIChat:
             shown = None if "response_format" in kwargs else self.on_text
             return parse_completion(self._read_stream(response, shown))
 
-    def _read_stream(self, response, on_text: Callable[[str], None] | None) -> dict:
+    def _read_stream(self, response: Any, on_text: Callable[[str], None] | None) -> Json:
         try:
             return assemble(response.iter_lines(), on_text)
         except (MalformedReply, StreamCut, StreamFailed):
@@ -265,13 +235,14 @@ class OpenAIChat:
             raise
 
     # -- retries ------------------------------------------------------------------------------
-    def _send(self, build: Callable[[], dict], call: _Call) -> ChatReply:
+    def _send(self, build: Callable[[], Json], call: _Call) -> ChatReply:
         attempt = 0
         while True:
             kwargs = build()
             started = time.monotonic()
             try:
                 reply = self._once(kwargs)
+                self._answered = True
                 self._note_whole_success(call)
                 return reply
             except openai.APIStatusError as e:
@@ -297,11 +268,11 @@ class OpenAIChat:
             self._pause(attempt, failure)
 
     def _convert(self, e: BaseException) -> ModelError:
-        return _convert(e, self.base_url, self.name, self._timeout_s)
+        return errors.convert(e, self.base_url, self.name, self._timeout_s)
 
-    def _adapt(self, e: openai.APIStatusError, kwargs: dict, call: _Call) -> bool:
+    def _adapt(self, e: openai.APIStatusError, kwargs: Json, call: _Call) -> bool:
         """Change the request for what the server refused; True to send it again now."""
-        detail = _error_message(e)
+        detail = errors.error_message(e)
         if e.status_code >= 500 and not failures.is_overflow(detail):
             return False
         if failures.is_overflow(detail):
@@ -325,11 +296,14 @@ class OpenAIChat:
             return True
         return False
 
-    def _fit_reply(self, detail: str, kwargs: dict, call: _Call) -> bool:
+    def _fit_reply(self, detail: str, kwargs: Json, call: _Call) -> bool:
         """Ask once more with a reply that fits beside the prompt; else ContextOverflow."""
         prompt, window = failures.overflow_numbers(detail)
-        if window and self._window and self._window[1] == "the context_window setting":
+        source = self._window[1] if self._window else SETTING
+        if window and (source == SETTING or source.endswith(REMEMBERED)):
             self._window = (window, "the server's overflow error")
+            if self._findings:  # what was remembered is wrong now: the server was restarted
+                self._findings.put("window", list(self._window))
         asked = kwargs.get(self._tokens_key)
         if call.max_tokens is None and prompt and window and asked and prompt + 128 < window:
             call.max_tokens = min(asked, window - prompt - 16)
@@ -338,7 +312,7 @@ class OpenAIChat:
         raise failures.overflow_error(detail, self.base_url)
 
     def _status_failure(
-        self, e: openai.APIStatusError, kwargs: dict, call: _Call, elapsed: float
+        self, e: openai.APIStatusError, kwargs: Json, call: _Call, elapsed: float
     ) -> BaseException:
         """The failure to retry, or raise when retrying cannot help."""
         status = e.status_code
@@ -350,7 +324,7 @@ class OpenAIChat:
             call.whole = True  # some servers fail on streamed tool calls: try it whole once
             return e
         raise ModelError(
-            f"{self.base_url} kept failing with {status} ({_error_message(e)}); it "
+            f"{self.base_url} kept failing with {status} ({errors.error_message(e)}); it "
             f"answered in {elapsed * 1000:.0f} ms, so the same request was not sent "
             "again",
             "the server refuses this request: see its log, then `agent run --resume`",
@@ -375,12 +349,12 @@ class OpenAIChat:
             )
 
     def _pause(self, attempt: int, failure: BaseException) -> None:
-        delay = _delay(failure, attempt - 1, self._backoff_s)
+        delay = errors.delay(failure, attempt - 1, self._backoff_s)
         if self._on_retry:
-            self._on_retry(attempt, delay, _why(failure))
+            self._on_retry(attempt, delay, errors.why(failure))
         time.sleep(delay)
 
-    def _fetch(self, url: str, body: dict | None, timeout: float) -> Any:
+    def _fetch(self, url: str, body: Json | None, timeout: float) -> Any:
         """JSON from one of the server's own endpoints (server_info.Fetch); no retries."""
         options: Any = {"timeout": timeout}
         try:
@@ -396,57 +370,16 @@ class OpenAIChat:
 
     def list_models(self) -> list[str]:
         """The model ids the endpoint serves (GET /models)."""
-        try:
+        with errors.converted(self.base_url, self.name):
             return [m.id for m in self._client.models.list().data]
-        except openai.OpenAIError as e:
-            raise self._convert(e) from None
 
 
-def _why(failure: BaseException) -> str:
-    if isinstance(failure, openai.APIStatusError):
-        return f"{failure.status_code}: {_error_message(failure)}"[:120]
-    return (str(failure) or type(failure).__name__)[:120]
-
-
-def _delay(e: BaseException, attempt: int, base: float) -> float:
-    """Exponential backoff with jitter, honouring a short Retry-After."""
-    response = getattr(e, "response", None)
-    retry_after = response.headers.get("retry-after") if response is not None else None
-    if retry_after:
-        try:
-            return min(float(retry_after), 30.0)
-        except ValueError:
-            pass
-    return min(base * (2**attempt), 30.0) * (0.75 + random.random() / 2)
-
-
-class OpenAIEmbedder:
-    """Embedder on an OpenAI-compatible /embeddings endpoint."""
-
-    def __init__(
-        self, *, base_url: str, api_key: str | None, model: str, timeout_s: float = 60.0
-    ) -> None:
-        self.name = f"openai:{model}"
-        self.model = model
-        self.base_url = base_url
-        self._client = _client(base_url, api_key, timeout_s)
-        self._dim: int | None = None
-
-    @property
-    def dim(self) -> int:
-        """Vector length, learned from one call on first use."""
-        if self._dim is None:
-            self._dim = len(self.embed(["dimension probe"])[0])
-        return self._dim
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, in order."""
-        if not texts:
-            return []
-        try:
-            resp = self._client.embeddings.create(model=self.model, input=texts)
-        except openai.OpenAIError as e:
-            raise _convert(e, self.base_url, self.model) from None
-        vectors = [d.embedding for d in sorted(resp.data, key=lambda d: d.index)]
-        self._dim = len(vectors[0]) if vectors else self._dim
-        return vectors
+def _is_window(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], int)
+        and not isinstance(value[0], bool)
+        and value[0] > 0
+        and isinstance(value[1], str)
+    )

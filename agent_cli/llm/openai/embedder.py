@@ -1,0 +1,36 @@
+"""Embedder on an OpenAI-compatible /embeddings endpoint."""
+
+from __future__ import annotations
+
+from agent_cli.llm.openai.client import make_client
+from agent_cli.llm.openai.errors import converted
+
+
+class OpenAIEmbedder:
+    """Embedder on an OpenAI-compatible /embeddings endpoint."""
+
+    def __init__(
+        self, *, base_url: str, api_key: str | None, model: str, timeout_s: float = 60.0
+    ) -> None:
+        self.name = f"openai:{model}"
+        self.model = model
+        self.base_url = base_url
+        self._client = make_client(base_url, api_key, timeout_s)
+        self._dim: int | None = None
+
+    @property
+    def dim(self) -> int:
+        """Vector length, learned from one call on first use."""
+        if self._dim is None:
+            self._dim = len(self.embed(["dimension probe"])[0])
+        return self._dim
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        if not texts:
+            return []
+        with converted(self.base_url, self.model):
+            resp = self._client.embeddings.create(model=self.model, input=texts)
+        vectors = [d.embedding for d in sorted(resp.data, key=lambda d: d.index)]
+        self._dim = len(vectors[0]) if vectors else self._dim
+        return vectors

@@ -1,0 +1,106 @@
+"""The openai SDK's failures turned into our `ModelError`s, each with a how-to-fix."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import openai
+
+from agent_cli.core.errors import ModelError
+from agent_cli.llm.wire.stream import StreamCut, StreamFailed
+
+
+class StreamSilent(Exception):
+    """No chunk arrived within the timeout while a reply was streaming."""
+
+
+def error_message(e: openai.APIStatusError) -> str:
+    """The server's own words for a refused request, at most 300 characters."""
+    body = e.body
+    if isinstance(body, dict):
+        inner = body.get("error")
+        msg = body.get("message") or (inner.get("message") if isinstance(inner, dict) else inner)
+        if msg:
+            return str(msg)[:300]
+    return (e.message or "")[:300]
+
+
+def status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelError:
+    """The error for an HTTP status that retrying did not (or could not) cure."""
+    status, detail = e.status_code, error_message(e)
+    if status in (401, 403):
+        return ModelError(
+            f"{base_url} refused the API key ({status}: {detail})",
+            "check OPENAI_API_KEY; it must be a valid key for this endpoint",
+        )
+    if status == 404:
+        return ModelError(
+            f"model {model!r} was not found at {base_url} ({detail})",
+            "run `agent doctor` to list the endpoint's models, then set --model",
+        )
+    if status == 429:
+        return ModelError(
+            f"{base_url} kept rate-limiting the requests ({detail})",
+            "wait a minute and resume with `agent run --resume`",
+        )
+    if status >= 500:
+        return ModelError(
+            f"{base_url} kept failing with {status} ({detail})",
+            "the server is in trouble; resume later with `agent run --resume`",
+        )
+    return ModelError(
+        f"{base_url} rejected the request ({status}: {detail})",
+        "check --model and that the server supports function tools",
+    )
+
+
+def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -> ModelError:
+    """Our error for any failure of a model call."""
+    if isinstance(e, (openai.APITimeoutError, StreamSilent)):
+        return ModelError(
+            f"{base_url} did not answer in time (nothing for {timeout_s:g} s)",
+            "raise request_timeout_s or check the server's load",
+        )
+    if isinstance(e, openai.APIConnectionError):
+        return ModelError(
+            f"cannot reach the model endpoint {base_url}",
+            "is the server running? check --base-url / OPENAI_BASE_URL",
+        )
+    if isinstance(e, openai.APIStatusError):
+        return status_error(e, base_url, model)
+    if isinstance(e, (StreamCut, StreamFailed)):
+        return ModelError(
+            f"{base_url} kept breaking off its streamed replies ({e})",
+            "check the server's log; resume with `agent run --resume`",
+        )
+    return ModelError(f"the model call failed: {e}", "run `agent doctor`")
+
+
+@contextmanager
+def converted(base_url: str, model: str) -> Iterator[None]:
+    """Raise any SDK failure inside the block as our error, without a retry."""
+    try:
+        yield
+    except openai.OpenAIError as e:
+        raise convert(e, base_url, model) from None
+
+
+def why(failure: BaseException) -> str:
+    """A failure in a few words, for the retry notice."""
+    if isinstance(failure, openai.APIStatusError):
+        return f"{failure.status_code}: {error_message(failure)}"[:120]
+    return (str(failure) or type(failure).__name__)[:120]
+
+
+def delay(e: BaseException, attempt: int, base: float) -> float:
+    """Exponential backoff with jitter, honouring a short Retry-After."""
+    response = e.response if isinstance(e, openai.APIStatusError) else None
+    retry_after = response.headers.get("retry-after") if response is not None else None
+    if retry_after:
+        try:
+            return min(float(retry_after), 30.0)
+        except ValueError:
+            pass
+    return float(min(base * (2**attempt), 30.0) * (0.75 + random.random() / 2))
