@@ -104,7 +104,7 @@ def format_for_context(
     return retrieved_memory("\n".join(lines)) if len(lines) > 1 else ""
 
 
-def mark_stale(results: list[R], blob_of: Callable[[str], str | None]) -> list[R]:
+def mark_stale(results: Sequence[R], blob_of: Callable[[str], str | None]) -> list[R]:
     """Set `stale` on each result naming a file whose blob id `blob_of(path)` differs now."""
     for r in results:
         try:
@@ -113,7 +113,7 @@ def mark_stale(results: list[R], blob_of: Callable[[str], str | None]) -> list[R
             seen = {}
         if isinstance(seen, dict):
             r.stale = any(blob_of(path) != blob for path, blob in seen.items())
-    return results
+    return list(results)
 
 
 def expiry(confirmed_ts: float, last_hit_ts: float, ttl_days: float) -> float:
