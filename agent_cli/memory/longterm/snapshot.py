@@ -317,7 +317,8 @@ def patched(
 
 def matches(meta: Meta, where: Where | None) -> bool:
     """Whether metadata passes a Chroma `where` filter ($and, $or, and on a key: a value or one
-    of $eq $gt $gte $lt $lte $in); a key the metadata lacks never passes."""
+    of $eq $gt $gte $lt $lte $in); a key the metadata lacks never passes, and one the snapshot
+    drops is an error (it would never pass here, and may in the store)."""
     if not where:
         return True
     for key, cond in where.items():
@@ -327,6 +328,8 @@ def matches(meta: Meta, where: Where | None) -> bool:
             ok = any(matches(meta, c) for c in cond)
         elif key.startswith("$"):
             raise ValueError(f"unsupported filter {key}")
+        elif key in DROPPED_KEYS:
+            raise ValueError(f"the snapshot does not keep {key}, so cannot filter on it")
         else:
             ok = key in meta and _holds(meta[key], cond)
         if not ok:
