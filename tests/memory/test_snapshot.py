@@ -170,6 +170,19 @@ def test_closing_reads_back_only_the_rows_written_and_matches_the_store(store, e
     assert reads(SnapshotMemory(snapshot.load(store), store, embedder)) == expected
 
 
+def test_a_patched_snapshot_keeps_the_stores_order_of_rows(store, embedder):
+    with LongTermMemory(store, embedder) as memory:  # the first fact, re-confirmed in place
+        memory.add_fact(
+            "The database is PostgreSQL 16, reached through SQLAlchemy sessions", "harness"
+        )
+        memory.add_fact("Docs use mkdocs", "harness")
+        memory.add_episode(episode("r-db", "Refactor the database layer to use sessions"))
+    with LongTermMemory(store, embedder) as memory:
+        order = {n: memory.collection(n).get(include=[])["ids"] for n in snapshot.COLLECTIONS}
+    cols = snapshot.load(store)
+    assert {n: cols[n].get(include=[])["ids"] for n in snapshot.COLLECTIONS} == order
+
+
 def test_a_write_after_another_handle_closed_still_reaches_the_snapshot(store, embedder):
     first = Watched(store, embedder)
     first.add_fact("Logs are written to var/log/app.log", "harness")
@@ -456,13 +469,19 @@ def words(rng: random.Random, lo: int = 1, hi: int = 5) -> str:
 
 
 def random_store(rng: random.Random, path, embedder, items: int, runs: int) -> None:
-    """A store of random facts, notes, procedures and episodes, some hit, some re-confirmed;
-    closed, so that it has its snapshot."""
+    """A store of random facts, notes, procedures and episodes, some hit, some re-confirmed,
+    some forgotten, written in two sessions: the second snapshot is the first one patched."""
+    random_writes(rng, path, embedder, items, runs, "a")
+    random_writes(rng, path, embedder, items // 3, runs // 3, "b")
+
+
+def random_writes(rng: random.Random, path, embedder, items: int, runs: int, tag: str) -> None:
+    days = [rng.randint(0, 300) for _ in range(4)]  # few dates: many ties in date order
     with LongTermMemory(path, embedder) as memory:
         for n in range(items):
             text, topic = words(rng, 2, 6), rng.choice(("proj", "other", ""))
             trust = rng.choice((0.0, 0.3, 0.5, 0.5, 1.0, round(rng.random(), 3)))
-            now = NOW - timedelta(days=rng.randint(0, 300))
+            now = NOW - timedelta(days=rng.choice(days))
             ttl = rng.choice((0, 0, 30, 90))
             made = rng.choice(("fact", "note", "procedure"))
             if made == "fact":
@@ -489,15 +508,19 @@ def random_store(rng: random.Random, path, embedder, items: int, runs: int) -> N
             )
             episodes.append(
                 episode(
-                    f"r{n:03d}",
+                    f"r{n:03d}" if tag == "a" or rng.random() < 0.5 else f"{tag}{n:03d}",
                     words(rng, 2, 6),
                     status=rng.choice(("verified", "failed", "rejected")),
                     failure_signatures=sigs,
                     fixes=fixes,
-                    ended_at=(NOW - timedelta(hours=rng.randint(0, 5000))).isoformat(),
+                    ended_at=(NOW - timedelta(days=rng.choice(days))).isoformat(),
                 )
             )
         memory.add_episodes(episodes)
+        for _ in range(rng.randint(0, 3) if tag != "a" else 0):
+            gone = memory.recall(words(rng), k=1, min_trust=0.0, min_score=-1.0)
+            if gone:
+                memory.forget(gone[0].id)
         for _ in range(items // 5):
             found = memory.recall(words(rng), k=rng.randint(1, 4), kind="all", min_trust=0.0)
             memory.count_hits(found, now=NOW - timedelta(days=rng.randint(0, 100)))

@@ -193,12 +193,15 @@ class LongTermMemory:
             return
         tables = None
         if self._base is not None and not self._whole:
-            tables = snapshot.patched(
-                self._base, self._changed, self._table, lambda name: self.store.cols[name].count()
-            )
+            tables = snapshot.patched(self._base, self._changed, self._table, self._ids)
         snapshot.write(
             self.path, tables or {name: self._table(name) for name in snapshot.COLLECTIONS}
         )
+
+    def _ids(self, name: str) -> list[str]:
+        """Every id of the collection, in the store's order."""
+        with self.store.guard("reading"):
+            return list(self.store.cols[name].get(include=[])["ids"])
 
     def _table(self, name: str, ids: list[str] | None = None) -> dict[str, Any]:
         """The collection's records (all, or those of `ids` still stored) as a snapshot table."""

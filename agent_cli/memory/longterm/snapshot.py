@@ -17,9 +17,9 @@ into the store directly is not seen until `agent` next changes it.
 
 Writing it anew costs a read of the whole store (0.8 s at 12,000 documents), so a store
 that had a snapshot when it was first written to keeps it in memory, notes the ids each
-write touches (`Tracked`), and at close reads back only those (`patched`); when the rows
-that gives do not add up to what the store holds (another process wrote too), it is
-read whole.
+write touches (`Tracked`), and at close reads back only those, and the ids alone in the
+store's order (`patched`); when the rows that gives are not those the store holds (another
+process wrote too), it is read whole.
 
 Only the embedded store has one: a memory server may hold what other clones learned.
 The file is a cache: one that cannot be read or written is ignored (and one that cannot be
@@ -291,26 +291,33 @@ def patched(
     base: dict[str, SnapshotCollection],
     changed: dict[str, set[str]],
     fetch: Callable[[str, list[str]], Table],
-    count: Callable[[str], int],
+    order: Callable[[str], list[str]],
 ) -> dict[str, Table] | None:
     """The tables of `base` with the `changed` rows read again (`fetch(name, ids)` gives a
-    table of those still stored), or None when a table would not hold as many rows as the
-    store's collection does (`count(name)`): something other than these writes changed it."""
+    table of those still stored), in the store's own order of its ids (`order(name)`: a
+    read of the ids alone), so that whatever keeps that order (`get`) answers alike; None
+    when the rows are not those the store holds: something other than these writes changed it."""
     import numpy as np
 
     tables: dict[str, Table] = {}
     for name in COLLECTIONS:
         old = base[name].table(drop=changed.get(name, set()))
         new = fetch(name, sorted(changed.get(name, ())))
-        if len(old["ids"]) + len(new["ids"]) != count(name):
+        ids = old["ids"] + new["ids"]
+        position = {item_id: n for n, item_id in enumerate(ids)}
+        stored = order(name)
+        if len(position) != len(ids) or sorted(stored) != sorted(position):
             return None
+        rows = [position[item_id] for item_id in stored]
         parts = [t["vectors"] for t in (old, new) if len(t["ids"])]
+        vectors = np.vstack(parts) if parts else np.zeros((0, 0), np.float32)
+        docs, metas = old["documents"] + new["documents"], old["metadatas"] + new["metadatas"]
         tables[name] = {
             "metadata": new["metadata"],
-            "ids": old["ids"] + new["ids"],
-            "documents": old["documents"] + new["documents"],
-            "metadatas": old["metadatas"] + new["metadatas"],
-            "vectors": np.vstack(parts) if parts else np.zeros((0, 0), np.float32),
+            "ids": stored,
+            "documents": [docs[n] for n in rows],
+            "metadatas": [metas[n] for n in rows],
+            "vectors": vectors[rows] if len(rows) else vectors,
         }
     return tables
 
