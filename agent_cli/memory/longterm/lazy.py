@@ -270,7 +270,7 @@ class SnapshotMemory:
         embedder: Embedder,
         secrets: tuple[str, ...] = (),
     ) -> None:
-        self.path = path
+        self.path, self.embedder = path, embedder
         self.store = Store(path, embedder, secrets)  # it neither deletes nor writes the snapshot
         self.store.cols = dict(cols)
         for col in cols.values():
@@ -325,3 +325,9 @@ class SnapshotMemory:
 
     def close(self) -> None:
         """Nothing to release."""
+
+    def __enter__(self) -> SnapshotMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
