@@ -58,10 +58,6 @@ class ChromaCollection:
         self.col = col
 
     @property
-    def name(self) -> str:
-        return self.col.name
-
-    @property
     def metadata(self) -> Meta:
         return dict(self.col.metadata or {})
 
