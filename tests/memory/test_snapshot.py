@@ -633,7 +633,7 @@ def compare_on_random_stores(tmp_path, seeds: range, items: int, runs: int, roun
 
 
 def test_the_snapshot_answers_random_questions_as_chroma_does(tmp_path):
-    assert compare_on_random_stores(tmp_path, range(1), items=30, runs=12, rounds=60) == 240
+    assert compare_on_random_stores(tmp_path, range(1), items=24, runs=9, rounds=60) == 240
 
 
 @pytest.mark.slow
