@@ -121,7 +121,7 @@ def build(root: Path, n: int) -> None:
             f"  built {min(n, lo + 5000):>7} episodes  {time.perf_counter() - start:6.1f} s",
             flush=True,
         )
-    col, vectors, offset = mem._cols["episodes"], [], 0  # the bench reads the raw vectors back
+    col, vectors, offset = mem.collection("episodes"), [], 0  # the raw vectors, read back
     while True:
         got = col.get(include=["embeddings"], limit=5000, offset=offset)
         if not got["ids"]:

@@ -8,6 +8,7 @@ layer can name a seam without importing the layer that implements it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -69,22 +70,82 @@ class ColdStore(Protocol):
     def close(self) -> None: ...
 
 
+class Recalled(Protocol):
+    """One item recalled from long-term memory: how close, what it is, where it came from."""
+
+    score: float
+    kind: str  # episode, fact, note or procedure
+    id: str
+    text: str
+    gist: str
+    source: str
+    date: str
+    metadata: dict[str, Any]
+    trust: float
+    hit_count: int
+    stale: bool
+
+
 class LongTermStore(Protocol):
     """What a run needs from long-term memory: recall before, an episode and facts after."""
 
     def recall(
         self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
-    ) -> Sequence[Any]: ...
+    ) -> Sequence[Recalled]: ...
+    def procedures(self, topic: str, k: int = 5) -> Sequence[Recalled]: ...
+    def associate(
+        self,
+        text: str,
+        *,
+        now: datetime | None = None,
+        k: int = 3,
+        threshold: float | None = None,
+        min_trust: float = 0.0,
+        kinds: tuple[str, ...] = ("fact", "note", "procedure"),
+        topics: list[str] | None = None,
+    ) -> Sequence[Recalled]: ...
+    def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None: ...
+    def fixes_for(
+        self, signatures: list[str], exclude_run: str = "", k: int = 3
+    ) -> Sequence[Recalled]: ...
     def add_episode(self, ep: Episode) -> None: ...
-    def add_fact(self, text: str, source: str, trust: float = 1.0, **kwargs: Any) -> str: ...
-    def add_procedure(self, cmd: str, task: str, **kwargs: Any) -> str: ...
-    def curate(self, text: str, **kwargs: Any) -> str: ...
-    def procedures(self, topic: str, k: int = 5) -> list: ...
-    def associate(self, text: str, **kwargs: Any) -> list: ...
-    def count_hits(self, results: list, now: Any = None) -> list: ...
-    def fixes_for(self, signatures: list[str], **kwargs: Any) -> list: ...
-    def expire(self, now: Any = None, ttl_days: float | None = None) -> int: ...
-    def open_in_background(self, after_s: float = 0.0) -> None: ...  # for later; may do nothing
+    def add_fact(
+        self,
+        text: str,
+        source: str,
+        trust: float = 1.0,
+        *,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+        topic: str = "",
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+    ) -> str: ...
+    def add_procedure(
+        self,
+        cmd: str,
+        task: str,
+        *,
+        topic: str,
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+    ) -> str: ...
+    def curate(
+        self,
+        text: str,
+        *,
+        topic: str,
+        origin_event_id: str,
+        now: datetime | None = None,
+        trust: float = 0.5,
+        ttl_days: float = 90,
+        run_id: str = "",
+        task: str = "",
+    ) -> str: ...
+    def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int: ...
+    def open_in_background(self, after_s: float = 0.0) -> None: ...  # may do nothing
     def close(self) -> None: ...
 
 

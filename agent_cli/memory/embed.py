@@ -79,4 +79,5 @@ class WordLlamaEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order."""
-        return self.embed_array(texts).tolist()
+        vectors: list[list[float]] = self.embed_array(texts).tolist()
+        return vectors

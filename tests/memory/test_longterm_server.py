@@ -95,10 +95,11 @@ def test_a_server_lost_midway_is_unavailable_and_a_run_goes_on(chroma_process):
     with pytest.raises(MemoryUnavailable, match=f"memory server {proc.url}: searching failed"):
         mem.recall("which port does the service listen on")
     notices: list[str] = []
-    fallback = FallbackLongTerm(lambda: mem, notices.append)
+    opened: list[LongTermMemory] = []
+    fallback = FallbackLongTerm(lambda: opened.append(mem) or mem, notices.append)
     assert fallback.recall("which port does the service listen on") == []
     fallback.add_episode(episode("20250314-090000-bbbb", "Change the port"))  # kept nowhere
-    assert fallback.recall("port") == [] and not fallback.available
+    assert fallback.recall("port") == [] and len(opened) == 1, "not asked again once gone"
     assert len(notices) == 1 and "goes on without it" in notices[0] and proc.url in notices[0]
 
 
@@ -107,7 +108,6 @@ def test_fallback_uses_the_store_while_it_answers(chroma_server, chroma_database
     notices: list[str] = []
     fallback = FallbackLongTerm(lambda: LongTermMemory(server, HashEmbedder()), notices.append)
     fallback.add_fact("Releases are tagged vMAJOR.MINOR", "harness")
-    assert fallback.available
     assert [r.kind for r in fallback.recall("how are releases tagged")] == ["fact"]
     assert notices == []
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -166,6 +168,19 @@ def test_closing_reads_back_only_the_rows_written_and_matches_the_store(store, e
     with LongTermMemory(store, embedder) as whole:
         expected = reads(whole)
     assert reads(SnapshotMemory(snapshot.load(store), store, embedder)) == expected
+
+
+def test_a_patched_snapshot_keeps_the_stores_order_of_rows(store, embedder):
+    with LongTermMemory(store, embedder) as memory:  # the first fact, re-confirmed in place
+        memory.add_fact(
+            "The database is PostgreSQL 16, reached through SQLAlchemy sessions", "harness"
+        )
+        memory.add_fact("Docs use mkdocs", "harness")
+        memory.add_episode(episode("r-db", "Refactor the database layer to use sessions"))
+    with LongTermMemory(store, embedder) as memory:
+        order = {n: memory.collection(n).get(include=[])["ids"] for n in snapshot.COLLECTIONS}
+    cols = snapshot.load(store)
+    assert {n: cols[n].get(include=[])["ids"] for n in snapshot.COLLECTIONS} == order
 
 
 def test_a_write_after_another_handle_closed_still_reaches_the_snapshot(store, embedder):
@@ -389,6 +404,8 @@ def test_a_filter_the_snapshot_cannot_evaluate_is_an_error_not_a_silent_miss():
         snapshot.matches({"kind": "fact"}, {"kind": {"$nin": ["note"]}})
     with pytest.raises(ValueError, match=r"\$not"):
         snapshot.matches({"kind": "fact"}, {"$not": {"kind": "fact"}})
+    with pytest.raises(ValueError, match="does not keep episode"):
+        snapshot.matches({"doc": "episode"}, {"$and": [{"doc": "episode"}, {"episode": "{}"}]})
 
 
 def test_an_endpoint_embedder_is_asked_nothing_until_something_is_recalled(tmp_path):
@@ -419,3 +436,206 @@ def test_an_endpoint_embedder_is_asked_nothing_until_something_is_recalled(tmp_p
         assert lazy.recall("how are the docs built", min_trust=0.5)
         lazy.close()
         assert asked() == before + 1
+
+
+# -- the snapshot against Chroma itself, on random stores -----------------------------------
+VOCAB = [
+    "parser",
+    "quotes",
+    "lexer",
+    "database",
+    "session",
+    "cache",
+    "tests",
+    "release",
+    "tag",
+    "deploy",
+    "docs",
+    "port",
+    "server",
+    "logs",
+    "migrations",
+    "ci",
+    "build",
+    "make",
+    "pytest",
+    "config",
+]
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+
+
+def words(rng: random.Random, lo: int = 1, hi: int = 5) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(rng.randint(lo, hi)))
+
+
+def random_store(rng: random.Random, path, embedder, items: int, runs: int) -> None:
+    """A store of random facts, notes, procedures and episodes, some hit, some re-confirmed,
+    some forgotten, written in two sessions: the second snapshot is the first one patched."""
+    random_writes(rng, path, embedder, items, runs, "a")
+    random_writes(rng, path, embedder, items // 3, runs // 3, "b")
+
+
+def random_writes(rng: random.Random, path, embedder, items: int, runs: int, tag: str) -> None:
+    days = [rng.randint(0, 300) for _ in range(4)]  # few dates: many ties in date order
+    with LongTermMemory(path, embedder) as memory:
+        for n in range(items):
+            text, topic = words(rng, 2, 6), rng.choice(("proj", "other", ""))
+            trust = rng.choice((0.0, 0.3, 0.5, 0.5, 1.0, round(rng.random(), 3)))
+            now = NOW - timedelta(days=rng.choice(days))
+            ttl = rng.choice((0, 0, 30, 90))
+            made = rng.choice(("fact", "note", "procedure"))
+            if made == "fact":
+                files = {f"src/{rng.choice(VOCAB)}.py": "b" * 8} if rng.random() < 0.3 else None
+                memory.add_fact(
+                    text, "harness", trust, now=now, ttl_days=ttl, topic=topic, files=files
+                )
+            elif made == "note":
+                memory.curate(
+                    text, topic=topic, origin_event_id=f"e{n}", now=now, trust=trust, ttl_days=ttl
+                )
+            else:
+                memory.add_procedure(words(rng, 1, 3), text, topic=topic, now=now, ttl_days=ttl)
+        episodes = []
+        for n in range(runs):
+            sigs = [
+                f"tests/test_{rng.choice(VOCAB)}.py::test_{rng.choice(VOCAB)} failed: {words(rng)}"
+                for _ in range(rng.randint(0, 2))
+            ]
+            fixes = (
+                [Fix(signatures=sigs[:1], task=words(rng), summary=words(rng))]
+                if sigs and rng.random() < 0.5
+                else []
+            )
+            episodes.append(
+                episode(
+                    f"r{n:03d}" if tag == "a" or rng.random() < 0.5 else f"{tag}{n:03d}",
+                    words(rng, 2, 6),
+                    status=rng.choice(("verified", "failed", "rejected")),
+                    failure_signatures=sigs,
+                    fixes=fixes,
+                    ended_at=(NOW - timedelta(days=rng.choice(days))).isoformat(),
+                )
+            )
+        memory.add_episodes(episodes)
+        for _ in range(rng.randint(0, 3) if tag != "a" else 0):
+            gone = memory.recall(words(rng), k=1, min_trust=0.0, min_score=-1.0)
+            if gone:
+                memory.forget(gone[0].id)
+        for _ in range(items // 5):
+            found = memory.recall(words(rng), k=rng.randint(1, 4), kind="all", min_trust=0.0)
+            memory.count_hits(found, now=NOW - timedelta(days=rng.randint(0, 100)))
+
+
+def random_where(rng: random.Random, metas: list[dict], depth: int = 0) -> dict | None:
+    """A random Chroma filter over the keys and values these records hold (and some they do not)."""
+    roll = rng.random()
+    if depth < 2 and roll < 0.2:
+        parts = [random_where(rng, metas, depth + 1) for _ in range(rng.randint(2, 3))]
+        return {rng.choice(("$and", "$or")): [p for p in parts if p] or [{"kind": "fact"}]}
+    if depth == 0 and roll < 0.3:
+        return None
+    meta = rng.choice(metas)
+    key = rng.choice([*(k for k in meta if k not in snapshot.DROPPED_KEYS), "missing"])
+    value = meta.get(key, rng.choice(("fact", 1, 0.5, True)))
+    if isinstance(value, (bool, str)):
+        seen = sorted({m[key] for m in metas if key in m and type(m[key]) is type(value)})
+        op = rng.choice(("plain", "$eq", "$in"))
+        if op == "$in":
+            return {key: {"$in": rng.sample(seen, min(len(seen), rng.randint(1, 3))) or [value]}}
+        return {key: value} if op == "plain" else {key: {"$eq": value}}
+    op = rng.choice(("$gt", "$gte", "$lt", "$lte", "$eq", "$in", "range"))
+    bound = value if rng.random() < 0.6 else type(value)(value * rng.uniform(0.5, 1.5))
+    if op == "range":
+        return {"$and": [{key: {"$gte": bound}}, {key: {"$lte": bound + rng.choice((0, 1, 10))}}]}
+    return {key: {"$in": [bound, type(bound)(0)]} if op == "$in" else {op: bound}}
+
+
+TIE = 1e-5  # float32 sums in another order (Chroma's SIMD, numpy's BLAS) differ this little
+
+
+def assert_same_ranking(ours: list[tuple[str, float]], theirs: list[tuple[str, float]], case: str):
+    """The same ids in the same order, with the same distances; ids whose distances are equal
+    (to float32 rounding) may come in either order, since Chroma orders equals as its index
+    finds them, and at the end of a list either of them may be the one that made the cut."""
+    assert len(ours) == len(theirs), case
+    for (a, da), (b, db) in zip(ours, theirs, strict=True):
+        assert abs(da - db) < TIE, f"{case}: {a} {da} against {b} {db}"
+    start = 0
+    while start < len(theirs):
+        end = start + 1
+        while end < len(theirs) and theirs[end][1] - theirs[end - 1][1] < TIE:
+            end += 1
+        if end < len(theirs):  # the last group may go on past the cut
+            mine = {i for i, _ in ours[start:end]}
+            assert mine == {i for i, _ in theirs[start:end]}, f"{case}: at {start}: {ours} {theirs}"
+        start = end
+
+
+def ranked(rows: dict) -> list[tuple[str, float]]:
+    return list(zip(rows["ids"][0], rows["distances"][0], strict=True))
+
+
+def scored(results: list) -> list[tuple[str, float]]:
+    return [(r.id, -r.score) for r in results]
+
+
+def compare_on_random_stores(tmp_path, seeds: range, items: int, runs: int, rounds: int) -> int:
+    """Ask Chroma and the snapshot the same random questions; their answers must be the same:
+    the same ids in the same order. How many questions were asked."""
+    embedder = HashEmbedder(dim=32)
+    asked = 0
+    for seed in seeds:
+        rng = random.Random(seed)
+        path = tmp_path / f"store{seed}"
+        random_store(rng, path, embedder, items, runs)
+        reader = SnapshotMemory(snapshot.load(path), path, embedder)
+        with LongTermMemory(path, embedder) as memory:
+            metas = {
+                name: memory.collection(name).get(include=["metadatas"])["metadatas"]
+                for name in snapshot.COLLECTIONS
+            }
+            for _ in range(rounds):
+                name = rng.choice(snapshot.COLLECTIONS)
+                where = random_where(rng, metas[name])
+                k = rng.randint(1, items + runs)
+                vec = embedder.embed([words(rng)])[0]
+                case = f"seed {seed}: {name} k={k} where={where}"
+                theirs = memory.collection(name).query([vec], n_results=k, where=where)
+                ours = reader.store.cols[name].query([vec], n_results=k, where=where)
+                assert_same_ranking(ranked(ours), ranked(theirs), case)
+                got = sorted(memory.collection(name).get(where=where, include=[])["ids"])
+                assert sorted(reader.store.cols[name].get(where=where, include=[])["ids"]) == got
+                query, k = words(rng), rng.randint(1, 12)
+                kind = rng.choice(("all", "episode", "fact", "note", "procedure"))
+                floor = rng.choice((0.0, 0.3, 0.5, 0.7, 1.0, round(rng.random(), 2)))
+                case = f"seed {seed}: recall {query!r} k={k} kind={kind} min_trust={floor}"
+                assert_same_ranking(
+                    scored(reader.recall(query, k, kind, floor, min_score=-1.0)),
+                    scored(memory.recall(query, k, kind, floor, min_score=-1.0)),
+                    case,
+                )
+                kinds = tuple(rng.sample(("fact", "note", "procedure"), rng.randint(1, 3)))
+                topics = rng.choice((None, ["proj"], ["proj", ""], ["other"]))
+                args = (vec, k, floor, kinds, topics)
+                assert_same_ranking(
+                    scored(reader.items.search_items(*args)),
+                    scored(memory.items.search_items(*args)),
+                    f"seed {seed}: items k={k} min_trust={floor} kinds={kinds} topics={topics}",
+                )
+                asked += 4
+            sigs = [m["sig_key"] for m in metas["episodes"] if "sig_key" in m]
+            assert sigs, "some runs failed"
+            assert [r.id for r in reader.fixes_for(sigs)] == [r.id for r in memory.fixes_for(sigs)]
+            assert [r.id for r in reader.procedures("proj", 50)] == [
+                r.id for r in memory.procedures("proj", 50)
+            ]
+    return asked
+
+
+def test_the_snapshot_answers_random_questions_as_chroma_does(tmp_path):
+    assert compare_on_random_stores(tmp_path, range(1), items=24, runs=9, rounds=60) == 240
+
+
+@pytest.mark.slow
+def test_the_snapshot_answers_many_random_questions_as_chroma_does(tmp_path):
+    assert compare_on_random_stores(tmp_path, range(2, 8), items=120, runs=40, rounds=120)

@@ -4,7 +4,6 @@ as it goes (notes, failures, fixes), and what it leaves in long-term memory at t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from agent_cli.agent.ask import facts as model_facts
 from agent_cli.agent.ask.window import Window
@@ -13,12 +12,15 @@ from agent_cli.agent.learn import learning as learn
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import Verdict
+from agent_cli.core.protocols import LongTermStore
 
 
 class RunMemory:
     """The run's side of long-term memory; the Session calls it at each of its moments."""
 
-    def __init__(self, longterm: Any, root: Path, ttl_days: float, window: Window) -> None:
+    def __init__(
+        self, longterm: LongTermStore, root: Path, ttl_days: float, window: Window
+    ) -> None:
         self.longterm = longterm
         self.root = Path(root)
         self.ttl_days = ttl_days

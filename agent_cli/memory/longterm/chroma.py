@@ -12,82 +12,163 @@ either way we supply the vectors, the server embeds nothing.
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from agent_cli.core.errors import AgentError, EmbedderMismatch, StorageError, UsageError
+from agent_cli.core.errors import StorageError
 from agent_cli.core.models import Episode
-from agent_cli.core.redact import redact_all
+from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
-from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation, where
-from agent_cli.memory.longterm.place import ChromaServer, probe, storage_error
+from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation
+from agent_cli.memory.longterm.place import ChromaServer, probe
+from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import (
     COLLECTIONS,
     Result,
     batches,
     episode_docs,
-    public_meta,
     read_export,
     stamp,
 )
 from agent_cli.memory.longterm.signatures import signature_key
+from agent_cli.memory.longterm.store import (
+    BATCH,
+    INCLUDE,
+    Collection,
+    Meta,
+    Rows,
+    Store,
+    Where,
+)
 
-KINDS = ("all", "episode", *ITEM_KINDS)
+if TYPE_CHECKING:
+    from chromadb.api.client import Client
+    from chromadb.api.models.Collection import Collection as ChromaCol
+
 LOCK_WAIT_S = 3.0
-MIN_SCORE = 0.3  # a recalled item is at least this close to the query
 ASSOCIATE_THRESHOLD = 0.78  # how close a fact or note must be to be associated with a text
-BATCH = 2000
-_STORAGE_ERRORS = (sqlite3.Error, OSError, RuntimeError, ValueError)
-WRITES = ("writing", "deleting", "expiring", "reindexing")  # what _guard calls a change
 
 
-class LongTermMemory(Curation):
+class ChromaCollection:
+    """A Chroma collection as a `store.Collection`: plain lists and dicts in and out."""
+
+    def __init__(self, col: ChromaCol) -> None:
+        self.col = col
+
+    @property
+    def metadata(self) -> Meta:
+        return dict(self.col.metadata or {})
+
+    def count(self) -> int:
+        return self.col.count()
+
+    def get(
+        self,
+        ids: list[str] | None = None,
+        where: Where | None = None,
+        include: Sequence[str] = INCLUDE,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Rows:
+        got = self.col.get(
+            ids=ids,
+            where=cast(Any, where),
+            include=cast(Any, list(include)),
+            limit=limit,
+            offset=offset,
+        )
+        return cast(Rows, dict(got))
+
+    def query(
+        self,
+        query_embeddings: list[Any],
+        n_results: int = 10,
+        where: Where | None = None,
+        include: Sequence[str] = (*INCLUDE, "distances"),
+    ) -> Rows:
+        got = self.col.query(
+            query_embeddings=query_embeddings,
+            n_results=n_results,
+            where=cast(Any, where),
+            include=cast(Any, list(include)),
+        )
+        return cast(Rows, dict(got))
+
+    def upsert(
+        self, ids: list[str], embeddings: Any, documents: list[str], metadatas: list[Meta]
+    ) -> None:
+        self.col.upsert(
+            ids=ids, embeddings=embeddings, documents=documents, metadatas=cast(Any, metadatas)
+        )
+
+    def update(self, ids: list[str], metadatas: list[Meta]) -> None:
+        self.col.update(ids=ids, metadatas=cast(Any, metadatas))
+
+    def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
+        self.col.delete(ids=ids, where=cast(Any, where))
+
+
+class LongTermMemory:
     """Episodes, facts, notes and procedures in Chroma at `path`: a directory or a ChromaServer."""
 
     def __init__(
         self,
         path: Path | str | ChromaServer,
-        embedder: Any,
+        embedder: Embedder,
         secrets: tuple[str, ...] | list[str] = (),
         *,
         min_score: float = MIN_SCORE,
         associate_threshold: float = ASSOCIATE_THRESHOLD,
         lock_wait_s: float = LOCK_WAIT_S,
     ) -> None:
-        self._configure(path, embedder, secrets, min_score, associate_threshold)
-        probe(self.path, lock_wait_s)
-        with self._guard("opening"):
-            self._client = _client(self.path)
-            existing = {c.name for c in self._client.list_collections()}
-            self._cols = {name: self._collection(name, existing) for name in COLLECTIONS}
-        if self._snapshots:  # each write notes what it touched, for the snapshot at close
-            self._cols = {
-                name: snapshot.Tracked(col, self._changed.setdefault(name, set()))
-                for name, col in self._cols.items()
-            }
-
-    def _configure(
-        self,
-        path: Path | str | ChromaServer,
-        embedder: Any,
-        secrets: tuple[str, ...] | list[str],
-        min_score: float,
-        associate_threshold: float,
-    ) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
         self.embedder = embedder
-        self.secrets = tuple(s for s in secrets if s)
-        self.min_score = min_score
-        self.associate_threshold = associate_threshold
-        self._mismatch: tuple[str, Any] | None = None
-        self._snapshots = isinstance(self.path, Path)  # an embedded store keeps one (snapshot.py)
         self._wrote = False
-        self._base: dict[str, Any] | None = None  # the snapshot as it was before the first write
+        self._base: dict[str, snapshot.SnapshotCollection] | None = None  # before the first write
         self._changed: dict[str, set[str]] = {}  # collection -> the ids written since
         self._whole = False  # the next snapshot must be read from the whole store
+        self.store = Store(self.path, embedder, secrets, before_write=self._before_write)
+        self.items = Curation(self.store, associate_threshold)
+        self.reader = Reader(self.store, self.items, min_score)
+        probe(self.path, lock_wait_s)
+        with self.store.guard("opening"):
+            self._client = _client(self.path)
+            existing = {c.name for c in self._client.list_collections()}
+            cols = {name: self._collection(name, existing) for name in COLLECTIONS}
+        self.store.cols = dict(cols)
+        if isinstance(self.path, Path):  # each write notes what it touched, for the snapshot
+            self.store.cols = {
+                name: snapshot.Tracked(col, self._changed.setdefault(name, set()))
+                for name, col in cols.items()
+            }
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self.store.secrets
+
+    @property
+    def min_score(self) -> float:
+        return self.reader.min_score
+
+    @property
+    def associate_threshold(self) -> float:
+        return self.items.associate_threshold
+
+    def collection(self, name: str) -> Collection:
+        """The named collection (episodes, facts, archive), to read."""
+        return self.store.cols[name]
+
+    def _before_write(self) -> None:
+        """Before a change: keep the snapshot as it was (patched at close), then delete it,
+        since no snapshot may outlive what it copied."""
+        if not isinstance(self.path, Path):
+            return
+        if not self._wrote:
+            self._base = snapshot.load(self.path)
+        snapshot.invalidate(self.path)
+        self._wrote = True
 
     def close(self) -> None:
         """Write the recall snapshot if this object changed the store, then release the
@@ -97,23 +178,26 @@ class LongTermMemory(Curation):
         except (StorageError, OSError):
             pass  # a cache: without it, the next run opens the store instead
         finally:
-            with self._guard("closing"):
+            with self.store.guard("closing"):
                 self._client.close()
 
     def _write_snapshot(self) -> None:
         """A new snapshot of an embedded store that this object changed (a store only read
         keeps the one it has, or none): the one it had with the rows written since read
         again, else the store read whole."""
-        if not self._snapshots or self._mismatch or not self._wrote:
+        if not isinstance(self.path, Path) or self.store.mismatch or not self._wrote:
             return
         tables = None
         if self._base is not None and not self._whole:
-            tables = snapshot.patched(
-                self._base, self._changed, self._table, lambda name: self._cols[name].count()
-            )
+            tables = snapshot.patched(self._base, self._changed, self._table, self._ids)
         snapshot.write(
             self.path, tables or {name: self._table(name) for name in snapshot.COLLECTIONS}
         )
+
+    def _ids(self, name: str) -> list[str]:
+        """Every id of the collection, in the store's order."""
+        with self.store.guard("reading"):
+            return list(self.store.cols[name].get(include=[])["ids"])
 
     def _table(self, name: str, ids: list[str] | None = None) -> dict[str, Any]:
         """The collection's records (all, or those of `ids` still stored) as a snapshot table."""
@@ -122,7 +206,7 @@ class LongTermMemory(Curation):
         recs = list(self._records(name, vectors=True, ids=ids))
         vectors = np.asarray([r["embedding"] for r in recs], dtype=np.float32)
         return {
-            "metadata": self._cols[name].metadata or {},
+            "metadata": self.store.cols[name].metadata,
             "ids": [r["id"] for r in recs],
             "documents": [r["document"] for r in recs],
             "metadatas": [r["metadata"] for r in recs],
@@ -130,6 +214,9 @@ class LongTermMemory(Curation):
             if recs
             else np.zeros((0, 0), dtype=np.float32),
         }
+
+    def prepare(self) -> None:
+        """Nothing to do: this store is open."""
 
     def open_in_background(self, after_s: float = 0.0) -> None:
         """Nothing to do: this store is open."""
@@ -140,79 +227,126 @@ class LongTermMemory(Curation):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _guard(self, action: str) -> Iterator[None]:
-        """Turn storage failures (sqlite, OS, chromadb, HTTP) into a StorageError naming the store."""
-        try:
-            if action in WRITES and self._snapshots:
-                if not self._wrote:
-                    self._base = snapshot.load(self.path)  # patched at close (snapshot.py)
-                snapshot.invalidate(self.path)  # no snapshot may outlive what it copied
-                self._wrote = True
-            yield
-        except Exception as e:
-            vendor = type(e).__module__.split(".")[0] in ("chromadb", "httpx")  # not imported here
-            if isinstance(e, AgentError) or not (vendor or isinstance(e, _STORAGE_ERRORS)):
-                raise
-            raise storage_error(self.path, action, e) from None
-
-    def _collection(self, name: str, existing: set[str]) -> Any:
+    def _collection(self, name: str, existing: set[str]) -> ChromaCollection:
         """The named collection, created for this embedder if new; records a mismatch."""
         if name not in existing and f"{name}-reindex" in existing:
             self._client.get_collection(f"{name}-reindex").modify(name=name)  # finish a reindex
             existing = existing | {name}
         if name not in existing:
-            return self._client.create_collection(
-                name, metadata=self._space_meta(), embedding_function=None
+            return ChromaCollection(
+                self._client.create_collection(
+                    name, metadata=self.store.space_meta(), embedding_function=None
+                )
             )
-        col = self._client.get_collection(name, embedding_function=None)
-        self._check_embedder(col.metadata or {})
+        col = ChromaCollection(self._client.get_collection(name, embedding_function=None))
+        self.store.check_embedder(col.metadata)
         return col
 
-    def _check_embedder(self, stored: dict[str, Any]) -> None:
-        """Record a mismatch when a collection was written with another embedder."""
-        if stored.get("embedder") != self.embedder.name and self._mismatch is None:
-            self._mismatch = (stored.get("embedder", "unknown"), stored.get("dim", "?"))
+    # -- what a run reads ----------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        k: int = 5,
+        kind: str = "all",
+        min_trust: float = 0.5,
+        min_score: float | None = None,
+    ) -> list[Result]:
+        """The `k` most relevant episodes and facts above the relevance threshold, best first."""
+        return self.reader.recall(query, k, kind, min_trust, min_score)
 
-    def _space_meta(self) -> dict[str, Any]:
-        return {
-            "hnsw:space": "cosine",
-            "embedder": self.embedder.name,
-            "dim": int(self.embedder.dim),
-        }
+    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Result]:
+        """Earlier runs that had one of these failures and got the task verified, newest first."""
+        return self.reader.fixes_for(signatures, exclude_run, k)
 
-    def _require_match(self) -> None:
-        """Raise EmbedderMismatch when the store was written with another embedder."""
-        if self._mismatch:
-            name, dim = self._mismatch
-            raise EmbedderMismatch(
-                f"memory at {self.path} was embedded with {name} ({dim} dims), but the configured "
-                f"embedder is {self.embedder.name}",
-                f"run `agent memory reindex` to re-embed everything with {self.embedder.name}, "
-                "or configure the embedder the store was built with",
-            )
+    def associate(
+        self,
+        text: str,
+        *,
+        now: datetime | None = None,
+        k: int = 3,
+        threshold: float | None = None,
+        min_trust: float = 0.0,
+        kinds: tuple[str, ...] = ITEM_KINDS,
+        topics: list[str] | None = None,
+    ) -> list[Result]:
+        """The top `k` active items closer than the threshold to `text`; counts a hit on each."""
+        return self.items.associate(
+            text, now=now, k=k, threshold=threshold, min_trust=min_trust, kinds=kinds, topics=topics
+        )
 
-    def _embed(self, texts: list[str]) -> Any:
-        """Vectors for `texts`: a float32 array from WordLlama, lists from an endpoint."""
-        if hasattr(self.embedder, "embed_array"):
-            return self.embedder.embed_array(texts)
-        return self.embedder.embed(texts)
+    def procedures(self, topic: str, k: int = 5) -> list[Result]:
+        """The procedures of repository `topic`, the most confirmed first."""
+        return self.items.procedures(topic, k)
 
-    def _redact(self, value: Any) -> Any:
-        """`value` with secrets masked in every string it holds."""
-        return redact_all(value, self.secrets)
+    def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
+        """Count one hit (recalled into a run) on each fact, note or procedure of `results`."""
+        self.items.count_hits(results, now)
 
-    def _upsert(self, col: Any, ids: list[str], docs: list[str], metas: list[dict]) -> None:
-        """Embed `docs` and write them in batches Chroma accepts."""
-        with self._guard("writing"):
-            for i in range(0, len(ids), BATCH):
-                vectors = self._embed(docs[i : i + BATCH])
-                col.upsert(
-                    ids=ids[i : i + BATCH],
-                    embeddings=vectors,
-                    documents=docs[i : i + BATCH],
-                    metadatas=metas[i : i + BATCH],
-                )
+    def write_hits(self, ids: list[str], metas: list[Meta]) -> None:
+        """Store counted hits (`curation.hit_updates`)."""
+        self.items.write_hits(ids, metas)
+
+    # -- what a run writes ---------------------------------------------------------------
+    def add_fact(
+        self,
+        text: str,
+        source: str,
+        trust: float = 1.0,
+        *,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+        topic: str = "",
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+    ) -> str:
+        """Store a fact (trust 1.0 when the harness observed it); the same text re-confirms it."""
+        return self.items.add_fact(
+            text, source, trust, now=now, ttl_days=ttl_days, topic=topic, run_id=run_id, files=files
+        )
+
+    def curate(
+        self,
+        text: str,
+        *,
+        topic: str,
+        origin_event_id: str,
+        now: datetime | None = None,
+        trust: float = 0.5,
+        ttl_days: float = 90,
+        run_id: str = "",
+        task: str = "",
+    ) -> str:
+        """Keep a note the run found worth remembering; returns its id `mem_YYYYMMDD_xxxxxx`."""
+        return self.items.curate(
+            text,
+            topic=topic,
+            origin_event_id=origin_event_id,
+            now=now,
+            trust=trust,
+            ttl_days=ttl_days,
+            run_id=run_id,
+            task=task,
+        )
+
+    def add_procedure(
+        self,
+        cmd: str,
+        task: str,
+        *,
+        topic: str,
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+    ) -> str:
+        """Keep how this repository's checks are run (merged with the same command's)."""
+        return self.items.add_procedure(
+            cmd, task, topic=topic, run_id=run_id, files=files, now=now, ttl_days=ttl_days
+        )
+
+    def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
+        """Move items unused for longer than their time to live (or `ttl_days`) to the archive."""
+        return self.items.expire(now, ttl_days)
 
     def add_episode(self, ep: Episode) -> None:
         """Store one run's episode and its failure signatures, replacing an earlier version."""
@@ -220,10 +354,12 @@ class LongTermMemory(Curation):
 
     def add_episodes(self, episodes: list[Episode]) -> None:
         """Store many episodes at once (upsert by run id)."""
-        self._require_match()
-        ids, docs, metas = [], [], []
+        self.store.require_match()
+        ids: list[str] = []
+        docs: list[str] = []
+        metas: list[Meta] = []
         for ep in episodes:
-            ep = Episode.model_validate(self._redact(ep.model_dump()))
+            ep = Episode.model_validate(self.store.redact(ep.model_dump()))
             doc, gist = episode_docs(ep)
             date = ep.ended_at or ep.started_at or stamp(None)[0]
             base = {
@@ -251,125 +387,27 @@ class LongTermMemory(Curation):
                         "fix_task": fix.task if fix else "",
                     }
                 )
-        col = self._cols["episodes"]
-        with self._guard("writing"):
+        col = self.store.cols["episodes"]
+        with self.store.guard("writing"):
             run_ids = [ep.run_id for ep in episodes]
             for i in range(0, len(run_ids), BATCH):
                 col.delete(where={"run_id": {"$in": run_ids[i : i + BATCH]}})
-        self._upsert(col, ids, docs, metas)
+        self.store.upsert(col, ids, docs, metas)
 
-    def _search_episodes(self, vec: Any, k: int) -> list[Result]:
-        """Episodes near `vec`, one result per run, a failure-signature hit naming the signature."""
-        best: dict[str, Result] = {}
-        for doc_id, doc, meta, score in self._query("episodes", vec, k * 3, None):
-            run_id = meta.get("run_id", doc_id)
-            if run_id in best and best[run_id].score >= score:
-                continue
-            extra = {"matched_signature": doc} if meta.get("doc") == "signature" else {}
-            gist = meta.get("gist", "") + (f" [failed before: {doc}]" if extra else "")
-            if meta.get("fix"):
-                gist += f" [fixed by: {meta['fix']}]"
-            best[run_id] = Result(
-                score,
-                "episode",
-                run_id,
-                doc,
-                gist,
-                meta.get("source", ""),
-                meta.get("created_at", ""),
-                {**public_meta(meta), **extra},
-            )
-        return list(best.values())
-
-    def _query(self, name: str, vec: Any, n: int, where: dict | None) -> list[tuple]:
-        """(id, document, metadata, cosine similarity) of the `n` nearest items."""
-        with self._guard("searching"):
-            got = self._cols[name].query(
-                query_embeddings=[vec],
-                n_results=max(n, 1),
-                where=where,
-                include=["documents", "metadatas", "distances"],
-            )
-        return [
-            (i, d, m or {}, 1.0 - float(dist))
-            for i, d, m, dist in zip(
-                got["ids"][0],
-                got["documents"][0],
-                got["metadatas"][0],
-                got["distances"][0],
-                strict=False,
-            )
-        ]
-
-    def recall(
-        self,
-        query: str,
-        k: int = 5,
-        kind: str = "all",
-        min_trust: float = 0.5,
-        min_score: float | None = None,
-    ) -> list[Result]:
-        """The `k` most relevant episodes and facts above the relevance threshold, best first."""
-        if kind not in KINDS:
-            raise UsageError(f"unknown kind {kind!r}", f"use one of {', '.join(KINDS)}")
-        self._require_match()
-        if not query.strip() or k < 1:
-            return []
-        vec = self._embed([query])[0]
-        found: list[Result] = []
-        if kind in ("all", "episode"):
-            found += self._search_episodes(vec, k)
-        if kind != "episode":
-            found += self._search_items(vec, k, min_trust, ITEM_KINDS if kind == "all" else (kind,))
-        floor = self.min_score if min_score is None else min_score
-        return sorted((r for r in found if r.score >= floor), key=lambda r: -r.score)[:k]
-
-    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Result]:
-        """Earlier runs that had one of these failures (same test, same kind of error) and got
-        the task verified, newest first, each saying how it was fixed."""
-        keys = sorted({signature_key(s) for s in signatures if s.strip()})
-        if not keys:
-            return []
-        with self._guard("reading"):
-            got = self._cols["episodes"].get(
-                where=where({"doc": "signature"}, {"fixed": True}, {"sig_key": {"$in": keys}}),
-                include=["documents", "metadatas"],
-            )
-        best: dict[str, Result] = {}
-        for doc, meta in sorted(
-            zip(got["documents"], got["metadatas"], strict=False),
-            key=lambda dm: dm[1].get("created_at", ""),
-            reverse=True,
-        ):
-            run_id = meta.get("run_id", "")
-            if run_id == exclude_run or run_id in best:
-                continue
-            gist = f'{doc} -> fixed in task "{meta.get("fix_task", "")}": {meta.get("fix", "")}'
-            best[run_id] = Result(
-                1.0,
-                "episode",
-                run_id,
-                meta.get("fix", ""),
-                gist,
-                meta.get("source", ""),
-                meta.get("created_at", ""),
-                {**public_meta(meta), "matched_signature": doc},
-            )
-        return list(best.values())[:k]
-
+    # -- the `agent memory` commands -----------------------------------------------------
     def counts(self) -> dict[str, int]:
         """How many episodes, facts, notes and procedures are active, and how many archived."""
-        with self._guard("counting"):
-            eps = self._cols["episodes"]
+        with self.store.guard("counting"):
+            eps = self.store.cols["episodes"]
             signatures = len(eps.get(where={"doc": "signature"}, include=[])["ids"])
-            episodes, archive = eps.count() - signatures, self._cols["archive"].count()
-        return {"episodes": episodes, **self.kind_counts(), "archive": archive}
+            episodes, archive = eps.count() - signatures, self.store.cols["archive"].count()
+        return {"episodes": episodes, **self.items.kind_counts(), "archive": archive}
 
     def forget(self, item_id: str) -> int:
         """Delete an item (an episode with its failure signatures); how many documents went."""
         removed = 0
-        with self._guard("deleting"):
-            for name, col in self._cols.items():
+        with self.store.guard("deleting"):
+            for name, col in self.store.cols.items():
                 ids = set(col.get(ids=[item_id], include=[])["ids"])
                 if name == "episodes":
                     ids.update(col.get(where={"run_id": item_id}, include=[])["ids"])
@@ -383,10 +421,10 @@ class LongTermMemory(Curation):
     ) -> Iterator[dict[str, Any]]:
         """Every stored record of a collection (or those of `ids`), in batches, with its
         "embedding" if `vectors`."""
-        col, offset = self._cols[name], 0
+        col, offset = self.store.cols[name], 0
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
         while ids is None or offset < len(ids):
-            with self._guard("reading"):
+            with self.store.guard("reading"):
                 got = (
                     col.get(include=include, limit=BATCH, offset=offset)
                     if ids is None
@@ -406,7 +444,7 @@ class LongTermMemory(Curation):
     def export(self, path: Path | str) -> int:
         """Write every record as one JSON line (without vectors); how many were written."""
         n = 0
-        with self._guard("exporting"), open(path, "w", encoding="utf-8") as out:
+        with self.store.guard("exporting"), open(path, "w", encoding="utf-8") as out:
             for name in COLLECTIONS:
                 for rec in self._records(name):
                     out.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -415,10 +453,12 @@ class LongTermMemory(Curation):
 
     def import_(self, path: Path | str) -> int:
         """Check a whole export file, then re-embed and upsert its records in batches; how many."""
-        self._require_match()
+        self.store.require_match()
         total = sum(1 for _ in read_export(path))  # one bad line anywhere: nothing is imported
         for name, ids, docs, metas in batches(read_export(path), BATCH):
-            self._upsert(self._cols[name], ids, self._redact(docs), self._redact(metas))
+            self.store.upsert(
+                self.store.cols[name], ids, self.store.redact(docs), self.store.redact(metas)
+            )
         return total
 
     def reindex(self) -> int:
@@ -426,28 +466,33 @@ class LongTermMemory(Curation):
         total, self._whole = 0, True  # every vector changes
         for name in COLLECTIONS:
             recs = list(self._records(name))
-            with self._guard("reindexing"):
+            with self.store.guard("reindexing"):
                 if f"{name}-reindex" in {c.name for c in self._client.list_collections()}:
                     self._client.delete_collection(f"{name}-reindex")
                 tmp = self._client.create_collection(
-                    f"{name}-reindex", metadata=self._space_meta(), embedding_function=None
+                    f"{name}-reindex", metadata=self.store.space_meta(), embedding_function=None
                 )
-            self._upsert(
-                tmp,
+            self.store.upsert(
+                ChromaCollection(tmp),
                 [r["id"] for r in recs],
                 [r["document"] for r in recs],
                 [r["metadata"] for r in recs],
             )
-            with self._guard("reindexing"):
+            with self.store.guard("reindexing"):
                 self._client.delete_collection(name)  # the copy is complete; see _collection
                 tmp.modify(name=name)
-                self._cols[name] = self._client.get_collection(name, embedding_function=None)
+                col = ChromaCollection(self._client.get_collection(name, embedding_function=None))
+                self.store.cols[name] = (
+                    snapshot.Tracked(col, self._changed.setdefault(name, set()))
+                    if isinstance(self.path, Path)
+                    else col
+                )
             total += len(recs)
-        self._mismatch = None
+        self.store.mismatch = None
         return total
 
 
-def _client(where: Path | ChromaServer) -> Any:
+def _client(where: Path | ChromaServer) -> Client:
     """A Chroma client with telemetry off: a PersistentClient at a path, an HttpClient for a server."""
     import gc
 
@@ -463,12 +508,13 @@ def _client(where: Path | ChromaServer) -> Any:
     if isinstance(where, ChromaServer):
         return _http_client(chromadb, ChromaSettings(anonymized_telemetry=False), where)
     where.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(
+    client = chromadb.PersistentClient(
         path=str(where), settings=ChromaSettings(anonymized_telemetry=False)
     )
+    return cast("Client", client)  # chromadb's factories name the interface, not the class
 
 
-def _http_client(chromadb: Any, settings: Any, server: ChromaServer) -> Any:
+def _http_client(chromadb: Any, settings: Any, server: ChromaServer) -> Client:
     """An HttpClient on the server's tenant and database (`place.probe_server` made sure of both)."""
     import httpx
 
@@ -484,4 +530,4 @@ def _http_client(chromadb: Any, settings: Any, server: ChromaServer) -> Any:
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):  # chromadb sets no timeout: a hung server would hang us
         session.timeout = httpx.Timeout(120.0, connect=server.timeout_s)
-    return client
+    return cast("Client", client)

@@ -1,6 +1,6 @@
 """The `facts` collection of long-term memory: facts, notes and procedures, their hits and expiry.
 
-A mixin of `LongTermMemory` (longterm.py), whose collections, embedder and guard it uses;
+Given the `Store` (store.py) whose `facts` and `archive` collections it reads and writes;
 it never imports chromadb. Every item carries `kind` (fact, note, procedure), `trust`,
 `topic` (the repository it is about), `hit_count`, `confirmations` and, when it names files,
 `files`: a JSON object of path -> the git blob id it saw, so a recall can tell it is stale.
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import secrets as _random
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from agent_cli.core.errors import UsageError
+from agent_cli.core.protocols import Recalled
 from agent_cli.memory.longterm.records import (
     DAY_S,
     Result,
@@ -23,11 +25,14 @@ from agent_cli.memory.longterm.records import (
     stamp,
     text_hash,
 )
+from agent_cli.memory.longterm.store import Meta, Store, Where
+
+HitWriter = Callable[[list[str], list[Meta]], None]
 
 ITEM_KINDS = ("fact", "note", "procedure")
 
 
-def where(*conditions: dict | None) -> dict | None:
+def where(*conditions: Where | None) -> Where | None:
     """A Chroma filter of every condition given (None when there is none)."""
     given = [c for c in conditions if c]
     if not given:
@@ -35,7 +40,7 @@ def where(*conditions: dict | None) -> dict | None:
     return given[0] if len(given) == 1 else {"$and": given}
 
 
-def item_result(score: float, item_id: str, doc: str, meta: dict[str, Any]) -> Result:
+def item_result(score: float, item_id: str, doc: str, meta: Meta) -> Result:
     """A recalled fact, note or procedure."""
     return Result(
         score,
@@ -51,11 +56,12 @@ def item_result(score: float, item_id: str, doc: str, meta: dict[str, Any]) -> R
     )
 
 
-def hit_updates(results: list[Result], now: datetime | None) -> tuple[list[str], list[dict]]:
+def hit_updates(results: Sequence[Recalled], now: datetime | None) -> tuple[list[str], list[Meta]]:
     """Count one hit on each fact, note or procedure of `results`: (their ids, the metadata
     to store for them)."""
     iso, ts = stamp(now)
-    ids, metas = [], []
+    ids: list[str] = []
+    metas: list[Meta] = []
     for r in results:
         if r.kind not in ITEM_KINDS:
             continue
@@ -76,9 +82,18 @@ def hit_updates(results: list[Result], now: datetime | None) -> tuple[list[str],
 
 
 class Curation:
-    """Facts, notes and procedures: adding (or re-confirming), searching, hits, expiry."""
+    """Facts, notes and procedures in `store`: adding (or re-confirming), searching, hits,
+    expiry. Counted hits go to `write_hits` when given, else into the store."""
 
-    _cols: dict[str, Any]
+    def __init__(
+        self,
+        store: Store,
+        associate_threshold: float,
+        write_hits: HitWriter | None = None,
+    ) -> None:
+        self.store = store
+        self.associate_threshold = associate_threshold
+        self._write_hits = write_hits or self.write_hits
 
     def add_fact(
         self,
@@ -93,7 +108,7 @@ class Curation:
         files: dict[str, str] | None = None,
     ) -> str:
         """Store a fact (trust 1.0 when the harness observed it); the same text re-confirms it."""
-        return self._put_item(
+        return self.put_item(
             text,
             kind="fact",
             source=source,
@@ -119,7 +134,7 @@ class Curation:
     ) -> str:
         """Keep a note the run found worth remembering; returns its id `mem_YYYYMMDD_xxxxxx`."""
         source = f"run {run_id}" if run_id else f"event {origin_event_id}"
-        return self._put_item(
+        return self.put_item(
             text,
             kind="note",
             source=source,
@@ -146,7 +161,7 @@ class Curation:
         """Keep how this repository's checks are run; the same command in the same repository
         is merged into one procedure whose `confirmations` go up."""
         text = f"`{cmd}` checks work in this repository (the harness saw it exit 0 after: {task})"
-        return self._put_item(
+        return self.put_item(
             text,
             kind="procedure",
             source=f"harness, run {run_id}",
@@ -161,7 +176,7 @@ class Curation:
             command=cmd,
         )
 
-    def _put_item(
+    def put_item(
         self,
         text: str,
         *,
@@ -175,20 +190,20 @@ class Curation:
         **extra: str,
     ) -> str:
         """Add an item to `facts`, or re-confirm the one with the same key (by default its text)."""
-        self._require_match()
-        text, source = self._redact(text).strip(), self._redact(source)
+        self.store.require_match()
+        text, source = self.store.redact(text).strip(), self.store.redact(source)
         if not text:
             raise UsageError("a memory item needs some text")
         iso, ts = stamp(now)
-        col, digest = self._cols["facts"], key or text_hash(text)
-        with self._guard("reading"):
+        col, digest = self.store.cols["facts"], key or text_hash(text)
+        with self.store.guard("reading"):
             got = col.get(where={"text_hash": digest}, include=["metadatas", "documents"], limit=1)
         fresh = {
             "confirmed_at": iso,
             "confirmed_ts": ts,
             "gist": one_line(text, 200),
             **({"files": json.dumps(files, sort_keys=True)} if files is not None else {}),
-            **{k: self._redact(v) for k, v in extra.items() if v},
+            **{k: self.store.redact(v) for k, v in extra.items() if v},
         }
         if got["ids"]:
             old = got["metadatas"][0]
@@ -202,11 +217,11 @@ class Curation:
             if trust > float(old.get("trust", 0)):
                 meta.update(kind=kind, source=source)
             if text != got["documents"][0]:
-                self._upsert(col, got["ids"], [text], [meta])
+                self.store.upsert(col, got["ids"], [text], [meta])
             else:
-                with self._guard("writing"):
+                with self.store.guard("writing"):
                     col.update(ids=got["ids"], metadatas=[meta])
-            return got["ids"][0]
+            return str(got["ids"][0])
         item_id = f"mem_{datetime.fromtimestamp(ts, UTC):%Y%m%d}_{_random.token_hex(3)}"
         meta = {
             "kind": kind,
@@ -224,10 +239,10 @@ class Curation:
             "origin_event_id": "",
             **fresh,
         }
-        self._upsert(col, [item_id], [text], [meta])
+        self.store.upsert(col, [item_id], [text], [meta])
         return item_id
 
-    def _search_items(
+    def search_items(
         self,
         vec: Any,
         k: int,
@@ -243,7 +258,7 @@ class Curation:
         )
         return [
             item_result(score, i, doc, meta)
-            for i, doc, meta, score in self._query("facts", vec, k, filters)
+            for i, doc, meta, score in self.store.query("facts", vec, k, filters)
         ]
 
     def associate(
@@ -258,28 +273,29 @@ class Curation:
         topics: list[str] | None = None,
     ) -> list[Result]:
         """The top `k` active items closer than the threshold to `text`; counts a hit on each."""
-        self._require_match()
+        self.store.require_match()
         limit = self.associate_threshold if threshold is None else threshold
         if not text.strip():
             return []
-        found = self._search_items(self._embed([text])[0], k, min_trust, kinds, topics)
-        return self.count_hits([r for r in found if r.score > limit], now)
+        found = self.search_items(self.store.embed([text])[0], k, min_trust, kinds, topics)
+        close = [r for r in found if r.score > limit]
+        self.count_hits(close, now)
+        return close
 
-    def count_hits(self, results: list[Result], now: datetime | None = None) -> list[Result]:
+    def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
         """Count one hit (recalled into a run) on each fact, note or procedure of `results`."""
-        self.write_hits(*hit_updates(results, now))
-        return results
+        self._write_hits(*hit_updates(results, now))
 
-    def write_hits(self, ids: list[str], metas: list[dict[str, Any]]) -> None:
+    def write_hits(self, ids: list[str], metas: list[Meta]) -> None:
         """Store counted hits (`hit_updates`)."""
         if ids:
-            with self._guard("writing"):
-                self._cols["facts"].update(ids=ids, metadatas=metas)
+            with self.store.guard("writing"):
+                self.store.cols["facts"].update(ids=ids, metadatas=metas)
 
     def procedures(self, topic: str, k: int = 5) -> list[Result]:
         """The procedures of repository `topic`, the most confirmed first."""
-        with self._guard("reading"):
-            got = self._cols["facts"].get(
+        with self.store.guard("reading"):
+            got = self.store.cols["facts"].get(
                 where=where({"kind": "procedure"}, {"topic": topic}),
                 include=["documents", "metadatas"],
             )
@@ -297,13 +313,14 @@ class Curation:
         iso, ts = stamp(now)
         if ttl_days is not None and ttl_days <= 0:
             return 0
+        old: Where | None
         if ttl_days is None:
             old = {"expires_ts": {"$lt": ts}}
         else:
             cutoff = ts - float(ttl_days) * DAY_S
             old = where({"confirmed_ts": {"$lt": cutoff}}, {"last_hit_ts": {"$lt": cutoff}})
-        facts, archive = self._cols["facts"], self._cols["archive"]
-        with self._guard("expiring"):
+        facts, archive = self.store.cols["facts"], self.store.cols["archive"]
+        with self.store.guard("expiring"):
             got = facts.get(where=old, include=["documents", "metadatas", "embeddings"])
             if not got["ids"]:
                 return 0
@@ -320,19 +337,9 @@ class Curation:
     def kind_counts(self) -> dict[str, int]:
         """How many facts, notes and procedures are active."""
         out = {}
-        with self._guard("counting"):
+        with self.store.guard("counting"):
             for kind in ITEM_KINDS:
                 out[f"{kind}s"] = len(
-                    self._cols["facts"].get(where={"kind": kind}, include=[])["ids"]
+                    self.store.cols["facts"].get(where={"kind": kind}, include=[])["ids"]
                 )
         return out
-
-    # Provided by LongTermMemory.
-    associate_threshold: float
-
-    def _require_match(self) -> None: ...
-    def _redact(self, value: Any) -> Any: ...
-    def _embed(self, texts: list[str]) -> Any: ...
-    def _guard(self, action: str) -> Any: ...
-    def _upsert(self, col: Any, ids: list[str], docs: list[str], metas: list[dict]) -> None: ...
-    def _query(self, name: str, vec: Any, n: int, where: dict | None) -> list[tuple]: ...

@@ -6,11 +6,23 @@ next run that reaches the store sends it before its own first write.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 from agent_cli.core.errors import MemoryUnavailable
-from agent_cli.memory.longterm.outbox import WRITES, Outbox
+from agent_cli.core.models import Episode
+from agent_cli.core.protocols import LongTermStore, Recalled
+from agent_cli.memory.longterm.curation import ITEM_KINDS
+from agent_cli.memory.longterm.outbox import Outbox
+
+T = TypeVar("T")
+
+
+class Opened(LongTermStore, Protocol):
+    """Long-term memory as the fallback opens it: a LongTermStore that can get ready early."""
+
+    def prepare(self) -> None: ...
 
 
 class NoLongTermMemory:
@@ -20,39 +32,51 @@ class NoLongTermMemory:
     def __init__(self, outbox: Outbox | None = None) -> None:
         self._outbox = outbox
 
-    def recall(self, *args: Any, **kwargs: Any) -> list:
+    def recall(
+        self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
+    ) -> list[Recalled]:
         return []
 
-    retrieve = associate = recall
+    def procedures(self, topic: str, k: int = 5) -> list[Recalled]:
+        return []
 
-    def _keep(self, op: str, args: tuple, kwargs: dict[str, Any]) -> str:
-        if self._outbox is not None:
-            self._outbox.keep(op, args, kwargs)
+    def associate(self, text: str, **options: Any) -> list[Recalled]:
+        return []
+
+    def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
+        return None
+
+    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Recalled]:
+        return []
+
+    def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
+        return 0
+
+    def _keep(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        if self._outbox is not None:  # None stands for "not given": the default, when sent
+            self._outbox.keep(op, args, {k: v for k, v in kwargs.items() if v is not None})
         return ""
 
-    def add_episode(self, *args: Any, **kwargs: Any) -> None:
-        self._keep("add_episode", args, kwargs)
+    def add_episode(self, ep: Episode) -> None:
+        self._keep("add_episode", (ep,), {})
 
-    def add_fact(self, *args: Any, **kwargs: Any) -> str:
-        return self._keep("add_fact", args, kwargs)
+    def add_fact(self, text: str, source: str, trust: float = 1.0, **options: Any) -> str:
+        return self._keep("add_fact", (text, source), {"trust": trust, **options})
 
-    def add_procedure(self, *args: Any, **kwargs: Any) -> str:
-        return self._keep("add_procedure", args, kwargs)
+    def add_procedure(self, cmd: str, task: str, **options: Any) -> str:
+        return self._keep("add_procedure", (cmd, task), options)
 
-    def curate(self, *args: Any, **kwargs: Any) -> str:
-        return self._keep("curate", args, kwargs)
+    def curate(self, text: str, **options: Any) -> str:
+        return self._keep("curate", (text,), options)
 
-    def add_episodes(self, *args: Any, **kwargs: Any) -> None:
+    def prepare(self) -> None:
+        return None
+
+    def open_in_background(self, after_s: float = 0.0) -> None:
         return None
 
     def close(self) -> None:
         return None
-
-    def __getattr__(self, name: str) -> Callable[..., list]:
-        """Any other call finds nothing (an empty list) and changes nothing."""
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self.recall
 
 
 class FallbackLongTerm:
@@ -64,34 +88,34 @@ class FallbackLongTerm:
     """
 
     def __init__(
-        self, opener: Callable[[], Any], notice: Callable[[str], None], outbox: Outbox | None = None
+        self,
+        opener: Callable[[], Opened],
+        notice: Callable[[str], None],
+        outbox: Outbox | None = None,
     ) -> None:
         self._opener = opener
         self._notice = notice
-        self._memory: Any = None
+        self._memory: Opened | None = None
         self._outbox = outbox
         self._sent = outbox is None  # what an earlier run kept goes before the first write
 
-    @property
-    def available(self) -> bool:
-        """Whether the real store is in use (opening it if that has not been tried yet)."""
-        return not isinstance(self._target(), NoLongTermMemory)
-
-    def _target(self) -> Any:
+    def _target(self) -> Opened:
         if self._memory is None:
             try:
                 self._memory = self._opener()
             except MemoryUnavailable as e:
-                self._give_up(e)
+                return self._give_up(e)
         return self._memory
 
-    def _give_up(self, error: MemoryUnavailable) -> None:
-        self._memory = NoLongTermMemory(self._outbox)
+    def _give_up(self, error: MemoryUnavailable) -> NoLongTermMemory:
+        none = NoLongTermMemory(self._outbox)
+        self._memory = none
         kept = " (what it learns is kept for the next run that reaches it)" if self._outbox else ""
         self._notice(
             f"long-term memory is unavailable, so this run goes on without it{kept}: "
             f"{error.one_line()}"
         )
+        return none
 
     def _send_waiting(self) -> None:
         """Send what earlier runs kept in the outbox, once, if the store answers."""
@@ -108,20 +132,136 @@ class FallbackLongTerm:
                 "it was unreachable"
             )
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        attr = getattr(self._target(), name)
-        if not callable(attr):
-            return attr
+    def _call(self, use: Callable[[Opened], T], write: bool = False) -> T:
+        """`use` on the store; on NoLongTermMemory once the store is found unreachable."""
+        try:
+            if write:
+                self._send_waiting()
+            return use(self._target())
+        except MemoryUnavailable as e:
+            return use(self._give_up(e))
 
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                if name in WRITES:
-                    self._send_waiting()
-                return attr(*args, **kwargs)
-            except MemoryUnavailable as e:
-                self._give_up(e)
-                return getattr(self._memory, name)(*args, **kwargs)
+    def prepare(self) -> None:
+        """Get the store ready for the first recall (its snapshot, or opening it)."""
+        self._call(lambda m: m.prepare())
 
-        return call
+    def open_in_background(self, after_s: float = 0.0) -> None:
+        self._call(lambda m: m.open_in_background(after_s))
+
+    def recall(
+        self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
+    ) -> Sequence[Recalled]:
+        return self._call(lambda m: m.recall(query, k=k, kind=kind, min_trust=min_trust))
+
+    def procedures(self, topic: str, k: int = 5) -> Sequence[Recalled]:
+        return self._call(lambda m: m.procedures(topic, k=k))
+
+    def associate(
+        self,
+        text: str,
+        *,
+        now: datetime | None = None,
+        k: int = 3,
+        threshold: float | None = None,
+        min_trust: float = 0.0,
+        kinds: tuple[str, ...] = ITEM_KINDS,
+        topics: list[str] | None = None,
+    ) -> Sequence[Recalled]:
+        return self._call(
+            lambda m: m.associate(
+                text,
+                now=now,
+                k=k,
+                threshold=threshold,
+                min_trust=min_trust,
+                kinds=kinds,
+                topics=topics,
+            )
+        )
+
+    def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
+        self._call(lambda m: m.count_hits(results, now))
+
+    def fixes_for(
+        self, signatures: list[str], exclude_run: str = "", k: int = 3
+    ) -> Sequence[Recalled]:
+        return self._call(lambda m: m.fixes_for(signatures, exclude_run=exclude_run, k=k))
+
+    def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
+        return self._call(lambda m: m.expire(now, ttl_days=ttl_days))
+
+    def add_episode(self, ep: Episode) -> None:
+        self._call(lambda m: m.add_episode(ep), write=True)
+
+    def add_fact(
+        self,
+        text: str,
+        source: str,
+        trust: float = 1.0,
+        *,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+        topic: str = "",
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+    ) -> str:
+        return self._call(
+            lambda m: m.add_fact(
+                text,
+                source,
+                trust,
+                now=now,
+                ttl_days=ttl_days,
+                topic=topic,
+                run_id=run_id,
+                files=files,
+            ),
+            write=True,
+        )
+
+    def add_procedure(
+        self,
+        cmd: str,
+        task: str,
+        *,
+        topic: str,
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+    ) -> str:
+        return self._call(
+            lambda m: m.add_procedure(
+                cmd, task, topic=topic, run_id=run_id, files=files, now=now, ttl_days=ttl_days
+            ),
+            write=True,
+        )
+
+    def curate(
+        self,
+        text: str,
+        *,
+        topic: str,
+        origin_event_id: str,
+        now: datetime | None = None,
+        trust: float = 0.5,
+        ttl_days: float = 90,
+        run_id: str = "",
+        task: str = "",
+    ) -> str:
+        return self._call(
+            lambda m: m.curate(
+                text,
+                topic=topic,
+                origin_event_id=origin_event_id,
+                now=now,
+                trust=trust,
+                ttl_days=ttl_days,
+                run_id=run_id,
+                task=task,
+            ),
+            write=True,
+        )
+
+    def close(self) -> None:
+        self._call(lambda m: m.close())

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from agent_cli.core.models import Episode
-from agent_cli.core.protocols import Embedder
+from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
-from agent_cli.memory.longterm.chroma import ASSOCIATE_THRESHOLD, MIN_SCORE, LongTermMemory
+from agent_cli.memory.longterm.chroma import ASSOCIATE_THRESHOLD, LongTermMemory
+from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation
 from agent_cli.memory.longterm.place import ChromaServer
+from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
+from agent_cli.memory.longterm.records import Result
+from agent_cli.memory.longterm.store import Meta, Store
 
 
 class LazyLongTermMemory:
@@ -54,11 +58,12 @@ class LazyLongTermMemory:
         in a worker thread), else start opening an existing store in the background."""
         if self._thread is not None or self._memory is not None or self._reader is not None:
             return
-        cols = snapshot.load(self.path) if isinstance(self.path, Path) else None
-        if cols is None:
+        path = self.path
+        cols = snapshot.load(path) if isinstance(path, Path) else None
+        if cols is None or not isinstance(path, Path):
             self.open_in_background()
             return
-        self._reader = SnapshotMemory(cols, self.path, self.embedder, self.secrets)
+        self._reader = SnapshotMemory(cols, path, self.embedder, self.secrets)
         self._warming = threading.Thread(
             target=self._warm_quietly, daemon=True, name="load-embedder"
         )
@@ -113,7 +118,13 @@ class LazyLongTermMemory:
                 self._memory.write_hits(ids, metas)
         return self._memory
 
-    def _reading(self) -> LongTermMemory | None:
+    def _store(self) -> LongTermMemory:
+        """The store, created if there is none yet."""
+        memory = self._get(create=True)
+        assert memory is not None  # created
+        return memory
+
+    def _reading(self) -> LongTermMemory | SnapshotMemory | None:
         """Where a read goes: the snapshot until the store is opened, then the store."""
         if self._reader is not None and self._thread is None and self._memory is None:
             warming, self._warming = self._warming, None
@@ -124,48 +135,108 @@ class LazyLongTermMemory:
 
     def recall(
         self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
-    ) -> Sequence[Any]:
+    ) -> list[Result]:
         """What the store holds about `query`; nothing (and no store opened) when there is none."""
         memory = self._reading()
         return memory.recall(query, k=k, kind=kind, min_trust=min_trust) if memory else []
 
     def add_episode(self, ep: Episode) -> None:
         """Keep a run's episode, creating the store if needed."""
-        self._get(create=True).add_episode(ep)
+        self._store().add_episode(ep)
 
-    def add_fact(self, text: str, source: str, trust: float = 1.0, **kwargs: Any) -> str:
+    def add_fact(
+        self,
+        text: str,
+        source: str,
+        trust: float = 1.0,
+        *,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+        topic: str = "",
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+    ) -> str:
         """Keep a fact, creating the store if needed; its id."""
-        return self._get(create=True).add_fact(text, source, trust=trust, **kwargs)
+        return self._store().add_fact(
+            text, source, trust, now=now, ttl_days=ttl_days, topic=topic, run_id=run_id, files=files
+        )
 
-    def add_procedure(self, cmd: str, task: str, **kwargs: Any) -> str:
+    def add_procedure(
+        self,
+        cmd: str,
+        task: str,
+        *,
+        topic: str,
+        run_id: str = "",
+        files: dict[str, str] | None = None,
+        now: datetime | None = None,
+        ttl_days: float = 0,
+    ) -> str:
         """Keep a verified acceptance command, creating the store if needed; its id."""
-        return self._get(create=True).add_procedure(cmd, task, **kwargs)
+        return self._store().add_procedure(
+            cmd, task, topic=topic, run_id=run_id, files=files, now=now, ttl_days=ttl_days
+        )
 
-    def curate(self, text: str, **kwargs: Any) -> str:
+    def curate(
+        self,
+        text: str,
+        *,
+        topic: str,
+        origin_event_id: str,
+        now: datetime | None = None,
+        trust: float = 0.5,
+        ttl_days: float = 90,
+        run_id: str = "",
+        task: str = "",
+    ) -> str:
         """Keep a note, creating the store if needed; its id."""
-        return self._get(create=True).curate(text, **kwargs)
+        return self._store().curate(
+            text,
+            topic=topic,
+            origin_event_id=origin_event_id,
+            now=now,
+            trust=trust,
+            ttl_days=ttl_days,
+            run_id=run_id,
+            task=task,
+        )
 
-    def procedures(self, topic: str, k: int = 5) -> list:
+    def procedures(self, topic: str, k: int = 5) -> list[Result]:
         """The procedures of repository `topic`; none when there is no store."""
         memory = self._reading()
         return memory.procedures(topic, k=k) if memory else []
 
-    def associate(self, text: str, **kwargs: Any) -> list:
+    def associate(
+        self,
+        text: str,
+        *,
+        now: datetime | None = None,
+        k: int = 3,
+        threshold: float | None = None,
+        min_trust: float = 0.0,
+        kinds: tuple[str, ...] = ITEM_KINDS,
+        topics: list[str] | None = None,
+    ) -> list[Result]:
         """Items close to `text`, each counted as a hit; none when there is no store."""
         memory = self._reading()
-        return memory.associate(text, **kwargs) if memory else []
+        if memory is None:
+            return []
+        return memory.associate(
+            text, now=now, k=k, threshold=threshold, min_trust=min_trust, kinds=kinds, topics=topics
+        )
 
-    def count_hits(self, results: list, now: Any = None) -> list:
+    def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
         """Count a hit on each recalled item."""
         memory = self._reading()
-        return memory.count_hits(results, now) if memory and results else results
+        if memory is not None and results:
+            memory.count_hits(results, now)
 
-    def fixes_for(self, signatures: list[str], **kwargs: Any) -> list:
+    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Result]:
         """Earlier fixes of these failures; none when there is no store."""
         memory = self._reading()
-        return memory.fixes_for(signatures, **kwargs) if memory else []
+        return memory.fixes_for(signatures, exclude_run=exclude_run, k=k) if memory else []
 
-    def expire(self, now: Any = None, ttl_days: float | None = None) -> int:
+    def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         """Archive what went unused; nothing when there is no store."""
         memory = self._get(create=False)
         return memory.expire(now, ttl_days=ttl_days) if memory else 0
@@ -188,7 +259,7 @@ class LazyLongTermMemory:
         self.close()
 
 
-class SnapshotMemory(LongTermMemory):
+class SnapshotMemory:
     """LongTermMemory's reads (recall, associate, procedures, fixes_for) over the store's
     snapshot: no chromadb, no client. The hits it counts are kept in `pending`."""
 
@@ -196,20 +267,67 @@ class SnapshotMemory(LongTermMemory):
         self,
         cols: dict[str, snapshot.SnapshotCollection],
         path: Path,
-        embedder: Any,
+        embedder: Embedder,
         secrets: tuple[str, ...] = (),
     ) -> None:
-        self._configure(path, embedder, secrets, MIN_SCORE, ASSOCIATE_THRESHOLD)
-        self._snapshots = False  # it neither deletes nor writes the snapshot
-        self._cols = dict(cols)
-        for col in self._cols.values():
-            self._check_embedder(col.metadata)
-        self.pending: list[tuple[list[str], list[dict]]] = []
+        self.path, self.embedder = path, embedder
+        self.store = Store(path, embedder, secrets)  # it neither deletes nor writes the snapshot
+        self.store.cols = dict(cols)
+        for col in cols.values():
+            self.store.check_embedder(col.metadata)
+        self.pending: list[tuple[list[str], list[Meta]]] = []
+        self.items = Curation(self.store, ASSOCIATE_THRESHOLD, write_hits=self.write_hits)
+        self.reader = Reader(self.store, self.items, MIN_SCORE)
 
-    def write_hits(self, ids: list[str], metas: list[dict[str, Any]]) -> None:
+    def recall(
+        self,
+        query: str,
+        k: int = 5,
+        kind: str = "all",
+        min_trust: float = 0.5,
+        min_score: float | None = None,
+    ) -> list[Result]:
+        """The `k` most relevant episodes and facts above the relevance threshold, best first."""
+        return self.reader.recall(query, k, kind, min_trust, min_score)
+
+    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Result]:
+        """Earlier runs that had one of these failures and got the task verified, newest first."""
+        return self.reader.fixes_for(signatures, exclude_run, k)
+
+    def associate(
+        self,
+        text: str,
+        *,
+        now: datetime | None = None,
+        k: int = 3,
+        threshold: float | None = None,
+        min_trust: float = 0.0,
+        kinds: tuple[str, ...] = ITEM_KINDS,
+        topics: list[str] | None = None,
+    ) -> list[Result]:
+        """The top `k` items closer than the threshold to `text`; counts a hit on each."""
+        return self.items.associate(
+            text, now=now, k=k, threshold=threshold, min_trust=min_trust, kinds=kinds, topics=topics
+        )
+
+    def procedures(self, topic: str, k: int = 5) -> list[Result]:
+        """The procedures of repository `topic`, the most confirmed first."""
+        return self.items.procedures(topic, k)
+
+    def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
+        """Count one hit on each fact, note or procedure of `results` (kept in `pending`)."""
+        self.items.count_hits(results, now)
+
+    def write_hits(self, ids: list[str], metas: list[Meta]) -> None:
         """Keep counted hits for the store."""
         if ids:
             self.pending.append((ids, metas))
 
     def close(self) -> None:
         """Nothing to release."""
+
+    def __enter__(self) -> SnapshotMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

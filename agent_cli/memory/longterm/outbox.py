@@ -18,6 +18,7 @@ from typing import Any
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, MemoryUnavailable
 from agent_cli.core.models import Episode
+from agent_cli.core.protocols import LongTermStore
 from agent_cli.core.redact import redact_all
 
 WRITES = ("add_episode", "add_fact", "add_procedure", "curate")
@@ -31,7 +32,7 @@ class Outbox:
         self.store = store
         self.secrets = secrets
 
-    def keep(self, op: str, args: tuple, kwargs: dict[str, Any]) -> None:
+    def keep(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Append one write (`op` is one of WRITES) to send later."""
         if op not in WRITES:
             raise ValueError(f"not a long-term memory write: {op}")
@@ -55,7 +56,7 @@ class Outbox:
                 out.append(entry)
         return out
 
-    def send(self, memory: Any) -> int:
+    def send(self, memory: LongTermStore) -> int:
         """Make every write waiting for this store on `memory`, oldest first; how many went.
         A write the store refuses (or that cannot be read back) is dropped; when the store
         cannot be reached, the writes not yet made stay and MemoryUnavailable is raised."""
@@ -86,7 +87,7 @@ class Outbox:
         write_atomic(self.path, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
 
 
-def _make(memory: Any, entry: dict[str, Any]) -> None:
+def _make(memory: LongTermStore, entry: dict[str, Any]) -> None:
     args = list(entry.get("args") or [])
     if entry["op"] == "add_episode" and args:
         args[0] = Episode.model_validate(args[0])

@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from agent_cli.core.errors import MemoryUnavailable, StorageError
@@ -87,7 +88,7 @@ def probe_server(server: ChromaServer) -> None:
                 )
 
 
-def _call(server: ChromaServer, method: str, path: str, body: dict | None = None) -> int:
+def _call(server: ChromaServer, method: str, path: str, body: dict[str, Any] | None = None) -> int:
     """The HTTP status of one request to the server's REST API; MemoryUnavailable when unreachable."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {**server.headers(), "Content-Type": "application/json"}
@@ -95,7 +96,7 @@ def _call(server: ChromaServer, method: str, path: str, body: dict | None = None
     try:
         with urllib.request.urlopen(request, timeout=server.timeout_s) as reply:
             reply.read(65536)
-            return reply.status
+            return int(reply.status)
     except urllib.error.HTTPError as e:
         if e.code in (401, 403):
             raise MemoryUnavailable(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -16,9 +16,12 @@ from agent_cli.core import strictjson
 from agent_cli.core.errors import StorageError
 from agent_cli.core.fences import retrieved_memory
 from agent_cli.core.models import Episode
+from agent_cli.core.protocols import Recalled
 from agent_cli.core.text import shorten
 
 COLLECTIONS = ("episodes", "facts", "archive")
+R = TypeVar("R", bound=Recalled)
+Batch = tuple[str, list[str], list[str], list[dict[str, Any]]]  # collection, ids, docs, metas
 DAY_S = 86400.0
 NEVER_TS = 9.0e15  # expires_ts of items without a time to live
 CONTEXT_HEADER = (
@@ -78,7 +81,9 @@ def episode_docs(ep: Episode) -> tuple[str, str]:
     return "\n".join(line for line in lines if not line.endswith(": ")), gist
 
 
-def format_for_context(results: list[Result], max_chars: int = 3000, max_lines: int = 12) -> str:
+def format_for_context(
+    results: Sequence[Recalled], max_chars: int = 3000, max_lines: int = 12
+) -> str:
     """Results as a bounded, fenced block for a prompt; empty when there is nothing.
 
     Each line names the item's kind and id, its trust (`trust="0.5"`: the model said it, not the
@@ -99,7 +104,7 @@ def format_for_context(results: list[Result], max_chars: int = 3000, max_lines: 
     return retrieved_memory("\n".join(lines)) if len(lines) > 1 else ""
 
 
-def mark_stale(results: list[Result], blob_of) -> list[Result]:
+def mark_stale(results: Sequence[R], blob_of: Callable[[str], str | None]) -> list[R]:
     """Set `stale` on each result naming a file whose blob id `blob_of(path)` differs now."""
     for r in results:
         try:
@@ -108,7 +113,7 @@ def mark_stale(results: list[Result], blob_of) -> list[Result]:
             seen = {}
         if isinstance(seen, dict):
             r.stale = any(blob_of(path) != blob for path, blob in seen.items())
-    return results
+    return list(results)
 
 
 def expiry(confirmed_ts: float, last_hit_ts: float, ttl_days: float) -> float:
@@ -166,7 +171,11 @@ class EpisodeMeta(BaseModel):
         return self
 
 
-_META = {"episodes": EpisodeMeta, "facts": FactMeta, "archive": FactMeta}
+_META: dict[str, type[BaseModel]] = {
+    "episodes": EpisodeMeta,
+    "facts": FactMeta,
+    "archive": FactMeta,
+}
 
 
 def parse_record(line: str, path: Path | str, n: int) -> dict[str, Any]:
@@ -195,7 +204,7 @@ def parse_record(line: str, path: Path | str, n: int) -> dict[str, Any]:
             f"(got {str(err.get('input'))[:60]!r}); nothing was imported",
             hint,
         ) from None
-    return rec
+    return cast(dict[str, Any], rec)
 
 
 def read_export(path: Path | str) -> Iterator[dict[str, Any]]:
@@ -211,9 +220,9 @@ def read_export(path: Path | str) -> Iterator[dict[str, Any]]:
         ) from None
 
 
-def batches(records: Iterator[dict[str, Any]], size: int) -> Iterator[tuple[str, list, list, list]]:
+def batches(records: Iterator[dict[str, Any]], size: int) -> Iterator[Batch]:
     """(collection, ids, documents, metadatas) in batches of at most `size`, in file order."""
-    pending: dict[str, list[dict]] = {name: [] for name in COLLECTIONS}
+    pending: dict[str, list[dict[str, Any]]] = {name: [] for name in COLLECTIONS}
     for rec in records:
         group = pending[rec["collection"]]
         group.append(rec)
@@ -224,7 +233,7 @@ def batches(records: Iterator[dict[str, Any]], size: int) -> Iterator[tuple[str,
             yield _batch(name, group)
 
 
-def _batch(name: str, group: list[dict]) -> tuple[str, list, list, list]:
+def _batch(name: str, group: list[dict[str, Any]]) -> Batch:
     out = (
         name,
         [r["id"] for r in group],

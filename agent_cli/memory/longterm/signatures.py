@@ -111,7 +111,7 @@ def parse_pytest(output: str) -> list[Failure]:
             path = frame.rsplit(":", 1)[0] if frame else "?"
             test_id = f"{path}::{_dotted_to_id(name)}"
         found.setdefault(test_id, Failure(test_id, frame, error or ids.get(test_id, "")))
-    ordered = [found.pop(i, None) or Failure(i, "", msg) for i, msg in ids.items()]
+    ordered = [found.pop(i) if i in found else Failure(i, "", msg) for i, msg in ids.items()]
     return ordered + list(found.values())
 
 

@@ -17,9 +17,9 @@ into the store directly is not seen until `agent` next changes it.
 
 Writing it anew costs a read of the whole store (0.8 s at 12,000 documents), so a store
 that had a snapshot when it was first written to keeps it in memory, notes the ids each
-write touches (`Tracked`), and at close reads back only those (`patched`); when the rows
-that gives do not add up to what the store holds (another process wrote too), it is
-read whole.
+write touches (`Tracked`), and at close reads back only those, and the ids alone in the
+store's order (`patched`); when the rows that gives are not those the store holds (another
+process wrote too), it is read whole.
 
 Only the embedded store has one: a memory server may hold what other clones learned.
 The file is a cache: one that cannot be read or written is ignored (and one that cannot be
@@ -31,9 +31,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from agent_cli.core.errors import StorageError
+from agent_cli.memory.longterm.store import INCLUDE, Collection, Meta, Rows, Where
 
 FILE = "agent-recall.npz"
 TEMP_PREFIX = ".agent-recall-"  # a snapshot being written
@@ -41,6 +44,9 @@ FORMAT = 1
 COLLECTIONS = ("facts", "episodes")
 DROPPED_KEYS = ("episode",)  # the whole episode record: large, and no recall reads it
 _OPERATORS = ("$eq", "$gt", "$gte", "$lt", "$lte", "$in")
+
+
+Table = dict[str, Any]  # "metadata", "ids", "documents", "metadatas", "vectors" (see `write`)
 
 
 def path_of(store: Path) -> Path:
@@ -56,7 +62,7 @@ def exists(store: Path) -> bool:
     return path_of(store).is_file()
 
 
-def write(store: Path, tables: dict[str, dict[str, Any]]) -> None:
+def write(store: Path, tables: dict[str, Table]) -> None:
     """Write the snapshot atomically. `tables`: collection name -> {"metadata": the collection's
     metadata, "ids", "documents", "metadatas", "vectors": a float32 array, one row per id}."""
     import numpy as np
@@ -114,23 +120,29 @@ def load(store: Path) -> dict[str, SnapshotCollection] | None:
 
 
 class SnapshotCollection:
-    """One collection of the snapshot, read the way LongTermMemory reads a Chroma collection:
-    `get` and `query` with a `where` filter, returning Chroma's shapes. Nothing can be written."""
+    """One collection of the snapshot, a `store.Collection` read the way Chroma's is: `get`
+    and `query` with a `where` filter, returning Chroma's shapes. Nothing can be written."""
 
-    def __init__(self, name: str, table: dict[str, Any], vectors: Any) -> None:
+    def __init__(self, name: str, table: Table, vectors: Any) -> None:
         ids, docs, metas = table["ids"], table["documents"], table["metadatas"]
         if not (len(ids) == len(docs) == len(metas) == len(vectors)):
             raise ValueError(f"snapshot collection {name} has rows of different lengths")
         self.name = name
-        self.metadata: dict[str, Any] = table.get("metadata") or {}
-        self._ids, self._docs, self._metas = ids, docs, metas
+        self._metadata: Meta = table.get("metadata") or {}
+        self._ids: list[str] = ids
+        self._docs: list[str] = docs
+        self._metas: list[Meta] = metas
         self._vectors = vectors
         self._norms: Any = None  # of every row, computed on the first query
+
+    @property
+    def metadata(self) -> Meta:
+        return self._metadata
 
     def count(self) -> int:
         return len(self._ids)
 
-    def table(self, drop: set[str] = frozenset()) -> dict[str, Any]:
+    def table(self, drop: set[str] | frozenset[str] = frozenset()) -> Table:
         """Its rows but those of `drop`, as a table of `write`."""
         keep = [i for i, item_id in enumerate(self._ids) if item_id not in drop]
         return {
@@ -141,7 +153,7 @@ class SnapshotCollection:
             "vectors": self._vectors[keep],
         }
 
-    def _rows(self, ids: Iterable[str] | None, where: dict | None) -> list[int]:
+    def _rows(self, ids: Iterable[str] | None, where: Where | None) -> list[int]:
         wanted = set(ids) if ids is not None else None
         return [
             i
@@ -152,12 +164,12 @@ class SnapshotCollection:
     def get(
         self,
         ids: list[str] | None = None,
-        where: dict | None = None,
-        include: Iterable[str] = ("documents", "metadatas"),
+        where: Where | None = None,
+        include: Sequence[str] = INCLUDE,
         limit: int | None = None,
-        offset: int = 0,
-    ) -> dict[str, Any]:
-        rows = self._rows(ids, where)[offset:]
+        offset: int | None = None,
+    ) -> Rows:
+        rows = self._rows(ids, where)[offset or 0 :]
         rows = rows[:limit] if limit is not None else rows
         got: dict[str, Any] = {"ids": [self._ids[i] for i in rows]}
         if "documents" in include:
@@ -172,9 +184,9 @@ class SnapshotCollection:
         self,
         query_embeddings: list[Any],
         n_results: int = 10,
-        where: dict | None = None,
-        include: Iterable[str] = ("documents", "metadatas", "distances"),
-    ) -> dict[str, Any]:
+        where: Where | None = None,
+        include: Sequence[str] = (*INCLUDE, "distances"),
+    ) -> Rows:
         """The `n_results` rows nearest each query by cosine distance (1 - similarity), exactly."""
         import numpy as np
 
@@ -191,10 +203,10 @@ class SnapshotCollection:
             else (self._vectors[rows], self._norms[rows])
         )
         n = min(max(int(n_results), 0), len(rows))
-        out: dict[str, list] = {"ids": [], "documents": [], "metadatas": [], "distances": []}
+        out: dict[str, list[Any]] = {"ids": [], "documents": [], "metadatas": [], "distances": []}
         for query in query_embeddings:
             q = np.asarray(query, dtype=np.float32)
-            sims = np.zeros(0)
+            sims: Any = np.zeros(0)
             best: list[int] = []
             if n:
                 with np.errstate(invalid="ignore", divide="ignore"):
@@ -207,64 +219,113 @@ class SnapshotCollection:
             out["distances"].append([1.0 - float(sims[j]) for j in best])
         return out
 
+    def upsert(
+        self, ids: list[str], embeddings: Any, documents: list[str], metadatas: list[Meta]
+    ) -> None:
+        raise self._read_only()
+
+    def update(self, ids: list[str], metadatas: list[Meta]) -> None:
+        raise self._read_only()
+
+    def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
+        raise self._read_only()
+
+    def _read_only(self) -> StorageError:
+        return StorageError(
+            f"the recall snapshot's {self.name} cannot be written", "write to the store itself"
+        )
+
 
 class Tracked:
-    """A Chroma collection whose every write notes the ids it touches in `changed`."""
+    """A collection whose every write notes the ids it touches in `changed`."""
 
-    def __init__(self, col: Any, changed: set[str]) -> None:
-        self._col, self.changed = col, changed
+    def __init__(self, col: Collection, changed: set[str]) -> None:
+        self.col, self.changed = col, changed
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._col, name)
+    @property
+    def metadata(self) -> Meta:
+        return self.col.metadata
 
-    def upsert(self, ids: list[str], **kwargs: Any) -> Any:
+    def count(self) -> int:
+        return self.col.count()
+
+    def get(
+        self,
+        ids: list[str] | None = None,
+        where: Where | None = None,
+        include: Sequence[str] = INCLUDE,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Rows:
+        return self.col.get(ids=ids, where=where, include=include, limit=limit, offset=offset)
+
+    def query(
+        self,
+        query_embeddings: list[Any],
+        n_results: int = 10,
+        where: Where | None = None,
+        include: Sequence[str] = (*INCLUDE, "distances"),
+    ) -> Rows:
+        return self.col.query(query_embeddings, n_results=n_results, where=where, include=include)
+
+    def upsert(
+        self, ids: list[str], embeddings: Any, documents: list[str], metadatas: list[Meta]
+    ) -> None:
         self.changed.update(ids)
-        return self._col.upsert(ids=ids, **kwargs)
+        self.col.upsert(ids=ids, embeddings=embeddings, documents=documents, metadatas=metadatas)
 
-    def update(self, ids: list[str], **kwargs: Any) -> Any:
+    def update(self, ids: list[str], metadatas: list[Meta]) -> None:
         self.changed.update(ids)
-        return self._col.update(ids=ids, **kwargs)
+        self.col.update(ids=ids, metadatas=metadatas)
 
-    def delete(self, ids: list[str] | None = None, where: dict | None = None) -> Any:
+    def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
         if ids is None and where is not None:  # the ids it would delete, then those
-            ids = self._col.get(where=where, include=[])["ids"]
+            ids = list(self.col.get(where=where, include=[])["ids"])
             if not ids:
-                return None
+                return
         self.changed.update(ids or ())
-        return self._col.delete(ids=ids)
+        self.col.delete(ids=ids)
 
 
 def patched(
     base: dict[str, SnapshotCollection],
     changed: dict[str, set[str]],
-    fetch: Callable[[str, list[str]], dict[str, Any]],
-    count: Callable[[str], int],
-) -> dict[str, dict[str, Any]] | None:
+    fetch: Callable[[str, list[str]], Table],
+    order: Callable[[str], list[str]],
+) -> dict[str, Table] | None:
     """The tables of `base` with the `changed` rows read again (`fetch(name, ids)` gives a
-    table of those still stored), or None when a table would not hold as many rows as the
-    store's collection does (`count(name)`): something other than these writes changed it."""
+    table of those still stored), in the store's own order of its ids (`order(name)`: a
+    read of the ids alone), so that whatever keeps that order (`get`) answers alike; None
+    when the rows are not those the store holds: something other than these writes changed it."""
     import numpy as np
 
-    tables = {}
+    tables: dict[str, Table] = {}
     for name in COLLECTIONS:
         old = base[name].table(drop=changed.get(name, set()))
         new = fetch(name, sorted(changed.get(name, ())))
-        if len(old["ids"]) + len(new["ids"]) != count(name):
+        ids = old["ids"] + new["ids"]
+        position = {item_id: n for n, item_id in enumerate(ids)}
+        stored = order(name)
+        if len(position) != len(ids) or sorted(stored) != sorted(position):
             return None
+        rows = [position[item_id] for item_id in stored]
         parts = [t["vectors"] for t in (old, new) if len(t["ids"])]
+        vectors = np.vstack(parts) if parts else np.zeros((0, 0), np.float32)
+        docs, metas = old["documents"] + new["documents"], old["metadatas"] + new["metadatas"]
         tables[name] = {
             "metadata": new["metadata"],
-            "ids": old["ids"] + new["ids"],
-            "documents": old["documents"] + new["documents"],
-            "metadatas": old["metadatas"] + new["metadatas"],
-            "vectors": np.vstack(parts) if parts else np.zeros((0, 0), np.float32),
+            "ids": stored,
+            "documents": [docs[n] for n in rows],
+            "metadatas": [metas[n] for n in rows],
+            "vectors": vectors[rows] if len(rows) else vectors,
         }
     return tables
 
 
-def matches(meta: dict[str, Any], where: dict | None) -> bool:
+def matches(meta: Meta, where: Where | None) -> bool:
     """Whether metadata passes a Chroma `where` filter ($and, $or, and on a key: a value or one
-    of $eq $gt $gte $lt $lte $in); a key the metadata lacks never passes."""
+    of $eq $gt $gte $lt $lte $in); a key the metadata lacks never passes, and one the snapshot
+    drops is an error (it would never pass here, and may in the store)."""
     if not where:
         return True
     for key, cond in where.items():
@@ -274,6 +335,8 @@ def matches(meta: dict[str, Any], where: dict | None) -> bool:
             ok = any(matches(meta, c) for c in cond)
         elif key.startswith("$"):
             raise ValueError(f"unsupported filter {key}")
+        elif key in DROPPED_KEYS:
+            raise ValueError(f"the snapshot does not keep {key}, so cannot filter on it")
         else:
             ok = key in meta and _holds(meta[key], cond)
         if not ok:
