@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "agent_cli"
 VENDORS = {
     "openai": {"agent_cli.llm.openai.model"},
     "chromadb": {"agent_cli.memory.longterm.chroma"},
-    "git": {"agent_cli.workspace.git.repository"},
+    "git": {"agent_cli.workspace.git.handle"},
     "tiktoken": {"agent_cli.core.tokens"},
     "wordllama": {"agent_cli.memory.embed"},
     "rich": {"agent_cli.ui.console", "agent_cli.ui.render"},
