@@ -9,6 +9,7 @@ import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import regex
 
@@ -245,7 +246,8 @@ class Files:
             return None
         try:
             with _open_regular(real) as f:
-                return f.read().decode("utf-8")
+                data: bytes = f.read()
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             return None
 
@@ -317,7 +319,7 @@ def _within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _open_regular(real: Path, text: bool = False):
+def _open_regular(real: Path, text: bool = False) -> IO[Any]:
     """`real` opened for reading without ever blocking; ToolError unless it is a regular file."""
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -338,7 +340,7 @@ def _looks_binary(real: Path) -> bool:
         return b"\0" in f.read(_BINARY_SNIFF_BYTES)
 
 
-def _line_number(value: object, name: str, default: int) -> int:
+def _line_number(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
     try:
@@ -362,7 +364,7 @@ def _read_range(real: Path, start: int, end: int) -> tuple[list[str], int]:
 
 
 def _matching_lines(
-    file: Path, compiled, deadline: float, pattern: str
+    file: Path, compiled: regex.Pattern[str], deadline: float, pattern: str
 ) -> Iterator[tuple[int, str]]:
     """Matching lines of `file`; ToolError when the whole search passes its deadline."""
     try:
