@@ -114,7 +114,7 @@ class GitRepo:
                 "HEAD is detached (not on a branch)",
                 "check out a branch (git switch <branch>) and run again",
             )
-        entries = parse_status(self._probe(*_STATUS)[1])
+        entries = parse_status(self._probe_out(*_STATUS))
         conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
         if conflicts:
             raise GitError(
@@ -305,12 +305,7 @@ class GitRepo:
 
     def list_files(self) -> list[str]:
         """Tracked and untracked files in the work tree that git does not ignore."""
-        code, out, err = self._probe("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        if code != 0:
-            raise GitError(
-                f"git ls-files failed: {' '.join(err.split()) or code}",
-                "check the repository with git status",
-            )
+        out = self._probe_out("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         return sorted(p for p in set(out.split("\0")) if p and os.path.lexists(self.root / p))
 
     def diff(self, protected: Iterable[str] = frozenset()) -> str:
@@ -379,6 +374,16 @@ class GitRepo:
                 f"git {args[0]} could not run: {exc}", "check that git is installed"
             ) from exc
         return code, out.decode("utf-8", "surrogateescape"), err
+
+    def _probe_out(self, *args: str) -> str:
+        """`_probe`'s stdout; a failure becomes GitError carrying git's own message."""
+        code, out, err = self._probe(*args)
+        if code != 0:
+            raise GitError(
+                f"git {args[0]} failed: {' '.join(err.split()) or f'exit code {code}'}",
+                "check the repository with git status",
+            )
+        return out
 
     def _try(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
         """Run git through GitPython; (exit code, stdout, stderr) without raising on an exit code."""
