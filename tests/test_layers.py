@@ -21,7 +21,7 @@ VENDORS = {
         "agent_cli.llm.openai.errors",
     },
     "chromadb": {"agent_cli.memory.longterm.chroma"},
-    "git": {"agent_cli.workspace.git.repository"},
+    "git": {"agent_cli.workspace.git.handle"},
     "tiktoken": {"agent_cli.core.tokens"},
     "wordllama": {"agent_cli.memory.embed"},
     "rich": {"agent_cli.ui.console", "agent_cli.ui.render"},

@@ -9,6 +9,7 @@ import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import regex
 
@@ -29,6 +30,7 @@ SEARCH_TIME_LIMIT_S = 3.0  # processor time: the regex engine's clock
 # config on a case-insensitive file system and breaks every later commit here) and the
 # repository's settings file, which could turn off the sandbox for the next run.
 _SETTINGS_FILE = ".agentrc"
+_HIDDEN_NAMES = {".git", ".agent"}  # what list_dir never shows
 
 
 class Files:
@@ -167,18 +169,34 @@ class Files:
         return "\n".join(hits)
 
     def list_dir(self, path: str = ".") -> str:
-        """The entries of a directory, one a line, directories ending in '/'; .git is left out."""
-        real = self.resolve(path)
+        """One level of a directory, one entry a line: `dir/`, `file  N bytes`, `link@`.
+
+        git's directories and the agent's state are left out; past _MAX_LIST_ENTRIES the
+        rest is counted, not shown.
+        """
+        real = self.resolve(path or ".")
         if not real.is_dir():
             raise ToolError(f"{path} is not a directory")
-        names = sorted(
-            e.name + ("/" if e.is_dir() else "") for e in os.scandir(real) if e.name != ".git"
-        )
-        if len(names) > _MAX_LIST_ENTRIES:
-            names = names[:_MAX_LIST_ENTRIES] + [
-                f"[... {len(names) - _MAX_LIST_ENTRIES} more entries]"
-            ]
-        return "\n".join(names) or f"{self.rel(real)} is empty"
+        parts = [part.lower() for part in real.relative_to(self.root).parts]
+        if _HIDDEN_NAMES & set(parts) or any(_within(real, d) for d in self.deny_write):
+            raise ToolError(
+                f"{path} is inside .git or the agent's state; list_dir does not show it"
+            )
+        with os.scandir(real) as it:
+            entries = sorted(
+                (e for e in it if not self._hidden(Path(e.path))), key=lambda e: e.name
+            )
+        lines = [_entry_line(e) for e in entries[:_MAX_LIST_ENTRIES]]
+        if len(entries) > _MAX_LIST_ENTRIES:
+            lines.append(f"[... {len(entries) - _MAX_LIST_ENTRIES} more entries not shown]")
+        return "\n".join(lines) or f"{self.rel(real)} is empty"
+
+    def _hidden(self, entry: Path) -> bool:
+        """Whether list_dir leaves `entry` out: .git, .agent, or the agent's state directory."""
+        if entry.name.lower() in _HIDDEN_NAMES:
+            return True
+        real = Path(os.path.realpath(entry)) if entry.is_symlink() else entry
+        return any(real == d for d in self.deny_write)
 
     def _outside_message(self, text: str, given: Path, real: Path) -> str:
         if _within(Path(os.path.normpath(given)), self.root):
@@ -228,7 +246,8 @@ class Files:
             return None
         try:
             with _open_regular(real) as f:
-                return f.read().decode("utf-8")
+                data: bytes = f.read()
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             return None
 
@@ -281,11 +300,26 @@ class Files:
                 yield Path(directory) / name
 
 
+def _entry_line(entry: os.DirEntry[str]) -> str:
+    """One list_dir line: a directory ends in '/', a file shows its size, a symlink ends in '@'."""
+    try:
+        if entry.is_symlink():
+            return f"{entry.name}@"
+        if entry.is_dir():
+            return f"{entry.name}/"
+        info = entry.stat()
+    except OSError:
+        return f"{entry.name} (unreadable)"
+    if stat.S_ISREG(info.st_mode):
+        return f"{entry.name}  {info.st_size} bytes"
+    return f"{entry.name} (not a regular file)"
+
+
 def _within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _open_regular(real: Path, text: bool = False):
+def _open_regular(real: Path, text: bool = False) -> IO[Any]:
     """`real` opened for reading without ever blocking; ToolError unless it is a regular file."""
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -306,7 +340,7 @@ def _looks_binary(real: Path) -> bool:
         return b"\0" in f.read(_BINARY_SNIFF_BYTES)
 
 
-def _line_number(value: object, name: str, default: int) -> int:
+def _line_number(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
     try:
@@ -330,7 +364,7 @@ def _read_range(real: Path, start: int, end: int) -> tuple[list[str], int]:
 
 
 def _matching_lines(
-    file: Path, compiled, deadline: float, pattern: str
+    file: Path, compiled: regex.Pattern[str], deadline: float, pattern: str
 ) -> Iterator[tuple[int, str]]:
     """Matching lines of `file`; ToolError when the whole search passes its deadline."""
     try:

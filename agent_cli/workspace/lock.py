@@ -12,6 +12,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from agent_cli.core.errors import WorkspaceError
 
@@ -65,7 +66,7 @@ class RunLock:
             os.close(self._fd)
             self._fd = None
 
-    def holder(self) -> dict | None:
+    def holder(self) -> dict[str, Any] | None:
         """The pid and start time of the holder written in the file, or None."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -101,7 +102,7 @@ def _write_holder(fd: int) -> None:
     os.pwrite(fd, data, 0)
 
 
-def _held_error(path: Path, holder: dict | None) -> WorkspaceError:
+def _held_error(path: Path, holder: dict[str, Any] | None) -> WorkspaceError:
     if holder is None:
         return WorkspaceError(
             "another agent run is running in this repository",

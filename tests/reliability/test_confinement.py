@@ -88,6 +88,12 @@ ATTACKS = [
     ("search", {"pattern": "OUTSIDE", "path": "link_dir"}, "through a symlink"),
     ("search", {"pattern": "OUTSIDE", "path": "../outside"}, "outside the repository"),
     ("search", {"pattern": "OUTSIDE-SECRET"}, "no matches"),
+    ("list_dir", {"path": "link_dir"}, "through a symlink"),
+    ("list_dir", {"path": "src/up"}, "through a symlink"),
+    ("list_dir", {"path": "../outside"}, "outside the repository"),
+    ("list_dir", {"path": "{out}"}, "outside the repository"),
+    ("list_dir", {"path": "gitdir"}, "list_dir does not show it"),
+    ("list_dir", {"path": ".agent"}, "list_dir does not show it"),
     # A symlink the model's own command makes mid-run is seen through the same way.
     ("run", {"cmd": "ln -s {out} made_by_command"}, "[exit 0]"),
     ("read_file", {"path": "made_by_command/secret.txt"}, "through a symlink"),
@@ -114,6 +120,7 @@ def test_every_escape_is_a_tool_error_and_nothing_outside_changes(
         ("read_file", {"path": "big.txt"}),
         ("read_file", {"path": "big.txt", "start_line": BIG_LINES - 2, "end_line": BIG_LINES + 50}),
         ("write_file", {"path": "hard.txt", "content": "replaced inside the repo\n"}),
+        ("list_dir", {}),
     ]
     srv = fake_server(
         [plan(task()), calls(*_attack_calls(sentinel), *reads), make_done(), finish()]
@@ -138,13 +145,18 @@ def test_every_escape_is_a_tool_error_and_nothing_outside_changes(
         if expected not in NOT_REFUSALS:
             assert "error:" in result, f"{name} {args} was not refused: {result}"
 
-    binary, latin1, page1, last_page, hard = results[len(ATTACKS) :]
+    binary, latin1, page1, last_page, hard, listing = results[len(ATTACKS) :]
     assert "binary file" in binary and "not shown" in binary and "ELF" not in binary
     assert "binary file" in latin1
     assert "[lines 1-400 of 5000 shown; read again with start_line=401" in page1
     assert "line 400\n" in page1 and "line 401\n" not in page1
     assert "line 5000" in last_page and "line 4997" not in last_page
     assert "error" not in hard
+    # The listing is one level with sizes; git's and the agent's directories are not in it.
+    assert "src/" in listing and "big.txt  " in listing and "link_dir@" in listing
+    assert ".git" not in listing and ".agent" not in listing and "app.py" not in listing
+    offered = [t["function"]["name"] for t in srv.chat_requests[1]["tools"]]
+    assert "list_dir" in offered
 
     # Nothing was read from outside, nothing was written there or into .git / .agent.
     assert "OUTSIDE-SECRET-CONTENT" not in all_text(srv)

@@ -303,10 +303,53 @@ def test_search_refuses_bad_regexes_and_paths_outside(files):
 
 
 def test_list_dir_marks_directories_and_hides_git(files):
-    assert files.list_dir() == "a.txt\nsub/"
-    assert files.list_dir("sub") == "b.py"
+    assert files.list_dir() == "a.txt  17 bytes\nsub/"
+    assert files.list_dir("sub") == "b.py  27 bytes"
     with pytest.raises(ToolError, match="not a directory"):
         files.list_dir("a.txt")
+
+
+def test_list_dir_hides_the_state_directory_and_shows_one_level_with_sizes(files, repo):
+    (repo / ".agent" / "runs").mkdir(parents=True)
+    (repo / "GIT").mkdir()
+    (repo / ".GIT").mkdir()
+    (repo / "sub" / "deep").mkdir()
+    (repo / "sub" / "deep" / "c.txt").write_text("c")
+    os.symlink("a.txt", repo / "link")
+    os.mkfifo(repo / "pipe")
+    assert files.list_dir(".").splitlines() == [
+        "GIT/",
+        "a.txt  17 bytes",
+        "link@",
+        "pipe (not a regular file)",
+        "sub/",
+    ]
+    assert files.list_dir("sub") == "b.py  27 bytes\ndeep/"
+    (repo / "empty").mkdir()
+    assert files.list_dir("empty") == "empty is empty"
+    for inside in (".git", ".git/refs", ".agent", ".agent/runs"):
+        with pytest.raises(ToolError, match="list_dir does not show it"):
+            files.list_dir(inside)
+
+
+def test_list_dir_hides_a_state_directory_with_another_name(repo):
+    (repo / "state").mkdir()
+    assert "state/" not in Files(repo, deny_write=[repo / "state"]).list_dir().splitlines()
+
+
+def test_list_dir_is_confined_and_bounded(files, repo):
+    with pytest.raises(ToolError, match="outside the repository"):
+        files.list_dir("../outside")
+    os.symlink(_outside(repo), repo / "out")
+    with pytest.raises(ToolError, match="outside the repository"):
+        files.list_dir("out")
+    many = repo / "many"
+    many.mkdir()
+    for i in range(503):
+        (many / f"f{i:03}").write_text("")
+    lines = files.list_dir("many").splitlines()
+    assert len(lines) == 501 and lines[0] == "f000  0 bytes"
+    assert lines[-1] == "[... 3 more entries not shown]"
 
 
 def test_root_given_through_a_symlink_still_confines(tmp_path, repo):

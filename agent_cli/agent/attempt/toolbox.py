@@ -49,6 +49,13 @@ TOOLS = [
         ["pattern"],
     ),
     function_tool(
+        "list_dir",
+        "List one directory level (default: the repository root): directories end in '/', "
+        "files show their size in bytes; .git and .agent are left out.",
+        {"path": _S},
+        [],
+    ),
+    function_tool(
         "note", "Keep a short note in working memory for later steps and tasks.", {"text": _S}
     ),
     function_tool(
@@ -223,6 +230,10 @@ class Toolbox:
     def _search(self, a: dict) -> ToolResult:
         text = self.files.search(str(a["pattern"]), a.get("path") or None)
         return ToolResult("search", text, summary=f"search {a['pattern']!r}")
+
+    def _list_dir(self, a: dict) -> ToolResult:
+        path = str(a.get("path") or ".")
+        return ToolResult("list_dir", self.files.list_dir(path), summary=f"list {path}")
 
     def _note(self, a: dict) -> ToolResult:
         # Notes are shown unfenced, kept in memory.db and state, and may quote what the model saw.

@@ -1,7 +1,9 @@
 """The repository through git: preflight checks, the agent's branch, commits of exactly its files.
 
-Every operation is one `git` command (gitsafe.run_git); its failures become GitError with a
-how-to-fix hint here.
+What a run checks before its first model request (finding the repository, the preflight,
+the file list) runs as `git` commands (safe.run_git): GitPython's import would delay that
+request. Everything after goes through GitPython (handle.RepoHandle). Failures become
+GitError with a how-to-fix hint.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import GitError
+from agent_cli.workspace.git.handle import LogEntry, RepoHandle
 from agent_cli.workspace.git.safe import run_git
 from agent_cli.workspace.git.secrets import where_secret
 
@@ -34,6 +37,13 @@ _OPERATIONS = [
     ("REVERT_HEAD", "a revert", "git revert --continue, or git revert --abort"),
     ("BISECT_LOG", "a bisect", "git bisect reset"),
 ]
+_STATUS = (
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=all",
+    "--ignore-submodules=all",
+)
 _CONFLICT_CODES = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
 _LOCK_HINT = (
     "if no other git command is running, delete .git/index.lock, then continue with "
@@ -75,15 +85,17 @@ def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
 
 
 class GitRepo:
-    """One git work tree, used through the git command line."""
+    """One git work tree: checked with git commands, then used through GitPython."""
 
     def __init__(self, path: str | Path, secrets: tuple[str, ...] = ()) -> None:
         self.secrets = tuple(s for s in secrets if s)
         self.run_branch: str | None = None  # commits go only to this branch once it is set
         self.root, self.git_dir, self._common_dir = _discover(Path(path), self.secrets)
+        self._handle = RepoHandle(self.root, self.secrets)
 
     def close(self) -> None:
-        """Nothing to release: every git command is its own process."""
+        """Release what GitPython holds (nothing when it was never used)."""
+        self._handle.close()
 
     def preflight(self, allow_dirty: bool) -> set[str]:
         """Refuse states the agent must not work in; return the paths holding the user's changes."""
@@ -92,17 +104,17 @@ class GitRepo:
                 raise GitError(
                     f"{what} is in progress in this repository", f"finish it first: {way_out}"
                 )
-        if not self._has_commits():
+        if self._probe("rev-parse", "--verify", "-q", "HEAD^{commit}")[0] != 0:
             raise GitError(
                 "the repository has no commits yet",
                 "make a first commit (git commit --allow-empty -m 'initial commit') and run again",
             )
-        if self.current_branch() is None:
+        if self._probe("symbolic-ref", "-q", "HEAD")[0] != 0:
             raise GitError(
                 "HEAD is detached (not on a branch)",
                 "check out a branch (git switch <branch>) and run again",
             )
-        entries = self._status()
+        entries = parse_status(self._probe_out(*_STATUS))
         conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
         if conflicts:
             raise GitError(
@@ -142,7 +154,7 @@ class GitRepo:
                     f"branch {name} cannot be created: a branch named {prefix} already exists",
                     f"rename that branch (git branch -m {prefix} <new-name>) and run again",
                 )
-        self._run("checkout", "-q", "-b", name)
+        self._handle.switch_to_new_branch(name)
         self.run_branch = name
 
     def checkout(self, name: str) -> None:
@@ -176,24 +188,50 @@ class GitRepo:
 
     def current_branch(self) -> str | None:
         """The checked-out branch's short name, or None when HEAD is detached."""
-        code, out, _ = self._try("symbolic-ref", "--short", "-q", "HEAD")
-        return out.strip() if code == 0 else None
+        return self._handle.current_branch()
 
     def head(self) -> str:
         """The sha of the commit HEAD points at."""
-        code, out, _ = self._try("rev-parse", "--verify", "-q", "HEAD^{commit}")
-        if code != 0:
+        sha = self._handle.head()
+        if sha is None:
             raise GitError("the repository has no commits yet", "make a first commit and run again")
-        return out.strip()
+        return sha
 
     def branch_exists(self, name: str) -> bool:
         """Whether a local branch `name` exists."""
-        return self._try("show-ref", "--verify", "--quiet", f"refs/heads/{name}")[0] == 0
+        return self._handle.branch_exists(name)
+
+    def log(self, rev: str = "HEAD", max_count: int = 20) -> list[LogEntry]:
+        """The newest `max_count` commits reachable from `rev`, newest first."""
+        return self._handle.log(rev, max_count)
+
+    def add_worktree(self, path: Path, branch: str, start: str = "HEAD") -> Path:
+        """A linked work tree at `path` on the new branch `branch` from `start`; its real path."""
+        self._check_branch_name(name=branch)
+        if self.branch_exists(branch):
+            raise GitError(
+                f"branch {branch} already exists",
+                f"delete it (git branch -D {branch}) or pick another",
+            )
+        self._run("worktree", "add", "-q", "-b", branch, "--", str(path), start)
+        return Path(os.path.realpath(path))
+
+    def remove_worktree(self, path: Path, force: bool = False) -> None:
+        """Remove the linked work tree at `path`; `force` also drops its uncommitted changes."""
+        self._run(
+            "worktree",
+            "remove",
+            *(["--force"] if force else []),
+            "--",
+            str(path),
+            hint="commit or discard its changes, or remove it with force",
+        )
 
     def changed_files(self, protected: Iterable[str] = frozenset()) -> list[str]:
         """Paths changed in the work tree (not ignored), leaving out the protected ones."""
         held = {p.rstrip("/") for p in protected}
-        paths = {p for _, path, orig in self._status() for p in (path, orig) if p}
+        entries = parse_status(self._run(*_STATUS))
+        paths = {p for _, path, orig in entries for p in (path, orig) if p}
         return sorted(p for p in paths if not any(p == h or p.startswith(h + "/") for h in held))
 
     def commit_paths(self, paths: Iterable[str], message: str) -> str | None:
@@ -267,7 +305,7 @@ class GitRepo:
 
     def list_files(self) -> list[str]:
         """Tracked and untracked files in the work tree that git does not ignore."""
-        out = self._run("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        out = self._probe_out("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         return sorted(p for p in set(out.split("\0")) if p and os.path.lexists(self.root / p))
 
     def diff(self, protected: Iterable[str] = frozenset()) -> str:
@@ -304,30 +342,11 @@ class GitRepo:
             for leftover in (index, index.with_name(index.name + ".lock")):
                 leftover.unlink(missing_ok=True)
 
-    def _has_commits(self) -> bool:
-        return self._try("rev-parse", "--verify", "-q", "HEAD^{commit}")[0] == 0
-
     def _check_branch_name(self, name: str) -> None:
         if not name or self._try("check-ref-format", "--branch", name)[0] != 0:
             raise GitError(
                 f"{name!r} is not a valid branch name", "use letters, digits, '-', '_', '.' and '/'"
             )
-
-    def _status(self) -> list[tuple[str, str, str | None]]:
-        """(XY code, path, original path of a rename) for every changed, non-ignored path."""
-        items = self._run(
-            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"
-        ).split("\0")
-        entries, i = [], 0
-        while i < len(items):
-            item, i = items[i], i + 1
-            if len(item) < 4:
-                continue
-            code, path, orig = item[:2], item[3:], None
-            if "R" in code or "C" in code:
-                orig, i = items[i], i + 1
-            entries.append((code, path, orig))
-        return entries
 
     def _known_paths(self, paths: list[str]) -> list[str]:
         """The paths that exist in the work tree or in HEAD (what `git add -A` can stage)."""
@@ -346,15 +365,29 @@ class GitRepo:
         in_head = set(listed.split("\0"))
         return [p for p in paths if p in in_head or os.path.lexists(self.root / p)]
 
-    def _try(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-        """Run git; return (exit code, stdout, stderr) without raising on a non-zero exit."""
+    def _probe(self, *args: str) -> tuple[int, str, str]:
+        """Run one git command without GitPython (the checks before the first model request)."""
         try:
-            code, out, err = run_git(list(args), self.root, self.secrets, env)
+            code, out, err = run_git(list(args), self.root, self.secrets)
         except OSError as exc:
             raise GitError(
                 f"git {args[0]} could not run: {exc}", "check that git is installed"
             ) from exc
         return code, out.decode("utf-8", "surrogateescape"), err
+
+    def _probe_out(self, *args: str) -> str:
+        """`_probe`'s stdout; a failure becomes GitError carrying git's own message."""
+        code, out, err = self._probe(*args)
+        if code != 0:
+            raise GitError(
+                f"git {args[0]} failed: {' '.join(err.split()) or f'exit code {code}'}",
+                "check the repository with git status",
+            )
+        return out
+
+    def _try(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        """Run git through GitPython; (exit code, stdout, stderr) without raising on an exit code."""
+        return self._handle.run(list(args), env)
 
     def _run(self, *args: str, env: dict[str, str] | None = None, hint: str = "") -> str:
         """Run git and return stdout; a failure becomes GitError carrying git's own message."""
@@ -367,6 +400,22 @@ class GitRepo:
                 f"git {args[0]} failed: {detail}", hint or "check the repository with git status"
             )
         return out
+
+
+def parse_status(raw: str) -> list[tuple[str, str, str | None]]:
+    """(XY code, path, original path of a rename) for each entry of `git status -z` output."""
+    items = raw.split("\0")
+    entries: list[tuple[str, str, str | None]] = []
+    i = 0
+    while i < len(items):
+        item, i = items[i], i + 1
+        if len(item) < 4:
+            continue
+        code, path, orig = item[:2], item[3:], None
+        if "R" in code or "C" in code:
+            orig, i = items[i], i + 1
+        entries.append((code, path, orig))
+    return entries
 
 
 def committable(root: Path, paths: list[str]) -> list[str]:

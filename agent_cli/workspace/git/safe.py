@@ -6,6 +6,8 @@ harness's own git calls, outside any sandbox. So every git process the harness s
 gets the scrubbed environment model commands get, runs no hooks and no fsmonitor, and
 has each command-valued key of the repository's own config emptied with `-c`; the user's
 global config (git-lfs filters, signing) still applies. Submodules are never entered.
+`safe_env` carries the same settings as `GIT_CONFIG_*` variables, for git processes whose
+command line the harness does not write (GitPython's).
 """
 
 from __future__ import annotations
@@ -94,3 +96,25 @@ def run_git(
     except subprocess.TimeoutExpired:
         return 124, b"", f"git {args[0]} did not finish in {TIMEOUT_S}s"
     return done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")
+
+
+def safe_env(
+    cwd: Path, secrets: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
+) -> dict[str, str]:
+    """`git_env` plus BASE_CONFIG and the neutralizing config as `GIT_CONFIG_*` variables."""
+    env = git_env(secrets, extra_env)
+    return with_config(env, [*BASE_CONFIG, *neutralizing_config(cwd, env)])
+
+
+def with_config(env: dict[str, str], flags: list[str]) -> dict[str, str]:
+    """`env` with the `-c KEY=VALUE` pairs of `flags` appended as `GIT_CONFIG_KEY_n`/`_VALUE_n`."""
+    out = dict(env)
+    count = out.get("GIT_CONFIG_COUNT", "0")
+    n = int(count) if count.isdigit() else 0  # the caller's own entries come first: ours win
+    for flag in flags[1::2]:
+        key, _, value = flag.partition("=")
+        out[f"GIT_CONFIG_KEY_{n}"] = key
+        out[f"GIT_CONFIG_VALUE_{n}"] = value
+        n += 1
+    out["GIT_CONFIG_COUNT"] = str(n)
+    return out

@@ -120,6 +120,7 @@ class CommandPolicy:
             )
         if self.approval == "auto" or cmd in self._always:
             return
+        assert self.ask is not None  # approval = ask always has one (checked when made)
         answer = str(self.ask(cmd) or "").strip().lower()
         if answer in ("a", "always"):
             self._always.add(cmd)
@@ -252,7 +253,7 @@ def _is_settings_file(word: str) -> bool:
     return os.path.basename(word.rstrip("/")) == ".agentrc"
 
 
-def _compile_user_pattern(pattern: str):
+def _compile_user_pattern(pattern: str) -> regex.Pattern[str]:
     try:
         return regex.compile(pattern, flags=regex.VERSION0)
     except (regex.error, ValueError, OverflowError) as exc:

@@ -14,6 +14,8 @@ import ctypes
 import os
 import signal
 import time
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -24,7 +26,7 @@ _ROUNDS = 20
 def _become_subreaper() -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False  # not Linux: process groups are all there is
 
@@ -116,13 +118,14 @@ def _reap(pids: set[int]) -> None:
             pass
 
 
-def descendants(root: int, skip: set[int] = frozenset()) -> set[int]:
+def descendants(root: int, skip: AbstractSet[int] = frozenset()) -> set[int]:
     """Every live process below `root`, leaving out `skip` and everything below those."""
     children: dict[int, list[int]] = {}
     for pid, ppid, state in _processes():
         if state != "Z":
             children.setdefault(ppid, []).append(pid)
-    found, stack = set(), [root]
+    found: set[int] = set()
+    stack = [root]
     while stack:
         for child in children.get(stack.pop(), []):
             if child not in skip and child not in found:
@@ -131,7 +134,7 @@ def descendants(root: int, skip: set[int] = frozenset()) -> set[int]:
     return found
 
 
-def _processes():
+def _processes() -> Iterator[tuple[int, int, str]]:
     """(pid, parent pid, state) of every process, read from /proc."""
     try:
         names = os.listdir("/proc")

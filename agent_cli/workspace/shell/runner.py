@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -79,6 +80,7 @@ def run_command(
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         reason = "command not found" if code == 127 else f"cannot run it ({exc.strerror})"
         return CommandResult(cmd, code, f"{argv[0]}: {reason}", False, time.monotonic() - start)
+    assert proc.stdout is not None  # stdout=PIPE
     capture = _Capture(max_output_chars)
     try:
         timed_out = _supervise(proc, capture, start + timeout_s, spared)
@@ -104,9 +106,10 @@ def _argv(cmd: str | list[str]) -> list[str]:
 
 
 def _supervise(
-    proc: subprocess.Popen, capture: _Capture, deadline: float, spared: set[int]
+    proc: subprocess.Popen[bytes], capture: _Capture, deadline: float, spared: set[int]
 ) -> bool:
     """Collect output until the command ends or the deadline; stop its group; True on timeout."""
+    assert proc.stdout is not None  # stdout=PIPE
     fd = proc.stdout.fileno()
     eof = _pump(fd, capture, deadline, proc)
     if not eof and proc.poll() is not None:
@@ -125,7 +128,9 @@ def _supervise(
     return timed_out
 
 
-def _pump(fd: int, capture: _Capture, until: float, proc: subprocess.Popen | None = None) -> bool:
+def _pump(
+    fd: int, capture: _Capture, until: float, proc: subprocess.Popen[bytes] | None = None
+) -> bool:
     """Read into `capture` until end of file (True), time `until`, or `proc` exiting (False)."""
     poller = select.poll()  # not select.select: it fails on descriptors numbered above 1023
     poller.register(fd, select.POLLIN | select.POLLHUP)
@@ -140,7 +145,7 @@ def _pump(fd: int, capture: _Capture, until: float, proc: subprocess.Popen | Non
             capture.feed(chunk)
 
 
-def _stop_group(proc: subprocess.Popen, grace_s: float) -> None:
+def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM the command's process group, then SIGKILL whatever is left after `grace_s`."""
     if grace_s > 0:
         _signal_group(proc.pid, signal.SIGTERM)
@@ -266,7 +271,7 @@ def _bwrap_works(binary: str) -> bool:
 
 
 def bwrap_argv(
-    argv: list[str], cwd: Path, writable: list[Path], readonly: list[Path] = ()
+    argv: list[str], cwd: Path, writable: list[Path], readonly: Sequence[Path] = ()
 ) -> list[str]:
     """`argv` wrapped in bubblewrap: everything read-only but `writable`, a private /tmp, no network."""
     # /tmp is mounted before the writable binds so that a repository under /tmp stays visible.

@@ -1,0 +1,164 @@
+"""The repository through GitPython: the only module that imports it, its errors made ours.
+
+GitPython is imported on the first call, not with the package: a run's checks before its
+first model request use `safe.run_git`, so neither importing `agent_cli` nor that request
+waits for it. Every git process GitPython starts gets `safe.safe_env` (the scrubbed
+environment, no hooks, no fsmonitor, the repository's command-valued config emptied, no
+submodule recursion). GitPython copies `os.environ` under whatever it is given, so each
+variable the scrub removed is given as empty: its value never reaches git. The `git
+cat-file` helpers GitPython keeps for reading objects start under the same environment and
+run nothing a repository's config names; `close` ends them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent_cli.core.errors import GitError
+from agent_cli.workspace.git.safe import TIMEOUT_S, safe_env
+
+if TYPE_CHECKING:
+    from git import Repo
+
+_NO_GIT = ("git is not installed or not on PATH", "install git and run again")
+_REFRESH = "GIT_PYTHON_REFRESH"
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One commit as a log shows it."""
+
+    sha: str
+    summary: str
+    author: str
+
+
+def _import_gitpython() -> None:
+    """Import GitPython without letting an unusable git fail the import; GitError if unusable."""
+    previous = os.environ.get(_REFRESH)
+    os.environ.setdefault(_REFRESH, "quiet")  # a missing git becomes our error, not ImportError
+    try:
+        import git
+    except ImportError as exc:
+        raise GitError(f"GitPython cannot start: {exc}".splitlines()[0], _NO_GIT[1]) from None
+    finally:
+        if previous is None:
+            os.environ.pop(_REFRESH, None)
+    if not git.GIT_OK:
+        raise GitError(*_NO_GIT)
+
+
+class RepoHandle:
+    """A GitPython `Repo` on one work tree, opened on first use, every process kept safe."""
+
+    def __init__(self, root: Path, secrets: tuple[str, ...] = ()) -> None:
+        self.root = root
+        self.secrets = secrets
+        self._repo: Repo | None = None
+
+    def _open(self) -> Repo:
+        if self._repo is None:
+            _import_gitpython()
+            from git import Repo
+            from git.exc import GitError as GitPythonError
+
+            try:
+                self._repo = Repo(self.root)
+            except (GitPythonError, OSError) as exc:
+                raise GitError(
+                    f"{self.root} cannot be opened as a repository: {exc}",
+                    "check the repository with git status",
+                ) from exc
+        return self._repo
+
+    @contextmanager
+    def _safe(self) -> Iterator[Repo]:
+        """The Repo, its git processes under the safe environment computed now."""
+        repo = self._open()
+        env = safe_env(self.root, self.secrets)
+        blanks = {name: "" for name in os.environ if name not in env}
+        with repo.git.custom_environment(**env, **blanks):
+            yield repo
+
+    def run(self, args: list[str], extra_env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        """Run one git command through GitPython; (exit code, stdout, stderr), never raising."""
+        from git.exc import GitCommandNotFound
+
+        with self._safe() as repo:
+            try:
+                code, out, err = repo.git.execute(
+                    [repo.git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args],
+                    with_extended_output=True,
+                    with_exceptions=False,
+                    stdout_as_string=False,
+                    strip_newline_in_stdout=False,
+                    kill_after_timeout=TIMEOUT_S,
+                    env=extra_env,
+                )
+            except GitCommandNotFound:
+                raise GitError(*_NO_GIT) from None
+        return code, out.decode("utf-8", "surrogateescape"), err
+
+    def current_branch(self) -> str | None:
+        """The checked-out branch's short name, or None when HEAD is detached."""
+        with self._safe() as repo:
+            if repo.head.is_detached:
+                return None
+            return repo.head.reference.name
+
+    def head(self) -> str | None:
+        """The sha of the commit HEAD points at; None before the first commit."""
+        with self._safe() as repo:
+            try:
+                return repo.head.commit.hexsha
+            except ValueError:
+                return None
+
+    def branch_exists(self, name: str) -> bool:
+        """Whether a local branch `name` exists."""
+        with self._safe() as repo:
+            return any(head.name == name for head in repo.heads)
+
+    def switch_to_new_branch(self, name: str) -> None:
+        """Create branch `name` at HEAD and point HEAD at it; index and work tree stay as they are."""
+        with self._safe() as repo:
+            before = self.current_branch() or repo.head.commit.hexsha
+            try:
+                branch = repo.create_head(name, logmsg=f"branch: Created from {before}")
+                repo.head.set_reference(branch, logmsg=f"checkout: moving from {before} to {name}")
+            except (OSError, ValueError) as exc:
+                raise GitError(
+                    f"branch {name} could not be created: {exc}",
+                    "check the repository with git status",
+                ) from exc
+
+    def log(self, rev: str = "HEAD", max_count: int = 20) -> list[LogEntry]:
+        """The newest `max_count` commits reachable from `rev`, newest first."""
+        from git.exc import GitCommandError
+
+        with self._safe() as repo:
+            try:
+                return [
+                    LogEntry(
+                        sha=c.hexsha,
+                        summary=str(c.summary),
+                        author=str(c.author.name or ""),
+                    )
+                    for c in repo.iter_commits(rev, max_count=max_count)
+                ]
+            except (GitCommandError, ValueError) as exc:
+                raise GitError(
+                    f"the log of {rev} cannot be read: {' '.join(str(exc).split())}",
+                    "check the revision with git log",
+                ) from exc
+
+    def close(self) -> None:
+        """Release GitPython's caches and any helper process it started."""
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
