@@ -26,7 +26,7 @@ def before_request(rt) -> str:
                 "pinned notes were over their share of working memory"
             )
         )
-    rt.unpin_asked = set(over)
+    rt.ask_unpin(over)
     if not over:
         return ""
     return (
