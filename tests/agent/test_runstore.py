@@ -14,8 +14,8 @@ from agent_cli.agent.run.journal import JournalEntry, MemoryAdd
 from agent_cli.agent.run.migrations import SCHEMA_VERSION
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage
-from agent_cli.memory.working.memory import WorkingMemory
 from agent_cli.core.errors import AgentError, StorageError
+from agent_cli.memory.working.memory import WorkingMemory
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "state-0.1.0.json"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import Any, ClassVar, cast
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
@@ -99,7 +99,7 @@ def hint_blocks(hints: list[str]) -> str:
 
 def build_messages(
     rt: Runtime, index: int, attempt: int, steps_left: int, last: Exchange
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The request for the next step, assembled by `Request` (stable parts first, goal last)."""
     task = task_block(rt, index, attempt, steps_left)
     if last.nudge:
@@ -115,7 +115,8 @@ def build_messages(
         recalled="\n".join(p for p in (rt.recalled, rt.fixes) if p),
         pinned=context.pinned,
         memory=context.memory,
-        exchange=exchange_messages(last),
+        # Request takes the wire's plain dicts; these are typed where they are made.
+        exchange=cast("list[dict[str, Any]]", exchange_messages(last)),
         in_memory=results_in_memory(rt, last),
         task=task,
         hints=hint_blocks(rt.state.plan[index].hints),
@@ -164,7 +165,7 @@ def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
     return out
 
 
-def _ask(rt: Runtime, messages: list[dict], choice: str = "auto") -> ChatReply | None:
+def _ask(rt: Runtime, messages: list[dict[str, Any]], choice: str = "auto") -> ChatReply | None:
     """One model call, logged; None when the reply was not readable at all."""
     rt.log({"type": "request", "messages": messages})
     try:
@@ -177,7 +178,7 @@ def _ask(rt: Runtime, messages: list[dict], choice: str = "auto") -> ChatReply |
 
 
 def _ask_fitting(
-    rt: Runtime, build: Callable[[], list[dict]], choice: str = "auto"
+    rt: Runtime, build: Callable[[], list[dict[str, Any]]], choice: str = "auto"
 ) -> ChatReply | None:
     """Ask; when the server says the request overflowed its window, shrink it and ask once more."""
     try:

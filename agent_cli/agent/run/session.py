@@ -170,7 +170,7 @@ class Session:
                 run_id=run_id, goal=goal, branch=branch, repo=str(ws.root), base=base_branch
             )
         )
-        return self._execute(state, memory, recalled)
+        return self._execute(self.run, state, memory, recalled)
 
     @contextmanager
     def _before_run(self) -> Iterator[None]:
@@ -299,11 +299,12 @@ class Session:
         )
         self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
-        return self._execute(state, memory, self._recall(state.goal))
+        return self._execute(run, state, memory, self._recall(state.goal))
 
     # -- the loop -----------------------------------------------------------------------
-    def _execute(self, state: AgentState, memory: WorkingMemory, recalled: str) -> int:
-        run = self.run
+    def _execute(
+        self, run: RunRecord, state: AgentState, memory: WorkingMemory, recalled: str
+    ) -> int:
         self._base_usage = run.usage.model_copy()
         toolbox = self.sv.parts.make_toolbox(memory)
         toolbox.on_note = lambda item_id, text: self._noted(state, item_id, text)
@@ -324,7 +325,7 @@ class Session:
         )
         code, message = EXIT_ERROR, ""
         try:
-            outcome = self._tasks(rt, self.sv.workspace)
+            outcome = self._tasks(run, rt, self.sv.workspace)
             code, message = outcome.code, outcome.message
             # the model's facts about the repository first, then its summary for the human
             self._facts = self.mem.facts(rt, run.status)
@@ -348,9 +349,9 @@ class Session:
             self._done(code, message)
         return code
 
-    def _tasks(self, rt: Runtime, ws: Workspace) -> RunOutcome:
+    def _tasks(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
-        escalation = Escalation(rt, ws, ask, self.run.branch, self._answer)
+        escalation = Escalation(rt, ws, ask, run.branch, self._answer)
         index = 0
         while index < len(rt.state.plan):
             task = rt.state.plan[index]
@@ -362,7 +363,7 @@ class Session:
                 ws,
                 index,
                 self.cfg.accept_cmds,
-                self.run.run_id,
+                run.run_id,
                 verifier_model=self.sv.model,
                 on_verdict=self._on_verdict,
                 proofs=self.proofs,
@@ -372,10 +373,10 @@ class Session:
                 continue
             outcome = escalation.resolve(index)
             if outcome == "stop":
-                self.run.status = "escalated"
+                run.status = "escalated"
                 return RunOutcome(EXIT_ESCALATED, f"task {index + 1} needs you")
             index += outcome == "next"
-        return self._final_gate(rt, ws)
+        return self._final_gate(run, rt, ws)
 
     def _replan_after(self, rt: Runtime, index: int) -> None:
         """Ask whether the remaining tasks still make sense (within `max_replans`)."""
@@ -386,7 +387,7 @@ class Session:
         ):
             replan.revise(rt, index + 1)
 
-    def _final_gate(self, rt: Runtime, ws: Workspace) -> RunOutcome:
+    def _final_gate(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         if self.cfg.accept_cmds:
             verdict = run_acceptance(self.cfg.accept_cmds, ws.run_argv)
             self._on_verdict(verdict)
@@ -402,22 +403,22 @@ class Session:
                 )
             )
             if not verdict.passed:
-                self.run.status = "escalated"
+                run.status = "escalated"
                 self._emit(
                     events.Escalated(
                         index=-1,
                         goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
                         summary="every task passed its own check",
                         reason=verdict.reason,
-                        next_steps=next_steps(self.run.branch, bool(ws.changed_files()), True),
+                        next_steps=next_steps(run.branch, bool(ws.changed_files()), True),
                     )
                 )
                 return RunOutcome(EXIT_ESCALATED, "the final acceptance gate failed")
         skipped = [i for i, t in enumerate(rt.state.plan) if t.status == "skipped"]
         if skipped:
-            self.run.status = "skipped"
+            run.status = "skipped"
             return RunOutcome(EXIT_ESCALATED, skipped_message(rt.state.plan, skipped))
-        self.run.status = "verified"
+        run.status = "verified"
         return RunOutcome(EXIT_OK, "every task verified")
 
     def _on_verdict(self, verdict: Verdict) -> None:

@@ -214,5 +214,5 @@ class RunStore:
         """The newest run that did not end with every task verified."""
         for s in reversed(self.list()):
             if s.get("status") not in FINISHED and s.get("status") != "unreadable":
-                return s["run_id"]
+                return str(s["run_id"])
         return None
