@@ -77,6 +77,11 @@ class RunConfig:
     ask_human: bool = False  # a terminal to ask on when a task is rejected
 
 
+def _settled(state: AgentState) -> tuple[int, ...]:
+    """The tasks whose outcome is final work: verified, or skipped by the human."""
+    return tuple(i for i, t in enumerate(state.plan) if t.status in ("verified", "skipped"))
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """How the run's tasks ended: the exit code and the one line that says why."""
@@ -308,7 +313,7 @@ class Session:
         self._base_usage = run.usage.model_copy()
         toolbox = self.sv.parts.make_toolbox(memory)
         toolbox.on_note = lambda item_id, text: self._noted(state, item_id, text)
-        self._verified = tuple(state.done_tasks())
+        self._verified = _settled(state)
         self.rt = rt = Runtime(
             model=self.sv.model,
             toolbox=toolbox,
@@ -447,9 +452,7 @@ class Session:
         self.run.memory = self.rt.memory.export_state()
         self.run.learned = self.mem.learned.to_dict()
         self.run.usage = self._usage()
-        verified = tuple(
-            i for i, t in enumerate(self.rt.state.plan) if t.status in ("verified", "skipped")
-        )
+        verified = _settled(self.rt.state)
         durable = verified != self._verified or self.run.status != "running"
         self.store.save(self.run, durable=durable)
         self._notes.clear()  # they are in the saved memory
