@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent_cli.agent.adapt.escalate import Answer
-from agent_cli.agent.attempt.executor import Limits
+from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStore
@@ -256,7 +256,7 @@ class RunKit:
             run_command=self.workspace.run_for_model,
             is_test=is_test_command,
             memory=memory,
-            secrets=self.settings.secrets(),
+            secrets=self.workspace.secrets,
             recall_longterm=self.recall_longterm,
         )
 
@@ -332,18 +332,19 @@ def execute(opts: RunOptions) -> int:
 def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: RunConsole) -> int:
     state_dir = settings.state_dir(repo_path)
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
+    secrets = workspace.secrets  # settings.secrets(), read once for the whole run
     embedder = make_embedder(settings)
     place = memory_place(settings, state_dir)
-    with workspace, LazyLongTermMemory(place, embedder, settings.secrets()) as lazy:
+    with workspace, LazyLongTermMemory(place, embedder, secrets) as lazy:
         # A memory server that is down: one notice, the run goes on without it, and what it
         # would have written waits in the outbox for the next run that reaches the server.
         longterm = FallbackLongTerm(
             lambda: lazy,
             notice=lambda text: console.emit(Notice(text=text)),
-            outbox=Outbox(state_dir / OUTBOX, str(place), settings.secrets()),
+            outbox=Outbox(state_dir / OUTBOX, str(place), secrets),
         )
         workspace.git.exclude_state(state_dir)  # before anything is written into it
-        store = RunStore(state_dir, settings.secrets())
+        store = RunStore(state_dir, secrets)
         lock = RunLock(state_dir / "run.lock")
         run_id, changed = check_local(workspace, store, lock, opts)
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
@@ -358,7 +359,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
             allow_dirty=opts.allow_dirty,
             plan_only=opts.plan_only,
             approve=approve,
-            secrets=settings.secrets(),
+            secrets=secrets,
             memory_ttl_days=settings.memory_ttl_days,
             limits=Limits(
                 settings.max_steps,

@@ -10,8 +10,11 @@ from pathlib import Path
 _NEW_FILE_MODE = 0o644
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Replace `path` with `data` so that readers see the old or the new file, never a part."""
+def write_atomic(path: str | Path, data: str | bytes, *, durable: bool = True) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never a part.
+
+    `durable` flushes the file and the rename to the disk before returning, so the new file
+    outlives a power cut too; without it a killed process still leaves a whole file."""
     path = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     mode = _mode_for(path)
@@ -20,17 +23,19 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
-def append_line(path: str | Path, line: str) -> None:
-    """Append one line (a JSONL record) to `path` and flush it to disk before returning."""
+def append_line(path: str | Path, line: str, *, durable: bool = True) -> None:
+    """Append one line (a JSONL record) to `path`, flushed to the disk when `durable`."""
     text = line.rstrip("\n")
     if "\n" in text:
         raise ValueError("append_line takes a single line; the text holds a newline")
@@ -41,7 +46,8 @@ def append_line(path: str | Path, line: str) -> None:
         data = (text + "\n").encode("utf-8")
         while data:
             data = data[os.write(fd, data) :]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except OSError:
         _truncate_quietly(fd, size)  # a full disk must not leave half a line behind
         raise

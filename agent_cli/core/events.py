@@ -6,10 +6,83 @@ JSON line. The loop never prints: it calls `emit(event)` and the console decides
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal, Union
+from collections.abc import Callable, Iterable
+from typing import Literal, Required, Union
 
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+
+from agent_cli.core.models import Task, TaskStatus
+
+
+class PlannedTask(TypedDict, total=False):
+    """A task of a plan as events carry it: every field of `models.Task`."""
+
+    goal: Required[str]
+    acceptance: str
+    acceptance_cmd: str | None
+    status: TaskStatus
+    attempts: int
+    last_reason: str
+    summary: str
+    commit: str | None
+    exit_code: int | None
+    max_attempts: int
+    hints: list[str]
+    left_files: list[str]
+    baseline: Literal["pass", "fail"] | None
+    proof: Literal["red-green", "regression-only"] | None
+
+
+class TaskReport(TypedDict, total=False):
+    """A task as the end of a run reports it; `status` is never "running": "unfinished"."""
+
+    goal: Required[str]
+    attempts: int
+    status: Required[str]
+    acceptance_cmd: str | None
+    exit_code: int | None
+    commit: str | None
+    proof: str | None
+
+
+def planned(tasks: Iterable[Task]) -> list[PlannedTask]:
+    """The tasks as a plan event carries them."""
+    return [
+        PlannedTask(
+            goal=t.goal,
+            acceptance=t.acceptance,
+            acceptance_cmd=t.acceptance_cmd,
+            status=t.status,
+            attempts=t.attempts,
+            last_reason=t.last_reason,
+            summary=t.summary,
+            commit=t.commit,
+            exit_code=t.exit_code,
+            max_attempts=t.max_attempts,
+            hints=list(t.hints),
+            left_files=list(t.left_files),
+            baseline=t.baseline,
+            proof=t.proof,
+        )
+        for t in tasks
+    ]
+
+
+def reported(tasks: Iterable[Task], accept_cmds: list[str]) -> list[TaskReport]:
+    """The tasks as the end of a run reports them (a task cut short by the end: "unfinished")."""
+    return [
+        TaskReport(
+            goal=t.goal,
+            attempts=t.attempts,
+            status="unfinished" if t.status == "running" else t.status,
+            acceptance_cmd=t.acceptance_cmd or "; ".join(accept_cmds) or None,
+            exit_code=t.exit_code,
+            commit=t.commit,
+            proof=t.proof,
+        )
+        for t in tasks
+    ]
 
 
 class RunStarted(BaseModel):
@@ -32,7 +105,7 @@ class Planning(BaseModel):
 class PlanMade(BaseModel):
     event: Literal["plan"] = "plan"
     goal: str
-    tasks: list[dict]  # Task.model_dump(): goal, acceptance, acceptance_cmd, status, attempts
+    tasks: list[PlannedTask]
     success_criteria: str = ""
     accept_cmds: list[str] = Field(default_factory=list)
 
@@ -108,8 +181,8 @@ class PlanRevised(BaseModel):
     event: Literal["plan_revised"] = "plan_revised"
     start: int  # 0-based index of the first replaced task
     reason: str
-    old: list[dict]  # the replaced tasks
-    new: list[dict]  # the tasks that replace them
+    old: list[PlannedTask]  # the replaced tasks
+    new: list[PlannedTask]  # the tasks that replace them
     asked_by: str = "harness"  # "harness" (after a verified task) or "human"
 
 
@@ -154,7 +227,7 @@ class RunDone(BaseModel):
     run_id: str
     status: str  # verified, escalated, skipped, budget_exhausted, interrupted, failed, planned
     exit_code: int
-    tasks: list[dict]  # goal, status (never "running": "unfinished"), attempts, acceptance_cmd...
+    tasks: list[TaskReport]
     steps: int
     prompt_tokens: int
     completion_tokens: int

@@ -20,7 +20,7 @@ _PATTERNS = [
 ]
 
 
-def _mask(m: re.Match) -> str:
+def _mask(m: re.Match[str]) -> str:
     return (m.groupdict().get("keep") or "") + MASK
 
 

@@ -14,8 +14,12 @@ import hashlib
 import os
 import tempfile
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from agent_cli.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import tiktoken
 
 DEFAULT_ENCODING = "o200k_base"
 SHIPPED = ("o200k_base", "cl100k_base")
@@ -63,7 +67,7 @@ def _seed_cache(name: str) -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def get_encoding(name: str = DEFAULT_ENCODING):
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """A tiktoken Encoding for one of the shipped encodings, loaded without network."""
     if name not in SHIPPED:
         raise ConfigError(f"unknown encoding {name!r}", f"use one of: {', '.join(SHIPPED)}")

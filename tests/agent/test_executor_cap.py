@@ -15,3 +15,14 @@ def test_long_results_are_cut_with_a_marker_inside_the_fence():
 def test_short_results_are_untouched():
     small = ToolResult("run", "ok")
     assert capped(small, 200) is small
+
+
+def test_a_result_within_the_cap_by_its_bytes_is_not_tokenised():
+    # Each token holds at least one byte, so a text of at most `cap` bytes is within the cap;
+    # one of more bytes but fewer tokens is still counted and kept whole.
+    tokens.get_encoding.cache_clear()
+    small = ToolResult("read_file", "x" * 200)
+    assert capped(small, 200) is small
+    assert tokens.get_encoding.cache_info().currsize == 0
+    words = ToolResult("read_file", "word " * 100)  # 500 bytes, about 100 tokens
+    assert capped(words, 200) is words and tokens.get_encoding.cache_info().currsize == 1

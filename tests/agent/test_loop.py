@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.agent.attempt.executor import Limits
+from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStore
 from agent_cli.cli.wiring import RunKit, RunOptions, build_model, open_workspace

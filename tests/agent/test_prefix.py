@@ -3,7 +3,8 @@ step: nothing that changes every step sits before the end of the working memory.
 
 from __future__ import annotations
 
-from agent_cli.agent.attempt.executor import Exchange, Limits, Runtime, build_messages
+from agent_cli.agent.attempt.executor import Exchange, build_messages
+from agent_cli.agent.attempt.runtime import Limits, Runtime
 from agent_cli.agent.run.state import AgentState
 from agent_cli.core import fences
 from agent_cli.core.models import Task, ToolCall

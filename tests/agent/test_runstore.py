@@ -9,8 +9,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agent_cli.agent.run.store import RunRecord, RunStore
+from agent_cli.agent.run import journal, migrations
+from agent_cli.agent.run.journal import JournalEntry, MemoryAdd
+from agent_cli.agent.run.migrations import SCHEMA_VERSION
+from agent_cli.agent.run.state import AgentState
+from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage
 from agent_cli.core.errors import AgentError, StorageError
+from agent_cli.memory.working.memory import WorkingMemory
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "state-0.1.0.json"
 
@@ -19,11 +24,49 @@ def test_a_record_read_and_saved_again_is_the_same_file_byte_for_byte(tmp_path):
     old = json.loads(FIXTURE.read_text())
     store = RunStore(tmp_path)
     store.run_dir(old["run_id"]).mkdir(parents=True)
-    shutil.copy(FIXTURE, store.run_dir(old["run_id"]) / "state.json")
+    path = store.run_dir(old["run_id"]) / "state.json"
+    shutil.copy(FIXTURE, path)
     record = store.load(old["run_id"])
     assert record.status == "failed" and record.usage.cost_usd == old["usage"]["cost_usd"]
     store.save(record)
-    assert (store.run_dir(old["run_id"]) / "state.json").read_text() == FIXTURE.read_text()
+    # 0.1.0's file, upgraded by the named migrations: its own keys first, in its order, then
+    # the fields it had not yet, then the schema version; written as the old one was.
+    upgraded = json.loads(FIXTURE.read_text())
+    for key in ("budget_steps", "budget_usd", "spent_usd", "attempts"):
+        del upgraded["agent_state"][key]
+    upgraded |= {"base_branch": "", "learned": {}, "schema_version": SCHEMA_VERSION}
+    assert path.read_text() == json.dumps(upgraded, indent=1, ensure_ascii=False)
+    saved = path.read_text()
+    store.save(store.load(old["run_id"]))
+    assert path.read_text() == saved  # a current record reads and saves back byte for byte
+
+
+def test_the_migrations_are_named_ordered_and_each_upgrades_one_version():
+    assert len(migrations.MIGRATIONS) + 1 == SCHEMA_VERSION
+    names = [m.__name__ for m in migrations.MIGRATIONS]
+    assert names == sorted(names) and all(
+        n.startswith(f"m{i + 1:03}_") for i, n in enumerate(names)
+    )
+    record = migrations.upgrade(json.loads(FIXTURE.read_text()), "state.json")
+    assert record["schema_version"] == SCHEMA_VERSION and record["base_branch"] == ""
+    assert "spent_usd" not in record["agent_state"]
+    # a version-2 record only gets the migrations past version 2
+    two = {"schema_version": 2, "agent_state": {"budget_usd": 5.0}}
+    assert migrations.upgrade(two, "s")["agent_state"] == {}
+    assert "base_branch" not in two
+
+
+def test_a_record_of_a_newer_schema_or_with_an_unknown_key_is_refused_naming_it(tmp_path):
+    store = RunStore(tmp_path)
+    store.save(RunRecord(run_id="r1", goal="g", branch="agent/r1"))
+    path = store.run_dir("r1") / "state.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(data | {"schema_version": SCHEMA_VERSION + 1}))
+    with pytest.raises(StorageError, match="r1/state.json was written by a newer agent"):
+        store.load("r1")
+    path.write_text(json.dumps(data | {"surprise": 1}))
+    with pytest.raises(StorageError, match="r1/state.json cannot be read: surprise"):
+        store.load("r1")
 
 
 def test_the_status_is_one_of_the_known_ones():
@@ -54,3 +97,45 @@ def test_the_resume_target_is_the_newest_unfinished_run_or_a_clear_error(tmp_pat
     assert store.target(None) == "20250101-000000-aaaa"
     with pytest.raises(AgentError, match="no run 'nope'"):
         store.target("nope")
+
+
+def test_a_tool_call_appends_to_the_journal_and_a_save_empties_it(tmp_path):
+    store = RunStore(tmp_path, secrets=("sk-secret-value",))
+    record = RunRecord(run_id="r1", goal="g", branch="agent/r1")
+    store.save(record)
+    entry = JournalEntry(
+        step=1, task=0, usage=RunUsage(prompt_tokens=5), notes=("sk-secret-value",)
+    )
+    store.journal("r1", entry.model_dump_json())
+    state_before = (store.run_dir("r1") / "state.json").read_text()
+    lines = store.journal_lines("r1")
+    assert len(lines) == 1 and "sk-secret-value" not in lines[0]
+    assert (store.run_dir("r1") / "state.json").read_text() == state_before  # not rewritten
+    store.save(record)
+    assert store.journal_lines("r1") == []
+
+
+def test_replay_applies_only_the_entries_past_the_saved_step_and_skips_a_torn_line():
+    memory = WorkingMemory(max_tokens=4000)
+    state = AgentState(goal="g", step=2)
+    lines = [
+        JournalEntry(step=s, task=0, usage=RunUsage(prompt_tokens=10 * s)).model_dump_json()
+        for s in (1, 2)
+    ]
+    lines.append(
+        JournalEntry(
+            step=3,
+            task=0,
+            usage=RunUsage(prompt_tokens=30, cost_usd=0.5),
+            added=MemoryAdd(kind="file", text="the file", summary="read f.py"),
+            notes=("f.py is small",),
+        ).model_dump_json()
+    )
+    lines.append(lines[-1][:20])  # a kill in the middle of an append
+    noted: list[tuple[str, str]] = []
+    usage = journal.replay(journal.parse(lines), state, memory, lambda i, t: noted.append((i, t)))
+    assert state.step == 3 and memory.step == 1
+    assert usage == RunUsage(prompt_tokens=30, cost_usd=0.5)
+    texts = [item.text for item in memory.hot_items()]
+    assert texts == ["f.py is small", "the file"] and noted[0][1] == "f.py is small"
+    assert journal.replay(journal.parse(lines), state, memory, lambda i, t: None) is None

@@ -103,3 +103,35 @@ def test_render_is_bounded_but_the_goal_is_whole():
     assert len(text) - len(long_goal) < 20_000
     assert "(480 earlier facts not shown)" in text
     assert "(70 more tasks not shown)" in text
+
+
+def test_plan_events_carry_every_field_of_a_task_and_the_run_report_no_running_task():
+    from agent_cli.core import events
+    from agent_cli.core.models import Task
+
+    assert list(events.PlannedTask.__annotations__) == list(Task.model_fields)
+    tasks = [Task(goal="a", acceptance_cmd="true", status="running", attempts=1), Task(goal="b")]
+    plan = events.PlanMade(goal="g", tasks=events.planned(tasks))
+    assert plan.model_dump()["tasks"] == [t.model_dump() for t in tasks]
+    done = events.RunDone(
+        run_id="r",
+        status="failed",
+        exit_code=1,
+        tasks=events.reported(tasks, ["make check"]),
+        steps=1,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+    )
+    first, second = done.model_dump()["tasks"]
+    assert first["status"] == "unfinished" and first["acceptance_cmd"] == "true"
+    assert second["status"] == "pending" and second["acceptance_cmd"] == "make check"
+    assert list(first) == [
+        "goal",
+        "attempts",
+        "status",
+        "acceptance_cmd",
+        "exit_code",
+        "commit",
+        "proof",
+    ]

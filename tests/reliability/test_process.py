@@ -1,7 +1,7 @@
 """The agent process killed or interrupted at different points: real signals to a real process.
 
 SIGKILL cannot be caught, so what survives is only what was already on disk: state.json is
-replaced atomically after every step, and `--resume` must continue from it without planning
+replaced atomically at each task boundary and each tool call is in the run's journal, and `--resume` must continue from it without planning
 again and without redoing a verified task. SIGINT and SIGTERM save the state and exit 130.
 """
 
@@ -181,11 +181,11 @@ from pathlib import Path
 from agent_cli.agent.run.store import RunRecord, RunStore
 store = RunStore(Path(sys.argv[1]))
 path = store.run_dir("run-1") / "state.json"
-n = json.loads(path.read_text())["n"] if path.exists() else 0
+n = json.loads(path.read_text())["steps"] if path.exists() else 0
 while True:
     n += 1
-    store.save(RunRecord(run_id="run-1", goal="g", branch="agent/run-1", n=n,
-                         padding=[str(n) * 50] * 4000))
+    store.save(RunRecord(run_id="run-1", goal="g", branch="agent/run-1", steps=n,
+                         memory={"padding": [str(n) * 50] * 4000}))
 """
 
 
@@ -204,7 +204,8 @@ def test_sigkill_mid_write_and_at_random_moments_never_leaves_a_torn_state_file(
     for i in range(12):
         child = subprocess.Popen([PY, "-c", _SAVER, str(tmp_path)])
         wait_for(
-            lambda: state.exists() and json.loads(state.read_text())["n"] > last, what="a new save"
+            lambda: state.exists() and json.loads(state.read_text())["steps"] > last,
+            what="a new save",
         )
         if i % 2:
             time.sleep(rng.uniform(0.0, 0.05))
@@ -216,6 +217,6 @@ def test_sigkill_mid_write_and_at_random_moments_never_leaves_a_torn_state_file(
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         data = json.loads(state.read_text())  # never a torn file: the old one or the new one
-        assert data["padding"] == [str(data["n"]) * 50] * 4000
-        assert data["n"] > last
-        last = data["n"]
+        assert data["memory"]["padding"] == [str(data["steps"]) * 50] * 4000
+        assert data["steps"] > last
+        last = data["steps"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent_cli.agent.adapt import replan
-from agent_cli.agent.attempt.executor import Runtime
+from agent_cli.agent.attempt.runtime import Runtime
 from agent_cli.agent.judge.dispatch import held_files
 from agent_cli.core import events
 from agent_cli.core.protocols import Workspace

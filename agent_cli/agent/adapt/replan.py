@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
-from agent_cli.agent.attempt.executor import Runtime, check_budgets
+from agent_cli.agent.attempt.runtime import Runtime, check_budgets
 from agent_cli.core import events, fences, strictjson
 from agent_cli.core.errors import MalformedReply
 from agent_cli.core.models import Task
@@ -178,8 +178,8 @@ def revise(
 def apply(rt: Runtime, start: int, revision: Revision, asked_by: str) -> None:
     """Replace the tasks from `start` on, save the state, then tell (in that order)."""
     state = rt.state
-    old = [t.model_dump() for t in state.plan[start:]]
-    new = [t.model_dump() for t in revision.tasks]
+    old = events.planned(state.plan[start:])
+    new = events.planned(revision.tasks)
     event = events.PlanRevised(
         start=start,
         reason=revision.reason or "(no reason given)",

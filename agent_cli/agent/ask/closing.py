@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
-from agent_cli.agent.attempt.executor import Runtime
+from agent_cli.agent.attempt.runtime import Runtime
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 

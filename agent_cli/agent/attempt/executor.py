@@ -10,74 +10,56 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
-from agent_cli.agent.ask.window import Window
 from agent_cli.agent.attempt import loopguard, pins
-from agent_cli.agent.attempt.freshness import FileViews, after_tool
-from agent_cli.agent.attempt.toolbox import TOOLS, Toolbox, ToolResult, fenced
-from agent_cli.agent.run.state import AgentState
+from agent_cli.agent.attempt.freshness import after_tool
+from agent_cli.agent.attempt.runtime import Limits, Runtime, check_budgets
+from agent_cli.agent.attempt.toolbox import TOOLS, ToolResult, fenced
+from agent_cli.agent.run.journal import MemoryAdd, StepRecord
 from agent_cli.core import events, fences, tokens
-from agent_cli.core.errors import AgentError, BudgetExhausted, ContextOverflow, MalformedReply
-from agent_cli.core.models import ChatReply, ToolCall
-from agent_cli.core.protocols import ChatModel
+from agent_cli.core.errors import AgentError, ContextOverflow, MalformedReply
+from agent_cli.core.messages import AssistantMessage, Message, ToolMessage
+from agent_cli.core.models import ChatReply, ToolCall, Usage
 from agent_cli.core.redact import redact
-from agent_cli.memory.working.memory import WorkingMemory
 
 MAX_MALFORMED_IN_A_ROW = 10
 
 
-@dataclass
-class Limits:
-    """The run's budgets and caps."""
+@dataclass(frozen=True)
+class Finished:
+    """The model called finish: its summary, for the verifier."""
 
-    max_steps: int
-    task_max_steps: int
-    budget_usd: float
-    tool_output_max_tokens: int
-    context_window: int = 128_000  # the model's, in tokens (a setting, or what the server says)
-    reserved_output_tokens: int = 4096
-
-    def window(self) -> Window:
-        """What a request may take: the context window less the answer's reserve."""
-        return Window(self.context_window, self.reserved_output_tokens)
+    summary: str
+    steps: int
+    finished: ClassVar[bool] = True
+    reason: ClassVar[str] = ""
 
 
-@dataclass
-class Runtime:
-    """Everything one run shares across tasks and attempts."""
+@dataclass(frozen=True)
+class Stopped:
+    """The attempt ended without finish: why (its step budget, a loop)."""
 
-    model: ChatModel
-    toolbox: Toolbox
-    memory: WorkingMemory
-    state: AgentState
-    limits: Limits
-    emit: events.Emit
-    log: Callable[[dict], None]
-    save: Callable[[], None]
-    recalled: str = ""
-    instructions: Any = None  # agent.instructions.Instructions, or None
-    fixes: str = ""  # fixes of earlier runs for the failure the current task just had
-    views: FileViews = field(default_factory=FileViews)  # items showing files (freshness.py)
-    unpin_asked: set[str] = field(default_factory=set)  # pinned notes the model was asked about
-    spent_before: float = 0.0  # money spent by earlier sessions of a resumed run
-    malformed: int = 0
-
-    def spent(self) -> float:
-        """Dollars spent by the whole run so far."""
-        return self.spent_before + self.model.usage.cost_usd
+    reason: str
+    steps: int
+    finished: ClassVar[bool] = False
+    summary: ClassVar[str] = ""
 
 
-@dataclass
-class AttemptOutcome:
-    """How an attempt ended: `finished` when the model called finish."""
+AttemptOutcome = Finished | Stopped
 
-    finished: bool
-    summary: str = ""
-    steps: int = 0
-    reason: str = ""
+
+@dataclass(frozen=True)
+class RunAgain:
+    """The step is over and the attempt goes on, with this exchange shown next."""
+
+    last: Exchange
+    steps: int
+
+
+StepOutcome = RunAgain | Finished | Stopped
 
 
 @dataclass
@@ -88,28 +70,6 @@ class Exchange:
     results: list[str] = field(default_factory=list)
     items: list[str | None] = field(default_factory=list)  # the working-memory item of each result
     nudge: str = ""
-
-
-def check_budgets(rt: Runtime) -> None:
-    """Raise BudgetExhausted when the run's step or money budget is used up."""
-    steps, lim = rt.state.step, rt.limits
-    if steps >= lim.max_steps:
-        raise BudgetExhausted(
-            f"the step budget ran out: {steps} of {lim.max_steps} tool calls used",
-            "raise --max-steps and continue with `agent run --resume`",
-            budget="max_steps",
-            used=steps,
-            limit=lim.max_steps,
-        )
-    spent = rt.spent()
-    if spent >= lim.budget_usd:
-        raise BudgetExhausted(
-            f"the money budget ran out: ${spent:.4f} of ${lim.budget_usd:.2f} used",
-            "raise --budget-usd and continue with `agent run --resume`",
-            budget="budget_usd",
-            used=spent,
-            limit=lim.budget_usd,
-        )
 
 
 def task_block(rt: Runtime, index: int, attempt: int, steps_left: int) -> str:
@@ -139,7 +99,7 @@ def hint_blocks(hints: list[str]) -> str:
 
 def build_messages(
     rt: Runtime, index: int, attempt: int, steps_left: int, last: Exchange
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The request for the next step, assembled by `Request` (stable parts first, goal last)."""
     task = task_block(rt, index, attempt, steps_left)
     if last.nudge:
@@ -155,7 +115,8 @@ def build_messages(
         recalled="\n".join(p for p in (rt.recalled, rt.fixes) if p),
         pinned=context.pinned,
         memory=context.memory,
-        exchange=exchange_messages(last),
+        # Request takes the wire's plain dicts; these are typed where they are made.
+        exchange=cast("list[dict[str, Any]]", exchange_messages(last)),
         in_memory=results_in_memory(rt, last),
         task=task,
         hints=hint_blocks(rt.state.plan[index].hints),
@@ -171,29 +132,23 @@ def instructions_block(rt: Runtime) -> str:
     return rt.instructions.render()
 
 
-def exchange_messages(last: Exchange) -> list[dict]:
+def exchange_messages(last: Exchange) -> list[Message]:
     """The previous reply's tool calls and their results, as chat messages."""
     if not last.calls:
         return []
-    messages: list[dict] = [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in last.calls
-            ],
-        }
-    ]
-    messages += [
+    call: AssistantMessage = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in last.calls
+        ],
+    }
+    results: list[ToolMessage] = [
         {"role": "tool", "tool_call_id": c.id, "content": r}
         for c, r in zip(last.calls, last.results, strict=False)
     ]
-    return messages
+    return [call, *results]
 
 
 def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
@@ -210,7 +165,7 @@ def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
     return out
 
 
-def _ask(rt: Runtime, messages: list[dict], choice: str = "auto") -> ChatReply | None:
+def _ask(rt: Runtime, messages: list[dict[str, Any]], choice: str = "auto") -> ChatReply | None:
     """One model call, logged; None when the reply was not readable at all."""
     rt.log({"type": "request", "messages": messages})
     try:
@@ -223,7 +178,7 @@ def _ask(rt: Runtime, messages: list[dict], choice: str = "auto") -> ChatReply |
 
 
 def _ask_fitting(
-    rt: Runtime, build: Callable[[], list[dict]], choice: str = "auto"
+    rt: Runtime, build: Callable[[], list[dict[str, Any]]], choice: str = "auto"
 ) -> ChatReply | None:
     """Ask; when the server says the request overflowed its window, shrink it and ask once more."""
     try:
@@ -260,26 +215,27 @@ def shrink_window(limits: Limits, overflow: ContextOverflow) -> None:
 
 
 def _count_malformed(rt: Runtime, malformed: bool) -> None:
-    rt.malformed = rt.malformed + 1 if malformed else 0
-    if rt.malformed >= MAX_MALFORMED_IN_A_ROW:
+    in_a_row = rt.count_reply(malformed)
+    if in_a_row >= MAX_MALFORMED_IN_A_ROW:
         raise AgentError(
-            f"the model sent {rt.malformed} malformed replies in a row",
+            f"the model sent {in_a_row} malformed replies in a row",
             "check that the model supports function tools; the state is saved, "
             "continue with `agent run --resume`",
         )
 
 
 def _record(
-    rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage, remember: bool = True
+    rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage: Usage, remember: bool = True
 ) -> tuple[str, str | None]:
     """Put a tool result in working memory (unless a repeat), advance the step, emit and log it.
 
     Returns the result as the next request shows it, and the id of its memory item (or None)."""
     rt.state.step += 1
     rt.memory.tick()
-    item_id = None
+    item_id, added = None, None
     if remember and result.kind != "note" and not result.finished:
-        item_id = rt.memory.add(result.kind, fenced(result), summary=result.memory_summary())
+        added = MemoryAdd(kind=result.kind, text=fenced(result), summary=result.memory_summary())
+        item_id = rt.memory.add(added.kind, added.text, summary=added.summary)
     after_tool(rt.views, rt.memory, item_id, result, rt.toolbox.blob_of)
     rt.emit(
         events.ToolRan(
@@ -303,12 +259,14 @@ def _record(
             "result": result.text,
         }
     )
-    rt.save()
+    rt.journal(StepRecord(step=rt.state.step, task=index, added=added))
     return fenced(capped(result, rt.limits.tool_output_max_tokens)), item_id
 
 
 def capped(result: ToolResult, max_tokens: int) -> ToolResult:
     """The result with its text cut to `max_tokens` (head and tail kept, the cut said)."""
+    if len(result.text.encode("utf-8")) <= max_tokens:
+        return result  # a token holds at least one byte: no need to count
     total = tokens.count(result.text)
     if total <= max_tokens:
         return result
@@ -340,7 +298,7 @@ def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
             index=index, step=rt.state.step, name="(none)", ok=False, summary=f"the reply {what}"
         )
     )
-    rt.save()
+    rt.journal(StepRecord(step=rt.state.step, task=index))
     return Exchange(
         nudge=f"your last reply {what}. Every reply must be a tool call; call "
         "finish(summary) when the task is done."
@@ -370,45 +328,52 @@ def _guard(
 
 def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
     """Carry out one attempt at task `index` until finish or the task's step budget."""
-    last, steps, guard = Exchange(), 0, loopguard.LoopGuard()
+    outcome: StepOutcome = RunAgain(Exchange(), 0)
+    guard = loopguard.LoopGuard()
     rt.memory.lay_out()  # recalled memory changes here, so the whole context is new anyway
-    while True:
-        check_budgets(rt)
+    while isinstance(outcome, RunAgain):
+        outcome = step(rt, index, attempt, outcome, guard)
+    return outcome
+
+
+def step(
+    rt: Runtime, index: int, attempt: int, now: RunAgain, guard: loopguard.LoopGuard
+) -> StepOutcome:
+    """One request and the tool calls of its reply."""
+    last, steps = now.last, now.steps
+    check_budgets(rt)
+    if steps >= rt.limits.task_max_steps:
+        return Stopped(
+            f"the attempt used all {rt.limits.task_max_steps} tool calls of its step budget "
+            "without calling finish",
+            steps,
+        )
+    left = rt.limits.task_max_steps - steps
+    # Every reply must be a tool call: after one that was not, the server is told so too.
+    choice = "required" if last.nudge else "auto"
+    reply = _ask_fitting(rt, lambda: build_messages(rt, index, attempt, left, last), choice)
+    if reply is None or not reply.tool_calls:
+        return RunAgain(_no_call(rt, index, reply), steps + 1)
+    shown = Exchange()
+    for call in reply.tool_calls:
         if steps >= rt.limits.task_max_steps:
-            return AttemptOutcome(
-                False,
-                steps=steps,
-                reason=(
-                    f"the attempt used all {rt.limits.task_max_steps} tool calls of its step budget "
-                    "without calling finish"
-                ),
+            break  # the budget is per call: the rest of this reply is never run
+        check_budgets(rt)
+        steps += 1
+        arguments = redact(call.arguments, rt.toolbox.secrets)[:500]
+        rt.emit(
+            events.ToolCalled(
+                index=index, step=rt.state.step + 1, name=call.name, arguments=arguments
             )
-        left = rt.limits.task_max_steps - steps
-        # Every reply must be a tool call: after one that was not, the server is told so too.
-        choice = "required" if last.nudge else "auto"
-        reply = _ask_fitting(rt, lambda: build_messages(rt, index, attempt, left, last), choice)  # noqa: B023 (called at once)
-        if reply is None or not reply.tool_calls:
-            last, steps = _no_call(rt, index, reply), steps + 1
-            continue
-        last = Exchange()
-        for call in reply.tool_calls:
-            if steps >= rt.limits.task_max_steps:
-                break  # the budget is per call: the rest of this reply is never run
-            check_budgets(rt)
-            steps += 1
-            shown = redact(call.arguments, rt.toolbox.secrets)[:500]
-            rt.emit(
-                events.ToolCalled(
-                    index=index, step=rt.state.step + 1, name=call.name, arguments=shown
-                )
-            )
-            result, repeats = _guard(rt, index, guard, call, rt.toolbox.execute(call))
-            _count_malformed(rt, result.malformed)
-            last.calls.append(call)
-            shown_text, item_id = _record(rt, index, call, result, reply.usage, repeats == 1)
-            last.results.append(shown_text)
-            last.items.append(item_id)
-            if result.finished:
-                return AttemptOutcome(True, summary=result.text[:2000], steps=steps)
-            if repeats >= loopguard.STOP_AT:
-                return AttemptOutcome(False, steps=steps, reason=f"stuck repeating {call.name}")
+        )
+        result, repeats = _guard(rt, index, guard, call, rt.toolbox.execute(call))
+        _count_malformed(rt, result.malformed)
+        shown.calls.append(call)
+        shown_text, item_id = _record(rt, index, call, result, reply.usage, repeats == 1)
+        shown.results.append(shown_text)
+        shown.items.append(item_id)
+        if result.finished:
+            return Finished(result.text[:2000], steps)
+        if repeats >= loopguard.STOP_AT:
+            return Stopped(f"stuck repeating {call.name}", steps)
+    return RunAgain(shown, steps)

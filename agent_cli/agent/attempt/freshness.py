@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_cli.agent.attempt.toolbox import ToolResult
+    from agent_cli.memory.working.memory import WorkingMemory
 
 BlobOf = Callable[[str], "str | None"]
 
@@ -51,7 +56,13 @@ def stub(path: str, write: bool) -> str:
     return f"({path} has changed since {what}; read it again for its current content)"
 
 
-def after_tool(views: FileViews, memory, item_id: str | None, result, blob_of: BlobOf) -> list[str]:
+def after_tool(
+    views: FileViews,
+    memory: WorkingMemory,
+    item_id: str | None,
+    result: ToolResult,
+    blob_of: BlobOf,
+) -> list[str]:
     """Track the item a tool result became, then supersede every view now out of date."""
     if item_id and result.path:
         views.saw(item_id, result.path, blob_of(result.path), result.kind == "edit")

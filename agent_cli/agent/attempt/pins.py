@@ -8,10 +8,15 @@ says which to `unpin`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent_cli.core import events
 
+if TYPE_CHECKING:
+    from agent_cli.agent.attempt.runtime import Runtime
 
-def before_request(rt) -> str:
+
+def before_request(rt: Runtime) -> str:
     """Demote what the model left pinned after being asked; what to ask in this request."""
     memory = rt.memory
     over = memory.pinned_over()
@@ -26,7 +31,7 @@ def before_request(rt) -> str:
                 "pinned notes were over their share of working memory"
             )
         )
-    rt.unpin_asked = set(over)
+    rt.ask_unpin(over)
     if not over:
         return ""
     return (

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_cli.core import fences, strictjson
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import ToolCall
 from agent_cli.core.redact import redact
 from agent_cli.llm.base import function_tool
+
+if TYPE_CHECKING:
+    from agent_cli.core.protocols import CommandOutcome
+    from agent_cli.memory.working.memory import WorkingMemory
+    from agent_cli.workspace.files import Files
+
+Args = dict[str, Any]
 
 _S = {"type": "string"}
 _I = {"type": "integer"}
@@ -123,10 +130,10 @@ class Toolbox:
     def __init__(
         self,
         *,
-        files,
-        run_command: Callable[[str], Any],
+        files: Files,
+        run_command: Callable[[str], CommandOutcome],
         is_test: Callable[[str], bool],
-        memory,
+        memory: WorkingMemory,
         recall_longterm: Callable[[str], str] | None = None,
         secrets: tuple[str, ...] = (),
     ) -> None:
@@ -157,7 +164,8 @@ class Toolbox:
                 call.name, f"error: {e}", ok=False, malformed=True, summary=str(e)[:100]
             )
         try:
-            result = getattr(self, f"_{call.name}")(args)
+            run: Callable[[Args], ToolResult] = getattr(self, f"_{call.name}")
+            result = run(args)
         except AgentError as e:
             result = ToolResult(
                 call.name, f"error: {e.one_line()}", ok=False, summary=e.message[:100]
@@ -173,7 +181,7 @@ class Toolbox:
         result.subject = fences.escape(redact(result.subject, self.secrets))
         return result
 
-    def _read_file(self, a: dict) -> ToolResult:
+    def _read_file(self, a: Args) -> ToolResult:
         text = self.files.read(str(a["path"]), _int(a.get("start_line")), _int(a.get("end_line")))
         where = (
             f" lines {a.get('start_line') or 1}-{a.get('end_line') or 'end'}"
@@ -188,14 +196,14 @@ class Toolbox:
             path=self._rel(a["path"]),
         )
 
-    def _write_file(self, a: dict) -> ToolResult:
+    def _write_file(self, a: Args) -> ToolResult:
         diff = self.files.write(str(a["path"]), str(a["content"]))
         self.touched.add(str(a["path"]))
         return ToolResult(
             "write_file", diff, kind="edit", summary=f"wrote {a['path']}", path=self._rel(a["path"])
         )
 
-    def _edit_file(self, a: dict) -> ToolResult:
+    def _edit_file(self, a: Args) -> ToolResult:
         diff = self.files.edit(str(a["path"]), str(a["old"]), str(a["new"]))
         self.touched.add(str(a["path"]))
         return ToolResult(
@@ -212,7 +220,7 @@ class Toolbox:
         """`path` as the repository-relative path of the file it names."""
         return self.files.rel(self.files.resolve(str(path)))
 
-    def _run(self, a: dict) -> ToolResult:
+    def _run(self, a: Args) -> ToolResult:
         cmd = str(a["cmd"])
         res = self.run_command(cmd)
         self.commands.append((cmd, res.exit_code))
@@ -227,15 +235,15 @@ class Toolbox:
             subject=cmd[:80],
         )
 
-    def _search(self, a: dict) -> ToolResult:
+    def _search(self, a: Args) -> ToolResult:
         text = self.files.search(str(a["pattern"]), a.get("path") or None)
         return ToolResult("search", text, summary=f"search {a['pattern']!r}")
 
-    def _list_dir(self, a: dict) -> ToolResult:
+    def _list_dir(self, a: Args) -> ToolResult:
         path = str(a.get("path") or ".")
         return ToolResult("list_dir", self.files.list_dir(path), summary=f"list {path}")
 
-    def _note(self, a: dict) -> ToolResult:
+    def _note(self, a: Args) -> ToolResult:
         # Notes are shown unfenced, kept in memory.db and state, and may quote what the model saw.
         text = fences.escape(redact(str(a["text"]), self.secrets))
         item_id = self.memory.note(text)
@@ -243,7 +251,7 @@ class Toolbox:
             self.on_note(item_id, text)
         return ToolResult("note", f"noted as {item_id}", kind="note", summary="note")
 
-    def _recall(self, a: dict) -> ToolResult:
+    def _recall(self, a: Args) -> ToolResult:
         query = str(a["query"])
         ids = self.memory.recall(query, k=3)
         parts = [
@@ -260,7 +268,7 @@ class Toolbox:
             summary=f"recall {query[:60]!r}: {len(ids)} restored",
         )
 
-    def _unpin(self, a: dict) -> ToolResult:
+    def _unpin(self, a: Args) -> ToolResult:
         item_id = str(a["id"]).strip()
         self.memory.unpin(item_id)
         return ToolResult(
@@ -270,7 +278,7 @@ class Toolbox:
             summary=f"unpinned {item_id}",
         )
 
-    def _finish(self, a: dict) -> ToolResult:
+    def _finish(self, a: Args) -> ToolResult:
         return ToolResult("finish", str(a["summary"]), summary="finish", finished=True)
 
 

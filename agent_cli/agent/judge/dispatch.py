@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent_cli.agent.attempt.executor import AttemptOutcome, Runtime, run_attempt
+from agent_cli.agent.attempt.executor import AttemptOutcome, run_attempt
+from agent_cli.agent.attempt.runtime import Runtime
 from agent_cli.agent.judge.verifier import Proofs, judging_commands, proof, verify
 from agent_cli.core import events, fences
 from agent_cli.core.models import Task, Verdict

@@ -56,12 +56,12 @@ class RunMemory:
             if index is not None:
                 task = rt.state.plan[index]
                 self.learned.passed(index, task.goal, task.summary)
-            rt.fixes = ""
+            rt.set_fixes("")
             return
         if index is not None and signatures:
             self.learned.failed(index, signatures)
             try:
-                rt.fixes = learn.fixes_block(self.longterm, signatures, run_id)
+                rt.set_fixes(learn.fixes_block(self.longterm, signatures, run_id))
             except AgentError as e:  # a retry without earlier fixes is still a retry
                 rt.emit(events.Notice(text=f"earlier fixes not looked up: {e.one_line()}"))
 

@@ -1,9 +1,10 @@
 """A whole run: preflight, recall, plan, approve, dispatch each task, final gate, learn, report.
 
 The session gets every heavy object ready-made (model, memories, repository, console)
-from the command layer, so it never reads settings nor imports a vendor SDK. After every
-step the run's state is saved atomically; `resume()` continues the first task that is
-not verified without planning again.
+from the command layer, so it never reads settings nor imports a vendor SDK. The run's
+state is saved whole and atomically at a task's boundaries, and each tool call in between
+goes to the run's journal (`journal.py`); `resume()` continues the first task that is not
+verified without planning again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from agent_cli.agent.adapt import replan
 from agent_cli.agent.adapt.escalate import (
@@ -24,13 +25,15 @@ from agent_cli.agent.adapt.escalate import (
     skipped_message,
 )
 from agent_cli.agent.ask import closing, planner
-from agent_cli.agent.attempt.executor import Limits, Runtime
+from agent_cli.agent.attempt.runtime import Limits, Runtime
 from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.judge import acceptance
 from agent_cli.agent.judge.dispatch import dispatch_and_verify
 from agent_cli.agent.judge.verifier import Proofs, run_acceptance
 from agent_cli.agent.learn import learning as learn
 from agent_cli.agent.learn.run_memory import RunMemory
+from agent_cli.agent.run import journal
+from agent_cli.agent.run.journal import JournalEntry, StepRecord
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage, new_run_id, utc_now
 from agent_cli.core import events
@@ -43,7 +46,7 @@ from agent_cli.core.errors import (
     AgentError,
     BudgetExhausted,
 )
-from agent_cli.core.models import MAX_ATTEMPTS, Plan, Verdict
+from agent_cli.core.models import MAX_ATTEMPTS, Plan, Task, Verdict
 from agent_cli.core.protocols import ChatModel, Console, LongTermStore, Workspace
 from agent_cli.core.redact import redact
 from agent_cli.memory.longterm.records import format_for_context
@@ -74,6 +77,19 @@ class RunConfig:
     ask_human: bool = False  # a terminal to ask on when a task is rejected
     # the user's changed paths when the caller already ran the workspace's preflight (None: not yet)
     preflight: set[str] | None = None
+
+
+def _settled(state: AgentState) -> tuple[int, ...]:
+    """The tasks whose outcome is final work: verified, or skipped by the human."""
+    return tuple(i for i, t in enumerate(state.plan) if t.status in ("verified", "skipped"))
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How the run's tasks ended: the exit code and the one line that says why."""
+
+    code: int
+    message: str
 
 
 class RunParts(Protocol):
@@ -123,7 +139,9 @@ class Session:
             config.limits.window(),
         )
         self._answer: Answer | None = None  # the human's answer given with --resume
-        self._facts: list | None = None  # asked for once the tasks are over
+        self._facts: list[Any] | None = None  # asked for once the tasks are over
+        self._notes: list[str] = []  # notes taken since the last journal line
+        self._verified: tuple[int, ...] = ()  # the verified tasks of the last durable save
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
@@ -161,7 +179,7 @@ class Session:
                 run_id=run_id, goal=goal, branch=branch, repo=str(ws.root), base=base_branch
             )
         )
-        return self._execute(state, memory, recalled)
+        return self._execute(self.run, state, memory, recalled)
 
     @contextmanager
     def _before_run(self) -> Iterator[None]:
@@ -224,7 +242,7 @@ class Session:
         )
         event = events.PlanMade(
             goal=plan.goal or goal,
-            tasks=[t.model_dump() for t in plan.tasks],
+            tasks=events.planned(plan.tasks),
             success_criteria=plan.success_criteria,
             accept_cmds=self.cfg.accept_cmds,
         )
@@ -244,7 +262,7 @@ class Session:
         ws = self.sv.workspace
         return acceptance.plan_problems([t.acceptance_cmd for t in plan.tasks], ws.root, ws.refusal)
 
-    def _allow_acceptance(self, tasks) -> None:
+    def _allow_acceptance(self, tasks: list[Task]) -> None:
         """The acceptance commands were approved with the plan: the model may run them unasked."""
         for cmd in [t.acceptance_cmd for t in tasks if t.acceptance_cmd] + self.cfg.accept_cmds:
             self.sv.parts.allow_command(cmd)
@@ -258,7 +276,7 @@ class Session:
             check_answer(state, answer, run.run_id)
         self.run = run
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
-        self.mem.learned = learn.Learned.from_dict((run.model_extra or {}).get("learned"))
+        self.mem.learned = learn.Learned.from_dict(run.learned)
         self.sv.workspace.resume_on(run.branch, run.protected)
         state.success_criteria = state.success_criteria or run.success_criteria
         for task in state.plan:
@@ -269,6 +287,7 @@ class Session:
         self._answer = answer
         memory = self.sv.parts.open_memory(self.store.run_dir(run.run_id))
         memory.import_state(run.memory)
+        self._replay(run, state, memory)
         self.sv.console.emit(
             events.RunStarted(
                 run_id=run.run_id,
@@ -282,21 +301,23 @@ class Session:
         self.sv.console.emit(
             events.PlanMade(
                 goal=state.goal,
-                tasks=[t.model_dump() for t in state.plan],
+                tasks=events.planned(state.plan),
                 success_criteria=state.success_criteria,
                 accept_cmds=run.accept_cmds,
             )
         )
         self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
-        return self._execute(state, memory, self._recall(state.goal))
+        return self._execute(run, state, memory, self._recall(state.goal))
 
     # -- the loop -----------------------------------------------------------------------
-    def _execute(self, state: AgentState, memory: WorkingMemory, recalled: str) -> int:
-        run = self.run
+    def _execute(
+        self, run: RunRecord, state: AgentState, memory: WorkingMemory, recalled: str
+    ) -> int:
         self._base_usage = run.usage.model_copy()
         toolbox = self.sv.parts.make_toolbox(memory)
-        toolbox.on_note = lambda item_id, text: self.mem.noted(state, item_id, text)
+        toolbox.on_note = lambda item_id, text: self._noted(state, item_id, text)
+        self._verified = _settled(state)
         self.rt = rt = Runtime(
             model=self.sv.model,
             toolbox=toolbox,
@@ -306,13 +327,15 @@ class Session:
             emit=self._emit,
             log=lambda rec: self.store.log(run.run_id, rec),
             save=self.save,
+            journal=self._journal,
             recalled=recalled,
             instructions=self.mem.instructions,
             spent_before=run.usage.cost_usd,
         )
         code, message = EXIT_ERROR, ""
         try:
-            code, message = self._tasks(rt, self.sv.workspace)
+            outcome = self._tasks(run, rt, self.sv.workspace)
+            code, message = outcome.code, outcome.message
             # the model's facts about the repository first, then its summary for the human
             self._facts = self.mem.facts(rt, run.status)
             if self.cfg.final_summary:
@@ -335,9 +358,9 @@ class Session:
             self._done(code, message)
         return code
 
-    def _tasks(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
+    def _tasks(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
-        escalation = Escalation(rt, ws, ask, self.run.branch, self._answer)
+        escalation = Escalation(rt, ws, ask, run.branch, self._answer)
         index = 0
         while index < len(rt.state.plan):
             task = rt.state.plan[index]
@@ -349,7 +372,7 @@ class Session:
                 ws,
                 index,
                 self.cfg.accept_cmds,
-                self.run.run_id,
+                run.run_id,
                 verifier_model=self.sv.model,
                 on_verdict=self._on_verdict,
                 proofs=self.proofs,
@@ -359,10 +382,10 @@ class Session:
                 continue
             outcome = escalation.resolve(index)
             if outcome == "stop":
-                self.run.status = "escalated"
-                return EXIT_ESCALATED, f"task {index + 1} needs you"
+                run.status = "escalated"
+                return RunOutcome(EXIT_ESCALATED, f"task {index + 1} needs you")
             index += outcome == "next"
-        return self._final_gate(rt, ws)
+        return self._final_gate(run, rt, ws)
 
     def _replan_after(self, rt: Runtime, index: int) -> None:
         """Ask whether the remaining tasks still make sense (within `max_replans`)."""
@@ -373,7 +396,7 @@ class Session:
         ):
             replan.revise(rt, index + 1)
 
-    def _final_gate(self, rt: Runtime, ws: Workspace) -> tuple[int, str]:
+    def _final_gate(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         if self.cfg.accept_cmds:
             verdict = run_acceptance(self.cfg.accept_cmds, ws.run_argv)
             self._on_verdict(verdict)
@@ -389,23 +412,23 @@ class Session:
                 )
             )
             if not verdict.passed:
-                self.run.status = "escalated"
+                run.status = "escalated"
                 self._emit(
                     events.Escalated(
                         index=-1,
                         goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
                         summary="every task passed its own check",
                         reason=verdict.reason,
-                        next_steps=next_steps(self.run.branch, bool(ws.changed_files()), True),
+                        next_steps=next_steps(run.branch, bool(ws.changed_files()), True),
                     )
                 )
-                return EXIT_ESCALATED, "the final acceptance gate failed"
+                return RunOutcome(EXIT_ESCALATED, "the final acceptance gate failed")
         skipped = [i for i, t in enumerate(rt.state.plan) if t.status == "skipped"]
         if skipped:
-            self.run.status = "skipped"
-            return EXIT_ESCALATED, skipped_message(rt.state.plan, skipped)
-        self.run.status = "verified"
-        return EXIT_OK, "every task verified"
+            run.status = "skipped"
+            return RunOutcome(EXIT_ESCALATED, skipped_message(rt.state.plan, skipped))
+        run.status = "verified"
+        return RunOutcome(EXIT_OK, "every task verified")
 
     def _on_verdict(self, verdict: Verdict) -> None:
         """Keep the failure's signatures; the run's memory records a fix or looks one up."""
@@ -423,22 +446,61 @@ class Session:
             self.store.log(self.run.run_id, {"type": "event", **event.model_dump()})
 
     def save(self) -> None:
-        """Write the run's whole state atomically."""
+        """Write the run's whole state atomically, flushed to the disk when a task was verified
+        (or skipped) since the last such save, or when the run is over."""
         if self.rt is None or self.run is None:
             return
-        usage, base = self.sv.model.usage, self._base_usage
         self.run.updated_at = utc_now()
         self.run.steps = self.rt.state.step
         self.run.agent_state = self.rt.state.to_dict()
         self.run.memory = self.rt.memory.export_state()
-        self.run.learned = self.mem.learned.to_dict()  # an extra key of state.json
-        self.run.usage = RunUsage(
+        self.run.learned = self.mem.learned.to_dict()
+        self.run.usage = self._usage()
+        verified = _settled(self.rt.state)
+        durable = verified != self._verified or self.run.status != "running"
+        self.store.save(self.run, durable=durable)
+        self._notes.clear()  # they are in the saved memory
+        if durable:
+            self._verified = verified
+
+    def _usage(self) -> RunUsage:
+        """The run's usage: earlier sessions' and this one's."""
+        assert self.rt is not None
+        usage, base = self.sv.model.usage, self._base_usage
+        return RunUsage(
             prompt_tokens=base.prompt_tokens + usage.prompt_tokens,
             completion_tokens=base.completion_tokens + usage.completion_tokens,
             cached_tokens=base.cached_tokens + usage.cached_tokens,
             cost_usd=self.rt.spent(),
         )
-        self.store.save(self.run)
+
+    def _noted(self, state: AgentState, item_id: str, text: str) -> None:
+        """A note the model took: for learning, and for the next journal line."""
+        self.mem.noted(state, item_id, text)
+        self._notes.append(text)
+
+    def _journal(self, record: StepRecord) -> None:
+        """One tool call's line in the run's journal."""
+        if self.run is None:
+            return
+        entry = JournalEntry(
+            step=record.step,
+            task=record.task,
+            usage=self._usage(),
+            added=record.added,
+            notes=tuple(self._notes),
+        )
+        self._notes.clear()
+        self.store.journal(self.run.run_id, entry.model_dump_json())
+
+    def _replay(self, run: RunRecord, state: AgentState, memory: WorkingMemory) -> None:
+        """Bring the saved state up to the last tool call its journal recorded."""
+        entries = journal.parse(self.store.journal_lines(run.run_id))
+        usage = journal.replay(
+            entries, state, memory, lambda item_id, text: self.mem.noted(state, item_id, text)
+        )
+        if usage is not None:
+            run.usage, run.steps = usage, state.step
 
     def _learn(self) -> None:
         if self.rt is None or self.run is None:
@@ -449,26 +511,14 @@ class Session:
             self._emit(events.Notice(text=f"long-term memory not updated: {e}"))
 
     def _done(self, code: int, message: str) -> None:
+        assert self.rt is not None and self.run is not None
         state, run = self.rt.state, self.run
-        # A task still "running" here was cut short by the run's end: say so, not "running".
-        tasks = [
-            {
-                "goal": t.goal,
-                "attempts": t.attempts,
-                "status": "unfinished" if t.status == "running" else t.status,
-                "acceptance_cmd": t.acceptance_cmd or "; ".join(self.cfg.accept_cmds) or None,
-                "exit_code": t.exit_code,
-                "commit": t.commit,
-                "proof": t.proof,
-            }
-            for t in state.plan
-        ]
         self._emit(
             events.RunDone(
                 run_id=run.run_id,
                 status=run.status,
                 exit_code=code,
-                tasks=tasks,
+                tasks=events.reported(state.plan, self.cfg.accept_cmds),
                 steps=state.step,
                 prompt_tokens=run.usage.prompt_tokens,
                 completion_tokens=run.usage.completion_tokens,
@@ -482,4 +532,4 @@ class Session:
 
     def _base_branch(self) -> str:
         """The branch the run started from (runs saved before it was recorded have none)."""
-        return str((self.run.model_extra or {}).get("base_branch", ""))
+        return self.run.base_branch if self.run is not None else ""

@@ -46,7 +46,7 @@ class AgentState(BaseModel):
     last_error: str | None = None
     success_criteria: str = ""  # the plan's, shown to every task and to the model verifier
     replans: int = 0  # re-plan checks the harness asked for after a task (max_replans)
-    revisions: list[dict] = Field(default_factory=list)  # each PlanRevised, as saved
+    revisions: list[dict[str, Any]] = Field(default_factory=list)  # each PlanRevised, as saved
     closing_summary: str = ""  # the model's words for the human at the end of the run
 
     @field_validator("goal")

@@ -1,8 +1,10 @@
-"""Runs on disk: `<state>/runs/<run-id>/state.json` (atomic) and `trajectory.jsonl` (appended).
+"""Runs on disk: `<state>/runs/<run-id>/state.json` (atomic), `journal.jsonl` and
+`trajectory.jsonl` (appended).
 
-state.json is replaced whole after every step (temp file, fsync, rename), so a killed
-process leaves either the previous or the next state, never half of one. Run ids sort by
-time: `YYYYMMDD-HHMMSS-xxxx`.
+state.json is replaced whole at a task's boundaries (temp file, rename), so a killed
+process leaves either the previous or the next state, never half of one; `journal.py`
+says what the journal holds between two of them. Run ids sort by time:
+`YYYYMMDD-HHMMSS-xxxx`.
 """
 
 from __future__ import annotations
@@ -15,12 +17,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
+from agent_cli.agent.run.migrations import SCHEMA_VERSION, upgrade
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
 from agent_cli.core.redact import redact
 
+JOURNAL = "journal.jsonl"
 FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
 RunStatus = Literal[
     "running",
@@ -47,17 +58,20 @@ class RunUsage(BaseModel):
     cached_tokens: int = 0
 
     @model_serializer(mode="wrap")
-    def _omit_no_cache(self, handler):
-        data = handler(self)
+    def _omit_no_cache(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
         if not data.get("cached_tokens"):
             data.pop("cached_tokens", None)
         return data
 
 
 class RunRecord(BaseModel):
-    """A run's state.json; the fields in the order they have always been written."""
+    """A run's state.json; the fields in the order they have always been written.
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True)  # keep unknown keys
+    A saved file is read through `migrations.upgrade` first, so it may be of any older schema.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     run_id: str
     status: RunStatus = "running"
@@ -73,6 +87,9 @@ class RunRecord(BaseModel):
     steps: int = 0
     agent_state: dict[str, Any] = Field(default_factory=dict)  # AgentState.to_dict()
     memory: dict[str, Any] = Field(default_factory=dict)  # WorkingMemory.export_state()
+    base_branch: str = ""  # the branch the run started from (older runs: none recorded)
+    learned: dict[str, Any] = Field(default_factory=dict)  # learning.Learned.to_dict()
+    schema_version: int = SCHEMA_VERSION
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -109,20 +126,43 @@ class RunStore:
     def run_dir(self, run_id: str) -> Path:
         return self.root / run_id
 
-    def save(self, record: RunRecord) -> None:
-        """Replace the run's state.json atomically (secrets redacted)."""
+    def save(self, record: RunRecord, *, durable: bool = True) -> None:
+        """Replace the run's state.json atomically (secrets redacted), then empty its journal.
+
+        `durable` (the work it records was verified) flushes it to the disk first."""
         text = json.dumps(record.model_dump(mode="json"), indent=1, ensure_ascii=False)
-        with _writing(self.run_dir(record.run_id) / "state.json") as path:
+        run_dir = self.run_dir(record.run_id)
+        with _writing(run_dir / "state.json") as path:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, redact(text, self.secrets))
+            write_atomic(path, redact(text, self.secrets), durable=durable)
+        journal = run_dir / JOURNAL
+        if journal.exists():  # what it held is in the state now
+            with _writing(journal) as path:
+                path.write_bytes(b"")
 
     def log(self, run_id: str, record: dict[str, Any]) -> None:
         """Append one record to the run's trajectory (secrets redacted)."""
         record = {"t": utc_now(), **record}
         line = json.dumps(record, ensure_ascii=False, default=str)
-        with _writing(self.run_dir(run_id) / "trajectory.jsonl") as path:
+        self._append(run_id, "trajectory.jsonl", line)
+
+    def journal(self, run_id: str, line: str) -> None:
+        """Append one line to the run's journal (secrets redacted)."""
+        self._append(run_id, JOURNAL, line)
+
+    def journal_lines(self, run_id: str) -> list[str]:
+        """The lines of the run's journal, oldest first ([] when there is none)."""
+        try:
+            return (self.run_dir(run_id) / JOURNAL).read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+
+    def _append(self, run_id: str, name: str, line: str) -> None:
+        # Not flushed to the disk: a killed process keeps what it wrote; verified work is
+        # in state.json, written durably.
+        with _writing(self.run_dir(run_id) / name) as path:
             path.parent.mkdir(parents=True, exist_ok=True)
-            append_line(path, redact(line, self.secrets))
+            append_line(path, redact(line, self.secrets), durable=False)
 
     def load(self, run_id: str) -> RunRecord:
         """The saved state of a run; a clear error when missing or unreadable."""
@@ -130,7 +170,10 @@ class RunStore:
         if not path.exists():
             raise AgentError(f"no run {run_id!r} in {self.root}", "`agent runs` lists the runs")
         try:
-            return RunRecord.model_validate_json(path.read_bytes())
+            data = json.loads(path.read_bytes())
+            if not isinstance(data, dict):
+                raise ValueError("the file holds no JSON object")
+            return RunRecord.model_validate(upgrade(data, str(path)))
         except ValidationError as e:
             err = e.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "top level"
@@ -138,7 +181,7 @@ class RunStore:
                 f"{path} cannot be read: {where}: {err['msg']}",
                 "the file is left as it is; inspect or move it aside",
             ) from None
-        except OSError as e:
+        except (OSError, ValueError) as e:  # ValueError: not JSON, or no object
             raise StorageError(
                 f"{path} cannot be read: {e}", "the file is left as it is; inspect or move it aside"
             ) from None
@@ -158,7 +201,7 @@ class RunStore:
 
     def list(self) -> list[dict[str, Any]]:
         """Every run's summary, oldest first."""
-        out = []
+        out: list[dict[str, Any]] = []
         for d in sorted(self.root.glob("*/state.json")):
             try:
                 s = json.loads(d.read_text(encoding="utf-8"))
@@ -171,5 +214,5 @@ class RunStore:
         """The newest run that did not end with every task verified."""
         for s in reversed(self.list()):
             if s.get("status") not in FINISHED and s.get("status") != "unreadable":
-                return s["run_id"]
+                return str(s["run_id"])
         return None

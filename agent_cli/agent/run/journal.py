@@ -1,0 +1,83 @@
+"""The run's journal: one line per tool call in `journal.jsonl`, beside state.json.
+
+state.json is written whole only at a task's boundaries (plan made, attempt started, task
+verified or rejected, run end); between them each tool call appends what `--resume` needs
+to go on from it: the step counter, the item it added to working memory, the notes the
+model took, and the run's usage so far. A line whose step is not past state.json's `steps`
+is older than the state and is skipped, so a kill between the state's write and the
+journal's reset replays nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent_cli.agent.run.state import AgentState
+from agent_cli.agent.run.store import RunUsage
+from agent_cli.memory.working.memory import WorkingMemory
+
+
+class MemoryAdd(BaseModel):
+    """An item a tool call added to working memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    text: str
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What the attempt knows of one tool call: the run's step after it, its task, its item."""
+
+    step: int
+    task: int
+    added: MemoryAdd | None = None
+
+
+class JournalEntry(BaseModel):
+    """One line of journal.jsonl."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    task: int
+    usage: RunUsage
+    added: MemoryAdd | None = None
+    notes: tuple[str, ...] = ()
+
+
+def parse(lines: Iterable[str]) -> list[JournalEntry]:
+    """The entries of the journal's lines; a torn last line (a kill mid-append) is left out."""
+    out = []
+    for line in lines:
+        try:
+            out.append(JournalEntry.model_validate_json(line))
+        except ValidationError:
+            break
+    return out
+
+
+def replay(
+    entries: list[JournalEntry],
+    state: AgentState,
+    memory: WorkingMemory,
+    noted: Callable[[str, str], None],
+) -> RunUsage | None:
+    """Apply the entries past `state.step` to the state and memory; the run's usage after them."""
+    usage = None
+    for entry in entries:
+        if entry.step <= state.step:
+            continue
+        state.step = entry.step
+        memory.tick()
+        for text in entry.notes:
+            noted(memory.note(text), text)
+        if entry.added is not None:
+            memory.add(entry.added.kind, entry.added.text, summary=entry.added.summary)
+        usage = entry.usage
+    return usage
