@@ -7,6 +7,7 @@ same renderables serve a terminal and a log file; without colour their styles si
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,12 @@ from agent_cli.core.events import (
     LoopDetected,
     Notice,
     PlanMade,
+    PlannedTask,
     PlanRevised,
     RunDone,
     RunStarted,
     TaskDone,
+    TaskReport,
     TaskSkipped,
     TaskStarted,
     ToolCalled,
@@ -189,7 +192,7 @@ def closing_block(ev: FinalSummary, *, plain: bool) -> RenderableType:
     return Panel(body, title=CLOSING_SUMMARY, title_align="left", border_style="cyan")
 
 
-def plan_table(tasks: list[dict[str, Any]], *, plain: bool) -> Table:
+def plan_table(tasks: Sequence[PlannedTask], *, plain: bool) -> Table:
     """The plan: index, task goal, acceptance command."""
     table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD)
     table.add_column("#", justify="right")
@@ -242,12 +245,12 @@ _PROOF_WORDS = {
 }
 
 
-def proof_lines(tasks: list[dict[str, Any]]) -> str:
+def proof_lines(tasks: Sequence[TaskReport]) -> str:
     """What each verified task's check proves, one line per task judged by a command."""
     lines = [
-        f"task {i + 1}: {_PROOF_WORDS[t['proof']]}"
+        f"task {i + 1}: {_PROOF_WORDS[proof]}"
         for i, t in enumerate(tasks)
-        if t.get("proof") in _PROOF_WORDS
+        if (proof := t.get("proof")) is not None and proof in _PROOF_WORDS
     ]
     return "proof: " + "; ".join(lines) if lines else ""
 

@@ -453,7 +453,7 @@ class Session:
         self.run.updated_at = utc_now()
         self.run.steps = self.rt.state.step
         self.run.agent_state = self.rt.state.to_dict()
-        self.run.memory = self.rt.memory.export_state()
+        self.run.memory = dict(self.rt.memory.export_state())
         self.run.learned = self.mem.learned.to_dict()
         self.run.usage = self._usage()
         verified = _settled(self.rt.state)
