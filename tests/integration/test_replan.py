@@ -135,6 +135,7 @@ def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(
             plan(file_task("A.txt"), file_task("B.txt"), file_task("C.txt")),
             *write("A.txt"),
             broken,
+            broken,  # the re-ask with the reason
             *write("B.txt"),
             *write("C.txt"),
         ]
@@ -143,7 +144,11 @@ def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(
         run_agent, srv, demo_repo, env={"AGENT_MAX_REPLANS": "1", "AGENT_FINAL_SUMMARY": "false"}
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert len(revise_requests(srv)) == 1
+    first, again = revise_requests(srv)  # one check: its request and one re-ask
+    assert (
+        "Your previous revision was rejected: revise_plan arguments are unusable"
+        in (again["messages"][-2]["content"])
+    )
     notices = [e["text"] for e in events_of(proc.stdout) if e["event"] == "notice"]
     assert sum("the plan is kept" in n for n in notices) == 1
     assert started(proc) == ["Write A.txt", "Write B.txt", "Write C.txt"]

@@ -48,6 +48,7 @@ def _judge(
         rt.state.goal,
         refusal=ws.refusal,
         criteria=rt.state.success_criteria,
+        log=rt.log,
     )
 
 

@@ -76,15 +76,14 @@ class RunMemory:
                 self.instructions.render(),
                 rt.limits.window(),
             )
-            rt.log({"type": "request", "messages": messages})
-            found = model_facts.ask_facts(rt.model, messages)
+            found = model_facts.ask_facts(rt.model, messages, rt.log)
         except AgentError as e:
             rt.log({"type": "facts", "error": e.one_line()})
             return []
         except KeyboardInterrupt:  # stopping now loses nothing: the run itself is over
             rt.log({"type": "facts", "error": "interrupted"})
             return []
-        rt.log({"type": "facts", "facts": [f.__dict__ for f in found]})
+        rt.log({"type": "facts", "facts": [f.model_dump() for f in found]})
         rt.save()  # the request's usage
         return found
 
