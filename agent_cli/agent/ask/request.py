@@ -20,7 +20,6 @@ verifying, re-planning and summarising all build their messages through `Request
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from agent_cli.agent.ask.window import Window, fit
@@ -28,19 +27,6 @@ from agent_cli.agent.run.state import GOAL_HEADER
 from agent_cli.core import fences
 
 POINTER = "(the result is {marker} in WORKING MEMORY above)"
-_POINTER_RE = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)")
-
-
-def pointed_result(content: str, memory: str) -> str | None:
-    """The result a tool message points to, read back from the memory block it was sent with
-    (the fenced output under the item's header), then any text after the pointer (such as
-    llm/outgoing.py's note of broken arguments); None when `content` is no pointer."""
-    match = _POINTER_RE.match(content)
-    if not match:
-        return None
-    start = memory.index("\n", memory.index(match.group(1))) + 1
-    end = memory.index("</tool_output>", start) + len("</tool_output>")
-    return memory[start:end] + content[match.end() :]
 
 
 @dataclass
