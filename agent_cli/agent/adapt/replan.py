@@ -10,6 +10,8 @@ one notice.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.structured import Failure, Form, ask
@@ -17,6 +19,9 @@ from agent_cli.agent.attempt.executor import Runtime, check_budgets
 from agent_cli.core import events, fences
 from agent_cli.core.models import PlanRevision, Task
 from agent_cli.core.protocols import Message
+
+if TYPE_CHECKING:
+    from agent_cli.agent.run.state import AgentState
 
 REVISION = Form(
     "revise_plan",
@@ -33,7 +38,7 @@ def _task_line(number: int, task: Task) -> str:
     return f"{number}. {' '.join(task.goal.split())}\n   acceptance command: {check}"
 
 
-def progress(state, start: int) -> str:
+def progress(state: AgentState, start: int) -> str:
     """The verified (and skipped) tasks with summaries and commits, then the remaining ones."""
     done = []
     for i, t in enumerate(state.plan[:start]):

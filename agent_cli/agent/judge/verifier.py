@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from typing import Literal
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
@@ -159,7 +160,7 @@ class Proofs:
         tree: str | None,
         run_argv: RunArgv,
         refusal: Callable[[str], str | None] | None = None,
-    ) -> str | None:
+    ) -> Literal["pass", "fail"] | None:
         """ "pass" or "fail": `cmds` on the task's starting state; None when it cannot be run."""
         if not cmds or not tree or (refusal and any(refusal(c) for c in cmds)):
             return None
@@ -172,6 +173,8 @@ class Proofs:
         return "pass" if self.seen[key] else "fail"
 
 
-def proof(baseline: str | None) -> str | None:
+def proof(baseline: str | None) -> Literal["red-green", "regression-only"] | None:
     """The kind of evidence a verified task has, from its check before the task."""
-    return {"fail": "red-green", "pass": "regression-only"}.get(baseline or "")
+    if baseline == "fail":
+        return "red-green"
+    return "regression-only" if baseline == "pass" else None
