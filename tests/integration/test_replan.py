@@ -223,3 +223,33 @@ def test_resume_after_sigkill_right_after_a_revision_runs_the_revised_plan(
         "Write A.txt",
         "Add median() to calc/stats.py",
     ]
+
+
+def test_every_forced_request_is_in_the_trajectory(run_agent, fake_server, demo_repo):
+    judged = {"goal": "Describe A.txt", "acceptance": "the summary names A.txt"}
+    verdict = {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "it does"}}
+    srv = fake_server(
+        [
+            plan(file_task("A.txt"), {**judged, "acceptance_cmd": None}),
+            *write("A.txt"),
+            KEEP,
+            finish("A.txt holds its name"),
+            verdict,
+            facts(),
+            {"content": "done"},
+        ]
+    )
+    proc = run(run_agent, srv, demo_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    trajectory = next((demo_repo / ".agent" / "runs").glob("*/trajectory.jsonl")).read_text()
+    logged = [
+        r["messages"] for r in map(json.loads, trajectory.splitlines()) if r["type"] == "request"
+    ]
+    forced = {
+        names[0]: r["messages"]
+        for r in srv.chat_requests
+        if len(names := [t["function"]["name"] for t in r.get("tools", [])]) == 1
+    }
+    assert sorted(forced) == ["revise_plan", "submit_facts", "submit_plan", "submit_verdict"]
+    for name, messages in forced.items():
+        assert messages in logged, name
