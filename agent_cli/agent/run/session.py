@@ -122,7 +122,7 @@ class Session:
         )
         self._answer: Answer | None = None  # the human's answer given with --resume
         self._facts: list | None = None  # asked for once the tasks are over
-        self._planning: list[dict] = []  # the planning requests, logged once the run exists
+        self._planning: list[dict[str, object]] = []  # planning requests, logged with the run
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
