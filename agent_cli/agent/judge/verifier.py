@@ -75,9 +75,8 @@ def judge_with_model(
         goal_header="GOAL of the whole run (unchanged):",
     ).messages()
     got = ask(model, messages, VERDICT, log=log)
-    if isinstance(got, Failure):
-        reason = f"the verifier's verdict was unparseable ({got.error})"
-        return Verdict(passed=False, judge="model", reason=reason)
+    if isinstance(got, Failure):  # why is in the trajectory, with the replies
+        return Verdict(passed=False, judge="model", reason="the verifier's verdict was unparseable")
     said = got.value
     return Verdict(
         passed=said.verdict == "pass",
