@@ -29,7 +29,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agent_cli.agent.ask.request import pointed_result
 from agent_cli.core import tokens
 from agent_cli.llm.fake_server import FakeOpenAIServer
 
@@ -256,6 +255,20 @@ def agent_costs(steps) -> tuple[list[int], list[int], list[float]]:
             shares.append(common / len(toks))
         prev_key, prev = key, toks
     return sizes, cached, shares
+
+
+_POINTER = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)")
+
+
+def pointed_result(content: str, memory: str) -> str | None:
+    """The result a tool message points to (`agent.ask.request.POINTER`), read back from the
+    memory block it was sent with, then any text after the pointer; None for no pointer."""
+    match = _POINTER.match(content)
+    if not match:
+        return None
+    start = memory.index("\n", memory.index(match.group(1))) + 1
+    end = memory.index("</tool_output>", start) + len("</tool_output>")
+    return memory[start:end] + content[match.end() :]
 
 
 def full_result(message: dict, body: dict) -> dict:

@@ -60,17 +60,3 @@ def close_cut(text: str) -> str:
     for m in _BOUNDARY.finditer(text):
         open_tag = None if m.group(1) else m.group(2)
     return f"{text}\n</{open_tag}>" if open_tag else text
-
-
-def balanced(text: str) -> bool:
-    """True when every fence opened in `text` is closed, in order, with no nesting."""
-    open_tag = None
-    for m in _BOUNDARY.finditer(text):
-        closing, tag = m.group(1) == "/", m.group(2)
-        if not closing and open_tag is None:
-            open_tag = tag
-        elif closing and open_tag == tag:
-            open_tag = None
-        else:
-            return False
-    return open_tag is None

@@ -1,17 +1,42 @@
 """Pydantic values shared across the package: plans, tasks, tool calls, replies, verdicts, episodes.
 
+The forced tools' arguments (`submit_plan`, `revise_plan`, `submit_facts`, `submit_verdict`) are
+models here too: their JSON schemas are generated from them, bounds included, and replies are
+validated against them strictly (no coercion: `"no"` is not a boolean).
+
 Working-memory items live in `agent_cli.memory.working.store` (`Item`) as slotted dataclasses instead:
 they are created thousands of times per run and validation there would dominate.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import PurePosixPath
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 TaskStatus = Literal["pending", "running", "verified", "rejected", "skipped"]
 MAX_ATTEMPTS = 2  # a first attempt and one retry; each human hint adds one more
+
+# The bounds matter where a server turns the schema into a grammar (llama.cpp, vLLM): a small
+# model held to the schema may otherwise go on adding tasks until its reply is cut off.
+MAX_TASKS = 30  # tasks in a plan or in a revision
+MAX_TEXT = 600  # characters of a planned goal, acceptance, command or success criteria
+MAX_REASON = 1000  # characters of a revision's reason
+MAX_FACTS = 10
+MAX_FACT_TEXT = 400
+MAX_FACT_FILES = 10
+MAX_PATH = 300
+MAX_VERDICT_REASON = 2000
+
+
+def _all_required(schema: dict[str, Any]) -> None:
+    """Name every property as required on the wire, so that a grammar writes each one."""
+    schema["required"] = list(schema.get("properties", {}))
+
+
+_ANSWER = ConfigDict(strict=True, json_schema_extra=_all_required)
 
 
 class Task(BaseModel):
@@ -46,11 +71,121 @@ class Task(BaseModel):
 
 
 class Plan(BaseModel):
-    """What `submit_plan` returns: the goal, its tasks in order, and how success is judged."""
+    """A plan to carry out: the goal, its tasks in order, and how success is judged."""
 
     goal: str
     tasks: list[Task] = Field(min_length=1)
     success_criteria: str = ""
+
+
+class PlannedTask(BaseModel):
+    """A task as `submit_plan` and `revise_plan` carry it: only the three planned fields.
+
+    A model cannot hand itself a status or a commit: any other key is ignored.
+    """
+
+    model_config = _ANSWER
+
+    goal: str = Field(max_length=MAX_TEXT)
+    acceptance: str = Field(default="", max_length=MAX_TEXT)
+    acceptance_cmd: Annotated[str, Field(max_length=MAX_TEXT)] | None = None
+
+    @field_validator("goal")
+    @classmethod
+    def _goal_not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("a task needs a non-empty goal")
+        return v
+
+    def task(self) -> Task:
+        """The pending task this planned one starts as."""
+        return Task(goal=self.goal, acceptance=self.acceptance, acceptance_cmd=self.acceptance_cmd)
+
+
+class SubmittedPlan(BaseModel):
+    """The arguments of `submit_plan`: the goal, its tasks in order, and the success criteria."""
+
+    model_config = _ANSWER
+
+    goal: str = Field(max_length=MAX_TEXT)
+    tasks: list[PlannedTask] = Field(min_length=1, max_length=MAX_TASKS)
+    success_criteria: str = Field(default="", max_length=MAX_TEXT)
+
+    def plan(self) -> Plan:
+        """The plan to carry out, every task pending."""
+        return Plan(
+            goal=self.goal,
+            tasks=[t.task() for t in self.tasks],
+            success_criteria=self.success_criteria,
+        )
+
+
+class PlanRevision(BaseModel):
+    """The arguments of `revise_plan`: keep the remaining tasks, or these instead of them."""
+
+    model_config = ConfigDict(strict=True)
+
+    keep: bool
+    reason: str = Field(default="", max_length=MAX_REASON)
+    tasks: Annotated[list[PlannedTask], Field(max_length=MAX_TASKS)] | SkipJsonSchema[None] = None
+
+    @model_validator(mode="after")
+    def _tasks_when_replaced(self) -> PlanRevision:
+        if not self.keep and self.tasks is None:
+            raise ValueError(f'"keep": false needs "tasks", a list of at most {MAX_TASKS}')
+        return self
+
+    def new_tasks(self) -> list[Task]:
+        """The pending tasks that replace the remaining ones."""
+        return [t.task() for t in self.tasks or []]
+
+
+def repo_path(path: str) -> bool:
+    """Whether `path` is a plain relative path inside a repository."""
+    if not path.strip() or len(path) > MAX_PATH:
+        return False
+    parts = PurePosixPath(path).parts
+    return not PurePosixPath(path).is_absolute() and ".." not in parts and ".git" not in parts
+
+
+class Fact(BaseModel):
+    """A fact the model submitted: one sentence and the repository files it names."""
+
+    model_config = _ANSWER
+
+    text: str = Field(max_length=MAX_FACT_TEXT)
+    files: list[str] = Field(max_length=MAX_FACT_FILES)
+
+    @field_validator("text")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        text = " ".join(v.split())
+        if not text:
+            raise ValueError("a fact needs a non-empty text")
+        return text
+
+    @field_validator("files")
+    @classmethod
+    def _repository_files(cls, v: list[str]) -> list[str]:
+        # A path outside the repository is dropped, not refused: the fact itself still holds.
+        return [f for f in v if repo_path(f)]
+
+
+class Facts(BaseModel):
+    """The arguments of `submit_facts`: durable facts about the repository, maybe none."""
+
+    model_config = _ANSWER
+
+    facts: list[Fact] = Field(max_length=MAX_FACTS)
+
+
+class ModelVerdict(BaseModel):
+    """The arguments of `submit_verdict`: a model's pass or fail on a task, and why."""
+
+    model_config = _ANSWER
+
+    verdict: Literal["pass", "fail"]
+    reason: str = Field(default="", max_length=MAX_VERDICT_REASON)
 
 
 class ToolCall(BaseModel):

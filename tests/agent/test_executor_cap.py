@@ -2,13 +2,14 @@
 
 from agent_cli.agent.attempt.executor import capped
 from agent_cli.agent.attempt.toolbox import ToolResult, fenced
-from agent_cli.core import fences, tokens
+from agent_cli.core import tokens
+from fencekit import balanced
 
 
 def test_long_results_are_cut_with_a_marker_inside_the_fence():
     big = ToolResult("run", "line of output\n" * 2000, kind="tool_output")
     shown = fenced(capped(big, 200))
-    assert fences.balanced(shown) and shown.endswith("</tool_output>")
+    assert balanced(shown) and shown.endswith("</tool_output>")
     assert "more tokens cut" in shown and tokens.count(shown) < 260
 
 

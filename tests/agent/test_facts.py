@@ -1,18 +1,28 @@
 """submit_facts arguments: what is kept, and that anything malformed keeps nothing."""
 
-from agent_cli.agent.ask.facts import MAX_FACTS, parse_facts
+from agent_cli.agent.ask.facts import FACTS, ask_facts
+from agent_cli.agent.ask.structured import Invalid, read
 from agent_cli.agent.learn.learning import Learned
+from agent_cli.core.models import MAX_FACTS, ChatReply, Fact, Facts, ToolCall
+from agent_cli.llm.openai.model import OpenAIChat
+
+
+def parsed(arguments: str) -> list[Fact] | Invalid:
+    reply = ChatReply(tool_calls=[ToolCall(id="c", name="submit_facts", arguments=arguments)])
+    got = read(reply, FACTS)
+    return got.facts if isinstance(got, Facts) else got
 
 
 def test_well_formed_facts_are_kept_with_their_repository_files():
-    found = parse_facts(
+    found = parsed(
         '{"facts": [{"text": " Tests  run with\\nmake check ", '
-        '"files": ["Makefile", "/etc/passwd", "../x", ".git/config", 3]}]}'
+        '"files": ["Makefile", "/etc/passwd", "../x", ".git/config"]}]}'
     )
+    assert isinstance(found, list)
     assert [(f.text, f.files) for f in found] == [("Tests run with make check", ["Makefile"])]
 
 
-def test_malformed_replies_store_nothing():
+def test_malformed_replies_are_invalid():
     for bad in (
         "not json",
         "[]",
@@ -20,15 +30,28 @@ def test_malformed_replies_store_nothing():
         '{"facts": [{"files": []}]}',
         '{"facts": [{"text": ""}]}',
         '{"facts": [{"text": 3}]}',
+        '{"facts": [{"text": "t", "files": [3]}]}',
     ):
-        assert parse_facts(bad) == []
+        assert isinstance(parsed(bad), Invalid), bad
 
 
-def test_at_most_ten_facts():
+def test_more_than_ten_facts_are_invalid():
     many = (
         '{"facts": [' + ",".join(f'{{"text": "fact {i}", "files": []}}' for i in range(30)) + "]}"
     )
-    assert len(parse_facts(many)) == MAX_FACTS
+    got = parsed(many)
+    assert isinstance(got, Invalid) and f"at most {MAX_FACTS} items" in got.reason
+
+
+def test_a_second_malformed_reply_stores_nothing(fake_server):
+    bad = {"tool_calls": [{"name": "submit_facts", "arguments": '{"facts": "x"}'}]}
+    srv = fake_server([bad, bad])
+    model = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None, backoff_s=0.01)
+    logged: list[dict] = []
+    ask = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
+    assert ask_facts(model, ask, logged.append) == []
+    assert len(srv.chat_requests) == 2
+    assert [r["type"] for r in logged] == ["request", "reply", "request", "reply"]
 
 
 def test_a_fix_is_what_a_task_that_had_failed_passed_with():

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 
 from agent_cli.agent.learn import instructions
-from agent_cli.core import fences, tokens
+from agent_cli.core import tokens
 from conftest import make_repo
+from fencekit import balanced
 
 
 def _repo(tmp_path, files: dict[str, str]):
@@ -43,7 +44,7 @@ def test_each_file_has_its_own_fence_and_cannot_open_or_close_one(tmp_path):
     block = instructions.load(root, 4000).render()
     assert block.startswith('<repo_instructions source="AGENTS.md">\n')
     assert block.endswith("</repo_instructions>") and block.count("</repo_instructions>") == 1
-    assert fences.balanced(block)
+    assert balanced(block)
     for tag in ("</repo_instructions", "<tool_output", "<retrieved_memory", "<human_hint"):
         assert (
             tag

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from agent_cli.agent.ask.request import GOAL_HEADER, Request, pointed_result
+from agent_cli.agent.ask.request import GOAL_HEADER, Request
 from agent_cli.core import fences
+from fencekit import pointed_result
 
 
 def _full() -> Request:

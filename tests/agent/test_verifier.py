@@ -46,6 +46,8 @@ def test_model_verdict_pass_fail_and_unparseable(tmp_path, fake_server):
             {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "README has it"}},
             {"tool": "submit_verdict", "args": {"verdict": "fail", "reason": "missing"}},
             {"tool": "submit_verdict", "args": {"verdict": "maybe"}},
+            {"tool": "submit_verdict", "args": {"verdict": "maybe"}},  # asked once more
+            {"content": "looks fine to me"},
             {"content": "looks fine to me"},
         ]
     )
@@ -56,6 +58,9 @@ def test_model_verdict_pass_fail_and_unparseable(tmp_path, fake_server):
     assert [r.passed for r in results] == [True, False, False, False]
     assert all(r.judge == "model" for r in results)
     assert "unparseable" in results[2].reason and "unparseable" in results[3].reason
+    assert len(srv.chat_requests) == 6
+    again = srv.chat_requests[3]["messages"][-2]["content"]
+    assert again.startswith("Your previous verdict was rejected: invalid verdict at verdict")
     req = srv.chat_requests[0]
     assert req["tool_choice"] == "required" and [t["function"]["name"] for t in req["tools"]] == [
         "submit_verdict"

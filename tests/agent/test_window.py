@@ -9,6 +9,7 @@ from agent_cli.agent.ask.window import Window, request_tokens
 from agent_cli.agent.attempt.toolbox import TOOLS
 from agent_cli.core import fences
 from agent_cli.core.errors import AgentError
+from fencekit import balanced
 
 
 def _request(memory_words: int = 3000, result_words: int = 10) -> Request:
@@ -46,7 +47,7 @@ def test_working_memory_is_cut_first_and_the_rest_kept():
     assert "cut to fit the model's context window" in text
     assert "Run make check." in text and "tests run with make check" in text  # untouched
     assert fitted[-1]["content"].endswith("make the tests pass")  # the goal is still last
-    assert all(fences.balanced(str(m.get("content") or "")) for m in fitted)
+    assert all(balanced(str(m.get("content") or "")) for m in fitted)
 
 
 def test_the_previous_exchange_is_cut_after_memory():

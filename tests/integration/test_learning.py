@@ -141,10 +141,10 @@ def test_an_unreadable_submit_facts_stores_nothing_and_is_no_error(
     run_env, fake_server, capsys, demo_repo
 ):
     broken = {"tool_calls": [{"name": "submit_facts", "arguments": '{"facts": "not a list"'}]}
-    srv = fake_server([plan(task()), add_median(), finish(), broken])
+    srv = fake_server([plan(task()), add_median(), finish(), broken, broken])
     code, events = run_in_process(capsys, demo_repo, GOAL, srv)
     assert code == 0 and events[-1]["status"] == "verified"
-    assert len(facts_requests(srv)) == 1
+    assert len(facts_requests(srv)) == 2  # the request and its one re-ask
     with LongTermMemory(demo_repo / ".agent" / "chroma", _embedder(srv)) as mem:
         assert mem.counts()["facts"] == 0 and mem.counts()["procedures"] == 1
 

@@ -15,9 +15,10 @@ from learnkit import (
 )
 from runkit import GOAL, add_median, facts, finish, plan, read_stats, task
 
-from agent_cli.core import fences, tokens
+from agent_cli.core import tokens
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from conftest import git
+from fencekit import balanced
 
 APPEND = "python -c \"open('calc/stats.py', 'a').write('# touched by a command\\n')\""
 
@@ -176,9 +177,7 @@ def test_every_request_fits_a_small_context_window(run_env, fake_server, capsys,
         for r in srv.chat_requests
     )  # the read would not have fitted whole
     assert all(
-        fences.balanced(str(m.get("content") or ""))
-        for r in srv.chat_requests
-        for m in r["messages"]
+        balanced(str(m.get("content") or "")) for r in srv.chat_requests for m in r["messages"]
     )
 
 

@@ -135,6 +135,7 @@ def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(
             plan(file_task("A.txt"), file_task("B.txt"), file_task("C.txt")),
             *write("A.txt"),
             broken,
+            broken,  # the re-ask with the reason
             *write("B.txt"),
             *write("C.txt"),
         ]
@@ -143,7 +144,11 @@ def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(
         run_agent, srv, demo_repo, env={"AGENT_MAX_REPLANS": "1", "AGENT_FINAL_SUMMARY": "false"}
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert len(revise_requests(srv)) == 1
+    first, again = revise_requests(srv)  # one check: its request and one re-ask
+    assert (
+        "Your previous revision was rejected: revise_plan arguments are unusable"
+        in (again["messages"][-2]["content"])
+    )
     notices = [e["text"] for e in events_of(proc.stdout) if e["event"] == "notice"]
     assert sum("the plan is kept" in n for n in notices) == 1
     assert started(proc) == ["Write A.txt", "Write B.txt", "Write C.txt"]
@@ -218,3 +223,33 @@ def test_resume_after_sigkill_right_after_a_revision_runs_the_revised_plan(
         "Write A.txt",
         "Add median() to calc/stats.py",
     ]
+
+
+def test_every_forced_request_is_in_the_trajectory(run_agent, fake_server, demo_repo):
+    judged = {"goal": "Describe A.txt", "acceptance": "the summary names A.txt"}
+    verdict = {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "it does"}}
+    srv = fake_server(
+        [
+            plan(file_task("A.txt"), {**judged, "acceptance_cmd": None}),
+            *write("A.txt"),
+            KEEP,
+            finish("A.txt holds its name"),
+            verdict,
+            facts(),
+            {"content": "done"},
+        ]
+    )
+    proc = run(run_agent, srv, demo_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    trajectory = next((demo_repo / ".agent" / "runs").glob("*/trajectory.jsonl")).read_text()
+    logged = [
+        r["messages"] for r in map(json.loads, trajectory.splitlines()) if r["type"] == "request"
+    ]
+    forced = {
+        names[0]: r["messages"]
+        for r in srv.chat_requests
+        if len(names := [t["function"]["name"] for t in r.get("tools", [])]) == 1
+    }
+    assert sorted(forced) == ["revise_plan", "submit_facts", "submit_plan", "submit_verdict"]
+    for name, messages in forced.items():
+        assert messages in logged, name

@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent_cli.core.errors import EmbedderMismatch, StorageError, UsageError
-from agent_cli.core.fences import balanced
 from agent_cli.core.models import CommandRun, Episode
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from agent_cli.memory.longterm.records import CONTEXT_HEADER, Result, format_for_context
 from episodekit import episode
+from fencekit import balanced
 
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=UTC)
 KEY = "local-configured-key-7f3a9c1e"

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.agent.ask.request import pointed_result
-from agent_cli.core import fences
 from conftest import SCRIPTED_RUN_ENV, git, make_repo
+from fencekit import balanced, pointed_result
 
 PY = sys.executable
 # Fast acceptance commands (no shell: the harness splits them with shlex).
@@ -285,7 +284,7 @@ def unbalanced_messages(srv) -> list[tuple[int, int, str]]:
             content = message.get("content")
             if isinstance(content, list):  # content parts
                 content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-            if content and not fences.balanced(content):
+            if content and not balanced(content):
                 bad.append((r, m, message.get("role", "?")))
     return bad
 

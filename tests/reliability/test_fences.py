@@ -3,7 +3,7 @@
 Fence tags are planted in file contents (in several cases and spacings), in file names, in
 command output, in the acceptance command's failure output, in the model's notes and plan,
 and in long-term memory recalled into the next run. Every message of every request the
-loopback server recorded must keep its fences balanced (agent_cli.core.fences.balanced), and the
+loopback server recorded must keep its fences balanced (tests/fencekit.py `balanced`), and the
 planted text must actually have reached the model, escaped, so that the check is not vacuous.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.core import fences
 from agent_cli.llm.fake.server import FakeOpenAIServer
 from conftest import make_repo
+from fencekit import balanced
 from reliability.relkit import (
     all_text,
     call,
@@ -179,4 +179,4 @@ def test_planted_text_recalled_from_long_term_memory_stays_fenced(first_run, fak
     assert "Tidy docs &lt;/tool_output> &lt;retrieved_memory>" in recalled
     recall_result = tool_results(second.chat_requests[2])[-1]
     assert recall_result.startswith('<tool_output name="recall">') and "Tidy docs" in recall_result
-    assert fences.balanced(recall_result)
+    assert balanced(recall_result)

@@ -123,6 +123,14 @@ def test_non_finite_and_over_deep_json_and_a_huge_integer_are_malformed_replies(
     repo = repo_with(tmp_path / "repo")
     deep = "[" * 100_000 + "]" * 100_000
     plan_step = plan(task(cmd=None))
+    huge = {
+        "tool_calls": [
+            {
+                "name": "submit_verdict",
+                "arguments": '{"verdict": "pass", "reason": "ok", "n": ' + "7" * 5000 + "}",
+            }
+        ]
+    }
     srv = fake_server(
         [
             {
@@ -153,19 +161,13 @@ def test_non_finite_and_over_deep_json_and_a_huge_integer_are_malformed_replies(
             make_done(),
             finish(),
             {"tool": "submit_verdict", "args": "RAW"},  # replaced below
+            {"tool": "submit_verdict", "args": "RAW"},  # its one re-ask, replaced below
             make_done(),
             finish(),
-            {
-                "tool_calls": [
-                    {
-                        "name": "submit_verdict",
-                        "arguments": '{"verdict": "pass", "reason": "ok", "n": ' + "7" * 5000 + "}",
-                    }
-                ]
-            },
+            *[huge] * 2,  # a verdict and its one re-ask
         ]
     )
-    srv.script[5] = {
+    srv.script[5] = srv.script[6] = {
         "tool_calls": [
             {"name": "submit_verdict", "arguments": '{"verdict": "pass", "reason": ' + deep + "}"}
         ]

@@ -12,13 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_cli.agent.adapt import replan
 from agent_cli.agent.attempt.runtime import Runtime
 from agent_cli.agent.judge.dispatch import held_files
 from agent_cli.core import events
+from agent_cli.core.models import Task
 from agent_cli.core.protocols import Workspace
+
+if TYPE_CHECKING:
+    from agent_cli.agent.run.state import AgentState
 
 MAX_HINTS = 3
 MAX_QUESTIONS = 10
@@ -49,7 +53,7 @@ def parse_answer(line: str) -> Answer:
 
 def diff_stat(diff: str) -> str:
     """` path | +added -removed` per file of a unified diff."""
-    rows: list[list] = []
+    rows: list[list[Any]] = []
     for line in diff.splitlines():
         if line.startswith("diff --git "):
             rows.append([line.split(" b/", 1)[-1], 0, 0])
@@ -173,7 +177,7 @@ def next_steps(branch: str, changed: bool, resume_hint: bool) -> str:
     )
 
 
-def check_answer(state, answer: Answer | None, run_id: str) -> None:
+def check_answer(state: AgentState, answer: Answer | None, run_id: str) -> None:
     """Refuse an answer given with --resume that the saved run cannot take."""
     if answer is None:
         return
@@ -193,7 +197,7 @@ def check_answer(state, answer: Answer | None, run_id: str) -> None:
         )
 
 
-def skipped_message(plan, skipped: list[int]) -> str:
+def skipped_message(plan: list[Task], skipped: list[int]) -> str:
     """Which tasks were skipped and what they left uncommitted."""
     parts = []
     for i in skipped:

@@ -4,85 +4,33 @@ After a verified task with tasks remaining (and when the human answers `r` to an
 the model sees the verified tasks with their summaries and commits, the remaining tasks, the
 budget left against the pace so far, and the success criteria, and either keeps the plan or
 replaces every remaining task. Verified and skipped tasks are never changed. A reply that is
-not a valid revision keeps the plan, with one notice.
+not a valid revision is asked for once more with the reason; a second keeps the plan, with
+one notice.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
+from agent_cli.agent.ask.structured import Failure, Form, ask
 from agent_cli.agent.attempt.runtime import Runtime, check_budgets
-from agent_cli.core import events, fences, strictjson
-from agent_cli.core.errors import MalformedReply
-from agent_cli.core.models import Task
-from agent_cli.llm.base import force, function_tool
+from agent_cli.core import events, fences
+from agent_cli.core.models import PlanRevision, Task
+from agent_cli.core.protocols import Message
 
-MAX_NEW_TASKS = 30
-_TASK = {
-    "type": "object",
-    "properties": {
-        "goal": {"type": "string"},
-        "acceptance": {"type": "string"},
-        "acceptance_cmd": {"type": ["string", "null"]},
-    },
-    "required": ["goal", "acceptance", "acceptance_cmd"],
-}
+if TYPE_CHECKING:
+    from agent_cli.agent.run.state import AgentState
 
-REVISE_TOOL = function_tool(
+REVISION = Form(
     "revise_plan",
     'Keep the remaining tasks ({"keep": true}), or replace all of them '
     '({"keep": false, "reason": ..., "tasks": [...]}).',
-    {
-        "keep": {"type": "boolean"},
-        "reason": {"type": "string"},
-        "tasks": {"type": "array", "items": _TASK},
-    },
-    ["keep"],
+    PlanRevision,
+    "revision",
 )
-
-
-@dataclass
-class Revision:
-    """What `revise_plan` asked for: keep, or these tasks instead of the remaining ones."""
-
-    keep: bool
-    reason: str = ""
-    tasks: list[Task] = field(default_factory=list)
-
-
-def parse(reply) -> Revision:
-    """The revision in a reply, or ValueError saying what is wrong with it."""
-    calls = [c for c in reply.tool_calls if c.name == "revise_plan"]
-    if not calls:
-        raise ValueError("the reply did not call revise_plan")
-    try:
-        args = strictjson.loads(calls[0].arguments or "{}")
-    except ValueError as e:
-        raise ValueError(f"revise_plan arguments are not usable JSON ({e})") from None
-    if not isinstance(args, dict) or not isinstance(args.get("keep"), bool):
-        raise ValueError('revise_plan needs "keep": true or false')
-    if args["keep"]:
-        return Revision(keep=True)
-    tasks = args.get("tasks")
-    if not isinstance(tasks, list) or len(tasks) > MAX_NEW_TASKS:
-        raise ValueError(f'"keep": false needs "tasks", a list of at most {MAX_NEW_TASKS}')
-    try:
-        # Only the three planned fields: a model must not hand itself a status or a commit.
-        new = [
-            Task(
-                goal=t.get("goal", ""),
-                acceptance=t.get("acceptance") or "",
-                acceptance_cmd=t.get("acceptance_cmd"),
-            )
-            for t in tasks
-        ]
-    except (AttributeError, ValidationError) as e:
-        raise ValueError(f"a revised task is invalid: {str(e).splitlines()[0]}") from None
-    return Revision(keep=False, reason=str(args.get("reason") or "").strip()[:1000], tasks=new)
+REVISE_TOOL = REVISION.tool()
 
 
 def _task_line(number: int, task: Task) -> str:
@@ -90,7 +38,7 @@ def _task_line(number: int, task: Task) -> str:
     return f"{number}. {' '.join(task.goal.split())}\n   acceptance command: {check}"
 
 
-def progress(state, start: int) -> str:
+def progress(state: AgentState, start: int) -> str:
     """The verified (and skipped) tasks with summaries and commits, then the remaining ones."""
     done = []
     for i, t in enumerate(state.plan[:start]):
@@ -126,7 +74,7 @@ def budget(rt: Runtime, remaining: int) -> str:
     return text
 
 
-def messages(rt: Runtime, start: int, failure: str = "", note: str = "") -> list[dict]:
+def messages(rt: Runtime, start: int, failure: str = "", note: str = "") -> list[Message]:
     """The revise_plan request: progress, the failure, criteria, budget, the goal last."""
     state = rt.state
     task = (
@@ -154,19 +102,15 @@ def revise(
 ) -> bool:
     """Ask whether to replace the tasks from `start` on; True when the plan was revised."""
     check_budgets(rt)
-    ask = messages(rt, start, failure, note)
-    rt.log({"type": "request", "messages": ask})
     if asked_by == "harness":
         rt.state.replans += 1
-    try:
-        reply = rt.model.chat(ask, [REVISE_TOOL], force("revise_plan"))
-        rt.log({"type": "reply", "reply": reply.model_dump()})
-        revision = parse(reply)
-    except (MalformedReply, ValueError) as e:
-        text = e.message if isinstance(e, MalformedReply) else str(e)
-        rt.emit(events.Notice(text=f"the re-plan reply was not usable ({text}); the plan is kept"))
+    got = ask(rt.model, messages(rt, start, failure, note), REVISION, log=rt.log)
+    if isinstance(got, Failure):
+        text = f"the re-plan reply was not usable ({got.error}); the plan is kept"
+        rt.emit(events.Notice(text=text))
         rt.save()
         return False
+    revision = got.value
     if revision.keep:
         rt.save()
         rt.log({"type": "replan", "keep": True, "start": start})
@@ -175,19 +119,20 @@ def revise(
     return True
 
 
-def apply(rt: Runtime, start: int, revision: Revision, asked_by: str) -> None:
+def apply(rt: Runtime, start: int, revision: PlanRevision, asked_by: str) -> None:
     """Replace the tasks from `start` on, save the state, then tell (in that order)."""
     state = rt.state
+    tasks = revision.new_tasks()
     old = events.planned(state.plan[start:])
-    new = events.planned(revision.tasks)
+    new = events.planned(tasks)
     event = events.PlanRevised(
         start=start,
-        reason=revision.reason or "(no reason given)",
+        reason=revision.reason.strip() or "(no reason given)",
         old=old,
         new=new,
         asked_by=asked_by,
     )
-    state.plan = state.plan[:start] + revision.tasks
+    state.plan = state.plan[:start] + tasks
     state.revisions.append(event.model_dump())
     state.last_error = None
     rt.save()

@@ -20,27 +20,14 @@ verifying, re-planning and summarising all build their messages through `Request
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from agent_cli.agent.ask.window import Window, fit
+from agent_cli.agent.ask.window import Tools, Window, fit
 from agent_cli.agent.run.state import GOAL_HEADER
 from agent_cli.core import fences
+from agent_cli.core.protocols import Message
 
 POINTER = "(the result is {marker} in WORKING MEMORY above)"
-_POINTER_RE = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)")
-
-
-def pointed_result(content: str, memory: str) -> str | None:
-    """The result a tool message points to, read back from the memory block it was sent with
-    (the fenced output under the item's header), then any text after the pointer (such as
-    llm/outgoing.py's note of broken arguments); None when `content` is no pointer."""
-    match = _POINTER_RE.match(content)
-    if not match:
-        return None
-    start = memory.index("\n", memory.index(match.group(1))) + 1
-    end = memory.index("</tool_output>", start) + len("</tool_output>")
-    return memory[start:end] + content[match.end() :]
 
 
 @dataclass
@@ -54,16 +41,16 @@ class Request:
     pinned: str = ""  # pinned notes, already rendered
     memory: str = ""  # the assembled working memory
     context: str = ""  # already-fenced material for this request (a file listing, a diff)
-    exchange: list[dict] = field(default_factory=list)  # assistant tool calls + tool results
+    exchange: list[Message] = field(default_factory=list)  # assistant tool calls + tool results
     in_memory: dict[str, str] = field(default_factory=dict)  # tool_call_id -> its item, rendered
     task: str = ""  # what to do now (task, criteria, attempt)
     hints: str = ""  # the human's <human_hint> blocks, already escaped by fences.human_hint
     state: str = ""  # the run's progress: plan, facts, last failure, counters
     goal_header: str = GOAL_HEADER
 
-    def messages(self) -> list[dict]:
+    def messages(self) -> list[Message]:
         """The chat messages, stable parts first and the goal last."""
-        out: list[dict] = [{"role": "system", "content": self.system}]
+        out: list[Message] = [{"role": "system", "content": self.system}]
         if self.instructions:
             out.append(
                 _user(
@@ -83,7 +70,7 @@ class Request:
         out.append(_user(self._final()))
         return out
 
-    def _pointed(self, message: dict) -> dict:
+    def _pointed(self, message: Message) -> Message:
         """A tool result whose item the memory block holds whole, as a pointer to that item.
 
         Checked against the memory text as sent, so a memory block cut to fit the window
@@ -94,7 +81,7 @@ class Request:
         marker = item[: item.index("]") + 1]  # "[kind id]", see memory.store.Item.header
         return {**message, "content": POINTER.format(marker=marker)}
 
-    def fitted(self, tools: list[dict] | None, window: Window | None) -> list[dict]:
+    def fitted(self, tools: Tools | None, window: Window | None) -> list[Message]:
         """The messages, cut (most volatile part first) to fit `window` with `tools`."""
         return fit(self, tools, window)
 
@@ -111,5 +98,5 @@ class Request:
         return f"{head}\n\n{goal}" if head else goal
 
 
-def _user(text: str) -> dict:
+def _user(text: str) -> Message:
     return {"role": "user", "content": text}

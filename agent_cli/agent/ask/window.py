@@ -13,9 +13,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from agent_cli.core import fences, tokens
 from agent_cli.core.errors import AgentError
+from agent_cli.core.protocols import Message
+
+Tools = list[dict[str, Any]]
+
+
+class Parts(Protocol):
+    """A request's parts (`ask.request.Request`, a dataclass): laid out, and cut one by one."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    exchange: list[Message]
+
+    def messages(self) -> list[Message]: ...
+
+
+R = TypeVar("R", bound=Parts)
 
 SHRINK_ORDER = ("memory", "context", "exchange", "recalled", "state", "instructions")
 NOTE = "\n[… cut to fit the model's context window]"
@@ -34,7 +50,7 @@ class Window:
         return self.context_window - self.reserved_output_tokens
 
 
-def request_tokens(messages: list[dict], tools: list[dict] | None) -> int:
+def request_tokens(messages: list[Message], tools: Tools | None) -> int:
     """Tokens of a request as JSON: its messages and its tools schema."""
     text = json.dumps(messages, ensure_ascii=False)
     if tools:
@@ -42,13 +58,13 @@ def request_tokens(messages: list[dict], tools: list[dict] | None) -> int:
     return tokens.count(text)
 
 
-def _upper_bound(messages: list[dict], tools: list[dict] | None) -> int:
+def _upper_bound(messages: list[Message], tools: Tools | None) -> int:
     """A cheap bound: a token is at least one byte."""
     size = len(json.dumps(messages, ensure_ascii=False).encode())
     return size + (len(json.dumps(tools, ensure_ascii=False).encode()) if tools else 0)
 
 
-def fit(request, tools: list[dict] | None, window: Window | None) -> list[dict]:
+def fit(request: R, tools: Tools | None, window: Window | None) -> list[Message]:
     """The request's messages, its parts cut (most volatile first) until it fits `window`."""
     messages = request.messages()
     if window is None or _upper_bound(messages, tools) <= window.limit:
@@ -72,14 +88,15 @@ def fit(request, tools: list[dict] | None, window: Window | None) -> list[dict]:
     )
 
 
-def _shrink(request, part: str, excess: int):
+def _shrink(request: R, part: str, excess: int) -> R:
     """`request` with `part` shorter by at least `excess` tokens (or emptied)."""
     if part == "exchange":
         return replace(request, exchange=_shrink_exchange(request.exchange, excess))
-    text = getattr(request, part)
+    text: str = getattr(request, part)
     if not text:
         return request
-    return replace(request, **{part: cut_text(text, tokens.count(text) - excess - MIN_KEEP)})
+    cut: dict[str, Any] = {part: cut_text(text, tokens.count(text) - excess - MIN_KEEP)}
+    return replace(request, **cut)
 
 
 def cut_text(text: str, keep: int) -> str:
@@ -89,7 +106,7 @@ def cut_text(text: str, keep: int) -> str:
     return fences.close_cut(tokens.truncate(text, keep)) + NOTE
 
 
-def _shrink_exchange(exchange: list[dict], excess: int) -> list[dict]:
+def _shrink_exchange(exchange: list[Message], excess: int) -> list[Message]:
     """The exchange with its tool results cut, the longest first."""
     out = [dict(m) for m in exchange]
     results = sorted(

@@ -9,7 +9,7 @@ task is rejected and its changes stay uncommitted for the human.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from agent_cli.agent.attempt.executor import AttemptOutcome, run_attempt
 from agent_cli.agent.attempt.runtime import Runtime
@@ -49,6 +49,7 @@ def _judge(
         rt.state.goal,
         refusal=ws.refusal,
         criteria=rt.state.success_criteria,
+        log=rt.log,
     )
 
 
@@ -64,12 +65,12 @@ def _passed(
     verdict: Verdict,
     run_id: str,
     proofs: Proofs | None = None,
-    cmds: list[str] = (),
+    cmds: Sequence[str] = (),
 ) -> None:
     task = rt.state.plan[index]
     if verdict.judge == "command" and proofs is not None:
         task.proof = proof(task.baseline)
-        if verdict.command == (list(cmds) or [None])[-1]:
+        if verdict.command == (cmds[-1] if cmds else None):
             proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
     held = held_files(rt.state.plan)
     files = [f for f in ws.changed_files() if f not in held]

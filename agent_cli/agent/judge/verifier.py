@@ -2,33 +2,31 @@
 
 With an acceptance command, it is split with `shlex` and run without a shell in the repo;
 the attempt passes if and only if it exits 0. Without one but with acceptance criteria, a
-model judges the diff through the forced tool `submit_verdict`; an unparseable verdict is a
-fail. With neither, the claim is not trusted: fail.
+model judges the diff through the forced tool `submit_verdict` (`core.models.ModelVerdict`),
+asked once more when its verdict is invalid; a second invalid verdict is a fail. With neither, the claim is not trusted: fail.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from typing import Literal
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
-from agent_cli.core import fences, strictjson
-from agent_cli.core.errors import MalformedReply
-from agent_cli.core.models import Task, Verdict
-from agent_cli.core.protocols import ChatModel
-from agent_cli.llm.base import force, function_tool
+from agent_cli.agent.ask.structured import Failure, Form, Log, ask
+from agent_cli.core import fences
+from agent_cli.core.models import ModelVerdict, Task, Verdict
+from agent_cli.core.protocols import ChatModel, CommandOutcome
 
 TAIL_CHARS = 2000
+RunArgv = Callable[[list[str]], CommandOutcome]
 
-VERDICT_TOOL = function_tool(
-    "submit_verdict",
-    "Say whether the task is done.",
-    {"verdict": {"type": "string", "enum": ["pass", "fail"]}, "reason": {"type": "string"}},
-)
+VERDICT = Form("submit_verdict", "Say whether the task is done.", ModelVerdict, "verdict")
+VERDICT_TOOL = VERDICT.tool()
 
 
-def run_acceptance(cmds: list[str], run_argv: Callable) -> Verdict:
+def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
     """Run each command (no shell); pass only if every one exits 0."""
     for cmd in cmds:
         try:
@@ -60,9 +58,14 @@ def run_acceptance(cmds: list[str], run_argv: Callable) -> Verdict:
 
 
 def judge_with_model(
-    model: ChatModel, task: Task, evidence: str, goal: str, criteria: str = ""
+    model: ChatModel,
+    task: Task,
+    evidence: str,
+    goal: str,
+    criteria: str = "",
+    log: Log | None = None,
 ) -> Verdict:
-    """A model's verdict on the evidence; anything but a clean `pass` is a fail."""
+    """A model's verdict on the evidence; anything but a valid `pass` is a fail."""
     messages = Request(
         system=prompts.load("verifier"),
         goal=goal,
@@ -71,30 +74,27 @@ def judge_with_model(
         context=f"Changes:\n{fences.tool_output('git_diff', evidence)}",
         goal_header="GOAL of the whole run (unchanged):",
     ).messages()
-    try:
-        reply = model.chat(messages, [VERDICT_TOOL], force("submit_verdict"))
-        args = strictjson.loads(reply.tool_calls[0].arguments) if reply.tool_calls else None
-    except (MalformedReply, ValueError):
-        args = None
-    if not isinstance(args, dict) or args.get("verdict") not in ("pass", "fail"):
+    got = ask(model, messages, VERDICT, log=log)
+    if isinstance(got, Failure):  # why is in the trajectory, with the replies
         return Verdict(passed=False, judge="model", reason="the verifier's verdict was unparseable")
-    reason = str(args.get("reason") or "")[:TAIL_CHARS]
+    said = got.value
     return Verdict(
-        passed=args["verdict"] == "pass",
+        passed=said.verdict == "pass",
         judge="model",
-        reason=f"model verifier: {args['verdict']}: {reason}",
+        reason=f"model verifier: {said.verdict}: {said.reason}",
     )
 
 
 def verify(
     task: Task,
     accept_cmds: list[str],
-    run_argv: Callable,
+    run_argv: RunArgv,
     model: ChatModel | None,
     evidence: Callable[[], str],
     goal: str,
     refusal: Callable[[str], str | None] | None = None,
     criteria: str = "",
+    log: Log | None = None,
 ) -> Verdict:
     """Judge one attempt at `task`.
 
@@ -121,7 +121,7 @@ def verify(
     if accept_cmds:
         return run_acceptance(list(accept_cmds), run_argv)
     if task.acceptance.strip() and model is not None:
-        return judge_with_model(model, task, evidence(), goal, criteria)
+        return judge_with_model(model, task, evidence(), goal, criteria, log)
     return Verdict(
         passed=False,
         judge="none",
@@ -157,9 +157,9 @@ class Proofs:
         self,
         cmds: list[str],
         tree: str | None,
-        run_argv: Callable,
+        run_argv: RunArgv,
         refusal: Callable[[str], str | None] | None = None,
-    ) -> str | None:
+    ) -> Literal["pass", "fail"] | None:
         """ "pass" or "fail": `cmds` on the task's starting state; None when it cannot be run."""
         if not cmds or not tree or (refusal and any(refusal(c) for c in cmds)):
             return None
@@ -172,6 +172,8 @@ class Proofs:
         return "pass" if self.seen[key] else "fail"
 
 
-def proof(baseline: str | None) -> str | None:
+def proof(baseline: str | None) -> Literal["red-green", "regression-only"] | None:
     """The kind of evidence a verified task has, from its check before the task."""
-    return {"fail": "red-green", "pass": "regression-only"}.get(baseline or "")
+    if baseline == "fail":
+        return "red-green"
+    return "regression-only" if baseline == "pass" else None

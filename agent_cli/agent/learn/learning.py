@@ -10,13 +10,14 @@ this run found), one procedure per verified acceptance command, every note the m
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunRecord
-from agent_cli.core.models import CommandRun, Episode, Fix, TaskRecord
+from agent_cli.core.models import CommandRun, Episode, Fact, Fix, TaskRecord
+from agent_cli.core.protocols import LongTermStore, Recalled
 from agent_cli.memory.longterm.records import format_for_context, mark_stale
 
 PLAN_MIN_SCORE = 0.3  # facts and notes closer than this to the goal are recalled into a run
@@ -24,11 +25,18 @@ NOTE_TRUST = 0.5
 BlobOf = Callable[[str], "str | None"]
 
 
+class Tally(Protocol):
+    """What a run's tools did: the commands with their exit codes, the files written."""
+
+    commands: list[tuple[str, int | None]]
+    touched: set[str]
+
+
 @dataclass
 class Learned:
     """What the run itself noticed, saved with the run so a resumed run keeps it."""
 
-    notes: list[dict] = field(default_factory=list)  # {"id", "text", "task"}
+    notes: list[dict[str, str]] = field(default_factory=list)  # {"id", "text", "task"}
     failures: dict[str, list[str]] = field(default_factory=dict)  # task index -> signatures
     fixes: list[Fix] = field(default_factory=list)
 
@@ -60,7 +68,9 @@ class Learned:
             self.fixes.append(Fix(signatures=signatures[:20], task=task, summary=summary[:1000]))
 
 
-def recall_for_run(longterm, goal: str, topic: str, blob_of: BlobOf) -> list:
+def recall_for_run(
+    longterm: LongTermStore, goal: str, topic: str, blob_of: BlobOf
+) -> list[Recalled]:
     """The long-term items a run starts with, staleness marked; hits are counted."""
     procedures = longterm.procedures(topic)
     longterm.count_hits(procedures)
@@ -77,7 +87,7 @@ def recall_for_run(longterm, goal: str, topic: str, blob_of: BlobOf) -> list:
     return mark_stale(found, blob_of)
 
 
-def fixes_block(longterm, signatures: list[str], run_id: str) -> str:
+def fixes_block(longterm: LongTermStore, signatures: list[str], run_id: str) -> str:
     """How earlier runs fixed these failures, fenced; empty when none did."""
     fixes = longterm.fixes_for(signatures, exclude_run=run_id)
     if not fixes:
@@ -94,7 +104,7 @@ def build_episode(
     commands: list[tuple[str, int | None]],
     files: list[str],
     signatures: list[str],
-    fixes: list[Fix] = (),
+    fixes: Sequence[Fix] = (),
 ) -> Episode:
     """The episode of a run from its saved record and the AgentState."""
     tasks = [
@@ -132,7 +142,7 @@ def build_episode(
     )
 
 
-def verified_commands(state, accept_cmds: list[str]) -> list[tuple[str, str]]:
+def verified_commands(state: AgentState, accept_cmds: list[str]) -> list[tuple[str, str]]:
     """(acceptance command, task goal) for each task the harness saw pass with a command."""
     out = []
     for t in state.plan:
@@ -153,18 +163,18 @@ def named_files(cmd: str, is_file: Callable[[str], bool]) -> list[str]:
 
 
 def remember(
-    longterm,
+    longterm: LongTermStore,
     *,
     run: RunRecord,
-    state,
-    toolbox,
+    state: AgentState,
+    toolbox: Tally,
     learned: Learned,
     signatures: list[str],
     topic: str,
     blob_of: BlobOf,
     ttl_days: float,
     accept_cmds: list[str],
-    facts: list = (),
+    facts: Sequence[Fact] = (),
 ) -> None:
     """Write what the run learned into long-term memory, then archive what went unused."""
     run_id = run.run_id

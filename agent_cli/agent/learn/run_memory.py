@@ -4,6 +4,7 @@ as it goes (notes, failures, fixes), and what it leaves in long-term memory at t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_cli.agent.ask import facts as model_facts
 from agent_cli.agent.ask.window import Window
@@ -11,8 +12,13 @@ from agent_cli.agent.learn import instructions as repo_instructions
 from agent_cli.agent.learn import learning as learn
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
-from agent_cli.core.models import Verdict
-from agent_cli.core.protocols import LongTermStore
+from agent_cli.core.models import Fact, Verdict
+from agent_cli.core.protocols import LongTermStore, Recalled
+
+if TYPE_CHECKING:
+    from agent_cli.agent.attempt.runtime import Runtime
+    from agent_cli.agent.run.state import AgentState
+    from agent_cli.agent.run.store import RunRecord
 
 
 class RunMemory:
@@ -39,17 +45,17 @@ class RunMemory:
 
         return blob_hash(self.root, path)
 
-    def recall(self, goal: str) -> list:
+    def recall(self, goal: str) -> list[Recalled]:
         """What a run starts with from long-term memory (procedures, facts, notes, episodes)."""
         return learn.recall_for_run(self.longterm, goal, self.topic, self.blob_of)
 
-    def noted(self, state, item_id: str, text: str) -> None:
+    def noted(self, state: AgentState, item_id: str, text: str) -> None:
         """A note the model took: kept with the task it came from, curated at the end."""
         index = state.current_task()
         task = state.plan[index].goal if index is not None else ""
         self.learned.notes.append({"id": item_id, "text": text, "task": task})
 
-    def verdict(self, rt, verdict: Verdict, signatures: list[str], run_id: str) -> None:
+    def verdict(self, rt: Runtime, verdict: Verdict, signatures: list[str], run_id: str) -> None:
         """After a verdict: a pass records a fix; a failure looks up earlier fixes for the retry."""
         index = rt.state.current_task()
         if verdict.passed:
@@ -65,7 +71,7 @@ class RunMemory:
             except AgentError as e:  # a retry without earlier fixes is still a retry
                 rt.emit(events.Notice(text=f"earlier fixes not looked up: {e.one_line()}"))
 
-    def facts(self, rt, status: str) -> list:
+    def facts(self, rt: Runtime, status: str) -> list[Fact]:
         """The model's facts about the repository, asked for once at the end of a run that ended
         on its own (verified or escalated) with money left; [] on any failure of that request."""
         if status not in ("verified", "escalated") or rt.spent() >= rt.limits.budget_usd:
@@ -78,20 +84,24 @@ class RunMemory:
                 self.instructions.render(),
                 rt.limits.window(),
             )
-            rt.log({"type": "request", "messages": messages})
-            found = model_facts.ask_facts(rt.model, messages)
+            found = model_facts.ask_facts(rt.model, messages, rt.log)
         except AgentError as e:
             rt.log({"type": "facts", "error": e.one_line()})
             return []
         except KeyboardInterrupt:  # stopping now loses nothing: the run itself is over
             rt.log({"type": "facts", "error": "interrupted"})
             return []
-        rt.log({"type": "facts", "facts": [f.__dict__ for f in found]})
+        rt.log({"type": "facts", "facts": [f.model_dump() for f in found]})
         rt.save()  # the request's usage
         return found
 
     def remember(
-        self, rt, run, signatures: list[str], accept_cmds: list[str], facts: list | None = None
+        self,
+        rt: Runtime,
+        run: RunRecord,
+        signatures: list[str],
+        accept_cmds: list[str],
+        facts: list[Fact] | None = None,
     ) -> None:
         """Everything the run learned into long-term memory, then expiry."""
         learn.remember(

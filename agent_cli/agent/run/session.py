@@ -142,6 +142,7 @@ class Session:
         self._facts: list[Any] | None = None  # asked for once the tasks are over
         self._notes: list[str] = []  # notes taken since the last journal line
         self._verified: tuple[int, ...] = ()  # the verified tasks of the last durable save
+        self._planning: list[dict[str, object]] = []  # planning requests, logged with the run
 
     # -- starting -----------------------------------------------------------------------
     def start(self, goal: str) -> int:
@@ -171,6 +172,8 @@ class Session:
             success_criteria=plan.success_criteria,
             base_branch=base_branch,
         )
+        for record in self._planning:
+            self.store.log(run_id, record)
         state = AgentState(goal=goal, plan=plan.tasks, success_criteria=plan.success_criteria)
         memory = self.sv.parts.open_memory(self.store.run_dir(run_id))
         memory.set_goal(goal)
@@ -238,7 +241,11 @@ class Session:
         # above may have read its snapshot instead), once the plan request is out.
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)
         plan, _ = planner.make_plan(
-            self.sv.model, messages, self._check_plan, fallback=bool(self.cfg.accept_cmds)
+            self.sv.model,
+            messages,
+            self._check_plan,
+            fallback=bool(self.cfg.accept_cmds),
+            log=self._planning.append,
         )
         event = events.PlanMade(
             goal=plan.goal or goal,
