@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from learnkit import (
     facts_requests,
     planning_requests,
@@ -18,6 +19,8 @@ from runkit import GOAL, add_median, facts, finish, plan, read_stats, task
 from agent_cli.core import fences, tokens
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from conftest import git
+
+pytestmark = pytest.mark.slow  # every test here runs `python -m pytest` as a task's command
 
 APPEND = "python -c \"open('calc/stats.py', 'a').write('# touched by a command\\n')\""
 

@@ -290,6 +290,7 @@ PEAK = (
 )
 
 
+@pytest.mark.slow
 def test_huge_files_stay_within_memory_and_the_step_budget_counts_each_call(
     agent_env, fake_server, tmp_path
 ):
