@@ -32,7 +32,7 @@ PY_FLAGS = "bBdEiIOPqsSuvR"  # interpreter options that take no argument
 PY_HARMLESS = {"-V", "-VV", "--version", "-h", "--help"}
 
 
-@dataclass
+@dataclass(eq=False)  # told apart by identity: nested logs are removed from `_stack` one by one
 class _Log:
     """Process starts seen while a test phase or a fixture's setup runs."""
 

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+import spawnguard
 from spawnguard import offence
 
 INNER_TESTS = """
@@ -76,6 +77,7 @@ def test_fails_later_user_of_a_spawning_fixture(module_process):
 
 
 def test_the_guard_fails_exactly_the_unmarked_tests_that_start_such_a_process(pytester):
+    this_call = spawnguard._stack[-1]
     pytester.makeini("[pytest]\nmarkers =\n    slow: starts a process\n")
     pytester.makepyfile(test_inner=INNER_TESTS)
     result = pytester.runpytest_inprocess("-p", "spawnguard", "-rfE")
@@ -100,6 +102,8 @@ def test_the_guard_fails_exactly_the_unmarked_tests_that_start_such_a_process(py
     assert outcomes == {"failed": 6, "errors": 1, "passed": 4}, result.stdout.str()
     result.stdout.fnmatch_lines(["*not marked @pytest.mark.slow*json.tool*"])
     result.stdout.fnmatch_lines(["*it starts `agent`*"])
+    # the inner session's phases and fixtures took their logs away: this test's call logs again
+    assert len(spawnguard._stack) == 1 and spawnguard._stack[0] is this_call
 
 
 @pytest.mark.parametrize(
