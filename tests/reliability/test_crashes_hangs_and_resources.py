@@ -212,6 +212,7 @@ def _in_bwrap(mounts: list[str], argv: list[str]) -> list[str]:
     return ["bwrap", "--dev-bind", "/", "/", *mounts, "--", *argv]
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_full_disk_mid_run_is_one_line_and_leaves_whole_state(agent_env, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
@@ -248,6 +249,7 @@ def test_a_full_disk_mid_run_is_one_line_and_leaves_whole_state(agent_env, fake_
     assert git(repo, "log", "--format=%s").count("\n") == 1  # nothing committed
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_read_only_state_directory_is_one_line(agent_env, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
