@@ -214,6 +214,7 @@ def _in_bwrap(mounts: list[str], argv: list[str]) -> list[str]:
     return ["bwrap", "--dev-bind", "/", "/", *mounts, "--", *argv]
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_full_disk_mid_run_is_one_line_and_leaves_whole_state(agent_env, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
@@ -250,6 +251,7 @@ def test_a_full_disk_mid_run_is_one_line_and_leaves_whole_state(agent_env, fake_
     assert git(repo, "log", "--format=%s").count("\n") == 1  # nothing committed
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_read_only_state_directory_is_one_line(agent_env, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
@@ -292,6 +294,7 @@ PEAK = (
 )
 
 
+@pytest.mark.slow
 def test_huge_files_stay_within_memory_and_the_step_budget_counts_each_call(
     agent_env, fake_server, tmp_path
 ):
