@@ -1,4 +1,4 @@
-"""Round 2, data loss, hangs, crashes and resources: a locked index at commit, FIFOs and
+"""Data loss, hangs, crashes and resources: a locked index at commit, FIFOs and
 backtracking patterns, non-finite and over-deep JSON from the model, a badly typed memory
 import, a full disk and a read-only state directory, huge files and a reply of 20 calls.
 Real git, real processes, real bubblewrap (for the tmpfs and read-only mounts)."""
