@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.test_loop import run_in_process
+from agent_cli.agent.ask.structured import Form, with_error
 from agent_cli.agent.ask.window import (
     NOTE,
     Window,
@@ -218,3 +219,9 @@ def test_a_megabyte_tool_name_is_a_malformed_reply_never_echoed_back(fake_server
     assert later and all(len(json.dumps(r)) < 100_000 for r in later)
     ran_tools = [e for e in ran.of("tool_result") if e["name"].startswith("nnn")]
     assert ran_tools and not ran_tools[0]["ok"] and len(ran_tools[0]["name"]) < 100
+
+
+def test_the_reason_an_answer_was_refused_goes_back_bounded():
+    form = Form("submit_x", "x", Task, "answer")
+    asked = with_error([{"role": "user", "content": "GOAL:\ng"}], form, "bad key " + "k" * 10**6)
+    assert len(asked[0]["content"]) < 2200 and asked[-1]["content"] == "GOAL:\ng"

@@ -24,6 +24,7 @@ from agent_cli.llm.base import force
 T = TypeVar("T", bound=BaseModel)
 Log = Callable[[dict[str, Any]], None]
 _BRANCHES = {"str", "none", "int", "bool", "float"}
+MAX_ERROR_CHARS = 2000  # a reason can quote what the model sent: it goes back bounded
 _NOISE = ("title", "default", "description")  # docstrings are for readers of the code
 
 
@@ -129,7 +130,8 @@ def with_error(messages: list[Message], form: Form[T], error: str) -> list[Messa
         -1,
         {
             "role": "user",
-            "content": f"Your previous {form.noun} was rejected: {fences.escape(error)}. "
+            "content": f"Your previous {form.noun} was rejected: "
+            f"{fences.escape(error[:MAX_ERROR_CHARS])}. "
             f"Call {form.name} again with a valid {form.noun}.",
         },
     )
