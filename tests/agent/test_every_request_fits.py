@@ -63,7 +63,7 @@ def chat_calls() -> list[tuple[str, str]]:
 def test_the_only_request_to_the_model_is_the_one_that_fits_it():
     # Planner, executor, verifier, re-plan, facts and the closing summary all ask through
     # `window.send`; a request built anywhere else and sent with `.chat(` fails this.
-    assert chat_calls() == [("ask/window.py", "send")]
+    assert set(chat_calls()) == {("ask/window.py", "send")}
     users = {
         path.relative_to(AGENT).as_posix()
         for path in AGENT.rglob("*.py")
@@ -225,3 +225,26 @@ def test_the_reason_an_answer_was_refused_goes_back_bounded():
     form = Form("submit_x", "x", Task, "answer")
     asked = with_error([{"role": "user", "content": "GOAL:\ng"}], form, "bad key " + "k" * 10**6)
     assert len(asked[0]["content"]) < 2200 and asked[-1]["content"] == "GOAL:\ng"
+
+
+def test_a_verdict_request_over_a_window_the_server_hides_is_cut_and_asked_again(
+    tmp_path, fake_server
+):
+    # A proxy in front of the server enforces 3,000 tokens without saying so: the model
+    # believes the 128,000 of the setting, the overflow error names the real window.
+    srv = fake_server(
+        [{"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "it is there"}}],
+        n_ctx=3000,
+        hide_window=True,
+    )
+    model = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None, backoff_s=0.01)
+    diff = "".join(f"+value_{i} = {i} * 2  # a line of the change\n" for i in range(3000))
+    judged = Task(goal="add the values", acceptance="values.py defines value_0 .. value_2999")
+
+    def run(argv: list[str]):
+        return run_command(argv, cwd=tmp_path, timeout_s=10)
+
+    verdict = verify(judged, [], run, model, lambda: diff, "the goal")
+    assert verdict.passed, verdict.reason
+    sizes = [prompt_tokens(r) for r in srv.chat_requests]
+    assert len(sizes) == 2 and sizes[0] > 3000 >= sizes[1]

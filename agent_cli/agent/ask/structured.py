@@ -155,7 +155,9 @@ def ask(
         request = with_error(messages, form, error) if error else messages
         note = log or _unlogged
         try:
-            reply = send(model, request, [form.tool()], force(form.name), window=window, log=note)
+            reply = send(
+                model, request, [form.tool()], force(form.name), window=window, log=note, again=True
+            )
         except MalformedReply as e:
             note({"type": "reply", "error": e.message})
             error, refused = e.message, None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from agent_cli.core import fences, tokens
-from agent_cli.core.errors import AgentError
+from agent_cli.core.errors import AgentError, ContextOverflow
 from agent_cli.core.models import ChatReply
 from agent_cli.core.protocols import ChatModel, Message
 
@@ -221,10 +221,35 @@ def send(
     *,
     window: Window | None = None,
     log: Callable[[dict[str, Any]], None] | None = None,
+    again: bool = False,
 ) -> ChatReply:
-    """Fit `messages` to the smaller of `window` and the model's own, log them, ask `model`."""
+    """Fit `messages` to the smaller of `window` and the model's own, log them, ask `model`.
+
+    With `again`, a request the server still finds too long (its window was not known) is cut
+    to the window the error names (else to three quarters) and asked once more."""
     known = [w for w in (window, served(model)) if w is not None]
-    fitted = fit_messages(messages, tools, min(known, key=lambda w: w.limit) if known else None)
-    if log is not None:
-        log({"type": "request", "messages": fitted})
+    within = min(known, key=lambda w: w.limit) if known else None
+    note = log or _unlogged
+    fitted = fit_messages(messages, tools, within)
+    note({"type": "request", "messages": fitted})
+    try:
+        return model.chat(fitted, tools, choice)
+    except ContextOverflow as e:
+        if not again:
+            raise
+        within = after_overflow(within or Window(), e)
+    fitted = fit_messages(messages, tools, within)
+    note({"type": "request", "messages": fitted})
     return model.chat(fitted, tools, choice)
+
+
+def after_overflow(window: Window, overflow: ContextOverflow) -> Window:
+    """The window to fit to after `overflow`: the server's, when it said, else a quarter less."""
+    size = window.context_window * 3 // 4
+    if overflow.window and overflow.window < window.context_window:
+        size = overflow.window
+    return Window(size, min(window.reserved_output_tokens, size // 4))
+
+
+def _unlogged(record: dict[str, Any]) -> None:
+    """Where records go when the caller keeps no trajectory."""

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, cast
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
-from agent_cli.agent.ask.window import send, stub_arguments
+from agent_cli.agent.ask.window import after_overflow, send, stub_arguments
 from agent_cli.agent.attempt import loopguard, pins
 from agent_cli.agent.attempt.freshness import after_tool
 from agent_cli.agent.attempt.runtime import Limits, Runtime, check_budgets
@@ -212,11 +212,9 @@ def _ask_fitting(
 
 def shrink_window(limits: Limits, overflow: ContextOverflow) -> None:
     """Lower the window requests are fitted to: the server's, when it said, else by a quarter."""
-    window = limits.context_window * 3 // 4
-    if overflow.window and overflow.window < limits.context_window:
-        window = overflow.window
-    limits.context_window = window
-    limits.reserved_output_tokens = min(limits.reserved_output_tokens, window // 4)
+    window = after_overflow(limits.window(), overflow)
+    limits.context_window = window.context_window
+    limits.reserved_output_tokens = window.reserved_output_tokens
 
 
 def bounded(call: ToolCall) -> ToolCall:
