@@ -104,7 +104,8 @@ def revise(
     check_budgets(rt)
     if asked_by == "harness":
         rt.state.replans += 1
-    got = ask(rt.model, messages(rt, start, failure, note), REVISION, log=rt.log)
+    asked = messages(rt, start, failure, note)
+    got = ask(rt.model, asked, REVISION, log=rt.log, window=rt.limits.window())
     if isinstance(got, Failure):
         text = f"the re-plan reply was not usable ({got.error}); the plan is kept"
         rt.emit(events.Notice(text=text))
