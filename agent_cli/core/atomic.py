@@ -7,6 +7,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from agent_cli.core import safeio
+
 _NEW_FILE_MODE = 0o644
 
 
@@ -40,26 +42,8 @@ def append_line(path: str | Path, line: str, *, durable: bool = True) -> None:
     if "\n" in text:
         raise ValueError("append_line takes a single line; the text holds a newline")
     # One write() on an O_APPEND descriptor: concurrent appenders never interleave inside a line.
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _NEW_FILE_MODE)
-    size = os.fstat(fd).st_size
-    try:
-        data = (text + "\n").encode("utf-8")
-        while data:
-            data = data[os.write(fd, data) :]
-        if durable:
-            os.fsync(fd)
-    except OSError:
-        _truncate_quietly(fd, size)  # a full disk must not leave half a line behind
-        raise
-    finally:
-        os.close(fd)
-
-
-def _truncate_quietly(fd: int, size: int) -> None:
-    try:
-        os.ftruncate(fd, size)
-    except OSError:
-        pass
+    # Never through a link, never into a FIFO: the file must be a regular one (safeio).
+    safeio.append_bytes(path, (text + "\n").encode("utf-8"), durable=durable)
 
 
 def _mode_for(path: Path) -> int:
