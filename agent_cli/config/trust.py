@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent_cli.core import safeio
+from agent_cli.core import atomic
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import ConfigError
 
@@ -33,7 +33,7 @@ def _digest(rc: Path) -> str:
     return hashlib.sha256(rc.read_bytes()).hexdigest() if rc.is_file() else ""
 
 
-MAX_TRUST_BYTES = 4 * safeio.MiB
+MAX_TRUST_BYTES = 4 * atomic.MiB
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
@@ -41,7 +41,7 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
     if not path.exists() and not path.is_symlink():
         return {}
     try:
-        data = safeio.read_json(path, MAX_TRUST_BYTES)
+        data = atomic.read_json(path, MAX_TRUST_BYTES)
     except (OSError, ValueError) as e:
         raise ConfigError(
             f"{path}: the trusted-repositories file cannot be read ({e})",

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent_cli.core import safeio, strictjson
+from agent_cli.core import atomic, strictjson
 from agent_cli.core.errors import ConfigError, ModelError
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.core.redact import redact
@@ -20,7 +20,7 @@ from agent_cli.llm.base import ChatModel, Message, reply_cost
 
 Tools = list[dict[str, Any]] | None
 ToolChoice = str | dict[str, Any] | None
-MAX_BYTES = 256 * safeio.MiB
+MAX_BYTES = 256 * atomic.MiB
 
 
 class RecordingModel:
@@ -103,8 +103,8 @@ class ReplayModel:
 def _load(path: Path) -> list[ChatReply]:
     hint = "a recording is JSONL written by --record"
     try:
-        lines = safeio.read_text(path, MAX_BYTES).splitlines()
-    except safeio.UnsafeFile as e:
+        lines = atomic.read_text(path, MAX_BYTES).splitlines()
+    except atomic.UnsafeFile as e:
         raise ConfigError(f"cannot read the recording: {e}", hint) from None
     except OSError as e:
         raise ConfigError(f"cannot read the recording {path}: {e.strerror or e}") from None

@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from agent_cli.agent.run.migrations import SCHEMA_VERSION, upgrade
-from agent_cli.core import safeio
+from agent_cli.core import atomic
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
 from agent_cli.core.redact import redact
@@ -36,7 +36,7 @@ from agent_cli.core.redact import redact
 JOURNAL = "journal.jsonl"
 # A run id is one path component (what new_run_id makes, and the names older tests used).
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-MAX_STATE_BYTES = 64 * safeio.MiB  # a state.json, and a journal, read whole
+MAX_STATE_BYTES = 64 * atomic.MiB  # a state.json, and a journal, read whole
 _LEFT_AS_IT_IS = "the file is left as it is; inspect or move it aside"
 FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
 RunStatus = Literal[
@@ -114,7 +114,7 @@ def _writing(path: Path) -> Iterator[Path]:
     """Turn a failed write (disk full, read-only state directory) into one clear StorageError."""
     try:
         yield path
-    except (OSError, safeio.UnsafeFile) as e:
+    except (OSError, atomic.UnsafeFile) as e:
         raise StorageError(
             f"cannot write {path}: {getattr(e, 'strerror', None) or e}; the run's state on disk is "
             "the last one saved",
@@ -160,10 +160,10 @@ class RunStore:
         """The lines of the run's journal, oldest first ([] when there is none)."""
         path = self.run_dir(checked_run_id(run_id)) / JOURNAL
         try:
-            return safeio.read_text(path, MAX_STATE_BYTES).splitlines()
+            return atomic.read_text(path, MAX_STATE_BYTES).splitlines()
         except FileNotFoundError:
             return []
-        except (OSError, safeio.UnsafeFile) as e:
+        except (OSError, atomic.UnsafeFile) as e:
             raise StorageError(f"{path} cannot be read: {e}", _LEFT_AS_IT_IS) from None
 
     def _append(self, run_id: str, name: str, line: str) -> None:
@@ -183,7 +183,7 @@ class RunStore:
         if not path.exists() and not path.is_symlink():
             raise AgentError(f"no run {run_id!r} in {self.root}", "`agent runs` lists the runs")
         try:
-            data = safeio.read_json(path, MAX_STATE_BYTES)
+            data = atomic.read_json(path, MAX_STATE_BYTES)
             if not isinstance(data, dict):
                 raise ValueError("the file holds no JSON object")
             record = RunRecord.model_validate(upgrade(data, str(path)))
@@ -262,7 +262,7 @@ def _summary(path: Path) -> dict[str, Any]:
     """What `list` shows of one state.json."""
     run_id = path.parent.name
     try:
-        data = safeio.read_json(path, MAX_STATE_BYTES)
+        data = atomic.read_json(path, MAX_STATE_BYTES)
     except (OSError, ValueError):
         data = None
     if not isinstance(data, dict) or data.get("run_id") != run_id or not RUN_ID.fullmatch(run_id):

@@ -8,7 +8,7 @@ the outbox keeps only what did not go (nothing, when all did). An entry for anot
 (memory_url changed since) waits for that store. A line that cannot be read, or a write
 the store refuses, is dropped: it would fail the same way every time. A dropped line is kept
 aside, as it was, in `<outbox>.rejected` for the user to look at. The outbox is opened
-without following a link and must be a regular file of at most MAX_BYTES (`safeio`).
+without following a link and must be a regular file of at most MAX_BYTES (`atomic.open_regular`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent_cli.core import safeio, strictjson
+from agent_cli.core import atomic, strictjson
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, MemoryUnavailable, StorageError
 from agent_cli.core.models import Episode
@@ -25,7 +25,7 @@ from agent_cli.core.protocols import LongTermStore
 from agent_cli.core.redact import redact_all
 
 WRITES = ("add_episode", "add_fact", "add_procedure", "curate")
-MAX_BYTES = 32 * safeio.MiB
+MAX_BYTES = 32 * atomic.MiB
 
 
 class Outbox:
@@ -46,7 +46,7 @@ class Outbox:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             append_line(self.path, json.dumps(redact_all(entry, self.secrets), ensure_ascii=False))
-        except safeio.UnsafeFile as e:
+        except atomic.UnsafeFile as e:
             raise StorageError(
                 f"the memory outbox cannot be written: {e}", f"move {self.path} aside"
             ) from None
@@ -58,10 +58,10 @@ class Outbox:
 
     def _entries(self) -> list[dict[str, Any]]:
         try:
-            data = safeio.read_bytes(self.path, MAX_BYTES)
+            data = atomic.read_bytes(self.path, MAX_BYTES)
         except FileNotFoundError:
             return []
-        except (OSError, safeio.UnsafeFile) as e:
+        except (OSError, atomic.UnsafeFile) as e:
             raise StorageError(
                 f"the memory outbox cannot be read: {e}", f"move {self.path} aside"
             ) from None
@@ -80,7 +80,7 @@ class Outbox:
 
     def _set_aside(self, lines: list[bytes]) -> None:
         """Keep unreadable lines for the user, and out of the outbox from now on."""
-        safeio.append_bytes(self.rejected_path, b"".join(x + b"\n" for x in lines), durable=True)
+        atomic.append_bytes(self.rejected_path, b"".join(x + b"\n" for x in lines), durable=True)
 
     def send(self, memory: LongTermStore) -> int:
         """Make every write waiting for this store on `memory`, oldest first; how many went.

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from agent_cli.core import safeio, strictjson
+from agent_cli.core import atomic, strictjson
 from agent_cli.core.errors import StorageError
 from agent_cli.core.fences import retrieved_memory
 from agent_cli.core.models import Episode
@@ -232,16 +232,16 @@ def parse_record(line: str, path: Path | str, n: int) -> dict[str, Any]:
     return cast(dict[str, Any], rec)
 
 
-MAX_LINE_BYTES = 8 * safeio.MiB
-MAX_EXPORT_BYTES = 64 * 1024 * safeio.MiB
+MAX_LINE_BYTES = 8 * atomic.MiB
+MAX_EXPORT_BYTES = 64 * 1024 * atomic.MiB
 
 
 def read_export(path: Path | str) -> Iterator[dict[str, Any]]:
     """The checked records of an export file (a regular file, lines bounded), one at a time."""
     hint = "pass a file written by `agent memory export`"
     try:
-        fd = safeio.open_regular(path, "r", MAX_EXPORT_BYTES)
-    except (OSError, safeio.UnsafeFile) as e:
+        fd = atomic.open_regular(path, "r", MAX_EXPORT_BYTES)
+    except (OSError, atomic.UnsafeFile) as e:
         raise StorageError(f"{path} cannot be read: {e}", hint) from None
     with open(fd, "rb") as f:
         for n, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
