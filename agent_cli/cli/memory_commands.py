@@ -198,14 +198,16 @@ def show_command(
 
 def _latest_state(state: Path) -> tuple[str | None, dict[str, Any]]:
     """The newest run id whose state.json holds working memory, and that memory."""
+    from agent_cli.agent.run.store import MAX_STATE_BYTES
+    from agent_cli.core import atomic
     from agent_cli.core.errors import StorageError
 
     runs = state / "runs"
     paths = sorted(runs.glob("*/state.json"), reverse=True) if runs.is_dir() else []
     for path in paths:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
+            data = atomic.read_json(path, MAX_STATE_BYTES)
+        except (OSError, ValueError) as e:  # ValueError: not a regular file, not strict JSON
             raise StorageError(
                 f"{path} cannot be read: {e}", "move the run directory aside"
             ) from None

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent_cli.core import atomic
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import ConfigError
 
@@ -32,11 +33,15 @@ def _digest(rc: Path) -> str:
     return hashlib.sha256(rc.read_bytes()).hexdigest() if rc.is_file() else ""
 
 
+MAX_TRUST_BYTES = 4 * atomic.MiB
+
+
 def _load(path: Path) -> dict[str, dict[str, Any]]:
-    if not path.is_file():
+    """The trusted repositories: a regular file (no link followed), bounded, strict JSON."""
+    if not path.exists() and not path.is_symlink():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = atomic.read_json(path, MAX_TRUST_BYTES)
     except (OSError, ValueError) as e:
         raise ConfigError(
             f"{path}: the trusted-repositories file cannot be read ({e})",

@@ -2,7 +2,8 @@
 
 A line is `{"request": {"messages", "tools", "tool_choice"}, "reply": ChatReply}`.
 Nothing that authenticates is part of a request here, and the text is passed through
-`redact` with the configured secrets anyway, so a recording can be shared.
+`redact` with the configured secrets anyway, so a recording can be shared. A recording is
+read as a regular file of at most MAX_BYTES, UTF-8, each line parsed with bounded nesting.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent_cli.core import atomic, strictjson
 from agent_cli.core.errors import ConfigError, ModelError
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.core.redact import redact
@@ -18,6 +20,7 @@ from agent_cli.llm.base import ChatModel, Message, reply_cost
 
 Tools = list[dict[str, Any]] | None
 ToolChoice = str | dict[str, Any] | None
+MAX_BYTES = 256 * atomic.MiB
 
 
 class RecordingModel:
@@ -98,18 +101,19 @@ class ReplayModel:
 
 
 def _load(path: Path) -> list[ChatReply]:
+    hint = "a recording is JSONL written by --record"
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = atomic.read_text(path, MAX_BYTES).splitlines()
+    except atomic.UnsafeFile as e:
+        raise ConfigError(f"cannot read the recording: {e}", hint) from None
     except OSError as e:
-        raise ConfigError(f"cannot read the recording {path}: {e.strerror}") from None
+        raise ConfigError(f"cannot read the recording {path}: {e.strerror or e}") from None
     replies: list[ChatReply] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            replies.append(ChatReply.model_validate(json.loads(line)["reply"]))
-        except (ValueError, KeyError, TypeError):
-            raise ConfigError(
-                f"{path}:{n}: not a recorded exchange", "a recording is JSONL written by --record"
-            ) from None
+            replies.append(ChatReply.model_validate(strictjson.loads(line)["reply"]))
+        except (ValueError, KeyError, TypeError, RecursionError):
+            raise ConfigError(f"{path}:{n}: not a recorded exchange", hint) from None
     return replies

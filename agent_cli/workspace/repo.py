@@ -81,6 +81,10 @@ class RepoWorkspace:
         """`git diff --stat` of one commit against its parent."""
         return redact(self.git.commit_stat(commit), self.secrets)
 
+    def has_run_commit(self, commit: str, branch: str, run_id: str) -> bool:
+        """Whether `commit` is on `branch` and carries the run's `Agent-Run: <run_id>` trailer."""
+        return self.git.has_commit_on(commit, branch, f"Agent-Run: {run_id}")
+
     def list_files(self) -> list[str]:
         return self.git.list_files()
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from agent_cli.agent.adapt import replan
 from agent_cli.agent.adapt.escalate import (
     Answer,
@@ -45,6 +47,7 @@ from agent_cli.core.errors import (
     EXIT_OK,
     AgentError,
     BudgetExhausted,
+    StorageError,
 )
 from agent_cli.core.models import MAX_ATTEMPTS, Plan, Task, Verdict
 from agent_cli.core.protocols import ChatModel, Console, LongTermStore, Workspace
@@ -77,6 +80,35 @@ class RunConfig:
     ask_human: bool = False  # a terminal to ask on when a task is rejected
     # the user's changed paths when the caller already ran the workspace's preflight (None: not yet)
     preflight: set[str] | None = None
+
+
+def saved_state(run: RunRecord) -> AgentState:
+    """The run's saved AgentState; a StorageError naming the field when it is malformed."""
+    try:
+        return AgentState.from_dict(run.agent_state)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "top level"
+        raise StorageError(
+            f"{run.run_id}/state.json cannot be read: agent_state.{where}: {err['msg']}",
+            "the file is left as it is; inspect or move it aside",
+        ) from None
+
+
+def check_verified(state: AgentState, run: RunRecord, ws: Workspace) -> None:
+    """Refuse a saved state claiming a task verified by a commit the run did not make.
+
+    A verified task's commit must be on the run's branch and carry its `Agent-Run` trailer;
+    a state file edited by hand (or by a command) cannot mark work done that never was."""
+    for n, task in enumerate(state.plan, 1):
+        if task.status != "verified" or task.commit is None:
+            continue  # a verified task that changed no file has no commit
+        if not ws.has_run_commit(task.commit, run.branch, run.run_id):
+            raise StorageError(
+                f"{run.run_id}/state.json says task {n} is verified by commit "
+                f"{task.commit[:40]!r}, which is not a commit of this run on {run.branch}",
+                "the file is left as it is; inspect or move it aside",
+            )
 
 
 def _settled(state: AgentState) -> tuple[int, ...]:
@@ -279,12 +311,14 @@ class Session:
         """Continue a saved run at its first task that is not verified (with the human's answer)."""
         with self._before_run():
             run = self.store.load(self.store.target(run_id))
-            state = AgentState.from_dict(run.agent_state)
+            state = saved_state(run)
             check_answer(state, answer, run.run_id)
         self.run = run
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
         self.mem.learned = learn.Learned.from_dict(run.learned)
         self.sv.workspace.resume_on(run.branch, run.protected)
+        with self._before_run():
+            check_verified(state, run, self.sv.workspace)
         state.success_criteria = state.success_criteria or run.success_criteria
         for task in state.plan:
             if task.status == "running":

@@ -10,6 +10,7 @@ says what the journal holds between two of them. Run ids sort by time:
 from __future__ import annotations
 
 import json
+import re
 import secrets as _secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,11 +28,16 @@ from pydantic import (
 )
 
 from agent_cli.agent.run.migrations import SCHEMA_VERSION, upgrade
+from agent_cli.core import atomic
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
 from agent_cli.core.redact import redact
 
 JOURNAL = "journal.jsonl"
+# A run id is one path component (what new_run_id makes, and the names older tests used).
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+MAX_STATE_BYTES = 64 * atomic.MiB  # a state.json, and a journal, read whole
+_LEFT_AS_IT_IS = "the file is left as it is; inspect or move it aside"
 FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
 RunStatus = Literal[
     "running",
@@ -108,9 +114,9 @@ def _writing(path: Path) -> Iterator[Path]:
     """Turn a failed write (disk full, read-only state directory) into one clear StorageError."""
     try:
         yield path
-    except OSError as e:
+    except (OSError, atomic.UnsafeFile) as e:
         raise StorageError(
-            f"cannot write {path}: {e.strerror or e}; the run's state on disk is "
+            f"cannot write {path}: {getattr(e, 'strerror', None) or e}; the run's state on disk is "
             "the last one saved",
             "free disk space or make the state directory writable, then `agent run --resume`",
         ) from None
@@ -152,10 +158,13 @@ class RunStore:
 
     def journal_lines(self, run_id: str) -> list[str]:
         """The lines of the run's journal, oldest first ([] when there is none)."""
+        path = self.run_dir(checked_run_id(run_id)) / JOURNAL
         try:
-            return (self.run_dir(run_id) / JOURNAL).read_text(encoding="utf-8").splitlines()
+            return atomic.read_text(path, MAX_STATE_BYTES).splitlines()
         except FileNotFoundError:
             return []
+        except (OSError, atomic.UnsafeFile) as e:
+            raise StorageError(f"{path} cannot be read: {e}", _LEFT_AS_IT_IS) from None
 
     def _append(self, run_id: str, name: str, line: str) -> None:
         # Not flushed to the disk: a killed process keeps what it wrote; verified work is
@@ -165,31 +174,36 @@ class RunStore:
             append_line(path, redact(line, self.secrets), durable=False)
 
     def load(self, run_id: str) -> RunRecord:
-        """The saved state of a run; a clear error when missing or unreadable."""
-        path = self.run_dir(run_id) / "state.json"
-        if not path.exists():
+        """The saved state of a run, checked like model output; a clear error when it is not.
+
+        Beyond its schema, the record must be the run its directory names: the same id,
+        and the run's own branch `agent/<id>` (a state naming another branch would make a
+        resumed run commit there)."""
+        path = self.run_dir(checked_run_id(run_id)) / "state.json"
+        if not path.exists() and not path.is_symlink():
             raise AgentError(f"no run {run_id!r} in {self.root}", "`agent runs` lists the runs")
         try:
-            data = json.loads(path.read_bytes())
+            data = atomic.read_json(path, MAX_STATE_BYTES)
             if not isinstance(data, dict):
                 raise ValueError("the file holds no JSON object")
-            return RunRecord.model_validate(upgrade(data, str(path)))
+            record = RunRecord.model_validate(upgrade(data, str(path)))
         except ValidationError as e:
             err = e.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "top level"
             raise StorageError(
-                f"{path} cannot be read: {where}: {err['msg']}",
-                "the file is left as it is; inspect or move it aside",
+                f"{path} cannot be read: {where}: {err['msg']}", _LEFT_AS_IT_IS
             ) from None
-        except (OSError, ValueError) as e:  # ValueError: not JSON, or no object
-            raise StorageError(
-                f"{path} cannot be read: {e}", "the file is left as it is; inspect or move it aside"
-            ) from None
+        except (OSError, ValueError) as e:  # ValueError: not JSON, no object, not a file
+            raise StorageError(f"{path} cannot be read: {e}", _LEFT_AS_IT_IS) from None
+        problem = _identity_problem(record, run_id)
+        if problem:
+            raise StorageError(f"{path} cannot be read: {problem}", _LEFT_AS_IT_IS)
+        return record
 
     def target(self, run_id: str | None) -> str:
         """The run to resume: `run_id` if it exists, else the newest unfinished one."""
         if run_id is not None:
-            if not (self.run_dir(run_id) / "state.json").exists():
+            if not (self.run_dir(checked_run_id(run_id)) / "state.json").exists():
                 raise AgentError(f"no run {run_id!r} in {self.root}", "`agent runs` lists the runs")
             return run_id
         latest = self.latest_unfinished()
@@ -200,14 +214,13 @@ class RunStore:
         return latest
 
     def list(self) -> list[dict[str, Any]]:
-        """Every run's summary, oldest first."""
+        """Every run's summary, oldest first; one that cannot be read shows as "unreadable".
+
+        The summary's `run_id` is always its directory's name, and its values are of the
+        types a listing prints (a state file may hold anything)."""
         out: list[dict[str, Any]] = []
         for d in sorted(self.root.glob("*/state.json")):
-            try:
-                s = json.loads(d.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                s = {"run_id": d.parent.name, "status": "unreadable", "goal": ""}
-            out.append(s)
+            out.append(_summary(d))
         return out
 
     def latest_unfinished(self) -> str | None:
@@ -216,3 +229,47 @@ class RunStore:
             if s.get("status") not in FINISHED and s.get("status") != "unreadable":
                 return str(s["run_id"])
         return None
+
+
+def checked_run_id(run_id: str) -> str:
+    """`run_id` when it has the form of a run id (one path component); else an AgentError."""
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise AgentError(
+            f"{str(run_id)[:80]!r} is not a run id", "`agent runs` lists the runs and their ids"
+        )
+    return run_id
+
+
+def _identity_problem(record: RunRecord, run_id: str) -> str:
+    """Why `record` is not the run in directory `run_id` ("" when it is)."""
+    if record.run_id != run_id:
+        return f"run_id: {record.run_id[:80]!r} is not the run of its directory ({run_id!r})"
+    if record.branch != f"agent/{run_id}":
+        return f"branch: {record.branch[:80]!r} is not the run's own branch agent/{run_id}"
+    return ""
+
+
+_SUMMARY_TYPES: dict[str, type] = {
+    "status": str,
+    "goal": str,
+    "steps": int,
+    "started_at": str,
+    "updated_at": str,
+}
+
+
+def _summary(path: Path) -> dict[str, Any]:
+    """What `list` shows of one state.json."""
+    run_id = path.parent.name
+    try:
+        data = atomic.read_json(path, MAX_STATE_BYTES)
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict) or data.get("run_id") != run_id or not RUN_ID.fullmatch(run_id):
+        return {"run_id": run_id, "status": "unreadable", "goal": ""}
+    out = dict(data)
+    for key, kind in _SUMMARY_TYPES.items():
+        if key in out and not isinstance(out[key], kind):
+            out.pop(key)
+    out["run_id"] = run_id
+    return out

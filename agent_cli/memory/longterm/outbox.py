@@ -6,7 +6,9 @@ it makes meanwhile (its episode, procedures, notes, facts) are appended to the o
 were meant for. The next run that reaches that store sends them first, oldest first, and
 the outbox keeps only what did not go (nothing, when all did). An entry for another store
 (memory_url changed since) waits for that store. A line that cannot be read, or a write
-the store refuses, is dropped: it would fail the same way every time.
+the store refuses, is dropped: it would fail the same way every time. A dropped line is kept
+aside, as it was, in `<outbox>.rejected` for the user to look at. The outbox is opened
+without following a link and must be a regular file of at most MAX_BYTES (`atomic.open_regular`).
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent_cli.core import atomic, strictjson
 from agent_cli.core.atomic import append_line, write_atomic
-from agent_cli.core.errors import AgentError, MemoryUnavailable
+from agent_cli.core.errors import AgentError, MemoryUnavailable, StorageError
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import LongTermStore
 from agent_cli.core.redact import redact_all
 
 WRITES = ("add_episode", "add_fact", "add_procedure", "curate")
+MAX_BYTES = 32 * atomic.MiB
 
 
 class Outbox:
@@ -31,6 +35,7 @@ class Outbox:
         self.path = Path(path)
         self.store = store
         self.secrets = secrets
+        self._had_rejected = False  # the last read set lines aside: the outbox is rewritten
 
     def keep(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Append one write (`op` is one of WRITES) to send later."""
@@ -39,22 +44,43 @@ class Outbox:
         args = tuple(a.model_dump(mode="json") if isinstance(a, Episode) else a for a in args)
         entry = {"store": self.store, "op": op, "args": list(args), "kwargs": kwargs}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        append_line(self.path, json.dumps(redact_all(entry, self.secrets), ensure_ascii=False))
+        try:
+            append_line(self.path, json.dumps(redact_all(entry, self.secrets), ensure_ascii=False))
+        except atomic.UnsafeFile as e:
+            raise StorageError(
+                f"the memory outbox cannot be written: {e}", f"move {self.path} aside"
+            ) from None
+
+    @property
+    def rejected_path(self) -> Path:
+        """Where lines that cannot be read are kept aside."""
+        return self.path.with_name(self.path.name + ".rejected")
 
     def _entries(self) -> list[dict[str, Any]]:
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except (FileNotFoundError, UnicodeDecodeError):
+            data = atomic.read_bytes(self.path, MAX_BYTES)
+        except FileNotFoundError:
             return []
-        out = []
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict) and entry.get("op") in WRITES:
+        except (OSError, atomic.UnsafeFile) as e:
+            raise StorageError(
+                f"the memory outbox cannot be read: {e}", f"move {self.path} aside"
+            ) from None
+        out, rejected = [], []
+        for raw in data.splitlines():
+            entry = _entry(raw)
+            if entry is None:
+                if raw.strip():
+                    rejected.append(raw)
+            else:
                 out.append(entry)
+        self._had_rejected = bool(rejected)
+        if rejected:
+            self._set_aside(rejected)
         return out
+
+    def _set_aside(self, lines: list[bytes]) -> None:
+        """Keep unreadable lines for the user, and out of the outbox from now on."""
+        atomic.append_bytes(self.rejected_path, b"".join(x + b"\n" for x in lines), durable=True)
 
     def send(self, memory: LongTermStore) -> int:
         """Make every write waiting for this store on `memory`, oldest first; how many went.
@@ -63,6 +89,8 @@ class Outbox:
         entries = self._entries()
         mine = [e for e in entries if e.get("store") == self.store]
         if not mine:
+            if self._had_rejected:
+                self._rewrite(entries)
             return 0  # nothing to send, nothing to rewrite
         others = [e for e in entries if e.get("store") != self.store]
         done = sent = 0
@@ -85,6 +113,19 @@ class Outbox:
             self.path.unlink(missing_ok=True)
             return
         write_atomic(self.path, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
+
+
+def _entry(raw: bytes) -> dict[str, Any] | None:
+    """One outbox line as a write to make, or None when it cannot be read as one."""
+    try:
+        entry = strictjson.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    if not isinstance(entry, dict) or entry.get("op") not in WRITES:
+        return None
+    if not isinstance(entry.get("args", []), list) or not isinstance(entry.get("kwargs", {}), dict):
+        return None
+    return entry
 
 
 def _make(memory: LongTermStore, entry: dict[str, Any]) -> None:

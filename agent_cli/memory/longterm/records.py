@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from agent_cli.core import strictjson
+from agent_cli.core import atomic, strictjson
 from agent_cli.core.errors import StorageError
 from agent_cli.core.fences import retrieved_memory
 from agent_cli.core.models import Episode
@@ -107,13 +113,23 @@ def format_for_context(
 def mark_stale(results: Sequence[R], blob_of: Callable[[str], str | None]) -> list[R]:
     """Set `stale` on each result naming a file whose blob id `blob_of(path)` differs now."""
     for r in results:
-        try:
-            seen = json.loads(r.metadata.get("files") or "{}")
-        except (TypeError, ValueError):
-            seen = {}
-        if isinstance(seen, dict):
+        seen = files_seen(r.metadata.get("files"))
+        if seen:
             r.stale = any(blob_of(path) != blob for path, blob in seen.items())
     return list(results)
+
+
+def files_seen(text: object) -> dict[str, str] | None:
+    """The `files` metadata as {path: blob id}; None when it is not that (bounded parse)."""
+    if not text:
+        return {}
+    try:
+        seen = strictjson.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    if not isinstance(seen, dict) or not all(isinstance(b, str) for b in seen.values()):
+        return None
+    return seen
 
 
 def expiry(confirmed_ts: float, last_hit_ts: float, ttl_days: float) -> float:
@@ -149,6 +165,15 @@ class FactMeta(BaseModel):
     topic: str = ""
     origin_event_id: str = ""
     archived_at: str = ""
+    confirmations: int = Field(1, ge=0)
+    files: str = "{}"  # JSON: {path: blob id} of the files the item names
+
+    @field_validator("files")
+    @classmethod
+    def _files_map(cls, v: str) -> str:
+        if not isinstance(files_seen(v), dict):
+            raise ValueError("files must be a JSON object of path to blob id")
+        return v
 
 
 class EpisodeMeta(BaseModel):
@@ -207,17 +232,31 @@ def parse_record(line: str, path: Path | str, n: int) -> dict[str, Any]:
     return cast(dict[str, Any], rec)
 
 
+MAX_LINE_BYTES = 8 * atomic.MiB
+MAX_EXPORT_BYTES = 64 * 1024 * atomic.MiB
+
+
 def read_export(path: Path | str) -> Iterator[dict[str, Any]]:
-    """The checked records of an export file, one line at a time."""
+    """The checked records of an export file (a regular file, lines bounded), one at a time."""
+    hint = "pass a file written by `agent memory export`"
     try:
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if line.strip():
-                    yield parse_record(line, path, n)
-    except (OSError, UnicodeDecodeError) as e:
-        raise StorageError(
-            f"{path} cannot be read: {e}", "pass a file written by `agent memory export`"
-        ) from None
+        fd = atomic.open_regular(path, "r", MAX_EXPORT_BYTES)
+    except (OSError, atomic.UnsafeFile) as e:
+        raise StorageError(f"{path} cannot be read: {e}", hint) from None
+    with open(fd, "rb") as f:
+        for n, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise StorageError(
+                    f"{path}: line {n} is longer than {MAX_LINE_BYTES:,} bytes", hint
+                )
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise StorageError(
+                    f"{path}: line {n} is not UTF-8 (byte {e.start})", hint
+                ) from None
+            if line.strip():
+                yield parse_record(line, path, n)
 
 
 def batches(records: Iterator[dict[str, Any]], size: int) -> Iterator[Batch]:

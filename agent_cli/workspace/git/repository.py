@@ -9,6 +9,7 @@ GitError with a how-to-fix hint.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from agent_cli.workspace.git.handle import LogEntry, RepoHandle
 from agent_cli.workspace.git.safe import run_git
 from agent_cli.workspace.git.secrets import where_secret
 
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _NOT_A_REPO_HINT = "run inside a git repository or pass --repo DIR"
 _IDENTITY_HINT = (
     "set your identity: git config user.name 'Your Name' && git config user.email you@example.com"
@@ -329,6 +331,16 @@ class GitRepo:
         """`git diff --stat` of one commit against its parent (empty for a root commit)."""
         code, out, _ = self._try("diff", "--stat", f"{commit}^", commit, "--")
         return out.rstrip("\n") if code == 0 else ""
+
+    def has_commit_on(self, commit: str, branch: str, trailer: str) -> bool:
+        """Whether `commit` (a full sha) is on local `branch` and its message has the line `trailer`."""
+        if not _FULL_SHA.fullmatch(commit):
+            return False
+        code, _, _ = self._try("merge-base", "--is-ancestor", commit, f"refs/heads/{branch}")
+        if code != 0:
+            return False
+        code, out, _ = self._try("show", "-s", "--format=%B", commit, "--")
+        return code == 0 and trailer in out.splitlines()
 
     @contextmanager
     def _temporary_index(self) -> Iterator[dict[str, str]]:

@@ -1,0 +1,98 @@
+"""A state.json edited behind the run's back is refused, never followed (issue 21, class 7).
+
+Real runs over the loopback server in a real git repository; the state file is then edited
+the way a command (or a person) could, and `--resume` must refuse it with a clear error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.test_loop import run_in_process
+from agent_cli.agent.run.store import RunStore
+from agent_cli.core.errors import AgentError, StorageError
+from conftest import git
+from reliability.relkit import branch, finish, head, make_done, plan, repo_with, task
+
+KEEP = {"tool": "revise_plan", "args": {"keep": True}}
+TWO = task("Create two.txt", "test -f two.txt")
+
+
+def _rejected_second_task(fake_server, tmp_path: Path) -> tuple[Path, Path, dict]:
+    """A run whose first task is verified and whose second is rejected; its state file."""
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server(
+        [
+            plan(task(), TWO),
+            make_done(),
+            finish(),
+            KEEP,
+            make_done("other.txt"),
+            finish(),
+            make_done("other.txt", "again\n"),
+            finish(),
+        ]
+    )
+    ran = run_in_process(repo, srv.url, "Create done.txt and two.txt")
+    assert ran.code == 3
+    run_id = ran.of("run_done")[0]["run_id"]
+    path = repo / ".agent" / "runs" / run_id / "state.json"
+    data = json.loads(path.read_text())
+    assert [t["status"] for t in data["agent_state"]["plan"]] == ["verified", "rejected"]
+    return repo, path, data
+
+
+@pytest.mark.parametrize("commit", ["0" * 40, "base", "--output=/tmp/x"])
+def test_a_task_marked_verified_without_the_runs_commit_is_refused_on_resume(
+    fake_server, tmp_path, commit
+):
+    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    if commit == "base":  # a real commit on the run's branch, but not one the run made
+        commit = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    data["agent_state"]["plan"][1].update(status="verified", commit=commit)
+    path.write_text(json.dumps(data))
+    with pytest.raises(StorageError, match="task 2 is verified by commit .* not a commit of this"):
+        run_in_process(repo, "http://127.0.0.1:9", None)  # no request is ever made
+
+
+def test_a_state_naming_another_branch_or_run_is_refused_and_main_is_untouched(
+    fake_server, tmp_path
+):
+    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    main_before = head(repo) if branch(repo) == "main" else None
+    path.write_text(json.dumps(data | {"branch": "main"}))
+    with pytest.raises(StorageError, match="branch: 'main' is not the run's own branch"):
+        run_in_process(repo, "http://127.0.0.1:9", None)
+    path.write_text(json.dumps(data | {"run_id": "../../../outside-run"}))
+    with pytest.raises(AgentError, match="no unfinished run"):  # listed as unreadable
+        run_in_process(repo, "http://127.0.0.1:9", None)
+    with pytest.raises(StorageError, match="run_id: .* is not the run of its directory"):
+        RunStore(repo / ".agent").load(path.parent.name)
+    assert not (tmp_path / "outside-run").exists()
+    assert not list(tmp_path.rglob("outside-run"))
+    if main_before is not None:
+        assert head(repo) == main_before
+
+
+def test_a_run_id_that_is_not_one_path_component_is_refused(tmp_path):
+    store = RunStore(tmp_path / ".agent")
+    for bad in ("../../../outside-run", "a/b", "", ".hidden", "x" * 65):
+        with pytest.raises(AgentError, match="is not a run id"):
+            store.target(bad)
+        with pytest.raises(AgentError, match="is not a run id"):
+            store.load(bad)
+
+
+@pytest.mark.parametrize("content", ["[]", '{"status": "running"}', '"text"', "[" * 100_000])
+def test_a_state_file_of_any_shape_is_listed_as_unreadable_and_refused_on_load(tmp_path, content):
+    store = RunStore(tmp_path)
+    run_dir = store.run_dir("20250101-000000-aaaa")
+    run_dir.mkdir(parents=True)
+    (run_dir / "state.json").write_text(content)
+    assert store.list() == [{"run_id": "20250101-000000-aaaa", "status": "unreadable", "goal": ""}]
+    assert store.latest_unfinished() is None
+    with pytest.raises(StorageError, match="state.json cannot be read"):
+        store.load("20250101-000000-aaaa")
