@@ -32,7 +32,8 @@ from agent_cli.core.errors import AgentError, StorageError
 from agent_cli.core.redact import redact
 
 JOURNAL = "journal.jsonl"
-FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
+# skipped: the human chose to go on without a task; nothing_to_do: every check passed already
+FINISHED = {"verified", "planned", "skipped", "nothing_to_do"}
 RunStatus = Literal[
     "running",
     "verified",
@@ -42,6 +43,7 @@ RunStatus = Literal[
     "failed",
     "planned",
     "skipped",
+    "nothing_to_do",
 ]
 
 
