@@ -14,6 +14,8 @@ from agent_cli.llm.fake.server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+# spawnguard fails a test not marked `slow` that starts agent, chroma or a Python module/script.
+pytest_plugins = ["pytester", "spawnguard"]
 SECRET_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 # The re-plan check after each verified task and the closing summary each take a scripted reply;
 # tests of those turn them on, the others keep their scripts to the task at hand.
@@ -116,11 +118,12 @@ def run_agent(agent_env):
     return run
 
 
-SPAWNING_FIXTURES = {"run_agent", "spawn_agent"}
+SPAWNING_FIXTURES = {"run_agent", "spawn_agent", "pty_agent"}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests that start the `agent` CLI as a process are `slow`: `-m "not slow"` is the inner loop."""
+    """Tests that take a fixture made to start the `agent` CLI are `slow`; spawnguard fails any
+    other test that starts such a process without the marker."""
     for item in items:
         if SPAWNING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)

@@ -28,7 +28,7 @@ def test_counting_and_truncation():
 @pytest.mark.slow
 def test_works_with_no_network_and_an_empty_cache(tmp_path):
     code = (
-        "from agent_cli import tokens;"
+        "from agent_cli.core import tokens;"
         "print(tokens.encode('hello world'), tokens.encode('hello world', 'gpt-4'))"
     )
     env = {"TIKTOKEN_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}

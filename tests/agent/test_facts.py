@@ -4,7 +4,7 @@ from agent_cli.agent.ask.facts import FACTS, ask_facts
 from agent_cli.agent.ask.structured import Invalid, read
 from agent_cli.agent.learn.learning import Learned
 from agent_cli.core.models import MAX_FACTS, ChatReply, Fact, Facts, ToolCall
-from agent_cli.llm.openai.model import OpenAIChat
+from agent_cli.llm.openai.chat import OpenAIChat
 
 
 def parsed(arguments: str) -> list[Fact] | Invalid:

@@ -10,7 +10,7 @@ from agent_cli.agent.ask.planner import PLAN
 from agent_cli.agent.ask.structured import Answer, Failure, ask, schema
 from agent_cli.agent.judge.verifier import VERDICT
 from agent_cli.core.models import ModelVerdict, SubmittedPlan
-from agent_cli.llm.openai.model import OpenAIChat
+from agent_cli.llm.openai.chat import OpenAIChat
 
 ASK = [{"role": "system", "content": "rules"}, {"role": "user", "content": "GOAL:\nship it"}]
 GOOD = {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "done"}}

@@ -5,7 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES, ROOT, git
+
+pytestmark = pytest.mark.slow  # both tests start the agent as a process
 
 GOAL = "Add a median function to calc/stats.py so that tests/test_stats.py passes"
 REPLAYED = "the model's replies are replayed from the recording"

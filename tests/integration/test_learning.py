@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from learnkit import (
     facts_requests,
     planning_requests,
@@ -75,6 +76,7 @@ def _second_run(fake_server, capsys, repo):
     return srv
 
 
+@pytest.mark.slow
 def test_run_two_is_handed_what_run_one_learned(run_env, fake_server, capsys, demo_repo):
     _first_run(fake_server, capsys, demo_repo)
     srv = _second_run(fake_server, capsys, demo_repo)
@@ -137,6 +139,7 @@ def test_recalled_items_count_hits_and_show_kind_trust_and_staleness(
     )
 
 
+@pytest.mark.slow
 def test_an_unreadable_submit_facts_stores_nothing_and_is_no_error(
     run_env, fake_server, capsys, demo_repo
 ):

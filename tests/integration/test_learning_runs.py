@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from learnkit import (
     facts_requests,
     planning_requests,
@@ -19,6 +20,8 @@ from agent_cli.core import tokens
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from conftest import git
 from fencekit import balanced
+
+pytestmark = pytest.mark.slow  # every test here runs `python -m pytest` as a task's command
 
 APPEND = "python -c \"open('calc/stats.py', 'a').write('# touched by a command\\n')\""
 

@@ -10,6 +10,8 @@ from runkit import GOAL, add_median, finish, plan, read_stats, run_tests, state_
 from conftest import git
 from ttykit import SPINNER_FRAMES, Screen, run_on_pty
 
+pytestmark = pytest.mark.slow  # every test here starts the agent on a pty
+
 TOOL_STEPS = [read_stats(), run_tests(), add_median(), run_tests(), finish("added median()")]
 FORCED_DEFAULTS = {"revise_plan": {"keep": True}, "submit_facts": {"facts": []}}
 

@@ -2,7 +2,7 @@
 that exhausts recursion. In the body (its usage included), whole or streamed, each is a
 MalformedReply (which the loop counts and feeds back), never an internal error. Inside one
 tool call's arguments they are passed on as written: the tool explains them to the model
-(tests/reliability/test_round2_faults.py)."""
+(tests/reliability/test_crashes_hangs_and_resources.py)."""
 
 import json
 

@@ -119,7 +119,8 @@ def revise(
     def refused(revision: PlanRevision) -> str | None:
         return None if revision.keep else gate.refused(revision.new_tasks(), start)
 
-    got = ask(rt.model, messages(rt, start, failure, note), REVISION, log=rt.log, check=refused)
+    asked = messages(rt, start, failure, note)
+    got = ask(rt.model, asked, REVISION, log=rt.log, check=refused, window=rt.limits.window())
     if isinstance(got, Failure):
         text = f"the re-plan reply was not usable ({got.error}); the plan is kept"
         rt.emit(events.Notice(text=text))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
+from agent_cli.agent.ask.window import send
 from agent_cli.agent.attempt.runtime import Runtime
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
@@ -35,10 +36,9 @@ def summarise(rt: Runtime, outcome: str) -> str:
     """Ask for the summary, emit and save it; "" when the model gave none."""
     ask = Request(
         system=prompts.load("summary"), goal=rt.state.goal, task=record(rt, outcome)
-    ).messages()
-    rt.log({"type": "request", "messages": ask})
+    ).fitted(None, rt.limits.window())
     try:
-        reply = rt.model.chat(ask, None, None)
+        reply = send(rt.model, ask, None, None, window=rt.limits.window(), log=rt.log, again=True)
     except AgentError as e:
         rt.emit(events.Notice(text=f"no closing summary from the model ({e.message})"))
         return ""

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agent_cli.agent.ask.window import Window, send
 from agent_cli.core import fences, strictjson
 from agent_cli.core.errors import MalformedReply
 from agent_cli.core.models import ChatReply
@@ -23,6 +24,7 @@ from agent_cli.llm.base import force
 T = TypeVar("T", bound=BaseModel)
 Log = Callable[[dict[str, Any]], None]
 _BRANCHES = {"str", "none", "int", "bool", "float"}
+MAX_ERROR_CHARS = 2000  # a reason can quote what the model sent: it goes back bounded
 _NOISE = ("title", "default", "description")  # docstrings are for readers of the code
 
 
@@ -100,7 +102,7 @@ def read(reply: ChatReply, form: Form[T]) -> T | Invalid:
     if not calls:
         if reply.finish_reason == "length":
             return Invalid(f"the reply was cut at the length limit before it called {form.name}")
-        others = sorted({c.name for c in reply.tool_calls})
+        others = sorted({c.name[:64] for c in reply.tool_calls})  # the model's: bounded
         if others:
             return Invalid(f"the reply called {', '.join(others)} instead of {form.name}")
         return Invalid(f"the reply did not call {form.name}")
@@ -128,7 +130,8 @@ def with_error(messages: list[Message], form: Form[T], error: str) -> list[Messa
         -1,
         {
             "role": "user",
-            "content": f"Your previous {form.noun} was rejected: {fences.escape(error)}. "
+            "content": f"Your previous {form.noun} was rejected: "
+            f"{fences.escape(error[:MAX_ERROR_CHARS])}. "
             f"Call {form.name} again with a valid {form.noun}.",
         },
     )
@@ -142,16 +145,19 @@ def ask(
     *,
     log: Log | None = None,
     check: Callable[[T], str | None] | None = None,
+    window: Window | None = None,
 ) -> Answer[T] | Failure[T]:
     """Ask for `form`'s answer, once more with the reason when it is invalid or `check` says
-    what is wrong with it (None: nothing). Errors other than a malformed reply propagate."""
+    what is wrong with it (None: nothing). Each request is fitted to `window` and to the
+    model's own (`window.send`). Errors other than a malformed reply propagate."""
     error, refused = "", None
     for n in (1, 2):
         request = with_error(messages, form, error) if error else messages
         note = log or _unlogged
-        note({"type": "request", "messages": request})
         try:
-            reply = model.chat(request, [form.tool()], force(form.name))
+            reply = send(
+                model, request, [form.tool()], force(form.name), window=window, log=note, again=True
+            )
         except MalformedReply as e:
             note({"type": "reply", "error": e.message})
             error, refused = e.message, None

@@ -7,17 +7,24 @@ memory, then the request's own material (a file list, a diff), the previous exch
 tool results, recalled memory, the run's state, the repository's instructions. The system
 prompt, the task block and the goal are never cut; if they alone do not fit, that is an
 error naming the window.
+
+Every request the harness sends goes through `send`, the one place `chat` is called: it fits
+the messages (a `Request` was cut part by part already; any message list is cut here, the
+echoed tool-call arguments first, then the longest message other than the system prompt and
+the goal) to the smaller of the caller's window and the one the model says it is served with.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from agent_cli.core import fences, tokens
-from agent_cli.core.errors import AgentError
-from agent_cli.core.protocols import Message
+from agent_cli.core.errors import AgentError, ContextOverflow
+from agent_cli.core.models import ChatReply
+from agent_cli.core.protocols import ChatModel, Message
 
 Tools = list[dict[str, Any]]
 
@@ -36,6 +43,9 @@ R = TypeVar("R", bound=Parts)
 SHRINK_ORDER = ("memory", "context", "exchange", "recalled", "state", "instructions")
 NOTE = "\n[… cut to fit the model's context window]"
 MIN_KEEP = 16
+ECHO_MAX_CHARS = 2000  # an echoed argument value longer than this is always sent as a stub
+STUB_CHARS = 200  # and one longer than this when the request does not fit
+WRITTEN = ("write_file", "edit_file")  # whose long values are the file's new text
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,11 @@ def fit(request: R, tools: Tools | None, window: Window | None) -> list[Message]
             total = request_tokens(messages, tools)
     if total <= window.limit:
         return messages
-    raise AgentError(
+    raise _too_big(total, window)
+
+
+def _too_big(total: int, window: Window) -> AgentError:
+    return AgentError(
         f"the request needs {total} tokens even with memory and context cut, but "
         f"the context window leaves {window.limit} ({window.context_window} less "
         f"{window.reserved_output_tokens} kept for the answer)",
@@ -121,3 +135,121 @@ def _shrink_exchange(exchange: list[Message], excess: int) -> list[Message]:
         out[i]["content"] = cut_text(content, have - excess - MIN_KEEP) or NOTE.strip()
         excess -= have - tokens.count(out[i]["content"])
     return out
+
+
+def stub_arguments(name: str, arguments: str, max_chars: int = ECHO_MAX_CHARS) -> str:
+    """Echoed tool-call arguments with every value over `max_chars` replaced by a stub that
+    says its size, still a JSON object: `{"path": "a.py", "content": "[12,345 characters,
+    written]"}`; arguments that are no JSON object become one such stub."""
+    if len(arguments) <= max_chars:
+        return arguments
+    how = "written" if name in WRITTEN else "cut"
+    try:
+        data = json.loads(arguments)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        return json.dumps({"arguments": f"[{len(arguments):,} characters, cut]"})
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        key = key if len(key) <= STUB_CHARS else key[:STUB_CHARS] + "…"
+        out[key] = f"[{len(text):,} characters, {how}]" if len(text) > max_chars else value
+    stubbed = json.dumps(out, ensure_ascii=False)
+    if len(stubbed) > max_chars * 2:  # a great many keys
+        return json.dumps({"arguments": f"[{len(arguments):,} characters, cut]"})
+    return stubbed
+
+
+def _stubbed(message: Message, max_chars: int) -> Message:
+    """`message` with its tool calls' arguments (if any) stubbed beyond `max_chars`."""
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    out = []
+    for call in calls:
+        fn = call.get("function") or {}
+        name, args = str(fn.get("name", "")), str(fn.get("arguments", ""))
+        out.append({**call, "function": {**fn, "arguments": stub_arguments(name, args, max_chars)}})
+    return {**message, "tool_calls": out}
+
+
+def fit_messages(
+    messages: list[Message], tools: Tools | None, window: Window | None
+) -> list[Message]:
+    """Any request's messages cut to fit `window`: echoed arguments stubbed first, then the
+    longest message cut, never the system prompt (the first) nor the goal (the last)."""
+    if window is None or _upper_bound(messages, tools) <= window.limit:
+        return messages
+    total = request_tokens(messages, tools)
+    if total <= window.limit:
+        return messages
+    out = [_stubbed(m, STUB_CHARS) for m in messages]
+    total = request_tokens(out, tools)
+    while total > window.limit:
+        cuttable = [
+            i
+            for i in range(1, len(out) - 1)
+            if isinstance(out[i].get("content"), str) and out[i]["content"] != NOTE.strip()
+        ]
+        if not cuttable:
+            break
+        i = max(cuttable, key=lambda i: len(out[i]["content"]))
+        content = out[i]["content"]
+        keep = tokens.count(content) - (total - window.limit) - MIN_KEEP
+        out[i] = {**out[i], "content": cut_text(content, keep) or NOTE.strip()}
+        total = request_tokens(out, tools)
+    if total <= window.limit:
+        return out
+    raise _too_big(total, window)
+
+
+def served(model: ChatModel) -> Window | None:
+    """The window the model says it is served with, a quarter of it kept for the answer (as
+    the client caps a reply); None when it does not say."""
+    size = getattr(model, "context_window", None)
+    if not isinstance(size, int) or size <= 0:
+        return None
+    return Window(size, min(4096, size // 4))
+
+
+def send(
+    model: ChatModel,
+    messages: list[Message],
+    tools: Tools | None,
+    choice: str | dict[str, Any] | None,
+    *,
+    window: Window | None = None,
+    log: Callable[[dict[str, Any]], None] | None = None,
+    again: bool = False,
+) -> ChatReply:
+    """Fit `messages` to the smaller of `window` and the model's own, log them, ask `model`.
+
+    With `again`, a request the server still finds too long (its window was not known) is cut
+    to the window the error names (else to three quarters) and asked once more."""
+    known = [w for w in (window, served(model)) if w is not None]
+    within = min(known, key=lambda w: w.limit) if known else None
+    note = log or _unlogged
+    fitted = fit_messages(messages, tools, within)
+    note({"type": "request", "messages": fitted})
+    try:
+        return model.chat(fitted, tools, choice)
+    except ContextOverflow as e:
+        if not again:
+            raise
+        within = after_overflow(within or Window(), e)
+    fitted = fit_messages(messages, tools, within)
+    note({"type": "request", "messages": fitted})
+    return model.chat(fitted, tools, choice)
+
+
+def after_overflow(window: Window, overflow: ContextOverflow) -> Window:
+    """The window to fit to after `overflow`: the server's, when it said, else a quarter less."""
+    size = window.context_window * 3 // 4
+    if overflow.window and overflow.window < window.context_window:
+        size = overflow.window
+    return Window(size, min(window.reserved_output_tokens, size // 4))
+
+
+def _unlogged(record: dict[str, Any]) -> None:
+    """Where records go when the caller keeps no trajectory."""

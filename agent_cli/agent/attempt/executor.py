@@ -14,6 +14,7 @@ from typing import Any, ClassVar, cast
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
+from agent_cli.agent.ask.window import after_overflow, send, stub_arguments
 from agent_cli.agent.attempt import loopguard, pins
 from agent_cli.agent.attempt.freshness import after_tool
 from agent_cli.agent.attempt.runtime import Limits, Runtime, check_budgets
@@ -26,6 +27,7 @@ from agent_cli.core.models import ChatReply, ToolCall, Usage
 from agent_cli.core.redact import redact
 
 MAX_MALFORMED_IN_A_ROW = 10
+NAME_MAX = 64  # the longest function name OpenAI accepts; a longer one names no tool here
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,11 @@ def exchange_messages(last: Exchange) -> list[Message]:
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": stub_arguments(c.name, c.arguments)},
+            }
             for c in last.calls
         ],
     }
@@ -167,9 +173,8 @@ def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
 
 def _ask(rt: Runtime, messages: list[dict[str, Any]], choice: str = "auto") -> ChatReply | None:
     """One model call, logged; None when the reply was not readable at all."""
-    rt.log({"type": "request", "messages": messages})
     try:
-        reply = rt.model.chat(messages, TOOLS, choice)
+        reply = send(rt.model, messages, TOOLS, choice, window=rt.limits.window(), log=rt.log)
     except MalformedReply as e:
         rt.log({"type": "reply", "error": e.message})
         return None
@@ -207,11 +212,17 @@ def _ask_fitting(
 
 def shrink_window(limits: Limits, overflow: ContextOverflow) -> None:
     """Lower the window requests are fitted to: the server's, when it said, else by a quarter."""
-    window = limits.context_window * 3 // 4
-    if overflow.window and overflow.window < limits.context_window:
-        window = overflow.window
-    limits.context_window = window
-    limits.reserved_output_tokens = min(limits.reserved_output_tokens, window // 4)
+    window = after_overflow(limits.window(), overflow)
+    limits.context_window = window.context_window
+    limits.reserved_output_tokens = window.reserved_output_tokens
+
+
+def bounded(call: ToolCall) -> ToolCall:
+    """The call as the harness keeps, shows and echoes it: a name over NAME_MAX cut (such a
+    name is no tool's, so the call is a malformed one)."""
+    if len(call.name) <= NAME_MAX:
+        return call
+    return call.model_copy(update={"name": call.name[:NAME_MAX] + "…"})
 
 
 def _count_malformed(rt: Runtime, malformed: bool) -> None:
@@ -355,7 +366,7 @@ def step(
     if reply is None or not reply.tool_calls:
         return RunAgain(_no_call(rt, index, reply), steps + 1)
     shown = Exchange()
-    for call in reply.tool_calls:
+    for call in map(bounded, reply.tool_calls):
         if steps >= rt.limits.task_max_steps:
             break  # the budget is per call: the rest of this reply is never run
         check_budgets(rt)

@@ -1,4 +1,4 @@
-"""Round 2, escapes and leaks: repository-controlled git config, a cloned .agentrc, the key in
+"""Escapes and leaks: repository-controlled git config, a cloned .agentrc, the key in
 names, acceptance commands past the policy, a daemon, HEAD moved to the user's branch, and a
 check that cannot fail. Real git, real processes, real bubblewrap where it works."""
 

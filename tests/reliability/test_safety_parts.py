@@ -1,4 +1,4 @@
-"""Round 2, the pieces on their own: strict JSON, the one shell parser, linear policy checks,
+"""The safety pieces on their own: strict JSON, the one shell parser, linear policy checks,
 acceptance-command validation, repository config neutralised, trust, proofs, the reaper."""
 
 from __future__ import annotations

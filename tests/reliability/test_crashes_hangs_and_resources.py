@@ -1,4 +1,4 @@
-"""Round 2, data loss, hangs, crashes and resources: a locked index at commit, FIFOs and
+"""Data loss, hangs, crashes and resources: a locked index at commit, FIFOs and
 backtracking patterns, non-finite and over-deep JSON from the model, a badly typed memory
 import, a full disk and a read-only state directory, huge files and a reply of 20 calls.
 Real git, real processes, real bubblewrap (for the tmpfs and read-only mounts)."""
@@ -214,6 +214,7 @@ def _in_bwrap(mounts: list[str], argv: list[str]) -> list[str]:
     return ["bwrap", "--dev-bind", "/", "/", *mounts, "--", *argv]
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_full_disk_mid_run_is_one_line_and_leaves_whole_state(agent_env, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
@@ -250,6 +251,7 @@ def test_a_full_disk_mid_run_is_one_line_and_leaves_whole_state(agent_env, fake_
     assert git(repo, "log", "--format=%s").count("\n") == 1  # nothing committed
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_read_only_state_directory_is_one_line(agent_env, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
@@ -292,6 +294,7 @@ PEAK = (
 )
 
 
+@pytest.mark.slow
 def test_huge_files_stay_within_memory_and_the_step_budget_counts_each_call(
     agent_env, fake_server, tmp_path
 ):
