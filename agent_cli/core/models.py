@@ -16,7 +16,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-TaskStatus = Literal["pending", "running", "verified", "rejected", "skipped"]
+# pending: not started; running: an attempt under way (counted when it starts); failed: its last
+# attempt failed and another follows; verified: done, the harness saw its check pass; rejected:
+# its attempts are used up; skipped: the human went on without it; nothing_to_do: its check
+# passed before it started and it changed no file, so there was nothing to verify.
+TaskStatus = Literal[
+    "pending", "running", "failed", "verified", "rejected", "skipped", "nothing_to_do"
+]
+SETTLED: tuple[TaskStatus, ...] = ("verified", "skipped", "nothing_to_do")  # final outcomes
 MAX_ATTEMPTS = 2  # a first attempt and one retry; each human hint adds one more
 
 # The bounds matter where a server turns the schema into a grammar (llama.cpp, vLLM): a small

@@ -60,6 +60,8 @@ _STATUS_STYLE = {
     "verified": "bold green",
     "rejected": "bold red",
     "skipped": "bold magenta",
+    "failed": "red",
+    "nothing_to_do": "dim",
     "unfinished": "yellow",
 }
 

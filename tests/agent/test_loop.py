@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStore
@@ -48,8 +49,11 @@ def run_in_process(
     mode: str = "json",
     max_steps: int = 200,
     task_max_steps: int = 30,
+    answer: Answer | None = None,
+    store: type[RunStore] = RunStore,
 ) -> Ran:
-    """One session of `agent run GOAL` (or `--resume` when goal is None), approved, in process."""
+    """One session of `agent run GOAL` (or `--resume [--hint|--skip|--replan]` when goal is
+    None: `answer`), approved, in process; `store` keeps the run's state."""
     settings = load_settings(
         repo,
         {"base_url": url, "approval": "auto", "max_retries": 0},
@@ -73,12 +77,12 @@ def run_in_process(
                 console=console,
                 longterm=longterm,
                 parts=kit,
-                store=RunStore(state_dir),
+                store=store(state_dir),
             ),
             config,
         )
         try:
-            code = session.start(goal) if goal else session.resume(None)
+            code = session.start(goal) if goal else session.resume(None, answer)
         finally:
             kit.close()
     console.close()

@@ -272,9 +272,10 @@ def test_checks_that_cannot_fail_are_sent_back_and_each_task_says_what_it_proves
     srv = fake_server(
         [
             plan(task(cmd="true"), task(goal="b", cmd="average_score")),
-            plan(task(), task(goal="Keep the README", cmd="test -f README.md")),
+            plan(task(), task(goal="Add notes beside the README", cmd="test -f README.md")),
             make_done(),
             finish(),
+            make_done("notes.txt"),  # a task that changes nothing would have nothing to do
             finish(),
         ]
     )

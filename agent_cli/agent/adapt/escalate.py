@@ -22,6 +22,7 @@ from agent_cli.core.models import Task
 from agent_cli.core.protocols import Workspace
 
 if TYPE_CHECKING:
+    from agent_cli.agent.judge.gate import Gate
     from agent_cli.agent.run.state import AgentState
 
 MAX_HINTS = 3
@@ -71,11 +72,12 @@ class Escalation:
         self,
         rt: Runtime,
         ws: Workspace,
+        gate: Gate,
         ask: Callable[[events.Escalated], str] | None,
         branch: str,
         answer: Answer | None = None,
     ) -> None:
-        self.rt, self.ws, self.ask, self.branch = rt, ws, ask, branch
+        self.rt, self.ws, self.gate, self.ask, self.branch = rt, ws, gate, ask, branch
         self.pending = answer  # given on the command line, used for the first rejected task
 
     def resolve(self, index: int) -> Outcome:
@@ -114,7 +116,12 @@ class Escalation:
         if answer.kind == "replan":
             task = self.rt.state.plan[index]
             if replan.revise(
-                self.rt, index, asked_by="human", failure=task.last_reason, note=answer.text
+                self.rt,
+                self.gate,
+                index,
+                asked_by="human",
+                failure=task.last_reason,
+                note=answer.text,
             ):
                 return "retry"
             self.rt.emit(

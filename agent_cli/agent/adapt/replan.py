@@ -21,6 +21,7 @@ from agent_cli.core.models import PlanRevision, Task
 from agent_cli.core.protocols import Message
 
 if TYPE_CHECKING:
+    from agent_cli.agent.judge.gate import Gate
     from agent_cli.agent.run.state import AgentState
 
 REVISION = Form(
@@ -98,14 +99,28 @@ def messages(rt: Runtime, start: int, failure: str = "", note: str = "") -> list
 
 
 def revise(
-    rt: Runtime, start: int, *, asked_by: str = "harness", failure: str = "", note: str = ""
+    rt: Runtime,
+    gate: Gate,
+    start: int,
+    *,
+    asked_by: str = "harness",
+    failure: str = "",
+    note: str = "",
 ) -> bool:
-    """Ask whether to replace the tasks from `start` on; True when the plan was revised."""
+    """Ask whether to replace the tasks from `start` on; True when the plan was revised.
+
+    The new tasks pass `gate` like the first plan's: a revision with a check the harness
+    cannot use goes back to the model with the reason, and a second such one keeps the plan.
+    """
     check_budgets(rt)
     if asked_by == "harness":
         rt.state.replans += 1
+
+    def refused(revision: PlanRevision) -> str | None:
+        return None if revision.keep else gate.refused(revision.new_tasks(), start)
+
     asked = messages(rt, start, failure, note)
-    got = ask(rt.model, asked, REVISION, log=rt.log, window=rt.limits.window())
+    got = ask(rt.model, asked, REVISION, log=rt.log, check=refused, window=rt.limits.window())
     if isinstance(got, Failure):
         text = f"the re-plan reply was not usable ({got.error}); the plan is kept"
         rt.emit(events.Notice(text=text))

@@ -4,7 +4,8 @@ A retry starts a fresh conversation; the first attempt's changes stay on disk an
 failure (exit code and output tail) reaches the model through `AgentState.last_error`
 and working memory. A verified task that changed files becomes one commit (never of files a
 skipped task left: those stay uncommitted for the human); when its attempts are used up the
-task is rejected and its changes stay uncommitted for the human.
+task is rejected and its changes stay uncommitted for the human. A task whose check passed
+before it started and that changed no file is not verified: it had nothing to do.
 """
 
 from __future__ import annotations
@@ -82,6 +83,14 @@ def _passed(
     rt.state.facts.append(f"task {index + 1} verified ({check}): {task.goal}")
 
 
+def _nothing_to_do(ws: Workspace, plan: list[Task], task: Task, verdict: Verdict) -> bool:
+    """Whether a passing task proves nothing: its check passed before it and it changed no file."""
+    if verdict.judge != "command" or task.baseline != "pass":
+        return False
+    held = held_files(plan)
+    return not [f for f in ws.changed_files() if f not in held]
+
+
 def _failed(rt: Runtime, index: int, attempt: int, verdict: Verdict) -> None:
     rt.state.last_error = (
         f"Attempt {attempt} at task {index + 1} did not pass the harness's check: {verdict.reason}"
@@ -103,7 +112,8 @@ def dispatch_and_verify(
     on_verdict: Callable[[Verdict], None] | None = None,
     proofs: Proofs | None = None,
 ) -> bool:
-    """Run task `index` until verified or out of attempts; True when verified."""
+    """Run task `index` until verified or out of attempts; True when settled: verified, or
+    nothing to do (its check passed before it started and it changed no file)."""
     task = rt.state.plan[index]
     cmds = judging_commands(task, accept_cmds)
     if proofs is not None and task.attempts == 0 and task.baseline is None:
@@ -131,6 +141,19 @@ def dispatch_and_verify(
         rt.log({"type": "verify", "index": index, "verdict": verdict.model_dump()})
         if on_verdict:
             on_verdict(verdict)
+        if verdict.passed and _nothing_to_do(ws, rt.state.plan, task, verdict):
+            task.status = "nothing_to_do"
+            rt.state.last_error = None
+            rt.save()
+            rt.emit(
+                events.TaskDone(
+                    index=index,
+                    status="nothing_to_do",
+                    attempts=task.attempts,
+                    summary=task.summary,
+                )
+            )
+            return True
         if verdict.passed:
             _passed(rt, ws, index, verdict, run_id, proofs, cmds)
             rt.save()
@@ -148,6 +171,7 @@ def dispatch_and_verify(
             )
             return True
         _failed(rt, index, task.attempts, verdict)
+        task.status = "failed"  # the attempt is spent: a resume continues with the next one
         rt.save()
     task.status = "rejected"
     rt.save()

@@ -35,9 +35,16 @@ def m002_agent_state_without_budgets(record: Record) -> Record:
     return record
 
 
+def m003_task_statuses(record: Record) -> Record:
+    """A task may be `failed` (an attempt failed, another follows) or `nothing_to_do`; a task
+    saved `running` by an earlier version keeps its meaning: an attempt cut short."""
+    return record
+
+
 MIGRATIONS: list[Callable[[Record], Record]] = [
     m001_base_branch_and_learned,
     m002_agent_state_without_budgets,
+    m003_task_statuses,
 ]
 SCHEMA_VERSION = len(MIGRATIONS) + 1
 

@@ -29,8 +29,8 @@ from agent_cli.agent.adapt.escalate import (
 from agent_cli.agent.ask import closing, planner
 from agent_cli.agent.attempt.runtime import Limits, Runtime
 from agent_cli.agent.attempt.toolbox import Toolbox
-from agent_cli.agent.judge import acceptance
 from agent_cli.agent.judge.dispatch import dispatch_and_verify
+from agent_cli.agent.judge.gate import Gate
 from agent_cli.agent.judge.verifier import Proofs, run_acceptance
 from agent_cli.agent.learn import learning as learn
 from agent_cli.agent.learn.run_memory import RunMemory
@@ -49,7 +49,7 @@ from agent_cli.core.errors import (
     BudgetExhausted,
     StorageError,
 )
-from agent_cli.core.models import MAX_ATTEMPTS, Plan, Task, Verdict
+from agent_cli.core.models import MAX_ATTEMPTS, SETTLED, Plan, Task, Verdict
 from agent_cli.core.protocols import ChatModel, Console, LongTermStore, Workspace
 from agent_cli.core.redact import redact
 from agent_cli.memory.longterm.records import format_for_context
@@ -112,8 +112,36 @@ def check_verified(state: AgentState, run: RunRecord, ws: Workspace) -> None:
 
 
 def _settled(state: AgentState) -> tuple[int, ...]:
-    """The tasks whose outcome is final work: verified, or skipped by the human."""
-    return tuple(i for i, t in enumerate(state.plan) if t.status in ("verified", "skipped"))
+    """The tasks whose outcome is final: verified, skipped by the human, or nothing to do."""
+    return tuple(i for i, t in enumerate(state.plan) if t.status in SETTLED)
+
+
+def _settled_outcome(run: RunRecord, plan: list[Task]) -> RunOutcome:
+    """The end of a run whose tasks all settled: what was verified, and by which proof."""
+    idle = [i + 1 for i, t in enumerate(plan) if t.status == "nothing_to_do"]
+    verified = [t for t in plan if t.status == "verified"]
+    if not verified:
+        run.status = "nothing_to_do"
+        return RunOutcome(
+            EXIT_OK,
+            "nothing to do: every task's check passed before it started and no file changed; "
+            "nothing is claimed verified",
+        )
+    run.status = "verified"
+    if idle:
+        numbers = ", ".join(str(n) for n in idle)
+        return RunOutcome(
+            EXIT_OK,
+            f"{len(verified)} of {len(plan)} tasks verified; nothing to do for task(s) {numbers} "
+            "(the check passed before the task started and no file changed)",
+        )
+    if all(t.proof == "regression-only" for t in verified):
+        return RunOutcome(
+            EXIT_OK,
+            "every task verified, each regression-only: every check already passed before "
+            "its task started",
+        )
+    return RunOutcome(EXIT_OK, "every task verified")
 
 
 @dataclass(frozen=True)
@@ -164,6 +192,7 @@ class Session:
         self.signatures: list[str] = []
         self._base_usage = RunUsage()  # usage saved by earlier sessions of this run
         self.proofs = Proofs()  # each task's check on its starting state, per command and tree
+        self.gate = Gate(services.workspace)  # every task passes it on its way into the plan
         self.mem = RunMemory(
             services.longterm,
             services.workspace.root,
@@ -298,8 +327,7 @@ class Session:
 
     def _check_plan(self, plan: Plan) -> dict[int, str]:
         """The tasks whose acceptance command cannot run, is refused, or cannot fail."""
-        ws = self.sv.workspace
-        return acceptance.plan_problems([t.acceptance_cmd for t in plan.tasks], ws.root, ws.refusal)
+        return self.gate.problems(plan.tasks)
 
     def _allow_acceptance(self, tasks: list[Task]) -> None:
         """The acceptance commands were approved with the plan: the model may run them unasked."""
@@ -313,6 +341,13 @@ class Session:
             run = self.store.load(self.store.target(run_id))
             state = saved_state(run)
             check_answer(state, answer, run.run_id)
+            refused = self.gate.open_tasks(state.plan)
+            if refused:
+                raise AgentError(
+                    f"run {run.run_id} cannot be resumed: its saved plan has a check the "
+                    f"harness cannot use ({refused})",
+                    "start a new run for the remaining work",
+                )
         self.run = run
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
         self.mem.learned = learn.Learned.from_dict(run.learned)
@@ -401,11 +436,11 @@ class Session:
 
     def _tasks(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
-        escalation = Escalation(rt, ws, ask, run.branch, self._answer)
+        escalation = Escalation(rt, ws, self.gate, ask, run.branch, self._answer)
         index = 0
         while index < len(rt.state.plan):
             task = rt.state.plan[index]
-            if task.status in ("verified", "skipped"):
+            if task.status in SETTLED:
                 index += 1
                 continue
             if task.status != "rejected" and dispatch_and_verify(
@@ -435,7 +470,7 @@ class Session:
             and index + 1 < len(rt.state.plan)
             and rt.state.replans < self.cfg.max_replans
         ):
-            replan.revise(rt, index + 1)
+            replan.revise(rt, self.gate, index + 1)
 
     def _final_gate(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         if self.cfg.accept_cmds:
@@ -468,8 +503,7 @@ class Session:
         if skipped:
             run.status = "skipped"
             return RunOutcome(EXIT_ESCALATED, skipped_message(rt.state.plan, skipped))
-        run.status = "verified"
-        return RunOutcome(EXIT_OK, "every task verified")
+        return _settled_outcome(run, rt.state.plan)
 
     def _on_verdict(self, verdict: Verdict) -> None:
         """Keep the failure's signatures; the run's memory records a fix or looks one up."""

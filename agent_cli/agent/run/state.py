@@ -67,7 +67,7 @@ class AgentState(BaseModel):
 
     def current_task(self) -> int | None:
         """Index of the task being worked on: the running one, else the first pending one."""
-        for status in ("running", "pending"):
+        for status in ("running", "failed", "pending"):
             for index, task in enumerate(self.plan):
                 if task.status == status:
                     return index
@@ -107,9 +107,12 @@ class AgentState(BaseModel):
         done = len(self.done_tasks())
         lines = [f"PLAN ({done} of {len(self.plan)} tasks done):"]
         for index, task in enumerate(self.plan[:MAX_TASKS]):
-            mark = {"verified": "done", "rejected": "rejected", "skipped": "skipped"}.get(
-                task.status, "todo"
-            )
+            mark = {
+                "verified": "done",
+                "rejected": "rejected",
+                "skipped": "skipped",
+                "nothing_to_do": "nothing to do",
+            }.get(task.status, "todo")
             if index == current:
                 mark = "now"
             lines.append(

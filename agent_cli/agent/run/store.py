@@ -38,7 +38,8 @@ JOURNAL = "journal.jsonl"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 MAX_STATE_BYTES = 64 * atomic.MiB  # a state.json, and a journal, read whole
 _LEFT_AS_IT_IS = "the file is left as it is; inspect or move it aside"
-FINISHED = {"verified", "planned", "skipped"}  # skipped: the human chose to go on without a task
+# skipped: the human chose to go on without a task; nothing_to_do: every check passed already
+FINISHED = {"verified", "planned", "skipped", "nothing_to_do"}
 RunStatus = Literal[
     "running",
     "verified",
@@ -48,6 +49,7 @@ RunStatus = Literal[
     "failed",
     "planned",
     "skipped",
+    "nothing_to_do",
 ]
 
 

@@ -1,0 +1,44 @@
+"""The one gate every task passes on its way into a plan, whatever the route.
+
+A task enters a plan four ways: the first plan (`submit_plan`), the model's revision between
+tasks (`revise_plan`), the human's re-plan (`r` on a terminal, `--resume --replan`) and a
+resumed run's saved plan. Each goes through `Gate.problems`, so each refuses the same
+acceptance commands (`acceptance.problem`: a program that does not exist, a command the
+policy refuses, a command that cannot fail).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from agent_cli.agent.judge import acceptance
+from agent_cli.core.models import SETTLED, Task
+
+if TYPE_CHECKING:
+    from agent_cli.core.protocols import Workspace
+
+
+class Gate:
+    """Judges the acceptance commands of tasks entering a plan in one workspace."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def problems(self, tasks: Sequence[Task]) -> dict[int, str]:
+        """The problem of each task's acceptance command, by index in `tasks`."""
+        ws = self.workspace
+        return acceptance.plan_problems([t.acceptance_cmd for t in tasks], ws.root, ws.refusal)
+
+    def refused(self, tasks: Sequence[Task], first: int = 0) -> str | None:
+        """Why the tasks cannot enter the plan (numbered from task `first` + 1), or None."""
+        found = self.problems(tasks)
+        return "; ".join(f"task {first + i + 1}: {why}" for i, why in sorted(found.items())) or None
+
+    def open_tasks(self, plan: Sequence[Task]) -> str | None:
+        """Why a saved plan's unsettled tasks cannot be carried out as saved, or None."""
+        found = self.problems([t for t in plan if t.status not in SETTLED])
+        if not found:
+            return None
+        numbers = [i for i, t in enumerate(plan) if t.status not in SETTLED]
+        return "; ".join(f"task {numbers[i] + 1}: {why}" for i, why in sorted(found.items()))
