@@ -335,7 +335,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
     secrets = workspace.secrets  # settings.secrets(), read once for the whole run
     embedder = make_embedder(settings)
     place = memory_place(settings, state_dir)
-    with workspace, LazyLongTermMemory(place, embedder, secrets) as lazy:
+    with workspace, LazyLongTermMemory(place, embedder, secrets, opts.plan_only) as lazy:
         # A memory server that is down: one notice, the run goes on without it, and what it
         # would have written waits in the outbox for the next run that reaches the server.
         longterm = FallbackLongTerm(
