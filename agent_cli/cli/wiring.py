@@ -261,14 +261,14 @@ class RunKit:
         )
 
     def recall_longterm(self, query: str) -> str:
-        """Earlier runs' memory about `query`, fenced for the model."""
+        """Earlier runs' memory about `query` in this repository, fenced for the model."""
+        from agent_cli.agent.learn.run_memory import repo_topic
         from agent_cli.memory.longterm.records import mark_stale
         from agent_cli.workspace.git.blobs import blob_hash
 
         root = self.workspace.root
-        return format_for_context(
-            mark_stale(list(self.longterm.recall(query, k=3)), lambda path: blob_hash(root, path))
-        )
+        found = self.longterm.recall(query, k=3, topics=[repo_topic(root), root.name, ""])
+        return format_for_context(mark_stale(list(found), lambda path: blob_hash(root, path)))
 
     def allow_command(self, cmd: str) -> None:
         self.policy.allow(cmd)

@@ -11,7 +11,13 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from learnkit import planning_requests, request_text, run_env, run_in_process  # noqa: F401
+from learnkit import (  # noqa: F401
+    planning_requests,
+    request_text,
+    run_env,
+    run_in_process,
+    task_requests,
+)
 from runkit import GOAL, add_median, facts, finish, plan, task
 
 from agent_cli.cli.wiring import RunOptions, execute
@@ -140,3 +146,30 @@ def _embedder(server):
     from agent_cli.llm.openai.embedder import OpenAIEmbedder
 
     return OpenAIEmbedder(base_url=server.url, api_key=None, model="fake-embed")
+
+
+def _recalled_by_the_model(capsys, fake_server, repo: Path) -> str:
+    """A run in `repo` whose model calls `recall`: every later task request, as text."""
+    srv = fake_server(
+        [
+            plan(task()),
+            {"tool": "recall", "args": {"query": "median function sorts a copy"}},
+            add_median(),
+            finish(),
+            facts(),
+        ]
+    )
+    code, _ = run_in_process(capsys, repo, GOAL, srv)
+    assert code == 0
+    return "\n".join(request_text(r) for r in task_requests(srv)[1:])
+
+
+def test_the_models_recall_keeps_to_its_own_repository(run_env, fake_server, capsys, tmp_path):
+    run_env.setenv("AGENT_HOME", str(tmp_path / "shared-home"))
+    mine = make_repo(tmp_path / "a" / "demo", FIXTURES / "demo_repo")
+    (tmp_path / "b" / "demo").mkdir(parents=True)
+    (tmp_path / "b" / "demo" / "NOTICE").write_text("another project with the same layout\n")
+    theirs = make_repo(tmp_path / "b" / "demo", FIXTURES / "demo_repo")
+    _learn(capsys, fake_server, mine)
+    assert NOTE not in _recalled_by_the_model(capsys, fake_server, theirs)
+    assert NOTE in _recalled_by_the_model(capsys, fake_server, mine)

@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from agent_cli.agent.run.store import RunRecord
 
 
+def repo_topic(root: Path) -> str:
+    """The repository that episodes, procedures, notes and facts are about: its identity's
+    keys (root commit, remote), or its directory's name when it has neither."""
+    from agent_cli.workspace.git.identity import repo_identity
+
+    return " ".join(repo_identity(root).keys()) or root.name
+
+
 class RunMemory:
     """The run's side of long-term memory; the Session calls it at each of its moments."""
 
@@ -44,12 +52,9 @@ class RunMemory:
 
     @property
     def topic(self) -> str:
-        """The repository that episodes, procedures, notes and facts are about: its identity's
-        keys (root commit, remote), or its directory's name when it has neither."""
+        """The repository that episodes, procedures, notes and facts are about (`repo_topic`)."""
         if self._topic is None:
-            from agent_cli.workspace.git.identity import repo_identity
-
-            self._topic = " ".join(repo_identity(self.root).keys()) or self.root.name
+            self._topic = repo_topic(self.root)
         return self._topic
 
     @property
