@@ -262,7 +262,7 @@ class RunKit:
 
     def recall_longterm(self, query: str) -> str:
         """Earlier runs' memory about `query` in this repository, fenced for the model."""
-        from agent_cli.agent.learn.run_memory import repo_topic
+        from agent_cli.agent.learn.topic import repo_topic
         from agent_cli.memory.longterm.records import mark_stale
         from agent_cli.workspace.git.blobs import blob_hash
 

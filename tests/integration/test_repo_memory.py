@@ -8,6 +8,7 @@ leaves the store's files byte-identical.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,27 @@ def test_the_models_recall_keeps_to_its_own_repository(run_env, fake_server, cap
     _learn(capsys, fake_server, mine)
     assert NOTE not in _recalled_by_the_model(capsys, fake_server, theirs)
     assert NOTE in _recalled_by_the_model(capsys, fake_server, mine)
+
+
+def test_agent_recall_keeps_to_this_repository_unless_asked_for_all(
+    run_env, fake_server, demo_repo
+):
+    from typer.testing import CliRunner
+
+    from agent_cli.agent.learn.topic import repo_topic
+    from agent_cli.cli.app import app
+
+    srv = fake_server([])
+    run_env.setenv("AGENT_BASE_URL", srv.url)
+    with LongTermMemory(demo_repo / ".agent" / "chroma", _embedder(srv)) as mem:
+        mine = mem.curate(NOTE, topic=repo_topic(demo_repo), origin_event_id="e1")
+        other = mem.curate(NOTE + " elsewhere", topic="git:0123 url:x/y", origin_event_id="e2")
+
+    def recalled(*flags: str) -> set[str]:
+        args = ["recall", NOTE, "--json", "--kind", "note", "--repo", str(demo_repo), *flags]
+        done = CliRunner().invoke(app, args, prog_name="agent")
+        assert done.exit_code == 0, done.output
+        return {r["id"] for r in json.loads(done.stdout)}
+
+    assert recalled() == {mine}
+    assert recalled("--all-repos") == {mine, other}

@@ -10,6 +10,7 @@ from agent_cli.agent.ask import facts as model_facts
 from agent_cli.agent.ask.window import Window
 from agent_cli.agent.learn import instructions as repo_instructions
 from agent_cli.agent.learn import learning as learn
+from agent_cli.agent.learn.topic import repo_topic
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import Fact, Verdict
@@ -19,14 +20,6 @@ if TYPE_CHECKING:
     from agent_cli.agent.attempt.runtime import Runtime
     from agent_cli.agent.run.state import AgentState
     from agent_cli.agent.run.store import RunRecord
-
-
-def repo_topic(root: Path) -> str:
-    """The repository that episodes, procedures, notes and facts are about: its identity's
-    keys (root commit, remote), or its directory's name when it has neither."""
-    from agent_cli.workspace.git.identity import repo_identity
-
-    return " ".join(repo_identity(root).keys()) or root.name
 
 
 class RunMemory:
