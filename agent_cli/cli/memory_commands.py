@@ -114,6 +114,9 @@ def recall_command(
     ),
     as_json: bool = JSON,
     repo: Path | None = REPO,
+    all_repos: bool = typer.Option(
+        False, "--all-repos", help="Search every repository's memory, not only this one's."
+    ),
 ) -> None:
     """Search long-term memory (episodes, facts, notes, procedures) by meaning."""
     from agent_cli.core.errors import UsageError
@@ -131,12 +134,14 @@ def recall_command(
         if as_json:
             typer.echo("[]")
         return
+    from agent_cli.agent.learn.topic import repo_topic
     from agent_cli.memory.longterm.records import mark_stale
     from agent_cli.workspace.git.blobs import blob_hash
 
+    topics = None if all_repos else [repo_topic(top), top.name, ""]
     with mem:
         results = mark_stale(
-            mem.recall(query, k=k, kind=kind, min_trust=min_trust),
+            mem.recall(query, k=k, kind=kind, min_trust=min_trust, topics=topics),
             lambda path: blob_hash(top, path),
         )
     if as_json:

@@ -261,14 +261,14 @@ class RunKit:
         )
 
     def recall_longterm(self, query: str) -> str:
-        """Earlier runs' memory about `query`, fenced for the model."""
+        """Earlier runs' memory about `query` in this repository, fenced for the model."""
+        from agent_cli.agent.learn.topic import repo_topic
         from agent_cli.memory.longterm.records import mark_stale
         from agent_cli.workspace.git.blobs import blob_hash
 
         root = self.workspace.root
-        return format_for_context(
-            mark_stale(list(self.longterm.recall(query, k=3)), lambda path: blob_hash(root, path))
-        )
+        found = self.longterm.recall(query, k=3, topics=[repo_topic(root), root.name, ""])
+        return format_for_context(mark_stale(list(found), lambda path: blob_hash(root, path)))
 
     def allow_command(self, cmd: str) -> None:
         self.policy.allow(cmd)
@@ -335,7 +335,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
     secrets = workspace.secrets  # settings.secrets(), read once for the whole run
     embedder = make_embedder(settings)
     place = memory_place(settings, state_dir)
-    with workspace, LazyLongTermMemory(place, embedder, secrets) as lazy:
+    with workspace, LazyLongTermMemory(place, embedder, secrets, opts.plan_only) as lazy:
         # A memory server that is down: one notice, the run goes on without it, and what it
         # would have written waits in the outbox for the next run that reaches the server.
         longterm = FallbackLongTerm(

@@ -281,6 +281,8 @@ class Episode(BaseModel):
     commands: list[CommandRun] = Field(default_factory=list)
     failure_signatures: list[str] = Field(default_factory=list)
     fixes: list[Fix] = Field(default_factory=list)
+    tools_used: list[str] = Field(default_factory=list)  # the distinct tools the run called
+    topic: str = ""  # the repository's identity (see protocols.LongTermStore)
     summary: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0

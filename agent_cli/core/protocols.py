@@ -89,8 +89,15 @@ class Recalled(Protocol):
 class LongTermStore(Protocol):
     """What a run needs from long-term memory: recall before, an episode and facts after."""
 
+    # A topic is a repository's identity: its keys (root commit, remote) separated by spaces;
+    # `topics` given to a read keeps it to those repositories (a match on any key).
     def recall(
-        self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
+        self,
+        query: str,
+        k: int = 5,
+        kind: str = "all",
+        min_trust: float = 0.5,
+        topics: list[str] | None = None,
     ) -> Sequence[Recalled]: ...
     def procedures(self, topic: str, k: int = 5) -> Sequence[Recalled]: ...
     def associate(
@@ -103,11 +110,17 @@ class LongTermStore(Protocol):
         min_trust: float = 0.0,
         kinds: tuple[str, ...] = ("fact", "note", "procedure"),
         topics: list[str] | None = None,
+        count: bool = True,
     ) -> Sequence[Recalled]: ...
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None: ...
     def fixes_for(
-        self, signatures: list[str], exclude_run: str = "", k: int = 3
+        self,
+        signatures: list[str],
+        exclude_run: str = "",
+        k: int = 3,
+        topics: list[str] | None = None,
     ) -> Sequence[Recalled]: ...
+    def adopt(self, legacy: str, topic: str) -> int: ...
     def add_episode(self, ep: Episode) -> None: ...
     def add_fact(
         self,

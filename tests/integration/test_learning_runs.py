@@ -208,7 +208,8 @@ def test_notes_are_curated_and_unused_items_expire_at_the_end_of_the_run(
     assert counts["archive"] == 1 and counts["notes"] == 1
     assert note.text == "median sorts a copy" and note.trust == 0.5
     assert note.metadata["run_id"] == run_id and note.metadata["task"] == task()["goal"]
-    assert note.metadata["topic"] == demo_repo.name and note.source == f"run {run_id}"
+    root = git(demo_repo, "rev-list", "--max-parents=0", "HEAD").split()[-1]
+    assert note.metadata["topic"] == f"git:{root}" and note.source == f"run {run_id}"
 
 
 def _embedder(server):

@@ -187,7 +187,7 @@ def test_two_clones_share_what_the_first_run_learned(
     git(demo_repo, "add", "-A")
     git(demo_repo, "commit", "-q", "-m", "ci notes")
     alice = clone(demo_repo, tmp_path / "alice" / "demo")
-    bob = clone(demo_repo, tmp_path / "bob" / "demo")
+    bob = clone(demo_repo, tmp_path / "bob" / "stats-checkout")  # another folder name: one repo
     env = server_env(chroma_server.url, chroma_database, AGENT_MEMORY_TOKEN=TOKEN)
     first = fake_server(
         [

@@ -247,7 +247,7 @@ def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the
         from agent_cli.memory.longterm.lazy import LazyLongTermMemory
         lazy = LazyLongTermMemory({str(store)!r}, WordLlamaEmbedder())
         lazy.prepare()
-        found = recall_for_run(lazy, "Use database sessions in the parser", "proj", lambda p: None)
+        found = recall_for_run(lazy, "Use database sessions in the parser", ["proj"], lambda p: None)
         print(json.dumps({{"found": [[r.id, r.hit_count] for r in found],
                           "chromadb": "chromadb" in sys.modules}}))
         lazy.close()
@@ -259,7 +259,7 @@ def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the
     assert seen["chromadb"] is False
     with LongTermMemory(store, embedder) as memory:
         expected = recall_for_run(
-            memory, "Use database sessions in the parser", "proj", lambda p: None
+            memory, "Use database sessions in the parser", ["proj"], lambda p: None
         )
     # the same items, counted once by the snapshot run (then once more by this check)
     assert [[r.id, r.hit_count - (r.kind != "episode")] for r in expected] == seen["found"]

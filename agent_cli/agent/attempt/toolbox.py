@@ -145,6 +145,7 @@ class Toolbox:
         self.secrets = secrets
         self.commands: list[tuple[str, int | None]] = []
         self.touched: set[str] = set()
+        self.tools_used: list[str] = []  # the distinct tools called, in the order first called
         self.on_note: Callable[[str, str], None] | None = None  # (item id, text): kept by the run
 
     def execute(self, call: ToolCall) -> ToolResult:
@@ -164,6 +165,8 @@ class Toolbox:
                 call.name, f"error: {e}", ok=False, malformed=True, summary=str(e)[:100]
             )
         try:
+            if call.name not in self.tools_used:
+                self.tools_used.append(call.name)
             run: Callable[[Args], ToolResult] = getattr(self, f"_{call.name}")
             result = run(args)
         except AgentError as e:

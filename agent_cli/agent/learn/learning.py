@@ -30,6 +30,7 @@ class Tally(Protocol):
 
     commands: list[tuple[str, int | None]]
     touched: set[str]
+    tools_used: list[str]
 
 
 @dataclass
@@ -69,27 +70,36 @@ class Learned:
 
 
 def recall_for_run(
-    longterm: LongTermStore, goal: str, topic: str, blob_of: BlobOf
+    longterm: LongTermStore,
+    goal: str,
+    topics: list[str],
+    blob_of: BlobOf,
+    count: bool = True,
 ) -> list[Recalled]:
-    """The long-term items a run starts with, staleness marked; hits are counted."""
-    procedures = longterm.procedures(topic)
-    longterm.count_hits(procedures)
+    """The long-term items of the repository `topics[0]` (its identity; the rest are names
+    its items may still be filed under) a run starts with, staleness marked; hits are
+    counted when `count`."""
+    procedures = [p for t in topics for p in longterm.procedures(t)][:5]
+    if count:
+        longterm.count_hits(procedures)
     items = longterm.associate(
         goal,
         k=5,
         threshold=PLAN_MIN_SCORE,
         min_trust=0.5,
         kinds=("fact", "note"),
-        topics=[topic, ""],
+        topics=[*topics, ""],
+        count=count,
     )
-    episodes = longterm.recall(goal, k=3, kind="episode")
+    episodes = longterm.recall(goal, k=3, kind="episode", topics=topics[:1])
     found = list(procedures) + sorted(list(items) + list(episodes), key=lambda r: -r.score)
     return mark_stale(found, blob_of)
 
 
-def fixes_block(longterm: LongTermStore, signatures: list[str], run_id: str) -> str:
-    """How earlier runs fixed these failures, fenced; empty when none did."""
-    fixes = longterm.fixes_for(signatures, exclude_run=run_id)
+def fixes_block(longterm: LongTermStore, signatures: list[str], run_id: str, topic: str) -> str:
+    """How earlier runs in the repository `topic` fixed these failures, fenced; empty when
+    none did."""
+    fixes = longterm.fixes_for(signatures, exclude_run=run_id, topics=[topic])
     if not fixes:
         return ""
     return (
@@ -105,6 +115,8 @@ def build_episode(
     files: list[str],
     signatures: list[str],
     fixes: Sequence[Fix] = (),
+    tools_used: Sequence[str] = (),
+    topic: str = "",
 ) -> Episode:
     """The episode of a run from its saved record and the AgentState."""
     tasks = [
@@ -133,6 +145,8 @@ def build_episode(
         commands=[CommandRun(cmd=c, exit_code=e) for c, e in commands[-50:]],
         failure_signatures=(fixed + sorted(set(signatures) - set(fixed)))[:20],
         fixes=list(fixes),
+        tools_used=sorted(set(tools_used)),
+        topic=topic,
         summary=summary,
         prompt_tokens=run.usage.prompt_tokens,
         completion_tokens=run.usage.completion_tokens,
@@ -184,7 +198,14 @@ def remember(
 
     longterm.add_episode(
         build_episode(
-            run, state, toolbox.commands, sorted(toolbox.touched), signatures, learned.fixes
+            run,
+            state,
+            toolbox.commands,
+            sorted(toolbox.touched),
+            signatures,
+            learned.fixes,
+            tools_used=toolbox.tools_used,
+            topic=topic,
         )
     )
     for cmd, goal in verified_commands(state, accept_cmds):

@@ -10,6 +10,7 @@ from agent_cli.agent.ask import facts as model_facts
 from agent_cli.agent.ask.window import Window
 from agent_cli.agent.learn import instructions as repo_instructions
 from agent_cli.agent.learn import learning as learn
+from agent_cli.agent.learn.topic import repo_topic
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import Fact, Verdict
@@ -25,11 +26,18 @@ class RunMemory:
     """The run's side of long-term memory; the Session calls it at each of its moments."""
 
     def __init__(
-        self, longterm: LongTermStore, root: Path, ttl_days: float, window: Window
+        self,
+        longterm: LongTermStore,
+        root: Path,
+        ttl_days: float,
+        window: Window,
+        read_only: bool = False,
     ) -> None:
         self.longterm = longterm
         self.root = Path(root)
         self.ttl_days = ttl_days
+        self.read_only = read_only  # a plan-only run: recall counts no hits
+        self._topic: str | None = None
         self.learned = learn.Learned()
         self.instructions = repo_instructions.load(
             self.root, repo_instructions.share_of(window.limit)
@@ -37,7 +45,14 @@ class RunMemory:
 
     @property
     def topic(self) -> str:
-        """The repository that procedures, notes and facts are about: its directory's name."""
+        """The repository that episodes, procedures, notes and facts are about (`repo_topic`)."""
+        if self._topic is None:
+            self._topic = repo_topic(self.root)
+        return self._topic
+
+    @property
+    def legacy_topic(self) -> str:
+        """The topic earlier versions filed this repository's items under: its folder's name."""
         return self.root.name
 
     def blob_of(self, path: str) -> str | None:
@@ -47,7 +62,13 @@ class RunMemory:
 
     def recall(self, goal: str) -> list[Recalled]:
         """What a run starts with from long-term memory (procedures, facts, notes, episodes)."""
-        return learn.recall_for_run(self.longterm, goal, self.topic, self.blob_of)
+        return learn.recall_for_run(
+            self.longterm,
+            goal,
+            [self.topic, self.legacy_topic],
+            self.blob_of,
+            count=not self.read_only,
+        )
 
     def noted(self, state: AgentState, item_id: str, text: str) -> None:
         """A note the model took: kept with the task it came from, curated at the end."""
@@ -67,7 +88,7 @@ class RunMemory:
         if index is not None and signatures:
             self.learned.failed(index, signatures)
             try:
-                rt.set_fixes(learn.fixes_block(self.longterm, signatures, run_id))
+                rt.set_fixes(learn.fixes_block(self.longterm, signatures, run_id, self.topic))
             except AgentError as e:  # a retry without earlier fixes is still a retry
                 rt.emit(events.Notice(text=f"earlier fixes not looked up: {e.one_line()}"))
 
@@ -104,6 +125,7 @@ class RunMemory:
         facts: list[Fact] | None = None,
     ) -> None:
         """Everything the run learned into long-term memory, then expiry."""
+        self.longterm.adopt(self.legacy_topic, self.topic)
         learn.remember(
             self.longterm,
             run=run,

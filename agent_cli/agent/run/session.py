@@ -198,6 +198,7 @@ class Session:
             services.workspace.root,
             config.memory_ttl_days,
             config.limits.window(),
+            read_only=config.plan_only,
         )
         self._answer: Answer | None = None  # the human's answer given with --resume
         self._facts: list[Any] | None = None  # asked for once the tasks are over

@@ -21,7 +21,7 @@ from agent_cli.core.errors import StorageError
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
-from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation
+from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation, topic_fields
 from agent_cli.memory.longterm.place import ChromaServer, probe
 from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import (
@@ -250,13 +250,21 @@ class LongTermMemory:
         kind: str = "all",
         min_trust: float = 0.5,
         min_score: float | None = None,
+        topics: list[str] | None = None,
     ) -> list[Result]:
-        """The `k` most relevant episodes and facts above the relevance threshold, best first."""
-        return self.reader.recall(query, k, kind, min_trust, min_score)
+        """The `k` most relevant episodes and facts above the relevance threshold, best first
+        (of the repositories `topics` when given)."""
+        return self.reader.recall(query, k, kind, min_trust, min_score, topics)
 
-    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Result]:
+    def fixes_for(
+        self,
+        signatures: list[str],
+        exclude_run: str = "",
+        k: int = 3,
+        topics: list[str] | None = None,
+    ) -> list[Result]:
         """Earlier runs that had one of these failures and got the task verified, newest first."""
-        return self.reader.fixes_for(signatures, exclude_run, k)
+        return self.reader.fixes_for(signatures, exclude_run, k, topics)
 
     def associate(
         self,
@@ -268,10 +276,19 @@ class LongTermMemory:
         min_trust: float = 0.0,
         kinds: tuple[str, ...] = ITEM_KINDS,
         topics: list[str] | None = None,
+        count: bool = True,
     ) -> list[Result]:
-        """The top `k` active items closer than the threshold to `text`; counts a hit on each."""
+        """The top `k` active items closer than the threshold to `text`; counts a hit on each
+        unless `count` is false."""
         return self.items.associate(
-            text, now=now, k=k, threshold=threshold, min_trust=min_trust, kinds=kinds, topics=topics
+            text,
+            now=now,
+            k=k,
+            threshold=threshold,
+            min_trust=min_trust,
+            kinds=kinds,
+            topics=topics,
+            count=count,
         )
 
     def procedures(self, topic: str, k: int = 5) -> list[Result]:
@@ -344,6 +361,10 @@ class LongTermMemory:
             cmd, task, topic=topic, run_id=run_id, files=files, now=now, ttl_days=ttl_days
         )
 
+    def adopt(self, legacy: str, topic: str) -> int:
+        """Upgrade the items of the folder-name topic `legacy` to the repository `topic`."""
+        return self.items.adopt(legacy, topic)
+
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         """Move items unused for longer than their time to live (or `ttl_days`) to the archive."""
         return self.items.expire(now, ttl_days)
@@ -368,10 +389,12 @@ class LongTermMemory:
                 "created_at": date,
                 "source": f"run {ep.run_id}",
                 "gist": gist,
+                **topic_fields(ep.topic),
             }
             ids.append(ep.run_id)
             docs.append(doc)
-            metas.append({**base, "doc": "episode", "episode": ep.model_dump_json()})
+            tools = {"tools_used": ",".join(ep.tools_used)}
+            metas.append({**base, **tools, "doc": "episode", "episode": ep.model_dump_json()})
             fixed = {sig: fix for fix in ep.fixes for sig in fix.signatures}
             for n, sig in enumerate(ep.failure_signatures):
                 ids.append(f"{ep.run_id}#sig{n}")

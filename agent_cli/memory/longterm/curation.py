@@ -2,7 +2,8 @@
 
 Given the `Store` (store.py) whose `facts` and `archive` collections it reads and writes;
 it never imports chromadb. Every item carries `kind` (fact, note, procedure), `trust`,
-`topic` (the repository it is about), `hit_count`, `confirmations` and, when it names files,
+`topic` and `topic_alt` (the repository it is about: the first and second of its identity's keys,
+see `topic_keys`), `hit_count`, `confirmations` and, when it names files,
 `files`: a JSON object of path -> the git blob id it saw, so a recall can tell it is stale.
 """
 
@@ -30,6 +31,33 @@ from agent_cli.memory.longterm.store import Meta, Store, Where
 HitWriter = Callable[[list[str], list[Meta]], None]
 
 ITEM_KINDS = ("fact", "note", "procedure")
+IDENTITY_UPGRADE = "repo-identity"  # items of a folder-name topic, moved to the repository's keys
+
+
+def topic_keys(topic: str) -> list[str]:
+    """The keys of a topic: a repository's identity is its whitespace-separated keys (root
+    commit, remote), a match on any one of which is a match; "" is no repository."""
+    return topic.split() or [""]
+
+
+def topic_fields(topic: str) -> dict[str, str]:
+    """The metadata naming the repository `topic` on an item or an episode."""
+    keys = topic_keys(topic)
+    return {"topic": keys[0], "topic_alt": keys[1] if len(keys) > 1 else ""}
+
+
+def topic_where(topics: list[str]) -> Where:
+    """A filter of the items of any of `topics` (an item matches on either of its keys)."""
+    keys = [k for t in topics for k in topic_keys(t)]
+    named = [k for k in keys if k]
+    first: Where = {"topic": {"$in": keys}}
+    return {"$or": [first, {"topic_alt": {"$in": named}}]} if named else first
+
+
+def item_key(topic: str, text: str) -> str | None:
+    """The key that merges an item with the same text in the same repository (None: its text's)."""
+    first = topic_keys(topic)[0]
+    return text_hash(f"{first}\n{text}") if first else None
 
 
 def where(*conditions: Where | None) -> Where | None:
@@ -115,9 +143,10 @@ class Curation:
             trust=trust,
             now=now,
             ttl_days=ttl_days,
-            topic=topic,
             run_id=run_id,
             files=files,
+            key=item_key(topic, self.store.redact(text).strip()),
+            topic=topic,
         )
 
     def curate(
@@ -141,10 +170,11 @@ class Curation:
             trust=trust,
             now=now,
             ttl_days=ttl_days,
-            topic=topic,
             origin_event_id=origin_event_id,
             run_id=run_id,
             task=task,
+            key=item_key(topic, self.store.redact(text).strip()),
+            topic=topic,
         )
 
     def add_procedure(
@@ -168,12 +198,12 @@ class Curation:
             trust=1.0,
             now=now,
             ttl_days=ttl_days,
-            topic=topic,
             run_id=run_id,
             task=task,
             files=files,
-            key=text_hash(f"procedure {topic} {cmd}"),
+            key=text_hash(f"procedure {topic_keys(topic)[0]} {cmd}"),
             command=cmd,
+            topic=topic,
         )
 
     def put_item(
@@ -187,6 +217,7 @@ class Curation:
         ttl_days: float,
         files: dict[str, str] | None = None,
         key: str | None = None,
+        topic: str = "",
         **extra: str,
     ) -> str:
         """Add an item to `facts`, or re-confirm the one with the same key (by default its text)."""
@@ -204,6 +235,7 @@ class Curation:
             "gist": one_line(text, 200),
             **({"files": json.dumps(files, sort_keys=True)} if files is not None else {}),
             **{k: self.store.redact(v) for k, v in extra.items() if v},
+            **(topic_fields(topic) if topic.strip() else {}),
         }
         if got["ids"]:
             old = got["metadatas"][0]
@@ -236,6 +268,7 @@ class Curation:
             "expires_ts": expiry(ts, 0, ttl_days),
             "text_hash": digest,
             "topic": "",
+            "topic_alt": "",
             "origin_event_id": "",
             **fresh,
         }
@@ -254,7 +287,7 @@ class Curation:
         filters = where(
             {"trust": {"$gte": float(min_trust)}},
             {"kind": {"$in": list(kinds)}} if tuple(kinds) != ITEM_KINDS else None,
-            {"topic": {"$in": topics}} if topics else None,
+            topic_where(topics) if topics else None,
         )
         return [
             item_result(score, i, doc, meta)
@@ -271,15 +304,18 @@ class Curation:
         min_trust: float = 0.0,
         kinds: tuple[str, ...] = ITEM_KINDS,
         topics: list[str] | None = None,
+        count: bool = True,
     ) -> list[Result]:
-        """The top `k` active items closer than the threshold to `text`; counts a hit on each."""
+        """The top `k` active items closer than the threshold to `text`; counts a hit on each
+        unless `count` is false."""
         self.store.require_match()
         limit = self.associate_threshold if threshold is None else threshold
         if not text.strip():
             return []
         found = self.search_items(self.store.embed([text])[0], k, min_trust, kinds, topics)
         close = [r for r in found if r.score > limit]
-        self.count_hits(close, now)
+        if count:
+            self.count_hits(close, now)
         return close
 
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
@@ -296,7 +332,7 @@ class Curation:
         """The procedures of repository `topic`, the most confirmed first."""
         with self.store.guard("reading"):
             got = self.store.cols["facts"].get(
-                where=where({"kind": "procedure"}, {"topic": topic}),
+                where=where({"kind": "procedure"}, topic_where([topic])),
                 include=["documents", "metadatas"],
             )
         found = [
@@ -306,6 +342,38 @@ class Curation:
         found.sort(key=lambda r: r.date, reverse=True)
         found.sort(key=lambda r: -int(r.metadata.get("confirmations", 1)))  # stable: newest first
         return found[:k]
+
+    def adopt(self, legacy: str, topic: str) -> int:
+        """The named upgrade `IDENTITY_UPGRADE`: the items stored under the folder-name topic
+        `legacy` become items of the repository `topic`; how many were upgraded."""
+        if not legacy or legacy in topic_keys(topic) or not topic.strip():
+            return 0
+        col = self.store.cols["facts"]
+        with self.store.guard("reading"):
+            got = col.get(where={"topic": legacy}, include=["documents", "metadatas"])
+        if not got["ids"]:
+            return 0
+        fields = topic_fields(topic)
+        metas: list[Meta] = []
+        for doc, meta in zip(got["documents"], got["metadatas"], strict=False):
+            cmd = str(meta.get("command", ""))
+            key = (
+                text_hash(f"procedure {fields['topic']} {cmd}")
+                if meta.get("kind") == "procedure" and cmd
+                else item_key(topic, doc)
+            ) or text_hash(doc)
+            metas.append(
+                {
+                    **meta,
+                    **fields,
+                    "text_hash": key,
+                    "upgraded": IDENTITY_UPGRADE,
+                    "legacy_topic": legacy,
+                }
+            )
+        with self.store.guard("writing"):
+            col.update(ids=list(got["ids"]), metadatas=metas)
+        return len(metas)
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         """Move items into the archive: unused (neither confirmed nor recalled) for longer than

@@ -33,7 +33,12 @@ class NoLongTermMemory:
         self._outbox = outbox
 
     def recall(
-        self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
+        self,
+        query: str,
+        k: int = 5,
+        kind: str = "all",
+        min_trust: float = 0.5,
+        topics: list[str] | None = None,
     ) -> list[Recalled]:
         return []
 
@@ -46,8 +51,17 @@ class NoLongTermMemory:
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
         return None
 
-    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Recalled]:
+    def fixes_for(
+        self,
+        signatures: list[str],
+        exclude_run: str = "",
+        k: int = 3,
+        topics: list[str] | None = None,
+    ) -> list[Recalled]:
         return []
+
+    def adopt(self, legacy: str, topic: str) -> int:
+        return 0
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         return 0
@@ -149,9 +163,16 @@ class FallbackLongTerm:
         self._call(lambda m: m.open_in_background(after_s))
 
     def recall(
-        self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
+        self,
+        query: str,
+        k: int = 5,
+        kind: str = "all",
+        min_trust: float = 0.5,
+        topics: list[str] | None = None,
     ) -> Sequence[Recalled]:
-        return self._call(lambda m: m.recall(query, k=k, kind=kind, min_trust=min_trust))
+        return self._call(
+            lambda m: m.recall(query, k=k, kind=kind, min_trust=min_trust, topics=topics)
+        )
 
     def procedures(self, topic: str, k: int = 5) -> Sequence[Recalled]:
         return self._call(lambda m: m.procedures(topic, k=k))
@@ -166,6 +187,7 @@ class FallbackLongTerm:
         min_trust: float = 0.0,
         kinds: tuple[str, ...] = ITEM_KINDS,
         topics: list[str] | None = None,
+        count: bool = True,
     ) -> Sequence[Recalled]:
         return self._call(
             lambda m: m.associate(
@@ -176,6 +198,7 @@ class FallbackLongTerm:
                 min_trust=min_trust,
                 kinds=kinds,
                 topics=topics,
+                count=count,
             )
         )
 
@@ -183,9 +206,18 @@ class FallbackLongTerm:
         self._call(lambda m: m.count_hits(results, now))
 
     def fixes_for(
-        self, signatures: list[str], exclude_run: str = "", k: int = 3
+        self,
+        signatures: list[str],
+        exclude_run: str = "",
+        k: int = 3,
+        topics: list[str] | None = None,
     ) -> Sequence[Recalled]:
-        return self._call(lambda m: m.fixes_for(signatures, exclude_run=exclude_run, k=k))
+        return self._call(
+            lambda m: m.fixes_for(signatures, exclude_run=exclude_run, k=k, topics=topics)
+        )
+
+    def adopt(self, legacy: str, topic: str) -> int:
+        return self._call(lambda m: m.adopt(legacy, topic))
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         return self._call(lambda m: m.expire(now, ttl_days=ttl_days))

@@ -9,11 +9,15 @@ and the hits it counts wait (`SnapshotMemory.pending`) until the store itself op
 the background while the model plans (`open_in_background`, which the session calls as
 the plan request goes out), or when first written to. Without a snapshot the store opens in a worker thread at once
 (chromadb's import, the client, the embedder's model) while the rest of the run starts,
-and the first recall waits for it.
+and the first recall waits for it. Read-only (a plan-only run), an embedded store is never
+opened where it lies, since opening Chroma rewrites its files: the snapshot is read, or
+else a copy of the store made for the purpose.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from collections.abc import Sequence
 from datetime import datetime
@@ -34,9 +38,15 @@ class LazyLongTermMemory:
     """`protocols.LongTermStore` over a LongTermMemory at `path` that may not exist yet."""
 
     def __init__(
-        self, path: Path | ChromaServer, embedder: Embedder, secrets: tuple[str, ...] = ()
+        self,
+        path: Path | ChromaServer,
+        embedder: Embedder,
+        secrets: tuple[str, ...] = (),
+        read_only: bool = False,
     ) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
+        self.read_only = read_only
+        self._copy: tempfile.TemporaryDirectory[str] | None = None  # what a read-only run opens
         self.embedder = embedder
         self.secrets = secrets
         self._memory: LongTermMemory | None = None
@@ -74,6 +84,8 @@ class LazyLongTermMemory:
         `after_s` seconds from now or as soon as the store is needed, whichever comes first:
         time for a request that is being sent to go out without chromadb's import competing
         with it for the interpreter."""
+        if self.read_only and self._reader is not None:
+            return  # the snapshot answers every read; the store is not opened
         if self._thread is None and self._memory is None and self.exists():
             self._thread = threading.Thread(
                 target=self._open_quietly,
@@ -97,7 +109,7 @@ class LazyLongTermMemory:
             warming = self._warming  # the main thread may clear it meanwhile
             if warming is not None:
                 warming.join()
-            self._memory = LongTermMemory(self.path, self.embedder, secrets=self.secrets)
+            self._memory = self._open()
             self._warm_quietly()  # the embedder's model loads off the main thread
         except BaseException as e:  # raised again where the memory is used
             self._error = e
@@ -111,12 +123,22 @@ class LazyLongTermMemory:
                 error, self._error = self._error, None
                 raise error
         if self._memory is None and (create or self.exists()):
-            self._memory = LongTermMemory(self.path, self.embedder, secrets=self.secrets)
+            self._memory = self._open()
         if self._memory is not None and self._reader is not None:
             reader, self._reader = self._reader, None
             for ids, metas in reader.pending:  # the hits counted on the snapshot
                 self._memory.write_hits(ids, metas)
         return self._memory
+
+    def _open(self) -> LongTermMemory:
+        """The store; read-only, an embedded one is opened from a copy of its directory."""
+        where = self.path
+        if self.read_only and isinstance(where, Path) and where.is_dir():
+            self._copy = tempfile.TemporaryDirectory(prefix="agent-memory-")
+            copy = Path(self._copy.name) / "chroma"
+            shutil.copytree(where, copy, symlinks=True)
+            where = copy
+        return LongTermMemory(where, self.embedder, secrets=self.secrets)
 
     def _store(self) -> LongTermMemory:
         """The store, created if there is none yet."""
@@ -134,11 +156,18 @@ class LazyLongTermMemory:
         return self._get(create=False)
 
     def recall(
-        self, query: str, k: int = 5, kind: str = "all", min_trust: float = 0.5
+        self,
+        query: str,
+        k: int = 5,
+        kind: str = "all",
+        min_trust: float = 0.5,
+        topics: list[str] | None = None,
     ) -> list[Result]:
         """What the store holds about `query`; nothing (and no store opened) when there is none."""
         memory = self._reading()
-        return memory.recall(query, k=k, kind=kind, min_trust=min_trust) if memory else []
+        if memory is None:
+            return []
+        return memory.recall(query, k=k, kind=kind, min_trust=min_trust, topics=topics)
 
     def add_episode(self, ep: Episode) -> None:
         """Keep a run's episode, creating the store if needed."""
@@ -216,13 +245,22 @@ class LazyLongTermMemory:
         min_trust: float = 0.0,
         kinds: tuple[str, ...] = ITEM_KINDS,
         topics: list[str] | None = None,
+        count: bool = True,
     ) -> list[Result]:
-        """Items close to `text`, each counted as a hit; none when there is no store."""
+        """Items close to `text`, each counted as a hit unless `count` is false; none when
+        there is no store."""
         memory = self._reading()
         if memory is None:
             return []
         return memory.associate(
-            text, now=now, k=k, threshold=threshold, min_trust=min_trust, kinds=kinds, topics=topics
+            text,
+            now=now,
+            k=k,
+            threshold=threshold,
+            min_trust=min_trust,
+            kinds=kinds,
+            topics=topics,
+            count=count,
         )
 
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
@@ -231,10 +269,24 @@ class LazyLongTermMemory:
         if memory is not None and results:
             memory.count_hits(results, now)
 
-    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Result]:
+    def fixes_for(
+        self,
+        signatures: list[str],
+        exclude_run: str = "",
+        k: int = 3,
+        topics: list[str] | None = None,
+    ) -> list[Result]:
         """Earlier fixes of these failures; none when there is no store."""
         memory = self._reading()
-        return memory.fixes_for(signatures, exclude_run=exclude_run, k=k) if memory else []
+        if memory is None:
+            return []
+        return memory.fixes_for(signatures, exclude_run=exclude_run, k=k, topics=topics)
+
+    def adopt(self, legacy: str, topic: str) -> int:
+        """Upgrade the items of the folder-name topic `legacy` to the repository `topic`;
+        nothing when there is no store."""
+        memory = self._get(create=False)
+        return memory.adopt(legacy, topic) if memory else 0
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         """Archive what went unused; nothing when there is no store."""
@@ -251,6 +303,9 @@ class LazyLongTermMemory:
         if memory is not None:
             memory.close()
         self._memory = self._reader = None
+        if self._copy is not None:
+            self._copy.cleanup()
+            self._copy = None
 
     def __enter__(self) -> LazyLongTermMemory:
         return self
@@ -286,13 +341,21 @@ class SnapshotMemory:
         kind: str = "all",
         min_trust: float = 0.5,
         min_score: float | None = None,
+        topics: list[str] | None = None,
     ) -> list[Result]:
-        """The `k` most relevant episodes and facts above the relevance threshold, best first."""
-        return self.reader.recall(query, k, kind, min_trust, min_score)
+        """The `k` most relevant episodes and facts above the relevance threshold, best first
+        (of the repositories `topics` when given)."""
+        return self.reader.recall(query, k, kind, min_trust, min_score, topics)
 
-    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Result]:
+    def fixes_for(
+        self,
+        signatures: list[str],
+        exclude_run: str = "",
+        k: int = 3,
+        topics: list[str] | None = None,
+    ) -> list[Result]:
         """Earlier runs that had one of these failures and got the task verified, newest first."""
-        return self.reader.fixes_for(signatures, exclude_run, k)
+        return self.reader.fixes_for(signatures, exclude_run, k, topics)
 
     def associate(
         self,
@@ -304,10 +367,19 @@ class SnapshotMemory:
         min_trust: float = 0.0,
         kinds: tuple[str, ...] = ITEM_KINDS,
         topics: list[str] | None = None,
+        count: bool = True,
     ) -> list[Result]:
-        """The top `k` items closer than the threshold to `text`; counts a hit on each."""
+        """The top `k` items closer than the threshold to `text`; counts a hit on each
+        unless `count` is false."""
         return self.items.associate(
-            text, now=now, k=k, threshold=threshold, min_trust=min_trust, kinds=kinds, topics=topics
+            text,
+            now=now,
+            k=k,
+            threshold=threshold,
+            min_trust=min_trust,
+            kinds=kinds,
+            topics=topics,
+            count=count,
         )
 
     def procedures(self, topic: str, k: int = 5) -> list[Result]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_cli.core.errors import UsageError
-from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation, where
+from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation, topic_where, where
 from agent_cli.memory.longterm.records import Result, public_meta
 from agent_cli.memory.longterm.signatures import signature_key
 from agent_cli.memory.longterm.store import Store
@@ -26,14 +26,20 @@ class Reader:
         self.items = items
         self.min_score = min_score
 
-    def search_episodes(self, vec: Any, k: int) -> list[Result]:
-        """Episodes near `vec`, one result per run, a failure-signature hit naming the signature."""
+    def search_episodes(self, vec: Any, k: int, topics: list[str] | None = None) -> list[Result]:
+        """Episodes near `vec` (of the repositories `topics` when given), one result per run,
+        a failure-signature hit naming the signature."""
         best: dict[str, Result] = {}
-        for doc_id, doc, meta, score in self.store.query("episodes", vec, k * 3, None):
+        scope = topic_where(topics) if topics else None
+        for doc_id, doc, meta, score in self.store.query("episodes", vec, k * 3, scope):
             run_id = str(meta.get("run_id", doc_id))
             if run_id in best and best[run_id].score >= score:
                 continue
-            extra = {"matched_signature": doc} if meta.get("doc") == "signature" else {}
+            extra: dict[str, Any] = (
+                {"matched_signature": doc} if meta.get("doc") == "signature" else {}
+            )
+            if "tools_used" in meta:
+                extra["tools_used"] = [t for t in str(meta["tools_used"]).split(",") if t]
             gist = str(meta.get("gist", "")) + (f" [failed before: {doc}]" if extra else "")
             if meta.get("fix"):
                 gist += f" [fixed by: {meta['fix']}]"
@@ -56,8 +62,10 @@ class Reader:
         kind: str = "all",
         min_trust: float = 0.5,
         min_score: float | None = None,
+        topics: list[str] | None = None,
     ) -> list[Result]:
-        """The `k` most relevant episodes and facts above the relevance threshold, best first."""
+        """The `k` most relevant episodes and facts above the relevance threshold, best first;
+        of the repositories `topics` when given, else of every repository."""
         if kind not in KINDS:
             raise UsageError(f"unknown kind {kind!r}", f"use one of {', '.join(KINDS)}")
         self.store.require_match()
@@ -66,22 +74,34 @@ class Reader:
         vec = self.store.embed([query])[0]
         found: list[Result] = []
         if kind in ("all", "episode"):
-            found += self.search_episodes(vec, k)
+            found += self.search_episodes(vec, k, topics)
         if kind != "episode":
             kinds = ITEM_KINDS if kind == "all" else (kind,)
-            found += self.items.search_items(vec, k, min_trust, kinds)
+            found += self.items.search_items(vec, k, min_trust, kinds, topics)
         floor = self.min_score if min_score is None else min_score
         return sorted((r for r in found if r.score >= floor), key=lambda r: -r.score)[:k]
 
-    def fixes_for(self, signatures: list[str], exclude_run: str = "", k: int = 3) -> list[Result]:
-        """Earlier runs that had one of these failures (same test, same kind of error) and got
-        the task verified, newest first, each saying how it was fixed."""
+    def fixes_for(
+        self,
+        signatures: list[str],
+        exclude_run: str = "",
+        k: int = 3,
+        topics: list[str] | None = None,
+    ) -> list[Result]:
+        """Earlier runs (of the repositories `topics` when given) that had one of these failures
+        (same test, same kind of error) and got the task verified, newest first, each saying
+        how it was fixed."""
         keys = sorted({signature_key(s) for s in signatures if s.strip()})
         if not keys:
             return []
         with self.store.guard("reading"):
             got = self.store.cols["episodes"].get(
-                where=where({"doc": "signature"}, {"fixed": True}, {"sig_key": {"$in": keys}}),
+                where=where(
+                    {"doc": "signature"},
+                    {"fixed": True},
+                    {"sig_key": {"$in": keys}},
+                    topic_where(topics) if topics else None,
+                ),
                 include=["documents", "metadatas"],
             )
         best: dict[str, Result] = {}

@@ -18,6 +18,7 @@ from pathlib import Path
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import GitError
 from agent_cli.workspace.git.handle import LogEntry, RepoHandle
+from agent_cli.workspace.git.identity import RepoIdentity, repo_identity
 from agent_cli.workspace.git.safe import run_git
 from agent_cli.workspace.git.secrets import where_secret
 
@@ -191,6 +192,10 @@ class GitRepo:
     def current_branch(self) -> str | None:
         """The checked-out branch's short name, or None when HEAD is detached."""
         return self._handle.current_branch()
+
+    def identity(self) -> RepoIdentity:
+        """Which repository this is (root commit, remote), whatever its folder is called."""
+        return repo_identity(self.root, self.secrets)
 
     def head(self) -> str:
         """The sha of the commit HEAD points at."""

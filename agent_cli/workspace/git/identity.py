@@ -1,0 +1,68 @@
+"""Which repository a work tree is, whatever its folder is called: its root commit and remote.
+
+Read with plain `git` commands (safe.run_git), since a run asks before its first model
+request, when GitPython is not imported yet (see handle.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_cli.workspace.git.safe import run_git
+
+_SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")  # git@host:owner/name.git
+
+
+@dataclass(frozen=True)
+class RepoIdentity:
+    """A repository's identity: the oldest root commit reachable from HEAD and the normalized
+    URL of its remote (either may be empty)."""
+
+    root_commit: str = ""
+    remote: str = ""
+
+    def keys(self) -> list[str]:
+        """The identity as memory keys, the root commit first; a match on any one is a match."""
+        return [
+            *([f"git:{self.root_commit}"] if self.root_commit else []),
+            *([f"url:{self.remote}"] if self.remote else []),
+        ]
+
+
+def normalize_remote(url: str) -> str:
+    """`host/owner/name` of a remote URL: scheme, user, port, `.git` and case of the host
+    dropped, so the https and ssh forms of one remote are equal; a local path as given."""
+    url = url.strip()
+    if not url:
+        return ""
+    scp = _SCP.match(url)
+    if scp and "://" not in url:
+        host, path = scp.group(1), scp.group(2)
+    elif "://" in url:
+        rest = url.split("://", 1)[1]
+        hostport, _, path = rest.partition("/")
+        host = hostport.rsplit("@", 1)[-1].split(":", 1)[0]
+    else:
+        return url.rstrip("/")
+    path = path.strip("/")
+    path = path[:-4] if path.endswith(".git") else path
+    return f"{host.lower()}/{path}"
+
+
+def _out(root: Path, *args: str, secrets: tuple[str, ...] = ()) -> str:
+    try:
+        code, out, _ = run_git(list(args), root, secrets)
+    except OSError:
+        return ""
+    return out.decode("utf-8", "replace").strip() if code == 0 else ""
+
+
+def repo_identity(root: Path, secrets: tuple[str, ...] = ()) -> RepoIdentity:
+    """The identity of the repository at `root`: empty parts where it has no commit or remote."""
+    roots = _out(root, "rev-list", "--max-parents=0", "HEAD", secrets=secrets).split()
+    remotes = _out(root, "remote", secrets=secrets).split()
+    remote = "origin" if "origin" in remotes else (remotes[0] if remotes else "")
+    url = _out(root, "remote", "get-url", remote, secrets=secrets) if remote else ""
+    return RepoIdentity(roots[-1] if roots else "", normalize_remote(url))

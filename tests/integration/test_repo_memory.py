@@ -1,0 +1,200 @@
+"""Long-term memory follows the repository, not its folder: real runs in this process.
+
+Clones in differently named folders share one store (`home`) and everything in it;
+an unrelated repository in a folder of the same name shares nothing; a plan-only run
+leaves the store's files byte-identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from learnkit import (  # noqa: F401
+    planning_requests,
+    request_text,
+    run_env,
+    run_in_process,
+    task_requests,
+)
+from runkit import GOAL, add_median, facts, finish, plan, task
+
+from agent_cli.cli.wiring import RunOptions, execute
+from agent_cli.memory.longterm import snapshot
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from conftest import FIXTURES, git, make_repo
+
+NOTE = "a median function in calc/stats.py sorts a copy so that tests/test_stats.py passes"
+FACT = "calc/stats.py holds the median function that tests/test_stats.py checks"
+
+
+def _clone(origin: Path, path: Path) -> Path:
+    git(origin.parent, "clone", "-q", str(origin), str(path))
+    git(path, "config", "user.email", "dev@example.com")
+    git(path, "config", "user.name", "Dev")
+    return path
+
+
+def _learn(capsys, fake_server, repo: Path) -> str:
+    """Run 1 in `repo`: a note, a verified task, a fact; its run id."""
+    srv = fake_server(
+        [
+            plan(task()),
+            {"tool": "note", "args": {"text": NOTE}},
+            add_median(),
+            finish(),
+            facts((FACT, ["calc/stats.py"])),
+        ]
+    )
+    code, events = run_in_process(capsys, repo, GOAL, srv)
+    assert code == 0, events
+    return str(events[-1]["run_id"])
+
+
+def _planned(capsys, fake_server, repo: Path) -> str:
+    """Run 2, plan-only, in `repo`: the text of its planning request."""
+    srv = fake_server([plan(task())])
+    opts = RunOptions(
+        goal=GOAL,
+        repo=repo,
+        plan_only=True,
+        json_out=True,
+        flags={"base_url": srv.url, "approval": "auto"},
+    )
+    assert execute(opts) == 0
+    capsys.readouterr()
+    return request_text(planning_requests(srv)[0])
+
+
+def test_clones_in_differently_named_folders_share_what_a_run_learned(
+    run_env, fake_server, capsys, demo_repo, tmp_path
+):
+    run_env.setenv("AGENT_HOME", str(tmp_path / "shared-home"))
+    alice = _clone(demo_repo, tmp_path / "alice" / "calc-work")
+    bob = _clone(demo_repo, tmp_path / "bob" / "checkout")
+    run_id = _learn(capsys, fake_server, alice)
+    seen = _planned(capsys, fake_server, bob)
+    assert NOTE in seen and FACT in seen and run_id in seen
+
+
+def test_unrelated_repositories_in_same_named_folders_share_nothing(
+    run_env, fake_server, capsys, tmp_path
+):
+    run_env.setenv("AGENT_HOME", str(tmp_path / "shared-home"))
+    mine = make_repo(tmp_path / "a" / "demo", FIXTURES / "demo_repo")
+    (tmp_path / "b" / "demo").mkdir(parents=True)
+    (tmp_path / "b" / "demo" / "NOTICE").write_text("another project with the same layout\n")
+    theirs = make_repo(tmp_path / "b" / "demo", FIXTURES / "demo_repo")
+    run_id = _learn(capsys, fake_server, mine)
+    seen = _planned(capsys, fake_server, theirs)
+    assert NOTE not in seen and FACT not in seen and run_id not in seen
+    assert "pytest -q tests/test_stats.py` checks work" not in seen  # nor the procedure
+    assert NOTE in _planned(capsys, fake_server, mine)  # while its own repository recalls it
+
+
+def test_items_under_the_folder_name_are_upgraded_by_the_next_run(
+    run_env, fake_server, capsys, demo_repo
+):
+    srv = fake_server([plan(task())])
+    store = demo_repo / ".agent" / "chroma"
+    with LongTermMemory(store, _embedder(srv)) as mem:
+        old = mem.curate(NOTE, topic=demo_repo.name, origin_event_id="e1")
+    assert NOTE in _planned(capsys, fake_server, demo_repo)  # recalled before the upgrade
+    run_id = _learn(capsys, fake_server, demo_repo)
+    root = git(demo_repo, "rev-list", "--max-parents=0", "HEAD").split()[-1]
+    with LongTermMemory(store, _embedder(srv)) as mem:
+        meta = mem.collection("facts").get(ids=[old])["metadatas"][0]
+    assert meta["topic"] == f"git:{root}" and meta["legacy_topic"] == demo_repo.name
+    assert meta["upgraded"] == "repo-identity" and meta["confirmations"] == 2  # run 1's note
+    assert run_id
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("with_snapshot", [True, False])
+def test_plan_only_leaves_the_store_byte_identical(
+    run_env, fake_server, capsys, demo_repo, with_snapshot
+):
+    _learn(capsys, fake_server, demo_repo)
+    store = demo_repo / ".agent" / "chroma"
+    if not with_snapshot:  # the store itself must be read, and is opened from a copy
+        snapshot.invalidate(store)
+    before = _hashes(store)
+    assert before
+    seen = _planned(capsys, fake_server, demo_repo)
+    assert NOTE in seen and FACT in seen  # it read the store, and counted no hit
+    assert _hashes(store) == before
+
+
+def test_an_episode_keeps_the_tools_the_run_called(run_env, fake_server, capsys, demo_repo):
+    run_id = _learn(capsys, fake_server, demo_repo)
+    srv = fake_server([])
+    with LongTermMemory(demo_repo / ".agent" / "chroma", _embedder(srv)) as mem:
+        found = mem.recall(GOAL, kind="episode")
+    assert [r.id for r in found] == [run_id]
+    assert found[0].metadata["tools_used"] == ["edit_file", "finish", "note"]
+
+
+def _embedder(server):
+    from agent_cli.llm.openai.embedder import OpenAIEmbedder
+
+    return OpenAIEmbedder(base_url=server.url, api_key=None, model="fake-embed")
+
+
+def _recalled_by_the_model(capsys, fake_server, repo: Path) -> str:
+    """A run in `repo` whose model calls `recall`: every later task request, as text."""
+    srv = fake_server(
+        [
+            plan(task()),
+            {"tool": "recall", "args": {"query": "median function sorts a copy"}},
+            add_median(),
+            finish(),
+            facts(),
+        ]
+    )
+    code, _ = run_in_process(capsys, repo, GOAL, srv)
+    assert code == 0
+    return "\n".join(request_text(r) for r in task_requests(srv)[1:])
+
+
+def test_the_models_recall_keeps_to_its_own_repository(run_env, fake_server, capsys, tmp_path):
+    run_env.setenv("AGENT_HOME", str(tmp_path / "shared-home"))
+    mine = make_repo(tmp_path / "a" / "demo", FIXTURES / "demo_repo")
+    (tmp_path / "b" / "demo").mkdir(parents=True)
+    (tmp_path / "b" / "demo" / "NOTICE").write_text("another project with the same layout\n")
+    theirs = make_repo(tmp_path / "b" / "demo", FIXTURES / "demo_repo")
+    _learn(capsys, fake_server, mine)
+    assert NOTE not in _recalled_by_the_model(capsys, fake_server, theirs)
+    assert NOTE in _recalled_by_the_model(capsys, fake_server, mine)
+
+
+def test_agent_recall_keeps_to_this_repository_unless_asked_for_all(
+    run_env, fake_server, demo_repo
+):
+    from typer.testing import CliRunner
+
+    from agent_cli.agent.learn.topic import repo_topic
+    from agent_cli.cli.app import app
+
+    srv = fake_server([])
+    run_env.setenv("AGENT_BASE_URL", srv.url)
+    with LongTermMemory(demo_repo / ".agent" / "chroma", _embedder(srv)) as mem:
+        mine = mem.curate(NOTE, topic=repo_topic(demo_repo), origin_event_id="e1")
+        other = mem.curate(NOTE + " elsewhere", topic="git:0123 url:x/y", origin_event_id="e2")
+
+    def recalled(*flags: str) -> set[str]:
+        args = ["recall", NOTE, "--json", "--kind", "note", "--repo", str(demo_repo), *flags]
+        done = CliRunner().invoke(app, args, prog_name="agent")
+        assert done.exit_code == 0, done.output
+        return {r["id"] for r in json.loads(done.stdout)}
+
+    assert recalled() == {mine}
+    assert recalled("--all-repos") == {mine, other}

@@ -1,0 +1,70 @@
+"""A repository's identity: its root commit and remote, whatever its folder is called."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from agent_cli.workspace.git.identity import RepoIdentity, normalize_remote, repo_identity
+from agent_cli.workspace.git.repository import GitRepo
+from conftest import git, make_repo
+
+
+def test_clones_in_differently_named_folders_have_one_identity(tmp_path):
+    origin = make_repo(tmp_path / "calc")
+    git(origin, "commit", "-q", "--allow-empty", "-m", "second")
+    clone = tmp_path / "elsewhere" / "my-checkout"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    root = git(origin, "rev-list", "--max-parents=0", "HEAD").strip()
+    mine, theirs = repo_identity(origin), repo_identity(clone)
+    assert mine.root_commit == theirs.root_commit == root
+    assert mine.remote == "" and theirs.remote == str(origin)  # a local remote, as given
+    assert GitRepo(clone).identity() == theirs
+
+
+def test_unrelated_repositories_in_same_named_folders_differ(tmp_path):
+    one = make_repo(tmp_path / "a" / "calc")
+    (tmp_path / "b" / "calc").mkdir(parents=True)
+    (tmp_path / "b" / "calc" / "other.txt").write_text("another project\n")
+    two = make_repo(tmp_path / "b" / "calc")
+    assert repo_identity(one).keys() != repo_identity(two).keys()
+    assert not set(repo_identity(one).keys()) & set(repo_identity(two).keys())
+
+
+def test_the_oldest_root_commit_is_the_identity(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    first = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    git(repo, "checkout", "-q", "--orphan", "other")
+    later = {
+        **os.environ,
+        "GIT_COMMITTER_DATE": "2030-01-01T00:00:00",
+        "GIT_AUTHOR_DATE": "2030-01-01T00:00:00",
+    }
+    subprocess.run(
+        ["git", "commit", "-q", "--allow-empty", "-m", "a later root"],
+        cwd=repo,
+        env=later,
+        check=True,
+    )
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--allow-unrelated-histories", "-m", "join", "other")
+    assert len(git(repo, "rev-list", "--max-parents=0", "HEAD").split()) == 2
+    assert repo_identity(repo).root_commit == first
+
+
+def test_remote_urls_normalize_to_one_form():
+    forms = [
+        "https://github.com/Owner/calc.git",
+        "https://user:secret@github.com/Owner/calc",
+        "git@github.com:Owner/calc.git",
+        "ssh://git@GitHub.com:22/Owner/calc.git/",
+    ]
+    assert {normalize_remote(u) for u in forms} == {"github.com/Owner/calc"}
+    assert RepoIdentity("abc", "github.com/o/n").keys() == ["git:abc", "url:github.com/o/n"]
+    assert RepoIdentity().keys() == []
+
+
+def test_a_repository_without_commits_has_no_root(tmp_path):
+    (tmp_path / "empty").mkdir()
+    git(tmp_path / "empty", "init", "-q")
+    assert repo_identity(tmp_path / "empty") == RepoIdentity()
