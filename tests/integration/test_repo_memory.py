@@ -23,6 +23,9 @@ from runkit import GOAL, add_median, facts, finish, plan, task
 
 from agent_cli.cli.wiring import RunOptions, execute
 from agent_cli.memory.longterm import snapshot
+
+# The runs verify with `python -m pytest` as their acceptance command.
+pytestmark = pytest.mark.slow
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from conftest import FIXTURES, git, make_repo
 
