@@ -251,16 +251,8 @@ class RunConsole:
 
     def ask_escalation(self, ev: Escalated) -> str:
         """Ask what to do about a rejected task; the line as typed ("q" at the end of input)."""
-        hint = (
-            "type a hint for one more attempt, or "
-            if ev.hints_left
-            else ("(no hints left for this task) ")
-        )
-        question = Text(
-            f"What now? {hint}s = skip this task, r [NOTE] = re-plan the rest, "
-            "q = stop (resumable): ",
-            style="bold",
-        )
+        hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "
+        question = Text(f"What now? {hint}s, r [NOTE] or q: ", style="bold")
         stream = self.stdin if self.stdin is not None else sys.stdin
         with self._paused():
             self.console.print(question, end="", soft_wrap=True)
@@ -281,7 +273,7 @@ class RunConsole:
             if self._shown_plan != ev:
                 self._show_plan(ev)
         elif isinstance(ev, Escalated):
-            self._print(escalation_block(ev, plain=self.mode != "live"))
+            self._print(escalation_block(ev, plain=self.mode != "live", state=self.state))
         elif isinstance(ev, FinalSummary):
             self._print(closing_block(ev, plain=self.mode != "live"))
         elif isinstance(ev, RunDone):

@@ -45,6 +45,8 @@ from agent_cli.ui.progress import (
     budget_line,
     cost_text,
     edit_size,
+    same_failure_before,
+    same_output,
     verify_line,
 )
 
@@ -136,7 +138,11 @@ def event_line(ev: Event, state: RunState) -> Text | None:
             return Text("  ").append_text(tool_line(state.last_call, ev))
         case Verified():
             line = Text("  " + verify_line(ev), style="green" if ev.passed else "yellow")
-            if not ev.passed:
+            if not ev.passed and (same := same_failure_before(state, ev)) is not None:
+                line.append(
+                    f"\n    (the same output as verify attempt {same.attempt})", style="dim"
+                )
+            elif not ev.passed:
                 for tail in ev.reason.splitlines()[-12:]:
                     line.append(f"\n    {clean(tail)}", style="dim")
             return line
@@ -217,19 +223,24 @@ def plan_heading(ev: PlanMade) -> Text:
     return Text(f"plan: {n} task{'s' if n != 1 else ''} for: {clean(ev.goal)}", style="bold")
 
 
-def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
-    """The "Needs you" block: what failed, the model's last words, why, and what to do next."""
+def escalation_block(
+    ev: Escalated, *, plain: bool, state: RunState | None = None
+) -> RenderableType:
+    """The "Needs you" block: what failed (once), what each attempt changed, the choices."""
     tries = "twice" if ev.attempts in (0, 2) else f"{ev.attempts} times"
     body = Text(f"I tried {tries} and couldn't finish this myself: ")
     body.append(clean(ev.goal), style="bold")
     sections = [("Your hints so far:", "\n".join(f"- {h}" for h in ev.hints))] if ev.hints else []
     sections += [
         ("The model's summary of its last attempt (its words, not verified):", ev.summary),
-        ("Why it did not pass (the harness's check):", ev.reason),
+        ("Why it did not pass (the harness's check):", _failure(ev, state)),
     ]
-    if ev.diff_stat:
-        sections.append(("Changes it left uncommitted:", ev.diff_stat))
-    sections.append(("What to do next:", ev.next_steps))
+    changed = _attempt_changes(ev, state)
+    if changed:
+        sections.append(("What each attempt changed:", changed))
+    if ev.diff_stat or not changed:
+        sections.append(("Changes it left uncommitted:", ev.diff_stat or "none"))
+    sections.append(("What to do next:", _next_steps(ev)))
     for heading, text in sections:
         body.append(f"\n\n{heading}\n", style="bold")
         body.append(clean(text.strip() or "(nothing)"))
@@ -237,6 +248,46 @@ def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
         rule = "=" * 30
         return Group(Text(f"{rule} Needs you {rule}"), body, Text("=" * 71))
     return Panel(body, title="Needs you", title_align="left", border_style="yellow")
+
+
+def _failure(ev: Escalated, state: RunState | None) -> str:
+    """The check's failure; only its first line when the log above shows the same output."""
+    shown = (
+        [f for f in state.failures.get(ev.index, []) if same_output(f.reason, ev.reason)]
+        if state
+        else []
+    )
+    if not shown or "\n" not in ev.reason.strip():
+        return ev.reason
+    first = ev.reason.strip().splitlines()[0]
+    return f"{first}\n(its output is above, under verify attempt {shown[0].attempt})"
+
+
+def _attempt_changes(ev: Escalated, state: RunState | None) -> str:
+    """`attempt 1: edited calc/stats.py` per attempt the log showed; "" when it showed none."""
+    edits = state.edits.get(ev.index, {}) if state else {}
+    return "\n".join(
+        f"attempt {n}: " + (f"edited {', '.join(files)}" if files else "edited no files")
+        for n, files in sorted(edits.items())
+    )
+
+
+def _next_steps(ev: Escalated) -> str:
+    """The choices when the human is asked now; else how to answer with `agent run --resume`."""
+    if not ev.asks:
+        return ev.next_steps
+    hints = (
+        f"(one more attempt with your advice; {ev.hints_left} hint{'s' if ev.hints_left != 1 else ''} left)"
+        if ev.hints_left
+        else "(no hints left for this task)"
+    )
+    look = f"{ev.next_steps.strip()}\n" if ev.diff_stat else ""
+    return (
+        f"{look}- type a hint {hints}\n"
+        "- s: skip this task (its changes stay uncommitted)\n"
+        "- r [NOTE]: re-plan the remaining work\n"
+        "- q: stop here (`agent run --resume` continues later)"
+    )
 
 
 _PROOF_WORDS = {
