@@ -44,7 +44,7 @@ from agent_cli.ui.render import (
     plan_heading,
     plan_table,
     report,
-    runs_table,
+    runs_view,
 )
 
 Mode = Literal["live", "plain", "json"]
@@ -80,7 +80,12 @@ def make_console(
 
 def command_console(markup: bool = False, soft_wrap: bool = False) -> Console:
     """A console for a command's own output on stdout (doctor, recall, memory)."""
-    return Console(highlight=False, markup=markup, soft_wrap=soft_wrap)
+    return Console(highlight=False, markup=markup, soft_wrap=soft_wrap, width=_pipe_width())
+
+
+def _pipe_width() -> int | None:
+    """120 columns for a pipe or a file (rich would use 80); a terminal or COLUMNS decides else."""
+    return None if _isatty(sys.stdout) or os.environ.get("COLUMNS") else 120
 
 
 def print_out(*renderables: RenderableType) -> None:
@@ -104,9 +109,9 @@ def _isatty(stream: IO[str]) -> bool:
 
 
 def print_runs(rows: list[dict[str, Any]]) -> None:
-    """`agent runs` as a table that fits the terminal (80 columns off a terminal)."""
-    console = Console(highlight=False, markup=False, emoji=False)
-    console.print(runs_table(rows, console.width))
+    """`agent runs` laid out for the terminal's width (120 columns off a terminal)."""
+    console = Console(highlight=False, markup=False, emoji=False, width=_pipe_width())
+    console.print(runs_view(rows))
 
 
 def stream_view(text: str) -> RenderableType:

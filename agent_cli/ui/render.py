@@ -7,12 +7,12 @@ same renderables serve a terminal and a log file; without colour their styles si
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -52,6 +52,48 @@ from agent_cli.ui.progress import (
 
 if TYPE_CHECKING:
     from agent_cli.memory.longterm.records import Result
+
+STACKED_BELOW = 100  # narrower terminals get one header line per item, its text below
+
+
+class Hanging:
+    """`text` wrapped to the width: its first line after `first`, the others under it."""
+
+    def __init__(self, first: str, text: Text) -> None:
+        self.first, self.text = first, text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        indent = len(self.first)
+        lines = self.text.wrap(console, max(options.max_width - indent, 10))
+        out = Text()
+        for i, line in enumerate(lines):
+            out.append("\n" if i else self.first)
+            if i:
+                out.append(" " * indent)
+            out.append_text(line)
+        yield out
+
+
+class ByWidth:
+    """Drawn by `stacked` below STACKED_BELOW columns and by `table` from there on."""
+
+    def __init__(
+        self,
+        stacked: Callable[[int], RenderableType],
+        table: Callable[[int], RenderableType],
+    ) -> None:
+        self.stacked, self.table = stacked, table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        yield (self.stacked if width < STACKED_BELOW else self.table)(width)
+
+
+def stacked_item(head: Text, text: Text, width: int) -> RenderableType:
+    """One item of a stacked layout: its header line (cut at the width), its text indented."""
+    head.truncate(width, overflow="ellipsis")
+    return Group(head, Hanging("    ", text))
+
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
 CLOSING_SUMMARY = "Summary of the run, in the model's words (not checked by the harness)"
@@ -306,13 +348,13 @@ def proof_lines(tasks: Sequence[TaskReport]) -> str:
     return "proof: " + "; ".join(lines) if lines else ""
 
 
-def _report_tasks(ev: RunDone) -> Text:
-    """Per task: its goal on one line, then what the harness observed."""
-    lines = Text("Run report", style="bold")
+def _report_tasks(ev: RunDone) -> RenderableType:
+    """Per task: its goal, then what the harness observed, wrapped under the goal."""
+    parts: list[RenderableType] = [Text("Run report", style="bold")]
     for i, t in enumerate(ev.tasks):
         st, code, cmd = str(t.get("status", "")), t.get("exit_code"), t.get("acceptance_cmd")
         tries = t.get("attempts", 0)
-        lines.append(f"\n  {i + 1}. {short(t.get('goal', ''), 90)}\n     ")
+        lines = Text(f"{clean(t.get('goal', ''))}\n")
         lines.append(st, style=_STATUS_STYLE.get(st, ""))
         lines.append(f", {tries} attempt{'' if tries == 1 else 's'}; ")
         lines.append(
@@ -320,7 +362,8 @@ def _report_tasks(ev: RunDone) -> Text:
             if cmd
             else "no acceptance command"
         )
-    return lines
+        parts.append(Hanging(f"  {i + 1}. ", lines))
+    return Group(*parts)
 
 
 def _summaries(state: RunState) -> Text:
@@ -378,6 +421,23 @@ def _local_time(stamp: object) -> str:
         return ""
 
 
+def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
+    """`agent runs` for the width: stacked when narrow, else one table line per run."""
+
+    def stacked(width: int) -> RenderableType:
+        items = []
+        for r in rows:
+            head = Text(str(r.get("run_id", "")), style="cyan")
+            head.append(
+                f"  {_local_time(r.get('started_at', ''))}  {r.get('status', '')}  "
+                f"{r.get('steps', 0)} steps"
+            )
+            items.append(stacked_item(head, Text(clean(str(r.get("goal", "")))), width))
+        return Group(*items)
+
+    return ByWidth(stacked, lambda width: runs_table(rows, width))
+
+
 def runs_table(rows: list[dict[str, Any]], width: int) -> Table:
     """`agent runs`: one line per run, the goal cut between words to fit `width` columns."""
     cells = [
@@ -391,7 +451,8 @@ def runs_table(rows: list[dict[str, Any]], width: int) -> Table:
     ]
     heads = ["run", "started", "status", "steps"]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
-    room = max(width - sum(widths) - 3 * len(widths), 10)  # 3: padding and divider
+    # each column is followed by its padding (2) and a divider (1); the goal by its padding
+    room = max(width - sum(widths) - 3 * len(widths) - 2, 10)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
     for head in heads:
         table.add_column(
@@ -418,7 +479,25 @@ def memory_table(title: str) -> Table:
     )
 
 
-def recall_table(results: list[Result]) -> Table:
+def recall_table(results: list[Result]) -> RenderableType:
+    """What `agent recall` found, for the width: stacked when narrow, else a table."""
+
+    def stacked(width: int) -> RenderableType:
+        items: list[RenderableType] = [Text("Recalled from long-term memory", style="italic")]
+        for r in results:
+            head = Text(f"{r.score:.2f}  {r.kind}  ")
+            head.append(r.id, style="cyan")
+            head.append(f"  trust {r.trust:.1f}  hits {r.hit_count}  {r.date[:10]}")
+            body = Text(clean(r.gist or r.text))
+            stale = "; stale: a file it names changed since" if r.stale else ""
+            body.append(f"\n{clean(r.source)}{stale}", style="dim")
+            items.append(stacked_item(head, body, width))
+        return Group(*items)
+
+    return ByWidth(stacked, lambda width: _recall_columns(results))
+
+
+def _recall_columns(results: list[Result]) -> Table:
     """What `agent recall` found: score, kind, id, trust, hits, date, the gist with its source."""
     table = memory_table("Recalled from long-term memory")
     for name in ("score", "kind", "id", "trust", "hits", "date", "gist and source"):
@@ -454,7 +533,11 @@ def working_memory_view(report: dict[str, Any], width: int) -> list[RenderableTy
             if report["cold"]
             else Text("Cold zone: empty (nothing was evicted)")
         )
-        shown += [_hot_table(report, width), Text(""), cold, Text("")]
+        if width < STACKED_BELOW:
+            shown += [_hot_stacked(report, width), Text(""), _cold_stacked(report, width)]
+            shown.append(Text(""))
+        else:
+            shown += [_hot_table(report, width), Text(""), cold, Text("")]
     shown.append(
         Text(
             f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} "
@@ -482,8 +565,42 @@ def _fitted(
     return table
 
 
+def _hot_title(report: dict[str, Any]) -> str:
+    stats = report["stats"]
+    return (
+        f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
+        f"{stats.get('tokens')} tokens; * pinned)\n{SCORE_LEGEND}"
+    )
+
+
+def _hot_stacked(report: dict[str, Any], width: int) -> RenderableType:
+    """The hot zone, one header line per item (id, kind, score and its terms), then its text."""
+    items: list[RenderableType] = [Text(_hot_title(report))]
+    for i in report["hot"]:
+        head = Text(i["id"], style="cyan")
+        weight, refs, goal, recent, size = (f"{i[t]:.2f}" for t in SCORE_TERMS)
+        head.append(
+            f"  {i['kind']}{'*' if i['pinned'] else ''}  score {i['score']:.2f} = {weight} + "
+            f"{refs} + {goal} + {recent} − {size}  {i['tokens']} tokens"
+        )
+        items.append(stacked_item(head, Text(clean(i["summary"])), width))
+    return Group(*items)
+
+
+def _cold_stacked(report: dict[str, Any], width: int) -> RenderableType:
+    """The cold zone, one header line per item (id, kind, when evicted), then its text."""
+    if not report["cold"]:
+        return Text("Cold zone: empty (nothing was evicted)")
+    items: list[RenderableType] = [Text(f"Cold zone: {len(report['cold'])} item(s)")]
+    for e in report["cold"]:
+        head = Text(e["id"], style="cyan")
+        head.append(f"  {e.get('kind', '')}  evicted at step {e.get('step_evicted', '')}")
+        items.append(stacked_item(head, Text(clean(e.get("summary", ""))), width))
+    return Group(*items)
+
+
 def _hot_table(report: dict[str, Any], width: int) -> Table:
-    stats, heads = report["stats"], ("id", "kind", "score", *SCORE_TERMS, "tokens")
+    heads = ("id", "kind", "score", *SCORE_TERMS, "tokens")
     rows = [
         [
             i["id"],
@@ -494,8 +611,7 @@ def _hot_table(report: dict[str, Any], width: int) -> Table:
         for i in report["hot"]
     ]
     return _fitted(
-        f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
-        f"{stats.get('tokens')} tokens; * pinned)\n{SCORE_LEGEND}",
+        _hot_title(report),
         heads,
         rows,
         [i["summary"] for i in report["hot"]],
