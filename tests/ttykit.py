@@ -21,11 +21,12 @@ SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 class Screen:
-    """Lines of text with a cursor; no wrapping (make the terminal wide enough)."""
+    """Lines of text with a cursor; with `columns`, text wraps there as a terminal wraps it."""
 
-    def __init__(self) -> None:
+    def __init__(self, columns: int | None = None) -> None:
         self.lines: list[list[str]] = [[]]
         self.row = self.col = 0
+        self.columns = columns
 
     def feed(self, data: str) -> Screen:
         pos = 0
@@ -45,6 +46,8 @@ class Screen:
                 while len(self.lines) <= self.row:
                     self.lines.append([])
             elif ch >= " ":
+                if self.columns and self.col >= self.columns:  # the terminal wraps the line
+                    self._text("\n")
                 line = self.lines[self.row]
                 line.extend(" " * (self.col + 1 - len(line)))
                 line[self.col] = ch

@@ -173,6 +173,7 @@ class Escalated(BaseModel):
     hints: list[str] = Field(default_factory=list)  # the human's hints so far
     diff_stat: str = ""  # the uncommitted changes the last attempt left, per file
     hints_left: int = 0  # how many more hints the task can take
+    asks: bool = False  # the human is asked at the terminal right after this event
 
 
 class PlanRevised(BaseModel):

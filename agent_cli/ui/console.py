@@ -18,6 +18,7 @@ from typing import IO, Any, Literal
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
+from rich.padding import Padding
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -43,7 +44,7 @@ from agent_cli.ui.render import (
     plan_heading,
     plan_table,
     report,
-    runs_table,
+    runs_view,
 )
 
 Mode = Literal["live", "plain", "json"]
@@ -79,7 +80,12 @@ def make_console(
 
 def command_console(markup: bool = False, soft_wrap: bool = False) -> Console:
     """A console for a command's own output on stdout (doctor, recall, memory)."""
-    return Console(highlight=False, markup=markup, soft_wrap=soft_wrap)
+    return Console(highlight=False, markup=markup, soft_wrap=soft_wrap, width=_pipe_width())
+
+
+def _pipe_width() -> int | None:
+    """120 columns for a pipe or a file (rich would use 80); a terminal or COLUMNS decides else."""
+    return None if _isatty(sys.stdout) or os.environ.get("COLUMNS") else 120
 
 
 def print_out(*renderables: RenderableType) -> None:
@@ -103,9 +109,19 @@ def _isatty(stream: IO[str]) -> bool:
 
 
 def print_runs(rows: list[dict[str, Any]]) -> None:
-    """`agent runs` as a table that fits the terminal (80 columns off a terminal)."""
-    console = Console(highlight=False, markup=False, emoji=False)
-    console.print(runs_table(rows, console.width))
+    """`agent runs` laid out for the terminal's width (120 columns off a terminal)."""
+    console = Console(highlight=False, markup=False, emoji=False, width=_pipe_width())
+    console.print(runs_view(rows))
+
+
+def stream_view(text: str) -> RenderableType:
+    """The model's streamed words: dim, indented, wrapped to the width under the log."""
+    return Padding(Text(clean(text).strip("\n"), style="dim"), (0, 0, 0, len(STREAM_INDENT)))
+
+
+def streamed_once(streamed: str, text: str) -> bool:
+    """Whether `text` is what was just streamed (so it needs drawing only once)."""
+    return bool(streamed.strip()) and " ".join(streamed.split()) == " ".join(text.split())
 
 
 class Activity:
@@ -159,7 +175,8 @@ class RunConsole:
         self.state = RunState()
         self._live: Live | None = None
         self._activity: Activity | None = None
-        self._streaming = False  # streamed model text is on the current line
+        self._streamed = ""  # the model's words streamed since the last event
+        self._stream_live: Live | None = None  # their preview, erased when the next event comes
         self._shown_plan: PlanMade | None = None
         if console is None:
             file = err if mode == "json" else out
@@ -191,7 +208,8 @@ class RunConsole:
         keep = isinstance(ev, Notice) and self._activity is not None  # a retry: still running
         if now is None and not keep:
             self._stop_spinner()
-        self._end_stream()
+        kept = not (isinstance(ev, FinalSummary) and streamed_once(self._streamed, ev.text))
+        self._end_stream(keep=kept)  # a streamed closing summary is drawn once: in its box
         self._show(ev)
         if now is not None:
             self._spin(now)
@@ -201,15 +219,14 @@ class RunConsole:
         if self.mode != "live" or not delta:
             return
         self._stop_spinner()
-        text = clean(delta)
-        if not self._streaming:
-            self.console.print(Text(STREAM_INDENT), end="")
-            self._streaming = True
-            text = text.lstrip("\n")
-        self.console.print(
-            Text(text.replace("\n", "\n" + STREAM_INDENT), style="dim"), end="", soft_wrap=True
-        )
-        self.console.file.flush()
+        self._streamed += delta
+        view = stream_view(self._streamed)
+        if self._stream_live is None:
+            # transient: the preview is erased when the next event decides where the words stay
+            self._stream_live = Live(view, console=self.console, auto_refresh=False, transient=True)
+            self._stream_live.start(refresh=True)
+        else:
+            self._stream_live.update(view, refresh=True)
 
     def close(self) -> None:
         """Take the spinner off the screen and end any streamed line."""
@@ -239,16 +256,8 @@ class RunConsole:
 
     def ask_escalation(self, ev: Escalated) -> str:
         """Ask what to do about a rejected task; the line as typed ("q" at the end of input)."""
-        hint = (
-            "type a hint for one more attempt, or "
-            if ev.hints_left
-            else ("(no hints left for this task) ")
-        )
-        question = Text(
-            f"What now? {hint}s = skip this task, r [NOTE] = re-plan the rest, "
-            "q = stop (resumable): ",
-            style="bold",
-        )
+        hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "
+        question = Text(f"What now? {hint}s, r [NOTE] or q: ", style="bold")
         stream = self.stdin if self.stdin is not None else sys.stdin
         with self._paused():
             self.console.print(question, end="", soft_wrap=True)
@@ -269,7 +278,7 @@ class RunConsole:
             if self._shown_plan != ev:
                 self._show_plan(ev)
         elif isinstance(ev, Escalated):
-            self._print(escalation_block(ev, plain=self.mode != "live"))
+            self._print(escalation_block(ev, plain=self.mode != "live", state=self.state))
         elif isinstance(ev, FinalSummary):
             self._print(closing_block(ev, plain=self.mode != "live"))
         elif isinstance(ev, RunDone):
@@ -288,10 +297,14 @@ class RunConsole:
             self._print(Text(f"and always checked at the end: {clean(cmd)}"))
         self._shown_plan = ev
 
-    def _end_stream(self) -> None:
-        if self._streaming:
-            self._streaming = False
-            self.console.print()
+    def _end_stream(self, keep: bool = True) -> None:
+        """Take the preview off the screen and, if `keep`, print the streamed words for good."""
+        live, text, self._stream_live, self._streamed = self._stream_live, self._streamed, None, ""
+        if live is None:
+            return
+        live.stop()
+        if keep and text.strip():
+            self.console.print(stream_view(text))
 
     # -- the spinner ----------------------------------------------------------------------
     def _spin(self, label: str) -> None:

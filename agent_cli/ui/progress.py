@@ -7,6 +7,7 @@ holds only drawing.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,10 +21,12 @@ from agent_cli.core.events import (
     TaskSkipped,
     TaskStarted,
     ToolCalled,
+    ToolRan,
     Verified,
 )
 from agent_cli.core.text import short
 
+_VOLATILE = re.compile(r"\b0x[0-9a-fA-F]+\b|\b\d+(?:\.\d+)?s\b")
 _ARG_KEYS = ("cmd", "path", "pattern", "query", "text", "summary")
 
 
@@ -59,6 +62,9 @@ class RunState:
     last_call: ToolCalled | None = None
     summaries: list[tuple[int, str]] = field(default_factory=list)
     final_gate: Verified | None = None
+    # per task: the files each attempt edited (attempt -> paths), and the failed checks shown
+    edits: dict[int, dict[int, list[str]]] = field(default_factory=dict)
+    failures: dict[int, list[Verified]] = field(default_factory=dict)
 
     def task(self, index: int) -> dict[str, Any]:
         """The task at `index`, created as a placeholder if the plan did not list it."""
@@ -93,10 +99,20 @@ class RunState:
             case TaskStarted():
                 self.task(ev.index).update(status="running", attempts=ev.attempt)
                 self.current, self.last_call = ev.index, None
+                self.edits.setdefault(ev.index, {})[ev.attempt] = []
+            case ToolRan() if ev.diff:
+                files = self.edits.setdefault(ev.index, {}).setdefault(
+                    self.task(ev.index).get("attempts", 0), []
+                )
+                path = edited_path(ev.diff)
+                if path not in files:
+                    files.append(path)
             case ToolCalled():
                 self.last_call = ev
             case Verified() if ev.index < 0:
                 self.final_gate = ev
+            case Verified() if not ev.passed:
+                self.failures.setdefault(ev.index, []).append(ev)
             case PlanRevised():
                 self.tasks = self.tasks[: ev.start] + [
                     {
@@ -116,6 +132,26 @@ class RunState:
                 self.current = None
                 if ev.summary.strip():
                     self.summaries.append((ev.index, ev.summary))
+
+
+def edited_path(diff: str) -> str:
+    """The file a tool's diff is about (`+++ b/PATH`, or the `PATH: ...` of a large file)."""
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            path = line[4:].strip()
+            return path[2:] if path.startswith("b/") else path
+    return diff.split(":", 1)[0].strip()
+
+
+def same_failure_before(state: RunState, ev: Verified) -> Verified | None:
+    """An earlier failed check of the task whose output `ev` repeats word for word."""
+    earlier = [f for f in state.failures.get(ev.index, []) if f.attempt < ev.attempt]
+    return next((f for f in earlier if same_output(f.reason, ev.reason)), None)
+
+
+def same_output(a: str, b: str) -> bool:
+    """Whether two checks printed the same, apart from timings and object addresses."""
+    return _VOLATILE.sub("", a) == _VOLATILE.sub("", b)
 
 
 def edit_size(diff: str) -> str:

@@ -7,12 +7,12 @@ same renderables serve a terminal and a log file; without colour their styles si
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -45,11 +45,55 @@ from agent_cli.ui.progress import (
     budget_line,
     cost_text,
     edit_size,
+    same_failure_before,
+    same_output,
     verify_line,
 )
 
 if TYPE_CHECKING:
     from agent_cli.memory.longterm.records import Result
+
+STACKED_BELOW = 100  # narrower terminals get one header line per item, its text below
+
+
+class Hanging:
+    """`text` wrapped to the width: its first line after `first`, the others under it."""
+
+    def __init__(self, first: str, text: Text) -> None:
+        self.first, self.text = first, text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        indent = len(self.first)
+        lines = self.text.wrap(console, max(options.max_width - indent, 10))
+        out = Text()
+        for i, line in enumerate(lines):
+            out.append("\n" if i else self.first)
+            if i:
+                out.append(" " * indent)
+            out.append_text(line)
+        yield out
+
+
+class ByWidth:
+    """Drawn by `stacked` below STACKED_BELOW columns and by `table` from there on."""
+
+    def __init__(
+        self,
+        stacked: Callable[[int], RenderableType],
+        table: Callable[[int], RenderableType],
+    ) -> None:
+        self.stacked, self.table = stacked, table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        yield (self.stacked if width < STACKED_BELOW else self.table)(width)
+
+
+def stacked_item(head: Text, text: Text, width: int) -> RenderableType:
+    """One item of a stacked layout: its header line (cut at the width), its text indented."""
+    head.truncate(width, overflow="ellipsis")
+    return Group(head, Hanging("    ", text))
+
 
 MODEL_SUMMARIES = "The model's summaries (not verified by the harness)"
 CLOSING_SUMMARY = "Summary of the run, in the model's words (not checked by the harness)"
@@ -138,7 +182,11 @@ def event_line(ev: Event, state: RunState) -> Text | None:
             return Text("  ").append_text(tool_line(state.last_call, ev))
         case Verified():
             line = Text("  " + verify_line(ev), style="green" if ev.passed else "yellow")
-            if not ev.passed:
+            if not ev.passed and (same := same_failure_before(state, ev)) is not None:
+                line.append(
+                    f"\n    (the same output as verify attempt {same.attempt})", style="dim"
+                )
+            elif not ev.passed:
                 for tail in ev.reason.splitlines()[-12:]:
                     line.append(f"\n    {clean(tail)}", style="dim")
             return line
@@ -219,19 +267,24 @@ def plan_heading(ev: PlanMade) -> Text:
     return Text(f"plan: {n} task{'s' if n != 1 else ''} for: {clean(ev.goal)}", style="bold")
 
 
-def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
-    """The "Needs you" block: what failed, the model's last words, why, and what to do next."""
+def escalation_block(
+    ev: Escalated, *, plain: bool, state: RunState | None = None
+) -> RenderableType:
+    """The "Needs you" block: what failed (once), what each attempt changed, the choices."""
     tries = "twice" if ev.attempts in (0, 2) else f"{ev.attempts} times"
     body = Text(f"I tried {tries} and couldn't finish this myself: ")
     body.append(clean(ev.goal), style="bold")
     sections = [("Your hints so far:", "\n".join(f"- {h}" for h in ev.hints))] if ev.hints else []
     sections += [
         ("The model's summary of its last attempt (its words, not verified):", ev.summary),
-        ("Why it did not pass (the harness's check):", ev.reason),
+        ("Why it did not pass (the harness's check):", _failure(ev, state)),
     ]
-    if ev.diff_stat:
-        sections.append(("Changes it left uncommitted:", ev.diff_stat))
-    sections.append(("What to do next:", ev.next_steps))
+    changed = _attempt_changes(ev, state)
+    if changed:
+        sections.append(("What each attempt changed:", changed))
+    if ev.diff_stat or not changed:
+        sections.append(("Changes it left uncommitted:", ev.diff_stat or "none"))
+    sections.append(("What to do next:", _next_steps(ev)))
     for heading, text in sections:
         body.append(f"\n\n{heading}\n", style="bold")
         body.append(clean(text.strip() or "(nothing)"))
@@ -239,6 +292,46 @@ def escalation_block(ev: Escalated, *, plain: bool) -> RenderableType:
         rule = "=" * 30
         return Group(Text(f"{rule} Needs you {rule}"), body, Text("=" * 71))
     return Panel(body, title="Needs you", title_align="left", border_style="yellow")
+
+
+def _failure(ev: Escalated, state: RunState | None) -> str:
+    """The check's failure; only its first line when the log above shows the same output."""
+    shown = (
+        [f for f in state.failures.get(ev.index, []) if same_output(f.reason, ev.reason)]
+        if state
+        else []
+    )
+    if not shown or "\n" not in ev.reason.strip():
+        return ev.reason
+    first = ev.reason.strip().splitlines()[0]
+    return f"{first}\n(its output is above, under verify attempt {shown[0].attempt})"
+
+
+def _attempt_changes(ev: Escalated, state: RunState | None) -> str:
+    """`attempt 1: edited calc/stats.py` per attempt the log showed; "" when it showed none."""
+    edits = state.edits.get(ev.index, {}) if state else {}
+    return "\n".join(
+        f"attempt {n}: " + (f"edited {', '.join(files)}" if files else "edited no files")
+        for n, files in sorted(edits.items())
+    )
+
+
+def _next_steps(ev: Escalated) -> str:
+    """The choices when the human is asked now; else how to answer with `agent run --resume`."""
+    if not ev.asks:
+        return ev.next_steps
+    hints = (
+        f"(one more attempt with your advice; {ev.hints_left} hint{'s' if ev.hints_left != 1 else ''} left)"
+        if ev.hints_left
+        else "(no hints left for this task)"
+    )
+    look = f"{ev.next_steps.strip()}\n" if ev.diff_stat else ""
+    return (
+        f"{look}- type a hint {hints}\n"
+        "- s: skip this task (its changes stay uncommitted)\n"
+        "- r [NOTE]: re-plan the remaining work\n"
+        "- q: stop here (`agent run --resume` continues later)"
+    )
 
 
 _PROOF_WORDS = {
@@ -257,13 +350,13 @@ def proof_lines(tasks: Sequence[TaskReport]) -> str:
     return "proof: " + "; ".join(lines) if lines else ""
 
 
-def _report_tasks(ev: RunDone) -> Text:
-    """Per task: its goal on one line, then what the harness observed."""
-    lines = Text("Run report", style="bold")
+def _report_tasks(ev: RunDone) -> RenderableType:
+    """Per task: its goal, then what the harness observed, wrapped under the goal."""
+    parts: list[RenderableType] = [Text("Run report", style="bold")]
     for i, t in enumerate(ev.tasks):
         st, code, cmd = str(t.get("status", "")), t.get("exit_code"), t.get("acceptance_cmd")
         tries = t.get("attempts", 0)
-        lines.append(f"\n  {i + 1}. {short(t.get('goal', ''), 90)}\n     ")
+        lines = Text(f"{clean(t.get('goal', ''))}\n")
         lines.append(st, style=_STATUS_STYLE.get(st, ""))
         lines.append(f", {tries} attempt{'' if tries == 1 else 's'}; ")
         lines.append(
@@ -271,7 +364,8 @@ def _report_tasks(ev: RunDone) -> Text:
             if cmd
             else "no acceptance command"
         )
-    return lines
+        parts.append(Hanging(f"  {i + 1}. ", lines))
+    return Group(*parts)
 
 
 def _summaries(state: RunState) -> Text:
@@ -329,6 +423,23 @@ def _local_time(stamp: object) -> str:
         return ""
 
 
+def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
+    """`agent runs` for the width: stacked when narrow, else one table line per run."""
+
+    def stacked(width: int) -> RenderableType:
+        items = []
+        for r in rows:
+            head = Text(str(r.get("run_id", "")), style="cyan")
+            head.append(
+                f"  {_local_time(r.get('started_at', ''))}  {r.get('status', '')}  "
+                f"{r.get('steps', 0)} steps"
+            )
+            items.append(stacked_item(head, Text(clean(str(r.get("goal", "")))), width))
+        return Group(*items)
+
+    return ByWidth(stacked, lambda width: runs_table(rows, width))
+
+
 def runs_table(rows: list[dict[str, Any]], width: int) -> Table:
     """`agent runs`: one line per run, the goal cut between words to fit `width` columns."""
     cells = [
@@ -342,7 +453,8 @@ def runs_table(rows: list[dict[str, Any]], width: int) -> Table:
     ]
     heads = ["run", "started", "status", "steps"]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
-    room = max(width - sum(widths) - 3 * len(widths), 10)  # 3: padding and divider
+    # each column is followed by its padding (2) and a divider (1); the goal by its padding
+    room = max(width - sum(widths) - 3 * len(widths) - 2, 10)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 2, 0, 0))
     for head in heads:
         table.add_column(
@@ -369,7 +481,25 @@ def memory_table(title: str) -> Table:
     )
 
 
-def recall_table(results: list[Result]) -> Table:
+def recall_table(results: list[Result]) -> RenderableType:
+    """What `agent recall` found, for the width: stacked when narrow, else a table."""
+
+    def stacked(width: int) -> RenderableType:
+        items: list[RenderableType] = [Text("Recalled from long-term memory", style="italic")]
+        for r in results:
+            head = Text(f"{r.score:.2f}  {r.kind}  ")
+            head.append(r.id, style="cyan")
+            head.append(f"  trust {r.trust:.1f}  hits {r.hit_count}  {r.date[:10]}")
+            body = Text(clean(r.gist or r.text))
+            stale = "; stale: a file it names changed since" if r.stale else ""
+            body.append(f"\n{clean(r.source)}{stale}", style="dim")
+            items.append(stacked_item(head, body, width))
+        return Group(*items)
+
+    return ByWidth(stacked, lambda width: _recall_columns(results))
+
+
+def _recall_columns(results: list[Result]) -> Table:
     """What `agent recall` found: score, kind, id, trust, hits, date, the gist with its source."""
     table = memory_table("Recalled from long-term memory")
     for name in ("score", "kind", "id", "trust", "hits", "date", "gist and source"):
@@ -405,7 +535,11 @@ def working_memory_view(report: dict[str, Any], width: int) -> list[RenderableTy
             if report["cold"]
             else Text("Cold zone: empty (nothing was evicted)")
         )
-        shown += [_hot_table(report, width), Text(""), cold, Text("")]
+        if width < STACKED_BELOW:
+            shown += [_hot_stacked(report, width), Text(""), _cold_stacked(report, width)]
+            shown.append(Text(""))
+        else:
+            shown += [_hot_table(report, width), Text(""), cold, Text("")]
     shown.append(
         Text(
             f"Long-term memory: {counts['episodes']} episode(s), {counts['facts']} "
@@ -433,8 +567,42 @@ def _fitted(
     return table
 
 
+def _hot_title(report: dict[str, Any]) -> str:
+    stats = report["stats"]
+    return (
+        f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
+        f"{stats.get('tokens')} tokens; * pinned)\n{SCORE_LEGEND}"
+    )
+
+
+def _hot_stacked(report: dict[str, Any], width: int) -> RenderableType:
+    """The hot zone, one header line per item (id, kind, score and its terms), then its text."""
+    items: list[RenderableType] = [Text(_hot_title(report))]
+    for i in report["hot"]:
+        head = Text(i["id"], style="cyan")
+        weight, refs, goal, recent, size = (f"{i[t]:.2f}" for t in SCORE_TERMS)
+        head.append(
+            f"  {i['kind']}{'*' if i['pinned'] else ''}  score {i['score']:.2f} = {weight} + "
+            f"{refs} + {goal} + {recent} − {size}  {i['tokens']} tokens"
+        )
+        items.append(stacked_item(head, Text(clean(i["summary"])), width))
+    return Group(*items)
+
+
+def _cold_stacked(report: dict[str, Any], width: int) -> RenderableType:
+    """The cold zone, one header line per item (id, kind, when evicted), then its text."""
+    if not report["cold"]:
+        return Text("Cold zone: empty (nothing was evicted)")
+    items: list[RenderableType] = [Text(f"Cold zone: {len(report['cold'])} item(s)")]
+    for e in report["cold"]:
+        head = Text(e["id"], style="cyan")
+        head.append(f"  {e.get('kind', '')}  evicted at step {e.get('step_evicted', '')}")
+        items.append(stacked_item(head, Text(clean(e.get("summary", ""))), width))
+    return Group(*items)
+
+
 def _hot_table(report: dict[str, Any], width: int) -> Table:
-    stats, heads = report["stats"], ("id", "kind", "score", *SCORE_TERMS, "tokens")
+    heads = ("id", "kind", "score", *SCORE_TERMS, "tokens")
     rows = [
         [
             i["id"],
@@ -445,8 +613,7 @@ def _hot_table(report: dict[str, Any], width: int) -> Table:
         for i in report["hot"]
     ]
     return _fitted(
-        f"Hot zone of run {report['run_id']} (step {stats.get('step')}, "
-        f"{stats.get('tokens')} tokens; * pinned)\n{SCORE_LEGEND}",
+        _hot_title(report),
         heads,
         rows,
         [i["summary"] for i in report["hot"]],

@@ -162,6 +162,7 @@ class Escalation:
             hints=list(task.hints),
             diff_stat=stat,
             hints_left=max(MAX_HINTS - len(task.hints), 0),
+            asks=self.ask is not None,
             next_steps=next_steps(self.branch, bool(stat), self.ask is None),
         )
 
