@@ -56,6 +56,7 @@ class WorkingState(TypedDict):
     recent_edits: list[str]
     pinned_section: list[str]
     cold_list: list[str]
+    file_views: dict[str, list[str]]
     items: list[dict[str, Any]]  # Item.to_dict() of each hot item
 
 
@@ -115,6 +116,7 @@ class WorkingMemory:
         self._goal_vector: tuple[float, ...] | None = None
         self._evictions = 0
         self._note_recalls: dict[str, int] = {}  # pinned note -> order of its last recall
+        self._file_views: dict[str, list[str]] = {}  # path -> items showing it since its last edit
 
     @property
     def step(self) -> int:
@@ -142,11 +144,33 @@ class WorkingMemory:
         """Add a pinned note; returns its id."""
         return self.add("note", text, summary)
 
-    def add(self, kind: str, text: str, summary: str = "") -> str:
+    def add(self, kind: str, text: str, summary: str = "", path: str = "") -> str:
         """Add an item at the end of the memory block, evicting a batch when over budget.
 
         The very kind and text of a hot item merge into it instead; returns the item's id.
+        `path` names the file a `file` (a read) or an `edit` (a write) item shows: an edit
+        supersedes the earlier reads and writes of that file (see _supersede_views).
         """
+        item_id = self._add(kind, text, summary)
+        if path and kind in ("file", "edit"):
+            self._supersede_views(kind, path, item_id)
+        return item_id
+
+    def _supersede_views(self, kind: str, path: str, item_id: str) -> None:
+        """After an edit of `path`, its earlier reads and writes become one-line stubs, hot and
+        cold, so that no superseded content is sent again; a read is only tracked."""
+        views = self._file_views.setdefault(path, [])
+        if kind == "edit":
+            stub = f"{path}, superseded by {item_id}"
+            for old in views:
+                if old != item_id:
+                    self._revisions.supersede(self._hot, self._step, old, stub, summary=stub)
+            views.clear()
+        if item_id not in views:
+            views.append(item_id)
+
+    def _add(self, kind: str, text: str, summary: str) -> str:
+        """add() without the file it shows."""
         scoring.check_kind(kind)
         text = str(text)
         same = self._hot.identical(kind, text)
@@ -515,6 +539,7 @@ class WorkingMemory:
             "recent_edits": list(self._hot.protected),
             "pinned_section": layout["pinned_section"],
             "cold_list": layout["cold_list"],
+            "file_views": {path: list(ids) for path, ids in self._file_views.items()},
             "items": [item.to_dict() for item in self._hot],
         }
 
@@ -531,6 +556,7 @@ class WorkingMemory:
         self._evictions = state["evictions"]
         self._mentions = dict(state["mentions"])
         self._restored = set(state["restored"])
+        self._file_views = {p: list(ids) for p, ids in state.get("file_views", {}).items()}
         for data in state["items"]:
             item = Item.from_dict(data)
             self._rescore(item)
