@@ -52,7 +52,7 @@ def _session(mem: WorkingMemory, n: int) -> list[str]:
     return edits
 
 
-@pytest.mark.parametrize("n", [2000])
+@pytest.mark.parametrize("n", [2000, pytest.param(10_000, marks=pytest.mark.slow)])
 def test_the_latest_edits_stay_in_context_whatever_the_notes(n):
     mem = WorkingMemory(max_tokens=4000)
     edits = _session(mem, n)
@@ -64,6 +64,7 @@ def test_the_latest_edits_stay_in_context_whatever_the_notes(n):
     notes = [item for item in mem.hot_items() if item.pinned]
     assert len(notes) == n // 20  # every note is still pinned and hot
     assert "more pinned notes:" in ctx.pinned and "(`recall` brings one back)" in ctx.pinned
+    assert "pinned, shortened] note" in ctx.pinned
 
 
 def test_pinned_notes_take_at_most_their_share():
