@@ -94,7 +94,7 @@ def within_share(
 
 def more_line(ids: list[str], count: Callable[[str], int]) -> str:
     """ "N more pinned notes: m12, m15, … (`recall` brings one back)", within MORE_TOKENS."""
-    shown = list(ids)
+    shown = ids[: MORE_TOKENS // 2]  # an id and its comma take two tokens or more
     while True:
         listed = ", ".join(shown) + (", …" if len(shown) < len(ids) else "")
         line = f"{len(ids)} more pinned notes: {listed} (`recall` brings one back)"
