@@ -47,9 +47,14 @@ def test_demotions_are_reported_once():
     assert mem.take_demoted() == [ids[0]] and mem.take_demoted() == []
 
 
-def test_pinned_notes_that_alone_overflow_the_budget_are_evicted_but_reported():
+def test_pinned_notes_that_alone_overflow_the_budget_stay_pinned_and_are_shown_shortened():
     mem = WorkingMemory(max_tokens=300, pinned_share=1.0)
     ids = [mem.note(f"note {i}: " + "detail " * 60) for i in range(4)]
-    gone = mem.take_demoted()
-    assert gone and set(gone) <= set(ids)
-    assert not set(gone) & {i.id for i in mem.hot_items()}
+    assert mem.take_demoted() == []
+    assert {i.id for i in mem.hot_items() if i.pinned} == set(ids)
+    ctx = mem.assemble()
+    assert ctx.tokens <= mem.max_tokens
+    assert "2 more pinned notes: m1, m2 (`recall` brings one back)" in ctx.pinned
+    assert "note 0: detail" not in ctx.render() and "note 3: detail" in ctx.render()
+    assert mem.recall(ids[0]) == [ids[0]]
+    assert "note 0: detail" in mem.assemble().render()

@@ -281,10 +281,7 @@ def test_assemble_labels_each_item_and_keeps_notes_apart():
     mem.lay_out()
     ctx = mem.assemble()
     assert [i.id for i in ctx.items] == [note, log, edit]  # no batch yet: the order added
-    assert (
-        ctx.pinned == f"[note {note} pinned] count_attempts must stay public\n"
-        "count_attempts must stay public\n"
-    )
+    assert ctx.pinned == f"[note {note} pinned] count_attempts must stay public\n"  # once
     assert ctx.memory.index(f"[log {log}] pip") < ctx.memory.index(
         f"[edit {edit}] retry.py: add count_attempts"
     )

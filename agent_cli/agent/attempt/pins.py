@@ -2,8 +2,8 @@
 
 Before each request: if the model was asked (in the previous request) to unpin notes and
 pinned notes are still over their share, the oldest of those it was asked about is demoted
-to an ordinary note, with a notice. If pinned notes are over their share now, the request
-says which to `unpin`.
+to an ordinary note, with a notice. If pinned notes are over their share now (working memory
+shows the ones past it shortened), the request says which to `unpin` or merge.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def before_request(rt: Runtime) -> str:
     if not over:
         return ""
     return (
-        f"PINNED NOTES are over their share of working memory. Call unpin(id) on those no "
-        f"longer needed among: {', '.join(over)}. Otherwise {over[0]} becomes an ordinary "
-        "note before the next request."
+        f"PINNED NOTES are over their share of working memory: the oldest are shown shortened. "
+        f"Call unpin(id) on those no longer needed among: {', '.join(over)}, or take one note "
+        f"that merges them and unpin those it replaces. Otherwise {over[0]} becomes an "
+        "ordinary note before the next request."
     )

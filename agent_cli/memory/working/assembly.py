@@ -1,14 +1,22 @@
-"""What assemble() renders: the pinned notes, the memory block and the list of what is cold."""
+"""What assemble() renders: the pinned notes, the memory block and the list of what is cold.
+
+Pinned notes take at most their share of the context. When they are over it, the most recently
+taken (or recalled) are shown in full, the next ones as one line each (id and first words), and
+the rest as one line of ids; all of them stay pinned in the hot zone.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from agent_cli.memory.working.store import Item, Store
+from agent_cli.core.text import shorten
+from agent_cli.memory.working.store import Item, Store, id_number
 
 FOOTER_TOKENS = 64  # reserved for the "available with recall" line
 FOOTER_ENTRIES = 8
+MORE_TOKENS = 48  # reserved for the "N more pinned notes" line
+BRIEF_CHARS = 60
 
 
 @dataclass(slots=True)
@@ -49,6 +57,52 @@ def footer(store: Store, restored: Collection[str], count: Callable[[str], int])
         entries.pop()
 
 
+def within_share(
+    notes: list[Item],
+    share: int,
+    count: Callable[[str], int],
+    rank: Callable[[Item], tuple[int, ...]],
+) -> tuple[set[str], str]:
+    """The ids of the pinned notes shown in full within `share` tokens (the highest `rank`
+    first), and the lines that stand for the others: one line each while they fit, then one
+    line of the ids of the rest."""
+    if sum(item.cost for item in notes) <= share:
+        return {item.id for item in notes}, ""
+    ranked = sorted(notes, key=rank, reverse=True)
+    room = share - MORE_TOKENS
+    full: set[str] = set()
+    used = 0
+    for item in ranked:
+        if used + item.cost > room:
+            break
+        full.add(item.id)
+        used += item.cost
+    rest = ranked[len(full) :]
+    lines: list[str] = []
+    for item in rest:
+        line = f"[note {item.id} pinned, shortened] {shorten(item.text, BRIEF_CHARS)}"
+        cost = count(line) + 1
+        if used + cost > room:
+            break
+        lines.append(line)
+        used += cost
+    more = sorted((item.id for item in rest[len(lines) :]), key=id_number)
+    if more:
+        lines.append(more_line(more, count))
+    return full, "\n".join(lines) + "\n"
+
+
+def more_line(ids: list[str], count: Callable[[str], int]) -> str:
+    """ "N more pinned notes: m12, m15, … (`recall` brings one back)", within MORE_TOKENS."""
+    shown = ids[: MORE_TOKENS // 2]  # an id and its comma take two tokens or more
+    while True:
+        listed = ", ".join(shown) + (", …" if len(shown) < len(ids) else "")
+        line = f"{len(ids)} more pinned notes: {listed} (`recall` brings one back)"
+        if count(line) <= MORE_TOKENS - 2 or not shown:
+            return line
+        shown.pop()
+
+
 def pack(
     pinned: list[Item],
     memory: list[Item],
@@ -56,12 +110,14 @@ def pack(
     max_tokens: int,
     count: Callable[[str], int],
     leave_out: Callable[[list[Item]], int],
+    brief: str = "",
 ) -> Context:
     """Render the two parts and count them exactly; should the joins merge into more tokens than
     `max_tokens`, leave memory items out of this render, `leave_out(items)` choosing which.
 
-    `footer` is the cold list and the id of the memory item it follows (at the end if absent)."""
-    pinned_text = "\n".join(item.render() for item in pinned)
+    `footer` is the cold list and the id of the memory item it follows (at the end if absent);
+    `brief` the lines that stand for the pinned notes not shown in full."""
+    pinned_text = "\n".join([item.render() for item in pinned] + ([brief] if brief else []))
     pinned_tokens = count(pinned_text) if pinned_text else 0
     items = list(memory)
     tail, after = footer

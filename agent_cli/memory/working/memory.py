@@ -56,6 +56,7 @@ class WorkingState(TypedDict):
     recent_edits: list[str]
     pinned_section: list[str]
     cold_list: list[str]
+    file_views: dict[str, list[str]]
     items: list[dict[str, Any]]  # Item.to_dict() of each hot item
 
 
@@ -114,6 +115,8 @@ class WorkingMemory:
         self._goal = ""
         self._goal_vector: tuple[float, ...] | None = None
         self._evictions = 0
+        self._note_recalls: dict[str, int] = {}  # pinned note -> order of its last recall
+        self._file_views: dict[str, list[str]] = {}  # path -> items showing it since its last edit
 
     @property
     def step(self) -> int:
@@ -141,11 +144,33 @@ class WorkingMemory:
         """Add a pinned note; returns its id."""
         return self.add("note", text, summary)
 
-    def add(self, kind: str, text: str, summary: str = "") -> str:
+    def add(self, kind: str, text: str, summary: str = "", path: str = "") -> str:
         """Add an item at the end of the memory block, evicting a batch when over budget.
 
         The very kind and text of a hot item merge into it instead; returns the item's id.
+        `path` names the file a `file` (a read) or an `edit` (a write) item shows: an edit
+        supersedes the earlier reads and writes of that file (see _supersede_views).
         """
+        item_id = self._add(kind, text, summary)
+        if path and kind in ("file", "edit"):
+            self._supersede_views(kind, path, item_id)
+        return item_id
+
+    def _supersede_views(self, kind: str, path: str, item_id: str) -> None:
+        """After an edit of `path`, its earlier reads and writes become one-line stubs, hot and
+        cold, so that no superseded content is sent again; a read is only tracked."""
+        views = self._file_views.setdefault(path, [])
+        if kind == "edit":
+            stub = f"{path}, superseded by {item_id}"
+            for old in views:
+                if old != item_id:
+                    self._revisions.supersede(self._hot, self._step, old, stub, summary=stub)
+            views.clear()
+        if item_id not in views:
+            views.append(item_id)
+
+    def _add(self, kind: str, text: str, summary: str) -> str:
+        """add() without the file it shows."""
         scoring.check_kind(kind)
         text = str(text)
         same = self._hot.identical(kind, text)
@@ -237,22 +262,44 @@ class WorkingMemory:
         low-water mark; pinned notes past their share stay (revise.py). What stays before the
         first item taken out keeps its place; what stays after it is re-ordered (layout.py)."""
         hot = self._hot
-        if hot.cost + need <= self._room:
+        if self._load() + need <= self._room:
             return
         before = self._layout.block_ids(hot)
         low = int(self._room * self.low_water)
-        while hot.cost + need > low and (item := hot.weakest(self._step)) is not None:
+        while self._load() + need > low and (item := hot.weakest(self._step)) is not None:
             self._evict(item)
+        if self._load() + need > self._room:
+            self._count_latest_edits()  # an estimate too high must not evict one of them
         while (
-            hot.cost + need > self._room
+            self._load() + need > self._room
             and (item := hot.weakest(self._step, spare_latest=False)) is not None
         ):
             self._evict(item)  # the latest edits alone overflow: they go by score
-        while hot.cost + need > self._room and hot.pinned_cost:
+        while self._load() + need > self._room and hot.pinned_cost:
             self._evict(hot.oldest_pinned())
         order = self._layout.after_batch(hot, before, self._step)
         if order is not None:
             hot.arrange(order)
+
+    def _count_latest_edits(self) -> None:
+        """Count the latest edits exactly."""
+        for item_id in list(self._hot.protected):
+            item = self._hot.get(item_id)
+            if item is not None and not item.exact:
+                self._resize(item, self._meter.exact(item))
+
+    def _load(self) -> int:
+        """The tokens the hot zone takes in a context: pinned notes count up to their share, the
+        ones past it being shown shortened (assembly.within_share)."""
+        pinned = self._hot.pinned_cost
+        return self._hot.cost - pinned + min(pinned, self._pinned_room())
+
+    def _pinned_room(self) -> int:
+        """The pinned notes' share, less what the latest edits need of it to fit beside them
+        (but never less than the one line that lists the notes)."""
+        hot = self._hot
+        edits = sum(hot.items[i].cost for i in hot.protected if i in hot.items)
+        return max(assembly.MORE_TOKENS, min(self._pinned_cap, self._room - edits))
 
     def _evict(self, item: Item) -> None:
         """Move an item to the cold store; a view only refreshes the record it came from."""
@@ -318,6 +365,11 @@ class WorkingMemory:
 
     def recall(self, query: str, k: int = 3) -> list[str]:
         """Bring back up to `k` cold items matching `query`; returns their ids, now hot."""
+        note = self._hot.get(query.strip())
+        if note is not None and note.pinned:
+            note.touched = self._step  # the most recently touched notes are shown in full
+            self._note_recalls[note.id] = len(self._note_recalls) + 1
+            return [note.id]
         self._search.cooldown_steps = self.recall_cooldown_steps
         return self._restore(self._search.find(query, k, self._restored, self._step))
 
@@ -348,7 +400,7 @@ class WorkingMemory:
 
     def _restore(self, ids: list[str]) -> list[str]:
         """Make room for the whole batch first, then append it as `recalled` views."""
-        space = self._room - self._hot.pinned_cost
+        space = self._room - min(self._hot.pinned_cost, self._pinned_room())
         batch: list[Item] = []
         used = 0
         for item_id in ids:
@@ -394,11 +446,12 @@ class WorkingMemory:
         return [e for e in self.store.manifest() if e["id"] not in self._restored]
 
     def stats(self) -> dict[str, int]:
-        """Counts: hot and cold items, hot tokens (as booked), evictions so far, the step."""
+        """Counts: hot and cold items, hot tokens (as booked, pinned notes up to their share),
+        evictions so far, the step."""
         return {
             "hot": len(self._hot),
             "cold": self.store.count() - len(self._restored),
-            "tokens": self._hot.cost,
+            "tokens": self._load(),
             "evictions": self._evictions,
             "step": self._step,
         }
@@ -425,12 +478,28 @@ class WorkingMemory:
         """The pinned notes, then the memory block in its stable order and the list of what is
         cold; every item in it counted exactly, the whole never over `max_tokens`."""
         self._settle()
-        pinned, memory = self._layout.split(self._hot)
+        notes = [item for item in self._hot if item.pinned]
+        full, brief = assembly.within_share(
+            notes, self._pinned_room(), self._meter.count, self._note_rank
+        )
+        pinned, memory = self._layout.split(
+            item for item in self._hot if not item.pinned or item.id in full
+        )
         tail = assembly.footer(self.store, self._restored, self._meter.count)
         after = self._layout.footer_after(memory, tail)
         return assembly.pack(
-            pinned, memory, (tail, after), self.max_tokens, self._meter.count, self._left_out
+            pinned,
+            memory,
+            (tail, after),
+            self.max_tokens,
+            self._meter.count,
+            self._left_out,
+            brief,
         )
+
+    def _note_rank(self, item: Item) -> tuple[int, int, int]:
+        """Which pinned notes are shown in full first: the last touched, recalled ones first."""
+        return (item.touched, self._note_recalls.get(item.id, 0), id_number(item.id))
 
     def _settle(self) -> None:
         """Count every hot item exactly; evict a batch if the exact counts overflow."""
@@ -470,6 +539,7 @@ class WorkingMemory:
             "recent_edits": list(self._hot.protected),
             "pinned_section": layout["pinned_section"],
             "cold_list": layout["cold_list"],
+            "file_views": {path: list(ids) for path, ids in self._file_views.items()},
             "items": [item.to_dict() for item in self._hot],
         }
 
@@ -486,6 +556,7 @@ class WorkingMemory:
         self._evictions = state["evictions"]
         self._mentions = dict(state["mentions"])
         self._restored = set(state["restored"])
+        self._file_views = {p: list(ids) for p, ids in state.get("file_views", {}).items()}
         for data in state["items"]:
             item = Item.from_dict(data)
             self._rescore(item)

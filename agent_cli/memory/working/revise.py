@@ -32,13 +32,18 @@ class Revisions:
         self.fit = fit
         self.demoted: list[str] = []  # demotions not yet taken, oldest first
 
-    def supersede(self, hot: HotZone, step: int, item_id: str, text: str) -> bool:
-        """Replace what item `item_id` says, hot and cold, by `text`; False if there is no such item."""
+    def supersede(
+        self, hot: HotZone, step: int, item_id: str, text: str, summary: str | None = None
+    ) -> bool:
+        """Replace what item `item_id` says, hot and cold, by `text` (and its summary by
+        `summary` when given); False if there is no such item."""
         found = False
         item = hot.get(item_id)
         if item is not None:
             hot.unlink(item)
             item.text, item.symbols = text, ()
+            if summary is not None:
+                item.summary = summary
             self.meter.estimated(item)
             self.rescore(item)
             hot.admit(item, step)
@@ -46,6 +51,8 @@ class Revisions:
         record = self.store.get(item_id)
         if record is not None:
             record.update(text=text, tokens=estimate(text), exact=False, symbols=[])
+            if summary is not None:
+                record["summary"] = summary
             self.store.put(record)
             found = True
         if found:

@@ -32,8 +32,10 @@ from typing import Any
 
 from agent_cli.core.errors import StorageError
 from agent_cli.core.protocols import ColdStore
+from agent_cli.core.text import ELLIPSIS
 
 MANIFEST_KEYS = ("id", "kind", "summary", "symbols", "step_evicted")
+ONE_LINE_CHARS = 240  # a text this short, on one line, is rendered on its header's line
 
 
 @dataclass(slots=True)
@@ -58,18 +60,30 @@ class Item:
     goal: float = field(default=0.0, repr=False)
     static: float = field(default=0.0, repr=False)  # the score without recency
 
-    def header(self) -> str:
-        """The line that introduces the item in the context."""
+    def header(self, summary: bool = True) -> str:
+        """The line that introduces the item in the context (without its summary if not `summary`)."""
         flag = ""
         if self.pinned:
             flag = " pinned"
         elif self.origin_id and self.kind != "recalled":
             flag = " cold"  # the stub of an item too large for the budget
         seen = f" (seen {self.repeats} times)" if self.repeats > 1 else ""
-        return f"[{self.kind} {self.id}{flag}] {self.summary}{seen}"
+        said = f" {self.summary}" if summary else ""
+        return f"[{self.kind} {self.id}{flag}]{said}{seen}"
+
+    def one_line(self) -> bool:
+        """Whether the item is rendered once, on its header's line: a short one-line text that
+        the summary only repeats the start of."""
+        text = self.text.strip()
+        if "\n" in text or len(text) > ONE_LINE_CHARS:
+            return False
+        start = self.summary.removesuffix(ELLIPSIS).strip()
+        return " ".join(text.split()).startswith(start)
 
     def render(self) -> str:
-        """The header, the text and a closing newline."""
+        """The header, the text and a closing newline; a one-line item on its header's line."""
+        if self.one_line():
+            return f"{self.header(summary=False)} {self.text.strip()}\n"
         return f"{self.header()}\n{self.text}\n"
 
     def to_dict(self) -> dict[str, Any]:
