@@ -24,10 +24,11 @@ from runkit import GOAL, add_median, facts, finish, plan, task
 from agent_cli.cli.wiring import RunOptions, execute
 from agent_cli.memory.longterm import snapshot
 
-# The runs verify with `python -m pytest` as their acceptance command.
-pytestmark = pytest.mark.slow
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from conftest import FIXTURES, git, make_repo
+
+# The runs verify with `python -m pytest` as their acceptance command.
+pytestmark = pytest.mark.slow
 
 NOTE = "a median function in calc/stats.py sorts a copy so that tests/test_stats.py passes"
 FACT = "calc/stats.py holds the median function that tests/test_stats.py checks"
