@@ -23,7 +23,6 @@ from runkit import GOAL, add_median, facts, finish, plan, task
 
 from agent_cli.cli.wiring import RunOptions, execute
 from agent_cli.memory.longterm import snapshot
-
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from conftest import FIXTURES, git, make_repo
 
