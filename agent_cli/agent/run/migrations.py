@@ -35,9 +35,16 @@ def m002_agent_state_without_budgets(record: Record) -> Record:
     return record
 
 
+def m003_started_with(record: Record) -> Record:
+    """The endpoint, models and limits the run was started with are a field (absent: none)."""
+    record.setdefault("started_with", {})
+    return record
+
+
 MIGRATIONS: list[Callable[[Record], Record]] = [
     m001_base_branch_and_learned,
     m002_agent_state_without_budgets,
+    m003_started_with,
 ]
 SCHEMA_VERSION = len(MIGRATIONS) + 1
 

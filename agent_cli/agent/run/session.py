@@ -35,7 +35,14 @@ from agent_cli.agent.learn.run_memory import RunMemory
 from agent_cli.agent.run import journal
 from agent_cli.agent.run.journal import JournalEntry, StepRecord
 from agent_cli.agent.run.state import AgentState
-from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage, new_run_id, utc_now
+from agent_cli.agent.run.store import (
+    RunRecord,
+    RunStartedWith,
+    RunStore,
+    RunUsage,
+    new_run_id,
+    utc_now,
+)
 from agent_cli.core import events
 from agent_cli.core.errors import (
     EXIT_BUDGET,
@@ -77,6 +84,8 @@ class RunConfig:
     ask_human: bool = False  # a terminal to ask on when a task is rejected
     # the user's changed paths when the caller already ran the workspace's preflight (None: not yet)
     preflight: set[str] | None = None
+    # the endpoint, models and limits in effect, saved with the run (None: keep what it has)
+    started_with: RunStartedWith | None = None
 
 
 def _settled(state: AgentState) -> tuple[int, ...]:
@@ -171,6 +180,7 @@ class Session:
             started_at=utc_now(),
             success_criteria=plan.success_criteria,
             base_branch=base_branch,
+            started_with=self.cfg.started_with or RunStartedWith(),
         )
         for record in self._planning:
             self.store.log(run_id, record)
@@ -282,6 +292,8 @@ class Session:
             state = AgentState.from_dict(run.agent_state)
             check_answer(state, answer, run.run_id)
         self.run = run
+        if self.cfg.started_with is not None:  # new flags given now hold for the next resume too
+            run.started_with = self.cfg.started_with
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
         self.mem.learned = learn.Learned.from_dict(run.learned)
         self.sv.workspace.resume_on(run.branch, run.protected)
@@ -362,8 +374,15 @@ class Session:
         finally:
             self.save()
             self._learn()
-            self._done(code, message)
+            self._done(code, self._resume_hint(run, code, message))
         return code
+
+    def _resume_hint(self, run: RunRecord, code: int, message: str) -> str:
+        """`message`, naming what `agent run --resume` will continue with when it is the way on."""
+        uses = run.started_with.describe()
+        if code not in (EXIT_INTERRUPTED, EXIT_ESCALATED, EXIT_BUDGET) or not uses:
+            return message
+        return f"{message} (`agent run --resume` continues with {uses})"
 
     def _tasks(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
