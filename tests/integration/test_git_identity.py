@@ -43,6 +43,17 @@ def test_a_run_stops_before_the_first_model_request_with_the_fix(
     assert not (repo / ".agent").exists()
 
 
+def test_an_author_from_the_environment_still_needs_a_committer(
+    run_agent, fake_server, no_identity
+):
+    repo, env = no_identity
+    srv = fake_server([plan(task(cmd="true"))])
+    env |= {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.com"}
+    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo, env=env)
+    assert proc.returncode == 1 and FIX in proc.stderr, proc.stdout + proc.stderr
+    assert srv.requests == []
+
+
 def test_a_resume_is_refused_the_same_way(run_agent, fake_server, demo_repo, tmp_path):
     srv = fake_server(
         [plan(task()), add_median(BAD_MEDIAN), finish("first try"), finish("second try")]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 from runkit import (
@@ -20,6 +22,9 @@ from runkit import (
 )
 
 from agent_cli.llm.fake.server import FakeOpenAIServer
+from reliability.relkit import spawn_agent, wait_for
+
+__all__ = ["spawn_agent"]  # a fixture
 
 pytestmark = pytest.mark.slow
 NO_KEY = {"OPENAI_BASE_URL": ""}  # the default endpoint (api.openai.com) needs a key
@@ -49,7 +54,10 @@ def test_resume_with_no_flag_continues_against_the_server_and_model_it_started_w
     srv, proc = escalated_against(run_agent, fake_server, demo_repo)
     done = events_of(proc.stdout)[-1]
     assert done["event"] == "run_done"
-    assert f"`agent run --resume` continues with model local at {srv.url}" in done["message"]
+    assert (
+        done["message"]
+        == f"task 1 needs you; `agent run --resume` continues with model local at {srv.url}"
+    )
     saved = state_of(demo_repo)["started_with"]
     assert (saved["base_url"], saved["model"]) == (srv.url, "local")
     assert saved["max_steps"] == 200 and saved["budget_usd"] == 5.0
@@ -148,3 +156,27 @@ def test_a_tampered_saved_endpoint_stops_the_resume_naming_the_file(
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "started_with.base_url" in lines[0] and str(path) in lines[0]
+
+
+def test_ctrl_c_then_the_printed_hint_alone_continues_against_the_same_server(
+    spawn_agent, run_agent, fake_server, demo_repo
+):
+    srv = fake_server([plan(task()), {**read_stats(), "delay": 60}], models=MODELS)
+    agent = spawn_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--model", "local", cwd=demo_repo
+    )
+    wait_for(lambda: len(srv.chat_requests) == 2, what="the run waiting for the model")
+    os.kill(agent.pid, signal.SIGINT)  # what Ctrl-C sends
+    assert agent.wait(timeout=30) == 130, agent.stdout + agent.stderr
+    done = events_of(agent.stdout)[-1]
+    assert done["event"] == "run_done" and done["exit_code"] == 130
+    assert done["message"] == (
+        "interrupted; the state is saved: continue with "
+        f"`agent run --resume` (with model local at {srv.url})"
+    )
+    port = srv.port
+    srv.stop()
+    again = fake_server([add_median(GOOD_MEDIAN), finish()], port=port, models=MODELS)
+    proc = run_agent("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(again.chat_requests) == 2

@@ -382,7 +382,10 @@ class Session:
         uses = run.started_with.describe()
         if code not in (EXIT_INTERRUPTED, EXIT_ESCALATED, EXIT_BUDGET) or not uses:
             return message
-        return f"{message} (`agent run --resume` continues with {uses})"
+        command = "`agent run --resume`"
+        if command in message:
+            return message.replace(command, f"{command} (with {uses})", 1)
+        return f"{message}; {command} continues with {uses}"
 
     def _tasks(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         ask = self.sv.console.ask_escalation if self.cfg.ask_human else None

@@ -405,7 +405,10 @@ class GitRepo:
 
 def check_identity(root: Path, secrets: tuple[str, ...] = ()) -> str:
     """The identity git commits under in `root`; a GitError with the fix when it has none."""
-    for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+    # Author and committer come from the same config; only the environment can set one apart
+    # (each check is a git process before the first model request).
+    apart = any(k.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_")) for k in os.environ)
+    for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")[: 2 if apart else 1]:
         try:
             code, out, _ = run_git(["var", var], root, secrets)
         except OSError as exc:
