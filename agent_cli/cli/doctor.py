@@ -158,7 +158,10 @@ def _check_git(repo: Path | None) -> str:
             f"{version}, but {Path.cwd()} is not inside a git repository",
             "run inside a git repository or pass --repo DIR",
         )
-    return f"{version}; repository {repo}"
+    from agent_cli.workspace.git.repository import check_identity
+
+    identity = check_identity(repo)
+    return f"{version}; repository {repo}; commits as {identity}"
 
 
 def _run_check(out: Printer, name: str, check: Callable[[], str]) -> bool:

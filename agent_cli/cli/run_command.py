@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from typer._click.core import Context
+from typer._click.exceptions import UsageError as FlagError
 
 from agent_cli.cli.help import Command
-from agent_cli.core.errors import UsageError
+from agent_cli.core.errors import AgentError, UsageError
 
 if TYPE_CHECKING:
     from agent_cli.cli.wiring import AnswerKind
@@ -85,11 +87,16 @@ def run_command(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the diff of every edit."),
 ) -> None:
     """Plan GOAL into tasks, carry each out with tools, and verify each with its acceptance command."""
-    if not resume and not (goal and goal.strip()):
-        raise UsageError('a goal is needed: agent run "GOAL" (or --resume)')
-    if run_id and not resume:
-        raise UsageError("--run-id goes with --resume")
-    answer = resume_answer(resume, hint, skip, replan)
+    try:
+        if not resume and not (goal and goal.strip()):
+            raise UsageError('a goal is needed: agent run "GOAL" (or --resume)')
+        if run_id and not resume:
+            raise UsageError("--run-id goes with --resume")
+        answer = resume_answer(resume, hint, skip, replan)
+    except AgentError as e:
+        if json_out:
+            print_run_done(e.exit_code, e.one_line())
+        raise
     from agent_cli.cli.wiring import RunOptions, execute
 
     opts = RunOptions(
@@ -153,7 +160,40 @@ def runs_command(
     list_runs(repo, json_out)
 
 
+def print_run_done(code: int, message: str) -> None:
+    """End a --json stream of a run refused before it began with `run_done` for its exit."""
+    from agent_cli.core.events import RunDone
+
+    done = RunDone(
+        run_id="",
+        status="failed",
+        exit_code=code,
+        tasks=[],
+        steps=0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        message=message,
+    )
+    print(done.model_dump_json(), flush=True)
+
+
+class RunCommandLine(Command):
+    """`agent run`, whose --json stream ends with `run_done` even when a flag cannot be read."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        wants_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+        try:
+            return super().parse_args(ctx, args)
+        except FlagError as e:
+            if wants_json:
+                print_run_done(e.exit_code, e.format_message())
+            raise
+
+
 def register(app: typer.Typer) -> None:
     """Add `run` and `runs` to the main app."""
-    app.command("run", cls=Command, short_help="Plan, carry out and verify a goal.")(run_command)
+    app.command("run", cls=RunCommandLine, short_help="Plan, carry out and verify a goal.")(
+        run_command
+    )
     app.command("runs", cls=Command)(runs_command)

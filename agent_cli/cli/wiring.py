@@ -24,10 +24,16 @@ from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.run.session import RunConfig, Services, Session
-from agent_cli.agent.run.store import RunStore
+from agent_cli.agent.run.store import RunStartedWith, RunStore
 from agent_cli.config.settings import Settings, load_settings
-from agent_cli.core.errors import EXIT_INTERRUPTED, StorageError, UsageError, WorkspaceError
-from agent_cli.core.events import Notice
+from agent_cli.core.errors import (
+    EXIT_INTERRUPTED,
+    AgentError,
+    StorageError,
+    UsageError,
+    WorkspaceError,
+)
+from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone
 from agent_cli.core.protocols import ChatModel, Console, Embedder
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
@@ -36,7 +42,7 @@ from agent_cli.memory.longterm.lazy import LazyLongTermMemory
 from agent_cli.memory.longterm.outbox import Outbox
 from agent_cli.memory.longterm.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
 from agent_cli.memory.longterm.records import format_for_context
-from agent_cli.ui.console import RunConsole, make_console, pick_mode, stdin_is_terminal
+from agent_cli.ui.console import make_console, pick_mode, stdin_is_terminal
 from agent_cli.workspace.files import Files
 from agent_cli.workspace.git.repository import GitRepo, exclude_state_dir
 from agent_cli.workspace.lock import RunLock
@@ -308,12 +314,14 @@ def open_workspace(
 
 def execute(opts: RunOptions) -> int:
     """Run (or resume) and return the exit code."""
-    repo_path = find_repo(opts.repo)
-    settings = settings_for(repo_path, **opts.flags)
-    if not opts.replay:
-        import_model_client_in_background()
-    console = make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose)
+    console = EndsWithRunDone(
+        make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose), opts.json_out
+    )
     try:
+        repo_path = find_repo(opts.repo)
+        settings, started = run_settings(repo_path, opts, console)
+        if not opts.replay:
+            import_model_client_in_background()
         if opts.replay:
             console.emit(
                 Notice(
@@ -321,15 +329,114 @@ def execute(opts: RunOptions) -> int:
                     f"{opts.replay}: no model is called, and they cost $0"
                 )
             )
-        return _execute(opts, settings, repo_path, console)
+        return _execute(opts, settings, repo_path, console, started)
+    except AgentError as e:
+        console.refused(e.exit_code, e.one_line())
+        raise
     except KeyboardInterrupt:
-        print("interrupted before the run started; nothing to resume", file=sys.stderr)
+        message = "interrupted before the run started; nothing to resume"
+        console.refused(EXIT_INTERRUPTED, message)
+        print(message, file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
         console.close()
 
 
-def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: RunConsole) -> int:
+class EndsWithRunDone:
+    """The run's console, which with --json ends the stream with `run_done` on every exit path.
+
+    A run refused before it began (a dirty tree, no key, the lock held, a bad flag) emits
+    one for its error, unless the session already ended the stream."""
+
+    def __init__(self, console: Console, json_out: bool) -> None:
+        self.console, self.json_out = console, json_out
+        self.done = False
+
+    def emit(self, ev: Event) -> None:
+        self.done = self.done or isinstance(ev, RunDone)
+        self.console.emit(ev)
+
+    def refused(self, code: int, message: str) -> None:
+        """End a --json stream that has no `run_done` yet with one for this exit."""
+        if self.json_out and not self.done:
+            status = "interrupted" if code == EXIT_INTERRUPTED else "failed"
+            self.emit(
+                RunDone(
+                    run_id="",
+                    status=status,
+                    exit_code=code,
+                    tasks=[],
+                    steps=0,
+                    prompt_tokens=0,
+                    completion_tokens=0,
+                    cost_usd=0.0,
+                    message=message,
+                )
+            )
+
+    def approve_plan(self, plan_event: PlanMade) -> bool:
+        return self.console.approve_plan(plan_event)
+
+    def approve_command(self, cmd: str) -> str:
+        return self.console.approve_command(cmd)
+
+    def ask_escalation(self, ev: Escalated) -> str:
+        return self.console.ask_escalation(ev)
+
+    def stream_text(self, delta: str) -> None:
+        self.console.stream_text(delta)
+
+    def close(self) -> None:
+        self.console.close()
+
+
+def run_settings(repo: Path, opts: RunOptions, console: Console) -> tuple[Settings, RunStartedWith]:
+    """The run's settings, and the endpoint, models and limits among them to save with it.
+
+    A resumed run takes what it was started with where no flag is given now: the saved
+    values came from the user at the start, so they count as flags (checked like them)."""
+    flags, carried = dict(opts.flags), {}
+    if opts.resume:
+        saved = saved_start(load_settings(repo, flags), repo, opts)
+        carried = {k: v for k, v in saved.flags().items() if flags.get(k) is None}
+        flags.update(carried)
+    settings = settings_for(repo, **flags)
+    started = RunStartedWith(
+        base_url=settings.base_url,
+        model=settings.model,
+        embedding_model=settings.embedding_model,
+        max_steps=settings.max_steps,
+        task_max_steps=settings.task_max_steps,
+        budget_usd=settings.budget_usd,
+    )
+    if carried:
+        names = ", ".join(f"--{k.replace('_', '-')}" for k in sorted(carried))
+        console.emit(
+            Notice(
+                text=f"the run goes on as it was started with {started.describe()} "
+                f"({names} saved with it; a flag given now changes it)"
+            )
+        )
+    return settings, started
+
+
+def saved_start(settings: Settings, repo: Path, opts: RunOptions) -> RunStartedWith:
+    """What the run to resume was started with (nothing when there is no such run)."""
+    store = RunStore(settings.state_dir(repo))
+    try:
+        run_id = store.target(opts.run_id)
+    except AgentError:  # said in its turn, after the lock is checked
+        return RunStartedWith()
+    return store.load(run_id).started_with
+
+
+def _execute(
+    opts: RunOptions,
+    settings: Settings,
+    repo_path: Path,
+    console: Console,
+    started: RunStartedWith,
+) -> int:
     state_dir = settings.state_dir(repo_path)
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
     secrets = workspace.secrets  # settings.secrets(), read once for the whole run
@@ -375,6 +482,7 @@ def _execute(opts: RunOptions, settings: Settings, repo_path: Path, console: Run
             # a rejected task is put to the human on a terminal, even with --yes
             ask_human=not opts.json_out and stdin_is_terminal(),
             preflight=changed,  # the repository was checked above: once per run
+            started_with=started,
         )
         kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
         try:

@@ -41,10 +41,17 @@ def m003_task_statuses(record: Record) -> Record:
     return record
 
 
+def m004_started_with(record: Record) -> Record:
+    """The endpoint, models and limits the run was started with are a field (absent: none)."""
+    record.setdefault("started_with", {})
+    return record
+
+
 MIGRATIONS: list[Callable[[Record], Record]] = [
     m001_base_branch_and_learned,
     m002_agent_state_without_budgets,
     m003_task_statuses,
+    m004_started_with,
 ]
 SCHEMA_VERSION = len(MIGRATIONS) + 1
 

@@ -37,7 +37,14 @@ from agent_cli.agent.learn.run_memory import RunMemory
 from agent_cli.agent.run import journal
 from agent_cli.agent.run.journal import JournalEntry, StepRecord
 from agent_cli.agent.run.state import AgentState
-from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage, new_run_id, utc_now
+from agent_cli.agent.run.store import (
+    RunRecord,
+    RunStartedWith,
+    RunStore,
+    RunUsage,
+    new_run_id,
+    utc_now,
+)
 from agent_cli.core import events
 from agent_cli.core.errors import (
     EXIT_BUDGET,
@@ -80,6 +87,8 @@ class RunConfig:
     ask_human: bool = False  # a terminal to ask on when a task is rejected
     # the user's changed paths when the caller already ran the workspace's preflight (None: not yet)
     preflight: set[str] | None = None
+    # the endpoint, models and limits in effect, saved with the run (None: keep what it has)
+    started_with: RunStartedWith | None = None
 
 
 def saved_state(run: RunRecord) -> AgentState:
@@ -233,6 +242,7 @@ class Session:
             started_at=utc_now(),
             success_criteria=plan.success_criteria,
             base_branch=base_branch,
+            started_with=self.cfg.started_with or RunStartedWith(),
         )
         for record in self._planning:
             self.store.log(run_id, record)
@@ -350,6 +360,8 @@ class Session:
                     "start a new run for the remaining work",
                 )
         self.run = run
+        if self.cfg.started_with is not None:  # new flags given now hold for the next resume too
+            run.started_with = self.cfg.started_with
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
         self.mem.learned = learn.Learned.from_dict(run.learned)
         self.sv.workspace.resume_on(run.branch, run.protected)
@@ -432,8 +444,18 @@ class Session:
         finally:
             self.save()
             self._learn()
-            self._done(code, message)
+            self._done(code, self._resume_hint(run, code, message))
         return code
+
+    def _resume_hint(self, run: RunRecord, code: int, message: str) -> str:
+        """`message`, naming what `agent run --resume` will continue with when it is the way on."""
+        uses = run.started_with.describe()
+        if code not in (EXIT_INTERRUPTED, EXIT_ESCALATED, EXIT_BUDGET) or not uses:
+            return message
+        command = "`agent run --resume`"
+        if command in message:
+            return message.replace(command, f"{command} (with {uses})", 1)
+        return f"{message}; {command} continues with {uses}"
 
     def _tasks(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         ask = self.sv.console.ask_escalation if self.cfg.ask_human else None

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -24,6 +25,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    field_validator,
     model_serializer,
 )
 
@@ -73,6 +75,54 @@ class RunUsage(BaseModel):
         return data
 
 
+class RunStartedWith(BaseModel):
+    """The endpoint, models and limits a run was started with; never the API key.
+
+    A resumed run takes these as if the user had passed them again as flags, unless new
+    flags are given. Empty (a run saved before they were recorded): nothing is carried over.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    model: str | None = None
+    embedding_model: str | None = None
+    max_steps: int | None = Field(None, ge=1)
+    task_max_steps: int | None = Field(None, ge=1)
+    budget_usd: float | None = Field(None, ge=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _endpoint(cls, url: str | None) -> str | None:
+        """An http(s) address with a host: the file may have been edited since it was saved."""
+        if url is None:
+            return None
+        parts = urlsplit(url)
+        try:
+            _ = parts.port  # reading it validates it
+        except ValueError:
+            raise ValueError("the port is not a number between 0 and 65535") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.username:
+            raise ValueError("expected an endpoint address like http://127.0.0.1:8080/v1")
+        return url
+
+    @model_serializer(mode="wrap")
+    def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None}
+
+    def flags(self) -> dict[str, Any]:
+        """The saved values as command-line flags (those recorded)."""
+        return self.model_dump()
+
+    def describe(self) -> str:
+        """`model local at http://127.0.0.1:8080/v1`, or "" when nothing was recorded."""
+        if not self.model and not self.base_url:
+            return ""
+        where = f" at {self.base_url}" if self.base_url else ""
+        return f"model {self.model or '(default)'}{where}"
+
+
 class RunRecord(BaseModel):
     """A run's state.json; the fields in the order they have always been written.
 
@@ -97,7 +147,16 @@ class RunRecord(BaseModel):
     memory: dict[str, Any] = Field(default_factory=dict)  # WorkingMemory.export_state()
     base_branch: str = ""  # the branch the run started from (older runs: none recorded)
     learned: dict[str, Any] = Field(default_factory=dict)  # learning.Learned.to_dict()
+    started_with: RunStartedWith = Field(default_factory=RunStartedWith)
     schema_version: int = SCHEMA_VERSION
+
+    @model_serializer(mode="wrap")
+    def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a run saved before the start was recorded reads and saves back unchanged
+        data: dict[str, Any] = handler(self)
+        if not data.get("started_with"):
+            data.pop("started_with", None)
+        return data
 
 
 def new_run_id(now: datetime | None = None) -> str:

@@ -25,7 +25,7 @@ from agent_cli.workspace.git.secrets import where_secret
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _NOT_A_REPO_HINT = "run inside a git repository or pass --repo DIR"
 _IDENTITY_HINT = (
-    "set your identity: git config user.name 'Your Name' && git config user.email you@example.com"
+    'set it: git config user.email "you@example.com" && git config user.name "Your Name"'
 )
 # Marker in the git directory, what it means, and how the user gets out of it.
 _OPERATIONS = [
@@ -117,6 +117,7 @@ class GitRepo:
                 "HEAD is detached (not on a branch)",
                 "check out a branch (git switch <branch>) and run again",
             )
+        check_identity(self.root, self.secrets)
         entries = parse_status(self._probe_out(*_STATUS))
         conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
         if conflicts:
@@ -417,6 +418,26 @@ class GitRepo:
                 f"git {args[0]} failed: {detail}", hint or "check the repository with git status"
             )
         return out
+
+
+def check_identity(root: Path, secrets: tuple[str, ...] = ()) -> str:
+    """The identity git commits under in `root`; a GitError with the fix when it has none."""
+    # Author and committer come from the same config; only the environment can set one apart
+    # (each check is a git process before the first model request).
+    apart = any(k.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_")) for k in os.environ)
+    for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")[: 2 if apart else 1]:
+        try:
+            code, out, _ = run_git(["var", var], root, secrets)
+        except OSError as exc:
+            raise GitError(f"git var could not run: {exc}", "check that git is installed") from exc
+        if code != 0:
+            raise GitError(
+                "git has no identity to commit the agent's work under "
+                "(user.name and user.email are not set)",
+                _IDENTITY_HINT,
+            )
+    # "Name <email> timestamp zone": the name and email are what the user sees
+    return out.decode("utf-8", "replace").strip().rsplit(" ", 2)[0]
 
 
 def parse_status(raw: str) -> list[tuple[str, str, str | None]]:

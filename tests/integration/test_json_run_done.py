@@ -1,0 +1,84 @@
+"""Every exit of `agent run --json`, a refused run's too, ends the stream with `run_done`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+NO_KEY = {"OPENAI_BASE_URL": ""}  # the default endpoint (api.openai.com) needs a key
+
+
+def ends_with_run_done(proc: subprocess.CompletedProcess, says: str) -> dict:
+    """The stream's last line: `run_done` carrying the process's exit code (and the reason)."""
+    assert proc.returncode not in (0, None), proc.stdout + proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert lines, proc.stderr
+    last = lines[-1]
+    assert last["event"] == "run_done", proc.stdout
+    assert last["exit_code"] == proc.returncode and last["status"] == "failed"
+    assert says in last["message"], last
+    assert [e for e in lines if e["event"] == "run_done"] == [last]
+    return last
+
+
+def test_a_dirty_tree(run_agent, fake_server, scratch_repo):
+    srv = fake_server([])
+    (scratch_repo / "README.md").write_text("changed\n")
+    proc = run_agent("run", "x", "--yes", "--json", "--base-url", srv.url, cwd=scratch_repo)
+    ends_with_run_done(proc, "uncommitted changes")
+    assert srv.requests == []
+
+
+def test_no_api_key(run_agent, scratch_repo):
+    proc = run_agent("run", "x", "--yes", "--json", cwd=scratch_repo, env=NO_KEY)
+    ends_with_run_done(proc, "no API key")
+
+
+def test_the_lock_held_by_another_run(run_agent, scratch_repo):
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom agent_cli.workspace.lock import RunLock\n"
+            "RunLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\ntime.sleep(60)",
+            str(scratch_repo / ".agent" / "run.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        proc = run_agent("run", "x", "--yes", "--json", cwd=scratch_repo, env=NO_KEY)
+        ends_with_run_done(proc, "another agent run")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["x", "--max-steps", "0"], "max_steps"),  # read, then refused by the settings
+        (["x", "--max-steps", "many"], "--max-steps"),  # not even a number
+        (["--budget-usd", "-1", "x"], "budget_usd"),
+        (["--hint", "try harder", "x"], "--hint goes with --resume"),
+        ([], "a goal is needed"),
+    ],
+)
+def test_a_bad_flag_value_or_a_missing_goal(run_agent, scratch_repo, args, says):
+    proc = run_agent("run", "--json", *args, cwd=scratch_repo, env=NO_KEY)
+    ends_with_run_done(proc, says)
+
+
+def test_outside_a_repository_and_with_nothing_to_resume(run_agent, tmp_path, scratch_repo):
+    ends_with_run_done(
+        run_agent("run", "x", "--json", cwd=tmp_path, env=NO_KEY), "not inside a git repository"
+    )
+    ends_with_run_done(
+        run_agent("run", "--resume", "--json", "--yes", cwd=scratch_repo, env=NO_KEY),
+        "no unfinished run",
+    )

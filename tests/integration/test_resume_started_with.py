@@ -1,0 +1,182 @@
+"""`agent run --resume` goes on against the endpoint, model and limits the run was started with."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+from runkit import (
+    BAD_MEDIAN,
+    GOAL,
+    GOOD_MEDIAN,
+    add_median,
+    events_of,
+    finish,
+    plan,
+    read_stats,
+    replace_median,
+    state_of,
+    task,
+)
+
+from agent_cli.llm.fake.server import FakeOpenAIServer
+from reliability.relkit import spawn_agent, wait_for
+
+__all__ = ["spawn_agent"]  # a fixture
+
+pytestmark = pytest.mark.slow
+NO_KEY = {"OPENAI_BASE_URL": ""}  # the default endpoint (api.openai.com) needs a key
+MODELS = ("local", "other", "gpt-4o-mini")
+
+
+def escalated_against(run_agent, fake_server, repo, *extra):
+    """A run started with --base-url/--model that stops at a rejected task (exit 3)."""
+    srv = fake_server(
+        [plan(task()), add_median(BAD_MEDIAN), finish("first try"), finish("second try")],
+        models=MODELS,
+    )
+    proc = run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--model", "local", *extra, cwd=repo
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    return srv, proc
+
+
+def fixed() -> list[dict]:
+    return [replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed")]
+
+
+def test_resume_with_no_flag_continues_against_the_server_and_model_it_started_with(
+    run_agent, fake_server, demo_repo
+):
+    srv, proc = escalated_against(run_agent, fake_server, demo_repo)
+    done = events_of(proc.stdout)[-1]
+    assert done["event"] == "run_done"
+    assert (
+        done["message"]
+        == f"task 1 needs you; `agent run --resume` continues with model local at {srv.url}"
+    )
+    saved = state_of(demo_repo)["started_with"]
+    assert (saved["base_url"], saved["model"]) == (srv.url, "local")
+    assert saved["max_steps"] == 200 and saved["budget_usd"] == 5.0
+    port = srv.port
+    srv.stop()
+    again = fake_server(
+        fixed(), port=port, models=MODELS
+    )  # the same server, served again at the same URL
+    proc = run_agent("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert again.chat_requests and {r["model"] for r in again.chat_requests} == {"local"}
+    notices = [e["text"] for e in events_of(proc.stdout) if e["event"] == "notice"]
+    assert any(f"as it was started with model local at {again.url}" in n for n in notices)
+    assert events_of(proc.stdout)[-1]["exit_code"] == 0
+
+
+def test_a_flag_given_at_resume_wins_and_is_saved_for_the_next_resume(
+    run_agent, fake_server, demo_repo
+):
+    escalated_against(run_agent, fake_server, demo_repo)
+    other = fake_server(fixed(), models=MODELS)
+    proc = run_agent(
+        "run",
+        "--resume",
+        "--yes",
+        "--json",
+        "--base-url",
+        other.url,
+        "--model",
+        "other",
+        cwd=demo_repo,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {r["model"] for r in other.chat_requests} == {"other"}
+    saved = state_of(demo_repo)["started_with"]
+    assert (saved["base_url"], saved["model"]) == (other.url, "other")
+
+
+def test_the_limits_it_started_with_hold_when_resumed_without_flags(
+    run_agent, fake_server, demo_repo
+):
+    srv = fake_server([plan(task())] + [read_stats()] * 10)
+    proc = run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "3", cwd=demo_repo
+    )
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert state_of(demo_repo)["started_with"]["max_steps"] == 3
+    port = srv.port
+    srv.stop()
+    again = fake_server([read_stats()] * 10, port=port)
+    proc = run_agent("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
+    assert ev and ev[0]["limit"] == 3
+    # raising the limit on the command line lets it go on
+    proc = run_agent(
+        "run", "--resume", "--yes", "--json", "--max-steps", "5", cwd=demo_repo, env=NO_KEY
+    )
+    ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
+    assert ev and ev[0]["limit"] == 5, proc.stdout + proc.stderr
+    assert again.chat_requests
+
+
+def test_the_api_key_is_never_saved(run_agent, fake_server, demo_repo):
+    key = "sk-test-resume-0123456789abcdef"
+    srv = FakeOpenAIServer(
+        [plan(task()), add_median(BAD_MEDIAN), finish("a"), finish("b")], api_key=key
+    ).start()
+    try:
+        proc = run_agent(
+            "run",
+            GOAL,
+            "--yes",
+            "--json",
+            "--base-url",
+            srv.url,
+            cwd=demo_repo,
+            env={"OPENAI_API_KEY": key},
+        )
+    finally:
+        srv.stop()
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    state = state_of(demo_repo)
+    assert "api_key" not in state["started_with"] and key not in json.dumps(state)
+
+
+def test_a_tampered_saved_endpoint_stops_the_resume_naming_the_file(
+    run_agent, fake_server, demo_repo
+):
+    escalated_against(run_agent, fake_server, demo_repo)
+    path = sorted((demo_repo / ".agent" / "runs").glob("*/state.json"))[-1]
+    data = json.loads(path.read_text())
+    data["started_with"]["base_url"] = "file:///etc/passwd"
+    path.write_text(json.dumps(data))
+    proc = run_agent("run", "--resume", "--yes", cwd=demo_repo, env=NO_KEY)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "started_with.base_url" in lines[0] and str(path) in lines[0]
+
+
+def test_ctrl_c_then_the_printed_hint_alone_continues_against_the_same_server(
+    spawn_agent, run_agent, fake_server, demo_repo
+):
+    srv = fake_server([plan(task()), {**read_stats(), "delay": 60}], models=MODELS)
+    agent = spawn_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--model", "local", cwd=demo_repo
+    )
+    wait_for(lambda: len(srv.chat_requests) == 2, what="the run waiting for the model")
+    os.kill(agent.pid, signal.SIGINT)  # what Ctrl-C sends
+    assert agent.wait(timeout=30) == 130, agent.stdout + agent.stderr
+    done = events_of(agent.stdout)[-1]
+    assert done["event"] == "run_done" and done["exit_code"] == 130
+    assert done["message"] == (
+        "interrupted; the state is saved: continue with "
+        f"`agent run --resume` (with model local at {srv.url})"
+    )
+    port = srv.port
+    srv.stop()
+    again = fake_server([add_median(GOOD_MEDIAN), finish()], port=port, models=MODELS)
+    proc = run_agent("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert again.chat_requests and {r["model"] for r in again.chat_requests} == {"local"}
