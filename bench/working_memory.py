@@ -111,24 +111,6 @@ def _meaning(session: Session) -> str:
     )
 
 
-def _print(rows: list[Result]) -> None:
-    print(
-        f"{'':36} {'items':>6} {'add µs/item':>12} {'last 1/5':>8} {'assemble':>8} "
-        f"{'recall':>7} {'evicted edits':>13} {'10 recent edits':>15} {'largest':>7}"
-    )
-    print(
-        f"{'':36} {'':>6} {'cpu (wall)':>12} {'µs/item':>8} {'ms':>8} {'ms':>7} "
-        f"{'found by name':>13} {'in ctx min/avg':>15} {'context':>7}"
-    )
-    for r in rows:
-        add = f"{r.add_us:.1f} ({r.add_wall_us:.0f})"
-        print(
-            f"{r.label:36} {r.items:>6} {add:>12} {r.add_tail_us:>8.1f} {r.assemble_ms:>8.3f} "
-            f"{r.recall_ms:>7.3f} {r.hits:>13} {f'{r.recent_min}/{r.recent_mean:.2f}':>15} "
-            f"{r.largest:>7}"
-        )
-
-
 def _ratios(base: Result, mem: Result) -> str:
     return (
         f"  {mem.label}, {mem.items} items vs baseline at {base.items}: "
