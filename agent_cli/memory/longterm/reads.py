@@ -40,7 +40,8 @@ class Reader:
             )
             if "tools_used" in meta:
                 extra["tools_used"] = [t for t in str(meta["tools_used"]).split(",") if t]
-            gist = str(meta.get("gist", "")) + (f" [failed before: {doc}]" if extra else "")
+            signature = f" [failed before: {doc}]" if "matched_signature" in extra else ""
+            gist = str(meta.get("gist", "")) + signature
             if meta.get("fix"):
                 gist += f" [fixed by: {meta['fix']}]"
             best[run_id] = Result(
