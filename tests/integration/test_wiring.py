@@ -152,7 +152,18 @@ def test_every_path_excludes_an_existing_state_directory_before_writing_in_it(
 # commit under: var; the work tree: status), and
 # the file list sent with the plan request (ls-files). Each harness git command is two
 # processes: the repository's config is read first, to neutralise its command-valued keys.
-GIT_BEFORE_PLAN = ["rev-parse", "rev-parse", "symbolic-ref", "var", "status", "ls-files"]
+# Finding the repository, the preflight (branch, identity, status), the repository's identity
+# for long-term memory (its root commit, its remotes), and the file list sent with the plan.
+GIT_BEFORE_PLAN = [
+    "rev-parse",
+    "rev-parse",
+    "symbolic-ref",
+    "var",
+    "status",
+    "rev-list",
+    "remote",
+    "ls-files",
+]
 
 
 def test_the_repository_is_checked_once_before_the_plan(
@@ -182,7 +193,7 @@ def test_the_repository_is_checked_once_before_the_plan(
     calls = [git_command(line) for line in before_plan[0]]
     assert calls.count("status") == 1, " ".join(calls)  # the preflight ran once
     assert calls == [c for command in GIT_BEFORE_PLAN for c in ("config", command)]
-    assert len(calls) == 12
+    assert len(calls) == 16
 
 
 def git_command(logged: str) -> str:

@@ -56,6 +56,7 @@ def test_episodes_are_scoped_to_their_repository_and_carry_the_tools_used(mem):
     found = mem.recall("median calc stats", kind="episode", topics=[CLONE_ELSEWHERE])
     assert [r.id for r in found] == ["run-mine"]
     assert found[0].metadata["tools_used"] == ["note", "run"]
+    assert "failed before" not in found[0].gist  # no signature matched
     everywhere = mem.recall("median calc stats", kind="episode")
     assert {r.id for r in everywhere} == {"run-mine", "run-other"}  # asked for: every repository
 
