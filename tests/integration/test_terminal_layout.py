@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from runkit import BAD_MEDIAN, GOAL, add_median, facts, finish, plan, task
+from runkit import BAD_MEDIAN, GOAL, PYTEST, add_median, facts, finish, plan, task
 
 from ttykit import Screen, run_on_pty
 
@@ -49,7 +49,7 @@ def test_the_streamed_closing_summary_is_on_screen_once(fake_server, agent_env, 
     fits(screen, columns)
     report = screen[screen.index("Run report") : screen.index("\nproof: ")].splitlines()
     assert all(line.startswith("  ") for line in report[1:]), report  # wrapped under its task
-    assert "`/work/venv/bin/python -m pytest -q tests/test_stats.py` -> exit 0" in flat(screen)
+    assert f"`{PYTEST}` -> exit 0" in flat(screen)
 
 
 @pytest.mark.parametrize("columns", [80, 120])
