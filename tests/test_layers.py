@@ -145,12 +145,19 @@ def test_there_is_no_import_cycle_lazy_imports_included():
 def test_ui_and_config_are_read_by_the_command_layer_only():
     """The session never reads settings, and nothing below the commands draws on the terminal."""
     readers = {
-        name: {m for m in GRAPH[name] if m.startswith(("agent_cli.ui", "agent_cli.config"))}
+        name: {m for m in GRAPH[name] if m.startswith(("agent_cli.ui", "agent_cli.cli.config"))}
         for name in MODULES
-        if not name.startswith(("agent_cli.cli", "agent_cli.ui", "agent_cli.config"))
+        if not name.startswith(("agent_cli.cli", "agent_cli.ui"))
     }
     bad = {name: found for name, found in readers.items() if found}
     assert not bad, bad
+
+
+@pytest.mark.parametrize("name", in_layer("agent_cli.tools"))
+def test_outside_tools_see_only_the_workspace_and_core(name):
+    allowed = ("agent_cli.tools", "agent_cli.workspace", "agent_cli.core")
+    bad = {m for m in ours(GRAPH[name]) if not m.startswith(allowed)}
+    assert not bad, f"{name} imports {bad}"
 
 
 def test_core_imports_no_other_layer():

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.config import trust
-from agent_cli.config.settings import load_settings
+from agent_cli.cli.config import trust
+from agent_cli.cli.config.settings import load_settings
 from agent_cli.core.errors import ConfigError
 
 
@@ -74,7 +74,7 @@ def test_bad_environment_value_names_the_variable(tmp_path):
 def test_example_file_documents_every_key_with_its_default(tmp_path):
     import tomllib
 
-    from agent_cli.config.settings import FIELDS, Settings
+    from agent_cli.cli.config.settings import FIELDS, Settings
 
     example = Path(__file__).resolve().parent.parent / ".agentrc.example"
     text = example.read_text()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agent_cli.core.errors import AgentError, ConfigError
 
 if TYPE_CHECKING:
-    from agent_cli.config.settings import Settings
+    from agent_cli.cli.config.settings import Settings
 
 
 class Printer(Protocol):
@@ -178,8 +178,8 @@ def _run_check(out: Printer, name: str, check: Callable[[], str]) -> bool:
 
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
+    from agent_cli.cli.config.settings import Settings
     from agent_cli.cli.wiring import find_repo, prepare_state_dir, settings_for
-    from agent_cli.config.settings import Settings
     from agent_cli.ui.console import command_console
     from agent_cli.ui.render import check_line, heading, settings_view
 

@@ -1,7 +1,7 @@
 """`agent trust`: let a repository's `.agentrc` choose the endpoint and model.
 
 Only typer is imported at module level. Trust is recorded in the user's own state
-(`agent_cli.config.trust.trust_file`), never in the repository, and covers the `.agentrc` as it
+(`agent_cli.cli.config.trust.trust_file`), never in the repository, and covers the `.agentrc` as it
 is now: when the file changes, the repository is untrusted again until the next `agent trust`.
 """
 
@@ -19,8 +19,8 @@ def trust_command(
     revoke: bool = typer.Option(False, "--revoke", help="Stop trusting the repository."),
 ) -> None:
     """Trust this repository's .agentrc to set base_url, model and embedding_model."""
+    from agent_cli.cli.config import trust
     from agent_cli.cli.wiring import find_repo
-    from agent_cli.config import trust
 
     root = find_repo(repo)
     rc = root / ".agentrc"

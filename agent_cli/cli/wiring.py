@@ -25,7 +25,7 @@ from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStartedWith, RunStore
-from agent_cli.config.settings import Settings, load_settings
+from agent_cli.cli.config.settings import Settings, load_settings
 from agent_cli.core.errors import (
     EXIT_INTERRUPTED,
     AgentError,

@@ -18,8 +18,8 @@ from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStore
+from agent_cli.cli.config.settings import load_settings
 from agent_cli.cli.wiring import RunKit, RunOptions, build_model, open_workspace
-from agent_cli.config.settings import load_settings
 from agent_cli.core.errors import AgentError
 from agent_cli.llm.fake.replies import prompt_tokens
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory

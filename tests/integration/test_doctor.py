@@ -76,7 +76,7 @@ def test_doctor_outside_a_repository(run_agent, fake_server, tmp_path):
 
 
 def test_doctor_lists_every_key_and_says_not_set_rather_than_none(run_agent, scratch_repo):
-    from agent_cli.config.settings import FIELDS
+    from agent_cli.cli.config.settings import FIELDS
 
     proc = run_agent("doctor", "--base-url", "http://127.0.0.1:9/v1", cwd=scratch_repo)
     listed = [

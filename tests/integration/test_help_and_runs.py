@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_cli.cli.app import app, main
-from agent_cli.config.trust import trust_file
+from agent_cli.cli.config.trust import trust_file
 from conftest import SECRET_ENV
 
 COMMANDS = [

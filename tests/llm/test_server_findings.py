@@ -228,8 +228,8 @@ def test_the_wiring_keeps_findings_in_the_user_cache_directory(tmp_path):
 def test_two_runs_built_by_the_wiring_probe_a_loopback_server_once(fake_server, tmp_path):
     import io
 
+    from agent_cli.cli.config.settings import load_settings
     from agent_cli.cli.wiring import RunOptions, build_model
-    from agent_cli.config.settings import load_settings
     from agent_cli.ui.console import make_console
 
     srv = fake_server([], n_ctx=4096)

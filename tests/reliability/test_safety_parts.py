@@ -11,8 +11,8 @@ import pytest
 
 from agent_cli.agent.judge.acceptance import problem
 from agent_cli.agent.judge.verifier import Proofs, proof, verify
-from agent_cli.config import trust
-from agent_cli.config.settings import load_settings
+from agent_cli.cli.config import trust
+from agent_cli.cli.config.settings import load_settings
 from agent_cli.core import strictjson
 from agent_cli.core.errors import ConfigError
 from agent_cli.core.models import Task

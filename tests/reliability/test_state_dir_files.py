@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agent_cli.agent.run.store import RunRecord, RunStore
-from agent_cli.config import trust
+from agent_cli.cli.config import trust
 from agent_cli.core import atomic
 from agent_cli.core.errors import AgentError
 from agent_cli.memory.longterm.outbox import Outbox

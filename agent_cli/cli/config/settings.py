@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent_cli.config import trust
+from agent_cli.cli.config import trust
 from agent_cli.core.errors import ConfigError
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
