@@ -468,6 +468,7 @@ def _execute(
             approve=approve,
             secrets=secrets,
             memory_ttl_days=settings.memory_ttl_days,
+            memory_digest_tokens=settings.memory_digest_tokens,
             limits=Limits(
                 settings.max_steps,
                 settings.task_max_steps,

@@ -100,6 +100,9 @@ class LongTermStore(Protocol):
         topics: list[str] | None = None,
     ) -> Sequence[Recalled]: ...
     def procedures(self, topic: str, k: int = 5) -> Sequence[Recalled]: ...
+    def listing(
+        self, topics: list[str], min_trust: float = 0.5, limit: int = 1000
+    ) -> Sequence[Recalled]: ...
     def associate(
         self,
         text: str,

@@ -201,3 +201,17 @@ def test_agent_recall_keeps_to_this_repository_unless_asked_for_all(
 
     assert recalled() == {mine}
     assert recalled("--all-repos") == {mine, other}
+
+
+def test_what_run_1_learned_is_in_run_2s_requests_however_run_2_is_worded(
+    run_env, fake_server, capsys, demo_repo
+):
+    _learn(capsys, fake_server, demo_repo)
+    srv = fake_server([plan(task()), add_median(), finish(), facts()])
+    unlike = "Tidy the project so the continuous integration job goes green again"
+    code, events = run_in_process(capsys, demo_repo, unlike, srv)
+    assert code == 0, events
+    planning, first_step = request_text(planning_requests(srv)[0]), task_requests(srv)[0]
+    for text in (planning, request_text(first_step)):
+        assert NOTE in text and FACT in text  # the digest: a small store is sent whole
+        assert "pytest -q tests/test_stats.py" in text  # and its procedure

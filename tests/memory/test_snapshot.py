@@ -248,7 +248,7 @@ def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the
         lazy = LazyLongTermMemory({str(store)!r}, WordLlamaEmbedder())
         lazy.prepare()
         found = recall_for_run(lazy, "Use database sessions in the parser", ["proj"], lambda p: None)
-        print(json.dumps({{"found": [[r.id, r.hit_count] for r in found],
+        print(json.dumps({{"found": [[r.id, r.hit_count] for r in found.items],
                           "chromadb": "chromadb" in sys.modules}}))
         lazy.close()
     """)
@@ -262,8 +262,8 @@ def test_a_run_recalls_from_the_snapshot_without_chromadb_and_its_hits_reach_the
             memory, "Use database sessions in the parser", ["proj"], lambda p: None
         )
     # the same items, counted once by the snapshot run (then once more by this check)
-    assert [[r.id, r.hit_count - (r.kind != "episode")] for r in expected] == seen["found"]
-    assert any(kind != "episode" for kind in (r.kind for r in expected))
+    assert [[r.id, r.hit_count - (r.kind != "episode")] for r in expected.items] == seen["found"]
+    assert any(kind != "episode" for kind in (r.kind for r in expected.items))
 
 
 def test_a_delayed_background_open_starts_at_once_when_the_store_is_needed(store, embedder):

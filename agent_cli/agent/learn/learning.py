@@ -1,7 +1,7 @@
 """What a run takes from long-term memory and what it leaves there.
 
-At the start: the procedures known to work in this repository, the facts and notes close to
-the goal (each counted as a hit) and earlier episodes, as one fenced block. On a failed
+At the start: the repository's memory digest (digest.py: its facts, notes and procedures
+within a token share, each counted as a hit, and its closest episodes), as one fenced block. On a failed
 attempt: how earlier runs fixed the same failure. At the end: one episode (with the fixes
 this run found), one procedure per verified acceptance command, every note the model took
 (trust 0.5), the facts the model extracts (trust 0.5), then expiry of what went unused.
@@ -14,12 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agent_cli.agent.learn import digest
+from agent_cli.agent.learn.digest import Digest
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunRecord
 from agent_cli.core.models import CommandRun, Episode, Fact, Fix, TaskRecord
-from agent_cli.core.protocols import LongTermStore, Recalled
+from agent_cli.core.protocols import LongTermStore
 from agent_cli.memory.longterm.records import format_for_context, mark_stale
 
+DIGEST_TOKENS = 1500  # the memory digest's share of a request (the memory_digest_tokens setting)
 PLAN_MIN_SCORE = 0.3  # facts and notes closer than this to the goal are recalled into a run
 NOTE_TRUST = 0.5
 BlobOf = Callable[[str], "str | None"]
@@ -75,25 +78,16 @@ def recall_for_run(
     topics: list[str],
     blob_of: BlobOf,
     count: bool = True,
-) -> list[Recalled]:
-    """The long-term items of the repository `topics[0]` (its identity; the rest are names
-    its items may still be filed under) a run starts with, staleness marked; hits are
-    counted when `count`."""
-    procedures = [p for t in topics for p in longterm.procedures(t)][:5]
+    digest_tokens: int = DIGEST_TOKENS,
+) -> Digest:
+    """The memory digest of the repository `topics[0]` (its identity; the rest are names
+    its items may still be filed under) a run starts with, within `digest_tokens`,
+    staleness marked; hits are counted for what it includes when `count`."""
+    found = digest.build(longterm, goal, topics, digest_tokens, min_score=PLAN_MIN_SCORE)
     if count:
-        longterm.count_hits(procedures)
-    items = longterm.associate(
-        goal,
-        k=5,
-        threshold=PLAN_MIN_SCORE,
-        min_trust=0.5,
-        kinds=("fact", "note"),
-        topics=[*topics, ""],
-        count=count,
-    )
-    episodes = longterm.recall(goal, k=3, kind="episode", topics=topics[:1])
-    found = list(procedures) + sorted(list(items) + list(episodes), key=lambda r: -r.score)
-    return mark_stale(found, blob_of)
+        longterm.count_hits(found.items)
+    mark_stale(found.items, blob_of)
+    return found
 
 
 def fixes_block(longterm: LongTermStore, signatures: list[str], run_id: str, topic: str) -> str:

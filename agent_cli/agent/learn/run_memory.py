@@ -10,11 +10,12 @@ from agent_cli.agent.ask import facts as model_facts
 from agent_cli.agent.ask.window import Window
 from agent_cli.agent.learn import instructions as repo_instructions
 from agent_cli.agent.learn import learning as learn
+from agent_cli.agent.learn.digest import Digest
 from agent_cli.agent.learn.topic import repo_topic
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import Fact, Verdict
-from agent_cli.core.protocols import LongTermStore, Recalled
+from agent_cli.core.protocols import LongTermStore
 
 if TYPE_CHECKING:
     from agent_cli.agent.attempt.runtime import Runtime
@@ -32,11 +33,13 @@ class RunMemory:
         ttl_days: float,
         window: Window,
         read_only: bool = False,
+        digest_tokens: int = learn.DIGEST_TOKENS,
     ) -> None:
         self.longterm = longterm
         self.root = Path(root)
         self.ttl_days = ttl_days
         self.read_only = read_only  # a plan-only run: recall counts no hits
+        self.digest_tokens = digest_tokens
         self._topic: str | None = None
         self.learned = learn.Learned()
         self.instructions = repo_instructions.load(
@@ -60,14 +63,15 @@ class RunMemory:
 
         return blob_hash(self.root, path)
 
-    def recall(self, goal: str) -> list[Recalled]:
-        """What a run starts with from long-term memory (procedures, facts, notes, episodes)."""
+    def recall(self, goal: str) -> Digest:
+        """What a run starts with from long-term memory: the repository's memory digest."""
         return learn.recall_for_run(
             self.longterm,
             goal,
             [self.topic, self.legacy_topic],
             self.blob_of,
             count=not self.read_only,
+            digest_tokens=self.digest_tokens,
         )
 
     def noted(self, state: AgentState, item_id: str, text: str) -> None:

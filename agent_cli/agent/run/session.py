@@ -81,6 +81,7 @@ class RunConfig:
     limits: Limits = field(default_factory=lambda: Limits(200, 30, 5.0, 3000))
     secrets: tuple[str, ...] = ()
     memory_ttl_days: float = 90.0  # long-term items unused this long go to the archive (0: never)
+    memory_digest_tokens: int = 1500  # the share of a request the memory digest may take
     replan: str = "after_task"  # or "off": no re-plan check after a verified task
     max_replans: int = 3  # re-plan checks the harness asks for in one run
     final_summary: bool = True  # ask the model for a closing summary for the human
@@ -208,6 +209,7 @@ class Session:
             config.memory_ttl_days,
             config.limits.window(),
             read_only=config.plan_only,
+            digest_tokens=config.memory_digest_tokens,
         )
         self._answer: Answer | None = None  # the human's answer given with --resume
         self._facts: list[Any] | None = None  # asked for once the tasks are over
@@ -285,7 +287,8 @@ class Session:
         )
 
     def _recall(self, goal: str) -> str:
-        results = self.mem.recall(goal)
+        found = self.mem.recall(goal)
+        results = found.items
         if results:
             kinds = sorted({r.kind for r in results})
             self.sv.console.emit(
@@ -294,7 +297,14 @@ class Session:
                     f"earlier runs ({', '.join(kinds)}); `agent recall` shows them"
                 )
             )
-        return format_for_context(results) if results else ""
+        if not results:
+            return ""
+        return format_for_context(
+            results,
+            max_chars=4 * self.cfg.memory_digest_tokens,
+            max_lines=len(results),
+            more=found.more_line(),
+        )
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
         files = self.sv.workspace.list_files()

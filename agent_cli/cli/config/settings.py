@@ -78,6 +78,7 @@ class Settings(BaseSettings):
     max_replans: int = Field(3, ge=0)
     final_summary: bool = True
     memory_ttl_days: float = Field(90.0, ge=0)
+    memory_digest_tokens: int = Field(1500, ge=0)
     memory_url: str | None = None
     memory_tenant: str | None = None
     memory_database: str | None = None

@@ -295,6 +295,10 @@ class LongTermMemory:
         """The procedures of repository `topic`, the most confirmed first."""
         return self.items.procedures(topic, k)
 
+    def listing(self, topics: list[str], min_trust: float = 0.5, limit: int = 1000) -> list[Result]:
+        """The facts, notes and procedures of the repositories `topics`, the most trusted first."""
+        return self.items.listing(topics, min_trust, limit)
+
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
         """Count one hit (recalled into a run) on each fact, note or procedure of `results`."""
         self.items.count_hits(results, now)

@@ -343,6 +343,26 @@ class Curation:
         found.sort(key=lambda r: -int(r.metadata.get("confirmations", 1)))  # stable: newest first
         return found[:k]
 
+    def listing(self, topics: list[str], min_trust: float = 0.5, limit: int = 1000) -> list[Result]:
+        """The facts, notes and procedures of the repositories `topics` (at most `limit`):
+        the most trusted first, then the most used, then the newest."""
+        with self.store.guard("reading"):
+            got = self.store.cols["facts"].get(
+                where=where(
+                    {"kind": {"$in": list(ITEM_KINDS)}},
+                    {"trust": {"$gte": min_trust}},
+                    topic_where(topics),
+                ),
+                include=["documents", "metadatas"],
+                limit=limit,
+            )
+        found = [
+            item_result(1.0, i, d, m or {})
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)
+        ]
+        found.sort(key=lambda r: (r.trust, r.hit_count, r.date), reverse=True)
+        return found
+
     def adopt(self, legacy: str, topic: str) -> int:
         """The named upgrade `IDENTITY_UPGRADE`: the items stored under the folder-name topic
         `legacy` become items of the repository `topic`; how many were upgraded."""

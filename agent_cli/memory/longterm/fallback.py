@@ -45,6 +45,11 @@ class NoLongTermMemory:
     def procedures(self, topic: str, k: int = 5) -> list[Recalled]:
         return []
 
+    def listing(
+        self, topics: list[str], min_trust: float = 0.5, limit: int = 1000
+    ) -> list[Recalled]:
+        return []
+
     def associate(self, text: str, **options: Any) -> list[Recalled]:
         return []
 
@@ -176,6 +181,11 @@ class FallbackLongTerm:
 
     def procedures(self, topic: str, k: int = 5) -> Sequence[Recalled]:
         return self._call(lambda m: m.procedures(topic, k=k))
+
+    def listing(
+        self, topics: list[str], min_trust: float = 0.5, limit: int = 1000
+    ) -> Sequence[Recalled]:
+        return self._call(lambda m: m.listing(topics, min_trust, limit))
 
     def associate(
         self,

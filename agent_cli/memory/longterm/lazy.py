@@ -235,6 +235,11 @@ class LazyLongTermMemory:
         memory = self._reading()
         return memory.procedures(topic, k=k) if memory else []
 
+    def listing(self, topics: list[str], min_trust: float = 0.5, limit: int = 1000) -> list[Result]:
+        """The facts, notes and procedures of the repositories `topics`; none without a store."""
+        memory = self._reading()
+        return memory.listing(topics, min_trust, limit) if memory else []
+
     def associate(
         self,
         text: str,
@@ -385,6 +390,10 @@ class SnapshotMemory:
     def procedures(self, topic: str, k: int = 5) -> list[Result]:
         """The procedures of repository `topic`, the most confirmed first."""
         return self.items.procedures(topic, k)
+
+    def listing(self, topics: list[str], min_trust: float = 0.5, limit: int = 1000) -> list[Result]:
+        """The facts, notes and procedures of the repositories `topics`, the most trusted first."""
+        return self.items.listing(topics, min_trust, limit)
 
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
         """Count one hit on each fact, note or procedure of `results` (kept in `pending`)."""

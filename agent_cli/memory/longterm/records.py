@@ -88,12 +88,13 @@ def episode_docs(ep: Episode) -> tuple[str, str]:
 
 
 def format_for_context(
-    results: Sequence[Recalled], max_chars: int = 3000, max_lines: int = 12
+    results: Sequence[Recalled], max_chars: int = 3000, max_lines: int = 12, more: str = ""
 ) -> str:
     """Results as a bounded, fenced block for a prompt; empty when there is nothing.
 
     Each line names the item's kind and id, its trust (`trust="0.5"`: the model said it, not the
-    harness) and `stale="true"` when a file it names has changed since.
+    harness) and `stale="true"` when a file it names has changed since; `more`, a line of
+    ours, ends the block.
     """
     lines = [CONTEXT_HEADER]
     used = len(CONTEXT_HEADER)
@@ -107,6 +108,8 @@ def format_for_context(
             break
         lines.append(line)
         used += len(line) + 1
+    if more and len(lines) > 1:
+        lines.append(more)
     return retrieved_memory("\n".join(lines)) if len(lines) > 1 else ""
 
 
