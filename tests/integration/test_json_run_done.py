@@ -62,9 +62,9 @@ def test_the_lock_held_by_another_run(run_agent, scratch_repo):
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["x", "--max-steps", "0"], "max_steps"),  # read, then refused by the settings
+        (["x", "--max-steps", "0"], "--max-steps"),  # read, then refused by the settings
         (["x", "--max-steps", "many"], "--max-steps"),  # not even a number
-        (["--budget-usd", "-1", "x"], "budget_usd"),
+        (["--budget-usd", "-1", "x"], "--budget-usd"),
         (["--hint", "try harder", "x"], "--hint goes with --resume"),
         ([], "a goal is needed"),
     ],
