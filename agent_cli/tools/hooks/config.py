@@ -64,6 +64,14 @@ class HooksConfig(BaseModel):
         hooks: list[HookSpec] = getattr(self, event)
         return hooks
 
+    def summary(self) -> str:
+        """Each configured hook on one line, e.g. `pre_tool: python guard.py (write_file)`."""
+        return "; ".join(
+            f"{e}: {h.shown()}" + (f" ({h.matcher})" if h.matcher != ".*" else "")
+            for e in HOOK_EVENTS
+            for h in self.at(e)
+        )
+
     def any(self) -> bool:
         """Whether any hook is configured at all."""
         return any(self.at(e) for e in HOOK_EVENTS)
