@@ -96,14 +96,25 @@ def test_hooks_that_hang_are_stopped_at_their_timeout_pre_tool_blocks_post_tool_
     run_agent, fake_server, tmp_path
 ):
     hang = "import time; time.sleep(60)"
+    no_mcp = "import sys; print('no MCP tools in this repository', file=sys.stderr); sys.exit(2)"
     rc = agentrc(
         tmp_path / "user-agentrc",
-        pre_tool=[py_hook(hang, matcher="run", timeout_s=1)],
+        pre_tool=[
+            py_hook(hang, matcher="run", timeout_s=1),
+            py_hook(no_mcp, matcher="mcp__.*"),
+        ],
         post_tool=[py_hook(hang, matcher="write_file", timeout_s=1)],
     )
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(
-        [plan(task()), call("run", cmd="echo ran > ran.txt"), make_done(), finish(), no_facts()]
+        [
+            plan(task()),
+            call("run", cmd="echo ran > ran.txt"),
+            call("mcp__time__get_current_time", timezone="UTC"),
+            make_done(),
+            finish(),
+            no_facts(),
+        ]
     )
     start = time.monotonic()
     proc = run(run_agent, srv, repo, rc)  # the terminal log, not --json
@@ -114,6 +125,10 @@ def test_hooks_that_hang_are_stopped_at_their_timeout_pre_tool_blocks_post_tool_
     assert "the tool did not run" in result and "within its timeout of 1s" in result
     assert "a pre_tool hook that does not answer blocks the tool" in result
     assert "timed out, blocking run" in proc.stdout
+    # a tool by its MCP name is matched like any other, at the one place calls are dispatched
+    mcp = tool_results(srv.chat_requests[3])[0]
+    assert "no MCP tools in this repository" in mcp and "unknown tool" not in mcp
+    assert "blocked mcp__time__get_current_time: no MCP tools" in proc.stdout
     assert "hook post_tool" in proc.stdout and "timeout of 1s" in proc.stdout
 
 
