@@ -26,7 +26,6 @@ from agent_cli.core.events import (
     Escalated,
     Event,
     FinalSummary,
-    HookRan,
     Notice,
     PlanMade,
     Planning,
@@ -206,8 +205,7 @@ class RunConsole:
             self.out.flush()
             return
         now = activity(ev, self.state) if self.mode == "live" else None
-        # a retry, or a hook around the tool: what runs is still running
-        keep = isinstance(ev, (Notice, HookRan)) and self._activity is not None
+        keep = isinstance(ev, Notice) and self._activity is not None  # a retry: still running
         if now is None and not keep:
             self._stop_spinner()
         kept = not (isinstance(ev, FinalSummary) and streamed_once(self._streamed, ev.text))
