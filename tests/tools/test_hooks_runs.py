@@ -4,8 +4,12 @@ a task_verified hook that refuses, hooks that hang, run_end's outcome, a reposit
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
+
+import pytest
 
 from agent_cli.cli.config import trust
 from agent_cli.cli.config.settings import load_settings
@@ -164,3 +168,30 @@ def test_a_trusted_repositorys_hooks_run_after_the_users_until_its_agentrc_chang
     (repo / ".agentrc").write_text((repo / ".agentrc").read_text() + "timeout_s = 5\n")
     hooks, notices = pre_tool()
     assert hooks == ["pass"] and "it changed since you trusted it" in notices[0]
+
+
+def test_with_the_sandbox_a_hook_runs_inside_it(run_agent, fake_server, tmp_path):
+    from agent_cli.core.errors import WorkspaceError
+    from agent_cli.workspace.shell.runner import check_sandbox
+
+    try:
+        check_sandbox("bwrap")
+    except WorkspaceError as e:
+        pytest.skip(f"no sandbox here: {e}")
+    # outside /tmp: the sandbox gives /tmp a private tmpfs, where a write would vanish unseen
+    elsewhere = Path(tempfile.mkdtemp(prefix="agent-hook-sandbox-", dir="/var/tmp"))
+    try:
+        escape = f"open({str(elsewhere / 'escaped')!r}, 'w')"
+        rc = agentrc(tmp_path / "user-agentrc", run_end=[py_hook(escape)])
+        repo = repo_with(tmp_path / "repo")
+        srv = fake_server([plan(task()), make_done(), finish(), no_facts()])
+        proc = run_agent(
+            "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo,
+            env={"AGENT_RC": str(rc), "AGENT_SANDBOX": "bwrap"},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert not (elsewhere / "escaped").exists()
+        hook = next(e for e in events(proc.stdout) if e["event"] == "hook")
+        assert hook["outcome"] == "failed" and "Read-only file system" in hook["message"]
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
