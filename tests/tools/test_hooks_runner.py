@@ -180,3 +180,21 @@ def test_a_repositorys_hooks_come_after_the_users():
     assert [h.command for h in both.pre_tool] == [["user"], ["repo"]]
     assert [h.command for h in both.run_end] == [["end"]] and both.any()
     assert not HooksConfig().any()
+
+
+def test_a_post_tool_hook_gets_the_result_bounded(tmp_path):
+    code = "import sys; open('seen.json', 'w').write(sys.stdin.read())"
+    h = hooks(tmp_path, post_tool=[py(code)])
+    text = "r" * 60_000
+    ran = h.after_tool(AT, "run", '{"cmd": "ls"}', {"ok": False, "text": text, "summary": "exit 1"})
+    assert ran[0].outcome == "ok"
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["event"] == "post_tool" and seen["args"] == {"cmd": "ls"}
+    assert seen["result"]["ok"] is False and seen["result"]["summary"] == "exit 1"
+    assert len(seen["result"]["text"]) == 50_000
+
+
+def test_arguments_that_are_not_json_reach_the_hook_as_sent(tmp_path):
+    code = "import json, sys; sys.stderr.write(repr(json.load(sys.stdin)['args'])); sys.exit(2)"
+    ran = hooks(tmp_path, pre_tool=[py(code)]).before_tool(AT, "write_file", '{"path": ')
+    assert ran[0].message == repr('{"path": ')
