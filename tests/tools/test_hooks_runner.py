@@ -117,6 +117,8 @@ def test_output_is_bounded_and_redacted(tmp_path):
     ran = hooks(tmp_path, (secret,), pre_tool=[py(code)]).before_tool(AT, "run", "{}")
     assert secret not in ran[0].message and "[REDACTED]" in ran[0].message
     assert len(ran[0].message) < 5000 and "cut" in ran[0].message
+    shown = hooks(tmp_path, (secret,), pre_tool=[py("pass", command=["true", secret])])
+    assert shown.before_tool(AT, "run", "{}")[0].command == "true [REDACTED]"
 
 
 def test_hooks_get_the_scrubbed_environment(tmp_path, monkeypatch):

@@ -60,9 +60,15 @@ def decide(
 
 
 def as_event(
-    event: HookEvent, spec: HookSpec, ran: Finished, outcome: HookOutcome, index: int, tool: str
+    event: HookEvent,
+    spec: HookSpec,
+    ran: Finished,
+    outcome: HookOutcome,
+    at: tuple[int, str],
+    secrets: tuple[str, ...] = (),
 ) -> HookRan:
-    """The event that says what one hook run did."""
+    """The event that says what one hook run did at `at` (the task's index, the tool)."""
+    index, tool = at
     kind = (
         "ok"
         if isinstance(outcome, GoOn)
@@ -74,7 +80,7 @@ def as_event(
     )
     return HookRan(
         hook=event,
-        command=spec.shown()[:500],
+        command=redact(spec.shown(), secrets)[:500],
         outcome=kind,
         blocks=isinstance(outcome, Block),
         exit_code=ran.exit_code,

@@ -65,7 +65,8 @@ class UserHooks:
         for spec in specs:
             finished = run_hook(spec.command, stdin, self.place, spec.timeout_s)
             outcome = decide(event, spec, finished, self.place.secrets)
-            ran.append(as_event(event, spec, finished, outcome, at.index, tool))
+            shown = as_event(event, spec, finished, outcome, (at.index, tool), self.place.secrets)
+            ran.append(shown)
             if isinstance(outcome, Block):
                 break
         return ran
