@@ -34,7 +34,7 @@ from agent_cli.core.errors import (
     WorkspaceError,
 )
 from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone
-from agent_cli.core.protocols import ChatModel, Console, Embedder
+from agent_cli.core.protocols import ChatModel, Console, Embedder, Hooks
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
@@ -309,6 +309,24 @@ def open_workspace(
     ), policy
 
 
+def make_hooks(settings: Settings, workspace: RepoWorkspace) -> Hooks | None:
+    """The user's hooks, run where and as the model's commands run; None when none is set."""
+    if not settings.hooks.any():
+        return None
+    from agent_cli.tools.hooks.process import HookPlace
+    from agent_cli.tools.hooks.user import UserHooks
+
+    runner = workspace.runner
+    place = HookPlace(
+        root=runner.root,
+        env=runner.env,
+        sandbox=runner.sandbox,
+        readonly=tuple(runner.readonly),
+        secrets=workspace.secrets,
+    )
+    return UserHooks(settings.hooks, place)
+
+
 # -- `agent run` ------------------------------------------------------------------------
 
 
@@ -495,6 +513,7 @@ def _execute(
                     longterm=longterm,
                     parts=kit,
                     store=store,
+                    hooks=make_hooks(settings, workspace),
                 ),
                 config,
             )

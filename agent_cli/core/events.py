@@ -246,6 +246,21 @@ class Notice(BaseModel):
     text: str
 
 
+class HookRan(BaseModel):
+    """One of the user's hooks ran: at which point, around what, and how it ended."""
+
+    event: Literal["hook"] = "hook"
+    hook: str  # pre_tool, post_tool, task_verified or run_end
+    command: str  # its argv as one line
+    outcome: Literal["ok", "blocked", "failed", "timed_out"]
+    blocks: bool = False  # the tool did not run, or the task's verification failed
+    exit_code: int | None = None  # None when it was killed at its timeout
+    index: int = -1  # the task (0-based); -1 at the end of the run
+    tool: str = ""
+    message: str = ""  # its stderr (the reason when it blocks), bounded and redacted
+    duration_s: float = 0.0
+
+
 Event = Union[  # noqa: UP007 (a union of 20 classes reads better as a list)
     RunStarted,
     Planning,
@@ -264,5 +279,6 @@ Event = Union[  # noqa: UP007 (a union of 20 classes reads better as a list)
     TaskSkipped,
     LoopDetected,
     FinalSummary,
+    HookRan,
 ]
 Emit = Callable[[Event], None]

@@ -241,7 +241,7 @@ class Verdict(BaseModel):
     exit_code: int | None = None
     command: str | None = None
     output_tail: str = ""
-    judge: Literal["command", "model", "none"] = "command"
+    judge: Literal["command", "model", "none", "hook"] = "command"
 
 
 class CommandRun(BaseModel):

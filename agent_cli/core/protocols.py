@@ -8,11 +8,12 @@ layer can name a seam without importing the layer that implements it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from agent_cli.core.events import Escalated, Event, PlanMade
+from agent_cli.core.events import Escalated, Event, HookRan, PlanMade
 from agent_cli.core.models import ChatReply, Episode, Usage
 
 Message = dict[str, Any]
@@ -204,3 +205,27 @@ class Console(Protocol):
     def ask_escalation(self, ev: Escalated) -> str: ...
     def stream_text(self, delta: str) -> None: ...
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class HookTask:
+    """The run and the task a hook runs in (index -1: none, at the end of the run)."""
+
+    run_id: str
+    goal: str = ""
+    index: int = -1
+
+
+class Hooks(Protocol):
+    """The user's commands around tool calls, verified tasks and the end of a run.
+
+    Each method runs the hooks configured for its point and returns what each one did; a
+    `blocks` among them stops the tool (`before_tool`) or fails the task (`task_verified`).
+    """
+
+    def before_tool(self, at: HookTask, tool: str, args: str) -> Sequence[HookRan]: ...
+    def after_tool(
+        self, at: HookTask, tool: str, args: str, result: dict[str, Any]
+    ) -> Sequence[HookRan]: ...
+    def task_verified(self, at: HookTask, verdict: dict[str, Any]) -> Sequence[HookRan]: ...
+    def run_end(self, at: HookTask, outcome: dict[str, Any]) -> Sequence[HookRan]: ...

@@ -23,6 +23,7 @@ from agent_cli.core.events import (
     Event,
     FinalSummary,
     HintGiven,
+    HookRan,
     LoopDetected,
     Notice,
     PlanMade,
@@ -210,6 +211,8 @@ def event_line(ev: Event, state: RunState) -> Text | None:
                 else "; it left no changes"
             )
             return Text(f"[{state.label(ev.index)}] skipped{left}", style="bold")
+        case HookRan() if ev.outcome != "ok":
+            return Text("  " + hook_line(ev), style="yellow")
         case LoopDetected():
             what = "the attempt ends" if ev.stopped else "the model is told to change approach"
             return Text(
@@ -217,6 +220,17 @@ def event_line(ev: Event, state: RunState) -> Text | None:
                 style="yellow",
             )
     return None
+
+
+def hook_line(ev: HookRan) -> str:
+    """`hook pre_tool `python guard.py` blocked write_file: no writes under migrations/`."""
+    what = {
+        "blocked": "blocked " + (ev.tool or "the task's verification"),
+        "timed_out": "timed out" + (f", blocking {ev.tool}" if ev.blocks else ""),
+        "failed": "failed",
+    }.get(ev.outcome, ev.outcome)
+    reason = next((line for line in ev.message.splitlines() if line.strip()), "")
+    return f"hook {ev.hook} `{short(ev.command, 80)}` {what}: {short(reason, 160)}".rstrip(": ")
 
 
 def revision_text(ev: PlanRevised) -> str:

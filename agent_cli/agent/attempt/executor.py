@@ -15,7 +15,7 @@ from typing import Any, ClassVar, cast
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.window import after_overflow, send, stub_arguments
-from agent_cli.agent.attempt import loopguard, pins
+from agent_cli.agent.attempt import hooked, loopguard, pins
 from agent_cli.agent.attempt.freshness import after_tool
 from agent_cli.agent.attempt.runtime import Limits, Runtime, check_budgets
 from agent_cli.agent.attempt.toolbox import TOOLS, ToolResult, fenced
@@ -377,7 +377,7 @@ def step(
                 index=index, step=rt.state.step + 1, name=call.name, arguments=arguments
             )
         )
-        result, repeats = _guard(rt, index, guard, call, rt.toolbox.execute(call))
+        result, repeats = _guard(rt, index, guard, call, hooked.execute(rt, index, call))
         _count_malformed(rt, result.malformed)
         shown.calls.append(call)
         shown_text, item_id = _record(rt, index, call, result, reply.usage, repeats == 1)

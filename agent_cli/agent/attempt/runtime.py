@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from agent_cli.agent.learn.instructions import Instructions
     from agent_cli.agent.run.journal import StepRecord
     from agent_cli.agent.run.state import AgentState
-    from agent_cli.core.protocols import ChatModel
+    from agent_cli.core.protocols import ChatModel, Hooks
     from agent_cli.memory.working.memory import WorkingMemory
 
 Log = Callable[[dict[str, Any]], None]
@@ -59,6 +59,8 @@ class Runtime:
     instructions: Instructions | None = None
     spent_before: float = 0.0  # money spent by earlier sessions of a resumed run
     views: FileViews = field(default_factory=FileViews)  # items showing files (freshness.py)
+    hooks: Hooks | None = None  # the user's hooks (hooked.py); None: none configured
+    run_id: str = ""
     _fixes: str = field(default="", init=False)
     _unpin_asked: frozenset[str] = field(default=frozenset(), init=False)
     _malformed: int = field(default=0, init=False)

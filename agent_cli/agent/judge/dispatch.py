@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from agent_cli.agent.attempt import hooked
 from agent_cli.agent.attempt.executor import AttemptOutcome, run_attempt
 from agent_cli.agent.attempt.runtime import Runtime
 from agent_cli.agent.judge.verifier import Proofs, judging_commands, proof, verify
@@ -126,6 +127,8 @@ def dispatch_and_verify(
         outcome = run_attempt(rt, index, task.attempts)
         task.summary = outcome.summary
         verdict = _judge(rt, ws, index, accept_cmds, outcome, verifier_model)
+        if verdict.passed and not _nothing_to_do(ws, rt.state.plan, task, verdict):
+            verdict = hooked.task_verified(rt, index, verdict)  # a hook may refuse it
         task.exit_code, task.last_reason = verdict.exit_code, verdict.reason
         rt.emit(
             events.Verified(

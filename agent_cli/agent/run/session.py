@@ -27,6 +27,7 @@ from agent_cli.agent.adapt.escalate import (
     skipped_message,
 )
 from agent_cli.agent.ask import closing, planner
+from agent_cli.agent.attempt import hooked
 from agent_cli.agent.attempt.runtime import Limits, Runtime
 from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.judge.dispatch import dispatch_and_verify
@@ -57,7 +58,7 @@ from agent_cli.core.errors import (
     StorageError,
 )
 from agent_cli.core.models import MAX_ATTEMPTS, SETTLED, Plan, Task, Verdict
-from agent_cli.core.protocols import ChatModel, Console, LongTermStore, Workspace
+from agent_cli.core.protocols import ChatModel, Console, Hooks, LongTermStore, Workspace
 from agent_cli.core.redact import redact
 from agent_cli.memory.longterm.records import format_for_context
 from agent_cli.memory.longterm.signatures import failure_signatures
@@ -188,6 +189,7 @@ class Services:
     longterm: LongTermStore
     parts: RunParts
     store: RunStore
+    hooks: Hooks | None = None  # the user's hooks; None: none configured
 
 
 class Session:
@@ -272,19 +274,19 @@ class Session:
 
     def _done_early(self, status: str, code: int, message: str) -> None:
         usage = self.sv.model.usage
-        self.sv.console.emit(
-            events.RunDone(
-                run_id="",
-                status=status,
-                exit_code=code,
-                tasks=[],
-                steps=0,
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                cost_usd=usage.cost_usd,
-                message=message,
-            )
+        done = events.RunDone(
+            run_id="",
+            status=status,
+            exit_code=code,
+            tasks=[],
+            steps=0,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost_usd,
+            message=message,
         )
+        hooked.run_end(self.sv.hooks, self.sv.console.emit, done)
+        self.sv.console.emit(done)
 
     def _recall(self, goal: str) -> str:
         found = self.mem.recall(goal)
@@ -434,6 +436,8 @@ class Session:
             recalled=recalled,
             instructions=self.mem.instructions,
             spent_before=run.usage.cost_usd,
+            hooks=self.sv.hooks,
+            run_id=run.run_id,
         )
         code, message = EXIT_ERROR, ""
         try:
@@ -625,22 +629,22 @@ class Session:
     def _done(self, code: int, message: str) -> None:
         assert self.rt is not None and self.run is not None
         state, run = self.rt.state, self.run
-        self._emit(
-            events.RunDone(
-                run_id=run.run_id,
-                status=run.status,
-                exit_code=code,
-                tasks=events.reported(state.plan, self.cfg.accept_cmds),
-                steps=state.step,
-                prompt_tokens=run.usage.prompt_tokens,
-                completion_tokens=run.usage.completion_tokens,
-                cached_tokens=run.usage.cached_tokens,
-                cost_usd=run.usage.cost_usd,
-                branch=run.branch,
-                base=self._base_branch(),
-                message=message,
-            )
+        done = events.RunDone(
+            run_id=run.run_id,
+            status=run.status,
+            exit_code=code,
+            tasks=events.reported(state.plan, self.cfg.accept_cmds),
+            steps=state.step,
+            prompt_tokens=run.usage.prompt_tokens,
+            completion_tokens=run.usage.completion_tokens,
+            cached_tokens=run.usage.cached_tokens,
+            cost_usd=run.usage.cost_usd,
+            branch=run.branch,
+            base=self._base_branch(),
+            message=message,
         )
+        hooked.run_end(self.sv.hooks, self._emit, done)
+        self._emit(done)
 
     def _base_branch(self) -> str:
         """The branch the run started from (runs saved before it was recorded have none)."""

@@ -12,8 +12,8 @@ team's shared credential, and files get copied, committed and pasted into bug re
 A repository's `.agentrc` comes with a clone, so it may only tighten safety: `approval =
 "ask"`, `sandbox = "bwrap"`, more `deny_commands` (added to the user's, never replacing
 them); it never sets `home`. Its endpoint keys (`base_url`, `model`, `embedding_model`)
-apply only in a repository the user trusts (`agent trust`). Each value ignored is named
-in one notice.
+and its `hooks` (run after the user's own) apply only in a repository the user trusts
+(`agent trust`). Each value ignored is named in one notice.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent_cli.cli.config import trust
 from agent_cli.core.errors import ConfigError
+from agent_cli.tools.hooks.config import HooksConfig, combined
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 CHROMA_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")  # Chroma's rule
@@ -83,6 +84,7 @@ class Settings(BaseSettings):
     memory_tenant: str | None = None
     memory_database: str | None = None
     memory_token: SecretStr | None = None
+    hooks: HooksConfig = Field(default_factory=HooksConfig)  # [[hooks.pre_tool]] and the others
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
     notices: list[str] = Field(default_factory=list, exclude=True)
 
@@ -169,6 +171,7 @@ class Settings(BaseSettings):
         out = self.model_dump(exclude={"sources", "notices"})
         out["api_key"] = _mask(self.key() or "")
         out["memory_token"] = _mask(self.memory_token_value() or "")
+        out["hooks"] = self.hooks.summary() or None
         return out
 
     def shown(self) -> tuple[dict[str, Any], dict[str, str]]:
@@ -202,7 +205,7 @@ def _mask(secret: str) -> str | None:
 
 FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices")]
 # Keys of a repository's .agentrc that apply only when the user trusts the repository.
-TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url"}
+TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "hooks"}
 ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
 
 
@@ -320,6 +323,8 @@ def _restrict_repo_layer(
         kept["deny_commands"] = list(lower.deny_commands) + [
             c for c in kept["deny_commands"] if c not in lower.deny_commands
         ]
+    if "hooks" in kept and trusted == "trusted":  # run after the user's own, never instead
+        kept["hooks"] = combined(lower.hooks, kept["hooks"])
     if trusted != "trusted":
         untrusted = sorted(k for k in TRUSTED_ONLY if kept.pop(k, None) is not None)
     parts = []

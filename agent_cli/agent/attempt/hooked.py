@@ -1,0 +1,75 @@
+"""The user's hooks at the loop's points: around each tool call, after a verified task, at the end.
+
+Each point asks `core.protocols.Hooks` (None: no hooks configured, and nothing is done) and
+emits what every hook did. A `pre_tool` hook that blocks keeps the tool from running and its
+reason becomes the tool's result for the model; a `task_verified` hook that blocks turns the
+passing verdict into a failed one, so the attempt counts and the task is retried or escalated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent_cli.agent.attempt.toolbox import ToolResult
+from agent_cli.core import events
+from agent_cli.core.models import ToolCall, Verdict
+from agent_cli.core.protocols import Hooks, HookTask
+
+if TYPE_CHECKING:
+    from agent_cli.agent.attempt.runtime import Runtime
+
+
+def _first_block(ran: Sequence[events.HookRan], emit: events.Emit) -> events.HookRan | None:
+    """Emit each hook's event; the one that blocked, if any."""
+    for ev in ran:
+        emit(ev)
+    return next((ev for ev in ran if ev.blocks), None)
+
+
+def _at(rt: Runtime, index: int) -> HookTask:
+    return HookTask(run_id=rt.run_id, goal=rt.state.plan[index].goal, index=index)
+
+
+def execute(rt: Runtime, index: int, call: ToolCall) -> ToolResult:
+    """Run `call` with the toolbox, between its `pre_tool` and `post_tool` hooks."""
+    if rt.hooks is None:
+        return rt.toolbox.execute(call)
+    at = _at(rt, index)
+    block = _first_block(rt.hooks.before_tool(at, call.name, call.arguments), rt.emit)
+    if block is not None:
+        return ToolResult(
+            call.name,
+            f"the tool did not run: a pre_tool hook refused it ({block.command}):\n{block.message}",
+            ok=False,
+            summary="blocked by a pre_tool hook",
+        )
+    result = rt.toolbox.execute(call)
+    shown = {"ok": result.ok, "text": result.text, "summary": result.summary}
+    _first_block(rt.hooks.after_tool(at, call.name, call.arguments, shown), rt.emit)
+    return result
+
+
+def task_verified(rt: Runtime, index: int, verdict: Verdict) -> Verdict:
+    """`verdict` of a task about to be committed, or a failed one when a hook refused it."""
+    if rt.hooks is None or not verdict.passed:
+        return verdict
+    block = _first_block(rt.hooks.task_verified(_at(rt, index), verdict.model_dump()), rt.emit)
+    if block is None:
+        return verdict
+    return Verdict(
+        passed=False,
+        judge="hook",
+        command=verdict.command,
+        exit_code=block.exit_code,
+        reason=f"the harness's check passed, but a task_verified hook refused the task "
+        f"({block.command}): {block.message}",
+    )
+
+
+def run_end(hooks: Hooks | None, emit: events.Emit, done: events.RunDone) -> None:
+    """The `run_end` hooks, given the run's outcome (what `run_done` says)."""
+    if hooks is None:
+        return
+    outcome: dict[str, Any] = done.model_dump(exclude={"event"})
+    _first_block(hooks.run_end(HookTask(run_id=done.run_id), outcome), emit)

@@ -1,0 +1,83 @@
+"""The `[[hooks.*]]` tables of an `.agentrc`: which command runs at which point, for which tools."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+HookEvent = Literal["pre_tool", "post_tool", "task_verified", "run_end"]
+HOOK_EVENTS: tuple[HookEvent, ...] = ("pre_tool", "post_tool", "task_verified", "run_end")
+DEFAULT_TIMEOUT_S = 30.0
+MAX_TIMEOUT_S = 3600.0
+
+
+class HookSpec(BaseModel):
+    """One hook: the tools it watches (a regular expression, full match), its argv, its timeout."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    matcher: str = ".*"  # over tool names (pre_tool, post_tool); the other events ignore it
+    command: list[str] = Field(min_length=1)
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)
+
+    @field_validator("matcher")
+    @classmethod
+    def _compiles(cls, matcher: str) -> str:
+        """A regular expression Python can compile; empty means every tool."""
+        try:
+            re.compile(matcher)
+        except re.error as e:
+            raise ValueError(f"not a regular expression: {e}") from None
+        return matcher or ".*"
+
+    @field_validator("command")
+    @classmethod
+    def _program(cls, command: list[str]) -> list[str]:
+        """An argv whose program is named."""
+        if not command[0].strip():
+            raise ValueError("the first item must name the program to run")
+        return command
+
+    def matches(self, tool: str) -> bool:
+        """Whether this hook runs for `tool` (the whole name must match)."""
+        return re.fullmatch(self.matcher, tool) is not None
+
+    def shown(self) -> str:
+        """The command as one line, for the log and the events."""
+        return " ".join(self.command)
+
+
+class HooksConfig(BaseModel):
+    """Every configured hook, by the point of the run it runs at, in the order given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pre_tool: list[HookSpec] = Field(default_factory=list)
+    post_tool: list[HookSpec] = Field(default_factory=list)
+    task_verified: list[HookSpec] = Field(default_factory=list)
+    run_end: list[HookSpec] = Field(default_factory=list)
+
+    def at(self, event: HookEvent) -> list[HookSpec]:
+        """The hooks of `event`."""
+        hooks: list[HookSpec] = getattr(self, event)
+        return hooks
+
+    def summary(self) -> str:
+        """Each configured hook on one line, e.g. `pre_tool: python guard.py (write_file)`."""
+        return "; ".join(
+            f"{e}: {h.shown()}" + (f" ({h.matcher})" if h.matcher != ".*" else "")
+            for e in HOOK_EVENTS
+            for h in self.at(e)
+        )
+
+    def any(self) -> bool:
+        """Whether any hook is configured at all."""
+        return any(self.at(e) for e in HOOK_EVENTS)
+
+
+def combined(first: HooksConfig, then: dict[str, Any]) -> dict[str, Any]:
+    """`first`'s hooks followed by those of the `.agentrc` table `then`, as one table."""
+    later = HooksConfig.model_validate(then)
+    return {e: [h.model_dump() for h in first.at(e) + later.at(e)] for e in HOOK_EVENTS}

@@ -1,0 +1,102 @@
+"""What a hook's exit means: go on (0), block (2, its stderr the reason), or a notice (anything else).
+
+A `pre_tool` hook that does not answer within its timeout blocks the tool (fail closed): a
+guard that hangs must not let the call through. At every other point a timeout is a notice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_cli.core.events import HookRan
+from agent_cli.core.redact import redact
+from agent_cli.tools.hooks.config import HookEvent, HookSpec
+from agent_cli.tools.hooks.process import Finished
+
+BLOCK_EXIT = 2
+MESSAGE_MAX = 4000  # characters of a hook's stderr kept as its reason or notice
+
+
+@dataclass(frozen=True)
+class GoOn:
+    """The hook exited 0: the run goes on."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """The hook refused: the tool does not run, or the verification fails, for `reason`."""
+
+    reason: str
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class Warn:
+    """The hook failed (another exit, or a timeout where that does not block): a notice."""
+
+    text: str
+    timed_out: bool = False
+
+
+HookOutcome = GoOn | Block | Warn
+
+
+def decide(
+    event: HookEvent, spec: HookSpec, ran: Finished, secrets: tuple[str, ...]
+) -> HookOutcome:
+    """The outcome of one hook run at `event`."""
+    stderr = _bounded(redact(ran.stderr, secrets).strip())
+    if ran.timed_out:
+        said = f"the hook did not finish within its timeout of {spec.timeout_s:g}s and was stopped"
+        if event == "pre_tool":
+            return Block(f"{said}; a pre_tool hook that does not answer blocks the tool", True)
+        return Warn(said, True)
+    if ran.exit_code == 0:
+        return GoOn()
+    if ran.exit_code == BLOCK_EXIT:
+        return Block(stderr or "(the hook exited 2 and wrote no reason on stderr)")
+    stdout = _bounded(redact(ran.stdout, secrets).strip())
+    return Warn(f"exit {ran.exit_code}" + (f": {stderr or stdout}" if stderr or stdout else ""))
+
+
+def as_event(
+    event: HookEvent,
+    spec: HookSpec,
+    ran: Finished,
+    outcome: HookOutcome,
+    at: tuple[int, str],
+    secrets: tuple[str, ...] = (),
+) -> HookRan:
+    """The event that says what one hook run did at `at` (the task's index, the tool)."""
+    index, tool = at
+    kind = (
+        "ok"
+        if isinstance(outcome, GoOn)
+        else "timed_out"
+        if outcome.timed_out
+        else "blocked"
+        if isinstance(outcome, Block)
+        else "failed"
+    )
+    return HookRan(
+        hook=event,
+        command=redact(spec.shown(), secrets)[:500],
+        outcome=kind,
+        blocks=isinstance(outcome, Block),
+        exit_code=ran.exit_code,
+        index=index,
+        tool=tool,
+        message=outcome.reason
+        if isinstance(outcome, Block)
+        else outcome.text
+        if isinstance(outcome, Warn)
+        else "",
+        duration_s=round(ran.duration_s, 3),
+    )
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MESSAGE_MAX:
+        return text
+    half = MESSAGE_MAX // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"

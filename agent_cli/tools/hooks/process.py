@@ -1,0 +1,183 @@
+"""Run one hook's command: JSON on stdin, stdout and stderr apart and bounded, a hard timeout.
+
+The command runs like the model's commands: the scrubbed environment, the repository root as
+its working directory, under bubblewrap when the run is sandboxed, in its own process group
+that is killed at the timeout, and no process it started outlives it (`shell.reaper`).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent_cli.workspace.shell import reaper
+from agent_cli.workspace.shell.runner import bwrap_argv
+
+MAX_STREAM_BYTES = 16_000  # what is kept of each of stdout and stderr (head and tail)
+TERM_GRACE_S = 1.0
+LINGER_S = 0.5  # output read after the hook exits, from what it left running
+_READ_CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class HookPlace:
+    """Where and how hooks run: the model's commands' root, environment and sandbox."""
+
+    root: Path
+    env: dict[str, str]
+    sandbox: str = "none"
+    readonly: tuple[Path, ...] = ()  # read-only inside the sandbox (.git, the state directory)
+    secrets: tuple[str, ...] = ()  # redacted from what a hook writes
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How the hook's process ended: its exit code (None when killed at the timeout), output."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_s: float
+
+
+@dataclass
+class _Bounded:
+    """The first and last halves of `limit` bytes of a stream, the cut said."""
+
+    limit: int = MAX_STREAM_BYTES
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit // 2 - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            del self.tail[: max(0, len(self.tail) - self.limit // 2)]
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        cut = self.total - len(self.head) - len(self.tail)
+        return f"{head}\n[... {cut} bytes cut ...]\n{tail}" if cut > 0 else head + tail
+
+
+def run_hook(argv: list[str], stdin: bytes, place: HookPlace, timeout_s: float) -> Finished:
+    """Run `argv` in `place` with `stdin` as its input, to its end or its timeout."""
+    if place.sandbox == "bwrap":
+        argv = bwrap_argv(argv, place.root, [place.root], list(place.readonly))
+    spared = reaper.adopt_orphans()
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=place.root,
+            env=place.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as e:
+        code = 127 if isinstance(e, FileNotFoundError) else 126
+        why = "command not found" if code == 127 else f"cannot run it ({e.strerror})"
+        return Finished(code, "", f"{argv[0]}: {why}", False, time.monotonic() - start)
+    feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True, name="hook-stdin")
+    feeder.start()
+    out, err = _Bounded(), _Bounded()
+    try:
+        timed_out = _collect(proc, out, err, start + timeout_s)
+    except BaseException:
+        _stop_group(proc, 0.0)
+        raise
+    finally:
+        _stop_group(proc, 0.0)  # what the hook left running in its group goes with it
+        reaper.kill_leftovers(spared)
+        feeder.join(timeout=1.0)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    exit_code = None if timed_out else proc.returncode
+    return Finished(exit_code, out.text(), err.text(), timed_out, time.monotonic() - start)
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write the hook's input and close it; a hook that does not read it is no error."""
+    assert proc.stdin is not None  # stdin=PIPE
+    try:
+        proc.stdin.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    try:
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _collect(proc: subprocess.Popen[bytes], out: _Bounded, err: _Bounded, deadline: float) -> bool:
+    """Read both streams until they close and the process ends, or the deadline; True on timeout."""
+    assert proc.stdout is not None and proc.stderr is not None  # both PIPE
+    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    poller = select.poll()
+    for fd in streams:
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+    ended: float | None = None
+    while streams:
+        now = time.monotonic()
+        left = deadline - now
+        if left <= 0:
+            break
+        if proc.poll() is not None:
+            # a process the hook left in the background may hold its pipes open
+            ended = ended or now
+            if now - ended > LINGER_S:
+                break
+        for fd, _ in poller.poll(min(left, 0.1) * 1000):
+            chunk = os.read(fd, _READ_CHUNK)
+            if chunk:
+                streams[fd].feed(chunk)
+            else:
+                poller.unregister(fd)
+                del streams[fd]
+    if not streams:  # both closed: the hook is ending
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    if proc.poll() is None:
+        _stop_group(proc, TERM_GRACE_S)
+        return True
+    return False
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM the hook's process group, then SIGKILL what is left after `grace_s`."""
+    if grace_s > 0:
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,80 @@
+"""The user's hooks as a run calls them (`core.protocols.Hooks`): match, run in order, report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agent_cli.core import strictjson
+from agent_cli.core.events import HookRan
+from agent_cli.core.protocols import HookTask
+from agent_cli.core.redact import redact_all
+from agent_cli.tools.hooks.config import HookEvent, HooksConfig
+from agent_cli.tools.hooks.outcome import Block, as_event, decide
+from agent_cli.tools.hooks.process import HookPlace, run_hook
+
+RESULT_MAX = 50_000  # characters of a tool's result a post_tool hook is given
+
+
+class UserHooks:
+    """Runs the configured hooks of each point; at one point they run in order, and the first
+    that blocks ends the round (the later ones do not run)."""
+
+    def __init__(self, config: HooksConfig, place: HookPlace) -> None:
+        self.config = config
+        self.place = place
+
+    def before_tool(self, at: HookTask, tool: str, args: str) -> Sequence[HookRan]:
+        return self._run("pre_tool", at, tool, {"tool": tool, "args": _arguments(args)})
+
+    def after_tool(
+        self, at: HookTask, tool: str, args: str, result: dict[str, Any]
+    ) -> Sequence[HookRan]:
+        shown = dict(result)
+        if isinstance(shown.get("text"), str):
+            shown["text"] = shown["text"][:RESULT_MAX]
+        return self._run(
+            "post_tool", at, tool, {"tool": tool, "args": _arguments(args), "result": shown}
+        )
+
+    def task_verified(self, at: HookTask, verdict: dict[str, Any]) -> Sequence[HookRan]:
+        return self._run("task_verified", at, "", {"result": verdict})
+
+    def run_end(self, at: HookTask, outcome: dict[str, Any]) -> Sequence[HookRan]:
+        return self._run("run_end", at, "", {"result": outcome, "outcome": outcome})
+
+    def _run(
+        self, event: HookEvent, at: HookTask, tool: str, extra: dict[str, Any]
+    ) -> list[HookRan]:
+        specs = [h for h in self.config.at(event) if not tool or h.matches(tool)]
+        if not specs:
+            return []
+        payload = {
+            "event": event,
+            "run_id": at.run_id,
+            "task": {"goal": at.goal, "index": at.index} if at.index >= 0 else None,
+            "tool": tool or None,
+            "args": None,
+            "result": None,
+            "repo": str(self.place.root),
+            **extra,
+        }
+        stdin = json.dumps(redact_all(payload, self.place.secrets)).encode()
+        ran: list[HookRan] = []
+        for spec in specs:
+            finished = run_hook(spec.command, stdin, self.place, spec.timeout_s)
+            outcome = decide(event, spec, finished, self.place.secrets)
+            shown = as_event(event, spec, finished, outcome, (at.index, tool), self.place.secrets)
+            ran.append(shown)
+            if isinstance(outcome, Block):
+                break
+        return ran
+
+
+def _arguments(args: str) -> Any:
+    """The call's arguments as JSON data; the text as sent when it is not a JSON object."""
+    try:
+        return strictjson.loads(args or "{}")
+    except ValueError:
+        return args

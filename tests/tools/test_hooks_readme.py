@@ -1,0 +1,79 @@
+"""The README's "Hooks" section: its configuration is valid, and its worked example (a pre_tool
+hook that refuses writes under migrations/) does what it says in a scripted `agent run`."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+from agent_cli.tools.hooks.config import HOOK_EVENTS, HooksConfig
+from reliability.relkit import (
+    GOAL,
+    events,
+    finish,
+    make_done,
+    no_facts,
+    plan,
+    repo_with,
+    task,
+    tool_results,
+)
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def section() -> str:
+    text = README.read_text()
+    start = text.index("\n## Hooks\n")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", section(), re.S)
+
+
+def test_the_readme_configuration_names_the_four_points_and_a_valid_pre_tool_hook():
+    tables = tomllib.loads(blocks("toml")[0])["hooks"]
+    assert tuple(tables) == HOOK_EVENTS
+    config = HooksConfig.model_validate({"pre_tool": tables["pre_tool"]})
+    hook = config.pre_tool[0]
+    assert hook.timeout_s == 30 and hook.command == ["python", "scripts/guard.py"]
+    assert hook.matches("mcp__time__get_current_time") and not hook.matches("read_file")
+
+
+def test_the_readme_example_refuses_a_write_under_migrations_and_the_model_reads_why(
+    run_agent, fake_server, tmp_path
+):
+    config, script = blocks("toml")[1], blocks("python")[0]
+    repo = repo_with(tmp_path / "repo", {"scripts/no_migrations.py": script})
+    rc = tmp_path / "user-agentrc"
+    rc.write_text(config)
+    srv = fake_server(
+        [
+            plan(task()),
+            make_done("migrations/0002.sql", "ALTER TABLE t ADD c int;\n"),
+            make_done(),
+            finish(),
+            no_facts(),
+        ]
+    )
+    # "python" in the README's command is this interpreter
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    proc = run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo,
+        env={"AGENT_RC": str(rc), "PATH": path},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (repo / "migrations").exists() and (repo / "done.txt").exists()
+    said = "migrations/0002.sql is generated: change the models and run `make migrations`"
+    blocked = tool_results(srv.chat_requests[2])[0]
+    assert "the tool did not run" in blocked and said in blocked
+    hooks = [e for e in events(proc.stdout) if e["event"] == "hook"]
+    assert [(e["tool"], e["outcome"], e["blocks"]) for e in hooks] == [
+        ("write_file", "blocked", True),
+        ("write_file", "ok", False),
+    ]
+    assert said in hooks[0]["message"] and hooks[0]["exit_code"] == 2

@@ -1,0 +1,202 @@
+"""The hook runner with real processes: stdin JSON, exits, timeouts, bounds, environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from agent_cli.core.protocols import HookTask
+from agent_cli.tools.hooks.config import HooksConfig, HookSpec, combined
+from agent_cli.tools.hooks.process import HookPlace, run_hook
+from agent_cli.tools.hooks.user import UserHooks
+from agent_cli.workspace.shell.runner import scrub_env
+
+PY = sys.executable
+AT = HookTask(run_id="r1", goal="Create done.txt", index=0)
+
+
+def place(root: Path, secrets: tuple[str, ...] = ()) -> HookPlace:
+    return HookPlace(root=root, env=scrub_env(dict(os.environ), list(secrets)), secrets=secrets)
+
+
+def hooks(root: Path, secrets: tuple[str, ...] = (), **events: list[dict]) -> UserHooks:
+    return UserHooks(HooksConfig.model_validate(events), place(root, secrets))
+
+
+def py(code: str, **spec) -> dict:
+    return {"command": [PY, "-c", code], **spec}
+
+
+def test_a_hook_reads_one_json_object_and_runs_in_the_repository_root(tmp_path):
+    code = (
+        "import json, os, sys; d = json.load(sys.stdin); "
+        "open('seen.json', 'w').write(json.dumps({**d, 'cwd': os.getcwd()}))"
+    )
+    ran = hooks(tmp_path, pre_tool=[py(code)]).before_tool(
+        AT, "write_file", '{"path": "a.txt", "content": "x"}'
+    )
+    assert [(e.outcome, e.blocks, e.exit_code) for e in ran] == [("ok", False, 0)]
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["event"] == "pre_tool" and seen["run_id"] == "r1"
+    assert seen["task"] == {"goal": "Create done.txt", "index": 0}
+    assert seen["tool"] == "write_file" and seen["args"] == {"path": "a.txt", "content": "x"}
+    assert seen["result"] is None and seen["cwd"] == str(tmp_path)
+
+
+def test_exit_2_blocks_with_stderr_as_the_reason_and_later_hooks_do_not_run(tmp_path):
+    block = py("import sys; sys.stderr.write('no writes under migrations/'); sys.exit(2)")
+    later = py("open('later-ran', 'w')")
+    ran = hooks(tmp_path, pre_tool=[block, later]).before_tool(AT, "write_file", "{}")
+    assert len(ran) == 1 and ran[0].blocks and ran[0].outcome == "blocked"
+    assert ran[0].message == "no writes under migrations/" and ran[0].exit_code == 2
+    assert not (tmp_path / "later-ran").exists()
+
+
+def test_another_exit_is_a_notice_and_does_not_block(tmp_path):
+    ran = hooks(tmp_path, post_tool=[py("import sys; print('oops', file=sys.stderr); sys.exit(1)")])
+    events = ran.after_tool(AT, "run", '{"cmd": "ls"}', {"ok": True, "text": "x"})
+    assert [(e.outcome, e.blocks) for e in events] == [("failed", False)]
+    assert events[0].message == "exit 1: oops"
+
+
+def test_a_hook_that_cannot_start_is_a_notice(tmp_path):
+    ran = hooks(tmp_path, pre_tool=[{"command": ["/no/such/hook"]}]).before_tool(AT, "run", "{}")
+    assert ran[0].outcome == "failed" and not ran[0].blocks and ran[0].exit_code == 127
+
+
+def test_a_pre_tool_hook_that_hangs_blocks_at_its_timeout_and_its_group_is_killed(tmp_path):
+    # the hook's child writes its pid, then both sleep; neither may survive the timeout
+    code = (
+        "import subprocess, sys, time; "
+        "p = subprocess.Popen(['sleep', '60']); open('child.pid', 'w').write(str(p.pid)); "
+        "time.sleep(60)"
+    )
+    start = time.monotonic()
+    ran = hooks(tmp_path, pre_tool=[py(code, timeout_s=1)]).before_tool(AT, "write_file", "{}")
+    assert time.monotonic() - start < 10
+    assert ran[0].outcome == "timed_out" and ran[0].blocks and ran[0].exit_code is None
+    assert "timeout of 1s" in ran[0].message and "blocks the tool" in ran[0].message
+    pid = int((tmp_path / "child.pid").read_text())
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_other_hooks_that_hang_are_a_notice(tmp_path):
+    hang = py("import time; time.sleep(60)", timeout_s=0.5)
+    for event, call in (
+        ("post_tool", lambda h: h.after_tool(AT, "run", "{}", {"ok": True, "text": ""})),
+        ("task_verified", lambda h: h.task_verified(AT, {"passed": True})),
+        ("run_end", lambda h: h.run_end(HookTask("r1"), {"status": "verified"})),
+    ):
+        ran = call(hooks(tmp_path, **{event: [hang]}))
+        assert [(e.outcome, e.blocks) for e in ran] == [("timed_out", False)], event
+
+
+def test_a_hook_that_exits_leaving_a_process_holding_its_pipes_is_not_waited_for(tmp_path):
+    code = "import subprocess; subprocess.Popen(['sleep', '30'])"
+    start = time.monotonic()
+    ran = hooks(tmp_path, pre_tool=[py(code, timeout_s=20)]).before_tool(AT, "run", "{}")
+    assert ran[0].outcome == "ok" and time.monotonic() - start < 5
+
+
+def test_a_hook_that_does_not_read_a_large_input_is_not_stuck(tmp_path):
+    ran = hooks(tmp_path, post_tool=[py("pass", timeout_s=10)]).after_tool(
+        AT, "read_file", "{}", {"ok": True, "text": "x" * 10_000_000}
+    )
+    assert ran[0].outcome == "ok"
+
+
+def test_output_is_bounded_and_redacted(tmp_path):
+    secret = "sk-live-" + "q" * 20
+    code = f"import sys; sys.stderr.write('key {secret} ' + 'y' * 100000); sys.exit(2)"
+    ran = hooks(tmp_path, (secret,), pre_tool=[py(code)]).before_tool(AT, "run", "{}")
+    assert secret not in ran[0].message and "[REDACTED]" in ran[0].message
+    assert len(ran[0].message) < 5000 and "cut" in ran[0].message
+    shown = hooks(tmp_path, (secret,), pre_tool=[py("pass", command=["true", secret])])
+    assert shown.before_tool(AT, "run", "{}")[0].command == "true [REDACTED]"
+
+
+def test_hooks_get_the_scrubbed_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-for-hooks-000000")
+    monkeypatch.setenv("HOOK_VISIBLE", "yes")
+    code = "import os, sys; sys.stderr.write(repr(sorted(os.environ))); sys.exit(2)"
+    ran = hooks(tmp_path, pre_tool=[py(code)]).before_tool(AT, "run", "{}")
+    assert "HOOK_VISIBLE" in ran[0].message and "OPENAI_API_KEY" not in ran[0].message
+
+
+def test_the_matcher_is_a_full_match_over_the_tool_name(tmp_path):
+    h = hooks(tmp_path, pre_tool=[py("pass", matcher="write_file|edit_file|mcp__.*")])
+    assert [len(h.before_tool(AT, t, "{}")) for t in ("write_file", "edit_file")] == [1, 1]
+    assert len(h.before_tool(AT, "mcp__time__get_current_time", "{}")) == 1
+    assert h.before_tool(AT, "read_file", "{}") == []
+    assert h.before_tool(AT, "write_file_2", "{}") == []  # full match, not a search
+    assert len(hooks(tmp_path, pre_tool=[py("pass")]).before_tool(AT, "anything", "{}")) == 1
+
+
+def test_the_sandbox_keeps_a_hook_from_writing_outside_the_repository(tmp_path):
+    from agent_cli.core.errors import WorkspaceError
+    from agent_cli.workspace.shell.runner import check_sandbox
+
+    try:
+        check_sandbox("bwrap")
+    except WorkspaceError as e:
+        pytest.skip(f"no sandbox here: {e}")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    code = f"open({str(outside / 'x')!r}, 'w')"
+    sandboxed = HookPlace(root=repo, env=scrub_env(dict(os.environ)), sandbox="bwrap")
+    finished = run_hook([PY, "-c", code], b"{}", sandboxed, 20)
+    assert finished.exit_code not in (0, None) and not (outside / "x").exists()
+    inside = run_hook([PY, "-c", "open('x', 'w')"], b"{}", sandboxed, 20)
+    assert inside.exit_code == 0 and (repo / "x").exists()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"command": []},
+        {"command": [""]},
+        {"command": ["x"], "matcher": "("},
+        {"command": ["x"], "timeout_s": 0},
+        {"command": ["x"], "timeout_s": 100_000},
+        {"command": ["x"], "typo": 1},
+    ],
+)
+def test_a_bad_hook_table_is_refused(spec):
+    with pytest.raises(ValidationError):
+        HookSpec.model_validate(spec)
+
+
+def test_a_repositorys_hooks_come_after_the_users():
+    user = HooksConfig.model_validate({"pre_tool": [{"command": ["user"]}]})
+    both = HooksConfig.model_validate(
+        combined(user, {"pre_tool": [{"command": ["repo"]}], "run_end": [{"command": ["end"]}]})
+    )
+    assert [h.command for h in both.pre_tool] == [["user"], ["repo"]]
+    assert [h.command for h in both.run_end] == [["end"]] and both.any()
+    assert not HooksConfig().any()
+
+
+def test_a_post_tool_hook_gets_the_result_bounded(tmp_path):
+    code = "import sys; open('seen.json', 'w').write(sys.stdin.read())"
+    h = hooks(tmp_path, post_tool=[py(code)])
+    text = "r" * 60_000
+    ran = h.after_tool(AT, "run", '{"cmd": "ls"}', {"ok": False, "text": text, "summary": "exit 1"})
+    assert ran[0].outcome == "ok"
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["event"] == "post_tool" and seen["args"] == {"cmd": "ls"}
+    assert seen["result"]["ok"] is False and seen["result"]["summary"] == "exit 1"
+    assert len(seen["result"]["text"]) == 50_000
+
+
+def test_arguments_that_are_not_json_reach_the_hook_as_sent(tmp_path):
+    code = "import json, sys; sys.stderr.write(repr(json.load(sys.stdin)['args'])); sys.exit(2)"
+    ran = hooks(tmp_path, pre_tool=[py(code)]).before_tool(AT, "write_file", '{"path": ')
+    assert ran[0].message == repr('{"path": ')

@@ -1,0 +1,197 @@
+"""Hooks in scripted `agent run`s (the loopback model server, real git, real hook processes):
+a task_verified hook that refuses, hooks that hang, run_end's outcome, a repository's trust."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_cli.cli.config import trust
+from agent_cli.cli.config.settings import load_settings
+from reliability.relkit import (
+    GOAL,
+    PY,
+    call,
+    commit_count,
+    events,
+    finish,
+    make_done,
+    no_facts,
+    plan,
+    read_state,
+    repo_with,
+    task,
+    tool_results,
+)
+
+
+def py_hook(code: str, **spec: object) -> str:
+    """One hook table's keys: `python -c CODE` and `spec`, as TOML."""
+    lines = [f"command = {json.dumps([PY, '-c', code])}"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in spec.items()]
+    return "\n".join(lines) + "\n"
+
+
+def agentrc(path: Path, **events_: list[str]) -> Path:
+    """A .agentrc holding each event's hook tables."""
+    path.write_text(
+        "".join(
+            f"[[hooks.{event}]]\n{table}" for event, tables in events_.items() for table in tables
+        )
+    )
+    return path
+
+
+def run(run_agent, srv, repo: Path, rc: Path, *flags: str):
+    return run_agent(
+        "run", GOAL, "--yes", *flags, "--base-url", srv.url, cwd=repo, env={"AGENT_RC": str(rc)}
+    )
+
+
+def test_a_task_verified_hook_that_exits_2_fails_the_attempt_and_the_retry_follows(
+    run_agent, fake_server, tmp_path
+):
+    seen, ended = tmp_path / "verified.json", tmp_path / "run_end.json"
+    refuse_once = (
+        "import json, pathlib, sys\n"
+        f"seen = pathlib.Path({str(seen)!r})\n"
+        "data = sys.stdin.read()\n"
+        "if not seen.exists():\n"
+        "    seen.write_text(data)\n"
+        "    print('CHANGELOG.md has no entry for this change', file=sys.stderr)\n"
+        "    sys.exit(2)\n"
+    )
+    keep = f"import pathlib, sys; pathlib.Path({str(ended)!r}).write_text(sys.stdin.read())"
+    rc = agentrc(
+        tmp_path / "user-agentrc", task_verified=[py_hook(refuse_once)], run_end=[py_hook(keep)]
+    )
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), make_done(), finish(), finish("again"), no_facts()])
+    proc = run(run_agent, srv, repo, rc, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stream = events(proc.stdout)
+    verdicts = [(e["passed"], e["judge"]) for e in stream if e["event"] == "verify"]
+    assert verdicts == [(False, "hook"), (True, "command")]
+    refused = next(e for e in stream if e["event"] == "verify")
+    assert "CHANGELOG.md has no entry for this change" in refused["reason"]
+    # the retry is a new attempt that carries the hook's reason
+    assert "CHANGELOG.md has no entry" in json.dumps(srv.chat_requests[3]["messages"])
+    plan_state = read_state(repo)["agent_state"]["plan"]
+    assert plan_state[0]["status"] == "verified" and plan_state[0]["attempts"] == 2
+    assert commit_count(repo) == 2  # the task's one commit, after the hook agreed
+    payload = json.loads(seen.read_text())
+    assert payload["event"] == "task_verified" and payload["task"]["index"] == 0
+    assert payload["result"]["passed"] is True and payload["tool"] is None
+    # run_end: once, with the outcome run_done reports, before run_done ends the stream
+    done = stream[-1]
+    assert done["event"] == "run_done" and stream[-2]["hook"] == "run_end"
+    outcome = json.loads(ended.read_text())
+    assert outcome["event"] == "run_end" and outcome["run_id"] == done["run_id"]
+    assert outcome["outcome"]["status"] == "verified" and outcome["outcome"]["exit_code"] == 0
+    assert outcome["task"] is None
+
+
+def test_hooks_that_hang_are_stopped_at_their_timeout_pre_tool_blocks_post_tool_goes_on(
+    run_agent, fake_server, tmp_path
+):
+    hang = "import time; time.sleep(60)"
+    no_mcp = "import sys; print('no MCP tools in this repository', file=sys.stderr); sys.exit(2)"
+    rc = agentrc(
+        tmp_path / "user-agentrc",
+        pre_tool=[
+            py_hook(hang, matcher="run", timeout_s=1),
+            py_hook(no_mcp, matcher="mcp__.*"),
+        ],
+        post_tool=[py_hook(hang, matcher="write_file", timeout_s=1)],
+    )
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server(
+        [
+            plan(task()),
+            call("run", cmd="echo ran > ran.txt"),
+            call("mcp__time__get_current_time", timezone="UTC"),
+            make_done(),
+            finish(),
+            no_facts(),
+        ]
+    )
+    start = time.monotonic()
+    proc = run(run_agent, srv, repo, rc)  # the terminal log, not --json
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert time.monotonic() - start < 60
+    assert not (repo / "ran.txt").exists() and (repo / "done.txt").exists()
+    result = tool_results(srv.chat_requests[2])[0]
+    assert "the tool did not run" in result and "within its timeout of 1s" in result
+    assert "a pre_tool hook that does not answer blocks the tool" in result
+    assert "timed out, blocking run" in proc.stdout
+    # a tool by its MCP name is matched like any other, at the one place calls are dispatched
+    mcp = tool_results(srv.chat_requests[3])[0]
+    assert "no MCP tools in this repository" in mcp and "unknown tool" not in mcp
+    assert "blocked mcp__time__get_current_time: no MCP tools" in proc.stdout
+    assert "hook post_tool" in proc.stdout and "timeout of 1s" in proc.stdout
+
+
+def test_an_untrusted_repositorys_hooks_are_ignored_with_a_notice(run_agent, fake_server, tmp_path):
+    refuse = py_hook("import sys; print('REPO HOOK RAN', file=sys.stderr); sys.exit(2)")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    agentrc(repo / ".agentrc", pre_tool=[refuse])
+    repo_with(repo)
+    srv = fake_server([plan(task()), make_done(), finish(), no_facts()])
+    proc = run(run_agent, srv, repo, tmp_path / "no-user-agentrc", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "hooks ignored (it is not trusted; run `agent trust`" in proc.stderr
+    assert not [e for e in events(proc.stdout) if e["event"] == "hook"]
+    assert "REPO HOOK RAN" not in json.dumps(srv.chat_requests)
+
+
+def test_a_trusted_repositorys_hooks_run_after_the_users_until_its_agentrc_changes(tmp_path):
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json"), "HOME": str(tmp_path)}
+    user = agentrc(tmp_path / "user-agentrc", pre_tool=[py_hook("pass")])
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    agentrc(repo / ".agentrc", pre_tool=[py_hook("print('repo')", matcher="run")])
+
+    def pre_tool() -> tuple[list[str], list[str]]:
+        settings = load_settings(repo, env=env, user_rc=user)
+        return [h.command[-1] for h in settings.hooks.pre_tool], settings.notices
+
+    hooks, notices = pre_tool()
+    assert hooks == ["pass"] and "hooks ignored (it is not trusted" in notices[0]
+    trust.record(repo, env)
+    assert pre_tool() == (["pass", "print('repo')"], [])
+    (repo / ".agentrc").write_text((repo / ".agentrc").read_text() + "timeout_s = 5\n")
+    hooks, notices = pre_tool()
+    assert hooks == ["pass"] and "it changed since you trusted it" in notices[0]
+
+
+def test_with_the_sandbox_a_hook_runs_inside_it(run_agent, fake_server, tmp_path):
+    from agent_cli.core.errors import WorkspaceError
+    from agent_cli.workspace.shell.runner import check_sandbox
+
+    try:
+        check_sandbox("bwrap")
+    except WorkspaceError as e:
+        pytest.skip(f"no sandbox here: {e}")
+    # outside /tmp: the sandbox gives /tmp a private tmpfs, where a write would vanish unseen
+    elsewhere = Path(tempfile.mkdtemp(prefix="agent-hook-sandbox-", dir="/var/tmp"))
+    try:
+        escape = f"open({str(elsewhere / 'escaped')!r}, 'w')"
+        rc = agentrc(tmp_path / "user-agentrc", run_end=[py_hook(escape)])
+        repo = repo_with(tmp_path / "repo")
+        srv = fake_server([plan(task()), make_done(), finish(), no_facts()])
+        proc = run_agent(
+            "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo,
+            env={"AGENT_RC": str(rc), "AGENT_SANDBOX": "bwrap"},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert not (elsewhere / "escaped").exists()
+        hook = next(e for e in events(proc.stdout) if e["event"] == "hook")
+        assert hook["outcome"] == "failed" and "Read-only file system" in hook["message"]
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
