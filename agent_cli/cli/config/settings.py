@@ -329,8 +329,8 @@ def load_settings(
         _check(layer, origin)
         merged.update(layer)
         sources.update(dict.fromkeys(layer, origin))
-    keys = {role: env[name] for role in ROLES if (name := merged.get(f"{role}_api_key_env"))}
-    role_keys = {role: SecretStr(key) for role, key in keys.items() if key}
+    names = {role: merged.get(f"{role}_api_key_env") for role in ROLES}
+    role_keys = {role: SecretStr(env[n]) for role, n in names.items() if n and env.get(n)}
     return Settings(**merged, sources=sources, notices=notices, role_api_keys=role_keys)
 
 
