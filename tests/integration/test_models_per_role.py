@@ -154,3 +154,59 @@ def test_a_resumed_run_keeps_each_roles_endpoint_and_model(run_agent, fake_serve
     assert "executor_base_url" in notice and "--executor" not in notice
     by_role = events(resumed.stdout)[-1]["usage_by_role"]
     assert by_role["executor"]["calls"] == 2 and by_role["planner"]["calls"] == 2
+
+
+def test_without_role_keys_one_server_gets_every_request_as_before(
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server(
+        [
+            {**plan(task()), **used(100, 10)},
+            {**make_done(), **used(1000, 20)},
+            {**finish("made done.txt"), **used(10, 2)},
+            {**call("submit_facts", facts=[]), **used(10, 1)},
+        ]
+    )
+    proc = run_agent("run", "Create done.txt", "--yes", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(srv.chat_requests) == 4
+    assert "by role" not in proc.stdout  # the report is the one it always was
+    state = read_state(repo)
+    assert state is not None
+    assert state["usage"]["prompt_tokens"] == 1120
+    assert not any("executor" in k or "planner" in k for k in state["started_with"])
+    by_role = state["usage"]["by_role"]
+    assert {u["model"] for u in by_role.values()} == {"gpt-4o-mini"}
+    assert (by_role["planner"]["prompt_tokens"], by_role["executor"]["prompt_tokens"]) == (
+        110,
+        1010,
+    )
+    assert by_role["verifier"]["calls"] == 0
+
+
+def test_doctor_checks_each_distinct_endpoint_once(run_agent, fake_server, scratch_repo):
+    probe = {"tool": "report_status", "args": {"ok": True}}
+    shared = fake_server([probe], models=("big",))  # the planner's and the verifier's
+    executor = fake_server([probe], models=("small",))
+    env = {
+        "AGENT_BASE_URL": shared.url,
+        "AGENT_MODEL": "big",
+        "AGENT_VERIFIER_BASE_URL": shared.url,
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_MODEL": "small",
+    }
+    proc = run_agent("doctor", cwd=scratch_repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # what doctor asks of the one endpoint of a run without roles, each endpoint is asked once
+    alone = fake_server([probe], models=("big",))
+    reference = run_agent("doctor", "--base-url", alone.url, "--model", "big", cwd=scratch_repo)
+    assert reference.returncode == 0, reference.stdout + reference.stderr
+    once = sorted(r["path"] for r in alone.requests)  # the window probes run side by side
+    assert once.count("/v1/chat/completions") == 1
+    for srv in (shared, executor):
+        assert sorted(r["path"] for r in srv.requests) == once
+    assert f"for planner, verifier: {shared.url} answers" in proc.stdout
+    assert f"for executor: {executor.url} answers" in proc.stdout
+    endpoint_lines = [x for x in proc.stdout.splitlines() if " endpoint " in x]
+    assert len(endpoint_lines) == 2
