@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_cli.core.errors import AgentError, ConfigError
 
 if TYPE_CHECKING:
+    from agent_cli.agent.run.roles import Role
     from agent_cli.cli.config.settings import Settings
+    from agent_cli.cli.roles import Endpoint
 
 
 class Printer(Protocol):
@@ -21,42 +23,64 @@ class Printer(Protocol):
     def print(self, *objects: object) -> None: ...
 
 
-def _check_endpoint(settings: Settings) -> str:
+class Target:
+    """The endpoint one check is about: `model` at `base_url`, or the one some roles share."""
+
+    def __init__(
+        self, settings: Settings, ep: Endpoint | None = None, roles: Sequence[Role] = ()
+    ) -> None:
+        self.settings, self.endpoint, self.role_names = settings, ep, tuple(roles)
+        self.model = ep.model if ep else settings.model
+        self.base_url = ep.base_url if ep else settings.base_url
+        self.roles = ", ".join(roles)  # "planner, verifier" when the roles are set apart
+
+    def key(self) -> str | None:
+        """The key sent to this endpoint (a ConfigError when its variable is not set)."""
+        from agent_cli.cli.roles import api_key
+
+        if self.endpoint is None or not self.role_names:
+            return self.settings.key()
+        return api_key(self.settings, self.role_names[0], self.endpoint)
+
+
+def _check_endpoint(settings: Settings, at: Target | None = None) -> str:
     from agent_cli.llm.openai.chat import OpenAIChat
 
+    at = at or Target(settings)
     client = OpenAIChat(
-        model=settings.model,
-        base_url=settings.base_url,
-        api_key=settings.key(),
+        model=at.model,
+        base_url=at.base_url,
+        api_key=at.key(),
         timeout_s=min(settings.request_timeout_s, 15.0),
         max_retries=1,
         backoff_s=0.2,
     )
     models = client.list_models()
-    if models and settings.model not in models:
-        if not _answers_anyway(settings):
+    whose = f"for {at.roles}: " if at.roles else ""
+    if models and at.model not in models:
+        if not _answers_anyway(settings, at):
             shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
             raise AgentError(
-                f"model {settings.model!r} is not served by {settings.base_url}",
+                f"{whose}model {at.model!r} is not served by {at.base_url}",
                 f"set --model to one of: {shown}",
             )
         return (
-            f"{settings.base_url} answers; it lists {models[0]!r}"
+            f"{whose}{at.base_url} answers; it lists {models[0]!r}"
             f"{f' and {len(models) - 1} more' if len(models) > 1 else ''} but answers "
-            f"requests for {settings.model!r} too (llama.cpp serves its model under any name)"
+            f"requests for {at.model!r} too (llama.cpp serves its model under any name)"
         )
-    return f"{settings.base_url} answers; {len(models)} model(s), {settings.model!r} among them"
+    return f"{whose}{at.base_url} answers; {len(models)} model(s), {at.model!r} among them"
 
 
-def _answers_anyway(settings: Settings) -> bool:
+def _answers_anyway(settings: Settings, at: Target) -> bool:
     """Whether a one-token request for a model the server does not list is answered: llama.cpp
     serves its one model whatever name a request gives (unless started with --alias)."""
     from agent_cli.llm.openai.chat import OpenAIChat
 
     client = OpenAIChat(
-        model=settings.model,
-        base_url=settings.base_url,
-        api_key=settings.key(),
+        model=at.model,
+        base_url=at.base_url,
+        api_key=at.key(),
         timeout_s=min(settings.request_timeout_s, 30.0),
         max_retries=0,
         max_tokens=1,
@@ -69,20 +93,22 @@ def _answers_anyway(settings: Settings) -> bool:
     return True
 
 
-def _check_server(settings: Settings) -> str:
+def _check_server(settings: Settings, at: Target | None = None) -> str:
     from agent_cli.llm.openai.chat import OpenAIChat
     from agent_cli.llm.server.probe import describe, probe
 
+    at = at or Target(settings)
     client = OpenAIChat(
-        model=settings.model,
-        base_url=settings.base_url,
-        api_key=settings.key(),
+        model=at.model,
+        base_url=at.base_url,
+        api_key=at.key(),
         timeout_s=settings.request_timeout_s,
         max_retries=0,
         max_tokens=settings.reserved_output_tokens,  # the room a run leaves a plan
         context_window=settings.context_window,
     )
-    return describe(
+    whose = f"for {at.roles}: " if at.roles else ""
+    return whose + describe(
         probe(client),
         settings.memory_max_tokens,
         settings.tool_output_max_tokens,
@@ -205,7 +231,6 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     for line in (*settings_view(*settings.shown()), heading("checks")):
         out.print(line)
     checks: list[tuple[str, Callable[[], str]]] = [
-        ("endpoint", lambda: _check_endpoint(settings)),
         ("tokenizer", lambda: _check_tokenizer(settings)),
         ("state", lambda: _check_state_dir(settings, repo)),
         ("memory", lambda: _check_memory(settings, repo)),
@@ -213,9 +238,21 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("instructions", lambda: _check_instructions(settings, repo)),
     ]
     failed = 0
+    for at in targets(settings):  # each distinct endpoint once
+        if _run_check(out, "endpoint", lambda: _check_endpoint(settings, at)):  # noqa: B023
+            # what the server can do, once it answers
+            failed += not _run_check(out, "server", lambda: _check_server(settings, at))  # noqa: B023
+        else:
+            failed += 1
     for name, check in checks:
-        ok = _run_check(out, name, check)
-        failed += not ok
-        if name == "endpoint" and ok:  # what the server can do, once it answers
-            failed += not _run_check(out, "server", lambda: _check_server(settings))
+        failed += not _run_check(out, name, check)
     return 1 if failed else 0
+
+
+def targets(settings: Settings) -> list[Target]:
+    """Each distinct endpoint of the run's roles once (one when the roles are not set apart)."""
+    from agent_cli.cli import roles
+
+    if not roles.set_apart(settings):
+        return [Target(settings)]
+    return [Target(settings, ep, names) for ep, names in roles.distinct(settings)]

@@ -23,8 +23,10 @@ from typing import Any, Literal
 from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.attempt.toolbox import Toolbox
+from agent_cli.agent.run.roles import RoleModels
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStartedWith, RunStore
+from agent_cli.cli import roles
 from agent_cli.cli.config.settings import Settings, load_settings
 from agent_cli.core.errors import (
     EXIT_INTERRUPTED,
@@ -144,23 +146,32 @@ def import_model_client_in_background() -> None:
         ).start()
 
 
-def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatModel:
-    """The ChatModel: a replayed recording, or the endpoint (optionally recorded)."""
-    prices = settings.prices()
+def build_model(
+    settings: Settings,
+    opts: RunOptions,
+    console: Console,
+    endpoint: roles.Endpoint | None = None,
+    api_key: str | None = None,
+) -> ChatModel:
+    """The ChatModel: a replayed recording, or the endpoint (optionally recorded).
+
+    `endpoint` (with its `api_key`) is one role's; without it, `model` at `base_url`."""
+    prices = endpoint.prices if endpoint else settings.prices()
+    model_name = endpoint.model if endpoint else settings.model
     if opts.replay:
         from agent_cli.llm.record import ReplayModel
 
         # a replayed reply was paid for when it was recorded: it costs nothing now
         model: ChatModel = ReplayModel(
-            opts.replay, price_in=0.0, price_out=0.0, price_cached=0.0, name=settings.model
+            opts.replay, price_in=0.0, price_out=0.0, price_cached=0.0, name=model_name
         )
     else:
         from agent_cli.llm.openai.chat import OpenAIChat
 
         model = OpenAIChat(
-            model=settings.model,
-            base_url=settings.base_url,
-            api_key=settings.key(),
+            model=model_name,
+            base_url=endpoint.base_url if endpoint else settings.base_url,
+            api_key=api_key if endpoint else settings.key(),
             **prices,
             timeout_s=settings.request_timeout_s,
             max_retries=settings.max_retries,
@@ -176,6 +187,13 @@ def build_model(settings: Settings, opts: RunOptions, console: Console) -> ChatM
 
         model = RecordingModel(model, opts.record, secrets=settings.secrets())
     return model
+
+
+def build_models(settings: Settings, opts: RunOptions, console: Console) -> RoleModels:
+    """Each role's ChatModel (`roles.py`); a replayed recording serves every role in turn."""
+    if opts.replay:
+        return RoleModels.one(build_model(settings, opts, console))
+    return roles.build(settings, lambda ep, key: build_model(settings, opts, console, ep, key))
 
 
 def server_cache_dir(env: Mapping[str, str]) -> Path:
@@ -199,12 +217,11 @@ class RetryNotice:
         )
 
 
-def fit_to_window(settings: Settings, model: ChatModel, console: Console) -> tuple[int, int]:
-    """Working-memory and tool-output token caps that fit the model's context window."""
+def fit_to_window(settings: Settings, window: int | None, console: Console) -> tuple[int, int]:
+    """Working-memory and tool-output token caps that fit the model's context `window`."""
     from agent_cli.llm.server.info import fit_window
 
     wanted = (settings.memory_max_tokens, settings.tool_output_max_tokens)
-    window = model.context_window  # learned from the server when it says
     if not window:
         return wanted
     memory, tool_output, _ = fit_window(window, *wanted, settings.reserved_output_tokens)
@@ -426,9 +443,10 @@ def run_settings(repo: Path, opts: RunOptions, console: Console) -> tuple[Settin
         max_steps=settings.max_steps,
         task_max_steps=settings.task_max_steps,
         budget_usd=settings.budget_usd,
+        **roles.started_with(settings),
     )
     if carried:
-        names = ", ".join(f"--{k.replace('_', '-')}" for k in sorted(carried))
+        names = ", ".join(roles.shown_name(k) for k in sorted(carried))
         console.emit(
             Notice(
                 text=f"the run goes on as it was started with {started.describe()} "
@@ -474,11 +492,12 @@ def _execute(
         run_id, changed = check_local(workspace, store, lock, opts)
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
         longterm.prepare()  # its snapshot is read, or the store opens, while the model client loads
-        model = build_model(settings, opts, console)
+        models = build_models(settings, opts, console)
         approve = check_approval(settings, opts)
-        memory_tokens, tool_tokens = fit_to_window(settings, model, console)
-        # the server's own window when it reports one, else the setting
-        window = model.context_window or settings.context_window
+        found = roles.narrowest_window(models)  # learned from the servers when they say
+        memory_tokens, tool_tokens = fit_to_window(settings, found, console)
+        # the servers' own window when they report one, else the setting
+        window = found or settings.context_window
         config = RunConfig(
             accept_cmds=opts.accept,
             allow_dirty=opts.allow_dirty,
@@ -508,12 +527,13 @@ def _execute(
             session = Session(
                 Services(
                     workspace=workspace,
-                    model=model,
+                    model=models.executor,
                     console=console,
                     longterm=longterm,
                     parts=kit,
                     store=store,
                     hooks=make_hooks(settings, workspace),
+                    roles=models,
                 ),
                 config,
             )

@@ -7,7 +7,7 @@ JSON line. The loop never prints: it calls `emit(event)` and the console decides
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Literal, Required, Union
+from typing import Any, Literal, Required, Union
 
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
@@ -237,6 +237,8 @@ class RunDone(BaseModel):
     branch: str = ""
     base: str = ""  # the branch the run started from
     message: str = ""
+    # per role ("planner", "executor", "verifier"): its model, tokens, calls and cost
+    usage_by_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class Notice(BaseModel):

@@ -402,6 +402,19 @@ def take_it(ev: RunDone) -> Text | None:
     return lines
 
 
+def role_usage(ev: RunDone) -> str:
+    """`by role: planner gpt-4o 1,200 + 80 tokens, $0.0040; executor …` when the roles used
+    different models ("" when one model played every role)."""
+    roles = ev.usage_by_role
+    if len({str(u.get("model", "")) for u in roles.values()}) < 2:
+        return ""
+    return "by role: " + "; ".join(
+        f"{role} {clean(str(u.get('model', '')))} {int(u.get('prompt_tokens', 0)):,} + "
+        f"{int(u.get('completion_tokens', 0)):,} tokens, {cost_text(float(u.get('cost_usd', 0)))}"
+        for role, u in roles.items()
+    )
+
+
 def report(ev: RunDone, state: RunState) -> list[RenderableType]:
     """The final report: per task what the harness observed, totals, the model's words, next."""
     parts: list[RenderableType] = [Text(), _report_tasks(ev)]
@@ -417,6 +430,9 @@ def report(ev: RunDone, state: RunState) -> list[RenderableType]:
             f"{ev.completion_tokens:,} completion tokens, {cost_text(ev.cost_usd)}"
         )
     )
+    roles = role_usage(ev)
+    if roles:
+        parts.append(Text(roles))
     if state.summaries:
         parts.append(_summaries(state))
     parts.append(Text(f"\n{outcome_line(ev)}", style="bold"))

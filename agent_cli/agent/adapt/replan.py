@@ -120,7 +120,9 @@ def revise(
         return None if revision.keep else gate.refused(revision.new_tasks(), start)
 
     asked = messages(rt, start, failure, note)
-    got = ask(rt.model, asked, REVISION, log=rt.log, check=refused, window=rt.limits.window())
+    got = ask(
+        rt.role("planner"), asked, REVISION, log=rt.log, check=refused, window=rt.limits.window()
+    )
     if isinstance(got, Failure):
         text = f"the re-plan reply was not usable ({got.error}); the plan is kept"
         rt.emit(events.Notice(text=text))

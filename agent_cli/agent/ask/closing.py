@@ -38,7 +38,9 @@ def summarise(rt: Runtime, outcome: str) -> str:
         system=prompts.load("summary"), goal=rt.state.goal, task=record(rt, outcome)
     ).fitted(None, rt.limits.window())
     try:
-        reply = send(rt.model, ask, None, None, window=rt.limits.window(), log=rt.log, again=True)
+        reply = send(
+            rt.role("planner"), ask, None, None, window=rt.limits.window(), log=rt.log, again=True
+        )
     except AgentError as e:
         rt.emit(events.Notice(text=f"no closing summary from the model ({e.message})"))
         return ""

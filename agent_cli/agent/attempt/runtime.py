@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from agent_cli.agent.attempt.toolbox import Toolbox
     from agent_cli.agent.learn.instructions import Instructions
     from agent_cli.agent.run.journal import StepRecord
+    from agent_cli.agent.run.roles import Role, RoleModels
     from agent_cli.agent.run.state import AgentState
     from agent_cli.core.protocols import ChatModel, Hooks
     from agent_cli.memory.working.memory import WorkingMemory
@@ -61,13 +62,19 @@ class Runtime:
     views: FileViews = field(default_factory=FileViews)  # items showing files (freshness.py)
     hooks: Hooks | None = None  # the user's hooks (hooked.py); None: none configured
     run_id: str = ""
+    models: RoleModels | None = None  # each role's model (None: `model` plays every role)
     _fixes: str = field(default="", init=False)
     _unpin_asked: frozenset[str] = field(default=frozenset(), init=False)
     _malformed: int = field(default=0, init=False)
 
     def spent(self) -> float:
         """Dollars spent by the whole run so far."""
-        return self.spent_before + self.model.usage.cost_usd
+        usage = self.models.usage() if self.models else self.model.usage
+        return self.spent_before + usage.cost_usd
+
+    def role(self, name: Role) -> ChatModel:
+        """The model `name` talks to: planning, the facts and the summary are the planner's."""
+        return self.models.of(name) if self.models else self.model
 
     @property
     def fixes(self) -> str:

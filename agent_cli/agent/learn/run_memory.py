@@ -109,7 +109,7 @@ class RunMemory:
                 self.instructions.render(),
                 rt.limits.window(),
             )
-            found = model_facts.ask_facts(rt.model, messages, rt.log)
+            found = model_facts.ask_facts(rt.role("planner"), messages, rt.log)
         except AgentError as e:
             rt.log({"type": "facts", "error": e.one_line()})
             return []

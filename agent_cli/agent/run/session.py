@@ -37,6 +37,7 @@ from agent_cli.agent.learn import learning as learn
 from agent_cli.agent.learn.run_memory import RunMemory
 from agent_cli.agent.run import journal
 from agent_cli.agent.run.journal import JournalEntry, StepRecord
+from agent_cli.agent.run.roles import RoleModels, RoleUsage
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import (
     RunRecord,
@@ -190,6 +191,7 @@ class Services:
     parts: RunParts
     store: RunStore
     hooks: Hooks | None = None  # the user's hooks; None: none configured
+    roles: RoleModels | None = None  # each role's model (None: `model` plays every role)
 
 
 class Session:
@@ -199,6 +201,8 @@ class Session:
         self.sv = services
         self.cfg = config
         self.store = services.store
+        # each role through its own view, so usage is told per role even on a shared model
+        self.models = (services.roles or RoleModels.one(services.model)).metered()
         self.run: RunRecord | None = None
         self.rt: Runtime | None = None
         self.signatures: list[str] = []
@@ -273,7 +277,7 @@ class Session:
             raise
 
     def _done_early(self, status: str, code: int, message: str) -> None:
-        usage = self.sv.model.usage
+        usage = self.models.usage()
         done = events.RunDone(
             run_id="",
             status=status,
@@ -284,6 +288,7 @@ class Session:
             completion_tokens=usage.completion_tokens,
             cost_usd=usage.cost_usd,
             message=message,
+            usage_by_role=_by_role(self.models.by_role()),
         )
         hooked.run_end(self.sv.hooks, self.sv.console.emit, done)
         self.sv.console.emit(done)
@@ -328,7 +333,7 @@ class Session:
         if not self.cfg.plan_only:
             tokens.load_in_background(after_s=OPEN_MEMORY_AFTER_S)
         plan, _ = planner.make_plan(
-            self.sv.model,
+            self.models.planner,
             messages,
             self._check_plan,
             fallback=bool(self.cfg.accept_cmds),
@@ -424,7 +429,7 @@ class Session:
         toolbox.on_note = lambda item_id, text: self._noted(state, item_id, text)
         self._verified = _settled(state)
         self.rt = rt = Runtime(
-            model=self.sv.model,
+            model=self.models.executor,
             toolbox=toolbox,
             memory=memory,
             state=state,
@@ -438,6 +443,7 @@ class Session:
             spent_before=run.usage.cost_usd,
             hooks=self.sv.hooks,
             run_id=run.run_id,
+            models=self.models,
         )
         code, message = EXIT_ERROR, ""
         try:
@@ -490,7 +496,7 @@ class Session:
                 index,
                 self.cfg.accept_cmds,
                 run.run_id,
-                verifier_model=self.sv.model,
+                verifier_model=self.models.verifier,
                 on_verdict=self._on_verdict,
                 proofs=self.proofs,
             ):
@@ -582,12 +588,13 @@ class Session:
     def _usage(self) -> RunUsage:
         """The run's usage: earlier sessions' and this one's."""
         assert self.rt is not None
-        usage, base = self.sv.model.usage, self._base_usage
+        usage, base = self.models.usage(), self._base_usage
         return RunUsage(
             prompt_tokens=base.prompt_tokens + usage.prompt_tokens,
             completion_tokens=base.completion_tokens + usage.completion_tokens,
             cached_tokens=base.cached_tokens + usage.cached_tokens,
             cost_usd=self.rt.spent(),
+            by_role=self.models.by_role(base.by_role),
         )
 
     def _noted(self, state: AgentState, item_id: str, text: str) -> None:
@@ -642,6 +649,7 @@ class Session:
             branch=run.branch,
             base=self._base_branch(),
             message=message,
+            usage_by_role=_by_role(run.usage.by_role),
         )
         hooked.run_end(self.sv.hooks, self._emit, done)
         self._emit(done)
@@ -649,3 +657,8 @@ class Session:
     def _base_branch(self) -> str:
         """The branch the run started from (runs saved before it was recorded have none)."""
         return self.run.base_branch if self.run is not None else ""
+
+
+def _by_role(usage: dict[str, RoleUsage]) -> dict[str, dict[str, Any]]:
+    """Each role's usage as `run_done` gives it."""
+    return {role: used.model_dump() for role, used in usage.items()}

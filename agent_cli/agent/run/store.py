@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from agent_cli.agent.run.migrations import SCHEMA_VERSION, upgrade
+from agent_cli.agent.run.roles import RoleUsage
 from agent_cli.core import atomic
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
@@ -59,19 +60,22 @@ class RunUsage(BaseModel):
     """Tokens and money of a run, summed over all its sessions.
 
     `cached_tokens` (the part of the prompt read from the server's cache) is written only
-    when there were some, so a state.json without it reads and saves back unchanged.
+    when there were some, so a state.json without it reads and saves back unchanged; so is
+    `by_role` (each role's part, `roles.py`).
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
     cached_tokens: int = 0
+    by_role: dict[str, RoleUsage] = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _omit_no_cache(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if not data.get("cached_tokens"):
-            data.pop("cached_tokens", None)
+        for key in ("cached_tokens", "by_role"):
+            if not data.get(key):
+                data.pop(key, None)
         return data
 
 
@@ -90,8 +94,15 @@ class RunStartedWith(BaseModel):
     max_steps: int | None = Field(None, ge=1)
     task_max_steps: int | None = Field(None, ge=1)
     budget_usd: float | None = Field(None, ge=0)
+    # a role's own endpoint and model, recorded only when one was set apart (roles.py)
+    planner_model: str | None = None
+    executor_model: str | None = None
+    verifier_model: str | None = None
+    planner_base_url: str | None = None
+    executor_base_url: str | None = None
+    verifier_base_url: str | None = None
 
-    @field_validator("base_url")
+    @field_validator("base_url", "planner_base_url", "executor_base_url", "verifier_base_url")
     @classmethod
     def _endpoint(cls, url: str | None) -> str | None:
         """An http(s) address with a host: the file may have been edited since it was saved."""
@@ -120,7 +131,17 @@ class RunStartedWith(BaseModel):
         if not self.model and not self.base_url:
             return ""
         where = f" at {self.base_url}" if self.base_url else ""
-        return f"model {self.model or '(default)'}{where}"
+        return f"model {self.model or '(default)'}{where}" + self._roles()
+
+    def _roles(self) -> str:
+        """`; executor model qwen at http://127.0.0.1:8080/v1` for each role set apart."""
+        parts = []
+        for role in ("planner", "executor", "verifier"):
+            model, url = getattr(self, f"{role}_model"), getattr(self, f"{role}_base_url")
+            if model or url:
+                where = f" at {url}" if url else ""
+                parts.append(f"; {role} model {model or self.model or '(default)'}{where}")
+        return "".join(parts)
 
 
 class RunRecord(BaseModel):

@@ -11,9 +11,10 @@ team's shared credential, and files get copied, committed and pasted into bug re
 
 A repository's `.agentrc` comes with a clone, so it may only tighten safety: `approval =
 "ask"`, `sandbox = "bwrap"`, more `deny_commands` (added to the user's, never replacing
-them); it never sets `home`. Its endpoint keys (`base_url`, `model`, `embedding_model`)
-and its `hooks` (run after the user's own) apply only in a repository the user trusts
-(`agent trust`). Each value ignored is named in one notice.
+them); it never sets `home`. Its endpoint keys (`base_url`, `model`, `embedding_model`,
+and each role's `*_model`, `*_base_url`, `*_api_key_env`) and its `hooks` (run after the
+user's own) apply only in a repository the user trusts (`agent trust`). Each value ignored
+is named in one notice.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from agent_cli.core.errors import ConfigError
 from agent_cli.tools.hooks.config import HooksConfig, combined
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+ROLES = ("planner", "executor", "verifier")
+ROLE_KEYS = tuple(f"{role}_{key}" for role in ROLES for key in ("model", "base_url"))
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 CHROMA_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")  # Chroma's rule
 ENV_ONLY = ("memory_token",)  # refused in any .agentrc
 
@@ -85,8 +89,20 @@ class Settings(BaseSettings):
     memory_database: str | None = None
     memory_token: SecretStr | None = None
     hooks: HooksConfig = Field(default_factory=HooksConfig)  # [[hooks.pre_tool]] and the others
+    # a model per role (README "Models per role"); None: `model`, `base_url`, the API key
+    planner_model: str | None = None
+    executor_model: str | None = None
+    verifier_model: str | None = None
+    planner_base_url: str | None = None
+    executor_base_url: str | None = None
+    verifier_base_url: str | None = None
+    planner_api_key_env: str | None = None
+    executor_api_key_env: str | None = None
+    verifier_api_key_env: str | None = None
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
     notices: list[str] = Field(default_factory=list, exclude=True)
+    # the keys the *_api_key_env variables held when the settings were read, by role
+    role_api_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
 
     @classmethod
     def settings_customise_sources(
@@ -130,17 +146,32 @@ class Settings(BaseSettings):
             )
         return name
 
+    @field_validator(*ROLE_KEYS)
+    @classmethod
+    def _role_value(cls, value: str | None) -> str | None:
+        """Empty means the shared value (`model`, `base_url`, the API key)."""
+        return value.strip() or None if value is not None else None
+
+    @field_validator(*(f"{role}_api_key_env" for role in ROLES))
+    @classmethod
+    def _variable_name(cls, name: str | None) -> str | None:
+        """The name of an environment variable, never a key itself."""
+        if name and not ENV_NAME.fullmatch(name):
+            raise ValueError("expected the name of an environment variable, like PLANNER_API_KEY")
+        return name
+
     def state_dir(self, repo: Path) -> Path:
         """Where run state lives: `home` if set, else `<repo>/.agent`."""
         return Path(self.home).expanduser() if self.home else repo / ".agent"
 
-    def prices(self) -> Prices:
-        """Dollars per million tokens: input, output, cached input (None: half the input).
+    def prices(self, base_url: str | None = None) -> Prices:
+        """Dollars per million tokens at `base_url` (default: `base_url`'s): input, output,
+        cached input (None: half the input).
 
         The default prices are an OpenAI model's. A server on this machine or the local network
         (llama.cpp, Ollama, vLLM) bills nothing, so there they count as 0 unless a price is set:
         a local run is not shown a cost it never had, nor stopped by a money budget."""
-        if self._billed_nothing():
+        if self._billed_nothing(base_url):
             return {"price_in": 0.0, "price_out": 0.0, "price_cached": 0.0}
         return {
             "price_in": self.price_input_per_mtok,
@@ -148,9 +179,9 @@ class Settings(BaseSettings):
             "price_cached": self.price_cached_input_per_mtok,
         }
 
-    def _billed_nothing(self) -> bool:
+    def _billed_nothing(self, base_url: str | None = None) -> bool:
         """A server on the local network, and no price set (see `prices`)."""
-        return _on_local_network(self.base_url) and all(
+        return _on_local_network(base_url or self.base_url) and all(
             self.sources.get(k, "default") == "default" for k in PRICE_KEYS
         )
 
@@ -164,7 +195,8 @@ class Settings(BaseSettings):
 
     def secrets(self) -> tuple[str, ...]:
         """The configured secrets, to redact from everything stored or shown."""
-        return tuple(s for s in (self.key(), self.memory_token_value()) if s)
+        roles = (k.get_secret_value() for k in self.role_api_keys.values())
+        return tuple(s for s in (self.key(), self.memory_token_value(), *roles) if s)
 
     def redacted(self) -> dict[str, Any]:
         """Every value, with the API key and the memory token masked, for display."""
@@ -203,9 +235,11 @@ def _mask(secret: str) -> str | None:
     return f"{secret[:3]}…{secret[-4:]}" if len(secret) > 10 else ("set" if secret else None)
 
 
-FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices")]
+FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices", "role_api_keys")]
 # Keys of a repository's .agentrc that apply only when the user trusts the repository.
-TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "hooks"}
+TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "hooks"} | {
+    f"{role}_{key}" for role in ROLES for key in ("model", "base_url", "api_key_env")
+}
 ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
 
 
@@ -301,7 +335,9 @@ def load_settings(
         _check(layer, origin)
         merged.update(layer)
         sources.update(dict.fromkeys(layer, origin))
-    return Settings(**merged, sources=sources, notices=notices)
+    names = {role: merged.get(f"{role}_api_key_env") for role in ROLES}
+    role_keys = {role: SecretStr(env[n]) for role, n in names.items() if n and env.get(n)}
+    return Settings(**merged, sources=sources, notices=notices, role_api_keys=role_keys)
 
 
 def _merge(layers: list[tuple[str, dict[str, Any]]]) -> Settings:

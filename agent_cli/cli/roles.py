@@ -1,0 +1,108 @@
+"""Which endpoint, model and key each role of a run uses, from the settings; one client each.
+
+A role's `<role>_model` and `<role>_base_url` default to `model` and `base_url`. Its key is
+the variable named by `<role>_api_key_env` when set (and then it must be set); else the API
+key when the role is at `base_url` or at another hosted endpoint, and none at a server on this
+machine or the local network (which needs none, and is not sent the hosted API's key). Roles
+with the same endpoint, model and key share one client, so what it learns about its server
+(context window, forcing form, streaming) holds for each of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_cli.agent.run.roles import ROLES, Role, RoleModels
+from agent_cli.cli.config.settings import Prices, Settings
+from agent_cli.core.errors import ConfigError
+from agent_cli.core.protocols import ChatModel
+from agent_cli.llm.server.locality import is_local
+
+ROLE_SETTINGS = tuple(f"{role}_{key}" for role in ROLES for key in ("model", "base_url"))
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one role's requests go: the server, the model, the key and the prices."""
+
+    base_url: str
+    model: str
+    key_env: str | None  # the variable the key is read from (None: the API key, or none)
+    prices: Prices = field(compare=False)
+
+    @property
+    def ident(self) -> tuple[str, str, str]:
+        """Equal for the roles that share one client."""
+        return (self.base_url.rstrip("/"), self.model, self.key_env or "")
+
+
+def endpoint(settings: Settings, role: Role) -> Endpoint:
+    """The endpoint `role` talks to."""
+    base_url = getattr(settings, f"{role}_base_url") or settings.base_url
+    return Endpoint(
+        base_url=base_url,
+        model=getattr(settings, f"{role}_model") or settings.model,
+        key_env=getattr(settings, f"{role}_api_key_env"),
+        prices=settings.prices(base_url),
+    )
+
+
+def api_key(settings: Settings, role: Role, ep: Endpoint) -> str | None:
+    """The key sent to `ep` for `role` (the module docstring says which)."""
+    if ep.key_env:
+        found = settings.role_api_keys.get(role)
+        if found is None:
+            raise ConfigError(
+                f"{role}_api_key_env names {ep.key_env}, which is not set in the environment",
+                f"export {ep.key_env}=..., or unset {role}_api_key_env to use the API key",
+            )
+        return found.get_secret_value()
+    if ep.base_url.rstrip("/") != settings.base_url.rstrip("/") and is_local(ep.base_url):
+        return None
+    return settings.key()
+
+
+def distinct(settings: Settings) -> list[tuple[Endpoint, list[Role]]]:
+    """Each endpoint once, with the roles that use it, in the order of the roles."""
+    found: dict[tuple[str, str, str], tuple[Endpoint, list[Role]]] = {}
+    for role in ROLES:
+        ep = endpoint(settings, role)
+        found.setdefault(ep.ident, (ep, []))[1].append(role)
+    return list(found.values())
+
+
+def set_apart(settings: Settings) -> bool:
+    """Whether the roles do not all use one endpoint."""
+    return len(distinct(settings)) > 1
+
+
+def build(settings: Settings, make: Callable[[Endpoint, str | None], ChatModel]) -> RoleModels:
+    """Each role's model: `make(endpoint, key)` once per distinct endpoint."""
+    made: dict[tuple[str, str, str], ChatModel] = {}
+    for ep, roles in distinct(settings):
+        made[ep.ident] = make(ep, api_key(settings, roles[0], ep))
+    planner, executor, verifier = (made[endpoint(settings, role).ident] for role in ROLES)
+    return RoleModels(planner=planner, executor=executor, verifier=verifier)
+
+
+def narrowest_window(models: RoleModels) -> int | None:
+    """The smallest context window the role models know (None: none knows one).
+
+    Working memory, tool output and every request are fitted to it, so each fits every role."""
+    return min((w for m in models.distinct() if (w := m.context_window)), default=None)
+
+
+def started_with(settings: Settings) -> dict[str, Any]:
+    """The role endpoints and models set apart from `model` and `base_url`, to save with a run."""
+    return {
+        key: getattr(settings, key)
+        for key in ROLE_SETTINGS
+        if getattr(settings, key) is not None and settings.sources.get(key, "default") != "default"
+    }
+
+
+def shown_name(key: str) -> str:
+    """How a saved value is named in a notice: `--model` for a flag, the key for a role's."""
+    return key if key in ROLE_SETTINGS else f"--{key.replace('_', '-')}"

@@ -1,0 +1,212 @@
+"""A model per role: planner, executor and verifier each on a loopback server of its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from reliability.relkit import call, events, finish, make_done, plan, read_state, repo_with, task
+
+pytestmark = pytest.mark.slow
+
+PRICES = {"AGENT_PRICE_INPUT_PER_MTOK": "1.0", "AGENT_PRICE_OUTPUT_PER_MTOK": "2.0"}
+ADAPT = {"AGENT_REPLAN": "after_task", "AGENT_FINAL_SUMMARY": "true"}
+
+
+def used(prompt: int, completion: int) -> dict:
+    return {"usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
+
+
+def tool_names(request: dict) -> list[str]:
+    return [t["function"]["name"] for t in request.get("tools") or []]
+
+
+def roles_env(planner, executor, verifier) -> dict[str, str]:
+    return {
+        "AGENT_BASE_URL": planner.url,
+        "AGENT_MODEL": "plan-model",
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_MODEL": "exec-model",
+        "AGENT_VERIFIER_BASE_URL": verifier.url,
+        "AGENT_VERIFIER_MODEL": "verify-model",
+    }
+
+
+def test_each_request_goes_to_its_roles_server_and_usage_is_told_per_role(
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    planner = fake_server(
+        [
+            {**plan(task(), task("Write NOTES.md", None)), **used(100, 10)},
+            {**call("revise_plan", keep=True), **used(100, 10)},
+            {**call("submit_facts", facts=[]), **used(100, 10)},
+            {"content": "Made done.txt and NOTES.md.", **used(100, 10)},
+        ],
+        models=("plan-model",),
+    )
+    executor = fake_server(
+        [
+            {**make_done(), **used(1000, 20)},
+            {**finish("made done.txt"), **used(1000, 20)},
+            {**make_done("NOTES.md", "notes\n"), **used(1000, 20)},
+            {**finish("wrote NOTES.md"), **used(1000, 20)},
+        ],
+        models=("exec-model",),
+    )
+    verifier = fake_server(
+        [{**call("submit_verdict", verdict="pass", reason="NOTES.md is there"), **used(50, 5)}],
+        models=("verify-model",),
+    )
+    proc = run_agent(
+        "run",
+        "Create done.txt and NOTES.md",
+        "--yes",
+        "--json",
+        cwd=repo,
+        env={**ADAPT, **PRICES, **roles_env(planner, executor, verifier)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    # planning, the re-plan check, the facts and the closing summary: the planner's server
+    assert [tool_names(r) for r in planner.chat_requests] == [
+        ["submit_plan"],
+        ["revise_plan"],
+        ["submit_facts"],
+        [],
+    ]
+    assert {r["model"] for r in planner.chat_requests} == {"plan-model"}
+    # every step of both tasks: the executor's
+    assert len(executor.chat_requests) == 4
+    for request in executor.chat_requests:
+        assert {"write_file", "finish"} <= set(tool_names(request)) and request["model"] == (
+            "exec-model"
+        )
+    # the task without an acceptance command is judged on the verifier's
+    assert [tool_names(r) for r in verifier.chat_requests] == [["submit_verdict"]]
+    assert verifier.chat_requests[0]["model"] == "verify-model"
+
+    done = events(proc.stdout)[-1]
+    assert done["event"] == "run_done"
+    by_role = done["usage_by_role"]
+    assert by_role["planner"] == {
+        "model": "plan-model",
+        "prompt_tokens": 400,
+        "completion_tokens": 40,
+        "cached_tokens": 0,
+        "cost_usd": pytest.approx((400 * 1.0 + 40 * 2.0) / 1e6),
+        "calls": 4,
+    }
+    assert by_role["executor"]["model"] == "exec-model"
+    assert (by_role["executor"]["prompt_tokens"], by_role["executor"]["calls"]) == (4000, 4)
+    assert by_role["executor"]["cost_usd"] == pytest.approx((4000 + 80 * 2.0) / 1e6)
+    assert by_role["verifier"]["model"] == "verify-model"
+    assert (by_role["verifier"]["prompt_tokens"], by_role["verifier"]["calls"]) == (50, 1)
+    # the totals are the roles' sum, as before
+    assert done["prompt_tokens"] == 4450 and done["completion_tokens"] == 125
+    assert done["cost_usd"] == pytest.approx(sum(u["cost_usd"] for u in by_role.values()))
+    state = read_state(repo)
+    assert state is not None
+    assert state["usage"]["by_role"]["verifier"]["prompt_tokens"] == 50
+    saved = state["started_with"]
+    assert saved["executor_base_url"] == executor.url and saved["verifier_model"] == "verify-model"
+
+
+def test_the_terminal_report_shows_usage_per_role(run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    planner = fake_server(
+        [{**plan(task()), **used(100, 10)}, {**call("submit_facts", facts=[]), **used(10, 1)}]
+    )
+    executor = fake_server(
+        [{**make_done(), **used(1000, 20)}, {**finish("made done.txt"), **used(10, 2)}],
+        models=("exec-model",),
+    )
+    env = {
+        "AGENT_BASE_URL": planner.url,
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_MODEL": "exec-model",
+    }
+    proc = run_agent("run", "Create done.txt", "--yes", cwd=repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("by role:"))
+    assert "planner gpt-4o-mini 110 + 11 tokens" in line
+    assert "executor exec-model 1,010 + 22 tokens" in line
+    assert "verifier gpt-4o-mini 0 + 0 tokens" in line
+    assert len(planner.chat_requests) == 2 and len(executor.chat_requests) == 2
+
+
+def test_a_resumed_run_keeps_each_roles_endpoint_and_model(run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    planner = fake_server([plan(task()), call("submit_facts", facts=[])], models=("plan-model",))
+    executor = fake_server([make_done(), finish("made done.txt")], models=("exec-model",))
+    verifier = fake_server([], models=("verify-model",))
+    env = roles_env(planner, executor, verifier)
+    first = run_agent(
+        "run", "Create done.txt", "--yes", "--json", "--max-steps", "1", cwd=repo, env=env
+    )
+    assert first.returncode == 4, first.stdout + first.stderr  # the step budget ran out
+    # the next session names no endpoint nor model: each role goes on where it started
+    resumed = run_agent("run", "--resume", "--yes", "--json", "--max-steps", "9", cwd=repo)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert len(executor.chat_requests) == 2 and len(planner.chat_requests) == 2
+    assert {r["model"] for r in executor.chat_requests} == {"exec-model"}
+    notice = next(e["text"] for e in events(resumed.stdout) if "goes on" in e.get("text", ""))
+    assert f"executor model exec-model at {executor.url}" in notice
+    assert "executor_base_url" in notice and "--executor" not in notice
+    by_role = events(resumed.stdout)[-1]["usage_by_role"]
+    assert by_role["executor"]["calls"] == 2 and by_role["planner"]["calls"] == 2
+
+
+def test_without_role_keys_one_server_gets_every_request_as_before(
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server(
+        [
+            {**plan(task()), **used(100, 10)},
+            {**make_done(), **used(1000, 20)},
+            {**finish("made done.txt"), **used(10, 2)},
+            {**call("submit_facts", facts=[]), **used(10, 1)},
+        ]
+    )
+    proc = run_agent("run", "Create done.txt", "--yes", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(srv.chat_requests) == 4
+    assert "by role" not in proc.stdout  # the report is the one it always was
+    state = read_state(repo)
+    assert state is not None
+    assert state["usage"]["prompt_tokens"] == 1120
+    assert not any("executor" in k or "planner" in k for k in state["started_with"])
+    by_role = state["usage"]["by_role"]
+    assert {u["model"] for u in by_role.values()} == {"gpt-4o-mini"}
+    assert (by_role["planner"]["prompt_tokens"], by_role["executor"]["prompt_tokens"]) == (
+        110,
+        1010,
+    )
+    assert by_role["verifier"]["calls"] == 0
+
+
+def test_doctor_checks_each_distinct_endpoint_once(run_agent, fake_server, scratch_repo):
+    probe = {"tool": "report_status", "args": {"ok": True}}
+    shared = fake_server([probe], models=("big",))  # the planner's and the verifier's
+    executor = fake_server([probe], models=("small",))
+    env = {
+        "AGENT_BASE_URL": shared.url,
+        "AGENT_MODEL": "big",
+        "AGENT_VERIFIER_BASE_URL": shared.url,
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_MODEL": "small",
+    }
+    proc = run_agent("doctor", cwd=scratch_repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # what doctor asks of the one endpoint of a run without roles, each endpoint is asked once
+    alone = fake_server([probe], models=("big",))
+    reference = run_agent("doctor", "--base-url", alone.url, "--model", "big", cwd=scratch_repo)
+    assert reference.returncode == 0, reference.stdout + reference.stderr
+    once = sorted(r["path"] for r in alone.requests)  # the window probes run side by side
+    assert once.count("/v1/chat/completions") == 1
+    for srv in (shared, executor):
+        assert sorted(r["path"] for r in srv.requests) == once
+    assert f"for planner, verifier: {shared.url} answers" in proc.stdout
+    assert f"for executor: {executor.url} answers" in proc.stdout
+    endpoint_lines = [x for x in proc.stdout.splitlines() if " endpoint " in x]
+    assert len(endpoint_lines) == 2
