@@ -122,7 +122,7 @@ def test_the_key_of_each_role(tmp_path):
 
 def test_a_key_itself_is_not_a_variable_name(tmp_path):
     with pytest.raises(ConfigError, match="planner_api_key_env"):
-        load(flags={"planner_api_key_env": "sk-abc def"}, tmp=tmp_path)
+        load(env={"AGENT_PLANNER_API_KEY_ENV": "sk-abc def"}, tmp=tmp_path)
 
 
 def test_a_local_role_bills_nothing_while_a_hosted_one_is_priced(tmp_path):
