@@ -40,6 +40,7 @@ class Outcome:
     stale_sent: int
     poison_unfenced: int
     latency_s: float
+    detail: str = ""  # for a miss by `agent`: what it recalled instead
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,21 +63,19 @@ def needed(learned: Learned, pair: Pair) -> set[str]:
 
 def stale_ids(records: list[dict[str, Any]], repo: Path) -> set[str]:
     """The records naming a file whose content changed since they were stored (ground truth)."""
-    out = set()
-    for rec in records:
-        seen = stores_files(rec)
-        for path, blob in seen.items():
-            p = repo / path
-            now = (
-                subprocess.run(
-                    ["git", "hash-object", str(p)], capture_output=True, text=True, check=True
-                ).stdout.strip()
-                if p.is_file()
-                else None
-            )
-            if now != blob:
-                out.add(rec["id"])
-    return out
+    named = {rec["id"]: stores_files(rec) for rec in records}
+    paths = sorted({p for files in named.values() for p in files if (repo / p).is_file()})
+    now: dict[str, str | None] = {}
+    if paths:
+        out = subprocess.run(
+            ["git", "hash-object", "--", *paths],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        now = dict(zip(paths, out, strict=True))
+    return {i for i, files in named.items() if any(now.get(p) != b for p, b in files.items())}
 
 
 def stores_files(rec: dict[str, Any]) -> dict[str, str]:
@@ -176,6 +175,7 @@ def evaluate(
     for size in sizes:
         shared = size > sum(stores.counted(r) for r in learned.records)
         built: dict[str | None, tuple[Path, list[dict[str, Any]]]] = {}
+        vectors: dict[str | None, systems.VectorTopK] = {}
         for pair in learned.scenario.pairs:
             key = None if shared else pair.id
             if key not in built:
@@ -196,7 +196,12 @@ def evaluate(
             extra = (
                 done.arrived_s[0] - none.arrived_s[0] if done.arrived_s and none.arrived_s else 0.0
             )
-            out.append(judge("agent", pair, size, need, owner, stale, seen, extra))
+            got = judge("agent", pair, size, need, owner, stale, seen, extra)
+            if key not in vectors:
+                vectors[key] = systems.VectorTopK(items, embedder)
+            if not got.recalled:
+                got.detail = explain(seen, records, need, vectors[key], pair)
+            out.append(got)
             base = [score.request_text(r) for r in none.requests]
             out.append(
                 judge(
@@ -226,7 +231,9 @@ def evaluate(
                     fenced=False,
                 )
             )
-            vec = systems.VectorTopK(items, embedder)
+            if key not in vectors:
+                vectors[key] = systems.VectorTopK(items, embedder)
+            vec = vectors[key]
             block, vec_ids, vec_s = vec.block(pair.b_goal)
             out.append(
                 simulated(
@@ -245,6 +252,27 @@ def evaluate(
             )
     git(learned.repo, "checkout", "-q", "-f", "main")
     return out
+
+
+def explain(
+    seen: list[score.Seen],
+    records: list[dict[str, Any]],
+    need: set[str],
+    vec: systems.VectorTopK,
+    pair: Pair,
+) -> str:
+    """What the agent recalled instead of the needed item, and how close that item was."""
+    kinds: dict[str, int] = {}
+    by_id = {r["id"]: r for r in records}
+    by_run = {str(r["metadata"].get("run_id")): r for r in records if r["collection"] == "episodes"}
+    ids = {i for s in seen for i in s.items}
+    for i in ids:
+        rec = by_id.get(i) or by_run.get(i)
+        kind = str(rec["metadata"].get("kind") or rec["metadata"].get("doc")) if rec else "?"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    sim, rank = vec.closeness(pair.b_goal, need)
+    listed = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "nothing"
+    return f"sent {listed}; the needed item's cosine to B's goal {sim:.2f}, rank {rank}"
 
 
 def simulated(

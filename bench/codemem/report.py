@@ -75,7 +75,7 @@ def failures(outcomes: list[Outcome]) -> list[str]:
     """One line per pair and size where `agent` did not recall what B needed."""
     return [
         f"agent missed {o.pair} ({o.need}) at {o.size} items: {o.items} items recalled, "
-        f"{o.own_items} of the pair's"
+        f"{o.own_items} of the pair's; {o.detail}"
         for o in outcomes
         if o.system == "agent" and not o.recalled
     ]

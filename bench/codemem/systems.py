@@ -53,6 +53,15 @@ class VectorTopK:
         vecs = np.asarray(embedder.embed([r["document"] for r in records]), dtype=np.float32)
         self.vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
 
+    def closeness(self, goal: str, ids: set[str]) -> tuple[float, int]:
+        """The best cosine of the items `ids` to `goal`, and that item's rank (1 = nearest)."""
+        q = np.asarray(self.embedder.embed([goal])[0], dtype=np.float32)
+        q /= max(float(np.linalg.norm(q)), 1e-9)
+        sims = self.vecs @ q
+        order = {int(i): r for r, i in enumerate(np.argsort(-sims), 1)}
+        best = [(float(sims[n]), order[n]) for n, r in enumerate(self.records) if r["id"] in ids]
+        return max(best) if best else (0.0, 0)
+
     def block(self, goal: str) -> tuple[str, list[str], float]:
         """The fenced top-k block for `goal`, the ids in it, the seconds it took."""
         start = time.monotonic()
