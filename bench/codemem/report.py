@@ -71,6 +71,23 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def by_need(outcomes: list[Outcome], sizes: list[int]) -> str:
+    """Each system's recall per kind of need and store size."""
+    needs = sorted({o.need for o in outcomes})
+    lines = [
+        "| system | need | " + " | ".join(f"{n} items" for n in sizes) + " |",
+        "|---|---|" + "---:|" * len(sizes),
+    ]
+    for s in SYSTEMS:
+        for need in needs:
+            cells = []
+            for n in sizes:
+                rows = [o for o in outcomes if o.system == s and o.size == n and o.need == need]
+                cells.append(f"{sum(o.recalled for o in rows)}/{len(rows)}")
+            lines.append(f"| {s} | {need} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def failures(outcomes: list[Outcome]) -> list[str]:
     """One line per pair and size where `agent` did not recall what B needed."""
     return [
@@ -115,6 +132,11 @@ def write_docs(result: dict[str, Any], outcomes: list[Outcome], sizes: list[int]
     plot(result, DOCS / "codemem.png")
     md = DOCS / "codemem.md"
     text = md.read_text() if md.exists() else f"{START}\n{END}\n"
-    body = f"`{result['command']}` ({result['pairs']} pairs, {result['seconds']} s):\n\n{table(result)}\n"
+    body = (
+        f"`{result['command']}` ({result['pairs']} pairs, {result['seconds']} s):\n\n"
+        f"{table(result)}\n\nRecall by need (pairs recalled / pairs):\n\n"
+        f"{by_need(outcomes, sizes)}\n\n`agent`'s misses:\n\n"
+        + "".join(f"- {line}\n" for line in failures(outcomes))
+    )
     head, rest = text.split(START, 1)
     md.write_text(f"{head}{START}\n{body}{END}{rest.split(END, 1)[1]}")

@@ -34,6 +34,8 @@ QUICK_KINDS = ("procedure-1", "pitfall-1", "fact-1", "convention-1", "fix-1")
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.from_json:
+        return rewrite(args.from_json)
     start = time.monotonic()
     sizes = [int(s) for s in args.sizes.split(",")]
     work = agentrun.scratch_dir(args.work)
@@ -78,6 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def rewrite(path: Path) -> int:
+    """The docs again from a result written with --out, without running anything."""
+    data = json.loads(path.read_text())
+    outcomes = [pairs_b.Outcome(**o) for o in data.pop("outcomes")]
+    report.write_docs(data, outcomes, data["store_sizes"])
+    print(report.table(data))
+    return 0
+
+
 def say(args: argparse.Namespace, text: str) -> None:
     if not args.json:
         print(text, file=sys.stderr, flush=True)
@@ -91,6 +102,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--projects", default="", help="only these projects, comma-separated")
     p.add_argument(
         "--cache", type=Path, default=Path.home() / ".cache" / "agent-codemem", help="sdist cache"
+    )
+    p.add_argument(
+        "--from-json", type=Path, default=None, help="rewrite the docs from --out's file"
     )
     p.add_argument("--fresh", action="store_true", help="redo runs A even when cached")
     p.add_argument("--work", type=Path, default=None, help="keep the repositories and stores here")

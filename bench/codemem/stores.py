@@ -8,6 +8,7 @@ import copy
 import json
 import random
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +81,16 @@ def fillers(learned: Learned, n: int, seed: int = 7) -> list[dict[str, Any]]:
                 texts.append(("procedure", f"`{cmd}` checks work in this repository", cmd))
     rng = random.Random(seed)
     rng.shuffle(texts)
-    times = sorted(
-        str(r["metadata"].get("created_at", ""))
+    stamps = [
+        datetime.fromisoformat(str(r["metadata"]["created_at"]))
         for r in learned.records
         if r["metadata"].get("created_at")
-    )
+    ]
+    first, last = min(stamps), max(stamps)
+
+    def when() -> str:  # uniform over the span of the runs A, as the agent writes times
+        return (first + (last - first) * rng.random()).isoformat(timespec="seconds")
+
     out = []
     for i in range(n):
         kind, text, cmd = texts[i % len(texts)]
@@ -96,7 +102,10 @@ def fillers(learned: Learned, n: int, seed: int = 7) -> list[dict[str, Any]]:
         rec["id"] = f"fill_{scn.project.name}_{i:05d}"
         rec["document"] = text
         meta.update(gist=text, run_id=run, source=f"run {run}", text_hash=f"fill{i:012d}")
-        meta.update(created_at=rng.choice(times), confirmed_at=rng.choice(times), files="{}")
+        made, confirmed = when(), when()
+        meta.update(created_at=min(made, confirmed), confirmed_at=max(made, confirmed), files="{}")
+        if "confirmed_ts" in meta:
+            meta["confirmed_ts"] = datetime.fromisoformat(meta["confirmed_at"]).timestamp()
         meta.update(task="", origin_event_id="", command=cmd) if kind == "procedure" else None
         if kind != "procedure":
             meta.pop("command", None)

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Any
 
@@ -32,7 +33,11 @@ def item_line(rec: dict[str, Any]) -> str:
 def memory_md(records: list[dict[str, Any]]) -> tuple[str, list[str], float]:
     """The MEMORY.md block loaded into every request, the ids it holds, the seconds it took."""
     start = time.monotonic()
-    ordered = sorted(records, key=lambda r: str(r["metadata"].get("created_at", "")))
+    # Items learned in the same second are in no particular order: a seeded shuffle, then the
+    # stable sort by time, so that no kind of item is first among equals.
+    shuffled = list(records)
+    random.Random(11).shuffle(shuffled)
+    ordered = sorted(shuffled, key=lambda r: str(r["metadata"].get("created_at", "")))
     lines, ids, used = ["# MEMORY.md"], [], 0
     for rec in ordered:
         line = item_line(rec)
