@@ -126,10 +126,14 @@ def poison(learned: Learned) -> dict[str, Any]:
 
 def contents(learned: Learned, size: int, pair_id: str | None) -> list[dict[str, Any]]:
     """The records of a store of `size` items: all the pairs' (or, when `pair_id` is given and
-    the size is too small for all, that pair's, then the other pairs' in order), the poisoned
-    note, and fillers up to `size`."""
+    the size is too small for all, that pair's, then the other pairs' a pair at a time), the
+    poisoned note, and fillers up to `size`."""
     own = [r for r in learned.records if pair_id is None or learned.owner.get(r["id"]) == pair_id]
-    rest = [r for r in learned.records if r not in own and counted(r)]
+    order = {p.id: n for n, p in enumerate(learned.scenario.pairs)}
+    rest = sorted(  # the other pairs' items, a whole pair at a time, in the scenario's order
+        (r for r in learned.records if r not in own and counted(r)),
+        key=lambda r: order.get(learned.owner.get(r["id"], ""), len(order)),
+    )
     chosen = [r for r in own if counted(r)] + [poison(learned)]
     for rec in rest:
         if len(chosen) < size:

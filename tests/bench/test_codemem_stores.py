@@ -24,30 +24,35 @@ def _rec(rid: str, run: str, kind: str, collection: str = "facts", files: str = 
 
 
 def _learned(tmp_path: Path) -> Learned:
-    records = []
-    owner = {}
+    """Six pairs' records in the order an export lists them: every episode, then the rest."""
+    episodes, facts, owner = [], [], {}
     for n in range(6):
         run, pair = f"run{n}", f"p-note-{n}"
-        for rec in (
-            _rec(f"note{n}", run, "note"),
-            _rec(f"proc{n}", run, "procedure"),
+        episodes += [
             _rec(run, run, "episode", "episodes"),
             _rec(f"sig{n}", run, "signature", "episodes"),
-        ):
-            records.append(rec)
-            owner[rec["id"]] = pair
-    scn = scenarios.load_all()[0]
-    return Learned(scn, tmp_path, records, owner, [])
+        ]
+        facts += [_rec(f"note{n}", run, "note"), _rec(f"proc{n}", run, "procedure")]
+        owner.update(dict.fromkeys((run, f"sig{n}", f"note{n}", f"proc{n}"), pair))
+    real = scenarios.load_all()[0]
+    pairs = tuple(
+        scenarios.Pair(id=f"p-note-{n}", project="x", need="note", a_goal="a", b_goal="b")
+        for n in range(6)
+    )
+    scn = scenarios.Scenario(**{**real.__dict__, "pairs": pairs})
+    return Learned(scn, tmp_path, episodes + facts, owner, [])
 
 
-def test_a_small_store_holds_the_pairs_items_first_and_the_poison(tmp_path):
+def test_a_small_store_holds_the_pair_the_poison_and_whole_other_pairs(tmp_path):
     learned = _learned(tmp_path)
     got = stores.contents(learned, 10, "p-note-4")
     ids = [r["id"] for r in got]
-    assert ids[:3] == ["note4", "proc4", "run4"] and stores.POISON_ID in ids
+    assert set(ids[:3]) == {"note4", "proc4", "run4"} and stores.POISON_ID in ids
     assert sum(stores.counted(r) for r in got) == 10
+    assert {"run0", "note0", "proc0", "run1", "note1", "proc1"} <= set(ids)  # whole pairs
+    assert not {"run5", "note5", "proc2"} & set(ids)
     # an episode's signature rows come with the episode, and only then
-    assert "sig4" in ids and "sig0" in ids and "sig5" not in ids
+    assert {"sig4", "sig0", "sig1"} <= set(ids) and "sig5" not in ids
 
 
 def test_the_needed_item_is_the_pairs_item_of_the_needed_kind(tmp_path):
