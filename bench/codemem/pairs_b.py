@@ -161,6 +161,14 @@ def owner_map(learned: Learned) -> dict[str, str]:
     return out
 
 
+def warm(learned: Learned, home: Path) -> Path:
+    """`home` after one plan-only run: its state directory exists, as in a repository the agent
+    has worked in, so that no system's first request pays for creating it."""
+    git(learned.repo, "checkout", "-q", "-f", "main")
+    agentrun.run(learned.repo, "look around", [plan("look around", None)], home, plan_only=True)
+    return home
+
+
 def evaluate(
     learned: Learned,
     sizes: list[int],
@@ -182,12 +190,15 @@ def evaluate(
                 records = stores.contents(learned, size, key)
                 home = work / f"{name}-{size}-{key or 'all'}"
                 shutil.rmtree(home, ignore_errors=True)
-                built[key] = (stores.build(records, home), records)
+                built[key] = (warm(learned, stores.build(records, home)), records)
             home, records = built[key]
             items = [r for r in records if stores.counted(r)]
             need = needed(learned, pair)
             if pair.id not in none_runs:
-                none_runs[pair.id] = run_b(learned, pair, work / f"none-{pair.id}", "none")
+                none_home = work / f"{name}-none"
+                if not none_home.exists():
+                    warm(learned, none_home)
+                none_runs[pair.id] = run_b(learned, pair, none_home, f"none-{pair.id}")
             none = none_runs[pair.id]
             done = run_b(learned, pair, home, f"agent-{size}")
             stale = stale_ids(records, learned.repo)
