@@ -128,9 +128,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 def write_docs(result: dict[str, Any], outcomes: list[Outcome], sizes: list[int]) -> None:
     """docs/codemem.json, docs/codemem.png and the table in docs/codemem.md."""
-    (DOCS / "codemem.json").write_text(
-        json.dumps({**result, "outcomes": [o.to_dict() for o in outcomes]}, indent=1) + "\n"
-    )
+    rows = ",\n".join("  " + json.dumps(o.to_dict()) for o in outcomes)  # one outcome a line
+    head = json.dumps(result, indent=1)[:-2]
+    (DOCS / "codemem.json").write_text(f'{head},\n "outcomes": [\n{rows}\n ]\n}}\n')
     plot(result, DOCS / "codemem.png")
     md = DOCS / "codemem.md"
     text = md.read_text() if md.exists() else f"{START}\n{END}\n"
