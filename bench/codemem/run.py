@@ -1,0 +1,119 @@
+"""A coding-memory benchmark: does what one run learned reach the run that needs it?
+
+    python bench/codemem/run.py [--quick] [--json] [--sizes 10,100,1000] [--cache DIR]
+                                [--work DIR] [--write-docs] [--projects a,b]
+
+For each scenario pair, run A (scripted replies against the loopback fake server) learns
+something in a real project from PyPI; run B, later in the same repository, needs it. Each
+system's recall, precision, memory tokens per request, stale items sent as fresh, poisoned text
+outside a fence and added latency are read from the requests the server received. See
+docs/codemem.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import agentrun  # noqa: E402
+import learn  # noqa: E402
+import pairs_b  # noqa: E402
+import report  # noqa: E402
+import scenarios  # noqa: E402
+
+from agent_cli.memory.embed import WordLlamaEmbedder  # noqa: E402
+
+QUICK_KINDS = ("procedure-1", "pitfall-1", "fact-1", "convention-1", "fix-1")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.from_json:
+        return rewrite(args.from_json)
+    start = time.monotonic()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    work = agentrun.scratch_dir(args.work)
+    agentrun.isolate(work)
+    embedder = WordLlamaEmbedder()
+    outcomes: list[pairs_b.Outcome] = []
+    failed: list[str] = []
+    n_pairs = 0
+    for scn in scenarios.load_all():
+        if args.projects and scn.project.name not in args.projects.split(","):
+            continue
+        if args.quick:
+            scn = scenarios.Scenario(
+                **{
+                    **scn.__dict__,
+                    "pairs": tuple(p for p in scn.pairs if p.id.endswith(QUICK_KINDS)),
+                }
+            )
+        say(args, f"{scn.project.name}: {len(scn.pairs)} runs A")
+        learned = learn.learn_cached(scn, args.cache, work, args.fresh)
+        failed += learned.failed
+        n_pairs += len(scn.pairs)
+        say(args, f"{scn.project.name}: runs B at sizes {sizes} ({time.monotonic() - start:.0f} s)")
+        outcomes += pairs_b.evaluate(learned, sizes, work, embedder, {})
+    result = report.summary(outcomes, sizes, n_pairs)
+    result["failed_runs_a"] = failed
+    result["seconds"] = round(time.monotonic() - start, 1)
+    result["command"] = "python bench/codemem/run.py" + (" --quick" if args.quick else "")
+    if args.out:
+        args.out.write_text(
+            json.dumps({**result, "outcomes": [o.to_dict() for o in outcomes]}, indent=1)
+        )
+    if args.write_docs:
+        report.write_docs(result, outcomes, sizes)
+    if args.json:
+        print(json.dumps({k: result[k] for k in ("systems", "pairs", "store_sizes")}))
+    else:
+        print(report.table(result))
+        print(f"\n{n_pairs} pairs, sizes {sizes}, {result['seconds']} s")
+        for line in report.failures(outcomes):
+            print(line)
+    return 0
+
+
+def rewrite(path: Path) -> int:
+    """The docs again from a result written with --out, without running anything."""
+    data = json.loads(path.read_text())
+    outcomes = [pairs_b.Outcome(**o) for o in data.pop("outcomes")]
+    report.write_docs(data, outcomes, data["store_sizes"])
+    print(report.table(data))
+    return 0
+
+
+def say(args: argparse.Namespace, text: str) -> None:
+    if not args.json:
+        print(text, file=sys.stderr, flush=True)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bench/codemem/run.py", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="five pairs per project, one of each kind")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--sizes", default="10,100,1000", help="store sizes, comma-separated")
+    p.add_argument("--projects", default="", help="only these projects, comma-separated")
+    p.add_argument(
+        "--cache", type=Path, default=Path.home() / ".cache" / "agent-codemem", help="sdist cache"
+    )
+    p.add_argument(
+        "--from-json", type=Path, default=None, help="rewrite the docs from --out's file"
+    )
+    p.add_argument("--fresh", action="store_true", help="redo runs A even when cached")
+    p.add_argument("--work", type=Path, default=None, help="keep the repositories and stores here")
+    p.add_argument("--out", type=Path, default=None, help="write the full result (JSON) here")
+    p.add_argument(
+        "--write-docs", action="store_true", help="write the table, JSON and plot under docs/"
+    )
+    return p
+
+
+if __name__ == "__main__":
+    sys.exit(main())
