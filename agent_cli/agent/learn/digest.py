@@ -4,8 +4,10 @@ its long-term memory, within a token share.
 When the repository's facts, notes and procedures fit the share, all of them are sent, the
 most trusted first, then the most used, then the newest: a store that small costs little,
 and nothing the next goal needs can be missed by a wording the embedder does not connect.
-Beyond the share, the items `associate` finds for the goal come first, then the most used,
-and one line says how many more there are and how to recall them. The run's closest
+Beyond the share, the items `associate` finds for the goal and those that share the most
+names with it (lexical.py: an embedding misses `bump_major` beside `bump_minor`) come first,
+taken in turn, then the most used, and one line says how many more there are and how to
+recall them. The run's closest
 episodes come before either, within a third of the share. Each line is costed as it is
 rendered (`format_for_context`), at four characters a token: the digest is built before the
 first request, when the tokenizer is not loaded yet.
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agent_cli.agent.learn import lexical
 from agent_cli.core.protocols import LongTermStore, Recalled
 
 SCAN = 2000  # items read to choose from: beyond this the store is searched, not listed
@@ -72,10 +75,27 @@ def build(
         topics=[*topics, ""],
         count=False,
     )
+    named = lexical.scores(goal, [_words_of(r) for r in items])
+    ranked = sorted(zip(named, items, strict=True), key=lambda pair: -pair[0])
+    by_name = [r for score, r in ranked if score > 0]
     most_used = sorted(items, key=lambda r: (r.hit_count, r.trust, r.date), reverse=True)
-    chosen = _fitting(_unique([*related, *most_used]), budget)
+    chosen = _fitting(_unique([*_alternate(related, by_name), *most_used]), budget)
     total = max(len(items), len(_unique([*related, *items])))
     return Digest(episodes + chosen, total - len(chosen))
+
+
+def _words_of(item: Recalled) -> str:
+    """What an item is matched on by name: its text, and the task a procedure checked."""
+    return f"{item.text} {item.metadata.get('task', '')}"
+
+
+def _alternate(first: Sequence[Recalled], second: Sequence[Recalled]) -> list[Recalled]:
+    """`first[0], second[0], first[1], second[1], ...`, the longer one's rest at the end."""
+    out: list[Recalled] = []
+    for a, b in zip(first, second, strict=False):
+        out += [a, b]
+    shorter = min(len(first), len(second))
+    return out + list(first[shorter:]) + list(second[shorter:])
 
 
 def _fitting(items: Sequence[Recalled], budget: int) -> list[Recalled]:
