@@ -28,6 +28,7 @@ VENDORS = {
     "typer": {
         "agent_cli.cli.app",
         "agent_cli.cli.run_command",
+        "agent_cli.cli.runs_commands",
         "agent_cli.cli.memory_commands",
         "agent_cli.cli.trust_command",
         "agent_cli.cli.help",
