@@ -10,12 +10,11 @@ into it, on every path.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +32,7 @@ from agent_cli.core.errors import (
     UsageError,
     WorkspaceError,
 )
-from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone
+from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone, RunStarted
 from agent_cli.core.protocols import ChatModel, Console, Embedder
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
@@ -351,9 +350,12 @@ class EndsWithRunDone:
     def __init__(self, console: Console, json_out: bool) -> None:
         self.console, self.json_out = console, json_out
         self.done = False
+        self.on_start: Callable[[str], None] = lambda run_id: None  # told the run's id
 
     def emit(self, ev: Event) -> None:
         self.done = self.done or isinstance(ev, RunDone)
+        if isinstance(ev, RunStarted):
+            self.on_start(ev.run_id)
         self.console.emit(ev)
 
     def refused(self, code: int, message: str) -> None:
@@ -434,7 +436,7 @@ def _execute(
     opts: RunOptions,
     settings: Settings,
     repo_path: Path,
-    console: Console,
+    console: EndsWithRunDone,
     started: RunStartedWith,
 ) -> int:
     state_dir = settings.state_dir(repo_path)
@@ -453,6 +455,7 @@ def _execute(
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, secrets)
         lock = RunLock(state_dir / "run.lock")
+        console.on_start = lock.name  # `agent runs` reads which run holds it
         run_id, changed = check_local(workspace, store, lock, opts)
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
         longterm.prepare()  # its snapshot is read, or the store opens, while the model client loads
@@ -558,28 +561,3 @@ def run_session(
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def list_runs(repo_opt: Path | None, json_out: bool) -> None:
-    """Print the runs of a repository, newest last."""
-    repo = find_repo(repo_opt)
-    store = RunStore(settings_for(repo).state_dir(repo))
-    rows = [
-        {
-            "run_id": r.get("run_id"),
-            "status": r.get("status"),
-            "goal": r.get("goal", ""),
-            "steps": r.get("steps", 0),
-            "started_at": r.get("started_at", ""),
-            "updated_at": r.get("updated_at", ""),
-        }
-        for r in store.list()
-    ]
-    if json_out:
-        print(json.dumps(rows))
-    elif not rows:
-        print("no runs yet in this repository")
-    else:
-        from agent_cli.ui.console import print_runs
-
-        print_runs(rows)
