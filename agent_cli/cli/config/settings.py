@@ -82,6 +82,7 @@ class Settings(BaseSettings):
     memory_tenant: str | None = None
     memory_database: str | None = None
     memory_token: SecretStr | None = None
+    worktree: Literal["off", "auto"] = "off"  # auto: a second run goes to a worktree
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
     notices: list[str] = Field(default_factory=list, exclude=True)
 
