@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from agent_cli.agent.run.store import RunRecord, RunStore
     from agent_cli.workspace.git.branches import AgentBranches
 
-# Where run locks live under the state directory: the repository's run, and one per run.
-LOCK_PATTERNS = ("run.lock", "runs/*/run.lock", "runs/*/*.lock", "worktrees/*.lock", "locks/*.lock")
+# Run locks under the state directory: a run in the user's checkout, and each worktree run's.
+LOCK_PATTERNS = ("run.lock", "runs/*/run.lock")
 
 
 @dataclass
@@ -115,6 +115,7 @@ def runs_rows(place: Place) -> list[dict[str, Any]]:
             "pid": live[run_id]["pid"] if run_id in live else None,
         }
         if run_id in live:
+            row["status"] = "running"  # a resumed run keeps its last status until it saves
             now = progress(place.store, str(run_id))
             if now is not None:
                 row |= now.to_dict()

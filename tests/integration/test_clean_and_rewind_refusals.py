@@ -192,3 +192,61 @@ def test_a_rewound_state_forgets_the_later_tasks_and_their_facts():
         Task(goal="three").model_dump(),
     ]
     assert state.facts == ["task 1 verified (cmd): one"] and state.last_error is None
+
+
+def test_runs_shows_a_live_run_where_its_journal_says_and_a_starting_one(agent, repo):
+    import json
+
+    from agent_cli.agent.run.journal import JournalEntry
+    from agent_cli.agent.run.store import RunUsage
+
+    def rows(where=repo) -> dict:
+        code, out, err = agent("runs", "--json", "--repo", str(where))
+        assert code == 0, err
+        return {r["run_id"]: r for r in json.loads(out)}
+
+    seed(repo, "run-live", ["verified", "running", "pending"])
+    tree = seed(repo, "run-wt", ["running"], worktree=True)
+    entry = JournalEntry(step=7, task=1, usage=RunUsage(prompt_tokens=10, cost_usd=0.25))
+    RunStore(repo / ".agent").journal("run-live", entry.model_dump_json())
+    lock = RunLock(repo / ".agent" / "run.lock")
+    own = RunLock(repo / ".agent" / "runs" / "run-wt" / "run.lock")  # a worktree run's
+    with lock, own:
+        planning = rows()[None]  # a new run holds the lock before it has an id
+        assert (planning["status"], planning["live"], planning["pid"]) == (
+            "starting",
+            True,
+            os.getpid(),
+        )
+        lock.name("run-live")
+        found = rows()
+        live = found["run-live"]
+        assert (live["status"], live["live"], live["pid"], live["task"], live["tasks"]) == (
+            "running",
+            True,
+            os.getpid(),
+            2,
+            3,
+        )
+        assert (live["task_goal"], live["step"], live["cost_usd"]) == (
+            "Add run-live-2.txt",
+            7,
+            0.25,
+        )
+        assert None not in found and found["run-wt"]["live"]
+        assert found["run-wt"]["worktree"] == str(tree.resolve())
+        assert rows(tree)["run-wt"]["live"]  # asked from inside the worktree: the same runs
+        code, _, err = agent("rewind", "run-live", "--yes", "--repo", str(repo))
+        assert code == 1 and f"run run-live is in progress (pid {os.getpid()})" in err
+    assert not any(r["live"] for r in rows().values())
+
+
+def test_the_help_pages_name_the_values():
+    from typer.testing import CliRunner
+
+    from agent_cli.cli.app import app
+
+    rewind = CliRunner().invoke(app, ["rewind", "--help"], prog_name="agent").output
+    assert "agent rewind [OPTIONS] RUN-ID" in rewind and "--to-task N" in rewind
+    clean = CliRunner().invoke(app, ["clean", "--help"], prog_name="agent").output
+    assert "--branches" in clean and "--force" in clean
