@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +41,7 @@ class Place:
 
     @property
     def worktrees_dir(self) -> Path:
+        """Where the agent makes its worktrees (real path)."""
         return Path(os.path.realpath(self.state_dir / "worktrees"))
 
 
@@ -208,17 +211,55 @@ def rewind(place: Place, run_id: str, to_task: int | None, yes: bool) -> None:
     """Rewind run `run_id` to task `to_task` (None: its base), or raise why not."""
     from agent_cli.agent.run import rewind as rewinding
     from agent_cli.agent.run.store import checked_run_id
-    from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 
     record = place.store.load(checked_run_id(run_id))
-    branch = record.branch  # the store holds it to be agent/<id>
-    goal = rewinding.target(record, to_task)
+    rewinding.target(record, to_task)  # a bad --to-task is said before anything else
+    with _kept_from_resuming(place, record):
+        _rewind(place, place.store.load(record.run_id), to_task, yes)
+
+
+@contextmanager
+def _kept_from_resuming(place: Place, record: RunRecord) -> Iterator[None]:
+    """Hold the lock a resume of `record` would take, or refuse when its run is in progress.
+
+    A run in the user's checkout resumes under the checkout's lock: when another named run
+    holds it, this one cannot start meanwhile, so there is nothing to hold."""
+    from agent_cli.core.errors import WorkspaceError
+    from agent_cli.workspace.lock import RunLock
+
     for holder in live_holders(place.state_dir):
         if holder["run_id"] == record.run_id:
             raise WorkspaceError(
                 f"run {record.run_id} is in progress (pid {holder['pid']}); nothing was changed",
                 "rewind it once it has stopped",
             )
+    own = place.state_dir / "runs" / record.run_id / "run.lock"
+    lock = RunLock(own if record.worktree else place.state_dir / "run.lock")
+    try:
+        lock.acquire()
+        lock.name(record.run_id)  # a second rewind of it meanwhile is refused
+    except WorkspaceError:
+        holder = lock.holder() or {}
+        if record.worktree or holder.get("run_id") in (None, record.run_id):
+            raise WorkspaceError(
+                f"run {record.run_id} may be starting (pid {holder.get('pid', '?')} holds "
+                f"{lock.path}); nothing was changed",
+                "rewind it once that run has its id (`agent runs`) or has stopped",
+            ) from None
+    try:
+        yield
+    finally:
+        lock.release()  # nothing when another run held it
+
+
+def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> None:
+    """Rewind `record`, its resume held off: the checks, the confirmation, the move, the state."""
+    from agent_cli.agent.run import rewind as rewinding
+    from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
+
+    place.git.prune()  # a worktree whose directory was deleted holds nothing
+    branch = record.branch  # the store holds it to be agent/<id>
+    goal = rewinding.target(record, to_task)
     tip = place.git.tip(branch)
     if tip is None:
         raise AgentError(

@@ -250,3 +250,19 @@ def test_the_help_pages_name_the_values():
     assert "agent rewind [OPTIONS] RUN-ID" in rewind and "--to-task N" in rewind
     clean = CliRunner().invoke(app, ["clean", "--help"], prog_name="agent").output
     assert "--branches" in clean and "--force" in clean
+
+
+def test_a_run_starting_in_the_checkout_holds_off_a_rewind_and_another_named_run_does_not(
+    agent, repo
+):
+    seed(repo, "run-x", ["verified"])
+    base = RunStore(repo / ".agent").load("run-x").base
+    lock = RunLock(repo / ".agent" / "run.lock")
+    with lock:
+        code, _, err = agent("rewind", "run-x", "--yes", "--repo", str(repo))
+        assert code == 1 and "run run-x may be starting" in err  # it could be run-x's resume
+        assert tip(repo, "agent/run-x") != base
+        lock.name("run-other")  # another run holds the checkout: run-x cannot resume meanwhile
+        code, out, err = agent("rewind", "run-x", "--yes", "--repo", str(repo))
+        assert code == 0, err
+    assert tip(repo, "agent/run-x") == base and "the run's base" in out

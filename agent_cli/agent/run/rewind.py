@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent_cli.agent.run.state import AgentState
+from agent_cli.agent.run.session import saved_state
 from agent_cli.agent.run.store import RunRecord, RunStore, utc_now
 from agent_cli.core.errors import AgentError, UsageError
 from agent_cli.core.models import SETTLED
@@ -27,7 +27,7 @@ class RewindTarget:
 
 def target(record: RunRecord, to_task: int | None) -> RewindTarget:
     """Where rewinding `record` to task `to_task` (None: its base) moves its branch."""
-    state = AgentState.from_dict(record.agent_state)
+    state = saved_state(record)
     keep = to_task or 0
     if not 0 <= keep <= len(state.plan):
         raise UsageError(
@@ -58,7 +58,7 @@ def target(record: RunRecord, to_task: int | None) -> RewindTarget:
 def record_rewind(store: RunStore, record: RunRecord, to: RewindTarget, tip: str) -> None:
     """Save `record` rewound to `to` from branch tip `tip`: the tasks after the ones kept are
     pending again and the run is stopped and resumable (`interrupted`); the trajectory says so."""
-    state = AgentState.from_dict(record.agent_state)
+    state = saved_state(record)
     state.rewind(to.keep)
     record.agent_state = state.to_dict()
     record.status = "interrupted"
