@@ -163,3 +163,41 @@ def test_a_goal_file_with_a_bad_goal_is_refused_in_one_line(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "goal 2: max_steps" in lines[0], proc.stderr
     assert not (repo / ".agent").exists()
+
+
+def test_a_shared_budget_passes_what_is_left_and_starts_nothing_once_spent(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    # a price set makes the loopback server billed: each reply's 100 prompt tokens cost $0.10
+    env = cli_env(tmp_path / "home", AGENT_PRICE_INPUT_PER_MTOK="1000")
+    names = NAMES[:3]
+    srv = fake_server(ByGoal({goal_of(n): creates(n) for n in names}))
+    file = goals_toml(tmp_path / "goals.toml", names)
+    proc = batch(
+        str(file), "--jobs", "1", "--yes", "--budget-usd", "0.5", "--base-url", srv.url,
+        repo=repo, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    runs = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())["runs"]
+    assert [r["status"] for r in runs][::2] == ["verified", "not_started"]
+    assert runs[1]["exit_code"] == 4 and runs[1]["status"] == "budget_exhausted"
+    assert runs[0]["cost_usd"] == pytest.approx(0.4, abs=0.01)
+    assert sum(r["cost_usd"] for r in runs) <= 0.5 + 0.1  # the last reply may cross the line
+    assert srv.script.served[goal_of(names[2])] == 0
+
+
+def test_runs_at_once_that_pass_the_shared_budget_together_are_stopped(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    env = cli_env(tmp_path / "home", AGENT_PRICE_INPUT_PER_MTOK="1000")  # $0.10 a reply
+    names = NAMES[:2]
+    srv = fake_server(ByGoal({goal_of(n): creates(n, delay=0.5) for n in names}))
+    file = goals_toml(tmp_path / "goals.toml", names)
+    proc = batch(
+        str(file), "--jobs", "2", "--yes", "--budget-usd", "0.5", "--base-url", srv.url,
+        repo=repo, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    runs = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())["runs"]
+    stopped = [r for r in runs if r["status"] == "budget_exhausted"]
+    assert stopped and all(r["resume"] and r["run_id"] for r in stopped)
+    assert all(state(repo, r["run_id"])["status"] == "interrupted" for r in stopped)
+    assert sum(r["cost_usd"] for r in runs) < 0.8  # both would have spent $0.40

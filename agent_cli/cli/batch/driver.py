@@ -59,6 +59,7 @@ class Job:
     peak_rss_mb: float = 0.0
     seconds: float = 0.0
     budget_stopped: bool = False  # stopped because the batch's budget was spent
+    cap_usd: float | None = None  # the budget the run was given
     done_seen: bool = False
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     started: float = 0.0
@@ -233,6 +234,7 @@ class Batch:
                 job.status, job.message = NOT_STARTED, "the batch's budget was spent"
                 return False
             budget = left if budget is None else min(budget, left)
+        job.cap_usd = budget
         self.launch.logs.mkdir(parents=True, exist_ok=True)
         events = open(self.launch.logs / f"{job.index}.events.jsonl", "wb")  # noqa: SIM115
         with open(self.launch.logs / f"{job.index}.stderr.txt", "wb") as err:
@@ -304,10 +306,13 @@ class Batch:
         return sum(job.cost_usd for job in self.jobs)
 
     def _hold_budget(self) -> None:
-        if self.budget is None or self.spent() < self.budget:
+        """Stop the running runs once their spend together passes the batch's budget (a run
+        at its own cap, what was left when it started, stops itself)."""
+        if self.budget is None or self.spent() <= self.budget:
             return
         for job in self._live.values():
-            if not job.budget_stopped:
+            at_cap = job.cap_usd is not None and job.cost_usd >= job.cap_usd
+            if not job.budget_stopped and not at_cap:
                 job.budget_stopped = True
                 _signal_group(job, signal.SIGINT)
 

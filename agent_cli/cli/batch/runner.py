@@ -8,6 +8,7 @@ stderr; its path is the last line the batch prints.
 from __future__ import annotations
 
 import json
+import resource
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -89,6 +90,7 @@ def run_batch(opts: BatchOptions) -> int:
         "finished_at": utc_now(),
         "exit_code": code,
         "cost_usd": round(batch.spent(), 6),
+        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "runs": [job.record() for job in batch.jobs],
     }
     home.mkdir(parents=True, exist_ok=True)
