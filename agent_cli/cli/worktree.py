@@ -225,11 +225,8 @@ class WorktreeEnd:
 
 def readonly_state(state_dir: Path, root: Path) -> list[Path]:
     """What of the state directory a sandboxed command may not change: all of it, but the
-    worktree it runs in when that lies inside it (the common git directory then too)."""
+    worktree it runs in when that lies inside it."""
     state_dir, root = state_dir.resolve(), root.resolve()
     if state_dir not in root.parents:
         return [state_dir]
-    keep = [p for p in sorted(state_dir.glob("*")) if p.name != WORKTREES]
-    if (state_dir.parent / ".git").is_dir():
-        keep.append(state_dir.parent / ".git")
-    return keep
+    return [p for p in sorted(state_dir.glob("*")) if p.name != WORKTREES]
