@@ -85,7 +85,8 @@ def place_for(
     if not worktree:
         console.emit(
             Notice(
-                text='another run holds this checkout: this run works in a worktree of its own (worktree = "auto")'
+                text="another run holds this checkout: this run works in a worktree of its "
+                'own (worktree = "auto")'
             )
         )
     return _new(repo, state_dir, console)
@@ -174,7 +175,8 @@ def forget_unstarted(place: WorktreePlace | None, state_dir: Path) -> None:
 
 
 def settle(place: WorktreePlace, ev: RunDone) -> str:
-    """Remove the tree of a run whose every task is verified and committed; say where the work is."""
+    """Remove the tree of a run whose every task is verified and committed; say where the
+    work is."""
     branch, base = ev.branch or f"agent/{place.run_id}", place.base_branch or "<your branch>"
     take = f"review it with git diff {base}...{branch}, take it with git merge {branch}"
     trees = Worktrees(place.repo)

@@ -1,4 +1,4 @@
-"""`agent run --worktree`: runs side by side in worktrees of their own, the user's checkout untouched."""
+"""`agent run --worktree`: runs side by side in worktrees of their own, the checkout untouched."""
 
 from __future__ import annotations
 

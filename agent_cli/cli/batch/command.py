@@ -13,7 +13,8 @@ def batch_command(
     file: Path = typer.Argument(
         ...,
         metavar="FILE",
-        help="The goals: TOML [[goals]] tables, or JSON lines (goal, accept, max_steps, budget_usd).",
+        help="The goals: TOML [[goals]] tables, or JSON lines "
+        "(goal, accept, max_steps, budget_usd).",
         show_default=False,
     ),
     jobs: int = typer.Option(2, "--jobs", "-j", metavar="N", min=1, help="Runs at a time."),

@@ -139,7 +139,7 @@ class Launch:
 
 
 class Batch:
-    """Runs the jobs N at a time and reports every event to `on_event`, every change to `on_change`."""
+    """Runs the jobs N at a time; every event goes to `on_event`, every change to `on_change`."""
 
     def __init__(
         self,
