@@ -60,6 +60,7 @@ def doctor(
 
 def _register_commands() -> None:
     """Commands built in their own modules (each imports only typer at module level)."""
+    from agent_cli.cli.batch.command import register as register_batch
     from agent_cli.cli.memory_commands import memory_app, recall_command
     from agent_cli.cli.run_command import register as register_run
     from agent_cli.cli.runs_commands import register as register_runs
@@ -74,6 +75,7 @@ def _register_commands() -> None:
         recall_command
     )
     app.add_typer(memory_app, name="memory")
+    register_batch(app)
 
 
 _register_commands()

@@ -300,7 +300,7 @@ def open_workspace(
     state = wt.readonly_state(state_dir, git.root)
     runner = CommandRunner(
         root=git.root,
-        readonly=[git.root / ".git", git.git_dir, *state, git.root / ".agentrc"],
+        readonly=[git.root / ".git", git.git_dir, git.common_dir, *state, git.root / ".agentrc"],
         timeout_s=settings.command_timeout_s,
         env=shell.scrub_env(dict(os.environ), list(secrets)),
         sandbox=settings.sandbox,

@@ -85,7 +85,8 @@ def place_for(
     if not worktree:
         console.emit(
             Notice(
-                text='another run holds this checkout: this run works in a worktree of its own (worktree = "auto")'
+                text="another run holds this checkout: this run works in a worktree of its "
+                'own (worktree = "auto")'
             )
         )
     return _new(repo, state_dir, console)
@@ -174,7 +175,8 @@ def forget_unstarted(place: WorktreePlace | None, state_dir: Path) -> None:
 
 
 def settle(place: WorktreePlace, ev: RunDone) -> str:
-    """Remove the tree of a run whose every task is verified and committed; say where the work is."""
+    """Remove the tree of a run whose every task is verified and committed; say where the
+    work is."""
     branch, base = ev.branch or f"agent/{place.run_id}", place.base_branch or "<your branch>"
     take = f"review it with git diff {base}...{branch}, take it with git merge {branch}"
     trees = Worktrees(place.repo)
@@ -225,11 +227,8 @@ class WorktreeEnd:
 
 def readonly_state(state_dir: Path, root: Path) -> list[Path]:
     """What of the state directory a sandboxed command may not change: all of it, but the
-    worktree it runs in when that lies inside it (the common git directory then too)."""
+    worktree it runs in when that lies inside it."""
     state_dir, root = state_dir.resolve(), root.resolve()
     if state_dir not in root.parents:
         return [state_dir]
-    keep = [p for p in sorted(state_dir.glob("*")) if p.name != WORKTREES]
-    if (state_dir.parent / ".git").is_dir():
-        keep.append(state_dir.parent / ".git")
-    return keep
+    return [p for p in sorted(state_dir.glob("*")) if p.name != WORKTREES]

@@ -1,4 +1,4 @@
-"""Shared pieces of the tests of many runs at once: one goal's scripted replies, the user's checkout."""
+"""Shared pieces of the tests of many runs at once: a goal's replies, the user's checkout."""
 
 from __future__ import annotations
 

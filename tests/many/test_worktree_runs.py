@@ -1,7 +1,8 @@
-"""`agent run --worktree`: runs side by side in worktrees of their own, the user's checkout untouched."""
+"""`agent run --worktree`: runs side by side in worktrees of their own, the checkout untouched."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -39,7 +40,7 @@ def notices(stdout: str) -> list[str]:
 
 
 def test_two_runs_at_once_verify_on_their_own_branches_while_the_user_edits(
-    spawn_agent, fake_server, tmp_path
+    spawn_agent, agent_env, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo", {"notes.txt": "v0\n"})
     srv = fake_server(
@@ -91,6 +92,12 @@ def test_two_runs_at_once_verify_on_their_own_branches_while_the_user_edits(
         assert state(repo, run_id)["worktree"] == started["repo"]
         assert not (repo / ".agent" / "worktrees" / run_id).exists()  # verified and committed
     assert srv.max_in_flight == 2
+    listed = subprocess.run(
+        [sys.executable, "-m", "agent_cli", "runs", "--json"],
+        cwd=repo, env=agent_env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    ids = {run_done(a.stdout)["run_id"] for a in agents}
+    assert {r["run_id"] for r in json.loads(listed.stdout)} == ids  # one state directory
     assert checkout(repo, skip=("notes.txt",)) == before
     assert (repo / "notes.txt").read_text() == edits[-1]
     assert status(repo) == " M notes.txt\n"  # .agent/ never shows

@@ -17,7 +17,7 @@ from agent_cli.llm.fake.replies import Step
 
 
 class ByGoal:
-    """A callable script for `FakeOpenAIServer`: `scripts[key]` answers the run whose goal holds key.
+    """A callable script for `FakeOpenAIServer`: `scripts[key]` answers the run whose goal has key.
 
     `delay` (seconds, or a (low, high) range drawn from for each reply) makes every reply wait
     like a real model's would."""
