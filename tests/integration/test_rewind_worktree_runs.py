@@ -132,3 +132,47 @@ def test_a_rejected_worktree_run_keeps_its_tree_until_clean_force(run_agent, fak
     forced = run_agent("clean", "--force", cwd=repo)
     assert forced.returncode == 0 and f"removed worktree {tree}" in forced.stdout
     assert not tree.exists()
+
+
+def test_two_worktree_runs_at_once_are_both_listed_live(run_agent, agent_env, fake_server, repo):
+    from agent_cli.llm.fake.routes import ByGoal
+
+    def script(name: str) -> list[dict]:
+        goal = {"goal": f"Add {name}", "acceptance": "it exists", "acceptance_cmd": check(name)}
+        return [
+            {"tool": "submit_plan", "args": {"goal": f"Add {name}", "tasks": [goal]}},
+            write(name),
+            {**finish(), "delay": 8},
+            facts(),
+        ]
+
+    srv = fake_server(ByGoal({f"Add {n}": script(n) for n in ("x.txt", "y.txt")}))
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-m", "agent_cli", "run", f"Add {n}", "--worktree", "--yes"]
+            + ["--json", "--base-url", srv.url],
+            cwd=repo,
+            env=agent_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in ("x.txt", "y.txt")
+    ]
+    try:
+        deadline, live = time.monotonic() + 60, []
+        while time.monotonic() < deadline and len(live) < 2:
+            rows = json.loads(run_agent("runs", "--json", cwd=repo).stdout)
+            live = [r for r in rows if r["live"] and r.get("step")]
+            time.sleep(0.2)
+        assert sorted(r["pid"] for r in live) == sorted(c.pid for c in children)
+        assert sorted(r["task_goal"] for r in live) == ["Add x.txt", "Add y.txt"]
+        assert all(r["worktree"] and r["task"] == 1 and r["step"] == 1 for r in live)
+        results = [c.communicate(timeout=120) for c in children]
+    finally:
+        for c in children:
+            if c.poll() is None:
+                c.kill()
+                c.wait()
+    assert [c.returncode for c in children] == [0, 0], results
