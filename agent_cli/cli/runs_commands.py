@@ -1,20 +1,17 @@
-"""`agent runs`, `agent rewind` and `agent clean`: the runs of a repository, live or not, their
-branches moved back, and their finished worktrees and merged branches removed.
+"""`agent rewind` and `agent clean`: a run's branch moved back to a task, and the finished
+worktrees and merged branches of a repository removed.
 
-Only typer is imported at module level. A run is live while the process named in its lock
-file lives (`workspace.lock.live_holder`); the run writes nothing more for `agent runs`
-than its state and journal already hold (`agent.run.live`). Only `agent/*` branches are
-ever moved or deleted, never one checked out in the user's own work tree.
+Only typer is imported at module level. A run in progress (`agent.run.live`) is never
+touched; only `agent/*` branches are ever moved or deleted, never one checked out in the
+user's own work tree.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +22,6 @@ from agent_cli.cli.help import Command
 if TYPE_CHECKING:
     from agent_cli.agent.run.store import RunRecord, RunStore
     from agent_cli.workspace.git.branches import AgentBranches
-
-# Run locks under the state directory: a run in the user's checkout, and each worktree run's.
-LOCK_PATTERNS = ("run.lock", "runs/*/run.lock")
 
 
 @dataclass
@@ -49,137 +43,13 @@ def open_place(repo: Path | None) -> Place:
     """The repository holding `repo` (its main work tree, even from one of its worktrees)."""
     from agent_cli.agent.run.store import RunStore
     from agent_cli.cli.wiring import find_repo, settings_for
-    from agent_cli.workspace.git.branches import AgentBranches
+    from agent_cli.workspace.git.branches import AgentBranches, main_tree
 
-    here = find_repo(repo)
-    probe = AgentBranches(here)
-    try:
-        trees = probe.worktrees()
-    finally:
-        probe.close()
-    root = trees[0].path if trees else here
+    root = main_tree(find_repo(repo))
     settings = settings_for(root)
     secrets = settings.secrets()
     state_dir = settings.state_dir(root)
     return Place(root, state_dir, RunStore(state_dir, secrets), AgentBranches(root, secrets))
-
-
-def live_holders(state_dir: Path) -> list[dict[str, Any]]:
-    """The holder of every run lock under `state_dir` whose process lives, with its `run_id`
-    (None for a run that has none yet) and `lock` path."""
-    from agent_cli.workspace.lock import live_holder
-
-    found: dict[Path, dict[str, Any]] = {}
-    for pattern in LOCK_PATTERNS:
-        for path in sorted(state_dir.glob(pattern)):
-            holder = live_holder(path)
-            if holder is None or path in found:
-                continue
-            run_id = holder.get("run_id")
-            if not isinstance(run_id, str) and path.parent.parent.name == "runs":
-                run_id = path.parent.name  # a run's own lock, in its own directory
-            found[path] = {**holder, "run_id": run_id if isinstance(run_id, str) else None}
-            found[path]["lock"] = str(path)
-    return list(found.values())
-
-
-# -- agent runs -------------------------------------------------------------------------
-
-
-def runs_rows(place: Place) -> list[dict[str, Any]]:
-    """Every run, oldest first, live ones with their pid, worktree, task, step and spend."""
-    from agent_cli.agent.run.live import progress
-
-    holders = live_holders(place.state_dir)
-    live = {h["run_id"]: h for h in holders if h["run_id"]}
-    starting = [h for h in holders if not h["run_id"]]
-    trees = {t.branch: t for t in place.git.worktrees() if t.branch and not t.main}
-    rows = []
-    summaries = place.store.list()
-    known = {s.get("run_id") for s in summaries}
-    # a run that took its id and has saved nothing yet
-    summaries += [{"run_id": i, "status": "running", "goal": ""} for i in live if i not in known]
-    for r in summaries:
-        run_id = r.get("run_id")
-        usage = r.get("usage")
-        cost = usage.get("cost_usd") if isinstance(usage, dict) else None
-        cost = cost if isinstance(cost, (int, float)) else 0.0
-        tree = trees.get(f"agent/{run_id}")
-        row: dict[str, Any] = {
-            "run_id": run_id,
-            "status": r.get("status"),
-            "goal": r.get("goal", ""),
-            "steps": r.get("steps", 0),
-            "started_at": r.get("started_at", ""),
-            "updated_at": r.get("updated_at", ""),
-            "cost_usd": cost,
-            "worktree": str(tree.path) if tree else None,
-            "live": run_id in live,
-            "pid": live[run_id]["pid"] if run_id in live else None,
-        }
-        if run_id in live:
-            row["status"] = "running"  # a resumed run keeps its last status until it saves
-            now = progress(place.store, str(run_id))
-            if now is not None:
-                row |= now.to_dict()
-                row["steps"] = now.step
-        rows.append(row)
-    for h in starting:  # a new run that is planning: it has no id yet
-        started = h.get("started")
-        stamp = (
-            datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
-            if isinstance(started, (int, float))
-            else ""
-        )
-        rows.append(
-            {
-                "run_id": None,
-                "status": "starting",
-                "goal": "",
-                "steps": 0,
-                "started_at": stamp,
-                "updated_at": stamp,
-                "cost_usd": 0.0,
-                "worktree": None,
-                "live": True,
-                "pid": h["pid"],
-            }
-        )
-    return rows
-
-
-def list_runs(repo: Path | None, json_out: bool) -> None:
-    """Print the runs of a repository, newest last; live ones with task, step and spend."""
-    place = open_place(repo)
-    try:
-        rows = runs_rows(place)
-    finally:
-        place.git.close()
-    if json_out:
-        print(json.dumps(rows))
-        return
-    if not rows:
-        print("no runs yet in this repository")
-        return
-    from agent_cli.ui.console import print_runs
-
-    print_runs([_shown(r) for r in rows])
-
-
-def _shown(row: dict[str, Any]) -> dict[str, Any]:
-    """A row as the table shows it: a live run's status says where it is."""
-    if not row["live"]:
-        return row
-    where = [f"pid {row['pid']}"]
-    if row.get("task"):
-        where.append(f"task {row['task']}/{row['tasks']}")
-    if row.get("step") is not None and row.get("task"):
-        where.append(f"step {row['step']}")
-    if row.get("cost_usd"):
-        where.append(f"${row['cost_usd']:.2f}")
-    if row.get("worktree"):
-        where.append(f"in {row['worktree']}")
-    return {**row, "run_id": row["run_id"] or "(new)", "status": "live: " + ", ".join(where)}
 
 
 # -- agent rewind -----------------------------------------------------------------------
@@ -205,6 +75,13 @@ def rewind_command(
         rewind(place, run_id, to_task, yes)
     finally:
         place.git.close()
+
+
+def live_holders(state_dir: Path) -> list[dict[str, Any]]:
+    """The live run locks under `state_dir` (`agent.run.live.live_holders`)."""
+    from agent_cli.agent.run.live import live_holders as holders
+
+    return holders(state_dir)
 
 
 def rewind(place: Place, run_id: str, to_task: int | None, yes: bool) -> None:

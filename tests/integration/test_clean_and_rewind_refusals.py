@@ -207,6 +207,7 @@ def test_runs_shows_a_live_run_where_its_journal_says_and_a_starting_one(agent, 
 
     seed(repo, "run-live", ["verified", "running", "pending"])
     tree = seed(repo, "run-wt", ["running"], worktree=True)
+    kept = seed(repo, "run-kept", ["verified", "rejected"], worktree=True)  # not live
     entry = JournalEntry(step=7, task=1, usage=RunUsage(prompt_tokens=10, cost_usd=0.25))
     RunStore(repo / ".agent").journal("run-live", entry.model_dump_json())
     lock = RunLock(repo / ".agent" / "run.lock")
@@ -234,11 +235,14 @@ def test_runs_shows_a_live_run_where_its_journal_says_and_a_starting_one(agent, 
             0.25,
         )
         assert None not in found and found["run-wt"]["live"]
+        assert "live" not in found["run-kept"] and found["run-kept"]["worktree"] == str(
+            kept.resolve()
+        )
         assert found["run-wt"]["worktree"] == str(tree.resolve())
         assert rows(tree)["run-wt"]["live"]  # asked from inside the worktree: the same runs
         code, _, err = agent("rewind", "run-live", "--yes", "--repo", str(repo))
         assert code == 1 and f"run run-live is in progress (pid {os.getpid()})" in err
-    assert not any(r["live"] for r in rows().values())
+    assert not any("live" in r for r in rows().values())
 
 
 def test_the_help_pages_name_the_values():

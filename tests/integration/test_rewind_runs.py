@@ -181,7 +181,7 @@ def test_a_live_run_is_listed_with_pid_task_and_step_and_cannot_be_rewound(
     try:
         deadline, live = time.monotonic() + 60, []
         while time.monotonic() < deadline and not live:
-            live = [r for r in runs_json(run_agent, repo) if r["live"] and r.get("step")]
+            live = [r for r in runs_json(run_agent, repo) if r.get("live") and r.get("step")]
             time.sleep(0.2)
         assert live, "the run never showed as live"
         row = live[0]
@@ -198,4 +198,4 @@ def test_a_live_run_is_listed_with_pid_task_and_step_and_cannot_be_rewound(
             child.wait()
     assert child.returncode == 0, out + err
     after = runs_json(run_agent, repo)
-    assert [(r["live"], r["pid"], r["status"]) for r in after] == [(False, None, "verified")]
+    assert [(r["status"], "live" in r, "pid" in r) for r in after] == [("verified", False, False)]

@@ -97,7 +97,7 @@ def test_a_live_worktree_run_is_listed_with_its_worktree(run_agent, agent_env, f
         deadline, live = time.monotonic() + 60, []
         while time.monotonic() < deadline and not live:
             rows = json.loads(run_agent("runs", "--json", cwd=repo).stdout)
-            live = [r for r in rows if r["live"] and r.get("step")]
+            live = [r for r in rows if r.get("live") and r.get("step")]
             time.sleep(0.2)
         assert live, "the run never showed as live"
         row = live[0]
@@ -164,7 +164,7 @@ def test_two_worktree_runs_at_once_are_both_listed_live(run_agent, agent_env, fa
         deadline, live = time.monotonic() + 60, []
         while time.monotonic() < deadline and len(live) < 2:
             rows = json.loads(run_agent("runs", "--json", cwd=repo).stdout)
-            live = [r for r in rows if r["live"] and r.get("step")]
+            live = [r for r in rows if r.get("live") and r.get("step")]
             time.sleep(0.2)
         assert sorted(r["pid"] for r in live) == sorted(c.pid for c in children)
         assert sorted(r["task_goal"] for r in live) == ["Add x.txt", "Add y.txt"]

@@ -152,3 +152,23 @@ def _only_agent(branch: str) -> None:
             f"{branch} is not a branch the agent created; the agent changes only agent/* branches",
             "move your own branches with git itself",
         )
+
+
+def main_tree(root: Path, secrets: tuple[str, ...] = ()) -> Path:
+    """The main work tree of the repository `root` is a work tree of (`root` itself, or the
+    user's checkout when `root` is one of its linked worktrees)."""
+    branches = AgentBranches(root, secrets)
+    try:
+        trees = branches.worktrees()
+    finally:
+        branches.close()
+    return trees[0].path if trees else root
+
+
+def linked_worktrees(root: Path, secrets: tuple[str, ...] = ()) -> dict[str, Path]:
+    """Each branch checked out in a linked work tree of `root`'s repository, and that tree."""
+    branches = AgentBranches(root, secrets)
+    try:
+        return {t.branch: t.path for t in branches.worktrees() if t.branch and not t.main}
+    finally:
+        branches.close()
