@@ -10,6 +10,7 @@ into it, on every path.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -599,3 +600,21 @@ def run_session(
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def list_runs(repo_opt: Path | None, json_out: bool) -> None:
+    """Print the runs of a repository, newest last; live ones with their task, step and spend."""
+    from agent_cli.agent.run.live import runs_rows, shown
+    from agent_cli.workspace.git.branches import linked_worktrees, main_tree
+
+    repo = main_tree(find_repo(repo_opt))  # from inside a worktree too: the repository's runs
+    state_dir = settings_for(repo).state_dir(repo)
+    rows = runs_rows(RunStore(state_dir), state_dir, linked_worktrees(repo))
+    if json_out:
+        print(json.dumps(rows))
+    elif not rows:
+        print("no runs yet in this repository")
+    else:
+        from agent_cli.ui.console import print_runs
+
+        print_runs([shown(r) for r in rows])
