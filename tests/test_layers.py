@@ -24,13 +24,15 @@ VENDORS = {
     "git": {"agent_cli.workspace.git.handle"},
     "tiktoken": {"agent_cli.core.tokens"},
     "wordllama": {"agent_cli.memory.embed"},
-    "rich": {"agent_cli.ui.console", "agent_cli.ui.render"},
+    "rich": {"agent_cli.ui.console", "agent_cli.ui.render", "agent_cli.ui.batch_view"},
     "typer": {
         "agent_cli.cli.app",
         "agent_cli.cli.run_command",
+        "agent_cli.cli.runs_commands",
         "agent_cli.cli.memory_commands",
         "agent_cli.cli.trust_command",
         "agent_cli.cli.help",
+        "agent_cli.cli.batch.command",
     },
 }
 

@@ -61,11 +61,14 @@ def doctor(
 
 def _register_commands() -> None:
     """Commands built in their own modules (each imports only typer at module level)."""
+    from agent_cli.cli.batch.command import register as register_batch
     from agent_cli.cli.memory_commands import memory_app, recall_command
     from agent_cli.cli.run_command import register as register_run
+    from agent_cli.cli.runs_commands import register as register_runs
     from agent_cli.cli.trust_command import trust_command
 
     register_run(app)
+    register_runs(app)
     app.command(
         "trust",
         cls=Command,
@@ -75,6 +78,7 @@ def _register_commands() -> None:
         recall_command
     )
     app.add_typer(memory_app, name="memory")
+    register_batch(app)
 
 
 _register_commands()

@@ -74,6 +74,12 @@ def run_command(
         help="Start with uncommitted changes "
         "(they are never staged, committed, reverted or overwritten).",
     ),
+    worktree: bool = typer.Option(
+        False,
+        "--worktree",
+        help="Work in a worktree of its own (.agent/worktrees/RUN-ID), "
+        "leaving your checkout as it is.",
+    ),
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan and exit."),
     replay: Path | None = typer.Option(
         None,
@@ -93,6 +99,9 @@ def run_command(
         if run_id and not resume:
             raise UsageError("--run-id goes with --resume")
         answer = resume_answer(resume, hint, skip, replan)
+        from agent_cli.cli.worktree import check_flags
+
+        check_flags(worktree, allow_dirty, resume)
     except AgentError as e:
         if json_out:
             print_run_done(e.exit_code, e.one_line())
@@ -113,6 +122,7 @@ def run_command(
         record=record,
         verbose=verbose,
         answer=answer,
+        worktree=worktree,
         flags={
             "model": model,
             "base_url": base_url,

@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +27,7 @@ from agent_cli.agent.run.roles import RoleModels
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStartedWith, RunStore
 from agent_cli.cli import roles
+from agent_cli.cli import worktree as wt
 from agent_cli.cli.config.settings import Settings, load_settings
 from agent_cli.core.errors import (
     EXIT_INTERRUPTED,
@@ -35,7 +36,7 @@ from agent_cli.core.errors import (
     UsageError,
     WorkspaceError,
 )
-from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone
+from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone, RunStarted
 from agent_cli.core.protocols import ChatModel, Console, Embedder, Hooks
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
@@ -77,6 +78,7 @@ class RunOptions:
     verbose: bool = False
     record: Path | None = None
     answer: tuple[AnswerKind, str] | None = None  # with --resume: the answer and its text
+    worktree: bool = False  # work in a worktree of its own (cli/worktree.py)
     flags: dict[str, Any] = field(default_factory=dict)
 
 
@@ -272,7 +274,9 @@ class RunKit:
     def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
         """The task tools, confined to the repository and clear of the user's own changes."""
         files = Files(
-            self.workspace.root, deny_write=[self.state_dir], protected=self.workspace.protected
+            self.workspace.root,
+            deny_write=wt.readonly_state(self.state_dir, self.workspace.root),
+            protected=self.workspace.protected,
         )
         return Toolbox(
             files=files,
@@ -311,15 +315,23 @@ def open_workspace(
     git = GitRepo(repo_path, secrets=secrets)
     # Read-only inside the sandbox: git's files and the agent's state and settings are used
     # later outside it, so a sandboxed command must not be able to change them.
+    state = wt.readonly_state(state_dir, git.root)
     runner = CommandRunner(
         root=git.root,
-        readonly=[git.root / ".git", git.git_dir, state_dir, git.root / ".agentrc"],
+        readonly=[git.root / ".git", git.git_dir, git.common_dir, *state, git.root / ".agentrc"],
         timeout_s=settings.command_timeout_s,
         env=shell.scrub_env(dict(os.environ), list(secrets)),
         sandbox=settings.sandbox,
     )
+    # a worktree run's tree lies inside the state directory: its commands may change it
+    inside = git.root if state_dir.resolve() in git.root.parents else None
     policy = CommandPolicy(
-        settings.approval, settings.deny_commands, state_dir, ask=console.approve_command
+        settings.approval,
+        settings.deny_commands,
+        state_dir,
+        ask=console.approve_command,
+        cwd=inside,
+        work_tree=inside,
     )
     return RepoWorkspace(
         git, runner, secrets, check_command=policy.check, refusal=policy.refusal
@@ -364,7 +376,21 @@ def execute(opts: RunOptions) -> int:
                     f"{opts.replay}: no model is called, and they cost $0"
                 )
             )
-        return _execute(opts, settings, repo_path, console, started)
+        tree = wt.place_for(
+            repo_path,
+            settings.state_dir(repo_path),
+            worktree=opts.worktree,
+            auto=settings.worktree == "auto",
+            resume=opts.resume,
+            run_id=opts.run_id,
+            plan_only=opts.plan_only,
+            allow_dirty=opts.allow_dirty,
+            console=console,
+        )
+        try:
+            return _execute(opts, settings, repo_path, console, started, tree)
+        finally:
+            wt.forget_unstarted(tree, settings.state_dir(repo_path))
     except AgentError as e:
         console.refused(e.exit_code, e.one_line())
         raise
@@ -386,9 +412,12 @@ class EndsWithRunDone:
     def __init__(self, console: Console, json_out: bool) -> None:
         self.console, self.json_out = console, json_out
         self.done = False
+        self.on_start: Callable[[str], None] = lambda run_id: None  # told the run's id
 
     def emit(self, ev: Event) -> None:
         self.done = self.done or isinstance(ev, RunDone)
+        if isinstance(ev, RunStarted):
+            self.on_start(ev.run_id)
         self.console.emit(ev)
 
     def refused(self, code: int, message: str) -> None:
@@ -470,10 +499,14 @@ def _execute(
     opts: RunOptions,
     settings: Settings,
     repo_path: Path,
-    console: Console,
+    ends: EndsWithRunDone,
     started: RunStartedWith,
+    tree: wt.WorktreePlace | None = None,
 ) -> int:
     state_dir = settings.state_dir(repo_path)
+    console: Console = ends
+    if tree is not None:  # the run works in its worktree; its state stays in the repository's
+        repo_path, console = tree.path, wt.WorktreeEnd(ends, tree)
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
     secrets = workspace.secrets  # settings.secrets(), read once for the whole run
     embedder = make_embedder(settings)
@@ -488,8 +521,11 @@ def _execute(
         )
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = RunStore(state_dir, secrets)
-        lock = RunLock(state_dir / "run.lock")
-        run_id, changed = check_local(workspace, store, lock, opts)
+        lock = wt.run_lock(state_dir, tree.run_id) if tree else RunLock(state_dir / "run.lock")
+        ends.on_start = lock.name  # `agent runs` reads which run holds it
+        run_id, changed = check_local(
+            workspace, store, lock, opts, fresh=bool(tree and tree.created)
+        )
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
         longterm.prepare()  # its snapshot is read, or the store opens, while the model client loads
         models = build_models(settings, opts, console)
@@ -521,6 +557,9 @@ def _execute(
             ask_human=not opts.json_out and stdin_is_terminal(),
             preflight=changed,  # the repository was checked above: once per run
             started_with=started,
+            run_id=tree.run_id if tree else None,
+            worktree=str(tree.path) if tree else "",
+            base_branch=tree.base_branch if tree else None,
         )
         kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
         try:
@@ -543,13 +582,16 @@ def _execute(
 
 
 def check_local(
-    workspace: RepoWorkspace, store: RunStore, lock: RunLock, opts: RunOptions
+    workspace: RepoWorkspace, store: RunStore, lock: RunLock, opts: RunOptions, fresh: bool = False
 ) -> tuple[str | None, set[str]]:
     """The local checks, cheapest first: no other run, the run to resume, the repository's state.
 
-    Returns the run to resume (None for a new run) and the paths holding the user's changes."""
+    Returns the run to resume (None for a new run) and the paths holding the user's changes.
+    A `fresh` worktree holds none: the user's checkout was checked when it was made."""
     if not opts.plan_only:
         lock.check()
+    if fresh:
+        return None, set()
     if opts.resume:
         run_id = store.target(opts.run_id)
         return run_id, workspace.preflight(allow_dirty=True)
@@ -601,20 +643,13 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 
 
 def list_runs(repo_opt: Path | None, json_out: bool) -> None:
-    """Print the runs of a repository, newest last."""
-    repo = find_repo(repo_opt)
-    store = RunStore(settings_for(repo).state_dir(repo))
-    rows = [
-        {
-            "run_id": r.get("run_id"),
-            "status": r.get("status"),
-            "goal": r.get("goal", ""),
-            "steps": r.get("steps", 0),
-            "started_at": r.get("started_at", ""),
-            "updated_at": r.get("updated_at", ""),
-        }
-        for r in store.list()
-    ]
+    """Print the runs of a repository, newest last; live ones with their task, step and spend."""
+    from agent_cli.agent.run.live import runs_rows, shown
+    from agent_cli.workspace.git.branches import linked_worktrees, main_tree
+
+    repo = main_tree(find_repo(repo_opt))  # from inside a worktree too: the repository's runs
+    state_dir = settings_for(repo).state_dir(repo)
+    rows = runs_rows(RunStore(state_dir), state_dir, linked_worktrees(repo))
     if json_out:
         print(json.dumps(rows))
     elif not rows:
@@ -622,4 +657,4 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     else:
         from agent_cli.ui.console import print_runs
 
-        print_runs(rows)
+        print_runs([shown(r) for r in rows])

@@ -2,7 +2,8 @@
 
 The kernel drops an flock when its holder dies, however it dies, so a lock left by a
 killed run is simply free: nothing has to guess from pids whether its holder still lives.
-The pid and start time written into the file only name the holder in the refusal.
+The pid and start time written into the file name the holder in the refusal, and, with
+the run's id once it has one, tell `agent runs` which run is live (`live_holder`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class RunLock:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._fd: int | None = None
+        self._started = 0.0
 
     @property
     def held(self) -> bool:
@@ -51,8 +53,8 @@ class RunLock:
                 os.close(fd)
                 raise
             if _same_file(fd, self.path):  # else a releasing run unlinked it meanwhile: again
-                self._fd = fd
-                _write_holder(fd)
+                self._fd, self._started = fd, time.time()
+                _write_holder(fd, {"pid": os.getpid(), "started": self._started})
             else:
                 os.close(fd)
 
@@ -65,6 +67,12 @@ class RunLock:
         finally:
             os.close(self._fd)
             self._fd = None
+
+    def name(self, run_id: str) -> None:
+        """Write the run's id beside the holder's pid (a new run gets its id after the lock)."""
+        if self._fd is not None:
+            holder = {"pid": os.getpid(), "started": self._started, "run_id": run_id}
+            _write_holder(self._fd, holder)
 
     def holder(self) -> dict[str, Any] | None:
         """The pid and start time of the holder written in the file, or None."""
@@ -96,10 +104,38 @@ def _same_file(fd: int, path: Path) -> bool:
         return False
 
 
-def _write_holder(fd: int) -> None:
-    data = json.dumps({"pid": os.getpid(), "started": time.time()}).encode("utf-8")
+def _write_holder(fd: int, holder: dict[str, Any]) -> None:
+    data = json.dumps(holder).encode("utf-8")
     os.ftruncate(fd, 0)
     os.pwrite(fd, data, 0)
+
+
+def live_holder(path: str | Path) -> dict[str, Any] | None:
+    """The holder written in the lock file at `path` while its process lives, else None.
+
+    A run that ends releases the lock and removes the file; one that was killed leaves the
+    file behind with the pid of a process that is gone."""
+    holder = RunLock(path).holder()
+    if holder is None or not pid_alive(holder["pid"]):
+        return None
+    return holder
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        return True  # no /proc (macOS): kill(0) said it exists
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def _held_error(path: Path, holder: dict[str, Any] | None) -> WorkspaceError:

@@ -92,6 +92,10 @@ class RunConfig:
     preflight: set[str] | None = None
     # the endpoint, models and limits in effect, saved with the run (None: keep what it has)
     started_with: RunStartedWith | None = None
+    # a worktree run: named before it starts, working in `worktree` beside the user's branch
+    run_id: str | None = None
+    worktree: str = ""
+    base_branch: str | None = None  # the user's branch (None: the branch checked out here)
 
 
 def saved_state(run: RunRecord) -> AgentState:
@@ -236,9 +240,11 @@ class Session:
         if plan is None:
             self._done_early("planned", EXIT_OK, "the plan is shown; nothing was changed")
             return EXIT_OK
-        run_id = new_run_id()
+        run_id = self.cfg.run_id or new_run_id()
         branch = f"agent/{run_id}"
-        base_branch = ws.current_branch() or ""
+        base_branch = self.cfg.base_branch
+        if base_branch is None:
+            base_branch = ws.current_branch() or ""
         ws.start_branch(branch)
         self.run = RunRecord(
             run_id=run_id,
@@ -251,6 +257,7 @@ class Session:
             success_criteria=plan.success_criteria,
             base_branch=base_branch,
             started_with=self.cfg.started_with or RunStartedWith(),
+            worktree=self.cfg.worktree,
         )
         for record in self._planning:
             self.store.log(run_id, record)

@@ -5,6 +5,7 @@ render() is what the model reads of it: bounded, with the goal last and marked u
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -17,6 +18,7 @@ MAX_TASKS = 30
 MAX_TASK_CHARS = 200
 MAX_ERROR_CHARS = 1500
 GOAL_HEADER = "GOAL (unchanged since the start of the run):"
+_TASK_FACT = re.compile(r"task (\d+) verified")  # the fact dispatch records for a verified task
 
 
 def _cut(text: str, limit: int) -> str:
@@ -76,6 +78,25 @@ class AgentState(BaseModel):
     def done_tasks(self) -> list[int]:
         """Indexes of verified tasks."""
         return [i for i, task in enumerate(self.plan) if task.status == "verified"]
+
+    def rewind(self, keep: int) -> None:
+        """Forget every task after the first `keep`: each back to pending as it was planned,
+        its commit, attempts, hints and proof gone, and the facts its verification added."""
+        self.plan = [
+            task
+            if i < keep
+            else Task(
+                goal=task.goal, acceptance=task.acceptance, acceptance_cmd=task.acceptance_cmd
+            )
+            for i, task in enumerate(self.plan)
+        ]
+        self.facts = [
+            fact
+            for fact in self.facts
+            if not ((m := _TASK_FACT.match(fact)) and int(m.group(1)) > keep)
+        ]
+        self.last_error = None
+        self.closing_summary = ""
 
     def render(self) -> str:
         """What the model reads: facts, tasks, the last failure, then the goal, last."""

@@ -170,13 +170,15 @@ class RunRecord(BaseModel):
     learned: dict[str, Any] = Field(default_factory=dict)  # learning.Learned.to_dict()
     started_with: RunStartedWith = Field(default_factory=RunStartedWith)
     schema_version: int = SCHEMA_VERSION
+    worktree: str = ""  # the linked work tree the run works in ("": the user's checkout)
 
     @model_serializer(mode="wrap")
     def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # a run saved before the start was recorded reads and saves back unchanged
         data: dict[str, Any] = handler(self)
-        if not data.get("started_with"):
-            data.pop("started_with", None)
+        for unrecorded in ("started_with", "worktree"):
+            if not data.get(unrecorded):
+                data.pop(unrecorded, None)
         return data
 
 

@@ -99,6 +99,7 @@ class Settings(BaseSettings):
     planner_api_key_env: str | None = None
     executor_api_key_env: str | None = None
     verifier_api_key_env: str | None = None
+    worktree: Literal["off", "auto"] = "off"  # auto: a second run goes to a worktree
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
     notices: list[str] = Field(default_factory=list, exclude=True)
     # the keys the *_api_key_env variables held when the settings were read, by role

@@ -15,7 +15,8 @@ Each step of a script is one reply to one chat-completion request:
 
 A step may also carry "usage": {"prompt_tokens": n, "completion_tokens": m,
 "prompt_tokens_details": {"cached_tokens": c}} and llama.cpp's "timings": {"cache_n": c}.
-`script` may be a callable `(request_json) -> step` instead of a list. Every request is
+`script` may be a callable `(request_json) -> step` instead of a list (`routes.ByGoal` is
+one for many runs at once: each run's replies by its goal, after a delay like a model's). Every request is
 recorded in `server.requests` (path, headers, parsed body) so tests can assert on what was
 sent. A request with `stream: true` is answered with server-sent events (chunked), unless
 the `Behaviour` (see `fake_replies`) makes the server act like one that cannot.

@@ -100,6 +100,11 @@ class GitRepo:
         """Release what GitPython holds (nothing when it was never used)."""
         self._handle.close()
 
+    @property
+    def common_dir(self) -> Path:
+        """The git directory all work trees share (the main one's `.git`)."""
+        return self._common_dir
+
     def preflight(self, allow_dirty: bool) -> set[str]:
         """Refuse states the agent must not work in; return the paths holding the user's changes."""
         for marker, what, way_out in _OPERATIONS:

@@ -97,6 +97,7 @@ class CommandPolicy:
         state_dir: Path | None = None,
         ask: Callable[[str], str] | None = None,
         cwd: Path | None = None,
+        work_tree: Path | None = None,
     ) -> None:
         if approval not in APPROVALS:
             raise ConfigError(
@@ -109,6 +110,8 @@ class CommandPolicy:
         self.patterns = [_compile_user_pattern(p) for p in deny]
         self.state_dir = Path(os.path.realpath(state_dir)) if state_dir else None
         self.cwd = Path(cwd) if cwd else (self.state_dir.parent if self.state_dir else Path.cwd())
+        # a worktree run's own tree lies inside the state directory and is its to change
+        self.work_tree = Path(os.path.realpath(work_tree)) if work_tree else None
         self._always: set[str] = set()
 
     def check(self, cmd: str) -> None:
@@ -230,6 +233,8 @@ class CommandPolicy:
             return False
         for path in _expand(word, self.cwd):
             real = Path(os.path.realpath(path))
+            if self.work_tree and (real == self.work_tree or self.work_tree in real.parents):
+                continue
             if real == self.state_dir or self.state_dir in real.parents:
                 return True
             if ancestors and real in self.state_dir.parents:

@@ -1,0 +1,135 @@
+"""Which runs are live and where each is: what `agent runs` lists.
+
+A run is live while the process named in its lock file lives (`workspace.lock.live_holder`;
+the lock names its run once the run has an id). Where it is comes from its state.json (saved
+at a task's boundaries) and its journal's last line: nothing is written for this, since the
+journal already gets one line per tool call with the run's step, its task and its usage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent_cli.agent.run import journal
+from agent_cli.agent.run.state import AgentState
+from agent_cli.agent.run.store import RunStore
+from agent_cli.core.errors import AgentError
+from agent_cli.workspace.lock import live_holder
+
+# Run locks under the state directory: a run in the user's checkout, and each worktree run's.
+LOCK_PATTERNS = ("run.lock", "runs/*/run.lock")
+SUMMARY_KEYS = ("run_id", "status", "goal", "steps", "started_at", "updated_at")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A run's current task (1-based; None between tasks), its step and its spend so far."""
+
+    task: int | None
+    tasks: int
+    task_goal: str
+    step: int
+    cost_usd: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON values."""
+        return asdict(self)
+
+
+def progress(store: RunStore, run_id: str) -> Progress | None:
+    """How far run `run_id` has got; None when it has no readable state yet."""
+    try:
+        record = store.load(run_id)
+        state = AgentState.from_dict(record.agent_state)
+        lines = store.journal_lines(run_id)
+    except (AgentError, ValueError):
+        return None
+    index = state.current_task()
+    step, cost = record.steps, record.usage.cost_usd
+    entries = journal.parse(lines)
+    if entries and entries[-1].step > step:
+        last = entries[-1]
+        step, cost, index = last.step, last.usage.cost_usd, last.task
+    if index is not None and not 0 <= index < len(state.plan):
+        index = None
+    return Progress(
+        task=None if index is None else index + 1,
+        tasks=len(state.plan),
+        task_goal="" if index is None else state.plan[index].goal,
+        step=step,
+        cost_usd=cost,
+    )
+
+
+def live_holders(state_dir: Path) -> list[dict[str, Any]]:
+    """The holder of every run lock under `state_dir` whose process lives, with its `run_id`
+    (None for a new run that has none yet)."""
+    found: list[dict[str, Any]] = []
+    for pattern in LOCK_PATTERNS:
+        for path in sorted(state_dir.glob(pattern)):
+            holder = live_holder(path)
+            if holder is None:
+                continue
+            run_id = holder.get("run_id")
+            if not isinstance(run_id, str) and path.parent.parent.name == "runs":
+                run_id = path.parent.name  # a worktree run's own lock, in its own directory
+            found.append({**holder, "run_id": run_id if isinstance(run_id, str) else None})
+    return found
+
+
+def runs_rows(store: RunStore, state_dir: Path, worktrees: dict[str, Path]) -> list[dict[str, Any]]:
+    """Every run, oldest first (`SUMMARY_KEYS`, and `worktree` when it has one); a live one
+    also with `live`, `pid`, its `task` of `tasks`, `task_goal`, `step` and `cost_usd`.
+
+    `worktrees` maps a branch to the linked work tree it is checked out in."""
+    holders = live_holders(state_dir)
+    live = {h["run_id"]: h for h in holders if h["run_id"]}
+    summaries = store.list()
+    known = {s.get("run_id") for s in summaries}
+    # a run that took its id and has saved nothing yet
+    summaries += [{"run_id": i, "status": "running"} for i in live if i not in known]
+    rows = []
+    for summary in summaries:
+        row: dict[str, Any] = {
+            key: summary.get(key, default)
+            for key, default in zip(SUMMARY_KEYS, (None, None, "", 0, "", ""), strict=True)
+        }
+        run_id = row["run_id"]
+        if f"agent/{run_id}" in worktrees:
+            row["worktree"] = str(worktrees[f"agent/{run_id}"])
+        if run_id in live:
+            row |= {"status": "running", "live": True, "pid": live[run_id]["pid"]}
+            row.setdefault("worktree", None)
+            now = progress(store, str(run_id))
+            if now is not None:
+                row |= now.to_dict()
+                row["steps"] = now.step
+        rows.append(row)
+    for holder in holders:
+        if not holder["run_id"]:  # a new run, planning: it has no id yet
+            started = holder.get("started")
+            stamp = ""
+            if isinstance(started, (int, float)):
+                stamp = datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
+            rows.append(
+                dict(zip(SUMMARY_KEYS, (None, "starting", "", 0, stamp, stamp), strict=True))
+                | {"live": True, "pid": holder["pid"], "worktree": None}
+            )
+    return rows
+
+
+def shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as the table shows it: a live run's status says where it is."""
+    if not row.get("live"):
+        return row
+    where = [f"pid {row['pid']}"]
+    if row.get("task"):
+        where += [f"task {row['task']}/{row['tasks']}", f"step {row['step']}"]
+    if row.get("cost_usd"):
+        where.append(f"${row['cost_usd']:.2f}")
+    if row.get("worktree"):
+        where.append(f"in {row['worktree']}")
+    return {**row, "run_id": row["run_id"] or "(new)", "status": "live: " + ", ".join(where)}

@@ -1,0 +1,103 @@
+"""The goals of a batch file: TOML `[[goals]]` tables, or JSON lines, one goal each, checked."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agent_cli.core.errors import UsageError
+
+TOML_SUFFIXES = (".toml",)
+_EXAMPLE = '[[goals]]\ngoal = "Add a median function"\naccept = ["pytest -q"]'
+
+
+class Goal(BaseModel):
+    """One goal of a batch: what `agent run` is given for it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    goal: str
+    accept: tuple[str, ...] = ()  # like repeated --accept
+    max_steps: int | None = Field(None, ge=1)
+    budget_usd: float | None = Field(None, ge=0)
+
+    @field_validator("goal")
+    @classmethod
+    def _said(cls, goal: str) -> str:
+        if not goal.strip():
+            raise ValueError("the goal is empty")
+        return goal
+
+    @field_validator("accept")
+    @classmethod
+    def _commands(cls, accept: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not cmd.strip() for cmd in accept):
+            raise ValueError("an acceptance command is empty")
+        return accept
+
+
+def read_goals(path: Path) -> list[Goal]:
+    """The goals in `path` (TOML when it ends in .toml, else JSON lines); a UsageError naming
+    the file, the goal and the field when one is wrong."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(
+            f"cannot read the batch file {path}: {getattr(e, 'strerror', None) or e}",
+            "give a TOML file of [[goals]] tables or a JSON-lines file",
+        ) from None
+    raw = _toml(path, text) if path.suffix in TOML_SUFFIXES else _json_lines(path, text)
+    if not raw:
+        raise UsageError(f"the batch file {path} holds no goal", f"write goals like: {_EXAMPLE}")
+    return [_goal(path, where, item) for where, item in raw]
+
+
+def _toml(path: Path, text: str) -> list[tuple[str, Any]]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path} is not TOML: {e}", f"write goals like: {_EXAMPLE}") from None
+    unknown = sorted(set(data) - {"goals"})
+    if unknown:
+        raise UsageError(
+            f"{path}: unknown table or key {unknown[0]!r}", "the file holds [[goals]] tables only"
+        )
+    goals = data.get("goals", [])
+    if not isinstance(goals, list):
+        raise UsageError(f"{path}: goals must be [[goals]] tables", f"write: {_EXAMPLE}")
+    return [(f"goal {n}", item) for n, item in enumerate(goals, 1)]
+
+
+def _json_lines(path: Path, text: str) -> list[tuple[str, Any]]:
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((f"line {n}", json.loads(line)))
+        except ValueError as e:
+            raise UsageError(
+                f"{path}: line {n} is not JSON: {e}",
+                'write one JSON object a line: {"goal": "Add a median function"}',
+            ) from None
+    return out
+
+
+def _goal(path: Path, where: str, item: Any) -> Goal:
+    if not isinstance(item, dict):
+        raise UsageError(f"{path}: {where} is not a table of goal, accept, max_steps, budget_usd")
+    if isinstance(item.get("accept"), str):
+        item = {**item, "accept": [item["accept"]]}
+    try:
+        return Goal.model_validate(item)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "goal"
+        raise UsageError(
+            f"{path}: {where}: {field}: {err['msg']}",
+            "each goal takes goal (required), accept (a list of commands), max_steps, budget_usd",
+        ) from None

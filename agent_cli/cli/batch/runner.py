@@ -1,0 +1,174 @@
+"""A batch from its file to its record: checks, the runs, the table or the JSON stream, batch.json.
+
+The record is `<state>/batches/<batch-id>/batch.json` (each run's id, branch, status, exit
+code, cost, proof labels, kept worktree, how to resume it), beside each run's events and
+stderr; its path is the last line the batch prints.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_cli.agent.run.store import new_run_id, utc_now
+from agent_cli.cli.batch.driver import Batch, Job, Launch
+from agent_cli.cli.batch.goals import read_goals
+from agent_cli.cli.config.settings import load_settings
+from agent_cli.core.atomic import write_atomic
+from agent_cli.core.errors import UsageError
+from agent_cli.ui.batch_view import BatchRow, BatchView
+from agent_cli.workspace.git.repository import exclude_state_dir
+
+BATCHES = "batches"  # under the state directory
+
+
+@dataclass
+class BatchOptions:
+    """What the `batch` command was asked to do."""
+
+    file: Path
+    jobs: int = 2
+    repo: Path | None = None
+    model: str | None = None
+    base_url: str | None = None
+    budget_usd: float | None = None
+    yes: bool = False
+    json_out: bool = False
+
+
+def run_batch(opts: BatchOptions) -> int:
+    """Run the batch and return its exit code."""
+    from agent_cli.cli.wiring import find_repo
+
+    repo = find_repo(opts.repo)
+    goals = read_goals(opts.file)
+    flags = {"model": opts.model, "base_url": opts.base_url}
+    settings = load_settings(repo, {**flags, "approval": "auto" if opts.yes else None})
+    if settings.approval != "auto":
+        confirm(len(goals), opts.json_out)
+    state_dir = settings.state_dir(repo)
+    exclude_state_dir(repo, state_dir)  # before anything is written into it
+    batch_id = new_run_id()
+    home = state_dir / BATCHES / batch_id
+    run_args = [a for k, v in flags.items() if v for a in (f"--{k.replace('_', '-')}", v)]
+    emit = JsonStream() if opts.json_out else None
+    title = f"batch {batch_id}: {len(goals)} goals, {opts.jobs} at a time"
+    view = None if emit else BatchView(title)
+    batch = Batch(
+        goals,
+        Launch(repo, state_dir, home, run_args),
+        opts.jobs,
+        opts.budget_usd,
+        on_event=emit.run_event if emit else lambda job, ev: None,
+        on_change=(lambda jobs: view.update(rows(jobs))) if view else lambda jobs: None,
+    )
+    started = utc_now()
+    if emit:
+        emit.line(
+            {
+                "event": "batch_started",
+                "batch_id": batch_id,
+                "goals": len(goals),
+                "jobs": opts.jobs,
+                "budget_usd": opts.budget_usd,
+            }
+        )
+    code = batch.run()
+    path = home / "batch.json"
+    record = {
+        "batch_id": batch_id,
+        "file": str(opts.file),
+        "repo": str(repo),
+        "jobs": opts.jobs,
+        "budget_usd": opts.budget_usd,
+        "started_at": started,
+        "finished_at": utc_now(),
+        "exit_code": code,
+        "cost_usd": round(batch.spent(), 6),
+        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "runs": [job.record() for job in batch.jobs],
+    }
+    home.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    if emit:
+        emit.line(
+            {
+                "event": "batch_done",
+                "batch_id": batch_id,
+                "exit_code": code,
+                "statuses": dict(Counter(j.status for j in batch.jobs)),
+                "cost_usd": record["cost_usd"],
+                "batch_json": str(path),
+            }
+        )
+    else:
+        assert view is not None
+        view.summary(rows(batch.jobs), headline(batch.jobs, code))
+        print(path, flush=True)
+    return code
+
+
+def confirm(goals: int, json_out: bool) -> None:
+    """Ask once on a terminal whether the runs may go unattended; refuse where none can ask."""
+    if json_out or not sys.stdin.isatty():
+        raise UsageError(
+            "a batch runs its goals unattended, and approval is 'ask'; nothing was started",
+            'pass --yes to approve every plan and command, or set approval = "auto"',
+        )
+    print(
+        f"run {goals} goals unattended, each plan and command approved without asking? [y/N] ",
+        end="",
+        flush=True,
+    )
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise UsageError("the batch was not approved; nothing was started")
+
+
+def rows(jobs: list[Job]) -> list[BatchRow]:
+    """The table's rows."""
+    return [
+        BatchRow(
+            index=j.index,
+            goal=j.goal.goal,
+            status=j.status,
+            task=j.task,
+            tasks=j.tasks,
+            steps=j.steps,
+            cost_usd=j.cost_usd,
+            run_id=j.run_id,
+            note=next_step(j),
+        )
+        for j in jobs
+    ]
+
+
+def next_step(job: Job) -> str:
+    """What the human does next with this run."""
+    if job.status in ("verified", "nothing_to_do") and job.branch:
+        return f"git merge {job.branch}"
+    parts = [f"worktree kept: {job.worktree}"] if job.worktree else []
+    if job.resume_command():
+        parts.append(job.resume_command())
+    return "; ".join(parts) or job.message
+
+
+def headline(jobs: list[Job], code: int) -> str:
+    """One line: how many runs ended how, and the batch's exit code."""
+    counts = Counter(j.status for j in jobs)
+    said = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return f"{len(jobs)} goals: {said} (exit code {code})"
+
+
+class JsonStream:
+    """The batch's one JSON-lines stream: every run's events tagged with its goal and run id."""
+
+    def line(self, data: dict[str, Any]) -> None:
+        print(json.dumps(data, ensure_ascii=False), flush=True)
+
+    def run_event(self, job: Job, ev: dict[str, Any]) -> None:
+        self.line({**ev, "job": job.index, "run_id": ev.get("run_id") or job.run_id})

@@ -1,0 +1,321 @@
+"""`agent rewind` and `agent clean`: a run's branch moved back to a task, and the finished
+worktrees and merged branches of a repository removed.
+
+Only typer is imported at module level. A run in progress (`agent.run.live`) is never
+touched; only `agent/*` branches are ever moved or deleted, never one checked out in the
+user's own work tree.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from agent_cli.cli.help import Command
+
+if TYPE_CHECKING:
+    from agent_cli.agent.run.store import RunRecord, RunStore
+    from agent_cli.workspace.git.branches import AgentBranches
+
+
+@dataclass
+class Place:
+    """A repository's main work tree, its state directory and the runs and branches in it."""
+
+    root: Path
+    state_dir: Path
+    store: RunStore
+    git: AgentBranches
+
+    @property
+    def worktrees_dir(self) -> Path:
+        """Where the agent makes its worktrees (real path)."""
+        return Path(os.path.realpath(self.state_dir / "worktrees"))
+
+
+def open_place(repo: Path | None) -> Place:
+    """The repository holding `repo` (its main work tree, even from one of its worktrees)."""
+    from agent_cli.agent.run.store import RunStore
+    from agent_cli.cli.wiring import find_repo, settings_for
+    from agent_cli.workspace.git.branches import AgentBranches, main_tree
+
+    root = main_tree(find_repo(repo))
+    settings = settings_for(root)
+    secrets = settings.secrets()
+    state_dir = settings.state_dir(root)
+    return Place(root, state_dir, RunStore(state_dir, secrets), AgentBranches(root, secrets))
+
+
+# -- agent rewind -----------------------------------------------------------------------
+
+
+def rewind_command(
+    run_id: str = typer.Argument(..., metavar="RUN-ID", help="The run to rewind (`agent runs`)."),
+    to_task: int | None = typer.Option(
+        None,
+        "--to-task",
+        metavar="N",
+        min=0,
+        help="Keep tasks 1..N and their commits (default: none, back to the run's base).",
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do it without asking."),
+    repo: Path | None = typer.Option(
+        None, "--repo", metavar="DIR", help="Repository (default: current directory)."
+    ),
+) -> None:
+    """Move a run's branch back to a task's commit; `agent run --resume` redoes the rest."""
+    place = open_place(repo)
+    try:
+        rewind(place, run_id, to_task, yes)
+    finally:
+        place.git.close()
+
+
+def live_holders(state_dir: Path) -> list[dict[str, Any]]:
+    """The live run locks under `state_dir` (`agent.run.live.live_holders`)."""
+    from agent_cli.agent.run.live import live_holders as holders
+
+    return holders(state_dir)
+
+
+def rewind(place: Place, run_id: str, to_task: int | None, yes: bool) -> None:
+    """Rewind run `run_id` to task `to_task` (None: its base), or raise why not."""
+    from agent_cli.agent.run import rewind as rewinding
+    from agent_cli.agent.run.store import checked_run_id
+
+    record = place.store.load(checked_run_id(run_id))
+    rewinding.target(record, to_task)  # a bad --to-task is said before anything else
+    with _kept_from_resuming(place, record):
+        _rewind(place, place.store.load(record.run_id), to_task, yes)
+
+
+@contextmanager
+def _kept_from_resuming(place: Place, record: RunRecord) -> Iterator[None]:
+    """Hold the lock a resume of `record` would take, or refuse when its run is in progress.
+
+    A run in the user's checkout resumes under the checkout's lock: when another named run
+    holds it, this one cannot start meanwhile, so there is nothing to hold."""
+    from agent_cli.core.errors import WorkspaceError
+    from agent_cli.workspace.lock import RunLock
+
+    for holder in live_holders(place.state_dir):
+        if holder["run_id"] == record.run_id:
+            raise WorkspaceError(
+                f"run {record.run_id} is in progress (pid {holder['pid']}); nothing was changed",
+                "rewind it once it has stopped",
+            )
+    own = place.state_dir / "runs" / record.run_id / "run.lock"
+    lock = RunLock(own if record.worktree else place.state_dir / "run.lock")
+    try:
+        lock.acquire()
+        lock.name(record.run_id)  # a second rewind of it meanwhile is refused
+    except WorkspaceError:
+        holder = lock.holder() or {}
+        if record.worktree or holder.get("run_id") in (None, record.run_id):
+            raise WorkspaceError(
+                f"run {record.run_id} may be starting (pid {holder.get('pid', '?')} holds "
+                f"{lock.path}); nothing was changed",
+                "rewind it once that run has its id (`agent runs`) or has stopped",
+            ) from None
+    try:
+        yield
+    finally:
+        lock.release()  # nothing when another run held it
+
+
+def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> None:
+    """Rewind `record`, its resume held off: the checks, the confirmation, the move, the state."""
+    from agent_cli.agent.run import rewind as rewinding
+    from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
+
+    place.git.prune()  # a worktree whose directory was deleted holds nothing
+    branch = record.branch  # the store holds it to be agent/<id>
+    goal = rewinding.target(record, to_task)
+    tip = place.git.tip(branch)
+    if tip is None:
+        raise AgentError(
+            f"the run's branch {branch} no longer exists; nothing was changed",
+            "start a new run with `agent run GOAL`",
+        )
+    tree = place.git.checked_out(branch)
+    if tree is not None and tree.main:
+        raise WorkspaceError(
+            f"{branch} is checked out in your work tree {tree.path}; nothing was changed",
+            "switch to another branch first (git switch -), then rewind",
+        )
+    if tree is not None and tree.path.parent != place.worktrees_dir:
+        raise WorkspaceError(
+            f"{branch} is checked out in {tree.path}, a work tree the agent did not make; "
+            "nothing was changed",
+            f"remove that work tree or switch it to another branch (git -C {tree.path} switch -)",
+        )
+    merged = merged_into(place.git, tip, record)
+    if merged and tip != record.base:
+        raise AgentError(
+            f"run {record.run_id} is merged: {branch} is part of {merged}, so moving it back "
+            "would undo nothing there; nothing was changed",
+            f"undo the merge on {merged} with git itself (git revert), if that is what you want",
+        )
+    if not place.git.is_ancestor(goal.commit, tip):
+        raise AgentError(
+            f"{goal.commit[:12]} ({goal.label}) is not on {branch} any more; nothing was changed",
+            f"look at the branch with git log {branch}",
+        )
+    if tree is not None and not place.git.clean(tree.path):
+        raise WorkspaceError(
+            f"the run's worktree {tree.path} holds uncommitted work; nothing was changed",
+            "commit or discard it there (or remove it with `agent clean --force`), then rewind",
+        )
+    question = (
+        f"move {branch} from {tip[:12]} back to {goal.commit[:12]} ({goal.label}) and set "
+        f"{goal.forgotten} task(s) pending again?"
+    )
+    if not yes:
+        from agent_cli.ui.console import stdin_is_terminal
+
+        if not stdin_is_terminal():
+            raise UsageError(
+                f"rewinding run {record.run_id} needs a confirmation and there is no terminal "
+                "to ask on; nothing was changed",
+                "pass --yes to rewind without asking",
+            )
+        answer = input(f"{question} [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            raise AgentError("not confirmed; nothing was changed", "run again and answer y")
+    if tree is not None:
+        place.git.reset_worktree(tree.path, branch, goal.commit, tip)
+    else:
+        place.git.move(branch, goal.commit, tip)
+    try:
+        rewinding.record_rewind(place.store, record, goal, tip)
+    except AgentError:
+        if tree is None:
+            place.git.move(branch, tip, goal.commit)  # the state could not follow: undo
+        raise
+    print(
+        f"rewound run {record.run_id}: {branch} is at {goal.commit[:12]} ({goal.label}); "
+        f"{goal.forgotten} task(s) pending again"
+    )
+    nxt = f"task {goal.keep + 1}" if goal.forgotten else "its end"
+    print(f"`agent run --resume --run-id {record.run_id}` continues from {nxt}")
+
+
+def merged_into(git: AgentBranches, tip: str, record: RunRecord | None) -> str | None:
+    """The user's branch that has `tip` in it: the run's base branch, or the one checked out
+    in the main work tree (None when neither has it, or neither is the user's)."""
+    candidates = []
+    if record is not None and record.base_branch:
+        candidates.append(record.base_branch)
+    trees = git.worktrees()
+    if trees and trees[0].branch:
+        candidates.append(trees[0].branch)
+    for name in dict.fromkeys(candidates):
+        if name.startswith("agent/") or git.tip(name) is None:
+            continue
+        if git.is_ancestor(tip, f"refs/heads/{name}"):
+            return name
+    return None
+
+
+# -- agent clean ------------------------------------------------------------------------
+
+
+def clean_command(
+    branches: bool = typer.Option(
+        False, "--branches", help="Also delete agent/* branches merged into your branch."
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Also remove worktrees holding uncommitted work (a rejected task's) "
+        "or an unfinished run.",
+    ),
+    repo: Path | None = typer.Option(
+        None, "--repo", metavar="DIR", help="Repository (default: current directory)."
+    ),
+) -> None:
+    """Remove the worktrees of finished runs (and with --branches, merged agent/* branches)."""
+    place = open_place(repo)
+    try:
+        done = clean(place, branches, force)
+    finally:
+        place.git.close()
+    print("\n".join(done) if done else "nothing to clean")
+
+
+def clean(place: Place, branches: bool, force: bool) -> list[str]:
+    """Remove what may go; one line for each thing removed or kept."""
+    live = {h["run_id"] for h in live_holders(place.state_dir)}
+    place.git.prune()
+    said = []
+    for tree in place.git.worktrees():
+        if tree.main or tree.path.parent != place.worktrees_dir:
+            continue  # only the agent's own worktrees
+        run_id = (tree.branch or "").removeprefix("agent/") or tree.path.name
+        if run_id in live:
+            said.append(f"kept {tree.path}: run {run_id} is in progress")
+            continue
+        why_kept = _why_kept(place, tree.path, run_id)
+        if why_kept and not force:
+            said.append(f"kept {tree.path}: {why_kept} (--force removes it)")
+            continue
+        place.git.remove_worktree(tree.path, force=bool(why_kept))
+        said.append(f"removed worktree {tree.path}" + (f" ({why_kept})" if why_kept else ""))
+    if branches:
+        said += _clean_branches(place, live)
+    return said
+
+
+def _why_kept(place: Place, tree: Path, run_id: str) -> str:
+    """Why the worktree of `run_id` is not simply removed ("" when it may go)."""
+    from agent_cli.agent.run.state import AgentState
+    from agent_cli.core.errors import AgentError
+    from agent_cli.core.models import SETTLED
+
+    dirty = not place.git.clean(tree)
+    try:
+        plan = AgentState.from_dict(place.store.load(run_id).agent_state).plan
+    except (AgentError, ValueError):
+        return "it holds uncommitted work" if dirty else ""
+    rejected = [n for n, t in enumerate(plan, 1) if t.status == "rejected"]
+    if dirty:
+        which = f" of rejected task {rejected[0]}" if rejected else ""
+        return f"it holds the uncommitted work{which}"
+    if any(t.status not in SETTLED for t in plan):
+        return f"run {run_id} is not finished (`agent run --resume --run-id {run_id}`)"
+    return ""
+
+
+def _clean_branches(place: Place, live: set[str | None]) -> list[str]:
+    """Delete each agent/* branch merged into the user's branch, not checked out, not live."""
+    checked = {t.branch for t in place.git.worktrees()}
+    said = []
+    for branch, tip in sorted(place.git.agent_branches().items()):
+        run_id = branch.removeprefix("agent/")
+        if branch in checked or run_id in live:
+            continue
+        try:
+            record = place.store.load(run_id)
+        except Exception:  # no run of ours, or unreadable: merged into the user's HEAD only
+            record = None
+        into = merged_into(place.git, tip, record)
+        if into:
+            place.git.delete(branch, tip)
+            said.append(f"deleted branch {branch} (merged into {into})")
+    return said
+
+
+def register(app: typer.Typer) -> None:
+    """Add `rewind` and `clean` to the main app."""
+    app.command("rewind", cls=Command, short_help="Move a run's branch back to a task.")(
+        rewind_command
+    )
+    app.command("clean", cls=Command, short_help="Remove finished worktrees and merged branches.")(
+        clean_command
+    )

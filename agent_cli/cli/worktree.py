@@ -1,0 +1,234 @@
+"""A run in a worktree of its own: where it goes, its lock, and what is left of it at the end.
+
+A worktree run works in `<state>/worktrees/<run-id>` (a linked work tree of the user's
+repository, made from the user's HEAD) on its branch `agent/<run-id>`, so the user's
+checkout (HEAD, index, work tree, stash) is never touched. Its state, trajectory and lock
+stay in the main repository's state directory (`<state>/runs/<run-id>/`, the lock
+`run.lock` there), so `agent runs` lists every run and long-term memory stays the
+repository's. Its tree is removed at the end when every task is verified and committed;
+otherwise it is kept for the human, and named.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_cli.agent.run.store import RunStore, new_run_id
+from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
+from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone
+from agent_cli.core.protocols import Console
+from agent_cli.workspace.git.repository import GitRepo
+from agent_cli.workspace.git.worktree import Worktrees
+from agent_cli.workspace.lock import RunLock
+
+WORKTREES = "worktrees"  # under the state directory
+FINISHED_CLEAN = ("verified", "nothing_to_do")
+
+
+@dataclass(frozen=True)
+class WorktreePlace:
+    """Where a worktree run works, and what it starts from."""
+
+    run_id: str
+    path: Path
+    base_branch: str  # the user's branch the run started from
+    repo: Path  # the user's checkout
+    created: bool  # made now for a new run (gone again if the run never starts)
+
+
+def worktree_path(state_dir: Path, run_id: str) -> Path:
+    """Where run `run_id` works when it is a worktree run."""
+    return state_dir / WORKTREES / run_id
+
+
+def run_lock(state_dir: Path, run_id: str) -> RunLock:
+    """The lock of one worktree run (a run in the user's checkout holds `<state>/run.lock`)."""
+    return RunLock(state_dir / "runs" / run_id / "run.lock")
+
+
+def check_flags(worktree: bool, allow_dirty: bool, resume: bool) -> None:
+    """Refuse the flags that do not go with --worktree."""
+    if worktree and allow_dirty:
+        raise UsageError(
+            "--allow-dirty does not go with --worktree: a worktree starts from your HEAD "
+            "without your uncommitted changes",
+            "commit the changes the run needs, or run without --worktree",
+        )
+    if worktree and resume:
+        raise UsageError(
+            "--worktree starts a new run: a worktree run resumes in its worktree by itself",
+            "agent run --resume --run-id ID",
+        )
+
+
+def place_for(
+    repo: Path,
+    state_dir: Path,
+    *,
+    worktree: bool,
+    auto: bool,
+    resume: bool,
+    run_id: str | None,
+    plan_only: bool,
+    allow_dirty: bool,
+    console: Console,
+) -> WorktreePlace | None:
+    """The worktree the run works in, made or found again; None for a run in the checkout."""
+    if plan_only:
+        return None  # a plan changes nothing, so it is made where the user is
+    if resume:
+        return _resumed(repo, state_dir, run_id, console)
+    if not worktree and not (auto and not allow_dirty and _checkout_busy(state_dir)):
+        return None
+    if not worktree:
+        console.emit(
+            Notice(
+                text="another run holds this checkout: this run works in a worktree of its "
+                'own (worktree = "auto")'
+            )
+        )
+    return _new(repo, state_dir, console)
+
+
+def _checkout_busy(state_dir: Path) -> bool:
+    try:
+        RunLock(state_dir / "run.lock").check()
+    except WorkspaceError:
+        return True
+    return False
+
+
+def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
+    """A fresh worktree at the user's HEAD; says so when the user's changes stay behind."""
+    main = GitRepo(repo)
+    try:
+        main.exclude_state(state_dir)  # the worktrees live inside it
+        dirty = main.preflight(allow_dirty=True)
+        head, branch = main.head(), main.current_branch() or ""
+    finally:
+        main.close()
+    if dirty:
+        shown = ", ".join(sorted(dirty)[:3]) + (
+            f" and {len(dirty) - 3} more" if len(dirty) > 3 else ""
+        )
+        console.emit(
+            Notice(
+                text=f"your uncommitted changes ({shown}) are not in the worktree: "
+                f"the run works from {branch} at {head[:12]}"
+            )
+        )
+    run_id = new_run_id()
+    path = worktree_path(state_dir, run_id)
+    trees = Worktrees(main.root)
+    try:
+        trees.add(path, head)
+    finally:
+        trees.close()
+    return WorktreePlace(run_id, path, branch, main.root, created=True)
+
+
+def _resumed(
+    repo: Path, state_dir: Path, run_id: str | None, console: Console
+) -> WorktreePlace | None:
+    """The worktree of the run to resume (made again from its branch when it was removed)."""
+    store = RunStore(state_dir)
+    try:
+        record = store.load(store.target(run_id))
+    except AgentError:
+        return None  # said in its turn, after the lock is checked
+    if not record.worktree:
+        return None
+    path = Path(record.worktree)
+    main = GitRepo(repo)
+    main.close()
+    trees = Worktrees(main.root)
+    try:
+        if not trees.listed(path):
+            run_lock(state_dir, record.run_id).check()  # a run in progress keeps its tree
+            trees.restore(path, record.branch)
+            console.emit(
+                Notice(text=f"the run's worktree {path} is made again from {record.branch}")
+            )
+    finally:
+        trees.close()
+    return WorktreePlace(record.run_id, path, record.base_branch, trees.root, created=False)
+
+
+def forget_unstarted(place: WorktreePlace | None, state_dir: Path) -> None:
+    """Remove the tree made for a run that never started (nothing of it was saved)."""
+    if place is None or not place.created:
+        return
+    if (state_dir / "runs" / place.run_id / "state.json").exists():
+        return
+    trees = Worktrees(place.repo)
+    try:
+        trees.remove(place.path, force=True)
+    except AgentError:
+        shutil.rmtree(place.path, ignore_errors=True)
+    finally:
+        trees.close()
+    run_dir = state_dir / "runs" / place.run_id
+    if run_dir.is_dir() and not any(run_dir.iterdir()):
+        run_dir.rmdir()
+
+
+def settle(place: WorktreePlace, ev: RunDone) -> str:
+    """Remove the tree of a run whose every task is verified and committed; say where the
+    work is."""
+    branch, base = ev.branch or f"agent/{place.run_id}", place.base_branch or "<your branch>"
+    take = f"review it with git diff {base}...{branch}, take it with git merge {branch}"
+    trees = Worktrees(place.repo)
+    try:
+        clean = trees.is_clean(place.path)
+        if ev.status in FINISHED_CLEAN and clean:
+            trees.remove(place.path)
+            return f"the work is on {branch} (its worktree is removed): {take}"
+    except AgentError as e:
+        return (
+            f"the worktree {place.path} is kept ({e.one_line()}); the work is on {branch}: {take}"
+        )
+    finally:
+        trees.close()
+    why = "it holds uncommitted work for you" if not clean else f"the run is {ev.status}"
+    return (
+        f"the worktree {place.path} is kept ({why}); the work so far is on {branch}: {take}; "
+        f"continue with agent run --resume --run-id {place.run_id}"
+    )
+
+
+class WorktreeEnd:
+    """The console of a worktree run, which settles the worktree before the run's `run_done`."""
+
+    def __init__(self, console: Console, place: WorktreePlace) -> None:
+        self.console, self.place = console, place
+
+    def emit(self, ev: Event) -> None:
+        if isinstance(ev, RunDone) and ev.run_id == self.place.run_id:
+            self.console.emit(Notice(text=settle(self.place, ev)))
+        self.console.emit(ev)
+
+    def approve_plan(self, plan_event: PlanMade) -> bool:
+        return self.console.approve_plan(plan_event)
+
+    def approve_command(self, cmd: str) -> str:
+        return self.console.approve_command(cmd)
+
+    def ask_escalation(self, ev: Escalated) -> str:
+        return self.console.ask_escalation(ev)
+
+    def stream_text(self, delta: str) -> None:
+        self.console.stream_text(delta)
+
+    def close(self) -> None:
+        self.console.close()
+
+
+def readonly_state(state_dir: Path, root: Path) -> list[Path]:
+    """What of the state directory a sandboxed command may not change: all of it, but the
+    worktree it runs in when that lies inside it."""
+    state_dir, root = state_dir.resolve(), root.resolve()
+    if state_dir not in root.parents:
+        return [state_dir]
+    return [p for p in sorted(state_dir.glob("*")) if p.name != WORKTREES]

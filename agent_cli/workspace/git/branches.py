@@ -1,0 +1,174 @@
+"""The agent's own branches and worktrees: where each is checked out, merged or not, moved back.
+
+Only branches under `agent/` are ever moved or deleted here, each with the tip it was seen
+at (`update-ref NEW OLD`), so a commit made meanwhile makes the change fail instead of
+being lost. Every git process goes through `handle.RepoHandle` (the safe environment).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_cli.core.errors import GitError
+from agent_cli.workspace.git.handle import RepoHandle
+
+AGENT_PREFIX = "agent/"
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """One work tree of the repository as `git worktree list` shows it."""
+
+    path: Path
+    head: str
+    branch: str | None  # short name; None when detached
+    main: bool  # the repository's main work tree (the user's checkout)
+
+
+class AgentBranches:
+    """The `agent/*` branches and the work trees of one repository."""
+
+    def __init__(self, root: Path, secrets: tuple[str, ...] = ()) -> None:
+        self.root = root
+        self.secrets = secrets
+        self._handle = RepoHandle(root, secrets)
+
+    def close(self) -> None:
+        """Release what GitPython holds."""
+        self._handle.close()
+
+    def worktrees(self) -> list[Worktree]:
+        """Every work tree, the main one first."""
+        out = self._run("worktree", "list", "--porcelain", "-z")
+        trees: list[Worktree] = []
+        for block in out.split("\0\0"):
+            fields = dict(
+                (line.split(" ", 1) + [""])[:2] for line in block.split("\0") if line.strip()
+            )
+            if "worktree" not in fields:
+                continue
+            branch = fields.get("branch", "").removeprefix("refs/heads/") or None
+            trees.append(
+                Worktree(
+                    path=Path(os.path.realpath(fields["worktree"])),
+                    head=fields.get("HEAD", ""),
+                    branch=branch,
+                    main=not trees,
+                )
+            )
+        return trees
+
+    def checked_out(self, branch: str) -> Worktree | None:
+        """The work tree that has `branch` checked out, or None."""
+        return next((t for t in self.worktrees() if t.branch == branch), None)
+
+    def tip(self, branch: str) -> str | None:
+        """The commit local `branch` points at; None when there is no such branch."""
+        code, out, _ = self._handle.run(
+            ["rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}"]
+        )
+        return out.strip() if code == 0 else None
+
+    def agent_branches(self) -> dict[str, str]:
+        """Every local `agent/*` branch and its tip."""
+        out = self._run(
+            "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/agent/"
+        )
+        return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+    def is_ancestor(self, commit: str, of: str) -> bool:
+        """Whether `commit` is reachable from `of` (a commit or a branch)."""
+        return self._handle.run(["merge-base", "--is-ancestor", commit, of])[0] == 0
+
+    def resolve(self, rev: str) -> str | None:
+        """The commit `rev` names, or None."""
+        code, out, _ = self._handle.run(["rev-parse", "--verify", "-q", f"{rev}^{{commit}}"])
+        return out.strip() if code == 0 else None
+
+    def clean(self, tree: Path) -> bool:
+        """Whether work tree `tree` has no change git sees (untracked files count)."""
+        code, out, _ = RepoHandle(tree, self.secrets).run(
+            ["status", "--porcelain", "--untracked-files=all", "--ignore-submodules=all"]
+        )
+        return code == 0 and not out.strip()
+
+    def move(self, branch: str, to: str, seen: str) -> None:
+        """Point the agent's `branch`, not checked out anywhere, at `to` (if it is still at `seen`)."""
+        _only_agent(branch)
+        self._run(
+            "update-ref", "-m", f"agent rewind: back to {to}", f"refs/heads/{branch}", to, seen
+        )
+
+    def reset_worktree(self, tree: Path, branch: str, to: str, seen: str) -> None:
+        """Move the agent's `branch`, checked out in its own clean work tree `tree`, to `to`."""
+        _only_agent(branch)
+        handle = RepoHandle(tree, self.secrets)
+        try:
+            here = handle.current_branch()
+            head = handle.head()
+            if here != branch or head != seen:
+                raise GitError(
+                    f"{tree} is not on {branch} at {seen[:12]} any more; nothing was moved",
+                    "look at it with git -C <worktree> status and run again",
+                )
+            code, _, err = handle.run(["reset", "-q", "--hard", to])
+        finally:
+            handle.close()
+        if code != 0:
+            raise GitError(
+                f"git reset failed in {tree}: {' '.join(err.split()) or code}",
+                f"look at it with git -C {tree} status",
+            )
+
+    def delete(self, branch: str, seen: str) -> None:
+        """Delete the agent's `branch` if it is still at `seen`."""
+        _only_agent(branch)
+        self._run("update-ref", "-d", f"refs/heads/{branch}", seen)
+
+    def remove_worktree(self, tree: Path, force: bool = False) -> None:
+        """Remove work tree `tree`; `force` also drops its uncommitted changes."""
+        self._run("worktree", "remove", *(["--force"] if force else []), "--", str(tree))
+
+    def prune(self) -> None:
+        """Forget the work trees whose directories are gone."""
+        self._run("worktree", "prune")
+
+    def _run(self, *args: str) -> str:
+        code, out, err = self._handle.run(list(args))
+        if code != 0:
+            raise GitError(
+                f"git {args[0]} failed: {' '.join(err.split()) or f'exit code {code}'}",
+                "check the repository with git status",
+            )
+        return out
+
+
+def _only_agent(branch: str) -> None:
+    """Refuse to change a branch the agent did not create."""
+    if not branch.startswith(AGENT_PREFIX) or branch == AGENT_PREFIX:
+        raise GitError(
+            f"{branch} is not a branch the agent created; the agent changes only agent/* branches",
+            "move your own branches with git itself",
+        )
+
+
+def main_tree(root: Path, secrets: tuple[str, ...] = ()) -> Path:
+    """The main work tree of the repository `root` is a work tree of (`root` itself, or the
+    user's checkout when `root` is one of its linked worktrees)."""
+    branches = AgentBranches(root, secrets)
+    try:
+        trees = branches.worktrees()
+    finally:
+        branches.close()
+    return trees[0].path if trees else root
+
+
+def linked_worktrees(root: Path, secrets: tuple[str, ...] = ()) -> dict[str, Path]:
+    """Each branch checked out in a linked work tree of `root`'s repository, and that tree."""
+    branches = AgentBranches(root, secrets)
+    try:
+        return {t.branch: t.path for t in branches.worktrees() if t.branch and not t.main}
+    finally:
+        branches.close()

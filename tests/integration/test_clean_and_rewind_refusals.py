@@ -1,0 +1,272 @@
+"""`agent clean` and `agent rewind` in this process on real git repositories with seeded runs:
+clean removes a finished worktree, keeps a rejected one's uncommitted work unless --force, and
+deletes only merged agent/* branches; rewind moves only the run's own branch, resets the run's
+own clean worktree, and refuses a state naming a user's branch or a worktree with changes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from agent_cli.agent.run.state import AgentState
+from agent_cli.agent.run.store import RunRecord, RunStore
+from agent_cli.cli.app import main
+from agent_cli.core.models import Task
+from agent_cli.workspace.lock import RunLock, live_holder
+from conftest import SECRET_ENV, git, make_repo
+
+
+@pytest.fixture
+def agent(agent_env, monkeypatch, capsys):
+    """`agent ARGS` in this process as the console entry point runs it: (exit code, out, err)."""
+    for name in [k for k in os.environ if k.startswith("AGENT_") or k in SECRET_ENV]:
+        monkeypatch.delenv(name)
+    for name, value in agent_env.items():
+        monkeypatch.setenv(name, value)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as done:
+            main(list(args))
+        captured = capsys.readouterr()
+        return done.value.code or 0, captured.out, captured.err
+
+    return run
+
+
+@pytest.fixture
+def repo(tmp_path):
+    path = make_repo(tmp_path / "repo")
+    (path / ".git" / "info" / "exclude").write_text(".agent/\n")
+    return path
+
+
+def seed(repo, run_id, statuses, *, worktree=False, merged=False):
+    """A run with one commit per verified task on agent/RUN_ID (in its own worktree if asked)."""
+    branch, base = f"agent/{run_id}", git(repo, "rev-parse", "HEAD").strip()
+    where = repo / ".agent" / "worktrees" / run_id if worktree else repo
+    if worktree:
+        git(repo, "worktree", "add", "-q", "-b", branch, str(where))
+    else:
+        git(repo, "switch", "-q", "-c", branch)
+    tasks = []
+    for n, status in enumerate(statuses, 1):
+        commit = None
+        if status == "verified":
+            (where / f"{run_id}-{n}.txt").write_text(f"{n}\n")
+            git(where, "add", "-A")
+            git(where, "commit", "-q", "-m", f"task {n}\n\nAgent-Run: {run_id}")
+            commit = git(where, "rev-parse", "HEAD").strip()
+        tasks.append(Task(goal=f"Add {run_id}-{n}.txt", status=status, commit=commit, attempts=1))
+    if not worktree:
+        git(repo, "switch", "-q", "main")
+    if merged:
+        git(repo, "merge", "-q", "--ff-only", branch)
+    state = AgentState(goal=f"goal of {run_id}", plan=tasks)
+    RunStore(repo / ".agent").save(
+        RunRecord(
+            run_id=run_id,
+            goal=state.goal,
+            branch=branch,
+            base=base,
+            base_branch="main",
+            status="verified" if all(s == "verified" for s in statuses) else "escalated",
+            agent_state=state.to_dict(),
+            worktree=str(where) if worktree else "",
+        )
+    )
+    return where
+
+
+def tip(repo, ref):
+    return git(repo, "rev-parse", ref).strip()
+
+
+def test_clean_removes_a_finished_worktree_and_keeps_a_rejected_one_without_force(agent, repo):
+    done = seed(repo, "run-done", ["verified"], worktree=True)
+    stuck = seed(repo, "run-stuck", ["verified", "rejected"], worktree=True)
+    (stuck / "half-done.txt").write_text("the rejected attempt\n")
+    code, out, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    assert f"removed worktree {done.resolve()}" in out
+    assert (
+        f"kept {stuck.resolve()}: it holds the uncommitted work of rejected task 2 "
+        "(--force removes it)" in out
+    )
+    assert not done.exists() and (stuck / "half-done.txt").exists()
+    assert tip(repo, "agent/run-done")  # the branch and its work stay
+    code, out, _ = agent("clean", "--force", "--repo", str(repo))
+    assert code == 0 and f"removed worktree {stuck.resolve()}" in out and not stuck.exists()
+    code, out, _ = agent("clean", "--repo", str(repo))
+    assert (code, out.strip()) == (0, "nothing to clean")
+
+
+def test_clean_branches_deletes_only_merged_agent_branches(agent, repo):
+    seed(repo, "run-merged", ["verified"], merged=True)
+    seed(repo, "run-open", ["verified"])
+    git(repo, "branch", "feature")  # the user's own, merged too: never the agent's to delete
+    code, out, err = agent("clean", "--branches", "--repo", str(repo))
+    assert code == 0, err
+    assert out.strip() == "deleted branch agent/run-merged (merged into main)"
+    branches = git(repo, "branch", "--format=%(refname:short)").split()
+    assert sorted(branches) == ["agent/run-open", "feature", "main"]
+
+
+def test_rewinding_the_runs_own_clean_worktree_resets_it(agent, repo):
+    tree = seed(repo, "run-wt", ["verified", "verified"], worktree=True)
+    first = RunStore(repo / ".agent").load("run-wt")
+    commit_1 = AgentState.from_dict(first.agent_state).plan[0].commit
+    code, out, err = agent("rewind", "run-wt", "--to-task", "1", "--yes", "--repo", str(repo))
+    assert code == 0, err
+    assert tip(tree, "HEAD") == commit_1 and tip(repo, "agent/run-wt") == commit_1
+    assert (tree / "run-wt-1.txt").exists() and not (tree / "run-wt-2.txt").exists()
+    plan = AgentState.from_dict(RunStore(repo / ".agent").load("run-wt").agent_state).plan
+    assert [t.status for t in plan] == ["verified", "pending"]
+    assert git(repo, "status", "--porcelain") == "" and tip(repo, "HEAD") == tip(repo, "main")
+
+
+def test_a_worktree_with_uncommitted_work_is_not_rewound(agent, repo):
+    tree = seed(repo, "run-dirty", ["verified", "rejected"], worktree=True)
+    (tree / "left.txt").write_text("the rejected attempt\n")
+    before = tip(repo, "agent/run-dirty")
+    code, _, err = agent("rewind", "run-dirty", "--yes", "--repo", str(repo))
+    assert code == 1 and "holds uncommitted work; nothing was changed" in err
+    assert tip(repo, "agent/run-dirty") == before and (tree / "left.txt").exists()
+
+
+def test_a_state_naming_a_users_branch_is_refused(agent, repo):
+    seed(repo, "run-x", ["verified"])
+    path = repo / ".agent" / "runs" / "run-x" / "state.json"
+    path.write_text(path.read_text().replace('"agent/run-x"', '"main"'))
+    before = tip(repo, "main")
+    code, _, err = agent("rewind", "run-x", "--yes", "--repo", str(repo))
+    assert code == 1 and "is not the run's own branch agent/run-x" in err
+    assert tip(repo, "main") == before
+
+
+def test_the_branch_module_moves_only_agent_branches(repo):
+    from agent_cli.core.errors import GitError
+    from agent_cli.workspace.git.branches import AgentBranches
+
+    head = tip(repo, "HEAD")
+    branches = AgentBranches(repo)
+    try:
+        with pytest.raises(GitError, match="not a branch the agent created"):
+            branches.move("main", head, head)
+        with pytest.raises(GitError, match="not a branch the agent created"):
+            branches.delete("main", head)
+    finally:
+        branches.close()
+    assert tip(repo, "main") == head
+
+
+def test_the_lock_names_its_run_and_is_not_live_once_released(tmp_path):
+    lock = RunLock(tmp_path / "run.lock")
+    with lock:
+        holder = live_holder(lock.path)
+        assert holder is not None and holder["pid"] == os.getpid() and "run_id" not in holder
+        lock.name("20261201-120000-abcd")
+        holder = live_holder(lock.path)
+        assert holder is not None and holder["run_id"] == "20261201-120000-abcd"
+        assert holder["pid"] == os.getpid()
+    assert live_holder(lock.path) is None
+    (tmp_path / "run.lock").write_text('{"pid": 999999999, "started": 1.0}')  # a killed run's
+    assert live_holder(tmp_path / "run.lock") is None
+
+
+def test_a_rewound_state_forgets_the_later_tasks_and_their_facts():
+    state = AgentState(
+        goal="g",
+        plan=[
+            Task(goal="one", status="verified", commit="a" * 40, attempts=1),
+            Task(goal="two", status="verified", commit="b" * 40, attempts=2, hints=["h"]),
+            Task(goal="three", status="rejected", attempts=2, last_reason="failed"),
+        ],
+        facts=["task 1 verified (cmd): one", "task 2 verified (cmd): two"],
+        last_error="boom",
+    )
+    state.rewind(1)
+    assert state.plan[0].commit == "a" * 40 and state.plan[0].status == "verified"
+    assert [t.model_dump() for t in state.plan[1:]] == [
+        Task(goal="two").model_dump(),
+        Task(goal="three").model_dump(),
+    ]
+    assert state.facts == ["task 1 verified (cmd): one"] and state.last_error is None
+
+
+def test_runs_shows_a_live_run_where_its_journal_says_and_a_starting_one(agent, repo):
+    import json
+
+    from agent_cli.agent.run.journal import JournalEntry
+    from agent_cli.agent.run.store import RunUsage
+
+    def rows(where=repo) -> dict:
+        code, out, err = agent("runs", "--json", "--repo", str(where))
+        assert code == 0, err
+        return {r["run_id"]: r for r in json.loads(out)}
+
+    seed(repo, "run-live", ["verified", "running", "pending"])
+    tree = seed(repo, "run-wt", ["running"], worktree=True)
+    kept = seed(repo, "run-kept", ["verified", "rejected"], worktree=True)  # not live
+    entry = JournalEntry(step=7, task=1, usage=RunUsage(prompt_tokens=10, cost_usd=0.25))
+    RunStore(repo / ".agent").journal("run-live", entry.model_dump_json())
+    lock = RunLock(repo / ".agent" / "run.lock")
+    own = RunLock(repo / ".agent" / "runs" / "run-wt" / "run.lock")  # a worktree run's
+    with lock, own:
+        planning = rows()[None]  # a new run holds the lock before it has an id
+        assert (planning["status"], planning["live"], planning["pid"]) == (
+            "starting",
+            True,
+            os.getpid(),
+        )
+        lock.name("run-live")
+        found = rows()
+        live = found["run-live"]
+        assert (live["status"], live["live"], live["pid"], live["task"], live["tasks"]) == (
+            "running",
+            True,
+            os.getpid(),
+            2,
+            3,
+        )
+        assert (live["task_goal"], live["step"], live["cost_usd"]) == (
+            "Add run-live-2.txt",
+            7,
+            0.25,
+        )
+        assert None not in found and found["run-wt"]["live"]
+        assert "live" not in found["run-kept"] and found["run-kept"]["worktree"] == str(
+            kept.resolve()
+        )
+        assert found["run-wt"]["worktree"] == str(tree.resolve())
+        assert rows(tree)["run-wt"]["live"]  # asked from inside the worktree: the same runs
+        code, _, err = agent("rewind", "run-live", "--yes", "--repo", str(repo))
+        assert code == 1 and f"run run-live is in progress (pid {os.getpid()})" in err
+    assert not any("live" in r for r in rows().values())
+
+
+def test_the_help_pages_name_the_values():
+    from typer.testing import CliRunner
+
+    from agent_cli.cli.app import app
+
+    rewind = CliRunner().invoke(app, ["rewind", "--help"], prog_name="agent").output
+    assert "agent rewind [OPTIONS] RUN-ID" in rewind and "--to-task N" in rewind
+    clean = CliRunner().invoke(app, ["clean", "--help"], prog_name="agent").output
+    assert "--branches" in clean and "--force" in clean
+
+
+def test_a_run_starting_in_the_checkout_holds_off_a_rewind_and_another_named_run_does_not(
+    agent, repo
+):
+    seed(repo, "run-x", ["verified"])
+    base = RunStore(repo / ".agent").load("run-x").base
+    lock = RunLock(repo / ".agent" / "run.lock")
+    with lock:
+        code, _, err = agent("rewind", "run-x", "--yes", "--repo", str(repo))
+        assert code == 1 and "run run-x may be starting" in err  # it could be run-x's resume
+        assert tip(repo, "agent/run-x") != base
+        lock.name("run-other")  # another run holds the checkout: run-x cannot resume meanwhile
+        code, out, err = agent("rewind", "run-x", "--yes", "--repo", str(repo))
+        assert code == 0, err
+    assert tip(repo, "agent/run-x") == base and "the run's base" in out

@@ -1,0 +1,201 @@
+"""`agent rewind` and `agent runs` as real processes: a scripted 3-task run rewound to task 1
+and resumed redoes tasks 2 and 3; a merged run, the user's checkout and a live run are refused;
+a live run shows in `agent runs --json` with its pid, task and step; the confirmation is asked
+on a real terminal."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from ptykit import pty_agent  # noqa: F401 (fixture)
+from runkit import events_of, facts, finish, state_of
+
+from conftest import git, make_repo
+
+TASKS = ("a", "b", "c")
+GOAL = "Add the files a.txt, b.txt and c.txt"
+
+
+def check(name: str) -> str:
+    return f"python3 -c \"import pathlib,sys; sys.exit(not pathlib.Path('{name}.txt').exists())\""
+
+
+def three_task_plan() -> dict:
+    tasks = [
+        {"goal": f"Add {n}.txt", "acceptance": f"{n}.txt exists", "acceptance_cmd": check(n)}
+        for n in TASKS
+    ]
+    return {
+        "tool": "submit_plan",
+        "args": {"goal": GOAL, "tasks": tasks, "success_criteria": "the three files exist"},
+    }
+
+
+def write(name: str, delay: float = 0) -> dict:
+    step = {"tool": "write_file", "args": {"path": f"{name}.txt", "content": f"{name}\n"}}
+    return {**step, "delay": delay} if delay else step
+
+
+def do_tasks(*names: str) -> list[dict]:
+    return [s for n in names for s in (write(n), finish(f"added {n}.txt"))]
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path / "repo")
+
+
+def start_run(run_agent, srv, repo) -> str:
+    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return state_of(repo)["run_id"]
+
+
+def tip(repo, ref: str) -> str:
+    return git(repo, "rev-parse", ref).strip()
+
+
+@pytest.mark.slow
+def test_rewind_to_task_1_then_resume_redoes_tasks_2_and_3(run_agent, fake_server, repo):
+    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
+    run_id = start_run(run_agent, srv, repo)
+    branch = f"agent/{run_id}"
+    commits = [t["commit"] for t in state_of(repo)["agent_state"]["plan"]]
+    assert tip(repo, branch) == commits[2]
+    git(repo, "switch", "-q", "main")  # the user goes back to their branch
+
+    proc = run_agent("rewind", run_id, "--to-task", "1", "--yes", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert tip(repo, branch) == commits[0]
+    assert f"agent run --resume --run-id {run_id}` continues from task 2" in proc.stdout
+    state = state_of(repo)
+    plan = state["agent_state"]["plan"]
+    assert state["status"] == "interrupted"  # stopped, and `--resume` goes on
+    trajectory = (repo / ".agent" / "runs" / run_id / "trajectory.jsonl").read_text()
+    rewind = [json.loads(line) for line in trajectory.splitlines() if '"rewind"' in line]
+    assert [(r["to_task"], r["commit"], r["from"]) for r in rewind] == [(1, commits[0], commits[2])]
+    assert [t["status"] for t in plan] == ["verified", "pending", "pending"]
+    assert [t["commit"] for t in plan] == [commits[0], None, None]
+    assert [t["attempts"] for t in plan] == [1, 0, 0]
+    assert tip(repo, "HEAD") == tip(repo, "main")  # the user's checkout did not move
+
+    again = fake_server([*do_tasks("b", "c"), facts()])
+    proc = run_agent(
+        "run", "--resume", "--run-id", run_id, "--yes", "--json", "--base-url", again.url, cwd=repo
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    asked = [json.dumps(r["messages"]) for r in again.chat_requests]
+    assert "2. [now] Add b.txt" in asked[0] and "1. [done] Add a.txt" in asked[0]
+    assert any("3. [now] Add c.txt" in text for text in asked[2:])
+    done = events_of(proc.stdout)[-1]
+    assert done["event"] == "run_done" and done["status"] == "verified"
+    plan = state_of(repo)["agent_state"]["plan"]
+    assert [t["status"] for t in plan] == ["verified"] * 3
+    assert plan[0]["commit"] == commits[0] and plan[1]["commit"] not in (None, commits[1])
+    log = git(repo, "log", "--format=%s", f"main..{branch}").split("\n")
+    assert log[:3] == ["Add c.txt", "Add b.txt", "Add a.txt"]
+
+
+@pytest.mark.slow
+def test_a_merged_run_and_the_users_checkout_are_refused(run_agent, fake_server, repo):
+    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
+    run_id = start_run(run_agent, srv, repo)
+    branch = f"agent/{run_id}"
+    before = tip(repo, branch)
+    state_file = repo / ".agent" / "runs" / run_id / "state.json"
+    saved = state_file.read_bytes()
+
+    checked_out = run_agent("rewind", run_id, "--yes", cwd=repo)  # still on the run's branch
+    assert checked_out.returncode == 1
+    lines = checked_out.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{branch} is checked out in your work tree" in lines[0]
+
+    git(repo, "switch", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", branch)
+    merged = run_agent("rewind", run_id, "--yes", cwd=repo)
+    assert merged.returncode == 1
+    assert f"run {run_id} is merged: {branch} is part of main" in merged.stderr
+    assert tip(repo, branch) == before and tip(repo, "main") == before
+    assert state_file.read_bytes() == saved
+
+
+@pytest.mark.slow
+def test_without_a_terminal_or_yes_nothing_moves(run_agent, fake_server, repo):
+    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
+    run_id = start_run(run_agent, srv, repo)
+    git(repo, "switch", "-q", "main")
+    before = tip(repo, f"agent/{run_id}")
+    proc = run_agent("rewind", run_id, cwd=repo)
+    assert proc.returncode == 2
+    assert "there is no terminal to ask on" in proc.stderr and "--yes" in proc.stderr
+    assert tip(repo, f"agent/{run_id}") == before
+
+
+@pytest.mark.slow
+def test_the_confirmation_is_asked_on_a_terminal(run_agent, fake_server, pty_agent, repo):
+    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
+    run_id = start_run(run_agent, srv, repo)
+    git(repo, "switch", "-q", "main")
+    first = state_of(repo)["agent_state"]["plan"][0]["commit"]
+    declined = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo)
+    declined.expect("set 2 task(s) pending again? [y/N]")
+    declined.type("n\n")
+    assert declined.wait() == 1
+    assert tip(repo, f"agent/{run_id}") != first
+    agreed = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo)
+    agreed.expect("[y/N]")
+    agreed.type("y\n")
+    assert agreed.wait() == 0, agreed.text
+    assert tip(repo, f"agent/{run_id}") == first
+
+
+def runs_json(run_agent, repo) -> list[dict]:
+    proc = run_agent("runs", "--json", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.slow
+def test_a_live_run_is_listed_with_pid_task_and_step_and_cannot_be_rewound(
+    run_agent, agent_env, fake_server, repo
+):
+    # task 1's second reply waits: the run is live at task 1 after its first tool call
+    srv = fake_server(
+        [three_task_plan(), write("a"), {**finish(), "delay": 6}, *do_tasks("b", "c")]
+    )
+    env = {**agent_env}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--json"]
+        + ["--base-url", srv.url],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, live = time.monotonic() + 60, []
+        while time.monotonic() < deadline and not live:
+            live = [r for r in runs_json(run_agent, repo) if r.get("live") and r.get("step")]
+            time.sleep(0.2)
+        assert live, "the run never showed as live"
+        row = live[0]
+        assert row["pid"] == child.pid and row["run_id"] == state_of(repo)["run_id"]
+        assert (row["task"], row["tasks"], row["task_goal"]) == (1, 3, "Add a.txt")
+        assert row["step"] == 1 and row["worktree"] is None
+        refused = run_agent("rewind", row["run_id"], "--yes", cwd=repo)
+        assert refused.returncode == 1
+        assert f"run {row['run_id']} is in progress (pid {child.pid})" in refused.stderr
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, out + err
+    after = runs_json(run_agent, repo)
+    assert [(r["status"], "live" in r, "pid" in r) for r in after] == [("verified", False, False)]

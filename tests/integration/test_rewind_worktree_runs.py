@@ -1,0 +1,178 @@
+"""Worktree runs and `agent rewind` / `agent runs` / `agent clean` as real processes: a live
+worktree run is listed with its worktree; a verified worktree run (its tree removed) rewound to
+task 1 gets its tree back on `--resume` and redoes task 2; a rejected run's tree stays until
+`agent clean --force`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from runkit import facts, finish
+
+from conftest import git, make_repo
+
+pytestmark = pytest.mark.slow
+GOAL = "Add one.txt and two.txt"
+
+
+def check(name: str) -> str:
+    return f"python3 -c \"import pathlib,sys; sys.exit(not pathlib.Path('{name}').exists())\""
+
+
+def two_task_plan() -> dict:
+    tasks = [
+        {"goal": f"Add {n}", "acceptance": f"{n} exists", "acceptance_cmd": check(n)}
+        for n in ("one.txt", "two.txt")
+    ]
+    return {"tool": "submit_plan", "args": {"goal": GOAL, "tasks": tasks}}
+
+
+def write(name: str) -> dict:
+    return {"tool": "write_file", "args": {"path": name, "content": f"{name}\n"}}
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path / "repo")
+
+
+def only_run(repo) -> dict:
+    (state,) = (repo / ".agent" / "runs").glob("*/state.json")
+    return json.loads(state.read_text())
+
+
+def test_a_rewound_worktree_run_gets_its_tree_back_and_redoes_task_2(run_agent, fake_server, repo):
+    srv = fake_server([two_task_plan(), write("one.txt"), finish(), write("two.txt"), finish()])
+    proc = run_agent("run", GOAL, "--worktree", "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = only_run(repo)
+    tree = repo / ".agent" / "worktrees" / run["run_id"]
+    assert not tree.exists()  # every task verified: the run removed it
+    first = run["agent_state"]["plan"][0]["commit"]
+    proc = run_agent("rewind", run["run_id"], "--to-task", "1", "--yes", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert git(repo, "rev-parse", run["branch"]).strip() == first
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+
+    again = fake_server([write("two.txt"), {**finish(), "delay": 0}, facts()])
+    proc = run_agent(
+        "run",
+        "--resume",
+        "--run-id",
+        run["run_id"],
+        "--yes",
+        "--json",
+        "--base-url",
+        again.url,
+        cwd=repo,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"the run's worktree {tree} is made again" in proc.stdout
+    assert "2. [now] Add two.txt" in json.dumps(again.chat_requests[0]["messages"])
+    plan = only_run(repo)["agent_state"]["plan"]
+    assert [t["status"] for t in plan] == ["verified", "verified"]
+    files = git(repo, "ls-tree", "-r", "--name-only", run["branch"]).split()
+    assert sorted(files) == ["README.md", "one.txt", "two.txt"]
+
+
+def test_a_live_worktree_run_is_listed_with_its_worktree(run_agent, agent_env, fake_server, repo):
+    srv = fake_server(
+        [two_task_plan(), write("one.txt"), {**finish(), "delay": 10}, write("two.txt"), finish()]
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-m", "agent_cli", "run", GOAL, "--worktree", "--yes", "--json"]
+        + ["--base-url", srv.url],
+        cwd=repo,
+        env=agent_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, live = time.monotonic() + 60, []
+        while time.monotonic() < deadline and not live:
+            rows = json.loads(run_agent("runs", "--json", cwd=repo).stdout)
+            live = [r for r in rows if r.get("live") and r.get("step")]
+            time.sleep(0.2)
+        assert live, "the run never showed as live"
+        row = live[0]
+        tree = repo / ".agent" / "worktrees" / row["run_id"]
+        assert row["pid"] == child.pid and row["worktree"] == str(tree.resolve())
+        assert (row["task"], row["tasks"], row["step"]) == (1, 2, 1)
+        table = run_agent("runs", cwd=repo, env={"COLUMNS": "250"}).stdout
+        assert f"live: pid {child.pid}, task 1/2, step 1, in {tree.resolve()}" in table, table
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, out + err
+
+
+def test_a_rejected_worktree_run_keeps_its_tree_until_clean_force(run_agent, fake_server, repo):
+    srv = fake_server(
+        [two_task_plan(), write("wrong.txt"), finish("tried"), finish("tried again"), facts()]
+    )
+    proc = run_agent("run", GOAL, "--worktree", "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    run = only_run(repo)
+    tree = (repo / ".agent" / "worktrees" / run["run_id"]).resolve()
+    assert (tree / "wrong.txt").exists()
+    kept = run_agent("clean", cwd=repo)
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout.strip() == (
+        f"kept {tree}: it holds the uncommitted work of rejected task 1 (--force removes it)"
+    )
+    assert (tree / "wrong.txt").exists()
+    forced = run_agent("clean", "--force", cwd=repo)
+    assert forced.returncode == 0 and f"removed worktree {tree}" in forced.stdout
+    assert not tree.exists()
+
+
+def test_two_worktree_runs_at_once_are_both_listed_live(run_agent, agent_env, fake_server, repo):
+    from agent_cli.llm.fake.routes import ByGoal
+
+    def script(name: str) -> list[dict]:
+        goal = {"goal": f"Add {name}", "acceptance": "it exists", "acceptance_cmd": check(name)}
+        return [
+            {"tool": "submit_plan", "args": {"goal": f"Add {name}", "tasks": [goal]}},
+            write(name),
+            {**finish(), "delay": 8},
+            facts(),
+        ]
+
+    srv = fake_server(ByGoal({f"Add {n}": script(n) for n in ("x.txt", "y.txt")}))
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-m", "agent_cli", "run", f"Add {n}", "--worktree", "--yes"]
+            + ["--json", "--base-url", srv.url],
+            cwd=repo,
+            env=agent_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in ("x.txt", "y.txt")
+    ]
+    try:
+        deadline, live = time.monotonic() + 60, []
+        while time.monotonic() < deadline and len(live) < 2:
+            rows = json.loads(run_agent("runs", "--json", cwd=repo).stdout)
+            live = [r for r in rows if r.get("live") and r.get("step")]
+            time.sleep(0.2)
+        assert sorted(r["pid"] for r in live) == sorted(c.pid for c in children)
+        assert sorted(r["task_goal"] for r in live) == ["Add x.txt", "Add y.txt"]
+        assert all(r["worktree"] and r["task"] == 1 and r["step"] == 1 for r in live)
+        results = [c.communicate(timeout=120) for c in children]
+    finally:
+        for c in children:
+            if c.poll() is None:
+                c.kill()
+                c.wait()
+    assert [c.returncode for c in children] == [0, 0], results

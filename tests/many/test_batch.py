@@ -1,0 +1,203 @@
+"""`agent batch FILE --jobs N`: each goal a worktree run, N at a time, one record at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agent_cli.llm.fake.routes import ByGoal
+from conftest import git
+from many.manykit import (
+    branch_files,
+    checkout,
+    creates,
+    goal_of,
+    hinted,
+    rejected,
+    state,
+    status,
+    worktrees,
+)
+from reliability.relkit import PY, cli_env, pid_gone, repo_with, wait_for
+
+pytestmark = pytest.mark.slow
+NAMES = [f"file{i}.txt" for i in range(6)]
+
+
+def goals_toml(path: Path, names: list[str]) -> Path:
+    path.write_text("".join(f'[[goals]]\ngoal = "{goal_of(n)}"\n\n' for n in names))
+    return path
+
+
+def batch(*args: str, repo: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [PY, "-m", "agent_cli", "batch", *args],
+        cwd=repo,
+        env=env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_six_goals_three_at_a_time_one_rejected_then_resumed_with_a_hint(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    env = cli_env(tmp_path / "home")
+    scripts = {goal_of(n): creates(n) for n in NAMES[:5]}
+    scripts[goal_of(NAMES[5])] = rejected(NAMES[5])
+    srv = fake_server(ByGoal(scripts))
+    before = checkout(repo)
+    file = goals_toml(tmp_path / "goals.toml", NAMES)
+    proc = batch(str(file), "--jobs", "3", "--yes", "--base-url", srv.url, repo=repo, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    path = Path(proc.stdout.strip().splitlines()[-1])
+    assert path.parent.parent == repo / ".agent" / "batches" and path.name == "batch.json"
+    record = json.loads(path.read_text())
+    assert record["exit_code"] == 3
+    runs = record["runs"]
+    assert [r["goal"] for r in runs] == [goal_of(n) for n in NAMES]
+    assert [r["status"] for r in runs] == ["verified"] * 5 + ["escalated"]
+    assert [r["exit_code"] for r in runs] == [0] * 5 + [3]
+    for r, name in zip(runs[:5], NAMES[:5], strict=True):
+        assert r["branch"] == f"agent/{r['run_id']}" and r["worktree"] is None
+        assert r["proofs"] == ["red-green"] and r["cost_usd"] == 0
+        assert name in branch_files(repo, r["branch"])
+    stuck = runs[5]
+    tree = repo / ".agent" / "worktrees" / stuck["run_id"]
+    assert stuck["worktree"] == str(tree) and status(tree) == f"?? not-{NAMES[5]}\n"
+    assert stuck["resume"] == f'agent run --resume --run-id {stuck["run_id"]} --hint "..."'
+    assert worktrees(repo) == [str(repo), str(tree)]  # only the rejected run's is kept
+    assert srv.max_in_flight <= 3
+    assert checkout(repo) == before and status(repo) == ""
+    assert "1 escalated, 5 verified (exit code 3)" in proc.stdout
+
+    rest = fake_server(hinted(NAMES[5]))
+    again = subprocess.run(
+        [PY, "-m", "agent_cli", "run", "--resume", "--run-id", stuck["run_id"], "--hint",
+         f"write {NAMES[5]} itself", "--yes", "--json", "--base-url", rest.url],
+        cwd=repo, env=env, input="", capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert state(repo, stuck["run_id"])["status"] == "verified"
+    assert NAMES[5] in branch_files(repo, stuck["branch"])
+    assert not tree.exists() and worktrees(repo) == [str(repo)]
+    assert checkout(repo) == before
+
+
+def test_the_json_stream_tags_every_event_with_its_goal_and_run(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    env = cli_env(tmp_path / "home")
+    names = NAMES[:2]
+    srv = fake_server(ByGoal({goal_of(n): creates(n) for n in names}))
+    file = tmp_path / "goals.jsonl"
+    file.write_text("".join(json.dumps({"goal": goal_of(n)}) + "\n" for n in names))
+    proc = batch(
+        str(file), "--jobs", "2", "--yes", "--json", "--base-url", srv.url, repo=repo, env=env
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events[0]["event"] == "batch_started" and events[-1]["event"] == "batch_done"
+    assert events[-1]["exit_code"] == 0 and Path(events[-1]["batch_json"]).is_file()
+    runs = events[1:-1]
+    assert {e["job"] for e in runs} == {1, 2}
+    for job in (1, 2):
+        mine = [e for e in runs if e["job"] == job]
+        done = [e for e in mine if e["event"] == "run_done"]
+        assert len(done) == 1 and done[0]["status"] == "verified"
+        run_id = done[0]["run_id"]
+        started = mine.index(next(e for e in mine if e["event"] == "run_started"))
+        assert all(e["run_id"] == run_id for e in mine[started:])
+        assert mine[-1]["event"] == "job_done" and mine[-1]["exit_code"] == 0
+
+
+def test_ctrl_c_stops_every_run_with_its_state_saved_and_no_process_left(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    env = cli_env(tmp_path / "home")
+    names = NAMES[:3]
+    slow = {goal_of(n): creates(n)[:1] + [{**creates(n)[1], "delay": 60}] for n in names}
+    srv = fake_server(ByGoal(slow))
+    file = goals_toml(tmp_path / "goals.toml", names)
+    with open(tmp_path / "out.txt", "w") as out:
+        proc = subprocess.Popen(
+            [PY, "-m", "agent_cli", "batch", str(file), "--jobs", "2", "--yes", "--json",
+             "--base-url", srv.url],
+            cwd=repo, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_for(lambda: srv.in_flight == 2, timeout=90, what="two runs waiting on the model")
+        pids = _children_of(proc.pid)
+        assert len(pids) == 2
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=90) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert all(pid_gone(pid) for pid in pids)
+    record = json.loads(next((repo / ".agent" / "batches").glob("*/batch.json")).read_text())
+    assert [r["status"] for r in record["runs"]] == ["interrupted", "interrupted", "not_started"]
+    for r in record["runs"][:2]:
+        assert state(repo, r["run_id"])["status"] == "interrupted"
+        assert r["worktree"]  # kept to resume in
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+
+
+def _children_of(pid: int) -> list[int]:
+    out = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True
+    ).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_a_goal_file_with_a_bad_goal_is_refused_in_one_line(tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    file = tmp_path / "goals.toml"
+    file.write_text('[[goals]]\ngoal = "a"\n\n[[goals]]\ngoal = "b"\nmax_steps = 0\n')
+    proc = batch(str(file), "--yes", repo=repo, env=cli_env(tmp_path / "home"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "goal 2: max_steps" in lines[0], proc.stderr
+    assert not (repo / ".agent").exists()
+
+
+def test_a_shared_budget_passes_what_is_left_and_starts_nothing_once_spent(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    # a price set makes the loopback server billed: each reply's 100 prompt tokens cost $0.10
+    env = cli_env(tmp_path / "home", AGENT_PRICE_INPUT_PER_MTOK="1000")
+    names = NAMES[:3]
+    srv = fake_server(ByGoal({goal_of(n): creates(n) for n in names}))
+    file = goals_toml(tmp_path / "goals.toml", names)
+    proc = batch(
+        str(file), "--jobs", "1", "--yes", "--budget-usd", "0.5", "--base-url", srv.url,
+        repo=repo, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    runs = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())["runs"]
+    assert [r["status"] for r in runs][::2] == ["verified", "not_started"]
+    assert runs[1]["exit_code"] == 4 and runs[1]["status"] == "budget_exhausted"
+    assert runs[0]["cost_usd"] == pytest.approx(0.4, abs=0.01)
+    assert sum(r["cost_usd"] for r in runs) <= 0.5 + 0.1  # the last reply may cross the line
+    assert srv.script.served[goal_of(names[2])] == 0
+
+
+def test_runs_at_once_that_pass_the_shared_budget_together_are_stopped(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    env = cli_env(tmp_path / "home", AGENT_PRICE_INPUT_PER_MTOK="1000")  # $0.10 a reply
+    names = NAMES[:2]
+    srv = fake_server(ByGoal({goal_of(n): creates(n, delay=0.5) for n in names}))
+    file = goals_toml(tmp_path / "goals.toml", names)
+    proc = batch(
+        str(file), "--jobs", "2", "--yes", "--budget-usd", "0.5", "--base-url", srv.url,
+        repo=repo, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    runs = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())["runs"]
+    stopped = [r for r in runs if r["status"] == "budget_exhausted"]
+    assert stopped and all(r["resume"] and r["run_id"] for r in stopped)
+    assert all(state(repo, r["run_id"])["status"] == "interrupted" for r in stopped)
+    assert sum(r["cost_usd"] for r in runs) < 0.8  # both would have spent $0.40

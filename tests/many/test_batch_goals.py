@@ -1,0 +1,58 @@
+"""A batch file's goals: TOML [[goals]] tables or JSON lines, each checked with a one-line error."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_cli.cli.batch.goals import Goal, read_goals
+from agent_cli.core.errors import UsageError
+
+
+def test_toml_goals_with_their_options(tmp_path):
+    file = tmp_path / "goals.toml"
+    file.write_text(
+        '[[goals]]\ngoal = "Add median"\naccept = ["pytest -q", "ruff check ."]\n'
+        "max_steps = 40\nbudget_usd = 0.5\n\n"
+        '[[goals]]\ngoal = "Fix the typo"\n'
+    )
+    assert read_goals(file) == [
+        Goal(goal="Add median", accept=("pytest -q", "ruff check ."), max_steps=40, budget_usd=0.5),
+        Goal(goal="Fix the typo"),
+    ]
+
+
+def test_json_lines_skip_blank_lines_and_take_one_command_as_a_list(tmp_path):
+    file = tmp_path / "goals.jsonl"
+    file.write_text('{"goal": "a", "accept": "pytest -q"}\n\n{"goal": "b", "max_steps": 3}\n')
+    assert read_goals(file) == [
+        Goal(goal="a", accept=("pytest -q",)),
+        Goal(goal="b", max_steps=3),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("g.toml", '[[goals]]\naccept = ["x"]\n', "goal 1: goal: Field required"),
+        ("g.toml", '[[goals]]\ngoal = " "\n', "goal 1: goal: Value error, the goal is empty"),
+        ("g.toml", '[[goals]]\ngoal = "a"\nsteps = 3\n', "goal 1: steps: Extra inputs"),
+        ("g.toml", '[[goals]]\ngoal = "a"\nbudget_usd = -1\n', "goal 1: budget_usd"),
+        ("g.toml", '[goal]\ngoal = "a"\n', "unknown table or key 'goal'"),
+        ("g.toml", "[[goals]\n", "is not TOML"),
+        ("g.toml", "", "holds no goal"),
+        ("g.jsonl", '{"goal": "a"}\n{"goal": \n', "line 2 is not JSON"),
+        ("g.jsonl", '["a"]\n', "line 1 is not a table"),
+        ("g.jsonl", '{"goal": "a", "accept": [""]}\n', "an acceptance command is empty"),
+    ],
+)
+def test_a_wrong_goal_is_named_in_one_line(tmp_path, name, text, says):
+    file = tmp_path / name
+    file.write_text(text)
+    with pytest.raises(UsageError) as err:
+        read_goals(file)
+    assert says in err.value.one_line() and "\n" not in err.value.one_line()
+
+
+def test_a_missing_file(tmp_path):
+    with pytest.raises(UsageError, match="cannot read the batch file"):
+        read_goals(tmp_path / "none.toml")

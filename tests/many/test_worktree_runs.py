@@ -1,0 +1,218 @@
+"""`agent run --worktree`: runs side by side in worktrees of their own, the checkout untouched."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from agent_cli.llm.fake.routes import ByGoal
+from conftest import git
+from many.manykit import (
+    branch_files,
+    checkout,
+    creates,
+    goal_of,
+    hinted,
+    rejected,
+    state,
+    status,
+    worktrees,
+)
+from reliability.relkit import events, repo_with, spawn_agent, wait_for
+
+__all__ = ["spawn_agent"]
+pytestmark = pytest.mark.slow
+
+
+def run_done(stdout: str) -> dict:
+    last = events(stdout)[-1]
+    assert last["event"] == "run_done", stdout
+    return last
+
+
+def notices(stdout: str) -> list[str]:
+    return [e["text"] for e in events(stdout) if e["event"] == "notice"]
+
+
+def test_two_runs_at_once_verify_on_their_own_branches_while_the_user_edits(
+    spawn_agent, agent_env, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo", {"notes.txt": "v0\n"})
+    srv = fake_server(
+        ByGoal({goal_of(n): creates(n, delay=0.6) for n in ("alpha.txt", "beta.txt")})
+    )
+    before = checkout(repo, skip=("notes.txt",))
+    editing, edits = threading.Event(), []
+
+    def edit() -> None:  # the user keeps working in the checkout meanwhile
+        while not editing.is_set():
+            edits.append(f"v{len(edits) + 1}\n")
+            (repo / "notes.txt").write_text(edits[-1])
+            editing.wait(0.05)
+
+    editor = threading.Thread(target=edit)
+    editor.start()
+    try:
+        agents = [
+            spawn_agent(
+                "run", goal_of(n), "--worktree", "--yes", "--json", "--base-url", srv.url, cwd=repo
+            )
+            for n in ("alpha.txt", "beta.txt")
+        ]
+        wait_for(
+            lambda: len(list((repo / ".agent" / "runs").glob("*/run.lock"))) == 2,
+            timeout=60,
+            what="both runs holding their own locks at once",
+        )
+        codes = [a.wait(timeout=120) for a in agents]
+    finally:
+        editing.set()
+        editor.join()
+    assert codes == [0, 0], [a.stdout + a.stderr for a in agents]
+    for agent, name in zip(agents, ("alpha.txt", "beta.txt"), strict=True):
+        done = run_done(agent.stdout)
+        run_id = done["run_id"]
+        assert done["status"] == "verified" and done["branch"] == f"agent/{run_id}"
+        assert done["base"] == "main"
+        assert name in branch_files(repo, done["branch"])
+        assert git(repo, "log", "-1", "--format=%s", done["branch"]).strip() == goal_of(name)
+        said = notices(agent.stdout)
+        assert any("uncommitted changes (notes.txt) are not in the worktree" in t for t in said)
+        assert any(
+            f"git diff main...agent/{run_id}" in t and f"git merge agent/{run_id}" in t
+            for t in said
+        )
+        started = next(e for e in events(agent.stdout) if e["event"] == "run_started")
+        assert started["repo"] == str(repo / ".agent" / "worktrees" / run_id)
+        assert state(repo, run_id)["worktree"] == started["repo"]
+        assert not (repo / ".agent" / "worktrees" / run_id).exists()  # verified and committed
+    assert srv.max_in_flight == 2
+    listed = subprocess.run(
+        [sys.executable, "-m", "agent_cli", "runs", "--json"],
+        cwd=repo, env=agent_env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    ids = {run_done(a.stdout)["run_id"] for a in agents}
+    assert {r["run_id"] for r in json.loads(listed.stdout)} == ids  # one state directory
+    assert checkout(repo, skip=("notes.txt",)) == before
+    assert (repo / "notes.txt").read_text() == edits[-1]
+    assert status(repo) == " M notes.txt\n"  # .agent/ never shows
+    assert worktrees(repo) == [str(repo)]
+
+
+def test_allow_dirty_with_worktree_is_refused(run_agent, scratch_repo):
+    proc = run_agent("run", "x", "--worktree", "--allow-dirty", "--yes", cwd=scratch_repo)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--allow-dirty does not go with --worktree" in lines[0]
+    assert not (scratch_repo / ".agent").exists()
+
+
+def test_a_rejected_worktree_run_resumes_in_its_worktree_made_again(
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    before = checkout(repo)
+    srv = fake_server(rejected("gamma.txt"))
+    first = run_agent(
+        "run",
+        goal_of("gamma.txt"),
+        "--worktree",
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        cwd=repo,
+    )
+    assert first.returncode == 3, first.stdout + first.stderr
+    run_id = run_done(first.stdout)["run_id"]
+    tree = repo / ".agent" / "worktrees" / run_id
+    assert status(tree) == "?? not-gamma.txt\n"  # the rejected attempt, left for the human
+    assert any(f"the worktree {tree} is kept" in t for t in notices(first.stdout))
+    assert worktrees(repo) == [str(repo), str(tree)]
+    git(repo, "worktree", "remove", "--force", str(tree))  # the user throws it away
+
+    rest = fake_server(hinted("gamma.txt"))
+    again = run_agent(
+        "run",
+        "--resume",
+        "--run-id",
+        run_id,
+        "--hint",
+        "create gamma.txt itself",
+        "--yes",
+        "--json",
+        "--base-url",
+        rest.url,
+        cwd=repo,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert any(f"worktree {tree} is made again" in t for t in notices(again.stdout))
+    assert "create gamma.txt itself" in str(rest.chat_requests[0])
+    assert run_done(again.stdout)["status"] == "verified"
+    assert "gamma.txt" in branch_files(repo, f"agent/{run_id}")
+    assert not tree.exists() and worktrees(repo) == [str(repo)]
+    assert checkout(repo) == before and status(repo) == ""
+
+
+def test_worktree_auto_sends_a_second_run_to_a_worktree(run_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom agent_cli.workspace.lock import RunLock\n"
+            "RunLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\ntime.sleep(60)",
+            str(repo / ".agent" / "run.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        srv = fake_server(creates("delta.txt"))
+        proc = run_agent(
+            "run",
+            goal_of("delta.txt"),
+            "--yes",
+            "--json",
+            "--base-url",
+            srv.url,
+            cwd=repo,
+            env={"AGENT_WORKTREE": "auto"},
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert any("works in a worktree of its own" in t for t in notices(proc.stdout))
+    done = run_done(proc.stdout)
+    assert "delta.txt" in branch_files(repo, done["branch"])
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+
+
+def test_without_auto_the_second_run_still_refuses(run_agent, tmp_path: Path):
+    repo = repo_with(tmp_path / "repo")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom agent_cli.workspace.lock import RunLock\n"
+            "RunLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\ntime.sleep(60)",
+            str(repo / ".agent" / "run.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        proc = run_agent("run", "x", "--yes", "--base-url", "http://127.0.0.1:9/v1", cwd=repo)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 1 and "another agent run" in proc.stderr
+    assert not (repo / ".agent" / "worktrees").exists()
