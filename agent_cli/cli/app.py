@@ -62,10 +62,10 @@ def doctor(
 def _register_commands() -> None:
     """Commands built in their own modules (each imports only typer at module level)."""
     from agent_cli.cli.batch.command import register as register_batch
-    from agent_cli.cli.memory_commands import memory_app, recall_command
-    from agent_cli.cli.run_command import register as register_run
-    from agent_cli.cli.runs_commands import register as register_runs
-    from agent_cli.cli.trust_command import trust_command
+    from agent_cli.cli.commands.memory_commands import memory_app, recall_command
+    from agent_cli.cli.commands.run_command import register as register_run
+    from agent_cli.cli.commands.runs_commands import register as register_runs
+    from agent_cli.cli.commands.trust_command import trust_command
 
     register_run(app)
     register_runs(app)

@@ -75,7 +75,7 @@ def test_importing_memory_modules_loads_no_heavy_library():
     code = (
         "import sys\n"
         "import agent_cli.memory.embed, agent_cli.memory.longterm.chroma, agent_cli.memory.longterm.signatures\n"
-        "import agent_cli.cli.memory_commands\n"
+        "import agent_cli.cli.commands.memory_commands\n"
         "print(json.dumps(sorted(m for m in ('chromadb', 'wordllama', 'numpy', 'openai')"
         " if m in sys.modules)))\n"
     )
