@@ -67,7 +67,7 @@ def test_the_most_used_come_before_the_rest_beyond_the_share(store):
 
 def test_hits_move_for_what_the_digest_included_only(store):
     _fill(store, 120)
-    found = recall_for_run(store, "anything", [TOPIC], lambda _: None, digest_tokens=400)
+    found = recall_for_run(store, "what about module7", [TOPIC], lambda _: None, digest_tokens=400)
     included = {r.id for r in found.items}
     counts = {r.id: r.hit_count for r in store.listing([TOPIC])}
     assert included and all(counts[i] == 1 for i in included)

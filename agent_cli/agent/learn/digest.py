@@ -6,11 +6,11 @@ most trusted first, then the most used, then the newest: a store that small cost
 and nothing the next goal needs can be missed by a wording the embedder does not connect.
 Beyond the share, the items `associate` finds for the goal and those that share the most
 names with it (lexical.py: an embedding misses `bump_major` beside `bump_minor`) come first,
-taken in turn, then the most used, and one line says how many more there are and how to
+taken in turn, then those recalled before, the most used first, and one line says how many more there are and how to
 recall them. The run's closest
 episodes come before either, within a third of the share. Each line is costed as it is
-rendered (`format_for_context`), at four characters a token: the digest is built before the
-first request, when the tokenizer is not loaded yet.
+rendered (`format_for_context`), at three characters a token: the digest is built before
+the first request, when the tokenizer is not loaded yet.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ class Digest:
 
 
 def cost(item: Recalled) -> int:
-    """The tokens `item` takes on its line of the fenced block."""
-    return (min(len(item.gist or item.text), ITEM_CHARS) + LINE_OVERHEAD_CHARS) // 4 + 1
+    """The tokens `item` takes on its line of the fenced block, at three characters a token:
+    its id is hexadecimal, which tokenizers cut finer than words."""
+    return (min(len(item.gist or item.text), ITEM_CHARS) + LINE_OVERHEAD_CHARS) // 3 + 1
 
 
 def build(
@@ -78,7 +79,8 @@ def build(
     named = lexical.scores(goal, [_words_of(r) for r in items])
     ranked = sorted(zip(named, items, strict=True), key=lambda pair: -pair[0])
     by_name = [r for score, r in ranked if score > 0]
-    most_used = sorted(items, key=lambda r: (r.hit_count, r.trust, r.date), reverse=True)
+    used = [r for r in items if r.hit_count > 0]  # never recalled: left to the count line
+    most_used = sorted(used, key=lambda r: (r.hit_count, r.trust, r.date), reverse=True)
     chosen = _fitting(_unique([*_alternate(related, by_name), *most_used]), budget)
     total = max(len(items), len(_unique([*related, *items])))
     return Digest(episodes + chosen, total - len(chosen))

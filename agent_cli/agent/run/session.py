@@ -315,7 +315,7 @@ class Session:
             return ""
         return format_for_context(
             results,
-            max_chars=4 * self.cfg.memory_digest_tokens,
+            max_chars=3 * self.cfg.memory_digest_tokens,
             max_lines=len(results),
             more=found.more_line(),
         )
