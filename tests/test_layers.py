@@ -31,7 +31,9 @@ VENDORS = {
         "agent_cli.cli.memory_commands",
         "agent_cli.cli.trust_command",
         "agent_cli.cli.help",
+        "agent_cli.cli.mcp_command",
     },
+    "mcp": {"agent_cli.tools.mcp.connection"},
 }
 
 
