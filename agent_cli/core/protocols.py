@@ -201,3 +201,30 @@ class Console(Protocol):
     def ask_escalation(self, ev: Escalated) -> str: ...
     def stream_text(self, delta: str) -> None: ...
     def close(self) -> None: ...
+
+
+class ToolReply(Protocol):
+    """What a provided tool answered: text for the model, whether it worked, a line for the log."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def summary(self) -> str: ...
+
+
+class ToolProvider(Protocol):
+    """Tools from outside the agent (MCP servers): fixed for the run, called by their names."""
+
+    def specs(self) -> list[dict[str, Any]]:
+        """The tools as Chat Completions function tools, in a stable order."""
+        ...
+
+    def owns(self, name: str) -> bool:
+        """Whether `name` is one of this provider's tools."""
+        ...
+
+    def call(self, name: str, args: dict[str, Any]) -> ToolReply:
+        """Run the tool; every failure is a reply with `ok` false, never an exception."""
+        ...
