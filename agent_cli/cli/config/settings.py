@@ -12,8 +12,8 @@ team's shared credential, and files get copied, committed and pasted into bug re
 A repository's `.agentrc` comes with a clone, so it may only tighten safety: `approval =
 "ask"`, `sandbox = "bwrap"`, more `deny_commands` (added to the user's, never replacing
 them); it never sets `home`. Its endpoint keys (`base_url`, `model`, `embedding_model`)
-apply only in a repository the user trusts (`agent trust`). Each value ignored is named
-in one notice.
+and its `mcp_servers` apply only in a repository the user trusts (`agent trust`); its
+`deny_tools` are added to the user's. Each value ignored is named in one notice.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent_cli.cli.config import trust
 from agent_cli.core.errors import ConfigError
+from agent_cli.tools.mcp.config import ServerConfig, check_server_name
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 CHROMA_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")  # Chroma's rule
@@ -82,6 +83,8 @@ class Settings(BaseSettings):
     memory_tenant: str | None = None
     memory_database: str | None = None
     memory_token: SecretStr | None = None
+    mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    deny_tools: list[str] = Field(default_factory=list)  # globs over full tool names
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
     notices: list[str] = Field(default_factory=list, exclude=True)
 
@@ -126,6 +129,14 @@ class Settings(BaseSettings):
                 "with a letter or a digit"
             )
         return name
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, servers: dict[str, ServerConfig]) -> dict[str, ServerConfig]:
+        """Names that can head the tool names `mcp__<server>__<tool>`."""
+        for name in servers:
+            check_server_name(name)
+        return servers
 
     def state_dir(self, repo: Path) -> Path:
         """Where run state lives: `home` if set, else `<repo>/.agent`."""
@@ -201,7 +212,7 @@ def _mask(secret: str) -> str | None:
 
 FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices")]
 # Keys of a repository's .agentrc that apply only when the user trusts the repository.
-TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url"}
+TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "mcp_servers"}
 ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
 
 
@@ -255,7 +266,7 @@ def _env_layer(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         var = f"AGENT_{field.upper()}"
         if var in env:
             raw: Any = env[var]
-            if field == "deny_commands":
+            if field in ("deny_commands", "deny_tools"):
                 raw = [c.strip() for c in raw.split(",") if c.strip()]
             layers.append((f"env {var}", {field: raw}))
     return layers
@@ -294,7 +305,10 @@ def load_settings(
     sources = dict.fromkeys(FIELDS, "default")
     for origin, layer in layers:
         _check(layer, origin)
+        servers = {**merged.get("mcp_servers", {}), **layer.get("mcp_servers", {})}
         merged.update(layer)
+        if servers:  # a repository's servers join the user's, by name
+            merged["mcp_servers"] = servers
         sources.update(dict.fromkeys(layer, origin))
     return Settings(**merged, sources=sources, notices=notices)
 
@@ -317,6 +331,10 @@ def _restrict_repo_layer(
     if "deny_commands" in kept:
         kept["deny_commands"] = list(lower.deny_commands) + [
             c for c in kept["deny_commands"] if c not in lower.deny_commands
+        ]
+    if "deny_tools" in kept:
+        kept["deny_tools"] = list(lower.deny_tools) + [
+            t for t in kept["deny_tools"] if t not in lower.deny_tools
         ]
     if trusted != "trusted":
         untrusted = sorted(k for k in TRUSTED_ONLY if kept.pop(k, None) is not None)
