@@ -60,6 +60,7 @@ def doctor(
 
 def _register_commands() -> None:
     """Commands built in their own modules (each imports only typer at module level)."""
+    from agent_cli.cli.mcp_command import mcp_app
     from agent_cli.cli.memory_commands import memory_app, recall_command
     from agent_cli.cli.run_command import register as register_run
     from agent_cli.cli.trust_command import trust_command
@@ -72,6 +73,7 @@ def _register_commands() -> None:
         recall_command
     )
     app.add_typer(memory_app, name="memory")
+    app.add_typer(mcp_app, name="mcp")
 
 
 _register_commands()

@@ -26,6 +26,7 @@ from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStartedWith, RunStore
 from agent_cli.cli.config.settings import Settings, load_settings
+from agent_cli.cli.mcp_tools import RunTools
 from agent_cli.core.errors import (
     EXIT_INTERRUPTED,
     AgentError,
@@ -233,8 +234,10 @@ class RunKit:
         embedder: Embedder,
         longterm: LazyLongTermMemory | FallbackLongTerm,
         memory_tokens: int | None = None,
+        tools: RunTools | None = None,
     ) -> None:
         self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
+        self.tools = tools  # the MCP servers' tools, started with the first toolbox
         self.policy, self.embedder, self.longterm = policy, embedder, longterm
         # the configured budget, or less when the server's context window is smaller
         self.memory_tokens = memory_tokens or settings.memory_max_tokens
@@ -264,6 +267,7 @@ class RunKit:
             memory=memory,
             secrets=self.workspace.secrets,
             recall_longterm=self.recall_longterm,
+            providers=self.tools.providers() if self.tools else (),
         )
 
     def recall_longterm(self, query: str) -> str:
@@ -280,10 +284,12 @@ class RunKit:
         self.policy.allow(cmd)
 
     def close(self) -> None:
-        """Close every cold store opened for the run."""
+        """Close every cold store opened for the run, and stop its MCP servers."""
         for store in self._stores:
             store.close()
         self._stores.clear()
+        if self.tools is not None:
+            self.tools.close()
 
 
 def open_workspace(
@@ -484,7 +490,16 @@ def _execute(
             preflight=changed,  # the repository was checked above: once per run
             started_with=started,
         )
-        kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
+        tools = RunTools(
+            settings,
+            workspace.root,
+            state_dir,
+            ask=console.approve_command,
+            notice=lambda text: console.emit(Notice(text=text)),
+        )
+        kit = RunKit(
+            settings, workspace, state_dir, policy, embedder, longterm, memory_tokens, tools
+        )
         try:
             session = Session(
                 Services(
