@@ -5,7 +5,10 @@ refuses, failing servers end in a notice with the run going on, and no server ou
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import time
 
 import pytest
 from ptykit import pty_agent  # noqa: F401 (fixture)
@@ -17,8 +20,10 @@ from reliability.relkit import (
     make_done,
     plan,
     repo_with,
+    spawn_agent,  # noqa: F401 (fixture)
     task,
     tool_results,
+    wait_for,
 )
 from tools.mcpkit import fixture_server, http_server, pids, toml_table, wait_gone  # noqa: F401
 
@@ -141,4 +146,30 @@ def test_on_a_terminal_the_user_is_asked_and_no_is_a_tool_error(pty_agent, fake_
     assert "the user declined to run this tool" in declined
     assert "echo: second" in tool_results(srv.chat_requests[3])[-1]
     assert "echo: third" in tool_results(srv.chat_requests[4])[-1]
+    assert len(pids(pid_file)) == 1 and wait_gone(pids(pid_file)) == []
+
+
+def test_a_run_stopped_by_sigterm_mid_call_leaves_no_server_running(
+    spawn_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    pid_file = tmp_path / "pids"
+    rc = user_rc(tmp_path, {"fx": fixture_server(pid_file, tool_timeout_s=120)})
+    srv = fake_server([plan(task()), call("mcp__fx__nap", seconds=100), finish()])
+    agent = spawn_agent(
+        "run",
+        "Create done.txt",
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        cwd=repo,
+        env={"AGENT_RC": rc},
+    )
+    wait_for(lambda: '"mcp__fx__nap"' in agent.stdout, 60, "the MCP call to start")
+    time.sleep(0.5)
+    started = time.monotonic()
+    os.kill(agent.pid, signal.SIGTERM)
+    assert agent.wait(30) == 130, agent.stderr
+    assert time.monotonic() - started < 15  # the call in flight is cut, not waited out
     assert len(pids(pid_file)) == 1 and wait_gone(pids(pid_file)) == []

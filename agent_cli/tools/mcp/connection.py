@@ -126,6 +126,9 @@ class Connection:
         """End the connection and stop the server's process group."""
         task = self.task
         if task is not None and not task.done():
+            if self.call_scope is not None:  # the run is ending: a call in flight is cut short
+                self.broken = self.broken or "was stopped"
+                self.call_scope.cancel()
             await self.jobs.put(None)
             try:
                 await asyncio.wait_for(asyncio.shield(task), STOP_S)
