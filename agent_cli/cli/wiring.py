@@ -386,6 +386,9 @@ class EndsWithRunDone:
     def approve_command(self, cmd: str) -> str:
         return self.console.approve_command(cmd)
 
+    def approve_tool(self, call: str) -> str:
+        return self.console.approve_tool(call)
+
     def ask_escalation(self, ev: Escalated) -> str:
         return self.console.ask_escalation(ev)
 
@@ -494,7 +497,7 @@ def _execute(
             settings,
             workspace.root,
             state_dir,
-            ask=console.approve_command,
+            ask=console.approve_tool,
             notice=lambda text: console.emit(Notice(text=text)),
         )
         kit = RunKit(

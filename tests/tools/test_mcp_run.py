@@ -136,6 +136,7 @@ def test_on_a_terminal_the_user_is_asked_and_no_is_a_tool_error(pty_agent, fake_
     agent.expect("Run this plan?")
     agent.type("y\n")
     agent.expect('mcp__fx__echo {"text": "first"}')
+    agent.expect("[a]lways this tool of this server")
     agent.type("n\n")
     agent.expect('mcp__fx__echo {"text": "second"}')
     agent.type("a\n")
