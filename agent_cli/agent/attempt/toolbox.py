@@ -3,7 +3,8 @@
 The built-in tools come first, then every provider's (the MCP servers'), in an order fixed
 for the run so that the tool list heading each request stays cacheable; `dispatch` is the
 one place a call reaches its tool. A tool never raises into the loop: bad arguments, an
-unknown tool, a refused path or command all come back as a `ToolResult` with `ok=False` and a message for the model.
+unknown tool, a refused path or command all come back as a `ToolResult` with `ok=False` and
+a message for the model.
 `malformed` marks the results that mean the reply itself was unusable (bad JSON, unknown
 tool, missing arguments); the loop stops after too many of those in a row.
 """
