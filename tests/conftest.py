@@ -19,6 +19,11 @@ pytest_plugins = ["pytester", "spawnguard"]
 SECRET_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 # The re-plan check after each verified task and the closing summary each take a scripted reply;
 # tests of those turn them on, the others keep their scripts to the task at hand.
+# What `agent doctor` asks a server: a tiny forced call, then a plan-sized one.
+DOCTOR_REPLIES = [
+    {"tool": "report_status", "args": {"ok": True}},
+    {"tool": "submit_plan", "args": {"tasks": [{"goal": "add()", "acceptance_cmd": "pytest"}]}},
+]
 SCRIPTED_RUN_ENV = {"AGENT_REPLAN": "off", "AGENT_FINAL_SUMMARY": "false"}
 
 

@@ -49,3 +49,19 @@ def test_a_corrupted_cache_file_is_replaced(tmp_path, monkeypatch):
     tokens._seed_cache("cl100k_base")
     data = (tmp_path / key).read_bytes()
     assert hashlib.sha256(data).hexdigest() == tokens._SHA256["cl100k_base"]
+
+
+def test_an_encoding_loads_in_a_worker_thread_for_the_first_count():
+    import threading
+
+    from agent_cli.core import tokens
+
+    tokens.get_encoding.cache_clear()
+    tokens.load_in_background("cl100k_base")
+    worker = next(t for t in threading.enumerate() if t.name == "load-tokenizer")
+    worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert tokens.get_encoding.cache_info().currsize == 1  # loaded by the worker, not by us
+    hits = tokens.get_encoding.cache_info().hits
+    assert tokens.get_encoding("cl100k_base").encode("hello world")
+    assert tokens.get_encoding.cache_info().hits == hits + 1

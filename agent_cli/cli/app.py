@@ -7,6 +7,7 @@ pydantic-settings) is imported inside the command that needs it, so `--help` is 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -66,9 +67,11 @@ def _register_commands() -> None:
     from agent_cli.cli.trust_command import trust_command
 
     register_run(app)
-    app.command("trust", cls=Command, short_help="Trust this repository's own endpoint settings.")(
-        trust_command
-    )
+    app.command(
+        "trust",
+        cls=Command,
+        short_help="Let this repository's .agentrc set the keys that need trust.",
+    )(trust_command)
     app.command("recall", cls=Command, short_help="Search long-term memory by meaning.")(
         recall_command
     )
@@ -79,11 +82,30 @@ def _register_commands() -> None:
 _register_commands()
 
 
+def usage_line(e: typer.TyperException) -> str:
+    """A usage error as one line naming the closest option, or the help text it stands for."""
+    message = e.format_message()
+    if "\n" in message.strip():  # no arguments: the help itself
+        return message.rstrip()
+    ctx = getattr(e, "ctx", None)
+    command = getattr(ctx, "command_path", "") or "agent"
+    line = re.sub(
+        r"\s*\(Possible options: (.*)\)$", r"; did you mean \1?", " ".join(message.split())
+    )
+    return f"error: {line} (see `{command} --help`)"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app on `argv` (default: the command line), turning our
     errors into one line and an exit code."""
     try:
-        app(argv)
+        code = app(argv, standalone_mode=False, prog_name="agent")
+    except typer.TyperException as e:
+        print(usage_line(e), file=sys.stderr)
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
     except AgentError as e:
         print(f"error: {e.one_line()}", file=sys.stderr)
         sys.exit(e.exit_code)
@@ -96,3 +118,4 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -79,7 +79,7 @@ def _check_server(settings: Settings) -> str:
         api_key=settings.key(),
         timeout_s=settings.request_timeout_s,
         max_retries=0,
-        max_tokens=64,
+        max_tokens=settings.reserved_output_tokens,  # the room a run leaves a plan
         context_window=settings.context_window,
     )
     return describe(

@@ -298,7 +298,9 @@ def forget_command(
 
 
 @memory_app.command(
-    "expire", cls=Command, short_help="Archive facts and notes unused past their time to live."
+    "expire",
+    cls=Command,
+    short_help="Archive facts, notes and procedures unused for memory_ttl_days.",
 )
 def expire_command(repo: Path | None = REPO) -> None:
     """Move facts, notes and procedures unused for `memory_ttl_days` into the archive."""
@@ -308,14 +310,16 @@ def expire_command(repo: Path | None = REPO) -> None:
     typer.echo(f"moved {moved} item(s) into the archive")
 
 
-@memory_app.command("export", cls=Command, short_help="Write long-term memory to a JSONL file.")
+@memory_app.command(
+    "export", cls=Command, short_help="Write all of long-term memory to a JSONL file."
+)
 def export_command(
     file: Path = typer.Argument(
         ..., metavar="FILE", show_default=False, help="The JSONL file to write."
     ),
     repo: Path | None = REPO,
 ) -> None:
-    """Write every episode, fact and archived item to a JSONL file (without vectors)."""
+    """Write every episode, fact, note, procedure and archived item to a JSONL file (no vectors)."""
     mem, place = _memory_or_none(repo)
     if mem is None:  # an empty export: what a script that exports then imports expects
         from agent_cli.core.errors import StorageError

@@ -18,7 +18,7 @@ def trust_command(
     ),
     revoke: bool = typer.Option(False, "--revoke", help="Stop trusting the repository."),
 ) -> None:
-    """Trust this repository's .agentrc to set base_url, model and embedding_model."""
+    """Trust this repository's .agentrc to set the keys that need trust (endpoints, models, memory_url)."""
     from agent_cli.cli.config import trust
     from agent_cli.cli.wiring import find_repo
 

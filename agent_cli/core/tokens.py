@@ -13,6 +13,8 @@ import gzip
 import hashlib
 import os
 import tempfile
+import threading
+import time
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -75,6 +77,21 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
 
     _seed_cache(name)
     return tiktoken.get_encoding(name)
+
+
+def load_in_background(name: str = DEFAULT_ENCODING, after_s: float = 0.0) -> None:
+    """Start loading encoding `name` in a worker thread `after_s` seconds from now: time for a
+    request being sent to go out first. A count meanwhile waits on tiktoken's registry lock
+    for the same load rather than repeating it; a failure is raised again where it is used."""
+
+    def load() -> None:
+        time.sleep(after_s)
+        try:
+            get_encoding(name)
+        except Exception:  # the caller that needs the encoding gets the error, with its hint
+            pass
+
+    threading.Thread(target=load, daemon=True, name="load-tokenizer").start()
 
 
 def encoding_name_for_model(model: str | None) -> str:

@@ -405,14 +405,20 @@ def report(ev: RunDone, state: RunState) -> list[RenderableType]:
     )
     if state.summaries:
         parts.append(_summaries(state))
-    message = f": {clean(ev.message)}" if ev.message else ""
-    parts.append(
-        Text(f"\nrun {ev.run_id} {ev.status} (exit code {ev.exit_code}){message}", style="bold")
-    )
+    parts.append(Text(f"\n{outcome_line(ev)}", style="bold"))
     parts.append(
         take_it(ev) or Text(f"branch: {ev.branch} (nothing committed on it)" if ev.branch else "")
     )
     return parts
+
+
+def outcome_line(ev: RunDone) -> str:
+    """`run ID verified (exit code 0): why`, without saying the status twice."""
+    message = clean(ev.message) if ev.message else ""
+    status = "" if message.split(" ", 1)[0].strip(":;,") == ev.status else f" {ev.status}"
+    return f"run {ev.run_id}{status} (exit code {ev.exit_code})" + (
+        f": {message}" if message else ""
+    )
 
 
 def _local_time(stamp: object) -> str:
@@ -645,12 +651,17 @@ def settings_view(values: dict[str, Any], sources: dict[str, str]) -> list[Text]
             (" (keys for ~/.agentrc and <repo>/.agentrc; environment: AGENT_<KEY>)", "dim"),
         )
     ]
+    width = max((len(key) for key in values), default=0)
     for key, value in values.items():
-        if isinstance(value, list):
+        if isinstance(value, bool):  # as the TOML of an .agentrc spells it
+            value = "true" if value else "false"
+        elif isinstance(value, list):
             value = ", ".join(map(str, value)) if value else "(none)"
         shown = "(not set)" if value is None else clean(value)
         lines.append(
-            Text.assemble(f"  {key:<24} {shown:<40} ", (f"({sources.get(key, 'default')})", "dim"))
+            Text.assemble(
+                f"  {key:<{width}} {shown:<40} ", (f"({sources.get(key, 'default')})", "dim")
+            )
         )
     return lines
 

@@ -234,8 +234,21 @@ def test_a_plan_cut_at_the_length_limit_is_asked_for_again_saying_so(fake_server
         AgentError,
         match="valid plan twice: the reply was cut at the length "
         "limit before it called submit_plan",
-    ):
+    ) as e:
         run_in_process(repo, srv.url, "Create done.txt")
+    assert "raise reserved_output_tokens" in e.value.hint and "function tools" not in e.value.hint
     assert len(srv.chat_requests) == 4
     said = json.dumps(srv.chat_requests[3]["messages"])
     assert "the reply was cut at the length limit before it called submit_plan" in said
+
+
+def test_a_plan_cut_inside_its_arguments_says_it_needs_more_room(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    cut = {
+        "tool_calls": [{"name": "submit_plan", "arguments": '{"goal": "g", "tasks": [{"go'}],
+        "finish_reason": "length",
+    }
+    srv = fake_server([cut] * 2)
+    with pytest.raises(AgentError, match="cut at the length limit inside submit_plan") as e:
+        run_in_process(repo, srv.url, "Create done.txt")
+    assert "raise reserved_output_tokens" in e.value.hint

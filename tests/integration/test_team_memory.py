@@ -17,7 +17,7 @@ from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from agent_cli.memory.longterm.place import ChromaServer
 from chromakit import ChromaProcess, chroma_executable, free_port
-from conftest import git
+from conftest import DOCTOR_REPLIES, git
 
 pytestmark = pytest.mark.slow  # Chroma server and agent processes
 TOKEN = "chroma-team-token-LEAKTEST-0123456789"
@@ -226,7 +226,7 @@ def test_doctor_names_and_checks_the_memory_server(
     run_agent, fake_server, scratch_repo, chroma_server, chroma_database
 ):
     srv = fake_server(
-        [{"tool": "report_status", "args": {"ok": True}}] * 2,  # doctor runs twice
+        DOCTOR_REPLIES * 2,  # doctor runs twice
         models=("gpt-4o-mini",),
     )
     env = server_env(

@@ -1,6 +1,10 @@
 """`agent doctor` tells what the server can do, as a real process against the loopback server."""
 
-CALL = {"tool": "report_status", "args": {"ok": True}}
+import json
+
+from conftest import DOCTOR_REPLIES
+
+CALL, PLAN = DOCTOR_REPLIES
 
 
 def _doctor(run_agent, srv, repo):
@@ -11,7 +15,7 @@ def _doctor(run_agent, srv, repo):
 
 def test_doctor_against_a_llama_cpp_like_server(run_agent, fake_server, scratch_repo):
     srv = fake_server(
-        [CALL], models=("gpt-4o-mini",), n_ctx=4096, object_choice="ignore", stream="whole"
+        [CALL, PLAN], models=("gpt-4o-mini",), n_ctx=4096, object_choice="ignore", stream="whole"
     )
     proc, out = _doctor(run_agent, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
@@ -22,14 +26,16 @@ def test_doctor_against_a_llama_cpp_like_server(run_agent, fake_server, scratch_
         'a run will use: whole replies, tool_choice "required", replies up to 1,024 '
         "tokens, working memory 1,228 and tool output 614 tokens"
     ) in out
-    assert len(srv.chat_requests) == 1  # one tiny request
+    assert len(srv.chat_requests) == 2  # one tiny request, then one plan-sized
+    assert srv.chat_requests[1]["tools"][0]["function"]["name"] == "submit_plan"
+    assert srv.chat_requests[1]["max_tokens"] == 1024  # the room a run leaves a plan
 
 
 def test_doctor_against_a_vllm_like_server_that_refuses_required(
     run_agent, fake_server, scratch_repo
 ):
     srv = fake_server(
-        [CALL], models=("gpt-4o-mini",), max_model_len=32768, required_choice="refuse"
+        [CALL, PLAN], models=("gpt-4o-mini",), max_model_len=32768, required_choice="refuse"
     )
     proc, out = _doctor(run_agent, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
@@ -42,7 +48,7 @@ def test_doctor_against_a_server_that_forces_only_through_structured_output(
     run_agent, fake_server, scratch_repo
 ):
     srv = fake_server(
-        [CALL],
+        [CALL, PLAN],
         models=("gpt-4o-mini",),
         n_ctx=4096,
         object_choice="ignore",
@@ -53,16 +59,17 @@ def test_doctor_against_a_server_that_forces_only_through_structured_output(
     assert (
         "forced single tool works (a json_schema response_format of the tool's parameters)"
     ) in out
-    assert [r.get("response_format", {}).get("type") for r in srv.chat_requests] == [
+    assert [r.get("response_format", {}).get("type") for r in srv.chat_requests][:3] == [
         None,
         None,
         "json_schema",
     ]
+    assert "submit_plan" in json.dumps(srv.chat_requests[-1])  # the plan-sized check
 
 
 def test_doctor_fails_when_no_form_of_forcing_gets_a_call(run_agent, fake_server, scratch_repo):
     srv = fake_server(
-        [CALL],
+        [CALL, PLAN],
         models=("gpt-4o-mini",),
         ollama_ctx=8192,
         object_choice="ignore",
@@ -84,7 +91,7 @@ def test_doctor_fails_when_no_form_of_forcing_gets_a_call(run_agent, fake_server
 def test_doctor_names_the_served_models_for_a_model_the_server_does_not_know(
     run_agent, fake_server, scratch_repo
 ):
-    srv = fake_server([CALL], models=("qwen2.5-coder:7b",))  # like vLLM or Ollama: 404
+    srv = fake_server([CALL, PLAN], models=("qwen2.5-coder:7b",))  # like vLLM or Ollama: 404
     proc, out = _doctor(run_agent, srv, scratch_repo)
     assert proc.returncode == 1
     assert (
@@ -96,9 +103,23 @@ def test_doctor_names_the_served_models_for_a_model_the_server_does_not_know(
 def test_doctor_accepts_any_model_name_on_a_server_that_answers_to_it(
     run_agent, fake_server, scratch_repo
 ):
-    srv = fake_server([CALL, CALL], models=("/models/small.gguf",), n_ctx=4096, any_model=True)
+    srv = fake_server(
+        [CALL, CALL, PLAN], models=("/models/small.gguf",), n_ctx=4096, any_model=True
+    )
     proc, out = _doctor(run_agent, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
     assert (
         "answers; it lists '/models/small.gguf' but answers requests for 'gpt-4o-mini' too"
     ) in out
+
+
+def test_doctor_fails_when_a_plan_sized_reply_is_cut_at_the_length_limit(
+    run_agent, fake_server, scratch_repo
+):
+    cut = {"content": "", "finish_reason": "length"}
+    srv = fake_server([CALL, cut], models=("gpt-4o-mini",), n_ctx=4096)
+    proc, out = _doctor(run_agent, srv, scratch_repo)
+    fails = [line for line in out.splitlines() if "FAIL" in line]
+    assert proc.returncode == 1 and len(fails) == 1, out
+    assert "forced single tool works, but a plan-sized reply was cut at the length limit" in out
+    assert "replies get up to 1,024 tokens here: raise reserved_output_tokens" in out

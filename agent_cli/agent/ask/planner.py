@@ -22,6 +22,12 @@ PLAN = Form(
 PLAN_TOOL = PLAN.tool()
 
 
+CUT_HINT = (
+    "the plan needs more room than the reply had: raise reserved_output_tokens, use a "
+    "larger context (the server's, or context_window), or give a smaller goal"
+)
+
+
 def plan_messages(
     goal: str,
     recalled: str,
@@ -80,5 +86,5 @@ def make_plan(
         return plan, got.requests
     raise AgentError(
         f"the model did not produce a valid plan twice: {got.error}",
-        "try a clearer goal or a model that supports function tools",
+        CUT_HINT if got.cut else "try a clearer goal or a model that supports function tools",
     )

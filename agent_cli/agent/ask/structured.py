@@ -87,6 +87,7 @@ class Failure(Generic[T]):
     error: str
     requests: int
     refused: T | None = None
+    cut: bool = False  # the last reply was cut at the length limit: it needs more room
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class Invalid:
     """Why one reply is no valid answer."""
 
     reason: str
+    cut: bool = False  # cut at the length limit: more room for the reply, not a better model
 
 
 def read(reply: ChatReply, form: Form[T]) -> T | Invalid:
@@ -101,7 +103,9 @@ def read(reply: ChatReply, form: Form[T]) -> T | Invalid:
     calls = [c for c in reply.tool_calls if c.name == form.name]
     if not calls:
         if reply.finish_reason == "length":
-            return Invalid(f"the reply was cut at the length limit before it called {form.name}")
+            return Invalid(
+                f"the reply was cut at the length limit before it called {form.name}", cut=True
+            )
         others = sorted({c.name[:64] for c in reply.tool_calls})  # the model's: bounded
         if others:
             return Invalid(f"the reply called {', '.join(others)} instead of {form.name}")
@@ -109,6 +113,10 @@ def read(reply: ChatReply, form: Form[T]) -> T | Invalid:
     try:
         data = strictjson.loads(calls[0].arguments)
     except ValueError as e:
+        if reply.finish_reason == "length":
+            return Invalid(
+                f"the reply was cut at the length limit inside {form.name}'s arguments", cut=True
+            )
         return Invalid(f"{form.name} arguments are unusable: {e}")
     try:
         return form.model.model_validate(data)
@@ -150,7 +158,7 @@ def ask(
     """Ask for `form`'s answer, once more with the reason when it is invalid or `check` says
     what is wrong with it (None: nothing). Each request is fitted to `window` and to the
     model's own (`window.send`). Errors other than a malformed reply propagate."""
-    error, refused = "", None
+    error, refused, cut = "", None, False
     for n in (1, 2):
         request = with_error(messages, form, error) if error else messages
         note = log or _unlogged
@@ -164,6 +172,7 @@ def ask(
             continue
         note({"type": "reply", "reply": reply.model_dump()})
         got = read(reply, form)
+        cut = isinstance(got, Invalid) and got.cut
         if isinstance(got, Invalid):
             error, refused = got.reason, None
             continue
@@ -171,7 +180,7 @@ def ask(
         if problem is None:
             return Answer(got, n)
         error, refused = problem, got
-    return Failure(error, 2, refused)
+    return Failure(error, 2, refused, cut)
 
 
 def _unlogged(record: dict[str, Any]) -> None:

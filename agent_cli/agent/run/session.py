@@ -45,7 +45,7 @@ from agent_cli.agent.run.store import (
     new_run_id,
     utc_now,
 )
-from agent_cli.core import events
+from agent_cli.core import events, tokens
 from agent_cli.core.errors import (
     EXIT_BUDGET,
     EXIT_ERROR,
@@ -310,8 +310,11 @@ class Session:
         )
         self.sv.console.emit(events.Planning(goal=goal))
         # The store itself opens while the model plans, for the run's writes (the recall
-        # above may have read its snapshot instead), once the plan request is out.
+        # above may have read its snapshot instead), once the plan request is out; so does
+        # the tokenizer working memory counts with, which the first tool call would wait for.
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)
+        if not self.cfg.plan_only:
+            tokens.load_in_background(after_s=OPEN_MEMORY_AFTER_S)
         plan, _ = planner.make_plan(
             self.sv.model,
             messages,
@@ -363,6 +366,7 @@ class Session:
         if self.cfg.started_with is not None:  # new flags given now hold for the next resume too
             run.started_with = self.cfg.started_with
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
+        tokens.load_in_background(after_s=OPEN_MEMORY_AFTER_S)
         self.mem.learned = learn.Learned.from_dict(run.learned)
         self.sv.workspace.resume_on(run.branch, run.protected)
         with self._before_run():

@@ -242,7 +242,8 @@ def _check(layer: dict[str, Any], origin: str) -> None:
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"{origin}: unknown key '{key}'", unknown_key_hint(key)) from None
         got = err.get("input")
-        raise ConfigError(f"{origin}: key '{key}': {err['msg'].lower()} (got {got!r})") from None
+        what = f"--{key.replace('_', '-')}" if origin == "flag" else f"{origin}: key '{key}'"
+        raise ConfigError(f"{what}: {err['msg'].lower()} (got {got!r})") from None
 
 
 def _refuse_env_only(path: Path, data: dict[str, Any]) -> dict[str, Any]:

@@ -1,12 +1,14 @@
 """What a server can do, for `agent doctor`: its context window, whether a forced single tool
 works (one tiny streamed request, and one in each further form while none got the call; see
-forcing.py) and whether it streams, then what a run will use."""
+forcing.py), whether a plan-sized forced reply fits in the room a run leaves for replies, and
+whether it streams, then what a run will use."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent_cli.core import strictjson
 from agent_cli.core.errors import ModelError
 from agent_cli.llm.base import function_tool
 from agent_cli.llm.server.info import fit_window
@@ -26,6 +28,30 @@ PROBE_MESSAGES = [
 ]
 
 
+PLAN_PROBE_TOOL = function_tool(
+    "submit_plan",
+    "Submit the plan: its tasks, each with a shell command that checks it.",
+    {
+        "tasks": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"goal": {"type": "string"}, "acceptance_cmd": {"type": "string"}},
+                "required": ["goal", "acceptance_cmd"],
+            },
+        }
+    },
+)
+PLAN_PROBE_MESSAGES = [
+    {
+        "role": "user",
+        "content": "This is a check that a plan fits in a reply. Call submit_plan with two "
+        "tasks for the goal 'add a function add(a, b) to calc.py, with a pytest test': "
+        "write the function, then write its test; each acceptance_cmd is a pytest command.",
+    }
+]
+
+
 @dataclass
 class ServerReport:
     """What the probe found."""
@@ -34,6 +60,7 @@ class ServerReport:
     window_source: str
     forced_form: str | None  # the forcing.FORMS entry that got the call, else None
     streaming: bool
+    plan: str = ""  # why a plan-sized forced reply failed ("" when it came back whole)
 
 
 def probe(chat: OpenAIChat) -> ServerReport:
@@ -42,7 +69,25 @@ def probe(chat: OpenAIChat) -> ServerReport:
     # read after the reply: a hosted API is asked its window only once it has answered
     window, source = chat.context_window, chat.context_source
     called = any(c.name == "report_status" for c in reply.tool_calls)
-    return ServerReport(window, source, chat.forcing.form if called else None, chat.streaming)
+    form = chat.forcing.form if called else None
+    plan = _plan_sized(chat) if called else ""
+    return ServerReport(window, source, form, chat.streaming, plan)
+
+
+def _plan_sized(chat: OpenAIChat) -> str:
+    """Why a small forced `submit_plan` does not come back whole ("" when it does)."""
+    reply = chat.chat(PLAN_PROBE_MESSAGES, [PLAN_PROBE_TOOL], "submit_plan")
+    calls = [c for c in reply.tool_calls if c.name == "submit_plan"]
+    cut = reply.finish_reason == "length"
+    try:
+        tasks = strictjson.loads(calls[0].arguments).get("tasks") if calls else None
+    except (ValueError, AttributeError):
+        tasks = None
+    if isinstance(tasks, list) and tasks:
+        return ""
+    if cut:
+        return "a plan-sized reply was cut at the length limit"
+    return "a plan-sized forced reply did not call submit_plan with tasks"
 
 
 def describe(report: ServerReport, memory_max: int, tool_output_max: int, reply_max: int) -> str:
@@ -54,11 +99,17 @@ def describe(report: ServerReport, memory_max: int, tool_output_max: int, reply_
             "the object form and a json_schema response_format); planning needs it",
             "use a model with function calling; llama.cpp needs --jinja",
         )
+    if report.plan:
+        raise ModelError(
+            f"the forced single tool works, but {report.plan}: planning will fail the same way",
+            f"a run's replies get up to {reply:,} tokens here: raise reserved_output_tokens, "
+            "use a larger context, or a model that follows forced tools with longer arguments",
+        )
     choice = DESCRIBED[report.forced_form]
     return "\n".join(
         [
             f"context window {report.window:,} tokens (from {report.window_source})",
-            f"           forced single tool works ({choice})",
+            f"           forced single tool works ({choice}), and a plan-sized reply",
             f"           streaming: {'yes' if report.streaming else 'no, whole replies'}",
             f"           a run will use: {'streamed' if report.streaming else 'whole'} replies, "
             f"{choice}, replies up to {reply:,} tokens, working memory {memory:,} "
