@@ -10,7 +10,7 @@ import pytest
 from agent_cli.cli.config.settings import load_settings
 from agent_cli.cli.mcp_tools import build_tools
 from agent_cli.workspace.shell.runner import check_sandbox
-from conftest import make_repo
+from conftest import DOCTOR_REPLIES, make_repo
 from tools.mcpkit import fixture_server, pids, toml_table, wait_gone
 
 pytestmark = pytest.mark.slow
@@ -58,7 +58,7 @@ def test_doctor_lists_each_server_with_its_transport_status_and_tools(
     repo = make_repo(tmp_path / "repo")
     pid_file = tmp_path / "pids"
     rc = write_rc(tmp_path, {"fx": fixture_server(pid_file, enabled_tools=["echo"])})
-    srv = fake_server([{"tool": "report_status", "args": {"ok": True}}], models=("gpt-4o-mini",))
+    srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
     env = {"AGENT_RC": rc, "OPENAI_API_KEY": "sk-doctor-test-key-1234567890"}
     proc = run_agent("doctor", "--base-url", srv.url, cwd=repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

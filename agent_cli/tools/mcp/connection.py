@@ -32,6 +32,7 @@ logging.getLogger("mcp").addHandler(logging.NullHandler())
 logging.getLogger("mcp").propagate = False
 MAX_BAD_MESSAGES = 50  # unreadable messages before a server counts as flooding
 STDERR_TAIL = 2000
+STDERR_WAIT_S = 1.0
 CONNECTION_CLOSED = -32000
 STOP_S = 10.0  # the SDK closes stdin, waits 2 s, then SIGTERM and SIGKILL the group
 
@@ -158,6 +159,8 @@ class Connection:
                     if self.broken:
                         return
         except BaseException as e:  # a crash, a timeout, a cancel: all end the server
+            if not isinstance(e, asyncio.CancelledError):
+                await self._stderr_settled()
             why = self._reason(e, starting=not ready.done())
             self.broken = self.broken or why
             if not ready.done():
@@ -193,6 +196,7 @@ class Connection:
         except MCPError as e:
             if e.code != CONNECTION_CLOSED:  # the server refused the call and goes on
                 return CallOutcome(f"error: the MCP server said: {e.message}", ok=False)
+            await self._stderr_settled()
             self.broken = self._with_stderr("closed the connection")
         finally:
             self.call_scope = None
@@ -224,6 +228,11 @@ class Connection:
         if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
             what = "closed the connection"
         return self._with_stderr(("failed to start: " if starting else "failed: ") + what)
+
+    async def _stderr_settled(self) -> None:
+        """Give a server that just ended a moment to have its last words on stderr read."""
+        if self.stderr is not None:
+            await asyncio.to_thread(self.stderr.thread.join, STDERR_WAIT_S)
 
     def _with_stderr(self, why: str) -> str:
         tail = self.stderr.text() if self.stderr is not None else ""
