@@ -33,7 +33,9 @@ VENDORS = {
         "agent_cli.cli.commands.trust_command",
         "agent_cli.cli.help",
         "agent_cli.cli.batch.command",
+        "agent_cli.cli.commands.mcp_command",
     },
+    "mcp": {"agent_cli.tools.mcp.connection"},
 }
 
 

@@ -62,6 +62,7 @@ def doctor(
 def _register_commands() -> None:
     """Commands built in their own modules (each imports only typer at module level)."""
     from agent_cli.cli.batch.command import register as register_batch
+    from agent_cli.cli.commands.mcp_command import mcp_app
     from agent_cli.cli.commands.memory_commands import memory_app, recall_command
     from agent_cli.cli.commands.run_command import register as register_run
     from agent_cli.cli.commands.runs_commands import register as register_runs
@@ -79,6 +80,7 @@ def _register_commands() -> None:
     )
     app.add_typer(memory_app, name="memory")
     register_batch(app)
+    app.add_typer(mcp_app, name="mcp")
 
 
 _register_commands()

@@ -246,6 +246,7 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
             failed += 1
     for name, check in checks:
         failed += not _run_check(out, name, check)
+    failed += _check_mcp_servers(out, settings, repo)
     return 1 if failed else 0
 
 
@@ -256,3 +257,17 @@ def targets(settings: Settings) -> list[Target]:
     if not roles.set_apart(settings):
         return [Target(settings)]
     return [Target(settings, ep, names) for ep, names in roles.distinct(settings)]
+
+
+def _check_mcp_servers(out: Printer, settings: Settings, repo: Path | None) -> int:
+    """One line per configured MCP server (started, listed, stopped); how many failed."""
+    from agent_cli.cli.mcp_tools import status_text, statuses
+    from agent_cli.ui.render import check_line
+
+    where = repo or Path.cwd()
+    failed = 0
+    for status in statuses(settings, where, settings.state_dir(where)):
+        ok = status.status in ("ready", "disabled")
+        failed += not ok
+        out.print(check_line(f"mcp {status.name}", ok, status_text(status)))
+    return failed

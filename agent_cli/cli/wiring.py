@@ -29,6 +29,7 @@ from agent_cli.agent.run.store import RunStartedWith, RunStore
 from agent_cli.cli import roles
 from agent_cli.cli import worktree as wt
 from agent_cli.cli.config.settings import Settings, load_settings
+from agent_cli.cli.mcp_tools import RunTools
 from agent_cli.core.errors import (
     EXIT_INTERRUPTED,
     AgentError,
@@ -252,8 +253,10 @@ class RunKit:
         embedder: Embedder,
         longterm: LazyLongTermMemory | FallbackLongTerm,
         memory_tokens: int | None = None,
+        tools: RunTools | None = None,
     ) -> None:
         self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
+        self.tools = tools  # the MCP servers' tools, started with the first toolbox
         self.policy, self.embedder, self.longterm = policy, embedder, longterm
         # the configured budget, or less when the server's context window is smaller
         self.memory_tokens = memory_tokens or settings.memory_max_tokens
@@ -285,6 +288,7 @@ class RunKit:
             memory=memory,
             secrets=self.workspace.secrets,
             recall_longterm=self.recall_longterm,
+            providers=self.tools.providers() if self.tools else (),
         )
 
     def recall_longterm(self, query: str) -> str:
@@ -301,10 +305,12 @@ class RunKit:
         self.policy.allow(cmd)
 
     def close(self) -> None:
-        """Close every cold store opened for the run."""
+        """Close every cold store opened for the run, and stop its MCP servers."""
         for store in self._stores:
             store.close()
         self._stores.clear()
+        if self.tools is not None:
+            self.tools.close()
 
 
 def open_workspace(
@@ -444,6 +450,9 @@ class EndsWithRunDone:
     def approve_command(self, cmd: str) -> str:
         return self.console.approve_command(cmd)
 
+    def approve_tool(self, call: str) -> str:
+        return self.console.approve_tool(call)
+
     def ask_escalation(self, ev: Escalated) -> str:
         return self.console.ask_escalation(ev)
 
@@ -561,7 +570,16 @@ def _execute(
             worktree=str(tree.path) if tree else "",
             base_branch=tree.base_branch if tree else None,
         )
-        kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm, memory_tokens)
+        tools = RunTools(
+            settings,
+            workspace.root,
+            state_dir,
+            ask=console.approve_tool,
+            notice=lambda text: console.emit(Notice(text=text)),
+        )
+        kit = RunKit(
+            settings, workspace, state_dir, policy, embedder, longterm, memory_tokens, tools
+        )
         try:
             session = Session(
                 Services(

@@ -215,6 +215,9 @@ class WorktreeEnd:
     def approve_command(self, cmd: str) -> str:
         return self.console.approve_command(cmd)
 
+    def approve_tool(self, call: str) -> str:
+        return self.console.approve_tool(call)
+
     def ask_escalation(self, ev: Escalated) -> str:
         return self.console.ask_escalation(ev)
 

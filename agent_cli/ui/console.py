@@ -254,6 +254,15 @@ class RunConsole:
             question.append("`? [y]es / [n]o / [a]lways this command ")
             return self._ask(question, answers)
 
+    def approve_tool(self, call: str) -> str:
+        """Ask whether to run a tool of an MCP server: "y", "n" or "a" (always this tool)."""
+        answers = {"y": "y", "yes": "y", "n": "n", "no": "n", "a": "a", "always": "a"}
+        with self._paused():
+            question = Text("Call `")
+            question.append(clean(call), style="bold")
+            question.append("`? [y]es / [n]o / [a]lways this tool of this server ")
+            return self._ask(question, answers)
+
     def ask_escalation(self, ev: Escalated) -> str:
         """Ask what to do about a rejected task; the line as typed ("q" at the end of input)."""
         hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "

@@ -18,7 +18,7 @@ from agent_cli.agent.ask.window import after_overflow, send, stub_arguments
 from agent_cli.agent.attempt import hooked, loopguard, pins
 from agent_cli.agent.attempt.freshness import after_tool
 from agent_cli.agent.attempt.runtime import Limits, Runtime, check_budgets
-from agent_cli.agent.attempt.toolbox import TOOLS, ToolResult, fenced
+from agent_cli.agent.attempt.toolbox import TOOLS, Toolbox, ToolResult, fenced
 from agent_cli.agent.run.journal import MemoryAdd, StepRecord
 from agent_cli.core import events, fences, tokens
 from agent_cli.core.errors import AgentError, ContextOverflow, MalformedReply
@@ -123,7 +123,13 @@ def build_messages(
         task=task,
         hints=hint_blocks(rt.state.plan[index].hints),
         state=rt.state.render_progress(),
-    ).fitted(TOOLS, rt.limits.window())
+    ).fitted(offered(rt), rt.limits.window())
+
+
+def offered(rt: Runtime) -> list[dict[str, Any]]:
+    """The tools of a task's conversation: the toolbox's, or the built-ins before there is one."""
+    toolbox: Toolbox | None = rt.toolbox
+    return TOOLS if toolbox is None else toolbox.specs()
 
 
 def instructions_block(rt: Runtime) -> str:
@@ -174,7 +180,9 @@ def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
 def _ask(rt: Runtime, messages: list[dict[str, Any]], choice: str = "auto") -> ChatReply | None:
     """One model call, logged; None when the reply was not readable at all."""
     try:
-        reply = send(rt.model, messages, TOOLS, choice, window=rt.limits.window(), log=rt.log)
+        reply = send(
+            rt.model, messages, rt.toolbox.specs(), choice, window=rt.limits.window(), log=rt.log
+        )
     except MalformedReply as e:
         rt.log({"type": "reply", "error": e.message})
         return None

@@ -1,14 +1,17 @@
 """The tools a task's conversation offers, and their execution.
 
-A tool never raises into the loop: bad arguments, an unknown tool, a refused path or
-command all come back as a `ToolResult` with `ok=False` and a message for the model.
+The built-in tools come first, then every provider's (the MCP servers'), in an order fixed
+for the run so that the tool list heading each request stays cacheable; `dispatch` is the
+one place a call reaches its tool. A tool never raises into the loop: bad arguments, an
+unknown tool, a refused path or command all come back as a `ToolResult` with `ok=False` and
+a message for the model.
 `malformed` marks the results that mean the reply itself was unusable (bad JSON, unknown
 tool, missing arguments); the loop stops after too many of those in a row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +22,7 @@ from agent_cli.core.redact import redact
 from agent_cli.llm.base import function_tool
 
 if TYPE_CHECKING:
-    from agent_cli.core.protocols import CommandOutcome
+    from agent_cli.core.protocols import CommandOutcome, ToolProvider
     from agent_cli.memory.working.memory import WorkingMemory
     from agent_cli.workspace.files import Files
 
@@ -136,6 +139,7 @@ class Toolbox:
         memory: WorkingMemory,
         recall_longterm: Callable[[str], str] | None = None,
         secrets: tuple[str, ...] = (),
+        providers: Sequence[ToolProvider] = (),
     ) -> None:
         self.files = files
         self.run_command = run_command
@@ -147,13 +151,22 @@ class Toolbox:
         self.touched: set[str] = set()
         self.tools_used: list[str] = []  # the distinct tools called, in the order first called
         self.on_note: Callable[[str, str], None] | None = None  # (item id, text): kept by the run
+        self.providers = list(providers)
+        self.tools = list(TOOLS)  # fixed for the run: the head of every request
+        for provider in self.providers:
+            self.tools += [t for t in provider.specs() if t["function"]["name"] not in TOOL_NAMES]
+        self.names = [t["function"]["name"] for t in self.tools]
+
+    def specs(self) -> list[dict[str, Any]]:
+        """Every tool a task's conversation offers: the built-ins, then the providers'."""
+        return self.tools
 
     def execute(self, call: ToolCall) -> ToolResult:
         """Run one call; every failure becomes an error result for the model."""
-        if call.name not in TOOL_NAMES:
+        if call.name not in self.names:
             return ToolResult(
                 call.name,
-                f"error: unknown tool {call.name!r}; the tools are: {', '.join(TOOL_NAMES)}",
+                f"error: unknown tool {call.name!r}; the tools are: {', '.join(self.names)}",
                 ok=False,
                 malformed=True,
                 summary="unknown tool",
@@ -167,8 +180,7 @@ class Toolbox:
         try:
             if call.name not in self.tools_used:
                 self.tools_used.append(call.name)
-            run: Callable[[Args], ToolResult] = getattr(self, f"_{call.name}")
-            result = run(args)
+            result = self.dispatch(call.name, args)
         except AgentError as e:
             result = ToolResult(
                 call.name, f"error: {e.one_line()}", ok=False, summary=e.message[:100]
@@ -183,6 +195,21 @@ class Toolbox:
         result.summary = fences.escape(redact(result.summary, self.secrets))
         result.subject = fences.escape(redact(result.subject, self.secrets))
         return result
+
+    def dispatch(self, name: str, args: Args) -> ToolResult:
+        """Run the tool `name` (a built-in, or a provider's) with parsed arguments."""
+        if name in TOOL_NAMES:
+            run: Callable[[Args], ToolResult] = getattr(self, f"_{name}")
+            return run(args)
+        provider = next(p for p in self.providers if p.owns(name))
+        reply = provider.call(name, args)
+        return ToolResult(
+            name,
+            reply.text,
+            ok=reply.ok,
+            summary=reply.summary,
+            subject=name.removeprefix("mcp__").replace("__", ".", 1),
+        )
 
     def _read_file(self, a: Args) -> ToolResult:
         text = self.files.read(str(a["path"]), _int(a.get("start_line")), _int(a.get("end_line")))

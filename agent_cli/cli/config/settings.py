@@ -12,9 +12,9 @@ team's shared credential, and files get copied, committed and pasted into bug re
 A repository's `.agentrc` comes with a clone, so it may only tighten safety: `approval =
 "ask"`, `sandbox = "bwrap"`, more `deny_commands` (added to the user's, never replacing
 them); it never sets `home`. Its endpoint keys (`base_url`, `model`, `embedding_model`,
-and each role's `*_model`, `*_base_url`, `*_api_key_env`) and its `hooks` (run after the
-user's own) apply only in a repository the user trusts (`agent trust`). Each value ignored
-is named in one notice.
+and each role's `*_model`, `*_base_url`, `*_api_key_env`), its `mcp_servers` and its `hooks`
+(run after the user's own) apply only in a repository the user trusts (`agent trust`); its
+`deny_tools` are added to the user's. Each value ignored is named in one notice.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from agent_cli.cli.config import trust
 from agent_cli.core.errors import ConfigError
 from agent_cli.tools.hooks.config import HooksConfig, combined
+from agent_cli.tools.mcp.config import ServerConfig, check_server_name
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 ROLES = ("planner", "executor", "verifier")
@@ -100,6 +101,8 @@ class Settings(BaseSettings):
     executor_api_key_env: str | None = None
     verifier_api_key_env: str | None = None
     worktree: Literal["off", "auto"] = "off"  # auto: a second run goes to a worktree
+    mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    deny_tools: list[str] = Field(default_factory=list)  # globs over full tool names
     sources: dict[str, str] = Field(default_factory=dict, exclude=True)
     notices: list[str] = Field(default_factory=list, exclude=True)
     # the keys the *_api_key_env variables held when the settings were read, by role
@@ -160,6 +163,14 @@ class Settings(BaseSettings):
         if name and not ENV_NAME.fullmatch(name):
             raise ValueError("expected the name of an environment variable, like PLANNER_API_KEY")
         return name
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, servers: dict[str, ServerConfig]) -> dict[str, ServerConfig]:
+        """Names that can head the tool names `mcp__<server>__<tool>`."""
+        for name in servers:
+            check_server_name(name)
+        return servers
 
     def state_dir(self, repo: Path) -> Path:
         """Where run state lives: `home` if set, else `<repo>/.agent`."""
@@ -241,6 +252,7 @@ FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices", "r
 TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "hooks"} | {
     f"{role}_{key}" for role in ROLES for key in ("model", "base_url", "api_key_env")
 }
+TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "mcp_servers"}
 ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
 
 
@@ -295,7 +307,7 @@ def _env_layer(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         var = f"AGENT_{field.upper()}"
         if var in env:
             raw: Any = env[var]
-            if field == "deny_commands":
+            if field in ("deny_commands", "deny_tools"):
                 raw = [c.strip() for c in raw.split(",") if c.strip()]
             layers.append((f"env {var}", {field: raw}))
     return layers
@@ -334,7 +346,10 @@ def load_settings(
     sources = dict.fromkeys(FIELDS, "default")
     for origin, layer in layers:
         _check(layer, origin)
+        servers = {**merged.get("mcp_servers", {}), **layer.get("mcp_servers", {})}
         merged.update(layer)
+        if servers:  # a repository's servers join the user's, by name
+            merged["mcp_servers"] = servers
         sources.update(dict.fromkeys(layer, origin))
     names = {role: merged.get(f"{role}_api_key_env") for role in ROLES}
     role_keys = {role: SecretStr(env[n]) for role, n in names.items() if n and env.get(n)}
@@ -362,6 +377,10 @@ def _restrict_repo_layer(
         ]
     if "hooks" in kept and trusted == "trusted":  # run after the user's own, never instead
         kept["hooks"] = combined(lower.hooks, kept["hooks"])
+    if "deny_tools" in kept:
+        kept["deny_tools"] = list(lower.deny_tools) + [
+            t for t in kept["deny_tools"] if t not in lower.deny_tools
+        ]
     if trusted != "trusted":
         untrusted = sorted(k for k in TRUSTED_ONLY if kept.pop(k, None) is not None)
     parts = []

@@ -1,0 +1,111 @@
+"""A run's MCP servers as the command layer builds them, and how their state is shown."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_cli.cli.config.settings import Settings
+    from agent_cli.core.protocols import ToolProvider
+    from agent_cli.tools.mcp.provider import McpTools, ServerStatus
+
+
+def build_tools(
+    settings: Settings, root: Path, state_dir: Path, notice: Callable[[str], None]
+) -> McpTools | None:
+    """The configured servers as one provider (not started yet); None when there are none."""
+    if not settings.mcp_servers:
+        return None
+    from agent_cli.tools.mcp.provider import McpTools
+    from agent_cli.workspace.shell import runner as shell
+
+    wrap = None
+    if settings.sandbox == "bwrap":
+        readonly = [root / ".git", state_dir, root / ".agentrc"]
+
+        def wrap(argv: list[str]) -> list[str]:
+            return shell.bwrap_argv(argv, root, [root], readonly)
+
+    secrets = settings.secrets()
+    return McpTools(
+        settings.mcp_servers,
+        env=shell.scrub_env(dict(os.environ), list(secrets)),  # what model commands get
+        cwd=root,
+        environ=os.environ,
+        wrap=wrap,
+        notice=notice,
+        secrets=secrets,
+    )
+
+
+class RunTools:
+    """A run's MCP servers: started when the first toolbox is made, stopped by `close`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        root: Path,
+        state_dir: Path,
+        *,
+        ask: Callable[[str], str],
+        notice: Callable[[str], None],
+    ) -> None:
+        self.settings, self.root, self.state_dir = settings, root, state_dir
+        self.ask, self.notice = ask, notice
+        self.tools: McpTools | None = None
+        self.gated: ToolProvider | None = None
+
+    def providers(self) -> list[ToolProvider]:
+        """The gated MCP tools, their servers started on the first call."""
+        if self.gated is None:
+            self.tools = build_tools(self.settings, self.root, self.state_dir, self.notice)
+            if self.tools is None:
+                return []
+            from agent_cli.tools.mcp.gate import GatedTools
+
+            self.tools.start()
+            self.gated = GatedTools(
+                self.tools,
+                approval=self.settings.approval,
+                deny=self.settings.deny_tools,
+                ask=self.ask,
+            )
+        return [self.gated]
+
+    def close(self) -> None:
+        """Stop every server the run started."""
+        if self.tools is not None:
+            self.tools.close()
+
+
+def statuses(settings: Settings, root: Path, state_dir: Path) -> list[ServerStatus]:
+    """Start each configured server, read its tools, stop it: what doctor and `mcp list` show."""
+    notes: list[str] = []
+    tools = build_tools(settings, root, state_dir, notes.append)
+    if tools is None:
+        return []
+    try:
+        return tools.start()
+    finally:
+        tools.close()
+
+
+def status_text(status: ServerStatus) -> str:
+    """One server on one line: transport, status, tools."""
+    tools = ", ".join(status.tools) if status.tools else "no tools"
+    left = f"; left out: {', '.join(status.left_out)}" if status.left_out else ""
+    return f"{status.transport}, {status.status}; {tools}{left}"
+
+
+def status_json(status: ServerStatus) -> dict[str, Any]:
+    """One server as `agent mcp list --json` prints it."""
+    return {
+        "name": status.name,
+        "transport": status.transport,
+        "status": status.status,
+        "tools": list(status.tools),
+        "left_out": list(status.left_out),
+    }

@@ -1,0 +1,1 @@
+"""Tools from MCP servers: configuration, connections, and the provider the tool registry asks."""

@@ -1,0 +1,268 @@
+"""One MCP server, reached over stdio or streamable HTTP: the only module that imports `mcp`.
+
+Each connection is one task on the background loop that holds the SDK's context managers
+(anyio's scopes must be entered and left by the same task) and serves calls one at a time.
+A server that crashes, hangs past its timeout or floods the connection with garbage is
+marked broken with the reason, and the task ends, which stops its process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from agent_cli.tools.mcp import content
+from agent_cli.tools.mcp.config import ServerConfig
+
+# The SDK logs a server's bad lines with tracebacks; the user gets one notice from us instead.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+logging.getLogger("mcp").propagate = False
+MAX_BAD_MESSAGES = 50  # unreadable messages before a server counts as flooding
+STDERR_TAIL = 2000
+STDERR_WAIT_S = 1.0
+CONNECTION_CLOSED = -32000
+STOP_S = 10.0  # the SDK closes stdin, waits 2 s, then SIGTERM and SIGKILL the group
+
+
+@dataclass(frozen=True)
+class ServerTool:
+    """A tool as the server listed it."""
+
+    name: str
+    description: str
+    schema: Any
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What a call produced: text for the model, and whether the tool said it failed."""
+
+    text: str
+    ok: bool
+
+
+class StderrTail:
+    """The last characters a server wrote on stderr, read on a thread from a pipe."""
+
+    def __init__(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w")
+        self.tail = b""
+        self.thread = threading.Thread(target=self._drain, args=(read_fd,), daemon=True)
+        self.thread.start()
+
+    def _drain(self, fd: int) -> None:
+        with os.fdopen(fd, "rb") as pipe:
+            while chunk := pipe.read1(65536):
+                self.tail = (self.tail + chunk)[-STDERR_TAIL:]
+
+    def close_writer(self) -> None:
+        """Our copy of the write end: the server holds its own."""
+        if not self.writer.closed:
+            self.writer.close()
+
+    def text(self) -> str:
+        """The tail, decoded, on one line."""
+        return " ".join(self.tail.decode("utf-8", "replace").split())[-300:]
+
+
+class Connection:
+    """One configured server: start, list tools, call, stop; `broken` says why it is gone."""
+
+    def __init__(
+        self,
+        name: str,
+        config: ServerConfig,
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        wrap: Callable[[list[str]], list[str]] | None = None,
+        token: str | None = None,
+    ) -> None:
+        self.name, self.config, self.env, self.cwd = name, config, env, cwd
+        self.wrap, self.token = wrap, token
+        self.broken: str | None = None
+        self.bad_messages = 0
+        self.stderr: StderrTail | None = None
+        self.jobs: asyncio.Queue[tuple[str, dict[str, Any], asyncio.Future[CallOutcome]] | None]
+        self.task: asyncio.Task[None] | None = None
+        self.call_scope: anyio.CancelScope | None = None
+
+    async def start(self) -> list[ServerTool]:
+        """Start or connect, initialize and list the tools; raise RuntimeError saying why not."""
+        self.jobs = asyncio.Queue()
+        ready: asyncio.Future[list[ServerTool]] = asyncio.get_running_loop().create_future()
+        self.task = asyncio.create_task(self._serve(ready), name=f"mcp-{self.name}")
+        try:
+            return await asyncio.wait_for(
+                asyncio.shield(ready), self.config.startup_timeout_s + STOP_S
+            )
+        except TimeoutError:
+            self.broken = f"did not answer initialize within {self.config.startup_timeout_s:g}s"
+            await self.stop()
+            raise RuntimeError(self.broken) from None
+
+    async def call(self, tool: str, args: dict[str, Any]) -> CallOutcome:
+        """Call `tool`; a broken server answers with RuntimeError saying why."""
+        if self.broken or self.task is None or self.task.done():
+            raise RuntimeError(self.broken or "is not running")
+        done: asyncio.Future[CallOutcome] = asyncio.get_running_loop().create_future()
+        await self.jobs.put((tool, args, done))
+        return await done
+
+    async def stop(self) -> None:
+        """End the connection and stop the server's process group."""
+        task = self.task
+        if task is not None and not task.done():
+            if self.call_scope is not None:  # the run is ending: a call in flight is cut short
+                self.broken = self.broken or "was stopped"
+                self.call_scope.cancel()
+            await self.jobs.put(None)
+            try:
+                await asyncio.wait_for(asyncio.shield(task), STOP_S)
+            except (TimeoutError, Exception):
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if self.stderr is not None:
+            self.stderr.close_writer()
+
+    # -- the connection's task --------------------------------------------------------
+    async def _serve(self, ready: asyncio.Future[list[ServerTool]]) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                if self.stderr is not None:
+                    self.stderr.close_writer()  # the server has its copy now
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._on_message)
+                )
+                with anyio.fail_after(self.config.startup_timeout_s):
+                    await session.initialize()
+                    tools = await _list_tools(session)
+                ready.set_result(tools)
+                while (job := await self.jobs.get()) is not None:
+                    tool, args, done = job
+                    done.set_result(await self._call(session, tool, args))
+                    if self.broken:
+                        return
+        except BaseException as e:  # a crash, a timeout, a cancel: all end the server
+            if not isinstance(e, asyncio.CancelledError):
+                await self._stderr_settled()
+            why = self._reason(e, starting=not ready.done())
+            self.broken = self.broken or why
+            if not ready.done():
+                ready.set_exception(RuntimeError(self.broken))
+            if isinstance(e, asyncio.CancelledError):
+                raise
+        finally:
+            self._fail_waiting()
+
+    def _transport(self) -> Any:
+        if self.config.url:
+            headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
+            client = create_mcp_http_client(headers=headers)
+            return streamable_http_client(self.config.url, http_client=client)
+        argv = [str(self.config.command), *self.config.args]
+        if self.wrap is not None:
+            argv = self.wrap(argv)
+        self.stderr = StderrTail()
+        params = StdioServerParameters(
+            command=argv[0], args=argv[1:], env={**self.env, **self.config.env}, cwd=self.cwd
+        )
+        return stdio_client(params, errlog=self.stderr.writer)
+
+    async def _call(self, session: ClientSession, tool: str, args: dict[str, Any]) -> CallOutcome:
+        timeout = self.config.tool_timeout_s
+        result: types.CallToolResult | None = None
+        try:
+            with anyio.fail_after(timeout) as scope:
+                self.call_scope = scope
+                result = await session.call_tool(tool, args)
+        except TimeoutError:
+            self.broken = f"did not answer a call within tool_timeout_s = {timeout:g}s"
+        except MCPError as e:
+            if e.code != CONNECTION_CLOSED:  # the server refused the call and goes on
+                return CallOutcome(f"error: the MCP server said: {e.message}", ok=False)
+            await self._stderr_settled()
+            self.broken = self._with_stderr("closed the connection")
+        finally:
+            self.call_scope = None
+        if self.broken or result is None:
+            self.broken = self.broken or "stopped answering"
+            return CallOutcome(f"error: the MCP server {self.name} {self.broken}", ok=False)
+        text = content.as_text(result.content, result.structured_content)
+        if result.is_error:
+            return CallOutcome(f"error: {text or 'the tool failed'}", ok=False)
+        return CallOutcome(text, ok=True)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self.bad_messages += 1
+            if self.bad_messages >= MAX_BAD_MESSAGES and not self.broken:
+                self.broken = f"flooded the connection with {self.bad_messages} unreadable messages"
+                if self.call_scope is not None:
+                    self.call_scope.cancel()
+
+    def _reason(self, e: BaseException, starting: bool) -> str:
+        leaf = _leaf(e)
+        if isinstance(leaf, TimeoutError) and starting:
+            return f"did not answer initialize within {self.config.startup_timeout_s:g}s"
+        if isinstance(leaf, FileNotFoundError):
+            return f"cannot be started: {self.config.command}: command not found"
+        if isinstance(leaf, asyncio.CancelledError):
+            return "was stopped"
+        what = str(leaf) or type(leaf).__name__
+        if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
+            what = "closed the connection"
+        return self._with_stderr(("failed to start: " if starting else "failed: ") + what)
+
+    async def _stderr_settled(self) -> None:
+        """Give a server that just ended a moment to have its last words on stderr read."""
+        if self.stderr is not None:
+            await asyncio.to_thread(self.stderr.thread.join, STDERR_WAIT_S)
+
+    def _with_stderr(self, why: str) -> str:
+        tail = self.stderr.text() if self.stderr is not None else ""
+        return f"{why} (stderr: {tail})" if tail else why
+
+    def _fail_waiting(self) -> None:
+        while not self.jobs.empty():
+            job = self.jobs.get_nowait()
+            if job is not None and not job[2].done():
+                job[2].set_result(
+                    CallOutcome(f"error: the MCP server {self.name} {self.broken}", ok=False)
+                )
+
+
+async def _list_tools(session: ClientSession) -> list[ServerTool]:
+    """Every page of `tools/list`."""
+    found: list[ServerTool] = []
+    cursor: str | None = None
+    for _ in range(100):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        found += [ServerTool(t.name, t.description or "", t.input_schema) for t in page.tools]
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return found
+
+
+def _leaf(e: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return e

@@ -1,0 +1,218 @@
+"""The tools of the configured MCP servers for one run, behind a synchronous facade.
+
+Servers are started (or connected) together at the start, their tools listed once and kept
+for the whole run, so the tool list at the head of every request stays the same. A server
+that fails is said once; its tools then answer with an error for the rest of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent_cli.core.redact import redact
+from agent_cli.tools.mcp import schema
+from agent_cli.tools.mcp.config import ServerConfig
+from agent_cli.tools.mcp.connection import STOP_S, Connection
+from agent_cli.tools.mcp.loop import BackgroundLoop
+
+Notice = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A provided tool's answer (`core.protocols.ToolReply`)."""
+
+    text: str
+    ok: bool
+    summary: str
+
+
+@dataclass
+class ServerStatus:
+    """One server as `agent doctor` and `agent mcp list` show it."""
+
+    name: str
+    transport: str
+    status: str  # "ready", "disabled", or why it is not
+    tools: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # tools with a schema we cannot send
+
+
+@dataclass
+class _Server:
+    name: str
+    connection: Connection
+    status: ServerStatus
+    tools: dict[str, str] = field(default_factory=dict)  # full name -> the server's tool name
+    said_broken: bool = False
+
+
+class McpTools:
+    """Every configured server's tools: `start` once, then `specs` and `call` (ToolProvider)."""
+
+    def __init__(
+        self,
+        servers: Mapping[str, ServerConfig],
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        environ: Mapping[str, str],
+        wrap: Callable[[list[str]], list[str]] | None = None,
+        notice: Notice | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
+        self.configs = dict(servers)
+        self.env, self.cwd, self.environ, self.wrap = env, cwd, environ, wrap
+        self.notice = notice or (lambda text: None)
+        self.secrets = secrets
+        self.loop: BackgroundLoop | None = None
+        self.servers: list[_Server] = []
+        self.by_tool: dict[str, _Server] = {}
+        self._specs: list[dict[str, Any]] = []
+        self.started = False
+
+    def start(self) -> list[ServerStatus]:
+        """Start or connect every enabled server and list its tools; what failed is a notice."""
+        if self.started:
+            return self.statuses()
+        self.started = True
+        pending: list[_Server] = []
+        for name, config in sorted(self.configs.items()):
+            status = ServerStatus(name, config.transport, "disabled")
+            if not config.enabled:
+                self.servers.append(_Server(name, self._connection(name, config), status))
+                continue
+            token = None
+            if config.bearer_token_env_var:
+                token = self.environ.get(config.bearer_token_env_var) or None
+                if token is None:
+                    status.status = f"not connected: {config.bearer_token_env_var} is not set"
+                    self.notice(f"MCP server {name}: {status.status}; its tools are left out")
+                    self.servers.append(_Server(name, self._connection(name, config), status))
+                    continue
+                self.secrets = (*self.secrets, token)
+            server = _Server(name, self._connection(name, config, token), status)
+            self.servers.append(server)
+            pending.append(server)
+        if pending:
+            self.loop = BackgroundLoop()
+            timeout = max(s.connection.config.startup_timeout_s for s in pending) + 2 * STOP_S
+            try:
+                results = self.loop.run(self._start_all(pending), timeout)
+            except TimeoutError:  # each start is bounded; this is the last resort
+                results = [RuntimeError("did not start in time")] * len(pending)
+            for server, found in zip(pending, results, strict=True):
+                self._adopt(server, found)
+        return self.statuses()
+
+    def _connection(self, name: str, config: ServerConfig, token: str | None = None) -> Connection:
+        return Connection(name, config, env=self.env, cwd=self.cwd, wrap=self.wrap, token=token)
+
+    async def _start_all(self, servers: list[_Server]) -> list[Any]:
+        return await asyncio.gather(
+            *(s.connection.start() for s in servers), return_exceptions=True
+        )
+
+    def _adopt(self, server: _Server, found: Any) -> None:
+        """Keep a started server's offerable tools, or say why it has none."""
+        if isinstance(found, BaseException):
+            server.status.status = f"failed: {self._clean(str(found) or type(found).__name__)}"
+            self.notice(
+                f"MCP server {server.name} {self._clean(str(found))}; "
+                "its tools are unavailable for this run"
+            )
+            return
+        config = server.connection.config
+        for tool in found:
+            if not config.offers(tool.name):
+                continue
+            why = schema.problem(server.name, tool.name, tool.schema)
+            if why:
+                server.status.left_out.append(tool.name)
+                self.notice(
+                    f"MCP server {server.name}: tool {tool.name!r} is left out: {self._clean(why)}"
+                )
+                continue
+            full = schema.full_name(server.name, tool.name)
+            if full in self.by_tool:
+                continue
+            server.tools[full] = tool.name
+            self.by_tool[full] = server
+            self._specs.append(
+                schema.function_spec(server.name, tool.name, tool.description, tool.schema)
+            )
+            server.status.tools.append(tool.name)
+        server.status.status = "ready"
+
+    def statuses(self) -> list[ServerStatus]:
+        """Each configured server, its transport, status and tools."""
+        return [s.status for s in self.servers]
+
+    def specs(self) -> list[dict[str, Any]]:
+        """The offered tools, by server name then in the server's own order."""
+        return list(self._specs)
+
+    def owns(self, name: str) -> bool:
+        return name in self.by_tool
+
+    def call(self, name: str, args: dict[str, Any]) -> Reply:
+        """Call a server's tool; a failure of any kind is an error reply for the model."""
+        server = self.by_tool.get(name)
+        if server is None or self.loop is None:
+            return Reply(f"error: no MCP tool {name!r}", False, "unknown MCP tool")
+        tool = server.tools[name]
+        connection = server.connection
+        if connection.broken:
+            return Reply(
+                f"error: the MCP server {server.name} is unavailable for the rest of this run "
+                f"({self._clean(connection.broken)})",
+                False,
+                "server unavailable",
+            )
+        try:
+            outcome = self.loop.run(
+                connection.call(tool, args), connection.config.tool_timeout_s + 2 * STOP_S
+            )
+        except (RuntimeError, TimeoutError) as e:
+            connection.broken = connection.broken or str(e) or "stopped answering"
+            outcome = None
+        if connection.broken and not server.said_broken:
+            server.said_broken = True
+            server.status.status = f"failed: {self._clean(connection.broken)}"
+            self.notice(
+                f"MCP server {server.name} {self._clean(connection.broken)}; "
+                "its tools are unavailable for the rest of the run"
+            )
+        if outcome is None:
+            return Reply(
+                f"error: the MCP server {server.name} {self._clean(str(connection.broken))}",
+                False,
+                "server failed",
+            )
+        text = self._clean(outcome.text)
+        summary = "ok" if outcome.ok else ("server failed" if connection.broken else "tool error")
+        return Reply(text, outcome.ok, summary)
+
+    def _clean(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+    def close(self) -> None:
+        """Stop every server (and its process group) and the background loop."""
+        if self.loop is None:
+            return
+        live = [s.connection for s in self.servers if s.connection.task is not None]
+        try:
+            self.loop.run(_stop_all(live), 3 * STOP_S)
+        except (TimeoutError, RuntimeError):
+            pass
+        finally:
+            self.loop.stop()
+            self.loop = None
+
+
+async def _stop_all(connections: list[Connection]) -> None:
+    await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)

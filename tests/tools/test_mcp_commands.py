@@ -1,0 +1,105 @@
+"""`agent mcp list`, `agent doctor`'s server lines, and a stdio server under bubblewrap."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from agent_cli.cli.config.settings import load_settings
+from agent_cli.cli.mcp_tools import build_tools
+from agent_cli.workspace.shell.runner import check_sandbox
+from conftest import DOCTOR_REPLIES, make_repo
+from tools.mcpkit import fixture_server, pids, toml_table, wait_gone
+
+pytestmark = pytest.mark.slow
+
+
+def write_rc(tmp_path, servers: dict[str, dict], extra: str = "") -> str:
+    rc = tmp_path / "user-agentrc"
+    rc.write_text(extra + "".join(toml_table(n, t) for n, t in servers.items()))
+    return str(rc)
+
+
+def test_mcp_list_shows_each_server_without_asking_the_model(run_agent, tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    pid_file = tmp_path / "pids"
+    rc = write_rc(
+        tmp_path,
+        {
+            "fx": fixture_server(pid_file, enabled_tools=["echo", "nap"]),
+            "gone": {"command": "no-such-mcp-server-binary"},
+            "off": fixture_server(pid_file, enabled=False),
+        },
+    )
+    env = {"AGENT_RC": rc, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}  # nothing listens
+    listed = run_agent("mcp", "list", "--json", cwd=repo, env=env)
+    assert listed.returncode == 1, listed.stderr  # a server failed
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["fx"] == {
+        "name": "fx",
+        "transport": "stdio",
+        "status": "ready",
+        "tools": ["echo", "nap"],
+        "left_out": [],
+    }
+    assert rows["gone"]["status"].startswith("failed") and "not found" in rows["gone"]["status"]
+    assert rows["off"]["status"] == "disabled"
+    text = run_agent("mcp", "list", cwd=repo, env=env)
+    assert "fx: stdio, ready; echo, nap" in text.stdout
+    assert "Traceback" not in text.stderr
+    assert len(pids(pid_file)) == 2 and wait_gone(pids(pid_file)) == []
+
+
+def test_doctor_lists_each_server_with_its_transport_status_and_tools(
+    run_agent, fake_server, tmp_path
+):
+    repo = make_repo(tmp_path / "repo")
+    pid_file = tmp_path / "pids"
+    rc = write_rc(tmp_path, {"fx": fixture_server(pid_file, enabled_tools=["echo"])})
+    srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
+    env = {"AGENT_RC": rc, "OPENAI_API_KEY": "sk-doctor-test-key-1234567890"}
+    proc = run_agent("doctor", "--base-url", srv.url, cwd=repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if "mcp fx" in x)
+    assert "ok" in line and "stdio, ready; echo" in line
+    assert wait_gone(pids(pid_file)) == []
+
+
+def test_an_untrusted_repository_s_server_is_never_started(run_agent, tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    pid_file = tmp_path / "pids"
+    (repo / ".agentrc").write_text(toml_table("planted", fixture_server(pid_file)))
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+    listed = run_agent("mcp", "list", "--json", cwd=repo, env=env)
+    assert json.loads(listed.stdout) == [] and "mcp_servers ignored" in listed.stderr
+    assert pids(pid_file) == []
+
+
+def _bwrap_or_skip() -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    try:
+        check_sandbox("bwrap")
+    except Exception as e:  # user namespaces off: the sandbox cannot be made here
+        pytest.skip(str(e))
+
+
+def test_with_sandbox_bwrap_a_stdio_server_runs_inside_bubblewrap(tmp_path):
+    _bwrap_or_skip()
+    repo = make_repo(tmp_path / "repo")
+    pid_file = repo / "server.pid"  # the repository is the sandbox's one writable place
+    rc = tmp_path / "rc"
+    rc.write_text('sandbox = "bwrap"\n' + toml_table("fx", fixture_server(pid_file)))
+    settings = load_settings(repo, None, {}, rc)
+    notices: list[str] = []
+    tools = build_tools(settings, repo, settings.state_dir(repo), notices.append)
+    assert tools is not None
+    try:
+        (status,) = tools.start()
+        assert status.status == "ready", notices
+        assert f"cwd={repo}" in tools.call("mcp__fx__echo", {"text": "boxed"}).text
+        assert pids(pid_file)[0] < 10  # its own pid namespace: bwrap is pid 1 there
+    finally:
+        tools.close()

@@ -1,0 +1,176 @@
+"""A scripted `agent run` (the loopback model server) with real MCP servers: the tools are
+offered, a result reaches the next request fenced, approval is asked on a terminal, deny_tools
+refuses, failing servers end in a notice with the run going on, and no server outlives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import pytest
+from ptykit import pty_agent  # noqa: F401 (fixture)
+
+from reliability.relkit import (
+    call,
+    events,
+    finish,
+    make_done,
+    plan,
+    repo_with,
+    spawn_agent,  # noqa: F401 (fixture)
+    task,
+    tool_results,
+    wait_for,
+)
+from tools.mcpkit import fixture_server, http_server, pids, toml_table, wait_gone  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+
+def user_rc(tmp_path, servers: dict[str, dict], **keys) -> str:
+    rc = tmp_path / "user-agentrc"
+    rc.write_text(
+        "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+        + "".join(toml_table(name, table) for name, table in servers.items())
+    )
+    return str(rc)
+
+
+def test_a_run_calls_mcp_tools_and_survives_servers_that_fail(
+    run_agent, fake_server, tmp_path, http_server
+):
+    url, token = http_server
+    repo = repo_with(tmp_path / "repo")
+    pid_file = tmp_path / "pids"
+    rc = user_rc(
+        tmp_path,
+        {
+            "fx": fixture_server(pid_file),
+            "crashy": fixture_server(pid_file),
+            "sleepy": fixture_server(pid_file, tool_timeout_s=2),
+            "time": {
+                "command": sys.executable,
+                "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+                "startup_timeout_s": 30,
+                "enabled_tools": ["get_current_time"],
+            },
+            "web": {"url": url, "bearer_token_env_var": "WEB_MCP_TOKEN"},
+        },
+        deny_tools=["mcp__fx__fail*"],
+    )
+    srv = fake_server(
+        [
+            plan(task()),
+            call("mcp__fx__echo", text="hello from the model"),
+            call("mcp__fx__fail", why="never"),
+            call("mcp__crashy__crash"),
+            call("mcp__sleepy__nap", seconds=30),
+            call("mcp__time__get_current_time", timezone="UTC"),
+            call("mcp__web__echo", text="over http"),
+            call("mcp__crashy__echo", text="again"),
+            make_done(),
+            finish(),
+        ]
+    )
+    proc = run_agent(
+        "run",
+        "Create done.txt",
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        cwd=repo,
+        env={"AGENT_RC": rc, "WEB_MCP_TOKEN": token},
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    offered = [t["function"]["name"] for t in srv.chat_requests[1]["tools"]]
+    assert "mcp__fx__echo" in offered and "mcp__time__get_current_time" in offered
+    assert offered.index("finish") < offered.index("mcp__crashy__crash")  # built-ins first
+    for request in srv.chat_requests[2:10]:  # fixed for the run: the cache prefix holds
+        assert [t["function"]["name"] for t in request["tools"]] == offered
+
+    def result(step: int) -> str:
+        return tool_results(srv.chat_requests[step + 1])[-1]
+
+    assert result(1).startswith('<tool_output name="mcp__fx__echo">')
+    assert "echo: hello from the model" in result(1)
+    assert "deny_tools" in result(2) and "never run" in result(2)
+    assert "closed the connection" in result(3) and "crashing on purpose" in result(3)
+    assert "tool_timeout_s = 2s" in result(4)
+    assert '"timezone": "UTC"' in result(5)
+    assert "echo: over http" in result(6)
+    assert "unavailable for the rest of this run" in result(7)
+    evs = events(proc.stdout)
+    notices = [e["text"] for e in evs if e["event"] == "notice"]
+    for name in ("crashy", "sleepy"):
+        assert len([n for n in notices if n.startswith(f"MCP server {name} ")]) == 1, notices
+    ran = [(e["name"], e["ok"]) for e in evs if e["event"] == "tool_result"]
+    assert ("mcp__fx__echo", True) in ran and ("mcp__fx__fail", False) in ran
+    assert [e["name"] for e in evs if e["event"] == "tool_call"].count("mcp__fx__echo") == 1
+    assert token not in proc.stdout + proc.stderr + json.dumps(srv.chat_requests)
+    assert "Traceback" not in proc.stderr
+    assert len(pids(pid_file)) == 3 and wait_gone(pids(pid_file)) == []
+
+
+def test_on_a_terminal_the_user_is_asked_and_no_is_a_tool_error(pty_agent, fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    pid_file = tmp_path / "pids"
+    rc = user_rc(tmp_path, {"fx": fixture_server(pid_file)})
+    srv = fake_server(
+        [
+            plan(task()),
+            call("mcp__fx__echo", text="first"),
+            call("mcp__fx__echo", text="second"),
+            call("mcp__fx__echo", text="third"),
+            make_done(),
+            finish(),
+        ]
+    )
+    agent = pty_agent(
+        "run", "Create done.txt", "--base-url", srv.url, cwd=repo, env={"AGENT_RC": rc}
+    )
+    agent.expect("Run this plan?")
+    agent.type("y\n")
+    agent.expect('mcp__fx__echo {"text": "first"}')
+    agent.expect("[a]lways this tool of this server")
+    agent.type("n\n")
+    agent.expect('mcp__fx__echo {"text": "second"}')
+    agent.type("a\n")
+    assert agent.wait() == 0, agent.text
+    assert 'mcp__fx__echo {"text": "third"}' not in agent.text  # "a": always this tool
+    assert "mcp__fx__echo" in agent.text.split('"second"')[-1]  # each call is a log line
+    declined = tool_results(srv.chat_requests[2])[-1]
+    assert "the user declined to run this tool" in declined
+    assert "echo: second" in tool_results(srv.chat_requests[3])[-1]
+    assert "echo: third" in tool_results(srv.chat_requests[4])[-1]
+    assert len(pids(pid_file)) == 1 and wait_gone(pids(pid_file)) == []
+
+
+def test_a_run_stopped_by_sigterm_mid_call_leaves_no_server_running(
+    spawn_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    pid_file = tmp_path / "pids"
+    rc = user_rc(tmp_path, {"fx": fixture_server(pid_file, tool_timeout_s=120)})
+    srv = fake_server([plan(task()), call("mcp__fx__nap", seconds=100), finish()])
+    agent = spawn_agent(
+        "run",
+        "Create done.txt",
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        cwd=repo,
+        env={"AGENT_RC": rc},
+    )
+    wait_for(lambda: '"mcp__fx__nap"' in agent.stdout, 60, "the MCP call to start")
+    time.sleep(0.5)
+    started = time.monotonic()
+    os.kill(agent.pid, signal.SIGTERM)
+    assert agent.wait(30) == 130, agent.stderr
+    assert time.monotonic() - started < 15  # the call in flight is cut, not waited out
+    assert len(pids(pid_file)) == 1 and wait_gone(pids(pid_file)) == []

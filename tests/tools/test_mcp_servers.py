@@ -1,0 +1,177 @@
+"""Real MCP servers through the provider a run uses: the fixture server (stdio, and streamable
+HTTP on 127.0.0.1) and the published `mcp-server-time`; failures end in one notice each."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import pytest
+
+from agent_cli.cli.config.settings import load_settings
+from agent_cli.cli.mcp_tools import build_tools
+from conftest import make_repo
+from tools.mcpkit import fixture_server, http_server, pids, toml_table, wait_gone  # noqa: F401
+
+pytestmark = pytest.mark.slow  # each test starts a Python server process
+
+
+def provider(tmp_path, servers: dict[str, dict], notices: list[str], **keys):
+    repo = make_repo(tmp_path / "repo")
+    rc = tmp_path / "user.toml"
+    rc.write_text(
+        "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+        + "".join(toml_table(name, table) for name, table in servers.items())
+    )
+    settings = load_settings(repo, None, {}, rc)
+    tools = build_tools(settings, repo, settings.state_dir(repo), notices.append)
+    assert tools is not None
+    return tools, repo
+
+
+def test_a_stdio_server_runs_scrubbed_in_the_repository_and_its_tools_answer(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-never-reach-the-server-123456")
+    pid_file, notices = tmp_path / "pids", []
+    tools, repo = provider(
+        tmp_path,
+        {"fx": fixture_server(pid_file, env={"FIXTURE_VAR": "from-env-table"})},
+        notices,
+    )
+    try:
+        (status,) = tools.start()
+        assert status.status == "ready" and status.transport == "stdio"
+        names = [t["function"]["name"] for t in tools.specs()]
+        assert names[:3] == ["mcp__fx__echo", "mcp__fx__fail", "mcp__fx__nap"]
+        assert status.left_out == [
+            "a_tool_whose_name_is_far_too_long_to_be_offered_to_the_model_at_all"
+        ]
+        assert any("is left out" in n and "function name" in n for n in notices)
+        echo = tools.call("mcp__fx__echo", {"text": "hi"})
+        assert echo.ok and "echo: hi" in echo.text
+        assert f"cwd={repo}" in echo.text and "FIXTURE_VAR=from-env-table" in echo.text
+        assert "key=none" in echo.text  # the API key never reaches a server
+        fail = tools.call("mcp__fx__fail", {"why": "the disk is full"})
+        assert not fail.ok and "it failed because the disk is full" in fail.text
+        bad = tools.call("mcp__fx__echo", {})  # the server refuses the arguments
+        assert not bad.ok and "text" in bad.text
+        picture = tools.call("mcp__fx__picture", {})
+        assert picture.ok and picture.text == "a caption\n[image, 34 KB]"
+        huge = tools.call("mcp__fx__huge", {"chars": 3_000_000})
+        assert huge.ok and len(huge.text) < 300_000 and "characters cut" in huge.text
+        assert tools.call("mcp__fx__echo", {"text": "still here"}).ok
+    finally:
+        tools.close()
+    assert wait_gone(pids(pid_file)) == []
+    assert not [n for n in notices if "unavailable" in n]
+
+
+def test_enabled_and_disabled_tools_choose_what_is_offered(tmp_path):
+    pid_file, notices = tmp_path / "pids", []
+    tools, _ = provider(
+        tmp_path,
+        {
+            "a": fixture_server(pid_file, enabled_tools=["echo", "nap"]),
+            "b": fixture_server(pid_file, disabled_tools=["crash", "garbage"]),
+            "off": fixture_server(pid_file, enabled=False),
+        },
+        notices,
+    )
+    try:
+        statuses = {s.name: s for s in tools.start()}
+        assert statuses["a"].tools == ["echo", "nap"]
+        assert "crash" not in statuses["b"].tools and "echo" in statuses["b"].tools
+        assert statuses["off"].status == "disabled" and not statuses["off"].tools
+        assert not any(n.startswith("mcp__off__") for n in map(_name, tools.specs()))
+    finally:
+        tools.close()
+    assert len(pids(pid_file)) == 2 and wait_gone(pids(pid_file)) == []
+
+
+def _name(spec: dict) -> str:
+    return spec["function"]["name"]
+
+
+def test_crashing_hanging_and_flooding_servers_each_end_in_one_notice(tmp_path):
+    pid_file, notices = tmp_path / "pids", []
+    tools, _ = provider(
+        tmp_path,
+        {
+            "crashy": fixture_server(pid_file),
+            "sleepy": fixture_server(pid_file, tool_timeout_s=2),
+            "noisy": fixture_server(pid_file),
+            "mute": fixture_server(pid_file, "--hang", startup_timeout_s=2),
+            "good": fixture_server(pid_file),
+        },
+        notices,
+    )
+    try:
+        started = time.monotonic()
+        statuses = {s.name: s for s in tools.start()}
+        assert time.monotonic() - started < 20
+        assert (
+            statuses["mute"].status.startswith("failed") and "initialize" in statuses["mute"].status
+        )
+        assert not any(_name(t).startswith("mcp__mute__") for t in tools.specs())
+        crash = tools.call("mcp__crashy__crash", {})
+        assert not crash.ok and "crashing on purpose" in crash.text
+        after = tools.call("mcp__crashy__echo", {"text": "x"})
+        assert not after.ok and "unavailable for the rest of this run" in after.text
+        nap = tools.call("mcp__sleepy__nap", {"seconds": 30})
+        assert not nap.ok and "tool_timeout_s = 2s" in nap.text
+        flood = tools.call("mcp__noisy__garbage", {})
+        assert not flood.ok and "flooded" in flood.text
+        assert tools.call("mcp__good__echo", {"text": "fine"}).ok  # the others go on
+    finally:
+        tools.close()
+    for name in ("mute", "crashy", "sleepy", "noisy"):
+        said = [n for n in notices if n.startswith(f"MCP server {name} ")]
+        assert len(said) == 1 and "unavailable" in said[0], (name, notices)
+    assert len(pids(pid_file)) == 5 and wait_gone(pids(pid_file)) == []
+
+
+def test_a_streamable_http_server_gets_the_bearer_token_from_the_environment(
+    tmp_path, monkeypatch, http_server
+):
+    url, token = http_server
+    monkeypatch.setenv("FIXTURE_MCP_TOKEN", token)
+    monkeypatch.setenv("WRONG_MCP_TOKEN", "not-the-token-at-all")
+    notices: list[str] = []
+    tools, _ = provider(
+        tmp_path,
+        {
+            "web": {"url": url, "bearer_token_env_var": "FIXTURE_MCP_TOKEN"},
+            "wrong": {"url": url, "bearer_token_env_var": "WRONG_MCP_TOKEN"},
+            "unset": {"url": url, "bearer_token_env_var": "NO_SUCH_MCP_TOKEN"},
+        },
+        notices,
+    )
+    try:
+        statuses = {s.name: s for s in tools.start()}
+        assert statuses["web"].status == "ready" and statuses["web"].transport == "http"
+        echo = tools.call("mcp__web__echo", {"text": "over http"})
+        assert echo.ok and "echo: over http" in echo.text
+        assert statuses["wrong"].status.startswith("failed")
+        assert "NO_SUCH_MCP_TOKEN is not set" in statuses["unset"].status
+        assert not any(token in n for n in notices)
+    finally:
+        tools.close()
+
+
+def test_the_published_time_server_answers(tmp_path):
+    notices: list[str] = []
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+        "env": {"TZ": "UTC"},
+        "startup_timeout_s": 30,
+        "enabled_tools": ["get_current_time"],
+    }
+    tools, _ = provider(tmp_path, {"time": server}, notices)
+    try:
+        (status,) = tools.start()
+        assert status.status == "ready" and status.tools == ["get_current_time"], notices
+        reply = tools.call("mcp__time__get_current_time", {"timezone": "UTC"})
+        assert reply.ok and '"timezone": "UTC"' in reply.text and "datetime" in reply.text
+    finally:
+        tools.close()

@@ -1,0 +1,91 @@
+"""`[mcp_servers.NAME]` and `deny_tools` in the settings: validated, trusted, documented."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from agent_cli.cli.config import trust
+from agent_cli.cli.config.settings import load_settings
+from agent_cli.core.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load(repo: Path, env=None, user_rc=None):
+    return load_settings(repo, None, env or {}, user_rc or repo / "missing-user-rc")
+
+
+def readme_mcp_toml() -> str:
+    section = ROOT.joinpath("README.md").read_text().split("## MCP servers", 1)[1]
+    return re.search(r"```toml\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_configuration_is_what_the_settings_read(tmp_path):
+    user = tmp_path / "user.toml"
+    user.write_text(readme_mcp_toml())
+    s = load(tmp_path, user_rc=user)
+    time, docs = s.mcp_servers["time"], s.mcp_servers["docs"]
+    assert time.transport == "stdio" and time.command == "python"
+    assert time.args == ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    assert time.env == {"TZ": "UTC"} and time.startup_timeout_s == 20
+    assert time.tool_timeout_s == 60 and time.enabled_tools == ["get_current_time"]
+    assert docs.transport == "http" and docs.url == "http://127.0.0.1:8931/mcp"
+    assert docs.bearer_token_env_var == "DOCS_MCP_TOKEN"
+
+
+def test_the_example_file_shows_the_same_servers():
+    lines = ROOT.joinpath(".agentrc.example").read_text().split("#[mcp_servers.time]", 1)[1]
+    text = "[mcp_servers.time]" + "\n".join(
+        line[1:] if line.startswith("#") else line for line in lines.splitlines()
+    )
+    servers = tomllib.loads(text)["mcp_servers"]
+    assert set(servers) == {"time", "docs"}
+
+
+@pytest.mark.parametrize(
+    "table, expect",
+    [
+        ('[mcp_servers.x]\nargs = ["a"]\n', "either command"),
+        ('[mcp_servers.x]\ncommand = "a"\nurl = "http://h/mcp"\n', "either command"),
+        ('[mcp_servers.x]\nurl = "ftp://h/mcp"\n', "http(s) address"),
+        ('[mcp_servers.x]\ncommand = "a"\nbearer_token_env_var = "T"\n', "for a url server"),
+        ('[mcp_servers.x]\ncommand = "a"\ntool_timeout_s = 0\n', "tool_timeout_s"),
+        ('[mcp_servers.x]\ncommand = "a"\nstart_timeout = 3\n', "start_timeout"),
+        ('[mcp_servers."a__b"]\ncommand = "a"\n', "no '__'"),
+        ('[mcp_servers."a b"]\ncommand = "a"\n', "letters, digits"),
+    ],
+)
+def test_a_bad_server_table_is_one_line_naming_the_file(tmp_path, table, expect):
+    user = tmp_path / "user.toml"
+    user.write_text(table)
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path, user_rc=user)
+    line = e.value.one_line()
+    assert str(user) in line and "mcp_servers" in line and expect in line and "\n" not in line
+
+
+def test_a_repository_server_counts_only_when_the_repository_is_trusted(tmp_path):
+    user = tmp_path / "user.toml"
+    user.write_text('[mcp_servers.mine]\ncommand = "mine"\n')
+    (tmp_path / ".agentrc").write_text('[mcp_servers.theirs]\ncommand = "theirs"\n')
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+    untrusted = load(tmp_path, env=env, user_rc=user)
+    assert set(untrusted.mcp_servers) == {"mine"}
+    assert any("mcp_servers ignored" in n for n in untrusted.notices)
+    trust.record(tmp_path, env)
+    trusted = load(tmp_path, env=env, user_rc=user)
+    assert set(trusted.mcp_servers) == {"mine", "theirs"}  # joined by name, not replaced
+
+
+def test_a_repository_adds_to_deny_tools_and_the_environment_lists_them(tmp_path):
+    user = tmp_path / "user.toml"
+    user.write_text('deny_tools = ["mcp__time__*"]\n')
+    (tmp_path / ".agentrc").write_text('deny_tools = ["mcp__docs__delete"]\n')
+    s = load(tmp_path, user_rc=user)
+    assert s.deny_tools == ["mcp__time__*", "mcp__docs__delete"]
+    env = load(tmp_path, env={"AGENT_DENY_TOOLS": "mcp__a__*, mcp__b__x"})
+    assert env.deny_tools == ["mcp__a__*", "mcp__b__x"]
