@@ -330,11 +330,15 @@ class LongTermMemory:
             self._changing()
         if name not in existing:
             self._changing()
-            return ChromaCollection(
-                self._client.create_collection(
-                    name, metadata=self.store.space_meta(), embedding_function=None
+            try:
+                return ChromaCollection(
+                    self._client.create_collection(
+                        name, metadata=self.store.space_meta(), embedding_function=None
+                    )
                 )
-            )
+            except Exception as e:  # another client of the server created it meanwhile
+                if "already exists" not in str(e):
+                    raise
         col = ChromaCollection(self._client.get_collection(name, embedding_function=None))
         self.store.check_embedder(col.metadata)
         return col
