@@ -169,3 +169,20 @@ def test_the_write_lock_is_never_followed_through_a_link(store, tmp_path):
     with pytest.raises(StorageError, match="link"):
         LongTermMemory(store, HashEmbedder())
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_an_outbox_another_run_is_sending_is_left_to_it(store, tmp_path):
+    outbox = Outbox(tmp_path / "memory-outbox.jsonl", str(store))
+    outbox.keep("add_fact", ("Format with ruff format", "run a"), {"topic": TOPIC})
+    outbox.lock_path.touch()
+    fd = os.open(outbox.lock_path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another run, sending
+    with LongTermMemory(store, HashEmbedder()) as mem:
+        try:
+            assert outbox.send(mem) == 0
+            assert len(outbox.path.read_text().splitlines()) == 1  # still there, for that run
+        finally:
+            os.close(fd)
+        assert outbox.send(mem) == 1
+        assert [d for d, _ in facts(mem).values()] == ["Format with ruff format"]
+    assert not outbox.path.exists()
