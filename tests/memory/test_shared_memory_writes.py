@@ -186,3 +186,29 @@ def test_an_outbox_another_run_is_sending_is_left_to_it(store, tmp_path):
         assert outbox.send(mem) == 1
         assert [d for d, _ in facts(mem).values()] == ["Format with ruff format"]
     assert not outbox.path.exists()
+
+
+def test_the_snapshot_holds_what_another_process_confirmed_meanwhile(store):
+    from agent_cli.memory.longterm import snapshot
+
+    with LongTermMemory(store, HashEmbedder()) as first:
+        fact = first.add_fact("Releases are tagged vYYYY.MM", "run a")
+    mine = LongTermMemory(store, HashEmbedder())
+    try:
+        mine.add_fact("Docs build with mkdocs", "run a")  # the snapshot as it was is kept
+        other = (
+            f"import sys; sys.path[:0] = [{str(TESTS)!r}, {str(TESTS.parent)!r}]; "
+            "from agent_cli.memory.longterm.chroma import LongTermMemory; "
+            "from embedkit import HashEmbedder; "
+            f"m = LongTermMemory({str(store)!r}, HashEmbedder()); "
+            "m.add_fact('Releases are tagged vYYYY.MM', 'run b', trust=1.0); m.close()"
+        )
+        done = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        mine.add_fact("Lint with ruff", "run a")
+    finally:
+        mine.close()
+    cols = snapshot.load(store)
+    assert cols is not None
+    got = cols["facts"].get(ids=[fact], include=["metadatas"])
+    assert got["metadatas"][0]["confirmations"] == 2  # the other process's confirmation

@@ -17,7 +17,6 @@ made again from a fresh client. A server takes concurrent writers as they come.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -56,7 +55,7 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection as ChromaCol
 
 LOCK_WAIT_S = 3.0
-READ_TRIES = 4  # a read that meets another process's write in progress is made again
+READ_TRIES = 3  # a read that meets another process's write in progress is made again
 T = TypeVar("T")
 ASSOCIATE_THRESHOLD = 0.78  # how close a fact or note must be to be associated with a text
 
@@ -200,10 +199,19 @@ class LongTermMemory:
             return
         with self.lock.held(writes=changes) as generation:
             if generation != self._generation:
+                self._whole = self._whole or self._wrote  # the snapshot's base missed that write
                 self._reopen()
             self._generation = generation
             yield
         self._generation = self.lock.current
+
+    def _reopen_after_writes(self) -> None:
+        """Wait for a write in progress to end, then open the client again."""
+        assert self.lock is not None
+        with self.lock.held(writes=False) as generation:
+            self._whole = self._whole or (self._wrote and generation != self._generation)
+            self._reopen()
+            self._generation = generation
 
     def _fresh(self) -> None:
         """Before a read: open the client again if another process wrote since it was opened.
@@ -219,21 +227,18 @@ class LongTermMemory:
             pass
 
     def _read(self, read: Callable[[], T]) -> T:
-        """`read` from a fresh client, made again when it fails while another process writes."""
+        """`read` from a fresh client; when it fails (SQLite busy, or an index another process
+        is rewriting), made again once no write is in progress, from a client opened anew."""
         for attempt in range(READ_TRIES):
             self._fresh()
-            before = self._generation
             try:
                 return read()
             except MemoryUnavailable:
                 raise
-            except StorageError as e:
-                if self.lock is None or attempt == READ_TRIES - 1:
+            except StorageError:
+                if self.lock is None or self.lock.holding or attempt == READ_TRIES - 1:
                     raise
-                busy = "locked" in str(e) or "busy" in str(e)
-                if not busy and self.lock.generation() == before:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
+                self._reopen_after_writes()
         raise AssertionError("unreachable")
 
     @property
