@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from agent_cli.core.errors import MemoryUnavailable, StorageError
+from agent_cli.core.errors import EmbedderMismatch, MemoryUnavailable, StorageError
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
@@ -233,7 +233,7 @@ class LongTermMemory:
             self._fresh()
             try:
                 return read()
-            except MemoryUnavailable:
+            except (MemoryUnavailable, EmbedderMismatch):
                 raise
             except StorageError:
                 if self.lock is None or self.lock.holding or attempt == READ_TRIES - 1:
