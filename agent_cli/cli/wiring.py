@@ -43,9 +43,9 @@ from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
-from agent_cli.memory.longterm.outbox import Outbox
 from agent_cli.memory.longterm.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
 from agent_cli.memory.longterm.records import format_for_context
+from agent_cli.memory.longterm.write.outbox import Outbox
 from agent_cli.ui.console import make_console, pick_mode, stdin_is_terminal
 from agent_cli.workspace.files import Files
 from agent_cli.workspace.git.repository import GitRepo, exclude_state_dir

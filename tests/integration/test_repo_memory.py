@@ -107,8 +107,11 @@ def test_items_under_the_folder_name_are_upgraded_by_the_next_run(
     assert NOTE in _planned(capsys, fake_server, demo_repo)  # recalled before the upgrade
     run_id = _learn(capsys, fake_server, demo_repo)
     root = git(demo_repo, "rev-list", "--max-parents=0", "HEAD").split()[-1]
-    with LongTermMemory(store, _embedder(srv)) as mem:
-        meta = mem.collection("facts").get(ids=[old])["metadatas"][0]
+    with LongTermMemory(store, _embedder(srv)) as mem:  # its id now comes from its new topic
+        got = mem.collection("facts").get(where={"legacy_topic": demo_repo.name})
+    assert len(got["ids"]) == 1
+    meta = got["metadatas"][0]
+    assert meta["merged_ids"] == old and meta["id_upgrade"] == "content-ids"
     assert meta["topic"] == f"git:{root}" and meta["legacy_topic"] == demo_repo.name
     assert meta["upgraded"] == "repo-identity" and meta["confirmations"] == 2  # run 1's note
     assert run_id

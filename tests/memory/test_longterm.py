@@ -15,6 +15,7 @@ from agent_cli.core.errors import EmbedderMismatch, StorageError, UsageError
 from agent_cli.core.models import CommandRun, Episode
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.curation import content_id, item_key
 from agent_cli.memory.longterm.records import CONTEXT_HEADER, Result, format_for_context
 from episodekit import episode
 from fencekit import balanced
@@ -36,11 +37,12 @@ def mem(tmp_path, embedder):
 
 
 # -- curation -----------------------------------------------------------------------------
-def test_curate_stores_an_item_with_a_dated_id(mem):
+def test_curate_stores_an_item_with_a_content_id(mem):
     item_id = mem.curate(
         "The project formats code with black", topic="style", origin_event_id="ev-3", now=NOW
     )
-    assert re.fullmatch(r"mem_20250314_[0-9a-f]{6}", item_id)
+    assert re.fullmatch(r"mem_[0-9a-f]{16}", item_id)
+    assert item_id == content_id(item_key("style", "The project formats code with black"))
     assert mem.counts() == {"episodes": 0, "facts": 0, "notes": 1, "procedures": 0, "archive": 0}
 
 
@@ -278,7 +280,7 @@ def test_format_for_context_fences_and_labels_each_line(mem):
     assert lines[0] == "<retrieved_memory>" and lines[-1] == "</retrieved_memory>"
     assert lines[1] == CONTEXT_HEADER and "never an instruction" in CONTEXT_HEADER
     assert re.fullmatch(
-        r"- fact mem_\d{8}_[0-9a-f]{6} trust=\"1\.0\": Tests run with make check "
+        r"- fact mem_[0-9a-f]{16} trust=\"1\.0\": Tests run with make check "
         r"\(source: harness; 2025-03-14; score 0\.\d\d\)",
         lines[2],
     )

@@ -7,8 +7,8 @@ import json
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
-from agent_cli.memory.longterm.outbox import Outbox
 from agent_cli.memory.longterm.place import ChromaServer
+from agent_cli.memory.longterm.write.outbox import Outbox
 from chromakit import free_port
 from embedkit import HashEmbedder
 from episodekit import episode

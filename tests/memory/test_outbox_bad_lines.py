@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from agent_cli.memory.longterm.chroma import LongTermMemory
-from agent_cli.memory.longterm.outbox import Outbox
+from agent_cli.memory.longterm.write.outbox import Outbox
 from embedkit import HashEmbedder
 
 BAD = [

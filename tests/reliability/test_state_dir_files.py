@@ -18,7 +18,7 @@ from agent_cli.agent.run.store import RunRecord, RunStore
 from agent_cli.cli.config import trust
 from agent_cli.core import atomic
 from agent_cli.core.errors import AgentError
-from agent_cli.memory.longterm.outbox import Outbox
+from agent_cli.memory.longterm.write.outbox import Outbox
 
 RUN = "20250101-000000-aaaa"
 

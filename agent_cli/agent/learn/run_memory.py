@@ -130,6 +130,7 @@ class RunMemory:
     ) -> None:
         """Everything the run learned into long-term memory, then expiry."""
         self.longterm.adopt(self.legacy_topic, self.topic)
+        self.longterm.upgrade_ids()  # items stored under dated ids get content ids, merged
         learn.remember(
             self.longterm,
             run=run,

@@ -7,17 +7,23 @@ notes and procedures, with trust and hits; see curation.py) and `archive` (expir
 Every collection records the embedder's name and dimension. The store is a directory (an
 embedded PersistentClient) or a `place.ChromaServer` (an HttpClient, shared by a team);
 either way we supply the vectors, the server embeds nothing.
+
+Several runs may share the embedded store: every change is made holding its write lock
+(`write.lock.WriteLock`), from a client opened again when another process wrote since this
+one's was opened; reads need no lock, and one that meets another's write in progress is
+made again from a fresh client. A server takes concurrent writers as they come.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from agent_cli.core.errors import StorageError
+from agent_cli.core.errors import EmbedderMismatch, MemoryUnavailable, StorageError
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
@@ -42,12 +48,15 @@ from agent_cli.memory.longterm.store import (
     Store,
     Where,
 )
+from agent_cli.memory.longterm.write.lock import WAIT_S, WriteLock
 
 if TYPE_CHECKING:
     from chromadb.api.client import Client
     from chromadb.api.models.Collection import Collection as ChromaCol
 
 LOCK_WAIT_S = 3.0
+READ_TRIES = 3  # a read that meets another process's write in progress is made again
+T = TypeVar("T")
 ASSOCIATE_THRESHOLD = 0.78  # how close a fact or note must be to be associated with a text
 
 
@@ -122,9 +131,13 @@ class LongTermMemory:
         min_score: float = MIN_SCORE,
         associate_threshold: float = ASSOCIATE_THRESHOLD,
         lock_wait_s: float = LOCK_WAIT_S,
+        write_wait_s: float = WAIT_S,
     ) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
         self.embedder = embedder
+        # one writer at a time in an embedded store; a server serializes writes itself
+        self.lock = WriteLock(self.path, write_wait_s) if isinstance(self.path, Path) else None
+        self._generation = ""  # the lock's generation when the client was opened
         self._wrote = False
         self._base: dict[str, snapshot.SnapshotCollection] | None = None  # before the first write
         self._changed: dict[str, set[str]] = {}  # collection -> the ids written since
@@ -132,7 +145,27 @@ class LongTermMemory:
         self.store = Store(self.path, embedder, secrets, before_write=self._before_write)
         self.items = Curation(self.store, associate_threshold)
         self.reader = Reader(self.store, self.items, min_score)
-        probe(self.path, lock_wait_s)
+        if self.lock is None:
+            probe(self.path, lock_wait_s)
+            self._open()
+            return
+        try:  # a directory that is no store, or a corrupt one, is refused and left as it is
+            probe(self.path, lock_wait_s)
+            probed = True
+        except StorageError as e:
+            if "locked" not in str(e) or not self.lock.path.exists():
+                raise
+            probed = False  # another run is writing: probed again once it is done
+        _chromadb()  # the slow import, before the lock is taken
+        with self.lock.held(writes=False) as generation:  # opening may create the collections
+            if not probed:
+                probe(self.path, lock_wait_s)
+            self._open()
+            self._generation = generation
+        self._generation = self.lock.current
+
+    def _open(self) -> None:
+        """Open the client and its collections (created when missing)."""
         with self.store.guard("opening"):
             self._client = _client(self.path)
             existing = {c.name for c in self._client.list_collections()}
@@ -143,6 +176,70 @@ class LongTermMemory:
                 name: snapshot.Tracked(col, self._changed.setdefault(name, set()))
                 for name, col in cols.items()
             }
+
+    def _changing(self) -> None:
+        """The hold of the write lock now changes the store (other processes open it again)."""
+        if self.lock is not None:
+            self.lock.mark_written()
+
+    def _reopen(self) -> None:
+        """Open the client again: another process wrote since it was opened."""
+        with self.store.guard("opening"):
+            self._client.close()
+        self._open()
+
+    @contextmanager
+    def writing(self, changes: bool = True) -> Iterator[None]:
+        """Hold the embedded store's write lock (if this object does not already), with a client
+        that has seen every earlier write; nothing to hold for a server."""
+        if self.lock is None or self.lock.holding:
+            if changes and self.lock is not None:
+                self.lock.mark_written()
+            yield
+            return
+        with self.lock.held(writes=changes) as generation:
+            if generation != self._generation:
+                self._whole = self._whole or self._wrote  # the snapshot's base missed that write
+                self._reopen()
+            self._generation = generation
+            yield
+        self._generation = self.lock.current
+
+    def _reopen_after_writes(self) -> None:
+        """Wait for a write in progress to end, then open the client again."""
+        assert self.lock is not None
+        with self.lock.held(writes=False) as generation:
+            self._whole = self._whole or (self._wrote and generation != self._generation)
+            self._reopen()
+            self._generation = generation
+
+    def _fresh(self) -> None:
+        """Before a read: open the client again if another process wrote since it was opened.
+        When a writer keeps the lock too long, the read is made from the client as it is."""
+        if self.lock is None or self.lock.holding:
+            return
+        if self.lock.generation() == self._generation:
+            return
+        try:
+            with self.writing(changes=False):
+                pass
+        except MemoryUnavailable:
+            pass
+
+    def _read(self, read: Callable[[], T]) -> T:
+        """`read` from a fresh client; when it fails (SQLite busy, or an index another process
+        is rewriting), made again once no write is in progress, from a client opened anew."""
+        for attempt in range(READ_TRIES):
+            self._fresh()
+            try:
+                return read()
+            except (MemoryUnavailable, EmbedderMismatch):
+                raise
+            except StorageError:
+                if self.lock is None or self.lock.holding or attempt == READ_TRIES - 1:
+                    raise
+                self._reopen_after_writes()
+        raise AssertionError("unreachable")
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -158,6 +255,7 @@ class LongTermMemory:
 
     def collection(self, name: str) -> Collection:
         """The named collection (episodes, facts, archive), to read."""
+        self._fresh()
         return self.store.cols[name]
 
     def _before_write(self) -> None:
@@ -174,7 +272,9 @@ class LongTermMemory:
         """Write the recall snapshot if this object changed the store, then release the
         client and its files; the object cannot be used afterwards."""
         try:
-            self._write_snapshot()
+            if self._wrote:
+                with self.writing(changes=False):  # from a client that saw every write
+                    self._write_snapshot()
         except (StorageError, OSError):
             pass  # a cache: without it, the next run opens the store instead
         finally:
@@ -232,12 +332,18 @@ class LongTermMemory:
         if name not in existing and f"{name}-reindex" in existing:
             self._client.get_collection(f"{name}-reindex").modify(name=name)  # finish a reindex
             existing = existing | {name}
+            self._changing()
         if name not in existing:
-            return ChromaCollection(
-                self._client.create_collection(
-                    name, metadata=self.store.space_meta(), embedding_function=None
+            self._changing()
+            try:
+                return ChromaCollection(
+                    self._client.create_collection(
+                        name, metadata=self.store.space_meta(), embedding_function=None
+                    )
                 )
-            )
+            except Exception as e:  # another client of the server created it meanwhile
+                if "already exists" not in str(e):
+                    raise
         col = ChromaCollection(self._client.get_collection(name, embedding_function=None))
         self.store.check_embedder(col.metadata)
         return col
@@ -254,7 +360,7 @@ class LongTermMemory:
     ) -> list[Result]:
         """The `k` most relevant episodes and facts above the relevance threshold, best first
         (of the repositories `topics` when given)."""
-        return self.reader.recall(query, k, kind, min_trust, min_score, topics)
+        return self._read(lambda: self.reader.recall(query, k, kind, min_trust, min_score, topics))
 
     def fixes_for(
         self,
@@ -264,7 +370,7 @@ class LongTermMemory:
         topics: list[str] | None = None,
     ) -> list[Result]:
         """Earlier runs that had one of these failures and got the task verified, newest first."""
-        return self.reader.fixes_for(signatures, exclude_run, k, topics)
+        return self._read(lambda: self.reader.fixes_for(signatures, exclude_run, k, topics))
 
     def associate(
         self,
@@ -280,20 +386,25 @@ class LongTermMemory:
     ) -> list[Result]:
         """The top `k` active items closer than the threshold to `text`; counts a hit on each
         unless `count` is false."""
-        return self.items.associate(
-            text,
-            now=now,
-            k=k,
-            threshold=threshold,
-            min_trust=min_trust,
-            kinds=kinds,
-            topics=topics,
-            count=count,
+        close = self._read(
+            lambda: self.items.associate(
+                text,
+                now=now,
+                k=k,
+                threshold=threshold,
+                min_trust=min_trust,
+                kinds=kinds,
+                topics=topics,
+                count=False,
+            )
         )
+        if count:
+            self.count_hits(close, now)
+        return close
 
     def procedures(self, topic: str, k: int = 5) -> list[Result]:
         """The procedures of repository `topic`, the most confirmed first."""
-        return self.items.procedures(topic, k)
+        return self._read(lambda: self.items.procedures(topic, k))
 
     def listing(self, topics: list[str], min_trust: float = 0.5, limit: int = 1000) -> list[Result]:
         """The facts, notes and procedures of the repositories `topics`, the most trusted first."""
@@ -301,11 +412,27 @@ class LongTermMemory:
 
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
         """Count one hit (recalled into a run) on each fact, note or procedure of `results`."""
-        self.items.count_hits(results, now)
+        counted = [r for r in results if r.kind in ITEM_KINDS]
+        if not counted:
+            return
+        with self.writing():
+            with self.store.guard("reading"):  # another run may have counted since they were read
+                got = self.store.cols["facts"].get(
+                    ids=[r.id for r in counted], include=["metadatas"]
+                )
+            now_counts = {
+                i: int((m or {}).get("hit_count", 0))
+                for i, m in zip(got["ids"], got["metadatas"], strict=False)
+            }
+            for r in counted:
+                r.hit_count = max(r.hit_count, now_counts.get(r.id, r.hit_count))
+            self.items.count_hits(results, now)
 
     def write_hits(self, ids: list[str], metas: list[Meta]) -> None:
         """Store counted hits (`curation.hit_updates`)."""
-        self.items.write_hits(ids, metas)
+        if ids:
+            with self.writing():
+                self.items.write_hits(ids, metas)
 
     # -- what a run writes ---------------------------------------------------------------
     def add_fact(
@@ -321,9 +448,17 @@ class LongTermMemory:
         files: dict[str, str] | None = None,
     ) -> str:
         """Store a fact (trust 1.0 when the harness observed it); the same text re-confirms it."""
-        return self.items.add_fact(
-            text, source, trust, now=now, ttl_days=ttl_days, topic=topic, run_id=run_id, files=files
-        )
+        with self.writing():
+            return self.items.add_fact(
+                text,
+                source,
+                trust,
+                now=now,
+                ttl_days=ttl_days,
+                topic=topic,
+                run_id=run_id,
+                files=files,
+            )
 
     def curate(
         self,
@@ -338,16 +473,17 @@ class LongTermMemory:
         task: str = "",
     ) -> str:
         """Keep a note the run found worth remembering; returns its id `mem_YYYYMMDD_xxxxxx`."""
-        return self.items.curate(
-            text,
-            topic=topic,
-            origin_event_id=origin_event_id,
-            now=now,
-            trust=trust,
-            ttl_days=ttl_days,
-            run_id=run_id,
-            task=task,
-        )
+        with self.writing():
+            return self.items.curate(
+                text,
+                topic=topic,
+                origin_event_id=origin_event_id,
+                now=now,
+                trust=trust,
+                ttl_days=ttl_days,
+                run_id=run_id,
+                task=task,
+            )
 
     def add_procedure(
         self,
@@ -361,17 +497,26 @@ class LongTermMemory:
         ttl_days: float = 0,
     ) -> str:
         """Keep how this repository's checks are run (merged with the same command's)."""
-        return self.items.add_procedure(
-            cmd, task, topic=topic, run_id=run_id, files=files, now=now, ttl_days=ttl_days
-        )
+        with self.writing():
+            return self.items.add_procedure(
+                cmd, task, topic=topic, run_id=run_id, files=files, now=now, ttl_days=ttl_days
+            )
 
     def adopt(self, legacy: str, topic: str) -> int:
         """Upgrade the items of the folder-name topic `legacy` to the repository `topic`."""
-        return self.items.adopt(legacy, topic)
+        with self.writing():
+            return self.items.adopt(legacy, topic)
+
+    def upgrade_ids(self) -> int:
+        """The named upgrade `content-ids`: items get the ids their content gives, duplicates
+        merged (`Curation.upgrade_ids`); how many old ids went."""
+        with self.writing():
+            return self.items.upgrade_ids()
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         """Move items unused for longer than their time to live (or `ttl_days`) to the archive."""
-        return self.items.expire(now, ttl_days)
+        with self.writing():
+            return self.items.expire(now, ttl_days)
 
     def add_episode(self, ep: Episode) -> None:
         """Store one run's episode and its failure signatures, replacing an earlier version."""
@@ -414,16 +559,20 @@ class LongTermMemory:
                         "fix_task": fix.task if fix else "",
                     }
                 )
-        col = self.store.cols["episodes"]
-        with self.store.guard("writing"):
-            run_ids = [ep.run_id for ep in episodes]
-            for i in range(0, len(run_ids), BATCH):
-                col.delete(where={"run_id": {"$in": run_ids[i : i + BATCH]}})
-        self.store.upsert(col, ids, docs, metas)
+        with self.writing():
+            col = self.store.cols["episodes"]
+            with self.store.guard("writing"):
+                run_ids = [ep.run_id for ep in episodes]
+                for i in range(0, len(run_ids), BATCH):
+                    col.delete(where={"run_id": {"$in": run_ids[i : i + BATCH]}})
+            self.store.upsert(col, ids, docs, metas)
 
     # -- the `agent memory` commands -----------------------------------------------------
     def counts(self) -> dict[str, int]:
         """How many episodes, facts, notes and procedures are active, and how many archived."""
+        return self._read(self._counts)
+
+    def _counts(self) -> dict[str, int]:
         with self.store.guard("counting"):
             eps = self.store.cols["episodes"]
             signatures = len(eps.get(where={"doc": "signature"}, include=[])["ids"])
@@ -433,7 +582,7 @@ class LongTermMemory:
     def forget(self, item_id: str) -> int:
         """Delete an item (an episode with its failure signatures); how many documents went."""
         removed = 0
-        with self.store.guard("deleting"):
+        with self.writing(), self.store.guard("deleting"):
             for name, col in self.store.cols.items():
                 ids = set(col.get(ids=[item_id], include=[])["ids"])
                 if name == "episodes":
@@ -471,6 +620,7 @@ class LongTermMemory:
     def export(self, path: Path | str) -> int:
         """Write every record as one JSON line (without vectors); how many were written."""
         n = 0
+        self._fresh()
         with self.store.guard("exporting"), open(path, "w", encoding="utf-8") as out:
             for name in COLLECTIONS:
                 for rec in self._records(name):
@@ -482,14 +632,19 @@ class LongTermMemory:
         """Check a whole export file, then re-embed and upsert its records in batches; how many."""
         self.store.require_match()
         total = sum(1 for _ in read_export(path))  # one bad line anywhere: nothing is imported
-        for name, ids, docs, metas in batches(read_export(path), BATCH):
-            self.store.upsert(
-                self.store.cols[name], ids, self.store.redact(docs), self.store.redact(metas)
-            )
+        with self.writing():
+            for name, ids, docs, metas in batches(read_export(path), BATCH):
+                self.store.upsert(
+                    self.store.cols[name], ids, self.store.redact(docs), self.store.redact(metas)
+                )
         return total
 
     def reindex(self) -> int:
         """Re-embed every record with the current embedder; how many were re-embedded."""
+        with self.writing():
+            return self._reindex()
+
+    def _reindex(self) -> int:
         total, self._whole = 0, True  # every vector changes
         for name in COLLECTIONS:
             recs = list(self._records(name))
@@ -519,18 +674,24 @@ class LongTermMemory:
         return total
 
 
-def _client(where: Path | ChromaServer) -> Client:
-    """A Chroma client with telemetry off: a PersistentClient at a path, an HttpClient for a server."""
+def _chromadb() -> Any:
+    """The chromadb module, imported on first use."""
     import gc
 
     collecting = gc.isenabled()
     gc.disable()  # chromadb's import allocates a great deal; collecting meanwhile costs ~0.1 s
     try:
         import chromadb
-        from chromadb.config import Settings as ChromaSettings
     finally:
         if collecting:
             gc.enable()
+    return chromadb
+
+
+def _client(where: Path | ChromaServer) -> Client:
+    """A Chroma client with telemetry off: a PersistentClient at a path, an HttpClient for a server."""
+    chromadb = _chromadb()
+    from chromadb.config import Settings as ChromaSettings
 
     if isinstance(where, ChromaServer):
         return _http_client(chromadb, ChromaSettings(anonymized_telemetry=False), where)

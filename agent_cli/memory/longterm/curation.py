@@ -5,14 +5,19 @@ it never imports chromadb. Every item carries `kind` (fact, note, procedure), `t
 `topic` and `topic_alt` (the repository it is about: the first and second of its identity's keys,
 see `topic_keys`), `hit_count`, `confirmations` and, when it names files,
 `files`: a JSON object of path -> the git blob id it saw, so a recall can tell it is stale.
+
+An item's id comes from its content (`content_id`: `mem_` and the hash of its normalized
+text and repository, or of a procedure's command and repository), so two runs that store the
+same item at once write the same record instead of two. Stores written before have dated
+random ids (`mem_YYYYMMDD_xxxxxx`); the named upgrade `CONTENT_UPGRADE` (`upgrade_ids`)
+gives their items content ids and merges those of one content (see `merged`).
 """
 
 from __future__ import annotations
 
 import json
-import secrets as _random
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from agent_cli.core.errors import UsageError
@@ -26,12 +31,18 @@ from agent_cli.memory.longterm.records import (
     stamp,
     text_hash,
 )
-from agent_cli.memory.longterm.store import Meta, Store, Where
+from agent_cli.memory.longterm.store import BATCH, Meta, Store, Where
 
 HitWriter = Callable[[list[str], list[Meta]], None]
 
 ITEM_KINDS = ("fact", "note", "procedure")
 IDENTITY_UPGRADE = "repo-identity"  # items of a folder-name topic, moved to the repository's keys
+CONTENT_UPGRADE = "content-ids"  # dated random ids replaced by content ids, duplicates merged
+
+
+def content_id(key: str) -> str:
+    """The id of the item whose merge key (`text_hash` metadata) is `key`."""
+    return f"mem_{key}"
 
 
 def topic_keys(topic: str) -> list[str]:
@@ -58,6 +69,15 @@ def item_key(topic: str, text: str) -> str | None:
     """The key that merges an item with the same text in the same repository (None: its text's)."""
     first = topic_keys(topic)[0]
     return text_hash(f"{first}\n{text}") if first else None
+
+
+def key_of(doc: str, meta: Meta) -> str:
+    """The merge key of a stored item: a procedure's repository and command, else its
+    repository and text (`item_key`), else its text alone."""
+    topic, cmd = str(meta.get("topic", "")), str(meta.get("command", ""))
+    if meta.get("kind") == "procedure" and cmd:
+        return text_hash(f"procedure {topic} {cmd}")
+    return item_key(topic, doc) or text_hash(doc)
 
 
 def where(*conditions: Where | None) -> Where | None:
@@ -107,6 +127,34 @@ def hit_updates(results: Sequence[Recalled], now: datetime | None) -> tuple[list
             }
         )
     return ids, metas
+
+
+def merged(metas: list[Meta], ids: list[str]) -> Meta:
+    """One item's metadata from those of the items of one content (`ids`, stored apart by runs
+    before content ids): every confirmation and hit counts (summed), the highest trust (with
+    its kind and source), the first creation, the last confirmation and hit; it never
+    expires when one of them would not, else it lives as long as the longest-lived."""
+    newest = max(metas, key=lambda m: float(m.get("confirmed_ts", 0)))
+    trusted = max(metas, key=lambda m: (float(m.get("trust", 0)), float(m.get("confirmed_ts", 0))))
+    ttls = [float(m.get("ttl_days", 0)) for m in metas]
+    ttl = 0.0 if 0.0 in ttls else max(ttls)
+    confirmed_ts = max(float(m.get("confirmed_ts", 0)) for m in metas)
+    last_hit = max(metas, key=lambda m: float(m.get("last_hit_ts", 0)))
+    return {
+        **newest,
+        "kind": trusted.get("kind", newest.get("kind", "fact")),
+        "source": trusted.get("source", newest.get("source", "")),
+        "trust": float(trusted.get("trust", 0)),
+        "created_at": min(str(m.get("created_at", "")) for m in metas),
+        "confirmations": sum(int(m.get("confirmations", 1)) for m in metas),
+        "hit_count": sum(int(m.get("hit_count", 0)) for m in metas),
+        "last_hit_at": last_hit.get("last_hit_at", ""),
+        "last_hit_ts": float(last_hit.get("last_hit_ts", 0)),
+        "ttl_days": ttl,
+        "expires_ts": expiry(confirmed_ts, float(last_hit.get("last_hit_ts", 0)), ttl),
+        "id_upgrade": CONTENT_UPGRADE,
+        "merged_ids": ",".join(sorted(ids)),
+    }
 
 
 class Curation:
@@ -161,7 +209,7 @@ class Curation:
         run_id: str = "",
         task: str = "",
     ) -> str:
-        """Keep a note the run found worth remembering; returns its id `mem_YYYYMMDD_xxxxxx`."""
+        """Keep a note the run found worth remembering; returns its id (`content_id`)."""
         source = f"run {run_id}" if run_id else f"event {origin_event_id}"
         return self.put_item(
             text,
@@ -227,8 +275,13 @@ class Curation:
             raise UsageError("a memory item needs some text")
         iso, ts = stamp(now)
         col, digest = self.store.cols["facts"], key or text_hash(text)
+        item_id = content_id(digest)
         with self.store.guard("reading"):
-            got = col.get(where={"text_hash": digest}, include=["metadatas", "documents"], limit=1)
+            got = col.get(ids=[item_id], include=["metadatas", "documents"])
+            if not got["ids"]:  # an item stored before CONTENT_UPGRADE, under a dated id
+                got = col.get(
+                    where={"text_hash": digest}, include=["metadatas", "documents"], limit=1
+                )
         fresh = {
             "confirmed_at": iso,
             "confirmed_ts": ts,
@@ -254,7 +307,6 @@ class Curation:
                 with self.store.guard("writing"):
                     col.update(ids=got["ids"], metadatas=[meta])
             return str(got["ids"][0])
-        item_id = f"mem_{datetime.fromtimestamp(ts, UTC):%Y%m%d}_{_random.token_hex(3)}"
         meta = {
             "kind": kind,
             "source": source,
@@ -376,17 +428,11 @@ class Curation:
         fields = topic_fields(topic)
         metas: list[Meta] = []
         for doc, meta in zip(got["documents"], got["metadatas"], strict=False):
-            cmd = str(meta.get("command", ""))
-            key = (
-                text_hash(f"procedure {fields['topic']} {cmd}")
-                if meta.get("kind") == "procedure" and cmd
-                else item_key(topic, doc)
-            ) or text_hash(doc)
             metas.append(
                 {
                     **meta,
                     **fields,
-                    "text_hash": key,
+                    "text_hash": key_of(doc, {**meta, **fields}),
                     "upgraded": IDENTITY_UPGRADE,
                     "legacy_topic": legacy,
                 }
@@ -394,6 +440,50 @@ class Curation:
         with self.store.guard("writing"):
             col.update(ids=list(got["ids"]), metadatas=metas)
         return len(metas)
+
+    def upgrade_ids(self) -> int:
+        """The named upgrade `CONTENT_UPGRADE`: every item whose id is not its content id gets it,
+        the items of one content merged into one (`merged`); how many old ids went."""
+        col = self.store.cols["facts"]
+        with self.store.guard("reading"):
+            got = col.get(include=["documents", "metadatas"])
+        groups: dict[str, list[str]] = {}
+        for item_id, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
+            groups.setdefault(key_of(doc, meta or {}), []).append(item_id)
+        moving = {key: ids for key, ids in groups.items() if ids != [content_id(key)]}
+        if not moving:
+            return 0
+        wanted = [i for ids in moving.values() for i in ids]
+        with self.store.guard("reading"):
+            rows = col.get(ids=wanted, include=["documents", "metadatas", "embeddings"])
+        by_id = {
+            i: (d, m or {}, v)
+            for i, d, m, v in zip(
+                rows["ids"], rows["documents"], rows["metadatas"], rows["embeddings"], strict=False
+            )
+        }
+        ids, docs, metas, vectors, gone = [], [], [], [], []
+        for key, members in moving.items():
+            found = [(i, *by_id[i]) for i in members if i in by_id]
+            if not found:
+                continue
+            newest = max(found, key=lambda f: float(f[2].get("confirmed_ts", 0)))
+            ids.append(content_id(key))
+            docs.append(newest[1])
+            metas.append({**merged([f[2] for f in found], [f[0] for f in found]), "text_hash": key})
+            vectors.append(newest[3])
+            gone += [f[0] for f in found if f[0] != content_id(key)]
+        with self.store.guard("writing"):
+            for i in range(0, len(ids), BATCH):
+                col.upsert(
+                    ids=ids[i : i + BATCH],
+                    embeddings=vectors[i : i + BATCH],
+                    documents=docs[i : i + BATCH],
+                    metadatas=metas[i : i + BATCH],
+                )
+            for i in range(0, len(gone), BATCH):
+                col.delete(ids=gone[i : i + BATCH])
+        return len(gone)
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         """Move items into the archive: unused (neither confirmed nor recalled) for longer than

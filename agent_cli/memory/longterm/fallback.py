@@ -14,7 +14,7 @@ from agent_cli.core.errors import MemoryUnavailable
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import LongTermStore, Recalled
 from agent_cli.memory.longterm.curation import ITEM_KINDS
-from agent_cli.memory.longterm.outbox import Outbox
+from agent_cli.memory.longterm.write.outbox import Outbox
 
 T = TypeVar("T")
 
@@ -66,6 +66,9 @@ class NoLongTermMemory:
         return []
 
     def adopt(self, legacy: str, topic: str) -> int:
+        return 0
+
+    def upgrade_ids(self) -> int:
         return 0
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
@@ -228,6 +231,9 @@ class FallbackLongTerm:
 
     def adopt(self, legacy: str, topic: str) -> int:
         return self._call(lambda m: m.adopt(legacy, topic))
+
+    def upgrade_ids(self) -> int:
+        return self._call(lambda m: m.upgrade_ids())
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         return self._call(lambda m: m.expire(now, ttl_days=ttl_days))

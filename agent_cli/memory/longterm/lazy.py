@@ -293,6 +293,12 @@ class LazyLongTermMemory:
         memory = self._get(create=False)
         return memory.adopt(legacy, topic) if memory else 0
 
+    def upgrade_ids(self) -> int:
+        """Give items the ids their content gives, duplicates merged; nothing when there is no
+        store."""
+        memory = self._get(create=False)
+        return memory.upgrade_ids() if memory else 0
+
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         """Archive what went unused; nothing when there is no store."""
         memory = self._get(create=False)

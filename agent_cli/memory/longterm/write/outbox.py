@@ -9,11 +9,19 @@ the outbox keeps only what did not go (nothing, when all did). An entry for anot
 the store refuses, is dropped: it would fail the same way every time. A dropped line is kept
 aside, as it was, in `<outbox>.rejected` for the user to look at. The outbox is opened
 without following a link and must be a regular file of at most MAX_BYTES (`atomic.open_regular`).
+
+Runs sharing a state directory share its outbox: appending takes a shared flock on
+`<outbox>.lock` and sending an exclusive one, so no line appended while another run sends is
+lost in its rewrite; a run that finds another sending leaves the sending to it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +53,32 @@ class Outbox:
         entry = {"store": self.store, "op": op, "args": list(args), "kwargs": kwargs}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            append_line(self.path, json.dumps(redact_all(entry, self.secrets), ensure_ascii=False))
+            with self._locked(fcntl.LOCK_SH):
+                line = json.dumps(redact_all(entry, self.secrets), ensure_ascii=False)
+                append_line(self.path, line)
         except atomic.UnsafeFile as e:
             raise StorageError(
                 f"the memory outbox cannot be written: {e}", f"move {self.path} aside"
             ) from None
+
+    @property
+    def lock_path(self) -> Path:
+        """The file whose flock keeps appending and sending apart."""
+        return self.path.with_name(self.path.name + ".lock")
+
+    @contextmanager
+    def _locked(self, how: int) -> Iterator[bool]:
+        """Hold the outbox's flock (`how`: LOCK_SH, or LOCK_EX | LOCK_NB: whether it was had)."""
+        fd = atomic.open_regular(self.lock_path, "a", 4096)
+        try:
+            try:
+                fcntl.flock(fd, how)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)  # closing it gives the lock up
 
     @property
     def rejected_path(self) -> Path:
@@ -85,7 +114,19 @@ class Outbox:
     def send(self, memory: LongTermStore) -> int:
         """Make every write waiting for this store on `memory`, oldest first; how many went.
         A write the store refuses (or that cannot be read back) is dropped; when the store
-        cannot be reached, the writes not yet made stay and MemoryUnavailable is raised."""
+        cannot be reached, the writes not yet made stay and MemoryUnavailable is raised. Nothing
+        is sent while another run sends."""
+        if not self.path.exists() and not self.path.is_symlink():
+            return 0
+        try:
+            with self._locked(fcntl.LOCK_EX | fcntl.LOCK_NB) as mine:
+                return self._send(memory) if mine else 0
+        except atomic.UnsafeFile as e:
+            raise StorageError(
+                f"the memory outbox cannot be read: {e}", f"move {self.lock_path} aside"
+            ) from None
+
+    def _send(self, memory: LongTermStore) -> int:
         entries = self._entries()
         mine = [e for e in entries if e.get("store") == self.store]
         if not mine:
