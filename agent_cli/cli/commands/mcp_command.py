@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from agent_cli.cli.help import Command
+
 mcp_app = typer.Typer(
     help="The MCP servers whose tools a run offers.",
     no_args_is_help=True,
@@ -18,7 +20,11 @@ mcp_app = typer.Typer(
 )
 
 
-@mcp_app.command("list")
+@mcp_app.command(
+    "list",
+    cls=Command,
+    short_help="Start each configured MCP server, list its transport, status and tools, and stop it.",
+)
 def list_command(
     repo: Path | None = typer.Option(
         None, "--repo", metavar="DIR", help="Repository (default: current directory)."
