@@ -20,7 +20,7 @@ FILES = 300
 COMMIT = (
     "import sys; from agent_cli.workspace.git.repository import GitRepo; "
     "r = GitRepo(sys.argv[1]); r.preflight(allow_dirty=True); "
-    "print(r.commit_paths([f'f{i}.txt' for i in range(%d)], 'task\\n\\nAgent-Run: r1'))" % FILES
+    f"print(r.commit_paths([f'f{{i}}.txt' for i in range({FILES})], 'task\\n\\nAgent-Run: r1'))"
 )
 
 
