@@ -300,9 +300,14 @@ def open_workspace(
         timeout_s=settings.command_timeout_s,
         env=shell.scrub_env(dict(os.environ), list(secrets)),
         sandbox=settings.sandbox,
+        guarded=[state_dir],  # a command that damages the run's state stops what ran it
     )
     policy = CommandPolicy(
-        settings.approval, settings.deny_commands, state_dir, ask=console.approve_command
+        settings.approval,
+        settings.deny_commands,
+        state_dir,
+        ask=console.approve_command,
+        cwd=git.root,  # git aliases are read where commands run
     )
     return RepoWorkspace(
         git, runner, secrets, check_command=policy.check, refusal=policy.refusal
