@@ -8,6 +8,7 @@ damaging the state directory, and under bubblewrap cannot touch it at all.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -74,7 +75,6 @@ def _script(repo: Path, name: str, body: str) -> str:
     "cmd, why",
     [
         ("python3 -c \"import subprocess; subprocess.run(['git', 'push', 'origin'])\"", "push"),
-        ("python3 -c \"import shutil; shutil.rmtree('.agent')\"", "state directory"),
         ("perl -e 'system(\"git commit -am x\")'", "commit"),
         ("git -c alias.x='!git push origin HEAD' x", "git -c and --config-env"),
         ("git ci -m x", "git commit changes branches"),
@@ -129,8 +129,19 @@ def test_a_check_that_damages_the_state_directory_never_verifies(setup):
     check = _script(repo, "check.sh", "find .agent -delete 2>/dev/null; exit 0\n")
     assert acceptance.problem(check, repo, ws.refusal) is None  # no pattern can see it
     task = Task(goal="g", acceptance="a", acceptance_cmd=check)
-    with pytest.raises(StateDirDamaged, match="removed or changed the agent's state directory"):
+    with pytest.raises(
+        StateDirDamaged, match="removed or changed files in the agent's state directory"
+    ):
         verify(task, [], ws.run_argv, None, lambda: "", "goal", ws.refusal)
+    (state / "runs" / "r1").mkdir(parents=True, exist_ok=True)
+    (state / "runs" / "r1" / "state.json").write_text('{"run_id": "r1"}\n')
+    rmtree = "python3 -c \"import shutil; shutil.rmtree('.agent/runs')\""
+    assert acceptance.problem(rmtree, repo, ws.refusal) is None
+    with pytest.raises(StateDirDamaged, match="runs"):
+        ws.run_argv(shlex.split(rmtree))
+    forge = "python3 -c \"open('.agent/forged.json', 'w')\""
+    with pytest.raises(StateDirDamaged, match="forged.json"):
+        ws.run_argv(shlex.split(forge))
     truncate = _script(repo, "t.sh", ": > .agent/runs/r1/state.json\n")
     (state / "runs" / "r1").mkdir(parents=True, exist_ok=True)
     (state / "runs" / "r1" / "state.json").write_text('{"run_id": "r1"}\n')

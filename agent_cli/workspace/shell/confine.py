@@ -3,8 +3,9 @@
 Two guards that hold without bubblewrap, where the deny list alone would be a pattern check:
 every push URL git would use is rewritten to a scheme no helper serves (the user's remotes
 are out of reach of `git push` however it is spelled: `python3 -c`, an alias, a script), and
-the state directory is compared before and after the command: a command that removed or
-changed what was there (`find .agent -delete`) stops what called it with StateDirDamaged.
+the state directory is compared before and after the command: a command that removed,
+changed or added something there (`find .agent -delete`, `python3 -c "open('.agent/x', 'w')"`)
+stops what called it with StateDirDamaged.
 Under `sandbox = bwrap` the state directory is also mounted read-only and there is no network.
 """
 
@@ -61,7 +62,7 @@ def _walk(root: Path) -> Snapshot:
             except OSError:
                 continue
             rel = os.path.relpath(entry.path, root)
-            in_place = rel.split(os.sep, 1)[0] == _WRITTEN_IN_PLACE
+            in_place = _in_place(rel)
             found[rel] = (
                 st.st_mode,
                 st.st_ino,
@@ -73,14 +74,20 @@ def _walk(root: Path) -> Snapshot:
     return found
 
 
+def _in_place(rel: str) -> bool:
+    return rel.split(os.sep, 1)[0] == _WRITTEN_IN_PLACE
+
+
 def damage(before: dict[Path, Snapshot], after: dict[Path, Snapshot]) -> list[str]:
-    """The paths a command removed or changed, each under its root."""
+    """The paths a command removed, changed or added (outside the vector store), each under
+    its root."""
     hurt = []
     for root, seen in before.items():
         now = after.get(root, {})
         if seen and not os.path.isdir(root):
             return [str(root)]
         hurt += [str(root / rel) for rel, what in seen.items() if now.get(rel) != what]
+        hurt += [str(root / rel) for rel in now.keys() - seen.keys() if not _in_place(rel)]
     return sorted(hurt)
 
 
@@ -92,7 +99,7 @@ def check_intact(before: dict[Path, Snapshot], cmd: str | list[str]) -> None:
     shown = " ".join(cmd) if isinstance(cmd, list) else cmd
     more = f" and {len(hurt) - 3} more" if len(hurt) > 3 else ""
     raise StateDirDamaged(
-        f"the command `{shown[:200]}` removed or changed the agent's state directory "
+        f"the command `{shown[:200]}` removed or changed files in the agent's state directory "
         f"({', '.join(hurt[:3])}{more}); nothing it checked can be trusted",
         "restore the state directory (or start a new run), and use sandbox = bwrap, "
         "which mounts it read-only",

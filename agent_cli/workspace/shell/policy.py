@@ -215,7 +215,7 @@ class CommandPolicy:
         if program in _EXPORTERS and any(_GIT_ENV.match(a) for a in args):
             return _GIT_ENV_MESSAGE
         if _is_interpreter(program) and program not in _SHELLS:
-            reason = self._inline_code_refusal(args)
+            reason = _inline_code_refusal(args)
             if reason:
                 return reason
         if program in _PRIVILEGE:
@@ -323,22 +323,6 @@ class CommandPolicy:
             and any(self._in_state_dir(s, ancestors=True) for s in starts or ["."])
         ):
             return self._state_message()
-        return None
-
-    def _inline_code_refusal(self, args: list[str]) -> str | None:
-        """Why an interpreter's inline code (`python3 -c`, `perl -e`, `node -e`) must not run."""
-        code = " ".join(args[i + 1] for i, a in enumerate(args[:-1]) if a in _INLINE_FLAGS)
-        if not code:
-            return None
-        name = re.escape(self.state_dir.name if self.state_dir else ".agent")
-        if re.search(rf"(^|[/'\"\s(]){name}([/'\"\s)]|$)", code):
-            return self._state_message()
-        hit = _INLINE_GIT.search(code)
-        if hit:
-            return (
-                f"its inline code runs git {hit.group(1)}, which no command may "
-                "(the harness alone commits, and the agent never pushes)"
-            )
         return None
 
     def _rm_refusal(self, args: list[str]) -> str | None:
@@ -457,6 +441,22 @@ def _pipe_into_shell(pipeline: list[list[str]]) -> str | None:
 
 def _is_interpreter(program: str) -> bool:
     return program in _INTERPRETERS or bool(re.fullmatch(r"python[\d.]*", program))
+
+
+def _inline_code_refusal(args: list[str]) -> str | None:
+    """Why an interpreter's inline code (`python3 -c`, `perl -e`, `node -e`) must not run:
+    it runs a git command the deny rules refuse (what it does to files, the state
+    directory's guard and the sandbox see)."""
+    code = " ".join(args[i + 1] for i, a in enumerate(args[:-1]) if a in _INLINE_FLAGS)
+    if not code:
+        return None
+    hit = _INLINE_GIT.search(code)
+    if hit:
+        return (
+            f"its inline code runs git {hit.group(1)}, which no command may "
+            "(the harness alone commits, and the agent never pushes)"
+        )
+    return None
 
 
 @lru_cache(maxsize=1)
