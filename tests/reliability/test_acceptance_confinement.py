@@ -172,3 +172,14 @@ def test_under_bwrap_a_check_cannot_touch_the_state_directory(setup):
     assert ws.run_argv([check]).exit_code == 0
     assert (state / "runs" / "r1" / "state.json").read_text() == '{"run_id": "r1"}\n'
     assert _git(remote, "branch", "--list") == ""
+
+
+def test_a_check_runs_with_the_model_commands_scrubbed_environment(setup, monkeypatch):
+    repo, _, _, workspace = setup
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("HOLDS_IT", f"x-{SECRET}")
+    ws = workspace()
+    check = _script(repo, "env.sh", "env\n")
+    seen = ws.run_argv([check]).output
+    assert SECRET not in seen and "OPENAI_API_KEY" not in seen
+    assert "GIT_CONFIG_KEY_0=url.agent-never-pushes://.pushInsteadOf" in seen
