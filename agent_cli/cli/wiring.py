@@ -328,6 +328,7 @@ def open_workspace(
         timeout_s=settings.command_timeout_s,
         env=shell.scrub_env(dict(os.environ), list(secrets)),
         sandbox=settings.sandbox,
+        guarded=[state_dir],  # a command that damages the run's state stops what ran it
     )
     # a worktree run's tree lies inside the state directory: its commands may change it
     inside = git.root if state_dir.resolve() in git.root.parents else None
@@ -336,7 +337,7 @@ def open_workspace(
         settings.deny_commands,
         state_dir,
         ask=console.approve_command,
-        cwd=inside,
+        cwd=git.root,  # git aliases are read where commands run
         work_tree=inside,
     )
     return RepoWorkspace(

@@ -16,30 +16,36 @@ from pathlib import Path
 from agent_cli.core.redact import redact
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
+from agent_cli.workspace.shell import confine
 from agent_cli.workspace.shell import runner as shell
 
 
 @dataclass
 class CommandRunner:
-    """Runs commands in the repository root with the run's environment, timeout and sandbox."""
+    """Runs commands in the repository root with the run's environment, timeout and sandbox;
+    no command can push, and one that damages a `guarded` directory raises StateDirDamaged."""
 
     root: Path
     readonly: list[Path]
     timeout_s: float
     env: dict[str, str]
     sandbox: str = "none"
+    guarded: list[Path] = field(default_factory=list)
 
     def run(self, cmd: str | list[str]) -> shell.CommandResult:
         """Run `cmd` (a command line, or an argv without a shell) to its end or its timeout."""
-        return shell.run_command(
+        before = confine.snapshot(self.guarded)
+        result = shell.run_command(
             cmd,
             cwd=self.root,
             timeout_s=self.timeout_s,
-            env=self.env,
+            env=confine.command_env(self.env),
             sandbox=self.sandbox,
             writable=[self.root],
             readonly=self.readonly,
         )
+        confine.check_intact(before, cmd)
+        return result
 
 
 @dataclass

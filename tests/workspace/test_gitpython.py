@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -46,16 +47,19 @@ def test_importing_the_cli_does_not_import_gitpython():
 
 def test_gitpythons_git_processes_get_the_scrubbed_environment(repo, tmp_path, monkeypatch):
     dump = tmp_path / "env.txt"
-    user_config = tmp_path / "gitconfig"
-    # The user's own config still applies (a filter like git-lfs's): it shows what git got.
-    user_config.write_text(f"[filter \"dump\"]\n\tclean = env > '{dump}'; cat\n")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user_config))
+    # No config of the user's runs a program in harness git any more, so a `git` first on
+    # PATH shows what each git process got.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = shutil.which("git")
+    (bin_dir / "git").write_text(f"#!/bin/sh\nenv >> '{dump}'\nexec '{real}' \"$@\"\n")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("HOLDS_THE_KEY", f"prefix-{SECRET}")
-    (repo / ".gitattributes").write_text("new.txt filter=dump\n")
     (repo / "new.txt").write_text("new\n")
     gr = GitRepo(repo, secrets=(SECRET,))
-    assert gr.commit_paths(["new.txt", ".gitattributes"], "add new") is not None
+    assert gr.commit_paths(["new.txt"], "add new") is not None
     seen = dump.read_text()
     assert SECRET not in seen
     assert "OPENAI_API_KEY=\n" in seen and "HOLDS_THE_KEY=\n" in seen

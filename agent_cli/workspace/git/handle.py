@@ -3,8 +3,9 @@
 GitPython is imported on the first call, not with the package: a run's checks before its
 first model request use `safe.run_git`, so neither importing `agent_cli` nor that request
 waits for it. Every git process GitPython starts gets `safe.safe_env` (the scrubbed
-environment, no hooks, no fsmonitor, the repository's command-valued config emptied, no
-submodule recursion). GitPython copies `os.environ` under whatever it is given, so each
+environment, no system config, the harness's own global config, the repository's config
+emptied but for an allow-list, no hooks, no fsmonitor, no submodule recursion), and no
+process a command started outlives it. GitPython copies `os.environ` under whatever it is given, so each
 variable the scrub removed is given as empty: its value never reaches git. The `git
 cat-file` helpers GitPython keeps for reading objects start under the same environment and
 run nothing a repository's config names; `close` ends them.
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_cli.core.errors import GitError
-from agent_cli.workspace.git.safe import TIMEOUT_S, safe_env
+from agent_cli.workspace.git.safe import TIMEOUT_S, git_env, safe_env
+from agent_cli.workspace.shell import reaper
 
 if TYPE_CHECKING:
     from git import Repo
@@ -38,15 +40,22 @@ class LogEntry:
     author: str
 
 
-def _import_gitpython() -> None:
-    """Import GitPython without letting an unusable git fail the import; GitError if unusable."""
+def _import_gitpython(secrets: tuple[str, ...] = ()) -> None:
+    """Import GitPython without letting an unusable git fail the import; GitError if unusable.
+
+    The import runs `git version` under this process's environment: the secrets and git
+    config variables are out of it meanwhile, so that git process never holds the key.
+    """
     previous = os.environ.get(_REFRESH)
     os.environ.setdefault(_REFRESH, "quiet")  # a missing git becomes our error, not ImportError
+    kept = git_env(secrets)
+    hidden = {name: os.environ.pop(name) for name in list(os.environ) if name not in kept}
     try:
         import git
     except ImportError as exc:
         raise GitError(f"GitPython cannot start: {exc}".splitlines()[0], _NO_GIT[1]) from None
     finally:
+        os.environ.update(hidden)
         if previous is None:
             os.environ.pop(_REFRESH, None)
     if not git.GIT_OK:
@@ -63,7 +72,7 @@ class RepoHandle:
 
     def _open(self) -> Repo:
         if self._repo is None:
-            _import_gitpython()
+            _import_gitpython(self.secrets)
             from git import Repo
             from git.exc import GitError as GitPythonError
 
@@ -78,18 +87,25 @@ class RepoHandle:
 
     @contextmanager
     def _safe(self) -> Iterator[Repo]:
-        """The Repo, its git processes under the safe environment computed now."""
-        repo = self._open()
-        env = safe_env(self.root, self.secrets)
-        blanks = {name: "" for name in os.environ if name not in env}
-        with repo.git.custom_environment(**env, **blanks):
-            yield repo
+        """The Repo, its git processes under the safe environment computed now; afterwards no
+        process they started is left (GitPython's `cat-file` helpers included)."""
+        spared = reaper.adopt_orphans()
+        try:
+            repo = self._open()
+            env = safe_env(self.root, self.secrets)
+            blanks = {name: "" for name in os.environ if name not in env}
+            with repo.git.custom_environment(**env, **blanks):
+                yield repo
+        finally:
+            if self._repo is not None:
+                self._repo.git.clear_cache()
+            reaper.kill_leftovers(spared)
 
     def run(self, args: list[str], extra_env: dict[str, str] | None = None) -> tuple[int, str, str]:
         """Run one git command through GitPython; (exit code, stdout, stderr), never raising."""
-        from git.exc import GitCommandNotFound
-
         with self._safe() as repo:
+            from git.exc import GitCommandNotFound  # after _safe imported GitPython, reaped
+
             try:
                 code, out, err = repo.git.execute(
                     [repo.git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args],
@@ -139,9 +155,9 @@ class RepoHandle:
 
     def log(self, rev: str = "HEAD", max_count: int = 20) -> list[LogEntry]:
         """The newest `max_count` commits reachable from `rev`, newest first."""
-        from git.exc import GitCommandError
-
         with self._safe() as repo:
+            from git.exc import GitCommandError
+
             try:
                 return [
                     LogEntry(

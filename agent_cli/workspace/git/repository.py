@@ -47,6 +47,7 @@ _STATUS = (
     "--untracked-files=all",
     "--ignore-submodules=all",
 )
+_TEMP_INDEX = "agent-index-"  # + pid-uuid: whose it is, so a dead run's one can be removed
 _CONFLICT_CODES = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
 _LOCK_HINT = (
     "if no other git command is running, delete .git/index.lock, then continue with "
@@ -107,6 +108,7 @@ class GitRepo:
 
     def preflight(self, allow_dirty: bool) -> set[str]:
         """Refuse states the agent must not work in; return the paths holding the user's changes."""
+        self.remove_stale_indexes()
         for marker, what, way_out in _OPERATIONS:
             if (self.git_dir / marker).exists():
                 raise GitError(
@@ -137,6 +139,17 @@ class GitRepo:
                 "commit or stash them first, or pass --allow-dirty to let the agent work around them",
             )
         return dirty
+
+    def remove_stale_indexes(self) -> list[str]:
+        """Delete the temporary indexes (and their locks) of agent processes no longer alive."""
+        removed = []
+        for path in self.git_dir.glob(f"{_TEMP_INDEX}*"):
+            pid = path.name[len(_TEMP_INDEX) :].split("-", 1)[0]
+            if pid.isdigit() and _alive(int(pid)) and int(pid) != 0:
+                continue
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+        return removed
 
     def exclude(self, pattern: str = ".agent/") -> bool:
         """Add `pattern` to .git/info/exclude unless it is there; True when it was added."""
@@ -251,6 +264,10 @@ class GitRepo:
         """Commit exactly `paths` (deletions too) as they are in the work tree; None if nothing changed.
 
         A temporary index built from HEAD keeps whatever the user has staged out of the commit.
+        The commit object is written first, then the real index takes those paths from it,
+        and moving the branch is the last step: killed at any instant, the branch and the
+        index never disagree about the committed paths (at worst the index already holds the
+        task's files staged on the old commit, the work tree's own content).
         """
         wanted = self._known_paths(committable(self.root, sorted(set(paths))))
         if not wanted:
@@ -262,12 +279,31 @@ class GitRepo:
             self._drop_new_gitlinks(env)
             if self._try("diff-index", "--cached", "--quiet", "HEAD", env=env)[0] == 0:
                 return None
-            self._run("commit", "-q", "--no-verify", "-m", message, env=env, hint=_IDENTITY_HINT)
-        # The real index catches up for these paths only, so they do not show as staged reversals.
-        code, _, err = self._try("reset", "-q", "--", *wanted, env={"GIT_LITERAL_PATHSPECS": "1"})
+            tree = self._run("write-tree", env=env).strip()
+        try:
+            commit = self._run(
+                "commit-tree", tree, "-p", before, "-m", clean_message(message), hint=_IDENTITY_HINT
+            ).strip()
+        except GitError as exc:
+            said = exc.message.replace("git commit-tree failed", "git commit failed", 1)
+            raise GitError(said, exc.hint) from None
+        # The real index takes these paths from the new commit, so they never show as staged
+        # reversals of it.
+        code, _, err = self._try(
+            "reset", "-q", commit, "--", *wanted, env={"GIT_LITERAL_PATHSPECS": "1"}
+        )
         if code != 0:
-            self._undo_commit(before, " ".join(err.split()) or f"exit code {code}")
-        return self.head()
+            raise GitError(
+                f"git could not update the index for the commit "
+                f"({' '.join(err.split()) or f'exit code {code}'}); nothing was committed, "
+                "the branch is as it was",
+                _LOCK_HINT,
+            )
+        branch = self.current_branch()
+        summary = clean_message(message).split("\n", 1)[0]
+        ref = f"refs/heads/{branch}" if branch else "HEAD"
+        self._run("update-ref", "-m", f"commit: {summary}", ref, commit, before)
+        return commit
 
     def _stageable(self, paths: list[str]) -> list[str]:
         """Paths that may enter even a temporary index: git keeps their objects, so no secret."""
@@ -289,23 +325,6 @@ class GitRepo:
             raise GitError(
                 "git's index is locked (.git/index.lock exists); nothing was committed", _LOCK_HINT
             )
-
-    def _undo_commit(self, before: str, why: str) -> None:
-        """Move the branch back to `before` after the index could not follow the new commit."""
-        after = self.head()
-        self._try(
-            "update-ref",
-            "-m",
-            "agent: undo a commit the index could not follow",
-            f"refs/heads/{self.current_branch()}",
-            before,
-            after,
-        )
-        raise GitError(
-            f"git could not update the index after committing ({why}); the commit was "
-            "undone, so the index and the branch are as they were",
-            _LOCK_HINT,
-        )
 
     def _drop_new_gitlinks(self, env: dict[str, str]) -> None:
         """Take out of the temporary index every nested repository `git add` made a gitlink."""
@@ -356,7 +375,7 @@ class GitRepo:
     @contextmanager
     def _temporary_index(self) -> Iterator[dict[str, str]]:
         """Environment for git commands working on a private index that starts as HEAD."""
-        index = self.git_dir / f"agent-index-{uuid.uuid4().hex}"
+        index = self.git_dir / f"{_TEMP_INDEX}{os.getpid()}-{uuid.uuid4().hex}"
         env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
         try:
             self._run("read-tree", "HEAD", env=env)
@@ -443,6 +462,26 @@ def check_identity(root: Path, secrets: tuple[str, ...] = ()) -> str:
             )
     # "Name <email> timestamp zone": the name and email are what the user sees
     return out.decode("utf-8", "replace").strip().rsplit(" ", 2)[0]
+
+
+def clean_message(message: str) -> str:
+    """`message` as `git commit -m` stores it: trailing spaces and runs of blank lines gone."""
+    lines = [line.rstrip() for line in message.split("\n")]
+    kept: list[str] = []
+    for line in lines:
+        if line or (kept and kept[-1]):
+            kept.append(line)
+    return "\n".join(kept).strip("\n")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def parse_status(raw: str) -> list[tuple[str, str, str | None]]:

@@ -1,83 +1,236 @@
-"""git run by the harness without running anything the repository controls.
+"""git run by the harness without running anything the repository or the user's config names.
 
-A model command can write `.git/config` (or create a nested repository): a clean filter,
-a textconv or diff driver, an fsmonitor or hook command there would run inside the
-harness's own git calls, outside any sandbox. So every git process the harness starts
-gets the scrubbed environment model commands get, runs no hooks and no fsmonitor, and
-has each command-valued key of the repository's own config emptied with `-c`; the user's
-global config (git-lfs filters, signing) still applies. Submodules are never entered.
-`safe_env` carries the same settings as `GIT_CONFIG_*` variables, for git processes whose
-command line the harness does not write (GitPython's).
+A model command can write `.git/config`, an included file, or `~/.gitconfig`: a clean filter,
+a textconv or diff driver, an fsmonitor, a hooks path there would run inside the harness's
+own git calls, outside any sandbox. So every git process the harness starts:
+
+- reads no system config (`GIT_CONFIG_NOSYSTEM=1`) and, as its global config, a file the
+  harness writes itself (`GIT_CONFIG_GLOBAL`) holding only the allowed keys (`CARRIED`:
+  identity, excludes, line endings, `safe.directory`) read from the user's own config once,
+  before any command could change it; `/dev/null` when there are none;
+- keeps of the repository's own config (and what it includes) only the keys on an
+  allow-list (`_KEEP`); every other key is overridden with an empty value through
+  `GIT_CONFIG_KEY_n` variables (not `-c`, which splits `filter.a=b.clean` at its first `=`);
+- gets `BASE`, which no override touches: no hooks, no fsmonitor, no signing, no automatic gc,
+  no transport, submodules never entered;
+- gets the scrubbed environment model commands get (no API key), never prompts, and is
+  reaped like a command: no process it starts outlives it.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+from agent_cli.workspace.shell import reaper
 from agent_cli.workspace.shell.runner import scrub_env
 
-BASE_CONFIG = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "submodule.recurse=false",
-    "-c",
-    "status.submoduleSummary=false",
-    "-c",
-    "diff.ignoreSubmodules=all",
-    "-c",
-    "core.untrackedCache=false",
+BASE: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.untrackedCache", "false"),
+    ("core.pager", ""),
+    ("submodule.recurse", "false"),
+    ("status.submoduleSummary", "false"),
+    ("diff.ignoreSubmodules", "all"),
+    ("diff.external", ""),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("log.showSignature", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("protocol.allow", "never"),
 )
-# Keys of repository config whose value is a command git may run (lower-cased as git lists them).
-_COMMAND_KEYS = re.compile(
-    r"(filter\..*\.(clean|smudge|process)|diff\..*\.(textconv|command)|merge\..*\.driver"
-    r"|core\.(fsmonitor|hookspath|sshcommand|pager|editor|askpass|gitproxy|alternaterefscommand)"
-    r"|sequence\.editor|gpg(\..*)?\.program|credential(\..*)?\.helper|diff\.external"
-    r"|uploadpack\.packobjectshook|.*\.cmd|.*\.command)"
+_BASE_KEYS = {key.lower() for key, _ in BASE}
+BASE_CONFIG = tuple(part for key, value in BASE for part in ("-c", f"{key}={value}"))
+# Keys of the repository's own config that stay as they are: none names a program.
+# Matched against the key lower-cased; any other key is emptied.
+_KEEP = re.compile(
+    r"core\.(repositoryformatversion|bare|filemode|symlinks|ignorecase|precomposeunicode"
+    r"|logallrefupdates|autocrlf|eol|safecrlf|checkroundtripencoding|excludesfile"
+    r"|attributesfile|quotepath|protectntfs|protecthfs|worktree|sharedrepository|compression"
+    r"|loosecompression|bigfilethreshold|packedgitlimit|packedgitwindowsize|deltabasecachelimit"
+    r"|abbrev|commentchar|commentstring|warnambiguousrefs|splitindex|sparsecheckout"
+    r"|sparsecheckoutcone|trustctime|checkstat|preloadindex|multipackindex|whitespace|longpaths)"
+    r"|extensions\.[^.]+|user\.(name|email|useconfigonly)|(author|committer)\.(name|email)"
+    r"|i18n\.(commitencoding|logoutputencoding)|init\.defaultbranch"
+    r"|remote\..+\.(url|pushurl|fetch)|url\..+\.(insteadof|pushinsteadof)"
+    r"|branch\..+\.(remote|merge)|pack\.(compression|packsizelimit|windowmemory|threads|depth|window)"
+    r"|index\.(version|threads|skiphash|sparse)|feature\.manyfiles|gc\.[a-z]+|maintenance\.[a-z]+"
+    r"|(diff|status|merge)\.(renames|renamelimit)|advice\.[a-z]+"
 )
+# Read from the user's system and global config (and the user's own GIT_CONFIG_* variables)
+# and handed to harness git in the config file the harness writes.
+CARRIED = re.compile(
+    r"user\.(name|email|useconfigonly)|(author|committer)\.(name|email)|safe\.directory"
+    r"|core\.(excludesfile|attributesfile|autocrlf|eol|safecrlf|quotepath|precomposeunicode"
+    r"|longpaths|protectntfs|protecthfs)|i18n\.(commitencoding|logoutputencoding)"
+)
+_MULTI = {"safe.directory"}
+# Includes are followed when the listing is made: their keys are listed (and judged) one by one.
+_INCLUDE = re.compile(r"include\.path|includeif\..+\.path")
+_NUMBER = re.compile(r"-?[0-9]+[kmg]?", re.IGNORECASE)  # git fails on an empty number
 _FORCE_FALSE = re.compile(r"filter\..*\.required|(commit|tag)\.gpgsign")
 _REPO_SCOPES = {"local", "worktree"}
+_USER_SCOPES = {"system", "global", "command"}
+_CONFIG_ENV = re.compile(r"GIT_CONFIG(_PARAMETERS|_COUNT|_KEY_\d+|_VALUE_\d+|_SYSTEM|_GLOBAL)?")
 TIMEOUT_S = 120
+
+Entry = tuple[str, str, str | None]  # scope, key, value (None: a key set without `=`)
+_carried_cache: dict[tuple[str, ...], tuple[str, list[tuple[str, str]]]] = {}
+_files_dir: list[Path] = []
+
+
+def _user_env(secrets: tuple[str, ...] = ()) -> dict[str, str]:
+    """This process's environment without secrets: what reading the user's config needs."""
+    return scrub_env(dict(os.environ), list(secrets))
 
 
 def git_env(secrets: tuple[str, ...] = (), extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for a harness git process: secrets removed, never prompting."""
-    env = scrub_env(dict(os.environ), list(secrets))
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    """The environment for a harness git process: secrets and config variables removed,
+    no system config, no global config (until `safe_env` names the harness's own), never
+    prompting."""
+    env = {k: v for k, v in _user_env(secrets).items() if not _CONFIG_ENV.fullmatch(k)}
+    env.update(
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+    )
     env.update(extra or {})
     return env
 
 
-def neutralizing_config(cwd: Path, env: dict[str, str]) -> list[str]:
-    """`-c KEY=` (or `=false`) for every command-valued key the repository's own config sets."""
+def config_entries(cwd: Path, env: dict[str, str]) -> list[Entry]:
+    """Every config entry git sees in `cwd` under `env`, includes followed, in git's order."""
+    spared = reaper.adopt_orphans()
     try:
         out = subprocess.run(
-            ["git", *BASE_CONFIG, "config", "--list", "--show-scope", "-z"],
+            ["git", "config", "--list", "--show-scope", "--includes", "-z"],
             cwd=cwd,
             env=env,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=TIMEOUT_S,
         )
     except (OSError, subprocess.TimeoutExpired):
         return []
-    overrides: list[str] = []
+    finally:
+        reaper.kill_leftovers(spared)
     fields = out.stdout.decode("utf-8", "surrogateescape").split("\0")
-    for scope, entry in zip(
-        fields[::2], fields[1::2], strict=False
-    ):  # -z: SCOPE NUL KEY LF VALUE NUL
-        key = entry.split("\n", 1)[0]
-        if scope not in _REPO_SCOPES:
+    entries: list[Entry] = []
+    for scope, item in zip(fields[::2], fields[1::2], strict=False):  # SCOPE NUL KEY LF VALUE NUL
+        key, newline, value = item.partition("\n")
+        entries.append((scope, key, value if newline else None))
+    return entries
+
+
+def overrides(cwd: Path, env: dict[str, str]) -> list[tuple[str, str]]:
+    """(key, value) that empties each key of the repository's own config off the allow-list."""
+    found: dict[str, str] = {}
+    for scope, key, value in config_entries(cwd, env):
+        low = key.lower()
+        if scope not in _REPO_SCOPES or _KEEP.fullmatch(low) or _INCLUDE.fullmatch(low):
             continue
-        if _FORCE_FALSE.fullmatch(key.lower()):
-            overrides += ["-c", f"{key}=false"]
-        elif _COMMAND_KEYS.fullmatch(key.lower()):
-            overrides += ["-c", f"{key}="]
-    return overrides
+        if low in _BASE_KEYS:
+            continue  # BASE sets it: an override after BASE would undo it
+        if value is not None and _NUMBER.fullmatch(value.strip()):
+            continue  # a number names no program, and an empty one would stop git
+        found[key] = "false" if _FORCE_FALSE.fullmatch(low) else ""
+    return list(found.items())
+
+
+def neutralizing_config(cwd: Path, env: dict[str, str]) -> list[str]:
+    """`overrides` written as `-c KEY=VALUE` flags (for showing them; run_git uses variables)."""
+    return [part for key, value in overrides(cwd, env) for part in ("-c", f"{key}={value}")]
+
+
+def carried(cwd: Path, secrets: tuple[str, ...] = ()) -> tuple[str, list[tuple[str, str]]]:
+    """The harness's global config file for `cwd` (its path, or /dev/null), and the carried
+    entries the user's own GIT_CONFIG_* variables set (they win over the repository's).
+
+    Read once per repository and environment: later a command may have written ~/.gitconfig.
+    """
+    user = _user_env(secrets)
+    key = (
+        str(cwd),
+        *(f"{k}={v}" for k, v in sorted(user.items()) if _CONFIG_ENV.fullmatch(k)),
+        *(user.get(k, "") for k in ("HOME", "XDG_CONFIG_HOME")),
+    )
+    if key not in _carried_cache:
+        entries = config_entries(cwd, user)
+        text = _config_text([(k, v) for s, k, v in entries if s in _USER_SCOPES - {"command"}])
+        command = [(k, v) for s, k, v in entries if s == "command" and _carry(k) and v is not None]
+        _carried_cache[key] = (text, command)
+    text, command = _carried_cache[key]
+    return _config_file(text), list(command)
+
+
+def _carry(key: str) -> bool:
+    return bool(CARRIED.fullmatch(key.lower()))
+
+
+def _config_text(entries: list[tuple[str, str | None]]) -> str:
+    """Config-file text of the carried `entries`: the last value of each key, every value of a
+    multi-valued one."""
+    last: dict[str, list[str]] = {}
+    for key, value in entries:
+        if not _carry(key) or value is None or "\n" in value:
+            continue
+        values = last.setdefault(key.lower(), [])
+        if key.lower() in _MULTI:
+            values.append(value)
+        else:
+            values[:] = [value]
+    text = []
+    for key, values in last.items():
+        section, _, rest = key.partition(".")
+        sub, _, name = rest.rpartition(".")
+        head = f'[{section} "{_quote(sub)}"]' if sub else f"[{section}]"
+        text += [head, *(f'\t{name} = "{_quote(v)}"' for v in values)]
+    return "".join(line + "\n" for line in text)
+
+
+def _quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t")
+
+
+def _config_file(text: str) -> str:
+    """A private file holding `text`, written again before each use if anything changed it."""
+    if not text:
+        return os.devnull
+    if not _files_dir:
+        _files_dir.append(Path(tempfile.mkdtemp(prefix="agent-git-")))
+        atexit.register(shutil.rmtree, _files_dir[0], True)
+    path = _files_dir[0] / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.gitconfig"
+    data = text.encode("utf-8", "surrogateescape")
+    try:
+        same = path.read_bytes() == data and not path.is_symlink()
+    except OSError:
+        same = False
+    if not same:
+        path.unlink(missing_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    return str(path)
+
+
+def safe_env(
+    cwd: Path, secrets: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
+) -> dict[str, str]:
+    """`git_env` with the harness's global config file and, as `GIT_CONFIG_*` variables, BASE,
+    the user's carried entries and the repository's emptied keys (none of BASE's)."""
+    env = git_env(secrets, extra_env)
+    global_file, command = carried(cwd, secrets)
+    env["GIT_CONFIG_GLOBAL"] = global_file
+    return with_pairs(env, [*BASE, *command, *overrides(cwd, env)])
 
 
 def run_git(
@@ -87,32 +240,41 @@ def run_git(
     extra_env: dict[str, str] | None = None,
 ) -> tuple[int, bytes, str]:
     """Run one harness git command; (exit code, stdout bytes, stderr text)."""
-    env = git_env(secrets, extra_env)
-    argv = ["git", *BASE_CONFIG, *neutralizing_config(cwd, env), *args]
+    env = safe_env(cwd, secrets, extra_env)
+    spared = reaper.adopt_orphans()
     try:
         done = subprocess.run(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT_S
+            ["git", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
         return 124, b"", f"git {args[0]} did not finish in {TIMEOUT_S}s"
+    finally:
+        reaper.kill_leftovers(spared)
     return done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")
-
-
-def safe_env(
-    cwd: Path, secrets: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
-) -> dict[str, str]:
-    """`git_env` plus BASE_CONFIG and the neutralizing config as `GIT_CONFIG_*` variables."""
-    env = git_env(secrets, extra_env)
-    return with_config(env, [*BASE_CONFIG, *neutralizing_config(cwd, env)])
 
 
 def with_config(env: dict[str, str], flags: list[str]) -> dict[str, str]:
     """`env` with the `-c KEY=VALUE` pairs of `flags` appended as `GIT_CONFIG_KEY_n`/`_VALUE_n`."""
+    pairs = []
+    for flag in flags[1::2]:
+        key, _, value = flag.partition("=")
+        pairs.append((key, value))
+    return with_pairs(env, pairs)
+
+
+def with_pairs(
+    env: dict[str, str], pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...]
+) -> dict[str, str]:
+    """`env` with (key, value) `pairs` appended as `GIT_CONFIG_KEY_n`/`_VALUE_n` variables."""
     out = dict(env)
     count = out.get("GIT_CONFIG_COUNT", "0")
     n = int(count) if count.isdigit() else 0  # the caller's own entries come first: ours win
-    for flag in flags[1::2]:
-        key, _, value = flag.partition("=")
+    for key, value in pairs:
         out[f"GIT_CONFIG_KEY_{n}"] = key
         out[f"GIT_CONFIG_VALUE_{n}"] = value
         n += 1

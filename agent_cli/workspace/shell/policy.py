@@ -10,7 +10,10 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shlex
+import subprocess
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 import regex
@@ -26,14 +29,12 @@ from agent_cli.workspace.shell.cmdline import (
     shell_words,
 )
 from agent_cli.workspace.shell.cmdline import (
-    skip_options as _skip_options,
-)
-from agent_cli.workspace.shell.cmdline import (
     split_redirects as _split_redirects,
 )
 from agent_cli.workspace.shell.cmdline import (
     unwrap as _unwrap,
 )
+from agent_cli.workspace.shell.runner import scrub_env
 
 APPROVALS = ("ask", "auto")
 _MAX_DEPTH = 5
@@ -84,6 +85,32 @@ _FETCH_INTO_SHELL = re.compile(
     r"([^\s;&|(]*/)?(curl|wget)\b"
 )
 USER_PATTERN_TIME_S = 1.0
+_GIT_VALUED = {
+    "-C",
+    "-c",
+    "--config-env",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--super-prefix",
+}
+_KNOWN_GIT = frozenset({"status", "diff", "log", "show", "help", "version", "push", "commit"})
+# Variables that point git at other config, programs or repositories.
+_GIT_ENV = re.compile(r"GIT_(CONFIG\w*|DIR|WORK_TREE|EXEC_PATH|COMMON_DIR)=")
+_GIT_ENV_MESSAGE = (
+    "it sets a GIT_CONFIG*, GIT_DIR, GIT_WORK_TREE, GIT_EXEC_PATH or GIT_COMMON_DIR variable, "
+    "which gives git other configuration, commands or repositories "
+    "(aliases included), which no command may"
+)
+_EXPORTERS = {"export", "declare", "typeset", "local", "readonly"}
+_FIND_FILTERS = {"-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex"}
+_INLINE_FLAGS = {"-c", "-e", "-E", "-r", "--eval", "-p"}
+_INLINE_GIT = re.compile(
+    r"\bgit\b[\s\"',\[\]()]+(?:-C[\s\"',]+\S+[\s\"',]+)?"
+    r"(push|commit|update-ref|reset|rebase|merge|checkout|switch|branch|tag|symbolic-ref"
+    r"|cherry-pick|revert|am|filter-branch|replace|worktree|pull|stash|clean|read-tree"
+    r"|update-index|reflog|notes)\b"
+)
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([\w.-]+)\2")
 
 
@@ -113,6 +140,7 @@ class CommandPolicy:
         # a worktree run's own tree lies inside the state directory and is its to change
         self.work_tree = Path(os.path.realpath(work_tree)) if work_tree else None
         self._always: set[str] = set()
+        self._line_defines_alias = False
 
     def check(self, cmd: str) -> None:
         """Return when `cmd` may run; raise ToolError saying why when it is refused or declined."""
@@ -148,6 +176,7 @@ class CommandPolicy:
                 )
             if hit:
                 return f"it matches the deny pattern {pattern.pattern!r} from the settings (deny_commands)"
+        self._line_defines_alias = bool(re.search(r"alias", cmd, re.IGNORECASE))
         return self._refusal(cmd, depth=0)
 
     def _refusal(self, cmd: str, depth: int) -> str | None:
@@ -180,10 +209,18 @@ class CommandPolicy:
             return self._state_message()
         if any(_is_settings_file(t) for t in targets):
             return _SETTINGS_MESSAGE
-        argv = _unwrap(argv)
+        raw, argv = argv, _unwrap(argv)
+        if any(_GIT_ENV.match(word) for word in raw[: len(raw) - len(argv)]):
+            return _GIT_ENV_MESSAGE
         if not argv:
             return None
         program, args = os.path.basename(argv[0]), argv[1:]
+        if program in _EXPORTERS and any(_GIT_ENV.match(a) for a in args):
+            return _GIT_ENV_MESSAGE
+        if _is_interpreter(program) and program not in _SHELLS:
+            reason = _inline_code_refusal(args)
+            if reason:
+                return reason
         if program in _PRIVILEGE:
             return (
                 f"{program} runs a command as another user; the agent never raises its privileges"
@@ -196,9 +233,11 @@ class CommandPolicy:
         if program == "env" and args[:1] in (["-S"], ["--split-string"]):
             return self._refusal(" ".join(args[1:]), depth + 1)
         if program == "find":
-            return next(filter(None, (self._stage(sub, depth) for sub in _find_exec(args))), None)
+            return self._find_refusal(args) or next(
+                filter(None, (self._stage(sub, depth) for sub in _find_exec(args))), None
+            )
         if program == "git":
-            return _git_refusal(args)
+            return self._git_refusal(args, depth)
         if program == "rm":
             return self._rm_refusal(args)
         if program in _WRITERS and any(
@@ -209,6 +248,84 @@ class CommandPolicy:
             _is_settings_file(a.split("=", 1)[-1]) for a in _operands(args)
         ):
             return _SETTINGS_MESSAGE
+        return None
+
+    def _git_refusal(self, args: list[str], depth: int, where: str = "") -> str | None:
+        """Why a git invocation must not run, judged on the subcommand it resolves to."""
+        if depth > _MAX_DEPTH:
+            return "its git aliases nest too deeply to be checked"
+        option, i = None, 0
+        while i < len(args) and args[i].startswith("-") and args[i] != "-":
+            arg = args[i]
+            if arg == "--":
+                i += 1
+                break
+            option = option or _git_option_refusal(arg)
+            if arg == "-C" and i + 1 < len(args):
+                where = os.path.join(where, args[i + 1])
+            i += 2 if arg in _GIT_VALUED else 1
+        args = args[i:]
+        if not args:
+            return option
+        sub, rest = args[0], args[1:]
+        if sub in _git_commands():
+            return _git_sub_refusal(sub, rest) or option
+        if option:
+            return option
+        alias = self._git_alias(sub, where)
+        if alias is None:
+            if not self._line_defines_alias:
+                return None  # git itself will say it is not a git command
+            return (
+                f"git {sub[:40]} is neither a git command nor an alias defined now, and the "
+                "command line defines an alias; define it in a command of its own first"
+            )
+        if alias.startswith("!"):
+            script = alias[1:] + "".join(" " + shlex.quote(a) for a in rest)
+            return self._refusal(script, depth + 1)
+        try:
+            expanded = shlex.split(alias)
+        except ValueError:
+            return f"the git alias {sub[:40]} could not be parsed"
+        return self._git_refusal(expanded + rest, depth + 1, where)
+
+    def _git_alias(self, name: str, where: str) -> str | None:
+        """What `git NAME` is an alias for in the repository (as the command's git reads it)."""
+        cwd = self.cwd / where if where else self.cwd
+        try:
+            done = subprocess.run(
+                ["git", "config", "--get", f"alias.{name}"],
+                cwd=cwd if cwd.is_dir() else self.cwd,
+                env=scrub_env(dict(os.environ)),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=10,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if done.returncode != 0:
+            return None
+        return done.stdout.decode("utf-8", "replace").strip()
+
+    def _find_refusal(self, args: list[str]) -> str | None:
+        """Why a `find` must not run: it deletes or writes in the state directory."""
+        starts = []
+        for arg in args:
+            if arg.startswith(("-", "(", "!", ")")):
+                break
+            starts.append(arg)
+        writes = bool({"-delete", "-fprint", "-fprint0", "-fprintf", "-fls"} & set(args))
+        if not writes:
+            return None
+        if any(self._in_state_dir(s) for s in starts) or any(self._in_state_dir(a) for a in args):
+            return self._state_message()
+        filtered = bool(_FIND_FILTERS & set(args))
+        if (
+            "-delete" in args
+            and not filtered
+            and any(self._in_state_dir(s, ancestors=True) for s in starts or ["."])
+        ):
+            return self._state_message()
         return None
 
     def _rm_refusal(self, args: list[str]) -> str | None:
@@ -331,14 +448,57 @@ def _is_interpreter(program: str) -> bool:
     return program in _INTERPRETERS or bool(re.fullmatch(r"python[\d.]*", program))
 
 
-def _git_refusal(args: list[str]) -> str | None:
-    """Why a git invocation must not run: it publishes or destroys the user's work."""
-    args = _skip_options(
-        args, {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"}
-    )
-    if not args:
+def _inline_code_refusal(args: list[str]) -> str | None:
+    """Why an interpreter's inline code (`python3 -c`, `perl -e`, `node -e`) must not run:
+    it runs a git command the deny rules refuse (what it does to files, the state
+    directory's guard and the sandbox see)."""
+    code = " ".join(args[i + 1] for i, a in enumerate(args[:-1]) if a in _INLINE_FLAGS)
+    if not code:
         return None
-    sub, rest = args[0], args[1:]
+    hit = _INLINE_GIT.search(code)
+    if hit:
+        return (
+            f"its inline code runs git {hit.group(1)}, which no command may "
+            "(the harness alone commits, and the agent never pushes)"
+        )
+    return None
+
+
+@lru_cache(maxsize=1)
+def _git_commands() -> frozenset[str]:
+    """The commands `git` runs itself (built in, in its exec path, or git-* on PATH)."""
+    try:
+        done = subprocess.run(
+            ["git", "--list-cmds=main,others,nohelpers"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            env=scrub_env(dict(os.environ)),
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset(_KNOWN_GIT)
+    return frozenset(done.stdout.decode("utf-8", "replace").split()) | _KNOWN_GIT
+
+
+def _git_option_refusal(arg: str) -> str | None:
+    """Why one of git's own options (before the subcommand) must not be given, or None."""
+    if arg in ("-c", "--config-env") or arg.startswith(("--config-env=", "-c")):
+        return (
+            "git -c and --config-env set configuration (aliases, hooks, programs) on the "
+            "command line, which no command may; run git without them"
+        )
+    if arg.startswith("--exec-path="):
+        return "git --exec-path= runs git's commands from another directory"
+    if arg.split("=", 1)[0] in ("--git-dir", "--work-tree"):
+        return (
+            "git --git-dir/--work-tree point git at another repository or work tree; "
+            "run git in the repository as it is"
+        )
+    return None
+
+
+def _git_sub_refusal(sub: str, rest: list[str]) -> str | None:
+    """Why a git subcommand must not run: it publishes or destroys the user's work."""
     flags = {c for a in rest if re.fullmatch(r"-[a-zA-Z]+", a) for c in a[1:]}
     if sub == "push":
         return "git push publishes work; the agent never pushes (the user does after review)"
