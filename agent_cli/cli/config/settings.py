@@ -249,10 +249,9 @@ def _mask(secret: str) -> str | None:
 
 FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices", "role_api_keys")]
 # Keys of a repository's .agentrc that apply only when the user trusts the repository.
-TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "hooks"} | {
+TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "hooks", "mcp_servers"} | {
     f"{role}_{key}" for role in ROLES for key in ("model", "base_url", "api_key_env")
 }
-TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "mcp_servers"}
 ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
 
 
