@@ -194,7 +194,8 @@ def test_plain_mode_lines_and_no_escape_codes():
     assert "final check: `make lint` -> exit 2: did not pass" in out
 
 
-def test_plain_plan_table_lists_acceptance_commands():
+def test_plain_plan_table_lists_acceptance_commands(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")  # wide enough that no cell wraps, whatever runs us
     out, _ = render("plain", [PLAN])
     assert "plan: 2 tasks for: add median()" in out
     assert re.search(r"\| 1 \| add median\(\)\s+\| pytest -q", out)

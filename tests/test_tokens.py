@@ -57,8 +57,9 @@ def test_an_encoding_loads_in_a_worker_thread_for_the_first_count():
     from agent_cli.core import tokens
 
     tokens.get_encoding.cache_clear()
+    before = set(threading.enumerate())
     tokens.load_in_background("cl100k_base")
-    worker = next(t for t in threading.enumerate() if t.name == "load-tokenizer")
+    worker = next(t for t in set(threading.enumerate()) - before if t.name == "load-tokenizer")
     worker.join(timeout=60)
     assert not worker.is_alive()
     assert tokens.get_encoding.cache_info().currsize == 1  # loaded by the worker, not by us

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import DOCTOR_REPLIES
 from reliability.relkit import call, events, finish, make_done, plan, read_state, repo_with, task
 
 pytestmark = pytest.mark.slow
@@ -186,9 +187,9 @@ def test_without_role_keys_one_server_gets_every_request_as_before(
 
 
 def test_doctor_checks_each_distinct_endpoint_once(run_agent, fake_server, scratch_repo):
-    probe = {"tool": "report_status", "args": {"ok": True}}
-    shared = fake_server([probe], models=("big",))  # the planner's and the verifier's
-    executor = fake_server([probe], models=("small",))
+    probe = DOCTOR_REPLIES  # a tiny forced call, then a plan-sized one
+    shared = fake_server(probe, models=("big",))  # the planner's and the verifier's
+    executor = fake_server(probe, models=("small",))
     env = {
         "AGENT_BASE_URL": shared.url,
         "AGENT_MODEL": "big",
@@ -199,11 +200,11 @@ def test_doctor_checks_each_distinct_endpoint_once(run_agent, fake_server, scrat
     proc = run_agent("doctor", cwd=scratch_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # what doctor asks of the one endpoint of a run without roles, each endpoint is asked once
-    alone = fake_server([probe], models=("big",))
+    alone = fake_server(probe, models=("big",))
     reference = run_agent("doctor", "--base-url", alone.url, "--model", "big", cwd=scratch_repo)
     assert reference.returncode == 0, reference.stdout + reference.stderr
     once = sorted(r["path"] for r in alone.requests)  # the window probes run side by side
-    assert once.count("/v1/chat/completions") == 1
+    assert once.count("/v1/chat/completions") == 2
     for srv in (shared, executor):
         assert sorted(r["path"] for r in srv.requests) == once
     assert f"for planner, verifier: {shared.url} answers" in proc.stdout

@@ -192,8 +192,9 @@ def test_the_repository_is_checked_once_before_the_plan(
     assert result.exit_code == 0, result.output
     calls = [git_command(line) for line in before_plan[0]]
     assert calls.count("status") == 1, " ".join(calls)  # the preflight ran once
-    assert calls == [c for command in GIT_BEFORE_PLAN for c in ("config", command)]
-    assert len(calls) == 16
+    # the user's own configuration is read once, then the repository's before each command
+    assert calls == ["config"] + [c for command in GIT_BEFORE_PLAN for c in ("config", command)]
+    assert len(calls) == 17
 
 
 def git_command(logged: str) -> str:

@@ -36,14 +36,6 @@ from typing import Any
 
 import openai
 
-# The SDK reads the legacy `httpx` module whenever it is loaded, and chromadb imports it on a
-# thread of its own while a run's first requests go out: imported whole here, it can never
-# be seen half-initialised ("partially initialized module 'httpx' has no attribute 'Timeout'").
-try:
-    import httpx  # noqa: F401
-except ImportError:  # not installed: the SDK then never reads it
-    pass
-
 from agent_cli.core.errors import MalformedReply, ModelError
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.llm.base import Message, reply_cost

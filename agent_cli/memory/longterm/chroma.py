@@ -681,6 +681,10 @@ def _chromadb() -> Any:
     collecting = gc.isenabled()
     gc.disable()  # chromadb's import allocates a great deal; collecting meanwhile costs ~0.1 s
     try:
+        try:  # first and whole: see agent_cli/llm/openai/__init__.py
+            import httpx  # noqa: F401
+        except ImportError:
+            pass
         import chromadb
     finally:
         if collecting:

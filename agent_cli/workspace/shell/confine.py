@@ -62,13 +62,18 @@ def _walk(root: Path) -> Snapshot:
             except OSError:
                 continue
             rel = os.path.relpath(entry.path, root)
-            in_place = _in_place(rel)
-            found[rel] = (
-                st.st_mode,
-                st.st_ino,
-                0 if in_place or entry.is_dir(follow_symlinks=False) else st.st_size,
-                0 if in_place or entry.is_dir(follow_symlinks=False) else st.st_mtime_ns,
-            )
+            if rel in _OTHER_RUNS_TREES:
+                continue  # runs at once work there: a worktree run's commands among them
+            if _shared(rel):  # replaced and appended to by other runs: emptied counts
+                found[rel] = (st.st_mode, 0, int(st.st_size == 0), 0)
+            else:
+                flat = _in_place(rel) or entry.is_dir(follow_symlinks=False)
+                found[rel] = (
+                    st.st_mode,
+                    st.st_ino,
+                    0 if flat else st.st_size,
+                    0 if flat else st.st_mtime_ns,
+                )
             if entry.is_dir(follow_symlinks=False):
                 stack.append(Path(entry.path))
     return found
@@ -76,6 +81,16 @@ def _walk(root: Path) -> Snapshot:
 
 def _in_place(rel: str) -> bool:
     return rel.split(os.sep, 1)[0] == _WRITTEN_IN_PLACE
+
+
+def _shared(rel: str) -> bool:
+    """Whether other runs at once write `rel` (their state and journals, the outbox): only
+    its removal, or its emptying, counts."""
+    top = rel.split(os.sep, 1)[0]
+    return top == "runs" or top.startswith("memory-outbox")
+
+
+_OTHER_RUNS_TREES = ("worktrees", "batches")
 
 
 def damage(before: dict[Path, Snapshot], after: dict[Path, Snapshot]) -> list[str]:
@@ -87,7 +102,8 @@ def damage(before: dict[Path, Snapshot], after: dict[Path, Snapshot]) -> list[st
         if seen and not os.path.isdir(root):
             return [str(root)]
         hurt += [str(root / rel) for rel, what in seen.items() if now.get(rel) != what]
-        hurt += [str(root / rel) for rel in now.keys() - seen.keys() if not _in_place(rel)]
+        added = now.keys() - seen.keys()
+        hurt += [str(root / rel) for rel in added if not (_in_place(rel) or _shared(rel))]
     return sorted(hurt)
 
 
