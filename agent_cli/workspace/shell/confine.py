@@ -64,6 +64,8 @@ def _walk(root: Path) -> Snapshot:
             rel = os.path.relpath(entry.path, root)
             if rel in _OTHER_RUNS_TREES:
                 continue  # runs at once work there: a worktree run's commands among them
+            if _in_place(rel) and rel not in _STORE_FILES:
+                continue  # other runs' writes replace the snapshot and the index's segments
             if _shared(rel):  # replaced and appended to by other runs: emptied counts
                 found[rel] = (st.st_mode, 0, int(st.st_size == 0), 0)
             else:
@@ -91,6 +93,10 @@ def _shared(rel: str) -> bool:
 
 
 _OTHER_RUNS_TREES = ("worktrees", "batches")
+_STORE_FILES = (
+    "chroma",
+    os.path.join("chroma", "chroma.sqlite3"),
+)  # written in place, never replaced
 
 
 def damage(before: dict[Path, Snapshot], after: dict[Path, Snapshot]) -> list[str]:

@@ -9,6 +9,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -270,6 +271,10 @@ def _bwrap_works(binary: str) -> bool:
         return False
 
 
+def _under_tmp(path: str) -> bool:
+    return path == "/tmp" or path.startswith("/tmp/")
+
+
 def bwrap_argv(
     argv: list[str], cwd: Path, writable: list[Path], readonly: Sequence[Path] = ()
 ) -> list[str]:
@@ -287,6 +292,11 @@ def bwrap_argv(
         "--tmpfs",
         "/tmp",
     ]
+    # The Python running the agent (a virtual environment under /tmp, as CI makes one) stays
+    # visible read-only, so hooks, MCP servers and commands that name it still find it.
+    for prefix in sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}):
+        if _under_tmp(prefix) and os.path.isdir(prefix):
+            wrapped += ["--ro-bind", prefix, prefix]
     for path in writable:
         wrapped += ["--bind", str(path), str(path)]
     # Mounted over the writable binds: git's hooks and config, and the agent's state, are run or
