@@ -142,12 +142,10 @@ def test_a_check_that_damages_the_state_directory_never_verifies(setup):
     forge = "python3 -c \"open('.agent/forged.json', 'w')\""
     with pytest.raises(StateDirDamaged, match="forged.json"):
         ws.run_argv(shlex.split(forge))
-    truncate = _script(repo, "t.sh", ": > .agent/runs/r1/state.json\n")
-    (state / "runs" / "r1").mkdir(parents=True, exist_ok=True)
-    (state / "runs" / "r1" / "state.json").write_text('{"run_id": "r1"}\n')
-    with pytest.raises(StateDirDamaged, match="state.json"):
-        ws.run_argv([truncate])
+    # A run's state and journal are rewritten by other runs at once: there only a removal
+    # counts, so truncating one is not seen without the sandbox (docs/reliability.md).
     # A check that only reads the state directory, and the vector store working, are fine.
+    (state / "runs" / "r1").mkdir(parents=True, exist_ok=True)
     (state / "runs" / "r1" / "state.json").write_text('{"run_id": "r1"}\n')
     (state / "chroma").mkdir(exist_ok=True)
     (state / "chroma" / "chroma.sqlite3").write_text("store\n")

@@ -66,8 +66,8 @@ def _walk(root: Path) -> Snapshot:
                 continue  # runs at once work there: a worktree run's commands among them
             if _in_place(rel) and rel not in _STORE_FILES:
                 continue  # other runs' writes replace the snapshot and the index's segments
-            if _shared(rel):  # replaced and appended to by other runs: emptied counts
-                found[rel] = (st.st_mode, 0, int(st.st_size == 0), 0)
+            if _shared(rel):  # replaced and appended to by other runs: only removal counts
+                found[rel] = (st.st_mode, 0, 0, 0)
             else:
                 flat = _in_place(rel) or entry.is_dir(follow_symlinks=False)
                 found[rel] = (
@@ -87,7 +87,7 @@ def _in_place(rel: str) -> bool:
 
 def _shared(rel: str) -> bool:
     """Whether other runs at once write `rel` (their state and journals, the outbox): only
-    its removal, or its emptying, counts."""
+    its removal counts."""
     top = rel.split(os.sep, 1)[0]
     return top == "runs" or top.startswith("memory-outbox")
 
