@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import subprocess
 import threading
 import time
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.workspace.shell import reaper
-from agent_cli.workspace.shell.runner import bwrap_argv
+from agent_cli.workspace.shell.runner import bwrap_argv, stop_group
 
 MAX_STREAM_BYTES = 16_000  # what is kept of each of stdout and stderr (head and tail)
 TERM_GRACE_S = 1.0
@@ -99,10 +98,10 @@ def run_hook(argv: list[str], stdin: bytes, place: HookPlace, timeout_s: float) 
     try:
         timed_out = _collect(proc, out, err, start + timeout_s)
     except BaseException:
-        _stop_group(proc, 0.0)
+        stop_group(proc, 0.0)
         raise
     finally:
-        _stop_group(proc, 0.0)  # what the hook left running in its group goes with it
+        stop_group(proc, 0.0)  # what the hook left running in its group goes with it
         reaper.kill_leftovers(spared)
         feeder.join(timeout=1.0)
         for pipe in (proc.stdout, proc.stderr):
@@ -156,28 +155,6 @@ def _collect(proc: subprocess.Popen[bytes], out: _Bounded, err: _Bounded, deadli
         except subprocess.TimeoutExpired:
             pass
     if proc.poll() is None:
-        _stop_group(proc, TERM_GRACE_S)
+        stop_group(proc, TERM_GRACE_S)
         return True
     return False
-
-
-def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM the hook's process group, then SIGKILL what is left after `grace_s`."""
-    if grace_s > 0:
-        _signal_group(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-    _signal_group(proc.pid, signal.SIGKILL)
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -86,7 +86,7 @@ def run_command(
     try:
         timed_out = _supervise(proc, capture, start + timeout_s, spared)
     except BaseException:
-        _stop_group(proc, grace_s=0.0)  # Ctrl-C does not reach a child in its own session
+        stop_group(proc, grace_s=0.0)  # Ctrl-C does not reach a child in its own session
         raise
     finally:
         proc.stdout.close()
@@ -121,7 +121,7 @@ def _supervise(
         except subprocess.TimeoutExpired:
             pass
     timed_out = proc.poll() is None
-    _stop_group(proc, grace_s=TERM_GRACE_S if timed_out else 0.0)
+    stop_group(proc, grace_s=TERM_GRACE_S if timed_out else 0.0)
     reaper.kill_leftovers(spared)  # before waiting on output a daemon could hold open
     if not eof:
         _pump(fd, capture, time.monotonic() + 1.0)  # what the dying group still wrote
@@ -146,7 +146,7 @@ def _pump(
             capture.feed(chunk)
 
 
-def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM the command's process group, then SIGKILL whatever is left after `grace_s`."""
     if grace_s > 0:
         _signal_group(proc.pid, signal.SIGTERM)
