@@ -1,8 +1,11 @@
 """submit_facts arguments: what is kept, and that anything malformed keeps nothing."""
 
+import pytest
+
 from agent_cli.agent.ask.facts import FACTS, ask_facts
 from agent_cli.agent.ask.structured import Invalid, read
 from agent_cli.agent.learn.learning import Learned
+from agent_cli.core.errors import AgentError
 from agent_cli.core.models import MAX_FACTS, ChatReply, Fact, Facts, ToolCall
 from agent_cli.llm.openai.chat import OpenAIChat
 
@@ -43,13 +46,14 @@ def test_more_than_ten_facts_are_invalid():
     assert isinstance(got, Invalid) and f"at most {MAX_FACTS} items" in got.reason
 
 
-def test_a_second_malformed_reply_stores_nothing(fake_server):
+def test_a_second_malformed_reply_is_an_error_that_names_it(fake_server):
     bad = {"tool_calls": [{"name": "submit_facts", "arguments": '{"facts": "x"}'}]}
     srv = fake_server([bad, bad])
     model = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None, backoff_s=0.01)
     logged: list[dict] = []
     ask = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
-    assert ask_facts(model, ask, logged.append) == []
+    with pytest.raises(AgentError, match="submit_facts was not valid"):
+        ask_facts(model, ask, logged.append)
     assert len(srv.chat_requests) == 2
     assert [r["type"] for r in logged] == ["request", "reply", "request", "reply"]
 

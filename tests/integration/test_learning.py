@@ -148,6 +148,8 @@ def test_an_unreadable_submit_facts_stores_nothing_and_is_no_error(
     code, events = run_in_process(capsys, demo_repo, GOAL, srv)
     assert code == 0 and events[-1]["status"] == "verified"
     assert len(facts_requests(srv)) == 2  # the request and its one re-ask
+    said = [e["text"] for e in events if e["event"] == "notice"]
+    assert any(t.startswith("no facts kept from this run:") for t in said), said
     with LongTermMemory(demo_repo / ".agent" / "chroma", _embedder(srv)) as mem:
         assert mem.counts()["facts"] == 0 and mem.counts()["procedures"] == 1
 

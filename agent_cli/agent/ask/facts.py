@@ -11,6 +11,7 @@ from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.structured import Failure, Form, Log, ask
 from agent_cli.agent.ask.window import Window
+from agent_cli.core.errors import AgentError
 from agent_cli.core.models import MAX_FACTS, Fact, Facts
 from agent_cli.core.protocols import ChatModel, Message
 
@@ -47,7 +48,9 @@ def facts_messages(
 
 
 def ask_facts(model: ChatModel, messages: list[Message], log: Log | None = None) -> list[Fact]:
-    """The facts of the model's submit_facts; [] when no valid one came (AgentError when the
-    request itself fails)."""
+    """The facts of the model's submit_facts (AgentError when the request fails or no valid
+    answer came after the re-ask)."""
     got = ask(model, messages, FACTS, log=log)
-    return [] if isinstance(got, Failure) else got.value.facts
+    if isinstance(got, Failure):
+        raise AgentError(f"the model's submit_facts was not valid: {got.error}")
+    return got.value.facts

@@ -112,6 +112,7 @@ class RunMemory:
             found = model_facts.ask_facts(rt.role("planner"), messages, rt.log)
         except AgentError as e:
             rt.log({"type": "facts", "error": e.one_line()})
+            rt.emit(events.Notice(text=f"no facts kept from this run: {e.one_line()}"))
             return []
         except KeyboardInterrupt:  # stopping now loses nothing: the run itself is over
             rt.log({"type": "facts", "error": "interrupted"})
