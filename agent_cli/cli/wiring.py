@@ -37,7 +37,7 @@ from agent_cli.core.errors import (
     UsageError,
     WorkspaceError,
 )
-from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone, RunStarted
+from agent_cli.core.events import Event, Notice, RunDone, RunStarted
 from agent_cli.core.protocols import ChatModel, Console, Embedder, Hooks
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
@@ -47,6 +47,7 @@ from agent_cli.memory.longterm.place import DEFAULT_DATABASE, DEFAULT_TENANT, Ch
 from agent_cli.memory.longterm.records import format_for_context
 from agent_cli.memory.longterm.write.outbox import Outbox
 from agent_cli.ui.console import make_console, pick_mode, stdin_is_terminal
+from agent_cli.ui.watched import Watched
 from agent_cli.workspace.files import Files
 from agent_cli.workspace.git.repository import GitRepo, exclude_state_dir
 from agent_cli.workspace.lock import RunLock
@@ -368,9 +369,10 @@ def make_hooks(settings: Settings, workspace: RepoWorkspace) -> Hooks | None:
 
 def execute(opts: RunOptions) -> int:
     """Run (or resume) and return the exit code."""
-    console = EndsWithRunDone(
+    ends = EndsWithRunDone(
         make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose), opts.json_out
     )
+    console = ends.console
     try:
         repo_path = find_repo(opts.repo)
         settings, started = run_settings(repo_path, opts, console)
@@ -395,15 +397,15 @@ def execute(opts: RunOptions) -> int:
             console=console,
         )
         try:
-            return _execute(opts, settings, repo_path, console, started, tree)
+            return _execute(opts, settings, repo_path, ends, started, tree)
         finally:
             wt.forget_unstarted(tree, settings.state_dir(repo_path))
     except AgentError as e:
-        console.refused(e.exit_code, e.one_line())
+        ends.refused(e.exit_code, e.one_line())
         raise
     except KeyboardInterrupt:
         message = "interrupted before the run started; nothing to resume"
-        console.refused(EXIT_INTERRUPTED, message)
+        ends.refused(EXIT_INTERRUPTED, message)
         print(message, file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
@@ -411,27 +413,29 @@ def execute(opts: RunOptions) -> int:
 
 
 class EndsWithRunDone:
-    """The run's console, which with --json ends the stream with `run_done` on every exit path.
+    """The run's console (`console`), which with --json ends the stream with `run_done` on
+    every exit path.
 
     A run refused before it began (a dirty tree, no key, the lock held, a bad flag) emits
     one for its error, unless the session already ended the stream."""
 
     def __init__(self, console: Console, json_out: bool) -> None:
-        self.console, self.json_out = console, json_out
+        self.console: Console = Watched(console, self._seen)
+        self.json_out = json_out
         self.done = False
         self.on_start: Callable[[str], None] = lambda run_id: None  # told the run's id
 
-    def emit(self, ev: Event) -> None:
+    def _seen(self, ev: Event) -> tuple[Event, ...]:
         self.done = self.done or isinstance(ev, RunDone)
         if isinstance(ev, RunStarted):
             self.on_start(ev.run_id)
-        self.console.emit(ev)
+        return ()
 
     def refused(self, code: int, message: str) -> None:
         """End a --json stream that has no `run_done` yet with one for this exit."""
         if self.json_out and not self.done:
             status = "interrupted" if code == EXIT_INTERRUPTED else "failed"
-            self.emit(
+            self.console.emit(
                 RunDone(
                     run_id="",
                     status=status,
@@ -444,24 +448,6 @@ class EndsWithRunDone:
                     message=message,
                 )
             )
-
-    def approve_plan(self, plan_event: PlanMade) -> bool:
-        return self.console.approve_plan(plan_event)
-
-    def approve_command(self, cmd: str) -> str:
-        return self.console.approve_command(cmd)
-
-    def approve_tool(self, call: str) -> str:
-        return self.console.approve_tool(call)
-
-    def ask_escalation(self, ev: Escalated) -> str:
-        return self.console.ask_escalation(ev)
-
-    def stream_text(self, delta: str) -> None:
-        self.console.stream_text(delta)
-
-    def close(self) -> None:
-        self.console.close()
 
 
 def run_settings(repo: Path, opts: RunOptions, console: Console) -> tuple[Settings, RunStartedWith]:
@@ -514,9 +500,10 @@ def _execute(
     tree: wt.WorktreePlace | None = None,
 ) -> int:
     state_dir = settings.state_dir(repo_path)
-    console: Console = ends
+    console = ends.console
     if tree is not None:  # the run works in its worktree; its state stays in the repository's
-        repo_path, console = tree.path, wt.WorktreeEnd(ends, tree)
+        here = tree
+        repo_path, console = tree.path, Watched(console, lambda ev: wt.settled(here, ev))
     workspace, policy = open_workspace(settings, repo_path, state_dir, console)
     secrets = workspace.secrets  # settings.secrets(), read once for the whole run
     embedder = make_embedder(settings)

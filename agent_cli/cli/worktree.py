@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agent_cli.agent.run.store import RunStore, new_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
-from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone
+from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.worktree import Worktrees
@@ -198,34 +198,11 @@ def settle(place: WorktreePlace, ev: RunDone) -> str:
     )
 
 
-class WorktreeEnd:
-    """The console of a worktree run, which settles the worktree before the run's `run_done`."""
-
-    def __init__(self, console: Console, place: WorktreePlace) -> None:
-        self.console, self.place = console, place
-
-    def emit(self, ev: Event) -> None:
-        if isinstance(ev, RunDone) and ev.run_id == self.place.run_id:
-            self.console.emit(Notice(text=settle(self.place, ev)))
-        self.console.emit(ev)
-
-    def approve_plan(self, plan_event: PlanMade) -> bool:
-        return self.console.approve_plan(plan_event)
-
-    def approve_command(self, cmd: str) -> str:
-        return self.console.approve_command(cmd)
-
-    def approve_tool(self, call: str) -> str:
-        return self.console.approve_tool(call)
-
-    def ask_escalation(self, ev: Escalated) -> str:
-        return self.console.ask_escalation(ev)
-
-    def stream_text(self, delta: str) -> None:
-        self.console.stream_text(delta)
-
-    def close(self) -> None:
-        self.console.close()
+def settled(place: WorktreePlace, ev: Event) -> tuple[Event, ...]:
+    """What a worktree run's console says before its `run_done`: where its work is."""
+    if isinstance(ev, RunDone) and ev.run_id == place.run_id:
+        return (Notice(text=settle(place, ev)),)
+    return ()
 
 
 def readonly_state(state_dir: Path, root: Path) -> list[Path]:
