@@ -266,7 +266,7 @@ def _record(
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             cost_usd=rt.spent(),
-            diff=result.text if result.kind == "edit" and result.ok else "",
+            diff=(result.diff or result.text) if result.kind == "edit" and result.ok else "",
         )
     )
     rt.log(

@@ -107,6 +107,7 @@ class ToolResult:
     malformed: bool = False
     finished: bool = False
     path: str = ""  # the file a read or a write was about, relative to the root
+    diff: str = ""  # the whole diff of a change, for the console, when `text` shows less
 
     def memory_summary(self) -> str:
         """The summary of the working-memory item made from this result."""
@@ -230,7 +231,12 @@ class Toolbox:
         diff = self.files.write(str(a["path"]), str(a["content"]))
         self.touched.add(str(a["path"]))
         return ToolResult(
-            "write_file", diff, kind="edit", summary=f"wrote {a['path']}", path=self._rel(a["path"])
+            "write_file",
+            without_removed(diff),
+            kind="edit",
+            summary=f"wrote {a['path']}",
+            path=self._rel(a["path"]),
+            diff=diff,
         )
 
     def _edit_file(self, a: Args) -> ToolResult:
@@ -337,6 +343,22 @@ def _int(value: Any) -> int | None:
     if isinstance(value, float) and not value.is_integer():
         raise ValueError(f"a line number must be a whole number, got {value!r}")
     return int(value)
+
+
+def without_removed(diff: str) -> str:
+    """A rewrite's diff as the model reads it: what the file holds now around each change, and
+    a count of the lines it replaced instead of those lines, so content the write superseded
+    (an earlier write of the same file, say) is never sent again."""
+    kept, removed, in_hunk = [], 0, False
+    for line in diff.splitlines():
+        in_hunk = in_hunk or line.startswith("@@")
+        if in_hunk and line.startswith("-"):
+            removed += 1
+        else:
+            kept.append(line)
+    if not removed:
+        return diff
+    return "\n".join([*kept, f"[{removed} replaced lines not repeated]"])
 
 
 def fenced(result: ToolResult) -> str:
