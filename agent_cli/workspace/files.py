@@ -14,7 +14,8 @@ from typing import IO, Any
 import regex
 
 from agent_cli.core.atomic import write_atomic
-from agent_cli.core.errors import ToolError
+from agent_cli.core.errors import GitError, ToolError
+from agent_cli.workspace.git import traps
 from agent_cli.workspace.git.safe import run_git
 
 _BINARY_SNIFF_BYTES = 8192
@@ -284,12 +285,14 @@ class Files:
                 yield real
 
     def _git_files(self, base: Path) -> list[Path] | None:
-        """Tracked and untracked files under `base` that git does not ignore; None outside git."""
+        """Tracked and untracked files under `base` that git does not ignore; None outside git,
+        or when git would wait on a FIFO it reads (the walk then skips what is not a file)."""
         try:
+            traps.tree(base)
             code, out, _ = run_git(
                 ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."], base
             )
-        except OSError:
+        except (OSError, GitError):
             return None
         if code != 0:
             return None
