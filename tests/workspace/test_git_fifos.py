@@ -11,7 +11,8 @@ import pytest
 
 from agent_cli.core.errors import GitError
 from agent_cli.workspace.files import Files
-from agent_cli.workspace.git.repository import GitRepo
+from agent_cli.workspace.git.repository import GitRepo, exclude_state_dir
+from agent_cli.workspace.git.secrets import where_secret
 from conftest import make_repo
 
 QUICK_S = 10  # git itself would wait 120 s (its timeout) on each call
@@ -86,3 +87,22 @@ def test_search_falls_back_to_its_own_walk_when_git_would_block(tmp_path):
     found = Files(root).search("needle")
     assert time.monotonic() - started < QUICK_S
     assert "sub/code.py:1: needle = 1" in found
+
+
+def test_excluding_the_state_directory_refuses_a_fifo_exclude_file_at_once(tmp_path):
+    root = make_repo(tmp_path / "repo")
+    exclude = root / ".git" / "info" / "exclude"
+    exclude.unlink(missing_ok=True)
+    os.mkfifo(exclude)
+    with pytest.raises(GitError, match=r"info/exclude is not a regular file \(a FIFO\)"):
+        exclude_state_dir(root, root / ".agent")  # `agent run` does this before anything
+
+
+def test_a_secret_at_the_seam_of_two_chunks_of_a_large_file_is_found(tmp_path):
+    key = "sk-seam0123456789abcdef"
+    (tmp_path / "big.bin").write_bytes(b"x" * ((1 << 20) - 5) + key.encode() + b"y" * 100)
+    (tmp_path / "clean.bin").write_bytes(b"x" * (3 << 20))
+    assert where_secret(tmp_path, "big.bin", (key,)) == "content"
+    assert where_secret(tmp_path, "clean.bin", (key,)) is None
+    os.mkfifo(tmp_path / "pipe")
+    assert where_secret(tmp_path, "pipe", (key,)) is None

@@ -157,6 +157,7 @@ class GitRepo:
 
     def exclude(self, pattern: str = ".agent/") -> bool:
         """Add `pattern` to .git/info/exclude unless it is there; True when it was added."""
+        traps.check(self.root, [self._common_dir / "info" / "exclude"])
         return _add_line(self._common_dir / "info" / "exclude", pattern)
 
     def exclude_state(self, state_dir: str | Path) -> bool:
@@ -532,13 +533,16 @@ def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
         return False
     dot_git = root / ".git"
     git_dir = dot_git
+    traps.check(root, [dot_git])
     if dot_git.is_file():  # a linked worktree or a submodule: "gitdir: PATH"
         text = dot_git.read_text(encoding="utf-8").strip()
         git_dir = (root / text.removeprefix("gitdir:").strip()).resolve()
     common = git_dir / "commondir"
+    traps.check(root, [common])
     if common.is_file():
         git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
     path = git_dir / "info" / "exclude"
+    traps.check(root, [path])
     return _add_line(path, real.relative_to(root).as_posix() + "/")
 
 

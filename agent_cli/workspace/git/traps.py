@@ -46,7 +46,7 @@ def quick(cwd: Path) -> None:
     places = [root / name for name in (*AT_ROOT, ".git")]
     for git_dir in _git_dirs(root):
         places += [git_dir / name for name in IN_GIT_DIR]
-    _refuse(root, [p for p in places if _is_trap(p)])
+    _refuse(root, [p for p in places if blocks(p)])
 
 
 def tree(root: Path) -> bool:
@@ -65,7 +65,7 @@ def tree(root: Path) -> bool:
                     seen += 1
                     if seen > MAX_ENTRIES or time.monotonic() > deadline:
                         return False
-                    if entry.name in PER_DIRECTORY and _is_trap(Path(entry.path)):
+                    if entry.name in PER_DIRECTORY and blocks(Path(entry.path)):
                         traps.append(Path(entry.path))
                     elif (
                         entry.name != ".git"
@@ -84,7 +84,7 @@ def _excluded_dirs(root: Path) -> set[str]:
     found = set()
     for git_dir in _git_dirs(root):
         exclude = git_dir / "info" / "exclude"
-        if _is_trap(exclude):
+        if blocks(exclude):
             continue
         try:
             with open(exclude, encoding="utf-8", errors="replace") as f:
@@ -96,6 +96,11 @@ def _excluded_dirs(root: Path) -> set[str]:
             if line.strip().endswith("/") and name and not any(c in name for c in "*?[!#\\"):
                 found.add(os.path.realpath(root / name))
     return found
+
+
+def check(root: Path, paths: list[Path]) -> None:
+    """Refuse, naming it, the first of `paths` git (or the harness) would wait on when read."""
+    _refuse(Path(root), [p for p in paths if blocks(p)])
 
 
 def _refuse(root: Path, traps: list[Path]) -> None:
@@ -110,7 +115,7 @@ def _refuse(root: Path, traps: list[Path]) -> None:
     )
 
 
-def _is_trap(path: Path) -> bool:
+def blocks(path: Path) -> bool:
     """Whether git opening `path` could block: it exists (links followed) and is not a
     regular file or a directory."""
     try:
@@ -163,7 +168,7 @@ def _git_dirs(root: Path) -> list[Path]:
     dot_git = root / ".git"
     if dot_git.is_dir():
         return [dot_git]
-    if _is_trap(dot_git):
+    if blocks(dot_git):
         return []  # named itself among the traps
     try:
         text = dot_git.read_text(encoding="utf-8", errors="replace")[:4096]
@@ -173,7 +178,7 @@ def _git_dirs(root: Path) -> list[Path]:
         return []
     git_dir = Path(os.path.join(root, text[len("gitdir:") :].strip()))
     found = [git_dir]
-    if _is_trap(git_dir / "commondir"):
+    if blocks(git_dir / "commondir"):
         return found  # named among the traps, never read
     try:
         common = (git_dir / "commondir").read_text(encoding="utf-8", errors="replace")[:4096]
