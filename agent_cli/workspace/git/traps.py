@@ -55,32 +55,32 @@ def tree(root: Path) -> bool:
     Directories `info/exclude` names literally (the state directory) are left out: git does
     not look inside them."""
     deadline = time.monotonic() + MAX_S
-    seen, traps, pending = 0, [], [Path(root)]
-    skipped = _excluded_dirs(Path(root))
+    real_root = os.path.realpath(root)
+    skipped = _excluded_dirs(Path(real_root))
+    seen, traps, pending = 0, [], [real_root]
     while pending:
         directory = pending.pop()
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
                     seen += 1
-                    if seen > MAX_ENTRIES or time.monotonic() > deadline:
+                    if seen > MAX_ENTRIES or (seen % 1024 == 0 and time.monotonic() > deadline):
                         return False
-                    if entry.name in PER_DIRECTORY and blocks(Path(entry.path)):
-                        traps.append(Path(entry.path))
-                    elif (
-                        entry.name != ".git"
-                        and _is_real_dir(entry)
-                        and os.path.realpath(entry.path) not in skipped
-                    ):
-                        pending.append(Path(entry.path))
+                    name = entry.name
+                    if name in PER_DIRECTORY:
+                        if blocks(Path(entry.path)):
+                            traps.append(Path(entry.path))
+                    elif name != ".git" and _is_real_dir(entry) and entry.path not in skipped:
+                        pending.append(entry.path)  # links are not followed: the path is real
         except OSError:
             continue
-    _refuse(Path(root), traps)
+    _refuse(Path(real_root), traps)
     return True
 
 
 def _excluded_dirs(root: Path) -> set[str]:
-    """The real paths of the directories `info/exclude` names as plain `NAME/` lines."""
+    """The paths under `root` (a real path) of the directories `info/exclude` names as plain
+    `NAME/` lines."""
     found = set()
     for git_dir in _git_dirs(root):
         exclude = git_dir / "info" / "exclude"
@@ -94,7 +94,7 @@ def _excluded_dirs(root: Path) -> set[str]:
         for line in text.splitlines():
             name = line.strip().strip("/")
             if line.strip().endswith("/") and name and not any(c in name for c in "*?[!#\\"):
-                found.add(os.path.realpath(root / name))
+                found.add(os.path.join(root, name))
     return found
 
 
