@@ -14,7 +14,8 @@ from typing import IO, Any
 import regex
 
 from agent_cli.core.atomic import write_atomic
-from agent_cli.core.errors import ToolError
+from agent_cli.core.errors import GitError, ToolError
+from agent_cli.workspace.git import traps
 from agent_cli.workspace.git.safe import run_git
 
 _BINARY_SNIFF_BYTES = 8192
@@ -24,6 +25,9 @@ _MAX_SEARCH_HITS = 100
 _MAX_SEARCH_FILE_BYTES = 5_000_000
 _MAX_LIST_ENTRIES = 500
 _MAX_DIFF_INPUT_CHARS = 2_000_000  # past this, a diff costs more than it tells
+# Line pairs in the changed region (between the common head and tail) that difflib may
+# compare: its matching grows with their product (4M pairs is about a second).
+_MAX_DIFF_PAIRS = 4_000_000
 _MAX_MATCHES_COUNTED = 1000
 SEARCH_TIME_LIMIT_S = 3.0  # processor time: the regex engine's clock
 # Names the model's tools never write: git's own directories (any case: `.GIT/config` is git's
@@ -281,12 +285,14 @@ class Files:
                 yield real
 
     def _git_files(self, base: Path) -> list[Path] | None:
-        """Tracked and untracked files under `base` that git does not ignore; None outside git."""
+        """Tracked and untracked files under `base` that git does not ignore; None outside git,
+        or when git would wait on a FIFO it reads (the walk then skips what is not a file)."""
         try:
+            traps.tree(base)
             code, out, _ = run_git(
                 ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."], base
             )
-        except OSError:
+        except (OSError, GitError):
             return None
         if code != 0:
             return None
@@ -414,17 +420,37 @@ def _line_numbers(text: str, positions: Iterable[int]) -> list[int]:
 
 
 def _diff(old: str, new: str, rel: str) -> str:
-    """The unified diff, at most _MAX_DIFF_LINES lines of at most _MAX_LINE_CHARS characters."""
+    """The unified diff, at most _MAX_DIFF_LINES lines of at most _MAX_LINE_CHARS characters;
+    a summary instead when the files are too large or the rewrite too large to compare."""
     if max(len(old), len(new)) > _MAX_DIFF_INPUT_CHARS:
         return (
             f"{rel}: {len(old)} -> {len(new)} characters; the diff of a file this large is not "
             "shown (read a range of it to check the change)"
         )
-    diff = difflib.unified_diff(
-        old.splitlines(), new.splitlines(), f"a/{rel}", f"b/{rel}", lineterm=""
-    )
+    before, after = old.splitlines(), new.splitlines()
+    head, tail = _common_ends(before, after)
+    removed, added = len(before) - head - tail, len(after) - head - tail
+    if removed * added > _MAX_DIFF_PAIRS:
+        return (
+            f"[diff omitted: {rel} lines {head + 1}-{len(before) - tail} ({removed:,} lines) "
+            f"rewritten as {added:,} lines ({len(new):,} characters now), too many to compare "
+            "line by line; read a range of the file to check the change]"
+        )
+    diff = difflib.unified_diff(before, after, f"a/{rel}", f"b/{rel}", lineterm="")
     lines = [_clip(line, _MAX_LINE_CHARS) for line in itertools.islice(diff, _MAX_DIFF_LINES)]
     more = sum(1 for _ in diff)
     if more:
         lines.append(f"[... {more} more diff lines not shown]")
     return "\n".join(lines)
+
+
+def _common_ends(before: list[str], after: list[str]) -> tuple[int, int]:
+    """How many lines the two texts share at their start, and then at their end."""
+    limit = min(len(before), len(after))
+    head = 0
+    while head < limit and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    return head, tail

@@ -23,6 +23,7 @@ import difflib
 import ipaddress
 import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -255,9 +256,28 @@ TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "hooks", "
 ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
 
 
+MAX_RC_BYTES = 1024 * 1024
+
+
+def _read_settings_file(path: Path) -> str:
+    """A settings file's text: a regular file (a link to one is followed), opened without
+    blocking and at most MAX_RC_BYTES, else ConfigError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ConfigError(f"{path} is not a regular file", "remove it or make it a file")
+        data = f.read(MAX_RC_BYTES + 1)
+    if len(data) > MAX_RC_BYTES:
+        raise ConfigError(f"{path} is larger than {MAX_RC_BYTES} bytes", "fix the file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {e.start})", "fix the file") from None
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(_read_settings_file(path))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}", "fix the file or move it aside") from None
     except OSError as e:

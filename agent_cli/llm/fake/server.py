@@ -12,6 +12,8 @@ Each step of a script is one reply to one chat-completion request:
     {"chunk_delay": 0.2, ...}                               a slow stream: sleep between chunks
     {"cut": 3, ...}                                         a stream dropped after 3 chunks
     {"finish_reason": "length", ...}                        override the finish reason
+    {"keepalive": 30, ...}                                  30 s of `: ping` comments first
+                                                            (a whole reply: a trickle of spaces)
 
 A step may also carry "usage": {"prompt_tokens": n, "completion_tokens": m,
 "prompt_tokens_details": {"cached_tokens": c}} and llama.cpp's "timings": {"cache_n": c}.
@@ -142,6 +144,9 @@ class FakeOpenAIServer:
                 {"error": {"message": f"fake server: script has only {len(self.script)} replies"}}
             ),
         }
+
+
+_PING_EVERY_S = 0.05
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -294,8 +299,23 @@ class _Handler(BaseHTTPRequestHandler):
             reply = completion_body(step, body["model"], len(fake.requests))
             if body.get("stream") and fake.behaviour.stream in ("sse", "no_usage"):
                 self._stream(reply, step, body)
+            elif step.get("keepalive"):
+                self._trickle(json.dumps(reply).encode(), float(step["keepalive"]))
             else:
                 self._json(reply)
+
+    def _trickle(self, data: bytes, seconds: float) -> None:
+        """A whole reply whose body starts with a space every 50 ms for `seconds`."""
+        spaces = max(1, int(seconds / _PING_EVERY_S))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(spaces + len(data)))
+        self.end_headers()
+        for _ in range(spaces):
+            self.wfile.write(b" ")
+            self.wfile.flush()
+            time.sleep(_PING_EVERY_S)
+        self.wfile.write(data)
 
     def _stream(self, reply: dict[str, Any], step: Step, body: dict[str, Any]) -> None:
         """The reply as server-sent events over chunked transfer encoding."""
@@ -306,6 +326,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        until = time.monotonic() + float(step.get("keepalive") or 0)
+        while time.monotonic() < until:  # a server that keeps the stream open, saying nothing
+            self.wfile.write(b"8\r\n: ping\n\n\r\n")
+            self.wfile.flush()
+            time.sleep(_PING_EVERY_S)
         for n, event in enumerate(events):
             if "cut" in step and n >= int(step["cut"]):
                 self.close_connection = True

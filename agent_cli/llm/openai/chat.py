@@ -23,7 +23,9 @@ Which failures are retried:
   says so (llama.cpp `/slots`), so no retry queues behind it;
 - a context overflow: never as is; when the server named the prompt's size and a smaller
   `max_tokens` fits, once with that, else `ContextOverflow` for the caller to shrink.
-With streaming, `request_timeout_s` bounds the silence between chunks, not the whole reply.
+With streaming, `request_timeout_s` bounds the silence between chunks of reply data (a
+stream of keep-alive comments alone ends after it, retried like silence), not the whole
+reply; a whole reply is bounded by `total_timeout_s` (30 times the timeout unless given).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import openai
 
@@ -41,7 +43,7 @@ from agent_cli.core.models import ChatReply, Usage
 from agent_cli.llm.base import Message, reply_cost
 from agent_cli.llm.openai import errors
 from agent_cli.llm.openai.client import make_client
-from agent_cli.llm.openai.errors import StreamSilent
+from agent_cli.llm.openai.errors import StreamIdle, StreamSilent
 from agent_cli.llm.server import info as server_info
 from agent_cli.llm.server.findings import Findings
 from agent_cli.llm.server.locality import is_local
@@ -49,11 +51,12 @@ from agent_cli.llm.wire import failures, outgoing
 from agent_cli.llm.wire.body import load_body, parse_completion
 from agent_cli.llm.wire.content_calls import calls_from_content
 from agent_cli.llm.wire.forcing import FORMS, Forcing
-from agent_cli.llm.wire.stream import StreamCut, StreamFailed, assemble
+from agent_cli.llm.wire.stream import StreamCut, StreamFailed, StreamStalled, assemble, paced
 
 __all__ = ["OpenAIChat"]
 
 DEFAULT_CONTEXT_WINDOW = 128_000
+TOTAL_TIMEOUTS = 30  # a reply may take this many request timeouts in all
 SETTING = "the context_window setting"
 REMEMBERED = ", remembered from an earlier run"
 
@@ -95,6 +98,7 @@ class OpenAIChat:
         on_text: Callable[[str], None] | None = None,
         cache_dir: Path | None = None,
         local: bool | None = None,
+        total_timeout_s: float | None = None,
     ) -> None:
         self.name = model
         self.base_url = base_url
@@ -102,6 +106,7 @@ class OpenAIChat:
         self._client = make_client(base_url, api_key, timeout_s)
         self._prices = (price_in, price_out, price_cached)
         self._timeout_s = timeout_s
+        self._total_s = total_timeout_s or TOTAL_TIMEOUTS * timeout_s
         self._max_retries, self._backoff_s = max_retries, backoff_s
         self._max_tokens = max_tokens
         self._tokens_key = "max_tokens"
@@ -211,28 +216,57 @@ class OpenAIChat:
     def _once(self, kwargs: Json) -> ChatReply:
         """One HTTP exchange, streamed or whole."""
         completions = self._client.chat.completions
-        if not kwargs.get("stream"):
-            raw = completions.with_raw_response.create(**kwargs)
-            return parse_completion(load_body(raw.http_response.content))
         with completions.with_streaming_response.create(**kwargs) as response:
+            if not kwargs.get("stream"):
+                return parse_completion(load_body(self._read_whole(response)))
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 self.streaming = False  # it answered whole: ask for whole replies from now on
-                return parse_completion(load_body(response.read()))
+                return parse_completion(load_body(self._read_whole(response)))
             # Structured output is a forced tool's arguments (forcing.py), not words to show.
             shown = None if "response_format" in kwargs else self.on_text
             return parse_completion(self._read_stream(response, shown))
 
-    def _read_stream(self, response: Any, on_text: Callable[[str], None] | None) -> Json:
+    def _read_whole(self, response: Any) -> bytes:
+        """A whole reply's body, read within `total_timeout_s` (a trickle does not keep it going)."""
+        started, body = time.monotonic(), bytearray()
         try:
-            return assemble(response.iter_lines(), on_text)
+            for piece in response.iter_bytes():
+                body += piece
+                if time.monotonic() - started > self._total_s:
+                    raise self._too_long(f"the reply went on for over {self._total_s:g} s")
+        except ModelError:
+            raise
+        except Exception as e:  # the transport broke or went silent mid-body
+            self._transport_failure(e)
+        return bytes(body)
+
+    def _too_long(self, why: str) -> ModelError:
+        return ModelError(
+            f"{self.base_url}: {why}, so the request was ended",
+            f"the bound is {TOTAL_TIMEOUTS} times request_timeout_s: raise it, or ask for "
+            "shorter replies (max_tokens)",
+        )
+
+    def _read_stream(self, response: Any, on_text: Callable[[str], None] | None) -> Json:
+        lines = paced(response.iter_lines(), self._timeout_s, self._total_s)
+        try:
+            return assemble(lines, on_text)
+        except StreamStalled as e:
+            if e.whole:
+                raise self._too_long(str(e)) from None
+            raise StreamIdle(f"{e}: timed out") from None
         except (MalformedReply, StreamCut, StreamFailed):
             raise
         except Exception as e:  # the transport broke or went silent mid-reply
-            if failures.is_timeout(e):
-                raise StreamSilent(f"no data for {self._timeout_s:g} s: timed out") from None
-            if failures.is_transport_error(e):
-                raise StreamCut(f"the connection broke mid-reply ({type(e).__name__})") from None
-            raise
+            self._transport_failure(e)
+
+    def _transport_failure(self, e: Exception) -> NoReturn:
+        """Raise a failure met while reading a reply as the one the retries know."""
+        if failures.is_timeout(e):
+            raise StreamSilent(f"no data for {self._timeout_s:g} s: timed out") from None
+        if failures.is_transport_error(e):
+            raise StreamCut(f"the connection broke mid-reply ({type(e).__name__})") from None
+        raise e
 
     # -- retries ------------------------------------------------------------------------------
     def _send(self, build: Callable[[], Json], call: _Call) -> ChatReply:

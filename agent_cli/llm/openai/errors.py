@@ -16,6 +16,10 @@ class StreamSilent(Exception):
     """No chunk arrived within the timeout while a reply was streaming."""
 
 
+class StreamIdle(StreamSilent):
+    """Only keep-alive comments arrived within the timeout while a reply was streaming."""
+
+
 def error_message(e: openai.APIStatusError) -> str:
     """The server's own words for a refused request, at most 300 characters."""
     body = e.body
@@ -58,6 +62,11 @@ def status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelEr
 
 def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -> ModelError:
     """Our error for any failure of a model call."""
+    if isinstance(e, StreamIdle):
+        return ModelError(
+            f"{base_url} sent only keep-alive comments and no reply for {timeout_s:g} s",
+            "check the server's load (is the request queued?) or raise request_timeout_s",
+        )
     if isinstance(e, (openai.APITimeoutError, StreamSilent)):
         return ModelError(
             f"{base_url} did not answer in time (nothing for {timeout_s:g} s)",

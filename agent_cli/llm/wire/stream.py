@@ -2,13 +2,15 @@
 
 Text deltas are handed to `on_text` as they arrive; tool-call arguments are joined per
 call index. A stream that ends before `data: [DONE]` and before any `finish_reason` was
-cut: `StreamCut`, which the client retries like a dropped connection.
+cut: `StreamCut`, which the client retries like a dropped connection. `paced` bounds a
+stream's progress: keep-alive comments alone do not keep a request going.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from agent_cli.core.errors import MalformedReply
@@ -25,6 +27,36 @@ class StreamFailed(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class StreamStalled(Exception):
+    """The stream went on without reply data for too long, or past its whole-reply bound."""
+
+    def __init__(self, message: str, whole: bool) -> None:
+        super().__init__(message)
+        self.whole = whole  # the bound on the whole reply, not on the silence between data
+
+
+def paced(
+    lines: Iterable[str],
+    silence_s: float,
+    total_s: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[str]:
+    """`lines`, or StreamStalled once `silence_s` passed with no `data:` line (keep-alive
+    comments and blank lines do not count) or the stream ran past `total_s`."""
+    started = last_data = clock()
+    for line in lines:
+        now = clock()
+        if line.startswith("data:"):
+            last_data = now
+        elif now - last_data > silence_s:
+            raise StreamStalled(
+                f"only keep-alive comments and no reply data for {silence_s:g} s", whole=False
+            )
+        if now - started > total_s:
+            raise StreamStalled(f"the streamed reply went on for over {total_s:g} s", whole=True)
+        yield line
 
 
 class StreamAssembler:

@@ -28,7 +28,7 @@ from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation, topic_fields
-from agent_cli.memory.longterm.place import ChromaServer, probe
+from agent_cli.memory.longterm.place import OPEN_CALLS, ChromaServer, probe, within
 from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import (
     COLLECTIONS,
@@ -710,16 +710,21 @@ def _http_client(chromadb: Any, settings: Any, server: ChromaServer) -> Client:
     """An HttpClient on the server's tenant and database (`place.probe_server` made sure of both)."""
     import httpx
 
-    client = chromadb.HttpClient(
-        host=server.host,
-        port=server.port,
-        ssl=server.ssl,
-        headers=server.headers(),
-        settings=settings,
-        tenant=server.tenant,
-        database=server.database,
-    )
+    def make() -> Any:
+        return chromadb.HttpClient(
+            host=server.host,
+            port=server.port,
+            ssl=server.ssl,
+            headers=server.headers(),
+            settings=settings,
+            tenant=server.tenant,
+            database=server.database,
+        )
+
+    # The client asks the server for its identity, tenant and database while it is made,
+    # with no timeout: each is given as long as one of the probe's requests.
+    client = within(server, OPEN_CALLS * server.timeout_s, "opening the client", make)
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):  # chromadb sets no timeout: a hung server would hang us
-        session.timeout = httpx.Timeout(120.0, connect=server.timeout_s)
+        session.timeout = httpx.Timeout(server.call_timeout_s, connect=server.timeout_s)
     return cast("Client", client)

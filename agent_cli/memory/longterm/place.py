@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 from agent_cli.core.errors import MemoryUnavailable, StorageError
@@ -20,6 +22,9 @@ from agent_cli.core.errors import MemoryUnavailable, StorageError
 DEFAULT_TENANT = "default_tenant"  # Chroma's own defaults, so a plain `chroma run` works as is
 DEFAULT_DATABASE = "default_database"
 CONNECT_TIMEOUT_S = 5.0
+CALL_TIMEOUT_S = 120.0
+OPEN_CALLS = 3  # the client's own requests while it is made (identity, tenant, database)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,8 @@ class ChromaServer:
     tenant: str = DEFAULT_TENANT
     database: str = DEFAULT_DATABASE
     token: str | None = field(default=None, repr=False)
-    timeout_s: float = CONNECT_TIMEOUT_S
+    timeout_s: float = CONNECT_TIMEOUT_S  # connecting, and each of the probe's requests
+    call_timeout_s: float = CALL_TIMEOUT_S  # the silence any one request of the client may meet
 
     @property
     def host(self) -> str:
@@ -115,6 +121,35 @@ def _call(server: ChromaServer, method: str, path: str, body: dict[str, Any] | N
         "start it (`chroma run --path DIR --port PORT`) or unset memory_url "
         "to use the embedded store",
     )
+
+
+def within(server: ChromaServer, seconds: float, action: str, work: Callable[[], T]) -> T:
+    """`work()` (which talks to `server`), or MemoryUnavailable once it has run `seconds`.
+
+    For what sets no timeout of its own (chromadb's client makes its first requests while
+    it is built, before a timeout can be given to it): left running on a daemon thread, it
+    holds a connection to a server that does not answer, and nothing else.
+    """
+    result: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as e:  # raised again in the caller's thread
+            failure.append(e)
+
+    worker = threading.Thread(target=run, daemon=True, name=f"memory-server-{action}")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise MemoryUnavailable(
+            f"memory server {server.url} did not answer within {seconds:g} s ({action})",
+            "check the server (it answered its heartbeat, then stopped), or unset memory_url",
+        )
+    if failure:
+        raise failure[0]
+    return result[0]
 
 
 def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> StorageError:

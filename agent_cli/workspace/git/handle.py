@@ -91,8 +91,8 @@ class RepoHandle:
         process they started is left (GitPython's `cat-file` helpers included)."""
         spared = reaper.adopt_orphans()
         try:
+            env = safe_env(self.root, self.secrets)  # first: it refuses files git would wait on
             repo = self._open()
-            env = safe_env(self.root, self.secrets)
             blanks = {name: "" for name in os.environ if name not in env}
             with repo.git.custom_environment(**env, **blanks):
                 yield repo

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import GitError
+from agent_cli.workspace.git import traps
 from agent_cli.workspace.git.handle import LogEntry, RepoHandle
 from agent_cli.workspace.git.identity import RepoIdentity, repo_identity
 from agent_cli.workspace.git.safe import run_git
@@ -47,6 +48,8 @@ _STATUS = (
     "--untracked-files=all",
     "--ignore-submodules=all",
 )
+# Commands that read the work tree, and with it every .gitignore and .gitattributes.
+_READS_TREE = {"status", "add", "diff", "ls-files", "check-ignore", "stash", "checkout", "grep"}
 _TEMP_INDEX = "agent-index-"  # + pid-uuid: whose it is, so a dead run's one can be removed
 _CONFLICT_CODES = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
 _LOCK_HINT = (
@@ -96,6 +99,7 @@ class GitRepo:
         self.run_branch: str | None = None  # commits go only to this branch once it is set
         self.root, self.git_dir, self._common_dir = _discover(Path(path), self.secrets)
         self._handle = RepoHandle(self.root, self.secrets)
+        self._tree_checked = True  # False once the tree was too large to look through
 
     def close(self) -> None:
         """Release what GitPython holds (nothing when it was never used)."""
@@ -153,6 +157,7 @@ class GitRepo:
 
     def exclude(self, pattern: str = ".agent/") -> bool:
         """Add `pattern` to .git/info/exclude unless it is there; True when it was added."""
+        traps.check(self.root, [self._common_dir / "info" / "exclude"])
         return _add_line(self._common_dir / "info" / "exclude", pattern)
 
     def exclude_state(self, state_dir: str | Path) -> bool:
@@ -409,6 +414,7 @@ class GitRepo:
 
     def _probe(self, *args: str) -> tuple[int, str, str]:
         """Run one git command without GitPython (the checks before the first model request)."""
+        self._look(args)
         try:
             code, out, err = run_git(list(args), self.root, self.secrets)
         except OSError as exc:
@@ -429,7 +435,13 @@ class GitRepo:
 
     def _try(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
         """Run git through GitPython; (exit code, stdout, stderr) without raising on an exit code."""
+        self._look(args)
         return self._handle.run(list(args), env)
+
+    def _look(self, args: tuple[str, ...]) -> None:
+        """Before a command that reads the work tree: refuse a FIFO git would wait on (traps.py)."""
+        if args and args[0] in _READS_TREE and self._tree_checked:
+            self._tree_checked = traps.tree(self.root)
 
     def _run(self, *args: str, env: dict[str, str] | None = None, hint: str = "") -> str:
         """Run git and return stdout; a failure becomes GitError carrying git's own message."""
@@ -521,13 +533,16 @@ def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
         return False
     dot_git = root / ".git"
     git_dir = dot_git
+    traps.check(root, [dot_git])
     if dot_git.is_file():  # a linked worktree or a submodule: "gitdir: PATH"
         text = dot_git.read_text(encoding="utf-8").strip()
         git_dir = (root / text.removeprefix("gitdir:").strip()).resolve()
     common = git_dir / "commondir"
+    traps.check(root, [common])
     if common.is_file():
         git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
     path = git_dir / "info" / "exclude"
+    traps.check(root, [path])
     return _add_line(path, real.relative_to(root).as_posix() + "/")
 
 

@@ -28,6 +28,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from agent_cli.workspace.git import traps
 from agent_cli.workspace.shell import reaper
 from agent_cli.workspace.shell.runner import scrub_env
 
@@ -226,7 +227,9 @@ def safe_env(
     cwd: Path, secrets: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
 ) -> dict[str, str]:
     """`git_env` with the harness's global config file and, as `GIT_CONFIG_*` variables, BASE,
-    the user's carried entries and the repository's emptied keys (none of BASE's)."""
+    the user's carried entries and the repository's emptied keys (none of BASE's); GitError
+    when a file git reads on its own would make it wait for ever (traps.py)."""
+    traps.quick(cwd)
     env = git_env(secrets, extra_env)
     global_file, command = carried(cwd, secrets)
     env["GIT_CONFIG_GLOBAL"] = global_file

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from agent_cli.core.errors import WorkspaceError
+
+_CHUNK = 1 << 20
 
 
 def where_secret(root: Path, path: str, secrets: tuple[str, ...]) -> str | None:
@@ -21,11 +24,29 @@ def where_secret(root: Path, path: str, secrets: tuple[str, ...]) -> str | None:
         except OSError:
             return None
         return "link" if any(s in target for s in secrets) else None
-    try:
-        data = full.read_bytes() if full.is_file() else b""
-    except OSError:
+    if not full.is_file():
         return None
-    return "content" if any(s.encode() in data for s in secrets) else None
+    return "content" if _holds(full, [x.encode() for x in secrets]) else None
+
+
+def _holds(path: Path, needles: list[bytes]) -> bool:
+    """Whether the file holds any of `needles`, read a chunk at a time (memory stays bounded
+    whatever its size); a chunk keeps the end of the one before, so none is missed at a seam."""
+    keep = max(len(n) for n in needles) - 1
+    tail = b""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return False
+            while chunk := f.read(_CHUNK):
+                window = tail + chunk
+                if any(n in window for n in needles):
+                    return True
+                tail = window[-keep:] if keep > 0 else b""
+    except OSError:
+        return False
+    return False
 
 
 def refuse_secrets(root: Path, paths: list[str], secrets: tuple[str, ...]) -> None:

@@ -34,6 +34,7 @@ from agent_cli.workspace.shell.cmdline import (
 from agent_cli.workspace.shell.cmdline import (
     unwrap as _unwrap,
 )
+from agent_cli.workspace.shell.globs import GlobTooLarge, bounded_glob
 from agent_cli.workspace.shell.runner import scrub_env
 
 APPROVALS = ("ask", "auto")
@@ -177,7 +178,13 @@ class CommandPolicy:
             if hit:
                 return f"it matches the deny pattern {pattern.pattern!r} from the settings (deny_commands)"
         self._line_defines_alias = bool(re.search(r"alias", cmd, re.IGNORECASE))
-        return self._refusal(cmd, depth=0)
+        try:
+            return self._refusal(cmd, depth=0)
+        except GlobTooLarge as e:  # what could not be checked is not run
+            return (
+                f"its glob {e.pattern[:80]!r} could not be checked against the agent's state "
+                f"directory ({e.why}); name the paths more narrowly"
+            )
 
     def _refusal(self, cmd: str, depth: int) -> str | None:
         if depth > _MAX_DEPTH:
@@ -594,9 +601,10 @@ def _strip_trailing(text: str) -> str:
 
 
 def _expand(word: str, cwd: Path) -> list[str]:
-    """The paths a shell word may name: variables and ~ expanded, globs matched, relative to cwd."""
+    """The paths a shell word may name: variables and ~ expanded, globs matched within a
+    bound (GlobTooLarge past it), relative to cwd."""
     text = os.path.expanduser(os.path.expandvars(word))
     path = text if os.path.isabs(text) else os.path.join(cwd, text)
     if glob.has_magic(path):
-        return glob.glob(path) or [path]
+        return bounded_glob(path) or [path]
     return [path]

@@ -1,0 +1,22 @@
+"""A settings file is read within a size bound, as a regular file, without blocking."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_cli.cli.config.settings import MAX_RC_BYTES, load_settings
+from agent_cli.core.errors import ConfigError
+
+
+def test_an_oversized_agentrc_is_one_clear_error(tmp_path):
+    (tmp_path / ".agentrc").write_text("# padding\n" * (MAX_RC_BYTES // 10 + 1))
+    with pytest.raises(ConfigError, match="is larger than"):
+        load_settings(tmp_path, env={}, user_rc=tmp_path / "none")
+
+
+def test_a_user_agentrc_that_is_a_link_to_a_file_is_still_read(tmp_path):
+    (tmp_path / "dotfiles.toml").write_text('model = "linked-model"\n')
+    (tmp_path / "home.agentrc").symlink_to(tmp_path / "dotfiles.toml")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    assert load_settings(repo, env={}, user_rc=tmp_path / "home.agentrc").model == "linked-model"
