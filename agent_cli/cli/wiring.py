@@ -115,7 +115,10 @@ def make_embedder(settings: Settings) -> Embedder:
     from agent_cli.llm.openai.embedder import OpenAIEmbedder
 
     return OpenAIEmbedder(
-        base_url=settings.base_url, api_key=settings.key(), model=settings.embedding_model
+        base_url=settings.base_url,
+        api_key=settings.key(),
+        model=settings.embedding_model,
+        secrets=settings.secrets(),
     )
 
 
@@ -184,6 +187,7 @@ def build_model(
             on_retry=RetryNotice(settings.max_retries),
             on_text=console.stream_text,  # the model's words, live on a terminal
             cache_dir=server_cache_dir(os.environ),  # a local server's findings, kept a day
+            secrets=settings.secrets(),
         )
     if opts.record:
         from agent_cli.llm.record import RecordingModel
@@ -265,7 +269,7 @@ class RunKit:
     def open_memory(self, run_dir: Path) -> WorkingMemory:
         """Working memory with its cold zone in `run_dir`/memory.db."""
         run_dir.mkdir(parents=True, exist_ok=True)
-        store = SqliteStore(run_dir / "memory.db")
+        store = SqliteStore(run_dir / "memory.db", secrets=self.workspace.secrets)
         self._stores.append(store)
         return WorkingMemory(
             store=store,
@@ -368,12 +372,12 @@ def make_hooks(settings: Settings, workspace: RepoWorkspace) -> Hooks | None:
 
 def execute(opts: RunOptions) -> int:
     """Run (or resume) and return the exit code."""
-    console = EndsWithRunDone(
-        make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose), opts.json_out
-    )
+    shown = make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose)
+    console = EndsWithRunDone(shown, opts.json_out)
     try:
         repo_path = find_repo(opts.repo)
         settings, started = run_settings(repo_path, opts, console)
+        shown.secrets = settings.secrets()  # masked in everything shown from here on
         if not opts.replay:
             import_model_client_in_background()
         if opts.replay:
