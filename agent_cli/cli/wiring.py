@@ -39,6 +39,7 @@ from agent_cli.core.errors import (
 )
 from agent_cli.core.events import Escalated, Event, Notice, PlanMade, RunDone, RunStarted
 from agent_cli.core.protocols import ChatModel, Console, Embedder, Hooks
+from agent_cli.core.redact import redact
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
@@ -403,6 +404,8 @@ def execute(opts: RunOptions) -> int:
         finally:
             wt.forget_unstarted(tree, settings.state_dir(repo_path))
     except AgentError as e:
+        # the error's line is printed on stderr (app.py): the run's secrets are masked in it
+        e.message, e.hint = redact(e.message, shown.secrets), redact(e.hint, shown.secrets)
         console.refused(e.exit_code, e.one_line())
         raise
     except KeyboardInterrupt:
