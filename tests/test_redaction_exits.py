@@ -21,6 +21,7 @@ from rich.console import Console
 from agent_cli.agent.run.store import RunRecord, RunStore
 from agent_cli.cli.wiring import RunOptions, execute
 from agent_cli.core import events
+from agent_cli.core.errors import AgentError
 from agent_cli.llm.fake.server import FakeOpenAIServer
 from agent_cli.llm.openai.chat import OpenAIChat
 from agent_cli.memory.working.store import SqliteStore
@@ -236,3 +237,24 @@ def test_the_cold_store_writes_what_it_keeps_masked(tmp_path):
     assert kept is not None and kept["text"] == f"`sh check.sh` exited 1\nK={MASK}\nT={MASK}"
     assert kept["symbols"] == [MASK, "check"] and kept["vector"] == [0.5, 0.25]
     assert files_holding(tmp_path) == []
+
+
+def test_an_error_that_quotes_the_key_is_masked_in_its_line_and_in_run_done(
+    fake_server, tmp_path, monkeypatch, capsys
+):
+    echo = json.dumps({"error": {"message": f"a proxy refused the request holding {KEY}"}})
+    srv = fake_server([{"status": 400, "body": echo}])
+    for name, value in env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    opts = RunOptions(
+        goal="Create done.txt",
+        repo=repo_for(tmp_path),
+        yes=True,
+        json_out=True,
+        flags={"base_url": srv.url, "approval": "auto", "max_retries": 0},
+    )
+    with pytest.raises(AgentError) as raised:
+        execute(opts)
+    assert holding(raised.value.one_line()) == [] and MASK in raised.value.one_line()
+    out = capsys.readouterr().out
+    assert holding(out) == [] and MASK in json.loads(out.splitlines()[-1])["message"]
