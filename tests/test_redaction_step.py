@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from agent_cli.core.events import FinalSummary, PlanMade
+from agent_cli.core.models import MAX_VERDICT_REASON, ModelVerdict, ToolCall
 from agent_cli.core.redact import (
     MASK,
     redact,
@@ -111,3 +112,14 @@ def _timed(work) -> float:
     started = time.perf_counter()
     work()
     return time.perf_counter() - started
+
+
+def test_a_mask_longer_than_the_secret_passes_no_length_check_and_nested_models_are_masked():
+    short = "k3y9q7"  # six characters, masked by ten
+    verdict = ModelVerdict(verdict="fail", reason=("x" * (MAX_VERDICT_REASON - 6)) + short)
+    masked = redact_model(verdict, (short,))
+    assert masked.reason.endswith(MASK) and len(masked.reason) > MAX_VERDICT_REASON
+    nested = redact_all(
+        {"calls": [ToolCall(id="c", name="run", arguments=f'{{"k": "{short}"}}')]}, (short,)
+    )
+    assert nested["calls"][0].arguments == f'{{"k": "{MASK}"}}'

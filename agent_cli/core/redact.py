@@ -116,8 +116,10 @@ def redact(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
 
 
 def redact_all(value: T, secrets: tuple[str, ...] | list[str] = ()) -> T:
-    """`value` with every string it holds (in lists, tuples and dict values, at any depth)
-    redacted; the very same object when nothing in it needed a mask."""
+    """`value` with every string it holds (in lists, tuples, dict values and pydantic models'
+    fields, at any depth) redacted; the very same object when nothing in it needed a mask."""
+    if isinstance(value, BaseModel):
+        return cast(T, redact_model(value, secrets))
     if isinstance(value, str):
         return cast(T, redact(value, secrets))  # the same string when nothing was masked
     if isinstance(value, (list, tuple)):
@@ -134,10 +136,17 @@ def redact_all(value: T, secrets: tuple[str, ...] | list[str] = ()) -> T:
 
 
 def redact_model(model: M, secrets: tuple[str, ...] | list[str] = ()) -> M:
-    """`model` with every string field (nested ones too) redacted; itself when none needed it."""
-    data = model.model_dump()
-    masked = redact_all(data, secrets)
-    return model if masked is data else type(model).model_validate(masked)
+    """`model` with every string field (nested ones too) redacted; itself when none needed it.
+
+    A copy, not validated again: a mask longer than what it replaced never fails a length
+    limit on the way out."""
+    update = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        masked = redact_all(value, secrets)
+        if masked is not value:
+            update[name] = masked
+    return model.model_copy(update=update) if update else model
 
 
 def redact_json_text(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
