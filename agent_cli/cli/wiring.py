@@ -185,7 +185,7 @@ def build_model(
             backoff_s=settings.retry_backoff_s,
             max_tokens=settings.reserved_output_tokens,
             context_window=settings.context_window,
-            on_retry=RetryNotice(settings.max_retries),
+            on_retry=RetryNotice(settings.max_retries, settings.secrets()),
             on_text=console.stream_text,  # the model's words, live on a terminal
             cache_dir=server_cache_dir(os.environ),  # a local server's findings, kept a day
             secrets=settings.secrets(),
@@ -213,10 +213,12 @@ def server_cache_dir(env: Mapping[str, str]) -> Path:
 class RetryNotice:
     """Says on stderr, like an error and in every output mode, that a model call is retried."""
 
-    def __init__(self, max_retries: int) -> None:
+    def __init__(self, max_retries: int, secrets: tuple[str, ...] = ()) -> None:
         self.max_retries = max_retries
+        self.secrets = secrets  # masked in what the server said, which may quote the request
 
     def __call__(self, attempt: int, delay: float, why: str) -> None:
+        why = redact(why, self.secrets)
         print(
             f"notice: model call failed ({why}); retry {attempt} of {self.max_retries} "
             f"in {delay:.1f}s",
