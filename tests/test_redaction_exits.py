@@ -19,7 +19,7 @@ import pytest
 from rich.console import Console
 
 from agent_cli.agent.run.store import RunRecord, RunStore
-from agent_cli.cli.wiring import RunOptions, execute
+from agent_cli.cli.wiring import RetryNotice, RunOptions, execute
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 from agent_cli.llm.fake.server import FakeOpenAIServer
@@ -258,3 +258,9 @@ def test_an_error_that_quotes_the_key_is_masked_in_its_line_and_in_run_done(
     assert holding(raised.value.one_line()) == [] and MASK in raised.value.one_line()
     out = capsys.readouterr().out
     assert holding(out) == [] and MASK in json.loads(out.splitlines()[-1])["message"]
+
+
+def test_a_retry_notice_masks_what_the_server_said(capsys):
+    RetryNotice(2, (KEY,))(1, 0.5, f"500: the proxy saw {KEY} and {TOKEN}")
+    err = capsys.readouterr().err
+    assert holding(err) == [] and f"the proxy saw {MASK} and {MASK}" in err
