@@ -19,6 +19,7 @@ import pytest
 from rich.console import Console
 
 from agent_cli.agent.run.store import RunRecord, RunStore
+from agent_cli.cli.commands.run_command import print_run_done
 from agent_cli.cli.wiring import RetryNotice, RunOptions, execute
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
@@ -264,3 +265,9 @@ def test_a_retry_notice_masks_what_the_server_said(capsys):
     RetryNotice(2, (KEY,))(1, 0.5, f"500: the proxy saw {KEY} and {TOKEN}")
     err = capsys.readouterr().err
     assert holding(err) == [] and f"the proxy saw {MASK} and {MASK}" in err
+
+
+def test_the_run_done_of_a_refused_command_line_masks_key_shapes(capsys):
+    print_run_done(2, f"no such option: --token {TOKEN}")
+    done = json.loads(capsys.readouterr().out)
+    assert holding(json.dumps(done)) == [] and done["message"].endswith(MASK)
