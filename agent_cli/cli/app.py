@@ -16,6 +16,7 @@ import typer
 from agent_cli import __version__
 from agent_cli.cli.help import Command
 from agent_cli.core.errors import AgentError
+from agent_cli.core.redact import redact
 
 app = typer.Typer(
     name="agent",
@@ -111,13 +112,13 @@ def main(argv: list[str] | None = None) -> None:
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
     except AgentError as e:
-        print(f"error: {e.one_line()}", file=sys.stderr)
+        print(f"error: {redact(e.one_line())}", file=sys.stderr)  # no key shape, whatever said it
         sys.exit(e.exit_code)
     except Exception as e:  # never a traceback for the user; AGENT_DEBUG=1 shows it
         if os.environ.get("AGENT_DEBUG"):
             raise
         print(
-            f"error: internal error: {type(e).__name__}: {e} (set AGENT_DEBUG=1 for the "
+            f"error: internal error: {type(e).__name__}: {redact(str(e))} (set AGENT_DEBUG=1 for the "
             "traceback, and please report it)",
             file=sys.stderr,
         )

@@ -39,6 +39,7 @@ from agent_cli.core.errors import (
 )
 from agent_cli.core.events import Event, Notice, RunDone, RunStarted
 from agent_cli.core.protocols import ChatModel, Console, Embedder, Hooks
+from agent_cli.core.redact import redact
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
@@ -116,7 +117,10 @@ def make_embedder(settings: Settings) -> Embedder:
     from agent_cli.llm.openai.embedder import OpenAIEmbedder
 
     return OpenAIEmbedder(
-        base_url=settings.base_url, api_key=settings.key(), model=settings.embedding_model
+        base_url=settings.base_url,
+        api_key=settings.key(),
+        model=settings.embedding_model,
+        secrets=settings.secrets(),
     )
 
 
@@ -182,9 +186,10 @@ def build_model(
             backoff_s=settings.retry_backoff_s,
             max_tokens=settings.reserved_output_tokens,
             context_window=settings.context_window,
-            on_retry=RetryNotice(settings.max_retries),
+            on_retry=RetryNotice(settings.max_retries, settings.secrets()),
             on_text=console.stream_text,  # the model's words, live on a terminal
             cache_dir=server_cache_dir(os.environ),  # a local server's findings, kept a day
+            secrets=settings.secrets(),
         )
     if opts.record:
         from agent_cli.llm.record import RecordingModel
@@ -209,10 +214,12 @@ def server_cache_dir(env: Mapping[str, str]) -> Path:
 class RetryNotice:
     """Says on stderr, like an error and in every output mode, that a model call is retried."""
 
-    def __init__(self, max_retries: int) -> None:
+    def __init__(self, max_retries: int, secrets: tuple[str, ...] = ()) -> None:
         self.max_retries = max_retries
+        self.secrets = secrets  # masked in what the server said, which may quote the request
 
     def __call__(self, attempt: int, delay: float, why: str) -> None:
+        why = redact(why, self.secrets)
         print(
             f"notice: model call failed ({why}); retry {attempt} of {self.max_retries} "
             f"in {delay:.1f}s",
@@ -266,7 +273,7 @@ class RunKit:
     def open_memory(self, run_dir: Path) -> WorkingMemory:
         """Working memory with its cold zone in `run_dir`/memory.db."""
         run_dir.mkdir(parents=True, exist_ok=True)
-        store = SqliteStore(run_dir / "memory.db")
+        store = SqliteStore(run_dir / "memory.db", secrets=self.workspace.secrets)
         self._stores.append(store)
         return WorkingMemory(
             store=store,
@@ -369,13 +376,13 @@ def make_hooks(settings: Settings, workspace: RepoWorkspace) -> Hooks | None:
 
 def execute(opts: RunOptions) -> int:
     """Run (or resume) and return the exit code."""
-    ends = EndsWithRunDone(
-        make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose), opts.json_out
-    )
+    shown = make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose)
+    ends = EndsWithRunDone(shown, opts.json_out)
     console = ends.console
     try:
         repo_path = find_repo(opts.repo)
         settings, started = run_settings(repo_path, opts, console)
+        shown.secrets = settings.secrets()  # masked in everything shown from here on
         if not opts.replay:
             import_model_client_in_background()
         if opts.replay:
@@ -401,6 +408,8 @@ def execute(opts: RunOptions) -> int:
         finally:
             wt.forget_unstarted(tree, settings.state_dir(repo_path))
     except AgentError as e:
+        # the error's line is printed on stderr (app.py): the run's secrets are masked in it
+        e.message, e.hint = redact(e.message, shown.secrets), redact(e.hint, shown.secrets)
         ends.refused(e.exit_code, e.one_line())
         raise
     except KeyboardInterrupt:

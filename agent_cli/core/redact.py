@@ -1,27 +1,106 @@
-"""Remove API keys and tokens from text before it is stored or shown."""
+"""Remove API keys and tokens from text before it is stored, shown or sent.
+
+A secret is a configured value (the API keys and the memory token, masked wherever they
+occur) or a known key shape (OpenAI, GitHub and AWS keys, an `Authorization:` value, a value
+after `api_key=`, `secret:`, `password=`, `token:`). Masking is idempotent, and cheap enough to
+run on every request: each shape is looked for at the places its literal start occurs (a
+plain substring search), never by trying a pattern at every character.
+"""
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel
+
+from agent_cli.core import strictjson
 
 MASK = "[REDACTED]"
+MIN_SECRET = 6  # a shorter configured value would mask ordinary words
+MAX_JSON_DEPTH = 64
 
-# Each pattern's group "keep" (when present) is left in place; the rest of the match is masked.
-_PATTERNS = [
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),  # OpenAI (sk-..., sk-proj-...)
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),  # AWS access key ids
-    re.compile(r"(?i)(?P<keep>authorization\s*[:=]\s*(?:bearer\s+|basic\s+|token\s+)?)[^\s\"']+"),
-    re.compile(
-        r"(?i)(?P<keep>\b(?:api[_-]?key|secret|password|token)\s*[:=]\s*[\"']?)[A-Za-z0-9_\-./+]{12,}"
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Shape:
+    """One key shape: the literal starts it is looked for at, and its pattern from there.
+
+    `fold`: the starts and the pattern ignore case; `word`: a start must begin a word. The
+    pattern's group "keep" (when present) is left in place; the rest of the match is masked.
+    """
+
+    def __init__(
+        self, starts: tuple[str, ...], pattern: str, fold: bool = False, word: bool = True
+    ):
+        flags = re.IGNORECASE if fold else 0
+        self.starts, self.fold, self.word = starts, fold, word
+        self.pattern = re.compile(pattern, flags)
+        # the same shape searched everywhere, for a text whose lower case shifts positions
+        self.anywhere = re.compile((r"\b" if word else "") + pattern, flags)
+
+
+_SHAPES = (
+    _Shape(("sk-",), r"sk-[A-Za-z0-9_\-]{16,}"),  # OpenAI (sk-..., sk-proj-...)
+    _Shape(("gh",), r"gh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens
+    _Shape(("github_pat_",), r"github_pat_[A-Za-z0-9_]{20,}"),
+    _Shape(("AKIA", "ASIA"), r"(?:AKIA|ASIA)[A-Z0-9]{16}\b"),  # AWS access key ids
+    _Shape(
+        ("authorization",),
+        r"(?P<keep>authorization\s*[:=]\s*(?:bearer\s+|basic\s+|token\s+)?)[^\s\"']+",
+        fold=True,
+        word=False,
     ),
-]
+    _Shape(
+        ("api", "secret", "password", "token"),
+        r"(?P<keep>(?:api[_-]?key|secret|password|token)\s*[:=]\s*[\"']?)[A-Za-z0-9_\-./+]{12,}",
+        fold=True,
+    ),
+)
 
 
 def _mask(m: re.Match[str]) -> str:
     return (m.groupdict().get("keep") or "") + MASK
+
+
+def _in_word(text: str, at: int) -> bool:
+    """Whether the character before `at` is part of a word (so no word starts at `at`)."""
+    return at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")
+
+
+def _starts(shape: _Shape, text: str, hay: str) -> list[int]:
+    """Every position in `text` where one of the shape's literal starts occurs, in order."""
+    found: set[int] = set()
+    for start in shape.starts:
+        at = hay.find(start)
+        while at != -1:
+            if not (shape.word and _in_word(text, at)):
+                found.add(at)
+            at = hay.find(start, at + 1)
+    return sorted(found)
+
+
+def _masked_shape(shape: _Shape, text: str) -> str:
+    """`text` with every match of `shape` masked (itself when there is none)."""
+    hay = text.lower() if shape.fold else text
+    if len(hay) != len(text):  # a character whose lower case is longer: positions shift
+        masked = shape.anywhere.sub(_mask, text)
+        return text if masked == text else masked
+    out: list[str] = []
+    last = 0
+    for at in _starts(shape, text, hay):
+        if at < last:
+            continue  # inside the previous match
+        m = shape.pattern.match(text, at)
+        if m:
+            out += (text[last:at], _mask(m))
+            last = m.end()
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
 
 
 def redact(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
@@ -29,19 +108,95 @@ def redact(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
     if not text:
         return text
     for secret in secrets:
-        if secret and len(secret) >= 6:
+        if secret and len(secret) >= MIN_SECRET and secret in text:
             text = text.replace(secret, MASK)
-    for pat in _PATTERNS:
-        text = pat.sub(_mask, text)
+    for shape in _SHAPES:
+        text = _masked_shape(shape, text)
     return text
 
 
-def redact_all(value: Any, secrets: tuple[str, ...] | list[str] = ()) -> Any:
-    """`value` with every string it holds (in lists and dict values, at any depth) redacted."""
+def redact_all(value: T, secrets: tuple[str, ...] | list[str] = ()) -> T:
+    """`value` with every string it holds (in lists, tuples, dict values and pydantic models'
+    fields, at any depth) redacted; the very same object when nothing in it needed a mask."""
+    if isinstance(value, BaseModel):
+        return cast(T, redact_model(value, secrets))
     if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, list):
-        return [redact_all(v, secrets) for v in value]
+        return cast(T, redact(value, secrets))  # the same string when nothing was masked
+    if isinstance(value, (list, tuple)):
+        items = [redact_all(v, secrets) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return cast(T, items if isinstance(value, list) else tuple(items))
     if isinstance(value, dict):
-        return {k: redact_all(v, secrets) for k, v in value.items()}
+        masked = {k: redact_all(v, secrets) for k, v in value.items()}
+        if all(masked[k] is v for k, v in value.items()):
+            return value
+        return cast(T, masked)
     return value
+
+
+def redact_model(model: M, secrets: tuple[str, ...] | list[str] = ()) -> M:
+    """`model` with every string field (nested ones too) redacted; itself when none needed it.
+
+    A copy, not validated again: a mask longer than what it replaced never fails a length
+    limit on the way out."""
+    update = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        masked = redact_all(value, secrets)
+        if masked is not value:
+            update[name] = masked
+    return model.model_copy(update=update) if update else model
+
+
+def redact_json_text(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
+    """JSON text with every string value in it redacted, still valid JSON; the same text when
+    nothing needed a mask. Text that is no JSON is redacted as text."""
+    try:
+        data = strictjson.loads(text, MAX_JSON_DEPTH)
+    except ValueError:
+        return redact(text, secrets)
+    masked = redact_all(data, secrets)
+    if masked is not data:
+        text = json.dumps(masked, ensure_ascii=False)
+    for secret in secrets:  # a key of an object, which redact_all leaves
+        if secret and len(secret) >= MIN_SECRET and secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def redact_messages(
+    messages: list[dict[str, Any]], secrets: tuple[str, ...] | list[str] = ()
+) -> list[dict[str, Any]]:
+    """Chat messages with every content and every echoed tool call's arguments redacted (the
+    arguments stay valid JSON); the very same list when nothing needed a mask."""
+    out = [_redacted_message(m, secrets) for m in messages]
+    return messages if all(a is b for a, b in zip(out, messages, strict=True)) else out
+
+
+def _redacted_message(
+    message: dict[str, Any], secrets: tuple[str, ...] | list[str]
+) -> dict[str, Any]:
+    calls = message.get("tool_calls")
+    rest = {k: v for k, v in message.items() if k != "tool_calls"} if calls else message
+    masked = redact_all(rest, secrets)
+    if not calls:
+        return masked
+    new_calls = [_redacted_call(c, secrets) for c in calls]
+    if masked is rest and all(a is b for a, b in zip(new_calls, calls, strict=True)):
+        return message
+    return {**masked, "tool_calls": new_calls}
+
+
+def _redacted_call(call: Any, secrets: tuple[str, ...] | list[str]) -> Any:
+    fn = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(fn, dict):
+        return redact_all(call, secrets)
+    args = fn.get("arguments")
+    masked_args = redact_json_text(args, secrets) if isinstance(args, str) else args
+    rest = {k: v for k, v in call.items() if k != "function"}
+    masked_rest = redact_all(rest, secrets)
+    name = redact_all(fn.get("name"), secrets)
+    if masked_args is args and masked_rest is rest and name is fn.get("name"):
+        return call
+    return {**masked_rest, "function": {**fn, "name": name, "arguments": masked_args}}

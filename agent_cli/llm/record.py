@@ -15,7 +15,7 @@ from typing import Any
 from agent_cli.core import atomic, strictjson
 from agent_cli.core.errors import ConfigError, ModelError
 from agent_cli.core.models import ChatReply, Usage
-from agent_cli.core.redact import redact
+from agent_cli.core.redact import redact_all, redact_messages
 from agent_cli.llm.base import ChatModel, Message, reply_cost
 
 Tools = list[dict[str, Any]] | None
@@ -47,15 +47,18 @@ class RecordingModel:
     ) -> ChatReply:
         """The wrapped model's turn, appended to the recording."""
         reply = self.inner.chat(messages, tools, tool_choice)
-        line = json.dumps(
-            {
-                "request": {"messages": messages, "tools": tools, "tool_choice": tool_choice},
-                "reply": reply.model_dump(),
+        exchange = {
+            "request": {
+                "messages": redact_messages(messages, self.secrets),
+                "tools": tools,
+                "tool_choice": tool_choice,
             },
-            ensure_ascii=False,
-        )
+            "reply": reply.model_dump(),
+        }
+        # redacted before it is serialised, so every line stays valid JSON
+        line = json.dumps(redact_all(exchange, self.secrets), ensure_ascii=False)
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(redact(line, self.secrets) + "\n")
+            f.write(line + "\n")
         return reply
 
 

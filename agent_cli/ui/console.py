@@ -34,6 +34,7 @@ from agent_cli.core.events import (
     ToolCalled,
     ToolRan,
 )
+from agent_cli.core.redact import redact, redact_model
 from agent_cli.core.text import clean, short
 from agent_cli.ui.progress import RunState, arg_summary
 from agent_cli.ui.render import (
@@ -69,12 +70,19 @@ def make_console(
     stdin: IO[str] | None = None,
     console: Console | None = None,
     verbose: bool = False,
+    secrets: tuple[str, ...] = (),
 ) -> RunConsole:
     """A RunConsole for `mode`; `console` replaces the rich Console its text and prompts use."""
     if mode not in ("live", "plain", "json"):
         raise ValueError(f"unknown console mode {mode!r}")
     return RunConsole(
-        mode, out or sys.stdout, err or sys.stderr, stdin=stdin, console=console, verbose=verbose
+        mode,
+        out or sys.stdout,
+        err or sys.stderr,
+        stdin=stdin,
+        console=console,
+        verbose=verbose,
+        secrets=secrets,
     )
 
 
@@ -119,6 +127,13 @@ def stream_view(text: str) -> RenderableType:
     return Padding(Text(clean(text).strip("\n"), style="dim"), (0, 0, 0, len(STREAM_INDENT)))
 
 
+def whole_words(text: str) -> str:
+    """`text` up to its last whitespace: a word still streaming in (maybe the start of a key,
+    not yet recognisable) is not shown before it is whole."""
+    cut = max(text.rfind(c) for c in " \n\t")
+    return text[: cut + 1] if cut >= 0 else ""
+
+
 def streamed_once(streamed: str, text: str) -> bool:
     """Whether `text` is what was just streamed (so it needs drawing only once)."""
     return bool(streamed.strip()) and " ".join(streamed.split()) == " ".join(text.split())
@@ -158,7 +173,12 @@ def activity(ev: Event, state: RunState) -> str | None:
 
 
 class RunConsole:
-    """Receives every run event and shows it in one of three modes; also asks the user."""
+    """Receives every run event and shows it in one of three modes; also asks the user.
+
+    Everything it shows, in every mode, is redacted first (`core/redact.py`): each event's
+    strings at any depth, the model's streamed words, and what a prompt quotes. `secrets` are
+    the configured values to mask beside the known key shapes; the wiring sets them once the
+    settings are read."""
 
     def __init__(
         self,
@@ -169,9 +189,11 @@ class RunConsole:
         stdin: IO[str] | None = None,
         console: Console | None = None,
         verbose: bool = False,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         self.mode, self.out, self.err, self.stdin = mode, out, err, stdin
         self.verbose = verbose
+        self.secrets = secrets
         self.state = RunState()
         self._live: Live | None = None
         self._activity: Activity | None = None
@@ -198,7 +220,8 @@ class RunConsole:
         self.console = console
 
     def emit(self, ev: Event) -> None:
-        """Show one event."""
+        """Show one event, redacted."""
+        ev = redact_model(ev, self.secrets)
         self.state.apply(ev)
         if self.mode == "json":
             self.out.write(ev.model_dump_json() + "\n")
@@ -208,7 +231,8 @@ class RunConsole:
         keep = isinstance(ev, Notice) and self._activity is not None  # a retry: still running
         if now is None and not keep:
             self._stop_spinner()
-        kept = not (isinstance(ev, FinalSummary) and streamed_once(self._streamed, ev.text))
+        shown = redact(self._streamed, self.secrets)
+        kept = not (isinstance(ev, FinalSummary) and streamed_once(shown, ev.text))
         self._end_stream(keep=kept)  # a streamed closing summary is drawn once: in its box
         self._show(ev)
         if now is not None:
@@ -220,7 +244,7 @@ class RunConsole:
             return
         self._stop_spinner()
         self._streamed += delta
-        view = stream_view(self._streamed)
+        view = stream_view(redact(whole_words(self._streamed), self.secrets))
         if self._stream_live is None:
             # transient: the preview is erased when the next event decides where the words stay
             self._stream_live = Live(view, console=self.console, auto_refresh=False, transient=True)
@@ -235,6 +259,7 @@ class RunConsole:
 
     def approve_plan(self, plan_event: PlanMade) -> bool:
         """Show the plan with every acceptance command and ask whether to run it."""
+        plan_event = redact_model(plan_event, self.secrets)
         with self._paused():
             if self._shown_plan != plan_event:
                 self._show_plan(plan_event)
@@ -250,7 +275,7 @@ class RunConsole:
         answers = {"y": "y", "yes": "y", "n": "n", "no": "n", "a": "a", "always": "a"}
         with self._paused():
             question = Text("Run `")
-            question.append(clean(cmd), style="bold")
+            question.append(clean(redact(cmd, self.secrets)), style="bold")
             question.append("`? [y]es / [n]o / [a]lways this command ")
             return self._ask(question, answers)
 
@@ -259,7 +284,7 @@ class RunConsole:
         answers = {"y": "y", "yes": "y", "n": "n", "no": "n", "a": "a", "always": "a"}
         with self._paused():
             question = Text("Call `")
-            question.append(clean(call), style="bold")
+            question.append(clean(redact(call, self.secrets)), style="bold")
             question.append("`? [y]es / [n]o / [a]lways this tool of this server ")
             return self._ask(question, answers)
 
@@ -313,7 +338,7 @@ class RunConsole:
             return
         live.stop()
         if keep and text.strip():
-            self.console.print(stream_view(text))
+            self.console.print(stream_view(redact(text, self.secrets)))
 
     # -- the spinner ----------------------------------------------------------------------
     def _spin(self, label: str) -> None:

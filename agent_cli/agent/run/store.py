@@ -34,7 +34,7 @@ from agent_cli.agent.run.roles import RoleUsage
 from agent_cli.core import atomic
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
-from agent_cli.core.redact import redact
+from agent_cli.core.redact import redact_all, redact_json_text, redact_messages
 
 JOURNAL = "journal.jsonl"
 # A run id is one path component (what new_run_id makes, and the names older tests used).
@@ -219,12 +219,14 @@ class RunStore:
     def save(self, record: RunRecord, *, durable: bool = True) -> None:
         """Replace the run's state.json atomically (secrets redacted), then empty its journal.
 
-        `durable` (the work it records was verified) flushes it to the disk first."""
-        text = json.dumps(record.model_dump(mode="json"), indent=1, ensure_ascii=False)
+        `durable` (the work it records was verified) flushes it to the disk first. Its values
+        are redacted before it is serialised, so the file stays valid JSON."""
+        data = redact_all(record.model_dump(mode="json"), self.secrets)
+        text = json.dumps(data, indent=1, ensure_ascii=False)
         run_dir = self.run_dir(record.run_id)
         with _writing(run_dir / "state.json") as path:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, redact(text, self.secrets), durable=durable)
+            write_atomic(path, text, durable=durable)
         journal = run_dir / JOURNAL
         if journal.exists():  # what it held is in the state now
             with _writing(journal) as path:
@@ -232,13 +234,15 @@ class RunStore:
 
     def log(self, run_id: str, record: dict[str, Any]) -> None:
         """Append one record to the run's trajectory (secrets redacted)."""
-        record = {"t": utc_now(), **record}
+        record = redact_all({"t": utc_now(), **record}, self.secrets)
+        if isinstance(record.get("messages"), list):  # a request: its echoed arguments too
+            record["messages"] = redact_messages(record["messages"], self.secrets)
         line = json.dumps(record, ensure_ascii=False, default=str)
         self._append(run_id, "trajectory.jsonl", line)
 
     def journal(self, run_id: str, line: str) -> None:
-        """Append one line to the run's journal (secrets redacted)."""
-        self._append(run_id, JOURNAL, line)
+        """Append one line of JSON to the run's journal (its values redacted, still JSON)."""
+        self._append(run_id, JOURNAL, redact_json_text(line, self.secrets))
 
     def journal_lines(self, run_id: str) -> list[str]:
         """The lines of the run's journal, oldest first ([] when there is none)."""
@@ -255,7 +259,7 @@ class RunStore:
         # in state.json, written durably.
         with _writing(self.run_dir(run_id) / name) as path:
             path.parent.mkdir(parents=True, exist_ok=True)
-            append_line(path, redact(line, self.secrets), durable=False)
+            append_line(path, line, durable=False)
 
     def load(self, run_id: str) -> RunRecord:
         """The saved state of a run, checked like model output; a clear error when it is not.

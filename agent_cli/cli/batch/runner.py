@@ -21,6 +21,7 @@ from agent_cli.cli.batch.goals import read_goals
 from agent_cli.cli.config.settings import load_settings
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import UsageError
+from agent_cli.core.redact import redact_all
 from agent_cli.ui.batch_view import BatchRow, BatchView
 from agent_cli.workspace.git.repository import exclude_state_dir
 
@@ -56,7 +57,7 @@ def run_batch(opts: BatchOptions) -> int:
     batch_id = new_run_id()
     home = state_dir / BATCHES / batch_id
     run_args = [a for k, v in flags.items() if v for a in (f"--{k.replace('_', '-')}", v)]
-    emit = JsonStream() if opts.json_out else None
+    emit = JsonStream(settings.secrets()) if opts.json_out else None
     title = f"batch {batch_id}: {len(goals)} goals, {opts.jobs} at a time"
     view = None if emit else BatchView(title)
     batch = Batch(
@@ -94,7 +95,8 @@ def run_batch(opts: BatchOptions) -> int:
         "runs": [job.record() for job in batch.jobs],
     }
     home.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    masked = redact_all(record, settings.secrets())
+    write_atomic(path, json.dumps(masked, indent=1, ensure_ascii=False) + "\n")
     if emit:
         emit.line(
             {
@@ -165,10 +167,14 @@ def headline(jobs: list[Job], code: int) -> str:
 
 
 class JsonStream:
-    """The batch's one JSON-lines stream: every run's events tagged with its goal and run id."""
+    """The batch's one JSON-lines stream: every run's events tagged with its goal and run id,
+    each redacted (`secrets` and the known key shapes)."""
+
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        self.secrets = secrets
 
     def line(self, data: dict[str, Any]) -> None:
-        print(json.dumps(data, ensure_ascii=False), flush=True)
+        print(json.dumps(redact_all(data, self.secrets), ensure_ascii=False), flush=True)
 
     def run_event(self, job: Job, ev: dict[str, Any]) -> None:
         self.line({**ev, "job": job.index, "run_id": ev.get("run_id") or job.run_id})

@@ -173,6 +173,7 @@ def runs_command(
 def print_run_done(code: int, message: str) -> None:
     """End a --json stream of a run refused before it began with `run_done` for its exit."""
     from agent_cli.core.events import RunDone
+    from agent_cli.core.redact import redact
 
     done = RunDone(
         run_id="",
@@ -183,7 +184,7 @@ def print_run_done(code: int, message: str) -> None:
         prompt_tokens=0,
         completion_tokens=0,
         cost_usd=0.0,
-        message=message,
+        message=redact(message),  # printed beside the console: the known key shapes masked
     )
     print(done.model_dump_json(), flush=True)
 

@@ -40,6 +40,7 @@ import openai
 
 from agent_cli.core.errors import MalformedReply, ModelError
 from agent_cli.core.models import ChatReply, Usage
+from agent_cli.core.redact import redact_messages
 from agent_cli.llm.base import Message, reply_cost
 from agent_cli.llm.openai import errors
 from agent_cli.llm.openai.client import make_client
@@ -99,8 +100,10 @@ class OpenAIChat:
         cache_dir: Path | None = None,
         local: bool | None = None,
         total_timeout_s: float | None = None,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         self.name = model
+        self.secrets = secrets  # masked, with the known key shapes, in every request sent
         self.base_url = base_url
         self.usage = Usage()
         self._client = make_client(base_url, api_key, timeout_s)
@@ -199,7 +202,9 @@ class OpenAIChat:
     def _request(
         self, messages: list[Message], tools: Tools, tool_choice: ToolChoice, call: _Call
     ) -> Json:
-        kwargs: Json = {"model": self.name, "messages": outgoing.sanitize(messages)}
+        # Every request leaves through here: what it carries is redacted, whoever built it.
+        sent = outgoing.sanitize(redact_messages(messages, self.secrets))
+        kwargs: Json = {"model": self.name, "messages": sent}
         if tools:
             call.schema = self.forcing.shape(kwargs, tools, tool_choice, call.forced, call.any_tool)
         if self._max_tokens:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agent_cli.core.redact import redact
 from agent_cli.llm.openai.client import make_client
 from agent_cli.llm.openai.errors import converted
 
@@ -10,9 +11,16 @@ class OpenAIEmbedder:
     """Embedder on an OpenAI-compatible /embeddings endpoint."""
 
     def __init__(
-        self, *, base_url: str, api_key: str | None, model: str, timeout_s: float = 60.0
+        self,
+        *,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        timeout_s: float = 60.0,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         self.name = f"openai:{model}"
+        self.secrets = secrets  # masked, with the known key shapes, in every text sent
         self.model = model
         self.base_url = base_url
         self._client = make_client(base_url, api_key, timeout_s)
@@ -30,7 +38,8 @@ class OpenAIEmbedder:
         if not texts:
             return []
         with converted(self.base_url, self.model):
-            resp = self._client.embeddings.create(model=self.model, input=texts)
+            sent = [redact(t, self.secrets) for t in texts]
+            resp = self._client.embeddings.create(model=self.model, input=sent)
         vectors = [d.embedding for d in sorted(resp.data, key=lambda d: d.index)]
         self._dim = len(vectors[0]) if vectors else self._dim
         return vectors

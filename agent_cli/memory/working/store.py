@@ -32,6 +32,7 @@ from typing import Any
 
 from agent_cli.core.errors import StorageError
 from agent_cli.core.protocols import ColdStore
+from agent_cli.core.redact import redact_all
 from agent_cli.core.text import ELLIPSIS
 
 MANIFEST_KEYS = ("id", "kind", "summary", "symbols", "step_evicted")
@@ -264,10 +265,14 @@ _LOCKED_HINT = "another process holds a write lock on it; wait for it to finish,
 
 
 class SqliteStore:
-    """A cold store in one SQLite file (WAL mode, one transaction per change)."""
+    """A cold store in one SQLite file (WAL mode, one transaction per change); what it
+    writes is redacted (`secrets` and the known key shapes)."""
 
-    def __init__(self, path: str | Path, timeout: float = 5.0) -> None:
+    def __init__(
+        self, path: str | Path, timeout: float = 5.0, secrets: tuple[str, ...] = ()
+    ) -> None:
         self.path = Path(path)
+        self.secrets = secrets
         conn: sqlite3.Connection | None = None
         try:
             with self._guard("opened"):
@@ -335,9 +340,9 @@ class SqliteStore:
     def put(self, record: dict[str, Any]) -> None:
         """Insert or replace a record and its symbols in one transaction."""
         item_id = record["id"]
-        body = {k: v for k, v in record.items() if k != "vector"}
         vector = array("d", record["vector"]).tobytes() if record.get("vector") else None
-        symbols = list(record["symbols"])
+        body = redact_all({k: v for k, v in record.items() if k != "vector"}, self.secrets)
+        symbols = list(body["symbols"])
         with self._guard("written"), self._transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, "
@@ -345,8 +350,8 @@ class SqliteStore:
                 (
                     item_id,
                     id_number(item_id),
-                    record["kind"],
-                    record["summary"],
+                    body["kind"],
+                    body["summary"],
                     json.dumps(symbols),
                     record["step_evicted"],
                     json.dumps(body),

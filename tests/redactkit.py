@@ -1,0 +1,109 @@
+"""A run whose every kind of text holds the API key, and where to look for it afterwards.
+
+The key is the configured one (`OPENAI_API_KEY`), shaped like no known key, so only the
+configured secret can mask it; a GitHub token beside it is masked by its shape alone. The
+model puts the key in its plan (goal, tasks, criteria), its re-plan reason and new tasks, its
+finish summaries, its verdict and its closing summary; the first task's acceptance command
+prints the key and fails until the task's second attempt; a nested `sub/AGENTS.md` holding the
+key is read once the second task touches `sub/`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import make_repo
+
+KEY = "plainkey7f3a9c2e1b5d4068"
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2"  # no configured secret: masked by its shape
+MASK = "[REDACTED]"
+NEEDLES = (KEY, TOKEN)
+
+
+def repo_for(tmp: Path) -> Path:
+    """The repository: the key in an ignored `.env`, a nested AGENTS.md and a check that
+    prints `.env` and fails twice (before the task, to see it can fail, and at attempt 1)."""
+    repo = tmp / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (repo / "README.md").write_text("# scratch\n")
+    (repo / "sub" / "AGENTS.md").write_text(f"Deploy with {KEY} and {TOKEN}, never here.\n")
+    (repo / ".gitignore").write_text(".env\n")
+    (repo / ".env").write_text(f"K={KEY}\nT={TOKEN}\n")
+    count = tmp / "check-count"
+    (repo / "check.sh").write_text(
+        f"n=$(cat {count} 2>/dev/null || echo 0)\necho $((n + 1)) > {count}\n"
+        "test $n -ge 2 && test -f done.txt && exit 0\ncat .env\nexit 1\n"
+    )
+    return make_repo(repo)
+
+
+def _call(name: str, **args: object) -> dict:
+    return {"tool": name, "args": args}
+
+
+def script() -> list[dict]:
+    """The model's replies, each carrying the key."""
+    second = {"goal": f"Create sub/x.txt {KEY}", "acceptance": f"x exists {KEY}"}
+    return [
+        _call(
+            "submit_plan",
+            goal=f"Create things {KEY}",
+            success_criteria=f"both exist {KEY}",
+            tasks=[
+                {
+                    "goal": f"Create done.txt {KEY}",
+                    "acceptance": f"the check passes {KEY}",
+                    "acceptance_cmd": "sh check.sh",
+                },
+                {**second, "acceptance_cmd": None},
+            ],
+        ),
+        _call("write_file", path="done.txt", content="d\n"),
+        _call("finish", summary=f"wrote done.txt {KEY}"),
+        _call("write_file", path="done.txt", content="d2\n"),
+        _call("finish", summary=f"wrote it again {KEY} {TOKEN}"),
+        _call(
+            "revise_plan",
+            keep=False,
+            reason=f"the second task needs its folder named {KEY}",
+            tasks=[{**second, "goal": f"Create sub/x.txt now {KEY}", "acceptance_cmd": None}],
+        ),
+        _call("write_file", path="sub/x.txt", content="x\n"),
+        _call("read_file", path="README.md"),
+        _call("finish", summary=f"made sub/x.txt {KEY}"),
+        _call("submit_verdict", verdict="pass", reason=f"sub/x.txt is there {KEY}"),
+        _call("submit_facts", facts=[]),
+        {"content": f"Both files are made. {KEY} {TOKEN}"},
+    ]
+
+
+def env(tmp: Path) -> dict[str, str]:
+    """The variables the run sees: the key, no user config, embeddings from the fake server."""
+    return {
+        "OPENAI_API_KEY": KEY,
+        "AGENT_RC": str(tmp / "no-user-agentrc"),
+        "HOME": str(tmp / "home"),
+        "AGENT_RETRY_BACKOFF_S": "0.01",
+        "AGENT_EMBEDDING_MODEL": "fake-embed",
+        "NO_COLOR": "1",
+    }
+
+
+def holding(text: str) -> list[str]:
+    """The needles `text` holds."""
+    return [n for n in NEEDLES if n in text]
+
+
+def request_bodies(srv) -> list[str]:
+    """Every request body the server received (chat and embeddings), as JSON text."""
+    return [json.dumps(r["body"], ensure_ascii=False) for r in srv.requests if r["body"]]
+
+
+def files_holding(root: Path) -> list[str]:
+    """The files under `root` whose bytes hold a needle."""
+    return [
+        p.relative_to(root).as_posix()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink() and any(n.encode() in p.read_bytes() for n in NEEDLES)
+    ]
