@@ -33,6 +33,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent_cli.cli.config import trust
 from agent_cli.core.errors import ConfigError
+from agent_cli.memory import thresholds
+from agent_cli.memory.thresholds import Thresholds
 from agent_cli.tools.hooks.config import HooksConfig, combined
 from agent_cli.tools.mcp.config import ServerConfig, check_server_name
 
@@ -85,6 +87,10 @@ class Settings(BaseSettings):
     final_summary: bool = True
     memory_ttl_days: float = Field(90.0, ge=0)
     memory_digest_tokens: int = Field(1500, ge=0)
+    # how close recalled memory must be; None: the embedder's default (memory/thresholds.py)
+    memory_associate_k: int | None = Field(None, ge=1)
+    memory_associate_min_score: float | None = Field(None, ge=-1, le=1)
+    memory_episode_max_distance: float | None = Field(None, ge=0, le=2)
     memory_url: str | None = None
     memory_tenant: str | None = None
     memory_database: str | None = None
@@ -195,6 +201,16 @@ class Settings(BaseSettings):
         """A server on the local network, and no price set (see `prices`)."""
         return _on_local_network(base_url or self.base_url) and all(
             self.sources.get(k, "default") == "default" for k in PRICE_KEYS
+        )
+
+    def recall_thresholds(self) -> Thresholds:
+        """The associate rule and the episodes' floor: the offline embedder's measured values,
+        or the seed's with an endpoint's `embedding_model`, each one set here kept."""
+        return thresholds.resolve(
+            offline=not self.embedding_model,
+            associate_k=self.memory_associate_k,
+            associate_min_score=self.memory_associate_min_score,
+            episode_max_distance=self.memory_episode_max_distance,
         )
 
     def key(self) -> str | None:
