@@ -8,7 +8,7 @@ at the seed's values it recalls almost nothing of this project's own related pai
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,12 @@ def resolve(
 ) -> Thresholds:
     """The defaults of the embedder in use (`offline`: WordLlama), with each value set kept."""
     base = OFFLINE if offline else SEED
-    given = {
-        "associate_k": associate_k,
-        "associate_min_score": associate_min_score,
-        "episode_max_distance": episode_max_distance,
-    }
-    return replace(base, **{k: v for k, v in given.items() if v is not None})
+    return Thresholds(
+        associate_k=base.associate_k if associate_k is None else associate_k,
+        associate_min_score=(
+            base.associate_min_score if associate_min_score is None else associate_min_score
+        ),
+        episode_max_distance=(
+            base.episode_max_distance if episode_max_distance is None else episode_max_distance
+        ),
+    )
