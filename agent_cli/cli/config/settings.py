@@ -240,10 +240,16 @@ class Settings(BaseSettings):
         if self._billed_nothing():
             for key in PRICE_KEYS:
                 values[key], sources[key] = 0.0, "default; a local server bills nothing"
+        t, embedder = self.recall_thresholds(), self.embedding_model or "the offline embedder"
+        resolved = (t.associate_k, t.associate_min_score, t.episode_max_distance)
+        for key, value in zip(THRESHOLD_KEYS, resolved, strict=True):
+            if values[key] is None:
+                values[key], sources[key] = value, f"default for {embedder}"
         return values, sources
 
 
 PRICE_KEYS = ("price_input_per_mtok", "price_output_per_mtok", "price_cached_input_per_mtok")
+THRESHOLD_KEYS = ("memory_associate_k", "memory_associate_min_score", "memory_episode_max_distance")
 
 
 def _on_local_network(url: str) -> bool:
