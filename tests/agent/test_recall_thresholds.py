@@ -100,3 +100,16 @@ def test_the_digest_takes_as_many_associated_items_as_the_thresholds_say(store):
 
     assert associated(1) == 1
     assert associated(10) == 5
+
+
+def test_doctor_shows_the_thresholds_in_effect_and_whose_defaults_they_are(tmp_path):
+    values, sources = _settings(tmp_path).shown()
+    assert values["memory_associate_min_score"] == OFFLINE.associate_min_score
+    assert sources["memory_associate_min_score"] == "default for the offline embedder"
+    model = "text-embedding-3-small"
+    values, sources = _settings(tmp_path, AGENT_EMBEDDING_MODEL=model).shown()
+    assert (values["memory_associate_k"], values["memory_episode_max_distance"]) == (3, 0.5)
+    assert sources["memory_associate_k"] == f"default for {model}"
+    values, sources = _settings(tmp_path, AGENT_MEMORY_ASSOCIATE_K="4").shown()
+    assert values["memory_associate_k"] == 4
+    assert sources["memory_associate_k"] == "env AGENT_MEMORY_ASSOCIATE_K"
