@@ -548,6 +548,7 @@ def _execute(
             secrets=secrets,
             memory_ttl_days=settings.memory_ttl_days,
             memory_digest_tokens=settings.memory_digest_tokens,
+            memory_thresholds=settings.recall_thresholds(),
             limits=Limits(
                 settings.max_steps,
                 settings.task_max_steps,

@@ -99,6 +99,7 @@ class LongTermStore(Protocol):
         kind: str = "all",
         min_trust: float = 0.5,
         topics: list[str] | None = None,
+        min_score: float | None = None,  # None: the store's own floor
     ) -> Sequence[Recalled]: ...
     def procedures(self, topic: str, k: int = 5) -> Sequence[Recalled]: ...
     def listing(

@@ -23,6 +23,7 @@ from agent_cli.core.protocols import LongTermStore, Recalled
 
 SCAN = 2000  # items read to choose from: beyond this the store is searched, not listed
 EPISODES = 3
+ASSOCIATE_K = 10  # the items associate finds for the goal (memory/thresholds.py: OFFLINE)
 LINE_OVERHEAD_CHARS = 90  # kind, id, trust, source, date and score around an item's text
 ITEM_CHARS = 300  # an item's text is cut to this on its line
 HEADER_TOKENS = 40
@@ -58,18 +59,24 @@ def build(
     budget_tokens: int,
     *,
     min_score: float,
+    k: int = ASSOCIATE_K,
+    episode_min_score: float | None = None,
 ) -> Digest:
-    """The digest of the repositories `topics` (its identity first) for `goal`."""
+    """The digest of the repositories `topics` (its identity first) for `goal`: associate's
+    top `k` above `min_score`, episodes at least `episode_min_score` close (None: the store's
+    floor)."""
     budget = max(0, budget_tokens - HEADER_TOKENS)
-    episodes = _fitting(longterm.recall(goal, k=EPISODES, kind="episode", topics=topics[:1]),
-                        budget // 3)  # fmt: skip
+    close = longterm.recall(
+        goal, k=EPISODES, kind="episode", topics=topics[:1], min_score=episode_min_score
+    )
+    episodes = _fitting(close, budget // 3)
     budget -= sum(cost(e) for e in episodes)
     items = list(longterm.listing([*topics, ""], min_trust=0.5, limit=SCAN))
     if len(items) < SCAN and sum(cost(i) for i in items) <= budget:
         return Digest(episodes + items, 0)
     related = longterm.associate(
         goal,
-        k=10,
+        k=k,
         threshold=min_score,
         min_trust=0.5,
         kinds=("fact", "note", "procedure"),

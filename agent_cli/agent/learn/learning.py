@@ -21,9 +21,11 @@ from agent_cli.agent.run.store import RunRecord
 from agent_cli.core.models import CommandRun, Episode, Fact, Fix, TaskRecord
 from agent_cli.core.protocols import LongTermStore
 from agent_cli.memory.longterm.records import format_for_context, mark_stale
+from agent_cli.memory.thresholds import OFFLINE, Thresholds
 
 DIGEST_TOKENS = 1500  # the memory digest's share of a request (the memory_digest_tokens setting)
-PLAN_MIN_SCORE = 0.3  # facts and notes closer than this to the goal are recalled into a run
+# facts and notes closer than this to the goal are recalled into a run (the offline embedder's)
+PLAN_MIN_SCORE = OFFLINE.associate_min_score
 NOTE_TRUST = 0.5
 BlobOf = Callable[[str], "str | None"]
 
@@ -79,11 +81,21 @@ def recall_for_run(
     blob_of: BlobOf,
     count: bool = True,
     digest_tokens: int = DIGEST_TOKENS,
+    thresholds: Thresholds = OFFLINE,
 ) -> Digest:
     """The memory digest of the repository `topics[0]` (its identity; the rest are names
-    its items may still be filed under) a run starts with, within `digest_tokens`,
-    staleness marked; hits are counted for what it includes when `count`."""
-    found = digest.build(longterm, goal, topics, digest_tokens, min_score=PLAN_MIN_SCORE)
+    its items may still be filed under) a run starts with, within `digest_tokens`, recalled
+    by the embedder's `thresholds`, staleness marked; hits are counted for what it includes
+    when `count`."""
+    found = digest.build(
+        longterm,
+        goal,
+        topics,
+        digest_tokens,
+        min_score=thresholds.associate_min_score,
+        k=thresholds.associate_k,
+        episode_min_score=thresholds.episode_min_score,
+    )
     if count:
         longterm.count_hits(found.items)
     mark_stale(found.items, blob_of)

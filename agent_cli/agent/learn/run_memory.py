@@ -16,6 +16,7 @@ from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import Fact, Verdict
 from agent_cli.core.protocols import LongTermStore
+from agent_cli.memory.thresholds import OFFLINE, Thresholds
 
 if TYPE_CHECKING:
     from agent_cli.agent.attempt.runtime import Runtime
@@ -34,12 +35,14 @@ class RunMemory:
         window: Window,
         read_only: bool = False,
         digest_tokens: int = learn.DIGEST_TOKENS,
+        thresholds: Thresholds = OFFLINE,
     ) -> None:
         self.longterm = longterm
         self.root = Path(root)
         self.ttl_days = ttl_days
         self.read_only = read_only  # a plan-only run: recall counts no hits
         self.digest_tokens = digest_tokens
+        self.thresholds = thresholds  # how close an item or episode must be to be recalled
         self._topic: str | None = None
         self.learned = learn.Learned()
         self.instructions = repo_instructions.load(
@@ -72,6 +75,7 @@ class RunMemory:
             self.blob_of,
             count=not self.read_only,
             digest_tokens=self.digest_tokens,
+            thresholds=self.thresholds,
         )
 
     def noted(self, state: AgentState, item_id: str, text: str) -> None:

@@ -63,6 +63,7 @@ from agent_cli.core.protocols import ChatModel, Console, Hooks, LongTermStore, W
 from agent_cli.core.redact import redact
 from agent_cli.memory.longterm.records import format_for_context
 from agent_cli.memory.longterm.signatures import failure_signatures
+from agent_cli.memory.thresholds import OFFLINE, Thresholds
 from agent_cli.memory.working.memory import WorkingMemory
 
 # How long after the first request of a session is built (the plan, or a resumed task's)
@@ -84,6 +85,7 @@ class RunConfig:
     secrets: tuple[str, ...] = ()
     memory_ttl_days: float = 90.0  # long-term items unused this long go to the archive (0: never)
     memory_digest_tokens: int = 1500  # the share of a request the memory digest may take
+    memory_thresholds: Thresholds = OFFLINE  # how close recalled memory must be (the embedder's)
     replan: str = "after_task"  # or "off": no re-plan check after a verified task
     max_replans: int = 3  # re-plan checks the harness asks for in one run
     final_summary: bool = True  # ask the model for a closing summary for the human
@@ -220,6 +222,7 @@ class Session:
             config.limits.window(),
             read_only=config.plan_only,
             digest_tokens=config.memory_digest_tokens,
+            thresholds=config.memory_thresholds,
         )
         self._answer: Answer | None = None  # the human's answer given with --resume
         self._facts: list[Any] | None = None  # asked for once the tasks are over

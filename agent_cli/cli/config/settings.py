@@ -34,6 +34,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent_cli.cli.config import trust
 from agent_cli.core.errors import ConfigError
+from agent_cli.memory import thresholds
+from agent_cli.memory.thresholds import Thresholds
 from agent_cli.tools.hooks.config import HooksConfig, combined
 from agent_cli.tools.mcp.config import ServerConfig, check_server_name
 
@@ -86,6 +88,10 @@ class Settings(BaseSettings):
     final_summary: bool = True
     memory_ttl_days: float = Field(90.0, ge=0)
     memory_digest_tokens: int = Field(1500, ge=0)
+    # how close recalled memory must be; None: the embedder's default (memory/thresholds.py)
+    memory_associate_k: int | None = Field(None, ge=1)
+    memory_associate_min_score: float | None = Field(None, ge=-1, le=1)
+    memory_episode_max_distance: float | None = Field(None, ge=0, le=2)
     memory_url: str | None = None
     memory_tenant: str | None = None
     memory_database: str | None = None
@@ -198,6 +204,16 @@ class Settings(BaseSettings):
             self.sources.get(k, "default") == "default" for k in PRICE_KEYS
         )
 
+    def recall_thresholds(self) -> Thresholds:
+        """The associate rule and the episodes' floor: the offline embedder's measured values,
+        or the seed's with an endpoint's `embedding_model`, each one set here kept."""
+        return thresholds.resolve(
+            offline=not self.embedding_model,
+            associate_k=self.memory_associate_k,
+            associate_min_score=self.memory_associate_min_score,
+            episode_max_distance=self.memory_episode_max_distance,
+        )
+
     def key(self) -> str | None:
         """The API key in clear, or None when none is set."""
         return self.api_key.get_secret_value() if self.api_key else None
@@ -225,10 +241,16 @@ class Settings(BaseSettings):
         if self._billed_nothing():
             for key in PRICE_KEYS:
                 values[key], sources[key] = 0.0, "default; a local server bills nothing"
+        t, embedder = self.recall_thresholds(), self.embedding_model or "the offline embedder"
+        resolved = (t.associate_k, t.associate_min_score, t.episode_max_distance)
+        for key, value in zip(THRESHOLD_KEYS, resolved, strict=True):
+            if values[key] is None:
+                values[key], sources[key] = value, f"default for {embedder}"
         return values, sources
 
 
 PRICE_KEYS = ("price_input_per_mtok", "price_output_per_mtok", "price_cached_input_per_mtok")
+THRESHOLD_KEYS = ("memory_associate_k", "memory_associate_min_score", "memory_episode_max_distance")
 
 
 def _on_local_network(url: str) -> bool:

@@ -39,6 +39,7 @@ class NoLongTermMemory:
         kind: str = "all",
         min_trust: float = 0.5,
         topics: list[str] | None = None,
+        min_score: float | None = None,
     ) -> list[Recalled]:
         return []
 
@@ -177,9 +178,12 @@ class FallbackLongTerm:
         kind: str = "all",
         min_trust: float = 0.5,
         topics: list[str] | None = None,
+        min_score: float | None = None,
     ) -> Sequence[Recalled]:
         return self._call(
-            lambda m: m.recall(query, k=k, kind=kind, min_trust=min_trust, topics=topics)
+            lambda m: m.recall(
+                query, k=k, kind=kind, min_trust=min_trust, topics=topics, min_score=min_score
+            )
         )
 
     def procedures(self, topic: str, k: int = 5) -> Sequence[Recalled]:

@@ -162,12 +162,15 @@ class LazyLongTermMemory:
         kind: str = "all",
         min_trust: float = 0.5,
         topics: list[str] | None = None,
+        min_score: float | None = None,
     ) -> list[Result]:
         """What the store holds about `query`; nothing (and no store opened) when there is none."""
         memory = self._reading()
         if memory is None:
             return []
-        return memory.recall(query, k=k, kind=kind, min_trust=min_trust, topics=topics)
+        return memory.recall(
+            query, k=k, kind=kind, min_trust=min_trust, topics=topics, min_score=min_score
+        )
 
     def add_episode(self, ep: Episode) -> None:
         """Keep a run's episode, creating the store if needed."""
