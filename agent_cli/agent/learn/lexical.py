@@ -10,6 +10,7 @@ name nothing left out; items are scored with BM25 against the goal's words.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -159,12 +160,19 @@ def words(text: str) -> list[str]:
     """The words of `text` that can name something, each identifier also by its parts."""
     out: list[str] = []
     for token in _WORD.findall(text):
-        parts = [p for chunk in token.split("_") for p in _CAMEL.findall(chunk)]
-        for word in {token.lower(), *(p.lower() for p in parts)}:
-            stem = _stem(word)
-            if len(stem) >= 3 and stem not in STOP and word not in STOP:
-                out.append(stem)
+        out += _token_words(token)
     return out
+
+
+@functools.lru_cache(maxsize=65536)  # a store says the same names over and over
+def _token_words(token: str) -> tuple[str, ...]:
+    parts = [p for chunk in token.split("_") for p in _CAMEL.findall(chunk)]
+    out = []
+    for word in sorted({token.lower(), *(p.lower() for p in parts)}):
+        stem = _stem(word)
+        if len(stem) >= 3 and stem not in STOP and word not in STOP:
+            out.append(stem)
+    return tuple(out)
 
 
 def _stem(word: str) -> str:
@@ -176,7 +184,7 @@ def _stem(word: str) -> str:
 
 def scores(query: str, texts: Sequence[str]) -> list[float]:
     """The BM25 score of each of `texts` against `query` (0.0: no word in common)."""
-    wanted = set(words(query))
+    wanted = sorted(set(words(query)))  # one order of summing: equal items tie exactly
     docs = [Counter(words(t)) for t in texts]
     if not wanted or not docs:
         return [0.0] * len(texts)
