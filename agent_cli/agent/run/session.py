@@ -318,6 +318,7 @@ class Session:
             max_chars=3 * self.cfg.memory_digest_tokens,
             max_lines=len(results),
             more=found.more_line(),
+            brief=True,
         )
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
