@@ -10,7 +10,7 @@ first, the two rankings fused (rank.py) and an item that repeats one already tak
 words put off; then those recalled before, the most used first; then the rest the embedding
 ranked, below its floor; one line says how many more there are and how to recall them. The
 run's closest episodes come before all of them, within a third of the share. Each line is
-costed as it is rendered (`format_for_context`, brief), at three characters a token: the
+costed as it is rendered (`format_for_context`, brief), at 3.1 characters a token: the
 digest is built before the first request, when the tokenizer is not loaded yet.
 """
 
@@ -28,6 +28,7 @@ NEAREST = 100  # items ranked by the embedding, to fuse with the names' ranking
 LINE_OVERHEAD_CHARS = 55  # kind, id, trust and date around an item's text (a brief line)
 ITEM_CHARS = 300  # an item's text is cut to this on its line
 HEADER_TOKENS = 40
+CHARS_PER_10_TOKENS = 31
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,17 @@ class Digest:
         )
 
 
+def chars(tokens: int) -> int:
+    """The characters of a block of `tokens` tokens, at the rate `cost` counts them."""
+    return tokens * CHARS_PER_10_TOKENS // 10
+
+
 def cost(item: Recalled) -> int:
-    """The tokens `item` takes on its line of the fenced block, at three characters a token:
-    its id is hexadecimal, which tokenizers cut finer than words."""
-    return (min(len(item.gist or item.text), ITEM_CHARS) + LINE_OVERHEAD_CHARS) // 3 + 1
+    """The tokens `item` takes on its line of the fenced block, at 3.1 characters a token
+    (English runs near 4; its id and paths are cut finer)."""
+    return (
+        min(len(item.gist or item.text), ITEM_CHARS) + LINE_OVERHEAD_CHARS
+    ) * 10 // CHARS_PER_10_TOKENS + 1
 
 
 def build(
