@@ -55,7 +55,8 @@ NOTE_FORMS = (
 
 def fillers(learned: Learned, n: int, seed: int = 7) -> list[dict[str, Any]]:
     """`n` distractor records of this project: facts about its functions, notes about its tests,
-    procedures running single tests, in the shape of the records the runs A left."""
+    procedures running single tests, in the shape of the records the runs A left, each used
+    (recalled into runs) as often as a learned item of its kind picked at random."""
     scn, repo = learned.scenario, learned.repo
     shape = {
         kind: next(r for r in learned.records if r["metadata"].get("kind") == kind)
@@ -88,6 +89,19 @@ def fillers(learned: Learned, n: int, seed: int = 7) -> list[dict[str, Any]]:
     ]
     first, last = min(stamps), max(stamps)
 
+    uses = {  # each learned item's record of use, by kind
+        kind: [
+            {
+                k: r["metadata"][k]
+                for k in ("hit_count", "last_hit_at", "last_hit_ts")
+                if k in r["metadata"]
+            }
+            for r in learned.records
+            if r["metadata"].get("kind") == kind
+        ]
+        for kind in shape
+    }
+
     def when() -> str:  # uniform over the span of the runs A, as the agent writes times
         return (first + (last - first) * rng.random()).isoformat(timespec="seconds")
 
@@ -102,6 +116,11 @@ def fillers(learned: Learned, n: int, seed: int = 7) -> list[dict[str, Any]]:
         rec["id"] = f"fill_{scn.project.name}_{i:05d}"
         rec["document"] = text
         meta.update(gist=text, run_id=run, source=f"run {run}", text_hash=f"fill{i:012d}")
+        use = rng.choice(uses[kind])  # how often it was recalled: as often as a learned item
+        meta.update(use)
+        for key in ("hit_count", "last_hit_at", "last_hit_ts"):
+            if key not in use:
+                meta.pop(key, None)
         made, confirmed = when(), when()
         meta.update(created_at=min(made, confirmed), confirmed_at=max(made, confirmed), files="{}")
         if "confirmed_ts" in meta:

@@ -78,9 +78,11 @@ def test_the_digest_takes_episodes_as_far_as_the_thresholds_allow(store):
 
 
 def test_the_digest_takes_as_many_associated_items_as_the_thresholds_say(store):
-    filler = " ".join(f"word{j}" for j in range(40))
-    for i in range(120):  # more than the share holds: the digest chooses
+    for i in range(120):  # more than the share holds: the digest chooses; no two alike
+        filler = " ".join(f"word{i}x{j}" for j in range(40))
         store.add_fact(f"fact {i} about module{i}: {filler}", "test", trust=1.0, topic=TOPIC)
+    # used before: they come right after associate's matches, so a match past k has no room
+    store.count_hits(store.listing([TOPIC], limit=1000))
     # close to the goal by embedding, sharing no name with it (only words BM25 leaves out)
     close = [f"the and of to in on at {tag}" for tag in ("xa", "xb", "xc", "xd", "xe")]
     for text in close:

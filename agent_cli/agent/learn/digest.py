@@ -4,13 +4,14 @@ its long-term memory, within a token share.
 When the repository's facts, notes and procedures fit the share, all of them are sent, the
 most trusted first, then the most used, then the newest: a store that small costs little,
 and nothing the next goal needs can be missed by a wording the embedder does not connect.
-Beyond the share, the items `associate` finds for the goal and those that share the most
-names with it (lexical.py: an embedding misses `bump_major` beside `bump_minor`) come first,
-taken in turn, then those recalled before, the most used first, and one line says how many more there are and how to
-recall them. The run's closest
-episodes come before either, within a third of the share. Each line is costed as it is
-rendered (`format_for_context`), at three characters a token: the digest is built before
-the first request, when the tokenizer is not loaded yet.
+Beyond the share, the items ranked by the embedding (cosine to the goal) and by the names
+they share with it (lexical.py: an embedding misses `bump_major` beside `bump_minor`) come
+first, the two rankings fused (rank.py) and an item that repeats one already taken in other
+words put off; then those recalled before, the most used first; then the rest the embedding
+ranked, below its floor; one line says how many more there are and how to recall them. The
+run's closest episodes come before all of them, within a third of the share. Each line is
+costed as it is rendered (`format_for_context`, brief), at 3.1 characters a token: the
+digest is built before the first request, when the tokenizer is not loaded yet.
 """
 
 from __future__ import annotations
@@ -18,15 +19,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_cli.agent.learn import lexical
+from agent_cli.agent.learn import lexical, rank
 from agent_cli.core.protocols import LongTermStore, Recalled
 
 SCAN = 2000  # items read to choose from: beyond this the store is searched, not listed
 EPISODES = 3
 ASSOCIATE_K = 10  # the items associate finds for the goal (memory/thresholds.py: OFFLINE)
-LINE_OVERHEAD_CHARS = 90  # kind, id, trust, source, date and score around an item's text
+NEAREST = 100  # items ranked by the embedding, to fuse with the names' ranking
+LINE_OVERHEAD_CHARS = 55  # kind, id, trust and date around an item's text (a brief line)
 ITEM_CHARS = 300  # an item's text is cut to this on its line
 HEADER_TOKENS = 40
+CHARS_PER_10_TOKENS = 31
 
 
 @dataclass(frozen=True)
@@ -46,10 +49,17 @@ class Digest:
         )
 
 
+def chars(tokens: int) -> int:
+    """The characters of a block of `tokens` tokens, at the rate `cost` counts them."""
+    return tokens * CHARS_PER_10_TOKENS // 10
+
+
 def cost(item: Recalled) -> int:
-    """The tokens `item` takes on its line of the fenced block, at three characters a token:
-    its id is hexadecimal, which tokenizers cut finer than words."""
-    return (min(len(item.gist or item.text), ITEM_CHARS) + LINE_OVERHEAD_CHARS) // 3 + 1
+    """The tokens `item` takes on its line of the fenced block, at 3.1 characters a token
+    (English runs near 4; its id and paths are cut finer)."""
+    return (
+        min(len(item.gist or item.text), ITEM_CHARS) + LINE_OVERHEAD_CHARS
+    ) * 10 // CHARS_PER_10_TOKENS + 1
 
 
 def build(
@@ -63,8 +73,9 @@ def build(
     episode_min_score: float | None = None,
 ) -> Digest:
     """The digest of the repositories `topics` (its identity first) for `goal`: associate's
-    top `k` above `min_score`, episodes at least `episode_min_score` close (None: the store's
-    floor)."""
+    top `k` above `min_score` and the items sharing a name with the goal ahead, then the most
+    used, then the rest of the embedding's nearest; episodes at least `episode_min_score`
+    close (None: the store's floor)."""
     budget = max(0, budget_tokens - HEADER_TOKENS)
     close = longterm.recall(
         goal, k=EPISODES, kind="episode", topics=topics[:1], min_score=episode_min_score
@@ -74,10 +85,10 @@ def build(
     items = list(longterm.listing([*topics, ""], min_trust=0.5, limit=SCAN))
     if len(items) < SCAN and sum(cost(i) for i in items) <= budget:
         return Digest(episodes + items, 0)
-    related = longterm.associate(
+    near = longterm.associate(  # the embedding's ranking, floor or not: fused below
         goal,
-        k=k,
-        threshold=min_score,
+        k=max(NEAREST, k),
+        threshold=-1.0,
         min_trust=0.5,
         kinds=("fact", "note", "procedure"),
         topics=[*topics, ""],
@@ -86,25 +97,26 @@ def build(
     named = lexical.scores(goal, [_words_of(r) for r in items])
     ranked = sorted(zip(named, items, strict=True), key=lambda pair: -pair[0])
     by_name = [r for score, r in ranked if score > 0]
+    fused = rank.fuse([[r.id for r in near], [r.id for r in by_name]])
+    pool = {r.id: r for r in [*items, *near]}  # an embedding hit keeps its cosine as its score
+    # associate's rule (the top k above the floor) puts its matches ahead of the most used;
+    # the rest of the nearest follow them
+    related = {r.id for r in near[:k] if r.score > min_score} | {r.id for r in by_name}
+    order = sorted(fused, key=lambda i: -fused[i])
     used = [r for r in items if r.hit_count > 0]  # never recalled: left to the count line
     most_used = sorted(used, key=lambda r: (r.hit_count, r.trust, r.date), reverse=True)
-    chosen = _fitting(_unique([*_alternate(related, by_name), *most_used]), budget)
-    total = max(len(items), len(_unique([*related, *items])))
+    ahead = [pool[i] for i in order if i in related]
+    behind = [pool[i] for i in order if i not in related]  # only near by a low cosine
+    chosen = _fitting(
+        rank.distinct_first(_unique([*ahead, *most_used, *behind]), _words_of), budget
+    )
+    total = max(len(items), len(_unique([*near, *items])))
     return Digest(episodes + chosen, total - len(chosen))
 
 
 def _words_of(item: Recalled) -> str:
     """What an item is matched on by name: its text, and the task a procedure checked."""
     return f"{item.text} {item.metadata.get('task', '')}"
-
-
-def _alternate(first: Sequence[Recalled], second: Sequence[Recalled]) -> list[Recalled]:
-    """`first[0], second[0], first[1], second[1], ...`, the longer one's rest at the end."""
-    out: list[Recalled] = []
-    for a, b in zip(first, second, strict=False):
-        out += [a, b]
-    shorter = min(len(first), len(second))
-    return out + list(first[shorter:]) + list(second[shorter:])
 
 
 def _fitting(items: Sequence[Recalled], budget: int) -> list[Recalled]:

@@ -10,12 +10,14 @@ name nothing left out; items are scored with BM25 against the goal's words.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 from collections.abc import Sequence
 
 K1, B = 1.2, 0.75
+PART = 4  # the shortest word matched inside another
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _ENDINGS = ("ing", "ed", "s")
@@ -159,12 +161,19 @@ def words(text: str) -> list[str]:
     """The words of `text` that can name something, each identifier also by its parts."""
     out: list[str] = []
     for token in _WORD.findall(text):
-        parts = [p for chunk in token.split("_") for p in _CAMEL.findall(chunk)]
-        for word in {token.lower(), *(p.lower() for p in parts)}:
-            stem = _stem(word)
-            if len(stem) >= 3 and stem not in STOP and word not in STOP:
-                out.append(stem)
+        out += _token_words(token)
     return out
+
+
+@functools.lru_cache(maxsize=65536)  # a store says the same names over and over
+def _token_words(token: str) -> tuple[str, ...]:
+    parts = [p for chunk in token.split("_") for p in _CAMEL.findall(chunk)]
+    out = []
+    for word in sorted({token.lower(), *(p.lower() for p in parts)}):
+        stem = _stem(word)
+        if len(stem) >= 3 and stem not in STOP and word not in STOP:
+            out.append(stem)
+    return tuple(out)
 
 
 def _stem(word: str) -> str:
@@ -175,21 +184,42 @@ def _stem(word: str) -> str:
 
 
 def scores(query: str, texts: Sequence[str]) -> list[float]:
-    """The BM25 score of each of `texts` against `query` (0.0: no word in common)."""
-    wanted = set(words(query))
-    docs = [Counter(words(t)) for t in texts]
+    """The BM25 score of each of `texts` against `query` (0.0: no word in common). A word of
+    the text that holds a query word at its start or end (`naturalsize` for `size`), or that
+    begins one (`lang` for `language`), counts as half an occurrence of it."""
+    wanted = sorted(set(words(query)))  # one order of summing: equal items tie exactly
+    docs = [_occurrences(Counter(words(t)), wanted) for t in texts]
     if not wanted or not docs:
         return [0.0] * len(texts)
-    mean = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
-    having = {w: sum(1 for d in docs if w in d) for w in wanted}
+    mean = sum(size for _, size in docs) / len(docs) or 1.0
+    having = {w: sum(1 for d, _ in docs if w in d) for w in wanted}
     out = []
-    for doc in docs:
-        size = sum(doc.values())
+    for doc, size in docs:
         total = 0.0
         for w in wanted:
-            tf = doc.get(w, 0)
+            tf = doc.get(w, 0.0)
             if tf:
                 idf = math.log(1 + (len(docs) - having[w] + 0.5) / (having[w] + 0.5))
                 total += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * size / mean))
         out.append(total)
     return out
+
+
+def _occurrences(doc: Counter[str], wanted: Sequence[str]) -> tuple[dict[str, float], int]:
+    """How often each of `wanted` occurs in `doc` (a part of a word at half), and its size."""
+    found: dict[str, float] = {}
+    for word, n in doc.items():
+        for w in wanted:
+            if word == w:
+                found[w] = found.get(w, 0.0) + n
+            elif _part_of(w, word):
+                found[w] = found.get(w, 0.0) + n / 2
+    return found, sum(doc.values())
+
+
+@functools.lru_cache(maxsize=65536)
+def _part_of(wanted: str, word: str) -> bool:
+    """Whether `word` holds `wanted` at an end (a compound) or begins it (an abbreviation)."""
+    if len(wanted) >= PART and len(word) > len(wanted):
+        return word.startswith(wanted) or word.endswith(wanted)
+    return len(word) >= PART and len(wanted) > len(word) and wanted.startswith(word)

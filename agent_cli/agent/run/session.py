@@ -33,6 +33,7 @@ from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.judge.dispatch import dispatch_and_verify
 from agent_cli.agent.judge.gate import Gate
 from agent_cli.agent.judge.verifier import Proofs, run_acceptance
+from agent_cli.agent.learn import digest
 from agent_cli.agent.learn import learning as learn
 from agent_cli.agent.learn.run_memory import RunMemory
 from agent_cli.agent.run import journal
@@ -318,9 +319,10 @@ class Session:
             return ""
         return format_for_context(
             results,
-            max_chars=3 * self.cfg.memory_digest_tokens,
+            max_chars=digest.chars(self.cfg.memory_digest_tokens),
             max_lines=len(results),
             more=found.more_line(),
+            brief=True,
         )
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:

@@ -88,22 +88,29 @@ def episode_docs(ep: Episode) -> tuple[str, str]:
 
 
 def format_for_context(
-    results: Sequence[Recalled], max_chars: int = 3000, max_lines: int = 12, more: str = ""
+    results: Sequence[Recalled],
+    max_chars: int = 3000,
+    max_lines: int = 12,
+    more: str = "",
+    brief: bool = False,
 ) -> str:
     """Results as a bounded, fenced block for a prompt; empty when there is nothing.
 
     Each line names the item's kind and id, its trust (`trust="0.5"`: the model said it, not the
     harness) and `stale="true"` when a file it names has changed since; `more`, a line of
-    ours, ends the block.
+    ours, ends the block. A `brief` line gives only the item's date after its text (no
+    source, no score): more items fit a share.
     """
     lines = [CONTEXT_HEADER]
     used = len(CONTEXT_HEADER)
     for r in results[:max_lines]:
         marks = f' trust="{r.trust:.1f}"' + (' stale="true"' if r.stale else "")
-        line = (
-            f"- {r.kind} {r.id}{marks}: {one_line(r.gist or r.text, 300)} "
-            f"(source: {one_line(r.source, 60)}; {r.date[:10]}; score {r.score:.2f})"
+        tail = (
+            f"({r.date[:10]})"
+            if brief
+            else f"(source: {one_line(r.source, 60)}; {r.date[:10]}; score {r.score:.2f})"
         )
+        line = f"- {r.kind} {r.id}{marks}: {one_line(r.gist or r.text, 300)} {tail}"
         if used + len(line) + 1 > max_chars:
             break
         lines.append(line)
