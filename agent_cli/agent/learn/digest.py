@@ -59,12 +59,13 @@ def build(
     *,
     min_score: float,
 ) -> Digest:
-    """The digest of the repositories `topics` (its identity first) for `goal`."""
+    """The digest of the repositories `topics` (its identity first; "" for items of no
+    repository) for `goal`."""
     budget = max(0, budget_tokens - HEADER_TOKENS)
     episodes = _fitting(longterm.recall(goal, k=EPISODES, kind="episode", topics=topics[:1]),
                         budget // 3)  # fmt: skip
     budget -= sum(cost(e) for e in episodes)
-    items = list(longterm.listing([*topics, ""], min_trust=0.5, limit=SCAN))
+    items = list(longterm.listing(topics, min_trust=0.5, limit=SCAN))
     if len(items) < SCAN and sum(cost(i) for i in items) <= budget:
         return Digest(episodes + items, 0)
     related = longterm.associate(
@@ -73,7 +74,7 @@ def build(
         threshold=min_score,
         min_trust=0.5,
         kinds=("fact", "note", "procedure"),
-        topics=[*topics, ""],
+        topics=topics,
         count=False,
     )
     named = lexical.scores(goal, [_words_of(r) for r in items])
