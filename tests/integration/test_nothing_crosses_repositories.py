@@ -76,7 +76,7 @@ def _embedder(server):
     return OpenAIEmbedder(base_url=server.url, api_key=None, model="fake-embed")
 
 
-def _older_versions_items(store: Path, server) -> None:
+def _older_versions_items(store, server) -> None:
     """What older versions left in a store: an item under a folder's name, one under none."""
     with LongTermMemory(store, _embedder(server)) as mem:
         mem.curate(LEGACY, topic="demo", origin_event_id="old-1")
@@ -165,3 +165,27 @@ def test_relative_remotes_of_two_repositories_are_two_remotes(tmp_path):
         git(repo, "remote", "add", "origin", "../upstream.git")
         keys.append(repo_identity(repo).keys())
     assert keys[0] != keys[1] and keys[0] == [f"url:{tmp_path / 'a' / 'upstream.git'}"]
+
+
+@pytest.mark.slow  # a real `chroma run` server
+def test_a_shared_memory_server_recalls_nothing_of_another_repository(
+    run_env, fake_server, capsys, tmp_path, chroma_server, chroma_database
+):
+    from agent_cli.memory.longterm.place import ChromaServer
+
+    run_env.setenv("AGENT_MEMORY_URL", chroma_server.url)
+    run_env.setenv("AGENT_MEMORY_DATABASE", chroma_database)
+    mine, theirs = _two(tmp_path)
+    server = ChromaServer(chroma_server.url, database=chroma_database)
+    _older_versions_items(server, fake_server([]))
+    run_id = _learn(capsys, fake_server, mine)
+    seen = _planned(capsys, fake_server, theirs)
+    for leaked in (NOTE, FACT, run_id, "grep -q -e", POISON, LEGACY, NOWHERE):
+        assert leaked not in seen, leaked
+    own = _planned(capsys, fake_server, mine)
+    assert NOTE in own and FACT in own and f"`{CHECK}` checks work" in own
+    with LongTermMemory(server, _embedder(fake_server([]))) as mem:
+        kept = mem.collection("facts").get(where={"topic": "demo"})
+    assert kept["documents"] == [LEGACY]
+    for repo in (mine, theirs):
+        assert not (repo / ".agent" / "chroma").exists()  # the memory is on the server only
