@@ -86,6 +86,8 @@ def summary(data: dict[str, Any]) -> list[str]:
     trusted = [k for k in data if RULES.get(k, USER).kind in ("trust", "limit")]
     if trusted:
         lines.append(
-            "trusted, it may set: " + ", ".join(trusted) + " (limits looser than yours included)"
+            "now that it is trusted it may set: "
+            + ", ".join(trusted)
+            + " (a limit even when looser than yours)"
         )
     return lines
