@@ -20,12 +20,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from agent_cli.tools.hooks.config import combined
-
-if TYPE_CHECKING:
-    from agent_cli.cli.config.settings import Settings
 
 Kind = Literal["free", "limit", "safety", "trust", "user"]
 
@@ -108,10 +105,10 @@ MERGED: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def restrict(
-    data: dict[str, Any], parsed: Settings, lower: Settings, trusted: str, rc: Path
+    data: dict[str, Any], parsed: object, lower: object, trusted: str, rc: Path
 ) -> tuple[dict[str, Any], str]:
-    """The repository layer `data` (`parsed`: its values validated) without what it may not set
-    given `lower` (the user's file and the defaults) and `trusted` (`trust.status`), and one
+    """The repository layer `data` (`parsed`: its values validated, as Settings) without what it
+    may not set given `lower` (the Settings of the user's file and the defaults) and `trusted` (`trust.status`), and one
     notice naming what was dropped."""
     kept: dict[str, Any] = {}
     untrusted: list[str] = []
