@@ -136,6 +136,12 @@ def memory_place(settings: Settings, state_dir: Path) -> Path | ChromaServer:
     )
 
 
+def own_memory(settings: Settings) -> bool:
+    """Whether long-term memory is the repository's own: neither a server nor under a `home`
+    other repositories may share."""
+    return not settings.memory_url and not settings.home
+
+
 def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
     """Exclude the state directory from git (when inside the repository), then create it."""
     exclude_state_dir(repo, state_dir)
@@ -301,12 +307,13 @@ class RunKit:
 
     def recall_longterm(self, query: str) -> str:
         """Earlier runs' memory about `query` in this repository, fenced for the model."""
-        from agent_cli.agent.learn.topic import repo_topic
+        from agent_cli.agent.learn.topic import repo_topics
         from agent_cli.memory.longterm.records import mark_stale
         from agent_cli.workspace.git.blobs import blob_hash
 
         root = self.workspace.root
-        found = self.longterm.recall(query, k=3, topics=[repo_topic(root), root.name, ""])
+        topics = repo_topics(root, own_memory(self.settings))
+        found = self.longterm.recall(query, k=3, topics=topics)
         return format_for_context(mark_stale(list(found), lambda path: blob_hash(root, path)))
 
     def allow_command(self, cmd: str) -> None:
@@ -492,7 +499,7 @@ def run_settings(repo: Path, opts: RunOptions, console: Console) -> tuple[Settin
 
 def saved_start(settings: Settings, repo: Path, opts: RunOptions) -> RunStartedWith:
     """What the run to resume was started with (nothing when there is no such run)."""
-    store = RunStore(settings.state_dir(repo))
+    store = run_store(settings.state_dir(repo), repo)
     try:
         run_id = store.target(opts.run_id)
     except AgentError:  # said in its turn, after the lock is checked
@@ -526,7 +533,7 @@ def _execute(
             outbox=Outbox(state_dir / OUTBOX, str(place), secrets),
         )
         workspace.git.exclude_state(state_dir)  # before anything is written into it
-        store = RunStore(state_dir, secrets)
+        store = run_store(state_dir, repo_path, secrets)
         lock = wt.run_lock(state_dir, tree.run_id) if tree else RunLock(state_dir / "run.lock")
         ends.on_start = lock.name  # `agent runs` reads which run holds it
         run_id, changed = check_local(
@@ -549,6 +556,7 @@ def _execute(
             memory_ttl_days=settings.memory_ttl_days,
             memory_digest_tokens=settings.memory_digest_tokens,
             memory_thresholds=settings.recall_thresholds(),
+            memory_own_store=own_memory(settings),
             limits=Limits(
                 settings.max_steps,
                 settings.task_max_steps,
@@ -654,6 +662,14 @@ def run_session(
             state_dir.rmdir()  # a run refused before it began leaves no empty directory
 
 
+def run_store(state_dir: Path, repo: Path, secrets: tuple[str, ...] = ()) -> RunStore:
+    """The runs under `state_dir` of the repository `repo` is a work tree of (a shared `home`
+    holds other repositories' runs too)."""
+    from agent_cli.workspace.git.branches import main_tree
+
+    return RunStore(state_dir, secrets, repo=str(main_tree(repo, secrets).resolve()))
+
+
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -665,7 +681,7 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
 
     repo = main_tree(find_repo(repo_opt))  # from inside a worktree too: the repository's runs
     state_dir = settings_for(repo).state_dir(repo)
-    rows = runs_rows(RunStore(state_dir), state_dir, linked_worktrees(repo))
+    rows = runs_rows(run_store(state_dir, repo), state_dir, linked_worktrees(repo))
     if json_out:
         print(json.dumps(rows))
     elif not rows:

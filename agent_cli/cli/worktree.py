@@ -19,6 +19,7 @@ from agent_cli.agent.run.store import RunStore, new_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
+from agent_cli.workspace.git.branches import main_tree
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.worktree import Worktrees
 from agent_cli.workspace.lock import RunLock
@@ -133,7 +134,7 @@ def _resumed(
     repo: Path, state_dir: Path, run_id: str | None, console: Console
 ) -> WorktreePlace | None:
     """The worktree of the run to resume (made again from its branch when it was removed)."""
-    store = RunStore(state_dir)
+    store = RunStore(state_dir, repo=str(main_tree(repo).resolve()))  # as wiring.run_store
     try:
         record = store.load(store.target(run_id))
     except AgentError:

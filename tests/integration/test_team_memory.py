@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from runkit import GOAL, PYTEST, add_median, events_of, finish, plan, task
 
+from agent_cli.agent.learn.topic import repo_topic
 from agent_cli.core.models import Episode, TaskRecord
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
@@ -36,12 +37,14 @@ def one_error_line(proc) -> str:
     return lines[0]
 
 
-def seed(store, embedder) -> str:
-    """One episode and one fact in `store` (a directory or a server); the fact's id."""
+def seed(store, embedder, topic: str = "") -> str:
+    """One episode and one fact in `store` (a directory or a server) of the repository `topic`
+    ("": of none); the fact's id."""
     with LongTermMemory(store, embedder) as mem:
         mem.add_episode(
             Episode(
                 run_id=RUN_ID,
+                topic=topic,
                 goal="Add retry with backoff to the HTTP client",
                 plan=["Add retry"],
                 status="verified",
@@ -57,7 +60,7 @@ def seed(store, embedder) -> str:
             )
         )
         return mem.add_fact(
-            "The HTTP client tests run with pytest -q tests/test_http.py", "harness"
+            "The HTTP client tests run with pytest -q tests/test_http.py", "harness", topic=topic
         )
 
 
@@ -69,7 +72,8 @@ def embedder():
 def test_recall_and_show_through_the_server(
     run_agent, scratch_repo, chroma_server, chroma_database, embedder
 ):
-    fact = seed(ChromaServer(chroma_server.url, database=chroma_database), embedder)
+    server = ChromaServer(chroma_server.url, database=chroma_database)
+    fact = seed(server, embedder, repo_topic(scratch_repo))  # on a server, only its repository's
     env = server_env(chroma_server.url, chroma_database)
     recalled = run_agent("recall", "retrying HTTP requests", "--json", cwd=scratch_repo, env=env)
     assert recalled.returncode == 0, recalled.stderr

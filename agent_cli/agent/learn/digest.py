@@ -72,17 +72,17 @@ def build(
     k: int = ASSOCIATE_K,
     episode_min_score: float | None = None,
 ) -> Digest:
-    """The digest of the repositories `topics` (its identity first) for `goal`: associate's
-    top `k` above `min_score` and the items sharing a name with the goal ahead, then the most
-    used, then the rest of the embedding's nearest; episodes at least `episode_min_score`
-    close (None: the store's floor)."""
+    """The digest of the repositories `topics` (its identity first; "" for items of no
+    repository) for `goal`: associate's top `k` above `min_score` and the items sharing a name
+    with the goal ahead, then the most used, then the rest of the embedding's nearest; episodes
+    at least `episode_min_score` close (None: the store's floor)."""
     budget = max(0, budget_tokens - HEADER_TOKENS)
     close = longterm.recall(
         goal, k=EPISODES, kind="episode", topics=topics[:1], min_score=episode_min_score
     )
     episodes = _fitting(close, budget // 3)
     budget -= sum(cost(e) for e in episodes)
-    items = list(longterm.listing([*topics, ""], min_trust=0.5, limit=SCAN))
+    items = list(longterm.listing(topics, min_trust=0.5, limit=SCAN))
     if len(items) < SCAN and sum(cost(i) for i in items) <= budget:
         return Digest(episodes + items, 0)
     near = longterm.associate(  # the embedding's ranking, floor or not: fused below
@@ -91,7 +91,7 @@ def build(
         threshold=-1.0,
         min_trust=0.5,
         kinds=("fact", "note", "procedure"),
-        topics=[*topics, ""],
+        topics=topics,
         count=False,
     )
     named = lexical.scores(goal, [_words_of(r) for r in items])

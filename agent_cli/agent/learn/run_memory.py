@@ -36,9 +36,11 @@ class RunMemory:
         read_only: bool = False,
         digest_tokens: int = learn.DIGEST_TOKENS,
         thresholds: Thresholds = OFFLINE,
+        own_store: bool = True,
     ) -> None:
         self.longterm = longterm
         self.root = Path(root)
+        self.own_store = own_store  # not shared: older, unkeyed items there are this repository's
         self.ttl_days = ttl_days
         self.read_only = read_only  # a plan-only run: recall counts no hits
         self.digest_tokens = digest_tokens
@@ -58,8 +60,9 @@ class RunMemory:
 
     @property
     def legacy_topic(self) -> str:
-        """The topic earlier versions filed this repository's items under: its folder's name."""
-        return self.root.name
+        """The topic earlier versions filed this repository's items under: its folder's name
+        ("" in a shared store, where a folder's name may be any repository's)."""
+        return self.root.name if self.own_store else ""
 
     def blob_of(self, path: str) -> str | None:
         from agent_cli.workspace.git.blobs import blob_hash
@@ -71,7 +74,7 @@ class RunMemory:
         return learn.recall_for_run(
             self.longterm,
             goal,
-            [self.topic, self.legacy_topic],
+            [self.topic, *([self.legacy_topic, ""] if self.own_store else [])],
             self.blob_of,
             count=not self.read_only,
             digest_tokens=self.digest_tokens,

@@ -87,6 +87,7 @@ class RunConfig:
     memory_ttl_days: float = 90.0  # long-term items unused this long go to the archive (0: never)
     memory_digest_tokens: int = 1500  # the share of a request the memory digest may take
     memory_thresholds: Thresholds = OFFLINE  # how close recalled memory must be (the embedder's)
+    memory_own_store: bool = True  # long-term memory is the repository's own (not shared)
     replan: str = "after_task"  # or "off": no re-plan check after a verified task
     max_replans: int = 3  # re-plan checks the harness asks for in one run
     final_summary: bool = True  # ask the model for a closing summary for the human
@@ -224,6 +225,7 @@ class Session:
             read_only=config.plan_only,
             digest_tokens=config.memory_digest_tokens,
             thresholds=config.memory_thresholds,
+            own_store=config.memory_own_store,
         )
         self._answer: Answer | None = None  # the human's answer given with --resume
         self._facts: list[Any] | None = None  # asked for once the tasks are over

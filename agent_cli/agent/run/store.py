@@ -171,12 +171,13 @@ class RunRecord(BaseModel):
     started_with: RunStartedWith = Field(default_factory=RunStartedWith)
     schema_version: int = SCHEMA_VERSION
     worktree: str = ""  # the linked work tree the run works in ("": the user's checkout)
+    repo: str = ""  # the main work tree of the repository the run is of ("": not recorded)
 
     @model_serializer(mode="wrap")
     def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # a run saved before the start was recorded reads and saves back unchanged
         data: dict[str, Any] = handler(self)
-        for unrecorded in ("started_with", "worktree"):
+        for unrecorded in ("started_with", "worktree", "repo"):
             if not data.get(unrecorded):
                 data.pop(unrecorded, None)
         return data
@@ -207,11 +208,27 @@ def _writing(path: Path) -> Iterator[Path]:
 
 
 class RunStore:
-    """Reads and writes the runs under one state directory."""
+    """Reads and writes the runs under one state directory; given `repo` (a repository's main
+    work tree), only that repository's runs: a state directory may be shared (`home`).
 
-    def __init__(self, state_dir: Path, secrets: tuple[str, ...] = ()) -> None:
+    A run records the repository it is of when it is saved. One saved without (by an older
+    version) is the repository's own only in the repository's own `.agent`: in a shared
+    directory nothing tells whose it is."""
+
+    def __init__(self, state_dir: Path, secrets: tuple[str, ...] = (), repo: str = "") -> None:
         self.root = Path(state_dir) / "runs"
         self.secrets = secrets
+        self.repo = repo
+        own = Path(repo) / ".agent" if repo else None
+        self._unrecorded_ours = own is not None and _same_dir(own, Path(state_dir))
+
+    def ours(self, recorded: object) -> bool:
+        """Whether a run that recorded `recorded` as its repository is this store's."""
+        if not self.repo:
+            return True
+        if not recorded:
+            return self._unrecorded_ours
+        return recorded == self.repo
 
     def run_dir(self, run_id: str) -> Path:
         return self.root / run_id
@@ -221,6 +238,8 @@ class RunStore:
 
         `durable` (the work it records was verified) flushes it to the disk first. Its values
         are redacted before it is serialised, so the file stays valid JSON."""
+        if self.repo and not record.repo:
+            record.repo = self.repo
         data = redact_all(record.model_dump(mode="json"), self.secrets)
         text = json.dumps(data, indent=1, ensure_ascii=False)
         run_dir = self.run_dir(record.run_id)
@@ -286,13 +305,19 @@ class RunStore:
         problem = _identity_problem(record, run_id)
         if problem:
             raise StorageError(f"{path} cannot be read: {problem}", _LEFT_AS_IT_IS)
+        if not self.ours(record.repo):
+            raise _not_here(run_id, record.repo)
         return record
 
     def target(self, run_id: str | None) -> str:
         """The run to resume: `run_id` if it exists, else the newest unfinished one."""
         if run_id is not None:
-            if not (self.run_dir(checked_run_id(run_id)) / "state.json").exists():
+            path = self.run_dir(checked_run_id(run_id)) / "state.json"
+            if not path.exists():
                 raise AgentError(f"no run {run_id!r} in {self.root}", "`agent runs` lists the runs")
+            recorded = _summary(path).get("repo", "")
+            if not self.ours(recorded):
+                raise _not_here(run_id, recorded)
             return run_id
         latest = self.latest_unfinished()
         if latest is None:
@@ -308,7 +333,9 @@ class RunStore:
         types a listing prints (a state file may hold anything)."""
         out: list[dict[str, Any]] = []
         for d in sorted(self.root.glob("*/state.json")):
-            out.append(_summary(d))
+            summary = _summary(d)
+            if self.ours(summary.get("repo", "")):
+                out.append(summary)
         return out
 
     def latest_unfinished(self) -> str | None:
@@ -317,6 +344,21 @@ class RunStore:
             if s.get("status") not in FINISHED and s.get("status") != "unreadable":
                 return str(s["run_id"])
         return None
+
+
+def _not_here(run_id: str, recorded: object) -> AgentError:
+    whose = f"the repository at {str(recorded)[:200]}" if recorded else "an unknown repository"
+    return AgentError(
+        f"run {run_id!r} is not a run of this repository (it is of {whose})",
+        "`agent runs` lists this repository's runs; run the command in the run's repository",
+    )
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 def checked_run_id(run_id: str) -> str:
@@ -343,6 +385,7 @@ _SUMMARY_TYPES: dict[str, type] = {
     "steps": int,
     "started_at": str,
     "updated_at": str,
+    "repo": str,
 }
 
 

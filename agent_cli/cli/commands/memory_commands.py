@@ -134,11 +134,12 @@ def recall_command(
         if as_json:
             typer.echo("[]")
         return
-    from agent_cli.agent.learn.topic import repo_topic
+    from agent_cli.agent.learn.topic import repo_topics
+    from agent_cli.cli.wiring import own_memory
     from agent_cli.memory.longterm.records import mark_stale
     from agent_cli.workspace.git.blobs import blob_hash
 
-    topics = None if all_repos else [repo_topic(top), top.name, ""]
+    topics = None if all_repos else repo_topics(top, own_memory(settings))
     with mem:
         results = mark_stale(
             mem.recall(query, k=k, kind=kind, min_trust=min_trust, topics=topics),
@@ -173,7 +174,7 @@ def show_command(
         from agent_cli.core.errors import UsageError
 
         raise UsageError(f"unknown --kind {kind!r}", f"use one of {', '.join(KIND_WEIGHTS)}")
-    _, settings, state = _place(repo)
+    top, settings, state = _place(repo)
     shown = state.exists() or bool(settings.memory_url)  # a server holds memory without a state dir
     if not shown:
         typer.echo(NO_MEMORY.format(state=state), err=True)
@@ -185,7 +186,7 @@ def show_command(
             "counts": dict(NO_COUNTS),
         }
     else:
-        report = _working_report(settings, state, kind)
+        report = _working_report(settings, state, kind, top)
         report["counts"] = dict(NO_COUNTS)
         mem = _open(settings, state)
         if mem is not None:
@@ -201,12 +202,15 @@ def show_command(
     _skip_final_sweep()
 
 
-def _latest_state(state: Path) -> tuple[str | None, dict[str, Any]]:
-    """The newest run id whose state.json holds working memory, and that memory."""
+def _latest_state(state: Path, top: Path) -> tuple[str | None, dict[str, Any]]:
+    """The newest run id of the repository `top` whose state.json holds working memory, and
+    that memory."""
     from agent_cli.agent.run.store import MAX_STATE_BYTES
+    from agent_cli.cli.wiring import run_store
     from agent_cli.core import atomic
     from agent_cli.core.errors import StorageError
 
+    runs_of = run_store(state, top)  # a shared `home` holds other repositories' runs too
     runs = state / "runs"
     paths = sorted(runs.glob("*/state.json"), reverse=True) if runs.is_dir() else []
     for path in paths:
@@ -216,14 +220,16 @@ def _latest_state(state: Path) -> tuple[str | None, dict[str, Any]]:
             raise StorageError(
                 f"{path} cannot be read: {e}", "move the run directory aside"
             ) from None
-        if isinstance(data, dict) and isinstance(data.get("memory"), dict):
+        if not isinstance(data, dict) or not runs_of.ours(data.get("repo", "")):
+            continue
+        if isinstance(data.get("memory"), dict):
             return path.parent.name, data["memory"]
     return None, {}
 
 
-def _working_report(settings: Any, state: Path, kind: str | None) -> dict[str, Any]:
-    """Hot items with score terms, the cold manifest and stats of the latest run."""
-    run_id, saved = _latest_state(state)
+def _working_report(settings: Any, state: Path, kind: str | None, top: Path) -> dict[str, Any]:
+    """Hot items with score terms, the cold manifest and stats of the repository's latest run."""
+    run_id, saved = _latest_state(state, top)
     if run_id is None:
         return {"run_id": None, "hot": [], "cold": [], "stats": {}}
     from agent_cli.core.errors import StorageError

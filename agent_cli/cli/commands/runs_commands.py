@@ -41,15 +41,15 @@ class Place:
 
 def open_place(repo: Path | None) -> Place:
     """The repository holding `repo` (its main work tree, even from one of its worktrees)."""
-    from agent_cli.agent.run.store import RunStore
-    from agent_cli.cli.wiring import find_repo, settings_for
+    from agent_cli.cli.wiring import find_repo, run_store, settings_for
     from agent_cli.workspace.git.branches import AgentBranches, main_tree
 
     root = main_tree(find_repo(repo))
     settings = settings_for(root)
     secrets = settings.secrets()
     state_dir = settings.state_dir(root)
-    return Place(root, state_dir, RunStore(state_dir, secrets), AgentBranches(root, secrets))
+    store = run_store(state_dir, root, secrets)
+    return Place(root, state_dir, store, AgentBranches(root, secrets))
 
 
 # -- agent rewind -----------------------------------------------------------------------

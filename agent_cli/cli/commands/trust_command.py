@@ -8,6 +8,7 @@ is now: when the file changes, the repository is untrusted again until the next 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -31,20 +32,62 @@ def trust_command(
             f"there is no .agentrc in {root} to trust; nothing was recorded",
             "settings come from ~/.agentrc, the environment and flags until the repository has one",
         )
+    data = _parsed(rc) if not revoke else {}
     path = trust.record(root, revoke=revoke)
     if revoke:
         typer.echo(f"{root} is no longer trusted (recorded in {path})")
         return
-    what = rc.read_text(encoding="utf-8", errors="replace")
-    endpoint = [
-        line.strip()
-        for line in what.splitlines()
-        if line.split("=", 1)[0].strip() in ("base_url", "model", "embedding_model")
-    ]
     typer.echo(f"trusted {root} (recorded in {path})")
-    if endpoint:
-        typer.echo("its .agentrc now sets: " + "; ".join(endpoint))
+    for line in summary(data):
+        typer.echo(line)
     typer.echo(
         "safety settings (approval, sandbox, home) still come only from you; "
         "if .agentrc changes, run `agent trust` again"
     )
+
+
+def _parsed(rc: Path) -> dict[str, Any]:
+    """The file as TOML, or a ConfigError naming it (then nothing is recorded)."""
+    import tomllib
+
+    from agent_cli.core.errors import ConfigError
+
+    try:
+        return tomllib.loads(rc.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(
+            f"{rc}: not valid TOML: {e}; nothing was recorded", "fix the file, then trust it"
+        ) from None
+    except OSError as e:
+        raise ConfigError(f"{rc}: cannot be read: {e.strerror}; nothing was recorded") from None
+
+
+SHOWN_CHARS = 120
+
+
+def summary(data: dict[str, Any]) -> list[str]:
+    """Every key the file sets with its value, then the keys trust lets it set."""
+    import json
+
+    from agent_cli.cli.config.repo_keys import RULES, USER, set_keys
+
+    if not data:
+        return ["its .agentrc sets nothing"]
+    shown = []
+    for top, whole in data.items():
+        for key, value in set_keys({top: whole}):
+            text = json.dumps(value, ensure_ascii=False, default=str)
+            if RULES.get(top, USER) is USER:  # a secret or `home`: never used from here
+                text = "(ignored: a repository's .agentrc never sets it)"
+            elif len(text) > SHOWN_CHARS:
+                text = text[: SHOWN_CHARS - 1] + "…"
+            shown.append(f"{key} = {text}")
+    lines = ["its .agentrc now sets: " + "; ".join(shown)]
+    trusted = [k for k in data if RULES.get(k, USER).kind in ("trust", "limit")]
+    if trusted:
+        lines.append(
+            "now that it is trusted it may set: "
+            + ", ".join(trusted)
+            + " (a limit even when looser than yours)"
+        )
+    return lines

@@ -9,12 +9,10 @@ that contains a comma goes in `deny_commands` in an `.agentrc` instead).
 The memory server's token (`AGENT_MEMORY_TOKEN`) is refused in every `.agentrc`: it is a
 team's shared credential, and files get copied, committed and pasted into bug reports.
 
-A repository's `.agentrc` comes with a clone, so it may only tighten safety: `approval =
-"ask"`, `sandbox = "bwrap"`, more `deny_commands` (added to the user's, never replacing
-them); it never sets `home`. Its endpoint keys (`base_url`, `model`, `embedding_model`,
-and each role's `*_model`, `*_base_url`, `*_api_key_env`), its `mcp_servers` and its `hooks`
-(run after the user's own) apply only in a repository the user trusts (`agent trust`); its
-`deny_tools` are added to the user's. Each value ignored is named in one notice.
+A repository's `.agentrc` comes with a clone, so what it may set is decided key by key
+(`repo_keys.RULES`): it may only tighten safety and, until the user trusts it (`agent
+trust`), limits; what chooses where data goes, what runs or what is spent needs trust; it
+never sets `home`. Each value ignored is named in one notice.
 """
 
 from __future__ import annotations
@@ -32,11 +30,11 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent_cli.cli.config import trust
+from agent_cli.cli.config import repo_keys, trust
 from agent_cli.core.errors import ConfigError
 from agent_cli.memory import thresholds
 from agent_cli.memory.thresholds import Thresholds
-from agent_cli.tools.hooks.config import HooksConfig, combined
+from agent_cli.tools.hooks.config import HooksConfig
 from agent_cli.tools.mcp.config import ServerConfig, check_server_name
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -271,10 +269,6 @@ def _mask(secret: str) -> str | None:
 
 
 FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices", "role_api_keys")]
-# Keys of a repository's .agentrc that apply only when the user trusts the repository.
-TRUSTED_ONLY = {"base_url", "model", "embedding_model", "memory_url", "hooks", "mcp_servers"} | {
-    f"{role}_{key}" for role in ROLES for key in ("model", "base_url", "api_key_env")
-}
 ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
 
 
@@ -377,8 +371,8 @@ def load_settings(
                 "a key there gets committed and shared; set OPENAI_API_KEY instead",
             )
         _check(data, str(rc))
-        lower = _merge(layers)
-        data, notice = _restrict_repo_layer(data, lower, trust.status(repo, env), rc)
+        lower, parsed = _merge(layers), Settings(**data)
+        data, notice = repo_keys.restrict(data, parsed, lower, trust.status(repo, env), rc)
         notices += [notice] if notice else []
         layers.append((str(rc), data))
     layers += _env_layer(env)
@@ -402,44 +396,3 @@ def _merge(layers: list[tuple[str, dict[str, Any]]]) -> Settings:
     for _, layer in layers:
         merged.update(layer)
     return Settings(**merged)
-
-
-def _restrict_repo_layer(
-    data: dict[str, Any], lower: Settings, trusted: str, rc: Path
-) -> tuple[dict[str, Any], str]:
-    """The repository layer without what it may not set, and one notice naming what was dropped."""
-    kept, loosening, untrusted = dict(data), [], []
-    for key in ("home",) + tuple(k for k in ("approval", "sandbox") if k in data):
-        if key in kept and (key == "home" or _loosens(key, kept[key], lower)):
-            loosening.append(f"{key} = {kept.pop(key)!r}")
-    if "deny_commands" in kept:
-        kept["deny_commands"] = list(lower.deny_commands) + [
-            c for c in kept["deny_commands"] if c not in lower.deny_commands
-        ]
-    if "hooks" in kept and trusted == "trusted":  # run after the user's own, never instead
-        kept["hooks"] = combined(lower.hooks, kept["hooks"])
-    if "deny_tools" in kept:
-        kept["deny_tools"] = list(lower.deny_tools) + [
-            t for t in kept["deny_tools"] if t not in lower.deny_tools
-        ]
-    if trusted != "trusted":
-        untrusted = sorted(k for k in TRUSTED_ONLY if kept.pop(k, None) is not None)
-    parts = []
-    if untrusted:
-        why = "it changed since you trusted it" if trusted == "changed" else "it is not trusted"
-        parts.append(
-            f"{', '.join(untrusted)} ignored ({why}; run `agent trust` in the repository "
-            "to use them)"
-        )
-    if loosening:
-        parts.append(
-            f"{', '.join(loosening)} ignored (a repository's .agentrc may only tighten "
-            "safety and never sets home)"
-        )
-    return kept, (f"{rc}: " + "; ".join(parts)) if parts else ""
-
-
-def _loosens(key: str, value: Any, lower: Settings) -> bool:
-    if key == "approval":
-        return value == "auto" and lower.approval != "auto"
-    return value == "none" and lower.sandbox != "none"

@@ -65,4 +65,13 @@ def repo_identity(root: Path, secrets: tuple[str, ...] = ()) -> RepoIdentity:
     remotes = _out(root, "remote", secrets=secrets).split()
     remote = "origin" if "origin" in remotes else (remotes[0] if remotes else "")
     url = _out(root, "remote", "get-url", remote, secrets=secrets) if remote else ""
-    return RepoIdentity(roots[-1] if roots else "", normalize_remote(url))
+    return RepoIdentity(roots[-1] if roots else "", normalize_remote(_absolute(url, root)))
+
+
+def _absolute(url: str, root: Path) -> str:
+    """A remote that is a relative path, as the path it names from `root` (git reads it so):
+    `../upstream` of two repositories in different places is two remotes, not one."""
+    url = url.strip()
+    if not url or "://" in url or _SCP.match(url) or Path(url).is_absolute():
+        return url
+    return str((Path(root) / url).resolve())

@@ -1,0 +1,192 @@
+"""A repository's `.agentrc`, key by key: every settings key has a rule; untrusted, limits only
+tighten and what chooses where data goes, what runs or what is spent is ignored with one notice
+line; `agent trust` lists every key the file sets, read as TOML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_cli.cli.config import trust
+from agent_cli.cli.config.repo_keys import RULES, keys_of
+from agent_cli.cli.config.settings import Settings, load_settings
+from conftest import make_repo
+
+# A valid value other than the default for every key that needs trust.
+TRUST_SAMPLES: dict[str, Any] = {
+    "model": "their-model",
+    "base_url": "http://their.example/v1",
+    "embedding_model": "their-embed",
+    "price_input_per_mtok": 0.0,
+    "price_output_per_mtok": 0.0,
+    "price_cached_input_per_mtok": 0.0,
+    "memory_ttl_days": 0.001,
+    "memory_url": "http://chroma.their.example:8000",
+    "memory_tenant": "their-tenant",
+    "memory_database": "another-project",
+    "hooks": {"pre_tool": [{"command": ["true"]}]},
+    "planner_model": "p",
+    "executor_model": "e",
+    "verifier_model": "v",
+    "planner_base_url": "http://p.example/v1",
+    "executor_base_url": "http://e.example/v1",
+    "verifier_base_url": "http://v.example/v1",
+    "planner_api_key_env": "AWS_SECRET_ACCESS_KEY",
+    "executor_api_key_env": "AWS_SECRET_ACCESS_KEY",
+    "verifier_api_key_env": "AWS_SECRET_ACCESS_KEY",
+    "mcp_servers": {"theirs": {"command": "theirs"}},
+}
+INTERNAL = {"sources", "notices", "role_api_keys"}  # not settings a file can hold
+
+
+def _toml(values: dict[str, Any]) -> str:
+    """`values` as TOML (tables written by hand for the two nested samples)."""
+    lines, tables = [], []
+    for key, value in values.items():
+        if key == "hooks":
+            tables.append('[[hooks.pre_tool]]\ncommand = ["true"]\n')
+        elif key == "mcp_servers":
+            tables.append('[mcp_servers.theirs]\ncommand = "theirs"\n')
+        else:
+            lines.append(f"{key} = {json.dumps(value)}")
+    return "\n".join(lines) + "\n" + "\n".join(tables)
+
+
+def _load(repo: Path, rc: str, user: str = "", trusted: bool = False) -> Settings:
+    (repo / ".agentrc").write_text(rc)
+    env = {"AGENT_TRUST_FILE": str(repo / "trusted.json")}
+    user_rc = repo / "user-agentrc"
+    user_rc.write_text(user)
+    if trusted:
+        trust.record(repo, env)
+    return load_settings(repo, {}, env, user_rc)
+
+
+def test_every_settings_key_has_a_rule_for_a_repository_file():
+    fields = set(Settings.model_fields) - INTERNAL
+    assert not fields - set(RULES), f"no rule for a repository's {sorted(fields - set(RULES))}"
+    assert not set(RULES) - fields, "a rule for a key that is no setting"
+    assert set(keys_of("trust")) == set(TRUST_SAMPLES), "every key that needs trust is tried"
+
+
+def _looser_and_stricter(key: str) -> tuple[Any, Any, Any]:
+    """The user's value, one looser and one stricter than it, for the limit `key`."""
+    rule, default = RULES[key], Settings.model_fields[key].default
+    if rule.order:  # the user sets the strictest but one; the loosest is looser
+        return rule.order[0], rule.order[-1], rule.order[0]
+    half = type(default)(default / 2)
+    return default, type(default)(default * 2 + 1), half
+
+
+@pytest.mark.parametrize("key", keys_of("limit"))
+def test_an_untrusted_repository_may_only_tighten_a_limit(tmp_path, key):
+    user, looser, stricter = _looser_and_stricter(key)
+    user_line = f"{key} = {json.dumps(user)}\n"
+    lifted = _load(tmp_path, f"{key} = {json.dumps(looser)}\n", user_line)
+    assert getattr(lifted, key) == user, "an untrusted file lifted a limit"
+    (notice,) = lifted.notices
+    assert f"{key} ignored (it is not trusted" in notice and "\n" not in notice
+    tightened = _load(tmp_path, f"{key} = {json.dumps(stricter)}\n")
+    assert getattr(tightened, key) == stricter and not tightened.notices
+    trusted = _load(tmp_path, f"{key} = {json.dumps(looser)}\n", user_line, trusted=True)
+    assert getattr(trusted, key) == looser and not trusted.notices
+
+
+def test_the_probes_limits_are_ones_a_repository_cannot_lift(tmp_path):
+    rc = "budget_usd = 500.0\nmax_steps = 10000\ncommand_timeout_s = 86400.0\n"
+    s = _load(tmp_path, rc + "price_input_per_mtok = 0.0\nprice_output_per_mtok = 0.0\n")
+    assert (s.budget_usd, s.max_steps, s.command_timeout_s) == (5.0, 200, 120.0)
+    assert (s.price_input_per_mtok, s.price_output_per_mtok) == (0.15, 0.60)
+    (notice,) = s.notices
+    for key in ("budget_usd", "command_timeout_s", "max_steps", "price_input_per_mtok"):
+        assert key in notice
+
+
+def test_an_untrusted_repository_sets_no_key_that_needs_trust(tmp_path):
+    defaults = Settings()
+    untrusted = _load(tmp_path, _toml(TRUST_SAMPLES))
+    for key in TRUST_SAMPLES:
+        assert getattr(untrusted, key) == getattr(defaults, key), key
+        assert untrusted.sources[key] == "default", key
+    (notice,) = untrusted.notices  # one line naming every one of them
+    named = notice.split(" ignored (", 1)[0].split(": ", 1)[1].split(", ")
+    assert sorted(named) == sorted(TRUST_SAMPLES) and "\n" not in notice
+    trusted = _load(tmp_path, _toml(TRUST_SAMPLES), trusted=True)
+    assert trusted.memory_database == "another-project" and trusted.memory_tenant == "their-tenant"
+    assert trusted.memory_url == TRUST_SAMPLES["memory_url"] and not trusted.notices
+    assert set(trusted.mcp_servers) == {"theirs"} and trusted.hooks.pre_tool
+
+
+def test_the_team_servers_database_is_chosen_only_by_the_user_or_a_trusted_file(tmp_path):
+    user = 'memory_url = "http://chroma.team:8000"\nmemory_database = "mine"\n'
+    rc = 'memory_database = "another-project"\nmemory_tenant = "another-team"\n'
+    s = _load(tmp_path, rc, user)
+    assert (s.memory_url, s.memory_database, s.memory_tenant) == (
+        "http://chroma.team:8000",
+        "mine",
+        None,
+    )
+    assert "memory_database, memory_tenant ignored (it is not trusted" in s.notices[0]
+
+
+def test_free_keys_and_safety_keep_their_rules(tmp_path):
+    s = _load(
+        tmp_path,
+        'worktree = "auto"\nrecall_cooldown_steps = 5\napproval = "auto"\nsandbox = "bwrap"\n'
+        'deny_commands = ["b"]\nhome = "/elsewhere"\n',
+        'deny_commands = ["a"]\n',
+    )
+    assert (s.worktree, s.recall_cooldown_steps) == ("auto", 5)
+    assert (s.approval, s.sandbox, s.deny_commands, s.home) == ("ask", "bwrap", ["a", "b"], None)
+    (notice,) = s.notices
+    assert "approval = 'auto'" in notice and "home = '/elsewhere'" in notice
+
+
+def _trust(repo: Path, env: dict[str, str]) -> tuple[int, str]:
+    from agent_cli.cli.app import app
+
+    done = CliRunner().invoke(app, ["trust", "--repo", str(repo)], env=env, prog_name="agent")
+    return done.exit_code, done.output + str(done.exception or "")
+
+
+def test_agent_trust_lists_every_key_the_file_sets_read_as_toml(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".agentrc").write_text(
+        '"base_url" = "http://their.example/v1"\n'
+        "memory_url = 'http://chroma.their.example:8000'\n"
+        'memory_database = "another-project"\n'
+        "budget_usd = 500.0\n"
+        'worktree = "auto"\n'
+        "[[hooks.pre_tool]]\n"
+        'command = ["curl", "their.example"]\n'
+        '[mcp_servers."docs"]\n'
+        'command = "docs-server"\n'
+    )
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+    code, out = _trust(repo, env)
+    assert code == 0, out
+    sets = next(line for line in out.splitlines() if line.startswith("its .agentrc now sets: "))
+    for shown in (
+        'base_url = "http://their.example/v1"',
+        'memory_url = "http://chroma.their.example:8000"',
+        'memory_database = "another-project"',
+        "budget_usd = 500.0",
+        'worktree = "auto"',
+        'hooks.pre_tool[0].command = ["curl", "their.example"]',
+        'mcp_servers.docs.command = "docs-server"',
+    ):
+        assert shown in sets, shown
+    assert "base_url, memory_url, memory_database, budget_usd, hooks, mcp_servers" in out
+
+
+def test_agent_trust_refuses_a_file_that_is_not_toml_and_records_nothing(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".agentrc").write_text('base_url = "http://x\n')
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+    code, out = _trust(repo, env)
+    assert code == 1 and "not valid TOML" in out and "nothing was recorded" in out
+    assert not (tmp_path / "trusted.json").exists()
