@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from agent_cli.memory.working import scoring
+from agent_cli.memory.working.hot import HotZone
 from agent_cli.memory.working.store import Item, id_number
 
 HORIZON_STEPS = 8  # how far ahead durability looks: past the fresh boost (scoring.py)
@@ -88,23 +89,42 @@ class Layout:
             (pinned if self.in_section(item) else block).append(item)
         return pinned, block
 
-    def block_ids(self, items: Iterable[Item]) -> list[str]:
-        """The ids of the memory block's items, in order."""
-        return [item.id for item in items if not self.in_section(item)]
-
-    def after_batch(self, items: Iterable[Item], before: list[str], step: int) -> list[Item] | None:
-        """The hot items in their new order after a batch at `step` that changed the block laid
-        out as `before` (ids), or None when the batch took nothing out of the block."""
-        live = list(items)
-        alive = {item.id for item in live}
-        first = next((at for at, item_id in enumerate(before) if item_id not in alive), None)
+    def after_batch(self, hot: HotZone, first: int | None, step: int) -> None:
+        """Re-order the hot zone after a batch at `step` whose first item taken out of the memory
+        block sat at position `first` (HotZone.position()); None when it took nothing out of the
+        block. The pinned section first, then the block items before `first`, then those after
+        it, the most durable first."""
         if first is None:
-            return None
-        pinned, block = self.split(live)
-        kept = set(before[:first])
-        head = [item for item in block if item.id in kept]
-        tail = sorted(
-            (item for item in block if item.id not in kept),
-            key=lambda item: -durability(item, step),
-        )
-        return pinned + head + tail
+            return
+
+        def weaker(item: Item) -> float:
+            return -durability(item, step)
+
+        tail = hot.after(first)
+        if not any(self.in_section(item) for item in tail) and self._leading_notes(
+            hot, first
+        ) == self._section_size(hot):
+            hot.rearrange_end(sorted(tail, key=weaker))  # the pinned section is first already
+            return
+        pinned, block = self.split(hot)
+        head = [item for item in block if hot.position(item.id) < first]
+        tail = sorted((item for item in block if hot.position(item.id) > first), key=weaker)
+        hot.arrange(pinned + head + tail)
+
+    def _section_size(self, hot: HotZone) -> int:
+        """How many hot notes the pinned section holds."""
+        count = 0
+        for item_id in self.section:
+            item = hot.get(item_id)
+            count += item is not None and item.pinned
+        return count
+
+    def _leading_notes(self, hot: HotZone, before: int) -> int:
+        """How many notes of the pinned section lead the hot zone, before any block item and
+        before position `before`."""
+        count = 0
+        for item in hot:
+            if not self.in_section(item) or hot.position(item.id) >= before:
+                break
+            count += 1
+        return count

@@ -264,22 +264,28 @@ class WorkingMemory:
         hot = self._hot
         if self._load() + need <= self._room:
             return
-        before = self._layout.block_ids(hot)
+        first: int | None = None  # where the first item taken out of the memory block sat
+
+        def take(item: Item) -> None:
+            nonlocal first
+            if not self._layout.in_section(item):
+                at = hot.position(item.id)
+                first = at if first is None else min(first, at)
+            self._evict(item)
+
         low = int(self._room * self.low_water)
         while self._load() + need > low and (item := hot.weakest(self._step)) is not None:
-            self._evict(item)
+            take(item)
         if self._load() + need > self._room:
             self._count_latest_edits()  # an estimate too high must not evict one of them
         while (
             self._load() + need > self._room
             and (item := hot.weakest(self._step, spare_latest=False)) is not None
         ):
-            self._evict(item)  # the latest edits alone overflow: they go by score
+            take(item)  # the latest edits alone overflow: they go by score
         while self._load() + need > self._room and hot.pinned_cost:
-            self._evict(hot.oldest_pinned())
-        order = self._layout.after_batch(hot, before, self._step)
-        if order is not None:
-            hot.arrange(order)
+            take(hot.oldest_pinned())
+        self._layout.after_batch(hot, first, self._step)
 
     def _count_latest_edits(self) -> None:
         """Count the latest edits exactly."""
