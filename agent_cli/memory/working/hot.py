@@ -25,6 +25,7 @@ class HotZone:
         self.pinned_cost = 0
         self.defs: dict[str, set[str]] = {}  # name -> hot items defining it
         self.protected: dict[str, None] = {}  # the latest edits, oldest first
+        self.protected_cost = 0  # what those of them that are hot cost
         self.protect_limit = protect_recent_edits
         self._texts: dict[tuple[str, str], str] = {}  # (kind, text) -> hot item id
         self._position: dict[str, int] = {}  # item id -> a number growing along the order
@@ -53,6 +54,8 @@ class HotZone:
         self._last += 1
         self._position[item.id] = self._last
         self.cost += item.cost
+        if item.id in self.protected:
+            self.protected_cost += item.cost
         if item.pinned:
             self.pinned_cost += item.cost
         else:
@@ -66,7 +69,9 @@ class HotZone:
         """Take an item out of the hot zone, its indexes and the latest edits."""
         del self.items[item.id]
         del self._position[item.id]
-        self.protected.pop(item.id, None)
+        if item.id in self.protected:
+            del self.protected[item.id]
+            self.protected_cost -= item.cost
         self._ranking.discard(item.id)
         self.cost -= item.cost
         if item.pinned:
@@ -84,6 +89,8 @@ class HotZone:
     def resized(self, item: Item, change: int) -> None:
         """Account for a change of `change` tokens in a hot item's cost."""
         self.cost += change
+        if item.id in self.protected:
+            self.protected_cost += change
         if item.pinned:
             self.pinned_cost += change
 
@@ -123,15 +130,24 @@ class HotZone:
 
     def rearrange_end(self, items: list[Item]) -> None:
         """Put `items`, the hot items at the end of the zone, back at its end in this order."""
+        hot, where = self.items, self._position
         for item in items:
-            self.to_end(item)
+            hot[item.id] = hot.pop(item.id)
+            self._last += 1
+            where[item.id] = self._last
 
     def protect(self, item_id: str) -> None:
         """Count an edit among the latest ones, which eviction passes over."""
-        self.protected.pop(item_id, None)
+        if item_id in self.protected:
+            del self.protected[item_id]
+        elif item_id in self.items:
+            self.protected_cost += self.items[item_id].cost
         self.protected[item_id] = None
         if len(self.protected) > self.protect_limit:
-            del self.protected[next(iter(self.protected))]
+            oldest = next(iter(self.protected))
+            del self.protected[oldest]
+            if oldest in self.items:
+                self.protected_cost -= self.items[oldest].cost
 
     def oldest_pinned(self) -> Item:
         """The pinned item added first."""

@@ -36,7 +36,25 @@ class LayoutState(TypedDict):
 
 def durability(item: Item, step: int) -> float:
     """The item's score `HORIZON_STEPS` after `step`, when a new result's fresh boost has faded."""
-    return item.static + scoring.recency_term(step + HORIZON_STEPS - item.touched)
+    return item.static + scoring.recency(step + HORIZON_STEPS - item.touched)
+
+
+def _by_durability(items: list[Item], step: int) -> list[Item]:
+    """`items` sorted the most durable first (ties keep their order), as sorted() with
+    durability() for key would give."""
+    recent, ahead = scoring.RECENT, step + HORIZON_STEPS
+    keys = [
+        -(
+            item.static
+            + (
+                recent[age]
+                if 0 <= (age := ahead - item.touched) < len(recent)
+                else scoring.recency(age)
+            )
+        )
+        for item in items
+    ]
+    return [items[at] for at in sorted(range(len(items)), key=keys.__getitem__)]
 
 
 class Layout:
@@ -101,10 +119,11 @@ class Layout:
             return -durability(item, step)
 
         tail = hot.after(first)
-        if not any(self.in_section(item) for item in tail) and self._leading_notes(
-            hot, first
-        ) == self._section_size(hot):
-            hot.rearrange_end(sorted(tail, key=weaker))  # the pinned section is first already
+        if not self.section or (
+            not any(self.in_section(item) for item in tail)
+            and self._leading_notes(hot, first) == self._section_size(hot)
+        ):
+            hot.rearrange_end(_by_durability(tail, step))  # the pinned section leads already
             return
         pinned, block = self.split(hot)
         head = [item for item in block if hot.position(item.id) < first]

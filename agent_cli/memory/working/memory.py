@@ -39,7 +39,6 @@ SUMMARY_CHARS = 80
 MIN_TOKENS = 256
 LOW_WATER = 0.75
 STATE_FORMAT = 1
-_RECENCY = [scoring.recency_term(age) for age in range(4096)]
 
 
 class WorkingState(TypedDict):
@@ -240,7 +239,8 @@ class WorkingMemory:
     def _score(self, item: Item) -> float:
         """The item's score now."""
         age = self._step - item.touched
-        return item.static + (_RECENCY[age] if 0 <= age < 4096 else scoring.recency_term(age))
+        recent = scoring.RECENT
+        return item.static + (recent[age] if 0 <= age < len(recent) else scoring.recency(age))
 
     def _reference(self, item: Item) -> None:
         """Count `item`'s mentions of names defined earlier, once per defining hot item."""
@@ -303,8 +303,7 @@ class WorkingMemory:
     def _pinned_room(self) -> int:
         """The pinned notes' share, less what the latest edits need of it to fit beside them
         (but never less than the one line that lists the notes)."""
-        hot = self._hot
-        edits = sum(hot.items[i].cost for i in hot.protected if i in hot.items)
+        edits = self._hot.protected_cost
         return max(assembly.MORE_TOKENS, min(self._pinned_cap, self._room - edits))
 
     def _evict(self, item: Item) -> None:
