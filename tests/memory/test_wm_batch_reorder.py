@@ -31,12 +31,13 @@ def make_item(number: int, pinned: bool, rng: random.Random) -> Item:
 
 def by_rule(before: list[Item], gone: set[str], layout: Layout, step: int) -> list[str]:
     """The order after a batch: the pinned section, then the block items before the first one
-    taken out, then the rest of the block, the most durable first."""
+    taken out, then the rest of the block: its pinned notes in their order, then the other items,
+    the most durable first."""
     block = [item for item in before if not layout.in_section(item)]
     first = next(at for at, item in enumerate(block) if item.id in gone)
     head = [item for item in block[:first] if item.id not in gone]
     tail = [item for item in block[first:] if item.id not in gone]
-    tail.sort(key=lambda item: -durability(item, step))
+    tail.sort(key=lambda item: (not item.pinned, 0.0 if item.pinned else -durability(item, step)))
     section = [item for item in before if layout.in_section(item) and item.id not in gone]
     return [item.id for item in section + head + tail]
 

@@ -10,9 +10,12 @@ context as it can:
   attempt at a task starts, when recalled memory changes the prefix anyway) moves such notes
   into the pinned section.
 - A batch eviction changes the block from the first item it took out; the items that stay
-  after that point are then re-ordered, the most durable first (the highest score a few steps
-  ahead, when the fresh boost of the newest results has faded), so that the next batch, which
-  takes the weakest, most likely changes only the end of the block.
+  after that point are then re-ordered: the pinned notes among them first, in their order (a
+  batch never takes a pinned note, so they are the most durable of all), then the rest, the
+  most durable first (the highest score a few steps ahead, when the fresh boost of the newest
+  results has faded), so that the next batch, which takes the weakest, most likely changes only
+  the end of the block. Notes so keep their place from one batch to the next: a batch re-orders
+  only the unpinned items after the first one it took out.
 """
 
 from __future__ import annotations
@@ -55,6 +58,14 @@ def _by_durability(items: list[Item], step: int) -> list[Item]:
         for item in items
     ]
     return [items[at] for at in sorted(range(len(items)), key=keys.__getitem__)]
+
+
+def tail_order(items: list[Item], step: int) -> list[Item]:
+    """The order of the block items after a batch's first gap: the pinned notes in their order,
+    then the rest, the most durable first."""
+    return [item for item in items if item.pinned] + _by_durability(
+        [item for item in items if not item.pinned], step
+    )
 
 
 class Layout:
@@ -111,23 +122,21 @@ class Layout:
         """Re-order the hot zone after a batch at `step` whose first item taken out of the memory
         block sat at position `first` (HotZone.position()); None when it took nothing out of the
         block. The pinned section first, then the block items before `first`, then those after
-        it, the most durable first."""
+        it in tail_order()."""
         if first is None:
             return
-
-        def weaker(item: Item) -> float:
-            return -durability(item, step)
-
         tail = hot.after(first)
         if not self.section or (
             not any(self.in_section(item) for item in tail)
             and self._leading_notes(hot, first) == self._section_size(hot)
         ):
-            hot.rearrange_end(_by_durability(tail, step))  # the pinned section leads already
+            # The pinned section leads already, and the notes after `first` stay where they
+            # are: moving only the unpinned items to the end puts the notes before them.
+            hot.rearrange_end(_by_durability([item for item in tail if not item.pinned], step))
             return
         pinned, block = self.split(hot)
         head = [item for item in block if hot.position(item.id) < first]
-        tail = sorted((item for item in block if hot.position(item.id) > first), key=weaker)
+        tail = tail_order([item for item in block if hot.position(item.id) > first], step)
         hot.arrange(pinned + head + tail)
 
     def _section_size(self, hot: HotZone) -> int:
