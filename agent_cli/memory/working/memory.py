@@ -274,7 +274,10 @@ class WorkingMemory:
             self._evict(item)
 
         low = int(self._room * self.low_water)
-        while self._load() + need > low and (item := hot.weakest(self._step)) is not None:
+        # This pass takes neither a pinned note nor one of the latest edits: what the notes
+        # take beyond their share stays the same while it runs.
+        beyond = hot.pinned_cost - min(hot.pinned_cost, self._pinned_room())
+        while hot.cost - beyond + need > low and (item := hot.weakest(self._step)) is not None:
             take(item)
         if self._load() + need > self._room:
             self._count_latest_edits()  # an estimate too high must not evict one of them

@@ -10,7 +10,7 @@ over (score, id number).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container
 
 from agent_cli.memory.working.store import Item, id_number
 
@@ -47,13 +47,12 @@ class Ranking:
             del self._version[item_id]
             del self._number[item_id]
 
-    def weakest(self, step: int, skip: Iterable[str] = ()) -> Item | None:
-        """The lowest-scoring item not in `skip`, or None; it stays ranked."""
+    def weakest(self, step: int, avoid: Container[str] = ()) -> Item | None:
+        """The lowest-scoring item not in `avoid`, or None; it stays ranked."""
         if self._step != step:
             self._rebuild(step)
         heap, skipped = self._heap, []
         found = None
-        avoid = set(skip)
         while heap:
             entry = heap[0]
             if self._version.get(entry[3]) != entry[2]:
