@@ -1,19 +1,13 @@
-"""The large-items workload, reported by bench/working_memory.py, and protoprompt 0.20.0 run on it.
-
-protoprompt is a bench-only dependency: `pip install protoprompt==0.20.0`. Without it the bench
-says so and compares with the in-repo baseline only.
-"""
+"""The large-items workload, reported by bench/working_memory.py, and protoprompt 0.20.0 run on it
+(wm_proto.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import random
 import statistics
-import time
-from dataclasses import dataclass
 
 from agent_cli.core import tokens
+from wm_proto import compare
 from wm_runs import SIZES, print_rows, run_baseline, run_memory
 from wm_workload import Session, function_name, function_source, make_session, pick_name
 
@@ -25,7 +19,6 @@ LARGE_MIX = {
     "edit": 0.12,
     "note": 0.03,
 }
-PROTOPROMPT = "0.20.0"
 LARGE_BUDGET = 8000  # the agent's default memory_max_tokens: a file of 30 functions fits
 
 
@@ -58,52 +51,6 @@ def make_large_session(n: int, seed: int = 5) -> Session:
     return session
 
 
-def protoprompt_version() -> str | None:
-    """The installed protoprompt's version, or None."""
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-
-        return version("protoprompt")
-    except PackageNotFoundError:
-        return None
-
-
-@dataclass
-class ProtoRow:
-    """protoprompt's add cost after `items` adds: mean CPU µs per add, and over the last fifth."""
-
-    items: int
-    add_us: float
-    tail_us: float
-
-
-def run_protoprompt(session: Session, sizes: tuple[int, ...], budget: int) -> list[ProtoRow]:
-    """Feed the session to protoprompt's agent WorkingMemory (its defaults: regex token counter,
-    in-memory cold store); a row at each size, from one run."""
-    from protoprompt.agent import WorkingMemory as ProtoMemory
-    from protoprompt.store.memory import InMemStore as ProtoStore
-
-    async def feed() -> list[float]:
-        mem = ProtoMemory(store=ProtoStore(), max_tokens=budget)
-        await mem.set_goal("make the job scheduler retry failed jobs with backoff")
-        times = []
-        for kind, text, summary in session.items[: max(sizes)]:
-            start = time.process_time()
-            if kind == "note":
-                await mem.note(text)
-            else:
-                await mem.add(kind, text, summary=summary)
-            times.append(time.process_time() - start)
-        return times
-
-    gc.collect()
-    times = asyncio.run(feed())
-    return [
-        ProtoRow(n, sum(times[:n]) / n * 1e6, sum(times[n - n // 5 : n]) / (n // 5) * 1e6)
-        for n in sizes
-    ]
-
-
 def report() -> None:
     """The large-items workload, with protoprompt side by side when it is installed."""
     session = make_large_session(max(SIZES))
@@ -122,18 +69,4 @@ def report() -> None:
         f"budget never exceeded: {all(r.largest <= LARGE_BUDGET for r in bases + mems)}; "
         f"add, {SIZES[1]:,} vs {SIZES[0]:,} items: {mems[1].add_us / mems[0].add_us:.2f}x"
     )
-    version = protoprompt_version()
-    if version is None:
-        print(
-            "protoprompt is not installed, so it is left out: pip install "
-            f"protoprompt=={PROTOPROMPT} to run it side by side"
-        )
-        return
-    if version != PROTOPROMPT:
-        print(f"note: protoprompt {version} is installed; the target compares with {PROTOPROMPT}")
-    for row, mem in zip(run_protoprompt(session, SIZES, LARGE_BUDGET), mems, strict=False):
-        print(
-            f"  protoprompt {version} agent WorkingMemory, {row.items} items: add "
-            f"{row.add_us:.1f} µs/item cpu (last 1/5: {row.tail_us:.1f}); working memory "
-            f"{mem.add_us:.1f}: {row.add_us / mem.add_us:.1f}x faster (target >= 10x)"
-        )
+    compare(session, mems, LARGE_BUDGET)

@@ -163,3 +163,44 @@ def make_session(n: int, mix: dict[str, float], seed: int = 7) -> Session:
             summary = text.splitlines()[0][:60]
         session.items.append((kind, text, summary))
     return session
+
+
+SESSION_MIX = {
+    "log": 0.35,
+    "tool_output": 0.30,
+    "file": 0.12,
+    "test_result": 0.13,
+    "edit": 0.05,
+    "note": 0.05,
+}
+KB_LINES = {"log": (16, 30), "tool_output": (14, 29)}  # randrange bounds: items near 1.2 KB
+KB_FUNCTIONS = (3, 6)
+
+
+def _lines(rng: random.Random, kind: str, known: list[str]) -> str:
+    """A log or a grep output of KB_LINES lines."""
+    want = rng.randrange(*KB_LINES[kind])
+    make = _log if kind == "log" else _tool_output
+    lines: list[str] = []
+    while len(lines) < want:
+        lines.extend(make(rng, known).splitlines()[1 if lines and kind != "log" else 0 :])
+    return "\n".join(lines[:want])
+
+
+def make_kb_session(n: int, mix: dict[str, float], seed: int = 13) -> Session:
+    """Like make_session(), but logs of 16-29 lines, grep outputs of 14-28 and file reads of
+    3-5 functions: with SESSION_MIX, items of about 1.2 KB on average (issue 22's workload)."""
+    session = make_session(n, mix, seed=seed)
+    rng, known = random.Random(seed + 1), []
+    for i, (kind, _, summary) in enumerate(session.items):
+        if i in session.edit_names:
+            known.append(session.edit_names[i])
+        if kind in KB_LINES:
+            text = _lines(rng, kind, known)
+            session.items[i] = (kind, text, text.splitlines()[0][:60])
+        elif kind == "file":
+            names = [function_name(rng, i * 10 + j) for j in range(rng.randrange(*KB_FUNCTIONS))]
+            text = "\n\n".join(function_source(name, known, rng) for name in names)
+            known.extend(names)
+            session.items[i] = (kind, text, summary)
+    return session

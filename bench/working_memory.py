@@ -6,7 +6,8 @@ the bench says so and compares with the baseline only).
 
 The baseline is the classic tutorial agent's context: append each message, re-count every
 message with tiktoken, drop the oldest while over budget (wm_runs.py). Both see the same items
-(wm_workload.py); wm_large.py adds the large-items workload.
+(wm_workload.py); wm_large.py adds the large-items workload, and wm_pressure.py issue 22's
+workload (items of about 1.2 KB, notes included), each beside protoprompt.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import zlib
 from pathlib import Path
 
 import wm_large
+import wm_pressure
 from agent_cli.core import tokens
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.working.symbols import definitions, identifiers
@@ -159,6 +161,7 @@ def main() -> int:
     rows = bases + mems + [sqlite_row, base_p, mem_p]
     print(f"\nbudget never exceeded: {all(r.largest <= BUDGET for r in rows)}")
     wm_large.report()  # the large-items workload and protoprompt, side by side
+    wm_pressure.report()  # issue 22's workload and its note-heavy mix, beside protoprompt
     print(f"\nbench time {time.perf_counter() - started:.1f}s")
     return 0
 

@@ -1,7 +1,9 @@
 """The hot zone: the items in context, in the order they are rendered, and their bookkeeping.
 
 Order is position in the memory block: new items go at the end, and an eviction takes items out
-without moving the rest (see WorkingMemory._fit). Beside the items it keeps their token cost,
+without moving the rest (see WorkingMemory._fit). Each item's position is a number that grows
+along the order, so that a batch can name where it first took an item out and re-order only what
+follows it (layout.py) without walking the whole zone. Beside the items it keeps their token cost,
 the names they define, the latest edits, an index of their texts (to merge identical results)
 and the eviction ranking.
 """
@@ -23,8 +25,11 @@ class HotZone:
         self.pinned_cost = 0
         self.defs: dict[str, set[str]] = {}  # name -> hot items defining it
         self.protected: dict[str, None] = {}  # the latest edits, oldest first
+        self.protected_cost = 0  # what those of them that are hot cost
         self.protect_limit = protect_recent_edits
         self._texts: dict[tuple[str, str], str] = {}  # (kind, text) -> hot item id
+        self._position: dict[str, int] = {}  # item id -> a number growing along the order
+        self._last = 0
         self._score = score
         self._ranking = Ranking(score)
 
@@ -46,7 +51,11 @@ class HotZone:
     def admit(self, item: Item, step: int) -> None:
         """Put an item at the end of the hot zone and index it."""
         self.items[item.id] = item
+        self._last += 1
+        self._position[item.id] = self._last
         self.cost += item.cost
+        if item.id in self.protected:
+            self.protected_cost += item.cost
         if item.pinned:
             self.pinned_cost += item.cost
         else:
@@ -59,7 +68,10 @@ class HotZone:
     def unlink(self, item: Item) -> None:
         """Take an item out of the hot zone, its indexes and the latest edits."""
         del self.items[item.id]
-        self.protected.pop(item.id, None)
+        del self._position[item.id]
+        if item.id in self.protected:
+            del self.protected[item.id]
+            self.protected_cost -= item.cost
         self._ranking.discard(item.id)
         self.cost -= item.cost
         if item.pinned:
@@ -77,6 +89,8 @@ class HotZone:
     def resized(self, item: Item, change: int) -> None:
         """Account for a change of `change` tokens in a hot item's cost."""
         self.cost += change
+        if item.id in self.protected:
+            self.protected_cost += change
         if item.pinned:
             self.pinned_cost += change
 
@@ -88,17 +102,52 @@ class HotZone:
     def arrange(self, items: list[Item]) -> None:
         """Put the hot items in this order (the same items, re-ordered)."""
         self.items = {item.id: item for item in items}
+        self._position = {}
+        for item in items:
+            self._last += 1
+            self._position[item.id] = self._last
 
     def to_end(self, item: Item) -> None:
         """Move an item to the end of the memory block."""
         self.items[item.id] = self.items.pop(item.id)
+        self._last += 1
+        self._position[item.id] = self._last
+
+    def position(self, item_id: str) -> int:
+        """Where a hot item sits: a number larger than those of the items before it."""
+        return self._position[item_id]
+
+    def after(self, position: int) -> list[Item]:
+        """The hot items placed after `position`, in order."""
+        found: list[Item] = []
+        where = self._position
+        for item_id in reversed(self.items):
+            if where[item_id] <= position:
+                break
+            found.append(self.items[item_id])
+        found.reverse()
+        return found
+
+    def rearrange_end(self, items: list[Item]) -> None:
+        """Put `items`, the hot items at the end of the zone, back at its end in this order."""
+        hot, where = self.items, self._position
+        for item in items:
+            hot[item.id] = hot.pop(item.id)
+            self._last += 1
+            where[item.id] = self._last
 
     def protect(self, item_id: str) -> None:
         """Count an edit among the latest ones, which eviction passes over."""
-        self.protected.pop(item_id, None)
+        if item_id in self.protected:
+            del self.protected[item_id]
+        elif item_id in self.items:
+            self.protected_cost += self.items[item_id].cost
         self.protected[item_id] = None
         if len(self.protected) > self.protect_limit:
-            del self.protected[next(iter(self.protected))]
+            oldest = next(iter(self.protected))
+            del self.protected[oldest]
+            if oldest in self.items:
+                self.protected_cost -= self.items[oldest].cost
 
     def oldest_pinned(self) -> Item:
         """The pinned item added first."""

@@ -10,9 +10,12 @@ context as it can:
   attempt at a task starts, when recalled memory changes the prefix anyway) moves such notes
   into the pinned section.
 - A batch eviction changes the block from the first item it took out; the items that stay
-  after that point are then re-ordered, the most durable first (the highest score a few steps
-  ahead, when the fresh boost of the newest results has faded), so that the next batch, which
-  takes the weakest, most likely changes only the end of the block.
+  after that point are then re-ordered: the pinned notes among them first, in their order (a
+  batch never takes a pinned note, so they are the most durable of all), then the rest, the
+  most durable first (the highest score a few steps ahead, when the fresh boost of the newest
+  results has faded), so that the next batch, which takes the weakest, most likely changes only
+  the end of the block. Notes so keep their place from one batch to the next: a batch re-orders
+  only the unpinned items after the first one it took out.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from agent_cli.memory.working import scoring
+from agent_cli.memory.working.hot import HotZone
 from agent_cli.memory.working.store import Item, id_number
 
 HORIZON_STEPS = 8  # how far ahead durability looks: past the fresh boost (scoring.py)
@@ -35,7 +39,33 @@ class LayoutState(TypedDict):
 
 def durability(item: Item, step: int) -> float:
     """The item's score `HORIZON_STEPS` after `step`, when a new result's fresh boost has faded."""
-    return item.static + scoring.recency_term(step + HORIZON_STEPS - item.touched)
+    return item.static + scoring.recency(step + HORIZON_STEPS - item.touched)
+
+
+def _by_durability(items: list[Item], step: int) -> list[Item]:
+    """`items` sorted the most durable first (ties keep their order), as sorted() with
+    durability() for key would give."""
+    recent, ahead = scoring.RECENT, step + HORIZON_STEPS
+    keys = [
+        -(
+            item.static
+            + (
+                recent[age]
+                if 0 <= (age := ahead - item.touched) < len(recent)
+                else scoring.recency(age)
+            )
+        )
+        for item in items
+    ]
+    return [items[at] for at in sorted(range(len(items)), key=keys.__getitem__)]
+
+
+def tail_order(items: list[Item], step: int) -> list[Item]:
+    """The order of the block items after a batch's first gap: the pinned notes in their order,
+    then the rest, the most durable first."""
+    return [item for item in items if item.pinned] + _by_durability(
+        [item for item in items if not item.pinned], step
+    )
 
 
 class Layout:
@@ -88,23 +118,41 @@ class Layout:
             (pinned if self.in_section(item) else block).append(item)
         return pinned, block
 
-    def block_ids(self, items: Iterable[Item]) -> list[str]:
-        """The ids of the memory block's items, in order."""
-        return [item.id for item in items if not self.in_section(item)]
-
-    def after_batch(self, items: Iterable[Item], before: list[str], step: int) -> list[Item] | None:
-        """The hot items in their new order after a batch at `step` that changed the block laid
-        out as `before` (ids), or None when the batch took nothing out of the block."""
-        live = list(items)
-        alive = {item.id for item in live}
-        first = next((at for at, item_id in enumerate(before) if item_id not in alive), None)
+    def after_batch(self, hot: HotZone, first: int | None, step: int) -> None:
+        """Re-order the hot zone after a batch at `step` whose first item taken out of the memory
+        block sat at position `first` (HotZone.position()); None when it took nothing out of the
+        block. The pinned section first, then the block items before `first`, then those after
+        it in tail_order()."""
         if first is None:
-            return None
-        pinned, block = self.split(live)
-        kept = set(before[:first])
-        head = [item for item in block if item.id in kept]
-        tail = sorted(
-            (item for item in block if item.id not in kept),
-            key=lambda item: -durability(item, step),
-        )
-        return pinned + head + tail
+            return
+        tail = hot.after(first)
+        if not self.section or (
+            not any(self.in_section(item) for item in tail)
+            and self._leading_notes(hot, first) == self._section_size(hot)
+        ):
+            # The pinned section leads already, and the notes after `first` stay where they
+            # are: moving only the unpinned items to the end puts the notes before them.
+            hot.rearrange_end(_by_durability([item for item in tail if not item.pinned], step))
+            return
+        pinned, block = self.split(hot)
+        head = [item for item in block if hot.position(item.id) < first]
+        tail = tail_order([item for item in block if hot.position(item.id) > first], step)
+        hot.arrange(pinned + head + tail)
+
+    def _section_size(self, hot: HotZone) -> int:
+        """How many hot notes the pinned section holds."""
+        count = 0
+        for item_id in self.section:
+            item = hot.get(item_id)
+            count += item is not None and item.pinned
+        return count
+
+    def _leading_notes(self, hot: HotZone, before: int) -> int:
+        """How many notes of the pinned section lead the hot zone, before any block item and
+        before position `before`."""
+        count = 0
+        for item in hot:
+            if not self.in_section(item) or hot.position(item.id) >= before:
+                break
+            count += 1
+        return count

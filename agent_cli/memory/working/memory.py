@@ -39,7 +39,6 @@ SUMMARY_CHARS = 80
 MIN_TOKENS = 256
 LOW_WATER = 0.75
 STATE_FORMAT = 1
-_RECENCY = [scoring.recency_term(age) for age in range(4096)]
 
 
 class WorkingState(TypedDict):
@@ -240,7 +239,8 @@ class WorkingMemory:
     def _score(self, item: Item) -> float:
         """The item's score now."""
         age = self._step - item.touched
-        return item.static + (_RECENCY[age] if 0 <= age < 4096 else scoring.recency_term(age))
+        recent = scoring.RECENT
+        return item.static + (recent[age] if 0 <= age < len(recent) else scoring.recency(age))
 
     def _reference(self, item: Item) -> None:
         """Count `item`'s mentions of names defined earlier, once per defining hot item."""
@@ -264,22 +264,31 @@ class WorkingMemory:
         hot = self._hot
         if self._load() + need <= self._room:
             return
-        before = self._layout.block_ids(hot)
-        low = int(self._room * self.low_water)
-        while self._load() + need > low and (item := hot.weakest(self._step)) is not None:
+        first: int | None = None  # where the first item taken out of the memory block sat
+
+        def take(item: Item) -> None:
+            nonlocal first
+            if not self._layout.in_section(item):
+                at = hot.position(item.id)
+                first = at if first is None else min(first, at)
             self._evict(item)
+
+        low = int(self._room * self.low_water)
+        # This pass takes neither a pinned note nor one of the latest edits: what the notes
+        # take beyond their share stays the same while it runs.
+        beyond = hot.pinned_cost - min(hot.pinned_cost, self._pinned_room())
+        while hot.cost - beyond + need > low and (item := hot.weakest(self._step)) is not None:
+            take(item)
         if self._load() + need > self._room:
             self._count_latest_edits()  # an estimate too high must not evict one of them
         while (
             self._load() + need > self._room
             and (item := hot.weakest(self._step, spare_latest=False)) is not None
         ):
-            self._evict(item)  # the latest edits alone overflow: they go by score
+            take(item)  # the latest edits alone overflow: they go by score
         while self._load() + need > self._room and hot.pinned_cost:
-            self._evict(hot.oldest_pinned())
-        order = self._layout.after_batch(hot, before, self._step)
-        if order is not None:
-            hot.arrange(order)
+            take(hot.oldest_pinned())
+        self._layout.after_batch(hot, first, self._step)
 
     def _count_latest_edits(self) -> None:
         """Count the latest edits exactly."""
@@ -297,8 +306,7 @@ class WorkingMemory:
     def _pinned_room(self) -> int:
         """The pinned notes' share, less what the latest edits need of it to fit beside them
         (but never less than the one line that lists the notes)."""
-        hot = self._hot
-        edits = sum(hot.items[i].cost for i in hot.protected if i in hot.items)
+        edits = self._hot.protected_cost
         return max(assembly.MORE_TOKENS, min(self._pinned_cap, self._room - edits))
 
     def _evict(self, item: Item) -> None:

@@ -65,6 +65,14 @@ def recency_term(age: int) -> float:
     return FRESH_WEIGHT * fresh + RECENCY_WEIGHT * slow
 
 
+RECENT = [recency_term(age) for age in range(4096)]  # recency_term(age) of the usual ages
+
+
+def recency(age: int) -> float:
+    """recency_term(age), looked up for the ages most items have."""
+    return RECENT[age] if 0 <= age < 4096 else recency_term(age)
+
+
 def size_term(tokens: int) -> float:
     """The size penalty (a positive number, subtracted) for an item of `tokens` tokens."""
     return SIZE_WEIGHT * math.log2(1 + tokens / 64)

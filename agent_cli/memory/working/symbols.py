@@ -9,6 +9,12 @@ import sys
 from collections.abc import Mapping
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
+# A word is a maximal run of ASCII letters, digits and underscores: an ASCII text is cut into
+# words by mapping every other character to a space (str.translate and split, about half the
+# time of a regex), any other text by a regex.
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_TO_SPACES = {code: " " for code in range(128) if chr(code) not in _WORD_CHARS}
+_WORD_RUN = re.compile(r"[A-Za-z0-9_]+")
 
 # Definitions in other languages and in text that does not parse (diffs, snippets, tracebacks):
 # a keyword and a name, or `name = value` at the start of a line (`key=value`, without spaces,
@@ -35,8 +41,13 @@ def identifiers(text: str) -> frozenset[str]:
 
 
 def mentioned(text: str, names: Mapping[str, object]) -> set[str]:
-    """The keys of `names` that `text` mentions as identifiers (each once)."""
-    return names.keys() & _IDENT.findall(text)  # looks each word up; copies no key
+    """The keys of `names` that `text` has as whole words (each once).
+
+    A word is a maximal run of ASCII letters, digits and underscores, so a name glued after
+    digits is not mentioned: `456ms` does not mention `ms`.
+    """
+    words = text.translate(_TO_SPACES).split() if text.isascii() else _WORD_RUN.findall(text)
+    return names.keys() & words  # looks each word up; copies no key
 
 
 def definitions(text: str) -> tuple[str, ...]:
