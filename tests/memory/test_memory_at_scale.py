@@ -26,7 +26,8 @@ TOPIC = "git:0123"
 
 
 class Counting:
-    """A `store.Collection` around another: counts the rows each read returns, notes each write."""
+    """A `store.Collection` around another: counts the rows each read returns with their
+    content (ids and distances alone come from the index), notes each write."""
 
     def __init__(self, col: Collection) -> None:
         self.col = col
@@ -49,7 +50,7 @@ class Counting:
         offset: int | None = None,
     ) -> Rows:
         got = self.col.get(ids=ids, where=where, include=include, limit=limit, offset=offset)
-        self.rows_read += len(got["ids"])
+        self.rows_read += len(got["ids"]) if content(include) else 0
         return got
 
     def query(
@@ -60,7 +61,7 @@ class Counting:
         include: Sequence[str] = (*INCLUDE, "distances"),
     ) -> Rows:
         got = self.col.query(query_embeddings, n_results=n_results, where=where, include=include)
-        self.rows_read += sum(len(ids) for ids in got["ids"])
+        self.rows_read += sum(len(ids) for ids in got["ids"]) if content(include) else 0
         return got
 
     def upsert(
@@ -74,6 +75,10 @@ class Counting:
 
     def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
         self.col.delete(ids=ids, where=where)
+
+
+def content(include: Sequence[str]) -> bool:
+    return bool({"documents", "metadatas", "embeddings"} & set(include))
 
 
 class FailingAfter:
@@ -179,13 +184,32 @@ def test_a_store_too_large_for_a_snapshot_recalls_only_the_rows_asked_for(tmp_pa
     assert isinstance(reader, LongTermMemory)  # Chroma's index, not a snapshot read whole
     reader.close()
     with LongTermMemory(store, HashEmbedder(DIM), snapshot_rows=1000) as mem:
-        facts, episodes = counted(mem), counted(mem, "episodes")
+        facts, episodes = counted(mem), counted(mem, "episodes")  # 3,000 facts, no episodes
         hits = mem.recall("the parser of module 5", k=5, topics=[TOPIC, ""], min_score=0.0)
         assert len(hits) == 5 and all(h.metadata["topic"] == TOPIC for h in hits)
-        assert facts.rows_read == 5 and episodes.rows_read == 0
+        assert facts.rows_read == 4 * 5 and episodes.rows_read == 0  # the 20 nearest
+        facts.rows_read = 0
         chosen = digest.build(mem, "the parser of module 5", [TOPIC], 2000, min_score=0.3)
         assert chosen.items and chosen.left_out > 0
-        assert facts.rows_read <= 5 + digest.SCAN + 10 < 2250  # the listing is bounded
+        assert facts.rows_read <= 100 + digest.SCAN < 3000  # listed: the first rows, filtered
+        facts.rows_read = 0
+        assert len(mem.listing([TOPIC], limit=1000)) == 750  # three in four are this one's
+        assert facts.rows_read == 1000
+
+
+def test_a_repository_with_few_items_in_a_large_store_still_gets_them(tmp_path):
+    lines = [json.dumps(record(i)) for i in range(3000)]
+    for n in (10, 1500, 2990):  # three of this repository's items among others'
+        rec = record(n)
+        rec["metadata"]["topic"] = "git:rare"
+        lines[n] = json.dumps(rec)
+    path = write_export(tmp_path / "export.jsonl", lines)
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder(DIM), snapshot_rows=1000) as mem:
+        mem.import_(path)
+        facts = counted(mem)
+        hits = mem.recall("the cache of module 40", k=5, topics=["git:rare"], min_score=-1.0)
+        assert sorted(h.id for h in hits) == ["mem_000010", "mem_001500", "mem_002990"]
+        assert facts.rows_read <= 1000 + 3  # the nearest 1,000, then the filtered query
 
 
 def test_a_snapshot_larger_than_the_bound_is_not_read(tmp_path):

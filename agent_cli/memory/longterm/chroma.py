@@ -134,7 +134,7 @@ class LongTermMemory:
         snapshot_rows: int = snapshot.MAX_ROWS,
     ) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
-        self.snapshot_rows = snapshot_rows  # a larger store keeps no recall snapshot
+        self.snapshot_rows = snapshot_rows  # a larger store keeps no snapshot, lists a slice
         self.embedder = embedder
         # one writer at a time in an embedded store; a server serializes writes itself
         self.lock = WriteLock(self.path, write_wait_s) if isinstance(self.path, Path) else None
@@ -145,7 +145,7 @@ class LongTermMemory:
         self._tracked: dict[str, snapshot.Tracked] = {}  # the collections noting them
         self._whole = False  # the next snapshot must be read from the whole store
         self.store = Store(self.path, embedder, secrets, before_write=self._before_write)
-        self.items = Curation(self.store, associate_threshold)
+        self.items = Curation(self.store, associate_threshold, listed_whole=snapshot_rows)
         self.reader = Reader(self.store, self.items, min_score)
         if self.lock is None:
             probe(self.path, lock_wait_s)

@@ -45,6 +45,7 @@ from typing import Any
 from agent_cli.core.atomic import MiB
 from agent_cli.core.errors import StorageError
 from agent_cli.memory.longterm.store import INCLUDE, Collection, Meta, Rows, Where
+from agent_cli.memory.longterm.store import matches as store_matches
 
 FILE = "agent-recall.npz"
 TEMP_PREFIX = ".agent-recall-"  # a snapshot being written
@@ -53,7 +54,6 @@ COLLECTIONS = ("facts", "episodes")
 MAX_ROWS = 20_000  # a store beyond this is recalled from through Chroma's index
 MAX_BYTES = 128 * MiB  # a snapshot of MAX_ROWS rows takes about 40 MB
 DROPPED_KEYS = ("episode",)  # the whole episode record: large, and no recall reads it
-_OPERATORS = ("$eq", "$gt", "$gte", "$lt", "$lte", "$in")
 
 
 Table = dict[str, Any]  # "metadata", "ids", "documents", "metadatas", "vectors" (see `write`)
@@ -346,57 +346,6 @@ def patched(
 
 
 def matches(meta: Meta, where: Where | None) -> bool:
-    """Whether metadata passes a Chroma `where` filter ($and, $or, and on a key: a value or one
-    of $eq $gt $gte $lt $lte $in); a key the metadata lacks never passes, and one the snapshot
+    """Whether metadata passes a Chroma `where` filter (`store.matches`); a key the snapshot
     drops is an error (it would never pass here, and may in the store)."""
-    if not where:
-        return True
-    for key, cond in where.items():
-        if key == "$and":
-            ok = all(matches(meta, c) for c in cond)
-        elif key == "$or":
-            ok = any(matches(meta, c) for c in cond)
-        elif key.startswith("$"):
-            raise ValueError(f"unsupported filter {key}")
-        elif key in DROPPED_KEYS:
-            raise ValueError(f"the snapshot does not keep {key}, so cannot filter on it")
-        else:
-            ok = key in meta and _holds(meta[key], cond)
-        if not ok:
-            return False
-    return True
-
-
-def _holds(value: Any, cond: Any) -> bool:
-    if not isinstance(cond, dict):
-        return _same(value, cond)
-    for op, arg in cond.items():
-        if op not in _OPERATORS:
-            raise ValueError(f"unsupported filter operator {op}")
-        if op == "$in":
-            ok = any(_same(value, a) for a in arg)
-        elif op == "$eq":
-            ok = _same(value, arg)
-        else:
-            ok = (
-                _number(value)
-                and _number(arg)
-                and {
-                    "$gt": value > arg,
-                    "$gte": value >= arg,
-                    "$lt": value < arg,
-                    "$lte": value <= arg,
-                }[op]
-            )
-        if not ok:
-            return False
-    return True
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal and of one kind: a boolean never equals a number, as in Chroma."""
-    return isinstance(a, bool) == isinstance(b, bool) and a == b
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return store_matches(meta, where, DROPPED_KEYS)
