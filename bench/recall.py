@@ -1,9 +1,12 @@
-"""Recall speed with 100,000 stored episodes: Chroma's index next to a brute-force numpy scan.
+"""Long-term recall at scale: import and recall of 10^4, 10^5 (and 10^6) facts, or episodes
+against a brute-force numpy scan.
 
-    python bench/recall.py [--n 100000] [--dir /tmp/agent-bench-recall-100000] [--rebuild]
+    python bench/recall.py [--sizes 10000,100000,1000000] [--dir DIR] [--rebuild]
+    python bench/recall.py --episodes 100000 [--dir /tmp/agent-bench-recall-100000] [--rebuild]
 
-The store is built once (episodes generated from templates, embedded with the offline
-WordLlama model, about one in five with a failure signature) and reused from --dir.
+The first form is bench/recall_scale.py (its docstring says what is measured). The second
+builds a store of N episodes once (generated from templates, embedded with the offline
+WordLlama model, about one in five with a failure signature) and reuses it from --dir.
 Printed: in-process `LongTermMemory.recall` time, the numpy scan over the very same vectors,
 their ratio and how often both agree on the top 5, and `agent recall` as a whole process.
 Targets: recall <= 50 ms in the process, `agent recall` <= 1.5 s with a warm disk cache.
@@ -20,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+import recall_scale as scale
 from agent_cli.core.models import CommandRun, Episode, TaskRecord
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
@@ -190,12 +194,9 @@ def whole_process(root: Path, runs: int = 7) -> tuple[list[float], list[float]]:
     return wall[1:], cpu[1:]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--dir", type=Path, default=None)
-    parser.add_argument("--rebuild", action="store_true")
-    args = parser.parse_args()
+def episodes_main(args: argparse.Namespace) -> None:
+    """The episode store against the numpy scan (`--episodes N`)."""
+    args.n = args.episodes
     root = args.dir or Path(f"/tmp/agent-bench-recall-{args.n}")
     if args.rebuild or not (root / "built").exists():
         import shutil
@@ -229,6 +230,22 @@ def main() -> None:
         f"CPU {statistics.median(cpu):.3f} s  target <= {TARGET_PROCESS_S} s: "
         f"{'ok' if p <= TARGET_PROCESS_S else 'MISSED'}  wall / target {p / TARGET_PROCESS_S:.2f}"
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000", help="fact counts, comma-separated")
+    parser.add_argument("--episodes", type=int, default=0, help="the episode bench at N instead")
+    parser.add_argument("--dir", type=Path, default=None, help="where stores are built and kept")
+    parser.add_argument("--rebuild", action="store_true", help="build the stores again")
+    parser.add_argument("--probe", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.probe is not None:
+        scale.probe(args.probe)
+    elif args.episodes:
+        episodes_main(args)
+    else:
+        scale.main([int(n) for n in args.sizes.split(",")], args.dir, args.rebuild)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     """Parse `text`; ValueError (with the reason) for invalid JSON or values no tool can use."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    depth = nesting(text)
-    if depth > max_depth:
-        raise ValueError(f"the JSON nests {depth} levels deep (at most {max_depth})")
+    if text.count("[") + text.count("{") > max_depth:  # else it cannot nest deeper: no scan
+        depth = nesting(text)
+        if depth > max_depth:
+            raise ValueError(f"the JSON nests {depth} levels deep (at most {max_depth})")
     try:
         return json.loads(text, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
     except json.JSONDecodeError as e:

@@ -359,9 +359,29 @@ def import_command(
     top, settings, state = _place(repo)
     if not settings.memory_url:  # a server keeps nothing under the state directory
         prepare_state_dir(top, state, create=True)
+    shown = _ImportProgress()
     with _open(settings, state, create=True) as mem:
-        added = mem.import_(file)
-    typer.echo(f"imported {added} record(s) into {mem.path}")
+        added = mem.import_(file, progress=shown)
+    stored = f" ({shown.skipped:,} of them stored already)" if shown.skipped else ""
+    typer.echo(f"imported {added} record(s) into {mem.path}{stored}")
+
+
+class _ImportProgress:
+    """Says on stderr how far an import got, every `every_s` seconds while it runs."""
+
+    def __init__(self, every_s: float = 2.0) -> None:
+        import time
+
+        self.clock, self.every_s = time.monotonic, every_s
+        self.last, self.skipped = self.clock(), 0
+
+    def __call__(self, done: int, total: int, skipped: int) -> None:
+        self.skipped = skipped
+        if done >= total or self.clock() - self.last < self.every_s:
+            return
+        self.last = self.clock()
+        stored = f" ({skipped:,} stored already)" if skipped else ""
+        typer.echo(f"imported {done:,} of {total:,} records{stored}", err=True)
 
 
 @memory_app.command(

@@ -33,9 +33,7 @@ from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import (
     COLLECTIONS,
     Result,
-    batches,
     episode_docs,
-    read_export,
     stamp,
 )
 from agent_cli.memory.longterm.signatures import signature_key
@@ -48,6 +46,7 @@ from agent_cli.memory.longterm.store import (
     Store,
     Where,
 )
+from agent_cli.memory.longterm.write import importer
 from agent_cli.memory.longterm.write.lock import WAIT_S, WriteLock
 
 if TYPE_CHECKING:
@@ -132,8 +131,10 @@ class LongTermMemory:
         associate_threshold: float = ASSOCIATE_THRESHOLD,
         lock_wait_s: float = LOCK_WAIT_S,
         write_wait_s: float = WAIT_S,
+        snapshot_rows: int = snapshot.MAX_ROWS,
     ) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
+        self.snapshot_rows = snapshot_rows  # a larger store keeps no snapshot, lists a slice
         self.embedder = embedder
         # one writer at a time in an embedded store; a server serializes writes itself
         self.lock = WriteLock(self.path, write_wait_s) if isinstance(self.path, Path) else None
@@ -141,9 +142,10 @@ class LongTermMemory:
         self._wrote = False
         self._base: dict[str, snapshot.SnapshotCollection] | None = None  # before the first write
         self._changed: dict[str, set[str]] = {}  # collection -> the ids written since
+        self._tracked: dict[str, snapshot.Tracked] = {}  # the collections noting them
         self._whole = False  # the next snapshot must be read from the whole store
         self.store = Store(self.path, embedder, secrets, before_write=self._before_write)
-        self.items = Curation(self.store, associate_threshold)
+        self.items = Curation(self.store, associate_threshold, listed_whole=snapshot_rows)
         self.reader = Reader(self.store, self.items, min_score)
         if self.lock is None:
             probe(self.path, lock_wait_s)
@@ -172,10 +174,15 @@ class LongTermMemory:
             cols = {name: self._collection(name, existing) for name in COLLECTIONS}
         self.store.cols = dict(cols)
         if isinstance(self.path, Path):  # each write notes what it touched, for the snapshot
-            self.store.cols = {
-                name: snapshot.Tracked(col, self._changed.setdefault(name, set()))
-                for name, col in cols.items()
-            }
+            self.store.cols = {name: self._track(name, col) for name, col in cols.items()}
+
+    def _track(self, name: str, col: Collection) -> snapshot.Tracked:
+        """`col`, noting the ids each write touches (a reopened client's keeps the earlier notes)."""
+        earlier = self._tracked.get(name)
+        tracked = snapshot.Tracked(col, self._changed.setdefault(name, set()), self.snapshot_rows)
+        tracked.overflowed = earlier is not None and earlier.overflowed
+        self._tracked[name] = tracked
+        return tracked
 
     def _changing(self) -> None:
         """The hold of the write lock now changes the store (other processes open it again)."""
@@ -287,8 +294,13 @@ class LongTermMemory:
         again, else the store read whole."""
         if not isinstance(self.path, Path) or self.store.mismatch or not self._wrote:
             return
+        with self.store.guard("counting"):
+            rows = sum(self.store.cols[name].count() for name in snapshot.COLLECTIONS)
+        if rows > self.snapshot_rows:
+            return  # deleted before the first write; a recall queries Chroma's index instead
         tables = None
-        if self._base is not None and not self._whole:
+        whole = self._whole or any(t.overflowed for t in self._tracked.values())
+        if self._base is not None and not whole:
             tables = snapshot.patched(self._base, self._changed, self._table, self._ids)
         snapshot.write(
             self.path, tables or {name: self._table(name) for name in snapshot.COLLECTIONS}
@@ -628,15 +640,16 @@ class LongTermMemory:
                     n += 1
         return n
 
-    def import_(self, path: Path | str) -> int:
-        """Check a whole export file, then re-embed and upsert its records in batches; how many."""
+    def import_(
+        self, path: Path | str, progress: importer.Progress | None = None, batch: int = BATCH
+    ) -> int:
+        """Check a whole export file, then re-embed and upsert its records in batches of at
+        most `batch` (those stored already skipped), calling `progress(done, total, skipped)`
+        after each; how many records the file holds."""
         self.store.require_match()
-        total = sum(1 for _ in read_export(path))  # one bad line anywhere: nothing is imported
+        total = importer.check(path)  # one bad line anywhere: nothing is imported
         with self.writing():
-            for name, ids, docs, metas in batches(read_export(path), BATCH):
-                self.store.upsert(
-                    self.store.cols[name], ids, self.store.redact(docs), self.store.redact(metas)
-                )
+            importer.write(self.store, path, total, progress, batch)
         return total
 
     def reindex(self) -> int:
@@ -665,9 +678,7 @@ class LongTermMemory:
                 tmp.modify(name=name)
                 col = ChromaCollection(self._client.get_collection(name, embedding_function=None))
                 self.store.cols[name] = (
-                    snapshot.Tracked(col, self._changed.setdefault(name, set()))
-                    if isinstance(self.path, Path)
-                    else col
+                    self._track(name, col) if isinstance(self.path, Path) else col
                 )
             total += len(recs)
         self.store.mismatch = None

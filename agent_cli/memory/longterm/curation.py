@@ -31,11 +31,12 @@ from agent_cli.memory.longterm.records import (
     stamp,
     text_hash,
 )
-from agent_cli.memory.longterm.store import BATCH, Meta, Store, Where
+from agent_cli.memory.longterm.store import BATCH, Meta, Store, Where, matches
 
 HitWriter = Callable[[list[str], list[Meta]], None]
 
 ITEM_KINDS = ("fact", "note", "procedure")
+LISTED_WHOLE = 20_000  # a `facts` collection up to this size is listed through Chroma's filter
 IDENTITY_UPGRADE = "repo-identity"  # items of a folder-name topic, moved to the repository's keys
 CONTENT_UPGRADE = "content-ids"  # dated random ids replaced by content ids, duplicates merged
 
@@ -166,9 +167,11 @@ class Curation:
         store: Store,
         associate_threshold: float,
         write_hits: HitWriter | None = None,
+        listed_whole: int = LISTED_WHOLE,
     ) -> None:
         self.store = store
         self.associate_threshold = associate_threshold
+        self.listed_whole = listed_whole
         self._write_hits = write_hits or self.write_hits
 
     def add_fact(
@@ -336,14 +339,12 @@ class Curation:
         topics: list[str] | None = None,
     ) -> list[Result]:
         """Facts, notes and procedures nearest to `vec`, trusted at least `min_trust`."""
-        filters = where(
-            {"trust": {"$gte": float(min_trust)}},
-            {"kind": {"$in": list(kinds)}} if tuple(kinds) != ITEM_KINDS else None,
-            topic_where(topics) if topics else None,
-        )
+        kind = {"kind": {"$in": list(kinds)}} if tuple(kinds) != ITEM_KINDS else None
+        scope = topic_where(topics) if topics else None
+        filters = where({"trust": {"$gte": float(min_trust)}}, kind, scope)
         return [
             item_result(score, i, doc, meta)
-            for i, doc, meta, score in self.store.query("facts", vec, k, filters)
+            for i, doc, meta, score in self.store.query("facts", vec, k, filters, scope or kind)
         ]
 
     def associate(
@@ -397,20 +398,24 @@ class Curation:
 
     def listing(self, topics: list[str], min_trust: float = 0.5, limit: int = 1000) -> list[Result]:
         """The facts, notes and procedures of the repositories `topics` (at most `limit`):
-        the most trusted first, then the most used, then the newest."""
+        the most trusted first, then the most used, then the newest. Of a collection larger
+        than `listed_whole`, those among its first `limit` rows: Chroma would evaluate the
+        filter over every row it holds."""
+        col = self.store.cols["facts"]
+        cond = where(
+            {"kind": {"$in": list(ITEM_KINDS)}},
+            {"trust": {"$gte": min_trust}},
+            topic_where(topics),
+        )
         with self.store.guard("reading"):
-            got = self.store.cols["facts"].get(
-                where=where(
-                    {"kind": {"$in": list(ITEM_KINDS)}},
-                    {"trust": {"$gte": min_trust}},
-                    topic_where(topics),
-                ),
-                include=["documents", "metadatas"],
-                limit=limit,
+            large = col.count() > self.listed_whole
+            got = col.get(
+                where=None if large else cond, include=["documents", "metadatas"], limit=limit
             )
         found = [
             item_result(1.0, i, d, m or {})
             for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)
+            if not large or matches(m or {}, cond)
         ]
         found.sort(key=lambda r: (r.trust, r.hit_count, r.date), reverse=True)
         return found

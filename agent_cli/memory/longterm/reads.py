@@ -31,7 +31,7 @@ class Reader:
         a failure-signature hit naming the signature."""
         best: dict[str, Result] = {}
         scope = topic_where(topics) if topics else None
-        for doc_id, doc, meta, score in self.store.query("episodes", vec, k * 3, scope):
+        for doc_id, doc, meta, score in self.store.query("episodes", vec, k * 3, scope, scope):
             run_id = str(meta.get("run_id", doc_id))
             if run_id in best and best[run_id].score >= score:
                 continue

@@ -236,7 +236,7 @@ def parse_record(line: str, path: Path | str, n: int) -> dict[str, Any]:
         field = ".".join(str(p) for p in err["loc"]) or "metadata"
         raise StorageError(
             f"{path}: line {n}: metadata field {field!r}: {err['msg'].lower()} "
-            f"(got {str(err.get('input'))[:60]!r}); nothing was imported",
+            f"(got {str(err.get('input'))[:60]!r})",
             hint,
         ) from None
     return cast(dict[str, Any], rec)

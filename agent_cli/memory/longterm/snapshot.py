@@ -21,6 +21,13 @@ write touches (`Tracked`), and at close reads back only those, and the ids alone
 store's order (`patched`); when the rows that gives are not those the store holds (another
 process wrote too), it is read whole.
 
+Only a small store has one: past MAX_ROWS (episodes and facts together) a recall is one
+query of Chroma's own index, which costs the same at a million rows, while the snapshot is
+read whole and scanned row by row; such a store has its snapshot deleted at its first write
+and gets none at close, and a snapshot file larger than MAX_BYTES (an older version wrote
+one for any size) is not read. Writes note at most MAX_ROWS ids (`Tracked`): past that the
+snapshot, if the store is still small enough, is read whole.
+
 Only the embedded store has one: a memory server may hold what other clones learned.
 The file is a cache: one that cannot be read or written is ignored (and one that cannot be
 read is deleted).
@@ -35,15 +42,18 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_cli.core.atomic import MiB
 from agent_cli.core.errors import StorageError
 from agent_cli.memory.longterm.store import INCLUDE, Collection, Meta, Rows, Where
+from agent_cli.memory.longterm.store import matches as store_matches
 
 FILE = "agent-recall.npz"
 TEMP_PREFIX = ".agent-recall-"  # a snapshot being written
 FORMAT = 1
 COLLECTIONS = ("facts", "episodes")
+MAX_ROWS = 20_000  # a store beyond this is recalled from through Chroma's index
+MAX_BYTES = 128 * MiB  # a snapshot of MAX_ROWS rows takes about 40 MB
 DROPPED_KEYS = ("episode",)  # the whole episode record: large, and no recall reads it
-_OPERATORS = ("$eq", "$gt", "$gte", "$lt", "$lte", "$in")
 
 
 Table = dict[str, Any]  # "metadata", "ids", "documents", "metadatas", "vectors" (see `write`)
@@ -94,13 +104,16 @@ def write(store: Path, tables: dict[str, Table]) -> None:
         raise
 
 
-def load(store: Path) -> dict[str, SnapshotCollection] | None:
-    """The snapshot's collections, or None when there is none or it cannot be read (then it is
-    deleted, so that the store writes a new one when it next closes)."""
+def load(store: Path, max_bytes: int = MAX_BYTES) -> dict[str, SnapshotCollection] | None:
+    """The snapshot's collections, or None when there is none, it holds more than `max_bytes`
+    or it cannot be read (then it is deleted, so that the store writes a new one when it next
+    closes, if it is small enough)."""
     path = path_of(store)
     if not path.is_file():
         return None
     try:
+        if path.stat().st_size > max_bytes:
+            raise ValueError(f"a snapshot of {path.stat().st_size:,} bytes is not read")
         import numpy as np
 
         with np.load(path, allow_pickle=False) as data:
@@ -237,10 +250,20 @@ class SnapshotCollection:
 
 
 class Tracked:
-    """A collection whose every write notes the ids it touches in `changed`."""
+    """A collection whose every write notes the ids it touches in `changed`, at most `limit`
+    of them: past that `changed` is emptied and `overflowed` set for good."""
 
-    def __init__(self, col: Collection, changed: set[str]) -> None:
-        self.col, self.changed = col, changed
+    def __init__(self, col: Collection, changed: set[str], limit: int = MAX_ROWS) -> None:
+        self.col, self.changed, self.limit = col, changed, limit
+        self.overflowed = False
+
+    def _note(self, ids: Iterable[str]) -> None:
+        if self.overflowed:
+            return
+        self.changed.update(ids)
+        if len(self.changed) > self.limit:
+            self.changed.clear()
+            self.overflowed = True
 
     @property
     def metadata(self) -> Meta:
@@ -271,11 +294,11 @@ class Tracked:
     def upsert(
         self, ids: list[str], embeddings: Any, documents: list[str], metadatas: list[Meta]
     ) -> None:
-        self.changed.update(ids)
+        self._note(ids)
         self.col.upsert(ids=ids, embeddings=embeddings, documents=documents, metadatas=metadatas)
 
     def update(self, ids: list[str], metadatas: list[Meta]) -> None:
-        self.changed.update(ids)
+        self._note(ids)
         self.col.update(ids=ids, metadatas=metadatas)
 
     def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
@@ -283,7 +306,7 @@ class Tracked:
             ids = list(self.col.get(where=where, include=[])["ids"])
             if not ids:
                 return
-        self.changed.update(ids or ())
+        self._note(ids or ())
         self.col.delete(ids=ids)
 
 
@@ -323,57 +346,6 @@ def patched(
 
 
 def matches(meta: Meta, where: Where | None) -> bool:
-    """Whether metadata passes a Chroma `where` filter ($and, $or, and on a key: a value or one
-    of $eq $gt $gte $lt $lte $in); a key the metadata lacks never passes, and one the snapshot
+    """Whether metadata passes a Chroma `where` filter (`store.matches`); a key the snapshot
     drops is an error (it would never pass here, and may in the store)."""
-    if not where:
-        return True
-    for key, cond in where.items():
-        if key == "$and":
-            ok = all(matches(meta, c) for c in cond)
-        elif key == "$or":
-            ok = any(matches(meta, c) for c in cond)
-        elif key.startswith("$"):
-            raise ValueError(f"unsupported filter {key}")
-        elif key in DROPPED_KEYS:
-            raise ValueError(f"the snapshot does not keep {key}, so cannot filter on it")
-        else:
-            ok = key in meta and _holds(meta[key], cond)
-        if not ok:
-            return False
-    return True
-
-
-def _holds(value: Any, cond: Any) -> bool:
-    if not isinstance(cond, dict):
-        return _same(value, cond)
-    for op, arg in cond.items():
-        if op not in _OPERATORS:
-            raise ValueError(f"unsupported filter operator {op}")
-        if op == "$in":
-            ok = any(_same(value, a) for a in arg)
-        elif op == "$eq":
-            ok = _same(value, arg)
-        else:
-            ok = (
-                _number(value)
-                and _number(arg)
-                and {
-                    "$gt": value > arg,
-                    "$gte": value >= arg,
-                    "$lt": value < arg,
-                    "$lte": value <= arg,
-                }[op]
-            )
-        if not ok:
-            return False
-    return True
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal and of one kind: a boolean never equals a number, as in Chroma."""
-    return isinstance(a, bool) == isinstance(b, bool) and a == b
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return store_matches(meta, where, DROPPED_KEYS)

@@ -1,0 +1,223 @@
+"""Long-term memory at scale (issue 21, class 17): an import streams in bounded batches and says
+how far it got; a store too large for a recall snapshot is recalled from through Chroma's
+index, reading only the rows asked for, and so is the repository digest's listing.
+
+Rows are counted by `Counting`, a collection of our own around the real Chroma collection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_cli.agent.learn import digest
+from agent_cli.core.errors import ModelError, StorageError
+from agent_cli.memory.longterm import snapshot
+from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.store import INCLUDE, Collection, Meta, Rows, Where
+from embedkit import HashEmbedder
+
+DIM = 16  # a small vector: Chroma's index is built faster, the store's behaviour is the same
+TOPIC = "git:0123"
+
+
+class Counting:
+    """A `store.Collection` around another: counts the rows each read returns with their
+    content (ids and distances alone come from the index), notes each write."""
+
+    def __init__(self, col: Collection) -> None:
+        self.col = col
+        self.rows_read = 0
+        self.upserts: list[int] = []
+
+    @property
+    def metadata(self) -> Meta:
+        return self.col.metadata
+
+    def count(self) -> int:
+        return self.col.count()
+
+    def get(
+        self,
+        ids: list[str] | None = None,
+        where: Where | None = None,
+        include: Sequence[str] = INCLUDE,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Rows:
+        got = self.col.get(ids=ids, where=where, include=include, limit=limit, offset=offset)
+        self.rows_read += len(got["ids"]) if content(include) else 0
+        return got
+
+    def query(
+        self,
+        query_embeddings: list[Any],
+        n_results: int = 10,
+        where: Where | None = None,
+        include: Sequence[str] = (*INCLUDE, "distances"),
+    ) -> Rows:
+        got = self.col.query(query_embeddings, n_results=n_results, where=where, include=include)
+        self.rows_read += sum(len(ids) for ids in got["ids"]) if content(include) else 0
+        return got
+
+    def upsert(
+        self, ids: list[str], embeddings: Any, documents: list[str], metadatas: list[Meta]
+    ) -> None:
+        self.upserts.append(len(ids))
+        self.col.upsert(ids=ids, embeddings=embeddings, documents=documents, metadatas=metadatas)
+
+    def update(self, ids: list[str], metadatas: list[Meta]) -> None:
+        self.col.update(ids=ids, metadatas=metadatas)
+
+    def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
+        self.col.delete(ids=ids, where=where)
+
+
+def content(include: Sequence[str]) -> bool:
+    return bool({"documents", "metadatas", "embeddings"} & set(include))
+
+
+class FailingAfter:
+    """An embedder that embeds `budget` texts, then fails as an unreachable endpoint does."""
+
+    def __init__(self, inner: HashEmbedder, budget: int) -> None:
+        self.inner, self.budget = inner, budget
+        self.name, self.dim = inner.name, inner.dim
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if len(texts) > self.budget:
+            raise ModelError("the embeddings endpoint did not answer")
+        self.budget -= len(texts)
+        return self.inner.embed(texts)
+
+
+def record(i: int) -> dict[str, Any]:
+    """One exported fact of this repository (three in four) or another."""
+    meta = {
+        "kind": "fact",
+        "source": "harness",
+        "trust": 1.0,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "text_hash": f"h{i}",
+        "ttl_days": 0.0,
+        "topic": TOPIC if i % 4 else "git:other",
+        "topic_alt": "",
+    }
+    words = ("parser", "cache", "login", "release", "migration", "scheduler")
+    doc = f"the {words[i % 6]} of module {i % 97} keeps item {i}"
+    return {"collection": "facts", "id": f"mem_{i:06d}", "document": doc, "metadata": meta}
+
+
+def write_export(path: Path, lines: Any) -> Path:
+    """An export file of `lines`, written one at a time."""
+    with open(path, "w", encoding="utf-8") as out:
+        for line in lines:
+            out.write(line + "\n")
+    return path
+
+
+def counted(mem: LongTermMemory, name: str = "facts") -> Counting:
+    """The collection `name` of `mem`, counted from now on."""
+    wrapper = Counting(mem.store.cols[name])
+    mem.store.cols[name] = wrapper
+    return wrapper
+
+
+def test_an_import_goes_to_the_store_in_bounded_batches_and_says_how_far_it_got(tmp_path):
+    path = write_export(tmp_path / "export.jsonl", (json.dumps(record(i)) for i in range(2000)))
+    seen: list[tuple[int, int, int]] = []
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder(DIM), snapshot_rows=1000) as mem:
+        facts = counted(mem)
+        assert mem.import_(path, progress=lambda *p: seen.append(p), batch=200) == 2000
+        assert facts.upserts == [200] * 10  # never more than a batch at once
+        assert seen == [(200 * n, 2000, 0) for n in range(1, 11)]
+        assert facts.col.count() == 2000
+        seen.clear()
+        facts.upserts.clear()
+        assert mem.import_(path, progress=lambda *p: seen.append(p), batch=200) == 2000
+        assert facts.upserts == [] and seen[-1] == (2000, 2000, 2000)  # all stored: skipped
+    assert not snapshot.exists(tmp_path / "chroma")  # too large for one: recall uses the index
+
+
+def test_a_malformed_line_in_the_middle_imports_nothing_and_says_where(tmp_path):
+    lines = [json.dumps(record(i)) for i in range(3000)]
+    lines.insert(2400, '{"collection": "facts", "id": ')  # cut off
+    path = write_export(tmp_path / "export.jsonl", lines)
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder(DIM)) as mem:
+        with pytest.raises(StorageError) as e:
+            mem.import_(path)
+        assert "line 2401 is not a memory record" in e.value.message
+        assert "nothing was imported (2,400 valid records before it)" in e.value.message
+        assert mem.counts()["facts"] == 0
+
+
+def test_a_failure_while_writing_says_how_far_it_got_and_the_same_import_continues(tmp_path):
+    path = write_export(tmp_path / "export.jsonl", (json.dumps(record(i)) for i in range(3000)))
+    store = tmp_path / "chroma"
+    with LongTermMemory(store, FailingAfter(HashEmbedder(DIM), 1200)) as mem:
+        with pytest.raises(ModelError) as e:
+            mem.import_(path, batch=500)
+        assert "imported 1,000 of 3,000 records before it stopped" in e.value.message
+        assert "import the same file again to continue" in e.value.hint
+        assert mem.counts()["facts"] == 1000
+    embedder, seen = HashEmbedder(DIM), []
+    with LongTermMemory(store, embedder) as mem:
+        assert mem.import_(path, progress=lambda *p: seen.append(p), batch=500) == 3000
+        assert mem.counts()["facts"] == 3000
+    assert embedder.texts == 2000 and seen[-1] == (3000, 3000, 1000)  # only the rest embedded
+
+
+def test_a_store_too_large_for_a_snapshot_recalls_only_the_rows_asked_for(tmp_path):
+    from agent_cli.cli.commands.memory_commands import _open_to_read
+    from agent_cli.cli.config.settings import Settings
+
+    path = write_export(tmp_path / "export.jsonl", (json.dumps(record(i)) for i in range(3000)))
+    store = tmp_path / "state" / "chroma"
+    with LongTermMemory(store, HashEmbedder(DIM), snapshot_rows=1000) as mem:
+        mem.import_(path)
+    assert not snapshot.exists(store)
+    reader = _open_to_read(Settings(), tmp_path / "state")
+    assert isinstance(reader, LongTermMemory)  # Chroma's index, not a snapshot read whole
+    reader.close()
+    with LongTermMemory(store, HashEmbedder(DIM), snapshot_rows=1000) as mem:
+        facts, episodes = counted(mem), counted(mem, "episodes")  # 3,000 facts, no episodes
+        hits = mem.recall("the parser of module 5", k=5, topics=[TOPIC, ""], min_score=0.0)
+        assert len(hits) == 5 and all(h.metadata["topic"] == TOPIC for h in hits)
+        assert facts.rows_read == 4 * 5 and episodes.rows_read == 0  # the 20 nearest
+        facts.rows_read = 0
+        chosen = digest.build(mem, "the parser of module 5", [TOPIC], 2000, min_score=0.3)
+        assert chosen.items and chosen.left_out > 0
+        # the nearest (a filtered query reads four times as many) and the first rows, filtered
+        assert facts.rows_read <= 4 * digest.NEAREST + digest.SCAN < 3000
+        facts.rows_read = 0
+        assert len(mem.listing([TOPIC], limit=1000)) == 750  # three in four are this one's
+        assert facts.rows_read == 1000
+
+
+def test_a_repository_with_few_items_in_a_large_store_still_gets_them(tmp_path):
+    lines = [json.dumps(record(i)) for i in range(3000)]
+    for n in (10, 1500, 2990):  # three of this repository's items among others'
+        rec = record(n)
+        rec["metadata"]["topic"] = "git:rare"
+        lines[n] = json.dumps(rec)
+    path = write_export(tmp_path / "export.jsonl", lines)
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder(DIM), snapshot_rows=1000) as mem:
+        mem.import_(path)
+        facts = counted(mem)
+        hits = mem.recall("the cache of module 40", k=5, topics=["git:rare"], min_score=-1.0)
+        assert sorted(h.id for h in hits) == ["mem_000010", "mem_001500", "mem_002990"]
+        assert facts.rows_read <= 1000 + 3  # the nearest 1,000, then the filtered query
+
+
+def test_a_snapshot_larger_than_the_bound_is_not_read(tmp_path):
+    store = tmp_path / "chroma"
+    with LongTermMemory(store, HashEmbedder(DIM)) as mem:
+        mem.add_fact("the parser keeps quotes", "harness")
+    size = snapshot.path_of(store).stat().st_size
+    assert snapshot.load(store, max_bytes=size) is not None
+    assert snapshot.load(store, max_bytes=size - 1) is None
+    assert not snapshot.exists(store)  # deleted: the store writes a new one when next written
