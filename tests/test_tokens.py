@@ -58,7 +58,7 @@ def test_an_encoding_loads_in_a_worker_thread_for_the_first_count():
 
     tokens.get_encoding.cache_clear()
     before = set(threading.enumerate())
-    tokens.load_in_background("cl100k_base")
+    tokens.load_in_background("cl100k_base", after_s=0.5)  # alive when looked for below
     worker = next(t for t in set(threading.enumerate()) - before if t.name == "load-tokenizer")
     worker.join(timeout=60)
     assert not worker.is_alive()
