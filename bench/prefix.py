@@ -1,6 +1,8 @@
 """How much of each model request the provider's prompt cache can reuse, against append-and-trim.
 
 Run: python bench/prefix.py   (deterministic script; about a minute)
+     python bench/prefix.py --window 4096   (the server says a 4,096-token window, as
+     llama.cpp serving a small local model with `-c 4096` does)
 
 A real `agent run` (a process, the real executor, working memory, tools, git) works in a copy of
 this repository against the loopback fake server, which plays a scripted model: three tasks of
@@ -14,11 +16,13 @@ each message) and compared with the request before it:
   it at (1 - discount), for discounts of 0%, 50% and 90%;
 - the baseline is the classic transcript: the same system prompt, the task, then every tool call
   and its result appended (the same results the agent saw: a result the agent's request points
-  to in its working memory is taken from there), the oldest dropped past 96k tokens.
+  to in its working memory is taken from there), the oldest dropped past 96k tokens (with
+  `--window`, past what one request may take).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -30,10 +34,13 @@ import tempfile
 from pathlib import Path
 
 from agent_cli.core import tokens
-from agent_cli.llm.fake_server import FakeOpenAIServer
+from agent_cli.llm.fake_server import Behaviour, FakeOpenAIServer
+from agent_cli.llm.server.info import fit_window
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIM_AT = 96_000
+SETTINGS = (8000, 3000, 4096)  # memory_max_tokens, tool_output_max_tokens, reserved_output_tokens
+MEMORY_BUDGET = SETTINGS[0]
 DISCOUNTS = (0.0, 0.5, 0.9)
 CALLS_PER_TASK = 30
 TASKS = 3
@@ -402,7 +409,8 @@ def report(steps, proc: subprocess.CompletedProcess, requests: int) -> None:
     half = sorted(sizes[len(sizes) // 2 :])
     print(
         f"request size, second half of the run: min {half[0]}, median {half[len(half) // 2]}, "
-        f"max {half[-1]} tokens; largest working memory part {largest} (budget 8000); "
+        f"max {half[-1]} tokens; largest working memory part {largest} (budget "
+        f"{MEMORY_BUDGET}); "
         f"latest edits in every request: {edits_kept}"
     )
     print(
@@ -436,10 +444,32 @@ def report(steps, proc: subprocess.CompletedProcess, requests: int) -> None:
     print("targets: >= 6x lower at 50%, >= 3x lower at 90%")
 
 
-def main() -> int:
+def local_window(window: int) -> tuple[Behaviour, int, int]:
+    """How the fake server acts for `--window`, as llama.cpp does (it says its window at
+    `GET /props` and answers a longer request with its overflow error), and the two sizes that
+    follow from the window: what one request may take (where append-and-trim trims) and the
+    run's working-memory budget (`llm.server.info.fit_window`)."""
+    reply = min(SETTINGS[2], window // 4)  # what the run keeps for the answer (ask.window)
+    memory, _, _ = fit_window(window, *SETTINGS)
+    return Behaviour(n_ctx=window), window - reply, memory
+
+
+def main(argv: list[str] | None = None) -> int:
+    global TRIM_AT, MEMORY_BUDGET
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--window",
+        type=int,
+        help="have the server say this context window, as a small local model's llama.cpp "
+        "server does (the run then sizes memory and tool output to it)",
+    )
+    args = parser.parse_args(argv)
+    behaviour = None
+    if args.window:
+        behaviour, TRIM_AT, MEMORY_BUDGET = local_window(args.window)
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp))
-        with FakeOpenAIServer(ScriptedModel(repo)) as server:
+        with FakeOpenAIServer(ScriptedModel(repo), behaviour=behaviour) as server:
             proc = run_agent(repo, server.url)
             requests = server.chat_requests
     steps = execution_requests(requests)
