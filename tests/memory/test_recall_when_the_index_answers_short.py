@@ -28,7 +28,8 @@ Answer = Callable[[Collection, list[Any], int], Rows]  # the index's answer to n
 
 class Approximate:
     """A `store.Collection` around another whose unfiltered nearest-rows answers come from
-    `answer`; counts the rows each read returns with their content."""
+    `answer`; counts the rows each read returns with their content (ids alone come from the
+    index)."""
 
     def __init__(self, col: Collection, answer: Answer) -> None:
         self.col, self.answer = col, answer
@@ -50,7 +51,7 @@ class Approximate:
         offset: int | None = None,
     ) -> Rows:
         got = self.col.get(ids=ids, where=where, include=include, limit=limit, offset=offset)
-        self.rows_read += len(got["ids"])
+        self.rows_read += len(got["ids"]) if set(include) - {"distances"} else 0
         return got
 
     def query(

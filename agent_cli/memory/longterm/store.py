@@ -201,10 +201,11 @@ class Store:
             return None
         import numpy as np
 
-        with self.guard("searching"):
-            got = col.get(where=narrow, include=[*INCLUDE, "embeddings"], limit=CANDIDATES + 1)
-        if len(got["ids"]) > CANDIDATES:
-            return None
+        with self.guard("searching"):  # ids first: too many are never read
+            ids = col.get(where=narrow, include=[], limit=CANDIDATES + 1)["ids"]
+            if not ids or len(ids) > CANDIDATES:
+                return None if ids else []
+            got = col.get(ids=list(ids), include=[*INCLUDE, "embeddings"])
         q = np.asarray(vec, dtype=np.float32)
         hits: list[Hit] = []
         for i, d, m, v in zip(
