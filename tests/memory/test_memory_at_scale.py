@@ -18,7 +18,7 @@ from agent_cli.agent.learn import digest
 from agent_cli.core.errors import ModelError, StorageError
 from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.longterm.chroma import LongTermMemory
-from agent_cli.memory.longterm.store import INCLUDE, Collection, Meta, Rows, Where
+from agent_cli.memory.longterm.store import CANDIDATES, INCLUDE, Collection, Meta, Rows, Where
 from embedkit import HashEmbedder
 
 DIM = 16  # a small vector: Chroma's index is built faster, the store's behaviour is the same
@@ -27,11 +27,13 @@ TOPIC = "git:0123"
 
 class Counting:
     """A `store.Collection` around another: counts the rows each read returns with their
-    content (ids and distances alone come from the index), notes each write."""
+    content (ids and distances alone come from the index), notes the ids the index answers
+    and each write."""
 
     def __init__(self, col: Collection) -> None:
         self.col = col
         self.rows_read = 0
+        self.answered: set[str] = set()
         self.upserts: list[int] = []
 
     @property
@@ -62,6 +64,7 @@ class Counting:
     ) -> Rows:
         got = self.col.query(query_embeddings, n_results=n_results, where=where, include=include)
         self.rows_read += sum(len(ids) for ids in got["ids"]) if content(include) else 0
+        self.answered.update(i for ids in got["ids"] for i in ([] if content(include) else ids))
         return got
 
     def upsert(
@@ -187,7 +190,9 @@ def test_a_store_too_large_for_a_snapshot_recalls_only_the_rows_asked_for(tmp_pa
         facts, episodes = counted(mem), counted(mem, "episodes")  # 3,000 facts, no episodes
         hits = mem.recall("the parser of module 5", k=5, topics=[TOPIC, ""], min_score=0.0)
         assert len(hits) == 5 and all(h.metadata["topic"] == TOPIC for h in hits)
-        assert facts.rows_read == 4 * 5 and episodes.rows_read == 0  # the 20 nearest
+        # the rows the index named, each read once: the 20 nearest, more only when the
+        # approximate index's 20 hold fewer than 5 of this repository's
+        assert facts.rows_read == len(facts.answered) <= CANDIDATES and episodes.rows_read == 0
         facts.rows_read = 0
         chosen = digest.build(mem, "the parser of module 5", [TOPIC], 2000, min_score=0.3)
         assert chosen.items and chosen.left_out > 0

@@ -153,13 +153,14 @@ class Store:
         that pass `where`, nearest first.
 
         Filtered, the nearest rows are asked for without the filter (ids and distances, then
-        the rows of the new ids) and filtered here: 4n, 8n, ... up to CANDIDATES. Chroma
-        evaluates a `where` clause over every row that passes it, seconds at a million rows,
-        while the index finds the nearest in milliseconds. When CANDIDATES nearest rows hold
-        fewer than `n` that pass, few rows pass: those of `narrow` (a clause of `where` that
-        few rows pass, such as a repository's) are read, if there are at most CANDIDATES,
-        and ranked here exactly (Chroma's filtered search misses some of so few); else
-        Chroma's filtered query answers."""
+        the rows of the new ids) and filtered here: 4n, 8n, ... up to CANDIDATES (an answer
+        shorter than asked for ends this only when every row has been seen: the index's search
+        is approximate). Chroma evaluates a `where` clause over every row that passes it,
+        seconds at a million rows, while the index finds the nearest in milliseconds. When
+        CANDIDATES nearest rows hold fewer than `n` that pass, few rows pass: those of
+        `narrow` (a clause of `where` that few rows pass, such as a repository's) are read, if
+        there are at most CANDIDATES, and ranked here exactly (Chroma's filtered search misses
+        some of so few); else Chroma's filtered query answers."""
         n, col = max(n, 1), self.cols[name]
         if where is None:
             return self._nearest(col, vec, n, None)
@@ -169,7 +170,8 @@ class Store:
                 got = col.query(query_embeddings=[vec], n_results=fetch, include=["distances"])
             ids = got["ids"][0]
             distance = dict(zip(ids, got["distances"][0], strict=False))
-            new = [i for i in ids if i not in seen]
+            # the index's answers are approximate, not nested: at most CANDIDATES rows read
+            new = [i for i in ids if i not in seen][: max(CANDIDATES - len(seen), 0)]
             seen.update(new)
             if new:
                 with self.guard("searching"):
@@ -177,12 +179,18 @@ class Store:
                 for i, d, m in zip(rows["ids"], rows["documents"], rows["metadatas"], strict=False):
                     if matches(m or {}, where):
                         hits.append((i, d, m or {}, 1.0 - float(distance[i])))
-            if len(hits) >= n or len(ids) < fetch:  # enough, or every row seen
+            if len(hits) >= n or (len(ids) < fetch and self._all_seen(col, seen)):
                 return sorted(hits, key=lambda h: -h[3])[:n]
             if fetch >= CANDIDATES:
                 few = self._few(col, vec, n, where, narrow)
                 return self._nearest(col, vec, n, where) if few is None else few
             fetch = min(fetch * 2, CANDIDATES)
+
+    def _all_seen(self, col: Collection, seen: set[str]) -> bool:
+        """Whether `seen` holds every row of `col`: the index may answer with fewer rows than
+        asked for while others remain (HNSW's search is approximate)."""
+        with self.guard("searching"):
+            return len(seen) >= col.count()
 
     def _few(
         self, col: Collection, vec: Any, n: int, where: Where, narrow: Where | None
@@ -193,10 +201,11 @@ class Store:
             return None
         import numpy as np
 
-        with self.guard("searching"):
-            got = col.get(where=narrow, include=[*INCLUDE, "embeddings"], limit=CANDIDATES + 1)
-        if len(got["ids"]) > CANDIDATES:
-            return None
+        with self.guard("searching"):  # ids first: too many are never read
+            ids = col.get(where=narrow, include=[], limit=CANDIDATES + 1)["ids"]
+            if not ids or len(ids) > CANDIDATES:
+                return None if ids else []
+            got = col.get(ids=list(ids), include=[*INCLUDE, "embeddings"])
         q = np.asarray(vec, dtype=np.float32)
         hits: list[Hit] = []
         for i, d, m, v in zip(
