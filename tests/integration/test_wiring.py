@@ -190,11 +190,14 @@ def test_the_repository_is_checked_once_before_the_plan(
         env=env,
     )
     assert result.exit_code == 0, result.output
-    calls = [git_command(line) for line in before_plan[0]]
+    # git's own version, asked at most once a process, reads no repository
+    calls = [git_command(line) for line in before_plan[0] if git_command(line) != "version"]
     assert calls.count("status") == 1, " ".join(calls)  # the preflight ran once
     # the user's own configuration is read once, then the repository's before each command
-    assert calls == ["config"] + [c for command in GIT_BEFORE_PLAN for c in ("config", command)]
-    assert len(calls) == 17
+    paired = [c for command in GIT_BEFORE_PLAN for c in ("config", command)]
+    # the main work tree, for the runs of this repository, once the top level is known
+    assert calls == ["config", *paired[:2], "config", "worktree", *paired[2:]]
+    assert len(calls) == 19
 
 
 def git_command(logged: str) -> str:

@@ -11,7 +11,7 @@ from agent_cli.cli.config.settings import load_settings
 from agent_cli.cli.mcp_tools import build_tools
 from agent_cli.workspace.shell.runner import check_sandbox
 from conftest import DOCTOR_REPLIES, make_repo
-from tools.mcpkit import fixture_server, pids, toml_table, wait_gone
+from tools.mcpkit import FIXTURE, fixture_server, pids, toml_table, wait_gone
 
 pytestmark = pytest.mark.slow
 
@@ -91,7 +91,11 @@ def test_with_sandbox_bwrap_a_stdio_server_runs_inside_bubblewrap(tmp_path):
     repo = make_repo(tmp_path / "repo")
     pid_file = repo / "server.pid"  # the repository is the sandbox's one writable place
     rc = tmp_path / "rc"
-    rc.write_text('sandbox = "bwrap"\n' + toml_table("fx", fixture_server(pid_file)))
+    # the server's script inside the repository: the sandbox shows it, wherever the tests live
+    script = repo / "mcp_server.py"
+    shutil.copy(FIXTURE, script)
+    table = {**fixture_server(pid_file), "args": [str(script), "--pid-file", str(pid_file)]}
+    rc.write_text('sandbox = "bwrap"\n' + toml_table("fx", table))
     settings = load_settings(repo, None, {}, rc)
     notices: list[str] = []
     tools = build_tools(settings, repo, settings.state_dir(repo), notices.append)

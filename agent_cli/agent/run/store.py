@@ -220,15 +220,15 @@ class RunStore:
         self.secrets = secrets
         self.repo = repo
         own = Path(repo) / ".agent" if repo else None
-        self._unrecorded_ours = own is not None and _same_dir(own, Path(state_dir))
+        # the repository's own `.agent` holds its runs only, wherever the repository was when
+        # a run recorded it (a checkout moved, renamed or copied keeps its runs)
+        self._own_dir = own is not None and _same_dir(own, Path(state_dir))
 
     def ours(self, recorded: object) -> bool:
         """Whether a run that recorded `recorded` as its repository is this store's."""
-        if not self.repo:
+        if not self.repo or self._own_dir:
             return True
-        if not recorded:
-            return self._unrecorded_ours
-        return recorded == self.repo
+        return bool(recorded) and recorded == self.repo
 
     def run_dir(self, run_id: str) -> Path:
         return self.root / run_id
