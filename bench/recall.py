@@ -40,27 +40,7 @@ VERBS = [
     "port",
     "harden",
 ]
-THINGS = [
-    "the CSV parser",
-    "the login form",
-    "retry logic",
-    "the cache layer",
-    "date handling",
-    "the config loader",
-    "error messages",
-    "the HTTP client",
-    "pagination",
-    "the CLI flags",
-    "unicode filenames",
-    "the job scheduler",
-    "database migrations",
-    "the plugin API",
-    "logging output",
-    "rate limiting",
-    "the export command",
-    "timezone conversion",
-]
-PLACES = ["api", "core", "cli", "storage", "web", "jobs", "auth", "utils", "models", "reports"]
+THINGS, PLACES = scale.THINGS, scale.PLACES  # the same vocabulary as the fact workload
 ENDINGS = [
     "all tests pass",
     "acceptance command exited 0",
