@@ -52,6 +52,20 @@ def planning_requests(server) -> list[dict]:
     return [r for r in server.chat_requests if _forced(r) == "submit_plan"]
 
 
+def planned_request(capsys, server, repo: Path, goal: str) -> str:
+    """A plan-only run of `goal` in `repo` against `server`: the text of its planning request."""
+    opts = RunOptions(
+        goal=goal,
+        repo=repo,
+        plan_only=True,
+        json_out=True,
+        flags={"base_url": server.url, "approval": "auto"},
+    )
+    assert execute(opts) == 0
+    capsys.readouterr()
+    return request_text(planning_requests(server)[0])
+
+
 def task_requests(server) -> list[dict]:
     return [r for r in server.chat_requests if r.get("tool_choice") == "auto"]
 

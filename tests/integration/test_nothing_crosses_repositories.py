@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from learnkit import planning_requests, request_text, run_env, run_in_process  # noqa: F401
+from learnkit import planned_request, planning_requests, request_text, run_env, run_in_process  # noqa: F401
 from runkit import GOAL, add_median, facts, finish, plan, task
 from typer.testing import CliRunner
 
@@ -57,17 +57,7 @@ def _learn(capsys, fake_server, repo: Path) -> str:
 
 
 def _planned(capsys, fake_server, repo: Path) -> str:
-    srv = fake_server([plan(task())])
-    opts = RunOptions(
-        goal=GOAL,
-        repo=repo,
-        plan_only=True,
-        json_out=True,
-        flags={"base_url": srv.url, "approval": "auto"},
-    )
-    assert execute(opts) == 0
-    capsys.readouterr()
-    return request_text(planning_requests(srv)[0])
+    return planned_request(capsys, fake_server([plan(task())]), repo, GOAL)
 
 
 def _embedder(server):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from learnkit import (  # noqa: F401
+    planned_request,
     planning_requests,
     request_text,
     run_env,
@@ -21,7 +22,6 @@ from learnkit import (  # noqa: F401
 )
 from runkit import GOAL, add_median, facts, finish, plan, task
 
-from agent_cli.cli.wiring import RunOptions, execute
 from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from conftest import FIXTURES, git, make_repo
@@ -58,17 +58,7 @@ def _learn(capsys, fake_server, repo: Path) -> str:
 
 def _planned(capsys, fake_server, repo: Path) -> str:
     """Run 2, plan-only, in `repo`: the text of its planning request."""
-    srv = fake_server([plan(task())])
-    opts = RunOptions(
-        goal=GOAL,
-        repo=repo,
-        plan_only=True,
-        json_out=True,
-        flags={"base_url": srv.url, "approval": "auto"},
-    )
-    assert execute(opts) == 0
-    capsys.readouterr()
-    return request_text(planning_requests(srv)[0])
+    return planned_request(capsys, fake_server([plan(task())]), repo, GOAL)
 
 
 def test_clones_in_differently_named_folders_share_what_a_run_learned(

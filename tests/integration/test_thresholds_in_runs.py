@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from learnkit import planning_requests, request_text, run_env  # noqa: F401
+from learnkit import planned_request, planning_requests, request_text, run_env  # noqa: F401
 from runkit import GOAL, plan, task
 
 from agent_cli.agent.learn.topic import repo_topic
-from agent_cli.cli.wiring import RunOptions, execute
 from agent_cli.core.protocols import Embedder
 from agent_cli.llm.openai.embedder import OpenAIEmbedder
 from agent_cli.memory.embed import WordLlamaEmbedder
@@ -33,16 +32,7 @@ def _remember(repo: Path, embedder: Embedder, goal: str) -> None:
 
 
 def _planning(capsys, srv, repo: Path) -> str:
-    opts = RunOptions(
-        goal=GOAL,
-        repo=repo,
-        plan_only=True,
-        json_out=True,
-        flags={"base_url": srv.url, "approval": "auto"},
-    )
-    assert execute(opts) == 0
-    capsys.readouterr()
-    return request_text(planning_requests(srv)[0])
+    return planned_request(capsys, srv, repo, GOAL)
 
 
 def test_the_offline_embedder_recalls_the_episode_its_measured_distance_allows(
