@@ -16,8 +16,9 @@ import pytest
 
 from agent_cli.agent.learn import digest
 from agent_cli.core.errors import ModelError, StorageError
-from agent_cli.memory.longterm import snapshot
+from agent_cli.memory.longterm import curation, snapshot
 from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.curation import content_id, key_of
 from agent_cli.memory.longterm.store import CANDIDATES, INCLUDE, Collection, Meta, Rows, Where
 from embedkit import HashEmbedder
 
@@ -78,6 +79,9 @@ class Counting:
 
     def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
         self.col.delete(ids=ids, where=where)
+
+    def modify(self, metadata: Meta) -> None:
+        self.col.modify(metadata)
 
 
 def content(include: Sequence[str]) -> bool:
@@ -226,3 +230,96 @@ def test_a_snapshot_larger_than_the_bound_is_not_read(tmp_path):
     assert snapshot.load(store, max_bytes=size) is not None
     assert snapshot.load(store, max_bytes=size - 1) is None
     assert not snapshot.exists(store)  # deleted: the store writes a new one when next written
+
+
+def content_record(i: int) -> dict[str, Any]:
+    """`record(i)` under the id its content gives, as this version writes every item."""
+    rec = record(i)
+    rec["id"] = content_id(key_of(rec["document"], rec["metadata"]))
+    return rec
+
+
+def test_the_content_id_upgrade_reads_the_store_once_and_again_only_after_an_older_write(
+    tmp_path,
+):
+    store = tmp_path / "chroma"
+    path = write_export(tmp_path / "new.jsonl", (json.dumps(content_record(i)) for i in range(300)))
+    with LongTermMemory(store, HashEmbedder(DIM)) as mem:
+        mem.import_(path)
+        facts = counted(mem)
+        assert mem.upgrade_ids() == 0
+        assert facts.rows_read == 300  # the first run after the upgrade looks at every item
+        facts.rows_read = 0
+        assert mem.upgrade_ids() == 0 and facts.rows_read == 0  # recorded: not again
+    with LongTermMemory(store, HashEmbedder(DIM)) as mem:  # recorded in the store itself
+        facts = counted(mem)
+        assert mem.upgrade_ids() == 0 and facts.rows_read == 0
+        old = write_export(tmp_path / "old.jsonl", [json.dumps(record(7))])  # a dated id
+        mem.import_(old)
+        assert mem.upgrade_ids() == 1  # the older export's item got its content id
+        assert content_record(7)["id"] in set(mem.collection("facts").get(include=[])["ids"])
+        facts.rows_read = 0
+        assert mem.upgrade_ids() == 0 and facts.rows_read == 0
+        legacy = mem.curate("keep the fixtures small", topic="calc", origin_event_id="e1")
+        assert mem.adopt("calc", TOPIC) == 1  # its key is now the repository's: a new id
+        assert mem.upgrade_ids() == 1
+        assert legacy not in set(mem.collection("facts").get(include=[])["ids"])
+
+
+class Logged(HashEmbedder):
+    """A HashEmbedder that writes "embed" into `log` each time it embeds."""
+
+    def __init__(self, dim: int, log: list[str]) -> None:
+        super().__init__(dim)
+        self.log = log
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.log.append("embed")
+        return super().embed(texts)
+
+
+class ReadLogged(Counting):
+    """A counted collection that writes "read" into `log` at each read of rows."""
+
+    def __init__(self, col: Collection, log: list[str]) -> None:
+        super().__init__(col)
+        self.log = log
+
+    def get(self, *args: Any, **kwargs: Any) -> Rows:
+        self.log.append("read")
+        return super().get(*args, **kwargs)
+
+
+def test_a_reindex_writes_each_batch_before_it_reads_the_next(tmp_path):
+    store, log = tmp_path / "chroma", []
+    path = write_export(tmp_path / "e.jsonl", (json.dumps(content_record(i)) for i in range(2100)))
+    with LongTermMemory(store, HashEmbedder(DIM)) as mem:
+        mem.import_(path)
+    with LongTermMemory(store, Logged(DIM + 8, log)) as mem:
+        mem.store.cols["facts"] = ReadLogged(mem.store.cols["facts"], log)
+        assert mem.reindex() == 2100
+        facts = mem.collection("facts")
+        assert facts.count() == 2100 and facts.metadata["embedder"] == f"hash-{DIM + 8}"
+    reads = [n for n, what in enumerate(log) if what == "read"]
+    assert len(reads) >= 2 and log.index("embed") < reads[-1]  # never the whole store at once
+
+
+def test_a_repository_with_many_procedures_reads_a_bounded_number_of_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(curation, "PROCEDURES_READ", 50)
+    procedures = []
+    for i in range(120):
+        rec = content_record(i)
+        cmd = f"pytest -q tests/test_{i}.py"
+        rec["metadata"].update(kind="procedure", command=cmd, topic=TOPIC, confirmations=1 + i % 7)
+        rec["document"] = f"`{cmd}` checks work here (task {i})"
+        rec["id"] = content_id(key_of(rec["document"], rec["metadata"]))
+        procedures.append(json.dumps(rec))
+    path = write_export(tmp_path / "p.jsonl", [*procedures, json.dumps(content_record(1))])
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder(DIM)) as mem:
+        mem.import_(path)
+        facts = counted(mem)
+        found = mem.procedures(TOPIC, k=5)
+        assert len(found) == 5 and {r.kind for r in found} == {"procedure"}
+        assert {int(r.metadata["confirmations"]) for r in found} == {7}  # the most confirmed
+        assert facts.rows_read == 50
+        assert mem.counts()["procedures"] == 120 and mem.counts()["facts"] == 1

@@ -78,6 +78,9 @@ class Approximate:
     def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
         self.col.delete(ids=ids, where=where)
 
+    def modify(self, metadata: Meta) -> None:
+        self.col.modify(metadata)
+
 
 def nearest(col: Collection, vecs: list[Any], n: int) -> Rows:
     return col.query(vecs, n_results=n, include=["distances"])

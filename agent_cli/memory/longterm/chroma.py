@@ -33,6 +33,7 @@ from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import (
     COLLECTIONS,
     Result,
+    batches,
     episode_docs,
     stamp,
 )
@@ -116,6 +117,9 @@ class ChromaCollection:
 
     def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
         self.col.delete(ids=ids, where=cast(Any, where))
+
+    def modify(self, metadata: Meta) -> None:
+        self.col.modify(metadata=cast(Any, metadata))
 
 
 class LongTermMemory:
@@ -660,19 +664,15 @@ class LongTermMemory:
     def _reindex(self) -> int:
         total, self._whole = 0, True  # every vector changes
         for name in COLLECTIONS:
-            recs = list(self._records(name))
             with self.store.guard("reindexing"):
                 if f"{name}-reindex" in {c.name for c in self._client.list_collections()}:
                     self._client.delete_collection(f"{name}-reindex")
                 tmp = self._client.create_collection(
                     f"{name}-reindex", metadata=self.store.space_meta(), embedding_function=None
                 )
-            self.store.upsert(
-                ChromaCollection(tmp),
-                [r["id"] for r in recs],
-                [r["document"] for r in recs],
-                [r["metadata"] for r in recs],
-            )
+            for _, ids, docs, metas in batches(self._records(name), BATCH):  # bounded memory
+                self.store.upsert(ChromaCollection(tmp), ids, docs, metas)
+                total += len(ids)
             with self.store.guard("reindexing"):
                 self._client.delete_collection(name)  # the copy is complete; see _collection
                 tmp.modify(name=name)
@@ -680,7 +680,6 @@ class LongTermMemory:
                 self.store.cols[name] = (
                     self._track(name, col) if isinstance(self.path, Path) else col
                 )
-            total += len(recs)
         self.store.mismatch = None
         return total
 

@@ -36,6 +36,7 @@ from agent_cli.memory.longterm.store import BATCH, Meta, Store, Where, matches
 HitWriter = Callable[[list[str], list[Meta]], None]
 
 ITEM_KINDS = ("fact", "note", "procedure")
+PROCEDURES_READ = 1000  # the procedures of a repository read to find its most confirmed
 LISTED_WHOLE = 20_000  # a `facts` collection up to this size is listed through Chroma's filter
 IDENTITY_UPGRADE = "repo-identity"  # items of a folder-name topic, moved to the repository's keys
 CONTENT_UPGRADE = "content-ids"  # dated random ids replaced by content ids, duplicates merged
@@ -382,11 +383,13 @@ class Curation:
                 self.store.cols["facts"].update(ids=ids, metadatas=metas)
 
     def procedures(self, topic: str, k: int = 5) -> list[Result]:
-        """The procedures of repository `topic`, the most confirmed first."""
+        """The procedures of repository `topic`, the most confirmed first (of at most
+        `PROCEDURES_READ` of them: a repository with more has them mostly as repeats)."""
         with self.store.guard("reading"):
             got = self.store.cols["facts"].get(
                 where=where({"kind": "procedure"}, topic_where([topic])),
                 include=["documents", "metadatas"],
+                limit=PROCEDURES_READ,
             )
         found = [
             item_result(1.0, i, d, m or {})
@@ -444,19 +447,32 @@ class Curation:
             )
         with self.store.guard("writing"):
             col.update(ids=list(got["ids"]), metadatas=metas)
+        self.store.mark_upgraded("facts", CONTENT_UPGRADE, done=False)  # their keys changed
         return len(metas)
 
     def upgrade_ids(self) -> int:
         """The named upgrade `CONTENT_UPGRADE`: every item whose id is not its content id gets it,
-        the items of one content merged into one (`merged`); how many old ids went."""
+        the items of one content merged into one (`merged`); how many old ids went. Done once
+        per collection: the collection's metadata records it (every item written since has
+        its content id), so a run does not read every item again; a reindex clears it."""
+        if CONTENT_UPGRADE in self.store.upgrades("facts"):
+            return 0
         col = self.store.cols["facts"]
-        with self.store.guard("reading"):
-            got = col.get(include=["documents", "metadatas"])
         groups: dict[str, list[str]] = {}
-        for item_id, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
-            groups.setdefault(key_of(doc, meta or {}), []).append(item_id)
+        offset = 0
+        while True:  # in pages: the keys are kept, not the documents
+            with self.store.guard("reading"):
+                got = col.get(include=["documents", "metadatas"], limit=BATCH, offset=offset)
+            for item_id, doc, meta in zip(
+                got["ids"], got["documents"], got["metadatas"], strict=False
+            ):
+                groups.setdefault(key_of(doc, meta or {}), []).append(item_id)
+            if len(got["ids"]) < BATCH:
+                break
+            offset += BATCH
         moving = {key: ids for key, ids in groups.items() if ids != [content_id(key)]}
         if not moving:
+            self.store.mark_upgraded("facts", CONTENT_UPGRADE)
             return 0
         wanted = [i for ids in moving.values() for i in ids]
         with self.store.guard("reading"):
@@ -488,6 +504,7 @@ class Curation:
                 )
             for i in range(0, len(gone), BATCH):
                 col.delete(ids=gone[i : i + BATCH])
+        self.store.mark_upgraded("facts", CONTENT_UPGRADE)
         return len(gone)
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
@@ -518,11 +535,11 @@ class Curation:
         return len(got["ids"])
 
     def kind_counts(self) -> dict[str, int]:
-        """How many facts, notes and procedures are active."""
-        out = {}
+        """How many facts, notes and procedures are active: the notes' and procedures' ids
+        are read, the facts are the rest (the most numerous kind is not listed)."""
+        col, out = self.store.cols["facts"], {}
         with self.store.guard("counting"):
-            for kind in ITEM_KINDS:
-                out[f"{kind}s"] = len(
-                    self.store.cols["facts"].get(where={"kind": kind}, include=[])["ids"]
-                )
-        return out
+            for kind in ("note", "procedure"):
+                out[f"{kind}s"] = len(col.get(where={"kind": kind}, include=[])["ids"])
+            out["facts"] = col.count() - out["notes"] - out["procedures"]
+        return {f"{kind}s": out[f"{kind}s"] for kind in ITEM_KINDS}

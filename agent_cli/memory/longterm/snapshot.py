@@ -243,6 +243,9 @@ class SnapshotCollection:
     def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
         raise self._read_only()
 
+    def modify(self, metadata: Meta) -> None:
+        raise self._read_only()
+
     def _read_only(self) -> StorageError:
         return StorageError(
             f"the recall snapshot's {self.name} cannot be written", "write to the store itself"
@@ -308,6 +311,9 @@ class Tracked:
                 return
         self._note(ids or ())
         self.col.delete(ids=ids)
+
+    def modify(self, metadata: Meta) -> None:
+        self.col.modify(metadata)
 
 
 def patched(

@@ -30,6 +30,7 @@ CANDIDATES = 1000  # nearest rows filtered here before Chroma's filtered query i
 _OPERATORS = ("$eq", "$gt", "$gte", "$lt", "$lte", "$in")
 WRITES = ("writing", "deleting", "expiring", "reindexing")  # what `guard` calls a change
 INCLUDE = ("documents", "metadatas")
+UPGRADES = "upgrades"  # a collection's metadata key: the named upgrades done on it
 _STORAGE_ERRORS = (sqlite3.Error, OSError, RuntimeError, ValueError)
 _VENDORS = ("chromadb", "httpx")  # errors of these modules, named without importing them
 
@@ -66,6 +67,8 @@ class Collection(Protocol):
     def update(self, ids: list[str], metadatas: list[Meta]) -> None: ...
 
     def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None: ...
+
+    def modify(self, metadata: Meta) -> None: ...  # the collection's own metadata, replaced
 
 
 class Store:
@@ -122,6 +125,23 @@ class Store:
                 f"run `agent memory reindex` to re-embed everything with {self.embedder.name}, "
                 "or configure the embedder the store was built with",
             )
+
+    def upgrades(self, name: str) -> set[str]:
+        """The named upgrades recorded as done on collection `name` (its metadata's `upgrades`)."""
+        return set(str(self.cols[name].metadata.get(UPGRADES, "")).split(",")) - {""}
+
+    def mark_upgraded(self, name: str, upgrade: str, done: bool = True) -> None:
+        """Record on collection `name` that `upgrade` is done (so no later run looks again),
+        or with `done` False that it is to be done again (a write brought what it upgrades)."""
+        now = self.upgrades(name)
+        wanted = now | {upgrade} if done else now - {upgrade}
+        if wanted == now:
+            return
+        col = self.cols[name]
+        # Chroma keeps the distance in its configuration and refuses to be given it again
+        kept = {k: v for k, v in col.metadata.items() if not k.startswith("hnsw:")}
+        with self.guard("writing"):
+            col.modify({**kept, UPGRADES: ",".join(sorted(wanted))})
 
     def embed(self, texts: list[str]) -> Any:
         """Vectors for `texts`: a float32 array from WordLlama, lists from an endpoint."""

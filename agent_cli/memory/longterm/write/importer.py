@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent_cli.core.errors import AgentError, StorageError
+from agent_cli.memory.longterm.curation import CONTENT_UPGRADE, content_id, key_of
 from agent_cli.memory.longterm.records import batches, read_export
 from agent_cli.memory.longterm.store import BATCH, Collection, Meta, Store
 
@@ -57,6 +58,10 @@ def write(
                 store.upsert(
                     col, [ids[i] for i in new], [docs[i] for i in new], [metas[i] for i in new]
                 )
+            if name == "facts" and any(
+                ids[i] != content_id(key_of(docs[i], metas[i])) for i in new
+            ):
+                store.mark_upgraded("facts", CONTENT_UPGRADE, done=False)  # an older export's ids
             done, skipped = done + len(ids), skipped + len(ids) - len(new)
             if progress is not None:
                 progress(done, total, skipped)
