@@ -1,1 +1,2 @@
-"""The command layer: typer commands, the one wiring module (the only reader of Settings), doctor."""
+"""The command layer: typer commands, the wiring of a run (wiring.py) and what every command
+shares (shared.py), the only readers of Settings with the commands, doctor."""

@@ -156,7 +156,7 @@ def _check_instructions(settings: Settings, repo: Path | None) -> str:
 def _check_memory(settings: Settings, repo: Path | None) -> str:
     """Which long-term memory is used; a server is opened and counted (which creates its
     database and collections when missing, as the first run would)."""
-    from agent_cli.cli.wiring import make_embedder, memory_place
+    from agent_cli.cli.shared import make_embedder, memory_place
 
     if repo is None and not settings.home and not settings.memory_url:
         return "embedded Chroma in <repo>/.agent/chroma (no repository here)"
@@ -205,7 +205,7 @@ def _run_check(out: Printer, name: str, check: Callable[[], str]) -> bool:
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     """Print settings and checks; 0 when every check passes, else 1."""
     from agent_cli.cli.config.settings import Settings
-    from agent_cli.cli.wiring import find_repo, prepare_state_dir, settings_for
+    from agent_cli.cli.shared import find_repo, prepare_state_dir, settings_for
     from agent_cli.ui.console import command_console
     from agent_cli.ui.render import check_line, heading, settings_view
 

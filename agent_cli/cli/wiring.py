@@ -1,7 +1,8 @@
 """Build a run's objects from Settings and run it: the command layer's one wiring module.
 
-The only place besides the commands that reads Settings, and where the vendor-backed
-pieces are chosen and handed to `agent.session` whole. Checks come in the order that
+With shared.py (the repository, its settings, memory's place and embedder, which every
+command needs), the only place besides the commands that reads Settings, and where the
+vendor-backed pieces are chosen and handed to `agent.session` whole. Checks come in the order that
 sends the user to the right fix: what is local and cheapest first (the repository, the
 lock, the run to resume), then settings and the API key, then approval; a refused run
 writes nothing. The state directory is excluded from git before anything is written
@@ -30,27 +31,31 @@ from agent_cli.cli import roles
 from agent_cli.cli import worktree as wt
 from agent_cli.cli.config.settings import Settings, load_settings
 from agent_cli.cli.mcp_tools import RunTools
+from agent_cli.cli.shared import (
+    find_repo,
+    make_embedder,
+    memory_place,
+    own_memory,
+    settings_for,
+)
 from agent_cli.core.errors import (
     EXIT_INTERRUPTED,
     AgentError,
     StorageError,
     UsageError,
-    WorkspaceError,
 )
 from agent_cli.core.events import Event, Notice, RunDone, RunStarted
 from agent_cli.core.protocols import ChatModel, Console, Embedder, Hooks
 from agent_cli.core.redact import redact
 from agent_cli.memory import SqliteStore, WorkingMemory
-from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
-from agent_cli.memory.longterm.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
 from agent_cli.memory.longterm.records import format_for_context
 from agent_cli.memory.longterm.write.outbox import Outbox
 from agent_cli.ui.console import make_console, pick_mode, stdin_is_terminal
 from agent_cli.ui.watched import Watched
 from agent_cli.workspace.files import Files
-from agent_cli.workspace.git.repository import GitRepo, exclude_state_dir
+from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.lock import RunLock
 from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
 from agent_cli.workspace.shell import runner as shell
@@ -83,70 +88,6 @@ class RunOptions:
     answer: tuple[AnswerKind, str] | None = None  # with --resume: the answer and its text
     worktree: bool = False  # work in a worktree of its own (cli/worktree.py)
     flags: dict[str, Any] = field(default_factory=dict)
-
-
-# -- what every command shares ------------------------------------------------------------
-
-
-def find_repo(start: Path | None) -> Path:
-    """The top of the git work tree containing `start` (default: the current directory)."""
-    here = (start or Path.cwd()).expanduser()
-    if not here.exists():
-        raise WorkspaceError(f"{here} does not exist", "pass --repo DIR with an existing directory")
-    here = here.resolve()
-    for d in (here, *here.parents):
-        if (d / ".git").exists():
-            return d
-    raise WorkspaceError(
-        f"{here} is not inside a git repository", "run inside a git repository or pass --repo DIR"
-    )
-
-
-def settings_for(repo: Path | None, **flags: Any) -> Settings:
-    """Settings for `repo` with command-line flags on top; what a repository's .agentrc may not set is said."""
-    settings = load_settings(repo, flags)
-    for notice in settings.notices:
-        print(f"notice: {notice}", file=sys.stderr)
-    return settings
-
-
-def make_embedder(settings: Settings) -> Embedder:
-    """The endpoint embedder when `embedding_model` is set, else the offline WordLlama one."""
-    if not settings.embedding_model:
-        return WordLlamaEmbedder()
-    from agent_cli.llm.openai.embedder import OpenAIEmbedder
-
-    return OpenAIEmbedder(
-        base_url=settings.base_url,
-        api_key=settings.key(),
-        model=settings.embedding_model,
-        secrets=settings.secrets(),
-    )
-
-
-def memory_place(settings: Settings, state_dir: Path) -> Path | ChromaServer:
-    """Where long-term memory lives: the Chroma server at `memory_url`, else `<state>/chroma`."""
-    if not settings.memory_url:
-        return state_dir / "chroma"
-    return ChromaServer(
-        settings.memory_url,
-        tenant=settings.memory_tenant or DEFAULT_TENANT,
-        database=settings.memory_database or DEFAULT_DATABASE,
-        token=settings.memory_token_value(),
-    )
-
-
-def own_memory(settings: Settings) -> bool:
-    """Whether long-term memory is the repository's own: neither a server nor under a `home`
-    other repositories may share."""
-    return not settings.memory_url and not settings.home
-
-
-def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
-    """Exclude the state directory from git (when inside the repository), then create it."""
-    exclude_state_dir(repo, state_dir)
-    if create:
-        state_dir.mkdir(parents=True, exist_ok=True)
 
 
 # -- the model --------------------------------------------------------------------------

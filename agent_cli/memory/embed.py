@@ -2,7 +2,7 @@
 
 Chroma's own default embedding function downloads an ONNX model on first use, so the
 store always receives vectors from an Embedder instead: this one, or the endpoint's
-/embeddings (`wiring.make_embedder` chooses; both meet `protocols.Embedder`). Heavy imports happen on first use.
+/embeddings (`cli.shared.make_embedder` chooses; both meet `protocols.Embedder`). Heavy imports happen on first use.
 """
 
 from __future__ import annotations

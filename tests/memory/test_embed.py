@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from agent_cli.cli.config.settings import load_settings
-from agent_cli.cli.wiring import make_embedder
+from agent_cli.cli.shared import make_embedder
 from agent_cli.memory.embed import WordLlamaEmbedder
 
 NO_NETWORK = """

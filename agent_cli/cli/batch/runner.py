@@ -44,7 +44,7 @@ class BatchOptions:
 
 def run_batch(opts: BatchOptions) -> int:
     """Run the batch and return its exit code."""
-    from agent_cli.cli.wiring import find_repo
+    from agent_cli.cli.shared import find_repo
 
     repo = find_repo(opts.repo)
     goals = read_goals(opts.file)

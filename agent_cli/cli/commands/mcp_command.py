@@ -33,7 +33,7 @@ def list_command(
 ) -> None:
     """Start each configured MCP server, list its tools, and stop it (the model is not asked)."""
     from agent_cli.cli.mcp_tools import status_json, status_text, statuses
-    from agent_cli.cli.wiring import find_repo, settings_for
+    from agent_cli.cli.shared import find_repo, settings_for
     from agent_cli.core.errors import AgentError
 
     try:

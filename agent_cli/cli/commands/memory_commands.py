@@ -35,7 +35,7 @@ NO_COUNTS = {"episodes": 0, "facts": 0, "notes": 0, "procedures": 0, "archive": 
 
 def _place(repo: Path | None) -> tuple[Path, Any, Path]:
     """The repository, its settings and its state directory (excluded from git if it exists)."""
-    from agent_cli.cli.wiring import find_repo, prepare_state_dir, settings_for
+    from agent_cli.cli.shared import find_repo, prepare_state_dir, settings_for
 
     top = find_repo(repo)
     settings = settings_for(top)
@@ -48,7 +48,7 @@ def _place(repo: Path | None) -> tuple[Path, Any, Path]:
 def _open(settings: Any, state: Path, create: bool = False) -> Any:
     """Long-term memory: the configured server, or the store under `state` (None when that
     does not exist and `create` is False)."""
-    from agent_cli.cli.wiring import make_embedder, memory_place
+    from agent_cli.cli.shared import make_embedder, memory_place
 
     place = memory_place(settings, state)
     if isinstance(place, Path) and not create and not (place / "chroma.sqlite3").exists():
@@ -61,7 +61,7 @@ def _open(settings: Any, state: Path, create: bool = False) -> Any:
 def _open_to_read(settings: Any, state: Path) -> Any:
     """For a search: the embedded store's recall snapshot when it has one (memory/snapshot.py:
     the same answers, and no chromadb to import), else `_open`."""
-    from agent_cli.cli.wiring import make_embedder, memory_place
+    from agent_cli.cli.shared import make_embedder, memory_place
 
     place = memory_place(settings, state)
     if isinstance(place, Path):
@@ -135,7 +135,7 @@ def recall_command(
             typer.echo("[]")
         return
     from agent_cli.agent.learn.topic import repo_topics
-    from agent_cli.cli.wiring import own_memory
+    from agent_cli.cli.shared import own_memory
     from agent_cli.memory.longterm.records import mark_stale
     from agent_cli.workspace.git.blobs import blob_hash
 
@@ -354,7 +354,7 @@ def import_command(
 
     if not file.is_file():
         raise UsageError(f"{file} is not a file", "pass a file written by `agent memory export`")
-    from agent_cli.cli.wiring import prepare_state_dir
+    from agent_cli.cli.shared import prepare_state_dir
 
     top, settings, state = _place(repo)
     if not settings.memory_url:  # a server keeps nothing under the state directory

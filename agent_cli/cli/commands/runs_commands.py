@@ -41,7 +41,8 @@ class Place:
 
 def open_place(repo: Path | None) -> Place:
     """The repository holding `repo` (its main work tree, even from one of its worktrees)."""
-    from agent_cli.cli.wiring import find_repo, run_store, settings_for
+    from agent_cli.cli.shared import find_repo, settings_for
+    from agent_cli.cli.wiring import run_store
     from agent_cli.workspace.git.branches import AgentBranches, main_tree
 
     root = main_tree(find_repo(repo))

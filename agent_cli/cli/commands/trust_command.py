@@ -21,7 +21,7 @@ def trust_command(
 ) -> None:
     """Trust this repository's .agentrc to set the keys that need trust (endpoints, models, memory_url)."""
     from agent_cli.cli.config import trust
-    from agent_cli.cli.wiring import find_repo
+    from agent_cli.cli.shared import find_repo
 
     root = find_repo(repo)
     rc = root / ".agentrc"

@@ -1,0 +1,80 @@
+"""What every command shares: the repository, its settings, its state directory, and where
+long-term memory lives with the embedder that reads it.
+
+Apart from the wiring of a run (wiring.py), so that a command that only reads memory or
+settings (`agent recall`, `agent memory ...`, `agent runs`) does not import the run's parts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent_cli.cli.config.settings import Settings, load_settings
+from agent_cli.core.errors import WorkspaceError
+from agent_cli.core.protocols import Embedder
+from agent_cli.memory.embed import WordLlamaEmbedder
+from agent_cli.memory.longterm.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
+from agent_cli.workspace.git.repository import exclude_state_dir
+
+
+def find_repo(start: Path | None) -> Path:
+    """The top of the git work tree containing `start` (default: the current directory)."""
+    here = (start or Path.cwd()).expanduser()
+    if not here.exists():
+        raise WorkspaceError(f"{here} does not exist", "pass --repo DIR with an existing directory")
+    here = here.resolve()
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d
+    raise WorkspaceError(
+        f"{here} is not inside a git repository", "run inside a git repository or pass --repo DIR"
+    )
+
+
+def settings_for(repo: Path | None, **flags: Any) -> Settings:
+    """Settings for `repo` with command-line flags on top; what a repository's .agentrc may not set is said."""
+    settings = load_settings(repo, flags)
+    for notice in settings.notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    return settings
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The endpoint embedder when `embedding_model` is set, else the offline WordLlama one."""
+    if not settings.embedding_model:
+        return WordLlamaEmbedder()
+    from agent_cli.llm.openai.embedder import OpenAIEmbedder
+
+    return OpenAIEmbedder(
+        base_url=settings.base_url,
+        api_key=settings.key(),
+        model=settings.embedding_model,
+        secrets=settings.secrets(),
+    )
+
+
+def memory_place(settings: Settings, state_dir: Path) -> Path | ChromaServer:
+    """Where long-term memory lives: the Chroma server at `memory_url`, else `<state>/chroma`."""
+    if not settings.memory_url:
+        return state_dir / "chroma"
+    return ChromaServer(
+        settings.memory_url,
+        tenant=settings.memory_tenant or DEFAULT_TENANT,
+        database=settings.memory_database or DEFAULT_DATABASE,
+        token=settings.memory_token_value(),
+    )
+
+
+def own_memory(settings: Settings) -> bool:
+    """Whether long-term memory is the repository's own: neither a server nor under a `home`
+    other repositories may share."""
+    return not settings.memory_url and not settings.home
+
+
+def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
+    """Exclude the state directory from git (when inside the repository), then create it."""
+    exclude_state_dir(repo, state_dir)
+    if create:
+        state_dir.mkdir(parents=True, exist_ok=True)
