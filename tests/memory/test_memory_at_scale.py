@@ -18,7 +18,7 @@ from agent_cli.agent.learn import digest
 from agent_cli.core.errors import ModelError, StorageError
 from agent_cli.memory.longterm import curation, snapshot
 from agent_cli.memory.longterm.chroma import LongTermMemory
-from agent_cli.memory.longterm.curation import content_id, key_of
+from agent_cli.memory.longterm.curation import CONTENT_UPGRADE, content_id, key_of
 from agent_cli.memory.longterm.store import CANDIDATES, INCLUDE, Collection, Meta, Rows, Where
 from embedkit import HashEmbedder
 
@@ -247,6 +247,8 @@ def test_the_content_id_upgrade_reads_the_store_once_and_again_only_after_an_old
     with LongTermMemory(store, HashEmbedder(DIM)) as mem:
         mem.import_(path)
         facts = counted(mem)
+        assert mem.upgrade_ids() == 0 and facts.rows_read == 0  # a new store holds no older ids
+        mem.store.mark_upgraded("facts", CONTENT_UPGRADE, done=False)  # as an older store is
         assert mem.upgrade_ids() == 0
         assert facts.rows_read == 300  # the first run after the upgrade looks at every item
         facts.rows_read = 0
@@ -323,3 +325,14 @@ def test_a_repository_with_many_procedures_reads_a_bounded_number_of_them(tmp_pa
         assert {int(r.metadata["confirmations"]) for r in found} == {7}  # the most confirmed
         assert facts.rows_read == 50
         assert mem.counts()["procedures"] == 120 and mem.counts()["facts"] == 1
+
+
+def test_a_large_older_store_is_upgraded_by_a_reindex_not_at_the_end_of_a_run(tmp_path):
+    path = write_export(tmp_path / "old.jsonl", (json.dumps(record(i)) for i in range(60)))
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder(DIM), snapshot_rows=50) as mem:
+        mem.import_(path)  # dated ids: the upgrade is to be done again
+        facts = counted(mem)
+        assert mem.upgrade_ids() == 0 and facts.rows_read == 0  # 60 items: over the bound
+        assert mem.reindex() == 60
+        ids = set(mem.collection("facts").get(include=[])["ids"])
+        assert ids == {content_record(i)["id"] for i in range(60)}

@@ -50,7 +50,9 @@ def test_the_same_item_from_two_clients_is_one_record_under_its_content_id(store
 
 
 def legacy_copy(mem: LongTermMemory, item_id: str, new_id: str, **meta) -> None:
-    """Store item `item_id` again under the dated id `new_id`, as an earlier version wrote it."""
+    """Store item `item_id` again under the dated id `new_id`, as an earlier version wrote it
+    (in a store that version made, which records no upgrade)."""
+    mem.store.mark_upgraded("facts", CONTENT_UPGRADE, done=False)
     col = mem.collection("facts")
     got = col.get(ids=[item_id], include=["documents", "metadatas", "embeddings"])
     col.upsert(

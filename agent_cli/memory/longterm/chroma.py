@@ -27,7 +27,7 @@ from agent_cli.core.errors import EmbedderMismatch, MemoryUnavailable, StorageEr
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
-from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation, topic_fields
+from agent_cli.memory.longterm.curation import CONTENT_UPGRADE, ITEM_KINDS, Curation, topic_fields
 from agent_cli.memory.longterm.place import OPEN_CALLS, ChromaServer, probe, within
 from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import (
@@ -41,6 +41,7 @@ from agent_cli.memory.longterm.signatures import signature_key
 from agent_cli.memory.longterm.store import (
     BATCH,
     INCLUDE,
+    UPGRADES,
     Collection,
     Meta,
     Rows,
@@ -351,11 +352,12 @@ class LongTermMemory:
             self._changing()
         if name not in existing:
             self._changing()
+            meta = self.store.space_meta()
+            if name == "facts":  # every item this version writes has its content id
+                meta[UPGRADES] = CONTENT_UPGRADE
             try:
                 return ChromaCollection(
-                    self._client.create_collection(
-                        name, metadata=self.store.space_meta(), embedding_function=None
-                    )
+                    self._client.create_collection(name, metadata=meta, embedding_function=None)
                 )
             except Exception as e:  # another client of the server created it meanwhile
                 if "already exists" not in str(e):
@@ -657,9 +659,12 @@ class LongTermMemory:
         return total
 
     def reindex(self) -> int:
-        """Re-embed every record with the current embedder; how many were re-embedded."""
+        """Re-embed every record with the current embedder, then give every item its content
+        id (`Curation.upgrade_ids`, however large the store); how many were re-embedded."""
         with self.writing():
-            return self._reindex()
+            total = self._reindex()
+            self.items.upgrade_ids(whole=True)
+            return total
 
     def _reindex(self) -> int:
         total, self._whole = 0, True  # every vector changes

@@ -450,14 +450,23 @@ class Curation:
         self.store.mark_upgraded("facts", CONTENT_UPGRADE, done=False)  # their keys changed
         return len(metas)
 
-    def upgrade_ids(self) -> int:
+    def upgrade_ids(self, whole: bool = False) -> int:
         """The named upgrade `CONTENT_UPGRADE`: every item whose id is not its content id gets it,
-        the items of one content merged into one (`merged`); how many old ids went. Done once
-        per collection: the collection's metadata records it (every item written since has
-        its content id), so a run does not read every item again; a reindex clears it."""
+        the items of one content merged into one (`merged`); how many old ids went.
+
+        Done once: the collection's metadata records it (a collection this version creates
+        has it from the start; an import of older records or a change of repository keys
+        clears it), so a run does not read every item again. A collection of more than
+        `listed_whole` items is upgraded only when `whole` (`agent memory reindex`): the
+        end of a run does not read a large store through; until then its older items are
+        found by their `text_hash`, as before the upgrade."""
         if CONTENT_UPGRADE in self.store.upgrades("facts"):
             return 0
         col = self.store.cols["facts"]
+        if not whole:
+            with self.store.guard("counting"):
+                if col.count() > self.listed_whole:
+                    return 0
         groups: dict[str, list[str]] = {}
         offset = 0
         while True:  # in pages: the keys are kept, not the documents
