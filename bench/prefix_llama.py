@@ -3,6 +3,7 @@
 Run: python bench/prefix_llama.py --server PATH/llama-server --model PATH/model.gguf
      python bench/prefix_llama.py --url http://127.0.0.1:8091   (a server already running)
      python bench/prefix_llama.py --requests requests.json ...   (replay a saved run)
+     python bench/prefix_llama.py --steps 29 ...   (the first task only: 29 requests)
      python bench/prefix_llama.py --tokenize ...   (a quick estimate: no prompt is evaluated)
 
 The requests are those bench/prefix.py's fake server records with `--window 4096` (the scripted
@@ -12,8 +13,9 @@ answer, and the printed figure is the median over the steps of each task (the fi
 task or attempt, which shares nothing with the one before, is left out, as bench/prefix.py does).
 `--tokenize` only asks the server to tokenize each prompt and counts the tokens it shares with
 the previous one from the start, which is what one slot with `--cache-reuse 0` keeps; a
-minute instead of the half hour two CPU cores take to evaluate the prompts, and an estimate
-only: the printed measure is the replay's.
+minute instead of the half hour two loaded CPU cores take per task to evaluate the prompts. On
+the 29 requests of task 1 it gave every step's cache_n and prompt size exactly as the replay
+did; the replay stays the measure.
 
 Getting llama.cpp and a model: build llama.cpp (https://github.com/ggml-org/llama.cpp,
 `cmake -B build && cmake --build build --target llama-server`) and download SmolLM2-135M-Instruct
@@ -200,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", type=Path, help="the llama-server binary to start")
     parser.add_argument("--model", type=Path, help="the GGUF model it serves")
     parser.add_argument("--requests", type=Path, help="requests saved by bench/prefix.py --save")
+    parser.add_argument("--steps", type=int, help="replay only the first STEPS requests")
     parser.add_argument(
         "--tokenize", action="store_true", help="estimate from the server's tokens, no replay"
     )
@@ -217,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         if not chatml(props) or n_ctx != WINDOW:
             print(f"refused: the server's template is not ChatML or its n_ctx ({n_ctx}) != 4096")
             return 1
-        steps = recorded(args.requests)
+        steps = recorded(args.requests)[: args.steps]
         print(f"replaying {len(steps)} task requests to {url}")
         report(estimate(url, steps) if args.tokenize else replay(url, steps))
     finally:
