@@ -14,8 +14,9 @@ task or attempt, which shares nothing with the one before, is left out, as bench
 `--tokenize` only asks the server to tokenize each prompt and counts the tokens it shares with
 the previous one from the start, which is what one slot with `--cache-reuse 0` keeps; a
 minute instead of the half hour two loaded CPU cores take per task to evaluate the prompts. On
-the 29 requests of task 1 it gave every step's cache_n and prompt size exactly as the replay
-did; the replay stays the measure.
+the 29 requests of one run's task 1 it gave every step's cache_n exactly as the replay did; on
+another's the server read more at one step, from an older prompt it keeps in memory, so the
+replay stays the measure.
 
 Getting llama.cpp and a model: build llama.cpp (https://github.com/ggml-org/llama.cpp,
 `cmake -B build && cmake --build build --target llama-server`) and download SmolLM2-135M-Instruct
