@@ -3,6 +3,8 @@
 Run: python bench/prefix.py   (deterministic script; about a minute)
      python bench/prefix.py --window 4096   (the server says a 4,096-token window, as
      llama.cpp serving a small local model with `-c 4096` does)
+     python bench/prefix.py --save requests.json   (also writes the task requests, for
+     bench/prefix_llama.py to replay to a real llama.cpp server)
 
 A real `agent run` (a process, the real executor, working memory, tools, git) works in a copy of
 this repository against the loopback fake server, which plays a scripted model: three tasks of
@@ -463,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
         help="have the server say this context window, as a small local model's llama.cpp "
         "server does (the run then sizes memory and tool output to it)",
     )
+    parser.add_argument(
+        "--save", type=Path, help="write the requests made while carrying out tasks here (JSON)"
+    )
     args = parser.parse_args(argv)
     behaviour = None
     if args.window:
@@ -480,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.save:
+        args.save.write_text(json.dumps([{"task": key, "body": body} for key, body in steps]))
     report(steps, proc, len(requests))
     return 0
 

@@ -88,7 +88,9 @@ def test_an_edit_larger_than_the_budget_leaves_a_stub_and_nothing_raises():
 
 
 def test_a_render_that_overflows_leaves_out_other_items_first():
-    mem = WorkingMemory(max_tokens=3000)
+    # A batch empties only a quarter of the room here, so that 600 tokens of other items
+    # are left to leave out before the edits.
+    mem = WorkingMemory(max_tokens=3000, low_water=0.75)
     edits = old_edits_then_fresh_results(mem)
     full = mem.assemble()
     assert set(edits) <= {item.id for item in full.items}

@@ -160,7 +160,9 @@ def test_eviction_takes_the_lowest_score_first():
 
 @pytest.mark.parametrize("protect", [0, 10])
 def test_each_eviction_removes_the_weakest_item_that_may_go(protect):
-    mem = WorkingMemory(max_tokens=600, protect_recent_edits=protect)
+    # A batch down to a quarter below the budget leaves other items beside the latest edits to
+    # compare the evicted ones with.
+    mem = WorkingMemory(max_tokens=600, protect_recent_edits=protect, low_water=0.75)
     kinds = ["log", "tool_output", "file", "test_result", "edit"]
     edits: list[str] = []
     batches = 0

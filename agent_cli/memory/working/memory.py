@@ -37,7 +37,7 @@ __all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory", "Wor
 
 SUMMARY_CHARS = 80
 MIN_TOKENS = 256
-LOW_WATER = 0.75
+LOW_WATER = 0.5  # a batch frees half the room, so that many steps follow it before the next
 STATE_FORMAT = 1
 
 
