@@ -9,9 +9,9 @@ left out; read again only when a file changed) into units, each function, class,
 and module-level name, scored on its path and name (twice) and the start of its docstring
 and short strings; and files, each scored on its path (twice), the names it defines and the
 names it uses from other files with their files' paths (what a test file tests). BM25
-(lexical.py) scores the goal against both; an item's score is the best, as a share of the
-best of its kind, of the units it names (in its text, command or task) and the files it
-names or is attached to (`files`). A procedure with a file is scored by its files alone:
+(lexical.py) scores the goal against both at once (one scale); an item's score is the best
+of the units it names (in its text, command or task) and the files it names or is attached
+to (`files`). A procedure with a file is scored by its files alone:
 what it runs, not the task it was checked after.
 """
 
@@ -52,12 +52,11 @@ class CodeMap:
 
     def ranking(self, goal: str, items: Sequence[Recalled]) -> list[tuple[float, Recalled]]:
         """The `items` tied to a unit or a file the goal's words score, best first, with
-        their score (a unit's and a file's, each as a share of the best of its kind)."""
-        unit_score = _shares(lexical.scores(goal, self.texts))
+        their score (the best of its units' and files')."""
         paths = list(self.files)
-        file_score = dict(
-            zip(paths, _shares(lexical.scores(goal, list(self.files.values()))), strict=True)
-        )
+        both = lexical.scores(goal, [*self.texts, *self.files.values()])  # one scale for both
+        unit_score = both[: len(self.texts)]
+        file_score = dict(zip(paths, both[len(self.texts) :], strict=True))
         scored = []
         for item in items:
             said = f"{item.text} {item.metadata.get('command', '')} {item.metadata.get('task', '')}"
@@ -74,11 +73,6 @@ class CodeMap:
                 scored.append((best, item))
         scored.sort(key=lambda pair: -pair[0])
         return scored
-
-
-def _shares(scores: list[float]) -> list[float]:
-    top = max(scores, default=0.0)
-    return [s / top for s in scores] if top > 0 else scores
 
 
 def _attached(item: Recalled) -> list[str]:

@@ -37,7 +37,7 @@ LINE_OVERHEAD_CHARS = 55  # kind, id, trust and date around an item's text (a br
 ITEM_CHARS = 300  # an item's text is cut to this on its line
 HEADER_TOKENS = 40
 CHARS_PER_10_TOKENS = 31
-RULE_SHARE = 25  # percent of the share kept for the notes that state a rule of the repository
+RULE_SHARE = 30  # percent of the share kept for the notes that state a rule of the repository
 PROCEDURE_SHARE = 25  # percent kept for the ways to check work, one per test file
 
 
