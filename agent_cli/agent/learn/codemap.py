@@ -119,7 +119,8 @@ def _read(root: Path, files: list[str]) -> CodeMap:
             if size > MAX_FILE_BYTES or total + size > MAX_BYTES:
                 continue
             total += size
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+            source = path.read_text(encoding="utf-8", errors="replace")
+            tree = ast.parse(source)
         except (OSError, SyntaxError, ValueError):
             continue
         mine = defined_in.setdefault(rel, set())
@@ -129,11 +130,7 @@ def _read(root: Path, files: list[str]) -> CodeMap:
             # the path and the name say what a unit is about; its words only add to them
             out.texts.append(f"{rel} {name} {rel} {name} {text[:DESCRIPTION_CHARS]}")
             mine.add(name)
-        used[rel] = {
-            n.id if isinstance(n, ast.Name) else n.attr
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Name | ast.Attribute)
-        }
+        used[rel] = set(_NAME.findall(source))  # every name it says: a walk costs far more
     definer = {name: out.texts[units[0]].split(" ", 1)[0] for name, units in out.by_name.items()}
     for rel, names in used.items():  # a file by its path, what it defines and whose code it uses
         others = sorted(n for n in names - defined_in[rel] if n in definer)
@@ -181,8 +178,18 @@ def _described(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> t
 
 
 def _strings(node: ast.AST) -> list[str]:
-    return [
-        n.value
-        for n in ast.walk(node)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) <= STRING_CHARS
-    ]
+    """The short string constants in `node`, the first DESCRIPTION_CHARS of them: the rest
+    would not be scored."""
+    out: list[str] = []
+    size = 0
+    for n in ast.walk(node):
+        if (
+            isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and len(n.value) <= STRING_CHARS
+        ):
+            out.append(n.value)
+            size += len(n.value) + 1
+            if size >= DESCRIPTION_CHARS:
+                break
+    return out
