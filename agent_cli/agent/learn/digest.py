@@ -9,7 +9,7 @@ goal), the names the items share with it (lexical.py: an embedding misses `bump_
 beside `bump_minor`) and the code it names (codemap.py: "number formatting" is number.py,
 which defines `intcomma`), fused (rank.py). Two kinds of item get a share of their own,
 ranked among their kind: the notes that state a rule of the whole repository (rules.py: a
-task needs them whatever its words), a quarter of the share; and the ways to check work,
+task needs them whatever its words), 30% of the share; and the ways to check work,
 one procedure per test file, the ones tied to the goal's code first, each after the first
 shown as its command on another target (procedures.py), a quarter. Then the other items by
 the fused rankings, an item that repeats one already taken in other words put off; then
