@@ -4,22 +4,29 @@ its long-term memory, within a token share.
 When the repository's facts, notes and procedures fit the share, all of them are sent, the
 most trusted first, then the most used, then the newest: a store that small costs little,
 and nothing the next goal needs can be missed by a wording the embedder does not connect.
-Beyond the share, the items ranked by the embedding (cosine to the goal) and by the names
-they share with it (lexical.py: an embedding misses `bump_major` beside `bump_minor`) come
-first, the two rankings fused (rank.py) and an item that repeats one already taken in other
-words put off; then those recalled before, the most used first; then the rest the embedding
-ranked, below its floor; one line says how many more there are and how to recall them. The
-run's closest episodes come before all of them, within a third of the share. Each line is
-costed as it is rendered (`format_for_context`, brief), at 3.1 characters a token: the
-digest is built before the first request, when the tokenizer is not loaded yet.
+Beyond the share, three rankings say what the goal is about: the embedding's (cosine to the
+goal), the names the items share with it (lexical.py: an embedding misses `bump_major`
+beside `bump_minor`) and the code it names (codemap.py: "number formatting" is number.py,
+which defines `intcomma`), fused (rank.py). Two kinds of item get a share of their own,
+ranked among their kind: the notes that state a rule of the whole repository (rules.py: a
+task needs them whatever its words), 30% of the share; and the ways to check work,
+one procedure per test file, the ones tied to the goal's code first, each after the first
+shown as its command on another target (procedures.py), a quarter. Then the other items by
+the fused rankings, an item that repeats one already taken in other words put off; then
+those recalled before, the most used first; then the rest the embedding ranked, below its
+floor; one line says how many more there are and how to recall them. The run's closest
+episodes come before all of them, within a third of the share. Each line is costed as it is
+rendered (`format_for_context`, brief), at 3.1 characters a token: the digest is built
+before the first request, when the tokenizer is not loaded yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agent_cli.agent.learn import lexical, rank
+from agent_cli.agent.learn import lexical, procedures, rank, rules
+from agent_cli.agent.learn.codemap import CodeMap
 from agent_cli.core.protocols import LongTermStore, Recalled
 
 SCAN = 2000  # items read to choose from: beyond this the store is searched, not listed
@@ -30,6 +37,8 @@ LINE_OVERHEAD_CHARS = 55  # kind, id, trust and date around an item's text (a br
 ITEM_CHARS = 300  # an item's text is cut to this on its line
 HEADER_TOKENS = 40
 CHARS_PER_10_TOKENS = 31
+RULE_SHARE = 30  # percent of the share kept for the notes that state a rule of the repository
+PROCEDURE_SHARE = 25  # percent kept for the ways to check work, one per test file
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,7 @@ def build(
     min_score: float,
     k: int = ASSOCIATE_K,
     episode_min_score: float | None = None,
+    code: Callable[[], CodeMap] | None = None,
 ) -> Digest:
     """The digest of the repositories `topics` (its identity first; "" for items of no
     repository) for `goal`: associate's top `k` above `min_score` and the items sharing a name
@@ -97,21 +107,45 @@ def build(
     named = lexical.scores(goal, [_words_of(r) for r in items])
     ranked = sorted(zip(named, items, strict=True), key=lambda pair: -pair[0])
     by_name = [r for score, r in ranked if score > 0]
-    fused = rank.fuse([[r.id for r in near], [r.id for r in by_name]])
+    tied = code().ranking(goal, items) if code is not None else []
+    by_code = [r for _, r in tied]
+    fused = rank.fuse([[r.id for r in near], [r.id for r in by_name], [r.id for r in by_code]])
     pool = {r.id: r for r in [*items, *near]}  # an embedding hit keeps its cosine as its score
     # associate's rule (the top k above the floor) puts its matches ahead of the most used;
     # the rest of the nearest follow them
-    related = {r.id for r in near[:k] if r.score > min_score} | {r.id for r in by_name}
+    related = {r.id for r in near[:k] if r.score > min_score} | {r.id for r in [*by_name, *by_code]}
     order = sorted(fused, key=lambda i: -fused[i])
     used = [r for r in items if r.hit_count > 0]  # never recalled: left to the count line
     most_used = sorted(used, key=lambda r: (r.hit_count, r.trust, r.date), reverse=True)
     ahead = [pool[i] for i in order if i in related]
     behind = [pool[i] for i in order if i not in related]  # only near by a low cosine
-    chosen = _fitting(
-        rank.distinct_first(_unique([*ahead, *most_used, *behind]), _words_of), budget
-    )
+    queue = rank.distinct_first(_unique([*ahead, *most_used, *behind]), _words_of)
+    # every rule and every way to check work is a candidate, ranked or not, each kind
+    # ranked among its own: the rankings fused again without the other kinds' items; a
+    # procedure tied to the code the goal names first (a command's words and its embedding
+    # say little of which tests it runs)
+    rankings = [[r.id for r in near], [r.id for r in by_name], [r.id for r in by_code]]
+    checks = _ranked_among([r for r in items if r.kind == "procedure"], rankings)
+    code_score = {r.id: score for score, r in tied}
+    checks.sort(key=lambda r: -code_score.get(r.id, 0.0))  # stable: fused order within a score
+    checks = procedures.one_per_file(checks)
+    standing = [*_ranked_among([r for r in items if rules.is_rule(r)], rankings), *checks]
+    lead = [
+        *_fitting([r for r in standing if r.kind == "note"], budget * RULE_SHARE // 100),
+        *_fitting(procedures.briefly(checks), budget * PROCEDURE_SHARE // 100),
+    ]
+    taken = {r.id for r in lead} | {r.id for r in items if r.kind == "procedure"}
+    rest = [r for r in queue if r.id not in taken]
+    chosen = _fitting(procedures.briefly([*lead, *rest]), budget)
     total = max(len(items), len(_unique([*near, *items])))
     return Digest(episodes + chosen, total - len(chosen))
+
+
+def _ranked_among(chosen: Sequence[Recalled], rankings: Sequence[Sequence[str]]) -> list[Recalled]:
+    """`chosen` by the rankings fused over them alone, then the most used, then the newest."""
+    ids = {r.id for r in chosen}
+    fused = rank.fuse([[i for i in ranking if i in ids] for ranking in rankings])
+    return sorted(chosen, key=lambda r: (fused.get(r.id, 0.0), r.hit_count, r.date), reverse=True)
 
 
 def _words_of(item: Recalled) -> str:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
-from agent_cli.agent.learn import digest
+from agent_cli.agent.learn import codemap, digest
 from agent_cli.agent.learn.digest import Digest
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunRecord
@@ -82,11 +83,12 @@ def recall_for_run(
     count: bool = True,
     digest_tokens: int = DIGEST_TOKENS,
     thresholds: Thresholds = OFFLINE,
+    root: Path | None = None,
 ) -> Digest:
     """The memory digest of the repository `topics[0]` (its identity; the rest are names
     its items may still be filed under) a run starts with, within `digest_tokens`, recalled
-    by the embedder's `thresholds`, staleness marked; hits are counted for what it includes
-    when `count`."""
+    by the embedder's `thresholds`, its items tied to the code of the work tree `root` when
+    given (codemap.py), staleness marked; hits are counted for what it includes when `count`."""
     found = digest.build(
         longterm,
         goal,
@@ -95,6 +97,7 @@ def recall_for_run(
         min_score=thresholds.associate_min_score,
         k=thresholds.associate_k,
         episode_min_score=thresholds.episode_min_score,
+        code=(lambda: codemap.read(root)) if root is not None else None,
     )
     if count:
         longterm.count_hits(found.items)

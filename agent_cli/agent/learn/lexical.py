@@ -4,7 +4,8 @@ An embedding connects sentences that say the same thing; a user's next request o
 with the item it needs only a name: a function (`bump_major` beside `bump_minor`), a file, a
 command's flag. Each text is cut into lower-case words, identifiers also into their parts
 (`createparser`, `create_parser` and `createParser` give `create` and `parser` besides the
-whole), the endings -ing, -ed and -s dropped (`bumping` and `bumps` are `bump`), and English words that
+whole), the endings -ing, -ed and -s dropped (`bumping` and `bumps` are `bump`, `formatting`
+is `format`), and English words that
 name nothing left out; items are scored with BM25 against the goal's words.
 """
 
@@ -179,7 +180,10 @@ def _token_words(token: str) -> tuple[str, ...]:
 def _stem(word: str) -> str:
     for ending in _ENDINGS:
         if word.endswith(ending) and len(word) - len(ending) >= 3:
-            return word[: -len(ending)]
+            stem = word[: -len(ending)]
+            if ending != "s" and len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+                return stem[:-1]  # formatting, formatted: format (but calling: call)
+            return stem
     return word
 
 

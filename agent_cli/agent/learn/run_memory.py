@@ -79,6 +79,7 @@ class RunMemory:
             count=not self.read_only,
             digest_tokens=self.digest_tokens,
             thresholds=self.thresholds,
+            root=self.root,
         )
 
     def noted(self, state: AgentState, item_id: str, text: str) -> None:
