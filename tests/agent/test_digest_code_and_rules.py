@@ -3,6 +3,7 @@ repository, the procedures one per test file, and the items tied to the code the
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -142,3 +143,16 @@ def test_the_code_map_stays_within_its_bounds(tmp_path):
     assert "hidden_name" not in code.by_name and "x" not in code.by_name
     assert {"intcomma", "naturalsize", "suffixes"} <= set(code.by_name)
     assert "intcomma src/shop/number.py" in code.files["tests/test_bench_commas.py"]
+
+
+def test_the_code_map_reads_no_link_device_fifo_or_too_deep_a_file(tmp_path):
+    root = _repo(tmp_path / "repo")
+    outside = tmp_path / "secret.py"
+    outside.write_text("def secret_name():\n    pass\n")
+    (root / "linked.py").symlink_to(outside)
+    (root / "zeros.py").symlink_to("/dev/zero")
+    os.mkfifo(root / "pipe.py")
+    (root / "deep.py").write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    code = codemap.read(root)  # returns: nothing blocks on the FIFO or reads /dev/zero
+    assert "secret_name" not in code.by_name and "linked.py" not in code.files
+    assert {"intcomma", "naturalsize", "suffixes"} <= set(code.by_name)

@@ -4,8 +4,9 @@ A goal names the work ("the number formatting tests", "KiB and kB style units");
 names the code (`intcomma`, `tests/test_bench_x.py`, the `suffixes` dict). The repository
 connects the two: src/humanize/number.py defines `intcomma`, and the `suffixes` of
 filesize.py hold the strings "KiB" and "kB". The map reads the repository's Python files
-with `ast` (at most MAX_FILES of them and MAX_BYTES in all, hidden and virtualenv folders
-left out; read again only when a file changed) into units, each function, class, method
+with `ast` (at most MAX_FILES of them and MAX_BYTES in all, regular files only and never
+through a symbolic link, hidden and virtualenv folders left out; read again only when a
+file changed) into units, each function, class, method
 and module-level name, scored on its path and name (twice) and the start of its docstring
 and short strings; and files, each scored on its path (twice), the names it defines and the
 names it uses from other files with their files' paths (what a test file tests). BM25
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.agent.learn import lexical
+from agent_cli.core import atomic
 from agent_cli.core.protocols import Recalled
 
 MAX_FILES = 400
@@ -113,16 +115,13 @@ def _read(root: Path, files: list[str]) -> CodeMap:
     used: dict[str, set[str]] = {}
     total = 0
     for rel in files:
-        path = root / rel
-        try:
-            size = path.stat().st_size
-            if size > MAX_FILE_BYTES or total + size > MAX_BYTES:
-                continue
-            total += size
-            source = path.read_text(encoding="utf-8", errors="replace")
+        try:  # a repository's file: a regular one, never through a link, bounded
+            data = atomic.read_bytes(root / rel, min(MAX_FILE_BYTES, MAX_BYTES - total))
+            total += len(data)
+            source = data.decode("utf-8", errors="replace")
             tree = ast.parse(source)
-        except (OSError, SyntaxError, ValueError):
-            continue
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # UnsafeFile is a ValueError; too deep a nesting, a RecursionError
         mine = defined_in.setdefault(rel, set())
         for name, text in _units(tree):
             out.by_name.setdefault(name, []).append(len(out.names))
