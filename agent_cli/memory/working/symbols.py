@@ -26,7 +26,7 @@ _WORD_RUN = re.compile(r"[A-Za-z0-9_]+")
 # names are possessive: what follows a name never starts with a word character, so giving
 # characters back could not make a match.
 _DEF_LINE = re.compile(
-    r"\n(?=[ \t+A-Za-z_])(?:[ \t+]*(?:(?:export|p(?:ub(?:lic)?|rivate)|static|async)[ \t]+)*"
+    r"\n(?=[ \t+A-Za-z_])(?:[ \t+]*+(?:(?:export|p(?:ub(?:lic)?|rivate)|static|async)[ \t]+)*"
     r"(?:def|c(?:lass|onst)|f(?:unc(?:tion)?|n)|struct|interface|t(?:rait|ype)|enum|let|var)"
     r"[ \t]+\*?([A-Za-z_][A-Za-z0-9_]*+)"
     r"|\+?([A-Za-z_][A-Za-z0-9_]*+)(?:[ \t]*:[^=\n]*)?[ \t]+=(?!=))",
