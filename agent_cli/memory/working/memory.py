@@ -200,11 +200,13 @@ class WorkingMemory:
             step=self._step,
             symbols=definitions(text),
             touched=self._step,
-            vector=self._embed(text),
+            vector=self._embed(text) if self.embedder is not None else None,
         )
         self._next += 1
         self._meter.estimated(item)
-        self._rescore(item)
+        if item.vector is not None:
+            item.goal = scoring.goal_term(item.vector, self._goal_vector)
+        item.static = scoring.static_score(kind, 0, item.goal, item.tokens)
         return item
 
     def _merge(self, item: Item) -> str:
@@ -245,15 +247,17 @@ class WorkingMemory:
     def _reference(self, item: Item) -> None:
         """Count `item`'s mentions of names defined earlier, once per defining hot item."""
         mentions, hot_defs = self._mentions, self._hot.defs
-        bumped: set[str] = set()
-        for name in mentioned(item.text, mentions):
-            mentions[name] += 1
-            if name in hot_defs:
+        names = mentioned(item.text, mentions)
+        if names:
+            for name in names:
+                mentions[name] += 1
+            bumped: set[str] = set()
+            for name in names & hot_defs.keys():
                 bumped.update(hot_defs[name])
-        for item_id in bumped:
-            target = self._hot.items[item_id]
-            target.refs += 1
-            self._rescore(target)
+            for item_id in bumped:
+                target = self._hot.items[item_id]
+                target.refs += 1
+                self._rescore(target)
         for name in item.symbols:
             mentions.setdefault(name, 0)
 
@@ -262,7 +266,10 @@ class WorkingMemory:
         low-water mark; pinned notes past their share stay (revise.py). What stays before the
         first item taken out keeps its place; what stays after it is re-ordered (layout.py)."""
         hot = self._hot
-        if self._load() + need <= self._room:
+        pinned = hot.pinned_cost
+        if hot.cost + need <= self._room or (
+            hot.cost - pinned + min(pinned, self._pinned_room()) + need <= self._room
+        ):
             return
         first: int | None = None  # where the first item taken out of the memory block sat
 
@@ -313,7 +320,8 @@ class WorkingMemory:
         """Move an item to the cold store; a view only refreshes the record it came from."""
         self._hot.unlink(item)
         self._evictions += 1
-        self._revisions.evicting(item)  # a pinned note is reported as a demotion
+        if item.pinned:
+            self._revisions.evicting(item)  # a pinned note is reported as a demotion
         if item.origin_id is not None:
             self._restored.discard(item.origin_id)
             record = self.store.get(item.origin_id)
@@ -331,7 +339,8 @@ class WorkingMemory:
     def _record(self, item: Item) -> dict[str, Any]:
         """The cold record of an item evicted now."""
         record = item.to_dict()
-        record.update(step_evicted=self._step, seen=self._seen(item.symbols))
+        record["step_evicted"] = self._step
+        record["seen"] = self._seen(item.symbols)
         return record
 
     def _seen(self, names: Sequence[str]) -> dict[str, int]:

@@ -154,9 +154,17 @@ class InMemStore:
         if item_id in self._records:
             self.delete(item_id)
         self._records[item_id] = dict(record)
+        names, folded = self._names, self._folded
         for name in record["symbols"]:
-            self._names.setdefault(name, set()).add(item_id)
-            self._folded.setdefault(name.lower(), set()).add(item_id)
+            ids = names.get(name)
+            if ids is None:
+                ids = names[name] = set()
+            ids.add(item_id)
+            lower = name.lower()
+            ids = folded.get(lower)
+            if ids is None:
+                ids = folded[lower] = set()
+            ids.add(item_id)
         number = id_number(item_id)
         if number > self._max:
             self._max = number

@@ -1,0 +1,73 @@
+"""The fast scans of symbols.py give what the plain regexes give: comments and strings found with
+str.find, words cut with bytes.translate."""
+
+import random
+import re
+
+from agent_cli.memory.working import symbols
+from agent_cli.memory.working.symbols import mentioned
+
+PIECES = [
+    "a",
+    "b_",
+    "1",
+    " ",
+    "\t",
+    "\n",
+    "=",
+    "#",
+    "'",
+    '"',
+    '"""',
+    "'''",
+    "\\",
+    "def ",
+    "x",
+    "(",
+    ")",
+    "é",
+    "\x7f",
+    "-",
+    ".",
+]
+TRICKY = [
+    'x = "# not a comment"\ny = 2  # it\'s a comment\n',
+    "it's = 3\nname = 'unterminated\n# after\n",
+    'doc = """a "quoted" word\n# still inside\n"""  # outside\n',
+    "s = 'a\\'b' + \"c\\\"d\" # tail\n",
+    "'''\"\"\"''' \"\"\"'''\"\"\" ''''\n",
+    "no strings and no comments here\n",
+    "",
+]
+
+
+def _random_texts(count: int) -> list[str]:
+    rng = random.Random(5)
+    return ["".join(rng.choice(PIECES) for _ in range(rng.randrange(40))) for _ in range(count)]
+
+
+def _by_regex(text: str) -> str:
+    return symbols._TEXT.sub(lambda m: "" if m.group().startswith("#") else symbols._HOLE, text)
+
+
+def test_comments_and_strings_are_blanked_as_the_regex_substitution_does():
+    for text in TRICKY + _random_texts(3000):
+        assert symbols._blank(text) == _by_regex(text), repr(text)
+
+
+def test_mentioned_words_are_the_regex_words():
+    texts = TRICKY + _random_texts(3000) + ["call parse_x(1), 456ms, b_.x-a\x7fb"]
+    names = {word: 0 for text in texts for word in re.findall(r"[A-Za-z0-9_]+", text)[:3]}
+    for text in texts:
+        words = re.findall(r"[A-Za-z0-9_]+", text)
+        assert mentioned(text, names) == names.keys() & words, repr(text)
+
+
+def test_a_line_that_starts_with_a_digit_defines_nothing():
+    assert symbols._regex_definitions("2025-03-01 x = 1\n1st = 2\n") == ()
+    assert symbols._regex_definitions(
+        "pub fn parse_x() {\npublic static function render() {\n"
+    ) == (
+        "parse_x",
+        "render",
+    )
