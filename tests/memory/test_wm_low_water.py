@@ -56,3 +56,16 @@ def test_between_two_batches_each_context_is_the_previous_one_plus_the_new_item(
             grown += 1
         before = ctx.memory
     assert grown > 150
+
+
+def test_the_item_just_added_is_not_evicted_on_the_way_down_to_the_mark():
+    # each output is more than the room below the mark leaves beside the note, less than the
+    # budget: the batch that its arrival starts takes the older output, never the new one
+    mem = WorkingMemory(max_tokens=300)
+    mem.note("remember to update the README", "readme note")
+    for i in range(6):
+        mem.tick()
+        new = mem.add("tool_output", f"output number {i} " + "lorem ipsum " * 30, f"output {i}")
+        assert new in {item.id for item in mem.assemble().items}
+    edit = mem.add("edit", "def verbose(): pass", "edit cli.py")
+    assert {new, edit} <= {item.id for item in mem.assemble().items}

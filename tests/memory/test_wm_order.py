@@ -94,14 +94,15 @@ def linear_scan(
     mem: WorkingMemory, costs: dict[str, int], new_id: str, protected: list[str]
 ) -> list[str]:
     """What a scan for the lowest (score, id number) evicts, one item at a time, from what was
-    hot and the new item, leaving the latest edits be, down to the low-water mark."""
+    hot, leaving the latest edits and the new item be, down to the low-water mark (the new
+    item alone never overflows this budget)."""
     new = mem.store.get(new_id)
     costs = {
         **costs,
         new_id: new["cost"] if new else next(i.cost for i in mem.hot_items() if i.id == new_id),
     }
     scores = {item_id: mem.explain(item_id)["total"] for item_id in costs}
-    pool = set(costs) - set(protected)
+    pool = set(costs) - set(protected) - {new_id}
     total, low = sum(costs.values()), int((mem.max_tokens - FOOTER_TOKENS) * LOW_WATER)
     out = []
     while total > low and pool:

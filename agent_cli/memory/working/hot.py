@@ -153,14 +153,17 @@ class HotZone:
         """The pinned item added first."""
         return min((i for i in self.items.values() if i.pinned), key=lambda i: id_number(i.id))
 
-    def weakest(self, step: int, spare_latest: bool = True) -> Item | None:
+    def weakest(
+        self, step: int, spare_latest: bool = True, spare: str | None = None
+    ) -> Item | None:
         """The item to evict next, None when only pinned items (or, sparing them, the latest edits)
         are left.
 
-        The lowest-scoring item that is neither pinned nor one of the latest edits; unless
-        `spare_latest`, failing that the lowest-scoring of the latest edits.
+        The lowest-scoring item that is neither pinned nor one of the latest edits (nor `spare`);
+        unless `spare_latest`, failing that the lowest-scoring of the latest edits.
         """
-        item = self._ranking.weakest(step, self.protected)
+        avoid = self.protected if spare is None else {*self.protected, spare}
+        item = self._ranking.weakest(step, avoid)
         if item is not None or spare_latest:
             return item
         latest = [self.items[i] for i in self.protected if i in self.items]

@@ -185,7 +185,7 @@ class WorkingMemory:
             self._store_oversized(item)
         else:
             self._hot.admit(item, self._step)
-            self._fit()
+            self._fit(admitted=item.id)
         return item.id
 
     def _make(self, kind: str, text: str, summary: str) -> Item:
@@ -261,10 +261,13 @@ class WorkingMemory:
         for name in item.symbols:
             mentions.setdefault(name, 0)
 
-    def _fit(self, need: int = 0) -> None:
+    def _fit(self, need: int = 0, admitted: str | None = None) -> None:
         """Past the budget (with `need` more tokens to come), evict the weakest down to the
-        low-water mark; pinned notes past their share stay (revise.py). What stays before the
-        first item taken out keeps its place; what stays after it is re-ordered (layout.py)."""
+        low-water mark; pinned notes past their share stay (revise.py). The item just
+        `admitted` is not taken on the way down to the mark, only if the budget itself needs
+        it: what the agent just got is not gone before any request shows it. What stays
+        before the first item taken out keeps its place; what stays after it is re-ordered
+        (layout.py)."""
         hot = self._hot
         pinned = hot.pinned_cost
         if hot.cost + need <= self._room or (
@@ -284,7 +287,9 @@ class WorkingMemory:
         # This pass takes neither a pinned note nor one of the latest edits: what the notes
         # take beyond their share stays the same while it runs.
         beyond = hot.pinned_cost - min(hot.pinned_cost, self._pinned_room())
-        while hot.cost - beyond + need > low and (item := hot.weakest(self._step)) is not None:
+        while hot.cost - beyond + need > low and (
+            (item := hot.weakest(self._step, spare=admitted)) is not None
+        ):
             take(item)
         if self._load() + need > self._room:
             self._count_latest_edits()  # an estimate too high must not evict one of them
