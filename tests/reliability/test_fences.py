@@ -125,7 +125,11 @@ def first_run(tmp_path_factory):
             srv.url,
             cwd=repo,
             env=cli_env(
-                tmp / "home", AGENT_TOOL_OUTPUT_MAX_TOKENS="100", AGENT_MEMORY_MAX_TOKENS="1500"
+                # a working memory smaller than big.py as read: it goes cold as it comes, and
+                # the recall brings it back cut
+                tmp / "home",
+                AGENT_TOOL_OUTPUT_MAX_TOKENS="100",
+                AGENT_MEMORY_MAX_TOKENS="1000",
             ),
         )
     return repo, srv, proc, tmp
