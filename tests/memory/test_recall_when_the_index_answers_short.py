@@ -2,8 +2,8 @@
 answer shorter than asked for while rows remain does not end the search, and answers that are
 not nested (a wider search finds other rows) never make recall read more than CANDIDATES rows.
 
-HNSW promises neither a full nor a nested answer; `Approximate`, a collection of our own around
-the real Chroma collection, makes each answer of the index short or shifted, every time, so
+HNSW promises neither a full nor a nested answer; `Approximate`, a counted collection of our
+own around the real Chroma collection (collectionkit.py), makes each answer of the index short or shifted, every time, so
 these tests do not depend on how a particular index was built.
 """
 
@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from agent_cli.memory.longterm.chroma import LongTermMemory
-from agent_cli.memory.longterm.store import CANDIDATES, INCLUDE, Collection, Meta, Rows, Where
+from agent_cli.memory.longterm.store import CANDIDATES, INCLUDE, Collection, Rows, Where
+from collectionkit import Counting
 from embedkit import HashEmbedder
 
 DIM = 16
@@ -26,33 +27,13 @@ RARE = ("mem_000010", "mem_001500", "mem_002990")  # the only items of "git:rare
 Answer = Callable[[Collection, list[Any], int], Rows]  # the index's answer to n nearest
 
 
-class Approximate:
-    """A `store.Collection` around another whose unfiltered nearest-rows answers come from
-    `answer`; counts the rows each read returns with their content (ids alone come from the
-    index)."""
+class Approximate(Counting):
+    """A counted collection whose unfiltered nearest-rows answers come from `answer`; the rows
+    of any other query are counted, with their content or not."""
 
     def __init__(self, col: Collection, answer: Answer) -> None:
-        self.col, self.answer = col, answer
-        self.rows_read = 0
-
-    @property
-    def metadata(self) -> Meta:
-        return self.col.metadata
-
-    def count(self) -> int:
-        return self.col.count()
-
-    def get(
-        self,
-        ids: list[str] | None = None,
-        where: Where | None = None,
-        include: Sequence[str] = INCLUDE,
-        limit: int | None = None,
-        offset: int | None = None,
-    ) -> Rows:
-        got = self.col.get(ids=ids, where=where, include=include, limit=limit, offset=offset)
-        self.rows_read += len(got["ids"]) if set(include) - {"distances"} else 0
-        return got
+        super().__init__(col)
+        self.answer = answer
 
     def query(
         self,
@@ -66,20 +47,6 @@ class Approximate:
         got = self.col.query(query_embeddings, n_results=n_results, where=where, include=include)
         self.rows_read += sum(len(ids) for ids in got["ids"])
         return got
-
-    def upsert(
-        self, ids: list[str], embeddings: Any, documents: list[str], metadatas: list[Meta]
-    ) -> None:
-        self.col.upsert(ids=ids, embeddings=embeddings, documents=documents, metadatas=metadatas)
-
-    def update(self, ids: list[str], metadatas: list[Meta]) -> None:
-        self.col.update(ids=ids, metadatas=metadatas)
-
-    def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
-        self.col.delete(ids=ids, where=where)
-
-    def modify(self, metadata: Meta) -> None:
-        self.col.modify(metadata)
 
 
 def nearest(col: Collection, vecs: list[Any], n: int) -> Rows:
