@@ -269,11 +269,8 @@ class WorkingMemory:
         before the first item taken out keeps its place; what stays after it is re-ordered
         (layout.py)."""
         hot = self._hot
-        pinned = hot.pinned_cost
-        if hot.cost + need <= self._room or (
-            hot.cost - pinned + min(pinned, self._pinned_room()) + need <= self._room
-        ):
-            return
+        if hot.cost + need <= self._room or self._load() + need <= self._room:
+            return  # the first test spares the pinned notes' share when nothing is over
         first: int | None = None  # where the first item taken out of the memory block sat
 
         def take(item: Item) -> None:
