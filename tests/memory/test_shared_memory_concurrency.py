@@ -24,7 +24,7 @@ from memwriterkit import TOPIC, own_fact, shared_command, shared_fact, shared_no
 
 pytestmark = pytest.mark.slow  # each writer is a Python process running a script
 WRITERS = 4
-ITEMS = 20  # per writer: 20 x (2 facts, 1 note, 1 procedure, hits) and an episode
+ITEMS = 10  # per writer: 10 x (2 facts, 1 note, 1 procedure, hits) and an episode
 KIT = Path(__file__).resolve().parent.parent / "memwriterkit.py"
 
 

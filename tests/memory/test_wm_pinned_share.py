@@ -29,9 +29,10 @@ KINDS = ["log"] * 9 + ["tool_output"] * 5 + ["file", "file", "test_result", "tes
 
 def _text(rng: random.Random, kind: str, i: int, chars: int = 1200) -> str:
     """A distinct item of about `chars` characters."""
-    words = []
-    while sum(len(w) + 1 for w in words) < chars:
+    words, length = [], 0
+    while length < chars:
         words.append(rng.choice(WORDS) if rng.random() < 0.9 else f"{kind}_{i}")
+        length += len(words[-1]) + 1
     lines = [" ".join(words[j : j + 12]) for j in range(0, len(words), 12)]
     return f"{kind} {i}\n" + "\n".join(lines)
 
