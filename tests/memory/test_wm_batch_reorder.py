@@ -77,10 +77,10 @@ def test_the_cost_of_the_latest_edits_is_their_sum_through_protects_resizes_and_
             item = make_item(n, False, rng)
             made.append(item)
             if rng.random() < 0.5:
-                hot.protect(item.id)  # an edit is protected before it is admitted
+                hot.protect(item.id, 0)  # an edit is protected before it is admitted
             hot.admit(item, 0)
         elif action < 0.55 and made:
-            hot.protect(rng.choice(made).id)  # a merge, or an edit that went cold
+            hot.protect(rng.choice(made).id, 0)  # a merge, or an edit that went cold
         elif action < 0.75 and hot.items:
             item = rng.choice(list(hot))
             change = rng.randrange(-3, 9)

@@ -5,7 +5,8 @@ without moving the rest (see WorkingMemory._fit). Each item's position is a numb
 along the order, so that a batch can name where it first took an item out and re-order only what
 follows it (layout.py) without walking the whole zone. Beside the items it keeps their token cost,
 the names they define, the latest edits, an index of their texts (to merge identical results)
-and the eviction ranking.
+and the eviction ranking, which holds only the items a batch may take first: neither pinned
+nor one of the latest edits (an edit pushed out of those is ranked again).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class HotZone:
             self.protected_cost += item.cost
         if item.pinned:
             self.pinned_cost += item.cost
-        else:
+        elif item.id not in self.protected:
             self._ranking.add(item, step)
         if item.origin_id is None:
             self._texts[(item.kind, item.text)] = item.id
@@ -96,7 +97,7 @@ class HotZone:
 
     def rescored(self, item: Item, step: int) -> None:
         """Re-rank a hot item whose score changed other than by the step."""
-        if not item.pinned and self.items.get(item.id) is item:
+        if not item.pinned and item.id not in self.protected and self.items.get(item.id) is item:
             self._ranking.add(item, step)
 
     def arrange(self, items: list[Item]) -> None:
@@ -136,18 +137,23 @@ class HotZone:
             self._last += 1
             where[item.id] = self._last
 
-    def protect(self, item_id: str) -> None:
-        """Count an edit among the latest ones, which eviction passes over."""
+    def protect(self, item_id: str, step: int) -> None:
+        """Count an edit among the latest ones, which eviction passes over: they are not
+        ranked, and the one this pushes out of them (at `step`) is ranked again."""
         if item_id in self.protected:
             del self.protected[item_id]
         elif item_id in self.items:
             self.protected_cost += self.items[item_id].cost
+            self._ranking.discard(item_id)
         self.protected[item_id] = None
         if len(self.protected) > self.protect_limit:
             oldest = next(iter(self.protected))
             del self.protected[oldest]
-            if oldest in self.items:
-                self.protected_cost -= self.items[oldest].cost
+            item = self.items.get(oldest)
+            if item is not None:
+                self.protected_cost -= item.cost
+                if not item.pinned:
+                    self._ranking.add(item, step)
 
     def oldest_pinned(self) -> Item:
         """The pinned item added first."""
@@ -162,8 +168,7 @@ class HotZone:
         The lowest-scoring item that is neither pinned nor one of the latest edits (nor `spare`);
         unless `spare_latest`, failing that the lowest-scoring of the latest edits.
         """
-        avoid = self.protected if spare is None else {*self.protected, spare}
-        item = self._ranking.weakest(step, avoid)
+        item = self._ranking.weakest(step, () if spare is None else (spare,))
         if item is not None or spare_latest:
             return item
         latest = [self.items[i] for i in self.protected if i in self.items]

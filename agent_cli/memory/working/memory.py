@@ -178,7 +178,7 @@ class WorkingMemory:
         item = self._make(kind, text, summary)
         self._reference(item)
         if kind == "edit":
-            self._hot.protect(item.id)
+            self._hot.protect(item.id, self._step)
         if item.cost > self._room:
             self._resize(item, self._meter.exact(item))  # an estimate too high must not decide
         if item.cost > self._room:
@@ -216,7 +216,7 @@ class WorkingMemory:
         self._hot.to_end(item)
         self._resize(item, self._meter.header_changed(item))
         if item.kind == "edit":
-            self._hot.protect(item.id)
+            self._hot.protect(item.id, self._step)
         self._fit()
         return item.id
 
@@ -583,7 +583,7 @@ class WorkingMemory:
         recent = state.get("recent_edits")
         for item_id in self._hot_edits() if recent is None else recent:
             if item_id in self._hot.items:
-                self._hot.protect(item_id)
+                self._hot.protect(item_id, self._step)
         self._layout.load(self._hot, state)
         self._fit()  # a state saved under a larger budget
 
