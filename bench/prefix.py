@@ -5,6 +5,8 @@ Run: python bench/prefix.py   (deterministic script; about a minute)
      llama.cpp serving a small local model with `-c 4096` does)
      python bench/prefix.py --save requests.json   (also writes the task requests, for
      bench/prefix_llama.py to replay to a real llama.cpp server)
+     python bench/prefix.py --long   (a long session: three tasks of 72 tool calls over 27
+     modules each, so that working memory is full and evicting for most of each task)
 
 A real `agent run` (a process, the real executor, working memory, tools, git) works in a copy of
 this repository against the loopback fake server, which plays a scripted model: three tasks of
@@ -45,7 +47,9 @@ SETTINGS = (8000, 3000, 4096)  # memory_max_tokens, tool_output_max_tokens, rese
 MEMORY_BUDGET = SETTINGS[0]
 DISCOUNTS = (0.0, 0.5, 0.9)
 CALLS_PER_TASK = 30
+FILES_PER_TASK = 9
 TASKS = 3
+LONG = (80, 27)  # --long: at most 80 calls (72 in the script) over 27 modules per task
 SMOKE_TEST = """def test_adds():
     assert 1 + 1 == 2
 
@@ -90,13 +94,13 @@ def _unique_lines(text: str) -> list[str]:
 
 
 def task_sources(repo: Path, task: int) -> list[str]:
-    """The nine modules a task reviews."""
+    """The FILES_PER_TASK modules a task reviews."""
     sources = sorted(
         p.relative_to(repo).as_posix()
         for p in (repo / "agent_cli").rglob("*.py")
         if len(p.read_text().splitlines()) > 40
     )
-    return sources[task * 9 : (task + 1) * 9]
+    return sources[task * FILES_PER_TASK : (task + 1) * FILES_PER_TASK]
 
 
 def smoke_test(repo: Path, task: int) -> str:
@@ -124,7 +128,8 @@ def task_calls(repo: Path, task: int) -> list[dict]:
             )
         if i % 3 == 1:
             calls.append(_call("run", cmd=test))
-            line = _unique_lines((repo / path).read_text())[task + i]
+            lines = _unique_lines((repo / path).read_text())
+            line = lines[(task + i) % len(lines)]
             calls.append(_call("edit_file", path=path, old=line, new=line + "  # reviewed"))
         if i % 4 == 3:
             calls.append(_call("note", text=f"{path}: reviewed in task {task + 1}, keep its API"))
@@ -189,8 +194,8 @@ def run_agent(repo: Path, url: str) -> subprocess.CompletedProcess:
         AGENT_RC=str(repo.parent / "no-agentrc"),
         HOME=str(repo.parent / "home"),
         NO_COLOR="1",
-        AGENT_TASK_MAX_STEPS="40",
-        AGENT_MAX_STEPS="200",
+        AGENT_TASK_MAX_STEPS=str(CALLS_PER_TASK + 10),
+        AGENT_MAX_STEPS=str(TASKS * (CALLS_PER_TASK + 10) + 80),
         PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
     )
     return subprocess.run(
@@ -367,6 +372,25 @@ def unshared_parts(steps, sizes: list[int], cached: list[int]) -> str:
     )
 
 
+def reuse_line(steps, chunk: int = 64) -> str:
+    """The prefix share if the cache also took back, shifted into place, each run of `chunk` or
+    more tokens of the previous request that comes next in this one (llama.cpp's
+    `--cache-reuse`, as bench/prefix_llama.py's reused() walks it)."""
+    from prefix_llama import reused  # beside this script
+
+    shares, prev, prev_key = [], [], None
+    for key, body in steps:
+        toks = request_tokens(body)
+        if key == prev_key:
+            shares.append(reused(prev, toks, chunk) / len(toks))
+        prev, prev_key = toks, key
+    return (
+        f"the same with a cache that also shifts back runs of {chunk}+ tokens found after a "
+        f"removed part (llama.cpp --cache-reuse {chunk}): median "
+        f"{statistics.median(shares):.1%}, mean {statistics.mean(shares):.1%}"
+    )
+
+
 def cost(sizes: list[int], cached: list[int], discount: float) -> float:
     return sum(s - c + c * (1 - discount) for s, c in zip(sizes, cached, strict=False))
 
@@ -420,6 +444,7 @@ def report(steps, proc: subprocess.CompletedProcess, requests: int) -> None:
         f"{statistics.median(shares):.1%}, mean {statistics.mean(shares):.1%} "
         f"(target: median >= 85%)"
     )
+    print(reuse_line(steps))
     bounds = bound_shares(steps, sizes)
     bound = [b for b in bounds if b is not None]
     bound_cached = [
@@ -457,7 +482,7 @@ def local_window(window: int) -> tuple[Behaviour, int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global TRIM_AT, MEMORY_BUDGET
+    global TRIM_AT, MEMORY_BUDGET, CALLS_PER_TASK, FILES_PER_TASK
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument(
         "--window",
@@ -468,17 +493,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--save", type=Path, help="write the requests made while carrying out tasks here (JSON)"
     )
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help=f"a long session: {LONG[0]} tool calls over {LONG[1]} modules in each task",
+    )
     args = parser.parse_args(argv)
+    if args.long:
+        CALLS_PER_TASK, FILES_PER_TASK = LONG
     behaviour = None
     if args.window:
         behaviour, TRIM_AT, MEMORY_BUDGET = local_window(args.window)
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp))
-        with FakeOpenAIServer(ScriptedModel(repo), behaviour=behaviour) as server:
+        model = ScriptedModel(repo)
+        scripted = sum(len(queue) for queue in model.queues)
+        with FakeOpenAIServer(model, behaviour=behaviour) as server:
             proc = run_agent(repo, server.url)
             requests = server.chat_requests
     steps = execution_requests(requests)
-    if len(steps) < 80:
+    if len(steps) < scripted * 0.9:
         print(
             f"the run made only {len(steps)} task requests (exit {proc.returncode}):\n"
             f"{proc.stderr[-2000:]}",

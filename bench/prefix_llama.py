@@ -103,12 +103,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(server: Path, model: Path, log: Path) -> tuple[subprocess.Popen, str]:
-    """`llama-server` with one slot and a 4,096-token context on a free loopback port."""
+def start_server(
+    server: Path, model: Path, log: Path, cache_reuse: int = 0
+) -> tuple[subprocess.Popen, str]:
+    """`llama-server` with one slot and a 4,096-token context on a free loopback port; with
+    `cache_reuse` > 0, chunks of at least that many tokens of the previous prompt that come
+    back later in the next one are shifted into place instead of evaluated again."""
     port = _free_port()
     proc = subprocess.Popen(
-        [str(server), "-m", str(model), "-c", str(WINDOW), "-np", "1", "--cache-reuse", "0"]
-        + ["--host", "127.0.0.1", "--port", str(port)],
+        [str(server), "-m", str(model), "-c", str(WINDOW), "-np", "1"]
+        + ["--cache-reuse", str(cache_reuse), "--host", "127.0.0.1", "--port", str(port)],
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
     )
@@ -159,17 +163,42 @@ def replay(url: str, steps) -> list[tuple[tuple[int, int] | None, int, int]]:
     return out
 
 
-def estimate(url: str, steps) -> list[tuple[tuple[int, int] | None, int, int]]:
-    """(task, shared, new) of each request, from the server's tokens of consecutive prompts."""
+def reused(cache: list[int], prompt: list[int], chunk: int = 0) -> int:
+    """How many of `prompt`'s tokens one llama.cpp slot holding `cache` takes from it: their
+    common prefix, then, with `--cache-reuse chunk` (> 0), every later run of at least `chunk`
+    tokens of the cache that comes next in the prompt, shifted into place. The same greedy walk
+    as llama.cpp's server (tools/server/server-context.cpp, `n_cache_reuse`): a run that
+    matches goes on from its end in both, anything else skips one token of the cache."""
+    n = next(
+        (at for at, (a, b) in enumerate(zip(cache, prompt, strict=False)) if a != b),
+        min(len(cache), len(prompt)),
+    )
+    head_c = head_p = taken = n
+    while chunk > 0 and head_c < len(cache) and head_p < len(prompt):
+        match = 0
+        while (
+            head_c + match < len(cache)
+            and head_p + match < len(prompt)
+            and cache[head_c + match] == prompt[head_p + match]
+        ):
+            match += 1
+        if match >= chunk:
+            taken += match
+            head_c += match
+            head_p += match
+        else:
+            head_c += 1
+    return min(taken, len(prompt) - 1)  # the server evaluates at least one token
+
+
+def estimate(url: str, steps, chunk: int = 0) -> list[tuple[tuple[int, int] | None, int, int]]:
+    """(task, shared, new) of each request, from the server's tokens of consecutive prompts
+    (`reused()`, with `--cache-reuse chunk`)."""
     out = []
     prev: list[int] = []
     for key, body in steps:
         toks = [int(t) for t in _post(url + "/tokenize", {"content": render(body)})["tokens"]]
-        common = next(
-            (at for at, (a, b) in enumerate(zip(prev, toks, strict=False)) if a != b),
-            min(len(prev), len(toks)),
-        )
-        common = min(common, len(toks) - 1)  # the server evaluates at least one token
+        common = reused(prev, toks, chunk)
         out.append((key, common, len(toks) - common))
         prev = toks
     return out
@@ -207,6 +236,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tokenize", action="store_true", help="estimate from the server's tokens, no replay"
     )
+    parser.add_argument(
+        "--cache-reuse",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start the server with --cache-reuse N (the README's local-model setting is 64)",
+    )
     args = parser.parse_args(argv)
     proc = None
     url = args.url.rstrip("/") if args.url else None
@@ -214,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.server and args.model and args.server.exists() and args.model.exists()):
             print("skipped: no llama.cpp server answers and no --server/--model to start one")
             return 0
-        proc, url = start_server(args.server, args.model, Path(tempfile.mkdtemp()) / "llama.log")
+        log = Path(tempfile.mkdtemp()) / "llama.log"
+        proc, url = start_server(args.server, args.model, log, args.cache_reuse)
     try:
         props = answering(url) or {}
         n_ctx = props.get("default_generation_settings", {}).get("n_ctx")
@@ -223,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         steps = recorded(args.requests)[: args.steps]
         print(f"replaying {len(steps)} task requests to {url}")
-        report(estimate(url, steps) if args.tokenize else replay(url, steps))
+        report(estimate(url, steps, args.cache_reuse) if args.tokenize else replay(url, steps))
     finally:
         if proc is not None:
             proc.terminate()

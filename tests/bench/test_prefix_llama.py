@@ -66,3 +66,14 @@ def test_shares_are_the_median_of_each_tasks_steps_after_its_first(capsys):
     assert llama.report(rows) == 0.7
     out = capsys.readouterr().out
     assert "task 1: 2 steps, median 70.0%" in out and "task 2: 1 steps, median 70.0%" in out
+
+
+def test_cache_reuse_takes_back_what_follows_a_removed_part_but_not_what_follows_an_insert():
+    cache = list(range(100))
+    removed = cache[:40] + cache[60:] + [999]  # 20 tokens taken out, one new at the end
+    assert llama.reused(cache, removed) == 40  # without --cache-reuse
+    assert llama.reused(cache, removed, chunk=16) == 80  # the last 40 shifted into place
+    assert llama.reused(cache, cache[:40] + cache[90:], chunk=16) == 40  # too short a run
+    inserted = cache[:40] + [500, 501] + cache[40:]
+    assert llama.reused(cache, inserted, chunk=16) == 40  # new tokens first: nothing after them
+    assert llama.reused(cache, cache, chunk=16) == 99  # at least one token is evaluated

@@ -30,3 +30,20 @@ def test_a_4096_token_window_is_served_at_props_and_sizes_the_baseline_and_memor
 def test_a_large_window_keeps_the_configured_memory_budget():
     _, trim_at, memory = prefix.local_window(200_000)
     assert (trim_at, memory) == (200_000 - 4096, 8000)
+
+
+def test_the_long_session_script_reviews_27_modules_a_task_and_every_edit_applies(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(prefix, "CALLS_PER_TASK", prefix.LONG[0])
+    monkeypatch.setattr(prefix, "FILES_PER_TASK", prefix.LONG[1])
+    repo = prefix.make_repo(tmp_path)
+    read: set[str] = set()
+    for task in range(prefix.TASKS):
+        calls = prefix.task_calls(repo, task)
+        assert calls[-1]["tool"] == "finish" and len(calls) == 72
+        files = {c["args"]["path"] for c in calls if c["tool"] == "read_file"}
+        assert len(files) == 27 and not files & read  # each task its own modules
+        read |= files
+        for edit in (c["args"] for c in calls if c["tool"] == "edit_file"):
+            assert (repo / edit["path"]).read_text().count(edit["old"]) == 1
