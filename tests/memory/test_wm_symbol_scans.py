@@ -5,7 +5,7 @@ import random
 import re
 
 from agent_cli.memory.working import symbols
-from agent_cli.memory.working.symbols import mentioned
+from agent_cli.memory.working.mentions import Mentions
 
 PIECES = [
     "a",
@@ -58,9 +58,10 @@ def test_comments_and_strings_are_blanked_as_the_regex_substitution_does():
 def test_mentioned_words_are_the_regex_words():
     texts = TRICKY + _random_texts(3000) + ["call parse_x(1), 456ms, b_.x-a\x7fb"]
     names = {word: 0 for text in texts for word in re.findall(r"[A-Za-z0-9_]+", text)[:3]}
+    found = Mentions(names)
     for text in texts:
         words = re.findall(r"[A-Za-z0-9_]+", text)
-        assert mentioned(text, names) == names.keys() & words, repr(text)
+        assert found.found_in(text) == names.keys() & words, repr(text)
 
 
 def test_a_line_that_starts_with_a_digit_defines_nothing():

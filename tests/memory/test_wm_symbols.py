@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from agent_cli.memory.working import symbols
-from agent_cli.memory.working.symbols import definitions, identifiers, mentioned, rank_hits
+from agent_cli.memory.working.mentions import Mentions
+from agent_cli.memory.working.symbols import definitions, identifiers, rank_hits
 
 MODULE = '''"""Docs that say def not_a_function(): and class NotAClass."""
 RETRY_LIMIT = 5
@@ -72,7 +73,7 @@ def test_identifiers_are_words_of_two_or_more_characters():
 
 def test_mentioned_names_are_the_known_ones_the_text_uses_once_each():
     known = {"count_attempts": 0, "job_1": 3, "unused": 1}
-    assert mentioned("count_attempts(job_1); count_attempts(x) 3ms", known) == {
+    assert Mentions(known).found_in("count_attempts(job_1); count_attempts(x) 3ms") == {
         "count_attempts",
         "job_1",
     }

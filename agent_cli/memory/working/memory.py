@@ -27,11 +27,12 @@ from agent_cli.memory.working import assembly, recall, scoring
 from agent_cli.memory.working.assembly import FOOTER_TOKENS, Context
 from agent_cli.memory.working.hot import HotZone
 from agent_cli.memory.working.layout import Layout
+from agent_cli.memory.working.mentions import Mentions
 from agent_cli.memory.working.meter import SEPARATOR_TOKENS, Meter
 from agent_cli.memory.working.recall import ColdSearch
 from agent_cli.memory.working.revise import Revisions
 from agent_cli.memory.working.store import InMemStore, Item, Store, id_number
-from agent_cli.memory.working.symbols import definitions, mentioned
+from agent_cli.memory.working.symbols import definitions
 
 __all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory", "WorkingState"]
 
@@ -108,7 +109,7 @@ class WorkingMemory:
         """Empty hot zone, step 0, no goal."""
         self._hot = HotZone(self._score, self.protect_recent_edits)
         self._layout = Layout()
-        self._mentions: dict[str, int] = {}  # defined name -> items that mentioned it since
+        self._mentions = Mentions()  # defined name -> items that mentioned it since
         self._restored: set[str] = set()  # cold records whose recalled view is hot
         self._step = 0
         self._goal = ""
@@ -247,10 +248,11 @@ class WorkingMemory:
     def _reference(self, item: Item) -> None:
         """Count `item`'s mentions of names defined earlier, once per defining hot item."""
         mentions, hot_defs = self._mentions, self._hot.defs
-        names = mentioned(item.text, mentions)
+        names = mentions.found_in(item.text)
         if names:
+            counts = mentions.counts
             for name in names:
-                mentions[name] += 1
+                counts[name] += 1
             bumped: set[str] = set()
             for name in names & hot_defs.keys():
                 bumped.update(hot_defs[name])
@@ -259,7 +261,7 @@ class WorkingMemory:
                 target.refs += 1
                 self._rescore(target)
         for name in item.symbols:
-            mentions.setdefault(name, 0)
+            mentions.define(name)
 
     def _fit(self, need: int = 0, admitted: str | None = None) -> None:
         """Past the budget (with `need` more tokens to come), evict the weakest down to the
@@ -349,7 +351,8 @@ class WorkingMemory:
         """How often each name had been mentioned, to count later mentions while cold."""
         if not names:
             return {}
-        return {name: self._mentions.get(name, 0) for name in names}
+        counts = self._mentions.counts
+        return {name: counts.get(name, 0) for name in names}
 
     def _put(self, record: dict[str, Any]) -> None:
         """Write a record to the store and to the vector index if it is loaded."""
@@ -443,7 +446,7 @@ class WorkingMemory:
 
     def _view(self, record: dict[str, Any]) -> Item:
         """A hot `recalled` copy of a cold record, cut to half the budget, counted exactly."""
-        view = recall.view(record, self._room // 2 - 32, self._mentions, self._step)
+        view = recall.view(record, self._room // 2 - 32, self._mentions.counts, self._step)
         self._meter.exact(view)
         self._rescore(view)
         return view
@@ -482,7 +485,7 @@ class WorkingMemory:
             record = self.store.get(item_id)
             if record is None:
                 raise KeyError(f"no memory item {item_id!r}")
-            item = recall.view(record, record["tokens"], self._mentions, self._step)
+            item = recall.view(record, record["tokens"], self._mentions.counts, self._step)
             item.kind, item.touched, item.tokens = (
                 record["kind"],
                 record["touched"],
@@ -553,7 +556,7 @@ class WorkingMemory:
             "step": self._step,
             "next": self._next,
             "evictions": self._evictions,
-            "mentions": dict(self._mentions),
+            "mentions": dict(self._mentions.counts),
             "restored": sorted(self._restored),
             "recent_edits": list(self._hot.protected),
             "pinned_section": layout["pinned_section"],
@@ -573,7 +576,7 @@ class WorkingMemory:
         self._step = state["step"]
         self._next = max(state["next"], self.store.max_number() + 1)
         self._evictions = state["evictions"]
-        self._mentions = dict(state["mentions"])
+        self._mentions = Mentions(state["mentions"])
         self._restored = set(state["restored"])
         self._file_views = {p: list(ids) for p, ids in state.get("file_views", {}).items()}
         for data in state["items"]:

@@ -1,4 +1,5 @@
-"""Names an item mentions and names it defines: Python's ast when the text parses, a regex otherwise."""
+"""Names an item defines (Python's ast when the text parses, a regex otherwise), the identifiers
+it has, and the ranking of name hits; the names it mentions are counted in mentions.py."""
 
 from __future__ import annotations
 
@@ -6,16 +7,8 @@ import ast
 import keyword
 import re
 import sys
-from collections.abc import Mapping
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
-# A word is a maximal run of ASCII letters, digits and underscores: an ASCII text is cut into
-# words by mapping every other character to a space and splitting (about half the time of a
-# regex; bytes.translate with a table is a third of the time of str.translate), any other text
-# by a regex.
-_WORD_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_TO_SPACES = bytes(code if code in _WORD_CHARS else 32 for code in range(256))
-_WORD_RUN = re.compile(r"[A-Za-z0-9_]+")
 
 # Definitions in other languages and in text that does not parse (diffs, snippets, tracebacks):
 # a keyword and a name, or `name = value` at the start of a line (`key=value`, without spaces,
@@ -42,19 +35,6 @@ _NOT_NAMES = frozenset(keyword.kwlist) | {"self", "cls"}
 def identifiers(text: str) -> frozenset[str]:
     """Every identifier-like word of two or more characters in `text`."""
     return frozenset(_IDENT.findall(text))
-
-
-def mentioned(text: str, names: Mapping[str, object]) -> set[str]:
-    """The keys of `names` that `text` has as whole words (each once).
-
-    A word is a maximal run of ASCII letters, digits and underscores, so a name glued after
-    digits is not mentioned: `456ms` does not mention `ms`.
-    """
-    if text.isascii():
-        words = text.encode("ascii").translate(_TO_SPACES).decode("ascii").split()
-    else:
-        words = _WORD_RUN.findall(text)
-    return names.keys() & words  # looks each word up; copies no key
 
 
 def definitions(text: str) -> tuple[str, ...]:
