@@ -45,6 +45,8 @@ def durability(item: Item, step: int) -> float:
 def _by_durability(items: list[Item], step: int) -> list[Item]:
     """`items` sorted the most durable first (ties keep their order), as sorted() with
     durability() for key would give."""
+    if len(items) < 2:
+        return items  # most batches leave one item after the first they took out
     recent, ahead = scoring.RECENT, step + HORIZON_STEPS
     keys = [
         -(
