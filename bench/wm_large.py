@@ -7,8 +7,8 @@ import random
 import statistics
 
 from agent_cli.core import tokens
-from wm_proto import compare
-from wm_runs import SIZES, print_rows, run_baseline, run_memory
+from wm_proto import side_by_side
+from wm_runs import SIZES, print_rows, run_baseline
 from wm_workload import Session, function_name, function_source, make_session, pick_name
 
 LARGE_MIX = {
@@ -61,12 +61,9 @@ def report() -> None:
         f"budget {LARGE_BUDGET} tokens"
     )
     bases = run_baseline(session, SIZES, "baseline: append-then-trim", LARGE_BUDGET)
-    mems = [
-        run_memory(session, n, "working memory (InMemStore)", budget=LARGE_BUDGET) for n in SIZES
-    ]
+    mems, _ = side_by_side(session, "working memory (InMemStore)", LARGE_BUDGET)
     print_rows([bases[0], mems[0], bases[1], mems[1]])
     print(
         f"budget never exceeded: {all(r.largest <= LARGE_BUDGET for r in bases + mems)}; "
         f"add, {SIZES[1]:,} vs {SIZES[0]:,} items: {mems[1].add_us / mems[0].add_us:.2f}x"
     )
-    compare(session, mems, LARGE_BUDGET)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import statistics
 
 from agent_cli.core import tokens
-from wm_proto import TARGET, compare
-from wm_runs import BUDGET, SIZES, Result, print_rows, run_memory
+from wm_proto import TARGET, side_by_side
+from wm_runs import BUDGET, SIZES, Result, print_rows
 from wm_workload import PINNED_MIX, SESSION_MIX, make_kb_session
 
 WORKLOADS = (
@@ -48,7 +48,6 @@ def report() -> None:
             f"on average, {min(sizes)}-{max(sizes)} tokens (mean {statistics.mean(sizes):.0f}), "
             f"budget {BUDGET} tokens"
         )
-        mems = [run_memory(session, n, "working memory (InMemStore)") for n in SIZES]
+        mems, ratios = side_by_side(session, "working memory (InMemStore)", BUDGET)
         print_rows(mems)
-        ratios = compare(session, mems, BUDGET)
         print(_verdict(mems, ratios))

@@ -77,6 +77,11 @@ class Tally:
         self.wall.append(time.perf_counter() - wall)
         return out
 
+    def block(self, cpu: float, wall: float, items: int) -> None:
+        """Keep the times of a block of `items` calls timed together, shared evenly."""
+        self.cpu.extend([cpu / items] * items)
+        self.wall.extend([wall / items] * items)
+
     def check(self, session: Session, upto: int, tokens_seen: int, present) -> None:
         """Record the context size and how many of the 10 latest edits are in it."""
         self.largest = max(self.largest, tokens_seen)
@@ -102,20 +107,33 @@ class Tally:
         )
 
 
-def run_memory(session: Session, n: int, label: str, store=None, budget: int = BUDGET) -> Result:
-    """Feed `n` items to a WorkingMemory, checking the context every CHECK_EVERY items."""
+def run_memory(
+    session: Session, n: int, label: str, store=None, budget: int = BUDGET, beside=None
+) -> Result:
+    """Feed `n` items to a WorkingMemory in blocks of CHECK_EVERY, checking the context after
+    each; `beside(block)`, when given, is called with each block's items after it (another
+    memory fed the same items in the same conditions, wm_proto.py).
+
+    A block's adds (and the tick after each, one per tool call) are timed together and the
+    time shared evenly by its items: two clock reads per add were some 5% of an add."""
     mem = WorkingMemory(store=store or InMemStore(), max_tokens=budget)
     mem.set_goal(GOAL)
     ids: dict[int, str] = {}
     tally = Tally()
     gc.collect()
-    for i, (kind, text, summary) in enumerate(session.items[:n]):
-        ids[i] = tally.timed(mem.add, kind, text, summary)
-        mem.tick()
-        if i % CHECK_EVERY == CHECK_EVERY - 1 or i == n - 1:
-            ctx = mem.assemble()
-            in_ctx = {item.id for item in ctx.items}
-            tally.check(session, i, ctx.tokens, lambda j: ids[j] in in_ctx)
+    items = session.items[:n]
+    for start in range(0, n, CHECK_EVERY):
+        block = items[start : start + CHECK_EVERY]
+        cpu, wall = time.process_time(), time.perf_counter()
+        for i, (kind, text, summary) in enumerate(block, start):
+            ids[i] = mem.add(kind, text, summary)
+            mem.tick()
+        tally.block(time.process_time() - cpu, time.perf_counter() - wall, len(block))
+        ctx = mem.assemble()
+        in_ctx = {item.id for item in ctx.items}
+        tally.check(session, start + len(block) - 1, ctx.tokens, lambda j: ids[j] in in_ctx)
+        if beside is not None:
+            beside(block)
     assemble_ms = median_ms(mem.assemble, 20)
     hits, recall_ms = _recall_evicted(mem, session, ids, n)
     return tally.result(label, n, assemble_ms, recall_ms, hits)
