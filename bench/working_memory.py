@@ -27,7 +27,7 @@ import wm_large
 import wm_pressure
 from agent_cli.core import tokens
 from agent_cli.memory import SqliteStore, WorkingMemory
-from agent_cli.memory.working.symbols import definitions, identifiers
+from agent_cli.memory.working.names.symbols import definitions, identifiers
 from wm_runs import (
     BUDGET,
     SIZES,

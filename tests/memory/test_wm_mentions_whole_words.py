@@ -1,6 +1,6 @@
 """A mention is a whole word: a run of ASCII letters, digits and underscores equal to a name."""
 
-from agent_cli.memory.working.mentions import Mentions
+from agent_cli.memory.working.names.mentions import Mentions
 
 KNOWN = {"ms": 0, "count_attempts": 0, "job_1": 0}
 

@@ -4,8 +4,8 @@ str.find, words cut with bytes.translate."""
 import random
 import re
 
-from agent_cli.memory.working import symbols
-from agent_cli.memory.working.mentions import Mentions
+from agent_cli.memory.working.names import symbols
+from agent_cli.memory.working.names.mentions import Mentions
 
 PIECES = [
     "a",

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent_cli.memory.working import symbols
-from agent_cli.memory.working.mentions import Mentions
-from agent_cli.memory.working.symbols import definitions, identifiers, rank_hits
+from agent_cli.memory.working.names import symbols
+from agent_cli.memory.working.names.mentions import Mentions
+from agent_cli.memory.working.names.symbols import definitions, identifiers, rank_hits
 
 MODULE = '''"""Docs that say def not_a_function(): and class NotAClass."""
 RETRY_LIMIT = 5

@@ -27,12 +27,12 @@ from agent_cli.memory.working import assembly, recall, scoring
 from agent_cli.memory.working.assembly import FOOTER_TOKENS, Context
 from agent_cli.memory.working.hot import HotZone
 from agent_cli.memory.working.layout import Layout
-from agent_cli.memory.working.mentions import Mentions
 from agent_cli.memory.working.meter import SEPARATOR_TOKENS, Meter
+from agent_cli.memory.working.names.mentions import Mentions
+from agent_cli.memory.working.names.symbols import definitions
 from agent_cli.memory.working.recall import ColdSearch
 from agent_cli.memory.working.revise import Revisions
 from agent_cli.memory.working.store import InMemStore, Item, Store, id_number
-from agent_cli.memory.working.symbols import definitions
 
 __all__ = ["FOOTER_TOKENS", "SEPARATOR_TOKENS", "Context", "WorkingMemory", "WorkingState"]
 

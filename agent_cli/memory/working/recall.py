@@ -14,8 +14,8 @@ from typing import Any
 from agent_cli.core import fences
 from agent_cli.core import tokens as toks
 from agent_cli.memory.working import scoring
+from agent_cli.memory.working.names.symbols import identifiers, rank_hits
 from agent_cli.memory.working.store import Item, Store
-from agent_cli.memory.working.symbols import identifiers, rank_hits
 
 MIN_SIMILARITY = 0.2
 _ID = re.compile(r"m\d+")
