@@ -496,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--long",
         action="store_true",
-        help=f"a long session: {LONG[0]} tool calls over {LONG[1]} modules in each task",
+        help=f"a long session: 72 tool calls (at most {LONG[0]}) over {LONG[1]} modules a task",
     )
     args = parser.parse_args(argv)
     if args.long:
