@@ -152,6 +152,15 @@ def within(server: ChromaServer, seconds: float, action: str, work: Callable[[],
     return result[0]
 
 
+# What a Chroma server answers when a client searches a collection whose vector index another
+# client's writes have not yet put on its disk (chroma-core/chroma#4212): it holds for a moment.
+INDEX_NOT_READY = "Error creating hnsw segment reader"
+
+
+class IndexNotReady(StorageError):
+    """The memory server has not yet written the index a search needs; made again, it answers."""
+
+
 def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> StorageError:
     """Our error for a failure of the store at `where`, with a hint that fits a directory or a server."""
     if not isinstance(where, ChromaServer):
@@ -164,7 +173,8 @@ def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> Stor
             f"memory server {where.url}: {action} failed: {e or type(e).__name__}",
             "check that the server is running, or unset memory_url",
         )
-    return StorageError(f"memory server {where}: {action} failed: {e}", "see the server's log")
+    kind = IndexNotReady if INDEX_NOT_READY in str(e) else StorageError
+    return kind(f"memory server {where}: {action} failed: {e}", "see the server's log")
 
 
 def probe_dir(path: Path, wait_s: float) -> None:

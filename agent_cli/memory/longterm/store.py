@@ -9,6 +9,7 @@ store. No chromadb here: a collection is anything with the `Collection` methods.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 from agent_cli.core.errors import AgentError, EmbedderMismatch
 from agent_cli.core.protocols import Embedder
 from agent_cli.core.redact import redact_all
-from agent_cli.memory.longterm.place import ChromaServer, storage_error
+from agent_cli.memory.longterm.place import ChromaServer, IndexNotReady, storage_error
 
 Meta = dict[str, Any]  # one record's metadata: str, int, float or bool values
 Where = dict[str, Any]  # a Chroma `where` filter
@@ -27,6 +28,8 @@ T = TypeVar("T")
 
 BATCH = 2000
 CANDIDATES = 1000  # nearest rows filtered here before Chroma's filtered query is asked for
+INDEX_TRIES = 3  # a search a server answers with IndexNotReady is asked this often in all
+INDEX_PAUSE_S = 0.5  # before the second try; twice that before the third
 _OPERATORS = ("$eq", "$gt", "$gte", "$lt", "$lte", "$in")
 WRITES = ("writing", "deleting", "expiring", "reindexing")  # what `guard` calls a change
 INCLUDE = ("documents", "metadatas")
@@ -186,8 +189,7 @@ class Store:
             return self._nearest(col, vec, n, None)
         fetch, seen, hits = 4 * n, set[str](), list[Hit]()
         while True:
-            with self.guard("searching"):
-                got = col.query(query_embeddings=[vec], n_results=fetch, include=["distances"])
+            got = self._search(col, query_embeddings=[vec], n_results=fetch, include=["distances"])
             ids = got["ids"][0]
             distance = dict(zip(ids, got["distances"][0], strict=False))
             # the index's answers are approximate, not nested: at most CANDIDATES rows read
@@ -205,6 +207,19 @@ class Store:
                 few = self._few(col, vec, n, where, narrow)
                 return self._nearest(col, vec, n, where) if few is None else few
             fetch = min(fetch * 2, CANDIDATES)
+
+    def _search(self, col: Collection, **query: Any) -> Any:
+        """`col.query(**query)`; asked again after a pause (INDEX_PAUSE_S, then twice that)
+        while a server says it has not yet written the index the search needs."""
+        for attempt in range(INDEX_TRIES):
+            try:
+                with self.guard("searching"):
+                    return col.query(**query)
+            except IndexNotReady:
+                if attempt == INDEX_TRIES - 1:
+                    raise
+                time.sleep(INDEX_PAUSE_S * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def _all_seen(self, col: Collection, seen: set[str]) -> bool:
         """Whether `seen` holds every row of `col`: the index may answer with fewer rows than
@@ -239,13 +254,9 @@ class Store:
 
     def _nearest(self, col: Collection, vec: Any, n: int, where: Where | None) -> list[Hit]:
         """The `n` nearest records of `col` that pass `where`, as Chroma's filtered query finds them."""
-        with self.guard("searching"):
-            got = col.query(
-                query_embeddings=[vec],
-                n_results=n,
-                where=where,
-                include=[*INCLUDE, "distances"],
-            )
+        got = self._search(
+            col, query_embeddings=[vec], n_results=n, where=where, include=[*INCLUDE, "distances"]
+        )
         return [
             (i, d, m or {}, 1.0 - float(dist))
             for i, d, m, dist in zip(
