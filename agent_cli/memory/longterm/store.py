@@ -208,7 +208,7 @@ class Store:
                 return self._nearest(col, vec, n, where) if few is None else few
             fetch = min(fetch * 2, CANDIDATES)
 
-    def _search(self, col: Collection, **query: Any) -> Any:
+    def _search(self, col: Collection, **query: Any) -> Rows:
         """`col.query(**query)`; asked again after a pause (INDEX_PAUSE_S, then twice that)
         while a server says it has not yet written the index the search needs."""
         for attempt in range(INDEX_TRIES):
