@@ -70,8 +70,22 @@ class PtyAgent:
                         break
                 self.code = os.waitstatus_to_exitcode(status)
                 return self.code
+        self.dump_stacks()
         self.kill()
         pytest.fail(f"the agent did not exit within {timeout}s; it showed:\n{self.text}")
+
+    def dump_stacks(self) -> None:
+        """Make a hung child print where each of its threads is (PYTHONFAULTHANDLER dumps
+        them on SIGABRT), so that a failure shows where it hung."""
+        try:
+            os.kill(self.pid, signal.SIGABRT)
+        except ProcessLookupError:
+            return
+        end = time.monotonic() + 5
+        while time.monotonic() < end and self._read(0.1):
+            if os.waitpid(self.pid, os.WNOHANG)[0]:
+                self.code = -1
+                break
 
     def kill(self) -> None:
         if self.code is None:
@@ -92,7 +106,8 @@ def pty_agent(agent_env):
     started: list[PtyAgent] = []
 
     def start(*args: str, cwd: Path, env: dict | None = None) -> PtyAgent:
-        agent = PtyAgent(list(args), cwd, {**agent_env, **(env or {})})
+        # a hung child dumps its threads' stacks when `wait` gives up on it
+        agent = PtyAgent(list(args), cwd, {**agent_env, "PYTHONFAULTHANDLER": "1", **(env or {})})
         started.append(agent)
         return agent
 

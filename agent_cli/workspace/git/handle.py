@@ -14,6 +14,7 @@ run nothing a repository's config names; `close` ends them.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -107,18 +108,27 @@ class RepoHandle:
             from git.exc import GitCommandNotFound  # after _safe imported GitPython, reaped
 
             try:
-                code, out, err = repo.git.execute(
+                # as a process, waited for here: GitPython's own `kill_after_timeout` starts a
+                # watchdog thread that Ctrl-C leaves running, and the interpreter then waits
+                # out its whole timeout before it exits
+                started = repo.git.execute(
                     [repo.git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args],
-                    with_extended_output=True,
-                    with_exceptions=False,
-                    stdout_as_string=False,
-                    strip_newline_in_stdout=False,
-                    kill_after_timeout=TIMEOUT_S,
+                    as_process=True,
                     env=extra_env,
                 )
             except GitCommandNotFound:
                 raise GitError(*_NO_GIT) from None
-        return code, out.decode("utf-8", "surrogateescape"), err
+            proc = started.proc
+            if proc is None:  # only once it was ended, which nothing here has done
+                raise GitError(f"git {args[0]} did not start", _NO_GIT[1])
+            try:
+                out, err = proc.communicate(timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                return 124, "", f"git {args[0]} did not finish in {TIMEOUT_S}s"
+        text = err.decode("utf-8", "replace")
+        return proc.returncode, out.decode("utf-8", "surrogateescape"), text.removesuffix("\n")
 
     def current_branch(self) -> str | None:
         """The checked-out branch's short name, or None when HEAD is detached."""
