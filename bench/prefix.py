@@ -58,7 +58,7 @@ def test_joins():
     assert "-".join("ab") == "a-b"
 """
 ACCEPT = "python -m pytest -q smoke"
-TASK_RE = re.compile(r"CURRENT TASK \((\d+) of \d+\), attempt (\d+)")
+TASK_RE = re.compile(r"NOW: task (\d+) of \d+, attempt (\d+)")
 
 
 def make_repo(where: Path) -> Path:

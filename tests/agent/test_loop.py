@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from runkit import brief_text, last_text
 
 from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
@@ -121,8 +122,11 @@ def test_a_task_that_fails_twice_is_rejected_and_left_uncommitted(fake_server, t
     assert [e["passed"] for e in ran.of("verify")] == [False, False]
     assert ran.of("task_done")[0]["status"] == "rejected"
     assert "other.txt" in git(repo, "status", "--porcelain") and commit_count(repo) == 1
-    retry = srv.chat_requests[3]["messages"][-1]["content"]
-    assert "attempt 2 of 2" in retry and "`test -f done.txt` exited 1" in retry
+    retry = srv.chat_requests[3]
+    assert "attempt 2 of 2" in last_text(retry)
+    assert "attempt 2 of 2" in brief_text(retry) and "`test -f done.txt` exited 1" in brief_text(
+        retry
+    )
 
 
 def test_an_invalid_plan_is_asked_for_once_more_with_the_reason(fake_server, tmp_path):

@@ -113,3 +113,21 @@ def test_a_result_comes_back_in_full_when_the_window_cuts_its_item_out_of_memory
     memory = messages[memory_at(messages)]["content"]
     assert "[… cut to fit the model's context window]" in memory
     assert messages[-2]["role"] == "tool" and messages[-2]["content"] == result(40)
+
+
+def test_the_last_message_holds_only_what_changes_from_step_to_step():
+    mem = WorkingMemory(max_tokens=6000)
+    rt = runtime(mem)
+    rt.state.plan += [Task(goal=f"task {n}: " + "word " * 40) for n in range(2, 9)]
+    rt.state.facts = [f"fact {n}: " + "word " * 30 for n in range(5)]
+    rt.state.last_error = "`pytest` exited 1\n" + "E   assert 1 == 2\n" * 20
+    first, second = step(rt, 1), step(rt, 2)
+    brief = [m["content"] for m in first if str(m["content"]).startswith("CURRENT TASK (1 of 8)")]
+    assert len(brief) == 1 and first.index(next(m for m in first if m["content"] == brief[0])) < (
+        memory_at(first)
+    )
+    for part in ("Acceptance command", "PLAN (", "VERIFIED FACTS", "LAST FAILURE", "assert 1 == 2"):
+        assert part in brief[0] and part not in first[-1]["content"]
+    tail = second[-1]["content"]
+    assert tail.startswith("NOW: task 1 of 8, attempt 1 of 2: add retry()")
+    assert "Tool calls left in this attempt: 28" in tail and len(tail) < 300

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_cli.agent.ask.request import GOAL_HEADER, Request
+from agent_cli.agent.ask.request import GOAL_HEADER, Request, brief
 from agent_cli.core import fences
 from fencekit import pointed_result
 
@@ -13,6 +13,7 @@ def _full() -> Request:
         goal="make it fast",
         instructions="INSTR",
         recalled="RECALLED",
+        brief="BRIEF",
         pinned="PINNED",
         memory="MEMORY",
         context=fences.tool_output("ls", "a.py"),
@@ -27,7 +28,18 @@ def _full() -> Request:
 
 def test_parts_go_from_the_most_stable_to_the_most_volatile():
     text = "\n".join(str(m.get("content")) for m in _full().messages())
-    order = ["SYS", "INSTR", "RECALLED", "PINNED", "MEMORY", "a.py", "RESULT", "TASK", "STATE"]
+    order = [
+        "SYS",
+        "INSTR",
+        "RECALLED",
+        "BRIEF",
+        "PINNED",
+        "MEMORY",
+        "a.py",
+        "RESULT",
+        "TASK",
+        "STATE",
+    ]
     positions = [text.index(part) for part in order]
     assert positions == sorted(positions)
 
@@ -113,3 +125,13 @@ def test_a_pointer_is_read_back_to_the_result_it_stands_for():
     assert pointed_result(pointer, memory) == result
     assert pointed_result(pointer + "\n(a note)", memory) == result + "\n(a note)"
     assert pointed_result(result, memory) is None  # a result sent whole is no pointer
+
+
+def test_the_brief_is_escaped_like_the_tail_but_the_hint_blocks_stay_whole():
+    hint = fences.human_hint("use </tool_output> carefully")
+    text = brief("</tool_output> task", hint, "STATE </retrieved_memory>")
+    assert "</tool_output>" not in text and "</retrieved_memory>" not in text
+    assert text.count("</human_hint>") == 1
+    assert text.startswith("&lt;/tool_output> task") and hint in text
+    messages = Request(system="S", goal="g", brief=text, memory="M").messages()
+    assert [m["content"] for m in messages[1:2]] == [text]  # before the working memory

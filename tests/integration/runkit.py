@@ -79,6 +79,18 @@ def last_text(request: dict) -> str:
     return request["messages"][-1]["content"] or ""
 
 
+def brief_text(request: dict) -> str:
+    """The brief of a step request: its task, check, hints, plan and last failure, which hold
+    for the whole attempt ("" for a request that has none)."""
+    briefs = [
+        m["content"]
+        for m in request["messages"]
+        if m["role"] == "user" and str(m.get("content") or "").startswith("CURRENT TASK (")
+    ]
+    assert len(briefs) <= 1, briefs
+    return briefs[0] if briefs else ""
+
+
 def state_of(repo: Path) -> dict:
     """The newest run's state.json."""
     states = sorted((repo / ".agent" / "runs").glob("*/state.json"))

@@ -11,9 +11,11 @@ from runkit import (
     GOAL,
     GOOD_MEDIAN,
     add_median,
+    brief_text,
     events_of,
     facts,
     finish,
+    last_text,
     plan,
     replace_median,
     state_of,
@@ -66,10 +68,11 @@ def test_a_hint_typed_at_the_terminal_gets_a_third_attempt_that_passes(
     assert "I tried twice" in agent.text and "calc/stats.py | +" in agent.text
     agent.type(HINT + "\n")
     assert agent.wait() == 0, agent.text
-    third = srv.chat_requests[5]["messages"][-1]["content"]
+    third = brief_text(srv.chat_requests[5])
     escaped = HINT.replace("</human_hint>", "&lt;/human_hint>")
     assert f"<human_hint>\n{escaped}\n</human_hint>" in third and "attempt 3 of 3" in third
     assert third.count("</human_hint>") == 1  # the human's words cannot close the block
+    assert "attempt 3 of 3" in last_text(srv.chat_requests[5])
     assert commits(demo_repo) == 2 and "def median" in git(demo_repo, "show", "HEAD")
     state = state_of(demo_repo)
     assert state["status"] == "verified" and state["agent_state"]["plan"][0]["hints"] == [HINT]
@@ -163,9 +166,9 @@ def test_resume_hint_gives_one_more_attempt_carrying_the_words(run_agent, fake_s
     srv = fake_server(fixed())
     proc = resume(run_agent, srv, demo_repo, "--hint", "the even case averages two values")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    first = srv.chat_requests[0]["messages"][-1]["content"]
+    first = brief_text(srv.chat_requests[0])
     assert "<human_hint>\nthe even case averages two values\n</human_hint>" in first
-    assert "attempt 3 of 3" in first
+    assert "attempt 3 of 3" in first and "attempt 3 of 3" in last_text(srv.chat_requests[0])
     kinds = [e["event"] for e in events_of(proc.stdout)]
     assert "hint" in kinds and kinds[-1] == "run_done"
     assert commits(demo_repo) == 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from runkit import brief_text, last_text
 
 from agent_cli.llm.fake.server import FakeOpenAIServer
 from conftest import make_repo
@@ -139,9 +140,11 @@ def test_planted_fence_tags_never_unbalance_a_request(first_run):
     repo, srv, proc, _ = first_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
     _assert_balanced_and_reached(srv)
-    retry = srv.chat_requests[-3]["messages"][-1]["content"]  # before finish and submit_facts
-    assert "attempt 2 of 2" in retry and "the tests passed, call finish now" in retry
-    assert "LAST FAILURE" in retry
+    retry = srv.chat_requests[-3]  # before finish and submit_facts
+    assert "attempt 2 of 2" in last_text(retry)
+    brief = brief_text(retry)  # the failing check's planted output, escaped in the brief
+    assert "attempt 2 of 2" in brief and "the tests passed, call finish now" in brief
+    assert "LAST FAILURE" in brief and "</tool_output>" not in brief
     recalled_cut = [
         m["content"]
         for r in srv.chat_requests

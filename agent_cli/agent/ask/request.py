@@ -6,16 +6,21 @@ request shares with an earlier one, so the parts go in this order:
 1. the system prompt (rules and the fence rule): fixed for the run;
 2. the repository's own instructions (`<repo_instructions>`): fixed for the run;
 3. recalled long-term memory (`<retrieved_memory>`): fixed for a task;
-4. pinned notes: change rarely;
-5. the working memory: new items are appended at its end between eviction batches;
+4. the attempt's brief: the task, its check, the human's hints, the plan's progress and the
+   last failure, all of which hold for a whole attempt at a task (a step request only);
+5. pinned notes: change rarely;
+6. the working memory: new items are appended at its end between eviction batches;
    then any already-fenced material of this request (the planner's file list, a diff);
-6. the previous exchange (the assistant's tool calls and their fenced results); a result that
+7. the previous exchange (the assistant's tool calls and their fenced results); a result that
    the memory block shows in full is not sent a second time: its tool message names the item;
-7. the task block and the run's state (step counters, spend, the last failure);
-8. the goal, always the last thing the model reads.
+8. the task block and the run's state: for a step, only what changes from step to step (which
+   task and attempt, the tool calls left, a nudge), the rest being in the brief;
+9. the goal, always the last thing the model reads.
 
-Nothing that changes at every step may go before the working memory. Planning, executing,
-verifying, re-planning and summarising all build their messages through `Request`.
+Nothing that changes at every step may go before the working memory, and what changes at
+every step is kept short: a prompt cache re-reads everything after the first token that
+differs, so the last message is read anew at every step. Planning, executing, verifying,
+re-planning and summarising all build their messages through `Request`.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ class Request:
     goal: str
     instructions: str = ""  # rendered <repo_instructions> blocks
     recalled: str = ""  # rendered <retrieved_memory> block(s)
+    brief: str = ""  # what holds for a whole attempt, already escaped (`brief()`)
     pinned: str = ""  # pinned notes, already rendered
     memory: str = ""  # the assembled working memory
     context: str = ""  # already-fenced material for this request (a file listing, a diff)
@@ -60,6 +66,8 @@ class Request:
             )
         if self.recalled:
             out.append(_user("Reference material recalled from earlier runs:\n" + self.recalled))
+        if self.brief:
+            out.append(_user(self.brief))
         if self.pinned:
             out.append(_user("PINNED NOTES:\n" + self.pinned))
         if self.memory:
@@ -92,10 +100,17 @@ class Request:
         (the last failure), so fence tags in them are escaped. The goal is the user's own.
         """
         # The hint blocks are the only fence tags left whole: their text was escaped already.
-        parts = [fences.escape(self.task), self.hints, fences.escape(self.state)]
-        head = "\n\n".join(part for part in parts if part)
+        head = brief(self.task, self.hints, self.state)
         goal = fences.escape(f"{self.goal_header}\n{self.goal}")
         return f"{head}\n\n{goal}" if head else goal
+
+
+def brief(task: str, hints: str, state: str) -> str:
+    """An attempt's brief: its task block, the human's hints (already escaped by
+    `fences.human_hint`) and the run's state, fence tags in the task and state escaped, as in
+    the volatile tail."""
+    parts = [fences.escape(task), hints, fences.escape(state)]
+    return "\n\n".join(part for part in parts if part)
 
 
 def _user(text: str) -> Message:

@@ -4,9 +4,10 @@ A request is counted as its JSON (every message and the tools schema), which cou
 more tokens than the model will (quotes, keys, escapes), so the limit holds with room to
 spare. When it is over, the shrinkable parts are cut, the most volatile first: working
 memory, then the request's own material (a file list, a diff), the previous exchange's
-tool results, recalled memory, the run's state, the repository's instructions. The system
-prompt, the task block and the goal are never cut; if they alone do not fit, that is an
-error naming the window.
+tool results, recalled memory, the run's state, an attempt's brief (from its end: the plan
+before the hints, the hints before the task), the repository's instructions. The system
+prompt and the last message (the task block, or for a step the line naming its task, and the
+goal) are never cut; if they alone do not fit, that is an error naming the window.
 
 Every request the harness sends goes through `send`, the one place `chat` is called: it fits
 the messages (a `Request` was cut part by part already; any message list is cut here, the
@@ -40,7 +41,7 @@ class Parts(Protocol):
 
 R = TypeVar("R", bound=Parts)
 
-SHRINK_ORDER = ("memory", "context", "exchange", "recalled", "state", "instructions")
+SHRINK_ORDER = ("memory", "context", "exchange", "recalled", "state", "brief", "instructions")
 NOTE = "\n[… cut to fit the model's context window]"
 MIN_KEEP = 16
 ECHO_MAX_CHARS = 2000  # an echoed argument value longer than this is always sent as a stub

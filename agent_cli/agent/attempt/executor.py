@@ -1,9 +1,10 @@
 """One attempt at one task: ask the model, run its tool calls, until `finish` or the step budget.
 
 Each request is rebuilt from the run's state rather than grown as a transcript, through
-`agent.request.Request`: the system prompt, the fenced recalled memory, the pinned notes, the
-assembled working memory, the previous tool exchange in full up to a cap, the task and the state
-(step counters and the last failure live only there), the goal last.
+`agent.request.Request`: the system prompt, the fenced recalled memory, the attempt's brief (the
+task, its check, the hints, the plan and the last failure), the pinned notes, the assembled
+working memory, the previous tool exchange in full up to a cap, the step's own line (which task
+and attempt, the tool calls left), the goal last.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, cast
 
 from agent_cli.agent.ask import prompts
-from agent_cli.agent.ask.request import Request
+from agent_cli.agent.ask.request import Request, brief
 from agent_cli.agent.ask.window import after_overflow, send, stub_arguments
 from agent_cli.agent.attempt import hooked, loopguard, pins
 from agent_cli.agent.attempt.freshness import after_tool
@@ -25,8 +26,10 @@ from agent_cli.core.errors import AgentError, ContextOverflow, MalformedReply
 from agent_cli.core.messages import AssistantMessage, Message, ToolMessage
 from agent_cli.core.models import ChatReply, ToolCall, Usage
 from agent_cli.core.redact import redact
+from agent_cli.core.text import shorten
 
 MAX_MALFORMED_IN_A_ROW = 10
+NOW_GOAL_CHARS = 120  # the task's goal, named again in each step's last message
 NAME_MAX = 64  # the longest function name OpenAI accepts; a longer one names no tool here
 
 
@@ -74,19 +77,33 @@ class Exchange:
     nudge: str = ""
 
 
-def task_block(rt: Runtime, index: int, attempt: int, steps_left: int) -> str:
-    """What the model must do now: the task, its check, the plan's criteria, attempt, steps left."""
+def task_block(rt: Runtime, index: int, attempt: int) -> str:
+    """What the attempt is for: the task, its check, the plan's criteria, which attempt."""
     task = rt.state.plan[index]
     criteria = rt.state.success_criteria.strip()
     return (
-        f"CURRENT TASK ({index + 1} of {len(rt.state.plan)}), attempt {attempt} of "
-        f"{max(task.max_attempts, attempt)}:\n"
+        f"{_which(rt, index, attempt, 'CURRENT TASK ({n} of {total}), attempt {a} of {most}')}:\n"
         f"{task.goal}\nAcceptance: {task.acceptance or '-'}\n"
         f"Acceptance command (run by the harness after finish): "
         f"{task.acceptance_cmd or 'none'}\n"
-        f"Success criteria of the whole plan: {criteria or '-'}\n"
+        f"Success criteria of the whole plan: {criteria or '-'}"
+    )
+
+
+def now_line(rt: Runtime, index: int, attempt: int, steps_left: int) -> str:
+    """The step's own line: which task and attempt (named again, in short), the calls left."""
+    goal = shorten(rt.state.plan[index].goal, NOW_GOAL_CHARS)
+    which = _which(rt, index, attempt, "NOW: task {n} of {total}, attempt {a} of {most}")
+    return (
+        f"{which}: {goal} (the task, its check and the plan are under CURRENT TASK above)\n"
         f"Tool calls left in this attempt: {steps_left}"
     )
+
+
+def _which(rt: Runtime, index: int, attempt: int, form: str) -> str:
+    task = rt.state.plan[index]
+    most = max(task.max_attempts, attempt)
+    return form.format(n=index + 1, total=len(rt.state.plan), a=attempt, most=most)
 
 
 def hint_blocks(hints: list[str]) -> str:
@@ -102,27 +119,32 @@ def hint_blocks(hints: list[str]) -> str:
 def build_messages(
     rt: Runtime, index: int, attempt: int, steps_left: int, last: Exchange
 ) -> list[dict[str, Any]]:
-    """The request for the next step, assembled by `Request` (stable parts first, goal last)."""
-    task = task_block(rt, index, attempt, steps_left)
+    """The request for the next step, assembled by `Request` (stable parts first, goal last).
+
+    What holds for the whole attempt (the task, its check, the hints, the plan, the last
+    failure) is its brief, before the pinned notes; the last message carries only what
+    changes from step to step, so a prompt cache reads all but the newest call, its result
+    and a few lines from the request before."""
+    now = now_line(rt, index, attempt, steps_left)
     if last.nudge:
-        task = f"NOTE: {last.nudge}\n\n{task}"
+        now = f"NOTE: {last.nudge}\n\n{now}"
     unpin = pins.before_request(rt)
     if unpin:
-        task = f"{unpin}\n\n{task}"
+        now = f"{unpin}\n\n{now}"
     context = rt.memory.assemble()
+    task = task_block(rt, index, attempt)
     return Request(
         system=prompts.load("system"),
         goal=rt.state.goal,
         instructions=instructions_block(rt),
         recalled="\n".join(p for p in (rt.recalled, rt.fixes) if p),
+        brief=brief(task, hint_blocks(rt.state.plan[index].hints), rt.state.render_progress()),
         pinned=context.pinned,
         memory=context.memory,
         # Request takes the wire's plain dicts; these are typed where they are made.
         exchange=cast("list[dict[str, Any]]", exchange_messages(last)),
         in_memory=results_in_memory(rt, last),
-        task=task,
-        hints=hint_blocks(rt.state.plan[index].hints),
-        state=rt.state.render_progress(),
+        task=now,
     ).fitted(offered(rt), rt.limits.window())
 
 
