@@ -7,7 +7,9 @@ own git calls, outside any sandbox. So every git process the harness starts:
 - reads no system config (`GIT_CONFIG_NOSYSTEM=1`) and, as its global config, a file the
   harness writes itself (`GIT_CONFIG_GLOBAL`) holding only the allowed keys (`CARRIED`:
   identity, excludes, line endings, `safe.directory`) read from the user's own config once,
-  before any command could change it; `/dev/null` when there are none;
+  before any command could change it; `/dev/null` when there are none. The file is named by
+  its content, in one folder per user (`$TMPDIR/agent-git-UID`, mode 0700), so runs share it
+  and a killed run leaves nothing behind;
 - keeps of the repository's own config (and what it includes) only the keys on an
   allow-list (`_KEEP`); every other key is overridden with an empty value through
   `GIT_CONFIG_KEY_n` variables (not `-c`, which splits `filter.a=b.clean` at its first `=`);
@@ -24,6 +26,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -203,24 +206,57 @@ def _quote(text: str) -> str:
 
 
 def _config_file(text: str) -> str:
-    """A private file holding `text`, written again before each use if anything changed it."""
+    """A private file holding `text`, named by its content and written again (whole, by a
+    rename) before each use if anything changed it; runs at once share it."""
     if not text:
         return os.devnull
-    if not _files_dir:
-        _files_dir.append(Path(tempfile.mkdtemp(prefix="agent-git-")))
-        atexit.register(shutil.rmtree, _files_dir[0], True)
-    path = _files_dir[0] / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.gitconfig"
     data = text.encode("utf-8", "surrogateescape")
+    folder = _private_dir()
+    path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}.gitconfig"
     try:
         same = path.read_bytes() == data and not path.is_symlink()
     except OSError:
         same = False
     if not same:
-        path.unlink(missing_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        fd, written = tempfile.mkstemp(dir=folder, prefix=".write-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(written, path)
+        except BaseException:
+            Path(written).unlink(missing_ok=True)
+            raise
     return str(path)
+
+
+def _private_dir() -> Path:
+    """The folder of the harness's config files: this user's own in the temporary directory
+    (`agent-git-UID`, mode 0700), so that a run killed by SIGKILL leaves nothing new behind;
+    a folder of this process's, removed at its exit, when that one is not this user's alone."""
+    if not _files_dir:
+        uid = getattr(os, "getuid", lambda: None)()
+        shared = Path(tempfile.gettempdir()) / f"agent-git-{uid}"
+        try:
+            shared.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            uid = None
+        if uid is not None and _owned_alone(shared, uid):
+            _files_dir.append(shared)
+        else:
+            _files_dir.append(Path(tempfile.mkdtemp(prefix="agent-git-")))
+            atexit.register(shutil.rmtree, _files_dir[0], True)
+    return _files_dir[0]
+
+
+def _owned_alone(folder: Path, uid: int) -> bool:
+    """Whether `folder` is a real folder (no link) of user `uid` that no one else may enter."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077
 
 
 def safe_env(
