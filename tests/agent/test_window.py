@@ -61,3 +61,25 @@ def test_a_window_too_small_for_the_fixed_parts_is_a_clear_error():
     req = Request(system="rules " * 2000, goal="g")
     with pytest.raises(AgentError, match="context window leaves 1000"):
         req.fitted(TOOLS, Window(2000, 1000))
+
+
+def test_an_attempts_brief_is_cut_from_its_end_after_recalled_memory_never_the_last_message():
+    brief = "CURRENT TASK (1 of 2), attempt 2 of 2:\nfix it\n\nLAST FAILURE:\n" + "E  x\n" * 3000
+    req = Request(
+        system="You are careful.",
+        goal="make the tests pass",
+        recalled=fences.retrieved_memory("- fact: " + "old " * 400),
+        brief=brief,
+        memory="[edit m1] edited a.py\n" + "alpha beta " * 500,
+        task="NOW: task 1 of 2, attempt 2 of 2: fix it\nTool calls left in this attempt: 3",
+    )
+    window = Window(4000, 1000)
+    fitted = req.fitted(TOOLS, window)
+    assert request_tokens(fitted, TOOLS) <= window.limit
+    text = [str(m["content"]) for m in fitted]
+    assert not any("alpha beta" in t for t in text) and not any("old old" in t for t in text)
+    kept = next(t for t in text if t.startswith("CURRENT TASK (1 of 2)"))
+    assert "fix it\n\nLAST FAILURE:" in kept and kept.endswith(
+        "cut to fit the model's context window]"
+    )
+    assert fitted[-1] == req.messages()[-1]  # the step's own line and the goal, whole
