@@ -76,3 +76,24 @@ def test_a_link_of_that_name_is_not_followed(tmp_path):
     config = Path(_run(repo, tmp, home).stdout.strip())
     assert config.parent.parent == tmp and not config.parent.is_symlink()
     assert list(elsewhere.iterdir()) == []
+
+
+TAKEN_AWAY = (
+    "import shutil, sys; from pathlib import Path; "
+    "from agent_cli.workspace.git.safe import safe_env; "
+    "first = Path(safe_env(Path(sys.argv[1]))['GIT_CONFIG_GLOBAL']); "
+    "shutil.rmtree(first.parent); "
+    "again = Path(safe_env(Path(sys.argv[1]))['GIT_CONFIG_GLOBAL']); "
+    "print(first == again, 'Ada' in again.read_text())"
+)
+
+
+def test_a_folder_taken_away_while_a_run_goes_on_is_made_again(tmp_path):
+    repo, tmp, home = _setup(tmp_path)
+    env = {**os.environ, "TMPDIR": str(tmp), "HOME": str(home)}
+    env.pop("GIT_CONFIG_GLOBAL", None)
+    ran = subprocess.run(
+        [sys.executable, "-c", TAKEN_AWAY, str(repo)], env=env, capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["True", "True"]

@@ -211,14 +211,19 @@ def _config_file(text: str) -> str:
     if not text:
         return os.devnull
     data = text.encode("utf-8", "surrogateescape")
-    folder = _private_dir()
-    path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}.gitconfig"
+    name = f"{hashlib.sha256(data).hexdigest()[:16]}.gitconfig"
+    path = _private_dir() / name
     try:
         same = path.read_bytes() == data and not path.is_symlink()
     except OSError:
         same = False
     if not same:
-        fd, written = tempfile.mkstemp(dir=folder, prefix=".write-")
+        try:
+            fd, written = tempfile.mkstemp(dir=path.parent, prefix=".write-")
+        except FileNotFoundError:  # a cleaner of the temporary directory took the folder
+            _files_dir.clear()
+            path = _private_dir() / name
+            fd, written = tempfile.mkstemp(dir=path.parent, prefix=".write-")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
