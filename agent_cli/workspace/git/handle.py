@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_cli.core.errors import GitError
-from agent_cli.workspace.git.safe import TIMEOUT_S, git_env, safe_env
+from agent_cli.workspace.git.safe import TIMED_OUT, TIMEOUT_S, git_env, safe_env, timed_out
 from agent_cli.workspace.shell import reaper
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class RepoHandle:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.communicate()
-                return 124, "", f"git {args[0]} did not finish in {TIMEOUT_S}s"
+                return TIMED_OUT, "", timed_out(args)
         text = err.decode("utf-8", "replace")
         return proc.returncode, out.decode("utf-8", "surrogateescape"), text.removesuffix("\n")
 

@@ -85,6 +85,7 @@ _REPO_SCOPES = {"local", "worktree"}
 _USER_SCOPES = {"system", "global", "command"}
 _CONFIG_ENV = re.compile(r"GIT_CONFIG(_PARAMETERS|_COUNT|_KEY_\d+|_VALUE_\d+|_SYSTEM|_GLOBAL)?")
 TIMEOUT_S = 120
+TIMED_OUT = 124  # the exit code of a git command killed at TIMEOUT_S (as timeout(1) gives)
 
 Entry = tuple[str, str, str | None]  # scope, key, value (None: a key set without `=`)
 _carried_cache: dict[tuple[str, ...], tuple[str, list[tuple[str, str]]]] = {}
@@ -296,10 +297,15 @@ def run_git(
             timeout=TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
-        return 124, b"", f"git {args[0]} did not finish in {TIMEOUT_S}s"
+        return TIMED_OUT, b"", timed_out(args)
     finally:
         reaper.kill_leftovers(spared)
     return done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")
+
+
+def timed_out(args: list[str]) -> str:
+    """What a git command killed at TIMEOUT_S reports in place of its stderr."""
+    return f"git {args[0]} did not finish in {TIMEOUT_S}s"
 
 
 def with_config(env: dict[str, str], flags: list[str]) -> dict[str, str]:
