@@ -103,3 +103,30 @@ def test_a_note_is_rendered_once():
     assert (
         f"[note {note} pinned] keep the public signature of parse_header" in mem.assemble().pinned
     )
+
+
+def test_a_note_taken_since_leaves_the_pinned_section_as_it_was():
+    # The section comes before the memory block: were it to change, a prompt cache would read
+    # the whole block again. The newest note waits at the end of the block instead.
+    mem = WorkingMemory(max_tokens=1000, pinned_share=0.25)
+    rng = random.Random(3)
+    notes = [mem.note(_text(rng, "note", i, chars=250)) for i in range(4)]
+    mem.lay_out()
+    before = mem.assemble()
+    assert "pinned, shortened]" in before.pinned or "more pinned notes" in before.pinned
+    for i in range(3):
+        mem.add("log", _text(rng, "log", i, chars=300))
+        mem.tick()
+        assert mem.assemble().pinned == before.pinned
+    newest = mem.note(_text(rng, "note", 9, chars=250))
+    after = mem.assemble()
+    assert after.pinned == before.pinned
+    assert f"[note {newest} pinned" in after.memory and newest not in after.pinned
+    share = int((1000 - 64) * 0.25)
+    newest_line = next(line for line in after.memory.split("\n") if f"note {newest} " in line)
+    assert tokens.count(after.pinned) + tokens.count(newest_line) <= share
+    assert all(mem.hot_item(i) for i in [*notes, newest])
+    mem.lay_out()  # the choice is made anew: the newest note in full first
+    settled = mem.assemble()
+    note = mem.hot_item(newest)
+    assert note is not None and note.text in settled.pinned and newest not in settled.memory

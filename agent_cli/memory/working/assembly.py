@@ -3,6 +3,11 @@
 Pinned notes take at most their share of the context. When they are over it, the most recently
 taken (or recalled) are shown in full, the next ones as one line each (id and first words), and
 the rest as one line of ids; all of them stay pinned in the hot zone.
+
+That choice is kept from one context to the next while it fits (`kept()`), because the pinned
+section comes before the memory block: a section that changed would make a prompt cache re-read
+the whole block. A note taken since the choice waits at the end of the memory block, shown there
+in full when it fits beside the notes chosen, else as its one line.
 """
 
 from __future__ import annotations
@@ -57,17 +62,65 @@ def footer(store: Store, restored: Collection[str], count: Callable[[str], int])
         entries.pop()
 
 
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """How the pinned notes are shown: `chosen` maps each note the choice was made for to its
+    cost then; `full` are those shown in full, `lines` the lines that stand for the others in
+    the pinned section (`lines_tokens` tokens). `short` are the notes taken since, shown in the
+    memory block as their one line (`short_line()`)."""
+
+    chosen: dict[str, int]
+    full: frozenset[str]
+    lines: str = ""
+    lines_tokens: int = 0
+    short: frozenset[str] = frozenset()
+
+
+def short_line(item: Item) -> str:
+    """A pinned note as one line: its id and first words."""
+    return f"[note {item.id} pinned, shortened] {shorten(item.text, BRIEF_CHARS)}"
+
+
+def kept(
+    before: Shown | None, notes: list[Item], share: int, count: Callable[[str], int]
+) -> Shown | None:
+    """`before` with the notes taken since added, oldest first, each in full while it fits in
+    `share` beside the notes chosen, else as its line; None when it no longer holds (a note it
+    chose is gone or has changed, or the notes do not fit) and the choice must be made anew."""
+    if before is None:
+        return None
+    chosen = before.chosen
+    if sum(1 for item in notes if chosen.get(item.id) == item.cost) != len(chosen):
+        return None
+    full = {item_id for item_id in before.full if item_id in chosen}  # as chosen
+    used = before.lines_tokens + sum(chosen[item_id] for item_id in full)
+    short: set[str] = set()
+    for item in notes:
+        if item.id in chosen:
+            continue
+        if used + item.cost <= share:
+            full.add(item.id)
+            used += item.cost
+            continue
+        used += count(short_line(item)) + 1
+        short.add(item.id)
+    if used > share:
+        return None
+    return Shown(chosen, frozenset(full), before.lines, before.lines_tokens, frozenset(short))
+
+
 def within_share(
     notes: list[Item],
     share: int,
     count: Callable[[str], int],
     rank: Callable[[Item], tuple[int, ...]],
-) -> tuple[set[str], str]:
-    """The ids of the pinned notes shown in full within `share` tokens (the highest `rank`
-    first), and the lines that stand for the others: one line each while they fit, then one
-    line of the ids of the rest."""
-    if sum(item.cost for item in notes) <= share:
-        return {item.id for item in notes}, ""
+) -> Shown:
+    """The pinned notes shown in full within `share` tokens (the highest `rank` first), and
+    the lines that stand for the others: one line each while they fit, then one line of the
+    ids of the rest."""
+    chosen = {item.id: item.cost for item in notes}
+    if sum(chosen.values()) <= share:
+        return Shown(chosen, frozenset(chosen))
     ranked = sorted(notes, key=rank, reverse=True)
     room = share - MORE_TOKENS
     full: set[str] = set()
@@ -80,7 +133,7 @@ def within_share(
     rest = ranked[len(full) :]
     lines: list[str] = []
     for item in rest:
-        line = f"[note {item.id} pinned, shortened] {shorten(item.text, BRIEF_CHARS)}"
+        line = short_line(item)
         cost = count(line) + 1
         if used + cost > room:
             break
@@ -89,7 +142,8 @@ def within_share(
     more = sorted((item.id for item in rest[len(lines) :]), key=id_number)
     if more:
         lines.append(more_line(more, count))
-    return full, "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return Shown(chosen, frozenset(full), text, count(text) + 1)
 
 
 def more_line(ids: list[str], count: Callable[[str], int]) -> str:
@@ -111,18 +165,20 @@ def pack(
     count: Callable[[str], int],
     leave_out: Callable[[list[Item]], int],
     brief: str = "",
+    short: Collection[str] = (),
 ) -> Context:
     """Render the two parts and count them exactly; should the joins merge into more tokens than
     `max_tokens`, leave memory items out of this render, `leave_out(items)` choosing which.
 
     `footer` is the cold list and the id of the memory item it follows (at the end if absent);
-    `brief` the lines that stand for the pinned notes not shown in full."""
+    `brief` the lines that stand for the pinned notes not shown in full; the notes of `short`
+    are shown in the memory block as their one line."""
     pinned_text = "\n".join([item.render() for item in pinned] + ([brief] if brief else []))
     pinned_tokens = count(pinned_text) if pinned_text else 0
     items = list(memory)
     tail, after = footer
     while True:
-        parts = [item.render() for item in items]
+        parts = [short_line(item) + "\n" if item.id in short else item.render() for item in items]
         if tail:
             at = next((i + 1 for i, item in enumerate(items) if item.id == after), len(items))
             parts.insert(at, tail)

@@ -117,6 +117,7 @@ class WorkingMemory:
         self._evictions = 0
         self._note_recalls: dict[str, int] = {}  # pinned note -> order of its last recall
         self._file_views: dict[str, list[str]] = {}  # path -> items showing it since its last edit
+        self._shown: assembly.Shown | None = None  # how the last context showed the pinned notes
 
     @property
     def step(self) -> int:
@@ -391,6 +392,7 @@ class WorkingMemory:
         if note is not None and note.pinned:
             note.touched = self._step  # the most recently touched notes are shown in full
             self._note_recalls[note.id] = len(self._note_recalls) + 1
+            self._shown = None  # chosen anew, this note first
             return [note.id]
         self._search.cooldown_steps = self.recall_cooldown_steps
         return self._restore(self._search.find(query, k, self._restored, self._step))
@@ -452,8 +454,10 @@ class WorkingMemory:
         return view
 
     def lay_out(self) -> None:
-        """Move the notes taken since the last call into the pinned section (layout.py)."""
+        """Move the notes taken since the last call into the pinned section (layout.py), and
+        choose anew which of them are shown in full (the prefix changes here anyway)."""
         self._layout.settle(self._hot)
+        self._shown = None
 
     def hot_item(self, item_id: str) -> Item | None:
         """The hot item with this id, or None when it is cold or unknown."""
@@ -500,12 +504,11 @@ class WorkingMemory:
         """The pinned notes, then the memory block in its stable order and the list of what is
         cold; every item in it counted exactly, the whole never over `max_tokens`."""
         self._settle()
-        notes = [item for item in self._hot if item.pinned]
-        full, brief = assembly.within_share(
-            notes, self._pinned_room(), self._meter.count, self._note_rank
-        )
+        shown = self._shown_notes()
         pinned, memory = self._layout.split(
-            item for item in self._hot if not item.pinned or item.id in full
+            item
+            for item in self._hot
+            if not item.pinned or item.id in shown.full or item.id in shown.short
         )
         tail = assembly.footer(self.store, self._restored, self._meter.count)
         after = self._layout.footer_after(memory, tail)
@@ -516,8 +519,20 @@ class WorkingMemory:
             self.max_tokens,
             self._meter.count,
             self._left_out,
-            brief,
+            shown.lines,
+            shown.short,
         )
+
+    def _shown_notes(self) -> assembly.Shown:
+        """How the pinned notes are shown within their share: as in the last context while that
+        holds, else chosen anew, the most recently taken or recalled in full first."""
+        notes = [item for item in self._hot if item.pinned]
+        share = self._pinned_room()
+        shown = assembly.kept(self._shown, notes, share, self._meter.count)
+        if shown is None:
+            shown = assembly.within_share(notes, share, self._meter.count, self._note_rank)
+        self._shown = shown
+        return shown
 
     def _note_rank(self, item: Item) -> tuple[int, int, int]:
         """Which pinned notes are shown in full first: the last touched, recalled ones first."""
