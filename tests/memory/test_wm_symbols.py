@@ -139,6 +139,18 @@ TRICKY = [
     "if x: LOCAL = 1\nelif y: OTHER = 2\nelse: LAST = 3\n",
     "x = 1\r\ndef crlf(): pass\r\n",
     "def f():\n    return (\n" + "(" * 40 + "1" + ")" * 40 + "\n    )\n",
+    # function bodies and blocks passed over without reading their lines
+    "def f():\n    x = 1\n\n    y = 2\nZ = 3\n",
+    "def f():\n\n\ndef g():\n    pass\n",
+    "class K:\n    def m(self):\n        a = 1\n    ATTR = 2\n",
+    "def f():\n    with x:\n        y = 1\n    def inner():\n        z = 1\nW = 1\n",
+    "if x:\n    def f():\n        q = 1\nelse:\n    R = 2\n",
+    "def f():\n    x = 1\n  y = 2\nV = 1\n",
+    "def f():\n    x = 1\n        y = 2\nV = 1\n",
+    "def f():\n    if a:\n        b = 1\n    else:\n        c = 2\n",
+    "def f():\n    match x:\n        case 1:\n            def g(): pass\nU = 1\n",
+    "def f():\n    pass",
+    "def f():\n    " + "x = 1\n    " * 50 + "return x\nclass After:\n    B = 1\n",
 ]
 
 
@@ -258,6 +270,8 @@ def test_definitions_agree_with_the_parse_on_generated_python():
             at = rng.randrange(len(text))
             text = text[:at] + text[at + 1 :]
         assert definitions(text) == by_parse(text), text
+        names = parsed_names(text)
+        assert names is None or symbols._shape(text) in (None, names), text
 
 
 def counting_parse(monkeypatch) -> list[str]:
@@ -292,3 +306,24 @@ def test_the_parse_still_decides_where_the_skeleton_cannot(monkeypatch):
     parsed = counting_parse(monkeypatch)
     assert definitions(MODULE)[-3:] == ("backoff_s", "run", "FLAG")  # class and if blocks
     assert parsed == [MODULE]
+
+
+def parsed_names(text: str) -> list[str] | None:
+    """The names _collect() finds in `text`, None when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    names: list[str] = []
+    symbols._collect(tree.body, names, in_function=False)
+    return names
+
+
+@pytest.mark.parametrize("text", TRICKY + [f"def head(): pass\n{line}\n" for line in ONE_LINERS])
+def test_the_skeleton_reads_what_the_parse_finds_or_says_it_is_unsure(text):
+    # definitions() would still be right if _shape() were wrong (it parses whenever the two
+    # differ), so _shape() is held to its own promise: the parse's names exactly, or None.
+    names = parsed_names(text)
+    if names is None:
+        return
+    assert symbols._shape(text) in (None, names)

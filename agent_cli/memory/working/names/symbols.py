@@ -114,7 +114,9 @@ def _unique(names: list[str]) -> tuple[str, ...]:
 # (which joins continuation lines), so each line left is one logical line. For text that parses
 # it gives the names _collect() would find, or None where it is not sure; it raises SyntaxError
 # only for text that cannot parse. definitions() parses only when those names and the regex's
-# differ: where they agree, the regex's answer is right whether or not the text parses.
+# differ: where they agree, the regex's answer is right whether or not the text parses. A
+# function body with no nested `def` or `class`, and a block _collect() does not enter, are
+# passed over with two regex searches instead of being read line by line (_passed_over()).
 
 _HOLE = "\x01"  # stands for a string or a bracketed group in the skeleton
 # Comments and strings in one left-to-right pass, as the tokenizer reads them: a quote inside a
@@ -143,6 +145,10 @@ _DEF = re.compile(r"(?:async +)?(def|class) +([A-Za-z_][A-Za-z0-9_]*)")
 _ASSIGN = re.compile(r"(?<![=!<>:+\-*/%@&|^~])=(?!=)")
 _LAMBDA = re.compile(r"\blambda\b")
 _DEFS = ("def ", "class ", "async ")
+_NESTED = re.compile(r"\n *(?:def|class|async) ")  # a line of a body that starts with one of _DEFS
+_FILLED = re.compile(r"[^ \n]")
+_BLOCK_ENDS: dict[int, re.Pattern[str]] = {}  # header indent -> the next line no deeper
+_CACHED_INDENT = 64  # deeper indents are rare: their patterns are not kept
 _BLOCKS = frozenset(("if", "elif", "else", "for", "while", "try", "finally", "with"))
 _HEADERS = _BLOCKS | {"except", "def", "class", "async", "match", "case"}
 _KEYWORDS = frozenset(keyword.kwlist)
@@ -213,17 +219,22 @@ def _shape(text: str) -> list[str] | None:
     if not code.isascii() or any(char in code for char in _NOT_SURE):
         return None
     try:
-        return _read(code.split("\n"))
+        return _read(code)
     except _Unsure:
         return None
 
 
-def _read(lines: list[str]) -> list[str]:
+def _read(code: str) -> list[str]:
     """The names defined by logical lines, block by block as _collect() walks them."""
     names: list[str] = []
     blocks = [(-1, _COLLECT)]  # (indent of the header, what its block is)
     where, last_indent, opened = _COLLECT, 0, None
-    for line in lines:
+    lines = code.split("\n")
+    at = offset = 0  # the next line to read, and where it starts in `code`
+    while at < len(lines):
+        line = lines[at]
+        at += 1
+        offset += len(line) + 1
         statement = line.lstrip(" ")
         if not statement:
             continue
@@ -245,9 +256,37 @@ def _read(lines: list[str]) -> list[str]:
         if opened is not None:
             blocks.append((indent, opened))
             where = opened
+            end = _passed_over(code, offset, indent, opened)
+            if end is not None:
+                at += code.count("\n", offset - 1, end)
+                offset, last_indent, opened = end + 1, indent + 1, None
     if opened is not None:
         raise SyntaxError("an indented block expected at the end")
     return names
+
+
+def _passed_over(code: str, start: int, indent: int, block: int) -> int | None:
+    """Where the body that starts at `start`, of a header indented by `indent`, ends (the
+    newline before the next line indented no deeper, or the end of `code`), when nothing in it
+    can define a name _collect() keeps: a block it does not enter, or a function body with no
+    `def`, `class` or `async` line. None when the body must be read line by line, or is empty.
+
+    Skipping such a body leaves its lines' syntax unchecked; that only costs a parse, which
+    definitions() runs whenever the names read here differ from the regex's."""
+    if block != _FUNCTION and block != _OPAQUE:
+        return None
+    pattern = _BLOCK_ENDS.get(indent)
+    if pattern is None:
+        pattern = re.compile(rf"\n {{0,{indent}}}+[^ \n]")
+        if indent <= _CACHED_INDENT:
+            _BLOCK_ENDS[indent] = pattern
+    found = pattern.search(code, start - 1)
+    end = len(code) if found is None else found.start()
+    if _FILLED.search(code, start, end) is None:
+        return None  # an empty body: read on, which finds the missing block
+    if block == _FUNCTION and _NESTED.search(code, start - 1, end) is not None:
+        return None
+    return end
 
 
 def _statement(statement: str, where: int, names: list[str]) -> int | None:
