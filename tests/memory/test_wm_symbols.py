@@ -93,19 +93,25 @@ def test_rank_hits_puts_ids_then_exact_then_folded_names_first():
 # parses, the line regex otherwise.
 
 
+def parsed_names(text: str) -> list[str] | None:
+    """The names _collect() finds in `text`, None when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    names: list[str] = []
+    symbols._collect(tree.body, names, in_function=False)
+    return names
+
+
 def by_parse(text: str) -> tuple[str, ...]:
     """definitions() as it was before the skeleton: parse whenever there is a def or class."""
     regex = re.compile("^" + symbols._DEF_LINE.pattern[2:], re.MULTILINE)  # `^` for the `\n`
     found = symbols._unique([a or b for a, b in regex.findall(text)])
     if "def " not in text and "class " not in text:
         return found if symbols._OTHER_HINTS.search(text) else ()
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return found
-    names: list[str] = []
-    symbols._collect(tree.body, names, in_function=False)
-    return symbols._unique(names)
+    names = parsed_names(text)
+    return found if names is None else symbols._unique(names)
 
 
 TRICKY = [
@@ -306,17 +312,6 @@ def test_the_parse_still_decides_where_the_skeleton_cannot(monkeypatch):
     parsed = counting_parse(monkeypatch)
     assert definitions(MODULE)[-3:] == ("backoff_s", "run", "FLAG")  # class and if blocks
     assert parsed == [MODULE]
-
-
-def parsed_names(text: str) -> list[str] | None:
-    """The names _collect() finds in `text`, None when it does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    names: list[str] = []
-    symbols._collect(tree.body, names, in_function=False)
-    return names
 
 
 @pytest.mark.parametrize("text", TRICKY + [f"def head(): pass\n{line}\n" for line in ONE_LINERS])
