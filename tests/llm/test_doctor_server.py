@@ -28,6 +28,7 @@ def test_doctor_against_a_llama_cpp_like_server(run_agent, fake_server, scratch_
     ) in out
     assert len(srv.chat_requests) == 2  # one tiny request, then one plan-sized
     assert srv.chat_requests[1]["tools"][0]["function"]["name"] == "submit_plan"
+    assert srv.chat_requests[1]["tool_choice"] == "required"  # a value servers accept
     assert srv.chat_requests[1]["max_tokens"] == 1024  # the room a run leaves a plan
 
 

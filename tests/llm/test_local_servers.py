@@ -352,3 +352,13 @@ def test_cached_prompt_tokens_are_counted_and_priced(fake_server, step, stream):
         fake_server([{"content": "a", **step}]), price_in=2.0, price_out=10.0, price_cached=0.2
     )
     assert priced.chat(ASK).usage.cost_usd == pytest.approx((200 * 2 + 800 * 0.2 + 100) / 1e6)
+
+
+@pytest.mark.parametrize("choice", ["submit_plan", "any", 3])
+def test_a_tool_choice_no_server_accepts_is_refused_as_servers_do(fake_server, choice):
+    # OpenAI and llama.cpp answer 400 to a tool_choice that is neither "none", "auto",
+    # "required" nor the function object: the loopback server does too, so a request built
+    # that way fails in the tests as it would for a user.
+    srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}])
+    with pytest.raises(ModelError, match="tool_choice|Invalid value"):
+        chat_model(srv, max_retries=0).chat(ASK, [PLAN], choice)

@@ -71,9 +71,33 @@ def _echo_is_broken(body: dict[str, Any]) -> bool:
     return False
 
 
+CHOICES = ("none", "auto", "required")  # the strings `tool_choice` may be
+
+
+def _bad_choice(choice: Any) -> bool:
+    """Whether `tool_choice` is no value the protocol allows: one of CHOICES, or
+    {"type": "function", "function": {"name": ...}} (OpenAI and llama.cpp answer 400)."""
+    if choice is None or choice in CHOICES:
+        return False
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        return not (
+            choice.get("type") == "function"
+            and isinstance(function, dict)
+            and isinstance(function.get("name"), str)
+        )
+    return True
+
+
 def refusal(body: dict[str, Any], b: Behaviour) -> Step | None:
     """The error (or ignored forcing) a real server of this behaviour would answer, if any."""
     choice = body.get("tool_choice")
+    if _bad_choice(choice):
+        return _error(
+            400,
+            f"Invalid value: {choice!r}. Supported values are: 'none', 'auto', and 'required'.",
+            param="tool_choice",
+        )
     if body.get("stream") and b.stream == "refuse":
         return _error(400, "'stream' is not supported by this server")
     if body.get("stream_options") and b.stream == "no_usage":

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from agent_cli.core import strictjson
 from agent_cli.core.errors import ModelError
-from agent_cli.llm.base import function_tool
+from agent_cli.llm.base import force, function_tool
 from agent_cli.llm.server.info import fit_window
 from agent_cli.llm.wire.forcing import DESCRIBED
 
@@ -75,8 +75,9 @@ def probe(chat: OpenAIChat) -> ServerReport:
 
 
 def _plan_sized(chat: OpenAIChat) -> str:
-    """Why a small forced `submit_plan` does not come back whole ("" when it does)."""
-    reply = chat.chat(PLAN_PROBE_MESSAGES, [PLAN_PROBE_TOOL], "submit_plan")
+    """Why a small forced `submit_plan` does not come back whole ("" when it does); forced as
+    a run forces its one tool, in the form the first probe found."""
+    reply = chat.chat(PLAN_PROBE_MESSAGES, [PLAN_PROBE_TOOL], force("submit_plan"))
     calls = [c for c in reply.tool_calls if c.name == "submit_plan"]
     cut = reply.finish_reason == "length"
     try:
