@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent_cli.core.errors import AgentError, ConfigError
+from agent_cli.core.errors import AgentError, ConfigError, ModelRefused
 
 if TYPE_CHECKING:
     from agent_cli.agent.run.roles import Role
@@ -74,7 +74,9 @@ def _check_endpoint(settings: Settings, at: Target | None = None) -> str:
 
 def _answers_anyway(settings: Settings, at: Target) -> bool:
     """Whether a one-token request for a model the server does not list is answered: llama.cpp
-    serves its one model whatever name a request gives (unless started with --alias)."""
+    serves its one model whatever name a request gives (unless started with --alias). Only a
+    refusal says no; a server that does not answer in time (busy, stalled) raises that, since
+    it tells nothing of the model's name."""
     from agent_cli.llm.openai.chat import OpenAIChat
 
     client = OpenAIChat(
@@ -88,7 +90,7 @@ def _answers_anyway(settings: Settings, at: Target) -> bool:
     )
     try:
         client.chat([{"role": "user", "content": "Say ok."}])
-    except AgentError:
+    except ModelRefused:
         return False
     return True
 

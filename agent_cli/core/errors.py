@@ -42,6 +42,11 @@ class ModelError(AgentError):
     """The model endpoint failed: unreachable, refused the key, unknown model, bad reply."""
 
 
+class ModelRefused(ModelError):
+    """The endpoint answered the request with a refusal: a 4xx status other than a rate limit
+    (a key it does not take, a model it does not serve, a request it rejects)."""
+
+
 class MalformedReply(ModelError):
     """The endpoint answered, but not with a chat completion we can read."""
 

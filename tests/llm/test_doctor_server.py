@@ -124,3 +124,19 @@ def test_doctor_fails_when_a_plan_sized_reply_is_cut_at_the_length_limit(
     assert proc.returncode == 1 and len(fails) == 1, out
     assert "forced single tool works, but a plan-sized reply was cut at the length limit" in out
     assert "replies get up to 1,024 tokens here: raise reserved_output_tokens" in out
+
+
+def test_a_server_too_busy_to_answer_is_not_said_to_lack_the_model(
+    run_agent, fake_server, scratch_repo
+):
+    # The one-token request that asks whether an unlisted name is served gets no answer in
+    # time: that says nothing of the model, so doctor says the server did not answer.
+    srv = fake_server(
+        [{**CALL, "delay": 5}, CALL, PLAN], models=("/models/small.gguf",), any_model=True
+    )
+    proc = run_agent(
+        "doctor", "--base-url", srv.url, cwd=scratch_repo, env={"AGENT_REQUEST_TIMEOUT_S": "1"}
+    )
+    out = proc.stdout[proc.stdout.index("checks") :]
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    assert "did not answer in time" in out and "is not served by" not in out, out

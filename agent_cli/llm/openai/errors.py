@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import openai
 
-from agent_cli.core.errors import ModelError
+from agent_cli.core.errors import ModelError, ModelRefused
 from agent_cli.llm.wire.stream import StreamCut, StreamFailed
 
 
@@ -35,12 +35,12 @@ def status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelEr
     """The error for an HTTP status that retrying did not (or could not) cure."""
     status, detail = e.status_code, error_message(e)
     if status in (401, 403):
-        return ModelError(
+        return ModelRefused(
             f"{base_url} refused the API key ({status}: {detail})",
             "check OPENAI_API_KEY; it must be a valid key for this endpoint",
         )
     if status == 404:
-        return ModelError(
+        return ModelRefused(
             f"model {model!r} was not found at {base_url} ({detail})",
             "run `agent doctor` to list the endpoint's models, then set --model",
         )
@@ -54,7 +54,7 @@ def status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelEr
             f"{base_url} kept failing with {status} ({detail})",
             "the server is in trouble; resume later with `agent run --resume`",
         )
-    return ModelError(
+    return ModelRefused(
         f"{base_url} rejected the request ({status}: {detail})",
         "check --model and that the server supports function tools",
     )
