@@ -362,3 +362,16 @@ def test_a_tool_choice_no_server_accepts_is_refused_as_servers_do(fake_server, c
     srv = fake_server([{"tool": "submit_plan", "args": PLAN_ARGS}])
     with pytest.raises(ModelError, match="tool_choice|Invalid value"):
         chat_model(srv, max_retries=0).chat(ASK, [PLAN], choice)
+
+
+def test_a_tool_call_left_unanswered_is_refused_as_servers_do(fake_server):
+    # OpenAI answers 400 when an assistant's tool call has no tool message right after it;
+    # the loopback server does too, so a request built that way fails in the tests.
+    srv = fake_server([{"content": "ok"}])
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    messages = [*ASK, {"role": "assistant", "content": None, "tool_calls": [call]}, *ASK]
+    with pytest.raises(ModelError, match="did not have response messages: c1"):
+        chat_model(srv, max_retries=0).chat(messages, [READ], "auto")
+    stray = [*ASK, {"role": "tool", "tool_call_id": "c9", "content": "x"}]
+    with pytest.raises(ModelError, match="role 'tool'"):
+        chat_model(srv, max_retries=0).chat(stray, [READ], "auto")

@@ -89,8 +89,37 @@ def _bad_choice(choice: Any) -> bool:
     return True
 
 
+def _unanswered_calls(messages: list[dict[str, Any]]) -> str | None:
+    """What OpenAI answers 400 about in a message list: tool calls some of whose ids no tool
+    message right after them answers, or a tool message that answers no such call."""
+    waiting: set[str] = set()
+    for message in messages:
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in waiting:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'."
+                )
+            waiting.discard(call_id)
+            continue
+        if waiting:
+            break
+        waiting = {str(c.get("id")) for c in message.get("tool_calls") or []}
+    if waiting:
+        return (
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {', '.join(sorted(waiting))}"
+        )
+    return None
+
+
 def refusal(body: dict[str, Any], b: Behaviour) -> Step | None:
     """The error (or ignored forcing) a real server of this behaviour would answer, if any."""
+    unanswered = _unanswered_calls(body.get("messages") or [])
+    if unanswered:
+        return _error(400, unanswered, param="messages")
     choice = body.get("tool_choice")
     if _bad_choice(choice):
         return _error(
