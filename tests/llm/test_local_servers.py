@@ -375,3 +375,17 @@ def test_a_tool_call_left_unanswered_is_refused_as_servers_do(fake_server):
     stray = [*ASK, {"role": "tool", "tool_call_id": "c9", "content": "x"}]
     with pytest.raises(ModelError, match="role 'tool'"):
         chat_model(srv, max_retries=0).chat(stray, [READ], "auto")
+
+
+@pytest.mark.parametrize(
+    ("messages", "error"),
+    [
+        ([{"role": "user", "content": None}], "expected a string, got null"),
+        ([{"role": "assistant", "content": None}, *ASK], "expected a string, got null"),
+        ([{"role": "robot", "content": "hi"}], "Invalid value: 'robot'"),
+    ],
+)
+def test_a_message_no_server_accepts_is_refused_as_servers_do(fake_server, messages, error):
+    srv = fake_server([{"content": "ok"}])
+    with pytest.raises(ModelError, match=error):
+        chat_model(srv, max_retries=0).chat(messages, None, None)

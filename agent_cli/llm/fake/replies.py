@@ -115,11 +115,30 @@ def _unanswered_calls(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+def _malformed(body: dict[str, Any]) -> str | None:
+    """What OpenAI answers 400 about in a request's shape: an empty tools list, a message of
+    no known role, or one with no content (an assistant's may have tool calls instead)."""
+    if "tools" in body and not body["tools"]:
+        return "[] is too short - 'tools'"
+    for at, message in enumerate(body.get("messages") or []):
+        role = message.get("role")
+        if role not in ROLES:
+            return f"Invalid value: {role!r}. Supported values are: {', '.join(ROLES)}."
+        if message.get("content") is None and not (
+            role == "assistant" and message.get("tool_calls")
+        ):
+            return f"Invalid value for 'messages[{at}].content': expected a string, got null."
+    return _unanswered_calls(body.get("messages") or [])
+
+
 def refusal(body: dict[str, Any], b: Behaviour) -> Step | None:
     """The error (or ignored forcing) a real server of this behaviour would answer, if any."""
-    unanswered = _unanswered_calls(body.get("messages") or [])
-    if unanswered:
-        return _error(400, unanswered, param="messages")
+    malformed = _malformed(body)
+    if malformed:
+        return _error(400, malformed, param="messages")
     choice = body.get("tool_choice")
     if _bad_choice(choice):
         return _error(
