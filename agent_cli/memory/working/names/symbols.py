@@ -4,6 +4,7 @@ it has, and the ranking of name hits; the names it mentions are counted in menti
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 import re
 import sys
@@ -147,8 +148,6 @@ _LAMBDA = re.compile(r"\blambda\b")
 _DEFS = ("def ", "class ", "async ")
 _NESTED = re.compile(r"\n *(?:def|class|async) ")  # a line of a body that starts with one of _DEFS
 _FILLED = re.compile(r"[^ \n]")
-_BLOCK_ENDS: dict[int, re.Pattern[str]] = {}  # header indent -> the next line no deeper
-_CACHED_INDENT = 64  # deeper indents are rare: their patterns are not kept
 _BLOCKS = frozenset(("if", "elif", "else", "for", "while", "try", "finally", "with"))
 _HEADERS = _BLOCKS | {"except", "def", "class", "async", "match", "case"}
 _KEYWORDS = frozenset(keyword.kwlist)
@@ -275,18 +274,19 @@ def _passed_over(code: str, start: int, indent: int, block: int) -> int | None:
     definitions() runs whenever the names read here differ from the regex's."""
     if block != _FUNCTION and block != _OPAQUE:
         return None
-    pattern = _BLOCK_ENDS.get(indent)
-    if pattern is None:
-        pattern = re.compile(rf"\n {{0,{indent}}}+[^ \n]")
-        if indent <= _CACHED_INDENT:
-            _BLOCK_ENDS[indent] = pattern
-    found = pattern.search(code, start - 1)
+    found = _block_end(indent).search(code, start - 1)
     end = len(code) if found is None else found.start()
     if _FILLED.search(code, start, end) is None:
         return None  # an empty body: read on, which finds the missing block
     if block == _FUNCTION and _NESTED.search(code, start - 1, end) is not None:
         return None
     return end
+
+
+@functools.lru_cache(maxsize=64)
+def _block_end(indent: int) -> re.Pattern[str]:
+    """A newline followed by a line indented by at most `indent` (a blank line is not one)."""
+    return re.compile(rf"\n {{0,{indent}}}+[^ \n]")
 
 
 def _statement(statement: str, where: int, names: list[str]) -> int | None:
