@@ -119,10 +119,8 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
 def _malformed(body: dict[str, Any]) -> str | None:
-    """What OpenAI answers 400 about in a request's shape: an empty tools list, a message of
-    no known role, or one with no content (an assistant's may have tool calls instead)."""
-    if "tools" in body and not body["tools"]:
-        return "[] is too short - 'tools'"
+    """What OpenAI answers 400 about in a request's messages: one of no known role, one with
+    no content (an assistant's may have tool calls instead), or tool calls out of order."""
     for at, message in enumerate(body.get("messages") or []):
         role = message.get("role")
         if role not in ROLES:
@@ -136,6 +134,8 @@ def _malformed(body: dict[str, Any]) -> str | None:
 
 def refusal(body: dict[str, Any], b: Behaviour) -> Step | None:
     """The error (or ignored forcing) a real server of this behaviour would answer, if any."""
+    if "tools" in body and not body["tools"]:
+        return _error(400, "[] is too short - 'tools'", param="tools")
     malformed = _malformed(body)
     if malformed:
         return _error(400, malformed, param="messages")
