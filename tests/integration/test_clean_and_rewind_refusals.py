@@ -270,3 +270,58 @@ def test_a_run_starting_in_the_checkout_holds_off_a_rewind_and_another_named_run
         code, out, err = agent("rewind", "run-x", "--yes", "--repo", str(repo))
         assert code == 0, err
     assert tip(repo, "agent/run-x") == base and "the run's base" in out
+
+
+def test_rewind_keeps_a_commit_the_user_added_to_the_runs_branch(agent, repo):
+    seed(repo, "run-u", ["verified", "verified"])
+    git(repo, "switch", "-q", "agent/run-u")
+    (repo / "mine.txt").write_text("the user's own work\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-q", "-m", "my own change")
+    mine = tip(repo, "HEAD")
+    git(repo, "switch", "-q", "main")
+    code, _, err = agent("rewind", "run-u", "--to-task", "1", "--yes", "--repo", str(repo))
+    assert code == 1 and "did not make" in err and mine[:12] in err and "'my own change'" in err
+    assert tip(repo, "agent/run-u") == mine  # nothing moved
+    git(repo, "branch", "keep", mine)  # kept on a branch of the user's: the rewind may go on
+    code, out, err = agent("rewind", "run-u", "--to-task", "1", "--yes", "--repo", str(repo))
+    assert code == 0, err
+    assert tip(repo, "keep") == mine and tip(repo, "agent/run-u") != mine
+
+
+def test_clean_branches_keeps_a_resumable_run_and_a_branch_no_run_made(agent, repo):
+    seed(repo, "run-back", ["verified", "verified"])
+    code, _, err = agent("rewind", "run-back", "--yes", "--repo", str(repo))
+    assert code == 0, err  # back to its base: merged into main, trivially, and not finished
+    seed(repo, "run-stuck", ["rejected"])  # nothing committed: its tip is main's
+    git(repo, "branch", "agent/keep-this")  # the user's own, under agent/
+    seed(repo, "run-done", ["verified"], merged=True)
+    code, out, err = agent("clean", "--branches", "--repo", str(repo))
+    assert code == 0, err
+    assert "deleted branch agent/run-done (merged into main)" in out
+    assert "kept branch agent/run-back: run run-back is not finished" in out
+    assert "kept branch agent/run-stuck: run run-stuck is not finished" in out
+    assert "keep-this" not in out
+    branches = git(repo, "branch", "--format=%(refname:short)").split()
+    assert sorted(branches) == ["agent/keep-this", "agent/run-back", "agent/run-stuck", "main"]
+
+
+def test_clean_forgets_only_the_agents_own_missing_worktrees(agent, repo, tmp_path):
+    gone = seed(repo, "run-gone", ["verified"], worktree=True)
+    git(repo, "worktree", "remove", "--force", str(gone))
+    git(repo, "worktree", "add", "-q", "--detach", str(gone))  # registered again, then deleted
+    import shutil
+
+    shutil.rmtree(gone)
+    theirs = tmp_path / "theirs"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(theirs))
+    (theirs / "staged.txt").write_text("staged\n")
+    git(theirs, "add", "staged.txt")
+    away = tmp_path / "away"
+    theirs.rename(away)  # the user's worktree on a drive not mounted now
+    code, _, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert str(gone) not in listed and "feature" in listed
+    away.rename(theirs)
+    assert "A  staged.txt" in git(theirs, "status", "--porcelain")

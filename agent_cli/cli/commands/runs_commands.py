@@ -134,8 +134,9 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
     """Rewind `record`, its resume held off: the checks, the confirmation, the move, the state."""
     from agent_cli.agent.run import rewind as rewinding
     from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
+    from agent_cli.core.text import shorten
 
-    place.git.prune()  # a worktree whose directory was deleted holds nothing
+    place.git.forget_missing(place.worktrees_dir)  # a deleted worktree holds nothing
     branch = record.branch  # the store holds it to be agent/<id>
     goal = rewinding.target(record, to_task)
     tip = place.git.tip(branch)
@@ -167,6 +168,16 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
         raise AgentError(
             f"{goal.commit[:12]} ({goal.label}) is not on {branch} any more; nothing was changed",
             f"look at the branch with git log {branch}",
+        )
+    foreign = place.git.foreign_commits(branch, goal.commit, f"Agent-Run: {record.run_id}")
+    if foreign:
+        sha, subject = foreign[0]
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise AgentError(
+            f"{branch} holds commits run {record.run_id} did not make and no other branch has "
+            f"({sha[:12]} {shorten(subject, 60)!r}{more}): moving it back would lose them; "
+            "nothing was changed",
+            f"keep them on a branch of your own first (git branch KEEP {tip[:12]}), then rewind",
         )
     if tree is not None and not place.git.clean(tree.path):
         raise WorkspaceError(
@@ -229,7 +240,9 @@ def merged_into(git: AgentBranches, tip: str, record: RunRecord | None) -> str |
 
 def clean_command(
     branches: bool = typer.Option(
-        False, "--branches", help="Also delete agent/* branches merged into your branch."
+        False,
+        "--branches",
+        help="Also delete the branches of finished runs merged into your branch.",
     ),
     force: bool = typer.Option(
         False,
@@ -241,7 +254,7 @@ def clean_command(
         None, "--repo", metavar="DIR", help="Repository (default: current directory)."
     ),
 ) -> None:
-    """Remove the worktrees of finished runs (and with --branches, merged agent/* branches)."""
+    """Remove the worktrees of finished runs (and with --branches, their merged branches)."""
     place = open_place(repo)
     try:
         done = clean(place, branches, force)
@@ -253,7 +266,7 @@ def clean_command(
 def clean(place: Place, branches: bool, force: bool) -> list[str]:
     """Remove what may go; one line for each thing removed or kept."""
     live = {h["run_id"] for h in live_holders(place.state_dir)}
-    place.git.prune()
+    place.git.forget_missing(place.worktrees_dir)
     said = []
     for tree in place.git.worktrees():
         if tree.main or tree.path.parent != place.worktrees_dir:
@@ -275,40 +288,61 @@ def clean(place: Place, branches: bool, force: bool) -> list[str]:
 
 def _why_kept(place: Place, tree: Path, run_id: str) -> str:
     """Why the worktree of `run_id` is not simply removed ("" when it may go)."""
-    from agent_cli.agent.run.state import AgentState
-    from agent_cli.core.errors import AgentError
-    from agent_cli.core.models import SETTLED
-
     dirty = not place.git.clean(tree)
-    try:
-        plan = AgentState.from_dict(place.store.load(run_id).agent_state).plan
-    except (AgentError, ValueError):
+    plan = _plan(place, run_id)
+    if plan is None:
         return "it holds uncommitted work" if dirty else ""
-    rejected = [n for n, t in enumerate(plan, 1) if t.status == "rejected"]
+    rejected = [n for n, status in enumerate(plan, 1) if status == "rejected"]
     if dirty:
         which = f" of rejected task {rejected[0]}" if rejected else ""
         return f"it holds the uncommitted work{which}"
-    if any(t.status not in SETTLED for t in plan):
-        return f"run {run_id} is not finished (`agent run --resume --run-id {run_id}`)"
-    return ""
+    return _unfinished(plan, run_id)
+
+
+def _plan(place: Place, run_id: str) -> list[str] | None:
+    """The status of each task of run `run_id`; None when this repository has no such run
+    (or its state cannot be read)."""
+    from agent_cli.agent.run.state import AgentState
+    from agent_cli.core.errors import AgentError
+
+    try:
+        return [t.status for t in AgentState.from_dict(place.store.load(run_id).agent_state).plan]
+    except (AgentError, ValueError):
+        return None
+
+
+def _unfinished(plan: list[str], run_id: str) -> str:
+    """Why run `run_id` with tasks `plan` is still needed ("" when every task is settled)."""
+    from agent_cli.core.models import SETTLED
+
+    if plan and all(status in SETTLED for status in plan):
+        return ""
+    return f"run {run_id} is not finished (`agent run --resume --run-id {run_id}`)"
 
 
 def _clean_branches(place: Place, live: set[str | None]) -> list[str]:
-    """Delete each agent/* branch merged into the user's branch, not checked out, not live."""
+    """Delete the branch of each finished run of this repository that is merged into the
+    user's branch, not checked out and not live. An agent/* branch no run of ours owns (one
+    the user made, or another checkout's) is never the agent's to delete, nor is the branch of
+    a run that can still be resumed: its tip may sit at the base with nothing committed yet."""
     checked = {t.branch for t in place.git.worktrees()}
     said = []
     for branch, tip in sorted(place.git.agent_branches().items()):
         run_id = branch.removeprefix("agent/")
         if branch in checked or run_id in live:
             continue
-        try:
-            record = place.store.load(run_id)
-        except Exception:  # no run of ours, or unreadable: merged into the user's HEAD only
-            record = None
-        into = merged_into(place.git, tip, record)
-        if into:
-            place.git.delete(branch, tip)
-            said.append(f"deleted branch {branch} (merged into {into})")
+        plan = _plan(place, run_id)
+        if plan is None:
+            continue
+        into = merged_into(place.git, tip, place.store.load(run_id))
+        if not into:
+            continue
+        why_kept = _unfinished(plan, run_id)
+        if why_kept:
+            said.append(f"kept branch {branch}: {why_kept}")
+            continue
+        place.git.delete(branch, tip)
+        said.append(f"deleted branch {branch} (merged into {into})")
     return said
 
 

@@ -82,6 +82,28 @@ class AgentBranches:
         """Whether `commit` is reachable from `of` (a commit or a branch)."""
         return self._handle.run(["merge-base", "--is-ancestor", commit, of])[0] == 0
 
+    def foreign_commits(self, branch: str, since: str, trailer: str) -> list[tuple[str, str]]:
+        """The commits on `branch` after `since` whose message lacks the line `trailer` and
+        that no other branch, tag or remote has: (sha, subject) of each, newest first. Moving
+        `branch` back to `since` would leave them reachable from nothing but the reflog."""
+        out = self._run("log", "--format=%H%x1f%s%x1f%B%x1e", f"{since}..refs/heads/{branch}", "--")
+        found = []
+        for entry in out.split("\x1e"):
+            fields = entry.strip("\n").split("\x1f")
+            if len(fields) == 3 and trailer not in fields[2].splitlines():
+                holders = self._run(
+                    "for-each-ref",
+                    "--format=%(refname)",
+                    "--contains",
+                    fields[0],
+                    "refs/heads/",
+                    "refs/tags/",
+                    "refs/remotes/",
+                )
+                if set(holders.split()) <= {f"refs/heads/{branch}"}:
+                    found.append((fields[0], fields[1]))
+        return found
+
     def resolve(self, rev: str) -> str | None:
         """The commit `rev` names, or None."""
         code, out, _ = self._handle.run(["rev-parse", "--verify", "-q", f"{rev}^{{commit}}"])
@@ -131,9 +153,14 @@ class AgentBranches:
         """Remove work tree `tree`; `force` also drops its uncommitted changes."""
         self._run("worktree", "remove", *(["--force"] if force else []), "--", str(tree))
 
-    def prune(self) -> None:
-        """Forget the work trees whose directories are gone."""
-        self._run("worktree", "prune")
+    def forget_missing(self, within: Path) -> None:
+        """Forget the work trees directly under `within` whose directories are gone.
+
+        Not `git worktree prune`: that forgets every missing work tree of the repository,
+        the user's own too (one on a drive not mounted now loses its index)."""
+        for tree in self.worktrees():
+            if not tree.main and tree.path.parent == within and not tree.path.exists():
+                self._run("worktree", "remove", "--force", "--", str(tree.path))
 
     def _run(self, *args: str) -> str:
         code, out, err = self._handle.run(list(args))

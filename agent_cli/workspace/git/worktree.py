@@ -31,7 +31,8 @@ class Worktrees:
 
     def restore(self, path: Path, branch: str) -> Path:
         """The work tree at `path` again, on the existing `branch` (after it was removed)."""
-        self._handle.run(["worktree", "prune"])  # forget a tree whose directory is gone
+        if not path.exists():  # git forgets the tree whose directory is gone (this one only)
+            self._handle.run(["worktree", "remove", "--force", "--", str(path)])
         path.parent.mkdir(parents=True, exist_ok=True)
         self._git(
             "worktree",
