@@ -475,7 +475,9 @@ def _execute(
         )
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = run_store(state_dir, repo_path, secrets)
-        lock = wt.run_lock(state_dir, tree.run_id) if tree else RunLock(state_dir / "run.lock")
+        lock = RunLock(state_dir / "run.lock")
+        if tree is not None:
+            lock = tree.lock or wt.run_lock(state_dir, tree.run_id)
         ends.on_start = lock.name  # `agent runs` reads which run holds it
         run_id, changed = check_local(
             workspace, store, lock, opts, fresh=bool(tree and tree.created)

@@ -12,7 +12,7 @@ otherwise it is kept for the human, and named.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.agent.run.store import RunStore, new_run_id
@@ -37,6 +37,9 @@ class WorktreePlace:
     base_branch: str  # the user's branch the run started from
     repo: Path  # the user's checkout
     created: bool  # made now for a new run (gone again if the run never starts)
+    # a new run's own lock, taken before its tree is made so that no `agent clean` takes the
+    # tree for a finished run's while the run starts; the run holds it from then on
+    lock: RunLock | None = field(default=None, compare=False)
 
 
 def worktree_path(state_dir: Path, run_id: str) -> Path:
@@ -122,12 +125,25 @@ def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
         )
     run_id = new_run_id()
     path = worktree_path(state_dir, run_id)
+    lock = run_lock(state_dir, run_id)
+    lock.acquire()
+    lock.name(run_id)
     trees = Worktrees(main.root)
     try:
         trees.add(path, head)
+    except BaseException:
+        _release(lock, state_dir / "runs" / run_id)
+        raise
     finally:
         trees.close()
-    return WorktreePlace(run_id, path, branch, main.root, created=True)
+    return WorktreePlace(run_id, path, branch, main.root, created=True, lock=lock)
+
+
+def _release(lock: RunLock, run_dir: Path) -> None:
+    """Give up a new run's lock, and its directory when nothing else is in it."""
+    lock.release()
+    if run_dir.is_dir() and not any(run_dir.iterdir()):
+        run_dir.rmdir()
 
 
 def _resumed(
@@ -158,10 +174,14 @@ def _resumed(
 
 
 def forget_unstarted(place: WorktreePlace | None, state_dir: Path) -> None:
-    """Remove the tree made for a run that never started (nothing of it was saved)."""
+    """Remove the tree made for a run that never started (nothing of it was saved), and give
+    up the lock taken for it (the run's own `with lock` gave it up already when it ran)."""
     if place is None or not place.created:
         return
-    if (state_dir / "runs" / place.run_id / "state.json").exists():
+    run_dir = state_dir / "runs" / place.run_id
+    lock = place.lock or run_lock(state_dir, place.run_id)
+    if (run_dir / "state.json").exists():
+        lock.release()
         return
     trees = Worktrees(place.repo)
     try:
@@ -170,9 +190,7 @@ def forget_unstarted(place: WorktreePlace | None, state_dir: Path) -> None:
         shutil.rmtree(place.path, ignore_errors=True)
     finally:
         trees.close()
-    run_dir = state_dir / "runs" / place.run_id
-    if run_dir.is_dir() and not any(run_dir.iterdir()):
-        run_dir.rmdir()
+    _release(lock, run_dir)
 
 
 def settle(place: WorktreePlace, ev: RunDone) -> str:

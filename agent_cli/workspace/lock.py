@@ -33,6 +33,8 @@ class RunLock:
 
     def check(self) -> None:
         """Refuse now when another run holds the lock, creating nothing."""
+        if self.held:
+            return
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:

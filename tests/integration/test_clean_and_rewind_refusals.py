@@ -325,3 +325,37 @@ def test_clean_forgets_only_the_agents_own_missing_worktrees(agent, repo, tmp_pa
     assert str(gone) not in listed and "feature" in listed
     away.rename(theirs)
     assert "A  staged.txt" in git(theirs, "status", "--porcelain")
+
+
+def test_a_worktree_made_for_a_starting_run_is_held_from_clean_until_it_is_forgotten(agent, repo):
+    from agent_cli.cli import worktree as wt
+
+    class Said:
+        def __init__(self):
+            self.events = []
+
+        def emit(self, ev):
+            self.events.append(ev)
+
+    state = repo / ".agent"
+    place = wt.place_for(
+        repo,
+        state,
+        worktree=True,
+        auto=False,
+        resume=False,
+        run_id=None,
+        plan_only=False,
+        allow_dirty=False,
+        console=Said(),
+    )
+    assert place is not None and place.path.is_dir()
+    try:  # the run has saved nothing yet: its lock says it is starting
+        code, out, err = agent("clean", "--force", "--repo", str(repo))
+        assert code == 0, err
+        assert f"kept {place.path.resolve()}: run {place.run_id} is in progress" in out
+        assert place.path.is_dir()
+    finally:
+        wt.forget_unstarted(place, state)
+    assert not place.path.exists() and not (state / "runs" / place.run_id).exists()
+    assert live_holder(state / "runs" / place.run_id / "run.lock") is None
