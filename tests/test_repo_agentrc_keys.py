@@ -190,3 +190,26 @@ def test_agent_trust_refuses_a_file_that_is_not_toml_and_records_nothing(tmp_pat
     code, out = _trust(repo, env)
     assert code == 1 and "not valid TOML" in out and "nothing was recorded" in out
     assert not (tmp_path / "trusted.json").exists()
+
+
+def test_a_run_saved_before_its_origins_were_recorded_carries_no_endpoint_past_lapsed_trust(
+    tmp_path,
+):
+    from agent_cli.agent.run.store import RunStartedWith
+    from agent_cli.cli.config.carried import carried
+
+    repo = make_repo(tmp_path / "repo")
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+    saved = RunStartedWith(base_url="http://their.example/v1", model="m", max_steps=7)
+    assert saved.from_repo is None  # as a state file of an older version reads
+    # no .agentrc: nothing can have come from one
+    assert carried(saved, {}, repo, env) == (saved.flags(), [])
+    (repo / ".agentrc").write_text('model = "m"\n')
+    kept, dropped = carried(saved, {}, repo, env)  # not trusted: every endpoint and model goes
+    assert dropped == ["base_url", "model"] and kept == {"max_steps": 7}
+    trust.record(repo, env)
+    assert carried(saved, {}, repo, env) == (saved.flags(), [])
+    recorded = RunStartedWith(model="m", from_repo=[])  # a flag's, recorded as such
+    (repo / ".agentrc").write_text('model = "changed"\n')
+    assert carried(recorded, {}, repo, env) == ({"model": "m"}, [])
+    assert "from_repo" not in recorded.flags()

@@ -29,6 +29,7 @@ from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStartedWith, RunStore
 from agent_cli.cli import roles
 from agent_cli.cli import worktree as wt
+from agent_cli.cli.config import carried as carrying
 from agent_cli.cli.config.settings import Settings, load_settings
 from agent_cli.cli.mcp_tools import RunTools
 from agent_cli.cli.shared import (
@@ -412,11 +413,20 @@ def run_settings(repo: Path, opts: RunOptions, console: Console) -> tuple[Settin
 
     A resumed run takes what it was started with where no flag is given now: the saved
     values came from the user at the start, so they count as flags (checked like them)."""
-    flags, carried = dict(opts.flags), {}
+    flags, saved = dict(opts.flags), RunStartedWith()
+    carried: dict[str, Any] = {}
     if opts.resume:
         saved = saved_start(load_settings(repo, flags), repo, opts)
-        carried = {k: v for k, v in saved.flags().items() if flags.get(k) is None}
+        carried, dropped = carrying.carried(saved, flags, repo)
         flags.update(carried)
+        if dropped:
+            names = ", ".join(roles.shown_name(k) for k in dropped)
+            console.emit(
+                Notice(
+                    text=f"{names} saved with the run came from {repo / '.agentrc'}, which is "
+                    "not trusted now: not used (`agent trust` in the repository uses them again)"
+                )
+            )
     settings = settings_for(repo, **flags)
     started = RunStartedWith(
         base_url=settings.base_url,
@@ -426,6 +436,7 @@ def run_settings(repo: Path, opts: RunOptions, console: Console) -> tuple[Settin
         task_max_steps=settings.task_max_steps,
         budget_usd=settings.budget_usd,
         **roles.started_with(settings),
+        from_repo=carrying.from_repo(settings, repo, saved, carried),
     )
     if carried:
         names = ", ".join(roles.shown_name(k) for k in sorted(carried))

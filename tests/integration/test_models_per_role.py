@@ -211,3 +211,38 @@ def test_doctor_checks_each_distinct_endpoint_once(run_agent, fake_server, scrat
     assert f"for executor: {executor.url} answers" in proc.stdout
     endpoint_lines = [x for x in proc.stdout.splitlines() if " endpoint " in x]
     assert len(endpoint_lines) == 2
+
+
+@pytest.mark.parametrize("lapse", ["revoke", "change"])
+def test_a_resume_drops_the_endpoint_a_repository_file_gave_once_it_is_not_trusted(
+    run_agent, fake_server, tmp_path, lapse
+):
+    named = fake_server([make_done()], models=("exec-model",))  # the repository's endpoint
+    users = fake_server(
+        [plan(task()), finish("made done.txt"), call("submit_facts", facts=[])],
+        models=("plan-model", "exec-model"),
+    )
+    rc = f'executor_base_url = "{named.url}"\nexecutor_model = "exec-model"\n'
+    repo = repo_with(tmp_path / "repo", {".agentrc": rc})
+    env = {"AGENT_BASE_URL": users.url, "AGENT_MODEL": "plan-model"}
+    assert run_agent("trust", cwd=repo, env=env).returncode == 0
+    first = run_agent(
+        "run", "Create done.txt", "--yes", "--json", "--max-steps", "1", cwd=repo, env=env
+    )
+    assert first.returncode == 4, first.stdout + first.stderr
+    assert len(named.chat_requests) == 1  # trusted: the executor worked at the file's endpoint
+    assert read_state(repo)["started_with"]["from_repo"] == ["executor_base_url", "executor_model"]
+    if lapse == "revoke":
+        assert run_agent("trust", "--revoke", cwd=repo, env=env).returncode == 0
+    else:
+        (repo / ".agentrc").write_text(rc + "# a pull changed the file\n")
+    resumed = run_agent("run", "--resume", "--yes", "--json", "--max-steps", "9", cwd=repo, env=env)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert len(named.chat_requests) == 1  # nothing more went to the file's endpoint
+    assert [r["model"] for r in users.chat_requests][1:] == ["plan-model", "plan-model"]
+    notices = [e["text"] for e in events(resumed.stdout) if e["event"] == "notice"]
+    assert any(
+        "executor_base_url, executor_model saved with the run came from" in n
+        and "not trusted now" in n
+        for n in notices
+    ), notices

@@ -101,6 +101,9 @@ class RunStartedWith(BaseModel):
     planner_base_url: str | None = None
     executor_base_url: str | None = None
     verifier_base_url: str | None = None
+    # which of these the repository's .agentrc gave (None: saved before it was recorded); a
+    # resume carries those only while the file is trusted (cli/config/carried.py)
+    from_repo: list[str] | None = None
 
     @field_validator("base_url", "planner_base_url", "executor_base_url", "verifier_base_url")
     @classmethod
@@ -124,7 +127,7 @@ class RunStartedWith(BaseModel):
 
     def flags(self) -> dict[str, Any]:
         """The saved values as command-line flags (those recorded)."""
-        return self.model_dump()
+        return self.model_dump(exclude={"from_repo"})
 
     def describe(self) -> str:
         """`model local at http://127.0.0.1:8080/v1`, or "" when nothing was recorded."""
