@@ -227,3 +227,24 @@ def test_a_price_that_is_set_applies_on_the_local_network_too(tmp_path):
         env={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "AGENT_PRICE_INPUT_PER_MTOK": "0.5"},
     )
     assert s.prices() == {"price_in": 0.5, "price_out": 0.60, "price_cached": None}
+
+
+@pytest.mark.parametrize(
+    "env, expect",
+    [
+        ({"OPENAI_BASE_URL": "localhost:8080/v1"}, "env OPENAI_BASE_URL: key 'base_url'"),
+        ({"AGENT_EXECUTOR_BASE_URL": "not a url"}, "key 'executor_base_url'"),
+        ({"AGENT_PLANNER_BASE_URL": "ftp://h/v1"}, "key 'planner_base_url'"),
+        ({"AGENT_BASE_URL": "http://h:99999/v1"}, "port"),
+        ({"AGENT_BASE_URL": "http://user:sk-1@h/v1"}, "not in the endpoint's address"),
+    ],
+)
+def test_an_endpoint_that_is_no_http_address_is_refused_where_it_was_set(tmp_path, env, expect):
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path, env=env)
+    line = e.value.one_line()
+    assert expect in line and "\n" not in line and "Value error" not in line
+
+
+def test_an_empty_base_url_is_the_default_one(tmp_path):
+    assert load(tmp_path, env={"AGENT_BASE_URL": " "}).base_url == "https://api.openai.com/v1"

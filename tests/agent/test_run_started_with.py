@@ -58,7 +58,7 @@ def test_a_run_of_0_1_0_upgrades_through_the_named_migration_and_carries_nothing
     ("base_url", "says"),
     [
         ("file:///etc/passwd", "expected an endpoint address"),
-        ("http://user:pw@evil.example/v1", "expected an endpoint address"),
+        ("http://user:pw@evil.example/v1", "not in the endpoint.s address"),
         ("127.0.0.1:8080", "expected an endpoint address"),
         ("http://127.0.0.1:99999/v1", "the port is not a number"),
     ],

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -31,7 +30,7 @@ from pydantic import (
 
 from agent_cli.agent.run.migrations import SCHEMA_VERSION, upgrade
 from agent_cli.agent.run.roles import RoleUsage
-from agent_cli.core import atomic
+from agent_cli.core import atomic, urls
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
 from agent_cli.core.redact import redact_all, redact_json_text, redact_messages
@@ -109,16 +108,7 @@ class RunStartedWith(BaseModel):
     @classmethod
     def _endpoint(cls, url: str | None) -> str | None:
         """An http(s) address with a host: the file may have been edited since it was saved."""
-        if url is None:
-            return None
-        parts = urlsplit(url)
-        try:
-            _ = parts.port  # reading it validates it
-        except ValueError:
-            raise ValueError("the port is not a number between 0 and 65535") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.username:
-            raise ValueError("expected an endpoint address like http://127.0.0.1:8080/v1")
-        return url
+        return None if url is None else urls.endpoint(url)
 
     @model_serializer(mode="wrap")
     def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agent_cli.cli.config import repo_keys, trust
+from agent_cli.core import urls
 from agent_cli.core.errors import ConfigError
 from agent_cli.memory import thresholds
 from agent_cli.memory.thresholds import Thresholds
@@ -160,6 +161,16 @@ class Settings(BaseSettings):
     def _role_value(cls, value: str | None) -> str | None:
         """Empty means the shared value (`model`, `base_url`, the API key)."""
         return value.strip() or None if value is not None else None
+
+    @field_validator("base_url", *(f"{role}_base_url" for role in ROLES))
+    @classmethod
+    def _endpoint(cls, url: str | None) -> str | None:
+        """An http(s) address with a host (after `_role_value` for a role's); an empty
+        `base_url` is the default one."""
+        if url is None:
+            return None
+        url = url.strip()
+        return urls.endpoint(url) if url else OPENAI_DEFAULT_URL
 
     @field_validator(*(f"{role}_api_key_env" for role in ROLES))
     @classmethod
@@ -318,7 +329,8 @@ def _check(layer: dict[str, Any], origin: str) -> None:
             raise ConfigError(f"{origin}: unknown key '{key}'", unknown_key_hint(key)) from None
         got = err.get("input")
         what = f"--{key.replace('_', '-')}" if origin == "flag" else f"{origin}: key '{key}'"
-        raise ConfigError(f"{what}: {err['msg'].lower()} (got {got!r})") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")  # a validator's own words
+        raise ConfigError(f"{what}: {msg[:1].lower()}{msg[1:]} (got {got!r})") from None
 
 
 def _refuse_env_only(path: Path, data: dict[str, Any]) -> dict[str, Any]:
