@@ -175,3 +175,25 @@ def test_the_published_time_server_answers(tmp_path):
         assert reply.ok and '"timezone": "UTC"' in reply.text and "datetime" in reply.text
     finally:
         tools.close()
+
+
+def test_what_a_stdio_server_started_or_detached_is_gone_once_the_tools_close(tmp_path):
+    pid_file, kids, notices = tmp_path / "pids", tmp_path / "kids", []
+    server = fixture_server(pid_file)
+    script = (
+        f"sleep 300 & echo $! >> {kids}; "  # a child in the server's own process group
+        f'setsid -f sh -c "echo \\$\\$ >> {kids}; exec sleep 300"; '  # a daemon, detached
+        f"exec {sys.executable} {' '.join(server['args'])}"
+    )
+    tools, _ = provider(tmp_path, {"wrapped": {"command": "sh", "args": ["-c", script]}}, notices)
+    try:
+        (status,) = tools.start()
+        assert status.status == "ready", status
+        assert tools.call("mcp__wrapped__echo", {"text": "hi"}).ok
+        deadline = time.monotonic() + 10
+        while len(pids(kids)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(pids(kids)) == 2 and not wait_gone(pids(kids), timeout=0.2) == []
+    finally:
+        tools.close()
+    assert wait_gone(pids(pid_file) + pids(kids)) == []

@@ -18,6 +18,7 @@ from agent_cli.tools.mcp import schema
 from agent_cli.tools.mcp.config import ServerConfig
 from agent_cli.tools.mcp.connection import STOP_S, Connection
 from agent_cli.tools.mcp.loop import BackgroundLoop
+from agent_cli.workspace.shell import reaper
 
 Notice = Callable[[str], None]
 
@@ -74,6 +75,7 @@ class McpTools:
         self.by_tool: dict[str, _Server] = {}
         self._specs: list[dict[str, Any]] = []
         self.started = False
+        self._spared: set[int] = set()  # the agent's processes from before the servers
 
     def start(self) -> list[ServerStatus]:
         """Start or connect every enabled server and list its tools; what failed is a notice."""
@@ -99,6 +101,7 @@ class McpTools:
             self.servers.append(server)
             pending.append(server)
         if pending:
+            self._spared = reaper.adopt_orphans()  # what a server detaches stays findable
             self.loop = BackgroundLoop()
             timeout = max(s.connection.config.startup_timeout_s for s in pending) + 2 * STOP_S
             try:
@@ -201,7 +204,9 @@ class McpTools:
         return redact(text, self.secrets)
 
     def close(self) -> None:
-        """Stop every server (and its process group) and the background loop."""
+        """Stop every server and the background loop, then kill what the servers left: a
+        server that exits when its stdin closes leaves the rest of its process group (and any
+        daemon it detached) running, which the SDK only kills for a server that does not."""
         if self.loop is None:
             return
         live = [s.connection for s in self.servers if s.connection.task is not None]
@@ -212,6 +217,8 @@ class McpTools:
         finally:
             self.loop.stop()
             self.loop = None
+            if any(not s.connection.config.url for s in self.servers):
+                reaper.kill_other_sessions(self._spared)
 
 
 async def _stop_all(connections: list[Connection]) -> None:

@@ -51,6 +51,22 @@ def kill_leftovers(spared: set[int]) -> int:
     return len(killed)
 
 
+def kill_other_sessions(spared: set[int]) -> int:
+    """`kill_leftovers`, sparing too every descendant in this process's own session: what is
+    killed is what a server started in a session of its own left behind when it ended (its
+    children, and daemons it detached), not the agent's own helpers (git processes)."""
+    own = os.getsid(0)
+    ours = {pid for pid in descendants(os.getpid(), skip=spared) if _session(pid) == own}
+    return kill_leftovers(spared | ours)
+
+
+def _session(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
 def _freeze(spared: set[int], killed: set[int]) -> set[int]:
     """SIGSTOP every descendant not spared nor already killed, until no new one appears.
 
