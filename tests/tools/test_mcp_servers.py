@@ -12,7 +12,7 @@ import pytest
 from agent_cli.cli.config.settings import load_settings
 from agent_cli.cli.mcp_tools import build_tools
 from conftest import make_repo
-from tools.mcpkit import fixture_server, http_server, pids, toml_table, wait_gone  # noqa: F401
+from tools.mcpkit import alive, fixture_server, http_server, pids, toml_table, wait_gone  # noqa: F401
 
 pytestmark = pytest.mark.slow  # each test starts a Python server process
 
@@ -193,7 +193,7 @@ def test_what_a_stdio_server_started_or_detached_is_gone_once_the_tools_close(tm
         deadline = time.monotonic() + 10
         while len(pids(kids)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(pids(kids)) == 2 and not wait_gone(pids(kids), timeout=0.2) == []
+        assert len(pids(kids)) == 2 and all(alive(pid) for pid in pids(kids))
     finally:
         tools.close()
     assert wait_gone(pids(pid_file) + pids(kids)) == []
