@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -197,3 +198,47 @@ def test_what_a_stdio_server_started_or_detached_is_gone_once_the_tools_close(tm
     finally:
         tools.close()
     assert wait_gone(pids(pid_file) + pids(kids)) == []
+
+
+RAW = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_raw_server.py"
+
+
+def raw_server(tmp_path, tools, calls=None) -> dict:
+    config = tmp_path / "raw.json"
+    config.write_text(json.dumps({"tools": tools, "calls": calls or {}}))
+    return {"command": sys.executable, "args": [str(RAW), str(config)]}
+
+
+OBJECT = {"type": "object", "properties": {}}
+
+
+def test_a_malformed_tool_result_is_one_line_for_the_model_and_the_server_goes_on(tmp_path):
+    tools = [{"name": name, "inputSchema": OBJECT} for name in ("weird", "flat", "fine")]
+    calls = {"weird": {"content": [{"type": "weird"}]}, "flat": {"content": "not a list"}}
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools, calls)}, notices)
+    try:
+        (status,) = provide.start()
+        assert status.status == "ready", status
+        for name in ("weird", "flat"):
+            reply = provide.call(f"mcp__raw__{name}", {})
+            assert not reply.ok and "does not follow the MCP schema (content" in reply.text
+            assert "\n" not in reply.text and len(reply.text) < 500
+        fine = provide.call("mcp__raw__fine", {})
+        assert fine.ok and fine.text == "called fine"  # the server was not given up on
+    finally:
+        provide.close()
+    assert not [n for n in notices if "unavailable" in n or "\n" in n]
+
+
+def test_a_tool_list_the_sdk_refuses_is_one_line_naming_what_is_wrong(tmp_path):
+    tools = [{"name": "good", "inputSchema": OBJECT}, {"name": "arr", "inputSchema": []}]
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools)}, notices)
+    try:
+        (status,) = provide.start()
+    finally:
+        provide.close()
+    assert status.status.startswith("failed to start: its reply does not follow the MCP schema")
+    assert "tools.1.inputSchema" in status.status and "\n" not in status.status
+    assert all("\n" not in n and "errors.pydantic.dev" not in n for n in notices)

@@ -23,6 +23,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from agent_cli.tools.mcp import content
 from agent_cli.tools.mcp.config import ServerConfig
@@ -197,7 +198,13 @@ class Connection:
             if e.code != CONNECTION_CLOSED:  # the server refused the call and goes on
                 return CallOutcome(f"error: the MCP server said: {e.message}", ok=False)
             await self._stderr_settled()
-            self.broken = self._with_stderr("closed the connection")
+            self.broken = self._with_stderr(_closed(e))
+        except ValidationError as e:  # one malformed result: the connection itself is fine
+            return CallOutcome(
+                f"error: the MCP server {self.name} answered with a result that does not "
+                f"follow the MCP schema ({schema_error(e)})",
+                ok=False,
+            )
         finally:
             self.call_scope = None
         if self.broken or result is None:
@@ -226,7 +233,9 @@ class Connection:
             return "was stopped"
         what = str(leaf) or type(leaf).__name__
         if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
-            what = "closed the connection"
+            what = _closed(leaf)
+        if isinstance(leaf, ValidationError):  # the SDK checks a tools/list reply whole
+            what = f"its reply does not follow the MCP schema ({schema_error(leaf)})"
         return self._with_stderr(("failed to start: " if starting else "failed: ") + what)
 
     async def _stderr_settled(self) -> None:
@@ -259,6 +268,27 @@ async def _list_tools(session: ClientSession) -> list[ServerTool]:
         if not cursor:
             break
     return found
+
+
+def schema_error(e: ValidationError) -> str:
+    """The first thing wrong in a reply, on one line: `tools.1.inputSchema.type: Input should
+    be 'object'` (and how many more)."""
+    errors = e.errors()
+    if not errors:
+        return "not valid"
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the reply"
+    more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
+    return " ".join(f"{where}: {first['msg']}{more}".split())[:300]
+
+
+def _closed(e: MCPError) -> str:
+    """Why the connection ended: the SDK's own words when they say more (an event over the
+    size limit) than that it closed."""
+    said = " ".join(str(e.message or "").split())
+    if not said or "closed" in said.lower():
+        return "closed the connection"
+    return f"closed the connection: {said[:200]}"
 
 
 def _leaf(e: BaseException) -> BaseException:
