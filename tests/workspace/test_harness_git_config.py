@@ -217,3 +217,23 @@ def test_harness_git_gets_no_key_no_system_or_user_config_and_its_children_are_r
         assert env["GIT_CONFIG_NOSYSTEM"] == "1", run.splitlines()[0]
         assert env["GIT_CONFIG_GLOBAL"] != str(home / ".gitconfig")
         assert env["GIT_CONFIG_KEY_0"] == "core.hooksPath"
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("push.default", "simple"),
+        ("branch.autoSetupRebase", "always"),
+        ("branch.autoSetupMerge", "always"),
+        ("branch.sort", "-committerdate"),
+        ("core.createObject", "rename"),
+        ("status.showUntrackedFiles", "no"),
+        ("diff.algorithm", "histogram"),
+        ("commit.cleanup", "strip"),
+        ("log.date", "iso"),
+    ],
+)
+def test_an_enumeration_git_checks_is_kept_so_that_harness_git_still_works(repo, key, value):
+    git(repo, "config", key, value)  # git refuses each of these empty, in every command
+    assert key not in dict(overrides(repo, safe_env(repo)))
+    _drive(repo)

@@ -54,14 +54,20 @@ BASE: tuple[tuple[str, str], ...] = (
 _BASE_KEYS = {key.lower() for key, _ in BASE}
 BASE_CONFIG = tuple(part for key, value in BASE for part in ("-c", f"{key}={value}"))
 # Keys of the repository's own config that stay as they are: none names a program.
-# Matched against the key lower-cased; any other key is emptied.
+# Matched against the key lower-cased; any other key is emptied. The enumerations git checks
+# whenever it reads its config, or in the commands the harness runs (`push.default`,
+# `status.showUntrackedFiles`, `log.date`…), stay too: emptied, they stop every git command.
 _KEEP = re.compile(
-    r"core\.(repositoryformatversion|bare|filemode|symlinks|ignorecase|precomposeunicode"
+    r"push\.default|branch\.(autosetupmerge|autosetuprebase|sort)|tag\.sort"
+    r"|status\.showuntrackedfiles|commit\.cleanup|log\.(date|decorate)"
+    r"|diff\.(algorithm|submodule|colormoved|colormovedws|wserrorhighlight|dirstat)"
+    r"|core\.(repositoryformatversion|bare|filemode|symlinks|ignorecase|precomposeunicode"
     r"|logallrefupdates|autocrlf|eol|safecrlf|checkroundtripencoding|excludesfile"
     r"|attributesfile|quotepath|protectntfs|protecthfs|worktree|sharedrepository|compression"
     r"|loosecompression|bigfilethreshold|packedgitlimit|packedgitwindowsize|deltabasecachelimit"
     r"|abbrev|commentchar|commentstring|warnambiguousrefs|splitindex|sparsecheckout"
-    r"|sparsecheckoutcone|trustctime|checkstat|preloadindex|multipackindex|whitespace|longpaths)"
+    r"|sparsecheckoutcone|trustctime|checkstat|preloadindex|multipackindex|whitespace|longpaths"
+    r"|createobject|hidedotfiles)"
     r"|extensions\.[^.]+|user\.(name|email|useconfigonly)|(author|committer)\.(name|email)"
     r"|i18n\.(commitencoding|logoutputencoding)|init\.defaultbranch"
     r"|remote\..+\.(url|pushurl|fetch)|url\..+\.(insteadof|pushinsteadof)"
