@@ -13,8 +13,10 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agent_cli.core import strictjson
 
@@ -26,13 +28,21 @@ def write_atomic(path: str | Path, data: str | bytes, *, durable: bool = True) -
 
     `durable` flushes the file and the rename to the disk before returning, so the new file
     outlives a power cut too; without it a killed process still leaves a whole file."""
+    with replacing(path, durable=durable) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+@contextmanager
+def replacing(path: str | Path, *, durable: bool = True) -> Iterator[BinaryIO]:
+    """A new file, written through the stream yielded, that replaces `path` whole when the
+    block ends without an error (a symlink at `path` is replaced, its target left alone);
+    after an error `path` is as it was and nothing is left behind."""
     path = Path(path)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
     mode = _mode_for(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+            yield f
             f.flush()
             if durable:
                 os.fsync(f.fileno())

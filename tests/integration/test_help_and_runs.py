@@ -214,3 +214,31 @@ def test_trust_without_an_agentrc_exits_1_and_records_nothing(agent, agent_env, 
     code, out, err = agent("trust", "--repo", str(scratch_repo))
     assert code == 0 and out.startswith(f"trusted {scratch_repo}"), err
     assert "its .agentrc now sets: model" in out and trust_file(agent_env).is_file()
+
+
+def test_exporting_over_a_file_needs_force_and_writes_nothing_through_a_link(
+    agent, scratch_repo, tmp_path
+):
+    kept = tmp_path / "keep.txt"
+    kept.write_text("precious\n")
+    code, out, err = agent("memory", "export", str(kept), "--repo", str(scratch_repo))
+    assert code == 2 and out == "" and "exists; nothing was written" in one_error_line(err)
+    assert kept.read_text() == "precious\n"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(kept)
+    code, _, err = agent("memory", "export", str(link), "--repo", str(scratch_repo))
+    assert code == 2 and kept.read_text() == "precious\n"
+    code, _, err = agent("memory", "export", str(link), "--force", "--repo", str(scratch_repo))
+    assert code == 0, err
+    assert not link.is_symlink() and link.read_text() == "" and kept.read_text() == "precious\n"
+    code, _, err = agent("memory", "export", str(tmp_path), "--force", "--repo", str(scratch_repo))
+    assert code == 1 and "cannot be written" in one_error_line(err)
+    assert "memory store" not in err and tmp_path.is_dir()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_exporting_to_a_dash_writes_standard_output(agent, scratch_repo):
+    code, out, err = agent("memory", "export", "-", "--repo", str(scratch_repo))
+    assert code == 0, err
+    assert out == "" and "exported 0 record(s) to standard output" in err
+    assert not (scratch_repo / "-").exists()

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import typer
 
@@ -321,25 +322,55 @@ def expire_command(repo: Path | None = REPO) -> None:
 )
 def export_command(
     file: Path = typer.Argument(
-        ..., metavar="FILE", show_default=False, help="The JSONL file to write."
+        ...,
+        metavar="FILE",
+        show_default=False,
+        help="The JSONL file to write (- for standard output).",
     ),
+    force: bool = typer.Option(False, "--force", help="Replace FILE when it exists."),
     repo: Path | None = REPO,
 ) -> None:
-    """Write every episode, fact, note, procedure and archived item to a JSONL file (no vectors)."""
-    mem, place = _memory_or_none(repo)
-    if mem is None:  # an empty export: what a script that exports then imports expects
-        from agent_cli.core.errors import StorageError
+    """Write every episode, fact, note, procedure and archived item to a JSONL file (no vectors).
 
+    FILE is written whole or not at all (a new file that replaces it at the end); an existing
+    FILE is replaced only with --force."""
+    import os
+
+    from agent_cli.core import atomic
+    from agent_cli.core.errors import StorageError, UsageError
+
+    to_stdout = str(file) == "-"
+    if not to_stdout and os.path.lexists(file) and not force:
+        raise UsageError(
+            f"{file} exists; nothing was written",
+            "pass --force to replace it, or name another file",
+        )
+    mem, place = _memory_or_none(repo)
+    where = "standard output" if to_stdout else str(file)
+    try:
+        if to_stdout:
+            written = _export(mem, sys.stdout.buffer)
+            sys.stdout.flush()
+        else:
+            with atomic.replacing(file) as out:
+                written = _export(mem, out)
+    except OSError as e:
+        raise StorageError(
+            f"{where} cannot be written: {e.strerror or e}; nothing was exported",
+            "name a file in a directory you can write to",
+        ) from None
+    if mem is None:  # an empty export: what a script that exports then imports expects
         typer.echo(NO_MEMORY.format(state=place), err=True)
-        try:
-            file.write_text("", encoding="utf-8")
-        except OSError as e:
-            raise StorageError(f"{file} cannot be written: {e.strerror or e}") from None
-        typer.echo(f"exported 0 record(s) to {file}")
-        return
+    source = f" from {mem.path}" if mem is not None else ""
+    typer.echo(f"exported {written} record(s){source} to {where}", err=to_stdout)
+
+
+def _export(mem: Any, out: BinaryIO) -> int:
+    """Every record of `mem` written to `out` (none without a store); how many."""
+    if mem is None:
+        return 0
     with mem:
-        written = mem.export(file)
-    typer.echo(f"exported {written} record(s) from {mem.path} to {file}")
+        return int(mem.export(out))
 
 
 @memory_app.command("import", cls=Command, short_help="Read long-term memory from a JSONL export.")

@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, cast
 
+from agent_cli.core import atomic
 from agent_cli.core.errors import EmbedderMismatch, MemoryUnavailable, StorageError
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Embedder, Recalled
@@ -635,15 +636,20 @@ class LongTermMemory:
                 return
             offset += BATCH
 
-    def export(self, path: Path | str) -> int:
-        """Write every record as one JSON line (without vectors); how many were written."""
+    def export(self, out: Path | str | BinaryIO) -> int:
+        """Write every record as one JSON line (without vectors) to `out`, a stream or a file
+        replaced whole once every record is written; how many were written. Reading fails as
+        the store's error; writing as an OSError of `out`'s."""
+        if isinstance(out, (str, Path)):
+            with atomic.replacing(out) as stream:
+                return self.export(stream)
         n = 0
-        self._fresh()
-        with self.store.guard("exporting"), open(path, "w", encoding="utf-8") as out:
-            for name in COLLECTIONS:
-                for rec in self._records(name):
-                    out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                    n += 1
+        with self.store.guard("exporting"):
+            self._fresh()
+        for name in COLLECTIONS:
+            for rec in self._records(name):  # each batch read under the store's guard
+                out.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
+                n += 1
         return n
 
     def import_(

@@ -123,8 +123,8 @@ class McpTools:
     def _adopt(self, server: _Server, found: Any) -> None:
         """Keep a started server's offerable tools, or say why it has none."""
         if isinstance(found, BaseException):
-            why = self._clean(str(found) or type(found).__name__)
-            server.status.status = why if why.startswith("failed") else f"failed: {why}"
+            reason = self._clean(str(found) or type(found).__name__)
+            server.status.status = reason if reason.startswith("failed") else f"failed: {reason}"
             self.notice(
                 f"MCP server {server.name} {self._clean(str(found))}; "
                 "its tools are unavailable for this run"
