@@ -89,3 +89,18 @@ def test_a_repository_adds_to_deny_tools_and_the_environment_lists_them(tmp_path
     assert s.deny_tools == ["mcp__time__*", "mcp__docs__delete"]
     env = load(tmp_path, env={"AGENT_DENY_TOOLS": "mcp__a__*, mcp__b__x"})
     assert env.deny_tools == ["mcp__a__*", "mcp__b__x"]
+
+
+def test_a_servers_env_values_are_masked_where_the_settings_are_shown(tmp_path):
+    token = "xoxb-1234567890-abcdefghijklmnop"
+    user = tmp_path / "user.toml"
+    user.write_text(
+        '[mcp_servers.slack]\ncommand = "slack-mcp"\n'
+        f'env = {{ SLACK_BOT_TOKEN = "{token}", TZ = "UTC" }}\n'
+    )
+    s = load(tmp_path, user_rc=user)
+    assert s.mcp_servers["slack"].env["SLACK_BOT_TOKEN"] == token  # the server still gets it
+    values, _ = s.shown()
+    shown = values["mcp_servers"]["slack"]["env"]
+    assert shown == {"SLACK_BOT_TOKEN": "xox…mnop", "TZ": "set"}
+    assert token not in repr(values)

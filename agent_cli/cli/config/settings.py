@@ -242,6 +242,8 @@ class Settings(BaseSettings):
         out["api_key"] = _mask(self.key() or "")
         out["memory_token"] = _mask(self.memory_token_value() or "")
         out["hooks"] = self.hooks.summary() or None
+        for server in out.get("mcp_servers", {}).values():  # an `env` table holds tokens
+            server["env"] = {name: _mask(value) for name, value in server.get("env", {}).items()}
         return out
 
     def shown(self) -> tuple[dict[str, Any], dict[str, str]]:
