@@ -100,9 +100,19 @@ def usage_line(e: typer.TyperException) -> str:
     return f"error: {line} (see `{command} --help`)"
 
 
+def _forget_unusable_size() -> None:
+    """COLUMNS or LINES set to what is no size (`COLUMNS=0`, as some CI and editor shells
+    have it) count as unset: a width of 0 would print nothing at all."""
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is not None and not (value.strip().isdigit() and int(value) > 0):
+            del os.environ[name]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app on `argv` (default: the command line), turning our
     errors into one line and an exit code."""
+    _forget_unusable_size()
     try:
         code = app(argv, standalone_mode=False, prog_name="agent")
     except typer.TyperException as e:

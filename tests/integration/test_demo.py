@@ -89,3 +89,13 @@ def test_the_readme_demo_works_twice_in_a_row(agent_env, tmp_path):
         assert (tmp_path / "where").read_text().strip() == str(ROOT)  # it came back
     demos = list(tmp_path.glob("tmp.*"))  # mktemp -d
     assert len(demos) == 2 and all((p / "calc" / "stats.py").is_file() for p in demos)
+
+
+def test_a_columns_of_zero_counts_as_unset_and_the_run_is_shown(run_agent, demo_repo):
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "COLUMNS": "0", "LINES": "x"}
+    replay = str(FIXTURES / "demo" / "session.jsonl")
+    proc = run_agent("run", GOAL, "--replay", replay, "--yes", cwd=demo_repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith(f"-- {REPLAYED}") and "verified" in proc.stdout
+    runs = run_agent("runs", cwd=demo_repo, env=env)
+    assert runs.returncode == 0 and "verified" in runs.stdout
