@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -228,8 +229,9 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ):
             out.print(line)
         return 1
-    if repo is not None and settings.state_dir(repo).exists():
-        prepare_state_dir(repo, settings.state_dir(repo), create=False)  # keep it out of git
+    with contextlib.suppress(ConfigError):  # not a directory: the state check says so
+        if repo is not None and settings.state_dir(repo).exists():
+            prepare_state_dir(repo, settings.state_dir(repo), create=False)  # out of git
     for line in (*settings_view(*settings.shown()), heading("checks")):
         out.print(line)
     checks: list[tuple[str, Callable[[], str]]] = [
@@ -267,8 +269,15 @@ def _check_mcp_servers(out: Printer, settings: Settings, repo: Path | None) -> i
     from agent_cli.ui.render import check_line
 
     where = repo or Path.cwd()
+    if not settings.mcp_servers:
+        return 0
+    try:
+        state = settings.state_dir(where)
+    except ConfigError as e:
+        out.print(check_line("mcp", False, f"no server started: {e.one_line()}"))
+        return 1
     failed = 0
-    for status in statuses(settings, where, settings.state_dir(where)):
+    for status in statuses(settings, where, state):
         ok = status.status in ("ready", "disabled")
         failed += not ok
         out.print(check_line(f"mcp {status.name}", ok, status_text(status)))

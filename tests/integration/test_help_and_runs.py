@@ -242,3 +242,16 @@ def test_exporting_to_a_dash_writes_standard_output(agent, scratch_repo):
     assert code == 0, err
     assert out == "" and "exported 0 record(s) to standard output" in err
     assert not (scratch_repo / "-").exists()
+
+
+def test_a_file_where_the_state_directory_goes_is_one_line_everywhere(agent, scratch_repo):
+    (scratch_repo / ".agent").write_text("not a directory\n")
+    said = "the state directory"
+    for args in (["runs"], ["recall", "x"], ["memory", "show"], ["run", "x", "--yes"]):
+        code, _, err = agent(*args, "--repo", str(scratch_repo))
+        assert code == 1 and f"{said} {scratch_repo / '.agent'} is not a directory" in err, args
+        assert "internal error" not in err and len(err.strip().splitlines()) == 1, err
+    code, out, err = agent("doctor", "--repo", str(scratch_repo))
+    assert code == 1 and "internal error" not in err and err == ""
+    assert f"FAIL state        {said}" in out
+    assert (scratch_repo / ".agent").read_text() == "not a directory\n"

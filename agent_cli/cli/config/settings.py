@@ -189,8 +189,16 @@ class Settings(BaseSettings):
         return servers
 
     def state_dir(self, repo: Path) -> Path:
-        """Where run state lives: `home` if set, else `<repo>/.agent`."""
-        return Path(self.home).expanduser() if self.home else repo / ".agent"
+        """Where run state lives: `home` if set, else `<repo>/.agent`; a ConfigError when
+        something other than a directory is there."""
+        state = Path(self.home).expanduser() if self.home else repo / ".agent"
+        if state.exists() and not state.is_dir():
+            where = "home" if self.home else "the state directory"
+            raise ConfigError(
+                f"{where} {state} is not a directory",
+                "move that file aside" + ("" if self.home else ", or set home to a directory"),
+            )
+        return state
 
     def prices(self, base_url: str | None = None) -> Prices:
         """Dollars per million tokens at `base_url` (default: `base_url`'s): input, output,
