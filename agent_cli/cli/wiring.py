@@ -366,6 +366,9 @@ def execute(opts: RunOptions) -> int:
         ends.refused(EXIT_INTERRUPTED, message)
         print(message, file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as e:  # said as an internal error by app.main; the stream still ends
+        ends.refused(1, redact(f"internal error: {type(e).__name__}: {e}", shown.secrets))
+        raise
     finally:
         console.close()
 

@@ -255,3 +255,21 @@ def test_a_file_where_the_state_directory_goes_is_one_line_everywhere(agent, scr
     assert code == 1 and "internal error" not in err and err == ""
     assert f"FAIL state        {said}" in out
     assert (scratch_repo / ".agent").read_text() == "not a directory\n"
+
+
+def test_a_json_stream_ends_with_run_done_even_after_an_internal_error(
+    agent, scratch_repo, monkeypatch
+):
+    import json
+
+    from agent_cli.cli import wiring
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the harness")
+
+    monkeypatch.setattr(wiring, "_execute", broken)  # stands for any bug past the settings
+    code, out, err = agent("run", "x", "--yes", "--json", "--repo", str(scratch_repo))
+    assert code == 1 and "internal error: RuntimeError: a bug in the harness" in err
+    done = json.loads(out.strip().splitlines()[-1])
+    assert done["event"] == "run_done" and done["exit_code"] == 1
+    assert done["message"] == "internal error: RuntimeError: a bug in the harness"
