@@ -49,3 +49,21 @@ def test_a_long_commit_subject_is_cut_between_words_and_the_goal_kept_in_the_bod
     assert subject == "Add median(xs) to calc/stats.py: the middle value, the mean of the two…"
     assert len(subject) <= 72 and blank == "" and body == GOAL
     assert message.endswith("Agent-Run: r1\n")
+
+
+def test_text_that_cannot_be_sent_is_named():
+    from agent_cli.core.text import unusable
+
+    assert unusable("median of an empty list — ✓") == ""
+    assert unusable("a\x00b") == "holds a NUL character"
+    assert unusable("median\udcff") == "is not valid UTF-8 text"
+
+
+def test_strict_json_takes_a_surrogate_pair_and_refuses_a_lone_half():
+    import pytest
+
+    from agent_cli.core import strictjson
+
+    assert strictjson.loads('{"a": "\\ud83d\\ude00"}') == {"a": "😀"}
+    with pytest.raises(ValueError, match="lone surrogate"):
+        strictjson.loads('{"a": "x\\udcff"}')

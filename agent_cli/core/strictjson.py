@@ -1,8 +1,9 @@
 """JSON from the model, parsed strictly: no NaN or Infinity, bounded nesting and integer size.
 
-The standard parser accepts `Infinity` and `NaN`, recurses once per nesting level, and
-raises plain ValueError on a 5,000-digit integer; here each of those is a ValueError that
-says what is wrong, so a caller treats it as a malformed reply.
+The standard parser accepts `Infinity` and `NaN` and lone surrogate escapes (`"\\udcff"`,
+which no UTF-8 text can hold), recurses once per nesting level, and raises plain ValueError
+on a 5,000-digit integer; here each of those is a ValueError that says what is wrong, so a
+caller treats it as a malformed reply.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 40
 _STRUCTURE = re.compile(r'[\[\]{}"]')
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
@@ -26,11 +28,19 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
         if depth > max_depth:
             raise ValueError(f"the JSON nests {depth} levels deep (at most {max_depth})")
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
+        value = json.loads(text, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
     except json.JSONDecodeError as e:
         raise ValueError(f"not valid JSON ({e.msg} at char {e.pos})") from None
     except RecursionError:
         raise ValueError("the JSON nests too deeply") from None
+    if _SURROGATE.search(text):  # a pair makes one character; a lone half is no text at all
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                "a string holds a lone surrogate (\\udXXX), which is no text"
+            ) from None
+    return value
 
 
 def nesting(text: str) -> int:

@@ -36,3 +36,16 @@ def clean(text: object) -> str:
 def short(text: object, limit: int = 80) -> str:
     """One cleaned line of at most `limit` characters, cut between words."""
     return shorten(clean(text), limit)
+
+
+def unusable(text: str) -> str:
+    """Why `text`, given on a command line or in a file, cannot be sent or stored as text
+    ("" when it can): a NUL character, or bytes that are not UTF-8 (lone surrogates once
+    decoded, as Python gives undecodable command-line bytes)."""
+    if "\x00" in text:
+        return "holds a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid UTF-8 text"
+    return ""

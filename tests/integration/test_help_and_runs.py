@@ -273,3 +273,22 @@ def test_a_json_stream_ends_with_run_done_even_after_an_internal_error(
     done = json.loads(out.strip().splitlines()[-1])
     assert done["event"] == "run_done" and done["exit_code"] == 1
     assert done["message"] == "internal error: RuntimeError: a bug in the harness"
+
+
+@pytest.mark.slow  # each case starts the agent as a process
+def test_a_goal_or_query_that_is_not_utf8_is_a_usage_error(agent_env, scratch_repo):
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "agent_cli"]
+    for args, says in (
+        ([b"run", b"median\xff", b"--yes"], "the goal is not valid UTF-8 text"),
+        ([b"run", b"x", b"--accept", b"pytest\xff", b"--yes"], "--accept is not valid UTF-8"),
+        ([b"recall", b"median\xff"], "the query is not valid UTF-8 text"),
+    ):
+        proc = subprocess.run(
+            [*base, *args], cwd=scratch_repo, env=agent_env, capture_output=True, timeout=60
+        )
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and says in err, err
+        assert "internal error" not in err and len(err.strip().splitlines()) == 1

@@ -43,6 +43,10 @@ def test_json_lines_skip_blank_lines_and_take_one_command_as_a_list(tmp_path):
         ("g.jsonl", '{"goal": "a"}\n{"goal": \n', "line 2 is not JSON"),
         ("g.jsonl", '["a"]\n', "line 1 is not a table"),
         ("g.jsonl", '{"goal": "a", "accept": [""]}\n', "an acceptance command is empty"),
+        ("g.jsonl", '{"goal": "nul \\u0000 goal"}\n', "the goal holds a NUL character"),
+        ("g.toml", '[[goals]]\ngoal = "nul \\u0000"\n', "the goal holds a NUL character"),
+        ("g.jsonl", '{"goal": "x \\udcff"}\n', "the goal is not valid UTF-8 text"),
+        ("g.jsonl", '{"goal": "a", "accept": ["x\\u0000"]}\n', "an acceptance command holds a NUL"),
     ],
 )
 def test_a_wrong_goal_is_named_in_one_line(tmp_path, name, text, says):

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_cli.core.errors import UsageError
+from agent_cli.core.text import unusable
 
 TOML_SUFFIXES = (".toml",)
 _EXAMPLE = '[[goals]]\ngoal = "Add a median function"\naccept = ["pytest -q"]'
@@ -30,6 +31,9 @@ class Goal(BaseModel):
     def _said(cls, goal: str) -> str:
         if not goal.strip():
             raise ValueError("the goal is empty")
+        why = unusable(goal)
+        if why:
+            raise ValueError(f"the goal {why}")
         return goal
 
     @field_validator("accept")
@@ -37,6 +41,9 @@ class Goal(BaseModel):
     def _commands(cls, accept: tuple[str, ...]) -> tuple[str, ...]:
         if any(not cmd.strip() for cmd in accept):
             raise ValueError("an acceptance command is empty")
+        why = next((unusable(cmd) for cmd in accept if unusable(cmd)), "")
+        if why:
+            raise ValueError(f"an acceptance command {why}")
         return accept
 
 

@@ -121,7 +121,10 @@ def recall_command(
 ) -> None:
     """Search long-term memory (episodes, facts, notes, procedures) by meaning."""
     from agent_cli.core.errors import UsageError
+    from agent_cli.core.text import shorten, unusable
 
+    if unusable(query):
+        raise UsageError(f"the query {unusable(query)}", "give it as plain UTF-8 text")
     if kind not in KINDS:
         raise UsageError(f"unknown --kind {kind!r}", f"use one of {', '.join(KINDS)}")
     if not 1 <= k <= 100:
@@ -149,7 +152,7 @@ def recall_command(
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
     elif not results:
-        typer.echo(f"nothing in memory matches {query!r}")
+        typer.echo(f"nothing in memory matches {shorten(query, 200)!r}")
     else:
         from agent_cli.ui.console import print_out
         from agent_cli.ui.render import recall_table

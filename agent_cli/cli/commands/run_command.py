@@ -98,6 +98,7 @@ def run_command(
             raise UsageError('a goal is needed: agent run "GOAL" (or --resume)')
         if run_id and not resume:
             raise UsageError("--run-id goes with --resume")
+        _check_text(goal=goal, hint=hint, replan=replan, accept=accept)
         answer = resume_answer(resume, hint, skip, replan)
         from agent_cli.cli.worktree import check_flags
 
@@ -200,6 +201,19 @@ class RunCommandLine(Command):
             if wants_json:
                 print_run_done(e.exit_code, e.format_message())
             raise
+
+
+def _check_text(**given: str | tuple[str, ...] | list[str] | None) -> None:
+    """Refuse a goal, hint, note or command that cannot be sent as text (a NUL, not UTF-8)."""
+    from agent_cli.core.text import unusable
+
+    for name, value in given.items():
+        values = [value] if isinstance(value, str) else list(value or ())
+        for text in values:
+            why = unusable(text)
+            if why:
+                flag = "the goal" if name == "goal" else f"--{name}"
+                raise UsageError(f"{flag} {why}", "give it as plain UTF-8 text")
 
 
 def register(app: typer.Typer) -> None:
