@@ -228,6 +228,24 @@ def test_accept_flag_is_used_and_is_the_final_gate(run_agent, fake_server, demo_
     assert [v["index"] for v in verifies] == [0, -1] and all(v["passed"] for v in verifies)
 
 
+def test_an_accept_command_that_could_never_pass_is_refused_before_any_request(
+    run_agent, fake_server, demo_repo
+):
+    srv = fake_server([plan(task(cmd=None)), add_median(), finish()])
+    for cmd, says in (
+        ('pytest "unclosed', "cannot be parsed"),
+        ("no-such-program-here -q", "is not on PATH nor in the repository"),
+        ("true", "always succeeds"),
+    ):
+        proc = agent_run(run_agent, srv, demo_repo, "--accept", cmd)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        done = events_of(proc.stdout)[-1]
+        assert done["event"] == "run_done" and says in done["message"]
+        assert done["message"].startswith("--accept: ") and "nothing was started" in done["message"]
+    assert srv.chat_requests == []  # refused before the plan was asked for
+    assert git(demo_repo, "branch", "--list", "agent/*").strip() == ""
+
+
 def test_next_run_recalls_the_last_episode_and_fact(run_agent, fake_server, demo_repo):
     srv = fake_server([plan(task()), add_median(), finish()])
     assert agent_run(run_agent, srv, demo_repo).returncode == 0

@@ -4,7 +4,8 @@ A task enters a plan four ways: the first plan (`submit_plan`), the model's revi
 tasks (`revise_plan`), the human's re-plan (`r` on a terminal, `--resume --replan`) and a
 resumed run's saved plan. Each goes through `Gate.problems`, so each refuses the same
 acceptance commands (`acceptance.problem`: a program that does not exist, a command the
-policy refuses, a command that cannot fail).
+policy refuses, a command that cannot fail). The user's own `--accept` commands, which the
+final gate runs, are judged the same way before the run asks the model anything.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ class Gate:
         """Why the tasks cannot enter the plan (numbered from task `first` + 1), or None."""
         found = self.problems(tasks)
         return "; ".join(f"task {first + i + 1}: {why}" for i, why in sorted(found.items())) or None
+
+    def users_commands(self, commands: Sequence[str]) -> str | None:
+        """Why one of the user's own acceptance commands could never pass, or None."""
+        ws = self.workspace
+        for cmd in commands:
+            why = acceptance.problem(cmd, ws.root, ws.refusal)
+            if why:
+                return why
+        return None
 
     def open_tasks(self, plan: Sequence[Task]) -> str | None:
         """Why a saved plan's unsettled tasks cannot be carried out as saved, or None."""

@@ -58,6 +58,7 @@ from agent_cli.core.errors import (
     AgentError,
     BudgetExhausted,
     StorageError,
+    UsageError,
 )
 from agent_cli.core.models import MAX_ATTEMPTS, SETTLED, Plan, Task, Verdict
 from agent_cli.core.protocols import ChatModel, Console, Hooks, LongTermStore, Workspace
@@ -238,6 +239,7 @@ class Session:
         """Plan `goal` and carry it out; returns the exit code."""
         ws = self.sv.workspace
         with self._before_run():
+            self._check_accept()
             protected = self.cfg.preflight
             if protected is None:
                 protected = ws.preflight(self.cfg.allow_dirty)
@@ -369,6 +371,15 @@ class Session:
             )
         self._allow_acceptance(plan.tasks)
         return plan
+
+    def _check_accept(self) -> None:
+        """Refuse an --accept command the final gate could never pass, before any request."""
+        why = self.gate.users_commands(self.cfg.accept_cmds)
+        if why:
+            raise UsageError(
+                f"--accept: {why}; nothing was started",
+                "give a command that exits 0 only when the goal is met (pytest -q, say)",
+            )
 
     def _check_plan(self, plan: Plan) -> dict[int, str]:
         """The tasks whose acceptance command cannot run, is refused, or cannot fail."""
