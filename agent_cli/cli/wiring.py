@@ -142,6 +142,12 @@ def build_model(
     if opts.record:
         from agent_cli.llm.record import RecordingModel
 
+        if opts.replay and opts.replay.resolve() == opts.record.resolve():
+            raise UsageError(
+                f"--record {opts.record} is the recording --replay reads",
+                "record to another file",
+            )
+
         model = RecordingModel(model, opts.record, secrets=settings.secrets())
     return model
 

@@ -8,12 +8,13 @@ read as a regular file of at most MAX_BYTES, UTF-8, each line parsed with bounde
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 from typing import Any
 
 from agent_cli.core import atomic, strictjson
-from agent_cli.core.errors import ConfigError, ModelError
+from agent_cli.core.errors import ConfigError, ModelError, UsageError
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.core.redact import redact_all, redact_messages
 from agent_cli.llm.base import ChatModel, Message, reply_cost
@@ -31,7 +32,17 @@ class RecordingModel:
         self.name = inner.name
         self.path = Path(path)
         self.secrets = secrets
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # said now, not after a request was paid for
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists() and not self.path.is_file():
+                raise IsADirectoryError(errno.EISDIR, "not a regular file")
+            with self.path.open("a", encoding="utf-8"):
+                pass
+        except OSError as e:
+            raise UsageError(
+                f"--record {self.path} cannot be written: {e.strerror or e}",
+                "name a file in a directory you can write to",
+            ) from None
 
     @property
     def usage(self) -> Usage:

@@ -99,3 +99,19 @@ def test_a_columns_of_zero_counts_as_unset_and_the_run_is_shown(run_agent, demo_
     assert proc.stdout.startswith(f"-- {REPLAYED}") and "verified" in proc.stdout
     runs = run_agent("runs", cwd=demo_repo, env=env)
     assert runs.returncode == 0 and "verified" in runs.stdout
+
+
+def test_a_recording_that_cannot_be_written_is_refused_before_any_request(
+    run_agent, demo_repo, tmp_path
+):
+    replay = tmp_path / "session.jsonl"
+    replay.write_bytes((FIXTURES / "demo" / "session.jsonl").read_bytes())
+    before = replay.read_bytes()
+    for target, says in ((tmp_path, "cannot be written"), (replay, "the recording --replay reads")):
+        proc = run_agent(
+            "run", GOAL, "--replay", str(replay), "--record", str(target), "--yes", cwd=demo_repo
+        )
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert says in proc.stderr and "internal error" not in proc.stderr
+    assert replay.read_bytes() == before
+    assert "def median" not in (demo_repo / "calc" / "stats.py").read_text()
