@@ -24,6 +24,7 @@ from typing import Any, Literal
 from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.attempt.toolbox import Toolbox
+from agent_cli.agent.run.live import live_ids
 from agent_cli.agent.run.roles import RoleModels
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStartedWith, RunStore
@@ -460,9 +461,10 @@ def run_settings(repo: Path, opts: RunOptions, console: Console) -> tuple[Settin
 
 def saved_start(settings: Settings, repo: Path, opts: RunOptions) -> RunStartedWith:
     """What the run to resume was started with (nothing when there is no such run)."""
-    store = run_store(settings.state_dir(repo), repo)
+    state_dir = settings.state_dir(repo)
+    store = run_store(state_dir, repo)
     try:
-        run_id = store.target(opts.run_id)
+        run_id = store.target(opts.run_id, live_ids(state_dir))
     except AgentError:  # said in its turn, after the lock is checked
         return RunStartedWith()
     return store.load(run_id).started_with
@@ -580,7 +582,7 @@ def check_local(
     if fresh:
         return None, set()
     if opts.resume:
-        run_id = store.target(opts.run_id)
+        run_id = store.target(opts.run_id, live_ids(store.root.parent))
         return run_id, workspace.preflight(allow_dirty=True)
     return None, workspace.preflight(opts.allow_dirty)
 

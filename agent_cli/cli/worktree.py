@@ -15,6 +15,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent_cli.agent.run.live import live_ids
 from agent_cli.agent.run.store import RunStore, new_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
@@ -152,7 +153,7 @@ def _resumed(
     """The worktree of the run to resume (made again from its branch when it was removed)."""
     store = RunStore(state_dir, repo=str(main_tree(repo).resolve()))  # as wiring.run_store
     try:
-        record = store.load(store.target(run_id))
+        record = store.load(store.target(run_id, live_ids(state_dir)))
     except AgentError:
         return None  # said in its turn, after the lock is checked
     if not record.worktree:

@@ -359,3 +359,27 @@ def test_a_worktree_made_for_a_starting_run_is_held_from_clean_until_it_is_forgo
         wt.forget_unstarted(place, state)
     assert not place.path.exists() and not (state / "runs" / place.run_id).exists()
     assert live_holder(state / "runs" / place.run_id / "run.lock") is None
+
+
+def test_a_killed_run_is_listed_interrupted_and_a_resume_skips_one_in_progress(agent, repo):
+    import json
+
+    from agent_cli.agent.run.live import live_ids
+
+    seed(repo, "run-old", ["verified", "rejected"])
+    seed(repo, "run-wt", ["running"], worktree=True)
+    store = RunStore(repo / ".agent")
+    for run_id in ("run-old", "run-wt"):  # both were killed while running
+        path = store.run_dir(run_id) / "state.json"
+        path.write_text(path.read_text().replace('"status": "escalated"', '"status": "running"'))
+    code, out, err = agent("runs", "--json", "--repo", str(repo))
+    assert code == 0, err
+    assert {r["run_id"]: r["status"] for r in json.loads(out)} == {
+        "run-old": "interrupted",
+        "run-wt": "interrupted",
+    }
+    assert store.target(None) == "run-wt"  # the newest unfinished
+    with RunLock(store.run_dir("run-wt") / "run.lock") as own:
+        own.name("run-wt")  # resumed in another process meanwhile
+        assert live_ids(repo / ".agent") == {"run-wt"}
+        assert store.target(None, live_ids(repo / ".agent")) == "run-old"

@@ -80,6 +80,11 @@ def live_holders(state_dir: Path) -> list[dict[str, Any]]:
     return found
 
 
+def live_ids(state_dir: Path) -> set[str]:
+    """The ids of the runs in progress under `state_dir`."""
+    return {h["run_id"] for h in live_holders(state_dir) if h["run_id"]}
+
+
 def runs_rows(store: RunStore, state_dir: Path, worktrees: dict[str, Path]) -> list[dict[str, Any]]:
     """Every run, oldest first (`SUMMARY_KEYS`, and `worktree` when it has one); a live one
     also with `live`, `pid`, its `task` of `tasks`, `task_goal`, `step` and `cost_usd`.
@@ -100,6 +105,8 @@ def runs_rows(store: RunStore, state_dir: Path, worktrees: dict[str, Path]) -> l
         run_id = row["run_id"]
         if f"agent/{run_id}" in worktrees:
             row["worktree"] = str(worktrees[f"agent/{run_id}"])
+        if run_id not in live and row["status"] == "running":
+            row["status"] = "interrupted"  # its process is gone: killed; `--resume` goes on
         if run_id in live:
             row |= {"status": "running", "live": True, "pid": live[run_id]["pid"]}
             row.setdefault("worktree", None)

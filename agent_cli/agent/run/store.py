@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import secrets as _secrets
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -302,8 +302,9 @@ class RunStore:
             raise _not_here(run_id, record.repo)
         return record
 
-    def target(self, run_id: str | None) -> str:
-        """The run to resume: `run_id` if it exists, else the newest unfinished one."""
+    def target(self, run_id: str | None, live: Collection[str] = ()) -> str:
+        """The run to resume: `run_id` if it exists, else the newest unfinished one that is
+        not `live` (in progress in another process)."""
         if run_id is not None:
             path = self.run_dir(checked_run_id(run_id)) / "state.json"
             if not path.exists():
@@ -312,10 +313,11 @@ class RunStore:
             if not self.ours(recorded):
                 raise _not_here(run_id, recorded)
             return run_id
-        latest = self.latest_unfinished()
+        latest = self.latest_unfinished(live)
         if latest is None:
+            busy = " that is not in progress" if live else ""
             raise AgentError(
-                "there is no unfinished run to resume", "start one with `agent run GOAL`"
+                f"there is no unfinished run{busy} to resume", "start one with `agent run GOAL`"
             )
         return latest
 
@@ -331,10 +333,12 @@ class RunStore:
                 out.append(summary)
         return out
 
-    def latest_unfinished(self) -> str | None:
-        """The newest run that did not end with every task verified."""
+    def latest_unfinished(self, live: Collection[str] = ()) -> str | None:
+        """The newest run that did not end with every task verified, leaving out `live`."""
         for s in reversed(self.list()):
-            if s.get("status") not in FINISHED and s.get("status") != "unreadable":
+            if s.get("status") in FINISHED or s.get("status") == "unreadable":
+                continue
+            if str(s["run_id"]) not in live:
                 return str(s["run_id"])
         return None
 
