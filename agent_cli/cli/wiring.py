@@ -335,6 +335,8 @@ def execute(opts: RunOptions) -> int:
     shown = make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose)
     ends = EndsWithRunDone(shown, opts.json_out)
     console = ends.console
+    # SIGTERM stops a run as Ctrl-C does, from the start: state saved, a new worktree removed
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         repo_path = find_repo(opts.repo)
         settings, started = run_settings(repo_path, opts, console)
@@ -377,6 +379,7 @@ def execute(opts: RunOptions) -> int:
         ends.refused(1, redact(f"internal error: {type(e).__name__}: {e}", shown.secrets))
         raise
     finally:
+        signal.signal(signal.SIGTERM, previous)
         console.close()
 
 
@@ -615,14 +618,12 @@ def run_session(
             f"{e.strerror or e}; nothing was started",
             "make it writable, free disk space, or set home to another directory",
         ) from None
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with lock:
             if opts.resume:
                 return session.resume(run_id, Answer(*opts.answer) if opts.answer else None)
             return session.start(opts.goal or "")
     finally:
-        signal.signal(signal.SIGTERM, previous)
         if created and not any(state_dir.iterdir()):
             state_dir.rmdir()  # a run refused before it began leaves no empty directory
 

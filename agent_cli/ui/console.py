@@ -195,6 +195,7 @@ class RunConsole:
         self.verbose = verbose
         self.secrets = secrets
         self.state = RunState()
+        self._reader_gone = False
         self._live: Live | None = None
         self._activity: Activity | None = None
         self._streamed = ""  # the model's words streamed since the last event
@@ -220,8 +221,21 @@ class RunConsole:
         self.console = console
 
     def emit(self, ev: Event) -> None:
-        """Show one event, redacted."""
-        ev = redact_model(ev, self.secrets)
+        """Show one event, redacted.
+
+        When what reads the output is gone (a closed pipe: the `agent batch` that started the
+        run was killed, `| head` has read enough), the run stops as if interrupted, its state
+        saved to resume, and shows nothing more."""
+        if self._reader_gone:
+            return
+        try:
+            self._emit(redact_model(ev, self.secrets))
+        except BrokenPipeError:
+            self._reader_gone = True
+            _to_devnull(self.out)  # nothing left to flush at exit either
+            raise KeyboardInterrupt from None
+
+    def _emit(self, ev: Event) -> None:
         self.state.apply(ev)
         if self.mode == "json":
             self.out.write(ev.model_dump_json() + "\n")
@@ -392,3 +406,16 @@ class RunConsole:
                 return answer
             self.console.print(Text(f"please answer {choices}"))
         return "n"
+
+
+def _to_devnull(out: IO[str]) -> None:
+    """Point `out`'s file descriptor at /dev/null (a closed pipe's writes and flushes fail)."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)

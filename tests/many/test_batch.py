@@ -147,6 +147,56 @@ def test_ctrl_c_stops_every_run_with_its_state_saved_and_no_process_left(fake_se
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
 
 
+def _slow_batch(fake_server, tmp_path, delay: float, shell: str):
+    """A batch of two slow runs started through `sh -c SHELL` (which then execs the batch)."""
+    repo = repo_with(tmp_path / "repo")
+    names = NAMES[:2]
+    slow = {goal_of(n): creates(n)[:1] + [{**creates(n)[1], "delay": delay}] for n in names}
+    srv = fake_server(ByGoal(slow))
+    file = goals_toml(tmp_path / "goals.toml", names)
+    argv = [PY, "-m", "agent_cli", "batch", str(file), "--jobs", "2", "--yes", "--json",
+            "--base-url", srv.url]  # fmt: skip
+    out = open(tmp_path / "out.txt", "w")  # the batch writes it; closed once it has it
+    proc = subprocess.Popen(
+        ["sh", "-c", f'{shell}; exec "$0" "$@"', *argv],
+        cwd=repo, env=cli_env(tmp_path / "home"), stdin=subprocess.DEVNULL, stdout=out,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    out.close()
+    wait_for(lambda: srv.in_flight == 2, timeout=90, what="two runs waiting on the model")
+    return repo, proc
+
+
+def test_sigterm_stops_a_batch_started_with_sigint_ignored(fake_server, tmp_path):
+    repo, proc = _slow_batch(fake_server, tmp_path, 60, 'trap "" INT')  # as `cmd &` in a script
+    try:
+        pids = _children_of(proc.pid)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=45) == 130  # not the 60 s grace: the runs took SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert all(pid_gone(pid) for pid in pids)
+    record = json.loads(next((repo / ".agent" / "batches").glob("*/batch.json")).read_text())
+    assert [r["status"] for r in record["runs"]] == ["interrupted", "interrupted"]
+    assert all(state(repo, r["run_id"])["status"] == "interrupted" for r in record["runs"])
+
+
+def test_the_runs_of_a_killed_batch_stop_as_interrupted_with_their_state_saved(
+    fake_server, tmp_path
+):
+    repo, proc = _slow_batch(fake_server, tmp_path, 3, "true")
+    pids = _children_of(proc.pid)
+    assert len(pids) == 2
+    proc.kill()  # no chance to stop its runs: they find nobody reading their events
+    proc.wait(timeout=30)
+    wait_for(lambda: all(pid_gone(pid) for pid in pids), timeout=90, what="the runs to stop")
+    states = [json.loads(p.read_text()) for p in (repo / ".agent" / "runs").glob("*/state.json")]
+    assert [s["status"] for s in states] == ["interrupted", "interrupted"]
+    trajectories = (repo / ".agent" / "runs").glob("*/trajectory.jsonl")
+    assert not any('"crash"' in t.read_text() for t in trajectories)
+
+
 def _children_of(pid: int) -> list[int]:
     out = subprocess.run(
         ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True

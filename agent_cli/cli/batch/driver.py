@@ -2,10 +2,13 @@
 
 Each run is a process of its own in its own process group, read through its JSON events (a
 thread per run puts each line on one queue, so the driver alone changes the jobs). Ctrl-C (or
-SIGTERM) sends SIGINT to every running group, and the driver waits for each to save its state
-and exit; a run that does not within `STOP_GRACE_S` is killed. No process outlives the batch.
-A shared budget starts no new run once spent, gives each run what is left, and stops the
-running ones (SIGINT, state saved) when their spend together reaches it.
+SIGTERM) sends SIGTERM to every running group, which a run takes as Ctrl-C from its first
+moment (SIGINT would not do: a batch started in the background of a script hands its runs
+SIGINT ignored), and the driver waits for each to save its state and exit; a run that does not
+within `STOP_GRACE_S` is killed. No process outlives the batch, and a run whose batch was
+killed stops as interrupted when its events find no reader. A shared budget starts no new run
+once spent, gives each run what is left, and stops the running ones (SIGTERM, state saved)
+when their spend together reaches it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from agent_cli.core.errors import (
     EXIT_OK,
 )
 
-STOP_GRACE_S = 60.0  # how long a run gets to save its state after SIGINT
+STOP_GRACE_S = 60.0  # how long a run gets to save its state after SIGTERM
 POLL_S = 0.25
 NOT_STARTED = "not_started"
 
@@ -205,13 +208,13 @@ class Batch:
         self.on_change(self.jobs)
 
     def _stop_all(self) -> None:
-        """SIGINT to every running run's process group, then wait for each to exit."""
+        """SIGTERM to every running run's process group, then wait for each to exit."""
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits too
         try:
             for job in self.jobs:
                 if job.status == "waiting":
                     job.status, job.message = NOT_STARTED, "the batch was interrupted"
-            self._signal_live(signal.SIGINT)
+            self._signal_live(signal.SIGTERM)
             deadline = time.monotonic() + STOP_GRACE_S
             while self._live and time.monotonic() < deadline:
                 self._drain(POLL_S)
@@ -314,7 +317,7 @@ class Batch:
             at_cap = job.cap_usd is not None and job.cost_usd >= job.cap_usd
             if not job.budget_stopped and not at_cap:
                 job.budget_stopped = True
-                _signal_group(job, signal.SIGINT)
+                _signal_group(job, signal.SIGTERM)
 
     def _signal_live(self, sig: int) -> None:
         for job in list(self._live.values()):
