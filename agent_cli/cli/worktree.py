@@ -85,6 +85,7 @@ def place_for(
         return None  # a plan changes nothing, so it is made where the user is
     if resume:
         return _resumed(repo, state_dir, run_id, console)
+    _not_in_a_runs_tree(repo, state_dir)
     if not worktree and not (auto and not allow_dirty and _checkout_busy(state_dir)):
         return None
     if not worktree:
@@ -95,6 +96,21 @@ def place_for(
             )
         )
     return _new(repo, state_dir, console)
+
+
+def _not_in_a_runs_tree(repo: Path, state_dir: Path) -> None:
+    """Refuse a new run inside another run's worktree: that tree is the other run's to work in
+    (and to remove once it is done)."""
+    trees = (state_dir / WORKTREES).resolve()
+    here = repo.resolve()
+    if trees not in here.parents:
+        return
+    run_id = here.relative_to(trees).parts[0]
+    raise UsageError(
+        f"{here} is the worktree of run {run_id}; a new run does not start inside it",
+        f"start it from your checkout {main_tree(repo)} (--worktree works beside it), or go "
+        f"on with this one: agent run --resume --run-id {run_id}",
+    )
 
 
 def _checkout_busy(state_dir: Path) -> bool:

@@ -383,3 +383,21 @@ def test_a_killed_run_is_listed_interrupted_and_a_resume_skips_one_in_progress(a
         own.name("run-wt")  # resumed in another process meanwhile
         assert live_ids(repo / ".agent") == {"run-wt"}
         assert store.target(None, live_ids(repo / ".agent")) == "run-old"
+
+
+def test_inside_a_runs_worktree_the_repository_s_state_is_used_and_no_new_run_starts(agent, repo):
+    import json
+
+    tree = seed(repo, "run-wt", ["verified", "pending"], worktree=True)
+    code, out, err = agent("runs", "--json", "--repo", str(tree))
+    assert code == 0 and [r["run_id"] for r in json.loads(out)] == ["run-wt"], err
+    for args in (["recall", "anything"], ["memory", "show", "--json"]):
+        code, _, err = agent(*args, "--repo", str(tree))
+        assert code == 0, err
+    code, _, err = agent("run", "another goal", "--yes", "--repo", str(tree))
+    assert code == 2 and "is the worktree of run run-wt" in err
+    assert "agent run --resume --run-id run-wt" in err
+    assert not (tree / ".agent").exists()  # nothing nested: one repository, one state
+    from agent_cli.cli.config.settings import main_work_tree
+
+    assert main_work_tree(tree) == repo and main_work_tree(repo) == repo

@@ -68,3 +68,19 @@ def test_a_repository_without_commits_has_no_root(tmp_path):
     (tmp_path / "empty").mkdir()
     git(tmp_path / "empty", "init", "-q")
     assert repo_identity(tmp_path / "empty") == RepoIdentity()
+
+
+def test_a_shallow_clone_is_known_by_its_remote_not_by_where_its_history_was_cut(tmp_path):
+    origin = make_repo(tmp_path / "calc")
+    for n in range(3):
+        git(origin, "commit", "-q", "--allow-empty", "-m", f"commit {n}")
+    shallow, full = tmp_path / "shallow", tmp_path / "full"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(shallow))
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(full))
+    cut = git(shallow, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert cut != repo_identity(origin).root_commit  # git calls the cut a root
+    mine = repo_identity(shallow)
+    assert mine.root_commit == "" and mine.keys() == [f"url:{origin}"]
+    assert set(mine.keys()) & set(repo_identity(full).keys())  # the same remote: one repository
+    git(shallow, "fetch", "-q", "--unshallow")
+    assert repo_identity(shallow).root_commit == repo_identity(origin).root_commit

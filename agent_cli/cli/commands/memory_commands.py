@@ -226,7 +226,7 @@ def _latest_state(state: Path, top: Path) -> tuple[str | None, dict[str, Any]]:
             ) from None
         if not isinstance(data, dict) or not runs_of.ours(data.get("repo", "")):
             continue
-        if isinstance(data.get("memory"), dict):
+        if isinstance(data.get("memory"), dict) and data["memory"]:  # {}: none saved yet
             return path.parent.name, data["memory"]
     return None, {}
 

@@ -189,9 +189,10 @@ class Settings(BaseSettings):
         return servers
 
     def state_dir(self, repo: Path) -> Path:
-        """Where run state lives: `home` if set, else `<repo>/.agent`; a ConfigError when
-        something other than a directory is there."""
-        state = Path(self.home).expanduser() if self.home else repo / ".agent"
+        """Where run state lives: `home` if set, else `<repo>/.agent` (of the main work tree
+        when `repo` is a linked one, such as a worktree run's: one repository, one state); a
+        ConfigError when something other than a directory is there."""
+        state = Path(self.home).expanduser() if self.home else main_work_tree(repo) / ".agent"
         if state.exists() and not state.is_dir():
             where = "home" if self.home else "the state directory"
             raise ConfigError(
@@ -270,6 +271,27 @@ class Settings(BaseSettings):
 
 PRICE_KEYS = ("price_input_per_mtok", "price_output_per_mtok", "price_cached_input_per_mtok")
 THRESHOLD_KEYS = ("memory_associate_k", "memory_associate_min_score", "memory_episode_max_distance")
+
+
+def main_work_tree(repo: Path) -> Path:
+    """The main work tree of `repo` when `repo` is a linked work tree (`git worktree add`),
+    read from its `.git` file (`gitdir: <main>/.git/worktrees/<name>`); else `repo`."""
+    dot_git = repo / ".git"
+    if not dot_git.is_file():
+        return repo
+    try:
+        with dot_git.open("r", encoding="utf-8", errors="replace") as f:
+            line = f.read(4096).strip()
+    except OSError:
+        return repo
+    if not line.startswith("gitdir:"):
+        return repo
+    gitdir = Path(line.removeprefix("gitdir:").strip())
+    gitdir = gitdir if gitdir.is_absolute() else (repo / gitdir)
+    admin = gitdir.parent
+    if admin.name == "worktrees" and admin.parent.name == ".git":
+        return admin.parent.parent
+    return repo  # a submodule's, say: its own state
 
 
 def _on_local_network(url: str) -> bool:

@@ -60,8 +60,17 @@ def _out(root: Path, *args: str, secrets: tuple[str, ...] = ()) -> str:
 
 
 def repo_identity(root: Path, secrets: tuple[str, ...] = ()) -> RepoIdentity:
-    """The identity of the repository at `root`: empty parts where it has no commit or remote."""
-    roots = _out(root, "rev-list", "--max-parents=0", "HEAD", secrets=secrets).split()
+    """The identity of the repository at `root`: empty parts where it has no commit or remote.
+
+    A shallow clone's history stops at a cut, not at its root commit, so it has no root commit
+    to be known by (its remote names it): its cut would be a root no full clone shares, and
+    would no longer be one once the clone is deepened."""
+    shallow = _out(root, "rev-parse", "--is-shallow-repository", secrets=secrets) == "true"
+    roots = (
+        []
+        if shallow
+        else _out(root, "rev-list", "--max-parents=0", "HEAD", secrets=secrets).split()
+    )
     remotes = _out(root, "remote", secrets=secrets).split()
     remote = "origin" if "origin" in remotes else (remotes[0] if remotes else "")
     url = _out(root, "remote", "get-url", remote, secrets=secrets) if remote else ""
