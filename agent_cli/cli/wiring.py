@@ -237,6 +237,11 @@ class RunKit:
             recall_cooldown_steps=self.settings.recall_cooldown_steps,
         )
 
+    def start_tools(self) -> None:
+        """Start the MCP servers (once; the first toolbox finds them running)."""
+        if self.tools is not None:
+            self.tools.providers()
+
     def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
         """The task tools, confined to the repository and clear of the user's own changes."""
         files = Files(

@@ -174,3 +174,30 @@ def test_a_run_stopped_by_sigterm_mid_call_leaves_no_server_running(
     assert agent.wait(30) == 130, agent.stderr
     assert time.monotonic() - started < 15  # the call in flight is cut, not waited out
     assert len(pids(pid_file)) == 1 and wait_gone(pids(pid_file)) == []
+
+
+def test_ctrl_c_while_the_servers_start_leaves_no_branch_and_nothing_half_made(
+    spawn_agent, fake_server, tmp_path
+):
+    from conftest import git
+
+    repo = repo_with(tmp_path / "repo")
+    pid_file = tmp_path / "pids"
+    hang = fixture_server(pid_file, "--hang", startup_timeout_s=600)
+    rc = user_rc(tmp_path, {"slow": hang})
+    srv = fake_server([plan(task()), make_done(), finish()])
+    agent = spawn_agent(
+        "run", "Create done.txt", "--yes", "--json", "--base-url", srv.url,
+        cwd=repo, env={"AGENT_RC": rc},
+    )  # fmt: skip
+    wait_for(lambda: pids(pid_file), 60, "the MCP server to be started")
+    time.sleep(0.5)
+    os.kill(agent.pid, signal.SIGINT)
+    assert agent.wait(60) == 130, agent.stderr
+    done = events(agent.stdout)[-1]
+    assert done["event"] == "run_done" and done["status"] == "interrupted"
+    assert "never retrieved" not in agent.stderr and "Traceback" not in agent.stderr
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    assert git(repo, "branch", "--list", "agent/*").strip() == ""  # no run was begun
+    assert not list((repo / ".agent" / "runs").glob("*/state.json"))
+    assert wait_gone(pids(pid_file)) == []

@@ -180,6 +180,11 @@ class RunParts(Protocol):
         """The run's working memory, its cold zone in `run_dir`."""
         ...
 
+    def start_tools(self) -> None:
+        """Start what the tools need before the run exists (the MCP servers), so that Ctrl-C
+        while they start leaves no branch and nothing half made."""
+        ...
+
     def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
         """The tools of a task's conversation, over the workspace and `memory`."""
         ...
@@ -245,6 +250,8 @@ class Session:
                 protected = ws.preflight(self.cfg.allow_dirty)
             recalled = self._recall(goal)
             plan = self._plan(goal, recalled)
+            if plan is not None:
+                self.sv.parts.start_tools()
         if plan is None:
             self._done_early("planned", EXIT_OK, "the plan is shown; nothing was changed")
             return EXIT_OK

@@ -166,6 +166,7 @@ class Connection:
             self.broken = self.broken or why
             if not ready.done():
                 ready.set_exception(RuntimeError(self.broken))
+                ready.exception()  # seen: a start cancelled by Ctrl-C never awaits it
             if isinstance(e, asyncio.CancelledError):
                 raise
         finally:
