@@ -190,6 +190,10 @@ def test_agent_trust_refuses_a_file_that_is_not_toml_and_records_nothing(tmp_pat
     code, out = _trust(repo, env)
     assert code == 1 and "not valid TOML" in out and "nothing was recorded" in out
     assert not (tmp_path / "trusted.json").exists()
+    (repo / ".agentrc").write_text("# padding\n" * 120_000)  # TOML, but past the bound
+    code, out = _trust(repo, env)
+    assert code == 1 and "is larger than" in out and "nothing was recorded" in out
+    assert not (tmp_path / "trusted.json").exists()
 
 
 def test_a_run_saved_before_its_origins_were_recorded_carries_no_endpoint_past_lapsed_trust(

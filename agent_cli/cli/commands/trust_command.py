@@ -48,18 +48,15 @@ def trust_command(
 
 def _parsed(rc: Path) -> dict[str, Any]:
     """The file as TOML, or a ConfigError naming it (then nothing is recorded)."""
-    import tomllib
-
+    from agent_cli.cli.config.settings import read_toml
     from agent_cli.core.errors import ConfigError
 
-    try:
-        return tomllib.loads(rc.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+    try:  # read as every other command reads it: what they refuse is not trusted either
+        return read_toml(rc)
+    except ConfigError as e:
         raise ConfigError(
-            f"{rc}: not valid TOML: {e}; nothing was recorded", "fix the file, then trust it"
+            f"{e.message}; nothing was recorded", "fix the file, then trust it"
         ) from None
-    except OSError as e:
-        raise ConfigError(f"{rc}: cannot be read: {e.strerror}; nothing was recorded") from None
 
 
 SHOWN_CHARS = 120

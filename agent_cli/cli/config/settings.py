@@ -334,7 +334,8 @@ def _read_settings_file(path: Path) -> str:
         raise ConfigError(f"{path} is not UTF-8 text (byte {e.start})", "fix the file") from None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
+    """A settings file as TOML (bounded, a regular file, UTF-8), or a ConfigError naming it."""
     try:
         return tomllib.loads(_read_settings_file(path))
     except tomllib.TOMLDecodeError as e:
@@ -404,11 +405,11 @@ def load_settings(
         user_rc = Path(env.get("AGENT_RC") or Path.home() / ".agentrc")
     layers: list[tuple[str, dict[str, Any]]] = []
     if user_rc.is_file():
-        layers.append((str(user_rc), _refuse_env_only(user_rc, _read_toml(user_rc))))
+        layers.append((str(user_rc), _refuse_env_only(user_rc, read_toml(user_rc))))
     notices: list[str] = []
     if repo is not None and (repo / ".agentrc").is_file():
         rc = repo / ".agentrc"
-        data = _refuse_env_only(rc, _read_toml(rc))
+        data = _refuse_env_only(rc, read_toml(rc))
         if "api_key" in data:
             raise ConfigError(
                 f"{rc}: key 'api_key' is not allowed in a repository's .agentrc",
