@@ -248,3 +248,15 @@ def test_an_endpoint_that_is_no_http_address_is_refused_where_it_was_set(tmp_pat
 
 def test_an_empty_base_url_is_the_default_one(tmp_path):
     assert load(tmp_path, env={"AGENT_BASE_URL": " "}).base_url == "https://api.openai.com/v1"
+
+
+def test_an_agentrc_that_is_there_but_no_file_is_said_not_skipped(tmp_path):
+    (tmp_path / ".agentrc").mkdir()
+    with pytest.raises(ConfigError, match="agentrc: cannot be read"):
+        load(tmp_path)
+    (tmp_path / ".agentrc").rmdir()
+    (tmp_path / ".agentrc").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match="agentrc: cannot be read"):
+        load(tmp_path)
+    (tmp_path / ".agentrc").unlink()
+    assert load(tmp_path).sources["model"] == "default"  # no file at all: nothing read

@@ -404,10 +404,11 @@ def load_settings(
     if user_rc is None:
         user_rc = Path(env.get("AGENT_RC") or Path.home() / ".agentrc")
     layers: list[tuple[str, dict[str, Any]]] = []
-    if user_rc.is_file():
+    # a path that is there but no file (a directory, a FIFO, a broken link) is said, not skipped
+    if os.path.lexists(user_rc):
         layers.append((str(user_rc), _refuse_env_only(user_rc, read_toml(user_rc))))
     notices: list[str] = []
-    if repo is not None and (repo / ".agentrc").is_file():
+    if repo is not None and os.path.lexists(repo / ".agentrc"):
         rc = repo / ".agentrc"
         data = _refuse_env_only(rc, read_toml(rc))
         if "api_key" in data:
