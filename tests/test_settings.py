@@ -260,3 +260,11 @@ def test_an_agentrc_that_is_there_but_no_file_is_said_not_skipped(tmp_path):
         load(tmp_path)
     (tmp_path / ".agentrc").unlink()
     assert load(tmp_path).sources["model"] == "default"  # no file at all: nothing read
+
+
+def test_a_deny_commands_pattern_that_is_no_regular_expression_is_refused_when_read(tmp_path):
+    (tmp_path / ".agentrc").write_text('deny_commands = ["rm -rf", "curl ("]\n')
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path)
+    line = e.value.one_line()
+    assert "key 'deny_commands'" in line and "'curl ('" in line and "not a valid regular" in line

@@ -172,6 +172,18 @@ class Settings(BaseSettings):
         url = url.strip()
         return urls.endpoint(url) if url else OPENAI_DEFAULT_URL
 
+    @field_validator("deny_commands")
+    @classmethod
+    def _patterns(cls, patterns: list[str]) -> list[str]:
+        """Regular expressions the command policy can compile."""
+        from agent_cli.workspace.shell.policy import pattern_problem
+
+        for pattern in patterns:
+            problem = pattern_problem(pattern)
+            if problem:
+                raise ValueError(problem)
+        return patterns
+
     @field_validator(*(f"{role}_api_key_env" for role in ROLES))
     @classmethod
     def _variable_name(cls, name: str | None) -> str | None:

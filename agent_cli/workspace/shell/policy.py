@@ -382,6 +382,16 @@ def _is_settings_file(word: str) -> bool:
     return os.path.basename(word.rstrip("/")) == ".agentrc"
 
 
+def pattern_problem(pattern: str) -> str:
+    """Why `pattern` cannot be a deny_commands pattern ("" when it can): the settings check it
+    when they are read, so `agent doctor` says it before a run stops on it."""
+    try:
+        _compile_user_pattern(pattern)
+    except ConfigError as e:
+        return e.message
+    return ""
+
+
 def _compile_user_pattern(pattern: str) -> regex.Pattern[str]:
     try:
         return regex.compile(pattern, flags=regex.VERSION0)
