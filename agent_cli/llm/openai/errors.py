@@ -75,7 +75,8 @@ def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -
     if isinstance(e, openai.APIConnectionError):
         return ModelError(
             f"cannot reach the model endpoint {base_url}",
-            "is the server running? check --base-url / OPENAI_BASE_URL",
+            "is the server running? check the setting that names it (--base-url / "
+            "OPENAI_BASE_URL, or a role's *_base_url); `agent doctor` checks each endpoint",
         )
     if isinstance(e, openai.APIStatusError):
         return status_error(e, base_url, model)
