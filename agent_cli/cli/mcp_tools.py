@@ -57,6 +57,8 @@ class RunTools:
         self.ask, self.notice = ask, notice
         self.tools: McpTools | None = None
         self.gated: ToolProvider | None = None
+        # the share of every request the MCP tools may take (set once the window is known)
+        self.max_tokens: int | None = None
 
     def providers(self) -> list[ToolProvider]:
         """The gated MCP tools, their servers started on the first call."""
@@ -67,6 +69,8 @@ class RunTools:
             from agent_cli.tools.mcp.gate import GatedTools
 
             self.tools.start()
+            if self.max_tokens is not None:
+                self.tools.within(self.max_tokens)
             self.gated = GatedTools(
                 self.tools,
                 approval=self.settings.approval,

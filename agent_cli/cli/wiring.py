@@ -68,6 +68,7 @@ from agent_cli.workspace.shell.policy import CommandPolicy
 # model; `recall` and `memory` import this module too, so the model client loads where chosen.
 MODEL_CLIENT = "agent_cli.llm.openai.chat"
 OUTBOX = "memory-outbox.jsonl"  # long-term memory writes kept while the server is down
+MCP_SHARE = 25  # percent of a request the MCP servers' tools may take (McpTools.within)
 AnswerKind = Literal["hint", "skip", "replan"]  # what --resume can answer a rejected task
 
 
@@ -556,6 +557,7 @@ def _execute(
             ask=console.approve_tool,
             notice=lambda text: console.emit(Notice(text=text)),
         )
+        tools.max_tokens = (window - config.limits.reserved_output_tokens) * MCP_SHARE // 100
         kit = RunKit(
             settings, workspace, state_dir, policy, embedder, longterm, memory_tokens, tools
         )

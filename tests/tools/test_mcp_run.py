@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from ptykit import pty_agent  # noqa: F401 (fixture)
@@ -201,3 +202,27 @@ def test_ctrl_c_while_the_servers_start_leaves_no_branch_and_nothing_half_made(
     assert git(repo, "branch", "--list", "agent/*").strip() == ""  # no run was begun
     assert not list((repo / ".agent" / "runs").glob("*/state.json"))
     assert wait_gone(pids(pid_file)) == []
+
+
+def test_a_server_with_more_tools_than_the_window_holds_is_left_out_and_the_run_goes_on(
+    run_agent, fake_server, tmp_path
+):
+    config = tmp_path / "many.json"
+    tools = [
+        {"name": f"tool_{n}", "description": "word " * 150, "inputSchema": {"type": "object"}}
+        for n in range(80)
+    ]
+    config.write_text(json.dumps({"tools": tools}))
+    raw = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_raw_server.py"
+    rc = user_rc(tmp_path, {"many": {"command": sys.executable, "args": [str(raw), str(config)]}})
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), make_done(), finish()])
+    proc = run_agent(
+        "run", "Create done.txt", "--yes", "--json", "--base-url", srv.url,
+        cwd=repo, env={"AGENT_RC": rc, "AGENT_CONTEXT_WINDOW": "32000"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    notices = [e["text"] for e in events(proc.stdout) if e["event"] == "notice"]
+    assert any("MCP server many: 80 tools left out" in n for n in notices), notices
+    offered = {t["function"]["name"] for r in srv.chat_requests for t in r.get("tools") or []}
+    assert not any(name.startswith("mcp__many__") for name in offered)

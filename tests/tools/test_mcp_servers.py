@@ -242,3 +242,31 @@ def test_a_tool_list_the_sdk_refuses_is_one_line_naming_what_is_wrong(tmp_path):
     assert status.status.startswith("failed to start: its reply does not follow the MCP schema")
     assert "tools.1.inputSchema" in status.status and "\n" not in status.status
     assert all("\n" not in n and "errors.pydantic.dev" not in n for n in notices)
+
+
+def test_the_server_whose_tools_would_take_the_window_is_left_out_with_a_notice(tmp_path):
+    many = [
+        {"name": f"tool_{n}", "description": "word " * 150, "inputSchema": OBJECT}
+        for n in range(40)
+    ]
+    few = [{"name": "small", "description": "one small tool", "inputSchema": OBJECT}]
+    big, little = tmp_path / "big", tmp_path / "little"
+    big.mkdir()
+    little.mkdir()
+    notices: list[str] = []
+    provide, _ = provider(
+        tmp_path, {"big": raw_server(big, many), "little": raw_server(little, few)}, notices
+    )
+    try:
+        provide.start()
+        assert len(provide.specs()) == 41
+        provide.within(2_000)
+        assert [s["function"]["name"] for s in provide.specs()] == ["mcp__little__small"]
+        assert not provide.owns("mcp__big__tool_0") and provide.owns("mcp__little__small")
+        big_status = next(s for s in provide.statuses() if s.name == "big")
+        assert big_status.status.startswith("left out: its tools take")
+        assert len(big_status.left_out) == 40 and big_status.tools == []
+        assert any("MCP server big: 40 tools left out" in n for n in notices)
+        assert provide.call("mcp__little__small", {}).ok
+    finally:
+        provide.close()

@@ -8,11 +8,13 @@ that fails is said once; its tools then answer with an error for the rest of the
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_cli.core import tokens
 from agent_cli.core.redact import redact
 from agent_cli.tools.mcp import schema
 from agent_cli.tools.mcp.config import ServerConfig
@@ -151,6 +153,39 @@ class McpTools:
             )
             server.status.tools.append(tool.name)
         server.status.status = "ready"
+
+    def within(self, max_tokens: int) -> None:
+        """Keep the offered tools within `max_tokens` of every request (the tools schema heads
+        each one): the servers whose tools take the most are left out, each with a notice,
+        until the rest fit. Else one server's hundred tools fill a small model's window."""
+        cost = {
+            s.name: sum(tokens.count(json.dumps(spec)) for spec in self._specs_of(s))
+            for s in self.servers
+        }
+        total = sum(cost.values())
+        for server in sorted(self.servers, key=lambda s: -cost[s.name]):
+            if total <= max_tokens or not cost[server.name]:
+                break
+            total -= cost[server.name]
+            names = set(server.tools)
+            self._specs = [spec for spec in self._specs if spec["function"]["name"] not in names]
+            for name in names:
+                self.by_tool.pop(name, None)
+            server.status.left_out += server.status.tools
+            server.status.tools = []
+            server.status.status = (
+                f"left out: its tools take {cost[server.name]:,} tokens of every request, "
+                f"past the {max_tokens:,} the MCP tools may take"
+            )
+            self.notice(
+                f"MCP server {server.name}: {len(names)} tools left out: they take "
+                f"{cost[server.name]:,} tokens of every request, past the {max_tokens:,} the "
+                "MCP tools may take of the model's window (choose some with enabled_tools)"
+            )
+            server.tools = {}
+
+    def _specs_of(self, server: _Server) -> list[dict[str, Any]]:
+        return [spec for spec in self._specs if spec["function"]["name"] in server.tools]
 
     def statuses(self) -> list[ServerStatus]:
         """Each configured server, its transport, status and tools."""
