@@ -101,6 +101,7 @@ def test_example_file_documents_every_key_with_its_default(tmp_path):
         ("modle = 'x'", "did you mean `model`?"),
         ("max_step = 3", "did you mean `max_steps`?"),
         ("base-url = 'http://x/v1'", "did you mean `base_url`?"),
+        ('[mcp_servers.s]\ncommnd = "x"\n', "did you mean `command`?"),
         ("colour = 1", "`agent doctor` lists every key"),
     ],
 )

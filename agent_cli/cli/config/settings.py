@@ -357,8 +357,13 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 
 def unknown_key_hint(key: str) -> str:
-    """`did you mean `model`?` for a misspelt key, else where the keys are listed."""
-    close = difflib.get_close_matches(key.lower(), FIELDS, n=1, cutoff=0.6)
+    """`did you mean `model`?` for a misspelt key (`command` for one in an `[mcp_servers.X]`
+    table), else where the keys are listed."""
+    parts = key.split(".")
+    fields, word = FIELDS, key.lower()
+    if len(parts) == 3 and parts[0] == "mcp_servers":
+        fields, word = list(ServerConfig.model_fields), parts[-1].lower()
+    close = difflib.get_close_matches(word, fields, n=1, cutoff=0.6)
     listed = "`agent doctor` lists every key with its value"
     return f"did you mean `{close[0]}`? {listed}" if close else listed
 
