@@ -72,6 +72,7 @@ def test_the_lock_held_by_another_run(run_agent, scratch_repo):
 def test_a_bad_flag_value_or_a_missing_goal(run_agent, scratch_repo, args, says):
     proc = run_agent("run", "--json", *args, cwd=scratch_repo, env=NO_KEY)
     ends_with_run_done(proc, says)
+    assert proc.returncode == 2  # the command line is wrong, however it was found out
 
 
 def test_outside_a_repository_and_with_nothing_to_resume(run_agent, tmp_path, scratch_repo):

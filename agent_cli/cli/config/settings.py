@@ -32,7 +32,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent_cli.cli.config import repo_keys, trust
 from agent_cli.core import urls
-from agent_cli.core.errors import ConfigError
+from agent_cli.core.errors import ConfigError, UsageError
 from agent_cli.memory import thresholds
 from agent_cli.memory.thresholds import Thresholds
 from agent_cli.tools.hooks.config import HooksConfig
@@ -380,7 +380,8 @@ def _check(layer: dict[str, Any], origin: str) -> None:
         got = err.get("input")
         what = f"--{key.replace('_', '-')}" if origin == "flag" else f"{origin}: key '{key}'"
         msg = str(err["msg"]).removeprefix("Value error, ")  # a validator's own words
-        raise ConfigError(f"{what}: {msg[:1].lower()}{msg[1:]} (got {got!r})") from None
+        wrong = UsageError if origin == "flag" else ConfigError  # a flag is the command line
+        raise wrong(f"{what}: {msg[:1].lower()}{msg[1:]} (got {got!r})") from None
 
 
 def _refuse_env_only(path: Path, data: dict[str, Any]) -> dict[str, Any]:
