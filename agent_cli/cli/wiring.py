@@ -24,7 +24,7 @@ from typing import Any, Literal
 from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.attempt.toolbox import Toolbox
-from agent_cli.agent.run.live import live_ids
+from agent_cli.agent.run.live import checkout_lock, live_ids
 from agent_cli.agent.run.roles import RoleModels
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStartedWith, RunStore
@@ -506,9 +506,9 @@ def _execute(
         )
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = run_store(state_dir, repo_path, secrets)
-        lock = RunLock(state_dir / "run.lock")
+        lock = RunLock(checkout_lock(state_dir, workspace.root), repo=store.repo)
         if tree is not None:
-            lock = tree.lock or wt.run_lock(state_dir, tree.run_id)
+            lock = tree.lock or wt.run_lock(state_dir, tree.run_id, store.repo)
         ends.on_start = lock.name  # `agent runs` reads which run holds it
         run_id, changed = check_local(
             workspace, store, lock, opts, fresh=bool(tree and tree.created)

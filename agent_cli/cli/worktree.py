@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_cli.agent.run.live import live_ids
+from agent_cli.agent.run.live import checkout_lock, live_ids
 from agent_cli.agent.run.store import RunStore, new_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
@@ -48,9 +48,10 @@ def worktree_path(state_dir: Path, run_id: str) -> Path:
     return state_dir / WORKTREES / run_id
 
 
-def run_lock(state_dir: Path, run_id: str) -> RunLock:
-    """The lock of one worktree run (a run in the user's checkout holds `<state>/run.lock`)."""
-    return RunLock(state_dir / "runs" / run_id / "run.lock")
+def run_lock(state_dir: Path, run_id: str, repo: str = "") -> RunLock:
+    """The lock of one worktree run of repository `repo` (a run in the user's checkout holds
+    `live.checkout_lock`)."""
+    return RunLock(state_dir / "runs" / run_id / "run.lock", repo=repo)
 
 
 def check_flags(worktree: bool, allow_dirty: bool, resume: bool) -> None:
@@ -86,7 +87,7 @@ def place_for(
     if resume:
         return _resumed(repo, state_dir, run_id, console)
     _not_in_a_runs_tree(repo, state_dir)
-    if not worktree and not (auto and not allow_dirty and _checkout_busy(state_dir)):
+    if not worktree and not (auto and not allow_dirty and _checkout_busy(state_dir, repo)):
         return None
     if not worktree:
         console.emit(
@@ -113,9 +114,9 @@ def _not_in_a_runs_tree(repo: Path, state_dir: Path) -> None:
     )
 
 
-def _checkout_busy(state_dir: Path) -> bool:
+def _checkout_busy(state_dir: Path, repo: Path) -> bool:
     try:
-        RunLock(state_dir / "run.lock").check()
+        RunLock(checkout_lock(state_dir, repo)).check()
     except WorkspaceError:
         return True
     return False
@@ -142,7 +143,7 @@ def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
         )
     run_id = new_run_id()
     path = worktree_path(state_dir, run_id)
-    lock = run_lock(state_dir, run_id)
+    lock = run_lock(state_dir, run_id, str(main_tree(repo).resolve()))  # as run_store has it
     lock.acquire()
     lock.name(run_id)
     trees = Worktrees(main.root)

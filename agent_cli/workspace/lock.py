@@ -21,8 +21,9 @@ from agent_cli.core.errors import WorkspaceError
 class RunLock:
     """An exclusive, non-blocking flock on `path`; the file is removed on release."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, repo: str = "") -> None:
         self.path = Path(path)
+        self.repo = repo  # the repository the run is of, named in the file (a shared `home`)
         self._fd: int | None = None
         self._started = 0.0
 
@@ -56,7 +57,7 @@ class RunLock:
                 raise
             if _same_file(fd, self.path):  # else a releasing run unlinked it meanwhile: again
                 self._fd, self._started = fd, time.time()
-                _write_holder(fd, {"pid": os.getpid(), "started": self._started})
+                _write_holder(fd, self._holder())
             else:
                 os.close(fd)
 
@@ -73,8 +74,11 @@ class RunLock:
     def name(self, run_id: str) -> None:
         """Write the run's id beside the holder's pid (a new run gets its id after the lock)."""
         if self._fd is not None:
-            holder = {"pid": os.getpid(), "started": self._started, "run_id": run_id}
-            _write_holder(self._fd, holder)
+            _write_holder(self._fd, {**self._holder(), "run_id": run_id})
+
+    def _holder(self) -> dict[str, Any]:
+        holder: dict[str, Any] = {"pid": os.getpid(), "started": self._started}
+        return {**holder, "repo": self.repo} if self.repo else holder
 
     def holder(self) -> dict[str, Any] | None:
         """The pid and start time of the holder written in the file, or None."""

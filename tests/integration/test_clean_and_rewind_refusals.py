@@ -401,3 +401,23 @@ def test_inside_a_runs_worktree_the_repository_s_state_is_used_and_no_new_run_st
     from agent_cli.cli.config.settings import main_work_tree
 
     assert main_work_tree(tree) == repo and main_work_tree(repo) == repo
+
+
+def test_repositories_sharing_a_home_hold_their_own_checkout_locks(agent, tmp_path, monkeypatch):
+    import json
+
+    from agent_cli.agent.run.live import checkout_lock, live_holders
+
+    home = tmp_path / "home-state"
+    monkeypatch.setenv("AGENT_HOME", str(home))
+    one, two = make_repo(tmp_path / "one"), make_repo(tmp_path / "two")
+    assert checkout_lock(home, one) != checkout_lock(home, two)
+    assert checkout_lock(one / ".agent", one) == one / ".agent" / "run.lock"  # as before
+    with RunLock(checkout_lock(home, one), repo=str(one.resolve())) as held:
+        held.name("run-of-one")
+        RunLock(checkout_lock(home, two)).check()  # two's checkout is free: no refusal
+        code, out, err = agent("runs", "--json", "--repo", str(two))
+        assert code == 0 and json.loads(out) == [], err  # one's live run is not two's
+        code, out, err = agent("runs", "--json", "--repo", str(one))
+        assert code == 0 and [r["run_id"] for r in json.loads(out)] == ["run-of-one"], err
+        assert [h["run_id"] for h in live_holders(home, str(two.resolve()))] == []

@@ -8,6 +8,7 @@ journal already gets one line per tool call with the run's step, its task and it
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,8 +20,9 @@ from agent_cli.agent.run.store import RunStore
 from agent_cli.core.errors import AgentError
 from agent_cli.workspace.lock import live_holder
 
-# Run locks under the state directory: a run in the user's checkout, and each worktree run's.
-LOCK_PATTERNS = ("run.lock", "runs/*/run.lock")
+# Run locks under the state directory: a run in a checkout of the user's (`checkout_lock`), and
+# each worktree run's.
+LOCK_PATTERNS = ("run.lock", "checkouts/*.lock", "runs/*/run.lock")
 SUMMARY_KEYS = ("run_id", "status", "goal", "steps", "started_at", "updated_at")
 
 
@@ -64,14 +66,26 @@ def progress(store: RunStore, run_id: str) -> Progress | None:
     )
 
 
-def live_holders(state_dir: Path) -> list[dict[str, Any]]:
+def checkout_lock(state_dir: Path, checkout: Path) -> Path:
+    """The lock of a run in the user's work tree `checkout`: `<repo>/.agent/run.lock` in a
+    repository's own state directory, else one per work tree under `checkouts/`, so that runs
+    in two repositories sharing a `home` (or in two work trees of one) do not hold each other."""
+    checkout = checkout.resolve()
+    if state_dir.name == ".agent" and state_dir.resolve().parent == checkout:
+        return state_dir / "run.lock"
+    name = hashlib.sha256(str(checkout).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return state_dir / "checkouts" / f"{name}.lock"
+
+
+def live_holders(state_dir: Path, repo: str = "") -> list[dict[str, Any]]:
     """The holder of every run lock under `state_dir` whose process lives, with its `run_id`
-    (None for a new run that has none yet)."""
+    (None for a new run that has none yet); with `repo`, leaving out the locks that name
+    another repository (a shared `home`)."""
     found: list[dict[str, Any]] = []
     for pattern in LOCK_PATTERNS:
         for path in sorted(state_dir.glob(pattern)):
             holder = live_holder(path)
-            if holder is None:
+            if holder is None or (repo and holder.get("repo") not in (None, repo)):
                 continue
             run_id = holder.get("run_id")
             if not isinstance(run_id, str) and path.parent.parent.name == "runs":
@@ -90,7 +104,7 @@ def runs_rows(store: RunStore, state_dir: Path, worktrees: dict[str, Path]) -> l
     also with `live`, `pid`, its `task` of `tasks`, `task_goal`, `step` and `cost_usd`.
 
     `worktrees` maps a branch to the linked work tree it is checked out in."""
-    holders = live_holders(state_dir)
+    holders = live_holders(state_dir, store.repo)
     live = {h["run_id"]: h for h in holders if h["run_id"]}
     summaries = store.list()
     known = {s.get("run_id") for s in summaries}

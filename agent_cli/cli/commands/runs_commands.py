@@ -102,6 +102,7 @@ def _kept_from_resuming(place: Place, record: RunRecord) -> Iterator[None]:
 
     A run in the user's checkout resumes under the checkout's lock: when another named run
     holds it, this one cannot start meanwhile, so there is nothing to hold."""
+    from agent_cli.agent.run.live import checkout_lock
     from agent_cli.core.errors import WorkspaceError
     from agent_cli.workspace.lock import RunLock
 
@@ -112,7 +113,7 @@ def _kept_from_resuming(place: Place, record: RunRecord) -> Iterator[None]:
                 "rewind it once it has stopped",
             )
     own = place.state_dir / "runs" / record.run_id / "run.lock"
-    lock = RunLock(own if record.worktree else place.state_dir / "run.lock")
+    lock = RunLock(own if record.worktree else checkout_lock(place.state_dir, place.root))
     try:
         lock.acquire()
         lock.name(record.run_id)  # a second rewind of it meanwhile is refused
