@@ -122,6 +122,7 @@ def test_runs_in_a_shared_home_are_listed_and_resumed_only_in_their_repository(
         assert [r["run_id"] for r in json.loads(out)] == [own]
         code, out = _cli(repo, "memory", "show", "--json")
         assert code == 0 and json.loads(out)["run_id"] == own, out
+        assert json.loads(out)["counts"]["episodes"] == 1  # its own run's, not the other's
         opts = RunOptions(None, repo, resume=True, run_id=other, yes=True, json_out=True)
         with pytest.raises(AgentError, match=f"run {other!r} is not a run of this repository"):
             execute(opts)

@@ -194,8 +194,12 @@ def show_command(
         report["counts"] = dict(NO_COUNTS)
         mem = _open(settings, state)
         if mem is not None:
+            from agent_cli.agent.learn.topic import repo_topics
+            from agent_cli.cli.shared import own_memory
+
+            own = own_memory(settings)  # a shared store counts this repository's items only
             with mem:
-                report["counts"] = mem.counts()
+                report["counts"] = mem.counts(None if own else repo_topics(top, own))
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     elif shown:

@@ -28,7 +28,13 @@ from agent_cli.core.errors import EmbedderMismatch, MemoryUnavailable, StorageEr
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
-from agent_cli.memory.longterm.curation import CONTENT_UPGRADE, ITEM_KINDS, Curation, topic_fields
+from agent_cli.memory.longterm.curation import (
+    CONTENT_UPGRADE,
+    ITEM_KINDS,
+    Curation,
+    topic_fields,
+    topic_where,
+)
 from agent_cli.memory.longterm.place import OPEN_CALLS, ChromaServer, probe, within
 from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import (
@@ -48,6 +54,7 @@ from agent_cli.memory.longterm.store import (
     Rows,
     Store,
     Where,
+    count,
 )
 from agent_cli.memory.longterm.write import importer
 from agent_cli.memory.longterm.write.lock import WAIT_S, WriteLock
@@ -587,16 +594,22 @@ class LongTermMemory:
             self.store.upsert(col, ids, docs, metas)
 
     # -- the `agent memory` commands -----------------------------------------------------
-    def counts(self) -> dict[str, int]:
-        """How many episodes, facts, notes and procedures are active, and how many archived."""
-        return self._read(self._counts)
+    def counts(self, topics: list[str] | None = None) -> dict[str, int]:
+        """How many episodes, facts, notes and procedures are active, and how many archived: of
+        the repositories `topics` only, when given (a store several repositories share)."""
+        return self._read(lambda: self._counts(topics))
 
-    def _counts(self) -> dict[str, int]:
+    def _counts(self, topics: list[str] | None) -> dict[str, int]:
+        where = topic_where(topics) if topics else None
         with self.store.guard("counting"):
-            eps = self.store.cols["episodes"]
-            signatures = len(eps.get(where={"doc": "signature"}, include=[])["ids"])
-            episodes, archive = eps.count() - signatures, self.store.cols["archive"].count()
-        return {"episodes": episodes, **self.items.kind_counts(), "archive": archive}
+            eps, archived = self.store.cols["episodes"], self.store.cols["archive"]
+            signature: Where = {"doc": "signature"}
+            if where is not None:
+                signature = {"$and": [where, signature]}
+            signatures = len(eps.get(where=signature, include=[])["ids"])
+            episodes = count(eps, where) - signatures
+            archive = count(archived, where)
+        return {"episodes": episodes, **self.items.kind_counts(where), "archive": archive}
 
     def forget(self, item_id: str) -> int:
         """Delete an item (an episode with its failure signatures); how many documents went."""

@@ -31,7 +31,7 @@ from agent_cli.memory.longterm.records import (
     stamp,
     text_hash,
 )
-from agent_cli.memory.longterm.store import BATCH, Meta, Store, Where, matches
+from agent_cli.memory.longterm.store import BATCH, Meta, Store, Where, count, matches
 
 HitWriter = Callable[[list[str], list[Meta]], None]
 
@@ -543,12 +543,16 @@ class Curation:
             facts.delete(ids=got["ids"])
         return len(got["ids"])
 
-    def kind_counts(self) -> dict[str, int]:
-        """How many facts, notes and procedures are active: the notes' and procedures' ids
-        are read, the facts are the rest (the most numerous kind is not listed)."""
+    def kind_counts(self, where: Where | None = None) -> dict[str, int]:
+        """How many facts, notes and procedures are active (of those matching `where`): the
+        notes' and procedures' ids are read, the facts are the rest (the most numerous kind is
+        not listed unless `where` narrows them)."""
         col, out = self.store.cols["facts"], {}
         with self.store.guard("counting"):
             for kind in ("note", "procedure"):
-                out[f"{kind}s"] = len(col.get(where={"kind": kind}, include=[])["ids"])
-            out["facts"] = col.count() - out["notes"] - out["procedures"]
+                of_kind: Where = {"kind": kind}
+                if where is not None:
+                    of_kind = {"$and": [where, of_kind]}
+                out[f"{kind}s"] = len(col.get(where=of_kind, include=[])["ids"])
+            out["facts"] = count(col, where) - out["notes"] - out["procedures"]
         return {f"{kind}s": out[f"{kind}s"] for kind in ITEM_KINDS}

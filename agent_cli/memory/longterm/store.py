@@ -324,3 +324,8 @@ def _same(a: Any, b: Any) -> bool:
 
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def count(col: Any, where: Where | None = None) -> int:
+    """How many records collection `col` holds (those matching `where`, when given)."""
+    return int(col.count()) if where is None else len(col.get(where=where, include=[])["ids"])
