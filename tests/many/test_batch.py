@@ -215,6 +215,16 @@ def test_a_goal_file_with_a_bad_goal_is_refused_in_one_line(tmp_path):
     assert not (repo / ".agent").exists()
 
 
+def test_a_batch_without_the_key_its_endpoint_needs_starts_no_run(tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    file = goals_toml(tmp_path / "goals.toml", NAMES[:3])
+    proc = batch(str(file), "--yes", repo=repo, env=cli_env(tmp_path / "home"))  # api.openai.com
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no API key is set for https://api.openai.com/v1" in lines[0]
+    assert not (repo / ".agent" / "batches").exists() and not (repo / ".agent" / "runs").exists()
+
+
 def test_a_shared_budget_passes_what_is_left_and_starts_nothing_once_spent(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     # a price set makes the loopback server billed: each reply's 100 prompt tokens cost $0.10

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_cli.agent.run.store import new_run_id, utc_now
+from agent_cli.cli import roles
 from agent_cli.cli.batch.driver import Batch, Job, Launch
 from agent_cli.cli.batch.goals import read_goals
 from agent_cli.cli.config.settings import load_settings
@@ -50,6 +51,7 @@ def run_batch(opts: BatchOptions) -> int:
     goals = read_goals(opts.file)
     flags = {"model": opts.model, "base_url": opts.base_url}
     settings = load_settings(repo, {**flags, "approval": "auto" if opts.yes else None})
+    roles.check_keys(settings)  # each run would fail on it: say it once, start none
     if settings.approval != "auto":
         confirm(len(goals), opts.json_out)
     state_dir = settings.state_dir(repo)
