@@ -269,3 +269,9 @@ def test_a_deny_commands_pattern_that_is_no_regular_expression_is_refused_when_r
         load(tmp_path)
     line = e.value.one_line()
     assert "key 'deny_commands'" in line and "'curl ('" in line and "not a valid regular" in line
+
+
+def test_an_empty_model_name_is_the_default_model(tmp_path):
+    assert load(tmp_path, env={"AGENT_MODEL": ""}).model == "gpt-4o-mini"
+    assert load(tmp_path, flags={"model": "  "}).model == "gpt-4o-mini"
+    assert load(tmp_path, env={"AGENT_MODEL": " qwen "}).model == "qwen"

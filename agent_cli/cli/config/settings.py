@@ -39,6 +39,7 @@ from agent_cli.tools.hooks.config import HooksConfig
 from agent_cli.tools.mcp.config import ServerConfig, check_server_name
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
 ROLES = ("planner", "executor", "verifier")
 ROLE_KEYS = tuple(f"{role}_{key}" for role in ROLES for key in ("model", "base_url"))
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -59,7 +60,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="forbid", validate_default=True)
 
-    model: str = "gpt-4o-mini"
+    model: str = DEFAULT_MODEL
     base_url: str = OPENAI_DEFAULT_URL
     api_key: SecretStr | None = None
     embedding_model: str | None = None
@@ -171,6 +172,13 @@ class Settings(BaseSettings):
             return None
         url = url.strip()
         return urls.endpoint(url) if url else OPENAI_DEFAULT_URL
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, name: str) -> str:
+        """A model's name; an empty one (AGENT_MODEL= set to nothing) is the default model,
+        as an empty base_url is the default endpoint."""
+        return name.strip() or DEFAULT_MODEL
 
     @field_validator("deny_commands")
     @classmethod
