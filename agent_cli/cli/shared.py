@@ -28,6 +28,11 @@ def find_repo(start: Path | None) -> Path:
     for d in (here, *here.parents):
         if (d / ".git").exists():
             return d
+        if (d / "HEAD").is_file() and (d / "objects").is_dir() and (d / "refs").is_dir():
+            raise WorkspaceError(
+                f"{d} is a bare git repository: it has no work tree to work in",
+                f"clone it (git clone {d} DIR) and run in the clone",
+            )
     raise WorkspaceError(
         f"{here} is not inside a git repository", "run inside a git repository or pass --repo DIR"
     )

@@ -292,3 +292,12 @@ def test_a_goal_or_query_that_is_not_utf8_is_a_usage_error(agent_env, scratch_re
         err = proc.stderr.decode()
         assert proc.returncode == 2 and says in err, err
         assert "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_bare_repository_is_named_as_one(agent, tmp_path):
+    import subprocess
+
+    bare = tmp_path / "project.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    code, _, err = agent("runs", "--repo", str(bare))
+    assert code == 1 and "is a bare git repository: it has no work tree" in err
