@@ -139,3 +139,20 @@ def test_replay_applies_only_the_entries_past_the_saved_step_and_skips_a_torn_li
     texts = [item.text for item in memory.hot_items()]
     assert texts == ["f.py is small", "the file"] and noted[0][1] == "f.py is small"
     assert journal.replay(journal.parse(lines), state, memory, lambda i, t: None) is None
+
+
+def test_resuming_with_only_an_unreadable_run_names_it(tmp_path):
+    import pytest
+
+    from agent_cli.agent.run.store import RunRecord, RunStore
+    from agent_cli.core.errors import AgentError
+
+    store = RunStore(tmp_path / ".agent")
+    store.save(RunRecord(run_id="r1", goal="g", branch="agent/r1", status="escalated"))
+    (store.run_dir("r1") / "state.json").write_text("{ not json")
+    with pytest.raises(AgentError) as e:
+        store.target(None)
+    assert "the state of run r1 cannot be" in e.value.one_line()
+    assert "--run-id r1" in e.value.one_line()
+    with pytest.raises(AgentError, match="cannot be read"):
+        store.load(store.target("r1"))  # named, it says what is wrong

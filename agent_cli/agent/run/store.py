@@ -316,6 +316,13 @@ class RunStore:
         latest = self.latest_unfinished(live)
         if latest is None:
             busy = " that is not in progress" if live else ""
+            unreadable = [s["run_id"] for s in self.list() if s.get("status") == "unreadable"]
+            if unreadable:
+                raise AgentError(
+                    f"there is no unfinished run{busy} to resume that can be read (the state of "
+                    f"run {unreadable[-1]} cannot be)",
+                    f"`agent run --resume --run-id {unreadable[-1]}` says what is wrong with it",
+                )
             raise AgentError(
                 f"there is no unfinished run{busy} to resume", "start one with `agent run GOAL`"
             )
