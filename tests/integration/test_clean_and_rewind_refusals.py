@@ -421,3 +421,15 @@ def test_repositories_sharing_a_home_hold_their_own_checkout_locks(agent, tmp_pa
         code, out, err = agent("runs", "--json", "--repo", str(one))
         assert code == 0 and [r["run_id"] for r in json.loads(out)] == ["run-of-one"], err
         assert [h["run_id"] for h in live_holders(home, str(two.resolve()))] == []
+
+
+def test_runs_names_no_worktree_whose_folder_was_deleted_by_hand(agent, repo):
+    import json
+    import shutil
+
+    tree = seed(repo, "run-gone", ["verified", "pending"], worktree=True)
+    shutil.rmtree(tree)
+    code, out, err = agent("runs", "--json", "--repo", str(repo))
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["run_id"] == "run-gone" and "worktree" not in row

@@ -193,9 +193,14 @@ def main_tree(root: Path, secrets: tuple[str, ...] = ()) -> Path:
 
 
 def linked_worktrees(root: Path, secrets: tuple[str, ...] = ()) -> dict[str, Path]:
-    """Each branch checked out in a linked work tree of `root`'s repository, and that tree."""
+    """Each branch checked out in a linked work tree of `root`'s repository, and that tree (one
+    whose folder was deleted by hand is none: git lists it until it is pruned)."""
     branches = AgentBranches(root, secrets)
     try:
-        return {t.branch: t.path for t in branches.worktrees() if t.branch and not t.main}
+        return {
+            t.branch: t.path
+            for t in branches.worktrees()
+            if t.branch and not t.main and t.path.is_dir()
+        }
     finally:
         branches.close()
