@@ -270,6 +270,10 @@ def test_import_refuses_a_file_that_is_not_an_export(mem, tmp_path):
     assert mem.counts()["facts"] == 0
     with pytest.raises(StorageError, match=re.escape(str(tmp_path / "missing.jsonl"))):
         mem.import_(tmp_path / "missing.jsonl")
+    bogus = good.replace('"kind": "fact"', '"kind": "bogus"')
+    bad.write_text(good + "\n" + bogus + "\n")  # it would be counted as nothing there is
+    with pytest.raises(StorageError, match="line 2: metadata field 'kind'"):
+        mem.import_(bad)
     lone = good.replace('"document": "d"', '"document": "d \\udcff"')
     bad.write_text(good + "\n" + lone + "\n")  # an escaped half of a pair: no text at all
     with pytest.raises(StorageError, match="line 2 is not a memory record"):

@@ -159,7 +159,7 @@ class FactMeta(BaseModel):
 
     model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
 
-    kind: str
+    kind: Literal["fact", "note", "procedure"]
     source: str
     trust: float = Field(ge=0, le=1)
     created_at: str
