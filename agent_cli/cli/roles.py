@@ -76,7 +76,7 @@ def distinct(settings: Settings) -> list[tuple[Endpoint, list[Role]]]:
 def check_keys(settings: Settings) -> None:
     """Raise what the first request of a role would: a key missing for its endpoint (said
     once, before anything is started or spent)."""
-    from agent_cli.llm.keys import missing_key
+    from agent_cli.llm.endpoints import missing_key
 
     for ep, names in distinct(settings):
         error = missing_key(ep.base_url, api_key(settings, names[0], ep))

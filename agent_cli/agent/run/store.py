@@ -30,10 +30,11 @@ from pydantic import (
 
 from agent_cli.agent.run.migrations import SCHEMA_VERSION, upgrade
 from agent_cli.agent.run.roles import RoleUsage
-from agent_cli.core import atomic, urls
+from agent_cli.core import atomic
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
 from agent_cli.core.redact import redact_all, redact_json_text, redact_messages
+from agent_cli.llm import endpoints
 
 JOURNAL = "journal.jsonl"
 # A run id is one path component (what new_run_id makes, and the names older tests used).
@@ -108,7 +109,7 @@ class RunStartedWith(BaseModel):
     @classmethod
     def _endpoint(cls, url: str | None) -> str | None:
         """An http(s) address with a host: the file may have been edited since it was saved."""
-        return None if url is None else urls.endpoint(url)
+        return None if url is None else endpoints.endpoint(url)
 
     @model_serializer(mode="wrap")
     def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -31,8 +31,8 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agent_cli.cli.config import repo_keys, trust
-from agent_cli.core import urls
 from agent_cli.core.errors import ConfigError, UsageError
+from agent_cli.llm import endpoints
 from agent_cli.memory import thresholds
 from agent_cli.memory.thresholds import Thresholds
 from agent_cli.tools.hooks.config import HooksConfig
@@ -171,7 +171,7 @@ class Settings(BaseSettings):
         if url is None:
             return None
         url = url.strip()
-        return urls.endpoint(url) if url else OPENAI_DEFAULT_URL
+        return endpoints.endpoint(url) if url else OPENAI_DEFAULT_URL
 
     @field_validator("model")
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import openai
 
-from agent_cli.llm.keys import missing_key
+from agent_cli.llm.endpoints import missing_key
 
 
 def make_client(base_url: str, api_key: str | None, timeout_s: float) -> openai.OpenAI:

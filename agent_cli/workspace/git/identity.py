@@ -65,16 +65,22 @@ def repo_identity(root: Path, secrets: tuple[str, ...] = ()) -> RepoIdentity:
     A shallow clone's history stops at a cut, not at its root commit, so it has no root commit
     to be known by (its remote names it): its cut would be a root no full clone shares, and
     would no longer be one once the clone is deepened."""
-    shallow = _out(root, "rev-parse", "--is-shallow-repository", secrets=secrets) == "true"
-    roots = (
-        []
-        if shallow
-        else _out(root, "rev-list", "--max-parents=0", "HEAD", secrets=secrets).split()
-    )
+    roots = []
+    if not _is_shallow(root, secrets):
+        roots = _out(root, "rev-list", "--max-parents=0", "HEAD", secrets=secrets).split()
     remotes = _out(root, "remote", secrets=secrets).split()
     remote = "origin" if "origin" in remotes else (remotes[0] if remotes else "")
     url = _out(root, "remote", "get-url", remote, secrets=secrets) if remote else ""
     return RepoIdentity(roots[-1] if roots else "", normalize_remote(_absolute(url, root)))
+
+
+def _is_shallow(root: Path, secrets: tuple[str, ...]) -> bool:
+    """Whether the repository at `root` is a shallow clone: git keeps the cut in `.git/shallow`
+    (read as a file in a main work tree, asked of git in a linked one)."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return (dot_git / "shallow").is_file()
+    return _out(root, "rev-parse", "--is-shallow-repository", secrets=secrets) == "true"
 
 
 def _absolute(url: str, root: Path) -> str:
