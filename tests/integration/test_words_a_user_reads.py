@@ -60,7 +60,7 @@ def test_an_unknown_command_is_one_line_and_no_arguments_still_show_the_help(age
 def test_a_bad_flag_value_names_the_flag_as_the_user_typed_it(agent, tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     code, _, err = agent("run", "--repo", str(tmp_path), "--max-steps", "-3", "goal")
-    assert code == 1, err
+    assert code == 2, err  # the command line is wrong: a usage error
     assert "error: --max-steps: input should be greater than or equal to 1 (got -3)" in err
     assert "flag: key" not in err
 
