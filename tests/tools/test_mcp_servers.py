@@ -270,3 +270,21 @@ def test_the_server_whose_tools_would_take_the_window_is_left_out_with_a_notice(
         assert provide.call("mcp__little__small", {}).ok
     finally:
         provide.close()
+
+
+def test_a_reply_in_bytes_that_are_not_utf8_is_read_not_waited_out(tmp_path):
+    tools = [{"name": "latin", "inputSchema": OBJECT}, {"name": "fine", "inputSchema": OBJECT}]
+    calls = {"latin": {"latin-1": "café crème"}}
+    notices: list[str] = []
+    server = {**raw_server(tmp_path, tools, calls), "tool_timeout_s": 30}
+    provide, _ = provider(tmp_path, {"raw": server}, notices)
+    try:
+        (status,) = provide.start()
+        assert status.status == "ready", status
+        started = time.monotonic()
+        reply = provide.call("mcp__raw__latin", {})
+        assert time.monotonic() - started < 10  # not the 30 s timeout
+        assert reply.ok and reply.text == "caf\ufffd cr\ufffdme"
+        assert provide.call("mcp__raw__fine", {}).ok
+    finally:
+        provide.close()

@@ -182,7 +182,13 @@ class Connection:
             argv = self.wrap(argv)
         self.stderr = StderrTail()
         params = StdioServerParameters(
-            command=argv[0], args=argv[1:], env={**self.env, **self.config.env}, cwd=self.cwd
+            command=argv[0],
+            args=argv[1:],
+            env={**self.env, **self.config.env},
+            cwd=self.cwd,
+            # bytes that are not UTF-8 become U+FFFD: with "strict" the SDK's reader dies on
+            # them and a call waits out its whole tool_timeout_s for an answer never read
+            encoding_error_handler="replace",
         )
         return stdio_client(params, errlog=self.stderr.writer)
 
