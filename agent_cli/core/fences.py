@@ -23,7 +23,7 @@ FENCE_RULE = (
 # human_hint is escaped everywhere too: only the human's words may arrive inside one.
 FENCE_TAGS = ("tool_output", "retrieved_memory", "repo_instructions", "human_hint")
 _NAMES = "|".join(FENCE_TAGS)
-_TAG = re.compile(rf"<(/?)\s*({_NAMES})", re.IGNORECASE)
+_TAG = re.compile(rf"<\s*(/?)\s*({_NAMES})", re.IGNORECASE)  # `< /tool_output` reads as one too
 _BOUNDARY = re.compile(rf"<(/?)({_NAMES})\b")
 
 

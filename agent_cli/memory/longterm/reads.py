@@ -124,5 +124,6 @@ class Reader:
                 str(meta.get("source", "")),
                 str(meta.get("created_at", "")),
                 {**public_meta(meta), "matched_signature": doc},
+                trust=0.5,  # the failure the harness saw; how it was fixed, the model's summary
             )
         return list(best.values())[:k]

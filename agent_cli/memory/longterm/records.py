@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -87,6 +88,15 @@ def episode_docs(ep: Episode) -> tuple[str, str]:
     return "\n".join(line for line in lines if not line.endswith(": ")), gist
 
 
+_MARK = re.compile(r'\b(trust|stale)="')
+
+
+def _unmarked(text: str) -> str:
+    """An item's text unable to pass for a label of ours (`trust="1.0"`): stored text may be
+    the model's, or anyone's on a shared server."""
+    return _MARK.sub(lambda m: f"{m.group(1)}=\u201c", text)
+
+
 def format_for_context(
     results: Sequence[Recalled],
     max_chars: int = 3000,
@@ -110,7 +120,7 @@ def format_for_context(
             if brief
             else f"(source: {one_line(r.source, 60)}; {r.date[:10]}; score {r.score:.2f})"
         )
-        line = f"- {r.kind} {r.id}{marks}: {one_line(r.gist or r.text, 300)} {tail}"
+        line = f"- {r.kind} {r.id}{marks}: {_unmarked(one_line(r.gist or r.text, 300))} {tail}"
         if used + len(line) + 1 > max_chars:
             break
         lines.append(line)
