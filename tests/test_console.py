@@ -479,3 +479,20 @@ def test_streamed_words_are_not_printed_off_a_terminal(mode):
     rc.stream_text("I will read the file.")
     rc.close()
     assert out.getvalue() == "" and err.getvalue() == ""
+
+
+def test_a_task_a_hook_refused_after_its_command_passed_says_so_in_the_report():
+    from rich.console import Console as RichConsole
+
+    from agent_cli.core.events import RunDone
+    from agent_cli.ui.render import _report_tasks
+
+    done = RunDone(
+        run_id="r1", status="escalated", exit_code=3, steps=2, prompt_tokens=0,
+        completion_tokens=0, cost_usd=0.0, message="task 1 needs you",
+        tasks=[{"goal": "add median()", "attempts": 2, "status": "rejected",
+                "acceptance_cmd": "pytest -q", "exit_code": 0}],
+    )  # fmt: skip
+    shown = RichConsole(width=120, record=True, color_system=None)
+    shown.print(_report_tasks(done))
+    assert "`pytest -q` -> exit 0, then refused by a task_verified hook" in shown.export_text()

@@ -378,6 +378,9 @@ def _report_tasks(ev: RunDone) -> RenderableType:
             if cmd
             else "no acceptance command"
         )
+        if cmd and code == 0 and st not in ("verified", "nothing_to_do", "skipped"):
+            # the one judge that refuses a task whose command passed
+            lines.append(", then refused by a task_verified hook")
         parts.append(Hanging(f"  {i + 1}. ", lines))
     return Group(*parts)
 

@@ -79,6 +79,7 @@ def test_a_task_verified_hook_that_exits_2_fails_the_attempt_and_the_retry_follo
     assert verdicts == [(False, "hook"), (True, "command")]
     refused = next(e for e in stream if e["event"] == "verify")
     assert "CHANGELOG.md has no entry for this change" in refused["reason"]
+    assert refused["exit_code"] == 0  # the command's own: it passed; the hook refused after
     # the retry is a new attempt that carries the hook's reason
     assert "CHANGELOG.md has no entry" in json.dumps(srv.chat_requests[3]["messages"])
     plan_state = read_state(repo)["agent_state"]["plan"]

@@ -61,7 +61,7 @@ def task_verified(rt: Runtime, index: int, verdict: Verdict) -> Verdict:
         passed=False,
         judge="hook",
         command=verdict.command,
-        exit_code=block.exit_code,
+        exit_code=verdict.exit_code,  # what the command exited with; the hook's is in the reason
         reason=f"the harness's check passed, but a task_verified hook refused the task "
         f"({block.command}): {block.message}",
     )
