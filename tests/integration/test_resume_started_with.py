@@ -180,3 +180,25 @@ def test_ctrl_c_then_the_printed_hint_alone_continues_against_the_same_server(
     proc = run_agent("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert again.chat_requests and {r["model"] for r in again.chat_requests} == {"local"}
+
+
+def test_a_resumed_runs_episode_keeps_the_tools_of_its_earlier_session(
+    run_agent, fake_server, demo_repo
+):
+    first = fake_server(
+        [plan(task()), read_stats(), add_median(BAD_MEDIAN), finish("one"), finish("two")],
+        models=MODELS,
+    )
+    proc = run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", first.url, "--model", "local", cwd=demo_repo
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # read_file was called here only
+    again = fake_server(fixed(), models=MODELS)
+    proc = run_agent(
+        "run", "--resume", "--hint", "mind the even case", "--yes", "--json",
+        "--base-url", again.url, cwd=demo_repo,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = run_agent("recall", GOAL, "--kind", "episode", "--json", cwd=demo_repo)
+    (episode,) = json.loads(found.stdout)
+    assert episode["metadata"]["tools_used"] == ["edit_file", "finish", "read_file"]

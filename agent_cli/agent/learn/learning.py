@@ -46,12 +46,14 @@ class Learned:
     notes: list[dict[str, str]] = field(default_factory=list)  # {"id", "text", "task"}
     failures: dict[str, list[str]] = field(default_factory=dict)  # task index -> signatures
     fixes: list[Fix] = field(default_factory=list)
+    tools_used: list[str] = field(default_factory=list)  # by the run's earlier sessions too
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "notes": self.notes,
             "failures": self.failures,
             "fixes": [f.model_dump() for f in self.fixes],
+            "tools_used": self.tools_used,
         }
 
     @classmethod
@@ -61,7 +63,13 @@ class Learned:
             list(data.get("notes", [])),
             dict(data.get("failures", {})),
             [Fix.model_validate(f) for f in data.get("fixes", [])],
+            [str(name) for name in data.get("tools_used", [])],
         )
+
+    def used(self, tools: Sequence[str]) -> list[str]:
+        """Add the tools a session called to those of the run's earlier sessions; all of them."""
+        self.tools_used = sorted({*self.tools_used, *tools})
+        return self.tools_used
 
     def failed(self, index: int, signatures: list[str]) -> None:
         """Remember the failures of an attempt at task `index`."""
@@ -213,7 +221,7 @@ def remember(
             sorted(toolbox.touched),
             signatures,
             learned.fixes,
-            tools_used=toolbox.tools_used,
+            tools_used=learned.used(toolbox.tools_used),
             topic=topic,
         )
     )

@@ -608,6 +608,7 @@ class Session:
         self.run.steps = self.rt.state.step
         self.run.agent_state = self.rt.state.to_dict()
         self.run.memory = dict(self.rt.memory.export_state())
+        self.mem.learned.used(self.rt.toolbox.tools_used)  # a resumed run's episode has them all
         self.run.learned = self.mem.learned.to_dict()
         self.run.usage = self._usage()
         verified = _settled(self.rt.state)
