@@ -296,14 +296,20 @@ def test_clean_branches_keeps_a_resumable_run_and_a_branch_no_run_made(agent, re
     seed(repo, "run-stuck", ["rejected"])  # nothing committed: its tip is main's
     git(repo, "branch", "agent/keep-this")  # the user's own, under agent/
     seed(repo, "run-done", ["verified"], merged=True)
+    seed(repo, "run-final", ["verified"], merged=True)  # its tasks passed, its final check not
+    path = RunStore(repo / ".agent").run_dir("run-final") / "state.json"
+    path.write_text(path.read_text().replace('"status": "verified"', '"status": "escalated"', 1))
     code, out, err = agent("clean", "--branches", "--repo", str(repo))
     assert code == 0, err
     assert "deleted branch agent/run-done (merged into main)" in out
     assert "kept branch agent/run-back: run run-back is not finished" in out
     assert "kept branch agent/run-stuck: run run-stuck is not finished" in out
+    assert "kept branch agent/run-final: run run-final is not finished" in out
     assert "keep-this" not in out
     branches = git(repo, "branch", "--format=%(refname:short)").split()
-    assert sorted(branches) == ["agent/keep-this", "agent/run-back", "agent/run-stuck", "main"]
+    assert sorted(branches) == [
+        "agent/keep-this", "agent/run-back", "agent/run-final", "agent/run-stuck", "main"
+    ]  # fmt: skip
 
 
 def test_clean_forgets_only_the_agents_own_missing_worktrees(agent, repo, tmp_path):

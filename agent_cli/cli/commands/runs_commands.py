@@ -290,33 +290,37 @@ def clean(place: Place, branches: bool, force: bool) -> list[str]:
 def _why_kept(place: Place, tree: Path, run_id: str) -> str:
     """Why the worktree of `run_id` is not simply removed ("" when it may go)."""
     dirty = not place.git.clean(tree)
-    plan = _plan(place, run_id)
-    if plan is None:
+    found = _progress(place, run_id)
+    if found is None:
         return "it holds uncommitted work" if dirty else ""
-    rejected = [n for n, status in enumerate(plan, 1) if status == "rejected"]
+    rejected = [n for n, status in enumerate(found[1], 1) if status == "rejected"]
     if dirty:
         which = f" of rejected task {rejected[0]}" if rejected else ""
         return f"it holds the uncommitted work{which}"
-    return _unfinished(plan, run_id)
+    return _unfinished(found, run_id)
 
 
-def _plan(place: Place, run_id: str) -> list[str] | None:
-    """The status of each task of run `run_id`; None when this repository has no such run
-    (or its state cannot be read)."""
+def _progress(place: Place, run_id: str) -> tuple[str, list[str]] | None:
+    """The status of run `run_id` and of each of its tasks; None when this repository has no
+    such run (or its state cannot be read)."""
     from agent_cli.agent.run.state import AgentState
     from agent_cli.core.errors import AgentError
 
     try:
-        return [t.status for t in AgentState.from_dict(place.store.load(run_id).agent_state).plan]
+        record = place.store.load(run_id)
+        return record.status, [t.status for t in AgentState.from_dict(record.agent_state).plan]
     except (AgentError, ValueError):
         return None
 
 
-def _unfinished(plan: list[str], run_id: str) -> str:
-    """Why run `run_id` with tasks `plan` is still needed ("" when every task is settled)."""
+def _unfinished(found: tuple[str, list[str]], run_id: str) -> str:
+    """Why run `run_id` (its status, its tasks') is still needed ("" when it ended with every
+    task settled: a run whose final check failed after its tasks passed is not finished)."""
+    from agent_cli.agent.run.store import FINISHED
     from agent_cli.core.models import SETTLED
 
-    if plan and all(status in SETTLED for status in plan):
+    status, plan = found
+    if status in FINISHED and plan and all(task in SETTLED for task in plan):
         return ""
     return f"run {run_id} is not finished (`agent run --resume --run-id {run_id}`)"
 
@@ -332,13 +336,13 @@ def _clean_branches(place: Place, live: set[str | None]) -> list[str]:
         run_id = branch.removeprefix("agent/")
         if branch in checked or run_id in live:
             continue
-        plan = _plan(place, run_id)
-        if plan is None:
+        found = _progress(place, run_id)
+        if found is None:
             continue
         into = merged_into(place.git, tip, place.store.load(run_id))
         if not into:
             continue
-        why_kept = _unfinished(plan, run_id)
+        why_kept = _unfinished(found, run_id)
         if why_kept:
             said.append(f"kept branch {branch}: {why_kept}")
             continue
