@@ -199,8 +199,10 @@ def test_plain_plan_table_lists_acceptance_commands(monkeypatch):
     out, _ = render("plain", [PLAN])
     assert "plan: 2 tasks for: add median()" in out
     assert re.search(r"\| 1 \| add median\(\)\s+\| pytest -q", out)
-    assert "the model judges: the parser handles [/]" in out
-    assert "make lint" in out
+    # a task without a command is judged by the user's --accept, not by the model
+    assert "make lint (your --accept)" in out and "the model judges" not in out
+    alone, _ = render("plain", [PLAN.model_copy(update={"accept_cmds": []})])
+    assert "the model judges: the parser handles [/]" in alone
 
 
 def test_plain_report_shows_exit_codes_and_model_words_apart():

@@ -338,7 +338,8 @@ class RunConsole:
                 self._print(diff_text(ev.diff))
 
     def _show_plan(self, ev: PlanMade) -> None:
-        self._print(plan_heading(ev), plan_table(ev.tasks, plain=self.mode != "live"))
+        table = plan_table(ev.tasks, plain=self.mode != "live", accept_cmds=ev.accept_cmds)
+        self._print(plan_heading(ev), table)
         if ev.success_criteria:
             self._print(Text(f"success when: {clean(ev.success_criteria)}"))
         for cmd in ev.accept_cmds:

@@ -256,21 +256,26 @@ def closing_block(ev: FinalSummary, *, plain: bool) -> RenderableType:
     return Panel(body, title=CLOSING_SUMMARY, title_align="left", border_style="cyan")
 
 
-def plan_table(tasks: Sequence[PlannedTask], *, plain: bool) -> Table:
-    """The plan: index, task goal, acceptance command."""
+def plan_table(
+    tasks: Sequence[PlannedTask], *, plain: bool, accept_cmds: Sequence[str] = ()
+) -> Table:
+    """The plan: index, task goal, acceptance command (a task without one is judged by the
+    user's `--accept` commands when there are any, else by the model)."""
     table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD)
     table.add_column("#", justify="right")
     table.add_column("Task", ratio=3)
     table.add_column("Acceptance command", ratio=2)
+    yours = "; ".join(accept_cmds)
     for i, t in enumerate(tasks):
         cmd = t.get("acceptance_cmd")
-        check = (
-            Text(clean(cmd))
-            if cmd
-            else Text(
+        if cmd:
+            check = Text(clean(cmd))
+        elif yours:
+            check = Text(f"{clean(yours)} (your --accept)")
+        else:
+            check = Text(
                 f"(none; the model judges: {clean(t.get('acceptance') or 'the goal')})", style="dim"
             )
-        )
         table.add_row(Text(str(i + 1)), Text(clean(t.get("goal", ""))), check)
     return table
 
