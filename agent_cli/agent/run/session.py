@@ -385,7 +385,7 @@ class Session:
         if why:
             raise UsageError(
                 f"--accept: {why}; nothing was started",
-                "give a command that exits 0 only when the goal is met (pytest -q, say)",
+                "give a command that exits 0 only when the goal is met (python -m pytest -q, say)",
             )
 
     def _check_plan(self, plan: Plan) -> dict[int, str]:
