@@ -226,3 +226,14 @@ def test_the_report_shows_roles_only_when_they_used_different_models():
     assert role_usage(done(apart)) == (
         "by role: planner big 1,200 + 80 tokens, $0.0040; executor small 5 + 1 tokens, $0"
     )
+
+
+def test_a_saved_value_is_named_by_the_flag_agent_run_has_or_else_by_its_key():
+    from agent_cli.cli.roles import shown_name
+
+    assert [shown_name(k) for k in ("model", "base_url", "max_steps", "budget_usd")] == [
+        "--model", "--base-url", "--max-steps", "--budget-usd"
+    ]  # fmt: skip
+    assert shown_name("task_max_steps") == "task_max_steps"  # no such flag to give again
+    assert shown_name("embedding_model") == "embedding_model"
+    assert shown_name("executor_base_url") == "executor_base_url"

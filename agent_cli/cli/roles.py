@@ -114,6 +114,10 @@ def started_with(settings: Settings) -> dict[str, Any]:
     }
 
 
+RUN_FLAGS = ("model", "base_url", "max_steps", "budget_usd")  # the saved values `agent run` has
+
+
 def shown_name(key: str) -> str:
-    """How a saved value is named in a notice: `--model` for a flag, the key for a role's."""
-    return key if key in ROLE_SETTINGS else f"--{key.replace('_', '-')}"
+    """How a saved value is named in a notice: `--model` for one `agent run` has a flag for,
+    else its settings key (`task_max_steps`, a role's)."""
+    return f"--{key.replace('_', '-')}" if key in RUN_FLAGS else key
