@@ -98,6 +98,11 @@ def run_command(
             raise UsageError('a goal is needed: agent run "GOAL" (or --resume)')
         if run_id and not resume:
             raise UsageError("--run-id goes with --resume")
+        if plan_only and resume:
+            raise UsageError(
+                "--plan-only makes a new plan, and --resume goes on without planning again",
+                "use one of them",
+            )
         _check_text(goal=goal, hint=hint, replan=replan, accept=accept)
         answer = resume_answer(resume, hint, skip, replan)
         from agent_cli.cli.worktree import check_flags
