@@ -245,6 +245,7 @@ def test_an_endpoint_that_is_no_http_address_is_refused_where_it_was_set(tmp_pat
         load(tmp_path, env=env)
     line = e.value.one_line()
     assert expect in line and "\n" not in line and "Value error" not in line
+    assert "sk-1" not in line  # the refused value is quoted with its credentials masked
 
 
 def test_an_empty_base_url_is_the_default_one(tmp_path):

@@ -389,7 +389,17 @@ def _check(layer: dict[str, Any], origin: str) -> None:
         what = f"--{key.replace('_', '-')}" if origin == "flag" else f"{origin}: key '{key}'"
         msg = str(err["msg"]).removeprefix("Value error, ")  # a validator's own words
         wrong = UsageError if origin == "flag" else ConfigError  # a flag is the command line
-        raise wrong(f"{what}: {msg[:1].lower()}{msg[1:]} (got {got!r})") from None
+        raise wrong(
+            f"{what}: {msg[:1].lower()}{msg[1:]} (got {_without_userinfo(got)!r})"
+        ) from None
+
+
+_USERINFO = re.compile(r"(://)[^/@\s]*@")
+
+
+def _without_userinfo(value: Any) -> Any:
+    """A refused value as an error line may quote it: an address's `user:password@` masked."""
+    return _USERINFO.sub(r"\1***@", value) if isinstance(value, str) else value
 
 
 def _refuse_env_only(path: Path, data: dict[str, Any]) -> dict[str, Any]:
