@@ -2,7 +2,7 @@
 
 `RepoWorkspace` meets `protocols.Workspace`. It keeps the user's own uncommitted paths
 (`protected`) from the preflight or the resumed run, so that nothing of theirs is staged,
-committed or shown as the agent's work. A path carrying a secret (the API key, which a
+committed or shown as the agent's work, nor left changed by a command (`userwork.py`). A path carrying a secret (the API key, which a
 command can dump into a file, a file name or a symlink target) is never committed: the commit
 is refused instead (`workspace.secrets`).
 """
@@ -10,10 +10,11 @@ is refused instead (`workspace.secrets`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent_cli.core.redact import redact
+from agent_cli.workspace import userwork
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
 from agent_cli.workspace.shell import confine
@@ -111,12 +112,29 @@ class RepoWorkspace:
 
     def run_argv(self, argv: list[str]) -> shell.CommandResult:
         """Run a harness command (an acceptance check): no shell, no approval asked."""
-        return self.runner.run(argv)
+        return self._keeping_user_work(argv)
 
     def run_for_model(self, cmd: str) -> shell.CommandResult:
         """Run a command line the model asked for, after the command policy allowed it."""
         self.check_command(cmd)
-        return self.runner.run(cmd)
+        return self._keeping_user_work(cmd)
+
+    def _keeping_user_work(self, cmd: str | list[str]) -> shell.CommandResult:
+        """Run `cmd`; whatever it changed of the user's own uncommitted files is put back, and
+        its output says so (`userwork.py`)."""
+        if not self.protected:
+            return self.runner.run(cmd)
+        kept = userwork.keep(self.root, self.protected)
+        result = self.runner.run(cmd)
+        changed = userwork.put_back(kept)
+        if not changed:
+            return result
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        note = (
+            f"\n[the command changed {', '.join(changed[:5])}{more}: the user's own uncommitted "
+            "work, which this run must leave as it is; put back as it was]"
+        )
+        return replace(result, output=result.output + note)
 
     def close(self) -> None:
         self.git.close()

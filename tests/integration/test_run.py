@@ -220,6 +220,27 @@ def test_dirty_tree_is_refused_and_allow_dirty_keeps_user_work(run_agent, fake_s
     assert "README.md" not in git(demo_repo, "show", "--stat", "--format=", "HEAD")
 
 
+def test_allow_dirty_keeps_user_work_through_the_commands_the_model_runs_too(
+    run_agent, fake_server, demo_repo
+):
+    (demo_repo / "README.md").write_text("my unsaved notes\n")
+    (demo_repo / "drafts").mkdir()
+    (demo_repo / "drafts" / "idea.txt").write_text("an untracked idea\n")
+    clobber = "cp calc/__init__.py README.md && rm drafts/idea.txt"
+    srv = fake_server(
+        [plan(task()), add_median(), {"tool": "run", "args": {"cmd": clobber}}, finish()]
+    )
+    proc = agent_run(run_agent, srv, demo_repo, "--allow-dirty")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (demo_repo / "README.md").read_text() == "my unsaved notes\n"
+    assert (demo_repo / "drafts" / "idea.txt").read_text() == "an untracked idea\n"
+    said = json.dumps(
+        srv.chat_requests[3]["messages"]
+    )  # the command's result, as the model read it
+    assert "README.md" in said and "put back as it was" in said
+    assert "README.md" not in git(demo_repo, "show", "--stat", "--format=", "HEAD")
+
+
 def test_accept_flag_is_used_and_is_the_final_gate(run_agent, fake_server, demo_repo):
     srv = fake_server([plan(task(cmd=None)), add_median(), finish()])
     proc = agent_run(run_agent, srv, demo_repo, "--accept", PYTEST)
