@@ -47,12 +47,13 @@ def status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelEr
     if status == 429:
         return ModelError(
             f"{base_url} kept rate-limiting the requests ({detail})",
-            "wait a minute and resume with `agent run --resume`",
+            "wait a minute and try again (`agent run --resume` goes on with a run already begun)",
         )
     if status >= 500:
         return ModelError(
             f"{base_url} kept failing with {status} ({detail})",
-            "the server is in trouble; resume later with `agent run --resume`",
+            "the server is in trouble; try again later (`agent run --resume` goes on with a run "
+            "already begun)",
         )
     return ModelRefused(
         f"{base_url} rejected the request ({status}: {detail})",
