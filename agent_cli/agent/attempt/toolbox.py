@@ -19,6 +19,7 @@ from agent_cli.core import fences, strictjson
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import ToolCall
 from agent_cli.core.redact import redact
+from agent_cli.core.text import shorten
 from agent_cli.llm.base import function_tool
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ class Toolbox:
             args = parse_arguments(call)
         except ValueError as e:
             return ToolResult(
-                call.name, f"error: {e}", ok=False, malformed=True, summary=str(e)[:100]
+                call.name, f"error: {e}", ok=False, malformed=True, summary=shorten(e, 100)
             )
         try:
             if call.name not in self.tools_used:
@@ -184,11 +185,11 @@ class Toolbox:
             result = self.dispatch(call.name, args)
         except AgentError as e:
             result = ToolResult(
-                call.name, f"error: {e.one_line()}", ok=False, summary=e.message[:100]
+                call.name, f"error: {e.one_line()}", ok=False, summary=shorten(e.message, 100)
             )
         except (TypeError, ValueError, OSError, OverflowError, RecursionError) as e:
             result = ToolResult(
-                call.name, f"error: {type(e).__name__}: {e}", ok=False, summary=str(e)[:100]
+                call.name, f"error: {type(e).__name__}: {e}", ok=False, summary=shorten(e, 100)
             )
         result.text = redact(clip_middle(result.text, MAX_RESULT_CHARS), self.secrets)
         # The summary heads the result in working memory, outside its fence, and often quotes
