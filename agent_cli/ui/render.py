@@ -290,6 +290,14 @@ def escalation_block(
     ev: Escalated, *, plain: bool, state: RunState | None = None
 ) -> RenderableType:
     """The "Needs you" block: what failed (once), what each attempt changed, the choices."""
+    if ev.index < 0:  # the final gate: every task passed its own check, the run's did not
+        body = Text("Every task passed its own check, but the final check did not: ")
+        body.append(clean(ev.goal.removeprefix("the final gate: ")), style="bold")
+        return _needs_you(
+            body,
+            [("Why it did not pass:", _failure(ev, state)), ("What to do next:", ev.next_steps)],
+            plain,
+        )
     tries = "twice" if ev.attempts in (0, 2) else f"{ev.attempts} times"
     body = Text(f"I tried {tries} and couldn't finish this myself: ")
     body.append(clean(ev.goal), style="bold")
@@ -304,6 +312,11 @@ def escalation_block(
     if ev.diff_stat or not changed:
         sections.append(("Changes it left uncommitted:", ev.diff_stat or "none"))
     sections.append(("What to do next:", _next_steps(ev)))
+    return _needs_you(body, sections, plain)
+
+
+def _needs_you(body: Text, sections: list[tuple[str, str]], plain: bool) -> RenderableType:
+    """`body` and its sections, framed as the "Needs you" block."""
     for heading, text in sections:
         body.append(f"\n\n{heading}\n", style="bold")
         body.append(clean(text.strip() or "(nothing)"))

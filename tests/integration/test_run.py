@@ -267,6 +267,19 @@ def test_an_accept_command_that_could_never_pass_is_refused_before_any_request(
     assert git(demo_repo, "branch", "--list", "agent/*").strip() == ""
 
 
+def test_a_failed_final_check_says_what_it_is_and_the_one_way_on(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task()), add_median(), finish()])
+    proc = run_agent(
+        "run", GOAL, "--yes", "--base-url", srv.url, "--accept", "python -m pytest -q nowhere",
+        cwd=demo_repo,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    block = proc.stdout[proc.stdout.index("Needs you") :]
+    assert "Every task passed its own check, but the final check did not" in block
+    assert "`agent run --resume` runs the final check again" in block
+    assert "I tried" not in block and "--skip" not in block and "its words" not in block
+
+
 def test_next_run_recalls_the_last_episode_and_fact(run_agent, fake_server, demo_repo):
     srv = fake_server([plan(task()), add_median(), finish()])
     assert agent_run(run_agent, srv, demo_repo).returncode == 0

@@ -185,6 +185,15 @@ def next_steps(branch: str, changed: bool, resume_hint: bool) -> str:
     )
 
 
+def final_gate_steps(branch: str) -> str:
+    """What the human can do when every task passed its own check but the final one did not
+    (no task was rejected, so there is nothing to hint, skip or re-plan)."""
+    return (
+        f"Every task's work is committed on branch {branch}. Fix what the final check reports "
+        "(on that branch), then `agent run --resume` runs the final check again."
+    )
+
+
 def check_answer(state: AgentState, answer: Answer | None, run_id: str) -> None:
     """Refuse an answer given with --resume that the saved run cannot take."""
     if answer is None:

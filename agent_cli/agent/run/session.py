@@ -23,7 +23,7 @@ from agent_cli.agent.adapt.escalate import (
     Answer,
     Escalation,
     check_answer,
-    next_steps,
+    final_gate_steps,
     skipped_message,
 )
 from agent_cli.agent.ask import closing, planner
@@ -572,9 +572,9 @@ class Session:
                     events.Escalated(
                         index=-1,
                         goal="the final gate: " + "; ".join(self.cfg.accept_cmds),
-                        summary="every task passed its own check",
+                        summary="",  # no model's words: every task passed its own check
                         reason=verdict.reason,
-                        next_steps=next_steps(run.branch, bool(ws.changed_files()), True),
+                        next_steps=final_gate_steps(run.branch),
                     )
                 )
                 return RunOutcome(EXIT_ESCALATED, "the final acceptance gate failed")
