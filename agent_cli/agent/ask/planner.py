@@ -23,8 +23,9 @@ PLAN_TOOL = PLAN.tool()
 
 
 CUT_HINT = (
-    "the plan needs more room than the reply had: raise reserved_output_tokens, use a "
-    "larger context (the server's, or context_window), or give a smaller goal"
+    "the plan needs more room than the reply had: raise reserved_output_tokens (a reply gets "
+    "at most a quarter of the context window the server reports), serve the model with a "
+    "larger context (llama.cpp: -c), or give a smaller goal"
 )
 
 

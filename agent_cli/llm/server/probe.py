@@ -101,10 +101,16 @@ def describe(report: ServerReport, memory_max: int, tool_output_max: int, reply_
             "use a model with function calling; llama.cpp needs --jinja",
         )
     if report.plan:
+        room = (
+            "raise reserved_output_tokens"
+            if reply < report.window // 4
+            else f"serve the model with a larger context (a reply gets at most a quarter of the "
+            f"{report.window:,} the server reports; llama.cpp: -c)"
+        )
         raise ModelError(
             f"the forced single tool works, but {report.plan}: planning will fail the same way",
-            f"a run's replies get up to {reply:,} tokens here: raise reserved_output_tokens, "
-            "use a larger context, or a model that follows forced tools with longer arguments",
+            f"a run's replies get up to {reply:,} tokens here: {room}, "
+            "or use a model that follows forced tools with longer arguments",
         )
     choice = DESCRIBED[report.forced_form]
     return "\n".join(
