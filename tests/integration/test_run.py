@@ -274,7 +274,7 @@ def test_a_failed_final_check_says_what_it_is_and_the_one_way_on(run_agent, fake
         cwd=demo_repo,
     )  # fmt: skip
     assert proc.returncode == 3, proc.stdout + proc.stderr
-    block = proc.stdout[proc.stdout.index("Needs you") :]
+    block = " ".join(proc.stdout[proc.stdout.index("Needs you") :].split())  # as wrapped
     assert "Every task passed its own check, but the final check did not" in block
     assert "`agent run --resume` runs the final check again" in block
     assert "I tried" not in block and "--skip" not in block and "its words" not in block
