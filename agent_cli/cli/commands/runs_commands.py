@@ -300,27 +300,27 @@ def _why_kept(place: Place, tree: Path, run_id: str) -> str:
     return _unfinished(found, run_id)
 
 
-def _progress(place: Place, run_id: str) -> tuple[str, list[str]] | None:
-    """The status of run `run_id` and of each of its tasks; None when this repository has no
+def _progress(place: Place, run_id: str) -> tuple[RunRecord, list[str]] | None:
+    """Run `run_id` and the status of each of its tasks; None when this repository has no
     such run (or its state cannot be read)."""
     from agent_cli.agent.run.state import AgentState
     from agent_cli.core.errors import AgentError
 
     try:
         record = place.store.load(run_id)
-        return record.status, [t.status for t in AgentState.from_dict(record.agent_state).plan]
+        return record, [t.status for t in AgentState.from_dict(record.agent_state).plan]
     except (AgentError, ValueError):
         return None
 
 
-def _unfinished(found: tuple[str, list[str]], run_id: str) -> str:
-    """Why run `run_id` (its status, its tasks') is still needed ("" when it ended with every
-    task settled: a run whose final check failed after its tasks passed is not finished)."""
+def _unfinished(found: tuple[RunRecord, list[str]], run_id: str) -> str:
+    """Why run `run_id` (its record, its tasks' statuses) is still needed ("" when it ended with
+    every task settled: a run whose final check failed after its tasks passed is not finished)."""
     from agent_cli.agent.run.store import FINISHED
     from agent_cli.core.models import SETTLED
 
-    status, plan = found
-    if status in FINISHED and plan and all(task in SETTLED for task in plan):
+    record, plan = found
+    if record.status in FINISHED and plan and all(task in SETTLED for task in plan):
         return ""
     return f"run {run_id} is not finished (`agent run --resume --run-id {run_id}`)"
 
@@ -339,7 +339,7 @@ def _clean_branches(place: Place, live: set[str | None]) -> list[str]:
         found = _progress(place, run_id)
         if found is None:
             continue
-        into = merged_into(place.git, tip, place.store.load(run_id))
+        into = merged_into(place.git, tip, found[0])
         if not into:
             continue
         why_kept = _unfinished(found, run_id)
