@@ -638,9 +638,9 @@ def run_session(
 def run_store(state_dir: Path, repo: Path, secrets: tuple[str, ...] = ()) -> RunStore:
     """The runs under `state_dir` of the repository `repo` is a work tree of (a shared `home`
     holds other repositories' runs too)."""
-    from agent_cli.workspace.git.branches import main_tree
+    from agent_cli.workspace.git.worktree import main_work_tree
 
-    return RunStore(state_dir, secrets, repo=str(main_tree(repo, secrets).resolve()))
+    return RunStore(state_dir, secrets, repo=str(main_work_tree(repo).resolve()))
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
@@ -650,9 +650,10 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     """Print the runs of a repository, newest last; live ones with their task, step and spend."""
     from agent_cli.agent.run.live import runs_rows, shown
-    from agent_cli.workspace.git.branches import linked_worktrees, main_tree
+    from agent_cli.workspace.git.branches import linked_worktrees
+    from agent_cli.workspace.git.worktree import main_work_tree
 
-    repo = main_tree(find_repo(repo_opt))  # from inside a worktree too: the repository's runs
+    repo = main_work_tree(find_repo(repo_opt))  # from inside a worktree too: the repository's runs
     state_dir = settings_for(repo).state_dir(repo)
     rows = runs_rows(run_store(state_dir, repo), state_dir, linked_worktrees(repo))
     if json_out:

@@ -20,9 +20,8 @@ from agent_cli.agent.run.store import RunStore, new_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
-from agent_cli.workspace.git.branches import main_tree
 from agent_cli.workspace.git.repository import GitRepo
-from agent_cli.workspace.git.worktree import Worktrees
+from agent_cli.workspace.git.worktree import Worktrees, main_work_tree
 from agent_cli.workspace.lock import RunLock
 
 WORKTREES = "worktrees"  # under the state directory
@@ -109,7 +108,7 @@ def _not_in_a_runs_tree(repo: Path, state_dir: Path) -> None:
     run_id = here.relative_to(trees).parts[0]
     raise UsageError(
         f"{here} is the worktree of run {run_id}; a new run does not start inside it",
-        f"start it from your checkout {main_tree(repo)} (--worktree works beside it), or go "
+        f"start it from your checkout {main_work_tree(repo)} (--worktree works beside it), or go "
         f"on with this one: agent run --resume --run-id {run_id}",
     )
 
@@ -143,7 +142,7 @@ def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
         )
     run_id = new_run_id()
     path = worktree_path(state_dir, run_id)
-    lock = run_lock(state_dir, run_id, str(main_tree(repo).resolve()))  # as run_store has it
+    lock = run_lock(state_dir, run_id, str(main_work_tree(repo).resolve()))  # as run_store has it
     lock.acquire()
     lock.name(run_id)
     trees = Worktrees(main.root)
@@ -168,7 +167,7 @@ def _resumed(
     repo: Path, state_dir: Path, run_id: str | None, console: Console
 ) -> WorktreePlace | None:
     """The worktree of the run to resume (made again from its branch when it was removed)."""
-    store = RunStore(state_dir, repo=str(main_tree(repo).resolve()))  # as wiring.run_store
+    store = RunStore(state_dir, repo=str(main_work_tree(repo).resolve()))  # as wiring.run_store
     try:
         record = store.load(store.target(run_id, live_ids(state_dir)))
     except AgentError:

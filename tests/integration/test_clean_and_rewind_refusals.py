@@ -404,7 +404,7 @@ def test_inside_a_runs_worktree_the_repository_s_state_is_used_and_no_new_run_st
     assert code == 2 and "is the worktree of run run-wt" in err
     assert "agent run --resume --run-id run-wt" in err
     assert not (tree / ".agent").exists()  # nothing nested: one repository, one state
-    from agent_cli.cli.config.settings import main_work_tree
+    from agent_cli.workspace.git.worktree import main_work_tree
 
     assert main_work_tree(tree) == repo and main_work_tree(repo) == repo
 

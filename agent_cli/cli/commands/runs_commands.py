@@ -43,9 +43,10 @@ def open_place(repo: Path | None) -> Place:
     """The repository holding `repo` (its main work tree, even from one of its worktrees)."""
     from agent_cli.cli.shared import find_repo, settings_for
     from agent_cli.cli.wiring import run_store
-    from agent_cli.workspace.git.branches import AgentBranches, main_tree
+    from agent_cli.workspace.git.branches import AgentBranches
+    from agent_cli.workspace.git.worktree import main_work_tree
 
-    root = main_tree(find_repo(repo))
+    root = main_work_tree(find_repo(repo))
     settings = settings_for(root)
     secrets = settings.secrets()
     state_dir = settings.state_dir(root)

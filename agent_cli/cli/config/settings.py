@@ -37,6 +37,7 @@ from agent_cli.memory import thresholds
 from agent_cli.memory.thresholds import Thresholds
 from agent_cli.tools.hooks.config import HooksConfig
 from agent_cli.tools.mcp.config import ServerConfig, check_server_name
+from agent_cli.workspace.git.worktree import main_work_tree
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -291,27 +292,6 @@ class Settings(BaseSettings):
 
 PRICE_KEYS = ("price_input_per_mtok", "price_output_per_mtok", "price_cached_input_per_mtok")
 THRESHOLD_KEYS = ("memory_associate_k", "memory_associate_min_score", "memory_episode_max_distance")
-
-
-def main_work_tree(repo: Path) -> Path:
-    """The main work tree of `repo` when `repo` is a linked work tree (`git worktree add`),
-    read from its `.git` file (`gitdir: <main>/.git/worktrees/<name>`); else `repo`."""
-    dot_git = repo / ".git"
-    if not dot_git.is_file():
-        return repo
-    try:
-        with dot_git.open("r", encoding="utf-8", errors="replace") as f:
-            line = f.read(4096).strip()
-    except OSError:
-        return repo
-    if not line.startswith("gitdir:"):
-        return repo
-    gitdir = Path(line.removeprefix("gitdir:").strip())
-    gitdir = gitdir if gitdir.is_absolute() else (repo / gitdir)
-    admin = gitdir.parent
-    if admin.name == "worktrees" and admin.parent.name == ".git":
-        return admin.parent.parent
-    return repo  # a submodule's, say: its own state
 
 
 def _on_local_network(url: str) -> bool:

@@ -181,17 +181,6 @@ def _only_agent(branch: str) -> None:
         )
 
 
-def main_tree(root: Path, secrets: tuple[str, ...] = ()) -> Path:
-    """The main work tree of the repository `root` is a work tree of (`root` itself, or the
-    user's checkout when `root` is one of its linked worktrees)."""
-    branches = AgentBranches(root, secrets)
-    try:
-        trees = branches.worktrees()
-    finally:
-        branches.close()
-    return trees[0].path if trees else root
-
-
 def linked_worktrees(root: Path, secrets: tuple[str, ...] = ()) -> dict[str, Path]:
     """Each branch checked out in a linked work tree of `root`'s repository, and that tree (one
     whose folder was deleted by hand is none: git lists it until it is pruned)."""

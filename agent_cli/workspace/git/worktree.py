@@ -81,3 +81,38 @@ class Worktrees:
             detail = " ".join(err.split()) or f"exit code {code}"
             raise GitError(f"git {args[0]} {args[1]} failed: {detail}", hint)
         return out
+
+
+def main_work_tree(repo: Path) -> Path:
+    """The main work tree of the repository `repo` is a work tree of: `repo` itself, or the
+    user's checkout when `repo` is one of its linked work trees (`git worktree add`, a
+    worktree run's tree).
+
+    Read from files, so that it costs no git process (the state directory is looked up
+    often): a linked tree's `.git` file names its admin directory `<git dir>/worktrees/<name>`,
+    and a git dir named `.git` sits in the main work tree. Any other case is `repo`'s own: a
+    submodule (its `.git` file names `<git dir>/modules/<name>`), and a linked tree of a
+    repository whose git dir lives elsewhere (`--separate-git-dir`), for which git itself
+    cannot tell (`git worktree list` names the git dir, where no state belongs)."""
+    admin = _linked_admin_dir(repo)
+    if admin is None or admin.parent.parent.name != ".git":
+        return repo
+    return admin.parent.parent.parent
+
+
+def _linked_admin_dir(repo: Path) -> Path | None:
+    """The admin directory `<git dir>/worktrees/<name>` that `repo`'s `.git` file names, when
+    `repo` is a linked work tree; else None."""
+    dot_git = repo / ".git"
+    if not dot_git.is_file():
+        return None
+    try:
+        with dot_git.open("r", encoding="utf-8", errors="replace") as f:
+            line = f.read(4096).strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = Path(line.removeprefix("gitdir:").strip())
+    gitdir = gitdir if gitdir.is_absolute() else repo / gitdir
+    return gitdir if gitdir.parent.name == "worktrees" else None
