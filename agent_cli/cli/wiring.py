@@ -511,7 +511,7 @@ def _execute(
             lock = tree.lock or wt.run_lock(state_dir, tree.run_id, store.repo)
         ends.on_start = lock.name  # `agent runs` reads which run holds it
         run_id, changed = check_local(
-            workspace, store, lock, opts, fresh=bool(tree and tree.created)
+            workspace, store, lock, opts, state_dir, fresh=bool(tree and tree.created)
         )
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
         longterm.prepare()  # its snapshot is read, or the store opens, while the model client loads
@@ -581,9 +581,15 @@ def _execute(
 
 
 def check_local(
-    workspace: RepoWorkspace, store: RunStore, lock: RunLock, opts: RunOptions, fresh: bool = False
+    workspace: RepoWorkspace,
+    store: RunStore,
+    lock: RunLock,
+    opts: RunOptions,
+    state_dir: Path,
+    fresh: bool = False,
 ) -> tuple[str | None, set[str]]:
-    """The local checks, cheapest first: no other run, the run to resume, the repository's state.
+    """The local checks, cheapest first: no other run, the run to resume (never one that is
+    live: its lock under `state_dir` is held), the repository's state.
 
     Returns the run to resume (None for a new run) and the paths holding the user's changes.
     A `fresh` worktree holds none: the user's checkout was checked when it was made."""
@@ -592,7 +598,7 @@ def check_local(
     if fresh:
         return None, set()
     if opts.resume:
-        run_id = store.target(opts.run_id, live_ids(store.root.parent))
+        run_id = store.target(opts.run_id, live_ids(state_dir))
         return run_id, workspace.preflight(allow_dirty=True)
     return None, workspace.preflight(opts.allow_dirty)
 
