@@ -272,6 +272,24 @@ def test_a_run_starting_in_the_checkout_holds_off_a_rewind_and_another_named_run
     assert tip(repo, "agent/run-x") == base and "the run's base" in out
 
 
+def test_a_run_starting_in_a_work_tree_of_the_users_holds_off_a_rewind(agent, repo, tmp_path):
+    """A run resumes from whichever work tree of the user's it is started in, under that
+    tree's own lock: one starting there (no id yet) could be the resume of the run."""
+    from agent_cli.agent.run.live import checkout_lock
+
+    seed(repo, "run-y", ["verified"])
+    base = RunStore(repo / ".agent").load("run-y").base
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "--detach", str(linked))
+    with RunLock(checkout_lock(repo / ".agent", linked)):
+        code, _, err = agent("rewind", "run-y", "--yes", "--repo", str(repo))
+        assert code == 1 and "run run-y may be starting" in err, err
+        assert tip(repo, "agent/run-y") != base
+    code, _, err = agent("rewind", "run-y", "--yes", "--repo", str(repo))
+    assert code == 0, err
+    assert tip(repo, "agent/run-y") == base
+
+
 def test_rewind_keeps_a_commit_the_user_added_to_the_runs_branch(agent, repo):
     seed(repo, "run-u", ["verified", "verified"])
     git(repo, "switch", "-q", "agent/run-u")

@@ -21,6 +21,7 @@ from agent_cli.cli.help import Command
 
 if TYPE_CHECKING:
     from agent_cli.agent.run.store import RunRecord, RunStore
+    from agent_cli.core.errors import AgentError
     from agent_cli.workspace.git.branches import AgentBranches
 
 
@@ -79,11 +80,12 @@ def rewind_command(
         place.git.close()
 
 
-def live_holders(state_dir: Path) -> list[dict[str, Any]]:
-    """The live run locks under `state_dir` (`agent.run.live.live_holders`)."""
+def live_holders(state_dir: Path, repo: str = "") -> list[dict[str, Any]]:
+    """The live run locks under `state_dir`, of the repository `repo` when given
+    (`agent.run.live.live_holders`)."""
     from agent_cli.agent.run.live import live_holders as holders
 
-    return holders(state_dir)
+    return holders(state_dir, repo)
 
 
 def rewind(place: Place, run_id: str, to_task: int | None, yes: bool) -> None:
@@ -102,17 +104,21 @@ def _kept_from_resuming(place: Place, record: RunRecord) -> Iterator[None]:
     """Hold the lock a resume of `record` would take, or refuse when its run is in progress.
 
     A run in the user's checkout resumes under the checkout's lock: when another named run
-    holds it, this one cannot start meanwhile, so there is nothing to hold."""
+    holds it, this one cannot start meanwhile, so there is nothing to hold. It may resume
+    from another work tree of the user's (`git worktree add`), under that tree's lock: a run
+    starting there, which has no id yet, holds the rewind off too."""
     from agent_cli.agent.run.live import checkout_lock
     from agent_cli.core.errors import WorkspaceError
     from agent_cli.workspace.lock import RunLock
 
-    for holder in live_holders(place.state_dir):
+    for holder in live_holders(place.state_dir, place.store.repo):
         if holder["run_id"] == record.run_id:
             raise WorkspaceError(
                 f"run {record.run_id} is in progress (pid {holder['pid']}); nothing was changed",
                 "rewind it once it has stopped",
             )
+        if holder["run_id"] is None and not record.worktree:
+            raise _may_be_starting(record, holder, "holds a run lock")
     own = place.state_dir / "runs" / record.run_id / "run.lock"
     lock = RunLock(own if record.worktree else checkout_lock(place.state_dir, place.root))
     try:
@@ -121,15 +127,22 @@ def _kept_from_resuming(place: Place, record: RunRecord) -> Iterator[None]:
     except WorkspaceError:
         holder = lock.holder() or {}
         if record.worktree or holder.get("run_id") in (None, record.run_id):
-            raise WorkspaceError(
-                f"run {record.run_id} may be starting (pid {holder.get('pid', '?')} holds "
-                f"{lock.path}); nothing was changed",
-                "rewind it once that run has its id (`agent runs`) or has stopped",
-            ) from None
+            raise _may_be_starting(record, holder, f"holds {lock.path}") from None
     try:
         yield
     finally:
         lock.release()  # nothing when another run held it
+
+
+def _may_be_starting(record: RunRecord, holder: dict[str, Any], holds: str) -> AgentError:
+    """The refusal of a rewind while a run that could be `record`'s resume starts."""
+    from agent_cli.core.errors import WorkspaceError
+
+    return WorkspaceError(
+        f"run {record.run_id} may be starting (pid {holder.get('pid', '?')} {holds}); "
+        "nothing was changed",
+        "rewind it once that run has its id (`agent runs`) or has stopped",
+    )
 
 
 def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> None:
