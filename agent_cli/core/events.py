@@ -23,6 +23,7 @@ class PlannedTask(TypedDict, total=False):
     acceptance_cmd: str | None
     status: TaskStatus
     attempts: int
+    earlier_attempts: int
     last_reason: str
     summary: str
     commit: str | None
@@ -55,6 +56,7 @@ def planned(tasks: Iterable[Task]) -> list[PlannedTask]:
             acceptance_cmd=t.acceptance_cmd,
             status=t.status,
             attempts=t.attempts,
+            earlier_attempts=t.earlier_attempts,
             last_reason=t.last_reason,
             summary=t.summary,
             commit=t.commit,

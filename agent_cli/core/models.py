@@ -54,6 +54,8 @@ class Task(BaseModel):
     acceptance_cmd: str | None = None
     status: TaskStatus = "pending"
     attempts: int = 0
+    # the attempts of earlier sessions, before a resume gave the rejected task a fresh start
+    earlier_attempts: int = 0
     last_reason: str = ""
     summary: str = ""
     commit: str | None = None

@@ -202,3 +202,21 @@ def test_a_resumed_runs_episode_keeps_the_tools_of_its_earlier_session(
     found = run_agent("recall", GOAL, "--kind", "episode", "--json", cwd=demo_repo)
     (episode,) = json.loads(found.stdout)
     assert episode["metadata"]["tools_used"] == ["edit_file", "finish", "read_file"]
+
+
+def test_a_resumed_runs_episode_counts_the_attempts_of_every_session(
+    run_agent, fake_server, demo_repo
+):
+    first = fake_server(
+        [plan(task()), add_median(BAD_MEDIAN), finish("one"), finish("two")], models=MODELS
+    )
+    proc = run_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", first.url, "--model", "local", cwd=demo_repo
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # two attempts, rejected
+    again = fake_server(fixed(), models=MODELS)  # no answer: the task starts afresh, and passes
+    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", again.url, cwd=demo_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = run_agent("recall", GOAL, "--kind", "episode", "--json", cwd=demo_repo)
+    (episode,) = json.loads(found.stdout)
+    assert "(verified, 3 attempts)" in episode["text"], episode["text"]

@@ -140,7 +140,7 @@ def build_episode(
         TaskRecord(
             goal=t.goal,
             status=t.status,
-            attempts=t.attempts,
+            attempts=t.earlier_attempts + t.attempts,  # every session's
             acceptance_cmd=t.acceptance_cmd,
             exit_code=t.exit_code,
         )

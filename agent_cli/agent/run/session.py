@@ -425,6 +425,7 @@ class Session:
             if task.status == "running":
                 task.status, task.attempts = "pending", max(task.attempts - 1, 0)
             elif task.status == "rejected" and answer is None:
+                task.earlier_attempts += task.attempts
                 task.status, task.attempts, task.max_attempts = "pending", 0, MAX_ATTEMPTS
         self._answer = answer
         memory = self.sv.parts.open_memory(self.store.run_dir(run.run_id))
