@@ -2,14 +2,21 @@
 
 The harness runs a plan's `acceptance_cmd` itself (split with shlex, no shell), so each one
 is checked when the plan arrives: its program exists (on PATH or in the repository), the
-command policy does not refuse it, and it can fail at all (`true`, `:`, `echo ...`,
-`sh -c '... || true'` prove nothing). A plan with a bad command goes back to the model
+command policy does not refuse it, it holds no shell operator (which, without a shell, would
+reach the program as an argument), it runs tests when it is pytest (`--collect-only` runs
+none), and it can fail at all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c
+pass` (code of nothing but constants, `pass` and `print`), and shell scripts whose status is
+one of those whatever comes before: `... || true`, `...; exit 0` (or 256), `...; true; exit`,
+`true && true`, `... &`, and a pipeline into a filter (`pytest | tail -3`: the status is
+tail's, unless the script sets `pipefail`). A plan with a bad command goes back to the model
 with the reason.
 """
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shlex
 import shutil
 from collections.abc import Callable
@@ -21,6 +28,12 @@ Refusal = Callable[[str], "str | None"]
 _ALWAYS_SUCCEED = {"true", ":", "echo", "printf", "yes", "sleep", "pwd", "date"}
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
 _ENDINGS = {";", "||", "&", "\n"}  # `X ; true` and `X || true` end in success whatever X does
+# programs that read their input and exit 0 whatever it holds: a pipeline's status when last
+_FILTERS = {"tail", "head", "tee", "cat", "sort", "uniq", "wc", "cut", "tr", "less", "more", "nl"}
+_PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
+_OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1", "|&"}
+# pytest options under which it runs no test
+_NO_TESTS = {"--co", "--collect-only", "--setup-plan", "--fixtures", "--markers", "--version"}
 
 
 def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
@@ -34,6 +47,18 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
     reason = refusal(cmd) if refusal else None
     if reason:
         return f"`{cmd}` is refused by the command policy: {reason}"
+    operators = _operators(cmd)
+    if operators:
+        return (
+            f"`{cmd}` holds the shell operator {operators[0]!r}, but acceptance commands run "
+            f"without a shell, so the program would get it as an argument; wrap the command "
+            f"in sh -c '...' if it needs a shell"
+        )
+    if _runs_no_test(unwrap(argv)):
+        return (
+            f"`{cmd}` runs no test (pytest only collects or lists them); drop the option so "
+            "that the tests run"
+        )
     if cannot_fail(argv):
         return (
             f"`{cmd}` always succeeds, so it proves nothing; use a command that fails when "
@@ -46,6 +71,15 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
                 "the command could only fail with exit 127"
             )
     return None
+
+
+def _operators(cmd: str) -> list[str]:
+    """The unquoted shell operators among `cmd`'s words (`';'`, quoted, is an argument)."""
+    try:
+        words = shlex.split(cmd, posix=False)  # keeps the quotes, so a quoted word is not one
+    except ValueError:
+        return []
+    return [word for word in words if word in _OPERATORS]
 
 
 def _exists(program: str, root: Path) -> bool:
@@ -63,36 +97,130 @@ def cannot_fail(argv: list[str]) -> bool:
     program = os.path.basename(argv[0])
     if program in _ALWAYS_SUCCEED:
         return True
+    if program == "ls":  # only a path it is given can be missing
+        return all(arg.startswith("-") for arg in argv[1:])
+    if _PYTHON.fullmatch(program):
+        return argv[1:2] == ["-c"] and len(argv) > 2 and _code_cannot_fail(argv[2])
     if program in _SHELLS:
         script = _dash_c(argv[1:])
-        return script is not None and _script_cannot_fail(script)
+        return script is not None and _script_cannot_fail(script, "pipefail" in argv[1:])
     return False
 
 
+def _runs_no_test(argv: list[str]) -> bool:
+    """Whether `argv` is pytest (or `python -m pytest`) with an option that runs no test."""
+    if not argv:
+        return False
+    program = os.path.basename(argv[0])
+    if _PYTHON.fullmatch(program) and argv[1:3] == ["-m", "pytest"]:
+        argv = argv[2:]
+    elif program not in ("pytest", "py.test"):
+        return False
+    return any(arg in _NO_TESTS or arg in ("-h", "--help") for arg in argv[1:])
+
+
+def _code_cannot_fail(code: str) -> bool:
+    """Whether Python `code` is nothing but `pass`, constants and `print` of constants."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+
+    def inert(node: ast.expr) -> bool:
+        if isinstance(node, ast.Constant):
+            return True
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "print"
+            and all(isinstance(arg, ast.Constant) for arg in node.args)
+            and not node.keywords
+        )
+
+    return all(
+        isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and inert(stmt.value))
+        for stmt in tree.body
+    )
+
+
 def _dash_c(args: list[str]) -> str | None:
+    """The script of `sh -c SCRIPT` (`-c` alone or in a cluster of short options, `--` skipped
+    after it); None when there is none."""
+    skip = False
     for i, arg in enumerate(args):
-        if arg.startswith("-") and "c" in arg[1:] and i + 1 < len(args):
-            return args[i + 1]
+        if skip:
+            skip = False
+            continue
+        if arg in ("-o", "+o", "-O", "+O"):  # `-o pipefail`: the option's name follows
+            skip = True
+            continue
+        if arg == "--" or arg[:1] not in ("-", "+"):
+            return None  # the options end: a script file, or none
+        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
+            rest = args[i + 1 :]
+            rest = rest[1:] if rest[:1] == ["--"] else rest
+            return rest[0] if rest else None
     return None
 
 
-def _script_cannot_fail(script: str) -> bool:
-    """Whether a shell script's exit status is 0 whatever its commands do."""
+def _script_cannot_fail(script: str, pipefail: bool = False) -> bool:
+    """Whether a shell script's exit status is 0 whatever its commands do (`pipefail`: the
+    shell was started with `-o pipefail`)."""
     try:
-        words = shell_words(script)
+        words = _without_comments(shell_words(script))
     except ValueError:
         return False
+    return _words_cannot_fail(words, pipefail=pipefail or "pipefail" in words)
+
+
+def _words_cannot_fail(words: list[str], pipefail: bool) -> bool:
+    """_script_cannot_fail() of a script's words; `pipefail`: the script sets it (then a
+    pipeline fails when any of its stages does)."""
+    ends: set[str] = set()
     while words and words[-1] in (";", "\n", "&"):
+        ends.add(words[-1])
         words = words[:-1]
+    if "&" in ends:
+        return True  # the last command runs in the background: the script's status is 0
     if not words:
         return True
     cut = max((i for i, w in enumerate(words) if w in _ENDINGS | {"&&", "|"}), default=-1)
     last, joiner = words[cut + 1 :], words[cut] if cut >= 0 else None
-    if last and os.path.basename(last[0]) == "exit":  # a bare `exit` repeats the last status
-        trivial = last[1:] == ["0"] or (last[1:] == [] and joiner is None)
+    before = words[:cut] if cut >= 0 else []
+    if last and os.path.basename(last[0]) == "exit":
+        if not last[1:]:  # a bare `exit` repeats the last status
+            return joiner is None or (
+                joiner in (";", "\n") and _words_cannot_fail(before, pipefail)
+            )
+        trivial = _status(last[1]) == 0
+    elif last and joiner == "|" and not pipefail:
+        trivial = cannot_fail(last) or os.path.basename(last[0]) in _FILTERS
     else:
         trivial = cannot_fail(last)
-    return trivial and (joiner is None or joiner in _ENDINGS)
+    if not trivial:
+        return False
+    if joiner == "&&":  # `X && true` fails when X does
+        return _words_cannot_fail(before, pipefail)
+    return joiner != "|" or not pipefail
+
+
+def _without_comments(words: list[str]) -> list[str]:
+    """`words` without shell comments: from a word that starts with `#` to the line's end."""
+    out: list[str] = []
+    comment = False
+    for word in words:
+        if word == "\n":
+            comment = False
+        elif word.startswith("#"):
+            comment = True
+        if not comment:
+            out.append(word)
+    return out
+
+
+def _status(word: str) -> int | None:
+    """The exit status `exit WORD` gives (modulo 256), None when it is not a number."""
+    return int(word) % 256 if word.isdigit() else None
 
 
 def plan_problems(
