@@ -58,6 +58,22 @@ def test_exit_2_blocks_with_stderr_as_the_reason_and_later_hooks_do_not_run(tmp_
     assert not (tmp_path / "later-ran").exists()
 
 
+def test_exit_2_after_the_fact_is_a_notice_and_the_later_hooks_still_run(tmp_path):
+    """At post_tool and run_end there is nothing left to refuse: exit 2 is only reported."""
+    refuse = py("import sys; sys.stderr.write('too late'); sys.exit(2)")
+    later = py("open('later-ran', 'a').write('x')")
+    both = hooks(tmp_path, post_tool=[refuse, later], run_end=[refuse, later])
+    after = both.after_tool(AT, "run", '{"cmd": "ls"}', {"ok": True, "text": "x"})
+    end = both.run_end(AT, {"status": "verified"})
+    for ran in (after, end):
+        assert [(e.outcome, e.blocks, e.exit_code) for e in ran] == [
+            ("failed", False, 2),
+            ("ok", False, 0),
+        ]
+        assert ran[0].message == "exit 2: too late"
+    assert (tmp_path / "later-ran").read_text() == "xx"
+
+
 def test_another_exit_is_a_notice_and_does_not_block(tmp_path):
     ran = hooks(tmp_path, post_tool=[py("import sys; print('oops', file=sys.stderr); sys.exit(1)")])
     events = ran.after_tool(AT, "run", '{"cmd": "ls"}', {"ok": True, "text": "x"})
@@ -167,6 +183,7 @@ def test_the_sandbox_keeps_a_hook_from_writing_outside_the_repository(tmp_path):
         {"command": ["x"], "timeout_s": 0},
         {"command": ["x"], "timeout_s": 100_000},
         {"command": ["x"], "typo": 1},
+        {"command": ["python", "hook\0.py"]},
     ],
 )
 def test_a_bad_hook_table_is_refused(spec):

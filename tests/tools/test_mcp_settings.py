@@ -57,6 +57,7 @@ def test_the_example_file_shows_the_same_servers():
         ('[mcp_servers.x]\ncommand = "a"\nstart_timeout = 3\n', "start_timeout"),
         ('[mcp_servers."a__b"]\ncommand = "a"\n', "no '__'"),
         ('[mcp_servers."a b"]\ncommand = "a"\n', "letters, digits"),
+        ('[mcp_servers.x]\ncommand = "a"\nargs = ["b\\u0000"]\n', "NUL character"),
     ],
 )
 def test_a_bad_server_table_is_one_line_naming_the_file(tmp_path, table, expect):

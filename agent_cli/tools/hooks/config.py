@@ -38,6 +38,8 @@ class HookSpec(BaseModel):
         """An argv whose program is named."""
         if not command[0].strip():
             raise ValueError("the first item must name the program to run")
+        if any("\0" in arg for arg in command):
+            raise ValueError("a command cannot hold a NUL character")
         return command
 
     def matches(self, tool: str) -> bool:

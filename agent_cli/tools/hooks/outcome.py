@@ -1,7 +1,10 @@
 """What a hook's exit means: go on (0), block (2, its stderr the reason), or a notice (anything else).
 
-A `pre_tool` hook that does not answer within its timeout blocks the tool (fail closed): a
-guard that hangs must not let the call through. At every other point a timeout is a notice.
+Only `pre_tool` and `task_verified` hooks can block: at `post_tool` and `run_end` there is
+nothing left to refuse, so exit 2 there is a notice like any other failure, and the hooks
+after it still run. A `pre_tool` hook that does not answer within its timeout blocks the
+tool (fail closed): a guard that hangs must not let the call through. At every other point a
+timeout is a notice.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from agent_cli.tools.hooks.config import HookEvent, HookSpec
 from agent_cli.tools.hooks.process import Finished
 
 BLOCK_EXIT = 2
+BLOCKING: tuple[HookEvent, ...] = ("pre_tool", "task_verified")  # the points a hook can refuse
 MESSAGE_MAX = 4000  # characters of a hook's stderr kept as its reason or notice
 
 
@@ -53,7 +57,7 @@ def decide(
         return Warn(said, True)
     if ran.exit_code == 0:
         return GoOn()
-    if ran.exit_code == BLOCK_EXIT:
+    if ran.exit_code == BLOCK_EXIT and event in BLOCKING:
         return Block(stderr or "(the hook exited 2 and wrote no reason on stderr)")
     stdout = _bounded(redact(ran.stdout, secrets).strip())
     return Warn(f"exit {ran.exit_code}" + (f": {stderr or stdout}" if stderr or stdout else ""))

@@ -88,9 +88,9 @@ def run_hook(argv: list[str], stdin: bytes, place: HookPlace, timeout_s: float) 
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-    except OSError as e:
+    except (OSError, ValueError) as e:  # ValueError: a NUL the settings let through
         code = 127 if isinstance(e, FileNotFoundError) else 126
-        why = "command not found" if code == 127 else f"cannot run it ({e.strerror})"
+        why = "command not found" if code == 127 else f"cannot run it ({_why(e)})"
         return Finished(code, "", f"{argv[0]}: {why}", False, time.monotonic() - start)
     feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True, name="hook-stdin")
     feeder.start()
@@ -158,3 +158,7 @@ def _collect(proc: subprocess.Popen[bytes], out: _Bounded, err: _Bounded, deadli
         stop_group(proc, TERM_GRACE_S)
         return True
     return False
+
+
+def _why(e: OSError | ValueError) -> str:
+    return (e.strerror if isinstance(e, OSError) else None) or str(e)

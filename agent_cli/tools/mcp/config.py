@@ -46,6 +46,8 @@ class ServerConfig(BaseModel):
         bad = [k for k in self.env if not ENV_NAME.fullmatch(k)]
         if bad:
             raise ValueError(f"env has a name that is no environment variable: {bad[0]!r}")
+        if any("\0" in word for word in [self.command or "", *self.args, *self.env.values()]):
+            raise ValueError("command, args and env values cannot hold a NUL character")
         return self
 
     @property
