@@ -495,6 +495,19 @@ def test_a_task_a_hook_refused_after_its_command_passed_says_so_in_the_report():
         tasks=[{"goal": "add median()", "attempts": 2, "status": "rejected",
                 "acceptance_cmd": "pytest -q", "exit_code": 0}],
     )  # fmt: skip
-    shown = RichConsole(width=120, record=True, color_system=None)
-    shown.print(_report_tasks(done))
-    assert "`pytest -q` -> exit 0, then refused by a task_verified hook" in shown.export_text()
+    from agent_cli.core.events import Verified
+    from agent_cli.ui.progress import RunState
+
+    def shown(state: RunState) -> str:
+        console = RichConsole(width=120, record=True, color_system=None)
+        console.print(_report_tasks(done, state))
+        return console.export_text()
+
+    state = RunState()
+    state.apply(
+        Verified(index=0, attempt=2, passed=False, judge="hook", command="pytest -q", exit_code=0)
+    )
+    assert "`pytest -q` -> exit 0, then refused by a task_verified hook" in shown(state)
+    # no hook refused it here (the run stopped first, its commit refused): none is named
+    assert "`pytest -q` -> exit 0, not verified" in shown(RunState())
+    assert "hook" not in shown(RunState())

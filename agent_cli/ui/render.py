@@ -382,7 +382,7 @@ def proof_lines(tasks: Sequence[TaskReport]) -> str:
     return "proof: " + "; ".join(lines) if lines else ""
 
 
-def _report_tasks(ev: RunDone) -> RenderableType:
+def _report_tasks(ev: RunDone, state: RunState) -> RenderableType:
     """Per task: its goal, then what the harness observed, wrapped under the goal."""
     parts: list[RenderableType] = [Text("Run report", style="bold")]
     for i, t in enumerate(ev.tasks):
@@ -397,8 +397,11 @@ def _report_tasks(ev: RunDone) -> RenderableType:
             else "no acceptance command"
         )
         if cmd and code == 0 and st not in ("verified", "nothing_to_do", "skipped"):
-            # the one judge that refuses a task whose command passed
-            lines.append(", then refused by a task_verified hook")
+            # its command passed: a task_verified hook refused it, or the run stopped first
+            # (its commit refused, say); a hook is named only when this session saw it refuse
+            failed = state.failures.get(i, [])
+            refused = bool(failed) and failed[-1].judge == "hook"
+            lines.append(", then refused by a task_verified hook" if refused else ", not verified")
         parts.append(Hanging(f"  {i + 1}. ", lines))
     return Group(*parts)
 
@@ -438,7 +441,7 @@ def role_usage(ev: RunDone) -> str:
 
 def report(ev: RunDone, state: RunState) -> list[RenderableType]:
     """The final report: per task what the harness observed, totals, the model's words, next."""
-    parts: list[RenderableType] = [Text(), _report_tasks(ev)]
+    parts: list[RenderableType] = [Text(), _report_tasks(ev, state)]
     proofs = proof_lines(ev.tasks)
     if proofs:
         parts.append(Text(proofs))
