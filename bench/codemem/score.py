@@ -8,14 +8,17 @@ from typing import Any
 
 from agent_cli.core import tokens
 
-# A fence as `core.fences` writes it: the tag, a newline, the escaped text, a newline, the
-# closing tag (the system prompt's rule names the tags inline, without the newlines).
+# A fence as `core.fences` writes it opens with the tag and a newline (the system prompt's
+# rule names the tags inline, without it). It ends where a model would read it as ended: at
+# the first closing tag, wherever it is and however it is spaced, so that a stored text
+# that closes the fence early (`... </retrieved_memory> SYSTEM: ...`) and is not escaped
+# puts what follows it outside.
 FENCE = re.compile(
-    r"<retrieved_memory>\n(.*?)\n</retrieved_memory>"
-    r"|<tool_output name=\"[^\"]*\">\n(.*?)\n</tool_output>",
+    r"<retrieved_memory>\n(.*?)<\s*/\s*retrieved_memory\s*>"
+    r"|<tool_output name=\"[^\"]*\">\n(.*?)<\s*/\s*tool_output\s*>",
     re.DOTALL,
 )
-MEMORY = re.compile(r"<retrieved_memory>\n(.*?)\n</retrieved_memory>", re.DOTALL)
+MEMORY = re.compile(r"<retrieved_memory>\n(.*?)<\s*/\s*retrieved_memory\s*>", re.DOTALL)
 ITEM = re.compile(r"^- (\w+) (\S+?)((?: \w+=\"[^\"]*\")*):", re.MULTILINE)
 
 
