@@ -123,6 +123,8 @@ def learn_cached(scn: Scenario, cache: Path, work: Path, fresh: bool = False) ->
 
     saved = cache / "learned" / f"{scn.project.name}-{source_key(scn)}"
     repo = work / scn.project.name
+    for earlier in (repo, work / f"{scn.project.name}-learn-home"):  # a kept --work DIR's
+        shutil.rmtree(earlier, ignore_errors=True)
     if not fresh and (saved / "done.json").exists():
         shutil.copytree(saved / "repo", repo)
         data = json.loads((saved / "done.json").read_text())

@@ -180,6 +180,9 @@ def evaluate(
     out: list[Outcome] = []
     owner = owner_map(learned)
     name = learned.scenario.project.name
+    none_home = work / f"{name}-none"
+    if not none_runs:
+        shutil.rmtree(none_home, ignore_errors=True)  # a kept --work DIR's, from an earlier run
     for size in sizes:
         shared = size > sum(stores.counted(r) for r in learned.records)
         built: dict[str | None, tuple[Path, list[dict[str, Any]]]] = {}
@@ -195,7 +198,6 @@ def evaluate(
             items = [r for r in records if stores.counted(r)]
             need = needed(learned, pair)
             if pair.id not in none_runs:
-                none_home = work / f"{name}-none"
                 if not none_home.exists():
                     warm(learned, none_home)
                 none_runs[pair.id] = run_b(learned, pair, none_home, f"none-{pair.id}")
