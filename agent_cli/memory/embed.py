@@ -16,6 +16,9 @@ from agent_cli.core.errors import ConfigError
 
 WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
+# characters of a text that are embedded: WordLlama keeps every token of a text in memory
+# (a 7.5 MB text took 3.4 GB), and the opening of a long text carries what it is about
+EMBED_CHARS = 32_000
 
 
 _LOADING = threading.Lock()
@@ -74,7 +77,7 @@ class WordLlamaEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with np.errstate(invalid="ignore", divide="ignore"):
-            vectors = model.embed(list(texts), norm=True)
+            vectors = model.embed([text[:EMBED_CHARS] for text in texts], norm=True)
         return np.nan_to_num(vectors, copy=False)
 
     def embed(self, texts: list[str]) -> list[list[float]]:

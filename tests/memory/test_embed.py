@@ -133,3 +133,13 @@ def test_loading_the_embedder_never_turns_on_info_logging_for_other_threads():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["0", "WARNING"]
     assert "INFO" not in proc.stderr
+
+
+def test_only_the_opening_of_a_very_long_text_is_embedded():
+    """WordLlama holds every token of a text at once: a text of megabytes is cut first."""
+    from agent_cli.memory.embed import EMBED_CHARS
+
+    embedder = WordLlamaEmbedder()
+    opening = "the scheduler retries failed jobs with backoff " * (EMBED_CHARS // 40)
+    long = opening[:EMBED_CHARS] + " unrelated tail words about gardening" * 5000
+    assert embedder.embed([long]) == embedder.embed([opening[:EMBED_CHARS]])

@@ -101,6 +101,38 @@ def test_a_malformed_line_in_the_middle_imports_nothing_and_says_where(tmp_path)
         assert mem.counts()["facts"] == 0
 
 
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"metadata": {"nested": {"a": 1}}}, "metadata field 'nested' holds dict"),
+        ({"metadata": {"tags": []}}, "metadata field 'tags' holds list"),
+        ({"metadata": {"tags": ["a", 1]}}, "metadata field 'tags' holds list"),
+        ({"metadata": {"": "x"}}, "metadata key '' is empty or reserved"),
+        ({"metadata": {"chroma:document": "x"}}, "metadata key 'chroma:document' is"),
+        ({"id": " "}, "the id is empty"),
+        ({"document": "x" * 300_000}, "the document has 300,000 characters"),
+    ],
+)
+def test_a_record_the_store_would_refuse_imports_nothing(tmp_path, change, why):
+    """What the record models accept but Chroma refuses is refused in the check, before any
+    batch is written: a file is imported whole or not at all."""
+    bad = record(1999)
+    bad["metadata"] = {**bad["metadata"], **change.pop("metadata", {})}
+    bad.update(change)
+    lines = [json.dumps(record(i)) for i in range(1999)] + [json.dumps(bad)]
+    path = write_export(tmp_path / "export.jsonl", lines)
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder(DIM)) as mem:
+        with pytest.raises(StorageError) as e:
+            mem.import_(path, batch=500)
+        assert f"line 2000: {why}" in e.value.message, e.value.message
+        assert "nothing was imported (1,999 valid records before it)" in e.value.message
+        assert mem.counts()["facts"] == 0
+        tags = record(7)
+        tags["metadata"] = {**tags["metadata"], "tags": ["a", "b"], "gone": None}
+        good = write_export(tmp_path / "good.jsonl", [json.dumps(tags)])
+        assert mem.import_(good) == 1 and mem.counts()["facts"] == 1  # lists of one kind, null
+
+
 def test_a_failure_while_writing_says_how_far_it_got_and_the_same_import_continues(tmp_path):
     path = write_export(tmp_path / "export.jsonl", (json.dumps(record(i)) for i in range(3000)))
     store = tmp_path / "chroma"

@@ -249,7 +249,48 @@ def parse_record(line: str, path: Path | str, n: int) -> dict[str, Any]:
             f"(got {str(err.get('input'))[:60]!r})",
             hint,
         ) from None
+    why = _unstorable(rec)
+    if why:
+        raise StorageError(f"{path}: line {n}: {why}", hint)
     return cast(dict[str, Any], rec)
+
+
+MAX_DOCUMENT_CHARS = 256_000  # far above what a run stores: an item is a gist, not a file
+_SCALARS = (str, int, float, bool)
+
+
+def _unstorable(rec: dict[str, Any]) -> str | None:
+    """Why the store would refuse a record its models accept (so that a file is refused
+    whole, before a write), or None: an empty id, a document past MAX_DOCUMENT_CHARS, a
+    metadata key that is empty or reserved (`#...`, `chroma:...`), a value that is no
+    string, number, boolean or null, or a list that is empty or mixes kinds."""
+    if not rec["id"].strip():
+        return "the id is empty"
+    if len(rec["document"]) > MAX_DOCUMENT_CHARS:
+        return (
+            f"the document has {len(rec['document']):,} characters (at most {MAX_DOCUMENT_CHARS:,})"
+        )
+    for key, value in rec["metadata"].items():
+        if not key or key.startswith(("#", "chroma:")):
+            return f"metadata key {key!r} is empty or reserved"
+        if value is None or isinstance(value, _SCALARS):
+            continue
+        kinds = {_kind(v) for v in value} if isinstance(value, list) else {None}
+        if len(kinds) != 1 or None in kinds:
+            return (
+                f"metadata field {key!r} holds {type(value).__name__} {str(value)[:40]!r}: "
+                "a value must be a string, number, boolean or null, or a non-empty list of one kind"
+            )
+    return None
+
+
+def _kind(value: object) -> type | None:
+    """A list item's kind as the store sees it (int and float are one), None for another."""
+    if isinstance(value, bool):
+        return bool
+    if isinstance(value, str):
+        return str
+    return float if isinstance(value, (int, float)) else None
 
 
 MAX_LINE_BYTES = 8 * atomic.MiB
