@@ -92,8 +92,8 @@ class WriteLock:
                     raise StoreBusy(
                         f"memory store at {self.path.parent} is busy: another run kept writing "
                         f"to it for more than {self.wait_s:g}s",
-                        "nothing is lost: what this run learns waits in the outbox for the next "
-                        "run; if no other agent runs, move the store aside",
+                        "try again once it has written (a run keeps what it learns in its "
+                        "outbox meanwhile); if no other agent runs, move the store aside",
                     ) from None
                 time.sleep(POLL_S)
             except BaseException:
