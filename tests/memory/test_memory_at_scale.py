@@ -307,3 +307,16 @@ def test_a_large_older_store_is_upgraded_by_a_reindex_not_at_the_end_of_a_run(tm
         assert mem.reindex() == 60
         ids = set(mem.collection("facts").get(include=[])["ids"])
         assert ids == {content_record(i)["id"] for i in range(60)}
+
+
+def test_two_exports_of_one_store_are_the_same_bytes(tmp_path):
+    path = write_export(tmp_path / "export.jsonl", (json.dumps(record(i)) for i in range(300)))
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder(DIM)) as mem:
+        mem.import_(path)
+        mem.export(tmp_path / "one.jsonl")
+        mem.export(tmp_path / "two.jsonl")
+    one = (tmp_path / "one.jsonl").read_bytes()
+    assert one == (tmp_path / "two.jsonl").read_bytes()
+    for line in one.decode().splitlines():
+        keys = list(json.loads(line)["metadata"])
+        assert keys == sorted(keys)

@@ -651,8 +651,10 @@ class LongTermMemory:
 
     def export(self, out: Path | str | BinaryIO) -> int:
         """Write every record as one JSON line (without vectors) to `out`, a stream or a file
-        replaced whole once every record is written; how many were written. Reading fails as
-        the store's error; writing as an OSError of `out`'s."""
+        replaced whole once every record is written; how many were written. Metadata keys are
+        written sorted (the store gives them in no fixed order), so two exports of one store
+        are the same bytes. Reading fails as the store's error; writing as an OSError of
+        `out`'s."""
         if isinstance(out, (str, Path)):
             with atomic.replacing(out) as stream:
                 return self.export(stream)
@@ -661,6 +663,7 @@ class LongTermMemory:
             self._fresh()
         for name in COLLECTIONS:
             for rec in self._records(name):  # each batch read under the store's guard
+                rec["metadata"] = dict(sorted(rec["metadata"].items()))
                 out.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
                 n += 1
         return n
