@@ -220,3 +220,24 @@ def test_a_resumed_runs_episode_counts_the_attempts_of_every_session(
     found = run_agent("recall", GOAL, "--kind", "episode", "--json", cwd=demo_repo)
     (episode,) = json.loads(found.stdout)
     assert "(verified, 3 attempts)" in episode["text"], episode["text"]
+
+
+def test_accept_given_to_a_resume_is_the_final_check_from_then_on(
+    run_agent, fake_server, demo_repo
+):
+    escalated_against(run_agent, fake_server, demo_repo)  # started without --accept
+    srv = fake_server(fixed(), models=MODELS)
+    refused = run_agent(
+        "run", "--resume", "--yes", "--json", "--accept", "true", "--base-url", srv.url,
+        cwd=demo_repo,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "--accept: " in events_of(refused.stdout)[-1]["message"]
+    assert srv.chat_requests == []  # refused before any request
+    proc = run_agent(
+        "run", "--resume", "--yes", "--json", "--accept", "python -m pytest -q",
+        "--base-url", srv.url, cwd=demo_repo,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    final = [e for e in events_of(proc.stdout) if e["event"] == "verify" and e["index"] == -1]
+    assert [(e["command"], e["passed"]) for e in final] == [("python -m pytest -q", True)]
+    assert state_of(demo_repo)["accept_cmds"] == ["python -m pytest -q"]

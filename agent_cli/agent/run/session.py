@@ -399,8 +399,12 @@ class Session:
 
     # -- resuming -----------------------------------------------------------------------
     def resume(self, run_id: str | None, answer: Answer | None = None) -> int:
-        """Continue a saved run at its first task that is not verified (with the human's answer)."""
+        """Continue a saved run at its first task that is not verified (with the human's answer).
+
+        `--accept` given now replaces the commands the run was started with (the final check
+        and the fallback judge), checked as a new run's are; without it the saved ones hold."""
         with self._before_run():
+            self._check_accept()
             run = self.store.load(self.store.target(run_id))
             state = saved_state(run)
             check_answer(state, answer, run.run_id)
@@ -446,9 +450,11 @@ class Session:
                 goal=state.goal,
                 tasks=events.planned(state.plan),
                 success_criteria=state.success_criteria,
-                accept_cmds=run.accept_cmds,
+                accept_cmds=self.cfg.accept_cmds or run.accept_cmds,
             )
         )
+        if self.cfg.accept_cmds:
+            run.accept_cmds = list(self.cfg.accept_cmds)  # saved with the run from now on
         self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
         return self._execute(run, state, memory, self._recall(state.goal))
