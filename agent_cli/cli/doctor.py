@@ -193,15 +193,19 @@ def _check_git(repo: Path | None) -> str:
     return f"{version}; repository {repo}; commits as {identity}"
 
 
-def _run_check(out: Printer, name: str, check: Callable[[], str]) -> bool:
-    """Print one check's line; True when it passed."""
+def _run_check(
+    out: Printer, name: str, check: Callable[[], str], secrets: tuple[str, ...] = ()
+) -> bool:
+    """Print one check's line, `secrets` redacted (a server's error may echo a key back);
+    True when it passed."""
+    from agent_cli.core.redact import redact
     from agent_cli.ui.render import check_line
 
     try:
-        out.print(check_line(name, True, check()))
+        out.print(check_line(name, True, redact(check(), secrets)))
         return True
     except AgentError as e:
-        out.print(check_line(name, False, e.one_line()))
+        out.print(check_line(name, False, redact(e.one_line(), secrets)))
         return False
 
 
@@ -242,14 +246,20 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("instructions", lambda: _check_instructions(settings, repo)),
     ]
     failed = 0
+    secrets = settings.secrets()
     for at in targets(settings):  # each distinct endpoint once
-        if _run_check(out, "endpoint", lambda: _check_endpoint(settings, at)):  # noqa: B023
+        if _run_check(out, "endpoint", lambda: _check_endpoint(settings, at), secrets):  # noqa: B023
             # what the server can do, once it answers
-            failed += not _run_check(out, "server", lambda: _check_server(settings, at))  # noqa: B023
+            failed += not _run_check(
+                out,
+                "server",
+                lambda: _check_server(settings, at),  # noqa: B023
+                secrets,
+            )
         else:
             failed += 1
     for name, check in checks:
-        failed += not _run_check(out, name, check)
+        failed += not _run_check(out, name, check, secrets)
     failed += _check_mcp_servers(out, settings, repo)
     return 1 if failed else 0
 

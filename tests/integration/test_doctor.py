@@ -102,3 +102,76 @@ def test_doctor_with_a_misspelt_key_still_lists_the_keys(run_agent, scratch_repo
     fails = _fail_lines(proc)
     assert len(fails) == 1 and "unknown key 'modle'" in fails[0]
     assert "did you mean `model`?" in fails[0]
+
+
+class _Odd:
+    """A loopback HTTP server that answers every request with one fixed status and body."""
+
+    def __init__(self, status: int, body: bytes, kind: str = "application/json") -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_POST = do_GET  # noqa: N815
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+KEY = "sk-proj-doctorechoesthekey0123456789"
+
+
+def test_doctor_says_in_one_line_that_an_endpoint_serves_no_model_list(run_agent, scratch_repo):
+    for status, body, kind in (
+        (200, b"<html><body>router login</body></html>", "text/html"),
+        (200, b"\x00garbage{", "application/json"),
+        (200, b'{"hello": "world"}', "application/json"),
+    ):
+        odd = _Odd(status, body, kind)
+        try:
+            proc = run_agent("doctor", "--base-url", odd.url, cwd=scratch_repo)
+        finally:
+            odd.close()
+        assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr, body
+        assert "internal error" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+        assert "git" in proc.stdout and "memory" in proc.stdout  # the later checks ran
+
+
+def test_doctor_masks_a_key_the_endpoint_echoes_back(run_agent, scratch_repo):
+    echo = f'{{"error": {{"message": "bad key: Bearer {KEY}"}}}}'.encode()
+    odd = _Odd(401, echo)
+    try:
+        proc = run_agent(
+            "doctor", "--base-url", odd.url, cwd=scratch_repo, env={"OPENAI_API_KEY": KEY}
+        )
+    finally:
+        odd.close()
+    assert proc.returncode == 1 and KEY not in proc.stdout + proc.stderr
+    assert _fail_lines(proc), proc.stdout
+
+
+def test_doctor_masks_a_token_in_a_hooks_command(run_agent, scratch_repo, tmp_path):
+    user = tmp_path / "user.toml"
+    user.write_text(
+        '[[hooks.run_end]]\ncommand = ["curl", "-H", "Authorization: Bearer ghp_'
+        + "a" * 36
+        + '", "https://hooks.example/done", "token=sk-hookkey0123456789abcdef"]\n'
+    )
+    proc = run_agent("doctor", cwd=scratch_repo, env={"AGENT_RC": str(user)})
+    assert "ghp_" + "a" * 36 not in proc.stdout and "sk-hookkey0123456789abcdef" not in proc.stdout
+    assert "run_end: curl -H" in proc.stdout, proc.stdout

@@ -32,6 +32,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent_cli.cli.config import repo_keys, trust
 from agent_cli.core.errors import ConfigError, UsageError
+from agent_cli.core.redact import redact
 from agent_cli.llm import endpoints
 from agent_cli.memory import thresholds
 from agent_cli.memory.thresholds import Thresholds
@@ -271,7 +272,7 @@ class Settings(BaseSettings):
         out = self.model_dump(exclude={"sources", "notices"})
         out["api_key"] = _mask(self.key() or "")
         out["memory_token"] = _mask(self.memory_token_value() or "")
-        out["hooks"] = self.hooks.summary() or None
+        out["hooks"] = redact(self.hooks.summary(), self.secrets()) or None  # tokens in argv
         for server in out.get("mcp_servers", {}).values():  # an `env` table holds tokens
             server["env"] = {name: _mask(value) for name, value in server.get("env", {}).items()}
         return out

@@ -409,8 +409,17 @@ class OpenAIChat:
 
     def list_models(self) -> list[str]:
         """The model ids the endpoint serves (GET /models)."""
-        with errors.converted(self.base_url, self.name):
-            return [m.id for m in self._client.models.list().data]
+        try:
+            with errors.converted(self.base_url, self.name):
+                ids = [m.id for m in self._client.models.list().data]
+        except (AttributeError, TypeError, ValueError):  # a body the SDK cannot make a page of
+            ids = None
+        if ids is None or not all(isinstance(i, str) for i in ids):
+            raise ModelError(
+                f"{self.base_url}/models did not answer with a list of models",
+                "check that the base URL is an OpenAI-compatible endpoint (most end in /v1)",
+            )
+        return ids
 
 
 def _is_window(value: Any) -> bool:
