@@ -112,14 +112,14 @@ class _Odd:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_POST = do_GET  # noqa: N815
+            do_POST = do_GET
 
             def log_message(self, *args: object) -> None:
                 pass
