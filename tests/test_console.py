@@ -511,3 +511,22 @@ def test_a_task_a_hook_refused_after_its_command_passed_says_so_in_the_report():
     # no hook refused it here (the run stopped first, its commit refused): none is named
     assert "`pytest -q` -> exit 0, not verified" in shown(RunState())
     assert "hook" not in shown(RunState())
+
+
+def test_a_narrow_plan_table_folds_a_long_command_and_cuts_nothing():
+    """Approving the plan approves its commands: each is shown whole at any width."""
+    from rich.console import Console as RichConsole
+
+    from agent_cli.core.events import planned
+    from agent_cli.core.models import Task
+    from agent_cli.ui.render import plan_table
+
+    cmd = "python -m pytest -q --basetemp=/tmp/probe_under_the_users_home/tests/test_stats.py"
+    table = plan_table(planned([Task(goal="add median()", acceptance_cmd=cmd)]), plain=True)
+    for width in (40, 60, 80):
+        console = RichConsole(width=width, record=True, color_system=None)
+        console.print(table)
+        lines = console.export_text().splitlines()
+        body = lines[next(i for i, line in enumerate(lines) if "-+-" in line) + 1 :]
+        cells = [row[3].strip() for row in (line.split("|") for line in body) if len(row) == 5]
+        assert "".join(cells).replace(" ", "") == cmd.replace(" ", ""), (width, cells)

@@ -260,11 +260,13 @@ def plan_table(
     tasks: Sequence[PlannedTask], *, plain: bool, accept_cmds: Sequence[str] = ()
 ) -> Table:
     """The plan: index, task goal, acceptance command (a task without one is judged by the
-    user's `--accept` commands when there are any, else by the model)."""
+    user's `--accept` commands when there are any, else by the model). A word too long for
+    its column is folded onto the next line, never cut: approving the plan approves these
+    commands as they are shown."""
     table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD)
     table.add_column("#", justify="right")
-    table.add_column("Task", ratio=3)
-    table.add_column("Acceptance command", ratio=2)
+    table.add_column("Task", ratio=3, overflow="fold")
+    table.add_column("Acceptance command", ratio=2, overflow="fold")
     yours = "; ".join(accept_cmds)
     for i, t in enumerate(tasks):
         cmd = t.get("acceptance_cmd")
