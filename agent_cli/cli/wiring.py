@@ -378,6 +378,11 @@ def execute(opts: RunOptions) -> int:
         raise
     except KeyboardInterrupt:
         message = "interrupted before the run started; nothing to resume"
+        if ends.run_id:  # a second Ctrl-C while the run was stopping: its state is on disk
+            message = (
+                f"interrupted while run {ends.run_id} was stopping; continue it with "
+                f"`agent run --resume --run-id {ends.run_id}`"
+            )
         ends.refused(EXIT_INTERRUPTED, message)
         print(message, file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -400,11 +405,13 @@ class EndsWithRunDone:
         self.console: Console = Watched(console, self._seen)
         self.json_out = json_out
         self.done = False
+        self.run_id = ""  # the run's, once it has started
         self.on_start: Callable[[str], None] = lambda run_id: None  # told the run's id
 
     def _seen(self, ev: Event) -> tuple[Event, ...]:
         self.done = self.done or isinstance(ev, RunDone)
         if isinstance(ev, RunStarted):
+            self.run_id = ev.run_id
             self.on_start(ev.run_id)
         return ()
 
@@ -414,7 +421,7 @@ class EndsWithRunDone:
             status = "interrupted" if code == EXIT_INTERRUPTED else "failed"
             self.console.emit(
                 RunDone(
-                    run_id="",
+                    run_id=self.run_id,
                     status=status,
                     exit_code=code,
                     tasks=[],

@@ -84,3 +84,22 @@ def test_outside_a_repository_and_with_nothing_to_resume(run_agent, tmp_path, sc
         run_agent("run", "--resume", "--json", "--yes", cwd=scratch_repo, env=NO_KEY),
         "no unfinished run",
     )
+
+
+def test_a_stream_ended_after_the_run_started_names_the_run():
+    """A second Ctrl-C while a run stops ends the stream from outside the session: its
+    run_done still names the run that can be resumed."""
+    import io
+
+    from agent_cli.cli.wiring import EXIT_INTERRUPTED, EndsWithRunDone
+    from agent_cli.core.events import RunStarted
+    from agent_cli.ui.console import make_console
+
+    out = io.StringIO()
+    ends = EndsWithRunDone(make_console("json", out, io.StringIO()), json_out=True)
+    ends.console.emit(
+        RunStarted(run_id="run-7", goal="g", branch="agent/run-7", base="main", repo="/r")
+    )
+    ends.refused(EXIT_INTERRUPTED, "interrupted")
+    done = json.loads(out.getvalue().splitlines()[-1])
+    assert (done["event"], done["run_id"], done["status"]) == ("run_done", "run-7", "interrupted")
