@@ -241,7 +241,9 @@ def revision_text(ev: PlanRevised) -> str:
         f"  replaced: {', '.join(short(t.get('goal', ''), 60) for t in ev.old) or '(none)'}",
     ]
     lines += [
-        f"  {ev.start + i + 1}. {short(t.get('goal', ''), 120)}" for i, t in enumerate(ev.new)
+        f"  {ev.start + i + 1}. {short(t.get('goal', ''), 120)} "
+        + (f"[check: {clean(cmd)}]" if (cmd := t.get("acceptance_cmd")) else "[no command]")
+        for i, t in enumerate(ev.new)
     ]
     if not ev.new:
         lines.append("  (no tasks remain)")

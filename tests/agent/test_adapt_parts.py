@@ -146,12 +146,16 @@ def test_new_events_are_shown():
     rc, out = console()
     rc.emit(
         PlanRevised(
-            start=1, reason="merge", old=[{"goal": "a"}, {"goal": "b"}], new=[{"goal": "ab"}]
+            start=1,
+            reason="merge",
+            old=[{"goal": "a"}, {"goal": "b"}],
+            new=[{"goal": "ab", "acceptance_cmd": "pytest -q tests/test_ab.py"}, {"goal": "c"}],
         )
     )
     rc.emit(TaskSkipped(index=0, goal="g", left_files=["x.py"]))
     rc.emit(FinalSummary(text="all done"))
     text = out.getvalue()
-    assert "plan revised after a verified task: merge" in text and "2. ab" in text
+    assert "plan revised after a verified task: merge" in text
+    assert "2. ab [check: pytest -q tests/test_ab.py]" in text and "3. c [no command]" in text
     assert "skipped; its changes stay uncommitted: x.py" in text
     assert "in the model's words (not checked by the harness):\nall done" in text

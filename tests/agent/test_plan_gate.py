@@ -80,6 +80,26 @@ def test_a_revision_that_replaces_a_check_by_true_is_refused_and_the_plan_kept(
     assert verify["command"] == "test -f two.txt" and verify["passed"]
 
 
+def test_a_revision_cannot_turn_a_checked_task_into_one_the_model_judges(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    cheat = revise(task("Create two.txt", None))  # no command: the model would judge itself
+    srv = fake_server(
+        [plan(task(), TWO), make_done(), finish(), cheat, cheat, make_done("two.txt"), finish()]
+    )
+    ran = run_in_process(repo, srv.url, "Create done.txt and two.txt")
+    assert ran.code == 0, ran.text
+    asked = revise_requests(srv)
+    assert len(asked) == 2
+    assert "task 2 has no acceptance_cmd, but the tasks it replaces" in json.dumps(asked[1])
+    assert not ran.of("plan_revised")
+    verify = ran.of("verify")[-1]
+    assert (verify["judge"], verify["command"], verify["passed"]) == (
+        "command",
+        "test -f two.txt",
+        True,
+    )
+
+
 def test_the_humans_replan_passes_the_same_gate(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     first = fake_server([plan(task()), make_done("other.txt"), finish(), finish()])

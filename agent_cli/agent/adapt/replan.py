@@ -111,13 +111,27 @@ def revise(
 
     The new tasks pass `gate` like the first plan's: a revision with a check the harness
     cannot use goes back to the model with the reason, and a second such one keeps the plan.
+    When a task it replaces was judged by a command (as approved with the plan), a revision
+    the harness asked for gives every new task a command too: else the model could turn a
+    task the harness checks into one it judges itself. The human's re-plan may do so.
     """
     check_budgets(rt)
     if asked_by == "harness":
         rt.state.replans += 1
+    commanded = any(t.acceptance_cmd for t in rt.state.plan[start:])
 
     def refused(revision: PlanRevision) -> str | None:
-        return None if revision.keep else gate.refused(revision.new_tasks(), start)
+        if revision.keep:
+            return None
+        tasks = revision.new_tasks()
+        judged = [start + i + 1 for i, t in enumerate(tasks) if not t.acceptance_cmd]
+        if judged and commanded and asked_by == "harness":
+            return (
+                f"task {judged[0]} has no acceptance_cmd, but the tasks it replaces were "
+                "judged by commands: give each new task a command that fails until its work "
+                "is done, or keep the plan"
+            )
+        return gate.refused(tasks, start)
 
     asked = messages(rt, start, failure, note)
     got = ask(
