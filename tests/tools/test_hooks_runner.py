@@ -217,3 +217,23 @@ def test_arguments_that_are_not_json_reach_the_hook_as_sent(tmp_path):
     code = "import json, sys; sys.stderr.write(repr(json.load(sys.stdin)['args'])); sys.exit(2)"
     ran = hooks(tmp_path, pre_tool=[py(code)]).before_tool(AT, "write_file", '{"path": ')
     assert ran[0].message == repr('{"path": ')
+
+
+def test_a_hook_whose_file_in_the_repository_changed_during_the_run_is_not_run(tmp_path):
+    """A guard the model rewrote (or deleted) would run the model's code as the user's hook."""
+    guard = tmp_path / "scripts" / "guard.sh"
+    guard.parent.mkdir()
+    guard.write_text("printf x >> guard-ran\n")
+    spec = {"command": ["sh", "scripts/guard.sh"]}
+    user = hooks(tmp_path, pre_tool=[spec], post_tool=[spec])
+    assert [e.outcome for e in user.before_tool(AT, "run", "{}")] == ["ok"]
+    assert (tmp_path / "guard-ran").read_text() == "x"
+    guard.write_text("git push\n")  # what a model could write
+    before = user.before_tool(AT, "run", "{}")
+    assert [(e.outcome, e.blocks) for e in before] == [("blocked", True)]
+    assert "scripts/guard.sh changed since the run started" in before[0].message
+    after = user.after_tool(AT, "run", "{}", {"ok": True, "text": ""})
+    assert [(e.outcome, e.blocks) for e in after] == [("failed", False)]
+    guard.unlink()  # gone is changed too: the guard does not fail open
+    assert user.before_tool(AT, "run", "{}")[0].blocks
+    assert (tmp_path / "guard-ran").read_text() == "x"  # it ran once, before the change

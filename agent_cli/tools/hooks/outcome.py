@@ -63,6 +63,17 @@ def decide(
     return Warn(f"exit {ran.exit_code}" + (f": {stderr or stdout}" if stderr or stdout else ""))
 
 
+def tampered(event: HookEvent, changed: list[str]) -> tuple[Finished, HookOutcome]:
+    """The outcome of a hook that was not run because a file it runs changed during the run
+    (`scripts.py`): a block where a hook can block, else a notice."""
+    said = (
+        f"not run: {', '.join(changed)} changed since the run started, and a hook runs only "
+        "the files it was set up with (the model may have changed them)"
+    )
+    ran = Finished(exit_code=None, stdout="", stderr=said, timed_out=False, duration_s=0.0)
+    return ran, (Block(said) if event in BLOCKING else Warn(said))
+
+
 def as_event(
     event: HookEvent,
     spec: HookSpec,

@@ -10,9 +10,10 @@ from agent_cli.core import strictjson
 from agent_cli.core.events import HookRan
 from agent_cli.core.protocols import HookTask
 from agent_cli.core.redact import redact_all
-from agent_cli.tools.hooks.config import HookEvent, HooksConfig
-from agent_cli.tools.hooks.outcome import Block, as_event, decide
+from agent_cli.tools.hooks.config import HOOK_EVENTS, HookEvent, HooksConfig
+from agent_cli.tools.hooks.outcome import Block, as_event, decide, tampered
 from agent_cli.tools.hooks.process import HookPlace, run_hook
+from agent_cli.tools.hooks.scripts import HookScripts
 
 RESULT_MAX = 50_000  # characters of a tool's result a post_tool hook is given
 
@@ -24,6 +25,7 @@ class UserHooks:
     def __init__(self, config: HooksConfig, place: HookPlace) -> None:
         self.config = config
         self.place = place
+        self.scripts = HookScripts(place.root, [h for e in HOOK_EVENTS for h in config.at(e)])
 
     def before_tool(self, at: HookTask, tool: str, args: str) -> Sequence[HookRan]:
         return self._run("pre_tool", at, tool, {"tool": tool, "args": _arguments(args)})
@@ -63,8 +65,12 @@ class UserHooks:
         stdin = json.dumps(redact_all(payload, self.place.secrets)).encode()
         ran: list[HookRan] = []
         for spec in specs:
-            finished = run_hook(spec.command, stdin, self.place, spec.timeout_s)
-            outcome = decide(event, spec, finished, self.place.secrets)
+            changed = self.scripts.changed(spec)
+            if changed:
+                finished, outcome = tampered(event, changed)
+            else:
+                finished = run_hook(spec.command, stdin, self.place, spec.timeout_s)
+                outcome = decide(event, spec, finished, self.place.secrets)
             shown = as_event(event, spec, finished, outcome, (at.index, tool), self.place.secrets)
             ran.append(shown)
             if isinstance(outcome, Block):
