@@ -196,6 +196,23 @@ def test_agent_trust_refuses_a_file_that_is_not_toml_and_records_nothing(tmp_pat
     assert not (tmp_path / "trusted.json").exists()
 
 
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('api_key = "sk-in-the-repo-0123456789"\n', "key 'api_key' is not allowed"),
+        ('modle = "gpt-4o"\n', "modle"),
+        ('deny_commands = ["("]\n', "not a valid regular expression"),
+    ],
+)
+def test_agent_trust_refuses_what_every_other_command_refuses(tmp_path, text, says):
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".agentrc").write_text(text)
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+    code, out = _trust(repo, env)
+    assert code == 1 and says in out and "nothing was recorded" in out, out
+    assert not (tmp_path / "trusted.json").exists()
+
+
 def test_a_run_saved_before_its_origins_were_recorded_carries_no_endpoint_past_lapsed_trust(
     tmp_path,
 ):

@@ -47,12 +47,16 @@ def trust_command(
 
 
 def _parsed(rc: Path) -> dict[str, Any]:
-    """The file as TOML, or a ConfigError naming it (then nothing is recorded)."""
-    from agent_cli.cli.config.settings import read_toml
+    """The file as TOML, or a ConfigError naming it (then nothing is recorded): what every
+    other command refuses in it (a key that is not one, `api_key`, a value out of range, a
+    pattern that does not compile) is not trusted either."""
+    from agent_cli.cli.config.settings import load_settings, read_toml
     from agent_cli.core.errors import ConfigError
 
-    try:  # read as every other command reads it: what they refuse is not trusted either
-        return read_toml(rc)
+    try:
+        data = read_toml(rc)
+        load_settings(rc.parent)  # read as every other command reads it
+        return data
     except ConfigError as e:
         raise ConfigError(
             f"{e.message}; nothing was recorded", "fix the file, then trust it"
