@@ -195,9 +195,9 @@ def test_the_repository_is_checked_once_before_the_plan(
     assert calls.count("status") == 1, " ".join(calls)  # the preflight ran once
     # the user's own configuration is read once, then the repository's before each command
     paired = [c for command in GIT_BEFORE_PLAN for c in ("config", command)]
-    # the main work tree, for the runs of this repository, once the top level is known
-    assert calls == ["config", *paired[:2], "config", "worktree", *paired[2:]]
-    assert len(calls) == 19
+    # the main work tree (for the runs of this repository) is read from files: no git
+    assert calls == ["config", *paired]
+    assert len(calls) == 17
 
 
 def git_command(logged: str) -> str:
