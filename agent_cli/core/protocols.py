@@ -8,6 +8,7 @@ layer can name a seam without importing the layer that implements it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -196,6 +197,8 @@ class Workspace(Protocol):
     def run_argv(self, argv: list[str]) -> CommandOutcome: ...
     def refusal(self, cmd: str) -> str | None: ...
     def tree(self) -> str: ...
+    def uncommittable(self) -> list[str]: ...
+    def set_aside(self, paths: list[str]) -> AbstractContextManager[None]: ...
 
 
 class Console(Protocol):

@@ -10,11 +10,12 @@ is refused instead (`workspace.secrets`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent_cli.core.redact import redact
-from agent_cli.workspace import userwork
+from agent_cli.workspace import aside, userwork
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
 from agent_cli.workspace.shell import confine
@@ -109,6 +110,14 @@ class RepoWorkspace:
     def tree(self) -> str:
         """The id of the tree the work tree holds now (for caching a check's result)."""
         return self.git.tree(self.protected)
+
+    def uncommittable(self) -> list[str]:
+        """The ignored paths and untracked repositories of the work tree (GitRepo's)."""
+        return self.git.uncommittable()
+
+    def set_aside(self, paths: list[str]) -> AbstractContextManager[None]:
+        """`paths` moved out of the work tree while the block runs (aside.py)."""
+        return aside.set_aside(self.root, paths)
 
     def run_argv(self, argv: list[str]) -> shell.CommandResult:
         """Run a harness command (an acceptance check): no shell, no approval asked."""

@@ -5,7 +5,9 @@ failure (exit code and output tail) reaches the model through `AgentState.last_e
 and working memory. A verified task that changed files becomes one commit (never of files a
 skipped task left: those stay uncommitted for the human); when its attempts are used up the
 task is rejected and its changes stay uncommitted for the human. A task whose check passed
-before it started and that changed no file is not verified: it had nothing to do.
+before it started and that changed no file is not verified: it had nothing to do. A check
+that passes only with code the commit cannot hold (ignored, or a repository of its own)
+fails the attempt (hidden.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from collections.abc import Callable, Sequence
 from agent_cli.agent.attempt import hooked
 from agent_cli.agent.attempt.executor import AttemptOutcome, run_attempt
 from agent_cli.agent.attempt.runtime import Runtime
-from agent_cli.agent.judge.verifier import Proofs, judging_commands, proof, verify
+from agent_cli.agent.judge import hidden
+from agent_cli.agent.judge.verifier import (
+    Proofs,
+    judging_commands,
+    proof,
+    run_acceptance,
+    verify,
+)
 from agent_cli.core import events, fences
 from agent_cli.core.models import Task, Verdict
 from agent_cli.core.protocols import ChatModel, Workspace
@@ -119,6 +128,7 @@ def dispatch_and_verify(
     cmds = judging_commands(task, accept_cmds)
     if proofs is not None and task.attempts == 0 and task.baseline is None:
         task.baseline = proofs.baseline(cmds, ws.tree(), ws.run_argv, ws.refusal)
+    before = hidden.snapshot(ws)  # what no commit holds before this task's attempts
     while task.attempts < task.max_attempts:
         task.attempts += 1
         task.status = "running"
@@ -127,6 +137,8 @@ def dispatch_and_verify(
         outcome = run_attempt(rt, index, task.attempts)
         task.summary = outcome.summary
         verdict = _judge(rt, ws, index, accept_cmds, outcome, verifier_model)
+        if verdict.passed and verdict.judge == "command":  # not on code no commit holds
+            verdict = hidden.recheck(ws, verdict, before, lambda: run_acceptance(cmds, ws.run_argv))
         if verdict.passed and not _nothing_to_do(ws, rt.state.plan, task, verdict):
             verdict = hooked.task_verified(rt, index, verdict)  # a hook may refuse it
         task.exit_code, task.last_reason = verdict.exit_code, verdict.reason

@@ -265,6 +265,25 @@ class GitRepo:
         paths = {p for _, path, orig in entries for p in (path, orig) if p}
         return sorted(p for p in paths if not any(p == h or p.startswith(h + "/") for h in held))
 
+    def uncommittable(self) -> list[str]:
+        """What the work tree holds that no commit of the agent's takes: ignored files and
+        folders (a folder ignored whole is one entry, as `git status --ignored` gives it) and
+        untracked folders that are repositories of their own, each ending in `/`."""
+        raw = self._run(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--ignored=traditional",
+            "--untracked-files=normal",
+            "--ignore-submodules=all",
+        )
+        return sorted(
+            path
+            for code, path, _ in parse_status(raw)
+            if code == "!!"
+            or (code == "??" and path.endswith("/") and (self.root / path / ".git").exists())
+        )
+
     def commit_paths(self, paths: Iterable[str], message: str) -> str | None:
         """Commit exactly `paths` (deletions too) as they are in the work tree; None if nothing changed.
 
