@@ -33,6 +33,7 @@ class PlannedTask(TypedDict, total=False):
     left_files: list[str]
     baseline: Literal["pass", "fail"] | None
     proof: Literal["red-green", "regression-only"] | None
+    check_changed: list[str]
 
 
 class TaskReport(TypedDict, total=False):
@@ -45,6 +46,7 @@ class TaskReport(TypedDict, total=False):
     exit_code: int | None
     commit: str | None
     proof: str | None
+    check_changed: list[str]
 
 
 def planned(tasks: Iterable[Task]) -> list[PlannedTask]:
@@ -66,6 +68,7 @@ def planned(tasks: Iterable[Task]) -> list[PlannedTask]:
             left_files=list(t.left_files),
             baseline=t.baseline,
             proof=t.proof,
+            check_changed=list(t.check_changed),
         )
         for t in tasks
     ]
@@ -82,6 +85,7 @@ def reported(tasks: Iterable[Task], accept_cmds: list[str]) -> list[TaskReport]:
             exit_code=t.exit_code,
             commit=t.commit,
             proof=t.proof,
+            check_changed=list(t.check_changed),
         )
         for t in tasks
     ]
@@ -161,6 +165,7 @@ class TaskDone(BaseModel):
     # "red-green": its check failed before the task and passes after; "regression-only":
     # it passed before too; None: not judged by a command.
     proof: str | None = None
+    check_changed: list[str] = Field(default_factory=list)  # judge/touched.py
     diff_stat: str = ""  # `git diff --stat` of the task's commit
 
 

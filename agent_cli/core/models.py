@@ -65,6 +65,8 @@ class Task(BaseModel):
     left_files: list[str] = Field(default_factory=list)  # changes a skipped task left uncommitted
     baseline: Literal["pass", "fail"] | None = None  # its check on the state before the task
     proof: Literal["red-green", "regression-only"] | None = None
+    # files of its commit that its own check reads (the tests it names, pytest's settings)
+    check_changed: list[str] = Field(default_factory=list)
 
     @field_validator("goal")
     @classmethod

@@ -159,6 +159,8 @@ def _task_done(ev: TaskDone, state: RunState) -> Text:
     line.append(f" after {ev.attempts} {tries}{commit}")
     if ev.proof:
         line.append(f"; proof: {ev.proof}")
+    if ev.check_changed:
+        line.append(f"; it changed its own check: {_listed(ev.check_changed)}", style="yellow")
     for stat in clean(ev.diff_stat).splitlines():
         line.append(f"\n    {stat.strip()}", style="dim")
     return line
@@ -377,13 +379,24 @@ _PROOF_WORDS = {
 
 
 def proof_lines(tasks: Sequence[TaskReport]) -> str:
-    """What each verified task's check proves, one line per task judged by a command."""
+    """What each verified task's check proves, one line per task judged by a command (and
+    the files of the check itself the task changed: review those)."""
     lines = [
         f"task {i + 1}: {_PROOF_WORDS[proof]}"
+        + (
+            f", but the task changed its own check: {_listed(changed)}; review them"
+            if (changed := t.get("check_changed"))
+            else ""
+        )
         for i, t in enumerate(tasks)
         if (proof := t.get("proof")) is not None and proof in _PROOF_WORDS
     ]
     return "proof: " + "; ".join(lines) if lines else ""
+
+
+def _listed(paths: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return ", ".join(clean(p) for p in paths[:shown]) + more
 
 
 def _report_tasks(ev: RunDone, state: RunState) -> RenderableType:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from agent_cli.agent.attempt import hooked
 from agent_cli.agent.attempt.executor import AttemptOutcome, run_attempt
 from agent_cli.agent.attempt.runtime import Runtime
-from agent_cli.agent.judge import hidden
+from agent_cli.agent.judge import hidden, touched
 from agent_cli.agent.judge.verifier import (
     Proofs,
     judging_commands,
@@ -85,6 +85,8 @@ def _passed(
             proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
     held = held_files(rt.state.plan)
     files = [f for f in ws.changed_files() if f not in held]
+    if verdict.judge == "command" and verdict.command:
+        task.check_changed = touched.check_files(list(cmds) or [verdict.command], files)
     rt.save()  # a full disk or read-only state stops the run here, before anything is committed
     task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
     task.status = "verified"
@@ -181,6 +183,7 @@ def dispatch_and_verify(
                     commit=task.commit,
                     summary=task.summary,
                     proof=task.proof,
+                    check_changed=list(task.check_changed),
                     diff_stat=stat,
                 )
             )

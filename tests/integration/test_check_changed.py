@@ -1,0 +1,58 @@
+"""A task that changes its own check's files is verified, and says so for review."""
+
+from __future__ import annotations
+
+import pytest
+from runkit import GOAL, add_median, events_of, finish, plan, state_of, task
+
+from agent_cli.agent.judge.touched import check_files
+
+SKIP_ALL = (
+    "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n"
+    "    for item in items:\n        item.add_marker(pytest.mark.skip)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "cmds, changed, named",
+    [
+        (["pytest -q tests/test_stats.py"], ["calc/stats.py", "tests/test_stats.py"], 1),
+        (["pytest -q tests/test_stats.py::test_median"], ["tests/test_stats.py"], 1),
+        (["python -m pytest -q tests/"], ["tests/unit/test_x.py", "tests2/a.py"], 1),
+        (["pytest -q"], ["conftest.py", "sub/conftest.py", "pyproject.toml", "x.pth"], 4),
+        (["pytest -q"], ["calc/stats.py", "README.md"], 0),
+        (["make check"], ["pytest.py", "sitecustomize.py"], 2),
+    ],
+)
+def test_the_files_of_a_check_are_those_it_names_and_pytests_settings(cmds, changed, named):
+    assert len(check_files(cmds, changed)) == named
+
+
+@pytest.mark.slow
+def test_a_task_that_changes_its_checks_files_is_named_in_the_log_and_report(
+    run_agent, fake_server, demo_repo
+):
+    srv = fake_server(
+        [
+            plan(task()),
+            add_median(),
+            {"tool": "write_file", "args": {"path": "tests/conftest.py", "content": SKIP_ALL}},
+            finish(),
+        ]
+    )
+    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=demo_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "it changed its own check: tests/conftest.py" in proc.stdout
+    assert "but the task changed its own check: tests/conftest.py; review them" in " ".join(
+        proc.stdout.split()
+    )
+    (done,) = state_of(demo_repo)["agent_state"]["plan"]
+    assert done["status"] == "verified" and done["check_changed"] == ["tests/conftest.py"]
+
+
+@pytest.mark.slow
+def test_the_task_done_event_carries_the_checks_files(run_agent, fake_server, demo_repo):
+    srv = fake_server([plan(task()), add_median(), finish()])
+    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
+    (done,) = [e for e in events_of(proc.stdout) if e["event"] == "task_done"]
+    assert done["check_changed"] == [] and done["proof"] == "red-green"
