@@ -530,3 +530,33 @@ def test_a_narrow_plan_table_folds_a_long_command_and_cuts_nothing():
         body = lines[next(i for i, line in enumerate(lines) if "-+-" in line) + 1 :]
         cells = [row[3].strip() for row in (line.split("|") for line in body) if len(row) == 5]
         assert "".join(cells).replace(" ", "") == cmd.replace(" ", ""), (width, cells)
+
+
+def test_a_live_run_keeps_every_column_of_agent_runs_and_says_where_it_is_below():
+    from rich.console import Console as RichConsole
+
+    from agent_cli.agent.run.live import shown
+    from agent_cli.ui.render import runs_view
+
+    tree = "/home/someone/projects/calc/.agent/worktrees/20261206-101010-abcd"
+    rows = [
+        {"run_id": "20261205-090000-0001", "started_at": "2026-12-05T09:00:00+00:00",
+         "status": "verified", "steps": 12, "goal": "Add a median function to calc/stats.py"},
+        shown({"run_id": "20261206-101010-abcd", "started_at": "2026-12-06T10:10:10+00:00",
+               "status": "running", "steps": 1, "goal": "Add a mode function to calc/stats.py",
+               "live": True, "pid": 4242, "task": 1, "tasks": 2, "step": 3, "worktree": tree}),
+    ]  # fmt: skip
+    for width in (100, 120, 160):
+        console = RichConsole(width=width, record=True, color_system=None)
+        console.print(runs_view(rows))
+        text = console.export_text()
+        assert "steps" in text and "goal" in text, (width, text)
+        assert "Add a median function" in text and "Add a mode function" in text, (width, text)
+        flat = " ".join(text.split())  # the path whole, on the next line when it must
+        assert f"20261206-101010-abcd live: pid 4242, task 1/2, step 3, in {tree}" in flat
+    for width in (40, 60):
+        console = RichConsole(width=width, record=True, color_system=None)
+        console.print(runs_view(rows))
+        flat = " ".join(console.export_text().split())
+        assert "verified, 12 steps" in flat and "live, 1 step: pid 4242" in flat, (width, flat)
+        assert "pid 4242" in flat and "Add a mode function" in flat

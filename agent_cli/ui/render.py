@@ -501,29 +501,52 @@ def _local_time(stamp: object) -> str:
 
 
 def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
-    """`agent runs` for the width: stacked when narrow, else one table line per run."""
+    """`agent runs` for the width: stacked when narrow, else one table line per run. A live
+    run's status is `live` in its line; where it is (pid, task, step, spend, its worktree)
+    follows on a line of its own, wrapped, so that no column gives way to it."""
 
     def stacked(width: int) -> RenderableType:
         items = []
-        for r in rows:
+        for r in rows:  # the status on a wrapped line of its own: never cut at the width
+            status, where = _live_split(str(r.get("status", "")))
             head = Text(str(r.get("run_id", "")), style="cyan")
-            head.append(
-                f"  {_local_time(r.get('started_at', ''))}  {r.get('status', '')}  "
-                f"{r.get('steps', 0)} steps"
-            )
-            items.append(stacked_item(head, Text(clean(str(r.get("goal", "")))), width))
+            head.append(f"  {_local_time(r.get('started_at', ''))}")
+            body = Text(f"{clean(status)}, {_steps(r)}" + (f": {clean(where)}" if where else ""))
+            body.append("\n" + clean(str(r.get("goal", ""))))
+            items.append(stacked_item(head, body, width))
         return Group(*items)
 
-    return ByWidth(stacked, lambda width: runs_table(rows, width))
+    def table(width: int) -> RenderableType:
+        lives = [
+            Text.assemble(Text(str(r.get("run_id", "")), style="cyan"), f" live: {clean(where)}")
+            for r in rows
+            if (where := _live_split(str(r.get("status", "")))[1])
+        ]
+        return Group(runs_table(rows, width), *lives) if lives else runs_table(rows, width)
+
+    return ByWidth(stacked, table)
+
+
+def _live_split(status: str) -> tuple[str, str]:
+    """A shown status as (`live`, where the run is) for a live run, else (status, "")."""
+    if status.startswith("live: "):
+        return "live", status.removeprefix("live: ")
+    return status, ""
+
+
+def _steps(row: dict[str, Any]) -> str:
+    n = int(row.get("steps", 0) or 0)
+    return f"{n} step" if n == 1 else f"{n} steps"
 
 
 def runs_table(rows: list[dict[str, Any]], width: int) -> Table:
-    """`agent runs`: one line per run, the goal cut between words to fit `width` columns."""
+    """`agent runs`: one line per run, the goal cut between words to fit `width` columns (a
+    live run's status is `live`: runs_view says where it is below the table)."""
     cells = [
         [
             str(r.get("run_id", "")),
             _local_time(r.get("started_at", "")),
-            str(r.get("status", "")),
+            _live_split(str(r.get("status", "")))[0],
             str(r.get("steps", 0)),
         ]
         for r in rows

@@ -177,8 +177,9 @@ def test_runs_fits_the_width_and_shows_the_goal(seeded, agent_env, columns):
     assert code == 0, screen
     fits(screen, columns)
     if columns < 100:
-        head = next(line for line in screen.splitlines() if "20250314-090000-bbbb" in line)
-        assert "verified" in head and "12 steps" in head
+        lines = screen.splitlines()
+        at = next(i for i, line in enumerate(lines) if "20250314-090000-bbbb" in line)
+        assert lines[at + 1].strip() == "verified, 12 steps"  # on its own line: never cut
         assert LONG_GOAL in flat(screen), screen
     else:
         cut_only_at_the_width(screen, LONG_GOAL, columns)
