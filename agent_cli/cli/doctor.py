@@ -56,9 +56,14 @@ def _check_endpoint(settings: Settings, at: Target | None = None) -> str:
         max_retries=1,
         backoff_s=0.2,
     )
-    models = client.list_models()
     whose = f"for {at.roles}: " if at.roles else ""
-    if models and at.model not in models:
+    try:
+        models = client.list_models()
+    except AgentError as e:  # which role's endpoint failed
+        raise type(e)(f"{whose}{e.message}", e.hint) from None
+    if not models:
+        return f"{whose}{at.base_url} answers, but lists no model; requests name {at.model!r}"
+    if at.model not in models:
         if not _answers_anyway(settings, at):
             shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
             raise AgentError(

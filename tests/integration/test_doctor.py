@@ -175,3 +175,30 @@ def test_doctor_masks_a_token_in_a_hooks_command(run_agent, scratch_repo, tmp_pa
     proc = run_agent("doctor", cwd=scratch_repo, env={"AGENT_RC": str(user)})
     assert "ghp_" + "a" * 36 not in proc.stdout and "sk-hookkey0123456789abcdef" not in proc.stdout
     assert "run_end: curl -H" in proc.stdout, proc.stdout
+
+
+def test_doctor_says_a_models_404_is_the_base_url_and_names_a_proxy(run_agent, scratch_repo):
+    odd = _Odd(404, b'{"error": {"message": "no such path"}}')
+    try:
+        proc = run_agent("doctor", "--base-url", odd.url.removesuffix("/v1"), cwd=scratch_repo)
+    finally:
+        odd.close()
+    (line,) = _fail_lines(proc)
+    assert "/models was not found (HTTP 404)" in line and "/v1" in line, line
+    assert "model 'gpt-4o-mini'" not in line
+    proxied = run_agent(
+        "doctor", "--base-url", "http://192.0.2.10:8080/v1", cwd=scratch_repo,
+        env={"HTTP_PROXY": "http://user:pw@127.0.0.1:9", "NO_PROXY": ""},
+    )  # fmt: skip
+    (line,) = _fail_lines(proxied)
+    assert "through the proxy http://127.0.0.1:9" in line and "pw" not in line, line
+
+
+def test_doctor_says_an_endpoint_lists_no_model(run_agent, scratch_repo):
+    odd = _Odd(200, b'{"object": "list", "data": []}')
+    try:
+        proc = run_agent("doctor", "--base-url", odd.url, cwd=scratch_repo)
+    finally:
+        odd.close()
+    assert "answers, but lists no model; requests name 'gpt-4o-mini'" in proc.stdout, proc.stdout
+    assert "0 model(s)" not in proc.stdout

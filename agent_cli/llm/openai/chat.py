@@ -410,8 +410,15 @@ class OpenAIChat:
     def list_models(self) -> list[str]:
         """The model ids the endpoint serves (GET /models)."""
         try:
-            with errors.converted(self.base_url, self.name):
-                ids = [m.id for m in self._client.models.list().data]
+            with errors.converted(self.base_url, self.name, self._timeout_s):
+                try:
+                    ids = [m.id for m in self._client.models.list().data]
+                except openai.NotFoundError:
+                    raise ModelError(
+                        f"{self.base_url}/models was not found (HTTP 404)",
+                        "check the base URL: an OpenAI-compatible one ends where /models and "
+                        "/chat/completions are (most end in /v1)",
+                    ) from None
         except (AttributeError, TypeError, ValueError):  # a body the SDK cannot make a page of
             ids = None
         if ids is None or not all(isinstance(i, str) for i in ids):

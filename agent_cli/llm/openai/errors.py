@@ -69,11 +69,18 @@ def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -
             "check the server's load (is the request queued?) or raise request_timeout_s",
         )
     if isinstance(e, (openai.APITimeoutError, StreamSilent)):
+        waited = f" (nothing for {timeout_s:g} s)" if timeout_s > 0 else ""
         return ModelError(
-            f"{base_url} did not answer in time (nothing for {timeout_s:g} s)",
+            f"{base_url} did not answer in time{waited}",
             "raise request_timeout_s or check the server's load",
         )
     if isinstance(e, openai.APIConnectionError):
+        proxy = proxy_for(base_url)
+        if proxy:
+            return ModelError(
+                f"cannot reach the model endpoint {base_url} through the proxy {proxy}",
+                "check the proxy, or leave this host out of it (NO_PROXY)",
+            )
         return ModelError(
             f"cannot reach the model endpoint {base_url}",
             "is the server running? check the setting that names it (--base-url / "
@@ -90,12 +97,12 @@ def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -
 
 
 @contextmanager
-def converted(base_url: str, model: str) -> Iterator[None]:
+def converted(base_url: str, model: str, timeout_s: float = 0) -> Iterator[None]:
     """Raise any SDK failure inside the block as our error, without a retry."""
     try:
         yield
     except openai.OpenAIError as e:
-        raise convert(e, base_url, model) from None
+        raise convert(e, base_url, model, timeout_s) from None
 
 
 def why(failure: BaseException) -> str:
@@ -115,3 +122,19 @@ def delay(e: BaseException, attempt: int, base: float) -> float:
         except ValueError:
             pass
     return float(min(base * (2**attempt), 30.0) * (0.75 + random.random() / 2))
+
+
+def proxy_for(base_url: str) -> str:
+    """The proxy (from the environment: HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY, as the
+    HTTP client reads them) that requests to `base_url` go through; "" for none. Shown
+    without its user and password."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all") or ""
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return ""
+    shown = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    return f"{shown.scheme}://{shown.hostname}" + (f":{shown.port}" if shown.port else "")
