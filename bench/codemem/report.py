@@ -139,6 +139,10 @@ def write_docs(result: dict[str, Any], outcomes: list[Outcome], sizes: list[int]
         f"{table(result)}\n\nRecall by need (pairs recalled / pairs):\n\n"
         f"{by_need(outcomes, sizes)}\n\n`agent`'s misses:\n\n"
         + "".join(f"- {line}\n" for line in failures(outcomes))
+        + "".join(
+            f"- run A failed (its pairs are misses of every system): {line}\n"
+            for line in result.get("failed_runs_a", [])
+        )
     )
     head, rest = text.split(START, 1)
     md.write_text(f"{head}{START}\n{body}{END}{rest.split(END, 1)[1]}")

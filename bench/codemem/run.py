@@ -37,7 +37,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:
         return rewrite(args.from_json)
     start = time.monotonic()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    except ValueError:
+        return _usage(f"--sizes takes whole numbers, comma-separated (got {args.sizes!r})")
+    if any(n < 1 for n in sizes):
+        return _usage(f"--sizes must be positive (got {args.sizes!r})")
+    known = {scn.project.name for scn in scenarios.load_all()}
+    asked = {p for p in args.projects.split(",") if p}
+    if asked - known:
+        return _usage(
+            f"no such project: {', '.join(sorted(asked - known))} (known: {', '.join(sorted(known))})"
+        )
+    if args.write_docs:
+        try:
+            import matplotlib  # noqa: F401  (the plot is written with the table and the JSON)
+        except ImportError:
+            return _usage(
+                "--write-docs draws docs/codemem.png with matplotlib: pip install matplotlib"
+            )
     work = agentrun.scratch_dir(args.work)
     agentrun.isolate(work)
     embedder = WordLlamaEmbedder()
@@ -75,9 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(report.table(result))
         print(f"\n{n_pairs} pairs, sizes {sizes}, {result['seconds']} s")
+        for line in failed:  # their pairs count as misses of every system
+            print(f"run A failed: {line}")
         for line in report.failures(outcomes):
             print(line)
     return 0
+
+
+def _usage(message: str) -> int:
+    print(f"bench/codemem/run.py: {message}", file=sys.stderr)
+    return 2
 
 
 def rewrite(path: Path) -> int:
