@@ -67,3 +67,20 @@ def test_strict_json_takes_a_surrogate_pair_and_refuses_a_lone_half():
     assert strictjson.loads('{"a": "\\ud83d\\ude00"}') == {"a": "😀"}
     with pytest.raises(ValueError, match="lone surrogate"):
         strictjson.loads('{"a": "x\\udcff"}')
+
+
+@pytest.mark.parametrize(
+    "shown, expected",
+    [
+        ("a\x1b]8;;http://evil.example\x07link\x1b]8;;\x07 b", "alink b"),  # OSC 8 hyperlink
+        ("\x1b]0;a new title\x1b\\x", "x"),  # OSC ended by ST
+        ("ok \x9b31mred", "ok 31mred"),  # C1 CSI
+        ("rm -rf \u202eexe.gnp\u202c keep", "rm -rf exe.gnp keep"),  # bidi override
+        ("a\u2066b\u2069c", "abc"),  # bidi isolates
+        ("\x1b[1mbold\x1b[0m é 中文\tx", "bold é 中文    x"),
+    ],
+)
+def test_clean_removes_what_a_terminal_would_act_on_or_reorder(shown, expected):
+    from agent_cli.core.text import clean
+
+    assert clean(shown) == expected

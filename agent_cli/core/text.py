@@ -6,7 +6,14 @@ import re
 
 ELLIPSIS = "…"
 _TRAILING = " ,;:-"
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+# CSI sequences; OSC sequences with their payload (a title, a hyperlink's address), ended by
+# BEL or ST or not at all; other escapes; C0 and C1 controls (0x9b is CSI on an 8-bit
+# terminal); and the bidirectional overrides and isolates, which can show text in an order
+# other than the one it has (a command that reads unlike what runs).
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def shorten(text: object, width: int) -> str:
