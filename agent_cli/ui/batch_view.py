@@ -30,21 +30,27 @@ class BatchRow:
 
 
 def batch_table(rows: list[BatchRow], title: str, notes: bool = False) -> Table:
-    """The runs of a batch as a table (with the run ids and what to do next when `notes`)."""
+    """The runs of a batch as a table (with the run ids when `notes`; what to do next with
+    each is said below it, by `next_lines`)."""
     table = Table(title=title, title_justify="left", expand=False)
     for name in ("#", "goal", "status", "task", "steps", "cost"):
         table.add_column(name, justify="right" if name in ("#", "steps", "cost") else "left")
     if notes:
-        table.add_column("run")
-        table.add_column("next")
+        table.add_column("run", no_wrap=True, min_width=20)  # whole: it is to be copied
     for r in rows:
         task = f"{r.task}/{r.tasks}" if r.tasks else "-"
         cells = [str(r.index), short(clean(r.goal), 48), r.status, task, str(r.steps)]
         cells.append(f"${r.cost_usd:.4f}")
         if notes:
-            cells += [r.run_id or "-", r.note]
+            cells.append(r.run_id or "-")
         table.add_row(*cells)
     return table
+
+
+def next_lines(rows: list[BatchRow]) -> list[str]:
+    """What to do next with each run that says so, one wrapped line each (a command to copy
+    is never cut by a column's width)."""
+    return [f"{r.index}. {clean(r.note)}" for r in rows if r.note]
 
 
 class BatchView:
@@ -53,8 +59,8 @@ class BatchView:
     def __init__(self, title: str) -> None:
         self.title = title
         self.terminal = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        # off a terminal, wide enough for the run ids and what to do next
-        width = None if self.terminal else 160
+        # a terminal's width (or COLUMNS); off one, wide enough for the run ids and what next
+        width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
         self.console = Console(highlight=False, markup=False, emoji=False, width=width)
         self._live: Live | None = None
         self._said: set[int] = set()
@@ -85,4 +91,6 @@ class BatchView:
             self._live.stop()
             self._live = None
         self.console.print(batch_table(rows, self.title, notes=True))
+        for line in next_lines(rows):
+            self.console.print(line, overflow="fold")
         self.console.print(headline)

@@ -38,3 +38,24 @@ def test_the_live_table_then_ctrl_c_stops_the_runs_and_the_summary_says_how(
     runs = json.loads(path.read_text())["runs"]
     assert all(state(repo, r["run_id"])["status"] == "interrupted" for r in runs)
     assert all("agent run --resume --run-id" in (r["resume"] or "") for r in runs)
+
+
+def test_the_summary_shows_run_ids_and_what_to_do_next_whole_at_any_width():
+    from rich.console import Console
+
+    from agent_cli.ui.batch_view import BatchRow, batch_table, next_lines
+
+    resume = "agent run --resume --run-id 20261206-101010-abcd --hint 'TEXT'"
+    rows = [
+        BatchRow(
+            1, "Add a median function", "escalated", 1, 2, 9, 0.0, "20261206-101010-abcd", resume
+        )
+    ]
+    for width in (60, 80, 160):
+        console = Console(width=width, record=True, color_system=None)
+        console.print(batch_table(rows, "batch", notes=True))
+        for line in next_lines(rows):
+            console.print(line, overflow="fold")
+        text = console.export_text()
+        assert "20261206-101010-abcd" in text, (width, text)
+        assert f"1. {resume}" in " ".join(text.split()), (width, text)
