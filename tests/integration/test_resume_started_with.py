@@ -241,3 +241,23 @@ def test_accept_given_to_a_resume_is_the_final_check_from_then_on(
     final = [e for e in events_of(proc.stdout) if e["event"] == "verify" and e["index"] == -1]
     assert [(e["command"], e["passed"]) for e in final] == [("python -m pytest -q", True)]
     assert state_of(demo_repo)["accept_cmds"] == ["python -m pytest -q"]
+
+
+def test_ctrl_c_while_the_closing_summary_is_asked_for_leaves_a_verified_run_verified(
+    spawn_agent, fake_server, demo_repo
+):
+    from runkit import facts
+
+    summary = {"content": "Added median().", "delay": 60}
+    srv = fake_server([plan(task()), add_median(), finish(), facts(), summary])
+    agent = spawn_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo,
+        env={"AGENT_FINAL_SUMMARY": "true"},
+    )  # fmt: skip
+    wait_for(lambda: len(srv.chat_requests) == 5, what="the closing summary's request")
+    os.kill(agent.pid, signal.SIGINT)  # what Ctrl-C sends
+    assert agent.wait(timeout=30) == 0, agent.stdout + agent.stderr
+    shown = events_of(agent.stdout)
+    assert shown[-1]["event"] == "run_done" and shown[-1]["status"] == "verified"
+    assert any("the run's outcome stands (verified)" in e.get("text", "") for e in shown)
+    assert state_of(demo_repo)["status"] == "verified"

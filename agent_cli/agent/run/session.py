@@ -488,10 +488,17 @@ class Session:
         try:
             outcome = self._tasks(run, rt, self.sv.workspace)
             code, message = outcome.code, outcome.message
-            # the model's facts about the repository first, then its summary for the human
-            self._facts = self.mem.facts(rt, run.status)
-            if self.cfg.final_summary:
-                closing.summarise(rt, f"{run.status}: {message}")
+            try:  # the model's facts about the repository first, then its summary for the human
+                self._facts = self.mem.facts(rt, run.status)
+                if self.cfg.final_summary:
+                    closing.summarise(rt, f"{run.status}: {message}")
+            except KeyboardInterrupt:  # the work is settled: Ctrl-C skips only these asks
+                self._emit(
+                    events.Notice(
+                        text="interrupted after the tasks: the facts and the closing summary "
+                        f"were not asked for; the run's outcome stands ({run.status})"
+                    )
+                )
         except BudgetExhausted as e:
             run.status, code, message = "budget_exhausted", EXIT_BUDGET, e.one_line()
             self._emit(events.BudgetExhausted(budget=e.budget, used=e.used, limit=e.limit))
