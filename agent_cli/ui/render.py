@@ -467,7 +467,7 @@ def report(ev: RunDone, state: RunState) -> list[RenderableType]:
     cached = f" ({ev.cached_tokens:,} cached)" if ev.cached_tokens else ""
     parts.append(
         Text(
-            f"{ev.steps} steps, {ev.prompt_tokens:,} prompt{cached} + "
+            f"{_steps(ev.steps)}, {ev.prompt_tokens:,} prompt{cached} + "
             f"{ev.completion_tokens:,} completion tokens, {cost_text(ev.cost_usd)}"
         )
     )
@@ -511,7 +511,8 @@ def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
             status, where = _live_split(str(r.get("status", "")))
             head = Text(str(r.get("run_id", "")), style="cyan")
             head.append(f"  {_local_time(r.get('started_at', ''))}")
-            body = Text(f"{clean(status)}, {_steps(r)}" + (f": {clean(where)}" if where else ""))
+            steps = _steps(int(r.get("steps", 0) or 0))
+            body = Text(f"{clean(status)}, {steps}" + (f": {clean(where)}" if where else ""))
             body.append("\n" + clean(str(r.get("goal", ""))))
             items.append(stacked_item(head, body, width))
         return Group(*items)
@@ -534,8 +535,7 @@ def _live_split(status: str) -> tuple[str, str]:
     return status, ""
 
 
-def _steps(row: dict[str, Any]) -> str:
-    n = int(row.get("steps", 0) or 0)
+def _steps(n: int) -> str:
     return f"{n} step" if n == 1 else f"{n} steps"
 
 
