@@ -560,3 +560,16 @@ def test_a_live_run_keeps_every_column_of_agent_runs_and_says_where_it_is_below(
         flat = " ".join(console.export_text().split())
         assert "verified, 12 steps" in flat and "live, 1 step: pid 4242" in flat, (width, flat)
         assert "pid 4242" in flat and "Add a mode function" in flat
+
+
+def test_an_edit_too_large_to_diff_is_said_so_not_as_no_change():
+    from agent_cli.ui.progress import edit_size
+
+    diff = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,3 @@\n a\n-b\n+c\n+d"
+    assert edit_size(diff) == "+2 -1"
+    huge = (
+        "big.json: 0 -> 17000000 characters; the diff of a file this large is not shown "
+        "(read a range of it to check the change)"
+    )
+    shown = edit_size(huge)
+    assert shown.startswith("big.json: 0 -> 17000000 characters") and "+0 -0" not in shown

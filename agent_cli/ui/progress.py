@@ -155,8 +155,11 @@ def same_output(a: str, b: str) -> bool:
 
 
 def edit_size(diff: str) -> str:
-    """`+9 -2` from a unified diff."""
+    """`+9 -2` from a unified diff; the summary said instead of a diff (a file too large to
+    compare) as it is, not as `+0 -0`."""
     lines = diff.splitlines()
+    if lines and not any(ln.startswith("@@") for ln in lines):
+        return short(lines[0].strip("[]"), 100)
     added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
     removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
     return f"+{added} -{removed}"
