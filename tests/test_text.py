@@ -84,3 +84,11 @@ def test_clean_removes_what_a_terminal_would_act_on_or_reorder(shown, expected):
     from agent_cli.core.text import clean
 
     assert clean(shown) == expected
+
+
+def test_some_names_the_first_items_then_how_many_more():
+    from agent_cli.core.text import some
+
+    assert some(["a", "b"]) == "a, b"
+    assert some([f"f{i}" for i in range(7)]) == "f0, f1, f2, f3, f4 and 2 more"
+    assert some(["a", "b", "c", "d"], 3) == "a, b, c and 1 more"

@@ -20,6 +20,7 @@ from agent_cli.agent.run.store import RunStore, new_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
+from agent_cli.core.text import some
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.worktree import Worktrees, main_work_tree
 from agent_cli.workspace.lock import RunLock
@@ -131,9 +132,7 @@ def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
     finally:
         main.close()
     if dirty:
-        shown = ", ".join(sorted(dirty)[:3]) + (
-            f" and {len(dirty) - 3} more" if len(dirty) > 3 else ""
-        )
+        shown = some(sorted(dirty), 3)
         console.emit(
             Notice(
                 text=f"your uncommitted changes ({shown}) are not in the worktree: "

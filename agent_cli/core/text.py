@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 ELLIPSIS = "…"
 _TRAILING = " ,;:-"
@@ -38,6 +39,12 @@ def shorten(text: object, width: int) -> str:
 def clean(text: object) -> str:
     """Text with terminal escape sequences and control characters removed."""
     return _CONTROL.sub("", str(text)).replace("\t", "    ")
+
+
+def some(items: Sequence[str], limit: int = 5) -> str:
+    """The first `limit` of `items` for a message, then how many more: `a, b and 3 more`."""
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
 
 
 def short(text: object, limit: int = 80) -> str:

@@ -39,7 +39,7 @@ from agent_cli.core.events import (
     ToolRan,
     Verified,
 )
-from agent_cli.core.text import clean, short
+from agent_cli.core.text import clean, short, some
 from agent_cli.ui.progress import (
     RunState,
     arg_summary,
@@ -394,9 +394,8 @@ def proof_lines(tasks: Sequence[TaskReport]) -> str:
     return "proof: " + "; ".join(lines) if lines else ""
 
 
-def _listed(paths: Sequence[str], shown: int = 3) -> str:
-    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
-    return ", ".join(clean(p) for p in paths[:shown]) + more
+def _listed(paths: Sequence[str]) -> str:
+    return some([clean(p) for p in paths], 3)
 
 
 def _report_tasks(ev: RunDone, state: RunState) -> RenderableType:

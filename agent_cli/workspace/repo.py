@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent_cli.core.redact import redact
+from agent_cli.core.text import some
 from agent_cli.workspace import aside, userwork
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
@@ -138,9 +139,8 @@ class RepoWorkspace:
         changed = userwork.put_back(kept)
         if not changed:
             return result
-        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
         note = (
-            f"\n[the command changed {', '.join(changed[:5])}{more}: the user's own uncommitted "
+            f"\n[the command changed {some(changed)}: the user's own uncommitted "
             "work, which this run must leave as it is; put back as it was]"
         )
         return replace(result, output=result.output + note)

@@ -20,6 +20,7 @@ from agent_cli.agent.judge.dispatch import held_files
 from agent_cli.core import events
 from agent_cli.core.models import Task
 from agent_cli.core.protocols import Workspace
+from agent_cli.core.text import some
 
 if TYPE_CHECKING:
     from agent_cli.agent.judge.gate import Gate
@@ -220,10 +221,7 @@ def skipped_message(plan: list[Task], skipped: list[int]) -> str:
     for i in skipped:
         files = plan[i].left_files
         left = (
-            f"its changes were left uncommitted: {', '.join(files[:5])}"
-            + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-            if files
-            else "it left no changes"
+            f"its changes were left uncommitted: {some(files)}" if files else "it left no changes"
         )
         parts.append(f"task {i + 1} skipped ({left})")
     return "; ".join(parts)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from agent_cli.core.models import Verdict
 from agent_cli.core.protocols import Workspace
+from agent_cli.core.text import some
 
 CODE = (".py", ".pyi", ".pth", ".so", ".pyd")
 # folders of environments, caches and build output: what a check may need that no commit holds
@@ -72,7 +73,6 @@ def recheck(ws: Workspace, verdict: Verdict, before: set[str], rerun: Rerun) -> 
         again = rerun()
     if again.passed:
         return verdict
-    shown = ", ".join(hidden[:5]) + (f" and {len(hidden) - 5} more" if len(hidden) > 5 else "")
     code = "timed out" if again.exit_code is None else f"exits {again.exit_code}"
     return Verdict(
         passed=False,
@@ -81,7 +81,7 @@ def recheck(ws: Workspace, verdict: Verdict, before: set[str], rerun: Rerun) -> 
         exit_code=again.exit_code,
         output_tail=again.output_tail,
         reason=(
-            f"`{again.command}` passes only with code the commit cannot hold: {shown} "
+            f"`{again.command}` passes only with code the commit cannot hold: {some(hidden)} "
             "(ignored by git, or a repository of its own), so a clone of the branch fails; "
             f"without it the check {code}:\n{again.output_tail}\n"
             "Put the work in files git tracks."

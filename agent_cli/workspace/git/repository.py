@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import GitError
+from agent_cli.core.text import some
 from agent_cli.workspace.git import traps
 from agent_cli.workspace.git.handle import LogEntry, RepoHandle
 from agent_cli.workspace.git.identity import RepoIdentity, repo_identity
@@ -133,13 +134,13 @@ class GitRepo:
         conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
         if conflicts:
             raise GitError(
-                f"the work tree has unresolved conflicts ({_some(conflicts)})",
+                f"the work tree has unresolved conflicts ({some(conflicts)})",
                 "resolve them and commit, then run again",
             )
         dirty = {p for _, path, orig in entries for p in (path, orig) if p}
         if dirty and not allow_dirty:
             raise GitError(
-                f"the work tree has uncommitted changes ({_some(sorted(dirty))})",
+                f"the work tree has uncommitted changes ({some(sorted(dirty))})",
                 "commit or stash them first, or pass --allow-dirty to let the agent work around them",
             )
         return dirty
@@ -210,7 +211,7 @@ class GitRepo:
         except GitError as exc:
             held = sorted(protected)
             if held:
-                exc.hint = f"your uncommitted changes ({_some(held)}) conflict with {name}; commit or stash them"
+                exc.hint = f"your uncommitted changes ({some(held)}) conflict with {name}; commit or stash them"
             raise
 
     def current_branch(self) -> str | None:
@@ -573,9 +574,3 @@ def _add_line(path: Path, pattern: str) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text + ("\n" if text and not text.endswith("\n") else "") + pattern + "\n")
     return True
-
-
-def _some(paths: list[str], limit: int = 5) -> str:
-    """A short list of paths for a message."""
-    shown = ", ".join(paths[:limit])
-    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

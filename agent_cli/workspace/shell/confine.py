@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from agent_cli.core.errors import WorkspaceError
+from agent_cli.core.text import some
 
 NO_PUSH = ("url.agent-never-pushes://.pushInsteadOf", "")  # an empty prefix matches every URL
 MAX_ENTRIES = 50_000
@@ -119,10 +120,9 @@ def check_intact(before: dict[Path, Snapshot], cmd: str | list[str]) -> None:
     if not hurt:
         return
     shown = " ".join(cmd) if isinstance(cmd, list) else cmd
-    more = f" and {len(hurt) - 3} more" if len(hurt) > 3 else ""
     raise StateDirDamaged(
         f"the command `{shown[:200]}` removed or changed files in the agent's state directory "
-        f"({', '.join(hurt[:3])}{more}); nothing it checked can be trusted",
+        f"({some(hurt, 3)}); nothing it checked can be trusted",
         "restore the state directory (or start a new run), and use sandbox = bwrap, "
         "which mounts it read-only",
     )
