@@ -90,8 +90,12 @@ def recheck(ws: Workspace, verdict: Verdict, before: set[str], rerun: Rerun) -> 
 
 
 def _not_work(entry: str) -> bool:
-    parts = Path(entry.rstrip("/")).parts
-    return any(p in NOT_WORK or p.endswith(".egg-info") for p in parts)
+    """Whether the entry lies in an environment, cache or build folder."""
+    return any(_not_work_folder(part) for part in Path(entry.rstrip("/")).parts)
+
+
+def _not_work_folder(name: str) -> bool:
+    return name in NOT_WORK or name.endswith(".egg-info")
 
 
 def _holds_code(path: Path) -> bool:
@@ -100,7 +104,7 @@ def _holds_code(path: Path) -> bool:
         return path.name.endswith(CODE)
     seen = 0
     for _top, dirs, files in os.walk(path):
-        dirs[:] = [d for d in dirs if d not in NOT_WORK and not d.endswith(".egg-info")]
+        dirs[:] = [d for d in dirs if not _not_work_folder(d)]
         if any(f.endswith(CODE) for f in files):
             return True
         seen += len(files) + len(dirs)
