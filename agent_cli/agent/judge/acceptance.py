@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import shlex
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_cli.workspace.shell.cmdline import shell_words, unwrap
+from agent_cli.workspace.shell.cmdline import is_python, shell_words, unwrap
 
 Refusal = Callable[[str], "str | None"]
 _ALWAYS_SUCCEED = {"true", ":", "echo", "printf", "yes", "sleep", "pwd", "date"}
@@ -30,7 +29,6 @@ _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
 _ENDINGS = {";", "||", "&", "\n"}  # `X ; true` and `X || true` end in success whatever X does
 # programs that read their input and exit 0 whatever it holds: a pipeline's status when last
 _FILTERS = {"tail", "head", "tee", "cat", "sort", "uniq", "wc", "cut", "tr", "less", "more", "nl"}
-_PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
 _OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1", "|&"}
 # pytest options under which it runs no test
 _NO_TESTS = {"--co", "--collect-only", "--setup-plan", "--fixtures", "--markers", "--version"}
@@ -99,7 +97,7 @@ def cannot_fail(argv: list[str]) -> bool:
         return True
     if program == "ls":  # only a path it is given can be missing
         return all(arg.startswith("-") for arg in argv[1:])
-    if _PYTHON.fullmatch(program):
+    if is_python(program):
         return argv[1:2] == ["-c"] and len(argv) > 2 and _code_cannot_fail(argv[2])
     if program in _SHELLS:
         script = _dash_c(argv[1:])
@@ -112,7 +110,7 @@ def _runs_no_test(argv: list[str]) -> bool:
     if not argv:
         return False
     program = os.path.basename(argv[0])
-    if _PYTHON.fullmatch(program) and argv[1:3] == ["-m", "pytest"]:
+    if is_python(program) and argv[1:3] == ["-m", "pytest"]:
         argv = argv[2:]
     elif program not in ("pytest", "py.test"):
         return False

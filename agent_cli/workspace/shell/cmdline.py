@@ -213,6 +213,11 @@ def command_argvs(cmd: str | list[str]) -> list[list[str]]:
     return [argv for argv in map(unwrap, simple_commands(words)) if argv]
 
 
+def is_python(program: str) -> bool:
+    """Whether `program` (a base name) is a Python interpreter: python, python3, python3.12."""
+    return re.fullmatch(r"python[\d.]*", program) is not None
+
+
 def is_test_command(cmd: str | list[str]) -> bool:
     """Whether `cmd` runs a test suite (pytest, python -m unittest, npm test, go test, make test...)."""
     return any(_runs_tests(argv) for argv in command_argvs(cmd))
@@ -224,7 +229,7 @@ def _runs_tests(argv: list[str]) -> bool:
     program = os.path.basename(argv[0])
     if program in _TEST_PROGRAMS:
         return True
-    if re.fullmatch(r"python[\d.]*|py", program):
+    if is_python(program) or program == "py":
         if "-m" in argv[1:-1] and argv[argv.index("-m") + 1] in _TEST_MODULES:
             return True
         return len(argv) > 2 and argv[1].endswith("manage.py") and argv[2] == "test"

@@ -20,13 +20,14 @@ import regex
 
 from agent_cli.core.errors import ConfigError, ToolError
 from agent_cli.workspace.shell.cmdline import (
+    is_python,
+    shell_words,
+)
+from agent_cli.workspace.shell.cmdline import (
     operands as _operands,
 )
 from agent_cli.workspace.shell.cmdline import (
     pipelines as _pipelines,
-)
-from agent_cli.workspace.shell.cmdline import (
-    shell_words,
 )
 from agent_cli.workspace.shell.cmdline import (
     split_redirects as _split_redirects,
@@ -462,7 +463,7 @@ def _pipe_into_shell(pipeline: list[list[str]]) -> str | None:
 
 
 def _is_interpreter(program: str) -> bool:
-    return program in _INTERPRETERS or bool(re.fullmatch(r"python[\d.]*", program))
+    return program in _INTERPRETERS or is_python(program)
 
 
 def _inline_code_refusal(args: list[str]) -> str | None:
