@@ -34,6 +34,7 @@ class PlannedTask(TypedDict, total=False):
     baseline: Literal["pass", "fail"] | None
     proof: Literal["red-green", "regression-only"] | None
     check_changed: list[str]
+    restores: int | None
 
 
 class TaskReport(TypedDict, total=False):
@@ -47,6 +48,7 @@ class TaskReport(TypedDict, total=False):
     commit: str | None
     proof: str | None
     check_changed: list[str]
+    restores: int | None  # 0-based: the earlier task whose check this added task restored
 
 
 def planned(tasks: Iterable[Task]) -> list[PlannedTask]:
@@ -69,6 +71,7 @@ def planned(tasks: Iterable[Task]) -> list[PlannedTask]:
             baseline=t.baseline,
             proof=t.proof,
             check_changed=list(t.check_changed),
+            restores=t.restores,
         )
         for t in tasks
     ]
@@ -86,6 +89,7 @@ def reported(tasks: Iterable[Task], accept_cmds: list[str]) -> list[TaskReport]:
             commit=t.commit,
             proof=t.proof,
             check_changed=list(t.check_changed),
+            restores=t.restores,
         )
         for t in tasks
     ]
@@ -191,7 +195,8 @@ class PlanRevised(BaseModel):
     reason: str
     old: list[PlannedTask]  # the replaced tasks
     new: list[PlannedTask]  # the tasks that replace them
-    asked_by: str = "harness"  # "harness" (after a verified task) or "human"
+    # "harness" (after a verified task), "human", or "recheck" (an earlier check fails at the end)
+    asked_by: str = "harness"
 
 
 class HintGiven(BaseModel):

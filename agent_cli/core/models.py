@@ -67,6 +67,8 @@ class Task(BaseModel):
     proof: Literal["red-green", "regression-only"] | None = None
     # files of its commit that its own check reads (the tests it names, pytest's settings)
     check_changed: list[str] = Field(default_factory=list)
+    # 0-based: the earlier task whose check this task, added by the harness, makes pass again
+    restores: int | None = None
 
     @field_validator("goal")
     @classmethod

@@ -237,11 +237,12 @@ def hook_line(ev: HookRan) -> str:
 
 def revision_text(ev: PlanRevised) -> str:
     """The plan revision: who asked, why, and the tasks that replace the remaining ones."""
-    who = "at your request" if ev.asked_by == "human" else "after a verified task"
-    lines = [
-        f"plan revised {who}: {short(ev.reason, 300)}",
-        f"  replaced: {', '.join(short(t.get('goal', ''), 60) for t in ev.old) or '(none)'}",
-    ]
+    if ev.asked_by == "recheck":  # tasks added after the plan, none replaced
+        lines = [f"an earlier task's check fails now: {short(ev.reason, 300)}; added:"]
+    else:
+        who = "at your request" if ev.asked_by == "human" else "after a verified task"
+        replaced = ", ".join(short(t.get("goal", ""), 60) for t in ev.old) or "(none)"
+        lines = [f"plan revised {who}: {short(ev.reason, 300)}", f"  replaced: {replaced}"]
     lines += [
         f"  {ev.start + i + 1}. {short(t.get('goal', ''), 120)} "
         + (f"[check: {clean(cmd)}]" if (cmd := t.get("acceptance_cmd")) else "[no command]")

@@ -135,4 +135,5 @@ def test_plan_events_carry_every_field_of_a_task_and_the_run_report_no_running_t
         "commit",
         "proof",
         "check_changed",
+        "restores",
     ]

@@ -153,15 +153,17 @@ def revise(
 
 def apply(rt: Runtime, start: int, revision: PlanRevision, asked_by: str) -> None:
     """Replace the tasks from `start` on, save the state, then tell (in that order)."""
+    replace(rt, start, revision.new_tasks(), revision.reason, asked_by)
+
+
+def replace(rt: Runtime, start: int, tasks: list[Task], reason: str, asked_by: str) -> None:
+    """The tasks from `start` on become `tasks` (a `start` at the plan's end adds them)."""
     state = rt.state
-    tasks = revision.new_tasks()
-    old = events.planned(state.plan[start:])
-    new = events.planned(tasks)
     event = events.PlanRevised(
         start=start,
-        reason=revision.reason.strip() or "(no reason given)",
-        old=old,
-        new=new,
+        reason=reason.strip() or "(no reason given)",
+        old=events.planned(state.plan[start:]),
+        new=events.planned(tasks),
         asked_by=asked_by,
     )
     state.plan = state.plan[:start] + tasks

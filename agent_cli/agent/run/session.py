@@ -30,6 +30,7 @@ from agent_cli.agent.ask import closing, planner
 from agent_cli.agent.attempt import hooked
 from agent_cli.agent.attempt.runtime import Limits, Runtime
 from agent_cli.agent.attempt.toolbox import Toolbox
+from agent_cli.agent.judge import recheck
 from agent_cli.agent.judge.dispatch import dispatch_and_verify
 from agent_cli.agent.judge.gate import Gate
 from agent_cli.agent.judge.verifier import Proofs, run_acceptance
@@ -531,7 +532,13 @@ class Session:
         ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
         escalation = Escalation(rt, ws, self.gate, ask, run.branch, self._answer)
         index = 0
-        while index < len(rt.state.plan):
+        while True:
+            if index == len(rt.state.plan):  # every task settled: do the earlier checks hold?
+                regressed = self._recheck(run, rt, ws)  # it may add tasks to restore one
+                if regressed is not None:
+                    return regressed
+                if index == len(rt.state.plan):
+                    break
             task = rt.state.plan[index]
             if task.status in SETTLED:
                 index += 1
@@ -556,11 +563,44 @@ class Session:
             index += outcome == "next"
         return self._final_gate(run, rt, ws)
 
+    def _recheck(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome | None:
+        """Run the earlier tasks' checks again (recheck.py): None when they hold or when
+        tasks were added to restore some; the escalation when one cannot be restored."""
+        found = recheck.regressions(rt.state.plan, ws, self.proofs)
+        if not found:
+            return None
+        plan = rt.state.plan
+        again = [f for f in found if recheck.restored_before(plan, f.command)]
+        if again or self.cfg.replan == "off":
+            return self._regressed(run, (again or found)[0], plan)
+        tasks = [recheck.restoring_task(plan, f) for f in found]
+        reason = "; ".join(recheck.describe(plan, f) for f in found)
+        replan.replace(rt, len(plan), tasks, reason, "recheck")
+        rt.state.last_error = "\n".join(f.verdict.reason for f in found)  # the goal says whose
+        rt.save()
+        return None
+
+    def _regressed(self, run: RunRecord, found: recheck.Regression, plan: list[Task]) -> RunOutcome:
+        """Escalate as at a failed final gate: an earlier check fails on the final tree."""
+        run.status = "escalated"
+        self._emit(
+            events.Escalated(
+                index=-1,
+                goal=recheck.describe(plan, found),
+                summary="",
+                reason=found.verdict.reason,
+                next_steps=final_gate_steps(run.branch),
+            )
+        )
+        return RunOutcome(EXIT_ESCALATED, f"task {found.index + 1}'s check fails at the end")
+
     def _replan_after(self, rt: Runtime, index: int) -> None:
-        """Ask whether the remaining tasks still make sense (within `max_replans`)."""
+        """Ask whether the remaining tasks still make sense (within `max_replans`); never
+        about the tasks the harness added to restore an earlier check."""
         if (
             self.cfg.replan == "after_task"
             and index + 1 < len(rt.state.plan)
+            and rt.state.plan[index + 1].restores is None
             and rt.state.replans < self.cfg.max_replans
         ):
             replan.revise(rt, self.gate, index + 1)
