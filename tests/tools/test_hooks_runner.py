@@ -81,9 +81,18 @@ def test_another_exit_is_a_notice_and_does_not_block(tmp_path):
     assert events[0].message == "exit 1: oops"
 
 
-def test_a_hook_that_cannot_start_is_a_notice(tmp_path):
-    ran = hooks(tmp_path, pre_tool=[{"command": ["/no/such/hook"]}]).before_tool(AT, "run", "{}")
-    assert ran[0].outcome == "failed" and not ran[0].blocks and ran[0].exit_code == 127
+def test_a_guard_that_cannot_run_blocks_the_tool_and_elsewhere_is_a_notice(tmp_path):
+    """A pre_tool hook whose program is missing, not executable, or exits 127 as a shell does
+    for a missing command, fails closed: a broken guard must not let every call through."""
+    script = tmp_path / "guard.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")  # not executable
+    for command in (["/no/such/hook"], [str(script)], ["sh", "-c", "no-such-guard-cmd"]):
+        cfg = {"command": command}
+        (ran,) = hooks(tmp_path, pre_tool=[cfg]).before_tool(AT, "run", "{}")
+        assert ran.outcome == "blocked" and ran.blocks and ran.exit_code in (126, 127), command
+        assert "could not be run" in ran.message and "blocks the tool" in ran.message
+        (after,) = hooks(tmp_path, post_tool=[cfg]).after_tool(AT, "run", "{}", {"ok": True})
+        assert after.outcome == "failed" and not after.blocks
 
 
 def test_a_pre_tool_hook_that_hangs_blocks_at_its_timeout_and_its_group_is_killed(tmp_path):

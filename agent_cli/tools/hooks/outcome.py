@@ -3,8 +3,9 @@
 Only `pre_tool` and `task_verified` hooks can block: at `post_tool` and `run_end` there is
 nothing left to refuse, so exit 2 there is a notice like any other failure, and the hooks
 after it still run. A `pre_tool` hook that does not answer within its timeout blocks the
-tool (fail closed): a guard that hangs must not let the call through. At every other point a
-timeout is a notice.
+tool (fail closed): a guard that hangs must not let the call through; so does one that cannot
+be run at all (its program not found or not executable: exit 127 or 126, the shell's codes,
+which a hook that failed to start is also given). At every other point either is a notice.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from agent_cli.tools.hooks.config import HookEvent, HookSpec
 from agent_cli.tools.hooks.process import Finished
 
 BLOCK_EXIT = 2
+CANNOT_RUN = (126, 127)  # not executable, not found (process.run_hook gives them too)
 BLOCKING: tuple[HookEvent, ...] = ("pre_tool", "task_verified")  # the points a hook can refuse
 MESSAGE_MAX = 4000  # characters of a hook's stderr kept as its reason or notice
 
@@ -57,6 +59,11 @@ def decide(
         return Warn(said, True)
     if ran.exit_code == 0:
         return GoOn()
+    if ran.exit_code in CANNOT_RUN and event == "pre_tool":
+        said = stderr or f"exit {ran.exit_code}"
+        return Block(
+            f"the hook could not be run ({said}); a pre_tool hook that cannot run blocks the tool"
+        )
     if ran.exit_code == BLOCK_EXIT and event in BLOCKING:
         return Block(stderr or "(the hook exited 2 and wrote no reason on stderr)")
     stdout = _bounded(redact(ran.stdout, secrets).strip())
