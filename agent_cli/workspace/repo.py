@@ -135,7 +135,11 @@ class RepoWorkspace:
         if not self.protected:
             return self.runner.run(cmd)
         kept = userwork.keep(self.root, self.protected)
-        result = self.runner.run(cmd)
+        try:
+            result = self.runner.run(cmd)
+        except BaseException:  # Ctrl-C or SIGTERM mid-command: the group is stopped by now
+            userwork.put_back(kept)
+            raise
         changed = userwork.put_back(kept)
         if not changed:
             return result

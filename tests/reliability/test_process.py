@@ -173,6 +173,23 @@ def test_sigint_during_a_command_then_sigterm_during_the_resumed_run_both_save_a
     assert not (repo / ".agent" / "run.lock").exists()  # the lock was released
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_command_still_puts_back_the_users_file_it_changed(
+    spawn_agent, fake_server, tmp_path, sig
+):
+    repo = repo_with(tmp_path / "repo", {"notes.txt": "v1\n"}, ignore=("pids/",))
+    (repo / "notes.txt").write_text("my unsaved notes\n")  # the user's, uncommitted
+    clobber = "mkdir -p pids; echo CLOBBER > notes.txt; echo $$ > pids/cmd.pid; sleep 60"
+    srv = fake_server([plan(task()), call("run", cmd=clobber)])
+    agent = spawn_agent(
+        "run", GOAL, "--yes", "--json", "--allow-dirty", "--base-url", srv.url, cwd=repo
+    )
+    wait_for(lambda: (repo / "pids" / "cmd.pid").exists(), what="the command to start")
+    os.kill(agent.pid, sig)
+    assert agent.wait(timeout=30) == 130, agent.stdout + agent.stderr
+    assert (repo / "notes.txt").read_text() == "my unsaved notes\n"
+
+
 # A child that saves a large state over and over through the real RunStore, numbering each save
 # on from the last one on disk.
 _SAVER = """\
