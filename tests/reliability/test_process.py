@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -96,6 +97,46 @@ def test_sigkill_after_a_verified_task_loses_nothing_and_resume_continues(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not _planned_again(rest) and len(rest.chat_requests) == 3  # task 1 not redone; facts
     assert task_statuses(repo) == ["verified", "verified"] and commit_count(repo) == 3
+    subjects = git(repo, "log", "--format=%s").splitlines()
+    assert subjects == ["Create done2.txt", "Create done.txt", "initial"]
+
+
+# git, killing the agent (its parent) right after it moves a branch for a commit, once
+KILL_AFTER_COMMIT = """#!/bin/sh
+{git} "$@"
+rc=$?
+case "$*" in *update-ref*commit:*)
+  if [ -f "{armed}" ]; then rm -f "{armed}"; kill -9 $PPID; fi;;
+esac
+exit $rc
+"""
+
+
+def test_sigkill_between_a_tasks_commit_and_its_save_keeps_the_commit_as_its_proof(
+    spawn_agent, run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    bin_dir, armed = tmp_path / "bin", tmp_path / "armed"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(KILL_AFTER_COMMIT.format(git=shutil.which("git"), armed=armed))
+    (bin_dir / "git").chmod(0o755)
+    armed.touch()
+    srv = fake_server([plan(task(), SECOND), make_done(), finish()])
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    agent = spawn_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo, env={"PATH": path}
+    )
+    assert agent.wait() == -signal.SIGKILL, agent.stdout + agent.stderr
+    assert task_statuses(repo) == ["running", "pending"] and commit_count(repo) == 2
+    committed = git(repo, "rev-parse", "HEAD").strip()
+
+    rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish(), no_facts()])
+    proc = _resume(run_agent, repo, rest)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "task 1 was committed" in proc.stdout and "not done again" in proc.stdout
+    assert "task 2 of 2" in json.dumps(rest.chat_requests[0]["messages"][-1])  # not task 1
+    first = read_state(repo)["agent_state"]["plan"][0]
+    assert first["status"] == "verified" and first["commit"] == committed
     subjects = git(repo, "log", "--format=%s").splitlines()
     assert subjects == ["Create done2.txt", "Create done.txt", "initial"]
 

@@ -133,6 +133,26 @@ def check_verified(state: AgentState, run: RunRecord, ws: Workspace) -> None:
             )
 
 
+def adopt_unsaved_commit(state: AgentState, run: RunRecord, ws: Workspace) -> int | None:
+    """The index of the task whose commit the run made but did not save: a process killed
+    between a verified task's commit and the save after it leaves that task `running` and
+    the branch at a commit of this run that no task names. That commit is the task's (a
+    commit is made only after every check passed), so the task is verified by it again,
+    never redone on top of it (which would leave it verified with no commit)."""
+    running = [i for i, t in enumerate(state.plan) if t.status == "running"]
+    named = {t.commit for t in state.plan if t.commit}
+    if len(running) != 1 or ws.current_branch() != run.branch:
+        return None
+    head = ws.head()
+    if head in named or not ws.has_run_commit(head, run.branch, run.run_id):
+        return None
+    task = state.plan[running[0]]
+    task.commit, task.status = head, "verified"
+    state.last_error = None
+    state.facts.append(f"task {running[0] + 1} verified (its commit {head[:10]}): {task.goal}")
+    return running[0]
+
+
 def _settled(state: AgentState) -> tuple[int, ...]:
     """The tasks whose outcome is final: verified, skipped by the human, or nothing to do."""
     return tuple(i for i, t in enumerate(state.plan) if t.status in SETTLED)
@@ -425,6 +445,7 @@ class Session:
         self.sv.workspace.resume_on(run.branch, run.protected)
         with self._before_run():
             check_verified(state, run, self.sv.workspace)
+        adopted = adopt_unsaved_commit(state, run, self.sv.workspace)
         state.success_criteria = state.success_criteria or run.success_criteria
         for task in state.plan:
             if task.status == "running":
@@ -454,6 +475,14 @@ class Session:
                 accept_cmds=self.cfg.accept_cmds or run.accept_cmds,
             )
         )
+        if adopted is not None:
+            commit = (state.plan[adopted].commit or "")[:10]
+            self.sv.console.emit(
+                events.Notice(
+                    text=f"task {adopted + 1} was committed ({commit}) just before the run "
+                    "stopped: verified by that commit, not done again"
+                )
+            )
         if self.cfg.accept_cmds:
             run.accept_cmds = list(self.cfg.accept_cmds)  # saved with the run from now on
         self.cfg.accept_cmds = run.accept_cmds
