@@ -112,6 +112,11 @@ class RepoWorkspace:
         """The id of the tree the work tree holds now (for caching a check's result)."""
         return self.git.tree(self.protected)
 
+    def changed_since(self, tree: str, branch: str) -> set[str]:
+        """The paths changed since the work tree held `tree`, other than its changes then
+        against `branch` (GitRepo's)."""
+        return self.git.changed_since(tree, branch)
+
     def uncommittable(self) -> list[str]:
         """The ignored paths and untracked repositories of the work tree (GitRepo's)."""
         return self.git.uncommittable()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import DOCTOR_REPLIES
+from conftest import DOCTOR_REPLIES, git
 from reliability.relkit import call, events, finish, make_done, plan, read_state, repo_with, task
 
 pytestmark = pytest.mark.slow
@@ -236,6 +236,7 @@ def test_a_resume_drops_the_endpoint_a_repository_file_gave_once_it_is_not_trust
         assert run_agent("trust", "--revoke", cwd=repo, env=env).returncode == 0
     else:
         (repo / ".agentrc").write_text(rc + "# a pull changed the file\n")
+        git(repo, "commit", "-qam", "the pulled change")
     resumed = run_agent("run", "--resume", "--yes", "--json", "--max-steps", "9", cwd=repo, env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert len(named.chat_requests) == 1  # nothing more went to the file's endpoint

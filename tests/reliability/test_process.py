@@ -231,6 +231,49 @@ def test_a_signal_during_a_command_still_puts_back_the_users_file_it_changed(
     assert (repo / "notes.txt").read_text() == "my unsaved notes\n"
 
 
+def test_a_resume_keeps_the_users_changes_made_since_the_run_stopped(
+    spawn_agent, run_agent, fake_server, tmp_path
+):
+    """The user's edit after the run stopped (on its branch, or on theirs and then carried
+    along by the resume's checkout) is refused without --allow-dirty and kept out of the
+    run with it; the run's own uncommitted file, adjusted by the user, is taken along."""
+    repo = repo_with(tmp_path / "repo", {"notes.txt": "v1\n"})
+    srv = fake_server(
+        [plan(task(), SECOND), make_done(), finish(), call("write_file", path="draft.txt",
+         content="the run's draft\n"), {**finish(), "delay": 60}]
+    )  # fmt: skip
+    agent = spawn_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    wait_for(lambda: len(srv.chat_requests) == 5, what="task 2 waiting for the model")
+    os.kill(agent.pid, signal.SIGINT)
+    assert agent.wait(timeout=30) == 130, agent.stdout + agent.stderr
+    git(repo, "switch", "-q", "main")  # the run's draft.txt comes along, uncommitted
+    (repo / "notes.txt").write_text("my own edit\n")
+    (repo / "mine.txt").write_text("an idea\n")
+    (repo / "draft.txt").write_text("the run's draft, adjusted by me\n")
+
+    proc = _resume(run_agent, repo, fake_server([]))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "changes made since run" in said and "mine.txt, notes.txt" in said
+    assert "draft.txt" not in said.split("stopped")[1].split(")")[0]
+    assert (repo / "notes.txt").read_text() == "my own edit\n"
+
+    rest = fake_server(
+        [call("write_file", path="notes.txt", content="overwritten\n"),
+         call("write_file", path="done2.txt", content="2\n"), finish(), no_facts()]
+    )  # fmt: skip
+    proc = run_agent(
+        "run", "--resume", "--yes", "--json", "--allow-dirty", "--base-url", rest.url, cwd=repo
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (repo / "notes.txt").read_text() == "my own edit\n"  # the write was refused
+    assert (repo / "mine.txt").read_text() == "an idea\n"
+    last = git(repo, "show", "--stat", "--format=", "HEAD")
+    assert "draft.txt" in last and "notes.txt" not in last and "mine.txt" not in last
+    assert git(repo, "show", "HEAD:draft.txt") == "the run's draft, adjusted by me\n"
+    assert sorted(read_state(repo)["protected"]) == ["mine.txt", "notes.txt"]
+
+
 # A child that saves a large state over and over through the real RunStore, numbering each save
 # on from the last one on disk.
 _SAVER = """\

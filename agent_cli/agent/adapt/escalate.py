@@ -191,7 +191,7 @@ def final_gate_steps(branch: str) -> str:
     (no task was rejected, so there is nothing to hint, skip or re-plan)."""
     return (
         f"Every task's work is committed on branch {branch}. Fix what the final check reports "
-        "(on that branch), then `agent run --resume` runs the final check again."
+        "and commit the fix on that branch, then `agent run --resume` runs the final check again."
     )
 
 

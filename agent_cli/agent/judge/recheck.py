@@ -14,6 +14,7 @@ escalates as at a failed final gate. A restoring task the human skipped is not a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_cli.agent.judge.verifier import Proofs, run_acceptance
@@ -34,8 +35,12 @@ class Regression:
     since: tuple[int, ...]  # 0-based: the later tasks that committed changes
 
 
-def regressions(plan: list[Task], ws: Workspace, proofs: Proofs) -> list[Regression]:
-    """Each distinct command that verified a task and fails now, in plan order."""
+def regressions(
+    plan: list[Task], ws: Workspace, proofs: Proofs, accept_cmds: Sequence[str] = ()
+) -> list[Regression]:
+    """Each distinct command that verified a task and fails now, in plan order. A command
+    that is not there any more (exit 127) is judged by the user's `--accept` commands when
+    there are some, as at the task itself: the final gate runs them next."""
     tree = ws.tree()
     skipped = {t.acceptance_cmd for t in plan if t.restores is not None and t.status == "skipped"}
     found: list[Regression] = []
@@ -49,7 +54,7 @@ def regressions(plan: list[Task], ws: Workspace, proofs: Proofs) -> list[Regress
             continue
         verdict = run_acceptance([cmd], ws.run_argv)
         proofs.remember([cmd], tree, verdict.passed)
-        if not verdict.passed:
+        if not verdict.passed and not (verdict.exit_code == 127 and accept_cmds):
             since = tuple(i for i, t in enumerate(plan) if i > index and t.commit)
             found.append(Regression(index, cmd, verdict, since))
     return found

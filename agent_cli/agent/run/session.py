@@ -58,12 +58,14 @@ from agent_cli.core.errors import (
     EXIT_OK,
     AgentError,
     BudgetExhausted,
+    GitError,
     StorageError,
     UsageError,
 )
 from agent_cli.core.models import MAX_ATTEMPTS, SETTLED, Plan, Task, Verdict
 from agent_cli.core.protocols import ChatModel, Console, Hooks, LongTermStore, Workspace
 from agent_cli.core.redact import redact
+from agent_cli.core.text import some
 from agent_cli.memory.longterm.records import format_for_context
 from agent_cli.memory.longterm.signatures import failure_signatures
 from agent_cli.memory.thresholds import OFFLINE, Thresholds
@@ -442,8 +444,8 @@ class Session:
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
         tokens.load_in_background(after_s=OPEN_MEMORY_AFTER_S)
         self.mem.learned = learn.Learned.from_dict(run.learned)
-        self.sv.workspace.resume_on(run.branch, run.protected)
         with self._before_run():
+            self.sv.workspace.resume_on(run.branch, self._protected_on_resume(run))
             check_verified(state, run, self.sv.workspace)
         adopted = adopt_unsaved_commit(state, run, self.sv.workspace)
         state.success_criteria = state.success_criteria or run.success_criteria
@@ -488,6 +490,25 @@ class Session:
         self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
         return self._execute(run, state, memory, self._recall(state.goal))
+
+    def _protected_on_resume(self, run: RunRecord) -> list[str]:
+        """The user's own paths: those saved with the run, and those changed since it stopped
+        that were not its uncommitted changes then (yours to adjust: they are taken along).
+        Like a new run's, such changes are refused without --allow-dirty, and kept out of the
+        run with it."""
+        if not run.left_tree:  # saved before the work tree's state was recorded
+            return run.protected
+        ws, known = self.sv.workspace, set(run.protected)
+        new = sorted(ws.changed_since(run.left_tree, run.branch) - known)
+        if new and not self.cfg.allow_dirty:
+            raise GitError(
+                f"the work tree has changes made since run {run.run_id} stopped "
+                f"({some(new)}), which are not the run's",
+                "commit or stash them first, or pass --allow-dirty to keep them out of the run "
+                "(changes to the files the run left uncommitted are taken along)",
+            )
+        run.protected = sorted(known | set(new))
+        return run.protected
 
     # -- the loop -----------------------------------------------------------------------
     def _execute(
@@ -595,7 +616,7 @@ class Session:
     def _recheck(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome | None:
         """Run the earlier tasks' checks again (recheck.py): None when they hold or when
         tasks were added to restore some; the escalation when one cannot be restored."""
-        found = recheck.regressions(rt.state.plan, ws, self.proofs)
+        found = recheck.regressions(rt.state.plan, ws, self.proofs, self.cfg.accept_cmds)
         if not found:
             return None
         plan = rt.state.plan
@@ -694,12 +715,20 @@ class Session:
         self.mem.learned.used(self.rt.toolbox.tools_used)  # a resumed run's episode has them all
         self.run.learned = self.mem.learned.to_dict()
         self.run.usage = self._usage()
+        self.run.left_tree = self._work_tree_id() or self.run.left_tree
         verified = _settled(self.rt.state)
         durable = verified != self._verified or self.run.status != "running"
         self.store.save(self.run, durable=durable)
         self._notes.clear()  # they are in the saved memory
         if durable:
             self._verified = verified
+
+    def _work_tree_id(self) -> str:
+        """The id of the tree the work tree holds now ("" when git cannot say)."""
+        try:
+            return self.sv.workspace.tree()
+        except AgentError:
+            return ""
 
     def _usage(self) -> RunUsage:
         """The run's usage: earlier sessions' and this one's."""

@@ -166,12 +166,14 @@ class RunRecord(BaseModel):
     schema_version: int = SCHEMA_VERSION
     worktree: str = ""  # the linked work tree the run works in ("": the user's checkout)
     repo: str = ""  # the main work tree of the repository the run is of ("": not recorded)
+    # the tree the work tree held at the last save (git's id): what changed after is not the run's
+    left_tree: str = ""
 
     @model_serializer(mode="wrap")
     def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # a run saved before the start was recorded reads and saves back unchanged
         data: dict[str, Any] = handler(self)
-        for unrecorded in ("started_with", "worktree", "repo"):
+        for unrecorded in ("started_with", "worktree", "repo", "left_tree"):
             if not data.get(unrecorded):
                 data.pop(unrecorded, None)
         return data

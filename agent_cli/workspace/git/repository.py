@@ -382,6 +382,26 @@ class GitRepo:
                 self._run("add", "-A", "--", *wanted, env=env)
             return self._run("write-tree", env=env).strip()
 
+    def changed_since(self, tree: str, branch: str) -> set[str]:
+        """The changed paths of the work tree that are not as they were in `tree` (a state
+        the work tree was once in) and were not changes `tree` held against `branch`: what
+        someone else changed since, leaving out the changes left uncommitted then. Every
+        changed path when `tree` is gone (pruned) or `branch` is."""
+        changed = set(self.changed_files())
+        if not _FULL_SHA.fullmatch(tree):  # read from a state file: never an option to git
+            return changed
+        now = self.tree()
+        differ = self._tree_diff(tree, now)
+        held = self._tree_diff(f"refs/heads/{branch}^{{tree}}", tree)
+        if differ is None or held is None:
+            return changed
+        return {p for p in changed if p in differ and p not in held}
+
+    def _tree_diff(self, old: str, new: str) -> set[str] | None:
+        """The paths that differ between two trees; None when one cannot be read."""
+        code, out, _ = self._try("diff-tree", "-r", "--name-only", "-z", "--no-renames", old, new)
+        return {p for p in out.split("\0") if p} if code == 0 else None
+
     def commit_stat(self, commit: str) -> str:
         """`git diff --stat` of one commit against its parent (empty for a root commit)."""
         code, out, _ = self._try("diff", "--stat", f"{commit}^", commit, "--")
