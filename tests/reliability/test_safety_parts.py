@@ -104,6 +104,12 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("ls -la", "always succeeds"),
         ("python -m pytest --co -q", "runs no test"),
         ("pytest --collect-only", "runs no test"),
+        ("python -m pytest -q --setup-only", "runs no test"),
+        ("pytest --fixtures-per-test", "runs no test"),
+        ("sh -c 'pytest -q; test 1'", "always succeeds"),
+        ("[ ok ]", "always succeeds"),
+        ("git status", "always succeeds"),
+        ("git diff --stat", "always succeeds"),
         ("python -m pytest -q || true", "shell operator '||'"),
         ("python -m pytest -q | tail -3", "shell operator '|'"),
     ],
@@ -127,6 +133,10 @@ def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
         "python -c 'import json'",
         "grep -q ';' README.md",
         "ls missing_dir",
+        'test -n "$X"',
+        "[ -f done.txt ]",
+        "git diff --exit-code",
+        "git diff --quiet HEAD",
     ],
 )
 def test_acceptance_commands_that_can_fail_pass(cmd, tmp_path):

@@ -31,7 +31,18 @@ _ENDINGS = {";", "||", "&", "\n"}  # `X ; true` and `X || true` end in success w
 _FILTERS = {"tail", "head", "tee", "cat", "sort", "uniq", "wc", "cut", "tr", "less", "more", "nl"}
 _OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1", "|&"}
 # pytest options under which it runs no test
-_NO_TESTS = {"--co", "--collect-only", "--setup-plan", "--fixtures", "--markers", "--version"}
+_NO_TESTS = {
+    "--co",
+    "--collect-only",
+    "--setup-plan",
+    "--setup-only",
+    "--fixtures",
+    "--fixtures-per-test",
+    "--markers",
+    "--version",
+}
+# options that make `git diff` report through its status (`git status` has none)
+_GIT_STATUS_OPTIONS = {"--exit-code", "--quiet", "--check", "-s"}
 
 
 def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
@@ -97,6 +108,12 @@ def cannot_fail(argv: list[str]) -> bool:
         return True
     if program == "ls":  # only a path it is given can be missing
         return all(arg.startswith("-") for arg in argv[1:])
+    if program in ("test", "["):  # `test WORD` is true for any word but the empty one
+        args = argv[1:-1] if program == "[" and argv[-1:] == ["]"] else argv[1:]
+        return len(args) == 1 and args[0] not in ("", "!")
+    if program == "git":  # `git status`: a report, whatever the tree holds
+        args = argv[1:]
+        return args[:1] in (["status"], ["diff"]) and not _GIT_STATUS_OPTIONS & set(args)
     if is_python(program):
         return argv[1:2] == ["-c"] and len(argv) > 2 and _code_cannot_fail(argv[2])
     if program in _SHELLS:
