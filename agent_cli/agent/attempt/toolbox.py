@@ -93,6 +93,15 @@ TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
 # logged and saved, so a 10 MB file or diff must not be carried around whole.
 MAX_RESULT_CHARS = 100_000
 _REQUIRED = {t["function"]["name"]: t["function"]["parameters"]["required"] for t in TOOLS}
+# each built-in tool's text arguments: a number, a list or null there is refused, not str()-ed
+_TEXT = {
+    t["function"]["name"]: {
+        key
+        for key, spec in t["function"]["parameters"]["properties"].items()
+        if spec.get("type") == "string"
+    }
+    for t in TOOLS
+}
 
 
 @dataclass
@@ -123,9 +132,15 @@ def parse_arguments(call: ToolCall) -> dict[str, Any]:
         raise ValueError(f"the arguments are unusable: {e}; send a JSON object") from None
     if not isinstance(args, dict):
         raise ValueError("the arguments must be a JSON object")
-    missing = [k for k in _REQUIRED.get(call.name, []) if k not in args]
+    required = _REQUIRED.get(call.name, [])
+    missing = [k for k in required if k not in args]
     if missing:
         raise ValueError(f"missing required argument(s): {', '.join(missing)}")
+    for key in sorted(_TEXT.get(call.name, set())):
+        value = args.get(key)
+        if not isinstance(value, str) and (key in required or value is not None):
+            got = "null" if value is None else type(value).__name__
+            raise ValueError(f"the argument {key!r} must be a JSON string, got {got}")
     return args
 
 

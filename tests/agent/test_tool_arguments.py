@@ -1,0 +1,50 @@
+"""A built-in tool's text argument given as a number, a list, an object or null is refused
+with a tool error the model reads, never turned into text and acted on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_cli.agent.attempt.toolbox import Toolbox
+from agent_cli.core.models import ToolCall
+from agent_cli.memory import WorkingMemory
+from agent_cli.workspace.files import Files
+
+ran: list[str] = []
+
+
+def _toolbox(tmp_path) -> Toolbox:
+    return Toolbox(
+        files=Files(tmp_path),
+        run_command=lambda cmd: ran.append(cmd),  # type: ignore[func-returns-value]
+        is_test=lambda cmd: False,
+        memory=WorkingMemory(max_tokens=4000),
+    )
+
+
+@pytest.mark.parametrize(
+    "name, args, key, got",
+    [
+        ("write_file", {"path": None, "content": None}, "content", "null"),
+        ("write_file", {"path": 5, "content": {"a": 1}}, "content", "dict"),
+        ("write_file", {"path": "a.txt", "content": 7}, "content", "int"),
+        ("run", {"cmd": ["ls", "-la"]}, "cmd", "list"),
+        ("search", {"pattern": "x", "path": 3}, "path", "int"),
+        ("note", {"text": True}, "text", "bool"),
+    ],
+)
+def test_a_text_argument_of_another_type_is_a_tool_error(tmp_path, name, args, key, got):
+    result = _toolbox(tmp_path).execute(ToolCall(id="c1", name=name, arguments=json.dumps(args)))
+    assert not result.ok and result.malformed
+    assert f"the argument {key!r} must be a JSON string, got {got}" in result.text
+    assert list(tmp_path.iterdir()) == [] and ran == []  # nothing written, nothing run
+
+
+def test_an_optional_text_argument_may_be_left_null(tmp_path):
+    (tmp_path / "a.txt").write_text("needle\n")
+    result = _toolbox(tmp_path).execute(
+        ToolCall(id="c1", name="search", arguments='{"pattern": "needle", "path": null}')
+    )
+    assert result.ok and "a.txt" in result.text
