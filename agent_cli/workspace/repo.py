@@ -68,12 +68,14 @@ class RepoWorkspace:
 
     def preflight(self, allow_dirty: bool) -> set[str]:
         """Refuse repository states a run must not start in; keep the user's changed paths."""
+        aside.put_back_leftovers(self.root)  # what a killed check left set aside
         self.protected = self.git.preflight(allow_dirty)
         return set(self.protected)
 
     def resume_on(self, branch: str, protected: Iterable[str]) -> None:
         """Go back to a saved run's branch, its protected paths travelling along."""
         self.protected = set(protected)
+        aside.put_back_leftovers(self.root)
         self.git.preflight(allow_dirty=True)
         self.git.ensure_on(branch, self.protected)
 
