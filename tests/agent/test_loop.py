@@ -227,6 +227,21 @@ def test_after_a_reply_without_a_tool_call_the_next_request_requires_one(fake_se
     assert "your last reply had no tool call" in executing[1]["messages"][-1]["content"]
 
 
+def test_a_call_cut_at_the_output_limit_tells_the_model_to_send_less(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    cut = {
+        "tool_calls": [{"name": "write_file", "arguments": '{"path": "done.txt", "conte'}],
+        "finish_reason": "length",
+    }
+    srv = fake_server([plan(task()), cut, make_done(), finish("made done.txt")])
+    ran = run_in_process(repo, srv.url, "Create done.txt")
+    assert ran.code == 0, ran.text
+    said = json.dumps(srv.chat_requests[2]["messages"])
+    assert "cut at the server's output token limit" in said and "send less" in said
+    (first,) = [e for e in ran.of("tool_result") if not e["ok"]]
+    assert first["summary"].startswith("cut at the output limit: ")
+
+
 def test_a_plan_cut_at_the_length_limit_is_asked_for_again_saying_so(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     cut = {

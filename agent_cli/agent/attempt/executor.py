@@ -321,6 +321,20 @@ def capped(result: ToolResult, max_tokens: int) -> ToolResult:
     return replace(result, text=head + note + tail)
 
 
+def _cut_short(result: ToolResult, finish_reason: str | None) -> ToolResult:
+    """A malformed call of a reply the server cut at its output limit says so: the model
+    sent too much in one call, not broken JSON, and must send less (or it repeats the call)."""
+    if not result.malformed or finish_reason != "length":
+        return result
+    return replace(
+        result,
+        text=result.text + "\n(your reply was cut at the server's output token limit before "
+        "this call's arguments were complete: send less in one call, such as a file in parts "
+        "with write_file and then edit_file)",
+        summary="cut at the output limit: " + result.summary,
+    )
+
+
 def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
     """A reply without a tool call costs a step and comes back as a correction."""
     rt.state.step += 1
@@ -407,7 +421,8 @@ def step(
                 index=index, step=rt.state.step + 1, name=call.name, arguments=arguments
             )
         )
-        result, repeats = _guard(rt, index, guard, call, hooked.execute(rt, index, call))
+        ran = _cut_short(hooked.execute(rt, index, call), reply.finish_reason)
+        result, repeats = _guard(rt, index, guard, call, ran)
         _count_malformed(rt, result.malformed)
         shown.calls.append(call)
         shown_text, item_id = _record(rt, index, call, result, reply.usage, repeats == 1)
