@@ -19,7 +19,7 @@ from agent_cli.agent.ask.window import after_overflow, send, stub_arguments
 from agent_cli.agent.attempt import hooked, loopguard, pins
 from agent_cli.agent.attempt.freshness import after_tool
 from agent_cli.agent.attempt.runtime import Limits, Runtime, check_budgets
-from agent_cli.agent.attempt.toolbox import TOOLS, Toolbox, ToolResult, fenced
+from agent_cli.agent.attempt.toolbox import READ_ONLY, TOOLS, Toolbox, ToolResult, fenced
 from agent_cli.agent.run.journal import MemoryAdd, StepRecord
 from agent_cli.core import events, fences, tokens
 from agent_cli.core.errors import AgentError, ContextOverflow, MalformedReply
@@ -300,7 +300,8 @@ def _record(
             "result": result.text,
         }
     )
-    rt.journal(StepRecord(step=rt.state.step, task=index, added=added))
+    may_change = call.name not in READ_ONLY
+    rt.journal(StepRecord(step=rt.state.step, task=index, added=added, may_change=may_change))
     return fenced(capped(result, rt.limits.tool_output_max_tokens)), item_id
 
 

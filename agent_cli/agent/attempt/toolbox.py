@@ -89,6 +89,8 @@ TOOLS = [
     ),
 ]
 TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
+# the built-in tools that never change a file (a provider's tool may)
+READ_ONLY = frozenset({"read_file", "search", "list_dir", "note", "unpin", "recall", "finish"})
 # What any one tool result may hold, whatever the tool: it is kept in working memory, embedded,
 # logged and saved, so a 10 MB file or diff must not be carried around whole.
 MAX_RESULT_CHARS = 100_000

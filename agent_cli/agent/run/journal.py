@@ -3,7 +3,8 @@
 state.json is written whole only at a task's boundaries (plan made, attempt started, task
 verified or rejected, run end); between them each tool call appends what `--resume` needs
 to go on from it: the step counter, the item it added to working memory, the notes the
-model took, and the run's usage so far. A line whose step is not past state.json's `steps`
+model took, the run's usage so far, and, after a tool that may change files, the tree the
+work tree holds (so that a resume after a kill tells the run's own changes from the user's). A line whose step is not past state.json's `steps`
 is older than the state and is skipped, so a kill between the state's write and the
 journal's reset replays nothing twice.
 """
@@ -37,6 +38,7 @@ class StepRecord:
     step: int
     task: int
     added: MemoryAdd | None = None
+    may_change: bool = False  # the tool may have changed the work tree (a write, a command)
 
 
 class JournalEntry(BaseModel):
@@ -49,6 +51,8 @@ class JournalEntry(BaseModel):
     usage: RunUsage
     added: MemoryAdd | None = None
     notes: tuple[str, ...] = ()
+    may_change: bool = False  # the tool may have changed the work tree
+    tree: str = ""  # then the tree the work tree holds (git's id; "" when git could not say)
 
 
 def parse(lines: Iterable[str]) -> list[JournalEntry]:
@@ -60,6 +64,14 @@ def parse(lines: Iterable[str]) -> list[JournalEntry]:
         except ValidationError:
             break
     return out
+
+
+def last_tree(entries: list[JournalEntry], state: AgentState, saved: str) -> str:
+    """The tree the work tree held after the last tool call past the state that may have
+    changed it (a killed run's last known work tree); `saved` when there is none, and ""
+    (not known) when git could not say then."""
+    trees = [e.tree for e in entries if e.step > state.step and e.may_change]
+    return trees[-1] if trees else saved
 
 
 def replay(

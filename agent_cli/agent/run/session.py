@@ -445,7 +445,7 @@ class Session:
         tokens.load_in_background(after_s=OPEN_MEMORY_AFTER_S)
         self.mem.learned = learn.Learned.from_dict(run.learned)
         with self._before_run():
-            self.sv.workspace.resume_on(run.branch, self._protected_on_resume(run))
+            self.sv.workspace.resume_on(run.branch, self._protected_on_resume(run, state))
             check_verified(state, run, self.sv.workspace)
         adopted = adopt_unsaved_commit(state, run, self.sv.workspace)
         state.success_criteria = state.success_criteria or run.success_criteria
@@ -491,15 +491,17 @@ class Session:
         self._allow_acceptance(state.plan)
         return self._execute(run, state, memory, self._recall(state.goal))
 
-    def _protected_on_resume(self, run: RunRecord) -> list[str]:
+    def _protected_on_resume(self, run: RunRecord, state: AgentState) -> list[str]:
         """The user's own paths: those saved with the run, and those changed since it stopped
-        that were not its uncommitted changes then (yours to adjust: they are taken along).
-        Like a new run's, such changes are refused without --allow-dirty, and kept out of the
-        run with it."""
-        if not run.left_tree:  # saved before the work tree's state was recorded
+        (its last save, or the last tool call its journal has) that were not its uncommitted
+        changes then (yours to adjust: they are taken along). Like a new run's, such changes
+        are refused without --allow-dirty, and kept out of the run with it."""
+        entries = journal.parse(self.store.journal_lines(run.run_id))
+        left = journal.last_tree(entries, state, run.left_tree)
+        if not left:  # not known: saved before it was recorded, or git could not say
             return run.protected
         ws, known = self.sv.workspace, set(run.protected)
-        new = sorted(ws.changed_since(run.left_tree, run.branch) - known)
+        new = sorted(ws.changed_since(left, run.branch) - known)
         if new and not self.cfg.allow_dirty:
             raise GitError(
                 f"the work tree has changes made since run {run.run_id} stopped "
@@ -715,7 +717,7 @@ class Session:
         self.mem.learned.used(self.rt.toolbox.tools_used)  # a resumed run's episode has them all
         self.run.learned = self.mem.learned.to_dict()
         self.run.usage = self._usage()
-        self.run.left_tree = self._work_tree_id() or self.run.left_tree
+        self.run.left_tree = self._work_tree_id()  # "": not known, so a resume cannot tell
         verified = _settled(self.rt.state)
         durable = verified != self._verified or self.run.status != "running"
         self.store.save(self.run, durable=durable)
@@ -757,6 +759,8 @@ class Session:
             usage=self._usage(),
             added=record.added,
             notes=tuple(self._notes),
+            may_change=record.may_change,
+            tree=self._work_tree_id() if record.may_change else "",
         )
         self._notes.clear()
         self.store.journal(self.run.run_id, entry.model_dump_json())
