@@ -2,8 +2,10 @@
 
 The kernel drops an flock when its holder dies, however it dies, so a lock left by a
 killed run is simply free: nothing has to guess from pids whether its holder still lives.
-The pid and start time written into the file name the holder in the refusal, and, with
-the run's id once it has one, tell `agent runs` which run is live (`live_holder`).
+Whether a run is live is asked of the lock itself (`live_holder` tries to take it for a
+moment); the pid and start time written into the file only name the holder, in the refusal
+and in `agent runs`, with the run's id once it has one. A pid is never evidence: a killed
+run's may belong to another process by now.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from agent_cli.core.errors import WorkspaceError
+
+# Waits between tries at an flock another process holds: a probe's lasts a moment, a run's lasts.
+PROBE_RETRIES_S = (0.01, 0.02, 0.04, 0.0)
 
 
 class RunLock:
@@ -97,10 +102,22 @@ class RunLock:
 
 
 def _flock_or_refuse(fd: int, lock: RunLock) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise _held_error(lock.path, lock.holder()) from None
+    if not _flock(fd, fcntl.LOCK_EX):
+        raise _held_error(lock.path, lock.holder())
+
+
+def _flock(fd: int, mode: int) -> bool:
+    """Take an flock of `mode` on `fd` without waiting on a holder; False when one holds it.
+
+    Another process's `live_holder` holds the lock shared for a moment: a few short retries
+    tell that probe from a run that holds it."""
+    for delay in PROBE_RETRIES_S:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            time.sleep(delay)
+    return False
 
 
 def _same_file(fd: int, path: Path) -> bool:
@@ -117,31 +134,22 @@ def _write_holder(fd: int, holder: dict[str, Any]) -> None:
 
 
 def live_holder(path: str | Path) -> dict[str, Any] | None:
-    """The holder written in the lock file at `path` while its process lives, else None.
+    """The holder written in the lock file at `path` while someone holds its flock, else None.
 
     A run that ends releases the lock and removes the file; one that was killed leaves the
-    file behind with the pid of a process that is gone."""
-    holder = RunLock(path).holder()
-    if holder is None or not pid_alive(holder["pid"]):
+    file behind, unlocked, naming a pid that is gone or, later, another process's. The probe
+    takes the lock shared and drops it at once, so two probes never see each other."""
+    lock = RunLock(path)
+    try:
+        fd = os.open(lock.path, os.O_RDONLY)
+    except OSError:  # no file: no run; one that cannot be read names no one either
         return None
-    return holder
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process `pid` exists and is not a zombie."""
-    if pid <= 0:
-        return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: it exists
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
-    except OSError:
-        return True  # no /proc (macOS): kill(0) said it exists
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+        if _flock(fd, fcntl.LOCK_SH):
+            return None
+    finally:
+        os.close(fd)  # closing it drops the probe's lock
+    return lock.holder() or {"pid": 0}
 
 
 def _held_error(path: Path, holder: dict[str, Any] | None) -> WorkspaceError:

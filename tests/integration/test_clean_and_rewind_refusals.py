@@ -174,6 +174,30 @@ def test_the_lock_names_its_run_and_is_not_live_once_released(tmp_path):
     assert live_holder(tmp_path / "run.lock") is None
 
 
+def test_a_killed_runs_lock_naming_a_pid_now_alive_is_not_live(agent, repo):
+    """A killed run's lock file stays behind unlocked; its pid may since be another process's
+    (here this one's): the run is not live, is listed interrupted, resumed and rewound."""
+    import json
+
+    from agent_cli.agent.run.live import live_ids
+
+    seed(repo, "run-k", ["verified", "rejected"])
+    store = RunStore(repo / ".agent")
+    path = store.run_dir("run-k") / "state.json"
+    path.write_text(path.read_text().replace('"status": "escalated"', '"status": "running"'))
+    stale = {"pid": os.getpid(), "started": 1.0, "run_id": "run-k"}
+    (repo / ".agent" / "run.lock").write_text(json.dumps(stale))
+    assert live_holder(repo / ".agent" / "run.lock") is None
+    assert live_ids(repo / ".agent") == set() and store.target(None, set()) == "run-k"
+    code, out, err = agent("runs", "--json", "--repo", str(repo))
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["status"] == "interrupted" and "live" not in row
+    code, out, err = agent("rewind", "run-k", "--yes", "--repo", str(repo))
+    assert code == 0, err
+    assert tip(repo, "agent/run-k") == store.load("run-k").base
+
+
 def test_a_rewound_state_forgets_the_later_tasks_and_their_facts():
     state = AgentState(
         goal="g",

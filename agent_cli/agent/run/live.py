@@ -1,7 +1,7 @@
 """Which runs are live and where each is: what `agent runs` lists.
 
-A run is live while the process named in its lock file lives (`workspace.lock.live_holder`;
-the lock names its run once the run has an id). Where it is comes from its state.json (saved
+A run is live while its lock file's flock is held (`workspace.lock.live_holder`; the lock
+names its pid, and its run once the run has an id). Where it is comes from its state.json (saved
 at a task's boundaries) and its journal's last line: nothing is written for this, since the
 journal already gets one line per tool call with the run's step, its task and its usage.
 """
@@ -78,7 +78,7 @@ def checkout_lock(state_dir: Path, checkout: Path) -> Path:
 
 
 def live_holders(state_dir: Path, repo: str = "") -> list[dict[str, Any]]:
-    """The holder of every run lock under `state_dir` whose process lives, with its `run_id`
+    """The holder of every run lock under `state_dir` that is held, with its `run_id`
     (None for a new run that has none yet); with `repo`, leaving out the locks that name
     another repository (a shared `home`)."""
     found: list[dict[str, Any]] = []
