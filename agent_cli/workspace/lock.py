@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent_cli.core.errors import WorkspaceError
+from agent_cli.core.errors import StorageError, WorkspaceError
 
 # Waits between tries at an flock another process holds: a probe's lasts a moment, a run's lasts.
 PROBE_RETRIES_S = (0.01, 0.02, 0.04, 0.0)
@@ -53,8 +53,14 @@ class RunLock:
     def acquire(self) -> None:
         """Take the lock, or raise WorkspaceError naming the run that holds it."""
         while not self.held:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise StorageError(
+                    f"cannot write {self.path}: {e.strerror or e}",
+                    "make the state directory writable",
+                ) from None
             try:
                 _flock_or_refuse(fd, self)
             except BaseException:
@@ -67,11 +73,14 @@ class RunLock:
                 os.close(fd)
 
     def release(self) -> None:
-        """Remove the lock file and give the lock up."""
+        """Remove the lock file and give the lock up; a file that cannot be removed (a state
+        directory made read-only meanwhile) stays, unlocked, which is as free as no file."""
         if self._fd is None:
             return
         try:
             self.path.unlink(missing_ok=True)  # while still holding it, so no one waits on it
+        except OSError:
+            pass
         finally:
             os.close(self._fd)
             self._fd = None

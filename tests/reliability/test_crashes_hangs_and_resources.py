@@ -26,6 +26,7 @@ from reliability.relkit import (
     repo_with,
     task,
     task_statuses,
+    wait_for,
 )
 from reliability.test_commands import BWRAP_PROBLEM
 
@@ -284,6 +285,88 @@ def test_a_read_only_state_directory_is_one_line(agent_env, fake_server, tmp_pat
     assert "Read-only file system" in out
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert list(state.iterdir()) == []
+
+
+def _can_remount() -> bool:
+    """Whether `unshare -rm` gives this user a mount namespace of its own to remount in."""
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+# Runs the command in a mount namespace of its own; once `$1` appears, makes `$2` read-only.
+READ_ONLY_LATER = """
+trigger=$1 target=$2 mounted=$3; shift 3
+"$@" &
+agent=$!
+while [ ! -e "$trigger" ]; do sleep 0.05; done
+mount --bind "$target" "$target" && mount -o remount,ro,bind "$target" && touch "$mounted"
+wait $agent
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _can_remount(), reason="no mount namespace (unshare -rm)")
+def test_a_state_directory_made_read_only_mid_run_is_one_line(agent_env, fake_server, tmp_path):
+    """The lock file cannot be removed then either: the run still ends on the state's error."""
+    repo = repo_with(tmp_path / "repo")
+    trigger, mounted = tmp_path / "task-started", tmp_path / "mounted"
+    replies = iter([plan(task()), make_done(), finish()])
+
+    def reply(body: dict) -> dict:
+        step = next(replies)
+        if step.get("tool") == "write_file":  # the task's first request: the run is going
+            trigger.touch()
+            wait_for(mounted.exists, timeout=30, what="the read-only remount")
+        return step
+
+    srv = fake_server(reply)
+    state = repo / ".agent"
+    argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--base-url", srv.url]
+    script = ["sh", "-c", READ_ONLY_LATER, "sh", str(trigger), str(state), str(mounted)]
+    proc = subprocess.run(
+        ["unshare", "-rm", *script, *argv],
+        cwd=repo,
+        env=agent_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = proc.stdout + proc.stderr
+    assert mounted.exists() and proc.returncode == 1, out[-2000:]
+    assert "internal error" not in out and "Traceback" not in out
+    assert f"cannot write {state}" in proc.stderr and "Read-only file system" in proc.stderr
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_rewind_with_a_read_only_state_directory_is_one_line(
+    run_agent, agent_env, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), make_done(), finish()])
+    assert _run(run_agent, srv, repo).returncode == 0
+    git(repo, "switch", "-q", "main")
+    state = repo / ".agent"
+    (run_id,) = [p.name for p in (state / "runs").iterdir()]
+    tip = git(repo, "rev-parse", f"agent/{run_id}")
+    before = (state / "runs" / run_id / "state.json").read_text()
+    argv = [sys.executable, "-m", "agent_cli", "rewind", run_id, "--yes"]
+    proc = subprocess.run(
+        _in_bwrap(["--ro-bind", str(state), str(state), "--chdir", str(repo)], argv),
+        cwd=repo,
+        env=agent_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-2000:]
+    assert "internal error" not in out and "Traceback" not in out
+    assert f"cannot write {state / 'run.lock'}: Read-only file system" in proc.stderr
+    assert git(repo, "rev-parse", f"agent/{run_id}") == tip
+    assert (state / "runs" / run_id / "state.json").read_text() == before
 
 
 # -- 11. resources ---------------------------------------------------------------------------------
