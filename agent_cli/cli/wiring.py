@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -28,7 +27,7 @@ from agent_cli.agent.run.live import checkout_lock, live_ids
 from agent_cli.agent.run.roles import RoleModels
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStartedWith, RunStore
-from agent_cli.cli import roles
+from agent_cli.cli import roles, stopping
 from agent_cli.cli import worktree as wt
 from agent_cli.cli.config import carried as carrying
 from agent_cli.cli.config.settings import Settings, load_settings
@@ -341,8 +340,9 @@ def execute(opts: RunOptions) -> int:
     shown = make_console(pick_mode(opts.json_out, sys.stdout), verbose=opts.verbose)
     ends = EndsWithRunDone(shown, opts.json_out)
     console = ends.console
-    # SIGTERM stops a run as Ctrl-C does, from the start: state saved, a new worktree removed
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    # SIGTERM, and SIGHUP (its terminal closed), stop a run as Ctrl-C does, from the start:
+    # state saved, the model's command stopped, a new worktree removed
+    previous = stopping.stop_as_interrupt()
     try:
         repo_path = find_repo(opts.repo)
         settings, started = run_settings(repo_path, opts, console)
@@ -390,7 +390,7 @@ def execute(opts: RunOptions) -> int:
         ends.refused(1, redact(f"internal error: {type(e).__name__}: {e}", shown.secrets))
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        stopping.restore(previous)
         console.close()
 
 
@@ -654,10 +654,6 @@ def run_store(state_dir: Path, repo: Path, secrets: tuple[str, ...] = ()) -> Run
     from agent_cli.workspace.git.worktree import main_work_tree
 
     return RunStore(state_dir, secrets, repo=str(main_work_tree(repo).resolve()))
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def list_runs(repo_opt: Path | None, json_out: bool) -> None:

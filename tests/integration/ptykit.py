@@ -74,6 +74,20 @@ class PtyAgent:
         self.kill()
         pytest.fail(f"the agent did not exit within {timeout}s; it showed:\n{self.text}")
 
+    def hang_up(self, timeout: float = 60) -> int:
+        """Close the terminal, as closing its window does (the kernel sends SIGHUP to the child,
+        whose reads and writes on it fail from then on); the child's exit code."""
+        os.close(self.fd)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.code = os.waitstatus_to_exitcode(status)
+                return self.code
+            time.sleep(0.05)
+        self.kill()
+        pytest.fail(f"the agent did not exit within {timeout}s of its terminal closing")
+
     def dump_stacks(self) -> None:
         """Make a hung child print where each of its threads is (PYTHONFAULTHANDLER dumps
         them on SIGABRT), so that a failure shows where it hung."""

@@ -2,7 +2,8 @@
 
 SIGKILL cannot be caught, so what survives is only what was already on disk: state.json is
 replaced atomically at each task boundary and each tool call is in the run's journal, and `--resume` must continue from it without planning
-again and without redoing a verified task. SIGINT and SIGTERM save the state and exit 130.
+again and without redoing a verified task. SIGINT, SIGTERM and SIGHUP (the terminal closed)
+save the state and exit 130.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import time
 
 import pytest
+from ptykit import pty_agent
 
 from conftest import git
 from reliability.relkit import (
@@ -38,7 +40,7 @@ from reliability.relkit import (
     wait_for,
 )
 
-__all__ = ["spawn_agent"]
+__all__ = ["pty_agent", "spawn_agent"]
 
 SECOND = task("Create done2.txt", "test -f done2.txt")
 # An acceptance command that hangs the first time it checks a finished task (recording its pid)
@@ -272,6 +274,29 @@ def test_a_resume_keeps_the_users_changes_made_since_the_run_stopped(
     assert "draft.txt" in last and "notes.txt" not in last and "mine.txt" not in last
     assert git(repo, "show", "HEAD:draft.txt") == "the run's draft, adjusted by me\n"
     assert sorted(read_state(repo)["protected"]) == ["mine.txt", "notes.txt"]
+
+
+@pytest.mark.slow
+def test_closing_the_terminal_during_a_command_saves_the_state_and_stops_the_command(
+    pty_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo", ignore=("pids/",))
+    srv = fake_server(
+        [plan(task()), call("run", cmd="mkdir -p pids; echo $$ > pids/cmd.pid; sleep 60")]
+    )
+    agent = pty_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
+    pid_file = repo / "pids" / "cmd.pid"
+    cmd_pid = int(
+        wait_for(
+            lambda: pid_file.exists() and pid_file.read_text().strip(),
+            what="the model's command to start",
+        )
+    )
+    assert agent.hang_up(timeout=30) == 130
+    wait_for(lambda: pid_gone(cmd_pid), timeout=5, what="the command to be stopped")
+    _no_torn_state(repo)
+    assert read_state(repo)["status"] == "interrupted"
+    assert not (repo / ".agent" / "run.lock").exists()  # the lock was released
 
 
 # A child that saves a large state over and over through the real RunStore, numbering each save
