@@ -96,6 +96,10 @@ class RepoWorkspace:
         """Whether `commit` is on `branch` and carries the run's `Agent-Run: <run_id>` trailer."""
         return self.git.has_commit_on(commit, branch, f"Agent-Run: {run_id}")
 
+    def run_commit_ahead_of(self, commit: str, branch: str, run_id: str) -> bool:
+        """Whether `commit` carries the run's trailer and `branch` was moved back behind it."""
+        return self.git.has_commit_ahead_of(commit, branch, f"Agent-Run: {run_id}")
+
     def list_files(self) -> list[str]:
         return self.git.list_files()
 

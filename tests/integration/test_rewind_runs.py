@@ -6,6 +6,8 @@ on a real terminal."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -98,6 +100,52 @@ def test_rewind_to_task_1_then_resume_redoes_tasks_2_and_3(run_agent, fake_serve
     assert plan[0]["commit"] == commits[0] and plan[1]["commit"] not in (None, commits[1])
     log = git(repo, "log", "--format=%s", f"main..{branch}").split("\n")
     assert log[:3] == ["Add c.txt", "Add b.txt", "Add a.txt"]
+
+
+# A git that kills the `agent` calling it (SIGKILL) once it has moved a ref: the rewind stops
+# after the branch moved and before the state was saved.
+KILLING_GIT = """#!/bin/sh
+{git} "$@"
+code=$?
+if [ "$1" = update-ref ]; then kill -9 $PPID; fi
+exit $code
+"""
+
+
+@pytest.mark.slow
+def test_a_rewind_killed_after_the_branch_moved_is_finished_by_running_it_again(
+    run_agent, fake_server, repo, tmp_path
+):
+    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
+    run_id = start_run(run_agent, srv, repo)
+    branch = f"agent/{run_id}"
+    commits = [t["commit"] for t in state_of(repo)["agent_state"]["plan"]]
+    git(repo, "switch", "-q", "main")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(KILLING_GIT.format(git=shutil.which("git")))
+    (bin_dir / "git").chmod(0o755)
+    path = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+    killed = run_agent("rewind", run_id, "--to-task", "1", "--yes", cwd=repo, env=path)
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    assert tip(repo, branch) == commits[0]  # moved, and the state still says task 2 is done
+    assert [t["status"] for t in state_of(repo)["agent_state"]["plan"]] == ["verified"] * 3
+
+    again = fake_server([])
+    resume = ["run", "--resume", "--run-id", run_id, "--yes", "--base-url", again.url]
+    refused = run_agent(*resume, cwd=repo)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert f"{branch} was moved back behind it: a rewind of the run was stopped" in refused.stderr
+    assert f"finish it with `agent rewind {run_id} --to-task 1`, then resume" in refused.stderr
+    assert not again.chat_requests
+    assert git(repo, "branch", "--show-current").strip() == "main"  # left for the rewind
+
+    finished = run_agent("rewind", run_id, "--to-task", "1", "--yes", cwd=repo)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert tip(repo, branch) == commits[0]
+    plan = state_of(repo)["agent_state"]["plan"]
+    assert [t["status"] for t in plan] == ["verified", "pending", "pending"]
 
 
 @pytest.mark.slow

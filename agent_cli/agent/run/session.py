@@ -119,6 +119,27 @@ def saved_state(run: RunRecord) -> AgentState:
         ) from None
 
 
+def check_not_rewound(state: AgentState, run: RunRecord, ws: Workspace) -> None:
+    """Refuse a saved state whose verified task has a commit of the run that its branch was
+    moved back behind: what an `agent rewind` stopped before it saved the state leaves, and
+    what running the same rewind again finishes. Asked before the resume checks the branch
+    out, so that the rewind can move it."""
+    for n, task in enumerate(state.plan, 1):
+        if task.status != "verified" or task.commit is None:
+            continue
+        if ws.has_run_commit(task.commit, run.branch, run.run_id):
+            continue
+        if ws.run_commit_ahead_of(task.commit, run.branch, run.run_id):
+            again = f"agent rewind {run.run_id}" + (f" --to-task {n - 1}" if n > 1 else "")
+            raise StorageError(
+                f"{run.run_id}/state.json says task {n} is verified by commit "
+                f"{task.commit[:12]}, but {run.branch} was moved back behind it: a rewind of "
+                "the run was stopped before it saved the state",
+                f"finish it with `{again}`, then resume",
+            )
+        return  # another mismatch: `check_verified` says it
+
+
 def check_verified(state: AgentState, run: RunRecord, ws: Workspace) -> None:
     """Refuse a saved state claiming a task verified by a commit the run did not make.
 
@@ -445,6 +466,7 @@ class Session:
         tokens.load_in_background(after_s=OPEN_MEMORY_AFTER_S)
         self.mem.learned = learn.Learned.from_dict(run.learned)
         with self._before_run():
+            check_not_rewound(state, run, self.sv.workspace)
             self.sv.workspace.resume_on(run.branch, self._protected_on_resume(run, state))
             check_verified(state, run, self.sv.workspace)
         adopted = adopt_unsaved_commit(state, run, self.sv.workspace)

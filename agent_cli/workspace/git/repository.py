@@ -409,13 +409,22 @@ class GitRepo:
 
     def has_commit_on(self, commit: str, branch: str, trailer: str) -> bool:
         """Whether `commit` (a full sha) is on local `branch` and its message has the line `trailer`."""
+        return self._run_commit(commit, trailer) and self._ancestor(commit, f"refs/heads/{branch}")
+
+    def has_commit_ahead_of(self, commit: str, branch: str, trailer: str) -> bool:
+        """Whether `commit` (a full sha), whose message has the line `trailer`, is ahead of
+        local `branch`: the branch's tip is behind it, as once the branch was moved back."""
+        return self._run_commit(commit, trailer) and self._ancestor(f"refs/heads/{branch}", commit)
+
+    def _run_commit(self, commit: str, trailer: str) -> bool:
+        """Whether `commit` is a full sha of a commit whose message has the line `trailer`."""
         if not _FULL_SHA.fullmatch(commit):
-            return False
-        code, _, _ = self._try("merge-base", "--is-ancestor", commit, f"refs/heads/{branch}")
-        if code != 0:
             return False
         code, out, _ = self._try("show", "-s", "--format=%B", commit, "--")
         return code == 0 and trailer in out.splitlines()
+
+    def _ancestor(self, ancestor: str, rev: str) -> bool:
+        return self._try("merge-base", "--is-ancestor", ancestor, rev)[0] == 0
 
     @contextmanager
     def _temporary_index(self) -> Iterator[dict[str, str]]:
