@@ -562,6 +562,27 @@ def test_a_live_run_keeps_every_column_of_agent_runs_and_says_where_it_is_below(
         assert "pid 4242" in flat and "Add a mode function" in flat
 
 
+def test_a_run_still_planning_shows_in_agent_runs_as_starting_with_its_pid():
+    from rich.console import Console as RichConsole
+
+    from agent_cli.agent.run.live import shown
+    from agent_cli.ui.render import runs_view
+
+    rows = [
+        shown({"run_id": None, "started_at": "2026-12-06T10:10:10+00:00", "status": "starting",
+               "steps": 0, "goal": "", "live": True, "pid": 4242, "worktree": None}),
+    ]  # fmt: skip
+    for width in (40, 120):
+        console = RichConsole(width=width, record=True, color_system=None)
+        console.print(runs_view(rows))
+        flat = " ".join(console.export_text().split())
+        assert "starting" in flat and "pid 4242" in flat, (width, flat)
+        assert "live" not in flat, (width, flat)
+    console = RichConsole(width=120, record=True, color_system=None)
+    console.print(runs_view(rows))
+    assert "(new) starting: pid 4242" in " ".join(console.export_text().split())
+
+
 def test_an_edit_too_large_to_diff_is_said_so_not_as_no_change():
     from agent_cli.ui.progress import edit_size
 

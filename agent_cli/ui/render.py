@@ -502,8 +502,9 @@ def _local_time(stamp: object) -> str:
 
 def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
     """`agent runs` for the width: stacked when narrow, else one table line per run. A live
-    run's status is `live` in its line; where it is (pid, task, step, spend, its worktree)
-    follows on a line of its own, wrapped, so that no column gives way to it."""
+    run's status is `live` in its line (`starting` while it plans, with no id yet); where it
+    is (pid, task, step, spend, its worktree) follows on a line of its own, wrapped, so that
+    no column gives way to it."""
 
     def stacked(width: int) -> RenderableType:
         items = []
@@ -519,9 +520,10 @@ def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
 
     def table(width: int) -> RenderableType:
         lives = [
-            Text.assemble(Text(str(r.get("run_id", "")), style="cyan"), f" live: {clean(where)}")
+            Text.assemble(Text(str(r.get("run_id", "")), style="cyan"), f" {state}: {clean(where)}")
             for r in rows
-            if (where := _live_split(str(r.get("status", "")))[1])
+            for state, where in [_live_split(str(r.get("status", "")))]
+            if where
         ]
         return Group(runs_table(rows, width), *lives) if lives else runs_table(rows, width)
 
@@ -529,9 +531,11 @@ def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
 
 
 def _live_split(status: str) -> tuple[str, str]:
-    """A shown status as (`live`, where the run is) for a live run, else (status, "")."""
-    if status.startswith("live: "):
-        return "live", status.removeprefix("live: ")
+    """A shown status as (`live` or `starting`, where the run is) for a live run, else
+    (status, "")."""
+    for state in ("live", "starting"):
+        if status.startswith(f"{state}: "):
+            return state, status.removeprefix(f"{state}: ")
     return status, ""
 
 

@@ -143,7 +143,8 @@ def runs_rows(store: RunStore, state_dir: Path, worktrees: dict[str, Path]) -> l
 
 
 def shown(row: dict[str, Any]) -> dict[str, Any]:
-    """A row as the table shows it: a live run's status says where it is."""
+    """A row as the table shows it: a live run's status says where it is (`live: pid 42, task
+    1/2, ...`); a run still planning, with no id yet, is `starting: pid 42`."""
     if not row.get("live"):
         return row
     where = [f"pid {row['pid']}"]
@@ -153,4 +154,5 @@ def shown(row: dict[str, Any]) -> dict[str, Any]:
         where.append(f"${row['cost_usd']:.2f}")
     if row.get("worktree"):
         where.append(f"in {row['worktree']}")
-    return {**row, "run_id": row["run_id"] or "(new)", "status": "live: " + ", ".join(where)}
+    state = "live" if row["run_id"] else "starting"
+    return {**row, "run_id": row["run_id"] or "(new)", "status": f"{state}: " + ", ".join(where)}
