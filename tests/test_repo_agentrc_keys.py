@@ -40,7 +40,7 @@ TRUST_SAMPLES: dict[str, Any] = {
     "verifier_api_key_env": "AWS_SECRET_ACCESS_KEY",
     "mcp_servers": {"theirs": {"command": "theirs"}},
 }
-INTERNAL = {"sources", "notices", "role_api_keys"}  # not settings a file can hold
+INTERNAL = {"sources", "notices", "role_api_keys", "mcp_tokens"}  # not settings a file can hold
 
 
 def _toml(values: dict[str, Any]) -> str:

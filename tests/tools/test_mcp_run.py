@@ -226,3 +226,46 @@ def test_a_server_with_more_tools_than_the_window_holds_is_left_out_and_the_run_
     assert any("MCP server many: 80 tools left out" in n for n in notices), notices
     offered = {t["function"]["name"] for r in srv.chat_requests for t in r.get("tools") or []}
     assert not any(name.startswith("mcp__many__") for name in offered)
+
+
+def test_a_bearer_token_reaches_its_server_only_never_a_command_hook_or_the_model(
+    run_agent, fake_server, tmp_path, http_server
+):
+    url, token = http_server
+    repo = repo_with(tmp_path / "repo")
+    seen_by_hook = tmp_path / "hook-env"
+    rc = user_rc(
+        tmp_path,
+        {
+            "docs": {"url": url, "bearer_token_env_var": "DOCS_MCP_CRED"},  # no secret's name
+            "fx": fixture_server(tmp_path / "pids"),
+        },
+    )
+    with open(rc, "a") as f:
+        f.write(
+            "[[hooks.pre_tool]]\n"
+            f'command = ["sh", "-c", "echo ${{DOCS_MCP_CRED:-unset}} >> {seen_by_hook}"]\n'
+        )
+    srv = fake_server(
+        [
+            plan(task()),
+            call("run", cmd="echo cred=${DOCS_MCP_CRED:-unset}"),
+            call("mcp__fx__getenv", variable="DOCS_MCP_CRED"),
+            call("mcp__docs__echo", text=f"said {token}"),
+            make_done(),
+            finish(),
+        ]
+    )
+    proc = run_agent(
+        "run", "Create done.txt", "--yes", "--json", "--base-url", srv.url,
+        cwd=repo, env={"AGENT_RC": rc, "DOCS_MCP_CRED": token},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "cred=unset" in tool_results(srv.chat_requests[2])[-1]
+    assert "DOCS_MCP_CRED=unset" in tool_results(srv.chat_requests[3])[-1]
+    assert "echo: said [REDACTED]" in tool_results(srv.chat_requests[4])[-1]  # it connected
+    assert set(seen_by_hook.read_text().split()) == {"unset"}
+    stored = "".join(p.read_text() for p in (repo / ".agent" / "runs").rglob("*.json*"))
+    assert "trajectory" in str(list((repo / ".agent" / "runs").rglob("*.jsonl")))
+    for where in (json.dumps(srv.chat_requests), stored, proc.stdout, proc.stderr):
+        assert token not in where

@@ -105,3 +105,22 @@ def test_a_servers_env_values_are_masked_where_the_settings_are_shown(tmp_path):
     shown = values["mcp_servers"]["slack"]["env"]
     assert shown == {"SLACK_BOT_TOKEN": "xox…mnop", "TZ": "set"}
     assert token not in repr(values)
+
+
+def test_a_bearer_token_is_a_secret_whatever_its_variable_is_called(tmp_path):
+    from agent_cli.workspace.shell.runner import scrub_env
+
+    token = "docs-cred-0123456789abcdef"
+    user = tmp_path / "user.toml"
+    user.write_text(
+        '[mcp_servers.docs]\nurl = "http://127.0.0.1:8931/mcp"\n'
+        'bearer_token_env_var = "DOCS_MCP_CRED"\n'
+        '[mcp_servers.off]\nurl = "http://127.0.0.1:8932/mcp"\n'
+        'bearer_token_env_var = "OFF_MCP_CRED"\nenabled = false\n'
+    )
+    env = {"DOCS_MCP_CRED": token, "OFF_MCP_CRED": "off-cred-0123456789", "TZ": "UTC"}
+    s = load(tmp_path, env=env, user_rc=user)
+    assert token in s.secrets() and "off-cred-0123456789" in s.secrets()
+    assert scrub_env(env, s.secrets()) == {"TZ": "UTC"}  # what commands, hooks, servers get
+    values, _ = s.shown()
+    assert token not in repr(values) and "mcp_tokens" not in values

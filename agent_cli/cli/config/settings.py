@@ -116,6 +116,8 @@ class Settings(BaseSettings):
     notices: list[str] = Field(default_factory=list, exclude=True)
     # the keys the *_api_key_env variables held when the settings were read, by role
     role_api_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
+    # the bearer tokens the mcp_servers' bearer_token_env_var variables held, by server
+    mcp_tokens: dict[str, SecretStr] = Field(default_factory=dict, exclude=True)
 
     @classmethod
     def settings_customise_sources(
@@ -263,9 +265,12 @@ class Settings(BaseSettings):
         return self.memory_token.get_secret_value() if self.memory_token else None
 
     def secrets(self) -> tuple[str, ...]:
-        """The configured secrets, to redact from everything stored or shown."""
+        """The configured secrets, to redact from everything stored or shown and to keep out
+        of every child's environment (a variable holding one is removed): the API keys, the
+        memory token and the MCP servers' bearer tokens, whatever their variables are named."""
         roles = (k.get_secret_value() for k in self.role_api_keys.values())
-        return tuple(s for s in (self.key(), self.memory_token_value(), *roles) if s)
+        bearers = (t.get_secret_value() for t in self.mcp_tokens.values())
+        return tuple(s for s in (self.key(), self.memory_token_value(), *roles, *bearers) if s)
 
     def redacted(self) -> dict[str, Any]:
         """Every value, with the API key and the memory token masked, for display."""
@@ -312,7 +317,8 @@ def _mask(secret: str) -> str | None:
     return f"{secret[:3]}…{secret[-4:]}" if len(secret) > 10 else ("set" if secret else None)
 
 
-FIELDS = [f for f in Settings.model_fields if f not in ("sources", "notices", "role_api_keys")]
+INTERNAL = ("sources", "notices", "role_api_keys", "mcp_tokens")  # read, never set
+FIELDS = [f for f in Settings.model_fields if f not in INTERNAL]
 ENV_ALIASES = {"OPENAI_API_KEY": "api_key", "OPENAI_BASE_URL": "base_url"}
 
 
@@ -451,7 +457,15 @@ def load_settings(
         sources.update(dict.fromkeys(layer, origin))
     names = {role: merged.get(f"{role}_api_key_env") for role in ROLES}
     role_keys = {role: SecretStr(env[n]) for role, n in names.items() if n and env.get(n)}
-    return Settings(**merged, sources=sources, notices=notices, role_api_keys=role_keys)
+    settings = Settings(**merged, sources=sources, notices=notices, role_api_keys=role_keys)
+    settings.mcp_tokens = _bearer_tokens(settings.mcp_servers, env)
+    return settings
+
+
+def _bearer_tokens(servers: dict[str, ServerConfig], env: dict[str, str]) -> dict[str, SecretStr]:
+    """Each HTTP server's bearer token as its variable holds it (a disabled server's too)."""
+    found = {name: env.get(s.bearer_token_env_var or "") for name, s in servers.items()}
+    return {name: SecretStr(token) for name, token in found.items() if token}
 
 
 def _merge(layers: list[tuple[str, dict[str, Any]]]) -> Settings:
