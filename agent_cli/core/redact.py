@@ -4,7 +4,9 @@ A secret is a configured value (the API keys and the memory token, masked wherev
 occur) or a known key shape (OpenAI, GitHub and AWS keys, an `Authorization:` value, a value
 after `api_key=`, `secret:`, `password=`, `token:`). Masking is idempotent, and cheap enough to
 run on every request: each shape is looked for at the places its literal start occurs (a
-plain substring search), never by trying a pattern at every character.
+plain substring search), never by trying a pattern at every character. Where settings are
+shown, `mask_url_credentials` also masks what an address carries (`user:password@`, query
+values).
 """
 
 from __future__ import annotations
@@ -113,6 +115,19 @@ def redact(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
     for shape in _SHAPES:
         text = _masked_shape(shape, text)
     return text
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+_USERINFO = re.compile(r"(://)[^/@?#]*@")
+_QUERY_VALUE = re.compile(r"([?&;][^=&;#]*=)[^&;#]+")
+
+
+def mask_url_credentials(text: str) -> str:
+    """`text` with the credentials of every address in it masked: a `user:password@` and the
+    value of each query parameter (`?api_key=***`), which a server's address may carry."""
+    if "://" not in text:
+        return text
+    return _URL.sub(lambda m: _QUERY_VALUE.sub(r"\1***", _USERINFO.sub(r"\1***@", m[0])), text)
 
 
 def redact_all(value: T, secrets: tuple[str, ...] | list[str] = ()) -> T:

@@ -124,3 +124,37 @@ def test_a_bearer_token_is_a_secret_whatever_its_variable_is_called(tmp_path):
     assert scrub_env(env, s.secrets()) == {"TZ": "UTC"}  # what commands, hooks, servers get
     values, _ = s.shown()
     assert token not in repr(values) and "mcp_tokens" not in values
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        'command = "a"\nurl = "http://me:pa55word-xyz@h/mcp?api_key=querysecret123"\n'
+        'env = { SLACK = "hunter2hunter2-slack" }\n',
+        'command = "a"\nenv = "hunter2hunter2-slack"\n',
+        'command = "a"\nenv = { SLACK = 98765432123 }\n',
+    ],
+)
+def test_a_refused_server_table_is_quoted_without_its_secrets(tmp_path, table):
+    user = tmp_path / "user.toml"
+    user.write_text(f"[mcp_servers.x]\n{table}")
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path, user_rc=user)
+    line = e.value.one_line()
+    assert "mcp_servers.x" in line and "(got " in line
+    for secret in ("pa55word-xyz", "querysecret123", "hunter2hunter2-slack", "98765432123"):
+        assert secret not in line, line
+
+
+def test_a_server_address_and_command_line_are_shown_without_their_credentials(tmp_path):
+    user = tmp_path / "user.toml"
+    user.write_text(
+        '[mcp_servers.web]\nurl = "https://me:pa55word-xyz@h.example/mcp?api_key=querysecret123"\n'
+        '[mcp_servers.gh]\ncommand = "gh-mcp"\nargs = ["--token=supersecretArgToken12345"]\n'
+    )
+    values, _ = load(tmp_path, user_rc=user).shown()
+    servers = values["mcp_servers"]
+    assert servers["web"]["url"] == "https://***@h.example/mcp?api_key=***"
+    assert servers["gh"]["args"] == ["--token=[REDACTED]"] and servers["gh"]["command"] == "gh-mcp"
+    for secret in ("pa55word-xyz", "querysecret123", "supersecretArgToken12345"):
+        assert secret not in repr(values)

@@ -32,7 +32,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent_cli.cli.config import repo_keys, trust
 from agent_cli.core.errors import ConfigError, UsageError
-from agent_cli.core.redact import redact
+from agent_cli.core.redact import mask_url_credentials, redact, redact_all
 from agent_cli.llm import endpoints
 from agent_cli.memory import thresholds
 from agent_cli.memory.thresholds import Thresholds
@@ -278,8 +278,8 @@ class Settings(BaseSettings):
         out["api_key"] = _mask(self.key() or "")
         out["memory_token"] = _mask(self.memory_token_value() or "")
         out["hooks"] = redact(self.hooks.summary(), self.secrets()) or None  # tokens in argv
-        for server in out.get("mcp_servers", {}).values():  # an `env` table holds tokens
-            server["env"] = {name: _mask(value) for name, value in server.get("env", {}).items()}
+        servers = out.get("mcp_servers", {})
+        out["mcp_servers"] = {name: _shown_server(s, self.secrets()) for name, s in servers.items()}
         return out
 
     def shown(self) -> tuple[dict[str, Any], dict[str, str]]:
@@ -372,21 +372,42 @@ def _check(layer: dict[str, Any], origin: str) -> None:
         key = ".".join(str(p) for p in err["loc"]) or "?"
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"{origin}: unknown key '{key}'", unknown_key_hint(key)) from None
-        got = err.get("input")
+        got = _without_credentials(err.get("input"))
+        if tuple(err["loc"])[:1] == ("mcp_servers",) and tuple(err["loc"])[2:3] == ("env",):
+            got = _masked_env(err.get("input")) if len(err["loc"]) == 3 else "***"
         what = f"--{key.replace('_', '-')}" if origin == "flag" else f"{origin}: key '{key}'"
         msg = str(err["msg"]).removeprefix("Value error, ")  # a validator's own words
         wrong = UsageError if origin == "flag" else ConfigError  # a flag is the command line
-        raise wrong(
-            f"{what}: {msg[:1].lower()}{msg[1:]} (got {_without_userinfo(got)!r})"
-        ) from None
+        raise wrong(f"{what}: {msg[:1].lower()}{msg[1:]} (got {got!r})") from None
 
 
-_USERINFO = re.compile(r"(://)[^/@\s]*@")
+def _without_credentials(value: Any) -> Any:
+    """A refused value as an error line may quote it (a whole `[mcp_servers.X]` table): an
+    address's `user:password@` and query values, key shapes, and an `env` table's values
+    masked, at any depth."""
+    if isinstance(value, str):
+        return redact(mask_url_credentials(value))
+    if isinstance(value, (list, tuple)):
+        return [_without_credentials(v) for v in value]
+    if isinstance(value, dict):
+        return {
+            k: _masked_env(v) if k == "env" else _without_credentials(v) for k, v in value.items()
+        }
+    return value
 
 
-def _without_userinfo(value: Any) -> Any:
-    """A refused value as an error line may quote it: an address's `user:password@` masked."""
-    return _USERINFO.sub(r"\1***@", value) if isinstance(value, str) else value
+def _masked_env(env: Any) -> Any:
+    """An `env` table with each value masked: the tokens a server needs live there."""
+    if not isinstance(env, dict):
+        return "***"
+    return {name: _mask(str(value)) for name, value in env.items()}
+
+
+def _shown_server(server: dict[str, Any], secrets: tuple[str, ...]) -> dict[str, Any]:
+    """A `[mcp_servers.X]` table as doctor shows it: its `env` values, the credentials in its
+    `url` and the secrets and key shapes in its command line masked."""
+    shown = _without_credentials(server)
+    return {k: redact_all(v, secrets) if k != "env" else v for k, v in shown.items()}
 
 
 def _refuse_env_only(path: Path, data: dict[str, Any]) -> dict[str, Any]:
