@@ -1,10 +1,15 @@
-"""Whether a server's tool can be offered to the model: its name and its input schema."""
+"""Whether a server's tool can be offered to the model (its name and its input schema), and the
+tool as the model is offered it: the server's descriptions free of control characters and
+fence tags, marked as the server's words."""
 
 from __future__ import annotations
 
 import json
 import re
 from typing import Any
+
+from agent_cli.core import fences
+from agent_cli.core.text import clean
 
 FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_SCHEMA_CHARS = 20_000
@@ -44,15 +49,31 @@ def function_spec(
     server: str, tool: str, description: str, schema: dict[str, Any]
 ) -> dict[str, Any]:
     """The tool as a Chat Completions function tool."""
-    params = dict(schema)
+    params = dict(_described(schema))
     params.setdefault("type", "object")
     params.setdefault("properties", {})
-    text = (description or f"Tool {tool} of the MCP server {server}.").strip()
+    text = clean(description).strip() or f"Tool {tool} of the MCP server {server}."
     return {
         "type": "function",
         "function": {
             "name": full_name(server, tool),
-            "description": f"[MCP server {server}] {text[:MAX_DESCRIPTION_CHARS]}",
+            "description": f"[MCP server {server}] {fences.escape(text[:MAX_DESCRIPTION_CHARS])}",
             "parameters": params,
         },
+    }
+
+
+def _described(schema: Any) -> Any:
+    """`schema` with each `description` and `title` in it (at any depth) as the model may read
+    the server's words: without terminal escapes and control characters, and unable to open or
+    close a fence (`</tool_output>`, `<human_hint>`), escaped as a tool result's text is."""
+    if isinstance(schema, list):
+        return [_described(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: fences.escape(clean(value))
+        if key in ("description", "title") and isinstance(value, str)
+        else _described(value)
+        for key, value in schema.items()
     }
