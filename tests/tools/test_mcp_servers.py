@@ -328,3 +328,61 @@ def test_a_tool_s_descriptions_reach_the_model_as_the_server_s_words_unable_to_f
         assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in text), text
         assert "pwned" not in text  # a terminal title, with its payload
     assert params["properties"]["where"]["type"] == "string"
+
+
+UNREADABLE_REPLIES = {
+    "cut": '{"jsonrpc": "2.0", "id": @ID@, "result": {"content": '
+    '[{"type": "text", "text": "sunny \\ud83d"}]}}',  # a lone surrogate, as JSON.stringify cuts
+    "five": '{"jsonrpc": "2.0", "id": @ID@, "result": 5}',
+    "nothing": "null",
+    "empty": "[]",
+    "named": '{"jsonrpc": "2.0", "id": @ID@, "error": {"code": "bad", "message": "no"}}',
+    "batch": '[{"jsonrpc": "2.0", "id": @ID@, "result": {"content": []}}]',
+    "deep": '{"jsonrpc": "2.0", "id": @ID@, "result": {"content": [], "x": '
+    + "[" * 900
+    + "]" * 900
+    + "}}",
+}
+
+
+def test_a_reply_that_cannot_be_read_fails_its_call_at_once_and_the_server_goes_on(tmp_path):
+    names = [*UNREADABLE_REPLIES, "fine"]
+    tools = [{"name": name, "inputSchema": OBJECT} for name in names]
+    calls = {name: {"raw": line} for name, line in UNREADABLE_REPLIES.items()}
+    notices: list[str] = []
+    server = {**raw_server(tmp_path, tools, calls), "tool_timeout_s": 30}
+    provide, _ = provider(tmp_path, {"raw": server}, notices)
+    said = {}
+    try:
+        (status,) = provide.start()
+        assert status.status == "ready", status
+        for name in UNREADABLE_REPLIES:
+            started = time.monotonic()
+            reply = provide.call(f"mcp__raw__{name}", {})
+            assert time.monotonic() - started < 10, name  # not the 30 s timeout
+            assert not reply.ok and reply.summary == "tool error", (name, reply)
+            assert reply.text.startswith("error: the MCP server raw answered with a reply"), reply
+            assert "\n" not in reply.text and len(reply.text) < 400
+            said[name] = reply.text
+            assert provide.call("mcp__raw__fine", {}).text == "called fine"  # it goes on
+    finally:
+        provide.close()
+    assert "not valid JSON" in said["cut"] and "not valid JSON" in said["deep"]
+    assert "(result: " in said["five"] and "(error.code: " in said["named"]
+    assert "got null" in said["nothing"] and "a batch" in said["batch"]
+    assert not [n for n in notices if "unavailable" in n], notices
+
+
+def test_a_tool_list_that_cannot_be_read_fails_the_start_at_once(tmp_path):
+    listed = {"raw": '{"jsonrpc": "2.0", "id": @ID@, "result": 5}'}
+    notices: list[str] = []
+    server = {**raw_server(tmp_path, listed), "startup_timeout_s": 30}
+    provide, _ = provider(tmp_path, {"raw": server}, notices)
+    started = time.monotonic()
+    try:
+        (status,) = provide.start()
+    finally:
+        provide.close()
+    assert time.monotonic() - started < 10  # not the 30 s startup timeout
+    assert status.status.startswith("failed to start: answered with a reply that does not follow")
+    assert "initialize" not in status.status and "\n" not in status.status

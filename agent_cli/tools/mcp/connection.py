@@ -3,7 +3,9 @@
 Each connection is one task on the background loop that holds the SDK's context managers
 (anyio's scopes must be entered and left by the same task) and serves calls one at a time.
 A server that crashes, hangs past its timeout or floods the connection with garbage is
-marked broken with the reason, and the task ends, which stops its process group.
+marked broken with the reason, and the task ends, which stops its process group. A reply the
+SDK cannot read fails the call in flight at once, with what is wrong (`replies`), and the
+server goes on.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from agent_cli.tools.mcp import content
+from agent_cli.tools.mcp import content, replies
 from agent_cli.tools.mcp.config import ServerConfig
 
 # The SDK logs a server's bad lines with tracebacks; the user gets one notice from us instead.
@@ -101,6 +103,8 @@ class Connection:
         self.jobs: asyncio.Queue[tuple[str, dict[str, Any], asyncio.Future[CallOutcome]] | None]
         self.task: asyncio.Task[None] | None = None
         self.call_scope: anyio.CancelScope | None = None
+        self.start_scope: anyio.CancelScope | None = None  # while initialize and tools/list run
+        self.bad_reply: str | None = None  # what is wrong with the call's reply, once read
 
     async def start(self) -> list[ServerTool]:
         """Start or connect, initialize and list the tools; raise RuntimeError saying why not."""
@@ -150,9 +154,13 @@ class Connection:
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=self._on_message)
                 )
-                with anyio.fail_after(self.config.startup_timeout_s):
+                tools: list[ServerTool] = []
+                with anyio.fail_after(self.config.startup_timeout_s) as self.start_scope:
                     await session.initialize()
                     tools = await _list_tools(session)
+                self.start_scope = None
+                if self.bad_reply:
+                    raise RuntimeError(f"answered with {self.bad_reply}")
                 ready.set_result(tools)
                 while (job := await self.jobs.get()) is not None:
                     tool, args, done = job
@@ -214,6 +222,11 @@ class Connection:
             )
         finally:
             self.call_scope = None
+        bad_reply, self.bad_reply = self.bad_reply, None
+        if bad_reply and not self.broken:  # the reply came, and could not be read
+            return CallOutcome(
+                f"error: the MCP server {self.name} answered with {bad_reply}", ok=False
+            )
         if self.broken or result is None:
             self.broken = self.broken or "stopped answering"
             return CallOutcome(f"error: the MCP server {self.name} {self.broken}", ok=False)
@@ -224,6 +237,11 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
+            why = replies.broken_reply(message)
+            waiting = self.call_scope or self.start_scope
+            if why and waiting is not None and self.bad_reply is None:
+                self.bad_reply = why  # the reply to the request in flight: it ends now
+                waiting.cancel()
             self.bad_messages += 1
             if self.bad_messages >= MAX_BAD_MESSAGES and not self.broken:
                 self.broken = f"flooded the connection with {self.bad_messages} unreadable messages"
