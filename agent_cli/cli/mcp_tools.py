@@ -98,18 +98,23 @@ def statuses(settings: Settings, root: Path, state_dir: Path) -> list[ServerStat
 
 
 def status_text(status: ServerStatus) -> str:
-    """One server on one line: transport, status, tools."""
-    tools = ", ".join(status.tools) if status.tools else "no tools"
-    left = f"; left out: {', '.join(status.left_out)}" if status.left_out else ""
-    return f"{status.transport}, {status.status}; {tools}{left}"
+    """One server on one line: transport, status, tools (what the server said, without
+    terminal escapes or control characters)."""
+    shown = status_json(status)
+    tools = ", ".join(shown["tools"]) if shown["tools"] else "no tools"
+    left = f"; left out: {', '.join(shown['left_out'])}" if shown["left_out"] else ""
+    return f"{shown['transport']}, {shown['status']}; {tools}{left}"
 
 
 def status_json(status: ServerStatus) -> dict[str, Any]:
-    """One server as `agent mcp list --json` prints it."""
+    """One server as `agent mcp list --json` prints it: its tools' names and the reasons it
+    gives (a server's stderr among them) without terminal escapes or control characters."""
+    from agent_cli.core.text import clean
+
     return {
         "name": status.name,
         "transport": status.transport,
-        "status": status.status,
-        "tools": list(status.tools),
-        "left_out": list(status.left_out),
+        "status": " ".join(clean(status.status).split()),
+        "tools": [clean(name) for name in status.tools],
+        "left_out": [clean(name) for name in status.left_out],
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 
 import pytest
 
@@ -107,3 +108,33 @@ def test_with_sandbox_bwrap_a_stdio_server_runs_inside_bubblewrap(tmp_path):
         assert pids(pid_file)[0] < 10  # its own pid namespace: bwrap is pid 1 there
     finally:
         tools.close()
+
+
+def test_mcp_list_shows_what_servers_said_without_terminal_escapes(run_agent, tmp_path):
+    raw = FIXTURE.parent / "mcp_raw_server.py"
+    config = tmp_path / "raw.json"
+    evil = "evil\x1b[31mRED\x1b]0;TITLE\x07\x1b[2J"
+    config.write_text(json.dumps({"tools": [{"name": evil, "inputSchema": {"type": "object"}}]}))
+    rc = write_rc(
+        tmp_path,
+        {
+            "raw": {"command": sys.executable, "args": [str(raw), str(config)]},
+            "dies": {
+                "command": "sh",
+                "args": [
+                    "-c",
+                    "printf 'boom \\033]0;PWNED\\007\\033[2J\\033[31mred\\r\\n' >&2; exit 3",
+                ],
+            },
+        },
+    )
+    repo = make_repo(tmp_path / "repo")
+    text = run_agent("mcp", "list", cwd=repo, env={"AGENT_RC": rc})
+    listed = run_agent("mcp", "list", "--json", cwd=repo, env={"AGENT_RC": rc})
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["raw"]["left_out"] == ["evilRED"]
+    assert "boom" in rows["dies"]["status"] and "red" in rows["dies"]["status"]
+    assert "PWNED" not in rows["dies"]["status"]  # a terminal title, with its payload
+    for shown in (text.stdout, json.dumps(rows, ensure_ascii=False)):
+        assert not any(ord(c) < 32 and c != "\n" for c in shown), repr(shown)
+    assert "left out: evilRED" in text.stdout

@@ -27,6 +27,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from agent_cli.core.text import clean
 from agent_cli.tools.mcp import content, replies
 from agent_cli.tools.mcp.config import ServerConfig
 
@@ -78,8 +79,8 @@ class StderrTail:
             self.writer.close()
 
     def text(self) -> str:
-        """The tail, decoded, on one line."""
-        return " ".join(self.tail.decode("utf-8", "replace").split())[-300:]
+        """The tail, decoded, on one line, without terminal escapes or control characters."""
+        return " ".join(clean(self.tail.decode("utf-8", "replace")).split())[-300:]
 
 
 class Connection:
