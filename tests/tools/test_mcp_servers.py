@@ -386,3 +386,40 @@ def test_a_tool_list_that_cannot_be_read_fails_the_start_at_once(tmp_path):
     assert time.monotonic() - started < 10  # not the 30 s startup timeout
     assert status.status.startswith("failed to start: answered with a reply that does not follow")
     assert "initialize" not in status.status and "\n" not in status.status
+
+
+def test_a_tool_whose_name_is_empty_or_taken_is_left_out_with_a_notice(tmp_path):
+    def listing(*names: str) -> list[dict]:
+        return [{"name": name, "inputSchema": OBJECT} for name in names]
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    notices: list[str] = []
+    provide, _ = provider(
+        tmp_path,
+        {  # `a`'s `_x` and `a_`'s `x` would both be mcp__a___x
+            "a": raw_server(first, listing("_x", "ok", "ok", "")),
+            "a_": raw_server(second, listing("x", "y")),
+        },
+        notices,
+    )
+    try:
+        statuses = {s.name: s for s in provide.start()}
+        names = [_name(spec) for spec in provide.specs()]
+        assert names == ["mcp__a___x", "mcp__a__ok", "mcp__a___y"]
+        assert statuses["a"].tools == ["_x", "ok"] and statuses["a"].left_out == ["ok", ""]
+        assert statuses["a_"].tools == ["y"] and statuses["a_"].left_out == ["x"]
+        assert provide.call("mcp__a___x", {}).text == "called _x"  # a's, the first listed
+    finally:
+        provide.close()
+    said = [n for n in notices if "is left out" in n]
+    assert any("'ok' is left out: the server lists a tool of that name twice" in n for n in said)
+    assert any("'' is left out: its name is empty" in n for n in said)
+    assert any(
+        n.startswith(
+            "MCP server a_: tool 'x' is left out: its name mcp__a___x is already that "
+            "of a tool of MCP server a"
+        )
+        for n in said
+    ), said

@@ -42,7 +42,7 @@ class ServerStatus:
     transport: str
     status: str  # "ready", "disabled", or why it is not
     tools: list[str] = field(default_factory=list)
-    left_out: list[str] = field(default_factory=list)  # tools with a schema we cannot send
+    left_out: list[str] = field(default_factory=list)  # tools that cannot be offered
 
 
 @dataclass
@@ -136,15 +136,13 @@ class McpTools:
         for tool in found:
             if not config.offers(tool.name):
                 continue
-            why = schema.problem(server.name, tool.name, tool.schema)
+            full = schema.full_name(server.name, tool.name)
+            why = schema.problem(server.name, tool.name, tool.schema) or self._taken(full, server)
             if why:
                 server.status.left_out.append(tool.name)
                 self.notice(
                     f"MCP server {server.name}: tool {tool.name!r} is left out: {self._clean(why)}"
                 )
-                continue
-            full = schema.full_name(server.name, tool.name)
-            if full in self.by_tool:
                 continue
             server.tools[full] = tool.name
             self.by_tool[full] = server
@@ -153,6 +151,16 @@ class McpTools:
             )
             server.status.tools.append(tool.name)
         server.status.status = "ready"
+
+    def _taken(self, full: str, server: _Server) -> str | None:
+        """Why `full` cannot name a tool of `server`: a tool offered before has that name (the
+        server lists it twice, or `mcp__a___x` is both server `a`'s `_x` and `a_`'s `x`)."""
+        other = self.by_tool.get(full)
+        if other is None:
+            return None
+        if other is server:
+            return "the server lists a tool of that name twice"
+        return f"its name {full} is already that of a tool of MCP server {other.name}"
 
     def within(self, max_tokens: int) -> None:
         """Keep the offered tools within `max_tokens` of every request (the tools schema heads

@@ -24,6 +24,8 @@ def full_name(server: str, tool: str) -> str:
 def problem(server: str, tool: str, schema: Any) -> str | None:
     """Why the tool cannot be sent to the model, or None."""
     name = full_name(server, tool)
+    if not tool:
+        return "its name is empty"
     if not FUNCTION_NAME.fullmatch(name):
         return f"its name {name!r} is not a function name (letters, digits, _ and -, up to 64)"
     if not isinstance(schema, dict):
