@@ -423,3 +423,25 @@ def test_a_tool_whose_name_is_empty_or_taken_is_left_out_with_a_notice(tmp_path)
         )
         for n in said
     ), said
+
+
+def test_a_server_that_dies_while_its_child_holds_its_stdout_is_said_at_once(tmp_path):
+    pid_file, notices = tmp_path / "pids", []
+    tools, _ = provider(
+        tmp_path, {"orphaning": fixture_server(pid_file, tool_timeout_s=60)}, notices
+    )
+    try:
+        (status,) = tools.start()
+        assert status.status == "ready", status
+        started = time.monotonic()
+        crash = tools.call("mcp__orphaning__crash_leaving_child", {})
+        assert time.monotonic() - started < 15  # not the 60 s tool_timeout_s
+        assert not crash.ok and "exited" in crash.text and "my child keeps stdout" in crash.text
+        assert "did not answer" not in crash.text
+        after = tools.call("mcp__orphaning__echo", {"text": "x"})
+        assert not after.ok and "unavailable for the rest of this run" in after.text
+    finally:
+        tools.close()
+    said = [n for n in notices if n.startswith("MCP server orphaning ")]
+    assert len(said) == 1 and "exited" in said[0], notices
+    assert len(pids(pid_file)) == 2 and wait_gone(pids(pid_file)) == []

@@ -3,9 +3,10 @@
 Each connection is one task on the background loop that holds the SDK's context managers
 (anyio's scopes must be entered and left by the same task) and serves calls one at a time.
 A server that crashes, hangs past its timeout or floods the connection with garbage is
-marked broken with the reason, and the task ends, which stops its process group. A reply the
-SDK cannot read fails the call in flight at once, with what is wrong (`replies`), and the
-server goes on.
+marked broken with the reason, and the task ends, which stops its process group; so is a
+stdio server whose process ends while a child of its own keeps the connection open
+(`process`). A reply the SDK cannot read fails the call in flight at once, with what is
+wrong (`replies`), and the server goes on.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from agent_cli.core.text import clean
-from agent_cli.tools.mcp import content, replies
+from agent_cli.tools.mcp import content, process, replies
 from agent_cli.tools.mcp.config import ServerConfig
 
 # The SDK logs a server's bad lines with tracebacks; the user gets one notice from us instead.
@@ -39,6 +40,7 @@ STDERR_TAIL = 2000
 STDERR_WAIT_S = 1.0
 CONNECTION_CLOSED = -32000
 STOP_S = 10.0  # the SDK closes stdin, waits 2 s, then SIGTERM and SIGKILL the group
+WATCH_S = 0.25  # how often a stdio server's process is checked for its end
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class StderrTail:
 
     def __init__(self) -> None:
         read_fd, write_fd = os.pipe()
+        self.inode = os.fstat(write_fd).st_ino  # what the server's fd 2 points at
         self.writer = os.fdopen(write_fd, "w")
         self.tail = b""
         self.thread = threading.Thread(target=self._drain, args=(read_fd,), daemon=True)
@@ -106,6 +109,7 @@ class Connection:
         self.call_scope: anyio.CancelScope | None = None
         self.start_scope: anyio.CancelScope | None = None  # while initialize and tools/list run
         self.bad_reply: str | None = None  # what is wrong with the call's reply, once read
+        self.exited = asyncio.Event()  # the server's process ended (its connection may stay open)
 
     async def start(self) -> list[ServerTool]:
         """Start or connect, initialize and list the tools; raise RuntimeError saying why not."""
@@ -152,6 +156,8 @@ class Connection:
                 read, write = await stack.enter_async_context(self._transport())
                 if self.stderr is not None:
                     self.stderr.close_writer()  # the server has its copy now
+                    watcher = asyncio.create_task(self._watch(process.find(self.stderr.inode)))
+                    stack.callback(watcher.cancel)
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=self._on_message)
                 )
@@ -162,6 +168,8 @@ class Connection:
                 self.start_scope = None
                 if self.bad_reply:
                     raise RuntimeError(f"answered with {self.bad_reply}")
+                if self.exited.is_set():
+                    raise RuntimeError("exited")
                 ready.set_result(tools)
                 while (job := await self.jobs.get()) is not None:
                     tool, args, done = job
@@ -204,6 +212,9 @@ class Connection:
     async def _call(self, session: ClientSession, tool: str, args: dict[str, Any]) -> CallOutcome:
         timeout = self.config.tool_timeout_s
         result: types.CallToolResult | None = None
+        if self.exited.is_set():
+            self.broken = self._with_stderr("exited")
+            return CallOutcome(f"error: the MCP server {self.name} {self.broken}", ok=False)
         try:
             with anyio.fail_after(timeout) as scope:
                 self.call_scope = scope
@@ -223,6 +234,8 @@ class Connection:
             )
         finally:
             self.call_scope = None
+        if result is None and self.exited.is_set() and not self.broken:
+            self.broken = self._with_stderr("exited")
         bad_reply, self.bad_reply = self.bad_reply, None
         if bad_reply and not self.broken:  # the reply came, and could not be read
             return CallOutcome(
@@ -235,6 +248,19 @@ class Connection:
         if result.is_error:
             return CallOutcome(f"error: {text or 'the tool failed'}", ok=False)
         return CallOutcome(text, ok=True)
+
+    async def _watch(self, server: process.ServerProcess | None) -> None:
+        """Once the server's process ends, end the request in flight (and refuse the next):
+        a server whose child still holds its stdout never closes the connection."""
+        if server is None:
+            return
+        while process.running(server):
+            await asyncio.sleep(WATCH_S)
+        await asyncio.sleep(STDERR_WAIT_S)  # a connection that closes says so itself, first
+        self.exited.set()
+        waiting = self.call_scope or self.start_scope
+        if waiting is not None:
+            waiting.cancel()
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
