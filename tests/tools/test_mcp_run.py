@@ -193,8 +193,10 @@ def test_ctrl_c_while_the_servers_start_leaves_no_branch_and_nothing_half_made(
     )  # fmt: skip
     wait_for(lambda: pids(pid_file), 60, "the MCP server to be started")
     time.sleep(0.5)
+    started = time.monotonic()
     os.kill(agent.pid, signal.SIGINT)
     assert agent.wait(60) == 130, agent.stderr
+    assert time.monotonic() - started < 8  # the start is cut short, not waited out
     done = events(agent.stdout)[-1]
     assert done["event"] == "run_done" and done["status"] == "interrupted"
     assert "never retrieved" not in agent.stderr and "Traceback" not in agent.stderr

@@ -137,9 +137,12 @@ class Connection:
         """End the connection and stop the server's process group."""
         task = self.task
         if task is not None and not task.done():
-            if self.call_scope is not None:  # the run is ending: a call in flight is cut short
+            # the run is ending: a call in flight is cut short, and so is a start (a server
+            # that hangs in initialize would otherwise hold the end for STOP_S)
+            waiting = self.call_scope or self.start_scope
+            if waiting is not None:
                 self.broken = self.broken or "was stopped"
-                self.call_scope.cancel()
+                waiting.cancel()
             await self.jobs.put(None)
             try:
                 await asyncio.wait_for(asyncio.shield(task), STOP_S)
@@ -166,10 +169,8 @@ class Connection:
                     await session.initialize()
                     tools = await _list_tools(session)
                 self.start_scope = None
-                if self.bad_reply:
-                    raise RuntimeError(f"answered with {self.bad_reply}")
-                if self.exited.is_set():
-                    raise RuntimeError("exited")
+                if cut := self._start_cut():
+                    raise RuntimeError(cut)
                 ready.set_result(tools)
                 while (job := await self.jobs.get()) is not None:
                     tool, args, done = job
@@ -188,6 +189,13 @@ class Connection:
                 raise
         finally:
             self._fail_waiting()
+
+    def _start_cut(self) -> str | None:
+        """Why a start cut short without an error failed: a reply that could not be read, the
+        server's process ended, or the run stopped it."""
+        if self.bad_reply:
+            return f"answered with {self.bad_reply}"
+        return "exited" if self.exited.is_set() else self.broken
 
     def _transport(self) -> Any:
         if self.config.url:
