@@ -27,7 +27,7 @@ from agent_cli.agent.run.live import checkout_lock, live_ids
 from agent_cli.agent.run.roles import RoleModels
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunStartedWith, RunStore
-from agent_cli.cli import roles, stopping
+from agent_cli.cli import roles
 from agent_cli.cli import worktree as wt
 from agent_cli.cli.config import carried as carrying
 from agent_cli.cli.config.settings import Settings, load_settings
@@ -53,6 +53,7 @@ from agent_cli.memory.longterm.fallback import FallbackLongTerm
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
 from agent_cli.memory.longterm.records import format_for_context
 from agent_cli.memory.longterm.write.outbox import Outbox
+from agent_cli.ui import stopping
 from agent_cli.ui.console import make_console, pick_mode, stdin_is_terminal
 from agent_cli.ui.watched import Watched
 from agent_cli.workspace.files import Files

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent_cli.agent.run.session import saved_state
+from agent_cli.agent.run.resumed import saved_state
 from agent_cli.agent.run.store import RunRecord, RunStore, utc_now
 from agent_cli.core.errors import AgentError, UsageError
 from agent_cli.core.models import SETTLED

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import ValidationError
-
 from agent_cli.agent.adapt import replan
 from agent_cli.agent.adapt.escalate import (
     Answer,
@@ -37,7 +35,7 @@ from agent_cli.agent.judge.verifier import Proofs, run_acceptance
 from agent_cli.agent.learn import digest
 from agent_cli.agent.learn import learning as learn
 from agent_cli.agent.learn.run_memory import RunMemory
-from agent_cli.agent.run import journal
+from agent_cli.agent.run import journal, resumed
 from agent_cli.agent.run.journal import JournalEntry, StepRecord
 from agent_cli.agent.run.roles import RoleModels, RoleUsage
 from agent_cli.agent.run.state import AgentState
@@ -58,14 +56,11 @@ from agent_cli.core.errors import (
     EXIT_OK,
     AgentError,
     BudgetExhausted,
-    GitError,
-    StorageError,
     UsageError,
 )
 from agent_cli.core.models import MAX_ATTEMPTS, SETTLED, Plan, Task, Verdict
 from agent_cli.core.protocols import ChatModel, Console, Hooks, LongTermStore, Workspace
 from agent_cli.core.redact import redact
-from agent_cli.core.text import some
 from agent_cli.memory.longterm.records import format_for_context
 from agent_cli.memory.longterm.signatures import failure_signatures
 from agent_cli.memory.thresholds import OFFLINE, Thresholds
@@ -104,76 +99,6 @@ class RunConfig:
     run_id: str | None = None
     worktree: str = ""
     base_branch: str | None = None  # the user's branch (None: the branch checked out here)
-
-
-def saved_state(run: RunRecord) -> AgentState:
-    """The run's saved AgentState; a StorageError naming the field when it is malformed."""
-    try:
-        return AgentState.from_dict(run.agent_state)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "top level"
-        raise StorageError(
-            f"{run.run_id}/state.json cannot be read: agent_state.{where}: {err['msg']}",
-            "the file is left as it is; inspect or move it aside",
-        ) from None
-
-
-def check_not_rewound(state: AgentState, run: RunRecord, ws: Workspace) -> None:
-    """Refuse a saved state whose verified task has a commit of the run that its branch was
-    moved back behind: what an `agent rewind` stopped before it saved the state leaves, and
-    what running the same rewind again finishes. Asked before the resume checks the branch
-    out, so that the rewind can move it."""
-    for n, task in enumerate(state.plan, 1):
-        if task.status != "verified" or task.commit is None:
-            continue
-        if ws.has_run_commit(task.commit, run.branch, run.run_id):
-            continue
-        if ws.run_commit_ahead_of(task.commit, run.branch, run.run_id):
-            again = f"agent rewind {run.run_id}" + (f" --to-task {n - 1}" if n > 1 else "")
-            raise StorageError(
-                f"{run.run_id}/state.json says task {n} is verified by commit "
-                f"{task.commit[:12]}, but {run.branch} was moved back behind it: a rewind of "
-                "the run was stopped before it saved the state",
-                f"finish it with `{again}`, then resume",
-            )
-        return  # another mismatch: `check_verified` says it
-
-
-def check_verified(state: AgentState, run: RunRecord, ws: Workspace) -> None:
-    """Refuse a saved state claiming a task verified by a commit the run did not make.
-
-    A verified task's commit must be on the run's branch and carry its `Agent-Run` trailer;
-    a state file edited by hand (or by a command) cannot mark work done that never was."""
-    for n, task in enumerate(state.plan, 1):
-        if task.status != "verified" or task.commit is None:
-            continue  # a verified task that changed no file has no commit
-        if not ws.has_run_commit(task.commit, run.branch, run.run_id):
-            raise StorageError(
-                f"{run.run_id}/state.json says task {n} is verified by commit "
-                f"{task.commit[:40]!r}, which is not a commit of this run on {run.branch}",
-                "the file is left as it is; inspect or move it aside",
-            )
-
-
-def adopt_unsaved_commit(state: AgentState, run: RunRecord, ws: Workspace) -> int | None:
-    """The index of the task whose commit the run made but did not save: a process killed
-    between a verified task's commit and the save after it leaves that task `running` and
-    the branch at a commit of this run that no task names. That commit is the task's (a
-    commit is made only after every check passed), so the task is verified by it again,
-    never redone on top of it (which would leave it verified with no commit)."""
-    running = [i for i, t in enumerate(state.plan) if t.status == "running"]
-    named = {t.commit for t in state.plan if t.commit}
-    if len(running) != 1 or ws.current_branch() != run.branch:
-        return None
-    head = ws.head()
-    if head in named or not ws.has_run_commit(head, run.branch, run.run_id):
-        return None
-    task = state.plan[running[0]]
-    task.commit, task.status = head, "verified"
-    state.last_error = None
-    state.facts.append(f"task {running[0] + 1} verified (its commit {head[:10]}): {task.goal}")
-    return running[0]
 
 
 def _settled(state: AgentState) -> tuple[int, ...]:
@@ -450,7 +375,7 @@ class Session:
         with self._before_run():
             self._check_accept()
             run = self.store.load(self.store.target(run_id))
-            state = saved_state(run)
+            state = resumed.saved_state(run)
             check_answer(state, answer, run.run_id)
             refused = self.gate.open_tasks(state.plan)
             if refused:
@@ -466,10 +391,16 @@ class Session:
         tokens.load_in_background(after_s=OPEN_MEMORY_AFTER_S)
         self.mem.learned = learn.Learned.from_dict(run.learned)
         with self._before_run():
-            check_not_rewound(state, run, self.sv.workspace)
-            self.sv.workspace.resume_on(run.branch, self._protected_on_resume(run, state))
-            check_verified(state, run, self.sv.workspace)
-        adopted = adopt_unsaved_commit(state, run, self.sv.workspace)
+            resumed.check_not_rewound(state, run, self.sv.workspace)
+            entries = journal.parse(self.store.journal_lines(run.run_id))
+            left = journal.last_tree(entries, state, run.left_tree)
+            users = resumed.users_changes(run, left, self.sv.workspace)
+            if users and not self.cfg.allow_dirty:
+                raise resumed.refusal(run, users)
+            run.protected = sorted({*run.protected, *users})
+            self.sv.workspace.resume_on(run.branch, run.protected)
+            resumed.check_verified(state, run, self.sv.workspace)
+        adopted = resumed.adopt_unsaved_commit(state, run, self.sv.workspace)
         state.success_criteria = state.success_criteria or run.success_criteria
         for task in state.plan:
             if task.status == "running":
@@ -512,27 +443,6 @@ class Session:
         self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
         return self._execute(run, state, memory, self._recall(state.goal))
-
-    def _protected_on_resume(self, run: RunRecord, state: AgentState) -> list[str]:
-        """The user's own paths: those saved with the run, and those changed since it stopped
-        (its last save, or the last tool call its journal has) that were not its uncommitted
-        changes then (yours to adjust: they are taken along). Like a new run's, such changes
-        are refused without --allow-dirty, and kept out of the run with it."""
-        entries = journal.parse(self.store.journal_lines(run.run_id))
-        left = journal.last_tree(entries, state, run.left_tree)
-        if not left:  # not known: saved before it was recorded, or git could not say
-            return run.protected
-        ws, known = self.sv.workspace, set(run.protected)
-        new = sorted(ws.changed_since(left, run.branch) - known)
-        if new and not self.cfg.allow_dirty:
-            raise GitError(
-                f"the work tree has changes made since run {run.run_id} stopped "
-                f"({some(new)}), which are not the run's",
-                "commit or stash them first, or pass --allow-dirty to keep them out of the run "
-                "(changes to the files the run left uncommitted are taken along)",
-            )
-        run.protected = sorted(known | set(new))
-        return run.protected
 
     # -- the loop -----------------------------------------------------------------------
     def _execute(
