@@ -25,7 +25,8 @@ Which failures are retried:
   `max_tokens` fits, once with that, else `ContextOverflow` for the caller to shrink.
 With streaming, `request_timeout_s` bounds the silence between chunks of reply data (a
 stream of keep-alive comments alone ends after it, retried like silence), not the whole
-reply; a whole reply is bounded by `total_timeout_s` (30 times the timeout unless given).
+reply; every exchange, its headers included, is bounded by `total_timeout_s` (30 times the
+timeout unless given), since the read timeout starts again with every byte (deadline.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -44,6 +46,7 @@ from agent_cli.core.redact import redact_messages
 from agent_cli.llm.base import Message, reply_cost
 from agent_cli.llm.openai import errors
 from agent_cli.llm.openai.client import make_client
+from agent_cli.llm.openai.deadline import Watchdog
 from agent_cli.llm.openai.errors import StreamIdle, StreamSilent
 from agent_cli.llm.server import info as server_info
 from agent_cli.llm.server.findings import Findings
@@ -106,7 +109,8 @@ class OpenAIChat:
         self.secrets = secrets  # masked, with the known key shapes, in every request sent
         self.base_url = base_url
         self.usage = Usage()
-        self._client = make_client(base_url, api_key, timeout_s)
+        self._connect = partial(make_client, base_url, api_key, timeout_s)
+        self._client = self._connect()
         self._prices = (price_in, price_out, price_cached)
         self._timeout_s = timeout_s
         self._total_s = total_timeout_s or TOTAL_TIMEOUTS * timeout_s
@@ -219,7 +223,21 @@ class OpenAIChat:
         return kwargs
 
     def _once(self, kwargs: Json) -> ChatReply:
-        """One HTTP exchange, streamed or whole."""
+        """One HTTP exchange, streamed or whole, ended at `total_timeout_s` wherever it is (a
+        server that trickles its headers a byte at a time too)."""
+        watchdog = Watchdog(self._total_s, self._client.close)
+        try:
+            with watchdog:
+                return self._exchange(kwargs)
+        except Exception:
+            if watchdog.fired:
+                raise self._too_long(f"the reply went on for over {self._total_s:g} s") from None
+            raise
+        finally:
+            if watchdog.fired:  # it closed the client under the exchange: open another
+                self._client = self._connect()
+
+    def _exchange(self, kwargs: Json) -> ChatReply:
         completions = self._client.chat.completions
         with completions.with_streaming_response.create(**kwargs) as response:
             if not kwargs.get("stream"):
@@ -253,7 +271,7 @@ class OpenAIChat:
         )
 
     def _read_stream(self, response: Any, on_text: Callable[[str], None] | None) -> Json:
-        lines = paced(response.iter_lines(), self._timeout_s, self._total_s)
+        lines = paced(response.iter_bytes(), self._timeout_s, self._total_s)
         try:
             return assemble(lines, on_text)
         except StreamStalled as e:
@@ -394,14 +412,19 @@ class OpenAIChat:
         time.sleep(delay)
 
     def _fetch(self, url: str, body: Json | None, timeout: float) -> Any:
-        """JSON from one of the server's own endpoints (server_info.Fetch); no retries."""
+        """JSON from one of the server's own endpoints (server_info.Fetch); no retries. Each
+        fetch has a client of its own, closed at `timeout` in all (deadline.py), so a server
+        that trickles its answer is Unreachable like a silent one."""
         options: Any = {"timeout": timeout}
+        client = self._connect()
+        watchdog = Watchdog(timeout, client.close)
         try:
-            if body is None:
-                return self._client.get(url, cast_to=object, options=options)
-            return self._client.post(url, cast_to=object, body=body, options=options)
+            with client, watchdog:
+                if body is None:
+                    return client.get(url, cast_to=object, options=options)
+                return client.post(url, cast_to=object, body=body, options=options)
         except openai.APIConnectionError as e:
-            if failures.refused(e) or isinstance(e, openai.APITimeoutError):
+            if failures.refused(e) or isinstance(e, openai.APITimeoutError) or watchdog.fired:
                 raise server_info.Unreachable(str(e)) from None
             return None
         except (openai.OpenAIError, ValueError, RecursionError):

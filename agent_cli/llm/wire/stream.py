@@ -2,13 +2,15 @@
 
 Text deltas are handed to `on_text` as they arrive; tool-call arguments are joined per
 call index. A stream that ends before `data: [DONE]` and before any `finish_reason` was
-cut: `StreamCut`, which the client retries like a dropped connection. `paced` bounds a
-stream's progress: keep-alive comments alone do not keep a request going.
+cut: `StreamCut`, which the client retries like a dropped connection. `paced` reads the
+lines off the raw bytes and bounds a stream's progress at every chunk that arrives:
+keep-alive comments alone, or bytes that never end a line, do not keep a request going.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -37,26 +39,43 @@ class StreamStalled(Exception):
         self.whole = whole  # the bound on the whole reply, not on the silence between data
 
 
+_EOL = re.compile(rb"\r\n|\r|\n")
+
+
 def paced(
-    lines: Iterable[str],
+    chunks: Iterable[bytes],
     silence_s: float,
     total_s: float,
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[str]:
-    """`lines`, or StreamStalled once `silence_s` passed with no `data:` line (keep-alive
-    comments and blank lines do not count) or the stream ran past `total_s`."""
+    """The lines of an event stream read from its raw `chunks` (ended by CRLF, LF or CR), or
+    StreamStalled once `silence_s` passed with no reply data (keep-alive comments and blank
+    lines do not count) or the stream ran past `total_s`. Both are checked at every chunk that
+    arrives, so bytes that never end a line cannot keep a request going."""
     started = last_data = clock()
-    for line in lines:
+    pending = bytearray()
+    for chunk in chunks:
         now = clock()
-        if line.startswith("data:"):
+        lines: list[bytes] = []
+        if _EOL.search(chunk) or pending.endswith(b"\r"):
+            pending += chunk
+            held = 1 if pending.endswith(b"\r") else 0  # maybe the first half of a CRLF
+            *lines, rest = _EOL.split(bytes(pending[: len(pending) - held]))
+            pending = bytearray(rest + b"\r" * held)
+        else:
+            pending += chunk
+        if any(line.startswith(b"data:") for line in lines) or pending.startswith(b"data:"):
             last_data = now
         elif now - last_data > silence_s:
             raise StreamStalled(
                 f"only keep-alive comments and no reply data for {silence_s:g} s", whole=False
             )
         if now - started > total_s:
-            raise StreamStalled(f"the streamed reply went on for over {total_s:g} s", whole=True)
-        yield line
+            raise StreamStalled(f"the reply went on for over {total_s:g} s", whole=True)
+        for line in lines:
+            yield line.decode("utf-8", errors="replace")
+    if pending.rstrip(b"\r"):
+        yield bytes(pending.rstrip(b"\r")).decode("utf-8", errors="replace")
 
 
 class StreamAssembler:
