@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from agent_cli.core import strictjson
 from agent_cli.core.errors import MalformedReply
 from agent_cli.llm.base import function_tool
 from agent_cli.llm.openai.chat import OpenAIChat
@@ -19,6 +20,7 @@ READ = function_tool(
 ASK = [{"role": "user", "content": "go"}]
 DEEP = "[" * 100_000 + "]" * 100_000
 HUGE = "9" * 5000
+MAX_COUNT = 10**12  # the largest token count believed
 
 
 def _body(
@@ -43,7 +45,6 @@ BAD_BODIES = {
     "5,000 digits in usage": _body(usage=f'{{"prompt_tokens": {HUGE}, "completion_tokens": 1}}'),
     "deep body": '{"choices": ' + DEEP + "}",
     "moderately deep body": '{"choices": [{"message": ' + "[" * 200 + "]" * 200 + "}]}",
-    "usage of the wrong type": _body(usage='{"prompt_tokens": "many"}'),
     "content of the wrong type": '{"choices": [{"message": {"content": {"a": 1}}}]}',
 }
 
@@ -94,3 +95,26 @@ def test_ordinary_numbers_and_nesting_still_parse():
         reply.usage.prompt_tokens == 12
         and json.loads(reply.tool_calls[0].arguments)["start_line"] == 10
     )
+
+
+ODD_USAGE = {
+    "a float past any count": ('{"prompt_tokens": 7, "completion_tokens": 1e45}', 7, MAX_COUNT),
+    "a 30-digit integer": ('{"prompt_tokens": ' + "9" * 30 + "}", MAX_COUNT, 0),
+    "a count as text": ('{"prompt_tokens": "12", "completion_tokens": 3}', 0, 3),
+    "a count as a list": ('{"prompt_tokens": [1, 2], "completion_tokens": 3}', 0, 3),
+    "a negative count": ('{"prompt_tokens": -4, "completion_tokens": 2.9}', 0, 2),
+    "usage as a list": ("[1, 2]", 0, 0),
+    "details as text": ('{"prompt_tokens": 5, "prompt_tokens_details": "x"}', 5, 0),
+}
+
+
+@pytest.mark.parametrize("name", list(ODD_USAGE))
+def test_odd_token_counts_cost_only_their_numbers(fake_server, name):
+    usage, prompt, completion = ODD_USAGE[name]
+    srv = fake_server([{"raw": _body(usage=usage)}])
+    m = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None, stream=False)
+    reply = m.chat(ASK, [READ], "auto")
+    assert reply.tool_calls[0].name == "read_file"
+    assert (m.usage.prompt_tokens, m.usage.completion_tokens) == (prompt, completion)
+    # the totals are saved with the run's state and read back strictly on resume
+    assert strictjson.loads(m.usage.model_dump_json())["completion_tokens"] == completion

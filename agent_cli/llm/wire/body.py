@@ -2,7 +2,9 @@
 
 Bodies are parsed strictly (`agent_cli.core.strictjson`): `NaN`, `Infinity`, numbers that
 overflow, huge integers and deep nesting make the reply a `MalformedReply`, never an
-internal error later on. Tool-call arguments are passed on as the text the model wrote:
+internal error later on. A token count in `usage` is believed up to `MAX_COUNT`; one that is
+not a number (text, a list) counts as 0, since odd usage costs its numbers, not the reply.
+Tool-call arguments are passed on as the text the model wrote:
 the tool that receives them parses them the same strict way and tells the model what was
 wrong with that one call.
 """
@@ -10,6 +12,7 @@ wrong with that one call.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from agent_cli.core import strictjson
@@ -27,22 +30,31 @@ def load_body(raw: str | bytes, what: str = "the endpoint's reply") -> Any:
         raise MalformedReply(f"{what} is not usable JSON: {e}", NOT_A_COMPLETION) from None
 
 
+MAX_COUNT = 10**12  # no reply counts more tokens than this; a larger count is not believed
+
+
 def _count(value: Any) -> int:
-    """A token count from a usage field: a non-negative int (floats are truncated)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, type(None))):
-        raise TypeError(f"a token count must be a number, not {type(value).__name__}")
-    return max(0, int(value or 0))
+    """A token count from a usage field: a non-negative int up to MAX_COUNT (floats are
+    truncated); anything else (text, a list, a bool) is not a count, so 0: an odd usage field
+    costs its numbers, never the reply."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return 0
+    return min(MAX_COUNT, max(0, int(value)))
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def read_usage(body: dict[str, Any]) -> Usage:
     """Prompt, completion and cached tokens; cached from `prompt_tokens_details` or llama.cpp's
     `timings.cache_n`."""
-    usage = body.get("usage") or {}
+    usage = _fields(body.get("usage"))
     prompt = _count(usage.get("prompt_tokens"))
-    details = usage.get("prompt_tokens_details") or {}
+    details = _fields(usage.get("prompt_tokens_details"))
     cached = _count(details.get("cached_tokens"))
-    timings = body.get("timings") or {}
-    if not cached and isinstance(timings, dict):
+    timings = _fields(body.get("timings"))
+    if not cached:
         cached = _count(timings.get("cache_n"))
         # llama.cpp without `usage` still reports what it read (prompt_n) and reused (cache_n).
         prompt = prompt or cached + _count(timings.get("prompt_n"))
