@@ -1,7 +1,8 @@
 """Assemble a streamed chat completion (server-sent events) into the body a whole reply has.
 
 Text deltas are handed to `on_text` as they arrive; tool-call arguments are joined per
-call index. A stream that ends before `data: [DONE]` and before any `finish_reason` was
+call: by its `index`, or, from a server that sends none, by its `id` (a new id is a new call).
+A name repeated whole in every piece is taken once. A stream that ends before `data: [DONE]` and before any `finish_reason` was
 cut: `StreamCut`, which the client retries like a dropped connection. `paced` reads the
 lines off the raw bytes and bounds a stream's progress at every chunk that arrives:
 keep-alive comments alone, or bytes that never end a line, do not keep a request going.
@@ -84,7 +85,9 @@ class StreamAssembler:
     def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
         self.on_text = on_text
         self.text: list[str] = []
-        self.calls: dict[int, dict[str, Any]] = {}
+        self.calls: list[dict[str, Any]] = []  # in the order they began
+        self._slots: dict[tuple[str, Any], dict[str, Any]] = {}  # by index, or by id without one
+        self._last: tuple[str, Any] | None = None  # the id of the last piece without an index
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.timings: dict[str, Any] | None = None
@@ -134,14 +137,32 @@ class StreamAssembler:
             if self.on_text:
                 self.on_text(text)
         for n, part in enumerate(delta.get("tool_calls") or []):
-            index = part.get("index", n)
-            call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": []})
+            call = self._call(part, n)
             call["id"] = part.get("id") or call["id"]
             fn = part.get("function") or {}
-            call["name"] += fn.get("name") or ""
+            name = fn.get("name")
+            if isinstance(name, str) and name:
+                # Some servers repeat the whole name (or the name so far) in every piece.
+                call["name"] = name if name.startswith(call["name"]) else call["name"] + name
             args = fn.get("arguments")
             if args is not None:
                 call["arguments"].append(args if isinstance(args, str) else json.dumps(args))
+
+    def _call(self, part: dict[str, Any], n: int) -> dict[str, Any]:
+        """The call a piece belongs to: by its `index`; without one, by its `id` (a new id is
+        a new call), else the call the last piece without an index went to, else by its place
+        in the delta; an index that is no number (null, text) counts as none."""
+        index, ident = _index(part.get("index")), part.get("id")
+        if index is not None:
+            key: tuple[str, Any] = ("index", index)
+        else:
+            if isinstance(ident, str) and ident:
+                self._last = ("id", ident)
+            key = self._last or ("index", n)
+        if key not in self._slots:
+            self._slots[key] = {"id": None, "name": "", "arguments": []}
+            self.calls.append(self._slots[key])
+        return self._slots[key]
 
     def complete(self) -> bool:
         """Whether the stream said it was over."""
@@ -162,7 +183,7 @@ class StreamAssembler:
                     "type": "function",
                     "function": {"name": c["name"], "arguments": "".join(c["arguments"])},
                 }
-                for i, c in sorted(self.calls.items())
+                for i, c in enumerate(self.calls)
             ]
         body: dict[str, Any] = {
             "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}]
@@ -172,6 +193,13 @@ class StreamAssembler:
         if self.timings:
             body["timings"] = self.timings
         return body
+
+
+def _index(value: Any) -> int | None:
+    """A tool call's `index`: an int, or digits sent as text; None for anything else."""
+    if isinstance(value, str) and value.isdecimal() and len(value) < 10:
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def assemble(lines: Iterable[str], on_text: Callable[[str], None] | None = None) -> dict[str, Any]:

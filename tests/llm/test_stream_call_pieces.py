@@ -1,0 +1,108 @@
+"""Which tool call a streamed piece belongs to, as servers other than OpenAI's send them: the
+whole name repeated in every piece, calls without an `index` told apart by their `id`, an
+`index` that is null or text. Served over real SSE by a loopback server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from threading import Thread
+from typing import Any
+
+import pytest
+
+from agent_cli.llm.base import function_tool
+from agent_cli.llm.openai.chat import OpenAIChat
+
+TOOLS = [
+    function_tool("read_file", "Read.", {"path": {"type": "string"}}),
+    function_tool("note", "Note.", {"text": {"type": "string"}}),
+]
+ASK = [{"role": "user", "content": "go"}]
+ARGS = '{"path": "a.py"}'
+
+
+def _piece(**call: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
+
+
+END = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+
+
+@pytest.fixture
+def sse_server() -> Iterator[Callable[[list[dict[str, Any]]], str]]:
+    """A loopback server that answers every chat request with these chunks as events."""
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(chunks: list[dict[str, Any]]) -> str:
+        body = "".join(f"data: {json.dumps(c)}\n\n" for c in [*chunks, END]) + "data: [DONE]\n\n"
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body.encode())))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        servers.append(srv)
+        Thread(target=srv.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{srv.server_address[1]}/v1"
+
+    yield start
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _calls(url: str) -> list[tuple[str, str, str]]:
+    reply = OpenAIChat(model="m", base_url=url, api_key=None).chat(ASK, TOOLS)
+    return [(c.id, c.name, c.arguments) for c in reply.tool_calls]
+
+
+def test_a_name_repeated_whole_in_every_piece_is_taken_once(sse_server):
+    url = sse_server(
+        [
+            _piece(index=0, id="c1", function={"name": "read_file", "arguments": ARGS[:5]}),
+            _piece(index=0, id="c1", function={"name": "read_file", "arguments": ARGS[5:]}),
+        ]
+    )
+    assert _calls(url) == [("c1", "read_file", ARGS)]
+
+
+def test_a_name_in_fragments_is_still_joined(sse_server):
+    url = sse_server(
+        [
+            _piece(index=0, id="c1", function={"name": "read", "arguments": ""}),
+            _piece(index=0, function={"name": "_file", "arguments": ARGS}),
+        ]
+    )
+    assert _calls(url) == [("c1", "read_file", ARGS)]
+
+
+def test_whole_calls_without_an_index_are_told_apart_by_their_ids(sse_server):
+    url = sse_server(
+        [
+            _piece(id="c1", function={"name": "read_file", "arguments": ARGS[:5]}),
+            _piece(function={"arguments": ARGS[5:]}),  # no id: more of the same call
+            _piece(id="c2", function={"name": "note", "arguments": '{"text": "x"}'}),
+        ]
+    )
+    assert _calls(url) == [("c1", "read_file", ARGS), ("c2", "note", '{"text": "x"}')]
+
+
+@pytest.mark.parametrize("index", [None, "0", [0], 0.5])
+def test_an_index_that_is_no_number_is_read_not_a_crash(sse_server, index):
+    url = sse_server(
+        [
+            _piece(index=index, id="c1", function={"name": "read_file", "arguments": ARGS}),
+            _piece(index=1, id="c2", function={"name": "note", "arguments": '{"text": "x"}'}),
+        ]
+    )
+    assert _calls(url) == [("c1", "read_file", ARGS), ("c2", "note", '{"text": "x"}')]
