@@ -6,6 +6,7 @@ Each step of a script is one reply to one chat-completion request:
     {"tool_calls": [{"name": ..., "arguments": {...} | "raw json text"}, ...]}
     {"content": "plain text"}
     {"status": 500, "body": "..."}                          an HTTP error
+    {"status": 429, "headers": {"Retry-After": "2"}, ...}   with these response headers
     {"raw": "not json"}                                     a garbage body
     {"no_choices": true}                                    a reply with no choices
     {"delay": 1.5, ...}                                     sleep first, then the rest
@@ -175,11 +176,19 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
-    def _send(self, status: int, body: str | bytes, ctype: str = "application/json") -> None:
+    def _send(
+        self,
+        status: int,
+        body: str | bytes,
+        ctype: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = body.encode() if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -292,9 +301,9 @@ class _Handler(BaseHTTPRequestHandler):
         if step.get("delay"):
             time.sleep(float(step["delay"]))
         if "status" in step:
-            self._send(int(step["status"]), step.get("body", "{}"))
+            self._send(int(step["status"]), step.get("body", "{}"), headers=step.get("headers"))
         elif "raw" in step:
-            self._send(200, step["raw"])
+            self._send(200, step["raw"], headers=step.get("headers"))
         else:
             reply = completion_body(step, body["model"], len(fake.requests))
             if body.get("stream") and fake.behaviour.stream in ("sse", "no_usage"):

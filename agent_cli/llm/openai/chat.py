@@ -442,7 +442,7 @@ class OpenAIChat:
                         "check the base URL: an OpenAI-compatible one ends where /models and "
                         "/chat/completions are (most end in /v1)",
                     ) from None
-        except (AttributeError, TypeError, ValueError):  # a body the SDK cannot make a page of
+        except (AttributeError, TypeError, ValueError, RecursionError):  # not a page of models
             ids = None
         if ids is None or not all(isinstance(i, str) for i in ids):
             raise ModelError(

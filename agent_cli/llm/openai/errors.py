@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -113,14 +114,17 @@ def why(failure: BaseException) -> str:
 
 
 def delay(e: BaseException, attempt: int, base: float) -> float:
-    """Exponential backoff with jitter, honouring a short Retry-After."""
+    """Exponential backoff with jitter, honouring a short Retry-After (a negative one is 0; one
+    that is not a finite number of seconds is ignored)."""
     response = e.response if isinstance(e, openai.APIStatusError) else None
     retry_after = response.headers.get("retry-after") if response is not None else None
     if retry_after:
         try:
-            return min(float(retry_after), 30.0)
-        except ValueError:
-            pass
+            wait = float(retry_after)
+        except ValueError:  # an HTTP date, or nonsense: our own backoff
+            wait = math.nan
+        if math.isfinite(wait):
+            return min(max(wait, 0.0), 30.0)
     return float(min(base * (2**attempt), 30.0) * (0.75 + random.random() / 2))
 
 

@@ -5,12 +5,14 @@ Best effort, a short timeout per probe, the probes sent at once, never raising: 
 (`max_model_len`), Ollama `GET /api/ps` and `POST /api/show` (the loaded context, `num_ctx`,
 the model's `*.context_length`). Ollama serves a model with its own `num_ctx` (4096 unless
 configured), whatever the model could take, so that is what counts when nothing says more.
+An answer of any other shape, or a size past `MAX_WINDOW`, says nothing.
 The HTTP itself is the caller's `Fetch` (the model client's, so probes carry the same key,
 proxy and TLS settings).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 PROBE_TIMEOUT_S = 2.0
+MAX_WINDOW = 100_000_000  # tokens; a server that says more is not believed
 OLLAMA_DEFAULT_CTX = 4096
 SKIP_HOSTS = ("api.openai.com",)
 
@@ -37,33 +40,41 @@ def root_of(base_url: str) -> str:
 
 
 def _positive(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    """A context size: an int from 1 to MAX_WINDOW; None for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_WINDOW:
+        return value
+    return None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _llama_cpp(fetch: Fetch, base_url: str, model: str) -> int | None:
-    props = fetch(root_of(base_url) + "/props", None, PROBE_TIMEOUT_S)
-    if not isinstance(props, dict):
-        return None
-    settings = props.get("default_generation_settings")
-    nested = settings.get("n_ctx") if isinstance(settings, dict) else None
+    props = _dict(fetch(root_of(base_url) + "/props", None, PROBE_TIMEOUT_S))
+    nested = _dict(props.get("default_generation_settings")).get("n_ctx")
     return _positive(props.get("n_ctx")) or _positive(nested)
 
 
 def _vllm(fetch: Fetch, base_url: str, model: str) -> int | None:
-    listing = fetch(base_url.rstrip("/") + "/models", None, PROBE_TIMEOUT_S)
-    entries = listing.get("data") if isinstance(listing, dict) else None
-    if not isinstance(entries, list):
-        return None
-    lengths = {
-        e.get("id"): _positive(e.get("max_model_len")) for e in entries if isinstance(e, dict)
-    }
-    return lengths.get(model) or next((n for n in lengths.values() if n), None)
+    listing = _dict(fetch(base_url.rstrip("/") + "/models", None, PROBE_TIMEOUT_S))
+    lengths = [
+        (e.get("id"), _positive(e.get("max_model_len")))
+        for e in _list(listing.get("data"))
+        if isinstance(e, dict)
+    ]
+    named = next((n for name, n in lengths if name == model and n), None)
+    return named or next((n for _, n in lengths if n), None)
 
 
 def _ollama(fetch: Fetch, base_url: str, model: str) -> int | None:
     root = root_of(base_url)
-    running = fetch(root + "/api/ps", None, PROBE_TIMEOUT_S)
-    for entry in (running or {}).get("models", []) if isinstance(running, dict) else []:
+    running = _dict(fetch(root + "/api/ps", None, PROBE_TIMEOUT_S))
+    for entry in _list(running.get("models")):
         named = isinstance(entry, dict) and entry.get("name") in (model, f"{model}:latest")
         if named and (n := _positive(entry.get("context_length"))):
             return n
@@ -72,10 +83,12 @@ def _ollama(fetch: Fetch, base_url: str, model: str) -> int | None:
         return None
     for line in str(shown.get("parameters") or "").splitlines():
         name, _, value = line.partition(" ")
-        if name == "num_ctx" and value.strip().isdigit():
-            return int(value.strip())
-    info = shown.get("model_info") or {}
-    trained = [n for k, v in info.items() if k.endswith(".context_length") and (n := _positive(v))]
+        if name == "num_ctx" and re.fullmatch(r"[0-9]{1,12}", value.strip()):
+            return _positive(int(value.strip()))
+    info = _dict(shown.get("model_info"))
+    trained = [
+        n for k, v in info.items() if str(k).endswith(".context_length") and (n := _positive(v))
+    ]
     return min(trained[0], OLLAMA_DEFAULT_CTX) if trained else None
 
 
@@ -108,7 +121,13 @@ def probe_context_window(fetch: Fetch, base_url: str, model: str) -> tuple[int, 
     try:
         asked = [(source, pool.submit(probe, fetch, base_url, model)) for source, probe in PROBES]
         for source, answer in asked:
-            if n := answer.result():
+            try:
+                n = answer.result()
+            except Unreachable:
+                raise
+            except Exception:  # an answer of a shape no probe expected: it says nothing
+                continue
+            if n:
                 return n, source
     finally:
         pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,114 @@
+"""Answers of a shape no server should send, read without an internal error: a Retry-After that
+is negative or no number, a local server's window probes answered with JSON of any shape or
+absurd sizes, a model listing nested past any parser's recursion."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from threading import Thread
+from typing import Any
+
+import pytest
+
+from agent_cli.core.errors import ModelError
+from agent_cli.llm.openai.chat import OpenAIChat
+
+ASK = [{"role": "user", "content": "go"}]
+REPLY = {"choices": [{"index": 0, "message": {"content": "fine"}, "finish_reason": "stop"}]}
+SETTING = 8192
+
+
+@pytest.mark.parametrize(
+    "retry_after", ["-5", "nan", "inf", "-inf", "Wed, 21 Oct 2015 07:28:00 GMT"]
+)
+def test_a_strange_retry_after_is_waited_sanely(fake_server, retry_after):
+    busy = {"status": 429, "headers": {"Retry-After": retry_after}, "body": "{}"}
+    srv = fake_server([busy, {"content": "fine"}])
+    model = OpenAIChat(
+        model="fake-model", base_url=srv.url, api_key=None, backoff_s=0.01, max_retries=1
+    )
+    assert model.chat(ASK).content == "fine"
+
+
+@pytest.fixture
+def routed_server() -> Iterator[Callable[[dict[str, str]], str]]:
+    """A loopback server answering each path (GET or POST) with its body; chat replies whole."""
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(routes: dict[str, str]) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                path = self.path.rstrip("/")
+                if path.endswith("/chat/completions"):
+                    status, body = 200, json.dumps(REPLY)
+                elif path in routes:
+                    status, body = 200, routes[path]
+                else:
+                    status, body = 404, '{"error": {"message": "not found"}}'
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _answer
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        servers.append(srv)
+        Thread(target=srv.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{srv.server_address[1]}/v1"
+
+    yield start
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+ODD_PROBES = {
+    "vLLM ids that are lists": {"/v1/models": {"data": [{"id": ["m"]}]}},
+    "vLLM data that is a number": {"/v1/models": {"data": 5}},
+    "Ollama models that is a number": {"/api/ps": {"models": 5}},
+    "Ollama num_ctx a superscript digit": {"/api/show": {"parameters": "num_ctx \u00b2"}},
+    "Ollama num_ctx of 5,000 digits": {"/api/show": {"parameters": "num_ctx " + "9" * 5000}},
+    "Ollama model_info a list": {"/api/show": {"model_info": [1, 2]}},
+    "llama.cpp n_ctx of 500 digits": {"/props": '{"n_ctx": 1' + "0" * 500 + "}"},
+    "llama.cpp settings a list": {"/props": {"default_generation_settings": [1]}},
+}
+
+
+@pytest.mark.parametrize("name", list(ODD_PROBES))
+def test_window_probes_answered_in_odd_shapes_say_nothing(routed_server, name):
+    routes = {p: b if isinstance(b, str) else json.dumps(b) for p, b in ODD_PROBES[name].items()}
+    model = OpenAIChat(
+        model="m",
+        base_url=routed_server(routes),
+        api_key=None,
+        context_window=SETTING,
+        max_tokens=100,
+    )
+    assert model.chat(ASK).content == "fine"
+    assert (model.context_window, model.context_source) == (SETTING, "the context_window setting")
+
+
+def test_a_sane_probe_answer_still_counts_beside_odd_ones(routed_server):
+    url = routed_server(
+        {
+            "/api/ps": json.dumps({"models": 5}),
+            "/v1/models": json.dumps({"data": [{"id": ["m"]}, {"id": "m", "max_model_len": 3000}]}),
+        }
+    )
+    model = OpenAIChat(model="m", base_url=url, api_key=None, context_window=SETTING)
+    assert (model.context_window, model.context_source) == (3000, "vLLM /v1/models")
+
+
+def test_a_model_listing_nested_past_recursion_is_no_list_of_models(routed_server):
+    url = routed_server({"/v1/models": "[" * 100_000 + "]" * 100_000})
+    with pytest.raises(ModelError, match="did not answer with a list of models"):
+        OpenAIChat(model="m", base_url=url, api_key=None).list_models()
