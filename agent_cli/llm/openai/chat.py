@@ -16,6 +16,8 @@ has answered a chat request.
 Which failures are retried:
 - refused connections and unknown hosts: never (the server is not there);
 - 429, 502, 503, 504, timeouts, streams cut mid-reply, slow 5xx: with backoff;
+- an error object in place of a reply (some gateways send it with HTTP 200): with backoff,
+  unless its `code` blames the request (a 4xx other than 429);
 - a 5xx answered in under a second: it is a verdict on the request, so it is not sent again
   as it was (a streamed request is tried once whole, since streaming is what some servers
   fail on; then the error stands);
@@ -52,7 +54,7 @@ from agent_cli.llm.server import info as server_info
 from agent_cli.llm.server.findings import Findings
 from agent_cli.llm.server.locality import is_local
 from agent_cli.llm.wire import failures, outgoing
-from agent_cli.llm.wire.body import load_body, parse_completion
+from agent_cli.llm.wire.body import ErrorReply, load_body, parse_completion
 from agent_cli.llm.wire.content_calls import calls_from_content
 from agent_cli.llm.wire.forcing import FORMS, Forcing
 from agent_cli.llm.wire.stream import StreamCut, StreamFailed, StreamStalled, assemble, paced
@@ -316,6 +318,10 @@ class OpenAIChat:
                     raise self._convert(e) from None
                 failure = e
             except (StreamCut, StreamFailed) as e:
+                failure = e
+            except ErrorReply as e:
+                if not e.retryable:
+                    raise self._convert(e) from None
                 failure = e
             except openai.OpenAIError as e:
                 raise self._convert(e) from None

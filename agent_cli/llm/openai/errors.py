@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import openai
 
 from agent_cli.core.errors import ModelError, ModelRefused
+from agent_cli.llm.wire.body import ErrorReply
 from agent_cli.llm.wire.stream import StreamCut, StreamFailed
 
 
@@ -89,6 +90,12 @@ def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -
         )
     if isinstance(e, openai.APIStatusError):
         return status_error(e, base_url, model)
+    if isinstance(e, ErrorReply):
+        return ModelError(
+            f"{base_url} answered with an error instead of a reply: {e.message}",
+            "see the server's or provider's status and log, then try again (`agent run "
+            "--resume` goes on with a run already begun)",
+        )
     if isinstance(e, (StreamCut, StreamFailed)):
         return ModelError(
             f"{base_url} kept breaking off its streamed replies ({e})",

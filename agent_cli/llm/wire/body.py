@@ -20,6 +20,34 @@ from agent_cli.core.errors import MalformedReply
 from agent_cli.core.models import ChatReply, ToolCall, Usage
 
 NOT_A_COMPLETION = "check that --base-url points at a Chat Completions API"
+BUSY_CODES = (429, 502, 503, 504)
+
+
+class ErrorReply(Exception):
+    """The server answered a request with an error object instead of a completion (some
+    gateways do so with HTTP 200): its message, and its `code` when it gave a number."""
+
+    def __init__(self, message: str, code: int | None) -> None:
+        super().__init__(message)
+        self.message, self.code = message, code
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the code (if any) says the server is busy or broken, not the request wrong."""
+        return self.code is None or self.code in BUSY_CODES or self.code >= 500
+
+
+def error_reply(body: dict[str, Any]) -> ErrorReply | None:
+    """The error a body carries in place of choices (`{"error": {"message": ..., "code": ...}}`
+    or `{"error": "..."}`), else None."""
+    err = body.get("error")
+    if not err or body.get("choices"):
+        return None
+    inner = err if isinstance(err, dict) else {}
+    message = inner.get("message") if inner else err
+    code = inner.get("code")
+    number = code if isinstance(code, int) and not isinstance(code, bool) else None
+    return ErrorReply(str(message or err)[:300], number)
 
 
 def load_body(raw: str | bytes, what: str = "the endpoint's reply") -> Any:
@@ -72,9 +100,12 @@ def _arguments(raw: Any) -> str:
 
 
 def parse_completion(body: Any) -> ChatReply:
-    """A chat-completion JSON body as a ChatReply; MalformedReply if it is not one."""
+    """A chat-completion JSON body as a ChatReply; ErrorReply if it is the server's error
+    instead, MalformedReply if it is neither."""
     if not isinstance(body, dict):
         raise MalformedReply("the endpoint's reply is not a JSON object")
+    if failed := error_reply(body):
+        raise failed
     try:
         return _parse_fields(body)
     except (
