@@ -2,7 +2,8 @@
 
 Text deltas are handed to `on_text` as they arrive; tool-call arguments are joined per
 call: by its `index`, or, from a server that sends none, by its `id` (a new id is a new call).
-A name repeated whole in every piece is taken once. A stream that ends before `data: [DONE]` and before any `finish_reason` was
+A name repeated whole in every piece is taken once. An event's data may span several `data:`
+lines, joined as server-sent events are. A stream that ends before `data: [DONE]` and before any `finish_reason` was
 cut: `StreamCut`, which the client retries like a dropped connection. `paced` reads the
 lines off the raw bytes and bounds a stream's progress at every chunk that arrives:
 keep-alive comments alone, or bytes that never end a line, do not keep a request going.
@@ -93,12 +94,38 @@ class StreamAssembler:
         self.timings: dict[str, Any] | None = None
         self.done = False
         self.chunks = 0
+        self._data: list[str] = []  # the `data:` lines of the event being read
 
     def feed(self, line: str) -> None:
-        """Take one line of the event stream."""
-        if not line.startswith("data:"):
-            return  # blank separators, `event:` names and `:` keep-alive comments
-        data = line[5:].strip()
+        """Take one line of the event stream: the `data:` lines of an event are joined (with a
+        newline, as server-sent events are) and the event is read at the blank line after it."""
+        if line.startswith("data:"):
+            value = line[5:].removeprefix(" ")
+            if value.strip() == "[DONE]" and not self._data:
+                self.done = True  # the end: not waited on past its own line
+            else:
+                self._data.append(value)
+        elif not line:
+            self.end_event()
+        # anything else: `event:` names, `id:`, `:` keep-alive comments
+
+    def end_event(self) -> None:
+        """Read the event whose `data:` lines came since the last one (at a blank line, or where
+        the stream ended)."""
+        lines, self._data = self._data, []
+        if not lines:
+            return
+        try:
+            self._event("\n".join(lines))
+        except MalformedReply:
+            if len(lines) == 1:
+                raise
+            # A server that leaves out the blank lines between events: each line is one.
+            for data in lines:
+                self._event(data)
+
+    def _event(self, data: str) -> None:
+        data = data.strip()
         if data == "[DONE]":
             self.done = True
             return
@@ -209,4 +236,6 @@ def assemble(lines: Iterable[str], on_text: Callable[[str], None] | None = None)
         acc.feed(line)
         if acc.done:
             break
+    else:
+        acc.end_event()  # a last event with no blank line after it
     return acc.body()

@@ -1,0 +1,86 @@
+"""Server-sent events as the specification has them, from a loopback server: an event's data
+over several `data:` lines, any line ending, and, tolerated, events with no blank line between."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from threading import Thread
+from typing import Any
+
+import pytest
+
+from agent_cli.llm.openai.chat import OpenAIChat
+
+ASK = [{"role": "user", "content": "go"}]
+
+
+def _chunk(text: str, finish: str | None = None) -> str:
+    return json.dumps(
+        {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+    )
+
+
+@pytest.fixture
+def sse_body_server() -> Iterator[Callable[[str], str]]:
+    """A loopback server that answers every chat request with this event-stream body."""
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(body: str) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body.encode())))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        servers.append(srv)
+        Thread(target=srv.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{srv.server_address[1]}/v1"
+
+    yield start
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _content(url: str) -> str | None:
+    return OpenAIChat(model="m", base_url=url, api_key=None).chat(ASK).content
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_an_event_over_several_data_lines_is_one_chunk(sse_body_server, eol):
+    first, second = _chunk("hel"), _chunk("lo", "stop")
+    half = second.index('"finish_reason"')  # between two tokens, as a server splits it
+    body = eol.join(
+        [
+            ": a comment",
+            f"data: {first}",
+            "",
+            "event: message",
+            f"data: {second[:half]}",
+            f"data:{second[half:]}",
+            "id: 7",
+            "",
+            "data: [DONE]",
+            "",
+            "",
+        ]
+    )
+    assert _content(sse_body_server(body)) == "hello"
+
+
+def test_events_with_no_blank_line_between_them_are_still_read(sse_body_server):
+    body = f"data: {_chunk('hel')}\ndata: {_chunk('lo', 'stop')}\ndata: [DONE]\n"
+    assert _content(sse_body_server(body)) == "hello"
+
+
+def test_a_last_event_with_no_blank_line_after_it_is_read(sse_body_server):
+    assert _content(sse_body_server(f"data: {_chunk('hi', 'stop')}")) == "hi"
