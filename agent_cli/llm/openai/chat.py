@@ -29,12 +29,13 @@ With streaming, `request_timeout_s` bounds the silence between chunks of reply d
 stream of keep-alive comments alone ends after it, retried like silence), not the whole
 reply; every exchange, its headers included, is bounded by `total_timeout_s` (30 times the
 timeout unless given), since the read timeout starts again with every byte (deadline.py).
+A reply's body is read up to MAX_REPLY_BYTES, then ended with an error.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -63,6 +64,7 @@ __all__ = ["OpenAIChat"]
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 TOTAL_TIMEOUTS = 30  # a reply may take this many request timeouts in all
+MAX_REPLY_BYTES = 32 * 2**20  # a reply's body, as read; no reply the agent can use is larger
 SETTING = "the context_window setting"
 REMEMBERED = ", remembered from an earlier run"
 
@@ -255,7 +257,7 @@ class OpenAIChat:
         """A whole reply's body, read within `total_timeout_s` (a trickle does not keep it going)."""
         started, body = time.monotonic(), bytearray()
         try:
-            for piece in response.iter_bytes():
+            for piece in self._capped(response.iter_bytes()):
                 body += piece
                 if time.monotonic() - started > self._total_s:
                     raise self._too_long(f"the reply went on for over {self._total_s:g} s")
@@ -265,6 +267,20 @@ class OpenAIChat:
             self._transport_failure(e)
         return bytes(body)
 
+    def _capped(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """`chunks`, or ModelError once they add up to more than MAX_REPLY_BYTES."""
+        seen = 0
+        for chunk in chunks:
+            seen += len(chunk)
+            if seen > MAX_REPLY_BYTES:
+                raise ModelError(
+                    f"{self.base_url}: the reply was larger than {MAX_REPLY_BYTES >> 20} MB, so "
+                    "the request was ended",
+                    "ask for shorter replies (max_tokens), or check that the server is a Chat "
+                    "Completions API",
+                )
+            yield chunk
+
     def _too_long(self, why: str) -> ModelError:
         return ModelError(
             f"{self.base_url}: {why}, so the request was ended",
@@ -273,7 +289,7 @@ class OpenAIChat:
         )
 
     def _read_stream(self, response: Any, on_text: Callable[[str], None] | None) -> Json:
-        lines = paced(response.iter_bytes(), self._timeout_s, self._total_s)
+        lines = paced(self._capped(response.iter_bytes()), self._timeout_s, self._total_s)
         try:
             return assemble(lines, on_text)
         except StreamStalled as e:
