@@ -81,6 +81,19 @@ def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_e
     assert read_state(repo)["status"] == "verified" and commit_count(repo) == 2
 
 
+def test_a_plan_request_the_server_keeps_refusing_is_not_said_to_be_resumable(
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    failing = fake_server([{"status": 500, "body": ERROR_BODY}] * 3)
+    proc = _agent_run(run_agent, failing, repo, env={"AGENT_MAX_RETRIES": "2"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    done = events(proc.stdout)[-1]
+    assert done["event"] == "run_done" and "kept failing with 500" in done["message"]
+    assert "run the same command again" in done["message"]
+    assert "--resume" not in done["message"] and "--resume" not in proc.stderr
+
+
 def test_retries_run_out_mid_task_then_resume_finishes_without_planning_again(
     run_agent, fake_server, tmp_path
 ):

@@ -212,7 +212,7 @@ class Session:
     def start(self, goal: str) -> int:
         """Plan `goal` and carry it out; returns the exit code."""
         ws = self.sv.workspace
-        with self._before_run():
+        with self._before_run(new=True):
             self._check_accept()
             protected = self.cfg.preflight
             if protected is None:
@@ -256,11 +256,15 @@ class Session:
         return self._execute(self.run, state, memory, recalled)
 
     @contextmanager
-    def _before_run(self) -> Iterator[None]:
-        """Until the run exists, an error or Ctrl-C still ends the event stream with run_done."""
+    def _before_run(self, new: bool = False) -> Iterator[None]:
+        """Until the run exists, an error or Ctrl-C still ends the event stream with run_done.
+        A `new` run has nothing saved yet: a way on through `--resume` is said as running the
+        same command again."""
         try:
             yield
         except AgentError as e:
+            if new:
+                e.hint = e.hint.replace("`agent run --resume`", "run the same command again")
             self._done_early("failed", e.exit_code, e.one_line())
             raise
         except KeyboardInterrupt:
