@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,38 @@ def test_items_under_the_folder_name_are_upgraded_by_the_next_run(
     assert meta["topic"] == f"git:{root}" and meta["legacy_topic"] == demo_repo.name
     assert meta["upgraded"] == "repo-identity" and meta["confirmations"] == 2  # run 1's note
     assert run_id
+
+
+def test_items_under_a_merged_in_root_are_upgraded_by_the_next_run(
+    run_env, fake_server, capsys, demo_repo, tmp_path
+):
+    from agent_cli.agent.learn.topic import repo_topics
+
+    library = tmp_path / "lib"
+    library.mkdir()
+    (library / "lib.txt").write_text("vendored\n")
+    git(library, "init", "-q", "-b", "main")
+    git(library, "add", "-A")
+    dated = {**os.environ, "GIT_COMMITTER_DATE": "2001-01-01T00:00:00"}
+    ident = ["-c", "user.name=Lib", "-c", "user.email=lib@example.com"]
+    subprocess.run(["git", *ident, "commit", "-qm", "lib"], cwd=library, env=dated, check=True)
+    old = git(library, "rev-list", "HEAD").strip()
+    before = git(demo_repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    git(demo_repo, "fetch", "-q", str(library), "main")
+    git(demo_repo, "merge", "-q", "--allow-unrelated-histories", "-m", "vendor", "FETCH_HEAD")
+    assert git(demo_repo, "rev-list", "--max-parents=0", "HEAD").split()[-1] == old  # was its key
+    assert f"git:{old}" not in repo_topics(demo_repo, own_store=False)  # any repository's there
+    srv = fake_server([plan(task())])
+    store = demo_repo / ".agent" / "chroma"
+    with LongTermMemory(store, _embedder(srv)) as mem:  # as an earlier version filed it
+        mem.curate(NOTE, topic=f"git:{old}", origin_event_id="e1")
+    assert NOTE in _planned(capsys, fake_server, demo_repo)  # recalled before the upgrade
+    _learn(capsys, fake_server, demo_repo)
+    with LongTermMemory(store, _embedder(srv)) as mem:
+        got = mem.collection("facts").get(where={"legacy_topic": f"git:{old}"})
+    assert len(got["ids"]) == 1
+    meta = got["metadatas"][0]
+    assert meta["topic"] == f"git:{before}" and meta["confirmations"] == 2  # run 1's note
 
 
 def _hashes(root: Path) -> dict[str, str]:

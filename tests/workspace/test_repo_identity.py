@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 
-from agent_cli.workspace.git.identity import RepoIdentity, normalize_remote, repo_identity
+from agent_cli.workspace.git.identity import (
+    RepoIdentity,
+    normalize_remote,
+    repo_identity,
+)
 from agent_cli.workspace.git.repository import GitRepo
 from conftest import git, make_repo
 
@@ -31,7 +35,7 @@ def test_unrelated_repositories_in_same_named_folders_differ(tmp_path):
     assert not set(repo_identity(one).keys()) & set(repo_identity(two).keys())
 
 
-def test_the_oldest_root_commit_is_the_identity(tmp_path):
+def test_the_first_parent_root_commit_is_the_identity(tmp_path):
     repo = make_repo(tmp_path / "r")
     first = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
     git(repo, "checkout", "-q", "--orphan", "other")
@@ -84,3 +88,42 @@ def test_a_shallow_clone_is_known_by_its_remote_not_by_where_its_history_was_cut
     assert set(mine.keys()) & set(repo_identity(full).keys())  # the same remote: one repository
     git(shallow, "fetch", "-q", "--unshallow")
     assert repo_identity(shallow).root_commit == repo_identity(origin).root_commit
+
+
+def _merge_older_history(repo, library):
+    """Merge `library`'s history (older than `repo`'s) into `repo`, as `git subtree add` does."""
+    git(repo, "fetch", "-q", str(library), "main")
+    git(repo, "merge", "-q", "--allow-unrelated-histories", "-m", "vendor lib", "FETCH_HEAD")
+
+
+def _old_library(path):
+    path.mkdir(parents=True)
+    (path / "lib.py").write_text("x = 1\n")
+    git(path, "init", "-q", "-b", "main")
+    old = {**os.environ, "GIT_COMMITTER_DATE": "2001-01-01T00:00:00"}
+    subprocess.run(["git", "add", "-A"], cwd=path, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=L", "-c", "user.email=l@x", "commit", "-q", "-m", "lib"],
+        cwd=path,
+        env={**old, "GIT_AUTHOR_DATE": "2001-01-01T00:00:00"},
+        check=True,
+    )
+    return path
+
+
+def test_repositories_that_merged_one_older_history_stay_two(tmp_path):
+    library = _old_library(tmp_path / "lib")
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    (one / "a.txt").write_text("project one\n")
+    make_repo(one)
+    make_repo(two)
+    own = {r: repo_identity(r).root_commit for r in (one, two)}
+    for repo in (one, two):
+        _merge_older_history(repo, library)
+        git(repo, "commit", "-q", "--allow-empty", "-m", "after the merge")
+    assert {r: repo_identity(r).root_commit for r in (one, two)} == own  # unchanged by the merge
+    assert not set(repo_identity(one).keys()) & set(repo_identity(two).keys())
+    lib_root = git(library, "rev-list", "HEAD").strip()
+    assert repo_identity(one).former_root == lib_root  # what earlier versions named it by
+    assert repo_identity(library).former_root == ""

@@ -11,7 +11,7 @@ from agent_cli.agent.ask.window import Window
 from agent_cli.agent.learn import instructions as repo_instructions
 from agent_cli.agent.learn import learning as learn
 from agent_cli.agent.learn.digest import Digest
-from agent_cli.agent.learn.topic import repo_topic
+from agent_cli.agent.learn.topic import former_topics, topic_of
 from agent_cli.core import events
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import Fact, Verdict
@@ -45,7 +45,7 @@ class RunMemory:
         self.read_only = read_only  # a plan-only run: recall counts no hits
         self.digest_tokens = digest_tokens
         self.thresholds = thresholds  # how close an item or episode must be to be recalled
-        self._topic: str | None = None
+        self._topics: list[str] | None = None  # the topic first, then the former ones
         self.learned = learn.Learned()
         self.instructions = repo_instructions.load(
             self.root, repo_instructions.share_of(window.limit)
@@ -54,15 +54,23 @@ class RunMemory:
     @property
     def topic(self) -> str:
         """The repository that episodes, procedures, notes and facts are about (`repo_topic`)."""
-        if self._topic is None:
-            self._topic = repo_topic(self.root)
-        return self._topic
+        return self._read_topics()[0]
 
     @property
-    def legacy_topic(self) -> str:
-        """The topic earlier versions filed this repository's items under: its folder's name
-        ("" in a shared store, where a folder's name may be any repository's)."""
-        return self.root.name if self.own_store else ""
+    def former_topics(self) -> list[str]:
+        """What earlier versions filed this repository's items under (`topic.former_topics`):
+        none in a shared store, where those may be any repository's."""
+        return self._read_topics()[1:]
+
+    def _read_topics(self) -> list[str]:
+        if self._topics is None:
+            from agent_cli.workspace.git.identity import repo_identity
+
+            identity = repo_identity(self.root)
+            topic = topic_of(identity, self.root)
+            former = former_topics(identity, self.root, self.own_store)
+            self._topics = [topic, *(t for t in former if t != topic)]
+        return self._topics
 
     def blob_of(self, path: str) -> str | None:
         from agent_cli.workspace.git.blobs import blob_hash
@@ -74,7 +82,7 @@ class RunMemory:
         return learn.recall_for_run(
             self.longterm,
             goal,
-            [self.topic, *([self.legacy_topic, ""] if self.own_store else [])],
+            [self.topic, *self.former_topics],
             self.blob_of,
             count=not self.read_only,
             digest_tokens=self.digest_tokens,
@@ -138,7 +146,8 @@ class RunMemory:
         facts: list[Fact] | None = None,
     ) -> None:
         """Everything the run learned into long-term memory, then expiry."""
-        self.longterm.adopt(self.legacy_topic, self.topic)
+        for former in self.former_topics:  # "" is not adopted: unkeyed items stay as they are
+            self.longterm.adopt(former, self.topic)
         self.longterm.upgrade_ids()  # items stored under dated ids get content ids, merged
         learn.remember(
             self.longterm,

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_cli.workspace.git.identity import RepoIdentity
 
 
 def repo_topic(root: Path) -> str:
@@ -10,14 +14,32 @@ def repo_topic(root: Path) -> str:
     keys (root commit, remote), or its directory's name when it has neither."""
     from agent_cli.workspace.git.identity import repo_identity
 
-    return " ".join(repo_identity(root).keys()) or Path(root).name
+    return topic_of(repo_identity(root), root)
+
+
+def topic_of(identity: RepoIdentity, root: Path) -> str:
+    """The topic of the repository at `root` whose identity is `identity` (`repo_topic`)."""
+    return " ".join(identity.keys()) or Path(root).name
+
+
+def former_topics(identity: RepoIdentity, root: Path, own_store: bool) -> list[str]:
+    """What older versions filed the items of the repository at `root` under, in a store that is
+    the repository's own only (not a shared `home` nor a server, where each of them may be
+    any repository's): its folder's name, the root commit they named it by when a history
+    merged into it made that another root than today's (`RepoIdentity.former_root`), and no
+    repository at all. In a shared store an item filed under that older root is still found
+    by its remote, when it has one."""
+    if not own_store:
+        return []
+    older = [f"git:{identity.former_root}"] if identity.former_root else []
+    return [Path(root).name, *older, ""]
 
 
 def repo_topics(root: Path, own_store: bool) -> list[str]:
-    """The topics a read for the repository at `root` keeps to: its identity, and in a store
-    that is the repository's own only (not a shared `home` nor a server) also what older
-    versions filed its items under, its folder's name and no repository at all, since in a
-    shared store those may be any repository's."""
-    topic = repo_topic(root)
-    legacy = [Path(root).name, ""] if own_store else []
-    return [topic, *(t for t in legacy if t != topic)]
+    """The topics a read for the repository at `root` keeps to: its identity, and what older
+    versions filed its items under (`former_topics`)."""
+    from agent_cli.workspace.git.identity import repo_identity
+
+    identity = repo_identity(root)
+    topic = topic_of(identity, root)
+    return [topic, *(t for t in former_topics(identity, root, own_store) if t != topic)]

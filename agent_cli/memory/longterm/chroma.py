@@ -529,7 +529,8 @@ class LongTermMemory:
             )
 
     def adopt(self, legacy: str, topic: str) -> int:
-        """Upgrade the items of the folder-name topic `legacy` to the repository `topic`."""
+        """Upgrade the items of the older topic `legacy` (see `Curation.adopt`) to the
+        repository `topic`."""
         with self.writing():
             return self.items.adopt(legacy, topic)
 

@@ -38,7 +38,7 @@ HitWriter = Callable[[list[str], list[Meta]], None]
 ITEM_KINDS = ("fact", "note", "procedure")
 PROCEDURES_READ = 1000  # the procedures of a repository read to find its most confirmed
 LISTED_WHOLE = 20_000  # a `facts` collection up to this size is listed through Chroma's filter
-IDENTITY_UPGRADE = "repo-identity"  # items of a folder-name topic, moved to the repository's keys
+IDENTITY_UPGRADE = "repo-identity"  # items of an older topic, moved to the repository's keys
 CONTENT_UPGRADE = "content-ids"  # dated random ids replaced by content ids, duplicates merged
 
 
@@ -424,8 +424,9 @@ class Curation:
         return found
 
     def adopt(self, legacy: str, topic: str) -> int:
-        """The named upgrade `IDENTITY_UPGRADE`: the items stored under the folder-name topic
-        `legacy` become items of the repository `topic`; how many were upgraded."""
+        """The named upgrade `IDENTITY_UPGRADE`: the items stored under the older topic `legacy`
+        (a folder's name, or a root commit key an earlier version named the repository by)
+        become items of the repository `topic`; how many were upgraded."""
         if not legacy or legacy in topic_keys(topic) or not topic.strip():
             return 0
         col = self.store.cols["facts"]

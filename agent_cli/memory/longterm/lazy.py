@@ -291,8 +291,8 @@ class LazyLongTermMemory:
         return memory.fixes_for(signatures, exclude_run=exclude_run, k=k, topics=topics)
 
     def adopt(self, legacy: str, topic: str) -> int:
-        """Upgrade the items of the folder-name topic `legacy` to the repository `topic`;
-        nothing when there is no store."""
+        """Upgrade the items of the older topic `legacy` (see `Curation.adopt`) to the
+        repository `topic`; nothing when there is no store."""
         memory = self._get(create=False)
         return memory.adopt(legacy, topic) if memory else 0
 

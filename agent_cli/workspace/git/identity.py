@@ -12,16 +12,20 @@ from pathlib import Path
 
 from agent_cli.workspace.git.safe import run_git
 
+_FIRST_ROOT = ("--max-parents=0", "--first-parent", "HEAD")  # the root HEAD's own line starts at
 _SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")  # git@host:owner/name.git
 
 
 @dataclass(frozen=True)
 class RepoIdentity:
-    """A repository's identity: the oldest root commit reachable from HEAD and the normalized
-    URL of its remote (either may be empty)."""
+    """A repository's identity: the root commit of HEAD's first-parent chain and the normalized
+    URL of its remote (either may be empty). `former_root` is the root commit earlier versions
+    named it by (the oldest of every root reachable from HEAD) when that is another: not a
+    key, but where its items may still be filed."""
 
     root_commit: str = ""
     remote: str = ""
+    former_root: str = ""
 
     def keys(self) -> list[str]:
         """The identity as memory keys, the root commit first; a match on any one is a match."""
@@ -64,14 +68,23 @@ def repo_identity(root: Path, secrets: tuple[str, ...] = ()) -> RepoIdentity:
 
     A shallow clone's history stops at a cut, not at its root commit, so it has no root commit
     to be known by (its remote names it): its cut would be a root no full clone shares, and
-    would no longer be one once the clone is deepened."""
-    roots = []
-    if not _is_shallow(root, secrets):
-        roots = _out(root, "rev-list", "--max-parents=0", "HEAD", secrets=secrets).split()
+    would no longer be one once the clone is deepened.
+
+    The root is the one the first-parent chain from HEAD ends at: a history merged in (a
+    vendored library, `git subtree add`) brings roots of its own, which other repositories that
+    merged the same history share, and the chain never leads to them."""
+    first, former = "", ""
+    if not _is_shallow(root, secrets):  # one root (the common case): one walk of the history
+        every = _out(root, "rev-list", "--max-parents=0", "HEAD", secrets=secrets).split()
+        first = every[-1] if len(every) == 1 else ""
+        if len(every) > 1:
+            chain = _out(root, "rev-list", *_FIRST_ROOT, secrets=secrets).split()
+            first = chain[-1] if chain else ""
+            former = every[-1] if every[-1] != first else ""
     remotes = _out(root, "remote", secrets=secrets).split()
     remote = "origin" if "origin" in remotes else (remotes[0] if remotes else "")
     url = _out(root, "remote", "get-url", remote, secrets=secrets) if remote else ""
-    return RepoIdentity(roots[-1] if roots else "", normalize_remote(_absolute(url, root)))
+    return RepoIdentity(first, normalize_remote(_absolute(url, root)), former)
 
 
 def _is_shallow(root: Path, secrets: tuple[str, ...]) -> bool:
