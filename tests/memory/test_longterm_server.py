@@ -13,7 +13,7 @@ from agent_cli.core.models import Episode, TaskRecord
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
 from agent_cli.memory.longterm.place import ChromaServer
-from chromakit import free_port
+from chromakit import TokenProxy, free_port
 from embedkit import HashEmbedder
 
 pytestmark = pytest.mark.slow  # a `chroma run` process serves these tests
@@ -129,8 +129,6 @@ def test_other_server_errors_are_storage_errors_not_outages(chroma_server, chrom
 def test_the_token_goes_with_every_request_and_a_wrong_one_is_one_line(
     chroma_server, chroma_database
 ):
-    from chromakit import TokenProxy
-
     proxy = TokenProxy(chroma_server.url, "team-token-0123456789").start()
     try:
         good = ChromaServer(proxy.url, database=chroma_database, token="team-token-0123456789")
@@ -174,3 +172,84 @@ def test_an_address_that_is_not_a_chroma_server_says_so(fake_server):
     with pytest.raises(MemoryUnavailable) as e:
         LongTermMemory(ChromaServer(model_endpoint.url.rsplit("/v1", 1)[0]), HashEmbedder())
     assert "does not answer like a Chroma server" in e.value.one_line()
+
+
+def test_collections_a_teammate_reindexed_are_looked_up_again(chroma_server, chroma_database):
+    server = ChromaServer(chroma_server.url, database=chroma_database)
+    with LongTermMemory(server, HashEmbedder()) as mine:
+        mine.add_fact("The API listens on port 8080", "harness")
+        with LongTermMemory(server, HashEmbedder()) as teammate:
+            teammate.reindex()  # every collection replaced by its re-embedded copy
+        mine.add_episode(episode("20250314-090000-dddd", "Move the API to port 9090"))
+        mine.curate("the port is set in api/config.py", topic="", origin_event_id="e1")
+        with LongTermMemory(server, HashEmbedder()) as teammate:
+            teammate.reindex()
+        assert {r.kind for r in mine.recall("which port does the API listen on")} >= {"fact"}
+    with LongTermMemory(server, HashEmbedder()) as later:
+        assert later.counts() == {
+            "episodes": 1,
+            "facts": 1,
+            "notes": 1,
+            "procedures": 0,
+            "archive": 0,
+        }
+
+
+def test_a_server_started_again_with_no_data_takes_the_next_write(chroma_process):
+    first = chroma_process()
+    server = ChromaServer(first.url, database="team")
+    with LongTermMemory(server, HashEmbedder()) as mem:
+        mem.add_fact("The API listens on port 8080", "harness")
+        first.stop()
+        again = chroma_process()  # an empty data directory, on the same address
+        again.port, again.url = first.port, first.url
+        again.stop()
+        again.start()
+        mem.add_fact("Releases are tagged vMAJOR.MINOR", "harness")
+    with LongTermMemory(server, HashEmbedder()) as later:
+        assert [r.text for r in later.recall("how are releases tagged")] == [
+            "Releases are tagged vMAJOR.MINOR"
+        ]
+
+
+class DeletingProxy(TokenProxy):
+    """A proxy in front of a Chroma server that deletes every collection of `database` before
+    it passes on a write: a collection found again is gone again."""
+
+    def __init__(self, upstream: str, token: str, database: str) -> None:
+        super().__init__(upstream, token)
+        self.database = database
+
+    def _handle(self, request) -> None:
+        if request.command == "POST" and request.path.endswith(("/upsert", "/add")):
+            base = f"{self.upstream.geturl()}/api/v2/tenants/default_tenant/databases/"
+            cols = f"{base}{self.database}/collections"
+            with urllib.request.urlopen(cols, timeout=5) as reply:
+                names = [c["name"] for c in json.loads(reply.read())]
+            for name in names:
+                urllib.request.urlopen(
+                    urllib.request.Request(f"{cols}/{name}", method="DELETE"), timeout=5
+                ).close()
+        super()._handle(request)
+
+
+def test_a_collection_gone_again_keeps_the_write_in_the_outbox(
+    chroma_server, chroma_database, tmp_path
+):
+    from agent_cli.memory.longterm.write.outbox import Outbox
+
+    proxy = DeletingProxy(chroma_server.url, "tok", chroma_database).start()
+    try:
+        server = ChromaServer(proxy.url, database=chroma_database, token="tok")
+        notices: list[str] = []
+        outbox = Outbox(tmp_path / "memory-outbox.jsonl", str(server))
+        fallback = FallbackLongTerm(
+            lambda: LongTermMemory(server, HashEmbedder()), notices.append, outbox=outbox
+        )
+        fallback.add_fact("The API listens on port 8080", "harness")
+        fallback.curate("the port is set in api/config.py", topic="", origin_event_id="e1")
+    finally:
+        proxy.stop()
+    kept = [json.loads(line)["op"] for line in outbox.path.read_text().splitlines()]
+    assert kept == ["add_fact", "curate"]
+    assert len(notices) == 1 and "does not exist" in notices[0] and "\n" not in notices[0]

@@ -11,7 +11,8 @@ either way we supply the vectors, the server embeds nothing.
 Several runs may share the embedded store: every change is made holding its write lock
 (`write.lock.WriteLock`), from a client opened again when another process wrote since this
 one's was opened; reads need no lock, and one that meets another's write in progress is
-made again from a fresh client. A server takes concurrent writers as they come.
+made again from a fresh client. A server takes concurrent writers as they come; a
+collection another client replaced there is looked up again by name (`_found_again`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ from agent_cli.memory.longterm.curation import (
     topic_fields,
     topic_where,
 )
-from agent_cli.memory.longterm.place import OPEN_CALLS, ChromaServer, probe, within
+from agent_cli.memory.longterm.place import (
+    OPEN_CALLS,
+    ChromaServer,
+    CollectionGone,
+    probe,
+    within,
+)
 from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import (
     COLLECTIONS,
@@ -255,11 +262,40 @@ class LongTermMemory:
                 return read()
             except (MemoryUnavailable, EmbedderMismatch):
                 raise
+            except CollectionGone as e:
+                return self._found_again(read, e)
             except StorageError:
                 if self.lock is None or self.lock.holding or attempt == READ_TRIES - 1:
                     raise
                 self._reopen_after_writes()
         raise AssertionError("unreachable")
+
+    def _write(self, change: Callable[[], T]) -> T:
+        """`change` holding the write lock (`writing`); made again on the collections looked
+        up anew when a server answers that one it used is gone (`_found_again`)."""
+        try:
+            with self.writing():
+                return change()
+        except CollectionGone as e:
+            return self._found_again(change, e)
+
+    def _found_again(self, work: Callable[[], T], gone: CollectionGone) -> T:
+        """`work` once more, after the server answered that a collection is gone (another
+        client's `agent memory reindex` replaced it, or the server started again with no
+        data): the collections are looked up again by name, created when missing (with the
+        tenant and database) as on first use. When that fails too, the server is out of
+        reach as far as this run can tell (MemoryUnavailable): a run goes on without it and
+        what it learns waits in the outbox."""
+        try:
+            probe(self.path, LOCK_WAIT_S)
+            self._reopen()
+            return work()
+        except (MemoryUnavailable, EmbedderMismatch):
+            raise
+        except StorageError as e:
+            raise MemoryUnavailable(
+                f"{gone.message}; looked up again: {e.message}", "see the server's log"
+            ) from None
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -434,31 +470,32 @@ class LongTermMemory:
 
     def listing(self, topics: list[str], min_trust: float = 0.5, limit: int = 1000) -> list[Result]:
         """The facts, notes and procedures of the repositories `topics`, the most trusted first."""
-        return self.items.listing(topics, min_trust, limit)
+        return self._read(lambda: self.items.listing(topics, min_trust, limit))
 
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
         """Count one hit (recalled into a run) on each fact, note or procedure of `results`."""
         counted = [r for r in results if r.kind in ITEM_KINDS]
         if not counted:
             return
-        with self.writing():
-            with self.store.guard("reading"):  # another run may have counted since they were read
-                got = self.store.cols["facts"].get(
-                    ids=[r.id for r in counted], include=["metadatas"]
-                )
-            now_counts = {
-                i: int((m or {}).get("hit_count", 0))
-                for i, m in zip(got["ids"], got["metadatas"], strict=False)
-            }
-            for r in counted:
-                r.hit_count = max(r.hit_count, now_counts.get(r.id, r.hit_count))
-            self.items.count_hits(results, now)
+        self._write(lambda: self._count_hits(counted, results, now))
+
+    def _count_hits(
+        self, counted: list[Recalled], results: Sequence[Recalled], now: datetime | None
+    ) -> None:
+        with self.store.guard("reading"):  # another run may have counted since they were read
+            got = self.store.cols["facts"].get(ids=[r.id for r in counted], include=["metadatas"])
+        now_counts = {
+            i: int((m or {}).get("hit_count", 0))
+            for i, m in zip(got["ids"], got["metadatas"], strict=False)
+        }
+        for r in counted:
+            r.hit_count = max(r.hit_count, now_counts.get(r.id, r.hit_count))
+        self.items.count_hits(results, now)
 
     def write_hits(self, ids: list[str], metas: list[Meta]) -> None:
         """Store counted hits (`curation.hit_updates`)."""
         if ids:
-            with self.writing():
-                self.items.write_hits(ids, metas)
+            self._write(lambda: self.items.write_hits(ids, metas))
 
     # -- what a run writes ---------------------------------------------------------------
     def add_fact(
@@ -474,8 +511,8 @@ class LongTermMemory:
         files: dict[str, str] | None = None,
     ) -> str:
         """Store a fact (trust 1.0 when the harness observed it); the same text re-confirms it."""
-        with self.writing():
-            return self.items.add_fact(
+        return self._write(
+            lambda: self.items.add_fact(
                 text,
                 source,
                 trust,
@@ -485,6 +522,7 @@ class LongTermMemory:
                 run_id=run_id,
                 files=files,
             )
+        )
 
     def curate(
         self,
@@ -499,8 +537,8 @@ class LongTermMemory:
         task: str = "",
     ) -> str:
         """Keep a note the run found worth remembering; returns its id `mem_YYYYMMDD_xxxxxx`."""
-        with self.writing():
-            return self.items.curate(
+        return self._write(
+            lambda: self.items.curate(
                 text,
                 topic=topic,
                 origin_event_id=origin_event_id,
@@ -510,6 +548,7 @@ class LongTermMemory:
                 run_id=run_id,
                 task=task,
             )
+        )
 
     def add_procedure(
         self,
@@ -523,27 +562,25 @@ class LongTermMemory:
         ttl_days: float = 0,
     ) -> str:
         """Keep how this repository's checks are run (merged with the same command's)."""
-        with self.writing():
-            return self.items.add_procedure(
+        return self._write(
+            lambda: self.items.add_procedure(
                 cmd, task, topic=topic, run_id=run_id, files=files, now=now, ttl_days=ttl_days
             )
+        )
 
     def adopt(self, legacy: str, topic: str) -> int:
         """Upgrade the items of the older topic `legacy` (see `Curation.adopt`) to the
         repository `topic`."""
-        with self.writing():
-            return self.items.adopt(legacy, topic)
+        return self._write(lambda: self.items.adopt(legacy, topic))
 
     def upgrade_ids(self) -> int:
         """The named upgrade `content-ids`: items get the ids their content gives, duplicates
         merged (`Curation.upgrade_ids`); how many old ids went."""
-        with self.writing():
-            return self.items.upgrade_ids()
+        return self._write(self.items.upgrade_ids)
 
     def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
         """Move items unused for longer than their time to live (or `ttl_days`) to the archive."""
-        with self.writing():
-            return self.items.expire(now, ttl_days)
+        return self._write(lambda: self.items.expire(now, ttl_days))
 
     def add_episode(self, ep: Episode) -> None:
         """Store one run's episode and its failure signatures, replacing an earlier version."""
@@ -586,13 +623,17 @@ class LongTermMemory:
                         "fix_task": fix.task if fix else "",
                     }
                 )
-        with self.writing():
-            col = self.store.cols["episodes"]
-            with self.store.guard("writing"):
-                run_ids = [ep.run_id for ep in episodes]
-                for i in range(0, len(run_ids), BATCH):
-                    col.delete(where={"run_id": {"$in": run_ids[i : i + BATCH]}})
-            self.store.upsert(col, ids, docs, metas)
+        run_ids = [ep.run_id for ep in episodes]
+        self._write(lambda: self._replace_episodes(run_ids, ids, docs, metas))
+
+    def _replace_episodes(
+        self, run_ids: list[str], ids: list[str], docs: list[str], metas: list[Meta]
+    ) -> None:
+        col = self.store.cols["episodes"]
+        with self.store.guard("writing"):
+            for i in range(0, len(run_ids), BATCH):
+                col.delete(where={"run_id": {"$in": run_ids[i : i + BATCH]}})
+        self.store.upsert(col, ids, docs, metas)
 
     # -- the `agent memory` commands -----------------------------------------------------
     def counts(self, topics: list[str] | None = None) -> dict[str, int]:

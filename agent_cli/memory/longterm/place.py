@@ -161,6 +161,18 @@ class IndexNotReady(StorageError):
     """The memory server has not yet written the index a search needs; made again, it answers."""
 
 
+class CollectionGone(StorageError):
+    """The memory server no longer has the collection the client looked up (another client's
+    `agent memory reindex` replaced it, or the server started again with no data): the
+    collection of that name is to be looked up again."""
+
+
+def _gone(e: Exception) -> bool:
+    """Whether `e` is the server's answer about a collection it does not have (any more)."""
+    text = str(e)
+    return "Collection" in text and "does not exist" in text
+
+
 def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> StorageError:
     """Our error for a failure of the store at `where`, with a hint that fits a directory or a server."""
     if not isinstance(where, ChromaServer):
@@ -173,7 +185,9 @@ def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> Stor
             f"memory server {where.url}: {action} failed: {e or type(e).__name__}",
             "check that the server is running, or unset memory_url",
         )
-    kind = IndexNotReady if INDEX_NOT_READY in str(e) else StorageError
+    kind = (
+        IndexNotReady if INDEX_NOT_READY in str(e) else CollectionGone if _gone(e) else StorageError
+    )
     return kind(f"memory server {where}: {action} failed: {e}", "see the server's log")
 
 
