@@ -190,6 +190,18 @@ def test_bad_memory_server_settings_name_the_key(tmp_path, key, value, expect):
     assert key in e.value.one_line() and expect in e.value.one_line()
 
 
+@pytest.mark.parametrize("where", ["file", "env"])
+def test_a_memory_url_with_credentials_is_refused_without_showing_them(tmp_path, where):
+    url = "http://admin:PWSECRET77@chroma.internal:8000"
+    if where == "file":
+        (tmp_path / ".agentrc").write_text(f'memory_url = "{url}"\n')
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path, env={"AGENT_MEMORY_URL": url} if where == "env" else None)
+    line = e.value.one_line()
+    assert "memory_url" in line and "AGENT_MEMORY_TOKEN" in line and "\n" not in line
+    assert "PWSECRET77" not in line and "admin" not in line and "***@chroma.internal" in line
+
+
 @pytest.mark.parametrize(
     "url, local",
     [

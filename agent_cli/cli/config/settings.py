@@ -134,7 +134,8 @@ class Settings(BaseSettings):
     @field_validator("memory_url")
     @classmethod
     def _server_address(cls, url: str | None) -> str | None:
-        """An http(s) address with a host and no path; empty means the embedded store."""
+        """An http(s) address with a host, no path and no credentials; empty means the
+        embedded store."""
         if not url or not url.strip():
             return None
         parts = urlsplit(url.strip())
@@ -146,6 +147,8 @@ class Settings(BaseSettings):
             raise ValueError("expected a server address like http://chroma.internal:8000")
         if parts.path not in ("", "/") or parts.query:
             raise ValueError("give the server's address only, without a path")
+        if parts.username or parts.password:  # shown and stored with the address; never sent
+            raise ValueError("put a token in AGENT_MEMORY_TOKEN, not in the server's address")
         return url.strip().rstrip("/")
 
     @field_validator("memory_tenant", "memory_database")
