@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from agent_cli.workspace.git.identity import (
     RepoIdentity,
     normalize_remote,
@@ -64,6 +66,20 @@ def test_remote_urls_normalize_to_one_form():
         "ssh://git@GitHub.com:22/Owner/calc.git/",
     ]
     assert {normalize_remote(u) for u in forms} == {"github.com/Owner/calc"}
+
+
+@pytest.mark.parametrize(
+    "url, key",
+    [
+        ("https://git.example.com/g/r.git?access_token=QUERYSECRET42", "git.example.com/g/r"),
+        ("https://GitHub.com/Owner/Repo.git#main", "github.com/Owner/Repo"),
+        ("https://user:pa/ss@github.com/o/r.git", "github.com/o/r"),  # an unescaped / in it
+        ("https://[fd00::1]:8443/g/r.git", "[fd00::1]/g/r"),
+        ("https://user:pw@[FD00::1]/g/r.git", "[fd00::1]/g/r"),
+    ],
+)
+def test_a_remote_key_holds_no_credential_and_keeps_its_host(url, key):
+    assert normalize_remote(url) == key
     assert RepoIdentity("abc", "github.com/o/n").keys() == ["git:abc", "url:github.com/o/n"]
     assert RepoIdentity().keys() == []
 

@@ -36,8 +36,9 @@ class RepoIdentity:
 
 
 def normalize_remote(url: str) -> str:
-    """`host/owner/name` of a remote URL: scheme, user, port, `.git` and case of the host
-    dropped, so the https and ssh forms of one remote are equal; a local path as given."""
+    """`host/owner/name` of a remote URL: scheme, user and password, port, query, fragment,
+    `.git` and case of the host dropped, so the https and ssh forms of one remote are equal
+    and no credential in the URL is kept; a local path as given."""
     url = url.strip()
     if not url:
         return ""
@@ -45,14 +46,26 @@ def normalize_remote(url: str) -> str:
     if scp and "://" not in url:
         host, path = scp.group(1), scp.group(2)
     elif "://" in url:
-        rest = url.split("://", 1)[1]
-        hostport, _, path = rest.partition("/")
-        host = hostport.rsplit("@", 1)[-1].split(":", 1)[0]
+        _, host, path = _parts(url)
     else:
         return url.rstrip("/")
     path = path.strip("/")
     path = path[:-4] if path.endswith(".git") else path
     return f"{host.lower()}/{path}"
+
+
+def _parts(url: str) -> tuple[str, str, str]:
+    """(user part, host, path) of a URL with a scheme, its port, query and fragment dropped
+    (an IPv6 host keeps its brackets). The user part ends at the last `@`, not at the first
+    `/`: a password may hold an unescaped `/` (an `@` in the path is read as its end too)."""
+    rest = re.split(r"[?#]", url.split("://", 1)[1], maxsplit=1)[0]
+    user, at, after = rest.rpartition("@")
+    if not at:
+        user, after = "", rest
+    hostport, _, path = after.partition("/")
+    if hostport.startswith("[") and "]" in hostport:
+        return user, hostport[: hostport.index("]") + 1], path
+    return user, hostport.split(":", 1)[0], path
 
 
 def _out(root: Path, *args: str, secrets: tuple[str, ...] = ()) -> str:
