@@ -110,10 +110,13 @@ def build_model(
     console: Console,
     endpoint: roles.Endpoint | None = None,
     api_key: str | None = None,
+    secrets: tuple[str, ...] | None = None,
 ) -> ChatModel:
     """The ChatModel: a replayed recording, or the endpoint (optionally recorded).
 
-    `endpoint` (with its `api_key`) is one role's; without it, `model` at `base_url`."""
+    `endpoint` (with its `api_key`) is one role's; without it, `model` at `base_url`.
+    `secrets` are masked in every request and recording (the configured ones when None)."""
+    masked = settings.secrets() if secrets is None else secrets
     prices = endpoint.prices if endpoint else settings.prices()
     model_name = endpoint.model if endpoint else settings.model
     if opts.replay:
@@ -136,10 +139,10 @@ def build_model(
             backoff_s=settings.retry_backoff_s,
             max_tokens=settings.reserved_output_tokens,
             context_window=settings.context_window,
-            on_retry=RetryNotice(settings.max_retries, settings.secrets()),
+            on_retry=RetryNotice(settings.max_retries, masked),
             on_text=console.stream_text,  # the model's words, live on a terminal
             cache_dir=server_cache_dir(os.environ),  # a local server's findings, kept a day
-            secrets=settings.secrets(),
+            secrets=masked,
         )
     if opts.record:
         from agent_cli.llm.record import RecordingModel
@@ -150,15 +153,22 @@ def build_model(
                 "record to another file",
             )
 
-        model = RecordingModel(model, opts.record, secrets=settings.secrets())
+        model = RecordingModel(model, opts.record, secrets=masked)
     return model
 
 
-def build_models(settings: Settings, opts: RunOptions, console: Console) -> RoleModels:
+def build_models(
+    settings: Settings,
+    opts: RunOptions,
+    console: Console,
+    secrets: tuple[str, ...] | None = None,
+) -> RoleModels:
     """Each role's ChatModel (`roles.py`); a replayed recording serves every role in turn."""
     if opts.replay:
-        return RoleModels.one(build_model(settings, opts, console))
-    return roles.build(settings, lambda ep, key: build_model(settings, opts, console, ep, key))
+        return RoleModels.one(build_model(settings, opts, console, secrets=secrets))
+    return roles.build(
+        settings, lambda ep, key: build_model(settings, opts, console, ep, key, secrets)
+    )
 
 
 def server_cache_dir(env: Mapping[str, str]) -> Path:
@@ -283,11 +293,24 @@ class RunKit:
             self.tools.close()
 
 
+def run_secrets(settings: Settings, repo_path: Path) -> tuple[str, ...]:
+    """What a run masks in all it stores, shows or sends: the configured secrets and
+    the passwords in the URLs of the repository's remotes (`git remote -v` shows them)."""
+    from agent_cli.workspace.git.identity import remote_passwords
+
+    return (*settings.secrets(), *remote_passwords(repo_path))
+
+
 def open_workspace(
-    settings: Settings, repo_path: Path, state_dir: Path, console: Console
+    settings: Settings,
+    repo_path: Path,
+    state_dir: Path,
+    console: Console,
+    secrets: tuple[str, ...] | None = None,
 ) -> tuple[RepoWorkspace, CommandPolicy]:
-    """The repository with its command runner and the policy for the model's commands."""
-    secrets = settings.secrets()
+    """The repository with its command runner and the policy for the model's commands;
+    `secrets` are the run's (`run_secrets`, read here when None)."""
+    secrets = run_secrets(settings, repo_path) if secrets is None else secrets
     git = GitRepo(repo_path, secrets=secrets)
     # Read-only inside the sandbox: git's files and the agent's state and settings are used
     # later outside it, so a sandboxed command must not be able to change them.
@@ -347,7 +370,7 @@ def execute(opts: RunOptions) -> int:
     try:
         repo_path = find_repo(opts.repo)
         settings, started = run_settings(repo_path, opts, console)
-        shown.secrets = settings.secrets()  # masked in everything shown from here on
+        shown.secrets = run_secrets(settings, repo_path)  # masked in all shown from here on
         if not opts.replay:
             import_model_client_in_background()
         if opts.replay:
@@ -369,7 +392,7 @@ def execute(opts: RunOptions) -> int:
             console=console,
         )
         try:
-            return _execute(opts, settings, repo_path, ends, started, tree)
+            return _execute(opts, settings, repo_path, ends, started, tree, shown.secrets)
         finally:
             wt.forget_unstarted(tree, settings.state_dir(repo_path))
     except AgentError as e:
@@ -494,14 +517,15 @@ def _execute(
     ends: EndsWithRunDone,
     started: RunStartedWith,
     tree: wt.WorktreePlace | None = None,
+    secrets: tuple[str, ...] | None = None,
 ) -> int:
     state_dir = settings.state_dir(repo_path)
     console = ends.console
     if tree is not None:  # the run works in its worktree; its state stays in the repository's
         here = tree
         repo_path, console = tree.path, Watched(console, lambda ev: wt.settled(here, ev))
-    workspace, policy = open_workspace(settings, repo_path, state_dir, console)
-    secrets = workspace.secrets  # settings.secrets(), read once for the whole run
+    workspace, policy = open_workspace(settings, repo_path, state_dir, console, secrets)
+    secrets = workspace.secrets  # `run_secrets`, read once for the whole run
     embedder = make_embedder(settings)
     place = memory_place(settings, state_dir)
     with workspace, LazyLongTermMemory(place, embedder, secrets, opts.plan_only) as lazy:
@@ -523,7 +547,7 @@ def _execute(
         )
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
         longterm.prepare()  # its snapshot is read, or the store opens, while the model client loads
-        models = build_models(settings, opts, console)
+        models = build_models(settings, opts, console, secrets)
         approve = check_approval(settings, opts)
         found = roles.narrowest_window(models)  # learned from the servers when they say
         memory_tokens, tool_tokens = fit_to_window(settings, found, console)

@@ -141,6 +141,38 @@ def test_items_under_a_merged_in_root_are_upgraded_by_the_next_run(
     assert meta["topic"] == f"git:{before}" and meta["confirmations"] == 2  # run 1's note
 
 
+def test_a_remotes_password_is_masked_in_all_a_run_keeps(run_env, fake_server, capsys, demo_repo):
+    password = "hunter2Passw0rd"
+    git(demo_repo, "remote", "add", "origin", "https://deploy:hunter2Passw0rd@git.example.com/t/p")
+    git(
+        demo_repo,
+        "remote",
+        "set-url",
+        "--push",
+        "origin",
+        "https://ci:s3cr%40tPush@git.example.com/t/p",
+    )
+    quoted = "origin is https://deploy:hunter2Passw0rd@git.example.com/t/p, pushed as ci:s3cr@tPush"
+    srv = fake_server(
+        [
+            plan(task()),
+            {"tool": "run", "args": {"cmd": "git remote -v"}},
+            {"tool": "note", "args": {"text": quoted}},
+            add_median(),
+            finish(),
+            facts((FACT, ["calc/stats.py"])),
+        ]
+    )
+    code, events = run_in_process(capsys, demo_repo, GOAL, srv)
+    assert code == 0, events
+    remote_v = [str(r) for r in srv.chat_requests if "(fetch)" in str(r)]
+    assert remote_v and all(password not in r for r in remote_v)  # nor sent to the model
+    kept = [p for p in (demo_repo / ".agent").rglob("*") if p.is_file()]
+    for secret in (password.encode(), b"s3cr%40tPush", b"s3cr@tPush"):
+        assert not [p for p in kept if secret in p.read_bytes()]
+    assert password not in json.dumps(events)
+
+
 def _hashes(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -152,9 +152,11 @@ def test_every_path_excludes_an_existing_state_directory_before_writing_in_it(
 # commit under: var; the work tree: status), and
 # the file list sent with the plan request (ls-files). Each harness git command is two
 # processes: the repository's config is read first, to neutralise its command-valued keys.
-# Finding the repository, the preflight (branch, identity, status), the repository's identity
-# for long-term memory (its root commit, its remotes), and the file list sent with the plan.
+# The remotes' URLs (their passwords are masked), finding the repository, the preflight
+# (branch, identity, status), the repository's identity for long-term memory (its root
+# commit, its remotes), and the file list sent with the plan.
 GIT_BEFORE_PLAN = [
+    "remote",
     "rev-parse",
     "rev-parse",
     "symbolic-ref",
@@ -197,7 +199,7 @@ def test_the_repository_is_checked_once_before_the_plan(
     paired = [c for command in GIT_BEFORE_PLAN for c in ("config", command)]
     # the main work tree (for the runs of this repository) is read from files: no git
     assert calls == ["config", *paired]
-    assert len(calls) == 17
+    assert len(calls) == 19
 
 
 def git_command(logged: str) -> str:

@@ -10,6 +10,7 @@ import pytest
 from agent_cli.workspace.git.identity import (
     RepoIdentity,
     normalize_remote,
+    remote_passwords,
     repo_identity,
 )
 from agent_cli.workspace.git.repository import GitRepo
@@ -143,3 +144,13 @@ def test_repositories_that_merged_one_older_history_stay_two(tmp_path):
     lib_root = git(library, "rev-list", "HEAD").strip()
     assert repo_identity(one).former_root == lib_root  # what earlier versions named it by
     assert repo_identity(library).former_root == ""
+
+
+def test_the_passwords_of_every_remote_are_read_as_written_and_decoded(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    git(repo, "remote", "add", "origin", "https://deploy:hunter2Passw0rd@git.example.com/t/p")
+    git(repo, "remote", "set-url", "--push", "origin", "https://ci:s3cr%40t@git.example.com/t/p")
+    git(repo, "remote", "add", "mirror", "git@github.com:t/p.git")
+    git(repo, "remote", "add", "token", "https://ghp_only_a_user@github.com/t/p")
+    assert remote_passwords(repo) == ("hunter2Passw0rd", "s3cr%40t", "s3cr@t")
+    assert remote_passwords(make_repo(tmp_path / "none")) == ()

@@ -1,4 +1,5 @@
-"""Which repository a work tree is, whatever its folder is called: its root commit and remote.
+"""Which repository a work tree is, whatever its folder is called: its root commit and remote
+(and the passwords its remotes' URLs hold, which a run masks).
 
 Read with plain `git` commands (safe.run_git), since a run asks before its first model
 request, when GitPython is not imported yet (see handle.py).
@@ -9,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from agent_cli.workspace.git.safe import run_git
 
@@ -52,6 +54,26 @@ def normalize_remote(url: str) -> str:
     path = path.strip("/")
     path = path[:-4] if path.endswith(".git") else path
     return f"{host.lower()}/{path}"
+
+
+def remote_password(url: str) -> str:
+    """The password in a remote URL's user part (`https://user:PASSWORD@host/...`), or ""."""
+    if "://" not in url:
+        return ""
+    user, _, _ = _parts(url.strip())
+    return user.partition(":")[2]
+
+
+def remote_passwords(root: Path) -> tuple[str, ...]:
+    """The passwords in the URLs of the repository's remotes (fetch and push, as `git remote
+    -v` shows them), as written and percent-decoded: secrets that output may quote."""
+    found: set[str] = set()
+    for line in _out(root, "remote", "-v").splitlines():
+        fields = line.split()
+        password = remote_password(fields[1]) if len(fields) > 1 else ""
+        if password:
+            found.update((password, unquote(password)))
+    return tuple(sorted(found))
 
 
 def _parts(url: str) -> tuple[str, str, str]:
