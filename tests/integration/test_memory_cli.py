@@ -299,6 +299,28 @@ def test_forget_expire_export_and_import(seeded, tmp_path):
     assert KEY.encode() not in raw and b"deploy with key [REDACTED]" in raw
 
 
+def test_show_and_export_take_no_lock_while_another_process_writes(seeded, tmp_path):
+    import fcntl
+    import time
+
+    fd = os.open(seeded / ".agent" / "chroma" / "write.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as `agent memory import` holds it while it writes
+    try:
+        started = time.monotonic()
+        show, export = agents(
+            seeded,
+            ["memory", "show", "--json"],
+            ["memory", "export", str(tmp_path / "out.jsonl")],
+        )
+        took = time.monotonic() - started
+    finally:
+        os.close(fd)
+    assert show.returncode == 0 and export.returncode == 0, show.stderr + export.stderr
+    assert json.loads(show.stdout)["counts"]["episodes"] == 2
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) >= 4
+    assert took < 20  # the write lock is waited for 30 s
+
+
 def test_another_embedder_is_refused_until_reindex(seeded):
     from agent_cli.llm.fake.server import FakeOpenAIServer
 

@@ -144,6 +144,23 @@ def test_a_store_busy_past_the_bound_sends_the_writes_to_the_outbox(store, tmp_p
     assert not outbox.path.exists()
 
 
+def test_a_store_opened_to_read_waits_for_no_writer(store, tmp_path):
+    with LongTermMemory(store, HashEmbedder()) as mem:
+        mem.add_fact("Lint with ruff check", "run a", topic=TOPIC)
+    fd = hold_lock(store)  # a run or an import writing meanwhile
+    try:
+        with LongTermMemory(store, HashEmbedder(), write_wait_s=0.2, reads_only=True) as reader:
+            assert reader.counts()["facts"] == 1
+            assert reader.export(tmp_path / "all.jsonl") == 1
+            assert [r.text for r in reader.recall("how to lint", min_score=0.0)] == [
+                "Lint with ruff check"
+            ]
+        with pytest.raises(StoreBusy):  # opened to write, it waits, then gives up
+            LongTermMemory(store, HashEmbedder(), write_wait_s=0.2).add_fact("x", "run b")
+    finally:
+        os.close(fd)
+
+
 def test_a_client_opened_before_another_process_wrote_reads_that_write(store):
     with LongTermMemory(store, HashEmbedder()) as mine:
         mine.add_fact("The first fact is about parsing", "run a")

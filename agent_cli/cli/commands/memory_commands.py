@@ -46,9 +46,9 @@ def _place(repo: Path | None) -> tuple[Path, Any, Path]:
     return top, settings, state
 
 
-def _open(settings: Any, state: Path, create: bool = False) -> Any:
+def _open(settings: Any, state: Path, create: bool = False, reads_only: bool = False) -> Any:
     """Long-term memory: the configured server, or the store under `state` (None when that
-    does not exist and `create` is False)."""
+    does not exist and `create` is False); opened `reads_only`, it waits for no write lock."""
     from agent_cli.cli.shared import make_embedder, memory_place
 
     place = memory_place(settings, state)
@@ -56,7 +56,9 @@ def _open(settings: Any, state: Path, create: bool = False) -> Any:
         return None
     from agent_cli.memory.longterm.chroma import LongTermMemory
 
-    return LongTermMemory(place, make_embedder(settings), secrets=settings.secrets())
+    return LongTermMemory(
+        place, make_embedder(settings), secrets=settings.secrets(), reads_only=reads_only
+    )
 
 
 def _open_to_read(settings: Any, state: Path) -> Any:
@@ -73,7 +75,7 @@ def _open_to_read(settings: Any, state: Path) -> Any:
             from agent_cli.memory.longterm.lazy import SnapshotMemory
 
             return SnapshotMemory(cols, place, make_embedder(settings), settings.secrets())
-    return _open(settings, state)
+    return _open(settings, state, reads_only=True)
 
 
 def _memory_or_exit(repo: Path | None) -> Any:
@@ -86,10 +88,10 @@ def _memory_or_exit(repo: Path | None) -> Any:
     return mem
 
 
-def _memory_or_none(repo: Path | None) -> tuple[Any, Path]:
+def _memory_or_none(repo: Path | None, reads_only: bool = False) -> tuple[Any, Path]:
     """Long-term memory (None when there is none yet) and where the embedded store would be."""
     _, settings, state = _place(repo)
-    return _open(settings, state), state / "chroma"
+    return _open(settings, state, reads_only=reads_only), state / "chroma"
 
 
 def _skip_final_sweep() -> None:
@@ -192,7 +194,7 @@ def show_command(
     else:
         report = _working_report(settings, state, kind, top)
         report["counts"] = dict(NO_COUNTS)
-        mem = _open(settings, state)
+        mem = _open(settings, state, reads_only=True)
         if mem is not None:
             from agent_cli.agent.learn.topic import repo_topics
             from agent_cli.cli.shared import own_memory
@@ -352,7 +354,7 @@ def export_command(
             f"{file} exists; nothing was written",
             "pass --force to replace it, or name another file",
         )
-    mem, place = _memory_or_none(repo)
+    mem, place = _memory_or_none(repo, reads_only=True)
     where = "standard output" if to_stdout else str(file)
     try:
         if to_stdout:

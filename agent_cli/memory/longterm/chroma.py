@@ -18,6 +18,7 @@ collection another client replaced there is looked up again by name (`_found_aga
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
 
 LOCK_WAIT_S = 3.0
 READ_TRIES = 3  # a read that meets another process's write in progress is made again
+READ_PAUSE_S = 0.5  # before a read made again without waiting for the write lock
 T = TypeVar("T")
 ASSOCIATE_THRESHOLD = 0.78  # how close a fact or note must be to be associated with a text
 
@@ -152,8 +154,10 @@ class LongTermMemory:
         lock_wait_s: float = LOCK_WAIT_S,
         write_wait_s: float = WAIT_S,
         snapshot_rows: int = snapshot.MAX_ROWS,
+        reads_only: bool = False,
     ) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
+        self.reads_only = reads_only  # opened to read only: never waits for the write lock
         self.snapshot_rows = snapshot_rows  # a larger store keeps no snapshot, lists a slice
         self.embedder = embedder
         # one writer at a time in an embedded store; a server serializes writes itself
@@ -172,13 +176,15 @@ class LongTermMemory:
             self._open()
             return
         try:  # a directory that is no store, or a corrupt one, is refused and left as it is
-            probe(self.path, lock_wait_s)
+            probe(self.path, lock_wait_s, reading=reads_only)
             probed = True
         except StorageError as e:
             if "locked" not in str(e) or not self.lock.path.exists():
                 raise
             probed = False  # another run is writing: probed again once it is done
         _chromadb()  # the slow import, before the lock is taken
+        if reads_only and self._open_unlocked():
+            return
         with self.lock.held(writes=False) as generation:  # opening may create the collections
             if not probed:
                 probe(self.path, lock_wait_s)
@@ -186,15 +192,32 @@ class LongTermMemory:
             self._generation = generation
         self._generation = self.lock.current
 
-    def _open(self) -> None:
-        """Open the client and its collections (created when missing)."""
+    def _open_unlocked(self) -> bool:
+        """Open the client without the write lock, to read only: whether the store had every
+        collection (when it had not, opening would create them, a write, so nothing is
+        kept open). The generation is read first, so a write made meanwhile is seen."""
+        assert self.lock is not None
+        generation = self.lock.generation()
+        if not self._open(create=False):
+            with self.store.guard("closing"):
+                self._client.close()
+            return False
+        self._generation = generation
+        return True
+
+    def _open(self, create: bool = True) -> bool:
+        """Open the client and its collections (created when missing); with `create` false,
+        False and no collections when one is missing."""
         with self.store.guard("opening"):
             self._client = _client(self.path)
             existing = {c.name for c in self._client.list_collections()}
+            if not create and not set(COLLECTIONS) <= existing:
+                return False
             cols = {name: self._collection(name, existing) for name in COLLECTIONS}
         self.store.cols = dict(cols)
         if isinstance(self.path, Path):  # each write notes what it touched, for the snapshot
             self.store.cols = {name: self._track(name, col) for name, col in cols.items()}
+        return True
 
     def _track(self, name: str, col: Collection) -> snapshot.Tracked:
         """`col`, noting the ids each write touches (a reopened client's keeps the earlier notes)."""
@@ -232,9 +255,25 @@ class LongTermMemory:
             yield
         self._generation = self.lock.current
 
+    def _reopen_unlocked(self) -> None:
+        """To read only: open the client again without the lock (a store without every
+        collection, as a reindex leaves it for a moment, is an error to read again)."""
+        with self.store.guard("opening"):
+            self._client.close()
+        if not self._open_unlocked():
+            raise StorageError(
+                f"memory store at {self.path}: a collection is missing",
+                "try again once the run or `agent memory` command writing to it is done",
+            )
+
     def _reopen_after_writes(self) -> None:
-        """Wait for a write in progress to end, then open the client again."""
+        """Wait for a write in progress to end, then open the client again (to read only: a
+        moment, then without the lock)."""
         assert self.lock is not None
+        if self.reads_only:
+            time.sleep(READ_PAUSE_S)
+            self._reopen_unlocked()
+            return
         with self.lock.held(writes=False) as generation:
             self._whole = self._whole or (self._wrote and generation != self._generation)
             self._reopen()
@@ -246,6 +285,9 @@ class LongTermMemory:
         if self.lock is None or self.lock.holding:
             return
         if self.lock.generation() == self._generation:
+            return
+        if self.reads_only:
+            self._reopen_unlocked()
             return
         try:
             with self.writing(changes=False):

@@ -61,12 +61,13 @@ class ChromaServer:
         return f"{self.url.rstrip('/')} (tenant {self.tenant}, database {self.database})"
 
 
-def probe(where: Path | ChromaServer, wait_s: float) -> None:
-    """Refuse a store that cannot be used, before chromadb is imported."""
+def probe(where: Path | ChromaServer, wait_s: float, reading: bool = False) -> None:
+    """Refuse a store that cannot be used (to read only, when `reading`), before chromadb is
+    imported."""
     if isinstance(where, ChromaServer):
         probe_server(where)
     else:
-        probe_dir(where, wait_s)
+        probe_dir(where, wait_s, reading)
 
 
 def probe_server(server: ChromaServer) -> None:
@@ -191,18 +192,23 @@ def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> Stor
     return kind(f"memory server {where}: {action} failed: {e}", "see the server's log")
 
 
-def probe_dir(path: Path, wait_s: float) -> None:
-    """Refuse a path that is not a directory, a corrupt database, or one another process locks."""
+def probe_dir(path: Path, wait_s: float, reading: bool = False) -> None:
+    """Refuse a path that is not a directory, a corrupt database, or one another process locks
+    (for writing; for `reading`, one in the middle of a commit for longer than `wait_s`)."""
     if path.exists() and not path.is_dir():
         raise StorageError(f"memory store at {path} is not a directory", "move it aside")
     db = path / "chroma.sqlite3"
     if not db.exists():
         return
     try:
-        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=rw", uri=True, timeout=wait_s)
+        mode = "ro" if reading else "rw"
+        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode={mode}", uri=True, timeout=wait_s)
         try:
-            con.execute("BEGIN IMMEDIATE")
-            con.rollback()
+            if reading:  # a reader waits for no writer, only for a commit in progress
+                con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            else:
+                con.execute("BEGIN IMMEDIATE")
+                con.rollback()
         finally:
             con.close()
     except sqlite3.Error as e:
