@@ -55,11 +55,10 @@ from agent_cli.memory.longterm.records import (
 from agent_cli.memory.longterm.signatures import signature_key
 from agent_cli.memory.longterm.store import (
     BATCH,
-    INCLUDE,
     UPGRADES,
+    ChromaCollection,
     Collection,
     Meta,
-    Rows,
     Store,
     Where,
     count,
@@ -69,75 +68,12 @@ from agent_cli.memory.longterm.write.lock import WAIT_S, WriteLock
 
 if TYPE_CHECKING:
     from chromadb.api.client import Client
-    from chromadb.api.models.Collection import Collection as ChromaCol
 
 LOCK_WAIT_S = 3.0
 READ_TRIES = 3  # a read that meets another process's write in progress is made again
 READ_PAUSE_S = 0.5  # before a read made again without waiting for the write lock
 T = TypeVar("T")
 ASSOCIATE_THRESHOLD = 0.78  # how close a fact or note must be to be associated with a text
-
-
-class ChromaCollection:
-    """A Chroma collection as a `store.Collection`: plain lists and dicts in and out."""
-
-    def __init__(self, col: ChromaCol) -> None:
-        self.col = col
-
-    @property
-    def metadata(self) -> Meta:
-        return dict(self.col.metadata or {})
-
-    def count(self) -> int:
-        return self.col.count()
-
-    def get(
-        self,
-        ids: list[str] | None = None,
-        where: Where | None = None,
-        include: Sequence[str] = INCLUDE,
-        limit: int | None = None,
-        offset: int | None = None,
-    ) -> Rows:
-        got = self.col.get(
-            ids=ids,
-            where=cast(Any, where),
-            include=cast(Any, list(include)),
-            limit=limit,
-            offset=offset,
-        )
-        return cast(Rows, dict(got))
-
-    def query(
-        self,
-        query_embeddings: list[Any],
-        n_results: int = 10,
-        where: Where | None = None,
-        include: Sequence[str] = (*INCLUDE, "distances"),
-    ) -> Rows:
-        got = self.col.query(
-            query_embeddings=query_embeddings,
-            n_results=n_results,
-            where=cast(Any, where),
-            include=cast(Any, list(include)),
-        )
-        return cast(Rows, dict(got))
-
-    def upsert(
-        self, ids: list[str], embeddings: Any, documents: list[str], metadatas: list[Meta]
-    ) -> None:
-        self.col.upsert(
-            ids=ids, embeddings=embeddings, documents=documents, metadatas=cast(Any, metadatas)
-        )
-
-    def update(self, ids: list[str], metadatas: list[Meta]) -> None:
-        self.col.update(ids=ids, metadatas=cast(Any, metadatas))
-
-    def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
-        self.col.delete(ids=ids, where=cast(Any, where))
-
-    def modify(self, metadata: Meta) -> None:
-        self.col.modify(metadata=cast(Any, metadata))
 
 
 class LongTermMemory:

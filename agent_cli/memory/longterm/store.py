@@ -3,7 +3,8 @@
 A `Store` is what episodes, items (curation.py) and recall (reads.py) are given: its
 collections by name (Chroma's, through chroma.py, or the snapshot's), the embedder, the
 secrets to mask, and `guard`, which turns storage failures into a StorageError naming the
-store. No chromadb here: a collection is anything with the `Collection` methods.
+store. No chromadb here: a collection is anything with the `Collection` methods, and
+`ChromaCollection` gives a Chroma collection (made in chroma.py) those methods.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from agent_cli.core.errors import AgentError, EmbedderMismatch
 from agent_cli.core.protocols import Embedder
@@ -329,3 +330,65 @@ def _number(v: Any) -> bool:
 def count(col: Any, where: Where | None = None) -> int:
     """How many records collection `col` holds (those matching `where`, when given)."""
     return int(col.count()) if where is None else len(col.get(where=where, include=[])["ids"])
+
+
+class ChromaCollection:
+    """A Chroma collection as a `store.Collection`: plain lists and dicts in and out."""
+
+    def __init__(self, col: Any) -> None:  # a chromadb Collection: not imported here
+        self.col = col
+
+    @property
+    def metadata(self) -> Meta:
+        return dict(self.col.metadata or {})
+
+    def count(self) -> int:
+        return int(self.col.count())
+
+    def get(
+        self,
+        ids: list[str] | None = None,
+        where: Where | None = None,
+        include: Sequence[str] = INCLUDE,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Rows:
+        got = self.col.get(
+            ids=ids,
+            where=cast(Any, where),
+            include=cast(Any, list(include)),
+            limit=limit,
+            offset=offset,
+        )
+        return cast(Rows, dict(got))
+
+    def query(
+        self,
+        query_embeddings: list[Any],
+        n_results: int = 10,
+        where: Where | None = None,
+        include: Sequence[str] = (*INCLUDE, "distances"),
+    ) -> Rows:
+        got = self.col.query(
+            query_embeddings=query_embeddings,
+            n_results=n_results,
+            where=cast(Any, where),
+            include=cast(Any, list(include)),
+        )
+        return cast(Rows, dict(got))
+
+    def upsert(
+        self, ids: list[str], embeddings: Any, documents: list[str], metadatas: list[Meta]
+    ) -> None:
+        self.col.upsert(
+            ids=ids, embeddings=embeddings, documents=documents, metadatas=cast(Any, metadatas)
+        )
+
+    def update(self, ids: list[str], metadatas: list[Meta]) -> None:
+        self.col.update(ids=ids, metadatas=cast(Any, metadatas))
+
+    def delete(self, ids: list[str] | None = None, where: Where | None = None) -> None:
+        self.col.delete(ids=ids, where=cast(Any, where))
+
+    def modify(self, metadata: Meta) -> None:
+        self.col.modify(metadata=cast(Any, metadata))
