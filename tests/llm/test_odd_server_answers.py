@@ -5,19 +5,20 @@ absurd sizes, a model listing nested past any parser's recursion."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
-from typing import Any
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from agent_cli.core.errors import ModelError
 from agent_cli.llm.openai.chat import OpenAIChat
+from httpkit import Answer, loopback, send
 
 ASK = [{"role": "user", "content": "go"}]
 REPLY = {"choices": [{"index": 0, "message": {"content": "fine"}, "finish_reason": "stop"}]}
 SETTING = 8192
+
+__all__ = ["loopback"]
 
 
 @pytest.mark.parametrize(
@@ -33,42 +34,22 @@ def test_a_strange_retry_after_is_waited_sanely(fake_server, retry_after):
 
 
 @pytest.fixture
-def routed_server() -> Iterator[Callable[[dict[str, str]], str]]:
+def routed_server(loopback: Callable[[Answer], str]) -> Callable[[dict[str, str]], str]:
     """A loopback server answering each path (GET or POST) with its body; chat replies whole."""
-    servers: list[ThreadingHTTPServer] = []
 
     def start(routes: dict[str, str]) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
+        def answer(handler: BaseHTTPRequestHandler) -> None:
+            path = handler.path.rstrip("/")
+            if path.endswith("/chat/completions"):
+                send(handler, json.dumps(REPLY), "application/json")
+            elif path in routes:
+                send(handler, routes[path], "application/json")
+            else:
+                send(handler, '{"error": {"message": "not found"}}', "application/json", 404)
 
-            def _answer(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                path = self.path.rstrip("/")
-                if path.endswith("/chat/completions"):
-                    status, body = 200, json.dumps(REPLY)
-                elif path in routes:
-                    status, body = 200, routes[path]
-                else:
-                    status, body = 404, '{"error": {"message": "not found"}}'
-                data = body.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        return loopback(answer)
 
-            do_GET = do_POST = _answer
-
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        servers.append(srv)
-        Thread(target=srv.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{srv.server_address[1]}/v1"
-
-    yield start
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
+    return start
 
 
 ODD_PROBES = {

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
-from typing import Any
 
 import pytest
 
 from agent_cli.core.errors import ModelError
 from agent_cli.llm.openai.chat import OpenAIChat
+from httpkit import Answer, loopback, send_pieces
 
 ASK = [{"role": "user", "content": "go"}]
 MB = 2**20
 SENT_MB = 64  # the server gives up after this much: past the bound, yet a test that ends
+
+__all__ = ["loopback"]
 
 
 def _whole_pieces() -> Iterator[bytes]:
@@ -34,36 +34,11 @@ def _stream_pieces() -> Iterator[bytes]:
 
 
 @pytest.fixture
-def big_server() -> Iterator[Callable[[Callable[[], Iterator[bytes]], str], str]]:
+def big_server(
+    loopback: Callable[[Answer], str],
+) -> Callable[[Callable[[], Iterator[bytes]], str], str]:
     """A loopback server that answers every chat request with these pieces, as fast as read."""
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(pieces: Callable[[], Iterator[bytes]], kind: str) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Connection", "close")
-                self.end_headers()
-                try:
-                    for piece in pieces():
-                        self.wfile.write(piece)
-                except OSError:
-                    pass  # the client hung up
-
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        servers.append(srv)
-        Thread(target=srv.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{srv.server_address[1]}/v1"
-
-    yield start
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
+    return lambda pieces, kind: loopback(lambda h: send_pieces(h, pieces(), kind))
 
 
 @pytest.mark.parametrize(

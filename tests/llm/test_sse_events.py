@@ -4,16 +4,16 @@ over several `data:` lines, any line ending, and, tolerated, events with no blan
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
 from agent_cli.llm.openai.chat import OpenAIChat
+from httpkit import Answer, loopback, send
 
 ASK = [{"role": "user", "content": "go"}]
+
+__all__ = ["loopback"]
 
 
 def _chunk(text: str, finish: str | None = None) -> str:
@@ -23,32 +23,9 @@ def _chunk(text: str, finish: str | None = None) -> str:
 
 
 @pytest.fixture
-def sse_body_server() -> Iterator[Callable[[str], str]]:
+def sse_body_server(loopback: Callable[[Answer], str]) -> Callable[[str], str]:
     """A loopback server that answers every chat request with this event-stream body."""
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(body: str) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(body.encode())))
-                self.end_headers()
-                self.wfile.write(body.encode())
-
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        servers.append(srv)
-        Thread(target=srv.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{srv.server_address[1]}/v1"
-
-    yield start
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
+    return lambda body: loopback(lambda h: send(h, body, "text/event-stream"))
 
 
 def _content(url: str) -> str | None:

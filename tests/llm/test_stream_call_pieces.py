@@ -5,15 +5,14 @@ whole name repeated in every piece, calls without an `index` told apart by their
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from agent_cli.llm.base import function_tool
 from agent_cli.llm.openai.chat import OpenAIChat
+from httpkit import Answer, loopback, send
 
 TOOLS = [
     function_tool("read_file", "Read.", {"path": {"type": "string"}}),
@@ -21,6 +20,8 @@ TOOLS = [
 ]
 ASK = [{"role": "user", "content": "go"}]
 ARGS = '{"path": "a.py"}'
+
+__all__ = ["loopback"]
 
 
 def _piece(**call: Any) -> dict[str, Any]:
@@ -31,34 +32,14 @@ END = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
 
 
 @pytest.fixture
-def sse_server() -> Iterator[Callable[[list[dict[str, Any]]], str]]:
+def sse_server(loopback: Callable[[Answer], str]) -> Callable[[list[dict[str, Any]]], str]:
     """A loopback server that answers every chat request with these chunks as events."""
-    servers: list[ThreadingHTTPServer] = []
 
     def start(chunks: list[dict[str, Any]]) -> str:
         body = "".join(f"data: {json.dumps(c)}\n\n" for c in [*chunks, END]) + "data: [DONE]\n\n"
+        return loopback(lambda h: send(h, body, "text/event-stream"))
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(body.encode())))
-                self.end_headers()
-                self.wfile.write(body.encode())
-
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        servers.append(srv)
-        Thread(target=srv.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{srv.server_address[1]}/v1"
-
-    yield start
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
+    return start
 
 
 def _calls(url: str) -> list[tuple[str, str, str]]:

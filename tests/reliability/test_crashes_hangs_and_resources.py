@@ -215,6 +215,23 @@ def _in_bwrap(mounts: list[str], argv: list[str]) -> list[str]:
     return ["bwrap", "--dev-bind", "/", "/", *mounts, "--", *argv]
 
 
+def _with_read_only(state, repo, args: list[str], env: dict) -> subprocess.CompletedProcess:
+    """`agent ARGS` in `repo` with `state` bound read-only; one line, no internal error."""
+    argv = [sys.executable, "-m", "agent_cli", *args]
+    proc = subprocess.run(
+        _in_bwrap(["--ro-bind", str(state), str(state), "--chdir", str(repo)], argv),
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-2000:]
+    assert "internal error" not in out and "Traceback" not in out
+    return proc
+
+
 @pytest.mark.slow
 @needs_bwrap
 def test_a_full_disk_mid_run_is_one_line_and_leaves_whole_state(agent_env, fake_server, tmp_path):
@@ -260,29 +277,9 @@ def test_a_read_only_state_directory_is_one_line(agent_env, fake_server, tmp_pat
     state.mkdir()
     srv = fake_server([plan(task()), make_done(), finish()])
     env = {**agent_env, "AGENT_HOME": str(state)}
-    argv = [
-        sys.executable,
-        "-m",
-        "agent_cli",
-        "run",
-        GOAL,
-        "--yes",
-        "--json",
-        "--base-url",
-        srv.url,
-    ]
-    proc = subprocess.run(
-        _in_bwrap(["--ro-bind", str(state), str(state), "--chdir", str(repo)], argv),
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out[-2000:]
-    assert "internal error" not in out and "Traceback" not in out
-    assert "Read-only file system" in out
+    args = ["run", GOAL, "--yes", "--json", "--base-url", srv.url]
+    proc = _with_read_only(state, repo, args, env)
+    assert "Read-only file system" in proc.stdout + proc.stderr
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert list(state.iterdir()) == []
 
@@ -352,18 +349,7 @@ def test_rewind_with_a_read_only_state_directory_is_one_line(
     (run_id,) = [p.name for p in (state / "runs").iterdir()]
     tip = git(repo, "rev-parse", f"agent/{run_id}")
     before = (state / "runs" / run_id / "state.json").read_text()
-    argv = [sys.executable, "-m", "agent_cli", "rewind", run_id, "--yes"]
-    proc = subprocess.run(
-        _in_bwrap(["--ro-bind", str(state), str(state), "--chdir", str(repo)], argv),
-        cwd=repo,
-        env=agent_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out[-2000:]
-    assert "internal error" not in out and "Traceback" not in out
+    proc = _with_read_only(state, repo, ["rewind", run_id, "--yes"], agent_env)
     assert f"cannot write {state / 'run.lock'}: Read-only file system" in proc.stderr
     assert git(repo, "rev-parse", f"agent/{run_id}") == tip
     assert (state / "runs" / run_id / "state.json").read_text() == before
