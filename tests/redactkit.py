@@ -11,6 +11,7 @@ key is read once the second task touches `sub/`.
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 from conftest import make_repo
@@ -100,19 +101,36 @@ def request_bodies(srv) -> list[str]:
     return [json.dumps(r["body"], ensure_ascii=False) for r in srv.requests if r["body"]]
 
 
-# Chroma's HNSW index writes this file at its whole capacity from a buffer it never clears:
+# Chroma's HNSW index writes these files at their whole capacity from buffers it never clears:
 # slots past the last vector hold recycled process memory (chroma-core/chroma#7688, open in
-# chromadb 1.5.9), which now and then includes the key. Not a file the agent writes.
+# chromadb 1.5.9), which now and then includes the key. Not files the agent writes: of
+# `length.bin` nothing is read, of `data_level0.bin` only the slots of the vectors it holds.
 VENDOR_UNCLEARED = "length.bin"
+VECTORS = "data_level0.bin"
+
+
+def _written(path: Path) -> bytes:
+    """The bytes of `path` that hold what was stored: of an HNSW `data_level0.bin`, its first
+    `count` elements of `size` bytes, as its `header.bin` (version 1) says; else all of it."""
+    data = path.read_bytes()
+    header = path.with_name("header.bin")
+    if path.name != VECTORS or not header.is_file():
+        return data
+    raw = header.read_bytes()
+    if len(raw) < 36 or struct.unpack_from("<i", raw, 0)[0] != 1:
+        return data
+    count, size = struct.unpack_from("<Q", raw, 20)[0], struct.unpack_from("<Q", raw, 28)[0]
+    return data[: count * size]
 
 
 def files_holding(root: Path) -> list[str]:
-    """The files under `root` whose bytes hold a needle (but Chroma's `length.bin`)."""
+    """The files under `root` whose stored bytes hold a needle (`_written`; never Chroma's
+    `length.bin`)."""
     return [
         p.relative_to(root).as_posix()
         for p in sorted(root.rglob("*"))
         if p.is_file()
         and not p.is_symlink()
         and p.name != VENDOR_UNCLEARED
-        and any(n.encode() in p.read_bytes() for n in NEEDLES)
+        and any(n.encode() in _written(p) for n in NEEDLES)
     ]
