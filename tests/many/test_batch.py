@@ -167,11 +167,12 @@ def _slow_batch(fake_server, tmp_path, delay: float, shell: str):
     return repo, proc
 
 
-def test_sigterm_stops_a_batch_started_with_sigint_ignored(fake_server, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])  # SIGHUP: its terminal closed
+def test_sigterm_stops_a_batch_started_with_sigint_ignored(fake_server, tmp_path, sig):
     repo, proc = _slow_batch(fake_server, tmp_path, 60, 'trap "" INT')  # as `cmd &` in a script
     try:
         pids = _children_of(proc.pid)
-        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, sig)
         assert proc.wait(timeout=45) == 130  # not the 60 s grace: the runs took SIGTERM
     finally:
         if proc.poll() is None:

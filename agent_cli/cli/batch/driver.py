@@ -2,7 +2,7 @@
 
 Each run is a process of its own in its own process group, read through its JSON events (a
 thread per run puts each line on one queue, so the driver alone changes the jobs). Ctrl-C (or
-SIGTERM) sends SIGTERM to every running group, which a run takes as Ctrl-C from its first
+SIGTERM, or SIGHUP: the terminal closing) sends SIGTERM to every running group, which a run takes as Ctrl-C from its first
 moment (SIGINT would not do: a batch started in the background of a script hands its runs
 SIGINT ignored), and the driver waits for each to save its state and exit; a run that does not
 within `STOP_GRACE_S` is killed. No process outlives the batch, and a run whose batch was
@@ -35,6 +35,7 @@ from agent_cli.core.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
 )
+from agent_cli.ui import stopping
 
 STOP_GRACE_S = 60.0  # how long a run gets to save its state after SIGTERM
 POLL_S = 0.25
@@ -164,7 +165,7 @@ class Batch:
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> int:
         """Run every job (or as many as the budget allows); the batch's exit code."""
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        previous = stopping.stop_as_interrupt()  # SIGTERM, or the terminal closing
         try:
             try:
                 self._loop()
@@ -172,7 +173,7 @@ class Batch:
                 self.interrupted = True
                 self._stop_all()
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            stopping.restore(previous)
             self._kill_left()
         return self.exit_code()
 
@@ -355,7 +356,3 @@ def _tail(path: Path) -> str:
     except OSError:
         return ""
     return lines[-1][:300] if lines else ""
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
