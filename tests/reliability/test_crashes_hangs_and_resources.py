@@ -215,11 +215,11 @@ def _in_bwrap(mounts: list[str], argv: list[str]) -> list[str]:
     return ["bwrap", "--dev-bind", "/", "/", *mounts, "--", *argv]
 
 
-def _with_read_only(state, repo, args: list[str], env: dict) -> subprocess.CompletedProcess:
-    """`agent ARGS` in `repo` with `state` bound read-only; one line, no internal error."""
+def _fails_in_one_line(mounts: list[str], repo, args: list[str], env: dict):
+    """`agent ARGS` in `repo` under bwrap with `mounts`: exit 1, no internal error."""
     argv = [sys.executable, "-m", "agent_cli", *args]
     proc = subprocess.run(
-        _in_bwrap(["--ro-bind", str(state), str(state), "--chdir", str(repo)], argv),
+        _in_bwrap([*mounts, "--chdir", str(repo)], argv),
         cwd=repo,
         env=env,
         capture_output=True,
@@ -230,6 +230,11 @@ def _with_read_only(state, repo, args: list[str], env: dict) -> subprocess.Compl
     assert proc.returncode == 1, out[-2000:]
     assert "internal error" not in out and "Traceback" not in out
     return proc
+
+
+def _with_read_only(state, repo, args: list[str], env: dict) -> subprocess.CompletedProcess:
+    """`agent ARGS` in `repo` with `state` bound read-only; one line, no internal error."""
+    return _fails_in_one_line(["--ro-bind", str(state), str(state)], repo, args, env)
 
 
 @pytest.mark.slow
@@ -243,28 +248,10 @@ def test_a_full_disk_mid_run_is_one_line_and_leaves_whole_state(agent_env, fake_
         [plan(task()), make_done(), call("run", cmd=fill), call("note", text="x" * 5000), finish()]
     )
     env = {**agent_env, "AGENT_HOME": str(disk / "state")}
-    argv = [
-        sys.executable,
-        "-m",
-        "agent_cli",
-        "run",
-        GOAL,
-        "--yes",
-        "--json",
-        "--base-url",
-        srv.url,
-    ]
-    proc = subprocess.run(
-        _in_bwrap(["--size", str(48 << 20), "--tmpfs", str(disk), "--chdir", str(repo)], argv),
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    mounts = ["--size", str(48 << 20), "--tmpfs", str(disk)]
+    args = ["run", GOAL, "--yes", "--json", "--base-url", srv.url]
+    proc = _fails_in_one_line(mounts, repo, args, env)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out[-2000:]
-    assert "internal error" not in out and "Traceback" not in out
     assert "No space left on device" in out and "agent run --resume" in out
     assert git(repo, "log", "--format=%s").count("\n") == 1  # nothing committed
 

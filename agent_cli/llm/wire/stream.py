@@ -3,10 +3,11 @@
 Text deltas are handed to `on_text` as they arrive; tool-call arguments are joined per
 call: by its `index`, or, from a server that sends none, by its `id` (a new id is a new call).
 A name repeated whole in every piece is taken once. An event's data may span several `data:`
-lines, joined as server-sent events are. A stream that ends before `data: [DONE]` and before any `finish_reason` was
-cut: `StreamCut`, which the client retries like a dropped connection. `paced` reads the
-lines off the raw bytes and bounds a stream's progress at every chunk that arrives:
-keep-alive comments alone, or bytes that never end a line, do not keep a request going.
+lines, joined as server-sent events are. A stream that ends before `data: [DONE]` and before
+any `finish_reason` was cut: `StreamCut`, which the client retries like a dropped connection.
+`paced` reads the lines off the raw bytes and bounds a stream's progress at every chunk that
+arrives: keep-alive comments alone, or bytes that never end a line, do not keep a request
+going.
 """
 
 from __future__ import annotations
