@@ -8,7 +8,10 @@ none), and it can fail at all. What cannot fail: `true`, `:`, `echo ...`, `ls`, 
 pass` (code of nothing but constants, `pass` and `print`), and shell scripts whose status is
 one of those whatever comes before: `... || true`, `...; exit 0` (or 256), `...; true; exit`,
 `true && true`, `... &`, and a pipeline into a filter (`pytest | tail -3`: the status is
-tail's, unless the script sets `pipefail`). A plan with a bad command goes back to the model
+tail's, unless the script sets `pipefail`; `grep` with a pattern that every line matches, such
+as `pytest | grep -c .`, is one). `python -c 'import sys'` cannot fail either: a module built
+into the interpreter is found before any file of the repository could shadow it (`import
+json` can fail, so it is allowed). A plan with a bad command goes back to the model
 with the reason.
 """
 
@@ -18,6 +21,7 @@ import ast
 import os
 import shlex
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +33,8 @@ _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
 _ENDINGS = {";", "||", "&", "\n"}  # `X ; true` and `X || true` end in success whatever X does
 # programs that read their input and exit 0 whatever it holds: a pipeline's status when last
 _FILTERS = {"tail", "head", "tee", "cat", "sort", "uniq", "wc", "cut", "tr", "less", "more", "nl"}
+# grep patterns every line of a test run's output matches (`.`: every line but an empty one)
+_MATCH_ANY = {"", ".", ".*", "^", "$", "^.*", ".*$", "^.*$"}
 _OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1", "|&"}
 # pytest options under which it runs no test
 _NO_TESTS = {
@@ -135,7 +141,8 @@ def _runs_no_test(argv: list[str]) -> bool:
 
 
 def _code_cannot_fail(code: str) -> bool:
-    """Whether Python `code` is nothing but `pass`, constants and `print` of constants."""
+    """Whether Python `code` is nothing but `pass`, constants, `print` of constants and imports
+    of modules built into the interpreter."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
@@ -152,8 +159,20 @@ def _code_cannot_fail(code: str) -> bool:
             and not node.keywords
         )
 
+    def builtin(stmt: ast.stmt) -> bool:
+        if isinstance(stmt, ast.Import):
+            return all(alias.name in sys.builtin_module_names for alias in stmt.names)
+        return (
+            isinstance(stmt, ast.ImportFrom)
+            and not stmt.level
+            and stmt.module in sys.builtin_module_names
+            and all(alias.name != "*" for alias in stmt.names)
+        )
+
     return all(
-        isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and inert(stmt.value))
+        isinstance(stmt, ast.Pass)
+        or (isinstance(stmt, ast.Expr) and inert(stmt.value))
+        or builtin(stmt)
         for stmt in tree.body
     )
 
@@ -209,7 +228,7 @@ def _words_cannot_fail(words: list[str], pipefail: bool) -> bool:
             )
         trivial = _status(last[1]) == 0
     elif last and joiner == "|" and not pipefail:
-        trivial = cannot_fail(last) or os.path.basename(last[0]) in _FILTERS
+        trivial = cannot_fail(last) or _passes_anything(last)
     else:
         trivial = cannot_fail(last)
     if not trivial:
@@ -217,6 +236,24 @@ def _words_cannot_fail(words: list[str], pipefail: bool) -> bool:
     if joiner == "&&":  # `X && true` fails when X does
         return _words_cannot_fail(before, pipefail)
     return joiner != "|" or not pipefail
+
+
+def _passes_anything(argv: list[str]) -> bool:
+    """Whether a pipeline's last stage exits 0 on any input a test run prints: a filter, or
+    grep with a pattern every line matches (`grep -c .`, `grep ''`) and no `-v`."""
+    program = os.path.basename(argv[0])
+    if program in _FILTERS:
+        return True
+    if program not in ("grep", "egrep", "fgrep"):
+        return False
+    options = [arg for arg in argv[1:] if arg.startswith("-") and arg != "-"]
+    if any(opt == "--invert-match" or (opt[1:2] != "-" and "v" in opt[1:]) for opt in options):
+        return False
+    patterns = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg in ("-e", "--regexp")]
+    if not patterns:
+        rest = [arg for arg in argv[1:] if not arg.startswith("-") or arg == "-"]
+        patterns = rest[:1]
+    return bool(patterns) and all(p in _MATCH_ANY for p in patterns)
 
 
 def _without_comments(words: list[str]) -> list[str]:
