@@ -380,9 +380,12 @@ def execute(opts: RunOptions) -> int:
                     f"{opts.replay}: no model is called, and they cost $0"
                 )
             )
+        state_dir = settings.state_dir(repo_path)
+        fresh_state = not state_dir.exists()
+        checkout = RunLock(checkout_lock(state_dir, repo_path), repo=_repo_key(repo_path))
         tree = wt.place_for(
             repo_path,
-            settings.state_dir(repo_path),
+            state_dir,
             worktree=opts.worktree,
             auto=settings.worktree == "auto",
             resume=opts.resume,
@@ -390,11 +393,15 @@ def execute(opts: RunOptions) -> int:
             plan_only=opts.plan_only,
             allow_dirty=opts.allow_dirty,
             console=console,
+            checkout=checkout,
         )
         try:
-            return _execute(opts, settings, repo_path, ends, started, tree, shown.secrets)
+            return _execute(opts, settings, repo_path, ends, started, tree, shown.secrets, checkout)
         finally:
-            wt.forget_unstarted(tree, settings.state_dir(repo_path))
+            wt.forget_unstarted(tree, state_dir)
+            checkout.release()  # taken by place_for for worktree = "auto"; the run gave it up
+            if fresh_state and state_dir.is_dir() and not any(state_dir.iterdir()):
+                state_dir.rmdir()  # a run refused before it began leaves no empty directory
     except AgentError as e:
         # the error's line is printed on stderr (app.py): the run's secrets are masked in it
         e.message, e.hint = redact(e.message, shown.secrets), redact(e.hint, shown.secrets)
@@ -518,6 +525,7 @@ def _execute(
     started: RunStartedWith,
     tree: wt.WorktreePlace | None = None,
     secrets: tuple[str, ...] | None = None,
+    checkout: RunLock | None = None,
 ) -> int:
     state_dir = settings.state_dir(repo_path)
     console = ends.console
@@ -538,7 +546,7 @@ def _execute(
         )
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = run_store(state_dir, repo_path, secrets)
-        lock = RunLock(checkout_lock(state_dir, workspace.root), repo=store.repo)
+        lock = checkout or RunLock(checkout_lock(state_dir, workspace.root), repo=store.repo)
         if tree is not None:
             lock = tree.lock or wt.run_lock(state_dir, tree.run_id, store.repo)
         ends.on_start = lock.name  # `agent runs` reads which run holds it
@@ -676,9 +684,14 @@ def run_session(
 def run_store(state_dir: Path, repo: Path, secrets: tuple[str, ...] = ()) -> RunStore:
     """The runs under `state_dir` of the repository `repo` is a work tree of (a shared `home`
     holds other repositories' runs too)."""
+    return RunStore(state_dir, secrets, repo=_repo_key(repo))
+
+
+def _repo_key(repo: Path) -> str:
+    """The repository a run is of, as its state and its lock name it: its main work tree."""
     from agent_cli.workspace.git.worktree import main_work_tree
 
-    return RunStore(state_dir, secrets, repo=str(main_work_tree(repo).resolve()))
+    return str(main_work_tree(repo).resolve())
 
 
 def list_runs(repo_opt: Path | None, json_out: bool) -> None:

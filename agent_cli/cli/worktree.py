@@ -80,14 +80,20 @@ def place_for(
     plan_only: bool,
     allow_dirty: bool,
     console: Console,
+    checkout: RunLock | None = None,
 ) -> WorktreePlace | None:
-    """The worktree the run works in, made or found again; None for a run in the checkout."""
+    """The worktree the run works in, made or found again; None for a run in the checkout.
+
+    With `auto`, a new run takes the `checkout` lock (the lock of a run in the checkout, which
+    the caller then holds for the run) right here, and goes to a worktree when another run
+    holds it: checked now and taken later, two runs started together could both find the
+    checkout free, and the second be refused where it should have gone to a worktree."""
     if plan_only:
         return None  # a plan changes nothing, so it is made where the user is
     if resume:
         return _resumed(repo, state_dir, run_id, console)
     _not_in_a_runs_tree(repo, state_dir)
-    if not worktree and not (auto and not allow_dirty and _checkout_busy(state_dir, repo)):
+    if not worktree and not (auto and not allow_dirty and not _claimed(repo, state_dir, checkout)):
         return None
     if not worktree:
         console.emit(
@@ -114,12 +120,19 @@ def _not_in_a_runs_tree(repo: Path, state_dir: Path) -> None:
     )
 
 
-def _checkout_busy(state_dir: Path, repo: Path) -> bool:
+def _claimed(repo: Path, state_dir: Path, checkout: RunLock | None) -> bool:
+    """Take the checkout's lock for this run; False when another run holds it."""
+    lock = checkout or RunLock(checkout_lock(state_dir, repo))
+    main = GitRepo(repo)
     try:
-        RunLock(checkout_lock(state_dir, repo)).check()
+        main.exclude_state(state_dir)  # the lock file must not make the checkout look changed
+    finally:
+        main.close()
+    try:
+        lock.acquire() if checkout is not None else lock.check()
     except WorkspaceError:
-        return True
-    return False
+        return False
+    return True
 
 
 def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:

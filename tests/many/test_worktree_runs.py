@@ -195,6 +195,36 @@ def test_worktree_auto_sends_a_second_run_to_a_worktree(run_agent, fake_server, 
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
 
 
+def test_worktree_auto_runs_started_together_all_run(spawn_agent, fake_server, tmp_path):
+    """The checkout's lock is taken when the place is chosen: of runs started at the same
+    moment, one works in the checkout and the others in worktrees; none is refused."""
+    repo = repo_with(tmp_path / "repo")
+    names = ("alpha.txt", "beta.txt", "gamma.txt")
+    srv = fake_server(ByGoal({goal_of(n): creates(n, delay=0.3) for n in names}))
+    agents = [
+        spawn_agent(
+            "run",
+            goal_of(n),
+            "--yes",
+            "--json",
+            "--base-url",
+            srv.url,
+            cwd=repo,
+            env={"AGENT_WORKTREE": "auto"},
+        )  # fmt: skip
+        for n in names
+    ]
+    codes = [a.wait(timeout=120) for a in agents]
+    assert codes == [0, 0, 0], [a.stdout + a.stderr for a in agents]
+    moved = [any("worktree of its own" in t for t in notices(a.stdout)) for a in agents]
+    assert sorted(moved) == [False, True, True]
+    for agent, name in zip(agents, names, strict=True):
+        done = run_done(agent.stdout)
+        assert done["status"] == "verified"
+        assert name in branch_files(repo, done["branch"])
+    assert not (repo / ".agent" / "run.lock").exists()
+
+
 def test_without_auto_the_second_run_still_refuses(run_agent, tmp_path: Path):
     repo = repo_with(tmp_path / "repo")
     holder = subprocess.Popen(
