@@ -137,6 +137,24 @@ def test_hooks_that_hang_are_stopped_at_their_timeout_pre_tool_blocks_post_tool_
     assert "hook post_tool" in proc.stdout and "timeout of 1s" in proc.stdout
 
 
+def test_each_tools_events_come_in_order_pre_tool_call_result_post_tool(
+    run_agent, fake_server, tmp_path
+):
+    rc = agentrc(
+        tmp_path / "user-agentrc",
+        pre_tool=[py_hook("pass", matcher="run")],
+        post_tool=[py_hook("print('looked at it')", matcher="run")],
+    )
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), call("run", cmd="echo hi"), make_done(), finish(), no_facts()])
+    proc = run(run_agent, srv, repo, rc, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stream = events(proc.stdout)
+    start = next(i for i, e in enumerate(stream) if e["event"] == "tool_call")
+    kinds = [e.get("hook") or e["event"] for e in stream[start : start + 4]]
+    assert kinds == ["tool_call", "pre_tool", "tool_result", "post_tool"]
+
+
 def test_an_untrusted_repositorys_hooks_are_ignored_with_a_notice(run_agent, fake_server, tmp_path):
     refuse = py_hook("import sys; print('REPO HOOK RAN', file=sys.stderr); sys.exit(2)")
     repo = tmp_path / "repo"

@@ -422,11 +422,15 @@ def step(
                 index=index, step=rt.state.step + 1, name=call.name, arguments=arguments
             )
         )
-        ran = _cut_short(hooked.execute(rt, index, call), reply.finish_reason)
+        blocked = hooked.refused(rt, index, call)
+        raw = blocked or rt.toolbox.execute(call)
+        ran = _cut_short(raw, reply.finish_reason)
         result, repeats = _guard(rt, index, guard, call, ran)
         _count_malformed(rt, result.malformed)
         shown.calls.append(call)
         shown_text, item_id = _record(rt, index, call, result, reply.usage, repeats == 1)
+        if blocked is None:
+            hooked.ran(rt, index, call, raw)
         shown.results.append(shown_text)
         shown.items.append(item_id)
         if result.finished:

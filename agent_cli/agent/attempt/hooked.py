@@ -31,23 +31,29 @@ def _at(rt: Runtime, index: int) -> HookTask:
     return HookTask(run_id=rt.run_id, goal=rt.state.plan[index].goal, index=index)
 
 
-def execute(rt: Runtime, index: int, call: ToolCall) -> ToolResult:
-    """Run `call` with the toolbox, between its `pre_tool` and `post_tool` hooks."""
+def refused(rt: Runtime, index: int, call: ToolCall) -> ToolResult | None:
+    """The `pre_tool` hooks of `call`: the tool's result when one of them blocks it, else None
+    (the tool may run)."""
     if rt.hooks is None:
-        return rt.toolbox.execute(call)
-    at = _at(rt, index)
-    block = _first_block(rt.hooks.before_tool(at, call.name, call.arguments), rt.emit)
-    if block is not None:
-        return ToolResult(
-            call.name,
-            f"the tool did not run: a pre_tool hook refused it ({block.command}):\n{block.message}",
-            ok=False,
-            summary="blocked by a pre_tool hook",
-        )
-    result = rt.toolbox.execute(call)
+        return None
+    block = _first_block(rt.hooks.before_tool(_at(rt, index), call.name, call.arguments), rt.emit)
+    if block is None:
+        return None
+    return ToolResult(
+        call.name,
+        f"the tool did not run: a pre_tool hook refused it ({block.command}):\n{block.message}",
+        ok=False,
+        summary="blocked by a pre_tool hook",
+    )
+
+
+def ran(rt: Runtime, index: int, call: ToolCall, result: ToolResult) -> None:
+    """The `post_tool` hooks of a tool that ran, given its result; called once the result is
+    out (its `tool_result` event first, then what the hooks did)."""
+    if rt.hooks is None:
+        return
     shown = {"ok": result.ok, "text": result.text, "summary": result.summary}
-    _first_block(rt.hooks.after_tool(at, call.name, call.arguments, shown), rt.emit)
-    return result
+    _first_block(rt.hooks.after_tool(_at(rt, index), call.name, call.arguments, shown), rt.emit)
 
 
 def task_verified(rt: Runtime, index: int, verdict: Verdict) -> Verdict:
