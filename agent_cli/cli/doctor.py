@@ -232,7 +232,7 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         settings = settings_for(repo, **flags)
     except ConfigError as e:  # still list the keys, which is what a misspelt one needs
         for line in (
-            *settings_view(Settings().redacted(), {}),
+            *settings_view(Settings().redacted(), {}, unread=True),
             heading("checks"),
             check_line("settings", False, e.one_line()),
         ):

@@ -741,14 +741,15 @@ def heading(title: str) -> Text:
     return Text(title, style="bold")
 
 
-def settings_view(values: dict[str, Any], sources: dict[str, str]) -> list[Text]:
-    """`agent doctor`'s settings: every key, its value (`(not set)` for none), where it came from."""
-    lines = [
-        Text.assemble(
-            heading("settings"),
-            (" (keys for ~/.agentrc and <repo>/.agentrc; environment: AGENT_<KEY>)", "dim"),
-        )
-    ]
+def settings_view(
+    values: dict[str, Any], sources: dict[str, str], unread: bool = False
+) -> list[Text]:
+    """`agent doctor`'s settings: every key, its value (`(not set)` for none), where it came
+    from; `unread`: the settings could not be read, so what is listed is the keys' defaults."""
+    keys = " (keys for ~/.agentrc and <repo>/.agentrc; environment: AGENT_<KEY>)"
+    if unread:
+        keys = " not read (see the settings check below); the keys and their defaults:"
+    lines = [Text.assemble(heading("settings"), (keys, "dim"))]
     width = max((len(key) for key in values), default=0)
     for key, value in values.items():
         if isinstance(value, bool):  # as the TOML of an .agentrc spells it

@@ -104,6 +104,17 @@ def test_doctor_with_a_misspelt_key_still_lists_the_keys(run_agent, scratch_repo
     assert "did you mean `model`?" in fails[0]
 
 
+def test_doctor_with_a_bad_value_does_not_call_the_keys_it_lists_the_settings(
+    run_agent, scratch_repo
+):
+    (scratch_repo / ".agentrc").write_text('model = "gpt-4o"\nmax_steps = "lots"\n')
+    proc = run_agent("doctor", cwd=scratch_repo)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert "not read (see the settings check below)" in first and "defaults" in first
+    assert "key 'max_steps'" in _fail_lines(proc)[0]
+
+
 class _Odd:
     """A loopback HTTP server that answers every request with one fixed status and body."""
 
