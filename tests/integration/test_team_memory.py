@@ -98,6 +98,33 @@ def test_memory_commands_against_a_down_server_exit_1_in_one_line(run_agent, scr
         assert "memory server http://127.0.0.1" in line and "cannot be reached" in line
 
 
+def test_reading_a_database_that_is_not_there_creates_nothing_on_the_server(
+    run_agent, fake_server, scratch_repo, chroma_server, chroma_database
+):
+    """A mistyped memory_database: the commands that only read (and a --plan-only run) say
+    there is no memory there and leave the server as it was, without that database."""
+    import urllib.request
+
+    env = server_env(chroma_server.url, chroma_database + "-mistyped")
+    for args in (
+        ["recall", "retry"],
+        ["memory", "show", "--json"],
+        ["memory", "export", "-"],
+    ):
+        proc = run_agent(*args, cwd=scratch_repo, env=env)
+        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+        assert "no memory yet" in proc.stderr and "-mistyped" in proc.stderr, proc.stderr
+    srv = fake_server([plan(task())])
+    planned = run_agent(
+        "run", GOAL, "--plan-only", "--base-url", srv.url, cwd=scratch_repo, env=env
+    )
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    database = f"{chroma_server.url}/api/v2/tenants/default_tenant/databases/{chroma_database}"
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(database + "-mistyped", timeout=10)
+    assert missing.value.code == 404
+
+
 def test_export_from_embedded_then_import_into_the_server(
     run_agent, scratch_repo, tmp_path, chroma_server, chroma_database, embedder
 ):

@@ -55,10 +55,21 @@ def _open(settings: Any, state: Path, create: bool = False, reads_only: bool = F
     if isinstance(place, Path) and not create and not (place / "chroma.sqlite3").exists():
         return None
     from agent_cli.memory.longterm.chroma import LongTermMemory
+    from agent_cli.memory.longterm.place import NoMemoryYet
 
-    return LongTermMemory(
-        place, make_embedder(settings), secrets=settings.secrets(), reads_only=reads_only
-    )
+    try:  # a server's memory, opened to read only, is not created on it
+        return LongTermMemory(
+            place, make_embedder(settings), secrets=settings.secrets(), reads_only=reads_only
+        )
+    except NoMemoryYet:
+        return None
+
+
+def _where(settings: Any, state: Path) -> str:
+    """Where long-term memory is: the server (with its tenant and database), or the directory."""
+    from agent_cli.cli.shared import memory_place
+
+    return str(memory_place(settings, state))
 
 
 def _open_to_read(settings: Any, state: Path) -> Any:
@@ -83,15 +94,15 @@ def _memory_or_exit(repo: Path | None) -> Any:
     _, settings, state = _place(repo)
     mem = _open(settings, state)
     if mem is None:
-        typer.echo(NO_MEMORY.format(state=state / "chroma"), err=True)
+        typer.echo(NO_MEMORY.format(state=_where(settings, state)), err=True)
         raise typer.Exit(0)
     return mem
 
 
-def _memory_or_none(repo: Path | None, reads_only: bool = False) -> tuple[Any, Path]:
+def _memory_or_none(repo: Path | None, reads_only: bool = False) -> tuple[Any, str]:
     """Long-term memory (None when there is none yet) and where the embedded store would be."""
     _, settings, state = _place(repo)
-    return _open(settings, state, reads_only=reads_only), state / "chroma"
+    return _open(settings, state, reads_only=reads_only), _where(settings, state)
 
 
 def _skip_final_sweep() -> None:
@@ -136,7 +147,7 @@ def recall_command(
     top, settings, state = _place(repo)
     mem = _open_to_read(settings, state)
     if mem is None:
-        typer.echo(NO_MEMORY.format(state=state / "chroma"), err=True)
+        typer.echo(NO_MEMORY.format(state=_where(settings, state)), err=True)
         if as_json:
             typer.echo("[]")
         return
@@ -195,7 +206,9 @@ def show_command(
         report = _working_report(settings, state, kind, top)
         report["counts"] = dict(NO_COUNTS)
         mem = _open(settings, state, reads_only=True)
-        if mem is not None:
+        if mem is None:
+            typer.echo(NO_MEMORY.format(state=_where(settings, state)), err=True)
+        else:
             from agent_cli.agent.learn.topic import repo_topics
             from agent_cli.cli.shared import own_memory
 

@@ -41,6 +41,7 @@ from agent_cli.memory.longterm.place import (
     OPEN_CALLS,
     ChromaServer,
     CollectionGone,
+    NoMemoryYet,
     probe,
     within,
 )
@@ -107,9 +108,12 @@ class LongTermMemory:
         self.store = Store(self.path, embedder, secrets, before_write=self._before_write)
         self.items = Curation(self.store, associate_threshold, listed_whole=snapshot_rows)
         self.reader = Reader(self.store, self.items, min_score)
-        if self.lock is None:
-            probe(self.path, lock_wait_s)
-            self._open()
+        if self.lock is None:  # a server: to read only, nothing is created on it
+            probe(self.path, lock_wait_s, reading=reads_only)
+            if not self._open(create=not reads_only):
+                with self.store.guard("closing"):
+                    self._client.close()
+                raise NoMemoryYet(f"{self.path} holds no agent memory", "`agent run` creates it")
             return
         try:  # a directory that is no store, or a corrupt one, is refused and left as it is
             probe(self.path, lock_wait_s, reading=reads_only)

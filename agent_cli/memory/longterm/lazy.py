@@ -23,12 +23,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from agent_cli.core.errors import StorageError
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.longterm.chroma import ASSOCIATE_THRESHOLD, LongTermMemory
 from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation
-from agent_cli.memory.longterm.place import ChromaServer
+from agent_cli.memory.longterm.place import ChromaServer, NoMemoryYet
 from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import Result
 from agent_cli.memory.longterm.store import Meta, Store
@@ -55,6 +56,7 @@ class LazyLongTermMemory:
         self._reader: SnapshotMemory | None = None  # reads until the store is open
         self._warming: threading.Thread | None = None  # the embedder's model, loading
         self._needed = threading.Event()  # the store is wanted now: a delayed open starts
+        self._absent = False  # read only: the server holds no memory, and none is created
 
     def exists(self) -> bool:
         """Whether anything is at the store's path (a store, or something broken to report);
@@ -122,7 +124,7 @@ class LazyLongTermMemory:
             if self._error is not None:
                 error, self._error = self._error, None
                 raise error
-        if self._memory is None and (create or self.exists()):
+        if self._memory is None and not self._absent and (create or self.exists()):
             self._memory = self._open()
         if self._memory is not None and self._reader is not None:
             reader, self._reader = self._reader, None
@@ -130,9 +132,16 @@ class LazyLongTermMemory:
                 self._memory.write_hits(ids, metas)
         return self._memory
 
-    def _open(self) -> LongTermMemory:
-        """The store; read-only, an embedded one is opened from a copy of its directory."""
+    def _open(self) -> LongTermMemory | None:
+        """The store; read-only, an embedded one is opened from a copy of its directory, and
+        a server's is opened to read only (None when it has none: nothing is created on it)."""
         where = self.path
+        if self.read_only and isinstance(where, ChromaServer):
+            try:
+                return LongTermMemory(where, self.embedder, secrets=self.secrets, reads_only=True)
+            except NoMemoryYet:
+                self._absent = True
+                return None
         if self.read_only and isinstance(where, Path) and where.is_dir():
             self._copy = tempfile.TemporaryDirectory(prefix="agent-memory-")
             copy = Path(self._copy.name) / "chroma"
@@ -143,7 +152,11 @@ class LazyLongTermMemory:
     def _store(self) -> LongTermMemory:
         """The store, created if there is none yet."""
         memory = self._get(create=True)
-        assert memory is not None  # created
+        if memory is None:  # a read-only run's server that holds no memory
+            raise StorageError(
+                f"long-term memory at {self.path} is opened to read only; nothing is written",
+                "run without --plan-only to write to it",
+            )
         return memory
 
     def _reading(self) -> LongTermMemory | SnapshotMemory | None:

@@ -65,16 +65,18 @@ def probe(where: Path | ChromaServer, wait_s: float, reading: bool = False) -> N
     """Refuse a store that cannot be used (to read only, when `reading`), before chromadb is
     imported."""
     if isinstance(where, ChromaServer):
-        probe_server(where)
+        probe_server(where, create=not reading)
     else:
         probe_dir(where, wait_s, reading)
 
 
-def probe_server(server: ChromaServer) -> None:
+def probe_server(server: ChromaServer, create: bool = True) -> None:
     """Check the server answers and takes the token; create its tenant and database when missing.
 
     Creating them on first use mirrors the embedded store, which the first run creates;
-    `agent doctor` names the tenant and database, so a mistyped name is visible there.
+    `agent doctor` names the tenant and database, so a mistyped name is visible there. To read
+    only (`create` false) nothing is created: a missing database is NoMemoryYet, so that a
+    command that only reads never leaves a mistyped database behind on the server.
     """
     if _call(server, "GET", "/api/v2/heartbeat") != 200:
         raise MemoryUnavailable(
@@ -84,6 +86,8 @@ def probe_server(server: ChromaServer) -> None:
         )
     tenant = f"/api/v2/tenants/{quote(server.tenant, safe='')}"
     if _call(server, "GET", f"{tenant}/databases/{quote(server.database, safe='')}") == 404:
+        if not create:
+            raise NoMemoryYet(f"{server} has no such database", "`agent run` creates it")
         for path, name in (
             ("/api/v2/tenants", server.tenant),
             (f"{tenant}/databases", server.database),
@@ -156,6 +160,10 @@ def within(server: ChromaServer, seconds: float, action: str, work: Callable[[],
 # What a Chroma server answers when a client searches a collection whose vector index another
 # client's writes have not yet put on its disk (chroma-core/chroma#4212): it holds for a moment.
 INDEX_NOT_READY = "Error creating hnsw segment reader"
+
+
+class NoMemoryYet(StorageError):
+    """What is opened to read only holds no agent memory yet (and is not created for a read)."""
 
 
 class IndexNotReady(StorageError):
