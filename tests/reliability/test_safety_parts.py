@@ -82,6 +82,7 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("true", "always succeeds"),
         ("echo ok", "always succeeds"),
         ("sh -c 'exit 0'", "always succeeds"),
+        ("mksh -c 'make test; true'", "always succeeds"),
         ("bash -c 'pytest || true'", "always succeeds"),
         ("sh -c 'make test; exit 0'", "always succeeds"),
         ("exit 0", "not on PATH"),

@@ -25,11 +25,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_cli.workspace.shell.cmdline import is_python, shell_words, unwrap
+from agent_cli.workspace.shell.cmdline import SHELLS, is_python, shell_words, unwrap
 
 Refusal = Callable[[str], "str | None"]
 _ALWAYS_SUCCEED = {"true", ":", "echo", "printf", "yes", "sleep", "pwd", "date"}
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
 _ENDINGS = {";", "||", "&", "\n"}  # `X ; true` and `X || true` end in success whatever X does
 # programs that read their input and exit 0 whatever it holds: a pipeline's status when last
 _FILTERS = {"tail", "head", "tee", "cat", "sort", "uniq", "wc", "cut", "tr", "less", "more", "nl"}
@@ -122,7 +121,7 @@ def cannot_fail(argv: list[str]) -> bool:
         return args[:1] in (["status"], ["diff"]) and not _GIT_STATUS_OPTIONS & set(args)
     if is_python(program):
         return argv[1:2] == ["-c"] and len(argv) > 2 and _code_cannot_fail(argv[2])
-    if program in _SHELLS:
+    if program in SHELLS:
         script = _dash_c(argv[1:])
         return script is not None and _script_cannot_fail(script, "pipefail" in argv[1:])
     return False

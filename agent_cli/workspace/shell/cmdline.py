@@ -11,6 +11,9 @@ import re
 import shlex
 
 _OPERATORS = {";", "&&", "||", "|", "|&", "&", "\n", "(", ")", "{", "}"}
+# shells, which run the script given after `-c`: the policy reads that script, and the
+# acceptance gate whether its status can be anything but 0
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash"})
 PIPE, BREAK, REDIRECT = "pipe", "break", "redirect"
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Words that run the rest of the line as a command, and their options that take a value.

@@ -20,6 +20,7 @@ import regex
 
 from agent_cli.core.errors import ConfigError, ToolError
 from agent_cli.workspace.shell.cmdline import (
+    SHELLS,
     is_python,
     shell_words,
 )
@@ -40,8 +41,7 @@ from agent_cli.workspace.shell.runner import scrub_env
 
 APPROVALS = ("ask", "auto")
 _MAX_DEPTH = 5
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash"}
-_INTERPRETERS = _SHELLS | {"python", "python3", "perl", "ruby", "node", "php"}
+_INTERPRETERS = SHELLS | {"python", "python3", "perl", "ruby", "node", "php"}
 _DOWNLOADERS = {"curl", "wget", "fetch"}
 _PRIVILEGE = {"sudo", "doas", "su", "pkexec", "run0"}
 # Commands that change the files named in their arguments.
@@ -225,7 +225,7 @@ class CommandPolicy:
         program, args = os.path.basename(argv[0]), argv[1:]
         if program in _EXPORTERS and any(_GIT_ENV.match(a) for a in args):
             return _GIT_ENV_MESSAGE
-        if _is_interpreter(program) and program not in _SHELLS:
+        if _is_interpreter(program) and program not in SHELLS:
             reason = _inline_code_refusal(args)
             if reason:
                 return reason
@@ -233,7 +233,7 @@ class CommandPolicy:
             return (
                 f"{program} runs a command as another user; the agent never raises its privileges"
             )
-        if program in _SHELLS:
+        if program in SHELLS:
             script = _dash_c_script(args)
             return None if script is None else self._refusal(script, depth + 1)
         if program == "eval":
