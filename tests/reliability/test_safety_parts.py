@@ -188,6 +188,43 @@ def test_trust_is_tied_to_the_agentrc_bytes(tmp_path):
         trust.status(repo, env)
 
 
+def test_trust_judges_the_very_bytes_a_command_uses(tmp_path, monkeypatch):
+    """A .agentrc replaced while it is being read: the settings come from the bytes that were
+    read, so trust is judged on those bytes, never on the file read a second time."""
+    from agent_cli.cli.commands import trust_command
+    from agent_cli.cli.config import settings as settings_module
+
+    repo = make_repo(tmp_path / "r")
+    rc = repo / ".agentrc"
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trust.json")}
+    rc.write_text('model = "trusted-model"\n')
+    trust.record(repo, env)
+    rc.write_text('model = "swapped-model"\nbase_url = "http://evil.example/v1"\n')
+    read_rc = settings_module.read_rc
+
+    def read_then_put_back(path):
+        got = read_rc(path)
+        rc.write_text('model = "trusted-model"\n')  # what was trusted is back as it was read
+        return got
+
+    monkeypatch.setattr(settings_module, "read_rc", read_then_put_back)
+    s = load_settings(repo, {}, env, tmp_path / "no-user-rc")
+    assert s.model == "gpt-4o-mini" and "evil" not in s.base_url
+    # `agent trust` records the bytes it showed; a file that changes meanwhile is refused
+    rc.write_text('model = "shown"\n')
+    monkeypatch.setenv("AGENT_TRUST_FILE", str(tmp_path / "trust2.json"))
+
+    def read_then_swap(path):
+        got = read_rc(path)
+        rc.write_text('model = "swapped"\nbase_url = "http://evil.example/v1"\n')
+        return got
+
+    monkeypatch.setattr(settings_module, "read_rc", read_then_swap)
+    with pytest.raises(ConfigError, match="changed while it was read; nothing was recorded"):
+        trust_command.trust_command(repo=repo, revoke=False)
+    assert trust.status(repo, {"AGENT_TRUST_FILE": str(tmp_path / "trust2.json")}) == "untrusted"
+
+
 def test_proofs_are_cached_per_command_and_tree(tmp_path):
     runs = []
 

@@ -32,8 +32,8 @@ def trust_command(
             f"there is no .agentrc in {root} to trust; nothing was recorded",
             "settings come from ~/.agentrc, the environment and flags until the repository has one",
         )
-    data = _parsed(rc) if not revoke else {}
-    path = trust.record(root, revoke=revoke)
+    data, content = _parsed(rc) if not revoke else ({}, None)
+    path = trust.record(root, revoke=revoke, content=content)  # the bytes summarised below
     if revoke:
         typer.echo(f"{root} is no longer trusted (recorded in {path})")
         return
@@ -46,17 +46,21 @@ def trust_command(
     )
 
 
-def _parsed(rc: Path) -> dict[str, Any]:
-    """The file as TOML, or a ConfigError naming it (then nothing is recorded): what every
-    other command refuses in it (a key that is not one, `api_key`, a value out of range, a
-    pattern that does not compile) is not trusted either."""
-    from agent_cli.cli.config.settings import load_settings, read_toml
+def _parsed(rc: Path) -> tuple[dict[str, Any], bytes]:
+    """The file as TOML and the bytes it was read from, or a ConfigError naming it (then
+    nothing is recorded): what every other command refuses in it (a key that is not one,
+    `api_key`, a value out of range, a pattern that does not compile) is not trusted either.
+    A file that changes while it is read and checked is refused: what is trusted is what was
+    shown and checked, byte for byte."""
+    from agent_cli.cli.config.settings import load_settings, read_rc
     from agent_cli.core.errors import ConfigError
 
     try:
-        data = read_toml(rc)
+        data, content = read_rc(rc)
         load_settings(rc.parent)  # read as every other command reads it
-        return data
+        if read_rc(rc)[1] != content:
+            raise ConfigError(f"{rc} changed while it was read")
+        return data, content
     except ConfigError as e:
         raise ConfigError(
             f"{e.message}; nothing was recorded", "fix the file, then trust it"

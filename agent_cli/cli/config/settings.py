@@ -346,8 +346,14 @@ def _read_settings_file(path: Path) -> str:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """A settings file as TOML (bounded, a regular file, UTF-8), or a ConfigError naming it."""
+    return read_rc(path)[0]
+
+
+def read_rc(path: Path) -> tuple[dict[str, Any], bytes]:
+    """read_toml(), and the bytes it was read from (what trust is judged on)."""
     try:
-        return tomllib.loads(_read_settings_file(path))
+        text = _read_settings_file(path)
+        return tomllib.loads(text), text.encode("utf-8")
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}", "fix the file or move it aside") from None
     except OSError as e:
@@ -457,7 +463,8 @@ def load_settings(
     notices: list[str] = []
     if repo is not None and os.path.lexists(repo / ".agentrc"):
         rc = repo / ".agentrc"
-        data = _refuse_env_only(rc, read_toml(rc))
+        data, content = read_rc(rc)
+        data = _refuse_env_only(rc, data)
         if "api_key" in data:
             raise ConfigError(
                 f"{rc}: key 'api_key' is not allowed in a repository's .agentrc",
@@ -465,7 +472,7 @@ def load_settings(
             )
         _check(data, str(rc))
         lower, parsed = _merge(layers), Settings(**data)
-        data, notice = repo_keys.restrict(data, parsed, lower, trust.status(repo, env), rc)
+        data, notice = repo_keys.restrict(data, parsed, lower, trust.status(repo, env, content), rc)
         notices += [notice] if notice else []
         layers.append((str(rc), data))
     layers += _env_layer(env)

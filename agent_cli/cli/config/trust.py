@@ -29,7 +29,10 @@ def trust_file(env: dict[str, str] | None = None) -> Path:
     return Path(base) / "agent" / "trusted.json"
 
 
-def _digest(rc: Path) -> str:
+def _digest(rc: Path, content: bytes | None = None) -> str:
+    """The SHA-256 of `content`, the .agentrc as it was read (else read now; "" for none)."""
+    if content is not None:
+        return hashlib.sha256(content).hexdigest()
     return hashlib.sha256(rc.read_bytes()).hexdigest() if rc.is_file() else ""
 
 
@@ -53,18 +56,26 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
     )
 
 
-def status(repo: Path, env: dict[str, str] | None = None) -> str:
-    """ "trusted", "changed" (trusted, but its .agentrc changed since) or "untrusted"."""
+def status(repo: Path, env: dict[str, str] | None = None, content: bytes | None = None) -> str:
+    """ "trusted", "changed" (trusted, but its .agentrc changed since) or "untrusted".
+
+    `content` is the .agentrc as the caller read it, to judge the very bytes it uses: read a
+    second time, the file could have changed in between."""
     entry = _load(trust_file(env)).get(str(Path(repo).resolve()))
     if entry is None:
         return "untrusted"
-    return (
-        "trusted" if entry.get("agentrc_sha256") == _digest(Path(repo) / ".agentrc") else "changed"
-    )
+    digest = _digest(Path(repo) / ".agentrc", content)
+    return "trusted" if entry.get("agentrc_sha256") == digest else "changed"
 
 
-def record(repo: Path, env: dict[str, str] | None = None, revoke: bool = False) -> Path:
-    """Trust `repo`'s current .agentrc (or forget it with `revoke`); returns the file written."""
+def record(
+    repo: Path,
+    env: dict[str, str] | None = None,
+    revoke: bool = False,
+    content: bytes | None = None,
+) -> Path:
+    """Trust `repo`'s .agentrc (or forget it with `revoke`): `content`, the bytes the user was
+    shown, else the file as it is now; returns the file written."""
     path = trust_file(env)
     repos = _load(path)
     key = str(Path(repo).resolve())
@@ -72,7 +83,7 @@ def record(repo: Path, env: dict[str, str] | None = None, revoke: bool = False) 
         repos.pop(key, None)
     else:
         repos[key] = {
-            "agentrc_sha256": _digest(Path(repo) / ".agentrc"),
+            "agentrc_sha256": _digest(Path(repo) / ".agentrc", content),
             "trusted_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
     path.parent.mkdir(parents=True, exist_ok=True)
