@@ -294,11 +294,26 @@ class RunKit:
 
 
 def run_secrets(settings: Settings, repo_path: Path) -> tuple[str, ...]:
-    """What a run masks in all it stores, shows or sends: the configured secrets and
-    the passwords in the URLs of the repository's remotes (`git remote -v` shows them)."""
-    from agent_cli.workspace.git.identity import remote_passwords
+    """What a run masks in all it stores, shows or sends: the configured secrets, the
+    passwords in the URLs of the repository's remotes (`git remote -v` shows them), and those
+    in URLs the environment holds (`DATABASE_URL=postgres://app:PASSWORD@db/app`: the model's
+    commands and the tests get the variable, and what they print never shows the password)."""
+    from agent_cli.workspace.git.identity import remote_passwords, url_passwords
 
-    return (*settings.secrets(), *remote_passwords(repo_path))
+    return (
+        *settings.secrets(),
+        *remote_passwords(repo_path),
+        *url_passwords(os.environ.values()),
+    )
+
+
+def _scrubbed(secrets: tuple[str, ...]) -> list[str]:
+    """The secrets whose variables the model's commands do not get: all but the passwords of
+    the environment's own URLs, which the tests may need (what is printed is masked)."""
+    from agent_cli.workspace.git.identity import url_passwords
+
+    passed = set(url_passwords(os.environ.values()))
+    return [secret for secret in secrets if secret not in passed]
 
 
 def open_workspace(
@@ -319,7 +334,7 @@ def open_workspace(
         root=git.root,
         readonly=[git.root / ".git", git.git_dir, git.common_dir, *state, git.root / ".agentrc"],
         timeout_s=settings.command_timeout_s,
-        env=shell.scrub_env(dict(os.environ), list(secrets)),
+        env=shell.scrub_env(dict(os.environ), _scrubbed(secrets)),
         sandbox=settings.sandbox,
         guarded=[state_dir],  # a command that damages the run's state stops what ran it
     )

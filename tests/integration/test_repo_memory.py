@@ -173,6 +173,31 @@ def test_a_remotes_password_is_masked_in_all_a_run_keeps(run_env, fake_server, c
     assert password not in json.dumps(events)
 
 
+def test_a_password_in_a_url_of_the_environment_reaches_commands_but_not_the_model(
+    run_env, fake_server, capsys, demo_repo, monkeypatch
+):
+    password = "pg-Passw0rd-7731"
+    monkeypatch.setenv("DATABASE_URL", f"postgres://app:{password}@db.internal:5432/app")
+    seen = demo_repo.parent / "db.txt"  # outside the work tree: a file holding it is not committed
+    srv = fake_server(
+        [
+            plan(task()),
+            {"tool": "run", "args": {"cmd": f"sh -c 'echo $DATABASE_URL | tee {seen}'"}},
+            add_median(),
+            finish(),
+            facts((FACT, ["calc/stats.py"])),
+        ]
+    )
+    code, events = run_in_process(capsys, demo_repo, GOAL, srv)
+    assert code == 0, events[-1]
+    assert password in seen.read_text()  # the command had the variable
+    shown = [str(r) for r in srv.chat_requests if "db.internal" in str(r)]
+    assert shown and all(password not in r for r in shown)  # the model never saw it
+    kept = [p for p in (demo_repo / ".agent").rglob("*") if p.is_file()]
+    assert not [p for p in kept if password.encode() in p.read_bytes()]
+    assert password not in json.dumps(events)
+
+
 def _hashes(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()

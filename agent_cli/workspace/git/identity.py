@@ -1,5 +1,6 @@
 """Which repository a work tree is, whatever its folder is called: its root commit and remote
-(and the passwords its remotes' URLs hold, which a run masks).
+(and the passwords its remotes' URLs hold, which a run masks, as it masks those of URLs in
+its environment).
 
 Read with plain `git` commands (safe.run_git), since a run asks before its first model
 request, when GitPython is not imported yet (see handle.py).
@@ -8,6 +9,7 @@ request, when GitPython is not imported yet (see handle.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -67,10 +69,16 @@ def remote_password(url: str) -> str:
 def remote_passwords(root: Path) -> tuple[str, ...]:
     """The passwords in the URLs of the repository's remotes (fetch and push, as `git remote
     -v` shows them), as written and percent-decoded: secrets that output may quote."""
+    lines = _out(root, "remote", "-v").splitlines()
+    return url_passwords(fields[1] for fields in map(str.split, lines) if len(fields) > 1)
+
+
+def url_passwords(values: Iterable[str]) -> tuple[str, ...]:
+    """The passwords in those of `values` that are URLs with one (`scheme://user:PASSWORD@`),
+    as written and percent-decoded."""
     found: set[str] = set()
-    for line in _out(root, "remote", "-v").splitlines():
-        fields = line.split()
-        password = remote_password(fields[1]) if len(fields) > 1 else ""
+    for value in values:
+        password = remote_password(value) if "@" in value else ""
         if password:
             found.update((password, unquote(password)))
     return tuple(sorted(found))
