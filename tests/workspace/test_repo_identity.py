@@ -154,3 +154,12 @@ def test_the_passwords_of_every_remote_are_read_as_written_and_decoded(tmp_path)
     git(repo, "remote", "add", "token", "https://ghp_only_a_user@github.com/t/p")
     assert remote_passwords(repo) == ("hunter2Passw0rd", "s3cr%40t", "s3cr@t")
     assert remote_passwords(make_repo(tmp_path / "none")) == ()
+
+
+def test_a_token_given_as_the_user_name_of_a_remote_is_a_secret(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    token = "glpat7Qx2Vb9LmN4pR8sT1wZ"
+    git(repo, "remote", "add", "origin", f"https://{token}@gitlab.example.com/t/p.git")
+    git(repo, "remote", "add", "deploy", "https://deploy-bot@git.example.com/t/p")
+    git(repo, "remote", "add", "long", "https://continuous-integration-user@git.example.com/t/p")
+    assert remote_passwords(repo) == (token,)

@@ -17,6 +17,8 @@ from urllib.parse import unquote
 from agent_cli.workspace.git.safe import run_git
 
 _FIRST_ROOT = ("--max-parents=0", "--first-parent", "HEAD")  # the root HEAD's own line starts at
+# a user name that is a token: long, of letters and digits both (never `git` or `deploy`)
+_TOKEN_LIKE = re.compile(r"(?=[^@:]*\d)(?=[^@:]*[A-Za-z])[A-Za-z0-9_.~%-]{20,}")
 _SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")  # git@host:owner/name.git
 
 
@@ -59,11 +61,14 @@ def normalize_remote(url: str) -> str:
 
 
 def remote_password(url: str) -> str:
-    """The password in a remote URL's user part (`https://user:PASSWORD@host/...`), or ""."""
+    """The password in a remote URL's user part (`https://user:PASSWORD@host/...`), or ""; a
+    user part with no password that looks like a token (`https://TOKEN@host/...`, as hosts
+    take a personal access token) is one."""
     if "://" not in url:
         return ""
     user, _, _ = _parts(url.strip())
-    return user.partition(":")[2]
+    name, colon, password = user.partition(":")
+    return password if colon else (name if _TOKEN_LIKE.fullmatch(name) else "")
 
 
 def remote_passwords(root: Path) -> tuple[str, ...]:
