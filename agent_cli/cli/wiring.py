@@ -349,7 +349,12 @@ def open_workspace(
         work_tree=inside,
     )
     return RepoWorkspace(
-        git, runner, secrets, check_command=policy.check, refusal=policy.refusal
+        git,
+        runner,
+        secrets,
+        check_command=policy.check,
+        refusal=policy.refusal,
+        notice=lambda text: console.emit(Notice(text=text)),
     ), policy
 
 

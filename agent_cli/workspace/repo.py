@@ -22,6 +22,8 @@ from agent_cli.workspace.git.secrets import refuse_secrets
 from agent_cli.workspace.shell import confine
 from agent_cli.workspace.shell import runner as shell
 
+VAULT = "agent-userwork"  # in the work tree's git directory (userwork.py)
+
 
 @dataclass
 class CommandRunner:
@@ -61,23 +63,37 @@ class RepoWorkspace:
     check_command: Callable[[str], None] = lambda cmd: None  # raises when a command is refused
     refusal: Callable[[str], str | None] = lambda cmd: None  # why the policy refuses a command
     protected: set[str] = field(default_factory=set)
+    notice: Callable[[str], None] = lambda text: None  # tells the user something at the start
 
     def __post_init__(self) -> None:
         self.root = self.git.root
         self.secrets = tuple(s for s in self.secrets if s)
+        self.vault = self.git.git_dir / VAULT  # the user's files while a command runs
 
     def preflight(self, allow_dirty: bool) -> set[str]:
         """Refuse repository states a run must not start in; keep the user's changed paths."""
-        aside.put_back_leftovers(self.root)  # what a killed check left set aside
+        self._after_a_killed_run()
         self.protected = self.git.preflight(allow_dirty)
         return set(self.protected)
 
     def resume_on(self, branch: str, protected: Iterable[str]) -> None:
         """Go back to a saved run's branch, its protected paths travelling along."""
         self.protected = set(protected)
-        aside.put_back_leftovers(self.root)
+        self._after_a_killed_run()
         self.git.preflight(allow_dirty=True)
         self.git.ensure_on(branch, self.protected)
+
+    def _after_a_killed_run(self) -> None:
+        """Put back what a killed check left set aside (aside.py), and keep for the user the
+        files a command of a killed run may have left changed (userwork.recover)."""
+        aside.put_back_leftovers(self.root)
+        into, said = userwork.recover(self.root, self.vault)
+        if said:
+            kept = f"; as they were before it, they are in {into}" if into else ""
+            self.notice(
+                f"an earlier run was stopped while a command ran and may have left your own "
+                f"uncommitted files changed: {some(said)}{kept}"
+            )
 
     def start_branch(self, name: str) -> None:
         self.git.start_branch(name)
@@ -145,13 +161,15 @@ class RepoWorkspace:
         its output says so (`userwork.py`)."""
         if not self.protected:
             return self.runner.run(cmd)
-        kept = userwork.keep(self.root, self.protected)
+        kept = userwork.keep(self.root, self.protected, self.vault)
         try:
             result = self.runner.run(cmd)
         except BaseException:  # Ctrl-C or SIGTERM mid-command: the group is stopped by now
             userwork.put_back(kept)
+            userwork.release(kept)
             raise
         changed = userwork.put_back(kept)
+        userwork.release(kept)
         if not changed:
             return result
         note = (
@@ -161,6 +179,7 @@ class RepoWorkspace:
         return replace(result, output=result.output + note)
 
     def close(self) -> None:
+        userwork.forget(self.vault)
         self.git.close()
 
     def __enter__(self) -> RepoWorkspace:

@@ -233,6 +233,53 @@ def test_a_signal_during_a_command_still_puts_back_the_users_file_it_changed(
     assert (repo / "notes.txt").read_text() == "my unsaved notes\n"
 
 
+def test_sigkill_during_a_command_loses_none_of_the_users_files_it_changed(
+    spawn_agent, run_agent, fake_server, tmp_path
+):
+    """The user's uncommitted files are on disk while a command runs: after a SIGKILL the
+    next run keeps each one the command left changed, as it was, and says where."""
+    repo = repo_with(tmp_path / "repo", {"notes.txt": "v1\n", "keep.txt": "k\n"}, ignore=("pids/",))
+    (repo / "notes.txt").write_text("my unsaved notes\n")  # the user's, uncommitted
+    (repo / "keep.txt").write_text("also mine\n")
+    clobber = "mkdir -p pids; echo CLOBBER > notes.txt; echo $$ > pids/cmd.pid; sleep 60"
+    srv = fake_server([plan(task()), call("run", cmd=clobber)])
+    agent = spawn_agent(
+        "run", GOAL, "--yes", "--json", "--allow-dirty", "--base-url", srv.url, cwd=repo
+    )
+    pids = repo / "pids" / "cmd.pid"
+    wait_for(
+        lambda: pids.exists() and pids.read_text().strip() or agent.proc.poll() is not None,
+        what="the command to start",
+    )
+    assert agent.proc.poll() is None, agent.stdout + agent.stderr
+    os.kill(agent.pid, signal.SIGKILL)
+    agent.wait(timeout=30)
+    cmd_pid = int(pids.read_text())
+    try:
+        assert (repo / "notes.txt").read_text() == "CLOBBER\n"  # nothing could put it back
+        (repo / "pids").rename(tmp_path / "pids")
+        again = run_agent(
+            "run", GOAL, "--plan-only", "--allow-dirty", "--base-url",
+            fake_server([plan(task())]).url, cwd=repo,
+        )  # fmt: skip
+        assert again.returncode == 0, again.stdout + again.stderr
+        said = again.stdout + again.stderr
+        assert "may have left your own uncommitted files changed: notes.txt" in said
+        kept = list((repo / ".git" / "agent-userwork").glob("recovered-*/notes.txt"))
+        assert len(kept) == 1 and kept[0].read_text() == "my unsaved notes\n"
+        assert str(kept[0].parent) in said.replace("\n", "")
+        assert not list((repo / ".git" / "agent-userwork").glob("recovered-*/keep.txt"))
+        assert (repo / "notes.txt").read_text() == "CLOBBER\n"  # the user decides
+        quiet = run_agent(
+            "run", GOAL, "--plan-only", "--allow-dirty", "--base-url",
+            fake_server([plan(task())]).url, cwd=repo,
+        )  # fmt: skip
+        assert "may have left" not in quiet.stdout + quiet.stderr  # said once
+    finally:
+        if not pid_gone(cmd_pid):  # a SIGKILLed agent cannot stop its command
+            os.kill(cmd_pid, signal.SIGKILL)
+
+
 def test_a_resume_keeps_the_users_changes_made_since_the_run_stopped(
     spawn_agent, run_agent, fake_server, tmp_path
 ):
