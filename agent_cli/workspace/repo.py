@@ -19,7 +19,7 @@ from agent_cli.core.text import some
 from agent_cli.workspace import aside, userwork
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
-from agent_cli.workspace.shell import confine
+from agent_cli.workspace.shell import confine, strays
 from agent_cli.workspace.shell import runner as shell
 
 VAULT = "agent-userwork"  # in the work tree's git directory (userwork.py)
@@ -84,9 +84,16 @@ class RepoWorkspace:
         self.git.ensure_on(branch, self.protected)
 
     def _after_a_killed_run(self) -> None:
-        """Put back what a killed check left set aside (aside.py), and keep for the user the
-        files a command of a killed run may have left changed (userwork.recover)."""
+        """Put back what a killed check left set aside (aside.py), stop what a killed run's
+        command left running (strays.py), and keep for the user the files such a command may
+        have left changed (userwork.recover)."""
         aside.put_back_leftovers(self.root)
+        stopped = strays.stop_strays()
+        if stopped:
+            self.notice(
+                f"stopped {len(stopped)} process(es) that a killed run's command had left "
+                f"running (pid {some([str(pid) for pid in stopped])})"
+            )
         into, said = userwork.recover(self.root, self.vault)
         if said:
             kept = f"; as they were before it, they are in {into}" if into else ""

@@ -171,7 +171,7 @@ def test_sigkill_during_the_acceptance_command_then_resume_verifies(
         assert state["agent_state"]["plan"][0]["attempts"] == 1  # the killed attempt not counted
         assert "done.txt" in git(repo, "show", "--stat", "--format=", "HEAD")
     finally:
-        # A SIGKILLed agent cannot stop its command: it is left running in its own session.
+        # A SIGKILLed agent cannot stop its command: the next run stops it (strays.py).
         if not pid_gone(check_pid):
             os.kill(check_pid, signal.SIGKILL)
 
@@ -237,7 +237,8 @@ def test_sigkill_during_a_command_loses_none_of_the_users_files_it_changed(
     spawn_agent, run_agent, fake_server, tmp_path
 ):
     """The user's uncommitted files are on disk while a command runs: after a SIGKILL the
-    next run keeps each one the command left changed, as it was, and says where."""
+    next run keeps each one the command left changed, as it was, and says where; and it stops
+    the command the killed run left running."""
     repo = repo_with(tmp_path / "repo", {"notes.txt": "v1\n", "keep.txt": "k\n"}, ignore=("pids/",))
     (repo / "notes.txt").write_text("my unsaved notes\n")  # the user's, uncommitted
     (repo / "keep.txt").write_text("also mine\n")
@@ -265,6 +266,11 @@ def test_sigkill_during_a_command_loses_none_of_the_users_files_it_changed(
         assert again.returncode == 0, again.stdout + again.stderr
         said = again.stdout + again.stderr
         assert "may have left your own uncommitted files changed: notes.txt" in said
+        assert (
+            f"stopped 1 process(es) that a killed run's command had left running (pid {cmd_pid})"
+            in said
+        )
+        wait_for(lambda: pid_gone(cmd_pid), timeout=10, what="the stray command to end")
         kept = list((repo / ".git" / "agent-userwork").glob("recovered-*/notes.txt"))
         assert len(kept) == 1 and kept[0].read_text() == "my unsaved notes\n"
         assert str(kept[0].parent) in said.replace("\n", "")

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from agent_cli.core.errors import ToolError, WorkspaceError
-from agent_cli.workspace.shell import reaper
+from agent_cli.workspace.shell import reaper, strays
 
 SANDBOXES = ("none", "bwrap")
 TERM_GRACE_S = 2.0
@@ -65,6 +65,7 @@ def run_command(
     if sandbox == "bwrap":
         argv = bwrap_argv(argv, cwd, writable or [cwd], readonly or [])
     env = scrub_env(dict(os.environ)) if env is None else env
+    env = {**env, strays.MARK: strays.mark()}  # found again if this agent is killed (strays.py)
     spared = reaper.adopt_orphans()
     start = time.monotonic()
     try:
