@@ -4,8 +4,9 @@
                                         [--projects a,b] [--pairs ID,ID] [--show]
 
 The first call with a DIR runs (or takes from the cache) the runs A and builds the stores of
-every size under DIR, as run.py does; later calls with the same DIR reuse them, whatever
-changed in `agent_cli/` since (the runs A learn the same items: their replies are scripted).
+every size under DIR, as run.py does; later calls with the same DIR and pairs reuse them,
+whatever changed in `agent_cli/` since (the runs A learn the same items: their replies are
+scripted); a call with other pairs (--quick or not) makes them again.
 Each pair's run B is then only what its planning request gets from long-term memory: the
 session's own `RunMemory.recall` of B's goal in the repository on `main`, formatted as the
 session formats it. It prints, per pair and size, whether the needed item is in it (a fix
@@ -45,15 +46,27 @@ from agent_cli.memory.longterm.records import format_for_context  # noqa: E402
 
 
 def learned_in(scn: scenarios.Scenario, work: Path, cache: Path) -> learn.Learned:
-    """The runs A of `scn`: kept in `work` after the first call (cached runs A, or new ones)."""
+    """The runs A of `scn`: kept in `work` after the first call (cached runs A, or new ones).
+
+    They are kept under the set of pairs they were made for (a --quick call learns from fewer
+    runs A), so that a call with other pairs never reuses what a narrower one learned."""
+    pairs = ",".join(sorted(p.id for p in scn.pairs))
     saved = work / f"{scn.project.name}.learned.json"
+    if saved.exists() and json.loads(saved.read_text()).get("pairs") != pairs:
+        for built in (work / "stores").glob(f"{scn.project.name}-*"):
+            shutil.rmtree(built)  # built from the other runs A
+        saved.unlink()
     repo = work / scn.project.name
     if saved.exists() and repo.exists():
         data = json.loads(saved.read_text())
         return learn.Learned(scn, repo, data["records"], data["owner"], data["failed"])
     shutil.rmtree(repo, ignore_errors=True)
     got = learn.learn_cached(scn, cache, work)
-    saved.write_text(json.dumps({"records": got.records, "owner": got.owner, "failed": got.failed}))
+    saved.write_text(
+        json.dumps(
+            {"records": got.records, "owner": got.owner, "failed": got.failed, "pairs": pairs}
+        )
+    )
     return got
 
 
