@@ -93,3 +93,30 @@ def test_a_model_listing_nested_past_recursion_is_no_list_of_models(routed_serve
     url = routed_server({"/v1/models": "[" * 100_000 + "]" * 100_000})
     with pytest.raises(ModelError, match="did not answer with a list of models"):
         OpenAIChat(model="m", base_url=url, api_key=None).list_models()
+
+
+@pytest.mark.parametrize(
+    "where, said",
+    [
+        ("/v1/chat/completions", "redirects the request in a loop"),
+        ("file:///etc/passwd", "to an address that is not http(s)"),
+    ],
+)
+def test_an_endpoint_that_sends_the_request_elsewhere_is_said_at_once(loopback, where, said):
+    asked = []
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        asked.append(handler.path)
+        handler.send_response(307)
+        handler.send_header("Location", where)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    model = OpenAIChat(
+        model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01, max_retries=3
+    )
+    with pytest.raises(ModelError) as err:
+        model.chat(ASK)
+    assert said in err.value.message and "answers" in err.value.message
+    assert "is the server running" not in err.value.one_line()
+    assert len(asked) <= 30  # one request's redirects; no retry of the whole

@@ -330,7 +330,7 @@ class OpenAIChat:
                 failure = e
                 self._settle()
             except openai.APIConnectionError as e:
-                if failures.refused(e):
+                if failures.refused(e) or failures.misdirected(e):
                     raise self._convert(e) from None
                 failure = e
             except (StreamCut, StreamFailed) as e:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import openai
 
 from agent_cli.core.errors import ModelError, ModelRefused
+from agent_cli.llm.wire import failures
 from agent_cli.llm.wire.body import ErrorReply
 from agent_cli.llm.wire.stream import StreamCut, StreamFailed
 
@@ -77,6 +78,13 @@ def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -
             "raise request_timeout_s or check the server's load",
         )
     if isinstance(e, openai.APIConnectionError):
+        wrong = failures.misdirected(e)
+        if wrong:
+            return ModelError(
+                f"the model endpoint {base_url} answers, but {wrong}",
+                "check the base URL: an OpenAI-compatible one ends where /models and "
+                "/chat/completions are (most end in /v1), and the server answers there itself",
+            )
         proxy = proxy_for(base_url)
         if proxy:
             return ModelError(

@@ -84,6 +84,23 @@ def refused(exc: BaseException) -> bool:
     return False
 
 
+def misdirected(exc: BaseException) -> str | None:
+    """What is wrong when a connection failure is the endpoint sending the request elsewhere
+    (no retry helps): redirects in a loop, or to an address that is not http(s); else None.
+    Told by the transport's exception names, the transport being the SDK's to import."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        name = type(cur).__name__
+        if name == "TooManyRedirects":
+            return "it redirects the request in a loop"
+        if name == "UnsupportedProtocol":
+            return f"it redirects the request to an address that is not http(s) ({cur})"
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 def is_transport_error(exc: BaseException) -> bool:
     """Whether an exception raised while reading a response is the connection breaking."""
     names = {c.__name__ for c in type(exc).__mro__}
