@@ -163,3 +163,20 @@ def test_a_token_given_as_the_user_name_of_a_remote_is_a_secret(tmp_path):
     git(repo, "remote", "add", "deploy", "https://deploy-bot@git.example.com/t/p")
     git(repo, "remote", "add", "long", "https://continuous-integration-user@git.example.com/t/p")
     assert remote_passwords(repo) == (token,)
+
+
+def test_shallow_clones_without_a_remote_in_same_named_folders_are_two_repositories(tmp_path):
+    from agent_cli.agent.learn.topic import repo_topic
+
+    origin = make_repo(tmp_path / "origin")
+    git(origin, "commit", "-q", "--allow-empty", "-m", "second")
+    topics = []
+    for place in ("a", "b b"):  # a blank in the path does not split the topic's keys
+        clone = tmp_path / place / "app"
+        git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
+        git(clone, "remote", "remove", "origin")
+        assert repo_identity(clone).keys() == []  # no root commit, no remote
+        topics.append(repo_topic(clone))
+    assert topics[0] != topics[1] and "app" not in topics[0]
+    assert all(len(t.split()) == 1 and t.startswith("dir:") for t in topics)
+    assert repo_topic(tmp_path / "a" / "app") == topics[0]  # the same checkout, the same topic

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,15 +12,23 @@ if TYPE_CHECKING:
 
 def repo_topic(root: Path) -> str:
     """The repository that episodes, procedures, notes and facts are about: its identity's
-    keys (root commit, remote), or its directory's name when it has neither."""
+    keys (root commit, remote), or its directory when it has neither (`topic_of`)."""
     from agent_cli.workspace.git.identity import repo_identity
 
     return topic_of(repo_identity(root), root)
 
 
 def topic_of(identity: RepoIdentity, root: Path) -> str:
-    """The topic of the repository at `root` whose identity is `identity` (`repo_topic`)."""
-    return " ".join(identity.keys()) or Path(root).name
+    """The topic of the repository at `root` whose identity is `identity` (`repo_topic`).
+
+    A repository with neither a root commit nor a remote (a shallow clone without one) is
+    known by its directory's whole path (hashed: a topic's keys are separated by blanks),
+    never by the folder's name alone, which unrelated repositories share."""
+    keys = " ".join(identity.keys())
+    if keys:
+        return keys
+    path = str(Path(root).resolve()).encode("utf-8", "surrogateescape")
+    return f"dir:{hashlib.sha256(path).hexdigest()[:16]}"
 
 
 def former_topics(identity: RepoIdentity, root: Path, own_store: bool) -> list[str]:
