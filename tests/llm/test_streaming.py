@@ -80,7 +80,7 @@ def test_a_stream_cut_mid_reply_is_retried(fake_server):
 
 def test_streams_cut_every_time_end_in_a_clear_error(fake_server):
     srv = fake_server([{"content": "never finished", "cut": 2}] * 3)
-    with pytest.raises(ModelError, match="kept breaking off its streamed replies"):
+    with pytest.raises(ModelError, match="kept breaking off its replies"):
         chat_model(srv, max_retries=2).chat(ASK)
     assert len(srv.chat_requests) == 3
 

@@ -106,7 +106,7 @@ def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -
         )
     if isinstance(e, (StreamCut, StreamFailed)):
         return ModelError(
-            f"{base_url} kept breaking off its streamed replies ({e})",
+            f"{base_url} kept breaking off its replies ({e})",
             "check the server's log, then try again (`agent run --resume` for a run already begun)",
         )
     return ModelError(f"the model call failed: {e}", "run `agent doctor`")
