@@ -100,7 +100,7 @@ def _memory_or_exit(repo: Path | None) -> Any:
 
 
 def _memory_or_none(repo: Path | None, reads_only: bool = False) -> tuple[Any, str]:
-    """Long-term memory (None when there is none yet) and where the embedded store would be."""
+    """Long-term memory (None when there is none yet) and where it is, or would be (`_where`)."""
     _, settings, state = _place(repo)
     return _open(settings, state, reads_only=reads_only), _where(settings, state)
 
