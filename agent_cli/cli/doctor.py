@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,7 +22,12 @@ if TYPE_CHECKING:
 class Printer(Protocol):
     """Where doctor's lines go (the command console)."""
 
+    @property
+    def is_terminal(self) -> bool: ...
+
     def print(self, *objects: object) -> None: ...
+
+    def status(self, status: str) -> AbstractContextManager[Any]: ...
 
 
 class Target:
@@ -206,8 +212,12 @@ def _run_check(
     from agent_cli.core.redact import redact
     from agent_cli.ui.render import check_line
 
+    # a check can wait on a server for many seconds: a terminal shows which one is running
+    waiting = out.status(f"checking {name}…") if out.is_terminal else contextlib.nullcontext()
     try:
-        out.print(check_line(name, True, redact(check(), secrets)))
+        with waiting:
+            text = check()
+        out.print(check_line(name, True, redact(text, secrets)))
         return True
     except AgentError as e:
         out.print(check_line(name, False, redact(e.one_line(), secrets)))
@@ -292,7 +302,12 @@ def _check_mcp_servers(out: Printer, settings: Settings, repo: Path | None) -> i
         out.print(check_line("mcp", False, f"no server started: {e.one_line()}"))
         return 1
     failed = 0
-    for status in statuses(settings, where, state):
+    waiting = (
+        out.status("starting the MCP servers…") if out.is_terminal else contextlib.nullcontext()
+    )
+    with waiting:
+        found = statuses(settings, where, state)
+    for status in found:
         ok = status.status in ("ready", "disabled")
         failed += not ok
         out.print(check_line(f"mcp {status.name}", ok, status_text(status)))

@@ -4,6 +4,8 @@ import re
 import subprocess
 import sys
 
+from ptykit import pty_agent  # noqa: F401 (fixture)
+
 from agent_cli import __version__
 from conftest import DOCTOR_REPLIES
 
@@ -35,6 +37,15 @@ def test_doctor_passes_against_the_loopback_server(run_agent, fake_server, scrat
     assert "[24912, 2375]" in proc.stdout
     assert f"embedded Chroma at {scratch_repo / '.agent' / 'chroma'}" in proc.stdout
     assert any(r["path"].endswith("/models") for r in srv.requests)
+
+
+def test_doctor_on_a_terminal_says_which_check_it_waits_for(pty_agent, fake_server, scratch_repo):
+    slow = [{**DOCTOR_REPLIES[0], "delay": 3}, *DOCTOR_REPLIES[1:]]
+    srv = fake_server(slow, models=("gpt-4o-mini",))
+    agent = pty_agent("doctor", "--base-url", srv.url, cwd=scratch_repo)
+    agent.expect("checking server", timeout=60)  # while the server's answer is awaited
+    assert agent.wait(timeout=60) == 0, agent.text
+    assert "ok   server" in agent.text
 
 
 def _fail_lines(proc):
