@@ -99,6 +99,28 @@ def test_a_shared_home_recalls_nothing_of_another_repository(
     assert kept["documents"] == [LEGACY]  # not taken over by a repository in a folder "demo"
 
 
+def test_a_shared_home_forgets_only_the_repositorys_own_items(
+    run_env, fake_server, capsys, tmp_path
+):
+    home = tmp_path / "shared-home"
+    run_env.setenv("AGENT_HOME", str(home))
+    mine, theirs = _two(tmp_path)
+    run_id = _learn(capsys, fake_server, mine)
+    run_env.setenv("AGENT_BASE_URL", fake_server([]).url)  # the embedder's endpoint
+    code, out = _cli(mine, "recall", NOTE, "--json", "--kind", "note")
+    assert code == 0, out
+    note_id = json.loads(out)[0]["id"]
+    for item in (note_id, run_id):
+        code, out = _cli(theirs, "memory", "forget", item)
+        assert code == 1 and "is another repository's; nothing was forgotten" in out, out
+    code, out = _cli(mine, "recall", NOTE, "--json", "--k", "20")
+    assert {note_id, run_id} <= {r["id"] for r in json.loads(out)}  # both still there
+    code, out = _cli(mine, "memory", "forget", note_id)
+    assert code == 0 and f"forgot {note_id}" in out, out
+    code, out = _cli(theirs, "memory", "forget", run_id, "--all-repos")
+    assert code == 0 and f"forgot {run_id}" in out, out
+
+
 def test_the_repositorys_own_store_still_recalls_what_older_versions_left(
     run_env, fake_server, capsys, tmp_path
 ):

@@ -307,18 +307,29 @@ def forget_command(
         ..., metavar="ID", show_default=False, help="The id shown by `agent recall`."
     ),
     repo: Path | None = REPO,
+    all_repos: bool = typer.Option(
+        False, "--all-repos", help="Forget it whichever repository's it is (a shared store)."
+    ),
 ) -> None:
-    """Delete one item (an episode with its failure signatures, a fact or a note)."""
+    """Delete one item (an episode with its failure signatures, a fact or a note).
+
+    In a store other repositories share (a `home`, a server) only this repository's items,
+    the ones `agent recall` shows here, unless --all-repos."""
+    from agent_cli.agent.learn.topic import repo_topics
+    from agent_cli.cli.shared import own_memory
     from agent_cli.core.errors import StorageError
 
-    mem, place = _memory_or_none(repo)
+    top, settings, state = _place(repo)
+    mem, place = _open(settings, state), _where(settings, state)
     if mem is None:
         raise StorageError(
             f"no memory item {item_id!r}: there is no memory yet ({place} does not exist)",
             "`agent run` creates it",
         )
+    own = own_memory(settings)
+    topics = None if own or all_repos else repo_topics(top, own)
     with mem:
-        removed = mem.forget(item_id)
+        removed = mem.forget(item_id, topics)
     if not removed:
         raise StorageError(
             f"no memory item {item_id!r} in {mem.path}", "`agent recall QUERY` shows the ids"

@@ -64,6 +64,7 @@ from agent_cli.memory.longterm.store import (
     Where,
     count,
 )
+from agent_cli.memory.longterm.write import forget as forgetting
 from agent_cli.memory.longterm.write import importer
 from agent_cli.memory.longterm.write.lock import WAIT_S, WriteLock
 
@@ -635,18 +636,12 @@ class LongTermMemory:
             archive = count(archived, where)
         return {"episodes": episodes, **self.items.kind_counts(where), "archive": archive}
 
-    def forget(self, item_id: str) -> int:
-        """Delete an item (an episode with its failure signatures); how many documents went."""
-        removed = 0
+    def forget(self, item_id: str, topics: list[str] | None = None) -> int:
+        """Delete an item (an episode with its failure signatures), of the repositories `topics`
+        only when given (a shared store; another's is a StorageError); how many documents went."""
+        where = topic_where(topics) if topics else None
         with self.writing(), self.store.guard("deleting"):
-            for name, col in self.store.cols.items():
-                ids = set(col.get(ids=[item_id], include=[])["ids"])
-                if name == "episodes":
-                    ids.update(col.get(where={"run_id": item_id}, include=[])["ids"])
-                if ids:
-                    col.delete(ids=sorted(ids))
-                    removed += len(ids)
-        return removed
+            return forgetting.forget(self.store.cols, item_id, where)
 
     def _records(
         self, name: str, vectors: bool = False, ids: list[str] | None = None
