@@ -96,3 +96,37 @@ def test_a_state_file_of_any_shape_is_listed_as_unreadable_and_refused_on_load(t
     assert store.latest_unfinished() is None
     with pytest.raises(StorageError, match="state.json cannot be read"):
         store.load("20250101-000000-aaaa")
+
+
+WORKING_MEMORY_EDITS = {
+    "items not a list": lambda m: m.update(items="x"),
+    "an item not an object": lambda m: m.update(items=[5]),
+    "a cost in words": lambda m: m["items"][0].update(cost="x"),
+    "an id of null": lambda m: m["items"][0].update(id=None),
+    "an unknown kind": lambda m: m["items"][0].update(kind="bogus"),
+    "a step in words": lambda m: m.update(step="x"),
+    "a cold list of one letter": lambda m: m.update(cold_list="x"),
+}
+
+
+@pytest.mark.parametrize("edit", WORKING_MEMORY_EDITS.values(), ids=WORKING_MEMORY_EDITS.keys())
+def test_working_memory_edited_by_hand_is_one_clear_error_for_show_and_resume(
+    fake_server, tmp_path, monkeypatch, edit
+):
+    from typer.testing import CliRunner
+
+    from agent_cli.cli.app import app
+
+    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    assert data["memory"]["items"]
+    edit(data["memory"])
+    path.write_text(json.dumps(data))
+    monkeypatch.setenv("AGENT_RC", str(tmp_path / "no-agentrc"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shown = CliRunner().invoke(app, ["memory", "show", "--repo", str(repo)], prog_name="agent")
+    said = shown.output + str(shown.exception or "")
+    assert shown.exit_code == 1, said
+    assert "working memory cannot be read" in said and "internal error" not in said, said
+    assert said.count("\n") <= 1, said
+    with pytest.raises(StorageError, match="working memory"):
+        run_in_process(repo, "http://127.0.0.1:9", None)

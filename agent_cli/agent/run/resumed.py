@@ -68,6 +68,26 @@ def check_verified(state: AgentState, run: RunRecord, ws: Workspace) -> None:
             )
 
 
+def check_memory(run: RunRecord) -> None:
+    """Refuse a saved working memory that cannot be imported (a state file edited by hand),
+    before the resume touches the work tree."""
+    from agent_cli.memory.working.memory import STATE_FORMAT, malformed
+
+    saved = run.memory
+    if not saved:
+        return
+    why = (
+        f"unknown working-memory state format {saved.get('format')!r}"
+        if saved.get("format") != STATE_FORMAT
+        else malformed(saved)
+    )
+    if why:
+        raise StorageError(
+            f"{run.run_id}/state.json: its working memory cannot be read: {why}",
+            "the file is left as it is; inspect or move it aside",
+        )
+
+
 def adopt_unsaved_commit(state: AgentState, run: RunRecord, ws: Workspace) -> int | None:
     """The index of the task whose commit the run made but did not save: a process killed
     between a verified task's commit and the save after it leaves that task `running` and

@@ -396,6 +396,7 @@ class Session:
         self.mem.learned = learn.Learned.from_dict(run.learned)
         with self._before_run():
             resumed.check_not_rewound(state, run, self.sv.workspace)
+            resumed.check_memory(run)
             entries = journal.parse(self.store.journal_lines(run.run_id))
             left = journal.last_tree(entries, state, run.left_tree)
             users = resumed.users_changes(run, left, self.sv.workspace)

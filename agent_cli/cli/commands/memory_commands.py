@@ -265,7 +265,11 @@ def _working_report(settings: Any, state: Path, kind: str | None, top: Path) -> 
     )
     store = SqliteStore(db) if db else InMemStore()
     # A budget at least as large as what was saved, so looking never evicts anything.
-    saved_cost = sum(int(i.get("cost", 0)) for i in saved.get("items", []))
+    items = saved.get("items")
+    items = items if isinstance(items, list) else []
+    saved_cost = sum(
+        i["cost"] for i in items if isinstance(i, dict) and type(i.get("cost")) is int
+    )  # a state edited by hand is refused by import_state, below
     wm = WorkingMemory(
         store=store, embedder=None, max_tokens=max(settings.memory_max_tokens, saved_cost + 512)
     )
@@ -275,7 +279,7 @@ def _working_report(settings: Any, state: Path, kind: str | None, top: Path) -> 
         except (KeyError, TypeError, ValueError) as e:
             raise StorageError(
                 f"{state / 'runs' / run_id / 'state.json'}: working memory cannot be read: {e}",
-                "it was written by another version of agent",
+                "it was edited or written by another version of agent; move the run directory aside",
             ) from None
         hot = [_hot_row(i, wm.explain(i.id)) for i in wm.hot_items() if kind in (None, i.kind)]
         cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]

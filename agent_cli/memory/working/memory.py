@@ -60,6 +60,73 @@ class WorkingState(TypedDict):
     items: list[dict[str, Any]]  # Item.to_dict() of each hot item
 
 
+# The types of a saved state's fields, and of each of its items', that import_state relies on
+# (None: the field may be missing or null, as in states saved before it existed).
+_STATE_TYPES: dict[str, tuple[type, ...]] = {
+    "goal": (str,),
+    "step": (int,),
+    "next": (int,),
+    "evictions": (int,),
+    "mentions": (dict,),
+    "restored": (list,),
+    "items": (list,),
+    "goal_vector": (list, type(None)),
+    "recent_edits": (list, type(None)),
+    "pinned_section": (list, type(None)),
+    "cold_list": (list, type(None)),
+    "file_views": (dict, type(None)),
+}
+_ITEM_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "kind": (str,),
+    "text": (str,),
+    "summary": (str,),
+    "tokens": (int,),
+    "pinned": (bool,),
+    "step": (int,),
+    "symbols": (list,),
+    "touched": (int,),
+    "refs": (int,),
+    "origin_id": (str, type(None)),
+    "cost": (int, type(None)),
+    "repeats": (int, type(None)),
+    "exact": (bool, type(None)),
+    "vector": (list, type(None)),
+}
+
+
+def malformed(state: Mapping[str, Any]) -> str | None:
+    """Why a saved working-memory state (JSON read back, maybe edited by hand) cannot be
+    imported, or None: a field of the wrong type, an item that is not an object."""
+    why = _wrong_types(state, _STATE_TYPES, "")
+    if why:
+        return why
+    if isinstance(state.get("cold_list"), list) and len(state["cold_list"]) not in (0, 2):
+        return "cold_list: expected two strings"
+    for n, item in enumerate(state["items"]):
+        why = _wrong_types(item, _ITEM_TYPES, f"items.{n}.") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or why:
+            return why or f"items.{n}: expected an object"
+        if item["kind"] not in scoring.KIND_WEIGHTS:
+            return f"items.{n}.kind: unknown kind {item['kind']!r}"
+    return None
+
+
+def _wrong_types(
+    data: Mapping[str, Any], types: dict[str, tuple[type, ...]], at: str
+) -> str | None:
+    """The first field of `data` whose value is not of its `types` (a bool is no int)."""
+    for key, allowed in types.items():
+        value = data.get(key)
+        if value is None and type(None) in allowed:
+            continue
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            got = "missing" if key not in data else type(value).__name__
+            names = " or ".join(t.__name__ for t in allowed if t is not type(None))
+            return f"{at}{key}: expected {names}, got {got}"
+    return None
+
+
 def _summary(summary: str, text: str) -> str:
     """One short line: the given summary, or the first non-blank line of the text."""
     return shorten(summary.strip() or text.lstrip().split("\n", 1)[0], SUMMARY_CHARS)
@@ -584,6 +651,9 @@ class WorkingMemory:
         """Replace the hot zone and counters with an exported state (as read back from JSON)."""
         if state.get("format") != STATE_FORMAT:
             raise ValueError(f"unknown working-memory state format {state.get('format')!r}")
+        why = malformed(state)
+        if why:
+            raise ValueError(why)
         self._reset()
         self._goal = state["goal"]
         vector = state.get("goal_vector")
