@@ -281,6 +281,35 @@ def test_import_refuses_a_file_that_is_not_an_export(mem, tmp_path):
     assert mem.counts()["facts"] == 0
 
 
+def test_import_refuses_a_secret_in_an_id_or_a_metadata_key_where_no_mask_can_go(mem, tmp_path):
+    meta = {
+        "kind": "fact",
+        "source": f"pasted {KEY}",  # a value: masked when stored
+        "trust": 1.0,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "text_hash": "h",
+        "ttl_days": 0.0,
+    }
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    good = {"collection": "facts", "id": "x", "document": "d", "metadata": meta}
+    holding = [
+        {**good, "id": f"mem_{KEY}"},
+        {**good, "id": token},
+        {**good, "metadata": {**meta, f"note {KEY}": "v"}},
+    ]
+    path = tmp_path / "secret.jsonl"
+    for record in holding:
+        path.write_text(json.dumps(good) + "\n" + json.dumps(record) + "\n")
+        with pytest.raises(StorageError, match="line 2: (the id|a metadata key) holds a secret"):
+            mem.import_(path)
+        assert mem.counts()["facts"] == 0
+    path.write_text(json.dumps(good) + "\n")
+    assert mem.import_(path) == 1
+    exported = tmp_path / "out.jsonl"
+    mem.export(exported)
+    assert KEY not in exported.read_text() and "[REDACTED]" in exported.read_text()
+
+
 # -- the prompt block ---------------------------------------------------------------------
 def test_format_for_context_fences_and_labels_each_line(mem):
     mem.add_fact("Tests run with make check", "harness", now=NOW)

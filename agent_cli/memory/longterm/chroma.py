@@ -694,7 +694,7 @@ class LongTermMemory:
         most `batch` (those stored already skipped), calling `progress(done, total, skipped)`
         after each; how many records the file holds."""
         self.store.require_match()
-        total = importer.check(path)  # one bad line anywhere: nothing is imported
+        total = importer.check(path, self.store.secrets)  # one bad line: nothing imported
         with self.writing():
             importer.write(self.store, path, total, progress, batch)
         return total

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +25,7 @@ from agent_cli.core.errors import StorageError
 from agent_cli.core.fences import retrieved_memory
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Recalled
+from agent_cli.core.redact import redact
 from agent_cli.core.text import shorten
 
 COLLECTIONS = ("episodes", "facts", "archive")
@@ -223,8 +225,12 @@ _META: dict[str, type[BaseModel]] = {
 }
 
 
-def parse_record(line: str, path: Path | str, n: int) -> dict[str, Any]:
-    """One exported record, checked with the models the store writes with."""
+def parse_record(
+    line: str, path: Path | str, n: int, secrets: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One exported record, checked with the models the store writes with; an id or a
+    metadata key holding a secret (`secrets`, or one of the shapes always masked) is refused,
+    as a mask there would make another record of it."""
     hint = "use a file written by `agent memory export`"
     try:
         rec = strictjson.loads(line)
@@ -249,7 +255,7 @@ def parse_record(line: str, path: Path | str, n: int) -> dict[str, Any]:
             f"(got {str(err.get('input'))[:60]!r})",
             hint,
         ) from None
-    why = _unstorable(rec)
+    why = _unstorable(rec) or _holds_secret(rec, secrets)
     if why:
         raise StorageError(f"{path}: line {n}: {why}", hint)
     return cast(dict[str, Any], rec)
@@ -284,6 +290,22 @@ def _unstorable(rec: dict[str, Any]) -> str | None:
     return None
 
 
+def _holds_secret(rec: dict[str, Any], secrets: Sequence[str]) -> str | None:
+    """Why a record's id or a metadata key holds a secret (values are masked when stored), or
+    None."""
+    if redact(rec["id"], tuple(secrets)) != rec["id"]:
+        return "the id holds a secret"
+    if not all(_no_secret(key, tuple(secrets)) for key in rec["metadata"]):
+        return "a metadata key holds a secret"
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _no_secret(text: str, secrets: tuple[str, ...]) -> bool:
+    """Whether `text` holds nothing redaction masks (metadata keys repeat in every record)."""
+    return redact(text, secrets) == text
+
+
 def _kind(value: object) -> type | None:
     """A list item's kind as the store sees it (int and float are one), None for another."""
     if isinstance(value, bool):
@@ -297,8 +319,9 @@ MAX_LINE_BYTES = 8 * atomic.MiB
 MAX_EXPORT_BYTES = 64 * 1024 * atomic.MiB
 
 
-def read_export(path: Path | str) -> Iterator[dict[str, Any]]:
-    """The checked records of an export file (a regular file, lines bounded), one at a time."""
+def read_export(path: Path | str, secrets: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+    """The checked records of an export file (a regular file, lines bounded), one at a time;
+    `secrets` as in parse_record."""
     hint = "pass a file written by `agent memory export`"
     try:
         fd = atomic.open_regular(path, "r", MAX_EXPORT_BYTES)
@@ -317,7 +340,7 @@ def read_export(path: Path | str) -> Iterator[dict[str, Any]]:
                     f"{path}: line {n} is not UTF-8 (byte {e.start})", hint
                 ) from None
             if line.strip():
-                yield parse_record(line, path, n)
+                yield parse_record(line, path, n, secrets)
 
 
 def batches(records: Iterator[dict[str, Any]], size: int) -> Iterator[Batch]:

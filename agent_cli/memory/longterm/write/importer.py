@@ -13,7 +13,7 @@ written; the same import again continues where it stopped, since what is stored 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent_cli.core.errors import AgentError, StorageError
@@ -25,12 +25,13 @@ Progress = Callable[[int, int, int], None]  # records done, records in the file,
 RESUME_HINT = "import the same file again to continue: the records stored already are skipped"
 
 
-def check(path: Path | str) -> int:
+def check(path: Path | str, secrets: Sequence[str] = ()) -> int:
     """How many records the export holds; StorageError naming the first bad line (and how
-    many records before it were good) when one is not a record the store could hold."""
+    many records before it were good) when one is not a record the store could hold, or
+    holds one of `secrets` where it could not be masked (`records.parse_record`)."""
     good = 0
     try:
-        for _ in read_export(path):
+        for _ in read_export(path, secrets):
             good += 1
     except StorageError as e:
         raise StorageError(
@@ -50,7 +51,7 @@ def write(
     because the store held them already. On a failure, the same error saying how far it got."""
     done = skipped = 0
     try:
-        for name, ids, docs, metas in batches(read_export(path), batch):
+        for name, ids, docs, metas in batches(read_export(path, store.secrets), batch):
             col = store.cols[name]
             docs, metas = store.redact(docs), store.redact(metas)
             new = _not_stored(store, col, ids, docs, metas)
