@@ -119,3 +119,39 @@ def test_append_line_adds_one_newline_and_refuses_embedded_newlines(tmp_path):
     assert log.read_text() == '{"a": 1}\n{"b": 2}\n'
     with pytest.raises(ValueError):
         append_line(log, '{"a":\n1}')
+
+
+def test_write_atomic_never_replaces_a_device_a_fifo_or_a_directory(tmp_path):
+    fifo, folder, link = tmp_path / "pipe", tmp_path / "folder", tmp_path / "to-null"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    link.symlink_to(os.devnull)
+    for path in (fifo, folder, link):
+        with pytest.raises(OSError, match="not a file to replace"):
+            write_atomic(path, "x")
+    assert fifo.is_fifo() and folder.is_dir() and link.is_symlink()
+    assert Path(os.devnull).is_char_device()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "pipe", "to-null"]  # no temp
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    write_atomic(dangling, "x")  # a link is replaced, never written through
+    assert not dangling.is_symlink() and dangling.read_text() == "x"
+
+
+def test_memory_export_with_force_leaves_a_fifo_in_place(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from agent_cli.cli.app import app
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.setenv("AGENT_RC", str(tmp_path / "no-agentrc"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    done = CliRunner().invoke(
+        app, ["memory", "export", str(fifo), "--force", "--repo", str(repo)], prog_name="agent"
+    )
+    said = done.output + str(done.exception or "")
+    assert done.exit_code == 1 and "it is a FIFO, not a file to replace" in said, said
+    assert fifo.is_fifo()

@@ -36,8 +36,11 @@ def write_atomic(path: str | Path, data: str | bytes, *, durable: bool = True) -
 def replacing(path: str | Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     """A new file, written through the stream yielded, that replaces `path` whole when the
     block ends without an error (a symlink at `path` is replaced, its target left alone);
-    after an error `path` is as it was and nothing is left behind."""
+    after an error `path` is as it was and nothing is left behind. A `path` that is (or links
+    to) a directory, a device, a FIFO or a socket is an OSError and left alone: replacing
+    `/dev/null` or a pipe with a file breaks whatever uses it."""
     path = Path(path)
+    _check_replaceable(path)
     mode = _mode_for(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -158,6 +161,17 @@ def _truncate_quietly(fd: int, size: int) -> None:
         os.ftruncate(fd, size)
     except OSError:
         pass
+
+
+def _check_replaceable(path: Path) -> None:
+    """OSError when `path` exists and is, or links to, something other than a regular file."""
+    try:
+        info = os.stat(path)  # through a link: what it points at
+    except OSError:
+        return  # nothing there, or a dangling link: the new file takes its place
+    if not stat.S_ISREG(info.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise OSError(errno.EEXIST, f"it is {kind}, not a file to replace", str(path))
 
 
 def _mode_for(path: Path) -> int:

@@ -394,7 +394,7 @@ def export_command(
     except OSError as e:
         raise StorageError(
             f"{where} cannot be written: {e.strerror or e}; nothing was exported",
-            "name a file in a directory you can write to",
+            "name a regular file in a directory you can write to, or - for standard output",
         ) from None
     if mem is None:  # an empty export: what a script that exports then imports expects
         typer.echo(NO_MEMORY.format(state=place), err=True)
