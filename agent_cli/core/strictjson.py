@@ -30,7 +30,8 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON ({e.msg} at char {e.pos})") from None
+        msg = e.msg.removesuffix(" at")  # "Unterminated string starting at": the char follows
+        raise ValueError(f"not valid JSON ({msg} at char {e.pos})") from None
     except RecursionError:
         raise ValueError("the JSON nests too deeply") from None
     if _SURROGATE.search(text):  # a pair makes one character; a lone half is no text at all

@@ -130,3 +130,16 @@ def test_working_memory_edited_by_hand_is_one_clear_error_for_show_and_resume(
     assert said.count("\n") <= 1, said
     with pytest.raises(StorageError, match="working memory"):
         run_in_process(repo, "http://127.0.0.1:9", None)
+
+
+def test_a_truncated_state_file_is_named_once_with_where_the_json_breaks(tmp_path):
+    store = RunStore(tmp_path)
+    run_dir = store.run_dir("20250101-000000-aaaa")
+    run_dir.mkdir(parents=True)
+    path = run_dir / "state.json"
+    path.write_text('{"run_id": "20250101-000000-aaaa", "goal": "Create do')
+    with pytest.raises(StorageError) as refused:
+        store.load("20250101-000000-aaaa")
+    said = refused.value.one_line()
+    assert said.count(str(path)) == 1, said
+    assert "Unterminated string starting at char 43" in said and " at at " not in said, said

@@ -297,7 +297,8 @@ class RunStore:
                 f"{path} cannot be read: {where}: {err['msg']}", _LEFT_AS_IT_IS
             ) from None
         except (OSError, ValueError) as e:  # ValueError: not JSON, no object, not a file
-            raise StorageError(f"{path} cannot be read: {e}", _LEFT_AS_IT_IS) from None
+            why = str(e).removeprefix(f"{path}: ")  # read_json names the file too
+            raise StorageError(f"{path} cannot be read: {why}", _LEFT_AS_IT_IS) from None
         problem = _identity_problem(record, run_id)
         if problem:
             raise StorageError(f"{path} cannot be read: {problem}", _LEFT_AS_IT_IS)

@@ -240,8 +240,9 @@ def _latest_state(state: Path, top: Path) -> tuple[str | None, dict[str, Any]]:
         try:
             data = atomic.read_json(path, MAX_STATE_BYTES)
         except (OSError, ValueError) as e:  # ValueError: not a regular file, not strict JSON
+            why = str(e).removeprefix(f"{path}: ")  # read_json names the file too
             raise StorageError(
-                f"{path} cannot be read: {e}", "move the run directory aside"
+                f"{path} cannot be read: {why}", "move the run directory aside"
             ) from None
         if not isinstance(data, dict) or not runs_of.ours(data.get("repo", "")):
             continue
