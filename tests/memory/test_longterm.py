@@ -310,6 +310,30 @@ def test_import_refuses_a_secret_in_an_id_or_a_metadata_key_where_no_mask_can_go
     assert KEY not in exported.read_text() and "[REDACTED]" in exported.read_text()
 
 
+def test_import_refuses_an_integer_the_store_would_keep_as_another_number(mem, tmp_path):
+    meta = {
+        "kind": "fact",
+        "source": "s",
+        "trust": 1.0,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "text_hash": "h",
+        "ttl_days": 0.0,
+    }
+    path = tmp_path / "counts.jsonl"
+    for count in (2**63, 10**30):
+        record = {"collection": "facts", "id": "x", "document": "d", "metadata": meta}
+        path.write_text(json.dumps({**record, "metadata": {**meta, "hit_count": count}}) + "\n")
+        with pytest.raises(StorageError, match="'hit_count' holds an integer past 64 bits"):
+            mem.import_(path)
+    largest = {**meta, "hit_count": 2**63 - 1}
+    path.write_text(
+        json.dumps({"collection": "facts", "id": "x", "document": "d", "metadata": largest}) + "\n"
+    )
+    assert mem.import_(path) == 1
+    kept = mem.collection("facts").get(ids=["x"])["metadatas"][0]["hit_count"]
+    assert kept == 2**63 - 1 and type(kept) is int
+
+
 # -- the prompt block ---------------------------------------------------------------------
 def test_format_for_context_fences_and_labels_each_line(mem):
     mem.add_fact("Tests run with make check", "harness", now=NOW)

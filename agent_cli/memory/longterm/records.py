@@ -269,7 +269,8 @@ def _unstorable(rec: dict[str, Any]) -> str | None:
     """Why the store would refuse a record its models accept (so that a file is refused
     whole, before a write), or None: an empty id, a document past MAX_DOCUMENT_CHARS, a
     metadata key that is empty or reserved (`#...`, `chroma:...`), a value that is no
-    string, number, boolean or null, or a list that is empty or mixes kinds."""
+    string, number, boolean or null, or a list that is empty or mixes kinds, an integer past
+    64 bits (which the store would keep as a float, another number)."""
     if not rec["id"].strip():
         return "the id is empty"
     if len(rec["document"]) > MAX_DOCUMENT_CHARS:
@@ -279,6 +280,8 @@ def _unstorable(rec: dict[str, Any]) -> str | None:
     for key, value in rec["metadata"].items():
         if not key or key.startswith(("#", "chroma:")):
             return f"metadata key {key!r} is empty or reserved"
+        if any(_too_large(v) for v in (value if isinstance(value, list) else [value])):
+            return f"metadata field {key!r} holds an integer past 64 bits (the store keeps 64)"
         if value is None or isinstance(value, _SCALARS):
             continue
         kinds = {_kind(v) for v in value} if isinstance(value, list) else {None}
@@ -288,6 +291,11 @@ def _unstorable(rec: dict[str, Any]) -> str | None:
                 "a value must be a string, number, boolean or null, or a non-empty list of one kind"
             )
     return None
+
+
+def _too_large(value: object) -> bool:
+    """An integer the store would keep only as a float, changed (past a signed 64-bit one)."""
+    return type(value) is int and not -(2**63) <= value < 2**63
 
 
 def _holds_secret(rec: dict[str, Any], secrets: Sequence[str]) -> str | None:
