@@ -7,6 +7,7 @@ the way a command (or a person) could, and `--resume` must refuse it with a clea
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -132,7 +133,7 @@ def test_working_memory_edited_by_hand_is_one_clear_error_for_show_and_resume(
         run_in_process(repo, "http://127.0.0.1:9", None)
 
 
-def test_a_truncated_state_file_is_named_once_with_where_the_json_breaks(tmp_path):
+def test_a_truncated_or_fifo_state_file_is_named_once_with_why_it_cannot_be_read(tmp_path):
     store = RunStore(tmp_path)
     run_dir = store.run_dir("20250101-000000-aaaa")
     run_dir.mkdir(parents=True)
@@ -143,3 +144,9 @@ def test_a_truncated_state_file_is_named_once_with_where_the_json_breaks(tmp_pat
     said = refused.value.one_line()
     assert said.count(str(path)) == 1, said
     assert "Unterminated string starting at char 43" in said and " at at " not in said, said
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(StorageError) as refused:
+        store.load("20250101-000000-aaaa")
+    said = refused.value.one_line()
+    assert said.count(str(path)) == 1 and "cannot be read: is a FIFO" in said, said

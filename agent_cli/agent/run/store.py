@@ -297,7 +297,7 @@ class RunStore:
                 f"{path} cannot be read: {where}: {err['msg']}", _LEFT_AS_IT_IS
             ) from None
         except (OSError, ValueError) as e:  # ValueError: not JSON, no object, not a file
-            why = str(e).removeprefix(f"{path}: ")  # read_json names the file too
+            why = str(e).removeprefix(f"{path}: ").removeprefix(f"{path} ")  # named once
             raise StorageError(f"{path} cannot be read: {why}", _LEFT_AS_IT_IS) from None
         problem = _identity_problem(record, run_id)
         if problem:

@@ -240,7 +240,7 @@ def _latest_state(state: Path, top: Path) -> tuple[str | None, dict[str, Any]]:
         try:
             data = atomic.read_json(path, MAX_STATE_BYTES)
         except (OSError, ValueError) as e:  # ValueError: not a regular file, not strict JSON
-            why = str(e).removeprefix(f"{path}: ")  # read_json names the file too
+            why = str(e).removeprefix(f"{path}: ").removeprefix(f"{path} ")  # named once
             raise StorageError(
                 f"{path} cannot be read: {why}", "move the run directory aside"
             ) from None
