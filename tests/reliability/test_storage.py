@@ -171,3 +171,31 @@ def test_a_second_run_is_refused_and_a_dead_runs_lock_is_taken_over(
     proc = run_agent("run", GOAL, "--yes", "--base-url", other.url, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert read_state(repo)["status"] == "verified" and not lock.exists()
+
+
+def test_a_file_where_the_memory_store_belongs_is_refused_by_every_memory_command(
+    tmp_path, monkeypatch
+):
+    from typer.testing import CliRunner
+
+    from agent_cli.cli.app import app
+
+    repo = repo_with(tmp_path / "repo")
+    (repo / ".agent").mkdir()
+    (repo / ".agent" / "chroma").write_text("not a store\n")
+    monkeypatch.setenv("AGENT_RC", str(tmp_path / "no-agentrc"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    out = tmp_path / "out.jsonl"
+    for args in (
+        ["recall", "anything"],
+        ["memory", "show"],
+        ["memory", "export", str(out)],
+        ["memory", "forget", "mem_x"],
+        ["memory", "expire"],
+    ):
+        done = CliRunner().invoke(app, [*args, "--repo", str(repo)], prog_name="agent")
+        said = done.output + str(done.exception or "")
+        assert done.exit_code == 1, (args, said)
+        assert "is not a directory" in said and "no memory yet" not in said, (args, said)
+    assert not out.exists()  # not an export of nothing
+    assert (repo / ".agent" / "chroma").read_text() == "not a store\n"

@@ -53,6 +53,9 @@ def _open(settings: Any, state: Path, create: bool = False, reads_only: bool = F
 
     place = memory_place(settings, state)
     if isinstance(place, Path) and not create and not (place / "chroma.sqlite3").exists():
+        from agent_cli.memory.longterm.place import probe_dir
+
+        probe_dir(place, 0.0)  # a file there is not "no memory yet": it is refused as it is
         return None
     from agent_cli.memory.longterm.chroma import LongTermMemory
     from agent_cli.memory.longterm.place import NoMemoryYet
