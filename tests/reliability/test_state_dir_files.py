@@ -115,3 +115,27 @@ def test_a_file_over_its_bound_or_a_device_is_refused_before_it_is_read(tmp_path
     with pytest.raises(atomic.UnsafeFile, match="character device"):
         atomic.read_bytes("/dev/zero")
     assert atomic.read_bytes(big, max_bytes=4096) == b"x" * 2048
+
+
+def test_a_cold_store_that_is_a_link_is_refused_and_its_target_left_alone(tmp_path):
+    import sqlite3
+
+    from agent_cli.memory import SqliteStore
+
+    elsewhere = tmp_path / "another-programs.db"
+    with sqlite3.connect(elsewhere) as con:
+        con.execute("CREATE TABLE t (x)")
+    con.close()
+    run_dir = tmp_path / "state" / "runs" / RUN
+    run_dir.mkdir(parents=True)
+    (run_dir / "memory.db").symlink_to(elsewhere)
+    with pytest.raises(AgentError, match="is a symbolic link, which is not followed"):
+        SqliteStore(run_dir / "memory.db")
+    with sqlite3.connect(elsewhere) as con:
+        tables = [row[0] for row in con.execute("SELECT name FROM sqlite_master")]
+    con.close()
+    assert tables == ["t"]  # no table of the cold store was made in it
+    (run_dir / "memory.db").unlink()
+    os.mkfifo(run_dir / "memory.db")
+    error = _finishes(lambda: SqliteStore(run_dir / "memory.db"))
+    assert isinstance(error, AgentError) and "is not a file" in str(error), error

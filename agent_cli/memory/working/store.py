@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
+import stat
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -272,6 +274,22 @@ _CORRUPT_HINT = (
 _LOCKED_HINT = "another process holds a write lock on it; wait for it to finish, then retry"
 
 
+def _check_own_file(path: Path) -> None:
+    """StorageError when `path` is a link (SQLite would write through it, into whatever file
+    it names) or anything but a regular file; nothing there is fine (it is created)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise StorageError(f"the memory store {path} cannot be opened: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        what = "a symbolic link, which is not followed" if stat.S_ISLNK(mode) else "not a file"
+        raise StorageError(
+            f"the memory store {path} is {what}", "move it aside to start with an empty cold store"
+        )
+
+
 class SqliteStore:
     """A cold store in one SQLite file (WAL mode, one transaction per change); what it
     writes is redacted (`secrets` and the known key shapes)."""
@@ -281,6 +299,7 @@ class SqliteStore:
     ) -> None:
         self.path = Path(path)
         self.secrets = secrets
+        _check_own_file(self.path)
         conn: sqlite3.Connection | None = None
         try:
             with self._guard("opened"):
