@@ -102,6 +102,17 @@ def test_a_number_out_of_range_is_one_line_and_exit_2(run_agent, scratch_repo):
     assert proc.stderr.strip() == "error: --k 0 is out of range (pass a number from 1 to 100)"
 
 
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+def test_an_empty_recall_query_is_a_usage_error(query, tmp_path, capsys):
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    with pytest.raises(SystemExit) as done:
+        main(["recall", query, "--repo", str(repo)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.startswith("error: the query is empty"), err
+    assert err.count("\n") == 1 and not (repo / ".agent").exists()
+
+
 LONG_GOAL = (
     "Refactor the parser so that quoted strings with escaped quotes are tokenised "
     "correctly and add tests for every escape sequence we support"

@@ -141,6 +141,8 @@ def recall_command(
 
     if unusable(query):
         raise UsageError(f"the query {unusable(query)}", "give it as plain UTF-8 text")
+    if not query.strip():  # nothing to search by: every score would be the same nothing
+        raise UsageError("the query is empty", 'say what to look for: agent recall "WORDS"')
     if kind not in KINDS:
         raise UsageError(f"unknown --kind {kind!r}", f"use one of {', '.join(KINDS)}")
     if not 1 <= k <= 100:
