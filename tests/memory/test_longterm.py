@@ -334,6 +334,19 @@ def test_import_refuses_an_integer_the_store_would_keep_as_another_number(mem, t
     assert kept == 2**63 - 1 and type(kept) is int
 
 
+def test_import_reads_an_export_an_editor_saved_with_a_byte_order_mark(mem, tmp_path):
+    mem.add_fact("Tests run with make check", "harness", now=NOW)
+    exported = tmp_path / "mem.jsonl"
+    mem.export(exported)
+    saved = tmp_path / "saved.jsonl"
+    saved.write_bytes(b"\xef\xbb\xbf" + exported.read_bytes().replace(b"\n", b"\r\n"))
+    with LongTermMemory(tmp_path / "other", mem.embedder) as other:
+        assert other.import_(saved) == 1
+        again = tmp_path / "again.jsonl"
+        other.export(again)
+    assert again.read_bytes() == exported.read_bytes()
+
+
 # -- the prompt block ---------------------------------------------------------------------
 def test_format_for_context_fences_and_labels_each_line(mem):
     mem.add_fact("Tests run with make check", "harness", now=NOW)

@@ -347,6 +347,8 @@ def read_export(path: Path | str, secrets: Sequence[str] = ()) -> Iterator[dict[
                 raise StorageError(
                     f"{path}: line {n} is not UTF-8 (byte {e.start})", hint
                 ) from None
+            if n == 1:
+                line = line.removeprefix("\ufeff")  # the mark some editors put first
             if line.strip():
                 yield parse_record(line, path, n, secrets)
 
