@@ -102,6 +102,9 @@ def test_example_file_documents_every_key_with_its_default(tmp_path):
         ("max_step = 3", "did you mean `max_steps`?"),
         ("base-url = 'http://x/v1'", "did you mean `base_url`?"),
         ('[mcp_servers.s]\ncommnd = "x"\n', "did you mean `command`?"),
+        ("[hooks]\npre_tol = []\n", "did you mean `pre_tool`?"),
+        ('[[hooks.pre_tool]]\ncomand = ["x"]\n', "did you mean `command`?"),
+        ('[[hooks.run_end]]\ncommand = ["x"]\ntimeout = 3\n', "did you mean `timeout_s`?"),
         ("colour = 1", "`agent doctor` lists every key"),
     ],
 )
@@ -112,6 +115,20 @@ def test_an_unknown_key_suggests_the_closest_one(tmp_path, text, hint):
     line = e.value.one_line()
     assert hint in line and ".agentrc.example" not in line
     assert ("did you mean" in line) == (not text.startswith("colour"))
+
+
+@pytest.mark.parametrize("where", ["user", "repo"])
+@pytest.mark.parametrize("text, key", [("Model = 'x'", "model"), ("MAX_STEPS = 7", "max_steps")])
+def test_a_key_in_another_case_is_an_unknown_key_in_either_file(tmp_path, where, text, key):
+    """Keys are lower case: `Model` is refused with the right spelling, not taken from the
+    user's file with its source shown as the default, nor dropped from a repository's file
+    with a notice about safety."""
+    rc = tmp_path / ("user-rc" if where == "user" else ".agentrc")
+    rc.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path, user_rc=rc if where == "user" else None)
+    line = e.value.one_line()
+    assert f"unknown key '{text.split()[0]}'" in line and f"did you mean `{key}`?" in line
 
 
 EXAMPLE = Path(__file__).resolve().parent.parent / ".agentrc.example"

@@ -36,7 +36,7 @@ from agent_cli.core.redact import mask_url_credentials, redact, redact_all
 from agent_cli.llm import endpoints
 from agent_cli.memory import thresholds
 from agent_cli.memory.thresholds import Thresholds
-from agent_cli.tools.hooks.config import HooksConfig
+from agent_cli.tools.hooks.config import HooksConfig, HookSpec
 from agent_cli.tools.mcp.config import ServerConfig, check_server_name
 from agent_cli.workspace.git.worktree import main_work_tree
 
@@ -60,7 +60,7 @@ class Prices(TypedDict):
 class Settings(BaseSettings):
     """Every configurable value with its default."""
 
-    model_config = SettingsConfigDict(extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(extra="forbid", validate_default=True, case_sensitive=True)
 
     model: str = DEFAULT_MODEL
     base_url: str = OPENAI_DEFAULT_URL
@@ -367,6 +367,9 @@ def unknown_key_hint(key: str) -> str:
     fields, word = FIELDS, key.lower()
     if len(parts) == 3 and parts[0] == "mcp_servers":
         fields, word = list(ServerConfig.model_fields), parts[-1].lower()
+    elif len(parts) in (2, 4) and parts[0] == "hooks":  # [hooks] pre_tol, [[hooks.x]] comand
+        model = HooksConfig if len(parts) == 2 else HookSpec
+        fields, word = list(model.model_fields), parts[-1].lower()
     close = difflib.get_close_matches(word, fields, n=1, cutoff=0.6)
     listed = "`agent doctor` lists every key with its value"
     return f"did you mean `{close[0]}`? {listed}" if close else listed
@@ -377,7 +380,8 @@ def _check(layer: dict[str, Any], origin: str) -> None:
     try:
         Settings(**layer)
     except ValidationError as e:
-        err = e.errors()[0]
+        errors = e.errors()  # an unknown key first: it explains the others (a misspelt one)
+        err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
         key = ".".join(str(p) for p in err["loc"]) or "?"
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"{origin}: unknown key '{key}'", unknown_key_hint(key)) from None
