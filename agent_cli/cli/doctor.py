@@ -198,8 +198,15 @@ def _check_git(repo: Path | None) -> str:
             f"{version}, but {Path.cwd()} is not inside a git repository",
             "run inside a git repository or pass --repo DIR",
         )
-    from agent_cli.workspace.git.repository import check_identity
+    from agent_cli.workspace.git.repository import GitRepo, check_identity
 
+    git_repo = GitRepo(repo)
+    try:  # what every run would refuse (no commit yet, a detached HEAD, a merge going on)
+        git_repo.check_state()
+    except AgentError as e:
+        raise AgentError(f"{version}; repository {repo}, but {e.message}", e.hint) from None
+    finally:
+        git_repo.close()
     identity = check_identity(repo)
     return f"{version}; repository {repo}; commits as {identity}"
 

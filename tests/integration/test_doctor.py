@@ -4,10 +4,11 @@ import re
 import subprocess
 import sys
 
+import pytest
 from ptykit import pty_agent  # noqa: F401 (fixture)
 
 from agent_cli import __version__
-from conftest import DOCTOR_REPLIES
+from conftest import DOCTOR_REPLIES, make_repo
 
 
 def test_help_lists_commands_and_imports_nothing_heavy():
@@ -224,3 +225,38 @@ def test_doctor_says_an_endpoint_lists_no_model(run_agent, scratch_repo):
         odd.close()
     assert "answers, but lists no model; requests name 'gpt-4o-mini'" in proc.stdout, proc.stdout
     assert "0 model(s)" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "state, said",
+    [
+        ("no commit", "the repository has no commits yet"),
+        ("detached", "HEAD is detached"),
+        ("merging", "a merge is in progress"),
+    ],
+)
+def test_doctor_fails_the_git_row_for_a_repository_every_run_refuses(
+    run_agent, fake_server, tmp_path, state, said
+):
+    """A repository `agent run` would refuse is not passed as fine by doctor."""
+    repo = tmp_path / "repo"
+    if state == "no commit":
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        subprocess.run(["git", "-C", str(repo), "config", "user.email", "t@example.com"])
+        subprocess.run(["git", "-C", str(repo), "config", "user.name", "T"])
+    else:
+        make_repo(repo)
+        if state == "detached":
+            subprocess.run(["git", "-C", str(repo), "checkout", "-q", "--detach"], check=True)
+        else:
+            head = subprocess.run(
+                ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+            ).stdout
+            (repo / ".git" / "MERGE_HEAD").write_text(head)
+    srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
+    env = {"OPENAI_API_KEY": "sk-doctor-test-key-1234567890"}
+    proc = run_agent("doctor", "--base-url", srv.url, cwd=repo, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    fails = _fail_lines(proc)
+    assert len(fails) == 1 and " git " in fails[0] and said in fails[0], fails

@@ -114,21 +114,7 @@ class GitRepo:
     def preflight(self, allow_dirty: bool) -> set[str]:
         """Refuse states the agent must not work in; return the paths holding the user's changes."""
         self.remove_stale_indexes()
-        for marker, what, way_out in _OPERATIONS:
-            if (self.git_dir / marker).exists():
-                raise GitError(
-                    f"{what} is in progress in this repository", f"finish it first: {way_out}"
-                )
-        if self._probe("rev-parse", "--verify", "-q", "HEAD^{commit}")[0] != 0:
-            raise GitError(
-                "the repository has no commits yet",
-                "make a first commit (git commit --allow-empty -m 'initial commit') and run again",
-            )
-        if self._probe("symbolic-ref", "-q", "HEAD")[0] != 0:
-            raise GitError(
-                "HEAD is detached (not on a branch)",
-                "check out a branch (git switch <branch>) and run again",
-            )
+        self.check_state()
         check_identity(self.root, self.secrets)
         entries = parse_status(self._probe_out(*_STATUS))
         conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
@@ -144,6 +130,25 @@ class GitRepo:
                 "commit or stash them first, or pass --allow-dirty to let the agent work around them",
             )
         return dirty
+
+    def check_state(self) -> None:
+        """Refuse a state no run works in whatever its flags: an operation in progress, no
+        commit yet, a detached HEAD (`agent doctor` asks this too)."""
+        for marker, what, way_out in _OPERATIONS:
+            if (self.git_dir / marker).exists():
+                raise GitError(
+                    f"{what} is in progress in this repository", f"finish it first: {way_out}"
+                )
+        if self._probe("rev-parse", "--verify", "-q", "HEAD^{commit}")[0] != 0:
+            raise GitError(
+                "the repository has no commits yet",
+                "make a first commit (git commit --allow-empty -m 'initial commit') and run again",
+            )
+        if self._probe("symbolic-ref", "-q", "HEAD")[0] != 0:
+            raise GitError(
+                "HEAD is detached (not on a branch)",
+                "check out a branch (git switch <branch>) and run again",
+            )
 
     def remove_stale_indexes(self) -> list[str]:
         """Delete the temporary indexes (and their locks) of agent processes no longer alive."""
