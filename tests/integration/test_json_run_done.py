@@ -66,6 +66,8 @@ def test_the_lock_held_by_another_run(run_agent, scratch_repo):
         (["x", "--max-steps", "many"], "--max-steps"),  # not even a number
         (["--budget-usd", "-1", "x"], "--budget-usd"),
         (["--hint", "try harder", "x"], "--hint goes with --resume"),
+        (["--hint", "try harder"], "--hint goes with --resume"),  # not "a goal is needed"
+        (["x", "--resume"], "a GOAL was given too"),  # never dropped unsaid
         (["--resume", "--plan-only"], "--plan-only makes a new plan"),
         ([], "a goal is needed"),
     ],

@@ -94,8 +94,15 @@ def run_command(
 ) -> None:
     """Plan GOAL into tasks, carry each out with tools, and verify each with its acceptance command."""
     try:
+        answer = resume_answer(resume, hint, skip, replan)  # --hint alone: say --resume
         if not resume and not (goal and goal.strip()):
             raise UsageError('a goal is needed: agent run "GOAL" (or --resume)')
+        if resume and goal is not None:  # never dropped unsaid: it was meant for something
+            raise UsageError(
+                "--resume goes on with the stopped run's own goal, and a GOAL was given too",
+                'give no GOAL to resume (words for the model: --hint "..."), '
+                "or no --resume to start a new run",
+            )
         if run_id and not resume:
             raise UsageError("--run-id goes with --resume")
         if plan_only and resume:
@@ -104,7 +111,6 @@ def run_command(
                 "use one of them",
             )
         _check_text(goal=goal, hint=hint, replan=replan, accept=accept)
-        answer = resume_answer(resume, hint, skip, replan)
         from agent_cli.cli.worktree import check_flags
 
         check_flags(worktree, allow_dirty, resume)
