@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,15 @@ def test_a_detached_head_is_refused(repo):
     with pytest.raises(GitError, match="detached") as err:
         GitRepo(repo).preflight(allow_dirty=True)
     assert "git switch" in err.value.hint
+
+
+def test_a_repository_whose_path_is_not_utf8_is_refused_before_anything_is_made(tmp_path):
+    """A run's record names its repository, in UTF-8: a path that is not UTF-8 text is refused
+    in one line before the run makes its branch, not met as an internal error after."""
+    repo = make_repo(Path(os.fsdecode(bytes(tmp_path) + b"/bad\xffname")))
+    with pytest.raises(GitError, match="not valid UTF-8") as err:
+        GitRepo(repo).preflight(allow_dirty=False)
+    assert "rename" in err.value.hint
 
 
 def _conflict(repo: Path) -> None:

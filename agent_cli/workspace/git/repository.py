@@ -133,7 +133,15 @@ class GitRepo:
 
     def check_state(self) -> None:
         """Refuse a state no run works in whatever its flags: an operation in progress, no
-        commit yet, a detached HEAD (`agent doctor` asks this too)."""
+        commit yet, a detached HEAD, a path that is not UTF-8 text (the run's record names
+        it; `agent doctor` asks this too)."""
+        try:
+            str(self.root).encode("utf-8")
+        except UnicodeEncodeError:
+            raise GitError(
+                f"the repository's path {str(self.root)!r} is not valid UTF-8 text",
+                "rename the folder, or work in a clone at a path in UTF-8",
+            ) from None
         for marker, what, way_out in _OPERATIONS:
             if (self.git_dir / marker).exists():
                 raise GitError(
