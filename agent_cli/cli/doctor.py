@@ -219,16 +219,24 @@ def _run_check(
     from agent_cli.core.redact import redact
     from agent_cli.ui.render import check_line
 
-    # a check can wait on a server for many seconds: a terminal shows which one is running
-    waiting = out.status(f"checking {name}…") if out.is_terminal else contextlib.nullcontext()
+    # a check can wait on a server for many seconds (minutes for a local model's plan-sized
+    # reply): a terminal shows which one is running and what it waits for
+    what = WAITING.get(name, "checking…")
+    waiting = out.status(f"{name}: {what}") if out.is_terminal else contextlib.nullcontext()
     try:
         with waiting:
-            text = check()
-        out.print(check_line(name, True, redact(text, secrets)))
+            said = check()
+        out.print(check_line(name, True, redact(said, secrets)))
         return True
     except AgentError as e:
         out.print(check_line(name, False, redact(e.one_line(), secrets)))
         return False
+
+
+WAITING = {  # what the checks that wait on the network wait for
+    "endpoint": "asking for the models",
+    "server": "a forced tool call, then a plan-sized reply (minutes on a slow model)",
+}
 
 
 def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
