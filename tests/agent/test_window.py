@@ -63,6 +63,18 @@ def test_a_window_too_small_for_the_fixed_parts_is_a_clear_error():
         req.fitted(TOOLS, Window(2000, 1000))
 
 
+def test_a_goal_too_long_for_the_window_says_to_shorten_the_goal():
+    """A pasted issue as the goal: the fix is a shorter goal, not a setting the server's own
+    window overrides."""
+    req = Request(system="You are careful.", goal="word " * 3000)
+    with pytest.raises(AgentError) as err:
+        req.fitted(TOOLS, Window(4096, 1024))
+    assert "the goal and its task take" in err.value.message and "3072" in err.value.message
+    assert "shorter goal" in (err.value.hint or "") and "context_window" not in (
+        err.value.hint or ""
+    )
+
+
 def test_an_attempts_brief_is_cut_from_its_end_after_recalled_memory_never_the_last_message():
     brief = "CURRENT TASK (1 of 2), attempt 2 of 2:\nfix it\n\nLAST FAILURE:\n" + "E  x\n" * 3000
     req = Request(

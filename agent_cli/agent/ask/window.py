@@ -90,10 +90,22 @@ def fit(request: R, tools: Tools | None, window: Window | None) -> list[Message]
             total = request_tokens(messages, tools)
     if total <= window.limit:
         return messages
-    raise _too_big(total, window)
+    raise _too_big(total, window, messages)
 
 
-def _too_big(total: int, window: Window) -> AgentError:
+def _too_big(total: int, window: Window, messages: list[Message]) -> AgentError:
+    """The error for a request whose uncut parts alone do not fit; when the last message (the
+    task and the goal, never cut) is most of it, the fix named is a shorter goal."""
+    last = messages[-1].get("content") if messages else None
+    goal = tokens.count(last) if isinstance(last, str) else 0
+    if goal * 2 > window.limit:
+        return AgentError(
+            f"the goal and its task take {goal} tokens, and a request may take "
+            f"{window.limit} in this model's context window ({window.context_window} less "
+            f"{window.reserved_output_tokens} kept for the answer)",
+            "give a shorter goal (put long material in a file in the repository and name it), "
+            "or use a model with a larger window",
+        )
     return AgentError(
         f"the request needs {total} tokens even with memory and context cut, but "
         f"the context window leaves {window.limit} ({window.context_window} less "
@@ -202,7 +214,7 @@ def fit_messages(
         total = request_tokens(out, tools)
     if total <= window.limit:
         return out
-    raise _too_big(total, window)
+    raise _too_big(total, window, out)
 
 
 def served(model: ChatModel) -> Window | None:
