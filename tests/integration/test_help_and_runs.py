@@ -227,6 +227,16 @@ def test_trust_without_an_agentrc_exits_1_and_records_nothing(agent, agent_env, 
     assert "its .agentrc now sets: model" in out and trust_file(agent_env).is_file()
 
 
+def test_revoking_trust_says_whether_there_was_any(agent, agent_env, scratch_repo):
+    (scratch_repo / ".agentrc").write_text('model = "fake-model"\n')
+    code, out, err = agent("trust", "--revoke", "--repo", str(scratch_repo))
+    assert code == 0 and out.startswith(f"{scratch_repo} was not trusted; nothing changed"), err
+    assert not trust_file(agent_env).exists()
+    assert agent("trust", "--repo", str(scratch_repo))[0] == 0
+    code, out, err = agent("trust", "--revoke", "--repo", str(scratch_repo))
+    assert code == 0 and out.startswith(f"{scratch_repo} is no longer trusted"), err
+
+
 def test_exporting_over_a_file_needs_force_and_writes_nothing_through_a_link(
     agent, scratch_repo, tmp_path
 ):

@@ -33,6 +33,9 @@ def trust_command(
             "settings come from ~/.agentrc, the environment and flags until the repository has one",
         )
     data, content = _parsed(rc) if not revoke else ({}, None)
+    if revoke and trust.status(root) == "untrusted":
+        typer.echo(f"{root} was not trusted; nothing changed ({trust.trust_file()})")
+        return
     path = trust.record(root, revoke=revoke, content=content)  # the bytes summarised below
     if revoke:
         typer.echo(f"{root} is no longer trusted (recorded in {path})")
