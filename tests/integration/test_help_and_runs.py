@@ -43,6 +43,15 @@ def test_help_names_values_by_metavar_never_by_python_type(words):
     assert "..." not in result.output.replace("COMMAND [ARGS]...", "") and "…" not in result.output
 
 
+@pytest.mark.parametrize("words", COMMANDS, ids=lambda w: " ".join(w) or "agent")
+def test_dash_h_is_help_as_well(words):
+    """`-h` is what many people type first: the same page as `--help`, not an unknown option."""
+    short = CliRunner().invoke(app, [*words, "-h"], prog_name="agent")
+    long = CliRunner().invoke(app, [*words, "--help"], prog_name="agent")
+    assert short.exit_code == 0 and short.output == long.output, short.output
+    assert "-h, --help" in short.output
+
+
 # Every help page is printed by one child interpreter that records what importing the command
 # line and printing its help did: any file opened that is not Python source, any process,
 # connection or file change, and which vendor SDKs ended up loaded.
