@@ -83,6 +83,27 @@ def test_timeout_is_retried_then_reported(fake_server):
         chat_model(srv2, timeout_s=0.3, max_retries=1).chat([{"role": "user", "content": "x"}])
 
 
+def test_https_to_a_silent_local_server_suggests_plain_http():
+    """llama.cpp and its kind speak plain http: asked over https, such a server waits on the
+    TLS greeting, and the fix is the scheme, not a longer timeout."""
+    import socket
+
+    with socket.socket() as listener:  # accepts, then says nothing, as such a server does
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        m = OpenAIChat(
+            model="m",
+            base_url=f"https://127.0.0.1:{port}/v1",
+            api_key=None,
+            timeout_s=0.3,
+            max_retries=0,
+        )
+        with pytest.raises(ModelError, match="did not answer in time") as err:
+            m.chat([{"role": "user", "content": "x"}])
+    assert f"try http://127.0.0.1:{port}/v1" in (err.value.hint or "")
+
+
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/v1", "http://no-such-host.invalid/v1"])
 def test_refused_connection_and_unknown_host_fail_at_once(url):
     retries = []

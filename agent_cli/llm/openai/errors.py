@@ -64,6 +64,19 @@ def status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelEr
     )
 
 
+def _plain_http(base_url: str) -> str:
+    """The likelier fix when an https address on this machine or network stays silent: a
+    local server (llama.cpp, Ollama, vLLM) speaks plain http and waits on the TLS greeting."""
+    from agent_cli.llm.server.locality import is_local
+
+    if not base_url.startswith("https://") or not is_local(base_url):
+        return ""
+    return (
+        f"a local server usually speaks plain http: try {'http://' + base_url[8:]} "
+        "(else raise request_timeout_s or check the server's load)"
+    )
+
+
 def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -> ModelError:
     """Our error for any failure of a model call."""
     if isinstance(e, StreamIdle):
@@ -75,7 +88,7 @@ def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -
         waited = f" (nothing for {timeout_s:g} s)" if timeout_s > 0 else ""
         return ModelError(
             f"{base_url} did not answer in time{waited}",
-            "raise request_timeout_s or check the server's load",
+            _plain_http(base_url) or "raise request_timeout_s or check the server's load",
         )
     if isinstance(e, openai.APIConnectionError):
         wrong = failures.misdirected(e)
