@@ -146,6 +146,21 @@ def test_free_keys_and_safety_keep_their_rules(tmp_path):
     assert "approval = 'auto'" in notice and "home = '/elsewhere'" in notice
 
 
+def test_a_repositorys_deny_lists_are_kept_when_the_environment_or_a_flag_sets_yours(tmp_path):
+    (tmp_path / ".agentrc").write_text('deny_commands = ["^rm "]\ndeny_tools = ["mcp__x__*"]\n')
+    user_rc = tmp_path / "user-agentrc"
+    user_rc.write_text('deny_commands = ["^curl "]\n')
+    env = {
+        "AGENT_TRUST_FILE": str(tmp_path / "trusted.json"),
+        "AGENT_DENY_COMMANDS": "^docker",
+        "AGENT_DENY_TOOLS": "web_*",
+    }
+    s = load_settings(tmp_path, {}, env, user_rc)
+    assert (s.deny_commands, s.deny_tools) == (["^docker", "^rm "], ["web_*", "mcp__x__*"])
+    s = load_settings(tmp_path, {"deny_tools": ["a_*"]}, {}, user_rc)
+    assert (s.deny_commands, s.deny_tools) == (["^curl ", "^rm "], ["a_*", "mcp__x__*"])
+
+
 def _trust(repo: Path, env: dict[str, str]) -> tuple[int, str]:
     from agent_cli.cli.app import app
 

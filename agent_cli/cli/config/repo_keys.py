@@ -97,13 +97,15 @@ def keys_of(kind: Kind) -> list[str]:
     return [k for k, rule in RULES.items() if rule.kind == kind]
 
 
-def _added(lower: list[str], repo: list[str]) -> list[str]:
+def added(lower: list[str], repo: list[str]) -> list[str]:
+    """`lower`'s entries, then the repository's that `lower` lacks."""
     return list(lower) + [x for x in repo if x not in lower]
 
 
+ADDED = ("deny_commands", "deny_tools")  # a repository's are added to the user's, in every layer
 MERGED: dict[str, Callable[[Any, Any], Any]] = {
-    "deny_commands": _added,
-    "deny_tools": _added,
+    "deny_commands": added,
+    "deny_tools": added,
     "hooks": combined,  # a trusted repository's hooks run after the user's, never instead
 }
 

@@ -465,6 +465,7 @@ def load_settings(
     if os.path.lexists(user_rc):
         layers.append((str(user_rc), _refuse_env_only(user_rc, read_toml(user_rc))))
     notices: list[str] = []
+    added: dict[str, list[str]] = {}  # the repository's deny lists, kept whatever layer follows
     if repo is not None and os.path.lexists(repo / ".agentrc"):
         rc = repo / ".agentrc"
         data, content = read_rc(rc)
@@ -479,6 +480,7 @@ def load_settings(
         data, notice = repo_keys.restrict(data, parsed, lower, trust.status(repo, env, content), rc)
         notices += [notice] if notice else []
         layers.append((str(rc), data))
+        added = {k: getattr(parsed, k) for k in repo_keys.ADDED if k in data}
     layers += _env_layer(env)
     layers.append(("flag", {k: v for k, v in (flags or {}).items() if v is not None}))
     merged: dict[str, Any] = {}
@@ -490,6 +492,8 @@ def load_settings(
         if servers:  # a repository's servers join the user's, by name
             merged["mcp_servers"] = servers
         sources.update(dict.fromkeys(layer, origin))
+    for key, theirs in added.items():  # added to yours, never replaced by AGENT_DENY_* or a flag
+        merged[key] = repo_keys.added(merged.get(key) or [], theirs)
     names = {role: merged.get(f"{role}_api_key_env") for role in ROLES}
     role_keys = {role: SecretStr(env[n]) for role, n in names.items() if n and env.get(n)}
     settings = Settings(**merged, sources=sources, notices=notices, role_api_keys=role_keys)
