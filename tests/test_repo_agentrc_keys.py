@@ -198,6 +198,26 @@ def test_agent_trust_lists_every_key_the_file_sets_read_as_toml(tmp_path):
     assert "base_url, memory_url, memory_database, budget_usd, hooks, mcp_servers" in out
 
 
+def test_agent_trust_masks_a_servers_env_values_and_key_shapes_as_doctor_does(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    (repo / ".agentrc").write_text(
+        "[mcp_servers.docs]\n"
+        'command = "docs-server"\n'
+        f'args = ["--token", "{token}"]\n'
+        'env = { DOCS_TOKEN = "plain-team-password-42" }\n'
+        "[[hooks.run_end]]\n"
+        f'command = ["notify", "--key", "{token}"]\n'
+    )
+    code, out = _trust(repo, {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")})
+    assert code == 0, out
+    assert token not in out and "plain-team-password-42" not in out
+    assert (
+        "mcp_servers.docs.env.DOCS_TOKEN = " in out
+        and 'mcp_servers.docs.command = "docs-server"' in out
+    )
+
+
 def test_agent_trust_refuses_a_file_that_is_not_toml_and_records_nothing(tmp_path):
     repo = make_repo(tmp_path / "repo")
     (repo / ".agentrc").write_text('base_url = "http://x\n')

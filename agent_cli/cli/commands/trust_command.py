@@ -78,13 +78,17 @@ def summary(data: dict[str, Any]) -> list[str]:
     import json
 
     from agent_cli.cli.config.repo_keys import RULES, USER, set_keys
+    from agent_cli.cli.config.settings import without_credentials
+    from agent_cli.core.redact import redact
 
     if not data:
         return ["its .agentrc sets nothing"]
     shown = []
     for top, whole in data.items():
-        for key, value in set_keys({top: whole}):
-            text = json.dumps(value, ensure_ascii=False, default=str)
+        # as doctor shows them: a server's env values, an address's credentials, key shapes
+        masked = without_credentials(whole) if top == "mcp_servers" else whole
+        for key, value in set_keys({top: masked}):
+            text = redact(json.dumps(value, ensure_ascii=False, default=str))
             if RULES.get(top, USER) is USER:  # a secret or `home`: never used from here
                 text = "(ignored: a repository's .agentrc never sets it)"
             elif len(text) > SHOWN_CHARS:

@@ -385,7 +385,7 @@ def _check(layer: dict[str, Any], origin: str) -> None:
         key = ".".join(str(p) for p in err["loc"]) or "?"
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"{origin}: unknown key '{key}'", unknown_key_hint(key)) from None
-        got = _without_credentials(err.get("input"))
+        got = without_credentials(err.get("input"))
         if tuple(err["loc"])[:1] == ("mcp_servers",) and tuple(err["loc"])[2:3] == ("env",):
             got = _masked_env(err.get("input")) if len(err["loc"]) == 3 else "***"
         what = f"--{key.replace('_', '-')}" if origin == "flag" else f"{origin}: key '{key}'"
@@ -394,17 +394,17 @@ def _check(layer: dict[str, Any], origin: str) -> None:
         raise wrong(f"{what}: {msg[:1].lower()}{msg[1:]} (got {got!r})") from None
 
 
-def _without_credentials(value: Any) -> Any:
+def without_credentials(value: Any) -> Any:
     """A refused value as an error line may quote it (a whole `[mcp_servers.X]` table): an
     address's `user:password@` and query values, key shapes, and an `env` table's values
     masked, at any depth."""
     if isinstance(value, str):
         return redact(mask_url_credentials(value))
     if isinstance(value, (list, tuple)):
-        return [_without_credentials(v) for v in value]
+        return [without_credentials(v) for v in value]
     if isinstance(value, dict):
         return {
-            k: _masked_env(v) if k == "env" else _without_credentials(v) for k, v in value.items()
+            k: _masked_env(v) if k == "env" else without_credentials(v) for k, v in value.items()
         }
     return value
 
@@ -419,7 +419,7 @@ def _masked_env(env: Any) -> Any:
 def _shown_server(server: dict[str, Any], secrets: tuple[str, ...]) -> dict[str, Any]:
     """A `[mcp_servers.X]` table as doctor shows it: its `env` values, the credentials in its
     `url` and the secrets and key shapes in its command line masked."""
-    shown = _without_credentials(server)
+    shown = without_credentials(server)
     return {k: redact_all(v, secrets) if k != "env" else v for k, v in shown.items()}
 
 
