@@ -103,7 +103,9 @@ def status_text(status: ServerStatus) -> str:
     shown = status_json(status)
     tools = ", ".join(shown["tools"]) if shown["tools"] else "no tools"
     left = f"; left out: {', '.join(shown['left_out'])}" if shown["left_out"] else ""
-    return f"{shown['transport']}, {shown['status']}; {tools}{left}"
+    unlisted = shown["unlisted"]
+    named = f"; not listed by the server: {', '.join(unlisted)}" if unlisted else ""
+    return f"{shown['transport']}, {shown['status']}; {tools}{left}{named}"
 
 
 def status_json(status: ServerStatus) -> dict[str, Any]:
@@ -117,4 +119,5 @@ def status_json(status: ServerStatus) -> dict[str, Any]:
         "status": " ".join(clean(status.status).split()),
         "tools": [clean(name) for name in status.tools],
         "left_out": [clean(name) for name in status.left_out],
+        "unlisted": [clean(name) for name in status.unlisted],
     }

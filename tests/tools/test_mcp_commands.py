@@ -29,7 +29,7 @@ def test_mcp_list_shows_each_server_without_asking_the_model(run_agent, tmp_path
     rc = write_rc(
         tmp_path,
         {
-            "fx": fixture_server(pid_file, enabled_tools=["echo", "nap"]),
+            "fx": fixture_server(pid_file, enabled_tools=["echo", "nap", "ech0"]),
             "gone": {"command": "no-such-mcp-server-binary"},
             "off": fixture_server(pid_file, enabled=False),
         },
@@ -44,11 +44,12 @@ def test_mcp_list_shows_each_server_without_asking_the_model(run_agent, tmp_path
         "status": "ready",
         "tools": ["echo", "nap"],
         "left_out": [],
+        "unlisted": ["ech0"],  # a name the server does not list is said, not ignored
     }
     assert rows["gone"]["status"].startswith("failed") and "not found" in rows["gone"]["status"]
     assert rows["off"]["status"] == "disabled"
     text = run_agent("mcp", "list", cwd=repo, env=env)
-    assert "fx: stdio, ready; echo, nap" in text.stdout
+    assert "fx: stdio, ready; echo, nap; not listed by the server: ech0" in text.stdout
     assert "Traceback" not in text.stderr
     assert len(pids(pid_file)) == 2 and wait_gone(pids(pid_file)) == []
 

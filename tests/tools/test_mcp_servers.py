@@ -72,8 +72,8 @@ def test_enabled_and_disabled_tools_choose_what_is_offered(tmp_path):
     tools, _ = provider(
         tmp_path,
         {
-            "a": fixture_server(pid_file, enabled_tools=["echo", "nap"]),
-            "b": fixture_server(pid_file, disabled_tools=["crash", "garbage"]),
+            "a": fixture_server(pid_file, enabled_tools=["echo", "nap", "Echo"]),
+            "b": fixture_server(pid_file, disabled_tools=["crash", "garbage", "crash_all"]),
             "off": fixture_server(pid_file, enabled=False),
         },
         notices,
@@ -84,6 +84,12 @@ def test_enabled_and_disabled_tools_choose_what_is_offered(tmp_path):
         assert "crash" not in statuses["b"].tools and "echo" in statuses["b"].tools
         assert statuses["off"].status == "disabled" and not statuses["off"].tools
         assert not any(n.startswith("mcp__off__") for n in map(_name, tools.specs()))
+        # a name the server does not list chooses nothing: said, not ignored
+        assert (statuses["a"].unlisted, statuses["b"].unlisted) == (["Echo"], ["crash_all"])
+        assert "MCP server a: enabled_tools names 'Echo', which the server does not list" in (
+            " ".join(notices)
+        )
+        assert "MCP server b: disabled_tools names 'crash_all'" in " ".join(notices)
     finally:
         tools.close()
     assert len(pids(pid_file)) == 2 and wait_gone(pids(pid_file)) == []

@@ -43,6 +43,8 @@ class ServerStatus:
     status: str  # "ready", "disabled", or why it is not
     tools: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)  # tools that cannot be offered
+    # names in enabled_tools or disabled_tools that the server does not list (a typo, a rename)
+    unlisted: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -151,6 +153,24 @@ class McpTools:
             )
             server.status.tools.append(tool.name)
         server.status.status = "ready"
+        self._unlisted(server, {tool.name for tool in found})
+
+    def _unlisted(self, server: _Server, listed: set[str]) -> None:
+        """Say the names in `enabled_tools` and `disabled_tools` that `server` does not list: they
+        choose nothing, so a misspelt name would leave a tool out, or let one in, unseen."""
+        config = server.connection.config
+        for key, names in (
+            ("enabled_tools", config.enabled_tools or []),
+            ("disabled_tools", config.disabled_tools),
+        ):
+            missing = [name for name in names if name not in listed]
+            if missing:
+                server.status.unlisted += missing
+                self.notice(
+                    f"MCP server {server.name}: {key} names "
+                    f"{', '.join(repr(self._clean(n)) for n in missing)}, which the server does "
+                    "not list (`agent mcp list` shows its tools)"
+                )
 
     def _taken(self, full: str, server: _Server) -> str | None:
         """Why `full` cannot name a tool of `server`: a tool offered before has that name (the
