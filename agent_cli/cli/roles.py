@@ -31,6 +31,7 @@ class Endpoint:
     model: str
     key_env: str | None  # the variable the key is read from (None: the API key, or none)
     prices: Prices = field(compare=False)
+    model_setting: str = field(default="--model", compare=False)  # what chose `model`
 
     @property
     def ident(self) -> tuple[str, str, str]:
@@ -41,11 +42,13 @@ class Endpoint:
 def endpoint(settings: Settings, role: Role) -> Endpoint:
     """The endpoint `role` talks to."""
     base_url = getattr(settings, f"{role}_base_url") or settings.base_url
+    own_model = getattr(settings, f"{role}_model")
     return Endpoint(
         base_url=base_url,
-        model=getattr(settings, f"{role}_model") or settings.model,
+        model=own_model or settings.model,
         key_env=getattr(settings, f"{role}_api_key_env"),
         prices=settings.prices(base_url),
+        model_setting=f"{role}_model" if own_model else "--model",
     )
 
 

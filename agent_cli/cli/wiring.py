@@ -128,7 +128,14 @@ def build_model(
         )
     else:
         from agent_cli.llm.openai.chat import OpenAIChat
+        from agent_cli.llm.openai.errors import SetBy
 
+        # what an error's fix names: a role's own model setting and key variable
+        set_by = (
+            SetBy(endpoint.model_setting, endpoint.key_env or "OPENAI_API_KEY")
+            if endpoint
+            else SetBy()
+        )
         model = OpenAIChat(
             model=model_name,
             base_url=endpoint.base_url if endpoint else settings.base_url,
@@ -143,6 +150,7 @@ def build_model(
             on_text=console.stream_text,  # the model's words, live on a terminal
             cache_dir=server_cache_dir(os.environ),  # a local server's findings, kept a day
             secrets=masked,
+            set_by=set_by,
         )
     if opts.record:
         from agent_cli.llm.record import RecordingModel

@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 
 from conftest import DOCTOR_REPLIES, git
-from reliability.relkit import call, events, finish, make_done, plan, read_state, repo_with, task
+from reliability.relkit import (
+    GOAL,
+    call,
+    events,
+    finish,
+    make_done,
+    plan,
+    read_state,
+    repo_with,
+    task,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -247,3 +257,28 @@ def test_a_resume_drops_the_endpoint_a_repository_file_gave_once_it_is_not_trust
         and "not trusted now" in n
         for n in notices
     ), notices
+
+
+def test_a_roles_refused_key_or_unknown_model_names_the_roles_own_setting(
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    planner = fake_server([plan(task())] * 2, models=("plan-model",))
+    executor = fake_server([], models=("exec-model",), api_key="the-executors-right-key")
+    env = {
+        "AGENT_BASE_URL": planner.url,
+        "AGENT_MODEL": "plan-model",
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_API_KEY_ENV": "EXEC_KEY",
+    }
+    wrong_key = {**env, "AGENT_EXECUTOR_MODEL": "exec-model", "EXEC_KEY": "a-stale-key-000"}
+    done = run_agent("run", GOAL, "--yes", cwd=repo, env=wrong_key)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "refused the API key" in done.stdout and "check EXEC_KEY;" in done.stdout
+    assert "OPENAI_API_KEY" not in done.stdout
+    git(repo, "checkout", "-q", "main")
+    typo = {**env, "AGENT_EXECUTOR_MODEL": "exec-modle", "EXEC_KEY": "the-executors-right-key"}
+    done = run_agent("run", GOAL, "--yes", cwd=repo, env=typo)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "model 'exec-modle' was not found" in done.stdout
+    assert "then set executor_model" in done.stdout and "--model" not in done.stdout

@@ -108,8 +108,10 @@ class OpenAIChat:
         local: bool | None = None,
         total_timeout_s: float | None = None,
         secrets: tuple[str, ...] = (),
+        set_by: errors.SetBy = errors.DEFAULT_SET_BY,
     ) -> None:
         self.name = model
+        self.set_by = set_by  # the settings an error's fix names
         self.secrets = secrets  # masked, with the known key shapes, in every request sent
         self.base_url = base_url
         self.usage = Usage()
@@ -347,7 +349,7 @@ class OpenAIChat:
             self._pause(attempt, failure)
 
     def _convert(self, e: BaseException) -> ModelError:
-        return errors.convert(e, self.base_url, self.name, self._timeout_s)
+        return errors.convert(e, self.base_url, self.name, self._timeout_s, self.set_by)
 
     def _adapt(self, e: openai.APIStatusError, kwargs: Json, call: _Call) -> bool:
         """Change the request for what the server refused; True to send it again now."""
@@ -455,7 +457,7 @@ class OpenAIChat:
     def list_models(self) -> list[str]:
         """The model ids the endpoint serves (GET /models)."""
         try:
-            with errors.converted(self.base_url, self.name, self._timeout_s):
+            with errors.converted(self.base_url, self.name, self._timeout_s, self.set_by):
                 try:
                     ids = [m.id for m in self._client.models.list().data]
                 except openai.NotFoundError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent_cli.core.redact import redact
 from agent_cli.llm.openai.client import make_client
-from agent_cli.llm.openai.errors import converted
+from agent_cli.llm.openai.errors import SetBy, converted
 
 
 class OpenAIEmbedder:
@@ -37,7 +37,7 @@ class OpenAIEmbedder:
         """One vector per text, in order."""
         if not texts:
             return []
-        with converted(self.base_url, self.model):
+        with converted(self.base_url, self.model, set_by=SetBy(model="embedding_model")):
             sent = [redact(t, self.secrets) for t in texts]
             resp = self._client.embeddings.create(model=self.model, input=sent)
         vectors = [d.embedding for d in sorted(resp.data, key=lambda d: d.index)]

@@ -6,6 +6,7 @@ import math
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import openai
 
@@ -23,6 +24,18 @@ class StreamIdle(StreamSilent):
     """Only keep-alive comments arrived within the timeout while a reply was streaming."""
 
 
+@dataclass(frozen=True)
+class SetBy:
+    """The settings a fix names: what chose the model, which variable holds the key sent
+    (a role's `executor_model` and `<role>_api_key_env`, the embedder's `embedding_model`)."""
+
+    model: str = "--model"
+    key: str = "OPENAI_API_KEY"
+
+
+DEFAULT_SET_BY = SetBy()
+
+
 def error_message(e: openai.APIStatusError) -> str:
     """The server's own words for a refused request, at most 300 characters."""
     body = e.body
@@ -34,18 +47,20 @@ def error_message(e: openai.APIStatusError) -> str:
     return (e.message or "")[:300]
 
 
-def status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelError:
+def status_error(
+    e: openai.APIStatusError, base_url: str, model: str, set_by: SetBy = DEFAULT_SET_BY
+) -> ModelError:
     """The error for an HTTP status that retrying did not (or could not) cure."""
     status, detail = e.status_code, error_message(e)
     if status in (401, 403):
         return ModelRefused(
             f"{base_url} refused the API key ({status}: {detail})",
-            "check OPENAI_API_KEY; it must be a valid key for this endpoint",
+            f"check {set_by.key}; it must be a valid key for this endpoint",
         )
     if status == 404:
         return ModelRefused(
             f"model {model!r} was not found at {base_url} ({detail})",
-            "run `agent doctor` to list the endpoint's models, then set --model",
+            f"run `agent doctor` to list the endpoint's models, then set {set_by.model}",
         )
     if status == 429:
         return ModelError(
@@ -60,7 +75,7 @@ def status_error(e: openai.APIStatusError, base_url: str, model: str) -> ModelEr
         )
     return ModelRefused(
         f"{base_url} rejected the request ({status}: {detail})",
-        "check --model and that the server supports function tools",
+        f"check {set_by.model} and that the server supports function tools",
     )
 
 
@@ -77,7 +92,13 @@ def _plain_http(base_url: str) -> str:
     )
 
 
-def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -> ModelError:
+def convert(
+    e: BaseException,
+    base_url: str,
+    model: str,
+    timeout_s: float = 0,
+    set_by: SetBy = DEFAULT_SET_BY,
+) -> ModelError:
     """Our error for any failure of a model call."""
     if isinstance(e, StreamIdle):
         return ModelError(
@@ -110,7 +131,7 @@ def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -
             "OPENAI_BASE_URL, or a role's *_base_url); `agent doctor` checks each endpoint",
         )
     if isinstance(e, openai.APIStatusError):
-        return status_error(e, base_url, model)
+        return status_error(e, base_url, model, set_by)
     if isinstance(e, ErrorReply):
         return ModelError(
             f"{base_url} answered with an error instead of a reply: {e.message}",
@@ -126,12 +147,14 @@ def convert(e: BaseException, base_url: str, model: str, timeout_s: float = 0) -
 
 
 @contextmanager
-def converted(base_url: str, model: str, timeout_s: float = 0) -> Iterator[None]:
+def converted(
+    base_url: str, model: str, timeout_s: float = 0, set_by: SetBy = DEFAULT_SET_BY
+) -> Iterator[None]:
     """Raise any SDK failure inside the block as our error, without a retry."""
     try:
         yield
     except openai.OpenAIError as e:
-        raise convert(e, base_url, model, timeout_s) from None
+        raise convert(e, base_url, model, timeout_s, set_by) from None
 
 
 def why(failure: BaseException) -> str:
