@@ -89,7 +89,24 @@ def test_a_repository_adds_to_deny_tools_and_the_environment_lists_them(tmp_path
     s = load(tmp_path, user_rc=user)
     assert s.deny_tools == ["mcp__time__*", "mcp__docs__delete"]
     env = load(tmp_path, env={"AGENT_DENY_TOOLS": "mcp__a__*, mcp__b__x"})
-    assert env.deny_tools == ["mcp__a__*", "mcp__b__x"]
+    assert env.deny_tools == ["mcp__a__*", "mcp__b__x", "mcp__docs__delete"]
+
+
+@pytest.mark.parametrize(
+    ("where", "pattern", "tool"),
+    [("file", "run", "run"), ("file", "*", "read_file"), ("env", "write_*", "write_file")],
+)
+def test_a_deny_tools_pattern_that_matches_a_built_in_tool_is_refused(
+    tmp_path, where, pattern, tool
+):
+    user = tmp_path / "user.toml"
+    user.write_text(f'deny_tools = ["{pattern}"]\n' if where == "file" else "")
+    env = {"AGENT_DENY_TOOLS": pattern} if where == "env" else {}
+    with pytest.raises(ConfigError) as refused:
+        load(tmp_path, env=env, user_rc=user)
+    line = refused.value.one_line()
+    assert f"pattern {pattern!r} matches the built-in tool {tool}" in line
+    assert "deny_commands" in line and "\n" not in line
 
 
 def test_a_servers_env_values_are_masked_where_the_settings_are_shown(tmp_path):

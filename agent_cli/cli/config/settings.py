@@ -199,6 +199,25 @@ class Settings(BaseSettings):
                 raise ValueError(problem)
         return patterns
 
+    @field_validator("deny_tools")
+    @classmethod
+    def _mcp_globs(cls, patterns: list[str]) -> list[str]:
+        """Globs over the MCP tools' full names: deny_tools gates the MCP servers' calls, so a
+        pattern that matches a built-in tool (`run`, `*`) would not refuse it, and is refused."""
+        import fnmatch
+
+        from agent_cli.agent.attempt.toolbox import TOOL_NAMES
+
+        for pattern in patterns:
+            hit = next((n for n in TOOL_NAMES if fnmatch.fnmatchcase(n, pattern)), None)
+            if hit:
+                raise ValueError(
+                    f"pattern {pattern!r} matches the built-in tool {hit}, which deny_tools does "
+                    "not gate: it refuses MCP tools, named mcp__SERVER__TOOL (such as "
+                    "'mcp__time__*'); refuse commands with deny_commands"
+                )
+        return patterns
+
     @field_validator(*(f"{role}_api_key_env" for role in ROLES))
     @classmethod
     def _variable_name(cls, name: str | None) -> str | None:
