@@ -4,7 +4,9 @@ a task_verified hook that refuses, hooks that hang, run_end's outcome, a reposit
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -22,12 +24,17 @@ from reliability.relkit import (
     finish,
     make_done,
     no_facts,
+    pid_gone,
     plan,
     read_state,
     repo_with,
+    spawn_agent,
     task,
     tool_results,
+    wait_for,
 )
+
+__all__ = ["spawn_agent"]  # a fixture
 
 
 def py_hook(code: str, **spec: object) -> str:
@@ -214,3 +221,26 @@ def test_with_the_sandbox_a_hook_runs_inside_it(run_agent, fake_server, tmp_path
         assert hook["outcome"] == "failed" and "Read-only file system" in hook["message"]
     finally:
         shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+def test_an_interrupted_run_says_it_runs_its_run_end_hooks_and_a_second_ctrl_c_stops_them(
+    spawn_agent, fake_server, tmp_path
+):
+    started = tmp_path / "run_end.pid"
+    slow = f"import os, pathlib, time; pathlib.Path({str(started)!r}).write_text(str(os.getpid())); time.sleep(60)"
+    rc = agentrc(tmp_path / "user-agentrc", run_end=[py_hook(slow, timeout_s=90)])
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), {**make_done(), "delay": 60}])
+    agent = spawn_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo, env={"AGENT_RC": str(rc)}
+    )
+    wait_for(lambda: len(srv.chat_requests) == 2, what="the run waiting for the model")
+    os.kill(agent.pid, signal.SIGINT)
+    wait_for(lambda: started.exists() and started.read_text(), what="the run_end hook to start")
+    wait_for(lambda: "run_end hooks" in agent.stdout, timeout=5, what="the notice")
+    (said,) = [e for e in events(agent.stdout) if "run_end hooks" in e.get("text", "")]
+    assert said["event"] == "notice"
+    assert "at most 90s" in said["text"] and "Ctrl-C again stops them" in said["text"]
+    os.kill(agent.pid, signal.SIGINT)
+    assert agent.wait(timeout=20) == 130, agent.stdout + agent.stderr
+    assert wait_for(lambda: pid_gone(int(started.read_text())), timeout=5, what="the hook gone")

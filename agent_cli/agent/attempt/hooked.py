@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_cli.agent.attempt.toolbox import ToolResult
 from agent_cli.core import events
+from agent_cli.core.errors import EXIT_INTERRUPTED
 from agent_cli.core.models import ToolCall, Verdict
 from agent_cli.core.protocols import Hooks, HookTask
 
@@ -77,5 +78,14 @@ def run_end(hooks: Hooks | None, emit: events.Emit, done: events.RunDone) -> Non
     """The `run_end` hooks, given the run's outcome (what `run_done` says)."""
     if hooks is None:
         return
+    wait = hooks.longest("run_end")
+    if done.exit_code == EXIT_INTERRUPTED and wait > 0:
+        # the user asked to stop: say why the run does not yet, and how to stop it at once
+        emit(
+            events.Notice(
+                text=f"interrupted: running the run_end hooks first (at most {wait:g}s); "
+                "Ctrl-C again stops them"
+            )
+        )
     outcome: dict[str, Any] = done.model_dump(exclude={"event"})
     _first_block(hooks.run_end(HookTask(run_id=done.run_id), outcome), emit)

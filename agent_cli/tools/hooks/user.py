@@ -46,6 +46,9 @@ class UserHooks:
     def run_end(self, at: HookTask, outcome: dict[str, Any]) -> Sequence[HookRan]:
         return self._run("run_end", at, "", {"result": outcome, "outcome": outcome})
 
+    def longest(self, event: str) -> float:
+        return sum(h.timeout_s for h in self.config.at(event)) if event in HOOK_EVENTS else 0.0
+
     def _run(
         self, event: HookEvent, at: HookTask, tool: str, extra: dict[str, Any]
     ) -> list[HookRan]:
