@@ -20,3 +20,9 @@ def test_a_user_agentrc_that_is_a_link_to_a_file_is_still_read(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     assert load_settings(repo, env={}, user_rc=tmp_path / "home.agentrc").model == "linked-model"
+
+
+def test_an_agentrc_nested_thousands_deep_is_one_clear_error(tmp_path):
+    (tmp_path / ".agentrc").write_text("model = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(ConfigError, match="not valid TOML: its values nest too deeply"):
+        load_settings(tmp_path, env={}, user_rc=tmp_path / "none")

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agent_cli.core import strictjson
 from agent_cli.core.errors import UsageError
 from agent_cli.core.text import unusable
 
 TOML_SUFFIXES = (".toml",)
+# Each goal and acceptance command is one argument of its run's command line, which the
+# kernel bounds (128 KiB an argument, and the whole line with the environment).
+MAX_FIELD_BYTES = 32_000
 _EXAMPLE = '[[goals]]\ngoal = "Add a median function"\naccept = ["pytest -q"]'
 
 
@@ -31,7 +34,7 @@ class Goal(BaseModel):
     def _said(cls, goal: str) -> str:
         if not goal.strip():
             raise ValueError("the goal is empty")
-        why = unusable(goal)
+        why = unusable(goal) or _too_long(goal)
         if why:
             raise ValueError(f"the goal {why}")
         return goal
@@ -41,10 +44,17 @@ class Goal(BaseModel):
     def _commands(cls, accept: tuple[str, ...]) -> tuple[str, ...]:
         if any(not cmd.strip() for cmd in accept):
             raise ValueError("an acceptance command is empty")
-        why = next((unusable(cmd) for cmd in accept if unusable(cmd)), "")
+        why = next((w for cmd in accept if (w := unusable(cmd) or _too_long(cmd))), "")
         if why:
             raise ValueError(f"an acceptance command {why}")
         return accept
+
+
+def _too_long(text: str) -> str:
+    size = len(text.encode("utf-8"))
+    if size > MAX_FIELD_BYTES:
+        return f"is {size:,} bytes long (at most {MAX_FIELD_BYTES:,}: it goes on a command line)"
+    return ""
 
 
 def read_goals(path: Path) -> list[Goal]:
@@ -68,6 +78,8 @@ def _toml(path: Path, text: str) -> list[tuple[str, Any]]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path} is not TOML: {e}", f"write goals like: {_EXAMPLE}") from None
+    except RecursionError:  # arrays or inline tables nested thousands deep
+        raise UsageError(f"{path} is not TOML: its values nest too deeply") from None
     unknown = sorted(set(data) - {"goals"})
     if unknown:
         raise UsageError(
@@ -85,10 +97,10 @@ def _json_lines(path: Path, text: str) -> list[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            out.append((f"line {n}", json.loads(line)))
+            out.append((f"line {n}", strictjson.loads(line)))
         except ValueError as e:
             raise UsageError(
-                f"{path}: line {n} is not JSON: {e}",
+                f"{path}: line {n}: {e}",
                 'write one JSON object a line: {"goal": "Add a median function"}',
             ) from None
     return out

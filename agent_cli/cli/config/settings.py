@@ -375,6 +375,10 @@ def read_rc(path: Path) -> tuple[dict[str, Any], bytes]:
         return tomllib.loads(text), text.encode("utf-8")
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}", "fix the file or move it aside") from None
+    except RecursionError:  # arrays or inline tables nested thousands deep
+        raise ConfigError(
+            f"{path}: not valid TOML: its values nest too deeply", "fix the file or move it aside"
+        ) from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
 
