@@ -117,6 +117,6 @@ def _goal(path: Path, where: str, item: Any) -> Goal:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "goal"
         raise UsageError(
-            f"{path}: {where}: {field}: {err['msg']}",
+            f"{path}: {where}: {field}: {str(err['msg']).removeprefix('Value error, ')}",
             "each goal takes goal (required), accept (a list of commands), max_steps, budget_usd",
         ) from None
