@@ -262,3 +262,33 @@ def test_runs_at_once_that_pass_the_shared_budget_together_are_stopped(fake_serv
     assert stopped and all(r["resume"] and r["run_id"] for r in stopped)
     assert all(state(repo, r["run_id"])["status"] == "interrupted" for r in stopped)
     assert sum(r["cost_usd"] for r in runs) < 0.8  # both would have spent $0.40
+
+
+def test_a_hook_left_by_a_run_killed_outright_does_not_outlive_the_batch(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    pids = tmp_path / "hook.pids"  # the hook's pid and its run's
+    hook = f"import os, pathlib, time; pathlib.Path({str(pids)!r}).write_text(f'{{os.getpid()}} {{os.getppid()}}'); time.sleep(120)"
+    rc = tmp_path / "user-agentrc"
+    rc.write_text(
+        f"[[hooks.post_tool]]\ncommand = {json.dumps([PY, '-c', hook])}\ntimeout_s = 300\n"
+    )
+    srv = fake_server(ByGoal({goal_of("a.txt"): creates("a.txt")}))
+    file = goals_toml(tmp_path / "goals.toml", ["a.txt"])
+    env = cli_env(tmp_path / "home", AGENT_RC=str(rc))
+    proc = subprocess.Popen(
+        [PY, "-m", "agent_cli", "batch", str(file), "--yes", "--base-url", srv.url],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        text = wait_for(lambda: pids.exists() and pids.read_text(), what="the hook to start")
+        hook_pid, run_pid = (int(p) for p in text.split())
+        os.kill(run_pid, signal.SIGKILL)  # the run can stop nothing it started
+        assert proc.wait(timeout=60) == 1
+        assert wait_for(lambda: pid_gone(hook_pid), timeout=5, what="the hook to be gone")
+    finally:
+        proc.kill()
+        proc.wait()

@@ -36,6 +36,7 @@ from agent_cli.core.errors import (
     EXIT_OK,
 )
 from agent_cli.ui import stopping
+from agent_cli.workspace.shell import reaper
 
 STOP_GRACE_S = 60.0  # how long a run gets to save its state after SIGTERM
 POLL_S = 0.25
@@ -166,6 +167,9 @@ class Batch:
     def run(self) -> int:
         """Run every job (or as many as the budget allows); the batch's exit code."""
         previous = stopping.stop_as_interrupt()  # SIGTERM, or the terminal closing
+        # what a run killed outright leaves (a hook, a server: each in a session of its own)
+        # comes to the batch instead of to init, and is killed at the end
+        spared = reaper.adopt_orphans()
         try:
             try:
                 self._loop()
@@ -175,6 +179,7 @@ class Batch:
         finally:
             stopping.restore(previous)
             self._kill_left()
+            reaper.kill_leftovers(spared)
         return self.exit_code()
 
     def _loop(self) -> None:
