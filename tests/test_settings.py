@@ -56,6 +56,11 @@ def test_api_key_in_repo_agentrc_is_refused(tmp_path):
         ("colour = 1", "unknown key 'colour'"),
         ("max_steps = 'many'", "key 'max_steps'"),
         ("approval = 'sometimes'", "key 'approval'"),
+        ("budget_usd = true", "key 'budget_usd': expected a number, not true"),
+        ("max_steps = false", "key 'max_steps': expected a number, not false"),
+        ("model = true", "key 'model': expected text, not true"),
+        ('[[hooks.pre_tool]]\ncommand = ["x"]\ntimeout_s = true', "hooks.pre_tool.0.timeout_s"),
+        ('[mcp_servers.a]\ncommand = "x"\ntool_timeout_s = true', "mcp_servers.a.tool_timeout_s"),
     ],
 )
 def test_bad_repo_agentrc_names_file_and_key(tmp_path, text, expect):

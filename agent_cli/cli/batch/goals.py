@@ -6,7 +6,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 
 from agent_cli.core import strictjson
 from agent_cli.core.errors import UsageError
@@ -26,8 +34,8 @@ class Goal(BaseModel):
 
     goal: str
     accept: tuple[str, ...] = ()  # like repeated --accept
-    max_steps: int | None = Field(None, ge=1)
-    budget_usd: float | None = Field(None, ge=0)
+    max_steps: StrictInt | None = Field(None, ge=1)  # strict: `true` is no number
+    budget_usd: StrictFloat | None = Field(None, ge=0)
 
     @field_validator("goal")
     @classmethod

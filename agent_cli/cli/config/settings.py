@@ -24,10 +24,10 @@ import re
 import stat
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agent_cli.cli.config import repo_keys, trust
@@ -130,6 +130,17 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Only explicit values: the layers are merged by `load_settings`, not by pydantic."""
         return (init_settings,)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """`true` or `false` only where a key is a switch: pydantic would read it as 1 or 0
+        (`budget_usd = true`, a dollar)."""
+        if isinstance(value, bool) and info.field_name is not None:
+            kind = cls.model_fields[info.field_name].annotation
+            if kind is not bool and bool not in get_args(kind):
+                raise ValueError(f"expected {_kind_name(kind)}, not {str(value).lower()}")
+        return value
 
     @field_validator("memory_url")
     @classmethod
@@ -361,6 +372,12 @@ def _read_settings_file(path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path} is not UTF-8 text (byte {e.start})", "fix the file") from None
+
+
+def _kind_name(kind: Any) -> str:
+    """`a number` for a numeric key, `text` for a string, `a value` for any other."""
+    kinds = set(get_args(kind)) or {kind}
+    return "a number" if kinds & {int, float} else "text" if str in kinds else "a value"
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, field_validator
 
 HookEvent = Literal["pre_tool", "post_tool", "task_verified", "run_end"]
 HOOK_EVENTS: tuple[HookEvent, ...] = ("pre_tool", "post_tool", "task_verified", "run_end")
@@ -20,7 +20,7 @@ class HookSpec(BaseModel):
 
     matcher: str = ".*"  # over tool names (pre_tool, post_tool); the other events ignore it
     command: list[str] = Field(min_length=1)
-    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)
+    timeout_s: StrictFloat = Field(DEFAULT_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)  # `true` is none
 
     @field_validator("matcher")
     @classmethod

@@ -6,7 +6,7 @@ import re
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, model_validator
 
 # Tool names go to the model as `mcp__<server>__<tool>`, within a function name's 64 characters.
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
@@ -23,8 +23,9 @@ class ServerConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
     bearer_token_env_var: str | None = None
-    startup_timeout_s: float = Field(10.0, gt=0, le=600)
-    tool_timeout_s: float = Field(60.0, gt=0, le=3600)
+    # strict: `true` is no number of seconds (an int is one)
+    startup_timeout_s: StrictFloat = Field(10.0, gt=0, le=600)
+    tool_timeout_s: StrictFloat = Field(60.0, gt=0, le=3600)
     enabled_tools: list[str] | None = None
     disabled_tools: list[str] = Field(default_factory=list)
     enabled: bool = True
