@@ -188,6 +188,36 @@ def _check_memory(settings: Settings, repo: Path | None) -> str:
     )
 
 
+def _check_hooks(settings: Settings, repo: Path | None) -> str:
+    """Each hook's program can be run: found on PATH (or, named with a `/`, from the
+    repository root) and executable. A pre_tool hook that cannot run blocks every tool it
+    matches, so a missing one is said here rather than by a run's every step."""
+    from agent_cli.core.text import clean
+    from agent_cli.tools.hooks.config import HOOK_EVENTS
+
+    hooks = settings.hooks
+    if not hooks.any():
+        return "none configured"
+    root = repo or Path.cwd()
+    missing = []
+    for event in HOOK_EVENTS:
+        for hook in hooks.at(event):
+            program = hook.command[0]
+            if "/" in program:  # run from the repository root, without a shell
+                found = root / program
+                usable = found.is_file() and os.access(found, os.X_OK)
+            else:
+                usable = shutil.which(program) is not None
+            if not usable:
+                missing.append(f"{event} `{clean(hook.shown())[:80]}`")
+    if missing:
+        raise ConfigError(
+            f"cannot run the program of hook {'; '.join(missing)}: not found or not executable",
+            "a pre_tool or task_verified hook that cannot run blocks what it guards",
+        )
+    return clean(hooks.summary())
+
+
 def _check_git(repo: Path | None) -> str:
     git = shutil.which("git")
     if not git:
@@ -273,6 +303,7 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("state", lambda: _check_state_dir(settings, repo)),
         ("memory", lambda: _check_memory(settings, repo)),
         ("git", lambda: _check_git(repo)),
+        ("hooks", lambda: _check_hooks(settings, repo)),
         ("instructions", lambda: _check_instructions(settings, repo)),
     ]
     failed = 0

@@ -268,3 +268,25 @@ def test_doctor_on_a_terminal_says_what_the_server_check_waits_for(
     assert agent.wait(60) == 0
     screen = Screen(columns=200).feed(agent.buffer.replace("\r\n", "\n")).text()
     assert "minutes on a slow model" not in screen and "ok   server" in screen
+
+
+def test_doctor_says_a_hook_whose_program_cannot_be_run(run_agent, fake_server, scratch_repo):
+    srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
+    (scratch_repo / "guard.sh").write_text("#!/bin/sh\nexit 0\n")  # not executable
+    rc = scratch_repo.parent / "user-agentrc"
+    rc.write_text(
+        '[[hooks.pre_tool]]\ncommand = ["no-such-guard-program"]\n'
+        '[[hooks.post_tool]]\ncommand = ["true"]\n'
+        '[[hooks.run_end]]\ncommand = ["./guard.sh"]\n'
+    )
+    env = {"OPENAI_API_KEY": "sk-doctor-test-key-1234567890", "AGENT_RC": str(rc)}
+    proc = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (line,) = [ln for ln in _fail_lines(proc) if "hooks" in ln]
+    assert "pre_tool `no-such-guard-program`" in line and "run_end `./guard.sh`" in line
+    assert "post_tool" not in line
+    rc.write_text('[[hooks.post_tool]]\ncommand = ["true"]\n')
+    again = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
+    proc = run_agent("doctor", "--base-url", again.url, cwd=scratch_repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"ok\s+hooks\s+post_tool: true", proc.stdout)
