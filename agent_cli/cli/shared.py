@@ -25,6 +25,8 @@ def find_repo(start: Path | None) -> Path:
     if not here.exists():
         raise WorkspaceError(f"{here} does not exist", "pass --repo DIR with an existing directory")
     here = here.resolve()
+    if not here.is_dir():
+        raise WorkspaceError(f"{here} is not a directory", "pass --repo DIR with a directory")
     for d in (here, *here.parents):
         if (d / ".git").exists():
             return d

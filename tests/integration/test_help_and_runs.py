@@ -331,3 +331,12 @@ def test_a_bare_repository_is_named_as_one(agent, tmp_path):
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     code, _, err = agent("runs", "--repo", str(bare))
     assert code == 1 and "is a bare git repository: it has no work tree" in err
+
+
+def test_a_file_given_as_the_repository_is_refused_in_one_line(agent, scratch_repo):
+    (scratch_repo / "notes.txt").write_text("not a directory\n")
+    for args in (["runs"], ["doctor"], ["memory", "show"]):
+        code, _, err = agent(*args, "--repo", str(scratch_repo / "notes.txt"))
+        assert code == 1 and err.strip().endswith(
+            "notes.txt is not a directory (pass --repo DIR with a directory)"
+        ), err
