@@ -116,8 +116,16 @@ def test_the_key_of_each_role(tmp_path):
     hosted = load(flags={**flags, "verifier_base_url": "https://third.example/v1"}, tmp=tmp_path)
     assert roles.api_key(hosted, "verifier", roles.endpoint(hosted, "verifier")) is None  # no env
     unset = load(flags=flags, env={"AGENT_EXECUTOR_API_KEY_ENV": "NOT_SET"}, tmp=tmp_path)
-    with pytest.raises(ConfigError, match="executor_api_key_env names NOT_SET"):
+    with pytest.raises(ConfigError, match="executor_api_key_env names NOT_SET, which is not set"):
         roles.api_key(unset, "executor", roles.endpoint(unset, "executor"))
+
+
+def test_a_roles_key_variable_that_is_set_but_empty_is_said_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMPTY_EXEC_KEY", "")
+    flags = {"executor_base_url": "https://exec.example/v1"}
+    empty = load(flags=flags, env={"AGENT_EXECUTOR_API_KEY_ENV": "EMPTY_EXEC_KEY"}, tmp=tmp_path)
+    with pytest.raises(ConfigError, match="names EMPTY_EXEC_KEY, which is set but empty"):
+        roles.api_key(empty, "executor", roles.endpoint(empty, "executor"))
 
 
 def test_a_key_itself_is_not_a_variable_name(tmp_path):

@@ -10,6 +10,7 @@ with the same endpoint, model and key share one client, so what it learns about 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,8 +58,10 @@ def api_key(settings: Settings, role: Role, ep: Endpoint) -> str | None:
     if ep.key_env:
         found = settings.role_api_keys.get(role)
         if found is None:
+            empty = os.environ.get(ep.key_env) == ""
             raise ConfigError(
-                f"{role}_api_key_env names {ep.key_env}, which is not set in the environment",
+                f"{role}_api_key_env names {ep.key_env}, which is "
+                + ("set but empty" if empty else "not set in the environment"),
                 f"export {ep.key_env}=..., or unset {role}_api_key_env to use the API key",
             )
         return found.get_secret_value()
