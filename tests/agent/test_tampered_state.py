@@ -150,3 +150,13 @@ def test_a_truncated_or_fifo_state_file_is_named_once_with_why_it_cannot_be_read
         store.load("20250101-000000-aaaa")
     said = refused.value.one_line()
     assert said.count(str(path)) == 1 and "cannot be read: is a FIFO" in said, said
+
+
+@pytest.mark.parametrize("status", [None, 5, ["verified"]])
+def test_a_state_whose_status_is_not_a_word_is_listed_as_unreadable(tmp_path, status):
+    store = RunStore(tmp_path)
+    run_id = "20250101-000000-aaaa"
+    store.run_dir(run_id).mkdir(parents=True)
+    state = {"run_id": run_id, "goal": "g", "status": status}
+    (store.run_dir(run_id) / "state.json").write_text(json.dumps(state))
+    assert store.list()[0]["status"] == "unreadable"

@@ -411,4 +411,6 @@ def _summary(path: Path) -> dict[str, Any]:
         if key in out and not isinstance(out[key], kind):
             out.pop(key)
     out["run_id"] = run_id
+    if "status" not in out:  # every saved run has one: a state without it cannot be read
+        out["status"] = "unreadable"
     return out
