@@ -110,6 +110,7 @@ def test_a_malformed_line_in_the_middle_imports_nothing_and_says_where(tmp_path)
         ({"metadata": {"": "x"}}, "metadata key '' is empty or reserved"),
         ({"metadata": {"chroma:document": "x"}}, "metadata key 'chroma:document' is"),
         ({"id": " "}, "the id is empty"),
+        ({"id": "x" * 300_000}, "the id has 300,000 characters (at most 512)"),
         ({"document": "x" * 300_000}, "the document has 300,000 characters"),
     ],
 )

@@ -262,17 +262,20 @@ def parse_record(
 
 
 MAX_DOCUMENT_CHARS = 256_000  # far above what a run stores: an item is a gist, not a file
+MAX_ID_CHARS = 512  # ids a run writes are run ids and `mem_<hash>`, under 80 characters
 _SCALARS = (str, int, float, bool)
 
 
 def _unstorable(rec: dict[str, Any]) -> str | None:
     """Why the store would refuse a record its models accept (so that a file is refused
-    whole, before a write), or None: an empty id, a document past MAX_DOCUMENT_CHARS, a
-    metadata key that is empty or reserved (`#...`, `chroma:...`), a value that is no
-    string, number, boolean or null, or a list that is empty or mixes kinds, an integer past
-    64 bits (which the store would keep as a float, another number)."""
+    whole, before a write), or None: an empty id or one past MAX_ID_CHARS, a document past
+    MAX_DOCUMENT_CHARS, a metadata key that is empty or reserved (`#...`, `chroma:...`), a
+    value that is no string, number, boolean or null, or a list that is empty or mixes kinds,
+    an integer past 64 bits (which the store would keep as a float, another number)."""
     if not rec["id"].strip():
         return "the id is empty"
+    if len(rec["id"]) > MAX_ID_CHARS:
+        return f"the id has {len(rec['id']):,} characters (at most {MAX_ID_CHARS})"
     if len(rec["document"]) > MAX_DOCUMENT_CHARS:
         return (
             f"the document has {len(rec['document']):,} characters (at most {MAX_DOCUMENT_CHARS:,})"
