@@ -246,3 +246,10 @@ def test_a_hook_whose_file_in_the_repository_changed_during_the_run_is_not_run(t
     guard.unlink()  # gone is changed too: the guard does not fail open
     assert user.before_tool(AT, "run", "{}")[0].blocks
     assert (tmp_path / "guard-ran").read_text() == "x"  # it ran once, before the change
+
+
+def test_a_hook_carries_the_mark_a_later_run_finds_it_by_if_this_agent_is_killed(tmp_path):
+    from agent_cli.workspace.shell import strays
+
+    done = run_hook(["sh", "-c", "echo $AGENT_COMMAND_OF"], b"", place(tmp_path), 30)
+    assert done.stdout.strip() == strays.mark()

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_cli.workspace.shell import reaper
+from agent_cli.workspace.shell import reaper, strays
 from agent_cli.workspace.shell.runner import bwrap_argv, stop_group
 
 MAX_STREAM_BYTES = 16_000  # what is kept of each of stdout and stderr (head and tail)
@@ -82,7 +82,7 @@ def run_hook(argv: list[str], stdin: bytes, place: HookPlace, timeout_s: float) 
         proc = subprocess.Popen(
             argv,
             cwd=place.root,
-            env=place.env,
+            env={**place.env, strays.MARK: strays.mark()},  # stopped if this agent is killed
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
