@@ -215,6 +215,8 @@ class Settings(BaseSettings):
     def _mcp_globs(cls, patterns: list[str]) -> list[str]:
         """Globs over the MCP tools' full names: deny_tools gates the MCP servers' calls, so a
         pattern that matches a built-in tool (`run`, `*`) would not refuse it, and is refused."""
+        if not patterns:
+            return patterns
         import fnmatch
 
         from agent_cli.agent.attempt.toolbox import TOOL_NAMES
