@@ -211,7 +211,7 @@ def test_worktree_auto_runs_started_together_all_run(spawn_agent, fake_server, t
             srv.url,
             cwd=repo,
             env={"AGENT_WORKTREE": "auto"},
-        )  # fmt: skip
+        )
         for n in names
     ]
     codes = [a.wait(timeout=120) for a in agents]

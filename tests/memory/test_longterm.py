@@ -23,6 +23,16 @@ from fencekit import balanced
 NOW = datetime(2025, 3, 14, 9, 30, tzinfo=UTC)
 KEY = "local-configured-key-7f3a9c1e"
 
+# the metadata of a fact as an export holds it
+FACT_META = {
+    "kind": "fact",
+    "source": "s",
+    "trust": 1.0,
+    "created_at": "2026-01-01T00:00:00+00:00",
+    "text_hash": "h",
+    "ttl_days": 0.0,
+}
+
 
 @pytest.fixture(scope="session")
 def embedder():
@@ -255,14 +265,7 @@ def test_export_and_import_round_trip_re_embeds(mem, tmp_path, embedder):
 
 def test_import_refuses_a_file_that_is_not_an_export(mem, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    meta = {
-        "kind": "fact",
-        "source": "s",
-        "trust": 1.0,
-        "created_at": "2026-01-01T00:00:00+00:00",
-        "text_hash": "h",
-        "ttl_days": 0.0,
-    }
+    meta = dict(FACT_META)
     good = json.dumps({"collection": "facts", "id": "x", "document": "d", "metadata": meta})
     bad.write_text(good + "\nnot json\n")
     with pytest.raises(StorageError, match="line 2"):
@@ -311,14 +314,7 @@ def test_import_refuses_a_secret_in_an_id_or_a_metadata_key_where_no_mask_can_go
 
 
 def test_import_refuses_an_integer_the_store_would_keep_as_another_number(mem, tmp_path):
-    meta = {
-        "kind": "fact",
-        "source": "s",
-        "trust": 1.0,
-        "created_at": "2026-01-01T00:00:00+00:00",
-        "text_hash": "h",
-        "ttl_days": 0.0,
-    }
+    meta = dict(FACT_META)
     path = tmp_path / "counts.jsonl"
     for count in (2**63, 10**30):
         record = {"collection": "facts", "id": "x", "document": "d", "metadata": meta}
