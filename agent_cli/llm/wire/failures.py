@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Iterator
 
 from agent_cli.core.errors import ContextOverflow
 
@@ -64,12 +65,19 @@ def overflow_error(detail: str, base_url: str) -> ContextOverflow:
     )
 
 
-def refused(exc: BaseException) -> bool:
-    """Whether a connection failure is a refused connection or an unknown host (no retry helps)."""
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then what caused it, and so on (each once: a chain may loop)."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether a connection failure is a refused connection or an unknown host (no retry helps)."""
+    for cur in _chain(exc):
         if isinstance(cur, (ConnectionRefusedError, socket.gaierror)):
             return True
         text = str(cur).lower()
@@ -80,7 +88,6 @@ def refused(exc: BaseException) -> bool:
             or "temporary failure in name resolution" in text
         ):
             return True
-        cur = cur.__cause__ or cur.__context__
     return False
 
 
@@ -88,16 +95,12 @@ def misdirected(exc: BaseException) -> str | None:
     """What is wrong when a connection failure is the endpoint sending the request elsewhere
     (no retry helps): redirects in a loop, or to an address that is not http(s); else None.
     Told by the transport's exception names, the transport being the SDK's to import."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
+    for cur in _chain(exc):
         name = type(cur).__name__
         if name == "TooManyRedirects":
             return "it redirects the request in a loop"
         if name == "UnsupportedProtocol":
             return f"it redirects the request to an address that is not http(s) ({cur})"
-        cur = cur.__cause__ or cur.__context__
     return None
 
 
