@@ -62,7 +62,7 @@ def put_back_leftovers(root: Path) -> list[str]:
         if not isinstance(paths, list):
             continue
         for n, path in enumerate(paths):
-            if not _inside(root, path):
+            if not inside(root, path):
                 continue
             kept, source = holder / str(n), root / path.rstrip("/")
             if os.path.lexists(kept) and not os.path.lexists(source):
@@ -74,7 +74,7 @@ def put_back_leftovers(root: Path) -> list[str]:
     return restored
 
 
-def _inside(root: Path, path: object) -> bool:
+def inside(root: Path, path: object) -> bool:
     """Whether `path` is a relative path that stays inside `root` (no `..`, no link out)."""
     if not isinstance(path, str) or not path.strip("/") or os.path.isabs(path):
         return False

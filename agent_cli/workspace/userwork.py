@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.core.atomic import write_atomic
+from agent_cli.workspace import aside
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # kept in memory up to this; larger files are only watched
 MAX_FILES = 2000  # under the user's untracked directories
@@ -97,7 +98,7 @@ def recover(root: Path, vault: Path) -> tuple[Path | None, list[str]]:
     said: list[str] = []
     copied = False
     into = vault / time.strftime("recovered-%Y%m%d-%H%M%S")
-    for rel, digest in _listed(vault).items():
+    for rel, digest in _listed(root, vault).items():
         now = _read(root / rel)
         if digest is None:  # the user had deleted it
             if now is not None:
@@ -126,8 +127,9 @@ def forget(vault: Path) -> None:
         shutil.rmtree(vault / BLOBS, ignore_errors=True)
 
 
-def _listed(vault: Path) -> dict[str, str | None]:
-    """The vault's list of kept paths: relative paths inside the work tree, with a digest."""
+def _listed(root: Path, vault: Path) -> dict[str, str | None]:
+    """The vault's list of kept paths: relative paths inside the work tree `root` (as
+    `aside.inside` has them), with a digest."""
     try:
         data = json.loads((vault / LISTED).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -137,16 +139,9 @@ def _listed(vault: Path) -> dict[str, str | None]:
     return {
         rel: digest
         for rel, digest in data.items()
-        if _plain(rel) and (digest is None or (isinstance(digest, str) and digest.isalnum()))
+        if aside.inside(root, rel)
+        and (digest is None or (isinstance(digest, str) and digest.isalnum()))
     }
-
-
-def _plain(rel: object) -> bool:
-    """A relative path that stays in the work tree and out of .git."""
-    if not isinstance(rel, str) or not rel or os.path.isabs(rel):
-        return False
-    parts = Path(rel).parts
-    return ".." not in parts and ".git" not in parts
 
 
 def put_back(kept: Kept) -> list[str]:
