@@ -689,7 +689,6 @@ def run_session(
     """Start or resume under the run lock (a plan-only run writes nothing and takes no lock)."""
     if opts.plan_only:
         return session.start(opts.goal or "")
-    created = not state_dir.exists()
     try:  # a read-only or full state directory: one line, before anything is changed
         state_dir.mkdir(parents=True, exist_ok=True)
         lock.acquire()
@@ -699,14 +698,10 @@ def run_session(
             f"{e.strerror or e}; nothing was started",
             "make it writable, free disk space, or set home to another directory",
         ) from None
-    try:
-        with lock:
-            if opts.resume:
-                return session.resume(run_id, Answer(*opts.answer) if opts.answer else None)
-            return session.start(opts.goal or "")
-    finally:
-        if created and not any(state_dir.iterdir()):
-            state_dir.rmdir()  # a run refused before it began leaves no empty directory
+    with lock:  # `execute` removes a state directory this run made and left empty
+        if opts.resume:
+            return session.resume(run_id, Answer(*opts.answer) if opts.answer else None)
+        return session.start(opts.goal or "")
 
 
 def run_store(state_dir: Path, repo: Path, secrets: tuple[str, ...] = ()) -> RunStore:
