@@ -266,11 +266,11 @@ def test_sigkill_during_a_command_loses_none_of_the_users_files_it_changed(
         assert again.returncode == 0, again.stdout + again.stderr
         said = again.stdout + again.stderr
         assert "may have left your own uncommitted files changed: notes.txt" in said
-        assert (
-            f"stopped 1 process(es) that a killed run's command had left running (pid {cmd_pid})"
-            in said
-        )
+        # the command the killed run left is stopped by the next run, this one or (tests run
+        # side by side) another test's: every run stops what any killed agent left
         wait_for(lambda: pid_gone(cmd_pid), timeout=10, what="the stray command to end")
+        if "a killed run's command had left running" in said:
+            assert f"(pid {cmd_pid})" in said
         kept = list((repo / ".git" / "agent-userwork").glob("recovered-*/notes.txt"))
         assert len(kept) == 1 and kept[0].read_text() == "my unsaved notes\n"
         assert str(kept[0].parent) in said.replace("\n", "")
