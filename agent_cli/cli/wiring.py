@@ -551,10 +551,11 @@ def _execute(
     repo_path: Path,
     ends: EndsWithRunDone,
     started: RunStartedWith,
-    tree: wt.WorktreePlace | None = None,
-    secrets: tuple[str, ...] | None = None,
-    checkout: RunLock | None = None,
+    tree: wt.WorktreePlace | None,
+    secrets: tuple[str, ...],
+    checkout: RunLock,
 ) -> int:
+    """The run, in `tree` (a worktree run) or in the checkout under `checkout`, its lock."""
     state_dir = settings.state_dir(repo_path)
     console = ends.console
     if tree is not None:  # the run works in its worktree; its state stays in the repository's
@@ -574,7 +575,7 @@ def _execute(
         )
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = run_store(state_dir, repo_path, secrets)
-        lock = checkout or RunLock(checkout_lock(state_dir, workspace.root), repo=store.repo)
+        lock = checkout
         if tree is not None:
             lock = tree.lock or wt.run_lock(state_dir, tree.run_id, store.repo)
         ends.on_start = lock.name  # `agent runs` reads which run holds it
