@@ -269,7 +269,7 @@ def _working_report(settings: Any, state: Path, kind: str | None, top: Path) -> 
         (p for p in (state / "runs" / run_id / "memory.db", state / "memory.db") if p.exists()),
         None,
     )
-    store = SqliteStore(db) if db else InMemStore()
+    store = SqliteStore(db, read_only=True) if db else InMemStore()
     # A budget at least as large as what was saved, so looking never evicts anything.
     items = saved.get("items")
     items = items if isinstance(items, list) else []

@@ -7,6 +7,7 @@ process locks, or a server that is down, is reported at once with a plain messag
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import urllib.error
@@ -185,10 +186,14 @@ def _gone(e: Exception) -> bool:
 def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> StorageError:
     """Our error for a failure of the store at `where`, with a hint that fits a directory or a server."""
     if not isinstance(where, ChromaServer):
-        return StorageError(
-            f"memory store at {where}: {action} failed: {e}",
-            "check the directory (permissions, free space) or move it aside",
-        )
+        hint = "check the directory (permissions, free space) or move it aside"
+        if where.is_dir() and not os.access(where, os.W_OK):  # EROFS too, even for root
+            hint = (
+                f"{where} cannot be written (a read-only filesystem, or its permissions), and "
+                "Chroma writes to its directory even to read it: copy the state directory "
+                "somewhere writable and point AGENT_HOME at the copy"
+            )
+        return StorageError(f"memory store at {where}: {action} failed: {e}", hint)
     if type(e).__module__.startswith("httpx") or "could not connect" in str(e).lower():
         return MemoryUnavailable(
             f"memory server {where.url}: {action} failed: {e or type(e).__name__}",

@@ -26,6 +26,7 @@ import json
 import os
 import sqlite3
 import stat
+import urllib.parse
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -274,6 +275,18 @@ _CORRUPT_HINT = (
 _LOCKED_HINT = "another process holds a write lock on it; wait for it to finish, then retry"
 
 
+def _unwritable_hint(path: Path) -> str | None:
+    """The hint for a store SQLite cannot write beside (a read-only filesystem, a directory
+    without write permission), or None when its directory can be written."""
+    folder = path.parent
+    if not folder.is_dir() or os.access(folder, os.W_OK):
+        return None
+    return (
+        f"{folder} cannot be written (a read-only filesystem, or its permissions), and SQLite "
+        "writes beside the database; the file was left untouched"
+    )
+
+
 def _check_own_file(path: Path) -> None:
     """StorageError when `path` is a link (SQLite would write through it, into whatever file
     it names) or anything but a regular file; nothing there is fine (it is created)."""
@@ -290,12 +303,47 @@ def _check_own_file(path: Path) -> None:
         )
 
 
+def _open_read_only(path: Path, timeout: float) -> sqlite3.Connection:
+    """A connection that can only read `path`. Where its folder cannot be written, SQLite may
+    not make the WAL's shared-memory file, and the file is then read as immutable: what is
+    still in a WAL file there is not seen, but nothing can change the file either."""
+    if not path.is_file():
+        raise StorageError(f"the memory store {path} does not exist")
+    uri = "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro"
+    try:
+        return _reading(uri, timeout)
+    except sqlite3.OperationalError:
+        if os.access(path.parent, os.W_OK):
+            raise
+    return _reading(uri + "&immutable=1", timeout)
+
+
+def _reading(uri: str, timeout: float) -> sqlite3.Connection:
+    """A connection to `uri` that has read the migrations table."""
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+    try:
+        conn.execute("SELECT name FROM migrations LIMIT 1").fetchall()
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
 class SqliteStore:
     """A cold store in one SQLite file (WAL mode, one transaction per change); what it
-    writes is redacted (`secrets` and the known key shapes)."""
+    writes is redacted (`secrets` and the known key shapes).
+
+    `read_only` opens an existing file only to read it (what `agent memory show` does): nothing
+    is created, migrated or written, and a file on a read-only filesystem, where SQLite cannot
+    make the WAL's shared-memory file beside it, is read as immutable (nothing can change it
+    there)."""
 
     def __init__(
-        self, path: str | Path, timeout: float = 5.0, secrets: tuple[str, ...] = ()
+        self,
+        path: str | Path,
+        timeout: float = 5.0,
+        secrets: tuple[str, ...] = (),
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self.secrets = secrets
@@ -303,6 +351,10 @@ class SqliteStore:
         conn: sqlite3.Connection | None = None
         try:
             with self._guard("opened"):
+                if read_only:
+                    conn = self._conn = _open_read_only(self.path, timeout)
+                    self._check_version(read_only=True)
+                    return
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
                 self._conn = conn
@@ -320,14 +372,7 @@ class SqliteStore:
             "CREATE TABLE IF NOT EXISTS migrations "
             "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
         )
-        applied = {row[0] for row in self._conn.execute("SELECT name FROM migrations")}
-        unknown = applied - {name for name, _ in MIGRATIONS}
-        if unknown:
-            raise StorageError(
-                f"the memory store {self.path} was written by a newer version "
-                f"(migrations {', '.join(sorted(unknown))})",
-                "upgrade agent, or point AGENT_HOME elsewhere",
-            )
+        applied = self._check_version(read_only=False)
         for name, sql in MIGRATIONS:
             if name in applied:
                 continue
@@ -336,6 +381,24 @@ class SqliteStore:
                     self._conn.execute(statement)
                 self._conn.execute("INSERT INTO migrations VALUES (?, datetime('now'))", (name,))
 
+    def _check_version(self, read_only: bool) -> set[str]:
+        """The migrations the file has seen; StorageError when a newer version wrote it, or,
+        to be read only, when it still needs a migration (which would write)."""
+        applied = {row[0] for row in self._conn.execute("SELECT name FROM migrations")}
+        unknown = applied - {name for name, _ in MIGRATIONS}
+        if unknown:
+            raise StorageError(
+                f"the memory store {self.path} was written by a newer version "
+                f"(migrations {', '.join(sorted(unknown))})",
+                "upgrade agent, or point AGENT_HOME elsewhere",
+            )
+        if read_only and len(applied) < len(MIGRATIONS):
+            raise StorageError(
+                f"the memory store {self.path} was written by an older version of agent",
+                "a run in this repository upgrades it (`agent run --resume` for its run)",
+            )
+        return applied
+
     @contextlib.contextmanager
     def _guard(self, doing: str) -> Iterator[None]:
         """Turn sqlite3 and OS errors into StorageError naming the file."""
@@ -343,9 +406,9 @@ class SqliteStore:
             yield
         except sqlite3.OperationalError as exc:
             locked = "locked" in str(exc) or "busy" in str(exc)
+            hint = _LOCKED_HINT if locked else _unwritable_hint(self.path) or _CORRUPT_HINT
             raise StorageError(
-                f"the memory store {self.path} could not be {doing}: {exc}",
-                _LOCKED_HINT if locked else _CORRUPT_HINT,
+                f"the memory store {self.path} could not be {doing}: {exc}", hint
             ) from exc
         except (sqlite3.Error, OSError) as exc:
             raise StorageError(
