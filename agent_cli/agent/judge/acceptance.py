@@ -11,8 +11,11 @@ one of those whatever comes before: `... || true`, `...; exit 0` (or 256), `...;
 tail's, unless the script sets `pipefail`; `grep` with a pattern that every line matches, such
 as `pytest | grep -c .`, is one). `python -c 'import sys'` cannot fail either: a module built
 into the interpreter is found before any file of the repository could shadow it (`import
-json` can fail, so it is allowed). A plan with a bad command goes back to the model
-with the reason.
+json` can fail, so it is allowed); nor can code that only asserts a constant or exits 0
+(`assert True`, `sys.exit(0)`, `raise SystemExit`), `python --version`, `python -m this`, or
+`test`/`[` comparing words written in the command (`[ 1 -eq 1 ]`; one with a `$`, a glob or a
+file test can fail). `make -n` runs no test, like `pytest --collect-only`. A plan with a bad
+command goes back to the model with the reason.
 """
 
 from __future__ import annotations
@@ -46,6 +49,24 @@ _NO_TESTS = {
     "--markers",
     "--version",
 }
+# make's long options that print the commands instead of running them
+_MAKE_DRY = {"--dry-run", "--just-print", "--recon"}
+# arguments with which python only reports itself and exits 0
+_PYTHON_INFO = {"--version", "-V", "-VV", "--help", "-h", "-?", "--help-env", "--help-xoptions"}
+# `test A OP B` on words: the comparisons that read neither a file nor the environment
+_STRING_TESTS: dict[str, Callable[[str, str], bool]] = {
+    "=": str.__eq__,
+    "==": str.__eq__,
+    "!=": str.__ne__,
+}
+_NUMBER_TESTS: dict[str, Callable[[int, int], bool]] = {
+    "-eq": int.__eq__,
+    "-ne": int.__ne__,
+    "-lt": int.__lt__,
+    "-le": int.__le__,
+    "-gt": int.__gt__,
+    "-ge": int.__ge__,
+}
 # options that make `git diff` report through its status (`git status` has none)
 _GIT_STATUS_OPTIONS = {"--exit-code", "--quiet", "--check", "-s"}
 
@@ -68,11 +89,9 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
             f"without a shell, so the program would get it as an argument; wrap the command "
             f"in sh -c '...' if it needs a shell"
         )
-    if _runs_no_test(unwrap(argv)):
-        return (
-            f"`{cmd}` runs no test (pytest only collects or lists them); drop the option so "
-            "that the tests run"
-        )
+    idle = _runs_no_test(unwrap(argv))
+    if idle:
+        return f"`{cmd}` runs no test ({idle}); drop the option so that the tests run"
     if cannot_fail(argv):
         return (
             f"`{cmd}` always succeeds, so it proves nothing; use a command that fails when "
@@ -113,13 +132,17 @@ def cannot_fail(argv: list[str]) -> bool:
         return True
     if program == "ls":  # only a path it is given can be missing
         return all(arg.startswith("-") for arg in argv[1:])
-    if program in ("test", "["):  # `test WORD` is true for any word but the empty one
+    if program in ("test", "["):
         args = argv[1:-1] if program == "[" and argv[-1:] == ["]"] else argv[1:]
-        return len(args) == 1 and args[0] not in ("", "!")
+        return _constant_test(args) is True
     if program == "git":  # `git status`: a report, whatever the tree holds
         args = argv[1:]
         return args[:1] in (["status"], ["diff"]) and not _GIT_STATUS_OPTIONS & set(args)
     if is_python(program):
+        if argv[1:2] == ["-m"]:
+            return argv[2:3] in (["this"], ["__hello__"], ["__phello__"])  # they print a text
+        if argv[1:] and all(arg in _PYTHON_INFO for arg in argv[1:]):
+            return True  # `python --version`: the interpreter reports itself
         return argv[1:2] == ["-c"] and len(argv) > 2 and _code_cannot_fail(argv[2])
     if program in SHELLS:
         script = _dash_c(argv[1:])
@@ -127,16 +150,30 @@ def cannot_fail(argv: list[str]) -> bool:
     return False
 
 
-def _runs_no_test(argv: list[str]) -> bool:
-    """Whether `argv` is pytest (or `python -m pytest`) with an option that runs no test."""
+def _runs_no_test(argv: list[str]) -> str | None:
+    """Why `argv` runs no test: pytest (or `python -m pytest`) with an option that only
+    collects or lists, or make with one that only prints the commands; None otherwise."""
     if not argv:
-        return False
+        return None
     program = os.path.basename(argv[0])
+    if program in ("make", "gmake"):
+        short = [arg[1:] for arg in argv[1:] if arg[:1] == "-" and arg[1:2] not in ("-", "")]
+        dry = any(arg in _MAKE_DRY for arg in argv[1:])
+        # `-n` alone or in a cluster (`-kn`); a cluster's letters after one taking a value
+        # (`-C dir`, `-f file`, `-j 4`...) are that value, so the scan stops there
+        for flags in short:
+            for letter in flags:
+                if letter == "n":
+                    dry = True
+                if letter in "CfIjloW":
+                    break
+        return "make only prints the commands" if dry else None
     if is_python(program) and argv[1:3] == ["-m", "pytest"]:
         argv = argv[2:]
     elif program not in ("pytest", "py.test"):
-        return False
-    return any(arg in _NO_TESTS or arg in ("-h", "--help") for arg in argv[1:])
+        return None
+    listing = any(arg in _NO_TESTS or arg in ("-h", "--help") for arg in argv[1:])
+    return "pytest only collects or lists them" if listing else None
 
 
 def _code_cannot_fail(code: str) -> bool:
@@ -168,12 +205,59 @@ def _code_cannot_fail(code: str) -> bool:
             and all(alias.name != "*" for alias in stmt.names)
         )
 
+    def success(node: ast.expr | None) -> bool:  # `sys.exit(0)`, `exit()`, `raise SystemExit`
+        if isinstance(node, ast.Name):
+            return node.id == "SystemExit"
+        if not isinstance(node, ast.Call) or node.keywords or len(node.args) > 1:
+            return False
+        func = node.func
+        named = isinstance(func, ast.Name) and func.id in ("exit", "quit", "SystemExit")
+        dotted = (
+            isinstance(func, ast.Attribute)
+            and func.attr == "exit"
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "sys"
+        )
+        code = node.args[0] if node.args else None
+        return (named or dotted) and (
+            code is None or (isinstance(code, ast.Constant) and code.value in (0, None))
+        )
+
     return all(
         isinstance(stmt, ast.Pass)
-        or (isinstance(stmt, ast.Expr) and inert(stmt.value))
+        or (isinstance(stmt, ast.Expr) and (inert(stmt.value) or success(stmt.value)))
+        or (
+            isinstance(stmt, ast.Assert)
+            and isinstance(stmt.test, ast.Constant)
+            and bool(stmt.test.value)
+        )
+        or (isinstance(stmt, ast.Raise) and stmt.cause is None and success(stmt.exc))
         or builtin(stmt)
         for stmt in tree.body
     )
+
+
+def _constant_test(args: list[str]) -> bool | None:
+    """What `test ARGS` answers when it compares only words written in the command (no `$`,
+    no backquote, no file): True or False; None when it depends on anything else."""
+    if any(char in arg for arg in args for char in "$`*?["):
+        return None  # a variable, a command's output or a file name a shell may put there
+    if args[:1] == ["!"]:
+        inner = _constant_test(args[1:])
+        return None if inner is None else not inner
+    if len(args) == 1:
+        return args[0] != ""
+    if len(args) == 2 and args[0] in ("-n", "-z"):
+        return (args[1] != "") == (args[0] == "-n")
+    if len(args) == 3 and args[1] in _STRING_TESTS:
+        return _STRING_TESTS[args[1]](args[0], args[2])
+    if len(args) == 3 and args[1] in _NUMBER_TESTS:
+        try:
+            left, right = int(args[0]), int(args[2])
+        except ValueError:
+            return None  # test fails with "integer expression expected"
+        return _NUMBER_TESTS[args[1]](left, right)
+    return None  # a file test, `-a`/`-o`, or a form test reads otherwise
 
 
 def _dash_c(args: list[str]) -> str | None:
