@@ -1,5 +1,6 @@
 """The harness's judgement: commands by exit code, criteria by a forced model verdict."""
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -73,3 +74,26 @@ def test_neither_command_nor_criteria_is_not_trusted(tmp_path, fake_server):
     srv = fake_server([])
     v = verify(Task(goal="g"), [], runner(tmp_path), model_for(srv), str, "goal")
     assert not v.passed and "not trusted" in v.reason and srv.chat_requests == []
+
+
+UNITTEST_MAIN = "import unittest; unittest.main(module=None, argv=['unittest', *ARGS])"
+
+
+def test_unittest_that_ran_no_test_does_not_pass_whatever_its_exit_code(tmp_path):
+    """Before Python 3.12 `python -m unittest` exits 0 when it finds no test; the verdict is
+    the same on every version: a check that ran no test proves nothing."""
+    (tmp_path / "test_one.py").write_text(
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_it(self):\n        pass\n"
+    )
+
+    def check(*args: str) -> str:
+        code = UNITTEST_MAIN.replace("*ARGS", ", ".join(repr(a) for a in args))
+        return f"{sys.executable} -c {shlex.quote(code)}"
+
+    none = Task(goal="g", acceptance_cmd=check("discover", "-s", ".", "-p", "nomatch_*.py"))
+    v = verify(none, [], runner(tmp_path), None, str, "goal")
+    assert not v.passed and "ran no test" in v.reason, v.reason
+    one = Task(goal="g", acceptance_cmd=check("discover", "-s", ".", "-p", "test_*.py"))
+    assert verify(one, [], runner(tmp_path), None, str, "goal").passed
+    quoted = Task(goal="g", acceptance_cmd=f"{sys.executable} -c 'print(\"said: Ran 0 tests in\")'")
+    assert verify(quoted, [], runner(tmp_path), None, str, "goal").passed  # not unittest's line
