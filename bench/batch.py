@@ -71,7 +71,7 @@ def env(home: Path) -> dict[str, str]:
     """No user settings, no real key; the re-plan check and the closing summary off."""
     out = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
     out.update(
-        AGENT_RC=str(home / "no-agentrc"),
+        AGENT_RC=os.devnull,  # no user settings
         HOME=str(home),
         NO_COLOR="1",
         AGENT_REPLAN="off",

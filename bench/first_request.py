@@ -144,7 +144,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-first-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
     env.update(
-        AGENT_RC=str(root / "no-rc"),
+        AGENT_RC=os.devnull,  # no user settings
         NO_COLOR="1",
         AGENT_APPROVAL="auto",
         OPENAI_BASE_URL=clock.server.url,

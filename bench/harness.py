@@ -135,7 +135,7 @@ def one_run(tree: Path, calls: int, work: Path) -> list[float]:
     env.update(
         PYTHONPATH=str(tree),
         HOME=str(work / "home"),
-        AGENT_RC=str(work / "no-agentrc"),
+        AGENT_RC=os.devnull,  # no user settings
         AGENT_REPLAN="off",
         AGENT_FINAL_SUMMARY="false",
         AGENT_TASK_MAX_STEPS=str(calls + 5),

@@ -191,7 +191,7 @@ def run_agent(repo: Path, url: str) -> subprocess.CompletedProcess:
         OPENAI_API_KEY="sk-bench",
         OPENAI_BASE_URL=url,
         AGENT_MODEL="gpt-4o-mini",
-        AGENT_RC=str(repo.parent / "no-agentrc"),
+        AGENT_RC=os.devnull,  # no user settings
         HOME=str(repo.parent / "home"),
         NO_COLOR="1",
         AGENT_TASK_MAX_STEPS=str(CALLS_PER_TASK + 10),

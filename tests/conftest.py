@@ -89,7 +89,7 @@ def agent_env(tmp_path: Path) -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items() if k not in SECRET_ENV and not k.startswith("AGENT_")
     }
-    env["AGENT_RC"] = str(tmp_path / "no-user-agentrc")
+    env["AGENT_RC"] = os.devnull  # no user settings
     env["HOME"] = str(tmp_path / "home")
     env["NO_COLOR"] = "1"
     env["AGENT_RETRY_BACKOFF_S"] = "0.01"

@@ -11,6 +11,7 @@ key is read once the second task touches `sub/`.
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def env(tmp: Path) -> dict[str, str]:
     """The variables the run sees: the key, no user config, embeddings from the fake server."""
     return {
         "OPENAI_API_KEY": KEY,
-        "AGENT_RC": str(tmp / "no-user-agentrc"),
+        "AGENT_RC": os.devnull,  # no user settings
         "HOME": str(tmp / "home"),
         "AGENT_RETRY_BACKOFF_S": "0.01",
         "AGENT_EMBEDDING_MODEL": "fake-embed",

@@ -145,7 +145,7 @@ def test_memory_export_with_force_leaves_a_fifo_in_place(tmp_path, monkeypatch):
 
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    monkeypatch.setenv("AGENT_RC", str(tmp_path / "no-agentrc"))
+    monkeypatch.setenv("AGENT_RC", os.devnull)  # no user settings
     monkeypatch.setenv("HOME", str(tmp_path))
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

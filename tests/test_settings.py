@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -310,3 +311,18 @@ def test_an_empty_model_name_is_the_default_model(tmp_path):
     assert load(tmp_path, env={"AGENT_MODEL": ""}).model == "gpt-4o-mini"
     assert load(tmp_path, flags={"model": "  "}).model == "gpt-4o-mini"
     assert load(tmp_path, env={"AGENT_MODEL": " qwen "}).model == "qwen"
+
+
+def test_agent_rc_naming_no_file_is_said_and_dev_null_means_no_user_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".agentrc").write_text('model = "home-model"\n')
+    assert load_settings(None, env={}).model == "home-model"
+    missing = tmp_path / "agentrc-wrok"
+    s = load_settings(None, env={"AGENT_RC": str(missing)})
+    assert s.model == "gpt-4o-mini"  # neither the missing file nor ~/.agentrc
+    assert [n for n in s.notices if f"AGENT_RC names {missing}, which does not exist" in n]
+    quiet = load_settings(None, env={"AGENT_RC": os.devnull})
+    assert quiet.model == "gpt-4o-mini" and quiet.notices == []
+    named = tmp_path / "work.agentrc"
+    named.write_text('model = "work-model"\n')
+    assert load_settings(None, env={"AGENT_RC": str(named)}).notices == []

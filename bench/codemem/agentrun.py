@@ -31,7 +31,7 @@ def isolate(scratch: Path) -> None:
         os.environ.pop(var)
     (scratch / "home").mkdir(parents=True, exist_ok=True)
     os.environ.update(
-        AGENT_RC=str(scratch / "no-user-agentrc"),
+        AGENT_RC=os.devnull,  # no user settings
         HOME=str(scratch / "home"),
         AGENT_RETRY_BACKOFF_S="0.01",
         AGENT_REPLAN="off",

@@ -92,7 +92,7 @@ def test_doctor_names_the_files_and_their_tokens(tmp_path, fake_server, capsys, 
 
     text = "Run `make check` before finishing.\n"
     root = _repo(tmp_path, {"AGENTS.md": text})
-    monkeypatch.setenv("AGENT_RC", str(tmp_path / "none"))
+    monkeypatch.setenv("AGENT_RC", os.devnull)  # no user settings
     srv = fake_server([], models=("gpt-4o-mini",))
     run_doctor(root, {"base_url": srv.url})
     line = next(line for line in capsys.readouterr().out.splitlines() if "instructions" in line)

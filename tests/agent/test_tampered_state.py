@@ -122,7 +122,7 @@ def test_working_memory_edited_by_hand_is_one_clear_error_for_show_and_resume(
     assert data["memory"]["items"]
     edit(data["memory"])
     path.write_text(json.dumps(data))
-    monkeypatch.setenv("AGENT_RC", str(tmp_path / "no-agentrc"))
+    monkeypatch.setenv("AGENT_RC", os.devnull)  # no user settings
     monkeypatch.setenv("HOME", str(tmp_path))
     shown = CliRunner().invoke(app, ["memory", "show", "--repo", str(repo)], prog_name="agent")
     said = shown.output + str(shown.exception or "")

@@ -9,6 +9,7 @@ depends only on the words used.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def run_env(monkeypatch, tmp_path):
     """The environment `agent run` would see in a clean account, set for this process."""
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AGENT_RC", str(tmp_path / "no-user-agentrc"))
+    monkeypatch.setenv("AGENT_RC", os.devnull)  # no user settings
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("AGENT_RETRY_BACKOFF_S", "0.01")
     monkeypatch.setenv("AGENT_EMBEDDING_MODEL", "fake-embed")

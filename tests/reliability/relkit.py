@@ -107,7 +107,7 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
         if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL") and not k.startswith("AGENT_")
     }
     env.update(
-        AGENT_RC=str(home / "no-user-agentrc"),
+        AGENT_RC=os.devnull,  # no user settings
         HOME=str(home),
         NO_COLOR="1",
         AGENT_RETRY_BACKOFF_S="0.01",

@@ -183,7 +183,7 @@ def test_a_file_where_the_memory_store_belongs_is_refused_by_every_memory_comman
     repo = repo_with(tmp_path / "repo")
     (repo / ".agent").mkdir()
     (repo / ".agent" / "chroma").write_text("not a store\n")
-    monkeypatch.setenv("AGENT_RC", str(tmp_path / "no-agentrc"))
+    monkeypatch.setenv("AGENT_RC", os.devnull)  # no user settings
     monkeypatch.setenv("HOME", str(tmp_path))
     out = tmp_path / "out.jsonl"
     for args in (

@@ -492,6 +492,22 @@ def _env_layer(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
     return layers
 
 
+def _user_file(named: str) -> tuple[Path | None, str]:
+    """The user's settings file (`AGENT_RC`, else ~/.agentrc; None for AGENT_RC=/dev/null,
+    which means none) and a notice when AGENT_RC names a file that is not there: a mistyped
+    path would otherwise leave every key at its default without a word."""
+    if not named:
+        return Path.home() / ".agentrc", ""
+    if named == os.devnull:
+        return None, ""
+    if os.path.lexists(named):
+        return Path(named), ""
+    return Path(named), (
+        f"AGENT_RC names {named}, which does not exist: no user settings were read "
+        f"(AGENT_RC={os.devnull} reads none without this notice)"
+    )
+
+
 def load_settings(
     repo: Path | None = None,
     flags: dict[str, Any] | None = None,
@@ -500,13 +516,14 @@ def load_settings(
 ) -> Settings:
     """Merge every layer in order of precedence and validate the result."""
     env = dict(os.environ) if env is None else env
+    notices: list[str] = []
     if user_rc is None:
-        user_rc = Path(env.get("AGENT_RC") or Path.home() / ".agentrc")
+        user_rc, notice = _user_file(env.get("AGENT_RC", ""))
+        notices += [notice] if notice else []
     layers: list[tuple[str, dict[str, Any]]] = []
     # a path that is there but no file (a directory, a FIFO, a broken link) is said, not skipped
-    if os.path.lexists(user_rc):
+    if user_rc is not None and os.path.lexists(user_rc):
         layers.append((str(user_rc), _refuse_env_only(user_rc, read_toml(user_rc))))
-    notices: list[str] = []
     added: dict[str, list[str]] = {}  # the repository's deny lists, kept whatever layer follows
     if repo is not None and os.path.lexists(repo / ".agentrc"):
         rc = repo / ".agentrc"
