@@ -12,6 +12,7 @@ import pytest
 
 from agent_cli.cli.config.settings import load_settings
 from agent_cli.cli.mcp_tools import build_tools
+from agent_cli.workspace.shell import strays
 from conftest import make_repo
 from tools.mcpkit import alive, fixture_server, http_server, pids, toml_table, wait_gone  # noqa: F401
 
@@ -52,6 +53,8 @@ def test_a_stdio_server_runs_scrubbed_in_the_repository_and_its_tools_answer(tmp
         assert echo.ok and "echo: hi" in echo.text
         assert f"cwd={repo}" in echo.text and "FIXTURE_VAR=from-env-table" in echo.text
         assert "key=none" in echo.text  # the API key never reaches a server
+        marked = tools.call("mcp__fx__getenv", {"variable": strays.MARK})
+        assert marked.text == f"{strays.MARK}={strays.mark()}"  # a later run stops it by this
         fail = tools.call("mcp__fx__fail", {"why": "the disk is full"})
         assert not fail.ok and "it failed because the disk is full" in fail.text
         bad = tools.call("mcp__fx__echo", {})  # the server refuses the arguments

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from agent_cli.core.text import clean
 from agent_cli.tools.mcp import content, process, replies
 from agent_cli.tools.mcp.config import ServerConfig
+from agent_cli.workspace.shell import strays
 
 # The SDK logs a server's bad lines with tracebacks; the user gets one notice from us instead.
 logging.getLogger("mcp").addHandler(logging.NullHandler())
@@ -209,7 +210,8 @@ class Connection:
         params = StdioServerParameters(
             command=argv[0],
             args=argv[1:],
-            env={**self.env, **self.config.env},
+            # the mark a later run stops it by if this agent is killed outright (strays.py)
+            env={**self.env, **self.config.env, strays.MARK: strays.mark()},
             cwd=self.cwd,
             # bytes that are not UTF-8 become U+FFFD: with "strict" the SDK's reader dies on
             # them and a call waits out its whole tool_timeout_s for an answer never read

@@ -2,9 +2,9 @@
 
 While the agent lives, nothing a command starts outlives the command (reaper.py). An agent
 killed outright (SIGKILL, the OOM killer) cannot stop the command it was running: the command
-runs in a session of its own and goes on, re-parented to init. So every command gets
-`AGENT_COMMAND_OF=<pid>:<start time>` naming the agent process that runs it, which its own
-children inherit; the next run looks for processes whose mark names an agent that is no longer
+runs in a session of its own and goes on, re-parented to init. So every command (and every
+hook and stdio MCP server) gets `AGENT_COMMAND_OF=<pid>:<start time>` naming the agent
+process that runs it, which its own children inherit; the next run looks for processes whose mark names an agent that is no longer
 there (its pid gone, or reused by a process that started at another time) and kills them. A
 mark naming a live agent (another run, in another worktree) is left alone, and so is a process
 that changed its environment (its initial one is what /proc shows) or is another user's.
