@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -85,12 +86,15 @@ class BatchView:
                     flush=True,
                 )
 
-    def summary(self, rows: list[BatchRow], headline: str) -> None:
-        """The final table and the one line that says how the batch ended."""
+    def summary(self, rows: list[BatchRow], headline: str, warnings: Sequence[str] = ()) -> None:
+        """The final table, what to do next with each run, `warnings` (runs whose merges may
+        conflict) and the one line that says how the batch ended."""
         if self._live is not None:
             self._live.stop()
             self._live = None
         self.console.print(batch_table(rows, self.title, notes=True))
         for line in next_lines(rows):
             self.console.print(line, overflow="fold")
+        for line in warnings:
+            self.console.print(f"note: {line}", overflow="fold")
         self.console.print(headline)

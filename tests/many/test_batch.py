@@ -23,7 +23,7 @@ from many.manykit import (
     status,
     worktrees,
 )
-from reliability.relkit import PY, cli_env, pid_gone, repo_with, wait_for
+from reliability.relkit import PY, call, cli_env, pid_gone, repo_with, wait_for
 
 pytestmark = pytest.mark.slow
 NAMES = [f"file{i}.txt" for i in range(6)]
@@ -76,6 +76,7 @@ def test_six_goals_three_at_a_time_one_rejected_then_resumed_with_a_hint(fake_se
     assert srv.max_in_flight <= 3
     assert checkout(repo) == before and status(repo) == ""
     assert "1 escalated, 5 verified (exit code 3)" in proc.stdout
+    assert record["overlaps"] == [] and "both change" not in proc.stdout  # six files, one each
 
     rest = fake_server(hinted(NAMES[5]))
     again = subprocess.run(
@@ -292,3 +293,20 @@ def test_a_hook_left_by_a_run_killed_outright_does_not_outlive_the_batch(fake_se
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_runs_whose_branches_change_the_same_file_are_named_before_any_merge(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+
+    def also_shared(name: str) -> list[dict]:  # creates `name`, and writes shared.txt too
+        steps = creates(name)
+        return [*steps[:2], call("write_file", path="shared.txt", content=name), *steps[2:]]
+
+    srv = fake_server(ByGoal({goal_of(n): also_shared(n) for n in NAMES[:2]}))
+    file = goals_toml(tmp_path / "goals.toml", NAMES[:2])
+    proc = batch(str(file), "--yes", "--base-url", srv.url, repo=repo, env=cli_env(tmp_path / "h"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())
+    branches = [r["branch"] for r in record["runs"]]
+    assert record["overlaps"] == [{"runs": [1, 2], "branches": branches, "files": ["shared.txt"]}]
+    assert "note: 1. and 2. both change shared.txt: once one of" in proc.stdout

@@ -1,8 +1,9 @@
 """A batch from its file to its record: checks, the runs, the table or the JSON stream, batch.json.
 
 The record is `<state>/batches/<batch-id>/batch.json` (each run's id, branch, status, exit
-code, cost, proof labels, kept worktree, how to resume it), beside each run's events and
-stderr; its path is the last line the batch prints.
+code, cost, proof labels, kept worktree, how to resume it, and the runs to merge whose
+branches change the same files: overlap.py), beside each run's events and stderr; its path is
+the last line the batch prints.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agent_cli.agent.run.store import new_run_id, utc_now
 from agent_cli.cli import roles
 from agent_cli.cli.batch.driver import Batch, Job, Launch
 from agent_cli.cli.batch.goals import read_goals
+from agent_cli.cli.batch.overlap import Branch, overlaps
 from agent_cli.cli.config.settings import load_settings
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import UsageError
@@ -82,6 +84,7 @@ def run_batch(opts: BatchOptions) -> int:
             }
         )
     code = batch.run()
+    found = overlaps(repo, mergeable(batch.jobs), settings.secrets())
     path = home / "batch.json"
     record = {
         "batch_id": batch_id,
@@ -95,6 +98,7 @@ def run_batch(opts: BatchOptions) -> int:
         "cost_usd": round(batch.spent(), 6),
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "runs": [job.record() for job in batch.jobs],
+        "overlaps": [o.record() for o in found],
     }
     home.mkdir(parents=True, exist_ok=True)
     masked = redact_all(record, settings.secrets())
@@ -107,12 +111,13 @@ def run_batch(opts: BatchOptions) -> int:
                 "exit_code": code,
                 "statuses": dict(Counter(j.status for j in batch.jobs)),
                 "cost_usd": record["cost_usd"],
+                "overlaps": record["overlaps"],
                 "batch_json": str(path),
             }
         )
     else:
         assert view is not None
-        view.summary(rows(batch.jobs), headline(batch.jobs, code))
+        view.summary(rows(batch.jobs), headline(batch.jobs, code), [o.line() for o in found])
         print(path, flush=True)
     return code
 
@@ -151,9 +156,18 @@ def rows(jobs: list[Job]) -> list[BatchRow]:
     ]
 
 
+def mergeable(jobs: list[Job]) -> list[Branch]:
+    """The runs whose branch the human is told to merge."""
+    return [Branch(j.index, j.branch, j.base) for j in jobs if _to_merge(j) and j.base]
+
+
+def _to_merge(job: Job) -> bool:
+    return job.status in ("verified", "nothing_to_do") and bool(job.branch)
+
+
 def next_step(job: Job) -> str:
     """What the human does next with this run."""
-    if job.status in ("verified", "nothing_to_do") and job.branch:
+    if _to_merge(job):
         return f"git merge {job.branch}"
     parts = [f"worktree kept: {job.worktree}"] if job.worktree else []
     if job.resume_command():
