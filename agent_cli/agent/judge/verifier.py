@@ -2,9 +2,10 @@
 
 With an acceptance command, it is split with `shlex` and run without a shell in the repo;
 the attempt passes if and only if it exits 0 (and, when its output is unittest's, that ran at
-least one test: before Python 3.12 `python -m unittest` exits 0 when it finds none). Without one but with acceptance criteria, a
-model judges the diff through the forced tool `submit_verdict` (`core.models.ModelVerdict`),
-asked once more when its verdict is invalid; a second invalid verdict is a fail. With neither, the claim is not trusted: fail.
+least one test: before Python 3.12 `python -m unittest` exits 0 when it finds none). Without
+one but with acceptance criteria, a model judges the diff through the forced tool
+`submit_verdict` (`core.models.ModelVerdict`), asked once more when its verdict is invalid; a
+second invalid verdict is a fail. With neither, the claim is not trusted: fail.
 """
 
 from __future__ import annotations

@@ -58,6 +58,8 @@ class Overlap:
 
 def changed_files(repo: Path, run: Branch, secrets: tuple[str, ...] = ()) -> set[str]:
     """The files `run`'s branch changed since its base; empty when git cannot tell."""
+    if run.base.startswith("-") or run.branch.startswith("-"):
+        return set()  # no ref is named so; git would read the range as an option
     args = ["diff", "--name-only", "-z", "--no-renames", f"{run.base}...{run.branch}", "--"]
     try:
         code, out, _ = run_git(args, repo, secrets)
