@@ -95,6 +95,7 @@ def test_reading_only_writes_nothing(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "memory.db")
     store.put(_record(1))
     store.close()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     reader = SqliteStore(tmp_path / "memory.db", read_only=True)
     try:
         with pytest.raises(StorageError):
@@ -102,6 +103,7 @@ def test_reading_only_writes_nothing(tmp_path: Path) -> None:
         assert reader.count() == 1
     finally:
         reader.close()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # nothing left beside
 
 
 def test_an_older_store_is_not_migrated_to_be_read(tmp_path: Path) -> None:

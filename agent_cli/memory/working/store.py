@@ -304,24 +304,28 @@ def _check_own_file(path: Path) -> None:
 
 
 def _open_read_only(path: Path, timeout: float) -> sqlite3.Connection:
-    """A connection that can only read `path`. Where its folder cannot be written, SQLite may
-    not make the WAL's shared-memory file, and the file is then read as immutable: what is
-    still in a WAL file there is not seen, but nothing can change the file either."""
+    """A connection that only reads `path`. Where its folder can be written, an ordinary one
+    with `query_only` set: as the last to close it, it folds the WAL back and removes the
+    files SQLite keeps beside the database, which a read-only connection would leave. Where
+    it cannot, a read-only one, or, when SQLite cannot make the WAL's shared-memory file
+    there, an immutable one: what is still in a WAL file there is not seen, but nothing can
+    change the file either."""
     if not path.is_file():
         raise StorageError(f"the memory store {path} does not exist")
+    if os.access(path.parent, os.W_OK):
+        return _reading(str(path), timeout, uri=False)
     uri = "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro"
     try:
         return _reading(uri, timeout)
     except sqlite3.OperationalError:
-        if os.access(path.parent, os.W_OK):
-            raise
-    return _reading(uri + "&immutable=1", timeout)
+        return _reading(uri + "&immutable=1", timeout)
 
 
-def _reading(uri: str, timeout: float) -> sqlite3.Connection:
-    """A connection to `uri` that has read the migrations table."""
-    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+def _reading(target: str, timeout: float, uri: bool = True) -> sqlite3.Connection:
+    """A connection to `target` that writes nothing and has read the migrations table."""
+    conn = sqlite3.connect(target, uri=uri, timeout=timeout, isolation_level=None)
     try:
+        conn.execute("PRAGMA query_only = ON")
         conn.execute("SELECT name FROM migrations LIMIT 1").fetchall()
     except sqlite3.Error:
         conn.close()
