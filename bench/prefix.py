@@ -397,8 +397,9 @@ def cost(sizes: list[int], cached: list[int], discount: float) -> float:
 
 def memory_checks(steps) -> tuple[int, bool]:
     """The largest working-memory part of any request, and whether every request held the
-    latest edits (up to 10) made before it."""
-    largest, edits_kept, edits = 0, True, 0
+    latest edits (up to 10) made before it: as edit items in working memory, or as the
+    edit_file calls of the steps since its last eviction batch, which follow it."""
+    largest, edits_kept, made = 0, True, set()
     for _, body in steps:
         parts = [
             m["content"]
@@ -407,13 +408,14 @@ def memory_checks(steps) -> tuple[int, bool]:
         ]
         largest = max(largest, sum(len(encode(p.split("\n", 1)[1])) for p in parts))
         memory = next((p for p in parts if p.startswith("WORKING MEMORY:")), "")
-        edits_kept &= memory.count("[edit m") >= min(10, edits)
-        edits += sum(
-            1
+        calls = {
+            c["id"]
             for m in body["messages"]
             for c in m.get("tool_calls") or []
             if c["function"]["name"] == "edit_file"
-        )
+        }
+        made |= calls
+        edits_kept &= memory.count("[edit m") + len(calls) >= min(10, len(made))
     return largest, edits_kept
 
 

@@ -103,16 +103,25 @@ def test_a_result_the_memory_block_holds_is_sent_once():
     assert result(1) in memory and result(1) not in tool["content"]
 
 
-def test_a_result_comes_back_in_full_when_the_window_cuts_its_item_out_of_memory():
+def test_a_window_too_small_for_memory_leaves_its_weakest_items_out_never_the_latest_edit():
+    """The memory block is assembled again within what the window leaves, whole items left out
+    (its text is not cut from its end, where the newest items are), and no result is lost: the
+    newest is in the block, or comes back in full in its tool message."""
     mem = WorkingMemory(max_tokens=6000)
     rt = runtime(mem)
     for i in range(40):
         step(rt, i)
-    rt.limits.context_window, rt.limits.reserved_output_tokens = 4000, 500  # memory is cut
-    messages = step(rt, 40)
+    edit = mem.add("edit", "def retry(job):\n    return backoff(job)\n", "edited sched.py")
+    roomy = step(rt, 40)
+    full = roomy[memory_at(roomy)]["content"]
+    rt.limits.context_window, rt.limits.reserved_output_tokens = 4000, 500  # memory must shrink
+    messages = step(rt, 41)
     memory = messages[memory_at(messages)]["content"]
-    assert "[… cut to fit the model's context window]" in memory
-    assert messages[-2]["role"] == "tool" and messages[-2]["content"] == result(40)
+    assert "cut to fit" not in memory and len(memory) < len(full) * 0.8
+    assert f"[edit {edit}]" in memory and "return backoff(job)" in memory
+    newest = messages[-2]
+    assert newest["role"] == "tool"
+    assert result(41) in memory or newest["content"] == result(41)
 
 
 def test_the_last_message_holds_only_what_changes_from_step_to_step():

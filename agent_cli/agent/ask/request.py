@@ -25,6 +25,7 @@ re-planning and summarising all build their messages through `Request`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent_cli.agent.ask.window import Tools, Window, fit
@@ -46,6 +47,9 @@ class Request:
     brief: str = ""  # what holds for a whole attempt, already escaped (`brief()`)
     pinned: str = ""  # pinned notes, already rendered
     memory: str = ""  # the assembled working memory
+    # the memory block assembled again within N tokens, whole items left out (the weakest
+    # first, the latest edits last), for a window that needs it smaller; None: its text is cut
+    memory_within: Callable[[int], str] | None = None
     context: str = ""  # already-fenced material for this request (a file listing, a diff)
     exchange: list[Message] = field(default_factory=list)  # assistant tool calls + tool results
     in_memory: dict[str, str] = field(default_factory=dict)  # tool_call_id -> its item, rendered

@@ -116,12 +116,21 @@ def _too_big(total: int, window: Window, messages: list[Message]) -> AgentError:
 
 
 def _shrink(request: R, part: str, excess: int) -> R:
-    """`request` with `part` shorter by at least `excess` tokens (or emptied)."""
+    """`request` with `part` shorter by at least `excess` tokens (or emptied). The memory block
+    is assembled again within fewer tokens when the request can (`memory_within`): whole items
+    are left out, the weakest first, rather than its newest items cut from its end; its text
+    is cut once that leaves nothing more out."""
     if part == "exchange":
         return replace(request, exchange=_shrink_exchange(request.exchange, excess))
     text: str = getattr(request, part)
     if not text:
         return request
+    within: Callable[[int], str] | None = getattr(request, "memory_within", None)
+    if part == "memory" and within is not None:
+        size = tokens.count(text)
+        smaller = within(max(0, size - excess))
+        if tokens.count(smaller) < size:
+            return replace(request, **{part: smaller})
     cut: dict[str, Any] = {part: cut_text(text, tokens.count(text) - excess - MIN_KEEP)}
     return replace(request, **cut)
 

@@ -132,6 +132,12 @@ def build_messages(
     if unpin:
         now = f"{unpin}\n\n{now}"
     context = rt.memory.assemble()
+    others = context.tokens - tokens.count(context.memory)  # the pinned notes and the join
+    results = [item for item in last.items if item]  # left out, each is sent whole below
+
+    def memory_within(size: int) -> str:
+        return rt.memory.assemble(max_tokens=others + size, keep=results).memory
+
     task = task_block(rt, index, attempt)
     return Request(
         system=prompts.load("system"),
@@ -141,6 +147,7 @@ def build_messages(
         brief=brief(task, hint_blocks(rt.state.plan[index].hints), rt.state.render_progress()),
         pinned=context.pinned,
         memory=context.memory,
+        memory_within=memory_within,
         # Request takes the wire's plain dicts; these are typed where they are made.
         exchange=cast("list[dict[str, Any]]", exchange_messages(last)),
         in_memory=results_in_memory(rt, last),

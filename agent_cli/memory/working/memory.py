@@ -18,7 +18,7 @@ merges into it: one item, its count shown in its header, moved to the end as the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TypedDict
 
 from agent_cli.core.protocols import Embedder
@@ -567,9 +567,13 @@ class WorkingMemory:
             item.kind, item.refs, item.goal, self._step - item.touched, item.tokens
         )
 
-    def assemble(self) -> Context:
+    def assemble(self, max_tokens: int | None = None, keep: Collection[str] = ()) -> Context:
         """The pinned notes, then the memory block in its stable order and the list of what is
-        cold; every item in it counted exactly, the whole never over `max_tokens`."""
+        cold; every item in it counted exactly, the whole never over `max_tokens` (the
+        memory's own budget; a smaller one, for a request that must fit a model's window,
+        leaves the weakest items out of this render, the latest edits and then the items of
+        `keep` last, and evicts nothing)."""
+        budget = self.max_tokens if max_tokens is None else min(max_tokens, self.max_tokens)
         self._settle()
         shown = self._shown_notes()
         pinned, memory = self._layout.split(
@@ -583,9 +587,9 @@ class WorkingMemory:
             pinned,
             memory,
             (tail, after),
-            self.max_tokens,
+            budget,
             self._meter.count,
-            self._left_out,
+            lambda items: self._left_out(items, keep),
             shown.lines,
             shown.short,
         )
@@ -612,19 +616,18 @@ class WorkingMemory:
                 self._resize(item, self._meter.exact(item))
         self._fit()
 
-    def _left_out(self, items: list[Item]) -> int:
-        """The index in `items` of the next one to leave out of a render whose joins overflow.
+    def _left_out(self, items: list[Item], keep: Collection[str] = ()) -> int:
+        """The index in `items` of the next one to leave out of a render that overflows.
 
-        The weakest that is neither one of the latest edits nor a pinned note; the weakest of all
-        if only those are left.
+        The weakest that is neither one of the latest edits, a pinned note nor in `keep`; then
+        the weakest that is not in `keep`; the weakest of all if only those are left.
         """
+        kept = [at for at, item in enumerate(items) if item.id not in keep]
         free = [
-            at
-            for at, item in enumerate(items)
-            if item.id not in self._hot.protected and not item.pinned
+            at for at in kept if items[at].id not in self._hot.protected and not items[at].pinned
         ]
         return min(
-            free or range(len(items)),
+            free or kept or range(len(items)),
             key=lambda at: (self._score(items[at]), id_number(items[at].id)),
         )
 
