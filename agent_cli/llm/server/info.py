@@ -157,17 +157,27 @@ def wait_until_idle(fetch: Fetch, base_url: str, max_wait_s: float, poll_s: floa
     return True
 
 
+FIXED_TOKENS = 1500  # the system prompt, the tools schema, the brief and the task line
+JSON_PERCENT = 115  # a request's JSON against its text, in tokens (escaped newlines, quotes)
+
+
 def fit_window(
     window: int, memory_max: int, tool_output_max: int, reply_max: int
 ) -> tuple[int, int, int]:
     """Working memory, tool output and reply caps that fit a context window together.
 
-    A request is the system prompt and tools (about 1,500 tokens), working memory, the last
-    tool output, the task and state (a few hundred) and the reply: at most 30%, 15% and 25%
-    of the window go to the three that grow.
+    A request is the system prompt and the tools schema (about 1,150 tokens with the built-in
+    tools), the attempt's brief and the task line (a few hundred), working memory, the last
+    tool output and the reply. The three that grow get at most 30%, 15% and 25% of the
+    window; working memory also no more than what the rest leaves (FIXED_TOKENS for the
+    fixed parts, and a request is counted as JSON, some 15% more than its text), so that in a
+    small window a request fits without its memory block being made smaller at every step.
     """
+    tool_output = min(tool_output_max, max(100, window * 15 // 100))
+    reply = min(reply_max, max(256, window // 4))
+    room = (window - reply - tool_output - FIXED_TOKENS) * 100 // JSON_PERCENT
     return (
-        min(memory_max, max(256, window * 30 // 100)),
-        min(tool_output_max, max(100, window * 15 // 100)),
-        min(reply_max, max(256, window // 4)),
+        min(memory_max, max(256, min(window * 30 // 100, room))),
+        tool_output,
+        reply,
     )
