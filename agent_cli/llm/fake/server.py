@@ -116,7 +116,10 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
+        """Stop serving and close the socket; a server whose loop is not running (never
+        started, or ended) is only closed: shutdown() would wait for that loop forever."""
+        if self._thread.is_alive():
+            self._httpd.shutdown()
         self._httpd.server_close()
 
     def __enter__(self) -> FakeOpenAIServer:
