@@ -35,7 +35,7 @@ from agent_cli.core.events import (
     ToolRan,
 )
 from agent_cli.core.redact import redact, redact_model
-from agent_cli.core.text import clean, short
+from agent_cli.core.text import clean, short, unusable
 from agent_cli.ui.progress import RunState, arg_summary
 from agent_cli.ui.render import (
     closing_block,
@@ -303,18 +303,25 @@ class RunConsole:
             return self._ask(question, answers)
 
     def ask_escalation(self, ev: Escalated) -> str:
-        """Ask what to do about a rejected task; the line as typed ("q" at the end of input)."""
+        """Ask what to do about a rejected task; the line as typed ("q" at the end of input,
+        or after MAX_ASKS lines that are no text: a NUL, bytes that are not UTF-8, which
+        could be neither saved with the run nor sent to the model)."""
         hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "
         question = Text(f"What now? {hint}s, r [NOTE] or q: ", style="bold")
         stream = self.stdin if self.stdin is not None else sys.stdin
         with self._paused():
-            self.console.print(question, end="", soft_wrap=True)
-            self.console.file.flush()
-            line = stream.readline()
-            if not line:
-                self.console.print()
-                return "q"
-            return line.rstrip("\r\n")
+            for _ in range(MAX_ASKS):
+                self.console.print(question, end="", soft_wrap=True)
+                self.console.file.flush()
+                line = stream.readline()
+                if not line:
+                    self.console.print()
+                    return "q"
+                why = unusable(line)
+                if not why:
+                    return line.rstrip("\r\n")
+                self.console.print(Text(f"that line {why}: type it again as plain UTF-8 text"))
+            return "q"
 
     # -- drawing --------------------------------------------------------------------------
     def _print(self, *renderables: RenderableType) -> None:

@@ -142,6 +142,16 @@ def test_the_escalation_question_takes_a_line_and_end_of_input_stops():
     assert rc.ask_escalation(escalated(0)) == "q" and "no hints left" in out.getvalue()
 
 
+def test_an_escalation_answer_that_is_no_text_is_asked_again():
+    # bytes typed that are not UTF-8 reach Python as lone surrogates: such a hint could be
+    # neither saved in state.json nor sent to the model
+    rc, out = console("caf\udce9 please\nuse\x00it\ncafe please\n")
+    assert rc.ask_escalation(escalated(3)) == "cafe please"
+    assert out.getvalue().count("type it again as plain UTF-8 text") == 2
+    rc, out = console("caf\udce9\n" * 10)
+    assert rc.ask_escalation(escalated(3)) == "q"
+
+
 def test_new_events_are_shown():
     rc, out = console()
     rc.emit(
