@@ -297,6 +297,18 @@ def test_markup_and_escapes_in_model_text_are_literal():
     assert "\x1b[31m" not in out
 
 
+def test_a_lone_surrogate_in_a_tool_call_is_no_crash_on_a_utf8_terminal():
+    # a model's JSON may escape half a surrogate pair ("\\ud800"); a terminal's stream
+    # encodes strictly, so it must never reach one
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", errors="strict", write_through=True)
+    rc = make_console("plain", out, out)
+    rc.emit(ToolCalled(index=0, step=1, name="write_file", arguments='{"path": "d\\ud800.txt"}'))
+    rc.emit(ToolRan(index=0, step=1, name="write_file", ok=False, summary="bad \ud800 path"))
+    rc.close()
+    assert "step 1 write_file: d.txt -> FAILED: bad path" in raw.getvalue().decode()
+
+
 def live_console() -> Console:
     """A rich Console that believes it is a terminal, writing into memory."""
     return Console(file=io.StringIO(), force_terminal=True, width=110, color_system="truecolor")

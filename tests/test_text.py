@@ -78,6 +78,7 @@ def test_strict_json_takes_a_surrogate_pair_and_refuses_a_lone_half():
         ("rm -rf \u202eexe.gnp\u202c keep", "rm -rf exe.gnp keep"),  # bidi override
         ("a\u2066b\u2069c", "abc"),  # bidi isolates
         ("\x1b[1mbold\x1b[0m é 中文\tx", "bold é 中文    x"),
+        ("d\ud800.txt \U0001f600", "d.txt \U0001f600"),  # a lone surrogate, a whole emoji
     ],
 )
 def test_clean_removes_what_a_terminal_would_act_on_or_reorder(shown, expected):

@@ -9,11 +9,12 @@ ELLIPSIS = "…"
 _TRAILING = " ,;:-"
 # CSI sequences; OSC sequences with their payload (a title, a hyperlink's address), ended by
 # BEL or ST or not at all; other escapes; C0 and C1 controls (0x9b is CSI on an 8-bit
-# terminal); and the bidirectional overrides and isolates, which can show text in an order
-# other than the one it has (a command that reads unlike what runs).
+# terminal); the bidirectional overrides and isolates, which can show text in an order
+# other than the one it has (a command that reads unlike what runs); and lone surrogates (a
+# model's JSON may escape one, `"\\ud800"`), which no UTF-8 terminal or file can be written.
 _CONTROL = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 
 
