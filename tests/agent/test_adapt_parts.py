@@ -94,6 +94,20 @@ def test_diff_stat_counts_lines_per_file():
     assert diff_stat(diff) == "x.py | +2 -1\nnew.txt | +1 -0"
 
 
+@pytest.mark.parametrize(
+    ("header", "path"),
+    [
+        ("diff --git a/x.py b/x.py", "x.py"),
+        ("diff --git a/x b/c.txt b/x b/c.txt", "x b/c.txt"),
+        ('diff --git "a/donn\\303\\251es.py" "b/donn\\303\\251es.py"', "données.py"),
+        ('diff --git "a/q\\"\\tb" "b/q\\"\\tb"', 'q"\tb'),
+        ("diff --git a/old.py b/new.py", "new.py"),
+    ],
+)
+def test_diff_stat_names_quoted_and_spaced_paths_as_they_are(header, path):
+    assert diff_stat(f"{header}\n+x\n") == f"{path} | +1 -0"
+
+
 def reply(arguments: str) -> ChatReply:
     return ChatReply(tool_calls=[ToolCall(id="c", name="revise_plan", arguments=arguments)])
 

@@ -9,6 +9,7 @@ empty line stops the run, resumable. Without a terminal and without an answer th
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,12 +54,26 @@ def parse_answer(line: str) -> Answer:
     return Answer("hint", text)
 
 
+def header_path(header: str) -> str:
+    """The path of a `diff --git a/P b/P` line. Git writes a path with non-ASCII or special
+    characters C-quoted (`"b/donn\\303\\251es.py"`), and a path may hold ` b/` itself."""
+    rest = header.removeprefix("diff --git ")
+    if rest.endswith('"') and ' "' in rest:  # a quoted `"` is `\"`, so ` "` starts the last one
+        quoted = rest[rest.rindex(' "') + 2 : -1].encode("latin-1", "backslashreplace")
+        raw: bytes = codecs.escape_decode(quoted)[0]
+        return raw.decode("utf-8", "replace").removeprefix("b/")
+    half = (len(rest) - 1) // 2
+    if rest[2:half] == rest[half + 3 :]:  # the same path on both sides: no rename
+        return rest[half + 3 :]
+    return rest.split(" b/", 1)[-1]
+
+
 def diff_stat(diff: str) -> str:
     """` path | +added -removed` per file of a unified diff."""
     rows: list[list[Any]] = []
     for line in diff.splitlines():
         if line.startswith("diff --git "):
-            rows.append([line.split(" b/", 1)[-1], 0, 0])
+            rows.append([header_path(line), 0, 0])
         elif rows and line.startswith("+") and not line.startswith("+++"):
             rows[-1][1] += 1
         elif rows and line.startswith("-") and not line.startswith("---"):
