@@ -141,6 +141,12 @@ def test_replay_applies_only_the_entries_past_the_saved_step_and_skips_a_torn_li
     assert journal.replay(journal.parse(lines), state, memory, lambda i, t: None) is None
 
 
+def test_a_journal_line_with_a_memory_kind_there_is_not_is_unreadable():
+    good = JournalEntry(step=3, task=0, usage=RunUsage(), added=MemoryAdd(kind="note", text="n"))
+    bad = good.model_dump_json().replace('"note"', '"zzz"')  # edited by hand
+    assert journal.parse([good.model_dump_json(), bad]) == [good]
+
+
 def test_resuming_with_only_an_unreadable_run_names_it(tmp_path):
     import pytest
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunUsage
 from agent_cli.memory.working.memory import WorkingMemory
+from agent_cli.memory.working.scoring import check_kind
 
 
 class MemoryAdd(BaseModel):
@@ -29,6 +30,13 @@ class MemoryAdd(BaseModel):
     kind: str
     text: str
     summary: str = ""
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, kind: str) -> str:
+        """A kind working memory has (a line edited by hand is unreadable, not a crash)."""
+        check_kind(kind)
+        return kind
 
 
 @dataclass(frozen=True)
