@@ -525,6 +525,15 @@ def test_a_task_a_hook_refused_after_its_command_passed_says_so_in_the_report():
     assert "hook" not in shown(RunState())
 
 
+def test_an_attempt_that_ended_before_its_check_says_nothing_judged_it():
+    from agent_cli.ui.progress import verify_line
+
+    stuck = Verified(index=0, attempt=1, passed=False, judge="none", reason="stuck repeating run")
+    assert verify_line(stuck) == "verify attempt 1: nothing judged it: did not pass"
+    by_model = Verified(index=0, attempt=2, passed=True, judge="model", reason="ok")
+    assert verify_line(by_model) == "verify attempt 2 (model judge): passed"
+
+
 def test_a_narrow_plan_table_folds_a_long_command_and_cuts_nothing():
     """Approving the plan approves its commands: each is shown whole at any width."""
     from rich.console import Console as RichConsole

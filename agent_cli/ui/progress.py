@@ -172,6 +172,8 @@ def verify_line(ev: Verified) -> str:
     if ev.judge == "command" and ev.command:
         code = "not run" if ev.exit_code is None else f"exit {ev.exit_code}"
         return f"{who}: `{short(ev.command, 100)}` -> {code}: {verdict}"
+    if ev.judge == "none":  # the attempt ended before its check (stuck, out of steps)
+        return f"{who}: nothing judged it: {verdict}"
     return f"{who} ({ev.judge} judge): {verdict}"
 
 
