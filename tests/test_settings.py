@@ -5,7 +5,7 @@ import pytest
 
 from agent_cli.cli.config import trust
 from agent_cli.cli.config.settings import load_settings
-from agent_cli.core.errors import ConfigError
+from agent_cli.core.errors import ConfigError, UsageError
 
 
 def load(repo: Path, env=None, flags=None, user_rc=None):
@@ -75,6 +75,18 @@ def test_bad_repo_agentrc_names_file_and_key(tmp_path, text, expect):
 def test_bad_environment_value_names_the_variable(tmp_path):
     with pytest.raises(ConfigError, match="env AGENT_COMMAND_TIMEOUT_S"):
         load(tmp_path, env={"AGENT_COMMAND_TIMEOUT_S": "soon"})
+
+
+def test_an_endless_number_is_refused_where_it_was_set(tmp_path):
+    # an infinite timeout overflowed the request's wait (an internal error), and an infinite
+    # budget was saved with the run as null, so its resume went on with the default budget
+    with pytest.raises(ConfigError, match="AGENT_REQUEST_TIMEOUT_S.*finite number"):
+        load(tmp_path, env={"AGENT_REQUEST_TIMEOUT_S": "inf"})
+    with pytest.raises(UsageError, match="--budget-usd: input should be a finite number"):
+        load(tmp_path, flags={"budget_usd": float("inf")})
+    (tmp_path / ".agentrc").write_text("command_timeout_s = inf\n")
+    with pytest.raises(ConfigError, match="key 'command_timeout_s'.*finite number"):
+        load(tmp_path)
 
 
 def test_example_file_documents_every_key_with_its_default(tmp_path):

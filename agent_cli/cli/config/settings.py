@@ -60,7 +60,10 @@ class Prices(TypedDict):
 class Settings(BaseSettings):
     """Every configurable value with its default."""
 
-    model_config = SettingsConfigDict(extra="forbid", validate_default=True, case_sensitive=True)
+    # a float is a finite number: `inf` would overflow a timeout, and a state.json cannot save it
+    model_config = SettingsConfigDict(
+        extra="forbid", validate_default=True, case_sensitive=True, allow_inf_nan=False
+    )
 
     model: str = DEFAULT_MODEL
     base_url: str = OPENAI_DEFAULT_URL
