@@ -160,3 +160,24 @@ def test_a_state_whose_status_is_not_a_word_is_listed_as_unreadable(tmp_path, st
     state = {"run_id": run_id, "goal": "g", "status": status}
     (store.run_dir(run_id) / "state.json").write_text(json.dumps(state))
     assert store.list()[0]["status"] == "unreadable"
+
+
+def test_a_commit_a_command_made_with_the_runs_trailer_is_not_taken_as_a_task_verified(
+    fake_server, tmp_path
+):
+    """A process that died while task 2 ran (its state saved at the attempt's start) and a
+    commit on the branch with the run's trailer that the harness did not make (a command's
+    `git commit`): the resume does task 2 again instead of calling it verified by that commit."""
+    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    run_id = data["run_id"]
+    data["agent_state"]["plan"][1].update(status="running", attempts=1, max_attempts=2)
+    path.write_text(json.dumps(data))
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "-q", "-m", f"Create two.txt\n\nAgent-Run: {run_id}")
+    forged = head(repo)
+    srv = fake_server([make_done("two.txt"), finish(), finish()])
+    ran = run_in_process(repo, srv.url, None)
+    assert "not done again" not in ran.text
+    second = json.loads(path.read_text())["agent_state"]["plan"][1]
+    assert second["status"] == "verified" and second["commit"] not in (None, forged)
+    assert (repo / "two.txt").is_file()

@@ -87,8 +87,12 @@ def _passed(
     files = [f for f in ws.changed_files() if f not in held]
     if verdict.judge == "command" and verdict.command:
         task.check_changed = touched.check_files(list(cmds) or [verdict.command], files)
+    rt.state.committing = index  # the commit that follows is the harness's (a resume's proof)
     rt.save()  # a full disk or read-only state stops the run here, before anything is committed
-    task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
+    try:
+        task.commit = ws.commit(files, commit_message(task, run_id)) if files else None
+    finally:
+        rt.state.committing = None
     task.status = "verified"
     rt.state.last_error = None
     check = f"`{verdict.command}` exited 0" if verdict.command else verdict.reason[:200]

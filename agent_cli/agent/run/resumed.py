@@ -93,10 +93,13 @@ def adopt_unsaved_commit(state: AgentState, run: RunRecord, ws: Workspace) -> in
     between a verified task's commit and the save after it leaves that task `running` and
     the branch at a commit of this run that no task names. That commit is the task's (a
     commit is made only after every check passed), so the task is verified by it again,
-    never redone on top of it (which would leave it verified with no commit)."""
+    never redone on top of it (which would leave it verified with no commit). Only when the
+    state was saved on the way to that commit (`committing`): a commit a command made with
+    the run's trailer while the task ran, before the process died, proves nothing."""
     running = [i for i, t in enumerate(state.plan) if t.status == "running"]
     named = {t.commit for t in state.plan if t.commit}
-    if len(running) != 1 or ws.current_branch() != run.branch:
+    committing, state.committing = state.committing, None
+    if len(running) != 1 or committing != running[0] or ws.current_branch() != run.branch:
         return None
     head = ws.head()
     if head in named or not ws.has_run_commit(head, run.branch, run.run_id):

@@ -50,6 +50,9 @@ class AgentState(BaseModel):
     replans: int = 0  # re-plan checks the harness asked for after a task (max_replans)
     revisions: list[dict[str, Any]] = Field(default_factory=list)  # each PlanRevised, as saved
     closing_summary: str = ""  # the model's words for the human at the end of the run
+    # the task whose verified work is being committed, saved just before the commit: only
+    # then is a commit the state names nowhere the harness's own (`resumed.adopt_unsaved_commit`)
+    committing: int | None = None
 
     @field_validator("goal")
     @classmethod
