@@ -129,6 +129,19 @@ def test_a_task_that_fails_twice_is_rejected_and_left_uncommitted(fake_server, t
     )
 
 
+def test_a_re_plan_to_no_tasks_says_so_and_claims_no_check_passed(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), finish(), finish()])
+    assert run_in_process(repo, srv.url, "Create done.txt").code == 3
+    drop = call("revise_plan", keep=False, tasks=[], reason="nothing left to do")
+    srv = fake_server([drop])
+    ran = run_in_process(repo, srv.url, answer=Answer("replan", "drop it"))
+    done = ran.of("run_done")[0]
+    assert done["status"] == "nothing_to_do" and done["tasks"] == []
+    assert "the re-plan removed every task" in done["message"]
+    assert "passed before it started" not in done["message"]
+
+
 def test_an_invalid_plan_is_asked_for_once_more_with_the_reason(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     empty = {"tool": "submit_plan", "args": {"goal": "g", "tasks": [], "success_criteria": ""}}

@@ -110,6 +110,11 @@ def _settled_outcome(run: RunRecord, plan: list[Task]) -> RunOutcome:
     """The end of a run whose tasks all settled: what was verified, and by which proof."""
     idle = [i + 1 for i, t in enumerate(plan) if t.status == "nothing_to_do"]
     verified = [t for t in plan if t.status == "verified"]
+    if not plan:  # a re-plan you asked for replaced every task with none
+        run.status = "nothing_to_do"
+        return RunOutcome(
+            EXIT_OK, "no task is left: the re-plan removed every task; nothing is claimed verified"
+        )
     if not verified:
         run.status = "nothing_to_do"
         return RunOutcome(
