@@ -70,7 +70,11 @@ def append_line(path: str | Path, line: str, *, durable: bool = True) -> None:
 
 MiB = 1024 * 1024
 DEFAULT_MAX_BYTES = 64 * MiB
-_MODES = {"r": os.O_RDONLY, "a": os.O_WRONLY | os.O_APPEND | os.O_CREAT}
+_MODES = {
+    "r": os.O_RDONLY,
+    "a": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+    "rw": os.O_RDWR | os.O_CREAT,
+}
 _KINDS = {
     stat.S_IFDIR: "a directory",
     stat.S_IFIFO: "a FIFO",
@@ -85,7 +89,8 @@ class UnsafeFile(ValueError):
 
 
 def open_regular(path: str | Path, mode: str = "r", max_bytes: int = DEFAULT_MAX_BYTES) -> int:
-    """A descriptor on `path` ("r" to read, "a" to append, created 0644), never via a link.
+    """A descriptor on `path` ("r" to read, "a" to append, "rw" to read and write; created
+    0644 but to read), never via a link.
 
     UnsafeFile when `path` is a symlink, not a regular file, or larger than `max_bytes`;
     FileNotFoundError (an OSError) when a file to read is missing."""

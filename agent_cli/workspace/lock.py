@@ -17,10 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent_cli.core.atomic import UnsafeFile, open_regular, read_text
 from agent_cli.core.errors import StorageError, WorkspaceError
 
 # Waits between tries at an flock another process holds: a probe's lasts a moment, a run's lasts.
 PROBE_RETRIES_S = (0.01, 0.02, 0.04, 0.0)
+MAX_HOLDER_BYTES = 64 * 1024  # the holder's few fields
 
 
 class RunLock:
@@ -42,9 +44,11 @@ class RunLock:
         if self.held:
             return
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = open_regular(self.path, "r")
         except FileNotFoundError:
             return
+        except (OSError, UnsafeFile) as e:
+            raise _unusable(self.path, e) from None
         try:
             _flock_or_refuse(fd, self)
         finally:
@@ -55,7 +59,9 @@ class RunLock:
         while not self.held:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                fd = open_regular(self.path, "rw")  # never through a link, never a FIFO's wait
+            except UnsafeFile as e:
+                raise _unusable(self.path, e) from None
             except OSError as e:
                 raise StorageError(
                     f"cannot write {self.path}: {e.strerror or e}",
@@ -97,8 +103,8 @@ class RunLock:
     def holder(self) -> dict[str, Any] | None:
         """The pid and start time of the holder written in the file, or None."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(read_text(self.path, MAX_HOLDER_BYTES))
+        except (OSError, ValueError):  # UnsafeFile too: a link, a FIFO, not UTF-8
             return None
         return data if isinstance(data, dict) and isinstance(data.get("pid"), int) else None
 
@@ -150,8 +156,8 @@ def live_holder(path: str | Path) -> dict[str, Any] | None:
     takes the lock shared and drops it at once, so two probes never see each other."""
     lock = RunLock(path)
     try:
-        fd = os.open(lock.path, os.O_RDONLY)
-    except OSError:  # no file: no run; one that cannot be read names no one either
+        fd = open_regular(lock.path, "r")
+    except (OSError, UnsafeFile):  # no file: no run; one that cannot be read names no one either
         return None
     try:
         if _flock(fd, fcntl.LOCK_SH):
@@ -159,6 +165,15 @@ def live_holder(path: str | Path) -> dict[str, Any] | None:
     finally:
         os.close(fd)  # closing it drops the probe's lock
     return lock.holder() or {"pid": 0}
+
+
+def _unusable(path: Path, why: Exception) -> StorageError:
+    """The refusal of a lock path that is no regular file of its own (a link, a FIFO, a
+    directory): the lock would write through it, or wait on it for ever."""
+    return StorageError(
+        f"cannot take the run lock: {why}",
+        "remove it (the agent makes the lock file itself)",
+    )
 
 
 def _held_error(path: Path, holder: dict[str, Any] | None) -> WorkspaceError:

@@ -151,3 +151,24 @@ def test_a_child_process_does_not_inherit_the_lock(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_lock_path_that_is_a_link_or_a_fifo_is_refused_and_nothing_written(tmp_path, kind):
+    # a link would have the holder's JSON written over the file it names (a repository can
+    # commit .agent/run.lock as one), and opening a FIFO would wait for ever
+    from agent_cli.core.errors import StorageError
+    from agent_cli.workspace.lock import live_holder
+
+    mine = tmp_path / "precious.txt"
+    mine.write_text("mine\n")
+    path = tmp_path / "run.lock"
+    if kind == "symlink":
+        path.symlink_to(mine)
+    else:
+        os.mkfifo(path)
+    for take in (RunLock(path).acquire, RunLock(path).check):
+        with pytest.raises(StorageError, match="cannot take the run lock"):
+            take()
+    assert live_holder(path) is None and RunLock(path).holder() is None
+    assert mine.read_text() == "mine\n"
