@@ -64,3 +64,12 @@ def unusable(text: str) -> str:
     except UnicodeEncodeError:
         return "is not valid UTF-8 text"
     return ""
+
+
+def readable(text: str) -> str:
+    """`text` as UTF-8 can carry it: bytes that were not UTF-8 (a file name git or the OS gave,
+    decoded to lone surrogates) shown as `\\xNN` escapes, so no request or record fails on it."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

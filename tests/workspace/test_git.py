@@ -364,6 +364,13 @@ def test_list_files_lists_tracked_and_untracked_but_not_ignored_or_deleted(repo)
     assert GitRepo(repo).list_files() == [".gitignore", "a.txt", "new.py"]
 
 
+def test_list_files_shows_a_name_that_is_not_utf8_escaped_so_the_plan_request_can_carry_it(repo):
+    (Path(os.fsdecode(bytes(repo) + b"/caf\xe9.txt"))).write_bytes(b"x\n")
+    names = GitRepo(repo).list_files()
+    assert "caf\\xe9.txt" in names
+    "\n".join(names).encode("utf-8")  # what the planner's request is made of
+
+
 def test_diff_shows_changes_and_new_files_but_not_the_protected_ones(repo):
     (repo / "b.txt").write_text("user change\n")
     gr = GitRepo(repo)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import GitError
-from agent_cli.core.text import some
+from agent_cli.core.text import readable, some
 from agent_cli.workspace.git import traps
 from agent_cli.workspace.git.handle import LogEntry, RepoHandle
 from agent_cli.workspace.git.identity import RepoIdentity, repo_identity
@@ -374,9 +374,11 @@ class GitRepo:
             self._run("update-index", "--force-remove", "--", *new, env=env)
 
     def list_files(self) -> list[str]:
-        """Tracked and untracked files in the work tree that git does not ignore."""
+        """Tracked and untracked files in the work tree that git does not ignore, for the model
+        to read (a name that is not UTF-8 shown with escapes: no request could carry it)."""
         out = self._probe_out("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        return sorted(p for p in set(out.split("\0")) if p and os.path.lexists(self.root / p))
+        names = (p for p in set(out.split("\0")) if p and os.path.lexists(self.root / p))
+        return sorted(readable(p) for p in names)
 
     def diff(self, protected: Iterable[str] = frozenset()) -> str:
         """Unified diff from HEAD of the changed paths (new files included), protected ones left out."""
