@@ -4,6 +4,7 @@ with a tool error the model reads, never turned into text and acted on."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -48,3 +49,13 @@ def test_an_optional_text_argument_may_be_left_null(tmp_path):
         ToolCall(id="c1", name="search", arguments='{"pattern": "needle", "path": null}')
     )
     assert result.ok and "a.txt" in result.text
+
+
+@pytest.mark.parametrize(
+    "name, args", [("list_dir", {"path": "."}), ("search", {"pattern": "needle"})]
+)
+def test_a_file_name_that_is_not_utf8_reaches_the_result_escaped(tmp_path, name, args):
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_text("needle\n")
+    result = _toolbox(tmp_path).execute(ToolCall(id="c1", name=name, arguments=json.dumps(args)))
+    assert result.ok and "caf\\xe9.txt" in result.text
+    result.text.encode("utf-8")  # what every request, record and journal line is made of

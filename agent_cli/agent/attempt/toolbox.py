@@ -19,7 +19,7 @@ from agent_cli.core import fences, strictjson
 from agent_cli.core.errors import AgentError
 from agent_cli.core.models import ToolCall
 from agent_cli.core.redact import redact
-from agent_cli.core.text import shorten
+from agent_cli.core.text import readable, shorten
 from agent_cli.llm.base import function_tool
 
 if TYPE_CHECKING:
@@ -120,6 +120,12 @@ class ToolResult:
     finished: bool = False
     path: str = ""  # the file a read or a write was about, relative to the root
     diff: str = ""  # the whole diff of a change, for the console, when `text` shows less
+
+    def __post_init__(self) -> None:
+        # A file name that is not UTF-8 (from list_dir, search, a diff) reaches every request,
+        # record and journal line the result goes into: shown with escapes, none fails on it.
+        self.text, self.summary = readable(self.text), readable(self.summary)
+        self.subject, self.diff = readable(self.subject), readable(self.diff)
 
     def memory_summary(self) -> str:
         """The summary of the working-memory item made from this result."""
