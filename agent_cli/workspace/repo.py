@@ -14,8 +14,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from agent_cli.core.errors import GitError
 from agent_cli.core.redact import redact
-from agent_cli.core.text import some
+from agent_cli.core.text import readable, some, unusable
 from agent_cli.workspace import aside, userwork
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
@@ -73,7 +74,15 @@ class RepoWorkspace:
     def preflight(self, allow_dirty: bool) -> set[str]:
         """Refuse repository states a run must not start in; keep the user's changed paths."""
         self._after_a_killed_run()
-        self.protected = self.git.preflight(allow_dirty)
+        changed = self.git.preflight(allow_dirty)
+        unnamed = sorted(readable(p) for p in changed if unusable(p))
+        if unnamed:  # the run's record keeps the user's changed paths, as UTF-8 text
+            raise GitError(
+                f"a file you changed has a name that is not UTF-8 text ({some(unnamed)}); the "
+                "run could not record it to keep your change",
+                "commit or stash that change first, or run with --worktree",
+            )
+        self.protected = changed
         return set(self.protected)
 
     def resume_on(self, branch: str, protected: Iterable[str]) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from agent_cli.core.errors import GitError
 from agent_cli.workspace.git.repository import GitRepo
+from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
 
 
 def git(repo: Path, *args: str, check: bool = True) -> str:
@@ -146,6 +147,16 @@ def test_allowed_dirty_work_is_returned_as_the_protected_set(repo):
     git(repo, "mv", "b.txt", "renamed.txt")
     protected = GitRepo(repo).preflight(allow_dirty=True)
     assert protected == {"a.txt", "staged.txt", "new dir/untracked é.txt", "renamed.txt", "b.txt"}
+
+
+def test_allowed_dirty_work_in_a_file_whose_name_is_not_utf8_is_refused_in_one_line(repo):
+    (repo / os.fsdecode(b"caf\xe9.txt")).write_text("mine\n")
+    git_repo = GitRepo(repo)
+    ws = RepoWorkspace(git_repo, CommandRunner(repo, [git_repo.git_dir], timeout_s=30, env={}))
+    with pytest.raises(GitError, match=r"not UTF-8 text \(caf\\xe9.txt\)") as err:
+        ws.preflight(allow_dirty=True)  # the run's record could not keep the path
+    assert "--worktree" in err.value.hint
+    assert (repo / os.fsdecode(b"caf\xe9.txt")).read_text() == "mine\n"
 
 
 # --- exclude and branches ----------------------------------------------------------------------
