@@ -20,7 +20,7 @@ from agent_cli.agent.run.store import RunStore, new_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
-from agent_cli.core.text import some
+from agent_cli.core.text import readable, some
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.worktree import Worktrees, main_work_tree
 from agent_cli.workspace.lock import RunLock
@@ -145,7 +145,7 @@ def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
     finally:
         main.close()
     if dirty:
-        shown = some(sorted(dirty), 3)
+        shown = some(sorted(readable(p) for p in dirty), 3)  # a name may not be UTF-8
         console.emit(
             Notice(
                 text=f"your uncommitted changes ({shown}) are not in the worktree: "
