@@ -331,6 +331,18 @@ def test_rewind_keeps_a_commit_the_user_added_to_the_runs_branch(agent, repo):
     assert tip(repo, "keep") == mine and tip(repo, "agent/run-u") != mine
 
 
+def test_rewind_keeps_the_users_amend_of_a_runs_commit_though_it_keeps_the_trailer(agent, repo):
+    seed(repo, "run-a", ["verified"])
+    git(repo, "switch", "-q", "agent/run-a")
+    (repo / "run-a-1.txt").write_text("the user's fix of the run's work\n")
+    git(repo, "commit", "-q", "-a", "--amend", "--no-edit")  # the message, trailer too, stays
+    amended = tip(repo, "HEAD")
+    git(repo, "switch", "-q", "main")
+    code, _, err = agent("rewind", "run-a", "--yes", "--repo", str(repo))
+    assert code == 1 and "did not make" in err and amended[:12] in err
+    assert tip(repo, "agent/run-a") == amended  # nothing moved, nothing lost
+
+
 def test_clean_branches_keeps_a_resumable_run_and_a_branch_no_run_made(agent, repo):
     seed(repo, "run-back", ["verified", "verified"])
     code, _, err = agent("rewind", "run-back", "--yes", "--repo", str(repo))

@@ -148,6 +148,7 @@ def _may_be_starting(record: RunRecord, holder: dict[str, Any], holds: str) -> A
 def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> None:
     """Rewind `record`, its resume held off: the checks, the confirmation, the move, the state."""
     from agent_cli.agent.run import rewind as rewinding
+    from agent_cli.agent.run.resumed import saved_state
     from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
     from agent_cli.core.text import shorten
 
@@ -184,7 +185,8 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
             f"{goal.commit[:12]} ({goal.label}) is not on {branch} any more; nothing was changed",
             f"look at the branch with git log {branch}",
         )
-    foreign = place.git.foreign_commits(branch, goal.commit, f"Agent-Run: {record.run_id}")
+    own = {t.commit for t in saved_state(record).plan if t.commit}  # what its tasks committed
+    foreign = place.git.foreign_commits(branch, goal.commit, f"Agent-Run: {record.run_id}", own)
     if foreign:
         sha, subject = foreign[0]
         more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""

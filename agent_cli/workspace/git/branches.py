@@ -8,6 +8,7 @@ being lost. Every git process goes through `handle.RepoHandle` (the safe environ
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,15 +83,18 @@ class AgentBranches:
         """Whether `commit` is reachable from `of` (a commit or a branch)."""
         return self._handle.run(["merge-base", "--is-ancestor", commit, of])[0] == 0
 
-    def foreign_commits(self, branch: str, since: str, trailer: str) -> list[tuple[str, str]]:
-        """The commits on `branch` after `since` whose message lacks the line `trailer` and
-        that no other branch, tag or remote has: (sha, subject) of each, newest first. Moving
-        `branch` back to `since` would leave them reachable from nothing but the reflog."""
+    def foreign_commits(
+        self, branch: str, since: str, trailer: str, own: Collection[str]
+    ) -> list[tuple[str, str]]:
+        """The commits on `branch` after `since` that are not the run's (one of `own` whose
+        message has the line `trailer`; a commit amended by hand keeps the line, not the sha)
+        and that no other branch, tag or remote has: (sha, subject) of each, newest first.
+        Moving `branch` back to `since` would leave them reachable from nothing but the reflog."""
         out = self._run("log", "--format=%H%x1f%s%x1f%B%x1e", f"{since}..refs/heads/{branch}", "--")
         found = []
         for entry in out.split("\x1e"):
             fields = entry.strip("\n").split("\x1f")
-            if len(fields) == 3 and trailer not in fields[2].splitlines():
+            if len(fields) == 3 and (fields[0] not in own or trailer not in fields[2].splitlines()):
                 holders = self._run(
                     "for-each-ref",
                     "--format=%(refname)",
