@@ -101,6 +101,22 @@ def test_clean_removes_a_finished_worktree_and_keeps_a_rejected_one_without_forc
     assert (code, out.strip()) == (0, "nothing to clean")
 
 
+@pytest.mark.parametrize("statuses", [["verified"], ["verified", "rejected"]])
+def test_clean_keeps_a_worktree_whose_detached_head_holds_commits_no_branch_has(
+    agent, repo, statuses
+):
+    tree = seed(repo, "run-d", statuses, worktree=True)
+    git(tree, "switch", "-q", "--detach")
+    (tree / "mine.txt").write_text("the user's own work\n")
+    git(tree, "add", "mine.txt")
+    git(tree, "commit", "-q", "-m", "my own change")
+    mine = tip(tree, "HEAD")
+    code, out, err = agent("clean", "--force", "--repo", str(repo))
+    assert code == 0, err
+    assert f"kept {tree.resolve()}: its detached HEAD holds commits no branch has" in out
+    assert tip(tree, "HEAD") == mine  # the work tree, and the commit with it, stay
+
+
 def test_clean_branches_deletes_only_merged_agent_branches(agent, repo):
     seed(repo, "run-merged", ["verified"], merged=True)
     seed(repo, "run-open", ["verified"])

@@ -292,6 +292,12 @@ def clean(place: Place, branches: bool, force: bool) -> list[str]:
         if run_id in live:
             said.append(f"kept {tree.path}: run {run_id} is in progress")
             continue
+        if tree.branch is None and tree.head and not place.git.on_a_ref(tree.head):
+            said.append(
+                f"kept {tree.path}: its detached HEAD holds commits no branch has (keep them: "
+                f"git -C {tree.path} switch -c NAME)"
+            )
+            continue  # even with --force: removing the tree would lose them
         why_kept = _why_kept(place, tree.path, run_id)
         if why_kept and not force:
             said.append(f"kept {tree.path}: {why_kept} (--force removes it)")

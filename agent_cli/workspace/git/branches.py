@@ -108,6 +108,21 @@ class AgentBranches:
                     found.append((fields[0], fields[1]))
         return found
 
+    def on_a_ref(self, commit: str) -> bool:
+        """Whether a branch, tag or remote has `commit` (a work tree's detached HEAD that none
+        has holds commits only that tree's HEAD keeps)."""
+        held = self._run(
+            "for-each-ref",
+            "--count=1",
+            "--format=%(refname)",
+            "--contains",
+            commit,
+            "refs/heads/",
+            "refs/tags/",
+            "refs/remotes/",
+        )
+        return bool(held.strip())
+
     def resolve(self, rev: str) -> str | None:
         """The commit `rev` names, or None."""
         code, out, _ = self._handle.run(["rev-parse", "--verify", "-q", f"{rev}^{{commit}}"])
