@@ -117,6 +117,17 @@ def test_clean_keeps_a_worktree_whose_detached_head_holds_commits_no_branch_has(
     assert tip(tree, "HEAD") == mine  # the work tree, and the commit with it, stay
 
 
+def test_a_worktree_git_will_not_remove_is_kept_and_the_others_are_cleaned(agent, repo):
+    locked = seed(repo, "run-a", ["verified"], worktree=True)
+    done = seed(repo, "run-b", ["verified"], worktree=True)
+    git(repo, "worktree", "lock", "--reason", "on a slow disk", str(locked))
+    code, out, err = agent("clean", "--force", "--repo", str(repo))
+    assert code == 0, err
+    assert f"kept {locked.resolve()}: git worktree failed: fatal: cannot remove a locked" in out
+    assert f"removed worktree {done.resolve()}" in out
+    assert locked.exists() and not done.exists()
+
+
 def test_clean_branches_deletes_only_merged_agent_branches(agent, repo):
     seed(repo, "run-merged", ["verified"], merged=True)
     seed(repo, "run-open", ["verified"])

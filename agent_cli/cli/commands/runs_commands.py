@@ -282,6 +282,8 @@ def clean_command(
 
 def clean(place: Place, branches: bool, force: bool) -> list[str]:
     """Remove what may go; one line for each thing removed or kept."""
+    from agent_cli.core.errors import GitError
+
     live = {h["run_id"] for h in live_holders(place.state_dir)}
     place.git.forget_missing(place.worktrees_dir)
     said = []
@@ -302,7 +304,11 @@ def clean(place: Place, branches: bool, force: bool) -> list[str]:
         if why_kept and not force:
             said.append(f"kept {tree.path}: {why_kept} (--force removes it)")
             continue
-        place.git.remove_worktree(tree.path, force=bool(why_kept))
+        try:
+            place.git.remove_worktree(tree.path, force=bool(why_kept))
+        except GitError as e:  # locked, or holding a submodule: git says why; the rest go on
+            said.append(f"kept {tree.path}: {' '.join(e.message.split())}")
+            continue
         said.append(f"removed worktree {tree.path}" + (f" ({why_kept})" if why_kept else ""))
     if branches:
         said += _clean_branches(place, live)
