@@ -6,6 +6,7 @@ own clean worktree, and refuses a state naming a user's branch or a worktree wit
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -126,6 +127,20 @@ def test_a_worktree_git_will_not_remove_is_kept_and_the_others_are_cleaned(agent
     assert f"kept {locked.resolve()}: git worktree failed: fatal: cannot remove a locked" in out
     assert f"removed worktree {done.resolve()}" in out
     assert locked.exists() and not done.exists()
+
+
+def test_a_locked_worktree_whose_folder_is_gone_holds_up_no_clean_and_no_rewind(agent, repo):
+    away = seed(repo, "run-a", ["verified"], worktree=True)
+    done = seed(repo, "run-b", ["verified"], worktree=True)
+    seed(repo, "run-c", ["verified"])
+    git(repo, "worktree", "lock", "--reason", "on a drive not mounted now", str(away))
+    shutil.rmtree(away)  # as the drive unmounted looks
+    code, out, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    assert f"removed worktree {done.resolve()}" in out and f"kept {away.resolve()}" in out
+    code, out, err = agent("rewind", "run-c", "--yes", "--repo", str(repo))
+    assert code == 0, err
+    assert str(away.resolve()) in git(repo, "worktree", "list")  # git still knows it, locked
 
 
 def test_clean_branches_deletes_only_merged_agent_branches(agent, repo):

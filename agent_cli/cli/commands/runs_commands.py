@@ -294,6 +294,9 @@ def clean(place: Place, branches: bool, force: bool) -> list[str]:
         if run_id in live:
             said.append(f"kept {tree.path}: run {run_id} is in progress")
             continue
+        if not tree.path.exists():  # forget_missing left it: locked, on a drive not here now
+            said.append(f"kept {tree.path}: it is locked and not here (git worktree unlock)")
+            continue
         if tree.branch is None and tree.head and not place.git.on_a_ref(tree.head):
             said.append(
                 f"kept {tree.path}: its detached HEAD holds commits no branch has (keep them: "

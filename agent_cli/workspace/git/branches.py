@@ -26,6 +26,7 @@ class Worktree:
     head: str
     branch: str | None  # short name; None when detached
     main: bool  # the repository's main work tree (the user's checkout)
+    locked: bool = False  # `git worktree lock`: git itself never prunes it
 
 
 class AgentBranches:
@@ -57,6 +58,7 @@ class AgentBranches:
                     head=fields.get("HEAD", ""),
                     branch=branch,
                     main=not trees,
+                    locked="locked" in fields,
                 )
             )
         return trees
@@ -178,7 +180,9 @@ class AgentBranches:
         Not `git worktree prune`: that forgets every missing work tree of the repository,
         the user's own too (one on a drive not mounted now loses its index)."""
         for tree in self.worktrees():
-            if not tree.main and tree.path.parent == within and not tree.path.exists():
+            if tree.main or tree.locked or tree.path.parent != within:
+                continue  # a locked tree may be on a drive not mounted now: git keeps it too
+            if not tree.path.exists():
                 self._run("worktree", "remove", "--force", "--", str(tree.path))
 
     def _run(self, *args: str) -> str:
