@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent_cli.cli.batch.goals import Goal, read_goals
@@ -66,3 +68,8 @@ def test_a_wrong_goal_is_named_in_one_line(tmp_path, name, text, says):
 def test_a_missing_file(tmp_path):
     with pytest.raises(UsageError, match="cannot read the batch file"):
         read_goals(tmp_path / "none.toml")
+
+
+def test_a_file_that_never_ends_is_refused_after_the_bound(tmp_path):
+    with pytest.raises(UsageError, match=r"/dev/zero: it holds more than 16,777,216 bytes"):
+        read_goals(Path("/dev/zero"))  # read whole, it would take every byte of memory

@@ -24,6 +24,8 @@ TOML_SUFFIXES = (".toml",)
 # Each goal and acceptance command is one argument of its run's command line, which the
 # kernel bounds (128 KiB an argument, and the whole line with the environment).
 MAX_FIELD_BYTES = 32_000
+# The whole file, read at most this far: a device that never ends (/dev/zero) is no goals file.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 _EXAMPLE = '[[goals]]\ngoal = "Add a median function"\naccept = ["pytest -q"]'
 
 
@@ -69,8 +71,12 @@ def read_goals(path: Path) -> list[Goal]:
     """The goals in `path` (TOML when it ends in .toml, else JSON lines); a UsageError naming
     the file, the goal and the field when one is wrong."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        with path.open("rb") as f:  # a pipe (<(…)) is read too, as far as the bound
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise ValueError(f"it holds more than {MAX_FILE_BYTES:,} bytes")
+        text = data.decode("utf-8")
+    except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
         raise UsageError(
             f"cannot read the batch file {path}: {getattr(e, 'strerror', None) or e}",
             "give a TOML file of [[goals]] tables or a JSON-lines file",
