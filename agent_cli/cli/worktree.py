@@ -21,9 +21,10 @@ from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
 from agent_cli.core.text import readable, some
+from agent_cli.workspace.git.branches import AgentBranches
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.worktree import Worktrees, main_work_tree
-from agent_cli.workspace.lock import RunLock
+from agent_cli.workspace.lock import RunLock, live_holder
 
 WORKTREES = "worktrees"  # under the state directory
 FINISHED_CLEAN = ("verified", "nothing_to_do")
@@ -144,6 +145,7 @@ def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
         head, branch = main.head(), main.current_branch() or ""
     finally:
         main.close()
+    head, branch = _users_head(main.root, state_dir, head, branch)
     if dirty:
         shown = some(sorted(readable(p) for p in dirty), 3)  # a name may not be UTF-8
         console.emit(
@@ -166,6 +168,26 @@ def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
     finally:
         trees.close()
     return WorktreePlace(run_id, path, branch, main.root, created=True, lock=lock)
+
+
+def _users_head(root: Path, state_dir: Path, head: str, branch: str) -> tuple[str, str]:
+    """Where a new worktree run starts: the checkout's HEAD, but when that is the branch of the
+    run going in the checkout (worktree = "auto" is why this run is not there), the branch that
+    run started from: the user's, not another run's work in progress."""
+    holder = live_holder(checkout_lock(state_dir, root)) or {}
+    run_id = holder.get("run_id")
+    if not isinstance(run_id, str) or branch != f"agent/{run_id}":
+        return head, branch
+    try:
+        base = RunStore(state_dir, repo=str(root.resolve())).load(run_id).base_branch
+    except AgentError:
+        return head, branch
+    branches = AgentBranches(root)
+    try:
+        tip = branches.tip(base) if base and not base.startswith("agent/") else None
+    finally:
+        branches.close()
+    return (tip, base) if tip else (head, branch)
 
 
 def _release(lock: RunLock, run_dir: Path) -> None:
