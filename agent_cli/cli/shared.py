@@ -31,6 +31,11 @@ def find_repo(start: Path | None) -> Path:
         if (d / ".git").exists():
             return d
         if (d / "HEAD").is_file() and (d / "objects").is_dir() and (d / "refs").is_dir():
+            if d.name == ".git":  # a work tree's own git directory, not a bare repository
+                raise WorkspaceError(
+                    f"{d} is the git directory of {d.parent}, not a work tree",
+                    f"run in {d.parent} (or pass --repo {d.parent})",
+                )
             raise WorkspaceError(
                 f"{d} is a bare git repository: it has no work tree to work in",
                 f"clone it (git clone {d} DIR) and run in the clone",

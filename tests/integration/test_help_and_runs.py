@@ -333,6 +333,16 @@ def test_a_bare_repository_is_named_as_one(agent, tmp_path):
     assert code == 1 and "is a bare git repository: it has no work tree" in err
 
 
+def test_a_work_trees_git_directory_is_named_as_one_not_as_a_bare_repository(agent, scratch_repo):
+    for where in (scratch_repo / ".git", scratch_repo / ".git" / "refs"):
+        code, _, err = agent("runs", "--repo", str(where))
+        assert code == 1 and "bare" not in err, err
+        assert err.strip().endswith(
+            f"{scratch_repo}/.git is the git directory of {scratch_repo}, not a work tree "
+            f"(run in {scratch_repo} (or pass --repo {scratch_repo}))"
+        ), err
+
+
 def test_a_file_given_as_the_repository_is_refused_in_one_line(agent, scratch_repo):
     (scratch_repo / "notes.txt").write_text("not a directory\n")
     for args in (["runs"], ["doctor"], ["memory", "show"]):
