@@ -174,6 +174,22 @@ def test_exclude_hides_the_state_directory_once(repo):
     assert gr.preflight(allow_dirty=False) == set()
 
 
+def test_exclude_keeps_the_users_lines_in_another_encoding_byte_for_byte(repo):
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.write_bytes(b"caf\xe9.log\n")  # a pattern for a file named in Latin-1
+    assert GitRepo(repo).exclude() is True
+    assert exclude.read_bytes() == b"caf\xe9.log\n.agent/\n"
+    assert GitRepo(repo).exclude() is False
+
+
+def test_an_exclude_file_that_cannot_be_written_is_a_git_error_naming_it(repo):
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.unlink()
+    exclude.mkdir()
+    with pytest.raises(GitError, match=r"cannot add \.agent/ to .*exclude: Is a directory"):
+        GitRepo(repo).exclude()
+
+
 def test_exclude_keeps_existing_lines_without_a_final_newline(repo):
     path = repo / ".git" / "info" / "exclude"
     path.write_text("# mine\n*.tmp")

@@ -611,10 +611,21 @@ def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
 
 
 def _add_line(path: Path, pattern: str) -> bool:
-    """Append `pattern` to the exclude file at `path` unless it is there; True when added."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if pattern in (line.strip() for line in text.splitlines()):
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text + ("\n" if text and not text.endswith("\n") else "") + pattern + "\n")
+    """Append `pattern` to the exclude file at `path` unless it is there; True when added.
+
+    Bytes, as git reads the file: a pattern of the user's may name a file in another encoding."""
+    line = pattern.encode("utf-8", "surrogateescape")
+    try:
+        data = path.read_bytes() if path.exists() else b""
+        if line in (held.strip() for held in data.splitlines()):
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(
+            path, data + (b"\n" if data and not data.endswith(b"\n") else b"") + line + b"\n"
+        )
+    except OSError as e:
+        raise GitError(
+            f"cannot add {pattern} to {path}: {e.strerror or e}",
+            f"make {path} a file you can write, or add the line {pattern} to it yourself",
+        ) from None
     return True
