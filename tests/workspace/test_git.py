@@ -266,6 +266,22 @@ def test_changed_files_lists_agent_changes_and_leaves_out_the_protected(repo):
     assert gr.changed_files() == ["a.txt", "b.txt", "pkg/new.py"]
 
 
+def test_a_file_written_outside_a_sparse_checkouts_cone_is_committed(repo):
+    (repo / "src").mkdir()
+    (repo / "src" / "m.py").write_text("m\n")
+    git(repo, "add", "src")
+    git(repo, "commit", "-q", "-m", "src")
+    git(repo, "sparse-checkout", "set", "--cone", "src")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "new.md").write_text("the task's file\n")
+    gr = GitRepo(repo)
+    assert "docs/new.md" in gr.diff()
+    sha = gr.commit_paths(["docs/new.md"], "Agent: task 1")
+    assert sha == gr.head()
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["docs/new.md"]
+    assert status(repo) == ""
+
+
 def test_commit_paths_commits_exactly_those_paths_including_deletions(repo):
     gr = GitRepo(repo)
     (repo / "a.txt").write_text("two\n")

@@ -313,7 +313,7 @@ class GitRepo:
         self._check_can_commit()
         before = self.head()
         with self._temporary_index() as env:
-            self._run("add", "-A", "--", *wanted, env=env)
+            self._run("add", "-A", *self._sparse(), "--", *wanted, env=env)
             self._drop_new_gitlinks(env)
             if self._try("diff-index", "--cached", "--quiet", "HEAD", env=env)[0] == 0:
                 return None
@@ -348,6 +348,12 @@ class GitRepo:
         return [
             p for p in committable(self.root, paths) if not where_secret(self.root, p, self.secrets)
         ]
+
+    def _sparse(self) -> list[str]:
+        """`--sparse` for `git add` in a sparse checkout: a file the run wrote outside its cone
+        is committed like any other, where git would refuse to add it."""
+        code, out, _ = self._try("config", "--bool", "core.sparseCheckout")
+        return ["--sparse"] if code == 0 and out.strip() == "true" else []
 
     def _check_can_commit(self) -> None:
         """Refuse to commit off the run's branch or while git's index is locked."""
@@ -386,7 +392,7 @@ class GitRepo:
         if not wanted:
             return ""
         with self._temporary_index() as env:
-            self._run("add", "-A", "--", *wanted, env=env)
+            self._run("add", "-A", *self._sparse(), "--", *wanted, env=env)
             return self._run("diff", "--no-ext-diff", "--no-textconv", "--cached", "HEAD", env=env)
 
     def tree(self, protected: Iterable[str] = frozenset()) -> str:
@@ -394,7 +400,7 @@ class GitRepo:
         wanted = self._known_paths(self._stageable(self.changed_files(protected)))
         with self._temporary_index() as env:
             if wanted:
-                self._run("add", "-A", "--", *wanted, env=env)
+                self._run("add", "-A", *self._sparse(), "--", *wanted, env=env)
             return self._run("write-tree", env=env).strip()
 
     def changed_since(self, tree: str, branch: str) -> set[str]:
