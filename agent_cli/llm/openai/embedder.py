@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent_cli.core.redact import redact
 from agent_cli.llm.openai.client import make_client
 from agent_cli.llm.openai.errors import SetBy, converted
+from agent_cli.llm.wire.vectors import read_vectors
 
 
 class OpenAIEmbedder:
@@ -34,12 +35,15 @@ class OpenAIEmbedder:
         return self._dim
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, in order."""
+        """One vector per text, in order; ModelError when the endpoint sends anything else
+        (wire/vectors.py). Asked for as floats: the body is read by us, not the SDK."""
         if not texts:
             return []
         with converted(self.base_url, self.model, set_by=SetBy(model="embedding_model")):
             sent = [redact(t, self.secrets) for t in texts]
-            resp = self._client.embeddings.create(model=self.model, input=sent)
-        vectors = [d.embedding for d in sorted(resp.data, key=lambda d: d.index)]
-        self._dim = len(vectors[0]) if vectors else self._dim
+            raw = self._client.embeddings.with_raw_response.create(
+                model=self.model, input=sent, encoding_format="float"
+            ).content
+        vectors = read_vectors(raw, len(texts), self._dim, self.base_url)
+        self._dim = len(vectors[0])
         return vectors

@@ -1,0 +1,69 @@
+"""What an /embeddings endpoint sends is checked before memory uses it: an empty list, nulls,
+NaN, an HTML page, an error object, too few vectors or a changed dimension are one ModelError
+naming the endpoint, never an internal error in memory later."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from agent_cli.core.errors import ModelError
+from agent_cli.llm.openai.embedder import OpenAIEmbedder
+from httpkit import Answer, loopback, send
+
+__all__ = ["loopback"]
+
+
+def _rows(*vectors: object) -> str:
+    return json.dumps(
+        {"object": "list", "data": [{"index": i, "embedding": v} for i, v in enumerate(vectors)]}
+    )
+
+
+ODD = {
+    "an empty list": (json.dumps({"object": "list", "data": []}), "0 vectors for 2 texts"),
+    "nulls": (_rows(None, None), "not a list of finite numbers"),
+    "NaN": (_rows([0.1, 0.2], [0.3, 0.4]).replace("0.1", "NaN"), "not usable JSON"),
+    "an HTML page": ("<html><body>Bad gateway</body></html>", "not usable JSON"),
+    "an error in a 200": (
+        json.dumps({"error": {"message": "model not loaded"}}),
+        "model not loaded",
+    ),
+    "too few vectors": (_rows([0.1, 0.2]), "1 vector for 2 texts"),
+    "text in a vector": (_rows([0.1, "x"], [0.3, 0.4]), "not a list of finite numbers"),
+    "two lengths": (_rows([0.1, 0.2], [0.3]), "vectors of 1, 2 dimensions"),
+    "Ollama's native shape": (json.dumps({"embeddings": [[0.1], [0.2]]}), "no list of vectors"),
+}
+
+
+@pytest.mark.parametrize("case", list(ODD))
+def test_an_odd_embeddings_answer_is_a_model_error(loopback: Callable[[Answer], str], case: str):
+    body, said = ODD[case]
+    url = loopback(lambda h: send(h, body, "application/json"))
+    embedder = OpenAIEmbedder(base_url=url, api_key=None, model="emb", timeout_s=5)
+    with pytest.raises(ModelError, match="/embeddings answered with") as raised:
+        embedder.embed(["one", "two"])
+    assert said in str(raised.value)
+
+
+def test_vectors_come_back_in_input_order_and_a_changed_dimension_is_refused(
+    loopback: Callable[[Answer], str],
+):
+    answers = [
+        json.dumps(
+            {"data": [{"index": 1, "embedding": [0, 1]}, {"index": 0, "embedding": [1, 0]}]}
+        ),
+        _rows([0.5, 0.5, 0.5]),
+    ]
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        send(handler, answers.pop(0), "application/json")
+
+    url = loopback(answer)
+    embedder = OpenAIEmbedder(base_url=url, api_key=None, model="emb", timeout_s=5)
+    assert embedder.embed(["a", "b"]) == [[1.0, 0.0], [0.0, 1.0]]
+    with pytest.raises(ModelError, match=r"3 dimensions \(it gave 2 before\)"):
+        embedder.embed(["c"])
