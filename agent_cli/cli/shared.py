@@ -64,6 +64,8 @@ def make_embedder(settings: Settings) -> Embedder:
         api_key=settings.key(),
         model=settings.embedding_model,
         secrets=settings.secrets(),
+        max_retries=settings.max_retries,
+        backoff_s=settings.retry_backoff_s,
     )
 
 

@@ -67,3 +67,23 @@ def test_vectors_come_back_in_input_order_and_a_changed_dimension_is_refused(
     assert embedder.embed(["a", "b"]) == [[1.0, 0.0], [0.0, 1.0]]
     with pytest.raises(ModelError, match=r"3 dimensions \(it gave 2 before\)"):
         embedder.embed(["c"])
+
+
+def test_a_busy_embeddings_endpoint_is_asked_again_and_a_refusal_is_not(
+    loopback: Callable[[Answer], str],
+):
+    busy = json.dumps({"error": {"message": "busy, try later"}})
+    answers = [(503, busy), (429, busy), (200, _rows([0.6, 0.8])), (400, busy)]
+    asked = []
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        status, body = answers.pop(0)
+        asked.append(status)
+        send(handler, body, "application/json", status)
+
+    url = loopback(answer)
+    embedder = OpenAIEmbedder(base_url=url, api_key=None, model="emb", timeout_s=5, backoff_s=0.01)
+    assert embedder.embed(["a"]) == [[0.6, 0.8]]
+    with pytest.raises(ModelError, match="rejected the request"):
+        embedder.embed(["b"])
+    assert asked == [503, 429, 200, 400]

@@ -146,6 +146,19 @@ def convert(
     return ModelError(f"the model call failed: {e}", "run `agent doctor`")
 
 
+SdkError = openai.OpenAIError  # what any SDK call may raise, for modules that do not import it
+
+
+def transient(e: BaseException) -> bool:
+    """Whether a failed request may succeed when sent again: the server busy (429, 502, 503,
+    504), a timeout, or a connection that broke (not one refused, nor sent elsewhere)."""
+    if isinstance(e, openai.APIStatusError):
+        return e.status_code in failures.BUSY_STATUSES
+    if isinstance(e, openai.APIConnectionError):  # a timeout is one
+        return not failures.refused(e) and not failures.misdirected(e)
+    return False
+
+
 @contextmanager
 def converted(
     base_url: str, model: str, timeout_s: float = 0, set_by: SetBy = DEFAULT_SET_BY
