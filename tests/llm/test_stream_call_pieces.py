@@ -1,6 +1,6 @@
 """Which tool call a streamed piece belongs to, as servers other than OpenAI's send them: the
 whole name repeated in every piece, calls without an `index` told apart by their `id`, an
-`index` that is null or text. Served over real SSE by a loopback server."""
+`index` that is null or text, one id given to several calls. Served over real SSE by a loopback server."""
 
 from __future__ import annotations
 
@@ -87,3 +87,15 @@ def test_an_index_that_is_no_number_is_read_not_a_crash(sse_server, index):
         ]
     )
     assert _calls(url) == [("c1", "read_file", ARGS), ("c2", "note", '{"text": "x"}')]
+
+
+def test_calls_that_share_an_id_get_ids_of_their_own(sse_server):
+    # Each tool result is paired with its call by id: a shared id would pair them wrongly,
+    # and a strict server refuses tool results that share one.
+    url = sse_server(
+        [
+            _piece(index=0, id="c1", function={"name": "read_file", "arguments": ARGS}),
+            _piece(index=1, id="c1", function={"name": "note", "arguments": '{"text": "x"}'}),
+        ]
+    )
+    assert _calls(url) == [("c1", "read_file", ARGS), ("c1_1", "note", '{"text": "x"}')]

@@ -4,7 +4,9 @@ Bodies are parsed strictly (`agent_cli.core.strictjson`): `NaN`, `Infinity`, num
 overflow, huge integers and deep nesting make the reply a `MalformedReply`, never an
 internal error later on. A token count in `usage` is believed up to `MAX_COUNT`; one that is
 not a number (text, a list) counts as 0, since odd usage costs its numbers, not the reply.
-Tool-call arguments are passed on as the text the model wrote:
+A tool call's id is made unique within its reply (a repeated one gets a suffix), since each
+tool result is paired with its call by id. Tool-call arguments are passed on as the text the
+model wrote:
 the tool that receives them parses them the same strict way and tells the model what was
 wrong with that one call.
 """
@@ -133,13 +135,24 @@ def _parse_fields(body: dict[str, Any]) -> ChatReply:
     reply.content = content
     reason = choices[0].get("finish_reason")
     reply.finish_reason = None if reason is None else str(reason)
+    ids: set[str] = set()
     for i, call in enumerate(message.get("tool_calls") or []):
         fn = call.get("function") or {}
         reply.tool_calls.append(
             ToolCall(
-                id=str(call.get("id") or f"call_{i}"),
+                id=_unique(str(call.get("id") or f"call_{i}"), i, ids),
                 name=str(fn.get("name") or ""),
                 arguments=_arguments(fn.get("arguments", "{}")),
             )
         )
     return reply
+
+
+def _unique(ident: str, i: int, ids: set[str]) -> str:
+    """A call's id, made unique within its reply: a repeated id (some servers and parsers
+    give every call the same one) would pair each tool result with the wrong call, and a
+    strict server refuses a request whose tool results share an id."""
+    while ident in ids:
+        ident = f"{ident}_{i}"
+    ids.add(ident)
+    return ident
