@@ -318,6 +318,22 @@ def test_a_vllm_overflow_caused_by_max_tokens_is_retried_once_with_a_reply_that_
     assert len(srv.chat_requests) == 3
 
 
+def test_newer_vllm_wording_of_a_max_tokens_overflow_is_retried_once_with_a_reply_that_fits(
+    fake_server,
+):
+    too_large = (
+        "'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum "
+        "context length is 2000 tokens and your request has 1200 input tokens "
+        "(4096 > 2000 - 1200). None"
+    )
+    refused = {"status": 400, "body": json.dumps({"object": "error", "message": too_large})}
+    srv = fake_server([refused, {"content": "ok"}])
+    m = chat_model(srv, max_tokens=4096, context_window=100_000, local=False)
+    assert m.chat(ASK).content == "ok"
+    first, second = (r["max_tokens"] for r in srv.chat_requests)
+    assert first == 4096 and second <= 2000 - 1200
+
+
 def test_a_reply_cut_at_the_length_limit_says_so(fake_server):
     srv = fake_server([{"content": "I think the next step is", "finish_reason": "length"}])
     assert chat_model(srv).chat(ASK, [READ], "auto").finish_reason == "length"

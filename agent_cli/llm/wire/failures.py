@@ -23,9 +23,11 @@ _OVERFLOW_MARKERS = (
 # llama.cpp: "request (4139 tokens) exceeds the available context size (4096 tokens)"
 _LLAMA = re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)")
 # vLLM and OpenAI: "maximum context length is 4096 tokens. However, you requested 5000 tokens
-# (1000 in the messages, 4000 in the completion)"
+# (1000 in the messages, 4000 in the completion)"; newer vLLM: "'max_tokens' or
+# 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 tokens
+# and your request has 1000 input tokens (4000 > 4096 - 1000)"
 _WINDOW = re.compile(r"maximum context length is (\d+) tokens")
-_IN_MESSAGES = re.compile(r"(\d+) in the messages")
+_IN_MESSAGES = re.compile(r"(\d+) in the messages|your request has (\d+) input tokens")
 
 
 _STREAMING = re.compile(r"\bstream(ing|_options)?\b")
@@ -48,7 +50,8 @@ def overflow_numbers(detail: str) -> tuple[int | None, int | None]:
         return int(m.group(1)), int(m.group(2))
     window = _WINDOW.search(detail)
     prompt = _IN_MESSAGES.search(detail)
-    return (int(prompt.group(1)) if prompt else None, int(window.group(1)) if window else None)
+    counted = prompt and (prompt.group(1) or prompt.group(2))
+    return (int(counted) if counted else None, int(window.group(1)) if window else None)
 
 
 def overflow_error(detail: str, base_url: str) -> ContextOverflow:
