@@ -1,6 +1,7 @@
 """Answers of a shape no server should send, read without an internal error: a Retry-After that
 is negative or no number, a local server's window probes answered with JSON of any shape or
-absurd sizes, a model listing nested past any parser's recursion."""
+absurd sizes, a model listing nested past any parser's recursion, an error that is only text or
+an HTML page."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from agent_cli.core.errors import ModelError
+from agent_cli.core.errors import ContextOverflow, ModelError
 from agent_cli.llm.openai.chat import OpenAIChat
 from httpkit import Answer, loopback, send
 
@@ -120,3 +121,35 @@ def test_an_endpoint_that_sends_the_request_elsewhere_is_said_at_once(loopback, 
     assert said in err.value.message and "answers" in err.value.message
     assert "is the server running" not in err.value.one_line()
     assert len(asked) <= 30  # one request's redirects; no retry of the whole
+
+
+LM_STUDIO_OVERFLOW = (
+    "Trying to keep the first 5012 tokens when context the overflows. However, the model is "
+    "loaded with context length of only 4096 tokens, which is not enough."
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind", "said"),
+    [
+        (400, json.dumps({"error": LM_STUDIO_OVERFLOW}), ContextOverflow, "does not fit"),
+        (400, json.dumps({"error": "model is loading"}), ModelError, "400: model is loading"),
+        (404, json.dumps({"detail": "Not Found"}), ModelError, "(Not Found)"),
+        (
+            500,
+            "<html><head><title>500 Internal Server Error</title></head><body>nginx</body></html>",
+            ModelError,
+            "(500 Internal Server Error nginx)",
+        ),
+    ],
+)
+def test_an_error_as_text_or_a_page_is_said_in_the_servers_words(
+    loopback: Callable[[Answer], str], status: int, body: str, kind: type, said: str
+):
+    url = loopback(
+        lambda h: send(h, body, "text/html" if "<" in body else "application/json", status)
+    )
+    model = OpenAIChat(model="m", base_url=url, api_key=None, max_retries=0, stream=False)
+    with pytest.raises(kind) as raised:
+        model.chat(ASK)
+    assert said in str(raised.value) and "<" not in str(raised.value)

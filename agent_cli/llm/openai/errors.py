@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,14 +38,26 @@ DEFAULT_SET_BY = SetBy()
 
 
 def error_message(e: openai.APIStatusError) -> str:
-    """The server's own words for a refused request, at most 300 characters."""
+    """The server's own words for a refused request, at most 300 characters: the message of an
+    error object (`{"error": {"message": ...}}`, vLLM's `{"message": ...}`, FastAPI's
+    `{"detail": ...}`), an error that is only text (LM Studio's and Ollama's `{"error": "..."}`),
+    or the text of a body that is not JSON (an HTML page from a proxy, its tags left out)."""
     body = e.body
     if isinstance(body, dict):
         inner = body.get("error")
-        msg = body.get("message") or (inner.get("message") if isinstance(inner, dict) else inner)
+        msg = (
+            body.get("message")
+            or (inner.get("message") if isinstance(inner, dict) else inner)
+            or body.get("detail")
+        )
         if msg:
             return str(msg)[:300]
+    elif isinstance(body, str) and (text := " ".join(_TAG.sub(" ", body).split())):
+        return text[:300]
     return (e.message or "")[:300]
+
+
+_TAG = re.compile(r"<[^>]{0,2000}>")
 
 
 def status_error(
