@@ -134,7 +134,7 @@ LM_STUDIO_OVERFLOW = (
     [
         (400, json.dumps({"error": LM_STUDIO_OVERFLOW}), ContextOverflow, "does not fit"),
         (400, json.dumps({"error": "model is loading"}), ModelError, "400: model is loading"),
-        (404, json.dumps({"detail": "Not Found"}), ModelError, "(Not Found)"),
+        (404, json.dumps({"detail": "Not Found"}), ModelError, "(404: Not Found)"),
         (
             500,
             "<html><head><title>500 Internal Server Error</title></head><body>nginx</body></html>",
@@ -153,3 +153,26 @@ def test_an_error_as_text_or_a_page_is_said_in_the_servers_words(
     with pytest.raises(kind) as raised:
         model.chat(ASK)
     assert said in str(raised.value) and "<" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "said", "fix"),
+    [
+        (json.dumps({"detail": "Not Found"}), "/chat/completions was not found", "base URL"),
+        ("404 page not found", "/chat/completions was not found", "base URL"),
+        (
+            json.dumps({"error": {"message": 'model "qwen" not found, try pulling it first'}}),
+            "model 'qwen' was not found",
+            "set --model",
+        ),
+    ],
+)
+def test_a_404_names_the_address_unless_it_names_the_model(
+    loopback: Callable[[Answer], str], body: str, said: str, fix: str
+):
+    # A base URL without its /v1 reaches no route at all: the model is not what is wrong.
+    url = loopback(lambda h: send(h, body, "application/json", 404))
+    model = OpenAIChat(model="qwen", base_url=url, api_key=None, max_retries=0, stream=False)
+    with pytest.raises(ModelError) as raised:
+        model.chat(ASK)
+    assert said in raised.value.message and fix in raised.value.hint

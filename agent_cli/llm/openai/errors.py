@@ -70,6 +70,15 @@ def status_error(
             f"{base_url} refused the API key ({status}: {detail})",
             f"check {set_by.key}; it must be a valid key for this endpoint",
         )
+    if status == 404 and "model" not in detail.lower() and model.lower() not in detail.lower():
+        # Not a word of a model: the address itself is not there (a base URL without its
+        # /v1, or with it twice), as vLLM's {"detail": "Not Found"} or Ollama's "404 page
+        # not found" say.
+        return ModelRefused(
+            f"{e.request.url} was not found ({status}: {detail})",
+            "check the base URL: an OpenAI-compatible one ends where /models and "
+            "/chat/completions are (most end in /v1)",
+        )
     if status == 404:
         return ModelRefused(
             f"model {model!r} was not found at {base_url} ({detail})",
