@@ -122,8 +122,10 @@ def _check_server(settings: Settings, at: Target | None = None) -> str:
         context_window=settings.context_window,
     )
     whose = f"for {at.roles}: " if at.roles else ""
+    # A plan-sized reply matters only where plans are asked for: not at an executor's own server.
+    plans = not at.role_names or "planner" in at.role_names
     return whose + describe(
-        probe(client),
+        probe(client, plans),
         settings.memory_max_tokens,
         settings.tool_output_max_tokens,
         settings.reserved_output_tokens,

@@ -61,17 +61,21 @@ class ServerReport:
     forced_form: str | None  # the forcing.FORMS entry that got the call, else None
     streaming: bool
     plan: str = ""  # why a plan-sized forced reply failed ("" when it came back whole)
+    planned: bool = (
+        True  # whether a plan-sized reply was asked for (not of a server that never plans)
+    )
 
 
-def probe(chat: OpenAIChat) -> ServerReport:
-    """Ask `chat` (an OpenAIChat) for a tiny forced-tool call; it tries each form in turn."""
+def probe(chat: OpenAIChat, plans: bool = True) -> ServerReport:
+    """Ask `chat` (an OpenAIChat) for a tiny forced-tool call; it tries each form in turn. Then,
+    when the server `plans` (serves the planner), for a plan-sized forced reply."""
     reply = chat.chat(PROBE_MESSAGES, [PROBE_TOOL], "required")
     # read after the reply: a hosted API is asked its window only once it has answered
     window, source = chat.context_window, chat.context_source
     called = any(c.name == "report_status" for c in reply.tool_calls)
     form = chat.forcing.form if called else None
-    plan = _plan_sized(chat) if called else ""
-    return ServerReport(window, source, form, chat.streaming, plan)
+    plan = _plan_sized(chat) if called and plans else ""
+    return ServerReport(window, source, form, chat.streaming, plan, plans)
 
 
 def _plan_sized(chat: OpenAIChat) -> str:
@@ -116,7 +120,8 @@ def describe(report: ServerReport, memory_max: int, tool_output_max: int, reply_
     return "\n".join(
         [
             f"context window {report.window:,} tokens (from {report.window_source})",
-            f"           forced single tool works ({choice}), and a plan-sized reply",
+            f"           forced single tool works ({choice})"
+            + (", and a plan-sized reply" if report.planned else ""),
             f"           streaming: {'yes' if report.streaming else 'no, whole replies'}",
             f"           a run will use: {'streamed' if report.streaming else 'whole'} replies, "
             f"{choice}, replies up to {reply:,} tokens, working memory {memory:,} "
