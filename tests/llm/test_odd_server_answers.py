@@ -5,7 +5,9 @@ an HTML page."""
 
 from __future__ import annotations
 
+import email.utils
 import json
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 
@@ -176,3 +178,23 @@ def test_a_404_names_the_address_unless_it_names_the_model(
     with pytest.raises(ModelError) as raised:
         model.chat(ASK)
     assert said in raised.value.message and fix in raised.value.hint
+
+
+def test_a_retry_after_given_as_an_http_date_is_waited_for(loopback: Callable[[Answer], str]):
+    # RFC 9110: Retry-After is seconds or an HTTP date; until then the server keeps refusing.
+    until = time.time() + 1.0
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        if time.time() < until:
+            date = email.utils.formatdate(until + 1, usegmt=True)
+            handler.send_response(429)
+            handler.send_header("Retry-After", date)
+            handler.send_header("Content-Length", "2")
+            handler.end_headers()
+            handler.wfile.write(b"{}")
+            return
+        send(handler, json.dumps(REPLY), "application/json")
+
+    url = loopback(answer)
+    model = OpenAIChat(model="m", base_url=url, api_key=None, backoff_s=0.01, max_retries=1)
+    assert model.chat(ASK).content == "fine"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import math
 import random
 import re
@@ -200,18 +202,30 @@ def why(failure: BaseException) -> str:
 
 
 def delay(e: BaseException, attempt: int, base: float) -> float:
-    """Exponential backoff with jitter, honouring a short Retry-After (a negative one is 0; one
-    that is not a finite number of seconds is ignored)."""
+    """Exponential backoff with jitter, honouring a short Retry-After, in seconds or as an HTTP
+    date (one in the past, or negative, is 0; one that is neither is ignored)."""
     response = e.response if isinstance(e, openai.APIStatusError) else None
     retry_after = response.headers.get("retry-after") if response is not None else None
     if retry_after:
-        try:
-            wait = float(retry_after)
-        except ValueError:  # an HTTP date, or nonsense: our own backoff
-            wait = math.nan
+        wait = _seconds_until(retry_after)
         if math.isfinite(wait):
             return min(max(wait, 0.0), 30.0)
     return float(min(base * (2**attempt), 30.0) * (0.75 + random.random() / 2))
+
+
+def _seconds_until(retry_after: str) -> float:
+    """A Retry-After value in seconds from now: a number, or an HTTP date; NaN for nonsense."""
+    try:
+        return float(retry_after)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(retry_after)
+    except (TypeError, ValueError, IndexError):
+        return math.nan
+    if when.tzinfo is None:  # an HTTP date is in GMT
+        when = when.replace(tzinfo=datetime.UTC)
+    return (when - datetime.datetime.now(datetime.UTC)).total_seconds()
 
 
 def proxy_for(base_url: str) -> str:
