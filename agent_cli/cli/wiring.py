@@ -243,6 +243,9 @@ class RunKit:
         # the configured budget, or less when the server's context window is smaller
         self.memory_tokens = memory_tokens or settings.memory_max_tokens
         self._stores: list[SqliteStore] = []
+        # what git ignores in the work tree before the model's first tool runs (the user's
+        # .env, their virtualenv): taken with the first toolbox, kept for the whole run
+        self._users_ignored: list[str] | None = None
 
     def open_memory(self, run_dir: Path) -> WorkingMemory:
         """Working memory with its cold zone in `run_dir`/memory.db."""
@@ -263,10 +266,13 @@ class RunKit:
 
     def make_toolbox(self, memory: WorkingMemory) -> Toolbox:
         """The task tools, confined to the repository and clear of the user's own changes."""
+        if self._users_ignored is None:
+            self._users_ignored = self.workspace.uncommittable()
         files = Files(
             self.workspace.root,
             deny_write=wt.readonly_state(self.state_dir, self.workspace.root),
             protected=self.workspace.protected,
+            users_ignored=self._users_ignored,
         )
         return Toolbox(
             files=files,

@@ -46,11 +46,15 @@ class Files:
         deny_write: Iterable[Path] = (),
         protected: Iterable[str] = frozenset(),
         max_read_lines: int = 400,
+        users_ignored: Iterable[str] = (),
     ) -> None:
         self.root = Path(os.path.realpath(root))
         self.deny_write = [Path(os.path.realpath(p)) for p in deny_write]
         self.protected = {p.rstrip("/") for p in protected}
         self.max_read_lines = max_read_lines
+        # what git ignored in the work tree before the run (a folder ignored whole is one
+        # entry): the user's own (.env, a virtualenv), never written by the model's tools
+        self.users_ignored = {p.rstrip("/") for p in users_ignored}
 
     def resolve(self, path: str | Path, write: bool = False) -> Path:
         """The real path of `path` (relative to the root), refused when outside or not writable."""
@@ -230,6 +234,13 @@ class Files:
                 raise ToolError(
                     f"{text} holds the user's uncommitted work; the agent leaves it untouched, "
                     "so change other files or ask the user"
+                )
+        for held in self.users_ignored:
+            if rel == held or rel.startswith(held + "/"):
+                raise ToolError(
+                    f"{text} is ignored by git and was in the work tree before the run: the "
+                    "user's own (no commit holds it), which the agent leaves untouched; change "
+                    "other files, or ask the user"
                 )
 
     def _existing_file(self, path: str, write: bool = False) -> Path:
