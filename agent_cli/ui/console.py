@@ -308,14 +308,10 @@ class RunConsole:
         could be neither saved with the run nor sent to the model)."""
         hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "
         question = Text(f"What now? {hint}s, r [NOTE] or q: ", style="bold")
-        stream = self.stdin if self.stdin is not None else sys.stdin
         with self._paused():
             for _ in range(MAX_ASKS):
-                self.console.print(question, end="", soft_wrap=True)
-                self.console.file.flush()
-                line = stream.readline()
-                if not line:
-                    self.console.print()
+                line = self._line(question)
+                if line is None:
                     return "q"
                 why = unusable(line)
                 if not why:
@@ -398,16 +394,24 @@ class RunConsole:
             if label is not None:
                 self._spin(label)
 
+    def _line(self, question: str | Text) -> str | None:
+        """`question`, then the line typed; None at the end of input (a newline ends the
+        question's line)."""
+        stream = self.stdin if self.stdin is not None else sys.stdin
+        self.console.print(question, end="", soft_wrap=True)
+        self.console.file.flush()
+        line = stream.readline()
+        if not line:
+            self.console.print()
+            return None
+        return line
+
     def _ask(self, question: str | Text, answers: dict[str, str]) -> str:
         """Ask until an answer in `answers` (at most MAX_ASKS times); EOF or no answer is "n"."""
-        stream = self.stdin if self.stdin is not None else sys.stdin
         choices = " or ".join(k for k in answers if len(k) == 1)
         for _ in range(MAX_ASKS):
-            self.console.print(question, end="", soft_wrap=True)
-            self.console.file.flush()
-            line = stream.readline()
-            if not line:
-                self.console.print()
+            line = self._line(question)
+            if line is None:
                 return "n"
             answer = answers.get(line.strip().lower())
             if answer is not None:
