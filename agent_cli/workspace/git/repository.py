@@ -101,6 +101,7 @@ class GitRepo:
         self.root, self.git_dir, self._common_dir = _discover(Path(path), self.secrets)
         self._handle = RepoHandle(self.root, self.secrets)
         self._tree_checked = True  # False once the tree was too large to look through
+        self._sparse_args: list[str] | None = None  # `git add`'s, known once asked (_sparse)
 
     def close(self) -> None:
         """Release what GitPython holds (nothing when it was never used)."""
@@ -351,9 +352,12 @@ class GitRepo:
 
     def _sparse(self) -> list[str]:
         """`--sparse` for `git add` in a sparse checkout: a file the run wrote outside its cone
-        is committed like any other, where git would refuse to add it."""
-        code, out, _ = self._try("config", "--bool", "core.sparseCheckout")
-        return ["--sparse"] if code == 0 and out.strip() == "true" else []
+        is committed like any other, where git would refuse to add it. Asked of git once:
+        every diff, tree and commit of the run adds files."""
+        if self._sparse_args is None:
+            code, out, _ = self._try("config", "--bool", "core.sparseCheckout")
+            self._sparse_args = ["--sparse"] if code == 0 and out.strip() == "true" else []
+        return self._sparse_args
 
     def _check_can_commit(self) -> None:
         """Refuse to commit off the run's branch or while git's index is locked."""
