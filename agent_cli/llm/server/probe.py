@@ -61,9 +61,8 @@ class ServerReport:
     forced_form: str | None  # the forcing.FORMS entry that got the call, else None
     streaming: bool
     plan: str = ""  # why a plan-sized forced reply failed ("" when it came back whole)
-    planned: bool = (
-        True  # whether a plan-sized reply was asked for (not of a server that never plans)
-    )
+    # whether a plan-sized reply was asked for (not of a server that never plans)
+    planned: bool = True
 
 
 def probe(chat: OpenAIChat, plans: bool = True) -> ServerReport:
