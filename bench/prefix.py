@@ -271,7 +271,10 @@ def agent_costs(steps) -> tuple[list[int], list[int], list[float]]:
     return sizes, cached, shares
 
 
-_POINTER = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)")
+_POINTER = re.compile(
+    r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above"
+    r"(?:: the same result, \d+ times now)?\)"
+)
 
 
 def pointed_result(content: str, memory: str) -> str | None:

@@ -7,7 +7,10 @@ import re
 from agent_cli.core.fences import FENCE_TAGS
 
 _BOUNDARY = re.compile(rf"<(/?)({'|'.join(FENCE_TAGS)})\b")
-_POINTER = re.compile(r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above\)")
+_POINTER = re.compile(
+    r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above"
+    r"(?:: the same result, \d+ times now)?\)"
+)
 
 
 def balanced(text: str) -> bool:

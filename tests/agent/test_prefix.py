@@ -9,6 +9,7 @@ from agent_cli.agent.run.state import AgentState
 from agent_cli.core import fences
 from agent_cli.core.models import Task, ToolCall
 from agent_cli.memory import WorkingMemory
+from fencekit import pointed_result
 
 KINDS = ["file", "tool_output", "edit", "test_result", "log"]
 
@@ -101,6 +102,24 @@ def test_a_result_the_memory_block_holds_is_sent_once():
     assert tool["role"] == "tool" and tool["tool_call_id"] == "call_1"
     assert tool["content"] == "(the result is [tool_output m2] in WORKING MEMORY above)"
     assert result(1) in memory and result(1) not in tool["content"]
+
+
+def test_a_repeated_result_keeps_the_memory_block_and_its_pointer_says_how_many_times():
+    mem = WorkingMemory(max_tokens=6000)
+    rt = runtime(mem)
+    for i in range(4):
+        step(rt, i)
+    before = step(rt, 4)
+    call = ToolCall(id="call_again", name="run", arguments='{"cmd": "step"}')
+    again = rt.memory.add(KINDS[1], result(1))  # the result of step 1, word for word
+    rt.memory.tick()
+    after = build_messages(rt, 0, 1, 20, Exchange(calls=[call], results=[result(1)], items=[again]))
+    at = memory_at(after)
+    assert again == "m2" and after[: at + 1] == before[: at + 1]  # the whole block is cached
+    assert after[-2]["content"] == (
+        "(the result is [tool_output m2] in WORKING MEMORY above: the same result, 2 times now)"
+    )
+    assert pointed_result(after[-2]["content"], after[at]["content"]) == result(1)
 
 
 def test_a_window_too_small_for_memory_leaves_its_weakest_items_out_never_the_latest_edit():

@@ -34,6 +34,9 @@ from agent_cli.core import fences
 from agent_cli.core.protocols import Message
 
 POINTER = "(the result is {marker} in WORKING MEMORY above)"
+POINTER_SEEN = (
+    "(the result is {marker} in WORKING MEMORY above: the same result, {times} times now)"
+)
 
 
 @dataclass
@@ -53,6 +56,7 @@ class Request:
     context: str = ""  # already-fenced material for this request (a file listing, a diff)
     exchange: list[Message] = field(default_factory=list)  # assistant tool calls + tool results
     in_memory: dict[str, str] = field(default_factory=dict)  # tool_call_id -> its item, rendered
+    seen: dict[str, int] = field(default_factory=dict)  # tool_call_id -> times its item came
     task: str = ""  # what to do now (task, criteria, attempt)
     hints: str = ""  # the human's <human_hint> blocks, already escaped by fences.human_hint
     state: str = ""  # the run's progress: plan, facts, last failure, counters
@@ -91,7 +95,9 @@ class Request:
         if message.get("role") != "tool" or not item or item not in self.memory:
             return message
         marker = item[: item.index("]") + 1]  # "[kind id]", see memory.store.Item.header
-        return {**message, "content": POINTER.format(marker=marker)}
+        times = self.seen.get(message.get("tool_call_id") or "", 1)
+        pointer = POINTER_SEEN if times > 1 else POINTER
+        return {**message, "content": pointer.format(marker=marker, times=times)}
 
     def fitted(self, tools: Tools | None, window: Window | None) -> list[Message]:
         """The messages, cut (most volatile part first) to fit `window` with `tools`."""

@@ -151,6 +151,7 @@ def build_messages(
         # Request takes the wire's plain dicts; these are typed where they are made.
         exchange=cast("list[dict[str, Any]]", exchange_messages(last)),
         in_memory=results_in_memory(rt, last),
+        seen=results_seen(rt, last),
         task=now,
     ).fitted(offered(rt), rt.limits.window())
 
@@ -203,6 +204,17 @@ def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
         item = rt.memory.hot_item(item_id) if item_id else None
         if item is not None and not item.origin_id:
             out[call.id] = item.render()
+    return out
+
+
+def results_seen(rt: Runtime, last: Exchange) -> dict[str, int]:
+    """Tool call id -> how many times the working-memory item of its result has come, for a
+    result identical to an earlier one (merged into it, see `WorkingMemory.add`)."""
+    out = {}
+    for call, item_id in zip(last.calls, last.items, strict=False):
+        item = rt.memory.hot_item(item_id) if item_id else None
+        if item is not None and item.repeats > 1:
+            out[call.id] = item.repeats
     return out
 
 

@@ -108,12 +108,6 @@ class HotZone:
             self._last += 1
             self._position[item.id] = self._last
 
-    def to_end(self, item: Item) -> None:
-        """Move an item to the end of the memory block."""
-        self.items[item.id] = self.items.pop(item.id)
-        self._last += 1
-        self._position[item.id] = self._last
-
     def position(self, item_id: str) -> int:
         """Where a hot item sits: a number larger than those of the items before it."""
         return self._position[item_id]

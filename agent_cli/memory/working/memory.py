@@ -279,14 +279,16 @@ class WorkingMemory:
         return item
 
     def _merge(self, item: Item) -> str:
-        """Count one more identical result in `item`, now the newest item at the end."""
+        """Count one more identical result in `item`, touched now.
+
+        The item keeps its place and its rendering: a prompt cache keeps the memory block's
+        prefix, and the tool message of the repeat (`Request`) points to the item and says how
+        many times it came."""
         item.repeats += 1
         item.touched = self._step
-        self._hot.to_end(item)
-        self._resize(item, self._meter.header_changed(item))
         if item.kind == "edit":
             self._hot.protect(item.id, self._step)
-        self._fit()
+        self._rescore(item)
         return item.id
 
     def _resize(self, item: Item, change: int) -> None:

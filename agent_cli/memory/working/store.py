@@ -59,7 +59,9 @@ class Item:
     origin_id: str | None = None
     vector: tuple[float, ...] | None = None
     cost: int = 0  # tokens it takes in assemble(): header, text and separators
-    repeats: int = 1  # identical results merged into this item
+    # identical results merged into this item; not in the header, which stays the same so that
+    # the memory block keeps its cached prefix (the tool message of a repeat says the count)
+    repeats: int = 1
     exact: bool = False  # tokens and cost are exact counts, not add-time estimates
     goal: float = field(default=0.0, repr=False)
     static: float = field(default=0.0, repr=False)  # the score without recency
@@ -71,9 +73,8 @@ class Item:
             flag = " pinned"
         elif self.origin_id and self.kind != "recalled":
             flag = " cold"  # the stub of an item too large for the budget
-        seen = f" (seen {self.repeats} times)" if self.repeats > 1 else ""
         said = f" {self.summary}" if summary else ""
-        return f"[{self.kind} {self.id}{flag}]{said}{seen}"
+        return f"[{self.kind} {self.id}{flag}]{said}"
 
     def one_line(self) -> bool:
         """Whether the item is rendered once, on its header's line: a short one-line text that
