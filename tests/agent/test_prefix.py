@@ -6,8 +6,9 @@ from __future__ import annotations
 from agent_cli.agent.attempt.executor import Exchange, build_messages
 from agent_cli.agent.attempt.runtime import Limits, Runtime
 from agent_cli.agent.run.state import AgentState
-from agent_cli.core import fences
+from agent_cli.core import fences, tokens
 from agent_cli.core.models import Task, ToolCall
+from agent_cli.llm.server.info import fit_window
 from agent_cli.memory import WorkingMemory
 from fencekit import pointed_result
 
@@ -159,3 +160,30 @@ def test_the_last_message_holds_only_what_changes_from_step_to_step():
     tail = second[-1]["content"]
     assert tail.startswith("NOW: task 1 of 8, attempt 1 of 2: add retry()")
     assert "Tool calls left in this attempt: 28" in tail and len(tail) < 300
+
+
+def test_in_a_small_window_a_step_with_a_full_memory_and_the_largest_result_fits_as_it_is():
+    """At the sizes `fit_window` gives a 4,096-token window, a step whose working memory is full
+    and whose result, sent whole, is at the tool-output cap fits without the memory block being
+    assembled smaller: both are counted as JSON, where quotes and newlines cost more."""
+    memory, tool_output, reply = fit_window(4096, 8000, 3000, 4096)
+    mem = WorkingMemory(max_tokens=memory)
+    rt = runtime(mem)
+    rt.limits.context_window, rt.limits.reserved_output_tokens = 4096, reply
+    rt.limits.tool_output_max_tokens = tool_output
+    rt.state.plan += [Task(goal=f"task {n}: " + "word " * 30) for n in range(2, 5)]
+    for i in range(30):
+        step(rt, i)
+    for n in range(8):  # the latest edits, which no batch takes: the memory stays full
+        diff = "".join(f'-    old_{n}_{k} = "a"\n+    new_{n}_{k} = "b"\n' for k in range(6))
+        mem.add("edit", diff, f"edited mod{n}.py")
+        mem.tick()
+    assert mem.assemble().tokens > memory * 85 // 100
+    code = "".join(f'    value_{n} = table["key_{n}"].get("x", {n})\n' for n in range(200))
+    output = fences.tool_output("read_file", tokens.truncate(code, tool_output - 30))
+    item = mem.add("file", output, "read big.py")
+    mem.tick()
+    call = ToolCall(id="call_big", name="read_file", arguments='{"path": "big.py"}')
+    messages = build_messages(rt, 0, 1, 10, Exchange(calls=[call], results=[output], items=[item]))
+    assert messages[-2]["content"] == output  # too large for the memory: sent whole
+    assert messages[memory_at(messages)]["content"] == "WORKING MEMORY:\n" + mem.assemble().memory

@@ -19,7 +19,7 @@ _SPEC.loader.exec_module(prefix)
 
 def test_a_4096_token_window_is_served_at_props_and_sizes_the_baseline_and_memory():
     behaviour, trim_at, memory = prefix.local_window(4096)
-    assert (trim_at, memory) == (3072, 833)  # 1,024 kept for the reply; memory what is left
+    assert (trim_at, memory) == (3072, 752)  # 1,024 kept for the reply; memory what is left
     with FakeOpenAIServer([], behaviour=behaviour) as server:
         url = server.url.removesuffix("/v1") + "/props"
         with urllib.request.urlopen(url, timeout=10) as reply:

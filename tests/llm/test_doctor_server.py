@@ -24,7 +24,7 @@ def test_doctor_against_a_llama_cpp_like_server(run_agent, fake_server, scratch_
     assert "streaming: no, whole replies" in out
     assert (
         'a run will use: whole replies, tool_choice "required", replies up to 1,024 '
-        "tokens, working memory 833 and tool output 614 tokens"
+        "tokens, working memory 752 and tool output 614 tokens"
     ) in out
     assert len(srv.chat_requests) == 2  # one tiny request, then one plan-sized
     assert srv.chat_requests[1]["tools"][0]["function"]["name"] == "submit_plan"

@@ -52,7 +52,7 @@ def test_a_run_on_a_small_llama_cpp_server_plans_fits_and_counts_the_cache(
     evs = events(proc.stdout)
     notices = [e["text"] for e in evs if e["event"] == "notice"]
     assert any(
-        "context window is 4,096 tokens: working memory 833 and tool output 614" in n
+        "context window is 4,096 tokens: working memory 752 and tool output 614" in n
         for n in notices
     ), notices
     done = evs[-1]

@@ -170,12 +170,14 @@ def fit_window(
     tools), the attempt's brief and the task line (a few hundred), working memory, the last
     tool output and the reply. The three that grow get at most 30%, 15% and 25% of the
     window; working memory also no more than what the rest leaves (FIXED_TOKENS for the
-    fixed parts, and a request is counted as JSON, some 15% more than its text), so that in a
-    small window a request fits without its memory block being made smaller at every step.
+    fixed parts; a request is counted as JSON, some 15% more than its text, and so are the
+    memory block and the tool output in it), so that in a small window a request with a tool
+    output at its cap fits without its memory block being assembled smaller, which would
+    change the block from step to step and cost the prompt cache.
     """
     tool_output = min(tool_output_max, max(100, window * 15 // 100))
     reply = min(reply_max, max(256, window // 4))
-    room = (window - reply - tool_output - FIXED_TOKENS) * 100 // JSON_PERCENT
+    room = (window - reply - FIXED_TOKENS) * 100 // JSON_PERCENT - tool_output
     return (
         min(memory_max, max(256, min(window * 30 // 100, room))),
         tool_output,
