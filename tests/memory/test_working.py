@@ -363,3 +363,20 @@ def test_importing_the_package_loads_no_vendor_sdk():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_oversized_item_shown_as_its_stub_leaves_the_cold_list_as_it_was():
+    """The stub says how to recall the item, so the list of what is cold does not name it: the
+    list keeps its place and text, and the block only grows at its end (a prompt cache keeps
+    what came before)."""
+    mem = WorkingMemory(max_tokens=900)
+    for i in range(30):
+        mem.add("log", filler(i), summary=f"log line {i}")
+    before = mem.assemble().memory
+    assert "available with recall: " in before
+    big = "def huge_function():\n" + "".join(f"    x{i} = {i}\n" for i in range(400))
+    item_id = mem.add("file", big, summary="huge.py")
+    after = mem.assemble().memory
+    assert after.startswith(before) and f"[file {item_id} cold] huge.py" in after[len(before) :]
+    assert f"{item_id} huge.py" not in after  # not listed as cold beside its stub
+    assert mem.recall("huge_function", k=1) == [item_id]

@@ -44,13 +44,14 @@ class Context:
         return self.text
 
 
-def footer(store: Store, restored: Collection[str], count: Callable[[str], int]) -> str:
-    """A line of the most recently evicted cold items, within FOOTER_TOKENS."""
-    cold = store.count() - len(restored)
+def footer(store: Store, shown: Collection[str], count: Callable[[str], int]) -> str:
+    """A line of the most recently evicted cold items, within FOOTER_TOKENS, leaving out the
+    cold items of `shown`, which the memory block shows as a view or a stub."""
+    cold = store.count() - len(shown)
     if cold <= 0:
         return ""
-    recent = store.recent(FOOTER_ENTRIES + len(restored))
-    entries = [f"{e['id']} {e['summary'][:40]}" for e in recent if e["id"] not in restored][
+    recent = store.recent(FOOTER_ENTRIES + len(shown))
+    entries = [f"{e['id']} {e['summary'][:40]}" for e in recent if e["id"] not in shown][
         :FOOTER_ENTRIES
     ]
     while True:

@@ -583,7 +583,11 @@ class WorkingMemory:
             for item in self._hot
             if not item.pinned or item.id in shown.full or item.id in shown.short
         )
-        tail = assembly.footer(self.store, self._restored, self._meter.count)
+        # A cold item shown hot (a recalled view, the stub of one too large for the budget)
+        # is not listed: the stub says how to recall it, and the list, left as it was, keeps
+        # its place in the cached prefix when such an item comes.
+        shown_hot = self._restored.union(i.origin_id for i in self._hot if i.origin_id)
+        tail = assembly.footer(self.store, shown_hot, self._meter.count)
         after = self._layout.footer_after(memory, tail)
         return assembly.pack(
             pinned,
