@@ -53,14 +53,14 @@ class Task(BaseModel):
     acceptance: str = ""
     acceptance_cmd: str | None = None
     status: TaskStatus = "pending"
-    attempts: int = 0
+    attempts: int = Field(0, ge=0)
     # the attempts of earlier sessions, before a resume gave the rejected task a fresh start
-    earlier_attempts: int = 0
+    earlier_attempts: int = Field(0, ge=0)
     last_reason: str = ""
     summary: str = ""
     commit: str | None = None
     exit_code: int | None = None
-    max_attempts: int = MAX_ATTEMPTS  # raised by one for each hint the human gives
+    max_attempts: int = Field(MAX_ATTEMPTS, ge=1)  # raised by one for each hint the human gives
     hints: list[str] = Field(default_factory=list)  # the human's words, oldest first
     left_files: list[str] = Field(default_factory=list)  # changes a skipped task left uncommitted
     baseline: Literal["pass", "fail"] | None = None  # its check on the state before the task
@@ -68,7 +68,7 @@ class Task(BaseModel):
     # files of its commit that its own check reads (the tests it names, pytest's settings)
     check_changed: list[str] = Field(default_factory=list)
     # 0-based: the earlier task whose check this task, added by the harness, makes pass again
-    restores: int | None = None
+    restores: int | None = Field(None, ge=0)
 
     @field_validator("goal")
     @classmethod

@@ -147,6 +147,15 @@ def test_a_journal_line_with_a_memory_kind_there_is_not_is_unreadable():
     assert journal.parse([good.model_dump_json(), bad]) == [good]
 
 
+def test_a_journal_line_with_a_number_out_of_range_is_unreadable():
+    """Its usage becomes the resumed run's spending: a negative cost would be money back."""
+    good = JournalEntry(step=3, task=0, usage=RunUsage(cost_usd=0.5))
+    for field, value in (("cost_usd", -9.0), ("prompt_tokens", -1), ("step", -2), ("task", -1)):
+        bad = json.loads(good.model_dump_json())
+        (bad["usage"] if field in bad["usage"] else bad)[field] = value
+        assert journal.parse([good.model_dump_json(), json.dumps(bad)]) == [good], field
+
+
 def test_resuming_with_only_an_unreadable_run_names_it(tmp_path):
     import pytest
 

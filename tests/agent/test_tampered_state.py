@@ -107,6 +107,8 @@ WORKING_MEMORY_EDITS = {
     "an unknown kind": lambda m: m["items"][0].update(kind="bogus"),
     "a step in words": lambda m: m.update(step="x"),
     "a cold list of one letter": lambda m: m.update(cold_list="x"),
+    "a negative cost": lambda m: m["items"][0].update(cost=-500),
+    "a negative step": lambda m: m.update(step=-1),
 }
 
 
@@ -181,3 +183,24 @@ def test_a_commit_a_command_made_with_the_runs_trailer_is_not_taken_as_a_task_ve
     second = json.loads(path.read_text())["agent_state"]["plan"][1]
     assert second["status"] == "verified" and second["commit"] not in (None, forged)
     assert (repo / "two.txt").is_file()
+
+
+STATE_NUMBERS = {
+    "a negative cost": lambda d: d["usage"].update(cost_usd=-100),
+    "negative prompt tokens": lambda d: d["usage"].update(prompt_tokens=-5),
+    "a negative step": lambda d: d["agent_state"].update(step=-3),
+    "negative attempts": lambda d: d["agent_state"]["plan"][1].update(attempts=-2),
+    "no attempt allowed": lambda d: d["agent_state"]["plan"][1].update(max_attempts=0),
+    "a negative task to restore": lambda d: d["agent_state"]["plan"][1].update(restores=-1),
+}
+
+
+@pytest.mark.parametrize("edit", STATE_NUMBERS.values(), ids=STATE_NUMBERS.keys())
+def test_a_count_or_cost_out_of_range_is_refused_on_resume(fake_server, tmp_path, edit):
+    """A negative cost would give a resumed run money it did not have; a negative step or attempt count would let it run on past its
+    limits. Such a file is refused, as any state.json that is not the run's own."""
+    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(AgentError, match="cannot be"):
+        run_in_process(repo, "http://127.0.0.1:9", None)  # no request is ever made

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunUsage
@@ -54,8 +54,8 @@ class JournalEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    step: int
-    task: int
+    step: int = Field(ge=0)
+    task: int = Field(ge=0)
     usage: RunUsage
     added: MemoryAdd | None = None
     notes: tuple[str, ...] = ()

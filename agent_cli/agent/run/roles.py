@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent_cli.core.models import Usage
 from agent_cli.core.protocols import ChatModel
@@ -25,12 +25,14 @@ ROLES: tuple[Role, ...] = ("planner", "executor", "verifier")
 class RoleUsage(BaseModel):
     """Tokens, calls and money of one role over a run, with the model it talked to."""
 
+    model_config = ConfigDict(allow_inf_nan=False)  # read back from state.json, maybe edited
+
     model: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: float = 0.0
-    calls: int = 0
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+    cached_tokens: int = Field(0, ge=0)
+    cost_usd: float = Field(0.0, ge=0)
+    calls: int = Field(0, ge=0)
 
     def plus(self, usage: Usage, model: str) -> RoleUsage:
         """This usage with `usage` (of `model`, the role's model now) added."""

@@ -43,16 +43,16 @@ class AgentState(BaseModel):
 
     goal: str = Field(frozen=True)  # never summarised, never replaced
     plan: list[Task] = Field(default_factory=list)
-    step: int = 0
+    step: int = Field(0, ge=0)
     facts: list[str] = Field(default_factory=list)  # verified facts only
     last_error: str | None = None
     success_criteria: str = ""  # the plan's, shown to every task and to the model verifier
-    replans: int = 0  # re-plan checks the harness asked for after a task (max_replans)
+    replans: int = Field(0, ge=0)  # re-plan checks the harness asked for after a task (max_replans)
     revisions: list[dict[str, Any]] = Field(default_factory=list)  # each PlanRevised, as saved
     closing_summary: str = ""  # the model's words for the human at the end of the run
     # the task whose verified work is being committed, saved just before the commit: only
     # then is a commit the state names nowhere the harness's own (`resumed.adopt_unsaved_commit`)
-    committing: int | None = None
+    committing: int | None = Field(None, ge=0)
 
     @field_validator("goal")
     @classmethod

@@ -64,10 +64,12 @@ class RunUsage(BaseModel):
     `by_role` (each role's part, `roles.py`).
     """
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    cached_tokens: int = 0
+    model_config = ConfigDict(allow_inf_nan=False)  # read back from a file, maybe edited
+
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+    cost_usd: float = Field(0.0, ge=0)
+    cached_tokens: int = Field(0, ge=0)
     by_role: dict[str, RoleUsage] = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")

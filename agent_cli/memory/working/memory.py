@@ -115,7 +115,8 @@ def malformed(state: Mapping[str, Any]) -> str | None:
 def _wrong_types(
     data: Mapping[str, Any], types: dict[str, tuple[type, ...]], at: str
 ) -> str | None:
-    """The first field of `data` whose value is not of its `types` (a bool is no int)."""
+    """The first field of `data` whose value is not of its `types` (a bool is no int), or is
+    a negative int (every int of a saved state is a count or a step)."""
     for key, allowed in types.items():
         value = data.get(key)
         if value is None and type(None) in allowed:
@@ -124,6 +125,8 @@ def _wrong_types(
             got = "missing" if key not in data else type(value).__name__
             names = " or ".join(t.__name__ for t in allowed if t is not type(None))
             return f"{at}{key}: expected {names}, got {got}"
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            return f"{at}{key}: expected 0 or more, got {value}"
     return None
 
 
