@@ -190,6 +190,21 @@ def test_an_exclude_file_that_cannot_be_written_is_a_git_error_naming_it(repo):
         GitRepo(repo).exclude()
 
 
+def test_an_exclude_file_shared_by_a_symlink_is_written_through_and_stays_a_link(repo, tmp_path):
+    shared = tmp_path / "shared-exclude"
+    shared.write_text("*.swp\n")
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.unlink()
+    exclude.symlink_to(shared)
+    assert GitRepo(repo).exclude() is True
+    assert exclude.is_symlink() and shared.read_text() == "*.swp\n.agent/\n"
+    assert GitRepo(repo).exclude() is False
+    shared.unlink()  # the link now dangles: refused, nothing created in its place
+    with pytest.raises(GitError, match="symlink to .*shared-exclude, which does not exist"):
+        GitRepo(repo).exclude()
+    assert exclude.is_symlink() and not shared.exists()
+
+
 def test_exclude_keeps_existing_lines_without_a_final_newline(repo):
     path = repo / ".git" / "info" / "exclude"
     path.write_text("# mine\n*.tmp")

@@ -623,8 +623,18 @@ def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
 def _add_line(path: Path, pattern: str) -> bool:
     """Append `pattern` to the exclude file at `path` unless it is there; True when added.
 
-    Bytes, as git reads the file: a pattern of the user's may name a file in another encoding."""
+    Bytes, as git reads the file: a pattern of the user's may name a file in another encoding.
+    A symlink (an exclude file the user shares between repositories) is written through, the
+    link kept; one whose target is missing is refused rather than made a file of ours."""
     line = pattern.encode("utf-8", "surrogateescape")
+    if path.is_symlink():
+        if not path.exists():
+            raise GitError(
+                f"cannot add {pattern} to {path}: it is a symlink to "
+                f"{os.readlink(path)}, which does not exist",
+                f"create that file, or add the line {pattern} to it yourself",
+            )
+        path = path.resolve()
     try:
         data = path.read_bytes() if path.exists() else b""
         if line in (held.strip() for held in data.splitlines()):
