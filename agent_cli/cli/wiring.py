@@ -674,7 +674,11 @@ def check_local(
         return None, set()
     if opts.resume:
         run_id = store.target(opts.run_id, live_ids(state_dir))
-        return run_id, workspace.preflight(allow_dirty=True)
+        try:
+            branch: str | None = store.load(run_id).branch
+        except AgentError:
+            branch = None  # the resume says what is wrong with the state
+        return run_id, workspace.preflight(allow_dirty=True, resuming=branch)
     return None, workspace.preflight(opts.allow_dirty)
 
 

@@ -71,10 +71,11 @@ class RepoWorkspace:
         self.secrets = tuple(s for s in self.secrets if s)
         self.vault = self.git.git_dir / VAULT  # the user's files while a command runs
 
-    def preflight(self, allow_dirty: bool) -> set[str]:
-        """Refuse repository states a run must not start in; keep the user's changed paths."""
+    def preflight(self, allow_dirty: bool, resuming: str | None = None) -> set[str]:
+        """Refuse repository states a run must not start in; keep the user's changed paths.
+        `resuming`: the branch of the run to resume, named in the way out of a refusal."""
         self._after_a_killed_run()
-        changed = self.git.preflight(allow_dirty)
+        changed = self.git.preflight(allow_dirty, resuming)
         unnamed = sorted(readable(p) for p in changed if unusable(p))
         if unnamed:  # the run's record keeps the user's changed paths, as UTF-8 text
             raise GitError(

@@ -246,3 +246,31 @@ def test_without_auto_the_second_run_still_refuses(run_agent, tmp_path: Path):
         holder.wait()
     assert proc.returncode == 1 and "another agent run" in proc.stderr
     assert not (repo / ".agent" / "worktrees").exists()
+
+
+def test_resuming_a_worktree_run_whose_tree_was_detached_names_the_tree_and_the_branch(
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server(rejected("delta.txt"))
+    first = run_agent(
+        "run",
+        goal_of("delta.txt"),
+        "--worktree",
+        "--yes",
+        "--json",
+        "--base-url",
+        srv.url,
+        cwd=repo,
+    )
+    assert first.returncode == 3, first.stdout + first.stderr
+    run_id = run_done(first.stdout)["run_id"]
+    tree = repo / ".agent" / "worktrees" / run_id
+    git(tree, "checkout", "-q", "--detach")  # the user looks around in the run's tree
+    again = run_agent(
+        "run", "--resume", "--run-id", run_id, "--yes", "--base-url", srv.url, cwd=repo
+    )
+    said = again.stderr.strip()
+    assert again.returncode != 0 and len(said.splitlines()) == 1, said
+    assert str(tree) in said and f"git -C {tree} switch agent/{run_id}" in said, said
+    assert git(tree, "rev-parse", "--abbrev-ref", "HEAD").strip() == "HEAD"  # left as it was

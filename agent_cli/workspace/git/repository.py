@@ -112,10 +112,11 @@ class GitRepo:
         """The git directory all work trees share (the main one's `.git`)."""
         return self._common_dir
 
-    def preflight(self, allow_dirty: bool) -> set[str]:
-        """Refuse states the agent must not work in; return the paths holding the user's changes."""
+    def preflight(self, allow_dirty: bool, resuming: str | None = None) -> set[str]:
+        """Refuse states the agent must not work in; return the paths holding the user's
+        changes. `resuming`: the branch of the run to resume (see check_state)."""
         self.remove_stale_indexes()
-        self.check_state()
+        self.check_state(resuming)
         check_identity(self.root, self.secrets)
         entries = parse_status(self._probe_out(*_STATUS))
         conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
@@ -132,10 +133,13 @@ class GitRepo:
             )
         return dirty
 
-    def check_state(self) -> None:
+    def check_state(self, resuming: str | None = None) -> None:
         """Refuse a state no run works in whatever its flags: an operation in progress, no
         commit yet, a detached HEAD, a path that is not UTF-8 text (the run's record names
-        it; `agent doctor` asks this too)."""
+        it; `agent doctor` asks this too). For a run to resume, a detached HEAD is named with
+        its work tree (a worktree run's, which the user may not be in) and the run's branch
+        `resuming` to switch back to: the resume does not switch itself, as the detached HEAD
+        may hold commits of the user's."""
         try:
             str(self.root).encode("utf-8")
         except UnicodeEncodeError:
@@ -153,7 +157,14 @@ class GitRepo:
                 "the repository has no commits yet",
                 "make a first commit (git commit --allow-empty -m 'initial commit') and run again",
             )
-        if self._probe("symbolic-ref", "-q", "HEAD")[0] != 0:
+        detached = self._probe("symbolic-ref", "-q", "HEAD")[0] != 0
+        if detached and resuming:
+            raise GitError(
+                f"HEAD of {self.root} is detached (not on a branch)",
+                f"switch it back to the run's branch (git -C {self.root} switch {resuming}) "
+                "and resume",
+            )
+        if detached:
             raise GitError(
                 "HEAD is detached (not on a branch)",
                 "check out a branch (git switch <branch>) and run again",
