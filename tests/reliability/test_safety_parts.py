@@ -133,6 +133,32 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("make --dry-run check", "runs no test"),
         ("python -m pytest -q || true", "shell operator '||'"),
         ("python -m pytest -q | tail -3", "shell operator '|'"),
+        # an operator written against a word, or one the list did not have
+        ("pytest -q; true", "shell operator ';'"),
+        ("pytest -q 2>/dev/null", "shell operator '>'"),
+        ("python - <<< 'assert False'", "shell operator '<<<'"),
+        ("(pytest -q)", "shell operator '('"),
+        # the harness runs a check with /dev/null as its input: a script read from it is empty
+        ("python", "always succeeds"),
+        ("python3 -", "always succeeds"),
+        ("python -i", "always succeeds"),
+        ("bash", "always succeeds"),
+        ("sh -s arg", "always succeeds"),
+        ("sh -e -o pipefail", "always succeeds"),
+        ("cat", "always succeeds"),
+        ("sh -c 'pytest -q; cat'", "always succeeds"),
+        # the interpreter's own options before -c
+        ("python -W ignore -c pass", "always succeeds"),
+        ("python -I -c 'assert True'", "always succeeds"),
+        ("python3 -Sc pass", "always succeeds"),
+        ("python -X dev -c 'print(1)'", "always succeeds"),
+        ("python -cpass", "always succeeds"),
+        # reports of a program or of the machine
+        ("git --version", "always succeeds"),
+        ("python -m pip --version", "always succeeds"),
+        ("make --help", "always succeeds"),
+        ("whoami", "always succeeds"),
+        ("uname -a", "always succeeds"),
     ],
 )
 def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
@@ -171,6 +197,16 @@ def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
         "make test",
         "make -C sub -j4 test",
         "make -f n.mk test",
+        "python -W ignore -m pytest -q",
+        "python -I run_checks.py",
+        "python -W error -c 'import json'",
+        "sh check.sh",
+        "bash --norc check.sh",
+        "cat done.txt",
+        "sh -c 'pytest | python check_output.py'",
+        "sh -c 'pytest | sh'",
+        "pytest 'tests/test_x.py::test[a;b]'",
+        "printenv RELEASE",
     ],
 )
 def test_acceptance_commands_that_can_fail_pass(cmd, tmp_path):

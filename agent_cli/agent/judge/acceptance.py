@@ -14,8 +14,13 @@ into the interpreter is found before any file of the repository could shadow it 
 json` can fail, so it is allowed); nor can code that only asserts a constant or exits 0
 (`assert True`, `sys.exit(0)`, `raise SystemExit`), `python --version`, `python -m this`, or
 `test`/`[` comparing words written in the command (`[ 1 -eq 1 ]`; one with a `$`, a glob or a
-file test can fail). `make -n` runs no test, like `pytest --collect-only`. A plan with a bad
-command goes back to the model with the reason.
+file test can fail). `make -n` runs no test, like `pytest --collect-only`. A check runs with
+/dev/null for its input, so an interpreter given no script (`python`, `python -`, `bash`, `sh
+-s`) and a filter given no file (`cat`) cannot fail either; nor can `PROGRAM --version` or
+`--help`, or a report on the machine (`whoami`, `uname -a`). The interpreter's own options are
+read past (`python -W ignore -c pass` is `python -c pass`), and an operator is found written
+against a word as well (`pytest -q; true`, `python - <<< 'code'`). A plan with a bad command
+goes back to the model with the reason.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ _ENDINGS = {";", "||", "&", "\n"}  # `X ; true` and `X || true` end in success w
 _FILTERS = {"tail", "head", "tee", "cat", "sort", "uniq", "wc", "cut", "tr", "less", "more", "nl"}
 # grep patterns every line of a test run's output matches (`.`: every line but an empty one)
 _MATCH_ANY = {"", ".", ".*", "^", "$", "^.*", ".*$", "^.*$"}
-_OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1", "|&"}
+_PUNCTUATION = set("();<>|&")  # what a shell reads as an operator, unquoted
 # pytest options under which it runs no test
 _NO_TESTS = {
     "--co",
@@ -51,6 +56,10 @@ _NO_TESTS = {
 }
 # make's long options that print the commands instead of running them
 _MAKE_DRY = {"--dry-run", "--just-print", "--recon"}
+# what any program answers with a report of itself, exiting 0
+_VERSION = {"--version", "--help"}
+# programs that report on the machine and exit 0, given options only
+_REPORTS = {"id", "whoami", "uname", "nproc", "hostname", "arch", "printenv", "groups", "users"}
 # arguments with which python only reports itself and exits 0
 _PYTHON_INFO = {"--version", "-V", "-VV", "--help", "-h", "-?", "--help-env", "--help-xoptions"}
 # `test A OP B` on words: the comparisons that read neither a file nor the environment
@@ -107,12 +116,15 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
 
 
 def _operators(cmd: str) -> list[str]:
-    """The unquoted shell operators among `cmd`'s words (`';'`, quoted, is an argument)."""
+    """The unquoted shell operators in `cmd`, written apart or not (`pytest -q; true`,
+    `python - <<< 'pass'`, `(pytest)`); `';'`, quoted, is an argument."""
+    lexer = shlex.shlex(cmd, posix=False, punctuation_chars=True)
+    lexer.whitespace_split = True
     try:
-        words = shlex.split(cmd, posix=False)  # keeps the quotes, so a quoted word is not one
+        words = list(lexer)  # posix=False keeps the quotes, so a quoted word is not one
     except ValueError:
         return []
-    return [word for word in words if word in _OPERATORS]
+    return [word for word in words if word and all(c in _PUNCTUATION for c in word)]
 
 
 def _exists(program: str, root: Path) -> bool:
@@ -122,14 +134,23 @@ def _exists(program: str, root: Path) -> bool:
     return shutil.which(program) is not None or (root / program).is_file()
 
 
-def cannot_fail(argv: list[str]) -> bool:
-    """Whether the command (an argv run without a shell) exits 0 whatever the repository holds."""
+def cannot_fail(argv: list[str], stdin_empty: bool = True) -> bool:
+    """Whether the command (an argv run without a shell) exits 0 whatever the repository holds.
+
+    `stdin_empty`: its input is empty (/dev/null, as the harness runs a check; not so for a
+    pipeline's later stage), so an interpreter given no script (`python`, `python -`, `sh`,
+    `bash -s`) runs nothing, and a filter given no file (`cat`) copies nothing."""
     argv = unwrap(argv)
     if not argv:
         return True
     program = os.path.basename(argv[0])
     if program in _ALWAYS_SUCCEED:
         return True
+    args = argv[1:]
+    if args and all(arg in _VERSION for arg in args) and not is_python(program):
+        return True  # `git --version`: a program that exists reports itself
+    if program in _REPORTS or (stdin_empty and program in _FILTERS):
+        return all(arg.startswith("-") and arg != "-" for arg in args)
     if program == "ls":  # only a path it is given can be missing
         return all(arg.startswith("-") for arg in argv[1:])
     if program in ("test", "["):
@@ -139,15 +160,56 @@ def cannot_fail(argv: list[str]) -> bool:
         args = argv[1:]
         return args[:1] in (["status"], ["diff"]) and not _GIT_STATUS_OPTIONS & set(args)
     if is_python(program):
-        if argv[1:2] == ["-m"]:
-            return argv[2:3] in (["this"], ["__hello__"], ["__phello__"])  # they print a text
-        if argv[1:] and all(arg in _PYTHON_INFO for arg in argv[1:]):
+        kind, rest = _python_run(args)
+        if kind == "info":
             return True  # `python --version`: the interpreter reports itself
-        return argv[1:2] == ["-c"] and len(argv) > 2 and _code_cannot_fail(argv[2])
+        if kind == "stdin":
+            return stdin_empty
+        if kind == "m":  # `-m this` prints a text; `-m pip --version` reports pip
+            return rest[:1] in (["this"], ["__hello__"], ["__phello__"]) or (
+                len(rest) > 1 and all(arg in _VERSION for arg in rest[1:])
+            )
+        return kind == "c" and bool(rest) and _code_cannot_fail(rest[0])
     if program in SHELLS:
-        script = _dash_c(argv[1:])
-        return script is not None and _script_cannot_fail(script, "pipefail" in argv[1:])
+        kind, script = _shell_run(args)
+        if kind == "stdin":
+            return stdin_empty
+        return script is not None and _script_cannot_fail(script, "pipefail" in args)
     return False
+
+
+def _python_run(args: list[str]) -> tuple[str, list[str]]:
+    """What the interpreter runs, past its own options (`-W ignore`, `-I`, a cluster such as
+    `-Sc`): ("c", [code, args...]), ("m", [module, args...]), ("script", [file, args...]),
+    ("stdin", args) for `-` or no script at all, ("info", []) for `--version` or `--help`,
+    ("error", []) for an option missing its value."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-":
+            return "stdin", args[i + 1 :]
+        if arg == "--":
+            return ("script", args[i + 1 :]) if args[i + 1 :] else ("stdin", [])
+        if arg in _PYTHON_INFO:
+            return "info", []
+        if arg.startswith("--"):
+            i += 2 if arg == "--check-hash-based-pycs" else 1  # its value follows
+            continue
+        if not arg.startswith("-"):
+            return "script", args[i:]
+        for at, letter in enumerate(arg[1:], 2):
+            if letter in "cm":
+                attached = arg[at:]
+                return letter, [attached, *args[i + 1 :]] if attached else args[i + 1 :]
+            if letter in "WX":
+                if not arg[at:] and i + 1 == len(args):
+                    return "error", []  # `-W` without its value: python refuses to start
+                i += 0 if arg[at:] else 1  # `-W ignore`: the value is the next word
+                break
+            if letter in "Vh?":
+                return "info", []
+        i += 1
+    return "stdin", []
 
 
 def _runs_no_test(argv: list[str]) -> str | None:
@@ -260,9 +322,10 @@ def _constant_test(args: list[str]) -> bool | None:
     return None  # a file test, `-a`/`-o`, or a form test reads otherwise
 
 
-def _dash_c(args: list[str]) -> str | None:
-    """The script of `sh -c SCRIPT` (`-c` alone or in a cluster of short options, `--` skipped
-    after it); None when there is none."""
+def _shell_run(args: list[str]) -> tuple[str, str | None]:
+    """What a shell runs, past its options: ("c", SCRIPT) for `-c SCRIPT` (`-c` alone or in a
+    cluster of short options, `--` skipped after it; None when no script follows), ("file",
+    None) for a script file, ("stdin", None) for `-s` or no script at all."""
     skip = False
     for i, arg in enumerate(args):
         if skip:
@@ -271,13 +334,17 @@ def _dash_c(args: list[str]) -> str | None:
         if arg in ("-o", "+o", "-O", "+O"):  # `-o pipefail`: the option's name follows
             skip = True
             continue
-        if arg == "--" or arg[:1] not in ("-", "+"):
-            return None  # the options end: a script file, or none
+        if arg == "--":
+            return ("file", None) if args[i + 1 :] else ("stdin", None)
+        if arg[:1] not in ("-", "+"):
+            return "file", None
         if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
             rest = args[i + 1 :]
             rest = rest[1:] if rest[:1] == ["--"] else rest
-            return rest[0] if rest else None
-    return None
+            return "c", rest[0] if rest else None
+        if arg.startswith("-") and not arg.startswith("--") and "s" in arg[1:]:
+            return "stdin", None  # `bash -s ARGS`: the words after it are the script's
+    return "stdin", None
 
 
 def _script_cannot_fail(script: str, pipefail: bool = False) -> bool:
@@ -311,7 +378,7 @@ def _words_cannot_fail(words: list[str], pipefail: bool) -> bool:
             )
         trivial = _status(last[1]) == 0
     elif last and joiner == "|" and not pipefail:
-        trivial = cannot_fail(last) or _passes_anything(last)
+        trivial = cannot_fail(last, stdin_empty=False) or _passes_anything(last)
     else:
         trivial = cannot_fail(last)
     if not trivial:
