@@ -212,9 +212,9 @@ def test_what_a_stdio_server_started_or_detached_is_gone_once_the_tools_close(tm
 RAW = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_raw_server.py"
 
 
-def raw_server(tmp_path, tools, calls=None) -> dict:
+def raw_server(tmp_path, tools, calls=None, noise=()) -> dict:
     config = tmp_path / "raw.json"
-    config.write_text(json.dumps({"tools": tools, "calls": calls or {}}))
+    config.write_text(json.dumps({"tools": tools, "calls": calls or {}, "noise": list(noise)}))
     return {"command": sys.executable, "args": [str(RAW), str(config)]}
 
 
@@ -380,6 +380,21 @@ def test_a_reply_that_cannot_be_read_fails_its_call_at_once_and_the_server_goes_
     assert "(result: " in said["five"] and "(error.code: " in said["named"]
     assert "got null" in said["nothing"] and "a batch" in said["batch"]
     assert not [n for n in notices if "unavailable" in n], notices
+
+
+def test_log_lines_on_stdout_even_in_brackets_are_noise_not_a_broken_reply(tmp_path):
+    tools = [{"name": "fine", "inputSchema": OBJECT}]
+    logs = ["[INFO] starting the server", "[1/3] loading", "[ 0.5s] ready", "Listening..."]
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools, noise=logs)}, notices)
+    try:
+        (status,) = provide.start()  # before initialize's reply, and before every other one
+        assert status.status == "ready", status
+        reply = provide.call("mcp__raw__fine", {})
+        assert reply.ok and reply.text == "called fine", reply
+    finally:
+        provide.close()
+    assert notices == []
 
 
 def test_a_tool_list_that_cannot_be_read_fails_the_start_at_once(tmp_path):

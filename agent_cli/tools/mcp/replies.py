@@ -4,7 +4,8 @@ A connection serves one request at a time, so a reply that cannot be read (inval
 `result` that is no object, an error whose code is no integer, a batch, `null`) belongs to
 the request in flight even when its id cannot be read: that request fails at once with what
 is wrong, instead of waiting out its timeout. A line that is no JSON at all (a server's log
-line on stdout) is noise, and so is a malformed request or notification from the server.
+line on stdout, `[INFO] listening` among them: a bracket that opens no array of messages) is
+noise, and so is a malformed request or notification from the server.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def broken_reply(error: Exception) -> str | None:
         try:
             data = strictjson.loads(raw)
         except ValueError:
-            if raw.lstrip()[:1] not in ("{", "["):
+            if not _opens_message(raw):
                 return None  # not JSON: a log line
         if isinstance(data, dict) and "method" in data:
             return None
@@ -43,6 +44,15 @@ def broken_reply(error: Exception) -> str | None:
     said = next((e for e in errors if tuple(e["loc"])[:1] == (branch,)), first)
     where = ".".join(str(part) for part in tuple(said["loc"])[1:]) or "the reply"
     return _line(f"a reply that does not follow JSON-RPC ({where}: {said['msg']})")
+
+
+def _opens_message(raw: str) -> bool:
+    """Whether text that is no valid JSON begins as a message would: an object (`{`), or an
+    array of them (a batch: `[{`, `[]`). `[INFO] ...` or `[1/3] loading` is a log line."""
+    text = raw.lstrip()
+    if text[:1] == "{":
+        return True
+    return text[:1] == "[" and text[1:].lstrip()[:1] in ("{", "]", "")
 
 
 def _kind(data: Any) -> str:
