@@ -80,6 +80,23 @@ def test_a_repository_server_counts_only_when_the_repository_is_trusted(tmp_path
     trust.record(tmp_path, env)
     trusted = load(tmp_path, env=env, user_rc=user)
     assert set(trusted.mcp_servers) == {"mine", "theirs"}  # joined by name, not replaced
+    assert not any("replaces" in n for n in trusted.notices)
+
+
+def test_a_trusted_repository_server_of_one_of_your_names_replaces_it_and_says_so(tmp_path):
+    user = tmp_path / "user.toml"
+    user.write_text('[mcp_servers.docs]\ncommand = "mine"\n[mcp_servers.same]\ncommand = "s"\n')
+    rc = tmp_path / ".agentrc"
+    rc.write_text('[mcp_servers.docs]\ncommand = "theirs"\n[mcp_servers.same]\ncommand = "s"\n')
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+    trust.record(tmp_path, env)
+    settings = load(tmp_path, env=env, user_rc=user)
+    assert settings.mcp_servers["docs"].command == "theirs"  # the later file wins, whole
+    said = [n for n in settings.notices if "replaces" in n]
+    assert said == [
+        f"{rc}: [mcp_servers.docs] replaces the server of that name in your own settings "
+        "(its whole table is used, none of yours)"
+    ]  # `same` is the same table: nothing of yours is lost, nothing said
 
 
 def test_a_repository_adds_to_deny_tools_and_the_environment_lists_them(tmp_path):

@@ -549,6 +549,7 @@ def load_settings(
     sources = dict.fromkeys(FIELDS, "default")
     for origin, layer in layers:
         _check(layer, origin)
+        notices += _replaced_servers(merged.get("mcp_servers", {}), layer, origin)
         servers = {**merged.get("mcp_servers", {}), **layer.get("mcp_servers", {})}
         merged.update(layer)
         if servers:  # a repository's servers join the user's, by name
@@ -561,6 +562,24 @@ def load_settings(
     settings = Settings(**merged, sources=sources, notices=notices, role_api_keys=role_keys)
     settings.mcp_tokens = _bearer_tokens(settings.mcp_servers, env)
     return settings
+
+
+def _replaced_servers(earlier: dict[str, Any], layer: dict[str, Any], origin: str) -> list[str]:
+    """A notice naming the servers of `layer` that take the place of an earlier layer's server
+    of the same name with another table (a trusted repository's `[mcp_servers.docs]` is then
+    the run's `docs`, not yours), or none."""
+    ours = layer.get("mcp_servers")
+    if not isinstance(ours, dict) or not isinstance(earlier, dict):
+        return []
+    replaced = sorted(n for n, table in ours.items() if n in earlier and earlier[n] != table)
+    if not replaced:
+        return []
+    tables = ", ".join(f"[mcp_servers.{name}]" for name in replaced)
+    verb = "replaces the server" if len(replaced) == 1 else "replace the servers"
+    return [
+        f"{origin}: {tables} {verb} of that name in your own settings "
+        "(its whole table is used, none of yours)"
+    ]
 
 
 def _bearer_tokens(servers: dict[str, ServerConfig], env: dict[str, str]) -> dict[str, SecretStr]:
