@@ -95,6 +95,21 @@ def test_a_guard_that_cannot_run_blocks_the_tool_and_elsewhere_is_a_notice(tmp_p
         assert after.outcome == "failed" and not after.blocks
 
 
+def test_a_guard_killed_by_a_signal_blocks_the_tool_and_elsewhere_is_a_notice(tmp_path):
+    """A guard that crashed or was killed (the OOM killer) never answered: like one that hangs,
+    it must not let the call through, and the reason names the signal, not `exit -9`."""
+    killed = py("import os, sys; print('half done', file=sys.stderr, flush=True); os.abort()")
+    (ran,) = hooks(tmp_path, pre_tool=[killed]).before_tool(AT, "write_file", "{}")
+    assert ran.outcome == "blocked" and ran.blocks and ran.exit_code == -6
+    assert ran.message == (
+        "the hook was killed by SIGABRT (signal 6) before it exited: half done; "
+        "a pre_tool hook that does not answer blocks the tool"
+    )
+    (after,) = hooks(tmp_path, post_tool=[killed]).after_tool(AT, "run", "{}", {"ok": True})
+    assert after.outcome == "failed" and not after.blocks
+    assert after.message == "the hook was killed by SIGABRT (signal 6) before it exited: half done"
+
+
 def test_a_pre_tool_hook_that_hangs_blocks_at_its_timeout_and_its_group_is_killed(tmp_path):
     # the hook's child writes its pid, then both sleep; neither may survive the timeout
     code = (

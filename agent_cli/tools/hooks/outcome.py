@@ -3,13 +3,15 @@
 Only `pre_tool` and `task_verified` hooks can block: at `post_tool` and `run_end` there is
 nothing left to refuse, so exit 2 there is a notice like any other failure, and the hooks
 after it still run. A `pre_tool` hook that does not answer within its timeout blocks the
-tool (fail closed): a guard that hangs must not let the call through; so does one that cannot
-be run at all (its program not found or not executable: exit 127 or 126, the shell's codes,
-which a hook that failed to start is also given). At every other point either is a notice.
+tool (fail closed): a guard that hangs must not let the call through; so does one killed by a
+signal before it exited (a crash, the OOM killer: it never answered either), and one that
+cannot be run at all (its program not found or not executable: exit 127 or 126, the shell's
+codes, which a hook that failed to start is also given). At every other point each is a notice.
 """
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 
 from agent_cli.core.events import HookRan
@@ -59,6 +61,13 @@ def decide(
         return Warn(said, True)
     if ran.exit_code == 0:
         return GoOn()
+    if ran.exit_code is not None and ran.exit_code < 0:
+        said = f"the hook was killed by {_signal(-ran.exit_code)} before it exited" + (
+            f": {stderr}" if stderr else ""
+        )
+        if event == "pre_tool":
+            return Block(f"{said}; a pre_tool hook that does not answer blocks the tool")
+        return Warn(said)
     if ran.exit_code in CANNOT_RUN and event == "pre_tool":
         said = stderr or f"exit {ran.exit_code}"
         return Block(
@@ -115,6 +124,14 @@ def as_event(
         else "",
         duration_s=round(ran.duration_s, 3),
     )
+
+
+def _signal(number: int) -> str:
+    """`SIGKILL (signal 9)`, or `signal 64` for a number with no name."""
+    try:
+        return f"{signal.Signals(number).name} (signal {number})"
+    except ValueError:
+        return f"signal {number}"
 
 
 def _bounded(text: str) -> str:
