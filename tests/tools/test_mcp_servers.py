@@ -397,6 +397,44 @@ def test_log_lines_on_stdout_even_in_brackets_are_noise_not_a_broken_reply(tmp_p
     assert notices == []
 
 
+def test_a_tool_whose_schema_an_endpoint_would_refuse_is_left_out_and_a_tree_is_kept(tmp_path):
+    """An endpoint refuses a request whose tools hold an invalid schema, which would fail every
+    request of the run: such a tool is left out with a notice, and the server's others stay."""
+    tree = {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/node"}},
+        "$defs": {
+            "node": {"type": "object", "properties": {"kids": {"items": {"$ref": "#/$defs/node"}}}}
+        },
+    }
+    listing = {
+        "typo": {"type": "object", "properties": {"n": {"type": "strnig"}}},
+        "dangling": {"type": "object", "properties": {"n": {"$ref": "#/$defs/gone"}}},
+        "remote": {"type": "object", "properties": {"n": {"$ref": "https://example.com/s.json"}}},
+        "choice": {"type": "object", "properties": {"n": {"anyOf": [{"type": "string"}, 5]}}},
+        "tree": tree,
+        "fine": {"type": "object", "properties": {"n": {"type": ["integer", "null"]}}},
+    }
+    tools = [{"name": name, "inputSchema": schema} for name, schema in listing.items()]
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools)}, notices)
+    try:
+        (status,) = provide.start()
+        assert status.status == "ready", status
+        assert status.tools == ["tree", "fine"]
+        assert status.left_out == ["typo", "dangling", "remote", "choice"]
+        assert [_name(spec) for spec in provide.specs()] == ["mcp__raw__tree", "mcp__raw__fine"]
+        assert provide.call("mcp__raw__tree", {"root": {"kids": []}}).ok
+    finally:
+        provide.close()
+    said = " ".join(notices)
+    assert "tool 'typo' is left out: its input schema is not valid JSON Schema " in said
+    assert "(properties.n has type 'strnig')" in said
+    assert "(properties.n has $ref '#/$defs/gone', which points nowhere in the schema)" in said
+    assert "$ref 'https://example.com/s.json', which points nowhere" in said
+    assert "(properties.n.anyOf.1 is not a schema)" in said
+
+
 def test_a_tool_list_that_cannot_be_read_fails_the_start_at_once(tmp_path):
     listed = {"raw": '{"jsonrpc": "2.0", "id": @ID@, "result": 5}'}
     notices: list[str] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import unquote
 
 from agent_cli.core import fences
 from agent_cli.core.text import clean
@@ -44,7 +45,73 @@ def problem(server: str, tool: str, schema: Any) -> str | None:
         return f"its input schema is not plain JSON ({e})"
     if len(text) > MAX_SCHEMA_CHARS:
         return f"its input schema is {len(text):,} characters (at most {MAX_SCHEMA_CHARS:,})"
-    return None
+    wrong = _malformed(schema, schema, "")
+    return f"its input schema is not valid JSON Schema ({wrong})" if wrong else None
+
+
+# JSON Schema's types, and the keys whose values are schemas: one, a map of them, or a list.
+TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+ONE = (
+    *("items", "additionalProperties", "not", "contains", "if", "then", "else"),
+    *("propertyNames", "additionalItems", "unevaluatedItems", "unevaluatedProperties"),
+)
+MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def _malformed(node: Any, root: dict[str, Any], where: str) -> str | None:
+    """The first thing in the (sub)schema `node` at `where` that a model's endpoint refuses,
+    which would fail every request of the run: a type that is none, a `$ref` that points
+    nowhere in the schema, a subschema that is no schema. A `$ref` may point back (a tree)."""
+    if isinstance(node, bool):
+        return None
+    if not isinstance(node, dict):
+        return f"{where or 'the schema'} is not a schema"
+    kind = node.get("type")
+    kinds = kind if isinstance(kind, list) and kind else [kind]
+    if "type" in node and not all(isinstance(k, str) and k in TYPES for k in kinds):
+        return f"{where or 'the schema'} has type {kind!r}"
+    ref = node.get("$ref")
+    if ref is not None and (not isinstance(ref, str) or _pointed(root, ref) is None):
+        return f"{where or 'the schema'} has $ref {ref!r}, which points nowhere in the schema"
+    for key in ("required", "enum"):
+        if key in node and not isinstance(node[key], list):
+            return f"{where or 'the schema'}'s {key} is not a list"
+    subschemas: list[tuple[str, Any]] = [(f"{where}.{k}", node[k]) for k in ONE if k in node]
+    for key in MAP:
+        table = node.get(key, {})
+        if not isinstance(table, dict):
+            return f"{where}.{key} is not a map of schemas"
+        subschemas += [(f"{where}.{key}.{name}", sub) for name, sub in table.items()]
+    for key in LIST:
+        items = node.get(key, [])
+        if not isinstance(items, list):
+            return f"{where}.{key} is not a list of schemas"
+        subschemas += [(f"{where}.{key}.{n}", sub) for n, sub in enumerate(items)]
+    if isinstance(node.get("items"), list):  # draft 7's tuple form
+        subschemas = [(w, sub) for w, sub in subschemas if w != f"{where}.items"]
+        subschemas += [(f"{where}.items.{n}", sub) for n, sub in enumerate(node["items"])]
+    return next(
+        (wrong for w, sub in subschemas if (wrong := _malformed(sub, root, w.lstrip(".")))),
+        None,
+    )
+
+
+def _pointed(root: dict[str, Any], ref: str) -> Any:
+    """What the local reference `ref` (`#`, `#/$defs/node`) points at in `root`; None when it
+    points nowhere in it (or outside it: a URL is never fetched)."""
+    if not ref.startswith("#"):
+        return None
+    node: Any = root
+    for part in [p for p in ref[1:].split("/") if p]:
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
 
 
 def function_spec(
