@@ -14,6 +14,7 @@ from agent_cli.cli.config.settings import load_settings
 from agent_cli.cli.mcp_tools import build_tools
 from agent_cli.workspace.shell import strays
 from conftest import make_repo
+from httpkit import loopback, send  # noqa: F401
 from tools.mcpkit import alive, fixture_server, http_server, pids, toml_table, wait_gone  # noqa: F401
 
 pytestmark = pytest.mark.slow  # each test starts a Python server process
@@ -166,6 +167,20 @@ def test_a_streamable_http_server_gets_the_bearer_token_from_the_environment(
         assert not any(token in n for n in notices)
     finally:
         tools.close()
+
+
+def test_an_http_server_whose_reply_is_not_json_fails_to_start_in_one_line(tmp_path, loopback):
+    base = loopback(lambda handler: send(handler, "{not json", "application/json"))
+    notices: list[str] = []
+    tools, _ = provider(tmp_path, {"web": {"url": base.removesuffix("/v1") + "/mcp"}}, notices)
+    try:
+        (status,) = tools.start()
+    finally:
+        tools.close()
+    assert status.status.startswith("failed to start: Failed to parse JSON response"), status
+    assert "Invalid JSON: key must be a string" in status.status
+    (said,) = notices
+    assert "\n" not in said and "errors.pydantic.dev" not in said and len(said) < 400, said
 
 
 def test_the_published_time_server_answers(tmp_path):

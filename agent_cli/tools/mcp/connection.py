@@ -293,7 +293,7 @@ class Connection:
             return f"cannot be started: {self.config.command}: command not found"
         if isinstance(leaf, asyncio.CancelledError):
             return "was stopped"
-        what = str(leaf) or type(leaf).__name__
+        what = _one_line(str(leaf)) or type(leaf).__name__
         if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
             what = _closed(leaf)
         if isinstance(leaf, ValidationError):  # the SDK checks a tools/list reply whole
@@ -342,6 +342,14 @@ def schema_error(e: ValidationError) -> str:
     where = ".".join(str(part) for part in first["loc"]) or "the reply"
     more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
     return " ".join(f"{where}: {first['msg']}{more}".split())[:300]
+
+
+def _one_line(text: str) -> str:
+    """An error's words on one line of at most 300 characters, without the pydantic link a
+    reply the SDK could not parse carries (`Failed to parse JSON response: 1 validation
+    error ... For further information visit https://errors.pydantic.dev/...`)."""
+    kept = [line for line in text.splitlines() if "errors.pydantic.dev" not in line]
+    return " ".join(" ".join(kept).split())[:300]
 
 
 def _closed(e: MCPError) -> str:
