@@ -263,6 +263,27 @@ def test_a_hook_whose_file_in_the_repository_changed_during_the_run_is_not_run(t
     assert (tmp_path / "guard-ran").read_text() == "x"  # it ran once, before the change
 
 
+def test_a_file_a_shell_line_or_an_option_names_is_held_too(tmp_path):
+    """`sh -c "sh scripts/guard.sh"` runs the file as surely as `sh scripts/guard.sh` does."""
+    guard, rules = tmp_path / "scripts" / "guard.sh", tmp_path / "rules.txt"
+    guard.parent.mkdir()
+    guard.write_text("printf x >> guard-ran\n")
+    rules.write_text("no pushes\n")
+    line = {"command": ["sh", "-c", "sh scripts/guard.sh 'two words'"]}
+    option = {"command": ["sh", "-c", "exit 0", "--rules=rules.txt"]}
+    user = hooks(tmp_path, pre_tool=[line, option])
+    assert [e.outcome for e in user.before_tool(AT, "run", "{}")] == ["ok", "ok"]
+    guard.write_text("git push\n")  # what a model could write
+    (refused,) = user.before_tool(AT, "run", "{}")
+    assert refused.blocks and "scripts/guard.sh changed since the run started" in refused.message
+    guard.write_text("printf x >> guard-ran\n")
+    rules.write_text("anything goes\n")
+    ran = user.before_tool(AT, "run", "{}")
+    assert [e.outcome for e in ran] == ["ok", "blocked"]
+    assert "rules.txt changed since the run started" in ran[1].message
+    assert (tmp_path / "guard-ran").read_text() == "xx"
+
+
 def test_a_hook_carries_the_mark_a_later_run_finds_it_by_if_this_agent_is_killed(tmp_path):
     from agent_cli.workspace.shell import strays
 

@@ -3,7 +3,8 @@
 A hook such as `python scripts/guard.py` runs a file the model can change: with its file
 tools, or with any command the policy lets through (`python -c "open(...)"`). A guard the
 model rewrote would then run the model's code as the user's hook, outside the command policy.
-So each word of a hook's command that names a file inside the repository is read when the
+So each word of a hook's command that names a file inside the repository (a word of a shell
+line in it too: `sh -c "python scripts/guard.py"`) is read when the
 hooks are set up (its SHA-256), and before each run of the hook it is read again: a file
 that changed, or is gone, keeps the hook from running. At `pre_tool` and `task_verified`
 that blocks (a guard that cannot be trusted fails closed); elsewhere it is a notice.
@@ -12,6 +13,7 @@ that blocks (a guard that cannot be trusted fails closed); elsewhere it is a not
 from __future__ import annotations
 
 import hashlib
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -42,19 +44,34 @@ class HookScripts:
         ]
 
     def _named(self, spec: HookSpec) -> list[Path]:
-        """The regular files inside the root that the command's words name."""
-        found = []
-        for word in spec.command:
+        """The regular files inside the root that the command's words name, those of a shell
+        line it holds among them (`sh -c "python scripts/guard.py"`), and an option's value
+        (`--config=scripts/rules.toml`)."""
+        found: list[Path] = []
+        for word in _words(spec.command):
             if not word or word.startswith("-"):
                 continue
             try:
                 path = (self.root / word).resolve()  # an absolute word stays itself
                 inside = path != self.root and self.root in path.parents
                 if inside and path.is_file() and path.stat().st_size <= MAX_SCRIPT_BYTES:
-                    found.append(path)
+                    found += [] if path in found else [path]
             except (OSError, ValueError):
                 continue
         return found
+
+
+def _words(command: list[str]) -> list[str]:
+    """Each word of `command`, then the words of any that holds a shell line (split as the
+    shell would, else at spaces), and the value of each `--option=value`."""
+    words = list(command)
+    for word in command:
+        if any(c.isspace() for c in word):
+            try:
+                words += shlex.split(word)
+            except ValueError:  # an unclosed quote
+                words += word.split()
+    return words + [w.split("=", 1)[1] for w in words if "=" in w]
 
 
 def _digest(path: Path) -> str | None:
