@@ -502,6 +502,25 @@ def test_a_tool_whose_name_is_empty_or_taken_is_left_out_with_a_notice(tmp_path)
     ), said
 
 
+def test_a_tool_list_that_repeats_itself_page_after_page_is_one_notice_a_name(tmp_path):
+    """A server that hands back the same page's cursor is asked for the next page 100 times:
+    each tool it lists again is left out, said once, not once a page."""
+    page = {"tools": [{"name": n, "inputSchema": OBJECT} for n in ("a", "b")], "nextCursor": "1"}
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, page)}, notices)
+    try:
+        (status,) = provide.start()
+        assert status.status == "ready" and status.tools == ["a", "b"], status
+        assert status.left_out == ["a", "b"]
+        assert provide.call("mcp__raw__a", {}).text == "called a"
+    finally:
+        provide.close()
+    assert notices == [
+        f"MCP server raw: tool {n!r} is left out: the server lists a tool of that name twice"
+        for n in ("a", "b")
+    ]
+
+
 def test_a_server_that_dies_while_its_child_holds_its_stdout_is_said_at_once(tmp_path):
     pid_file, notices = tmp_path / "pids", []
     tools, _ = provider(

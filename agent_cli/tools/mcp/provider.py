@@ -140,6 +140,8 @@ class McpTools:
                 continue
             full = schema.full_name(server.name, tool.name)
             why = schema.problem(server.name, tool.name, tool.schema) or self._taken(full, server)
+            if why and self.by_tool.get(full) is server and tool.name in server.status.left_out:
+                continue  # listed a third time, or more: said once
             if why:
                 server.status.left_out.append(tool.name)
                 self.notice(
