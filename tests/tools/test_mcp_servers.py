@@ -163,6 +163,7 @@ def test_a_streamable_http_server_gets_the_bearer_token_from_the_environment(
         echo = tools.call("mcp__web__echo", {"text": "over http"})
         assert echo.ok and "echo: over http" in echo.text
         assert statuses["wrong"].status.startswith("failed")
+        assert "(HTTP 401 Unauthorized)" in statuses["wrong"].status  # not only "an error"
         assert "NO_SUCH_MCP_TOKEN is not set" in statuses["unset"].status
         assert not any(token in n for n in notices)
     finally:

@@ -40,6 +40,7 @@ MAX_BAD_MESSAGES = 50  # unreadable messages before a server counts as flooding
 STDERR_TAIL = 2000
 STDERR_WAIT_S = 1.0
 CONNECTION_CLOSED = -32000
+HTTP_STAND_IN = "Server returned an error response"  # the SDK's words for any HTTP error
 STOP_S = 10.0  # the SDK closes stdin, waits 2 s, then SIGTERM and SIGKILL the group
 WATCH_S = 0.25  # how often a stdio server's process is checked for its end
 
@@ -111,6 +112,7 @@ class Connection:
         self.start_scope: anyio.CancelScope | None = None  # while initialize and tools/list run
         self.bad_reply: str | None = None  # what is wrong with the call's reply, once read
         self.exited = asyncio.Event()  # the server's process ended (its connection may stay open)
+        self.http_error = ""  # the last HTTP error status an HTTP server answered with
 
     async def start(self) -> list[ServerTool]:
         """Start or connect, initialize and list the tools; raise RuntimeError saying why not."""
@@ -202,6 +204,7 @@ class Connection:
         if self.config.url:
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
             client = create_mcp_http_client(headers=headers)
+            client.event_hooks["response"].append(self._answered)
             return streamable_http_client(self.config.url, http_client=client)
         argv = [str(self.config.command), *self.config.args]
         if self.wrap is not None:
@@ -233,7 +236,7 @@ class Connection:
             self.broken = f"did not answer a call within tool_timeout_s = {timeout:g}s"
         except MCPError as e:
             if e.code != CONNECTION_CLOSED:  # the server refused the call and goes on
-                return CallOutcome(f"error: the MCP server said: {e.message}", ok=False)
+                return CallOutcome(f"error: the MCP server said: {self._said(e)}", ok=False)
             await self._stderr_settled()
             self.broken = self._with_stderr(_closed(e))
         except ValidationError as e:  # one malformed result: the connection itself is fine
@@ -293,12 +296,26 @@ class Connection:
             return f"cannot be started: {self.config.command}: command not found"
         if isinstance(leaf, asyncio.CancelledError):
             return "was stopped"
-        what = _one_line(str(leaf)) or type(leaf).__name__
+        what = _one_line(self._said(leaf) if isinstance(leaf, MCPError) else str(leaf))
+        what = what or type(leaf).__name__
         if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
             what = _closed(leaf)
         if isinstance(leaf, ValidationError):  # the SDK checks a tools/list reply whole
             what = f"its reply does not follow the MCP schema ({schema_error(leaf)})"
         return self._with_stderr(("failed to start: " if starting else "failed: ") + what)
+
+    async def _answered(self, response: Any) -> None:
+        """Keep an HTTP server's last error status: the SDK says only that there was one."""
+        if response.status_code >= 400:
+            self.http_error = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+
+    def _said(self, e: MCPError) -> str:
+        """The error's message, with the HTTP status the SDK leaves out of its stand-in
+        (`Server returned an error response`: a 401 for a wrong token, a 500...)."""
+        said = str(e.message or "")
+        if said == HTTP_STAND_IN and self.http_error:
+            return f"{said} ({self.http_error})"
+        return said
 
     async def _stderr_settled(self) -> None:
         """Give a server that just ended a moment to have its last words on stderr read."""
