@@ -284,6 +284,24 @@ def test_a_file_a_shell_line_or_an_option_names_is_held_too(tmp_path):
     assert (tmp_path / "guard-ran").read_text() == "xx"
 
 
+def test_a_link_in_the_repository_to_a_guard_outside_it_is_held_too(tmp_path):
+    """The guard lives outside the repository, but the link to it is inside, where the model
+    can replace it with a file of its own."""
+    outside, repo = tmp_path / "outside" / "guard.sh", tmp_path / "repo"
+    outside.parent.mkdir()
+    outside.write_text("printf ok >> ran\n")
+    (repo / "scripts").mkdir(parents=True)
+    link = repo / "scripts" / "guard.sh"
+    link.symlink_to(outside)
+    user = hooks(repo, pre_tool=[{"command": ["sh", "scripts/guard.sh"]}])
+    assert [e.outcome for e in user.before_tool(AT, "run", "{}")] == ["ok"]
+    link.unlink()
+    link.write_text("printf EVIL >> ran\n")  # what a model could write in its place
+    (refused,) = user.before_tool(AT, "run", "{}")
+    assert refused.blocks and "scripts/guard.sh changed since the run started" in refused.message
+    assert (repo / "ran").read_text() == "ok"
+
+
 def test_a_hook_carries_the_mark_a_later_run_finds_it_by_if_this_agent_is_killed(tmp_path):
     from agent_cli.workspace.shell import strays
 

@@ -13,6 +13,7 @@ that blocks (a guard that cannot be trusted fails closed); elsewhere it is a not
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 from collections.abc import Iterable
 from pathlib import Path
@@ -52,10 +53,13 @@ class HookScripts:
             if not word or word.startswith("-"):
                 continue
             try:
-                path = (self.root / word).resolve()  # an absolute word stays itself
-                inside = path != self.root and self.root in path.parents
-                if inside and path.is_file() and path.stat().st_size <= MAX_SCRIPT_BYTES:
-                    found += [] if path in found else [path]
+                named = Path(os.path.normpath(self.root / word))  # an absolute word stays itself
+                # the path as written, a link kept (the model may replace a link to a guard
+                # outside the repository), and the file it leads to
+                for path in (named, named.resolve()):
+                    inside = path != self.root and self.root in path.parents
+                    if inside and path.is_file() and path.stat().st_size <= MAX_SCRIPT_BYTES:
+                        found += [] if path in found else [path]
             except (OSError, ValueError):
                 continue
         return found
