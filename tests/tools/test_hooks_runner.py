@@ -284,6 +284,24 @@ def test_a_file_a_shell_line_or_an_option_names_is_held_too(tmp_path):
     assert (tmp_path / "guard-ran").read_text() == "xx"
 
 
+@pytest.mark.slow  # the hook is a Python module
+def test_the_files_python_dash_m_runs_are_held_and_a_package_init_may_not_appear(tmp_path):
+    check = tmp_path / "guards" / "check.py"
+    check.parent.mkdir()
+    check.write_text("open('ran', 'a').write('ok')\n")
+    user = hooks(tmp_path, pre_tool=[{"command": [PY, "-m", "guards.check"]}])
+    assert [e.outcome for e in user.before_tool(AT, "run", "{}")] == ["ok"]
+    init = check.parent / "__init__.py"
+    init.write_text("open('ran', 'a').write('EVIL')\n")  # runs first, on import
+    (refused,) = user.before_tool(AT, "run", "{}")
+    assert refused.blocks and "guards/__init__.py changed since the run started" in refused.message
+    init.unlink()
+    check.write_text("open('ran', 'a').write('EVIL')\n")
+    (refused,) = user.before_tool(AT, "run", "{}")
+    assert refused.blocks and "guards/check.py changed since the run started" in refused.message
+    assert (tmp_path / "ran").read_text() == "ok"
+
+
 def test_a_link_in_the_repository_to_a_guard_outside_it_is_held_too(tmp_path):
     """The guard lives outside the repository, but the link to it is inside, where the model
     can replace it with a file of its own."""

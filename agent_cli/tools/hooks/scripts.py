@@ -4,9 +4,9 @@ A hook such as `python scripts/guard.py` runs a file the model can change: with 
 tools, or with any command the policy lets through (`python -c "open(...)"`). A guard the
 model rewrote would then run the model's code as the user's hook, outside the command policy.
 So each word of a hook's command that names a file inside the repository (a word of a shell
-line in it too: `sh -c "python scripts/guard.py"`) is read when the
-hooks are set up (its SHA-256), and before each run of the hook it is read again: a file
-that changed, or is gone, keeps the hook from running. At `pre_tool` and `task_verified`
+line in it too: `sh -c "python scripts/guard.py"`, and the files `python -m scripts.guard`
+runs) is read when the hooks are set up (its SHA-256), and before each run of the hook it is
+read again: a file that changed, is gone, or (for `-m`) appeared keeps the hook from running. At `pre_tool` and `task_verified`
 that blocks (a guard that cannot be trusted fails closed); elsewhere it is a notice.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 from collections.abc import Iterable
 from pathlib import Path
@@ -46,10 +47,13 @@ class HookScripts:
 
     def _named(self, spec: HookSpec) -> list[Path]:
         """The regular files inside the root that the command's words name, those of a shell
-        line it holds among them (`sh -c "python scripts/guard.py"`), and an option's value
-        (`--config=scripts/rules.toml`)."""
+        line it holds among them (`sh -c "python scripts/guard.py"`), an option's value
+        (`--config=scripts/rules.toml`), and the files `-m` would run, there or not (a
+        package's `__init__.py` the model adds runs too)."""
         found: list[Path] = []
-        for word in _words(spec.command):
+        words = _words(spec.command)
+        modules = _modules(words)
+        for word in [*words, *modules]:
             if not word or word.startswith("-"):
                 continue
             try:
@@ -58,8 +62,10 @@ class HookScripts:
                 # outside the repository), and the file it leads to
                 for path in (named, named.resolve()):
                     inside = path != self.root and self.root in path.parents
-                    if inside and path.is_file() and path.stat().st_size <= MAX_SCRIPT_BYTES:
-                        found += [] if path in found else [path]
+                    held = path.is_file() and path.stat().st_size <= MAX_SCRIPT_BYTES
+                    absent = word in modules and not path.exists()
+                    if inside and (held or absent) and path not in found:
+                        found.append(path)
             except (OSError, ValueError):
                 continue
         return found
@@ -76,6 +82,21 @@ def _words(command: list[str]) -> list[str]:
             except ValueError:  # an unclosed quote
                 words += word.split()
     return words + [w.split("=", 1)[1] for w in words if "=" in w]
+
+
+MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _modules(words: list[str]) -> list[str]:
+    """The files `python -m NAME` runs for each module `-m` names: the module, or the
+    package's `__main__.py`, and the `__init__.py` of each package on the way."""
+    found = []
+    for flag, name in zip(words, words[1:], strict=False):
+        if flag == "-m" and MODULE.fullmatch(name):
+            parts = name.split(".")
+            found += [f"{'/'.join(parts)}.py", f"{'/'.join(parts)}/__main__.py"]
+            found += [f"{'/'.join(parts[:n])}/__init__.py" for n in range(1, len(parts) + 1)]
+    return found
 
 
 def _digest(path: Path) -> str | None:
