@@ -372,8 +372,20 @@ def open_workspace(
     ), policy
 
 
-def make_hooks(settings: Settings, workspace: RepoWorkspace) -> Hooks | None:
-    """The user's hooks, run where and as the model's commands run; None when none is set."""
+def began_at(store: RunStore, run_id: str | None) -> Callable[[], str] | None:
+    """The commit a resumed run `run_id` began at, read when asked; None for a new run."""
+    if run_id is None:
+        return None
+    resumed = run_id
+    return lambda: store.load(resumed).base
+
+
+def make_hooks(
+    settings: Settings, workspace: RepoWorkspace, began_at: Callable[[], str] | None = None
+) -> Hooks | None:
+    """The user's hooks, run where and as the model's commands run; None when none is set.
+    `began_at`: a resumed run's first commit, whose files its hooks' scripts are held to (the
+    model may have changed them in an earlier session)."""
     if not settings.hooks.any():
         return None
     from agent_cli.tools.hooks.process import HookPlace
@@ -387,7 +399,9 @@ def make_hooks(settings: Settings, workspace: RepoWorkspace) -> Hooks | None:
         readonly=tuple(runner.readonly),
         secrets=workspace.secrets,
     )
-    return UserHooks(settings.hooks, place)
+    git, base = workspace.git, began_at() if began_at else ""
+    started = (lambda path: git.blob_at(base, path)) if base else None
+    return UserHooks(settings.hooks, place, started)
 
 
 # -- `agent run` ------------------------------------------------------------------------
@@ -645,7 +659,7 @@ def _execute(
                     longterm=longterm,
                     parts=kit,
                     store=store,
-                    hooks=make_hooks(settings, workspace),
+                    hooks=make_hooks(settings, workspace, began_at(store, run_id)),
                     roles=models,
                 ),
                 config,

@@ -244,3 +244,47 @@ def test_an_interrupted_run_says_it_runs_its_run_end_hooks_and_a_second_ctrl_c_s
     os.kill(agent.pid, signal.SIGINT)
     assert agent.wait(timeout=20) == 130, agent.stdout + agent.stderr
     assert wait_for(lambda: pid_gone(int(started.read_text())), timeout=5, what="the hook gone")
+
+
+def test_a_resumed_run_holds_its_hooks_scripts_to_the_commit_it_began_at(
+    run_agent, fake_server, tmp_path
+):
+    """The model rewrote the guard in the run's first session: resumed, the run must not take
+    the rewritten guard for the user's and run it."""
+    log = tmp_path / "guard.log"
+    repo = repo_with(tmp_path / "repo", {"scripts/guard.sh": f"printf ok >> {log}\n"})
+    rc = tmp_path / "user-agentrc"
+    rc.write_text(
+        '[[hooks.post_tool]]\nmatcher = "read_file"\ncommand = ["sh", "scripts/guard.sh"]\n'
+    )
+    evil = f"printf EVIL >> {log}\n"
+    first = fake_server(
+        [
+            plan(task()),
+            call("read_file", path="README.md"),
+            call("write_file", path="scripts/guard.sh", content=evil),
+            call("read_file", path="README.md"),
+        ]
+    )
+    stopped = run(run_agent, first, repo, rc, "--json", "--max-steps", "3")
+    assert stopped.returncode == 4, stopped.stdout + stopped.stderr
+    assert log.read_text() == "ok"  # once, before the model's write; not after it
+    assert (repo / "scripts" / "guard.sh").read_text() == evil  # the work left for the resume
+    second = fake_server([call("read_file", path="README.md"), make_done(), finish()])
+    resumed = run_agent(
+        "run",
+        "--resume",
+        "--yes",
+        "--json",
+        "--max-steps",
+        "20",
+        "--base-url",
+        second.url,
+        cwd=repo,
+        env={"AGENT_RC": str(rc)},
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert log.read_text() == "ok"  # the model's guard never ran
+    said = [e for e in events(resumed.stdout) if e["event"] == "hook"]
+    assert said and all(e["outcome"] == "failed" for e in said), said
+    assert "scripts/guard.sh changed since the run started" in said[0]["message"]

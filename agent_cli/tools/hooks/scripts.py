@@ -5,9 +5,11 @@ tools, or with any command the policy lets through (`python -c "open(...)"`). A 
 model rewrote would then run the model's code as the user's hook, outside the command policy.
 So each word of a hook's command that names a file inside the repository (a word of a shell
 line in it too: `sh -c "python scripts/guard.py"`, and the files `python -m scripts.guard`
-runs) is read when the hooks are set up (its SHA-256), and before each run of the hook it is
-read again: a file that changed, is gone, or (for `-m`) appeared keeps the hook from running. At `pre_tool` and `task_verified`
-that blocks (a guard that cannot be trusted fails closed); elsewhere it is a notice.
+runs) is read when the hooks are set up (its git blob id), and before each run of the hook it
+is read again: a file that changed, is gone, or (for `-m`) appeared keeps the hook from
+running. A resumed run holds them to what they were when the run first began (`Started`). At
+`pre_tool` and `task_verified` that blocks (a guard that cannot be trusted fails closed);
+elsewhere it is a notice.
 """
 
 from __future__ import annotations
@@ -16,25 +18,32 @@ import hashlib
 import os
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agent_cli.tools.hooks.config import HookSpec
 
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a larger file is not a script: it is not held
+# A resumed run's hooks are held to the files as the run found them when it began, which the
+# model may have changed in an earlier session: the blob id a repository path had in the
+# commit the run started from (None: it had no such file there; it is then read as it is now).
+Started = Callable[[str], str | None]
 
 
 class HookScripts:
     """The files inside `root` that `specs` name, and their digests when this was made."""
 
-    def __init__(self, root: Path, specs: Iterable[HookSpec]) -> None:
+    def __init__(
+        self, root: Path, specs: Iterable[HookSpec], started: Started | None = None
+    ) -> None:
         self.root = root.resolve()
         self._files: dict[tuple[str, ...], list[Path]] = {}  # by command
         self._digests: dict[Path, str | None] = {}
         for spec in specs:
             named = self._files.setdefault(tuple(spec.command), self._named(spec))
             for path in named:
-                self._digests.setdefault(path, _digest(path))
+                held = started(path.relative_to(self.root).as_posix()) if started else None
+                self._digests.setdefault(path, held or _digest(path))
 
     def changed(self, spec: HookSpec) -> list[str]:
         """The files `spec` named when this was made that are not what they were then (gone,
@@ -100,8 +109,9 @@ def _modules(words: list[str]) -> list[str]:
 
 
 def _digest(path: Path) -> str | None:
-    """The file's SHA-256, None when it cannot be read (gone, say)."""
+    """The file's git blob id (what `Started` gives for it), None when it cannot be read."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        data = path.read_bytes()
     except OSError:
         return None
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()

@@ -13,7 +13,7 @@ from agent_cli.core.redact import redact_all
 from agent_cli.tools.hooks.config import HOOK_EVENTS, HookEvent, HooksConfig
 from agent_cli.tools.hooks.outcome import Block, as_event, decide, tampered
 from agent_cli.tools.hooks.process import HookPlace, run_hook
-from agent_cli.tools.hooks.scripts import HookScripts
+from agent_cli.tools.hooks.scripts import HookScripts, Started
 
 RESULT_MAX = 50_000  # characters of a tool's result a post_tool hook is given
 
@@ -22,10 +22,13 @@ class UserHooks:
     """Runs the configured hooks of each point; at one point they run in order, and the first
     that blocks ends the round (the later ones do not run)."""
 
-    def __init__(self, config: HooksConfig, place: HookPlace) -> None:
+    def __init__(
+        self, config: HooksConfig, place: HookPlace, started: Started | None = None
+    ) -> None:
         self.config = config
         self.place = place
-        self.scripts = HookScripts(place.root, [h for e in HOOK_EVENTS for h in config.at(e)])
+        specs = [h for e in HOOK_EVENTS for h in config.at(e)]
+        self.scripts = HookScripts(place.root, specs, started)
 
     def before_tool(self, at: HookTask, tool: str, args: str) -> Sequence[HookRan]:
         return self._run("pre_tool", at, tool, {"tool": tool, "args": _arguments(args)})

@@ -254,6 +254,15 @@ class GitRepo:
             raise GitError("the repository has no commits yet", "make a first commit and run again")
         return sha
 
+    def blob_at(self, commit: str, path: str) -> str | None:
+        """The blob id of the regular file `path` in `commit`; None when it holds no such
+        file (none there, a link, a submodule) or git cannot say."""
+        code, out, _ = self._probe("ls-tree", "-z", commit, "--", path)
+        mode, kind, rest = (out.split(" ", 2) + ["", ""])[:3] if code == 0 else ("", "", "")
+        blob, _, name = rest.partition("\t")
+        wanted = mode in ("100644", "100755") and kind == "blob" and name.rstrip("\0") == path
+        return blob if wanted else None
+
     def branch_exists(self, name: str) -> bool:
         """Whether a local branch `name` exists."""
         return self._handle.branch_exists(name)
