@@ -4,6 +4,7 @@ HTTP on 127.0.0.1) and the published `mcp-server-time`; failures end in one noti
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -69,6 +70,23 @@ def test_a_stdio_server_runs_scrubbed_in_the_repository_and_its_tools_answer(tmp
         tools.close()
     assert wait_gone(pids(pid_file)) == []
     assert not [n for n in notices if "unavailable" in n]
+
+
+def test_a_credential_in_a_servers_env_is_a_secret_and_what_it_sends_back_is_redacted(tmp_path):
+    """A server's token given in its `env` (not a known key shape) is masked like a bearer
+    token where the server hands it back; the other values of its `env` are left alone."""
+    pid_file, notices = tmp_path / "pids", []
+    env = {"SERVICE_API_KEY": "plain-looking-4242", "FIXTURE_VAR": "ordinary-value-77"}
+    env |= {"KEYMAP": "dvorak-layout", "PATH": os.environ["PATH"]}
+    tools, _ = provider(tmp_path, {"fx": fixture_server(pid_file, env=env)}, notices)
+    try:
+        tools.start()
+        got = {name: tools.call("mcp__fx__getenv", {"variable": name}).text for name in env}
+    finally:
+        tools.close()
+    assert got["SERVICE_API_KEY"] == "SERVICE_API_KEY=[REDACTED]"
+    assert got["FIXTURE_VAR"] == "FIXTURE_VAR=ordinary-value-77"
+    assert got["KEYMAP"] == "KEYMAP=dvorak-layout" and "[REDACTED]" not in got["PATH"]
 
 
 def test_enabled_and_disabled_tools_choose_what_is_offered(tmp_path):

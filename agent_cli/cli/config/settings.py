@@ -305,10 +305,13 @@ class Settings(BaseSettings):
     def secrets(self) -> tuple[str, ...]:
         """The configured secrets, to redact from everything stored or shown and to keep out
         of every child's environment (a variable holding one is removed): the API keys, the
-        memory token and the MCP servers' bearer tokens, whatever their variables are named."""
+        memory token and the MCP servers' bearer tokens, whatever their variables are named,
+        and the values of their `env` whose names say they are credentials (`GITHUB_TOKEN`)."""
         roles = (k.get_secret_value() for k in self.role_api_keys.values())
         bearers = (t.get_secret_value() for t in self.mcp_tokens.values())
-        return tuple(s for s in (self.key(), self.memory_token_value(), *roles, *bearers) if s)
+        envs = (v for server in self.mcp_servers.values() for v in server.secret_env())
+        found = (self.key(), self.memory_token_value(), *roles, *bearers, *envs)
+        return tuple(dict.fromkeys(s for s in found if s))
 
     def redacted(self) -> dict[str, Any]:
         """Every value, with the API key and the memory token masked, for display."""

@@ -56,11 +56,27 @@ class ServerConfig(BaseModel):
         """How the agent reaches the server."""
         return "stdio" if self.command else "http"
 
+    def secret_env(self) -> list[str]:
+        """The `env` values whose names say they hold a credential (`GITHUB_TOKEN`,
+        `NOTION_API_KEY`, `DB_PASSWORD`): secrets to redact from what the server sends back,
+        as a bearer token is."""
+        return [value for name, value in self.env.items() if _names_a_secret(name)]
+
     def offers(self, tool: str) -> bool:
         """Whether the server's tool `tool` is offered (the allow list, then the deny list)."""
         if self.enabled_tools is not None and tool not in self.enabled_tools:
             return False
         return tool not in self.disabled_tools
+
+
+SECRET_WORDS = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PAT", "APIKEY", "CREDENTIALS"}
+
+
+def _names_a_secret(name: str) -> bool:
+    """Whether an environment variable's name says it holds a credential: a word of it is one
+    (`PATH` is no `PAT`), or it ends in `KEY` (`PRIVATE_KEY`; not `KEYMAP`)."""
+    words = name.upper().split("_")
+    return bool(SECRET_WORDS & set(words)) or words[-1] == "KEY"
 
 
 def check_server_name(name: str) -> str:
