@@ -133,9 +133,9 @@ def test_mcp_list_shows_what_servers_said_without_terminal_escapes(run_agent, tm
     text = run_agent("mcp", "list", cwd=repo, env={"AGENT_RC": rc})
     listed = run_agent("mcp", "list", "--json", cwd=repo, env={"AGENT_RC": rc})
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
-    assert rows["raw"]["left_out"] == ["evilRED"]
+    assert rows["raw"]["tools"] == ["evilRED"]  # offered as mcp__raw__evil_31mRED_0_TITLE_…
     assert "boom" in rows["dies"]["status"] and "red" in rows["dies"]["status"]
     assert "PWNED" not in rows["dies"]["status"]  # a terminal title, with its payload
     for shown in (text.stdout, json.dumps(rows, ensure_ascii=False)):
         assert not any(ord(c) < 32 and c != "\n" for c in shown), repr(shown)
-    assert "left out: evilRED" in text.stdout
+    assert "ready; evilRED" in text.stdout

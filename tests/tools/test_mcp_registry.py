@@ -109,8 +109,9 @@ def test_a_schema_that_cannot_be_sent_is_named():
     assert "not an object" in schema.problem("time", "now", {"type": "string"})
     assert "not a JSON object" in schema.problem("time", "now", ["x"])
     assert "properties" in schema.problem("time", "now", {"type": "object", "properties": 3})
-    assert "function name" in schema.problem("time", "x" * 70, ok)
-    assert "function name" in schema.problem("time", "has space", ok)
+    assert "over the 64 of a function name" in schema.problem("time", "x" * 70, ok)
+    assert schema.problem("time", "has space", ok) is None  # offered as has_space
+    assert schema.full_name("time", "git.status/x y") == "mcp__time__git_status_x_y"
     assert "characters" in schema.problem(
         "time", "now", {"type": "object", "description": "x" * 30_000}
     )

@@ -50,7 +50,7 @@ def test_a_stdio_server_runs_scrubbed_in_the_repository_and_its_tools_answer(tmp
         assert status.left_out == [
             "a_tool_whose_name_is_far_too_long_to_be_offered_to_the_model_at_all"
         ]
-        assert any("is left out" in n and "function name" in n for n in notices)
+        assert any("is left out" in n and "over the 64 of a function name" in n for n in notices)
         echo = tools.call("mcp__fx__echo", {"text": "hi"})
         assert echo.ok and "echo: hi" in echo.text
         assert f"cwd={repo}" in echo.text and "FIXTURE_VAR=from-env-table" in echo.text
@@ -482,6 +482,29 @@ def test_a_tool_list_that_cannot_be_read_fails_the_start_at_once(tmp_path):
     assert time.monotonic() - started < 10  # not the 30 s startup timeout
     assert status.status.startswith("failed to start: answered with a reply that does not follow")
     assert "initialize" not in status.status and "\n" not in status.status
+
+
+def test_a_tool_whose_name_no_function_may_have_is_offered_with_underscores(tmp_path):
+    """`git.status` or `fs/read file` cannot name a function: the model calls it by a name
+    with `_` in their place, and the call reaches the tool by its own name."""
+    listing = ["git.status", "fs/read file", "git_status", "ok"]
+    tools = [{"name": name, "inputSchema": OBJECT} for name in listing]
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools)}, notices)
+    try:
+        (status,) = provide.start()
+        names = [_name(spec) for spec in provide.specs()]
+        assert names == ["mcp__raw__git_status", "mcp__raw__fs_read_file", "mcp__raw__ok"]
+        assert status.tools == ["git.status", "fs/read file", "ok"]
+        assert status.left_out == ["git_status"]
+        assert provide.call("mcp__raw__git_status", {}).text == "called git.status"
+        assert provide.call("mcp__raw__fs_read_file", {}).text == "called fs/read file"
+    finally:
+        provide.close()
+    assert notices == [
+        "MCP server raw: tool 'git_status' is left out: its name mcp__raw__git_status is "
+        "already that of the server's tool 'git.status'"
+    ]
 
 
 def test_a_tool_whose_name_is_empty_or_taken_is_left_out_with_a_notice(tmp_path):

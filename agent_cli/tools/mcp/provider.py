@@ -139,7 +139,8 @@ class McpTools:
             if not config.offers(tool.name):
                 continue
             full = schema.full_name(server.name, tool.name)
-            why = schema.problem(server.name, tool.name, tool.schema) or self._taken(full, server)
+            why = schema.problem(server.name, tool.name, tool.schema)
+            why = why or self._taken(full, server, tool.name)
             if why and self.by_tool.get(full) is server and tool.name in server.status.left_out:
                 continue  # listed a third time, or more: said once
             if why:
@@ -174,12 +175,15 @@ class McpTools:
                     "not list (`agent mcp list` shows its tools)"
                 )
 
-    def _taken(self, full: str, server: _Server) -> str | None:
-        """Why `full` cannot name a tool of `server`: a tool offered before has that name (the
-        server lists it twice, or `mcp__a___x` is both server `a`'s `_x` and `a_`'s `x`)."""
+    def _taken(self, full: str, server: _Server, tool: str) -> str | None:
+        """Why `full` cannot name `server`'s `tool`: a tool offered before has that name (the
+        server lists it twice, or its `a.b` and `a_b` are both `mcp__s__a_b`, or `mcp__a___x`
+        is both server `a`'s `_x` and `a_`'s `x`)."""
         other = self.by_tool.get(full)
         if other is None:
             return None
+        if other is server and other.tools[full] != tool:
+            return f"its name {full} is already that of the server's tool {other.tools[full]!r}"
         if other is server:
             return "the server lists a tool of that name twice"
         return f"its name {full} is already that of a tool of MCP server {other.name}"

@@ -13,13 +13,15 @@ from agent_cli.core import fences
 from agent_cli.core.text import clean
 
 FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]")
 MAX_SCHEMA_CHARS = 20_000
 MAX_DESCRIPTION_CHARS = 1_000
 
 
 def full_name(server: str, tool: str) -> str:
-    """The name the model calls a server's tool by."""
-    return f"mcp__{server}__{tool}"
+    """The name the model calls a server's tool by: a character a function name cannot hold
+    (`git.status`, `fs/read`, a space) becomes `_`, and a call by it reaches the tool."""
+    return f"mcp__{server}__{NOT_IN_NAMES.sub('_', tool)}"
 
 
 def problem(server: str, tool: str, schema: Any) -> str | None:
@@ -28,7 +30,7 @@ def problem(server: str, tool: str, schema: Any) -> str | None:
     if not tool:
         return "its name is empty"
     if not FUNCTION_NAME.fullmatch(name):
-        return f"its name {name!r} is not a function name (letters, digits, _ and -, up to 64)"
+        return f"its name {name} is {len(name)} characters, over the 64 of a function name"
     if not isinstance(schema, dict):
         return "its input schema is not a JSON object"
     if schema.get("type", "object") != "object":
