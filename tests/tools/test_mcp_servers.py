@@ -507,6 +507,20 @@ def test_a_tool_whose_name_no_function_may_have_is_offered_with_underscores(tmp_
     ]
 
 
+def test_a_server_of_many_tools_that_cannot_be_offered_is_a_few_notices_not_a_screen(tmp_path):
+    tools = [{"name": f"t{n}{'x' * 70}", "inputSchema": OBJECT} for n in range(200)]
+    tools.append({"name": "fine", "inputSchema": OBJECT})
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools)}, notices)
+    try:
+        (status,) = provide.start()
+    finally:
+        provide.close()
+    assert status.tools == ["fine"] and len(status.left_out) == 200
+    assert len(notices) == 6 and all("'t" in n and "is left out" in n for n in notices[:5])
+    assert notices[5] == "MCP server raw: 195 more tools are left out (`agent mcp list` names them)"
+
+
 def test_a_tool_whose_name_is_empty_or_taken_is_left_out_with_a_notice(tmp_path):
     def listing(*names: str) -> list[dict]:
         return [{"name": name, "inputSchema": OBJECT} for name in names]

@@ -23,6 +23,7 @@ from agent_cli.tools.mcp.loop import BackgroundLoop
 from agent_cli.workspace.shell import reaper
 
 Notice = Callable[[str], None]
+LEFT_OUT_SAID = 5  # tools left out said one by one, per server; the rest in one notice
 
 
 @dataclass(frozen=True)
@@ -145,9 +146,11 @@ class McpTools:
                 continue  # listed a third time, or more: said once
             if why:
                 server.status.left_out.append(tool.name)
-                self.notice(
-                    f"MCP server {server.name}: tool {tool.name!r} is left out: {self._clean(why)}"
-                )
+                if len(server.status.left_out) <= LEFT_OUT_SAID:
+                    self.notice(
+                        f"MCP server {server.name}: tool {tool.name!r} is left out: "
+                        f"{self._clean(why)}"
+                    )
                 continue
             server.tools[full] = tool.name
             self.by_tool[full] = server
@@ -156,6 +159,12 @@ class McpTools:
             )
             server.status.tools.append(tool.name)
         server.status.status = "ready"
+        more = len(server.status.left_out) - LEFT_OUT_SAID
+        if more > 0:  # a server of hundreds of broken tools is not a screen of notices
+            self.notice(
+                f"MCP server {server.name}: {more} more tools are left out "
+                "(`agent mcp list` names them)"
+            )
         self._unlisted(server, {tool.name for tool in found})
 
     def _unlisted(self, server: _Server, listed: set[str]) -> None:
