@@ -215,7 +215,8 @@ def _check_hooks(settings: Settings, repo: Path | None) -> str:
     if missing:
         raise ConfigError(
             f"cannot run the program of hook {'; '.join(missing)}: not found or not executable",
-            "a pre_tool or task_verified hook that cannot run blocks what it guards",
+            "a pre_tool hook that cannot run blocks every tool it matches; "
+            "at the other points it is a notice at every run",
         )
     return clean(hooks.summary())
 

@@ -285,6 +285,9 @@ def test_doctor_says_a_hook_whose_program_cannot_be_run(run_agent, fake_server, 
     (line,) = [ln for ln in _fail_lines(proc) if "hooks" in ln]
     assert "pre_tool `no-such-guard-program`" in line and "run_end `./guard.sh`" in line
     assert "post_tool" not in line
+    # a pre_tool hook that cannot run blocks; a task_verified one is only a notice
+    assert "pre_tool hook that cannot run blocks every tool it matches" in proc.stdout
+    assert "task_verified hook that cannot run blocks" not in proc.stdout
     rc.write_text('[[hooks.post_tool]]\ncommand = ["true"]\n')
     again = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
     proc = run_agent("doctor", "--base-url", again.url, cwd=scratch_repo, env=env)
