@@ -10,13 +10,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_cli.cli.config.settings import Settings
     from agent_cli.core.protocols import ToolProvider
+    from agent_cli.tools.held import Started
     from agent_cli.tools.mcp.provider import McpTools, ServerStatus
 
 
 def build_tools(
-    settings: Settings, root: Path, state_dir: Path, notice: Callable[[str], None]
+    settings: Settings,
+    root: Path,
+    state_dir: Path,
+    notice: Callable[[str], None],
+    started: Started | None = None,
 ) -> McpTools | None:
-    """The configured servers as one provider (not started yet); None when there are none."""
+    """The configured servers as one provider (not started yet); None when there are none.
+    `started`: a resumed run's files as the run began (`tools.held`)."""
     if not settings.mcp_servers:
         return None
     from agent_cli.tools.mcp.provider import McpTools
@@ -38,6 +44,7 @@ def build_tools(
         wrap=wrap,
         notice=notice,
         secrets=secrets,
+        started=started,
     )
 
 
@@ -52,9 +59,10 @@ class RunTools:
         *,
         ask: Callable[[str], str],
         notice: Callable[[str], None],
+        started: Started | None = None,
     ) -> None:
         self.settings, self.root, self.state_dir = settings, root, state_dir
-        self.ask, self.notice = ask, notice
+        self.ask, self.notice, self.started = ask, notice, started
         self.tools: McpTools | None = None
         self.gated: ToolProvider | None = None
         # the share of every request the MCP tools may take (set once the window is known)
@@ -63,7 +71,9 @@ class RunTools:
     def providers(self) -> list[ToolProvider]:
         """The gated MCP tools, their servers started on the first call."""
         if self.gated is None:
-            self.tools = build_tools(self.settings, self.root, self.state_dir, self.notice)
+            self.tools = build_tools(
+                self.settings, self.root, self.state_dir, self.notice, self.started
+            )
             if self.tools is None:
                 return []
             from agent_cli.tools.mcp.gate import GatedTools

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
@@ -63,6 +63,9 @@ from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
 from agent_cli.workspace.shell import runner as shell
 from agent_cli.workspace.shell.cmdline import is_test_command
 from agent_cli.workspace.shell.policy import CommandPolicy
+
+if TYPE_CHECKING:
+    from agent_cli.tools.held import Started
 
 # The openai SDK takes about a second to import and only `agent run` and `doctor` talk to the
 # model; `recall` and `memory` import this module too, so the model client loads where chosen.
@@ -372,20 +375,28 @@ def open_workspace(
     ), policy
 
 
-def began_at(store: RunStore, run_id: str | None) -> Callable[[], str] | None:
-    """The commit a resumed run `run_id` began at, read when asked; None for a new run."""
+def as_began(workspace: RepoWorkspace, store: RunStore, run_id: str | None) -> Started | None:
+    """For a resumed run, each repository file's blob id in the commit the run began at (read
+    when first asked): what its hooks' scripts and stdio servers' files are held to, since the
+    model may have changed them before the run stopped. None for a new run."""
     if run_id is None:
         return None
     resumed = run_id
-    return lambda: store.load(resumed).base
+    base: list[str] = []  # the commit, once read
+
+    def started(path: str) -> str | None:
+        if not base:
+            base.append(store.load(resumed).base)
+        return workspace.git.blob_at(base[0], path) if base[0] else None
+
+    return started
 
 
 def make_hooks(
-    settings: Settings, workspace: RepoWorkspace, began_at: Callable[[], str] | None = None
+    settings: Settings, workspace: RepoWorkspace, started: Started | None = None
 ) -> Hooks | None:
     """The user's hooks, run where and as the model's commands run; None when none is set.
-    `began_at`: a resumed run's first commit, whose files its hooks' scripts are held to (the
-    model may have changed them in an earlier session)."""
+    `started`: a resumed run's files as it began (`as_began`), its hooks' scripts held to."""
     if not settings.hooks.any():
         return None
     from agent_cli.tools.hooks.process import HookPlace
@@ -399,8 +410,6 @@ def make_hooks(
         readonly=tuple(runner.readonly),
         secrets=workspace.secrets,
     )
-    git, base = workspace.git, began_at() if began_at else ""
-    started = (lambda path: git.blob_at(base, path)) if base else None
     return UserHooks(settings.hooks, place, started)
 
 
@@ -639,12 +648,14 @@ def _execute(
             worktree=str(tree.path) if tree else "",
             base_branch=tree.base_branch if tree else None,
         )
+        held_to = as_began(workspace, store, run_id)
         tools = RunTools(
             settings,
             workspace.root,
             state_dir,
             ask=console.approve_tool,
             notice=lambda text: console.emit(Notice(text=text)),
+            started=held_to,
         )
         tools.max_tokens = (window - config.limits.reserved_output_tokens) * MCP_SHARE // 100
         kit = RunKit(
@@ -659,7 +670,7 @@ def _execute(
                     longterm=longterm,
                     parts=kit,
                     store=store,
-                    hooks=make_hooks(settings, workspace, began_at(store, run_id)),
+                    hooks=make_hooks(settings, workspace, held_to),
                     roles=models,
                 ),
                 config,

@@ -271,3 +271,44 @@ def test_a_bearer_token_reaches_its_server_only_never_a_command_hook_or_the_mode
     assert "trajectory" in str(list((repo / ".agent" / "runs").rglob("*.jsonl")))
     for where in (json.dumps(srv.chat_requests), stored, proc.stdout, proc.stderr):
         assert token not in where
+
+
+def test_a_resumed_run_does_not_start_a_server_whose_file_the_model_changed(
+    run_agent, fake_server, tmp_path
+):
+    """The model rewrote a repository file a stdio server runs before the run stopped: the
+    resumed run must not start it as the user's server."""
+    from tools.mcpkit import FIXTURE
+
+    mark = tmp_path / "evil-ran"
+    server = f"import runpy, sys\nsys.argv[0] = {str(FIXTURE)!r}\nrunpy.run_path(sys.argv[0], run_name='__main__')\n"
+    repo = repo_with(tmp_path / "repo", {"tools/server.py": server})
+    rc = user_rc(tmp_path, {"local": {"command": sys.executable, "args": ["tools/server.py"]}})
+    evil = f"open({str(mark)!r}, 'w').write('EVIL')\n" + server
+    first = fake_server(
+        [
+            plan(task()),
+            call("write_file", path="tools/server.py", content=evil),
+            call("read_file", path="README.md"),
+        ]
+    )
+    stopped = run_agent(
+        "run", "Create done.txt", "--yes", "--json", "--max-steps", "2", "--base-url", first.url,
+        cwd=repo, env={"AGENT_RC": rc},
+    )  # fmt: skip
+    assert stopped.returncode == 4, stopped.stdout + stopped.stderr
+    offered = [t["function"]["name"] for t in first.chat_requests[1]["tools"]]
+    assert "mcp__local__echo" in offered  # the user's server ran while the file was theirs
+    assert (repo / "tools" / "server.py").read_text() == evil and not mark.exists()
+    second = fake_server([make_done(), finish()])
+    resumed = run_agent(
+        "run", "--resume", "--yes", "--json", "--max-steps", "20", "--base-url", second.url,
+        cwd=repo, env={"AGENT_RC": rc},
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert not mark.exists()  # the model's server never ran
+    notices = [e["text"] for e in events(resumed.stdout) if e["event"] == "notice"]
+    assert any(
+        n.startswith("MCP server local: not started: tools/server.py changed since the run began")
+        for n in notices
+    ), notices

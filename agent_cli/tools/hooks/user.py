@@ -10,10 +10,10 @@ from agent_cli.core import strictjson
 from agent_cli.core.events import HookRan
 from agent_cli.core.protocols import HookTask
 from agent_cli.core.redact import redact_all
+from agent_cli.tools.held import HeldFiles, Started
 from agent_cli.tools.hooks.config import HOOK_EVENTS, HookEvent, HooksConfig
 from agent_cli.tools.hooks.outcome import Block, as_event, decide, tampered
 from agent_cli.tools.hooks.process import HookPlace, run_hook
-from agent_cli.tools.hooks.scripts import HookScripts, Started
 
 RESULT_MAX = 50_000  # characters of a tool's result a post_tool hook is given
 
@@ -27,8 +27,8 @@ class UserHooks:
     ) -> None:
         self.config = config
         self.place = place
-        specs = [h for e in HOOK_EVENTS for h in config.at(e)]
-        self.scripts = HookScripts(place.root, specs, started)
+        commands = [h.command for e in HOOK_EVENTS for h in config.at(e)]
+        self.scripts = HeldFiles(place.root, commands, started)
 
     def before_tool(self, at: HookTask, tool: str, args: str) -> Sequence[HookRan]:
         return self._run("pre_tool", at, tool, {"tool": tool, "args": _arguments(args)})
@@ -71,7 +71,7 @@ class UserHooks:
         stdin = json.dumps(redact_all(payload, self.place.secrets)).encode()
         ran: list[HookRan] = []
         for spec in specs:
-            changed = self.scripts.changed(spec)
+            changed = self.scripts.changed(spec.command)
             if changed:
                 finished, outcome = tampered(event, changed)
             else:

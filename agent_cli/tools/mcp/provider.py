@@ -16,6 +16,7 @@ from typing import Any
 
 from agent_cli.core import tokens
 from agent_cli.core.redact import redact
+from agent_cli.tools.held import HeldFiles, Started
 from agent_cli.tools.mcp import schema
 from agent_cli.tools.mcp.config import ServerConfig
 from agent_cli.tools.mcp.connection import STOP_S, Connection
@@ -70,8 +71,10 @@ class McpTools:
         wrap: Callable[[list[str]], list[str]] | None = None,
         notice: Notice | None = None,
         secrets: tuple[str, ...] = (),
+        started: Started | None = None,
     ) -> None:
         self.configs = dict(servers)
+        self.started_files = started  # a resumed run: the repository files as the run began
         self.env, self.cwd, self.environ, self.wrap = env, cwd, environ, wrap
         self.notice = notice or (lambda text: None)
         self.secrets = secrets
@@ -91,6 +94,16 @@ class McpTools:
         for name, config in sorted(self.configs.items()):
             status = ServerStatus(name, config.transport, "disabled")
             if not config.enabled:
+                self.servers.append(_Server(name, self._connection(name, config), status))
+                continue
+            changed = self._changed(config)
+            if changed:
+                status.status = (
+                    f"not started: {', '.join(changed)} changed since the run began "
+                    "(the model may have changed it; a resumed run starts only what the run "
+                    "began with)"
+                )
+                self.notice(f"MCP server {name}: {status.status}; its tools are left out")
                 self.servers.append(_Server(name, self._connection(name, config), status))
                 continue
             token = None
@@ -116,6 +129,14 @@ class McpTools:
             for server, found in zip(pending, results, strict=True):
                 self._adopt(server, found)
         return self.statuses()
+
+    def _changed(self, config: ServerConfig) -> list[str]:
+        """The repository files a stdio server's command runs that a resumed run's model
+        changed since the run began (none for a new run: the files are the user's)."""
+        if self.started_files is None or not config.command:
+            return []
+        argv = [config.command, *config.args]
+        return HeldFiles(self.cwd, [argv], self.started_files).changed(argv)
 
     def _connection(self, name: str, config: ServerConfig, token: str | None = None) -> Connection:
         return Connection(name, config, env=self.env, cwd=self.cwd, wrap=self.wrap, token=token)

@@ -1,9 +1,11 @@
-"""The repository's own files that hook commands run, held to what they were when the run began.
+"""The repository's own files that the user's commands run (hooks, stdio MCP servers), held to
+what they were when the run began.
 
 A hook such as `python scripts/guard.py` runs a file the model can change: with its file
 tools, or with any command the policy lets through (`python -c "open(...)"`). A guard the
-model rewrote would then run the model's code as the user's hook, outside the command policy.
-So each word of a hook's command that names a file inside the repository (a word of a shell
+model rewrote would then run the model's code as the user's hook, outside the command policy;
+so would a server the model rewrote before a run stopped, started again when it resumes.
+So each word of such a command that names a file inside the repository (a word of a shell
 line in it too: `sh -c "python scripts/guard.py"`, and the files `python -m scripts.guard`
 runs) is read when the hooks are set up (its git blob id), and before each run of the hook it
 is read again: a file that changed, is gone, or (for `-m`) appeared keeps the hook from
@@ -18,49 +20,47 @@ import hashlib
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from agent_cli.tools.hooks.config import HookSpec
-
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a larger file is not a script: it is not held
-# A resumed run's hooks are held to the files as the run found them when it began, which the
+# A resumed run's commands are held to the files as the run found them when it began, which the
 # model may have changed in an earlier session: the blob id a repository path had in the
 # commit the run started from (None: it had no such file there; it is then read as it is now).
 Started = Callable[[str], str | None]
 
 
-class HookScripts:
-    """The files inside `root` that `specs` name, and their digests when this was made."""
+class HeldFiles:
+    """The files inside `root` that `commands` name, and their digests when this was made."""
 
     def __init__(
-        self, root: Path, specs: Iterable[HookSpec], started: Started | None = None
+        self, root: Path, commands: Iterable[Sequence[str]], started: Started | None = None
     ) -> None:
         self.root = root.resolve()
         self._files: dict[tuple[str, ...], list[Path]] = {}  # by command
         self._digests: dict[Path, str | None] = {}
-        for spec in specs:
-            named = self._files.setdefault(tuple(spec.command), self._named(spec))
+        for command in commands:
+            named = self._files.setdefault(tuple(command), self._named(command))
             for path in named:
                 held = started(path.relative_to(self.root).as_posix()) if started else None
                 self._digests.setdefault(path, held or _digest(path))
 
-    def changed(self, spec: HookSpec) -> list[str]:
-        """The files `spec` named when this was made that are not what they were then (gone,
-        or changed), relative to the root."""
+    def changed(self, command: Sequence[str]) -> list[str]:
+        """The files `command` named when this was made that are not what they were then
+        (gone, or changed), relative to the root."""
         return [
             path.relative_to(self.root).as_posix()
-            for path in self._files.get(tuple(spec.command), [])
+            for path in self._files.get(tuple(command), [])
             if _digest(path) != self._digests[path]
         ]
 
-    def _named(self, spec: HookSpec) -> list[Path]:
+    def _named(self, command: Sequence[str]) -> list[Path]:
         """The regular files inside the root that the command's words name, those of a shell
         line it holds among them (`sh -c "python scripts/guard.py"`), an option's value
         (`--config=scripts/rules.toml`), and the files `-m` would run, there or not (a
         package's `__init__.py` the model adds runs too)."""
         found: list[Path] = []
-        words = _words(spec.command)
+        words = _words(command)
         modules = _modules(words)
         for word in [*words, *modules]:
             if not word or word.startswith("-"):
@@ -80,7 +80,7 @@ class HookScripts:
         return found
 
 
-def _words(command: list[str]) -> list[str]:
+def _words(command: Sequence[str]) -> list[str]:
     """Each word of `command`, then the words of any that holds a shell line (split as the
     shell would, else at spaces), and the value of each `--option=value`."""
     words = list(command)
