@@ -274,6 +274,34 @@ def test_a_malformed_tool_result_is_one_line_for_the_model_and_the_server_goes_o
     assert not [n for n in notices if "unavailable" in n or "\n" in n]
 
 
+def test_a_result_its_tools_output_schema_refuses_fails_that_call_not_the_server(tmp_path):
+    typed = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    tools = [
+        {"name": "typed", "inputSchema": OBJECT, "outputSchema": typed},
+        {"name": "bare", "inputSchema": OBJECT, "outputSchema": typed},
+        {"name": "fine", "inputSchema": OBJECT},
+    ]
+    text = [{"type": "text", "text": "n is x"}]
+    calls = {"typed": {"content": text, "structuredContent": {"n": "x"}}, "bare": {"content": text}}
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools, calls)}, notices)
+    try:
+        (status,) = provide.start()
+        assert status.status == "ready", status
+        typed_reply, bare = provide.call("mcp__raw__typed", {}), provide.call("mcp__raw__bare", {})
+        fine = provide.call("mcp__raw__fine", {})
+    finally:
+        provide.close()
+    for reply in (typed_reply, bare):
+        assert not reply.ok and reply.summary == "tool error", reply
+        assert "answered with a result that cannot be taken" in reply.text
+        assert "\n" not in reply.text and len(reply.text) < 500
+    assert "'x' is not of type 'integer'" in typed_reply.text
+    assert "did not return structured content" in bare.text
+    assert fine.ok and fine.text == "called fine"  # the server was not given up on
+    assert notices == []
+
+
 def test_a_tool_list_the_sdk_refuses_is_one_line_naming_what_is_wrong(tmp_path):
     tools = [{"name": "good", "inputSchema": OBJECT}, {"name": "arr", "inputSchema": []}]
     notices: list[str] = []

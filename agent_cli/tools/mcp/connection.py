@@ -245,6 +245,13 @@ class Connection:
                 f"follow the MCP schema ({schema_error(e)})",
                 ok=False,
             )
+        except RuntimeError as e:  # the SDK refused one result (not what the tool's own
+            # outputSchema says, or a request for input): that call fails, the server goes on
+            return CallOutcome(
+                f"error: the MCP server {self.name} answered with a result that cannot be "
+                f"taken ({_one_line(str(e))})",
+                ok=False,
+            )
         finally:
             self.call_scope = None
         if result is None and self.exited.is_set() and not self.broken:
