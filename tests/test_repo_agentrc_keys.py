@@ -198,6 +198,30 @@ def test_agent_trust_lists_every_key_the_file_sets_read_as_toml(tmp_path):
     assert "base_url, memory_url, memory_database, budget_usd, hooks, mcp_servers" in out
 
 
+def test_agent_trust_names_the_repository_files_its_hooks_and_servers_run(tmp_path):
+    """Trust covers the .agentrc's bytes, not the scripts it runs: the user is told which."""
+    repo = make_repo(tmp_path / "repo")
+    for name in ("scripts/guard.py", "tools/server.py"):
+        (repo / name).parent.mkdir(exist_ok=True)
+        (repo / name).write_text("pass\n")
+    (repo / ".agentrc").write_text(
+        "[[hooks.pre_tool]]\n"
+        'command = ["python", "scripts/guard.py", "--quiet"]\n'
+        "[mcp_servers.local]\n"
+        'command = "python"\n'
+        'args = ["tools/server.py", "scripts/missing.py"]\n'
+    )
+    code, out = _trust(repo, {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")})
+    assert code == 0, out
+    assert (
+        "its hooks and MCP servers run files of the repository, which trust does not cover "
+        "(a pull may change them without a word): scripts/guard.py, tools/server.py"
+    ) in out
+    (repo / ".agentrc").write_text('model = "m"\n')
+    code, out = _trust(repo, {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")})
+    assert code == 0 and "trust does not cover" not in out
+
+
 def test_agent_trust_masks_a_servers_env_values_and_key_shapes_as_doctor_does(tmp_path):
     repo = make_repo(tmp_path / "repo")
     token = "ghp_" + "a1B2c3D4e5" * 4

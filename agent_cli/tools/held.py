@@ -54,6 +54,11 @@ class HeldFiles:
             if _digest(path) != self._digests[path]
         ]
 
+    def files(self) -> list[str]:
+        """Every file held that is there, relative to the root, in the commands' order."""
+        found = [path for paths in self._files.values() for path in paths if path.exists()]
+        return list(dict.fromkeys(path.relative_to(self.root).as_posix() for path in found))
+
     def _named(self, command: Sequence[str]) -> list[Path]:
         """The regular files inside the root that the command's words name, those of a shell
         line it holds among them (`sh -c "python scripts/guard.py"`), an option's value

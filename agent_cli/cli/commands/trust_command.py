@@ -43,6 +43,12 @@ def trust_command(
     typer.echo(f"trusted {root} (recorded in {path})")
     for line in summary(data):
         typer.echo(line)
+    files = run_files(root, data)
+    if files:
+        typer.echo(
+            "its hooks and MCP servers run files of the repository, which trust does not "
+            f"cover (a pull may change them without a word): {', '.join(files)}"
+        )
     typer.echo(
         "safety settings (approval, sandbox, home) still come only from you; "
         "if .agentrc changes, run `agent trust` again"
@@ -71,6 +77,24 @@ def _parsed(rc: Path) -> tuple[dict[str, Any], bytes]:
 
 
 SHOWN_CHARS = 120
+
+
+def run_files(root: Path, data: dict[str, Any]) -> list[str]:
+    """The repository files the file's hooks and stdio MCP servers run (`tools.held`)."""
+    from agent_cli.tools.held import HeldFiles
+
+    hooks, servers = data.get("hooks"), data.get("mcp_servers")
+    hooks = hooks if isinstance(hooks, dict) else {}
+    servers = servers if isinstance(servers, dict) else {}
+    tables = [t for event in hooks.values() if isinstance(event, list) for t in event]
+    commands = [t["command"] for t in tables if isinstance(t, dict) and "command" in t]
+    commands += [
+        [s["command"], *s.get("args", [])]
+        for s in servers.values()
+        if isinstance(s, dict) and isinstance(s.get("command"), str)
+    ]
+    words = [c for c in commands if isinstance(c, list) and all(isinstance(w, str) for w in c)]
+    return HeldFiles(root, words).files()
 
 
 def summary(data: dict[str, Any]) -> list[str]:
