@@ -24,6 +24,8 @@ from learnkit import (  # noqa: F401
 )
 from runkit import GOAL, add_median, facts, finish, plan, task
 
+from agent_cli.cli.wiring import RunOptions, execute
+from agent_cli.core.errors import StorageError
 from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from conftest import FIXTURES, git, make_repo
@@ -218,6 +220,28 @@ def test_plan_only_leaves_the_store_byte_identical(
     assert before
     seen = _planned(capsys, fake_server, demo_repo)
     assert NOTE in seen and FACT in seen  # it read the store, and counted no hit
+    assert _hashes(store) == before
+
+
+def test_a_plan_only_run_names_the_users_corrupt_store_not_the_copy_it_reads(
+    run_env, fake_server, capsys, demo_repo
+):
+    _learn(capsys, fake_server, demo_repo)
+    store = demo_repo / ".agent" / "chroma"
+    snapshot.invalidate(store)  # the store itself is read, from a copy
+    db = store / "chroma.sqlite3"
+    db.write_bytes(b"\0" * 100 + db.read_bytes()[100:])
+    before = _hashes(store)
+    opts = RunOptions(
+        goal=GOAL,
+        repo=demo_repo,
+        plan_only=True,
+        json_out=True,
+        flags={"base_url": fake_server([plan(task())]).url, "approval": "auto"},
+    )
+    with pytest.raises(StorageError) as refused:
+        execute(opts)
+    assert f"memory store at {store} cannot be opened" in refused.value.one_line()
     assert _hashes(store) == before
 
 

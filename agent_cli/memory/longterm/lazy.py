@@ -146,7 +146,12 @@ class LazyLongTermMemory:
             self._copy = tempfile.TemporaryDirectory(prefix="agent-memory-")
             copy = Path(self._copy.name) / "chroma"
             shutil.copytree(where, copy, symlinks=True)
-            where = copy
+            try:
+                return LongTermMemory(copy, self.embedder, secrets=self.secrets)
+            except StorageError as e:  # named as the user's store, not as the copy
+                raise type(e)(
+                    e.message.replace(str(copy), str(where)), e.hint.replace(str(copy), str(where))
+                ) from None
         return LongTermMemory(where, self.embedder, secrets=self.secrets)
 
     def _store(self) -> LongTermMemory:
