@@ -99,6 +99,12 @@ def _unmarked(text: str) -> str:
     return _MARK.sub(lambda m: f"{m.group(1)}=\u201c", text)
 
 
+def _field(text: str) -> str:
+    """An item's id, kind, source or date as it goes on its line: on that one line, and
+    unable to pass for a label of ours (an imported record's, or a server's, may hold any)."""
+    return _unmarked(" ".join(text.split()))
+
+
 def format_for_context(
     results: Sequence[Recalled],
     max_chars: int = 3000,
@@ -117,12 +123,14 @@ def format_for_context(
     used = len(CONTEXT_HEADER)
     for r in results[:max_lines]:
         marks = f' trust="{r.trust:.1f}"' + (' stale="true"' if r.stale else "")
+        date = _field(r.date[:10])
         tail = (
-            f"({r.date[:10]})"
+            f"({date})"
             if brief
-            else f"(source: {one_line(r.source, 60)}; {r.date[:10]}; score {r.score:.2f})"
+            else f"(source: {_field(one_line(r.source, 60))}; {date}; score {r.score:.2f})"
         )
-        line = f"- {r.kind} {r.id}{marks}: {_unmarked(one_line(r.gist or r.text, 300))} {tail}"
+        text = _unmarked(one_line(r.gist or r.text, 300))
+        line = f"- {_field(r.kind)} {_field(r.id)}{marks}: {text} {tail}"
         if used + len(line) + 1 > max_chars:
             break
         lines.append(line)
