@@ -107,6 +107,20 @@ def test_a_shallow_clone_is_known_by_its_remote_not_by_where_its_history_was_cut
     assert repo_identity(shallow).root_commit == repo_identity(origin).root_commit
 
 
+def test_a_shallow_clone_of_a_local_bare_repository_is_the_repository_its_full_clone_is(
+    tmp_path,
+):
+    work = make_repo(tmp_path / "calc")
+    bare = tmp_path / "server" / "calc.git"
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    full, shallow = tmp_path / "full", tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", str(bare), str(full))  # the remote as the path given
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{bare}", str(shallow))  # as a URL
+    assert repo_identity(shallow).keys() == [f"url:{tmp_path / 'server' / 'calc'}"]
+    assert set(repo_identity(shallow).keys()) & set(repo_identity(full).keys())
+    assert normalize_remote(f"{work}/.git/") == normalize_remote(f"file://{work}") == str(work)
+
+
 def _merge_older_history(repo, library):
     """Merge `library`'s history (older than `repo`'s) into `repo`, as `git subtree add` does."""
     git(repo, "fetch", "-q", str(library), "main")

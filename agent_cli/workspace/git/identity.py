@@ -44,7 +44,9 @@ class RepoIdentity:
 def normalize_remote(url: str) -> str:
     """`host/owner/name` of a remote URL: scheme, user and password, port, query, fragment,
     `.git` and case of the host dropped, so the https and ssh forms of one remote are equal
-    and no credential in the URL is kept; a local path as given."""
+    and no credential in the URL is kept; a local path as given, less its `.git` and trailing
+    slashes as well, so that `/srv/calc.git` and `file:///srv/calc.git` (the form a shallow
+    clone of a local repository needs) are one remote."""
     url = url.strip()
     if not url:
         return ""
@@ -54,10 +56,14 @@ def normalize_remote(url: str) -> str:
     elif "://" in url:
         _, host, path = _parts(url)
     else:
-        return url.rstrip("/")
+        return "/" * url.startswith("/") + _without_git(url)
+    return f"{host.lower()}/{_without_git(path)}"
+
+
+def _without_git(path: str) -> str:
+    """`path` without its slashes at either end and its `.git` (`calc.git`, `calc/.git`)."""
     path = path.strip("/")
-    path = path[:-4] if path.endswith(".git") else path
-    return f"{host.lower()}/{path}"
+    return (path[:-4] if path.endswith(".git") else path).rstrip("/")
 
 
 def remote_password(url: str) -> str:
