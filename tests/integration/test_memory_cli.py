@@ -299,6 +299,21 @@ def test_forget_expire_export_and_import(seeded, tmp_path):
     assert KEY.encode() not in raw and b"deploy with key [REDACTED]" in raw
 
 
+def test_forget_refuses_an_id_that_is_not_utf8_and_names_a_huge_one_briefly(seeded):
+    base = [sys.executable, "-m", "agent_cli", "memory", "forget"]
+    bad = subprocess.run(
+        [*base, b"mem_\xff"], cwd=seeded, env=_env(seeded.parent), capture_output=True, timeout=60
+    )
+    err = bad.stderr.decode()
+    assert bad.returncode == 2 and "the id is not valid UTF-8 text" in err, err
+    assert len(err.strip().splitlines()) == 1
+    huge = agent(seeded, "memory", "forget", "x" * 100_000)
+    assert huge.returncode == 1 and "no memory item 'xxx" in huge.stderr
+    assert len(huge.stderr.strip().splitlines()) == 1 and len(huge.stderr) < 400
+    found = agent(seeded, "recall", "quoted strings", "--json")
+    assert json.loads(found.stdout)[0]["id"] == NEW_RUN  # nothing was forgotten
+
+
 def test_show_and_export_take_no_lock_while_another_process_writes(seeded, tmp_path):
     import fcntl
     import time

@@ -327,13 +327,17 @@ def forget_command(
     the ones `agent recall` shows here, unless --all-repos."""
     from agent_cli.agent.learn.topic import repo_topics
     from agent_cli.cli.shared import own_memory
-    from agent_cli.core.errors import StorageError
+    from agent_cli.core.errors import StorageError, UsageError
+    from agent_cli.core.text import shorten, unusable
 
+    if unusable(item_id):  # no stored id is: ids are stored as UTF-8 text
+        raise UsageError(f"the id {unusable(item_id)}", "pass an id as `agent recall` shows it")
+    shown = shorten(item_id, 80)  # an id past this is none a run wrote, and one line says so
     top, settings, state = _place(repo)
     mem, place = _open(settings, state), _where(settings, state)
     if mem is None:
         raise StorageError(
-            f"no memory item {item_id!r}: there is no memory yet ({place} does not exist)",
+            f"no memory item {shown!r}: there is no memory yet ({place} does not exist)",
             "`agent run` creates it",
         )
     own = own_memory(settings)
@@ -342,7 +346,7 @@ def forget_command(
         removed = mem.forget(item_id, topics)
     if not removed:
         raise StorageError(
-            f"no memory item {item_id!r} in {mem.path}", "`agent recall QUERY` shows the ids"
+            f"no memory item {shown!r} in {mem.path}", "`agent recall QUERY` shows the ids"
         )
     typer.echo(f"forgot {item_id} ({removed} document(s))")
 
