@@ -7,6 +7,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -466,7 +467,8 @@ def test_a_store_path_that_is_a_file_is_a_storage_error(tmp_path, embedder):
         LongTermMemory(tmp_path / "chroma", embedder)
 
 
-def test_a_locked_store_is_a_storage_error(mem, tmp_path, embedder):
+@pytest.mark.parametrize("reads_only", [False, True])
+def test_a_locked_store_is_a_storage_error(mem, tmp_path, embedder, reads_only):
     db = tmp_path / "chroma" / "chroma.sqlite3"
     holder = subprocess.Popen(
         [
@@ -482,8 +484,10 @@ def test_a_locked_store_is_a_storage_error(mem, tmp_path, embedder):
     )
     try:
         assert holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
         with pytest.raises(StorageError, match="locked by another process"):
-            LongTermMemory(tmp_path / "chroma", embedder, lock_wait_s=0.2)
+            LongTermMemory(tmp_path / "chroma", embedder, lock_wait_s=0.2, reads_only=reads_only)
+        assert time.monotonic() - started < 30  # said, not waited out behind the holder
     finally:
         holder.kill()
         holder.wait()

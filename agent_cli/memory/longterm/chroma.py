@@ -120,7 +120,9 @@ class LongTermMemory:
             probe(self.path, lock_wait_s, reading=reads_only)
             probed = True
         except StorageError as e:
-            if "locked" not in str(e) or not self.lock.path.exists():
+            # a reader takes no lock to wait behind, and Chroma itself would wait for as
+            # long as the commit holds: it is said now, in one line
+            if "locked" not in str(e) or not self.lock.path.exists() or reads_only:
                 raise
             probed = False  # another run is writing: probed again once it is done
         _chromadb()  # the slow import, before the lock is taken
