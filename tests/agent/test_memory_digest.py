@@ -79,3 +79,23 @@ def test_a_zero_share_sends_no_item(store):
     _fill(store, 3)
     got = digest.build(store, "anything", [TOPIC], 0, min_score=PLAN_MIN_SCORE)
     assert got.items == [] and got.left_out == 3
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "module{i} keeps the invoice rounding rules and the tests that check them",
+        "模块{i}保存发票舍入规则以及检查这些规则的测试，金额必须四舍五入到分，不能截断",
+    ],
+)
+def test_the_digest_keeps_to_its_token_share_in_a_dense_script_too(store, line):
+    from agent_cli.core import tokens
+
+    for i in range(150):
+        store.add_fact(line.format(i=i) * 3, "test", trust=1.0, topic=TOPIC)
+    got = digest.build(store, "fix the invoice rounding", [TOPIC], 1500, min_score=0.1)
+    block = format_for_context(  # as a run renders it (session.py)
+        got.items, max_chars=digest.chars(1500), max_lines=len(got.items), brief=True
+    )
+    assert got.items and got.left_out > 0
+    assert tokens.count(block) <= 1500

@@ -59,16 +59,20 @@ class Digest:
 
 
 def chars(tokens: int) -> int:
-    """The characters of a block of `tokens` tokens, at the rate `cost` counts them."""
+    """The characters of a block of `tokens` tokens, at the rate `cost` counts them (as
+    `format_for_context` bounds a block: a character past ASCII is its UTF-8 bytes)."""
     return tokens * CHARS_PER_10_TOKENS // 10
 
 
 def cost(item: Recalled) -> int:
     """The tokens `item` takes on its line of the fenced block, at 3.1 characters a token
-    (English runs near 4; its id and paths are cut finer)."""
-    return (
-        min(len(item.gist or item.text), ITEM_CHARS) + LINE_OVERHEAD_CHARS
-    ) * 10 // CHARS_PER_10_TOKENS + 1
+    (English runs near 4; its id and paths are cut finer). A character past ASCII counts as
+    its UTF-8 bytes: Chinese runs near 1.4 characters a token, and 3 bytes each keep it to
+    the rate."""
+    shown = (item.gist or item.text)[:ITEM_CHARS]
+    return (len(shown.encode("utf-8", "replace")) + LINE_OVERHEAD_CHARS) * 10 // (
+        CHARS_PER_10_TOKENS
+    ) + 1
 
 
 def build(

@@ -112,7 +112,9 @@ def format_for_context(
     more: str = "",
     brief: bool = False,
 ) -> str:
-    """Results as a bounded, fenced block for a prompt; empty when there is nothing.
+    """Results as a bounded, fenced block for a prompt; empty when there is nothing. A line's
+    size is its UTF-8 bytes, so `max_chars` bounds the tokens of a dense script (Chinese,
+    about 1.4 characters a token) as it does English's.
 
     Each line names the item's kind and id, its trust (`trust="0.5"`: the model said it, not the
     harness) and `stale="true"` when a file it names has changed since; `more`, a line of
@@ -131,10 +133,11 @@ def format_for_context(
         )
         text = _unmarked(one_line(r.gist or r.text, 300))
         line = f"- {_field(r.kind)} {_field(r.id)}{marks}: {text} {tail}"
-        if used + len(line) + 1 > max_chars:
+        size = len(line.encode("utf-8", "replace")) + 1
+        if used + size > max_chars:
             break
         lines.append(line)
-        used += len(line) + 1
+        used += size
     if more and len(lines) > 1:
         lines.append(more)
     return retrieved_memory("\n".join(lines)) if len(lines) > 1 else ""
