@@ -83,3 +83,27 @@ def test_associate_can_read_without_counting(mem):
     assert mem.collection("facts").get(ids=[note])["metadatas"][0]["hit_count"] == 0
     mem.associate("median sorts a copy", threshold=0.1, topics=[MINE])
     assert mem.collection("facts").get(ids=[note])["metadatas"][0]["hit_count"] == 1
+
+
+def test_repositories_whose_local_remotes_share_a_folder_with_a_space_share_nothing(mem, tmp_path):
+    from agent_cli.agent.learn.topic import repo_topic, repo_topics
+    from conftest import git, make_repo
+
+    folder = tmp_path / "My Projects"
+    clones = {}
+    for name in ("billing", "calc"):
+        origin = make_repo(folder / name)
+        (origin / f"{name}.txt").write_text(f"{name}\n")  # another root commit each
+        git(origin, "add", "-A")
+        git(origin, "commit", "-q", "--amend", "-m", name)
+        clones[name] = tmp_path / "clones" / name
+        git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clones[name]))
+    note = mem.curate(
+        "billing rounds to cents", topic=repo_topic(clones["billing"]), origin_event_id="e1"
+    )
+    shared = False  # a shared `home`, where each repository keeps to its own items
+    theirs = mem.recall("billing rounds", min_score=0.0, topics=repo_topics(clones["calc"], shared))
+    mine = mem.recall(
+        "billing rounds", min_score=0.0, topics=repo_topics(clones["billing"], shared)
+    )
+    assert [r.id for r in mine] == [note] and theirs == []

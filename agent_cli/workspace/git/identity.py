@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from agent_cli.workspace.git.safe import run_git
 
@@ -53,11 +53,15 @@ def normalize_remote(url: str) -> str:
     scp = _SCP.match(url)
     if scp and "://" not in url:
         host, path = scp.group(1), scp.group(2)
+        key = f"{host.lower()}/{_without_git(path)}"
     elif "://" in url:
         _, host, path = _parts(url)
+        key = f"{host.lower()}/{_without_git(path)}"
     else:
-        return "/" * url.startswith("/") + _without_git(url)
-    return f"{host.lower()}/{_without_git(path)}"
+        key = "/" * url.startswith("/") + _without_git(url)
+    # a key is one word: a topic is its keys separated by blanks (`/My Projects/calc` would
+    # be read as `/My`, which every repository beside it in that folder shares)
+    return re.sub(r"\s", lambda m: quote(m.group()), key)
 
 
 def _without_git(path: str) -> str:
