@@ -107,3 +107,18 @@ def test_repositories_whose_local_remotes_share_a_folder_with_a_space_share_noth
         "billing rounds", min_score=0.0, topics=repo_topics(clones["billing"], shared)
     )
     assert [r.id for r in mine] == [note] and theirs == []
+
+
+def test_items_under_a_folder_name_with_a_blank_are_recalled_before_their_upgrade(mem, tmp_path):
+    from agent_cli.agent.learn.topic import repo_topic, repo_topics
+    from conftest import make_repo
+
+    repo = make_repo(tmp_path / "my calc")
+    old = mem.curate("median sorts a copy", topic="", origin_event_id="e1")
+    facts = mem.collection("facts")
+    facts.update(ids=[old], metadatas=[{"topic": "my calc", "topic_alt": ""}])  # as filed before
+    own = True  # the repository's own `.agent`, where folder-name items are its own
+    found = mem.recall("median sorts", min_score=0.0, topics=repo_topics(repo, own))
+    assert [r.id for r in found] == [old]
+    assert mem.adopt("my calc", repo_topic(repo)) == 1
+    assert facts.get(ids=[old])["metadatas"][0]["topic"] == repo_topic(repo)

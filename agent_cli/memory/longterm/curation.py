@@ -47,10 +47,17 @@ def content_id(key: str) -> str:
     return f"mem_{key}"
 
 
+IDENTITY_KEYS = ("git:", "url:", "dir:")  # what each key of a repository's identity starts with
+
+
 def topic_keys(topic: str) -> list[str]:
     """The keys of a topic: a repository's identity is its whitespace-separated keys (root
-    commit, remote), a match on any one of which is a match; "" is no repository."""
-    return topic.split() or [""]
+    commit, remote), a match on any one of which is a match; "" is no repository. A topic of
+    an earlier version (a folder's name, which may hold a blank: `my calc`) is one key."""
+    keys = topic.split()
+    if keys and not all(key.startswith(IDENTITY_KEYS) for key in keys):
+        return [topic]
+    return keys or [""]
 
 
 def topic_fields(topic: str) -> dict[str, str]:
