@@ -600,7 +600,8 @@ def _execute(
         longterm = FallbackLongTerm(
             lambda: lazy,
             notice=lambda text: console.emit(Notice(text=text)),
-            outbox=Outbox(state_dir / OUTBOX, str(place), secrets),
+            # a plan-only run learns nothing, so it keeps (and says it keeps) nothing either
+            outbox=None if opts.plan_only else Outbox(state_dir / OUTBOX, str(place), secrets),
         )
         workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = run_store(state_dir, repo_path, secrets)

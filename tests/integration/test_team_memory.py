@@ -166,6 +166,22 @@ def test_a_run_with_the_server_down_goes_on_without_long_term_memory(
     assert not (demo_repo / ".agent" / "chroma").exists()  # no quiet fallback to a local store
 
 
+def test_a_plan_only_run_with_the_server_down_promises_to_keep_nothing(
+    run_agent, fake_server, demo_repo
+):
+    srv = fake_server([plan(task())])
+    env = server_env(f"http://127.0.0.1:{free_port()}", "team-db")
+    proc = run_agent(
+        "run", GOAL, "--plan-only", "--json", "--base-url", srv.url, cwd=demo_repo, env=env
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    notices = [e["text"] for e in events_of(proc.stdout) if e["event"] == "notice"]
+    down = [n for n in notices if "long-term memory is unavailable" in n]
+    assert len(down) == 1 and "goes on without it" in down[0]
+    assert "kept for the next run" not in down[0]  # it learns nothing, so it keeps nothing
+    assert not (demo_repo / ".agent" / "memory-outbox.jsonl").exists()
+
+
 def test_what_a_run_learned_with_the_server_down_reaches_it_with_the_next_run(
     run_agent, fake_server, demo_repo, tmp_path, embedder
 ):
