@@ -591,9 +591,9 @@ def recall_table(results: list[Result]) -> RenderableType:
     def stacked(width: int) -> RenderableType:
         items: list[RenderableType] = [Text("Recalled from long-term memory", style="italic")]
         for r in results:
-            head = Text(f"{r.score:.2f}  {r.kind}  ")
-            head.append(r.id, style="cyan")
-            head.append(f"  trust {r.trust:.1f}  hits {r.hit_count}  {r.date[:10]}")
+            head = Text(f"{r.score:.2f}  {clean(r.kind)}  ")  # stored, so anyone's: cleaned
+            head.append(clean(r.id), style="cyan")
+            head.append(f"  trust {r.trust:.1f}  hits {r.hit_count}  {clean(r.date[:10])}")
             body = Text(clean(r.gist or r.text))
             stale = "; stale: a file it names changed since" if r.stale else ""
             body.append(f"\n{clean(r.source)}{stale}", style="dim")
@@ -617,8 +617,14 @@ def _recall_columns(results: list[Result]) -> Table:
         cell = Text(short(r.gist or r.text, 200))
         stale = "; stale: a file it names changed since" if r.stale else ""
         cell.append(f"\n{short(r.source, 80)}{stale}", style="dim")
-        table.add_row(
-            f"{r.score:.2f}", r.kind, r.id, f"{r.trust:.1f}", str(r.hit_count), r.date[:10], cell
+        table.add_row(  # an id, a kind or a date an import or a shared server gave: cleaned
+            f"{r.score:.2f}",
+            Text(clean(r.kind)),
+            Text(clean(r.id)),
+            f"{r.trust:.1f}",
+            str(r.hit_count),
+            Text(clean(r.date[:10])),
+            cell,
         )
     return table
 

@@ -314,6 +314,28 @@ def test_forget_refuses_an_id_that_is_not_utf8_and_names_a_huge_one_briefly(seed
     assert json.loads(found.stdout)[0]["id"] == NEW_RUN  # nothing was forgotten
 
 
+@pytest.mark.parametrize("columns", ["200", "60"])  # the table, and the stacked items
+def test_recall_prints_no_escape_sequence_a_stored_id_holds(repo, tmp_path, columns):
+    record = {
+        "collection": "facts",
+        "id": "mem_\x1b[2J\x1b]0;pwned\x07abc",  # clear the screen, set the title
+        "document": "tests run with pytest \x1b[31mred\x1b[0m",
+        "metadata": {
+            "kind": "fact",
+            "source": "hand \x1b[5mblink",
+            "trust": 1.0,
+            "created_at": "2025-01-01T00:00:00+00:00",
+            "text_hash": "0",
+            "ttl_days": 0.0,
+        },
+    }
+    (tmp_path / "hostile.jsonl").write_text(json.dumps(record) + "\n")
+    assert agent(repo, "memory", "import", str(tmp_path / "hostile.jsonl")).returncode == 0
+    found = agent(repo, "recall", "tests run with pytest", "--all-repos", COLUMNS=columns)
+    assert found.returncode == 0 and "mem_abc" in found.stdout, found.stderr
+    assert "\x1b" not in found.stdout and "pwned" not in found.stdout
+
+
 def test_show_and_export_take_no_lock_while_another_process_writes(seeded, tmp_path):
     import fcntl
     import time
