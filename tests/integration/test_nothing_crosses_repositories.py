@@ -177,7 +177,7 @@ def test_relative_remotes_of_two_repositories_are_two_remotes(tmp_path):
         git(repo, "init", "-q")
         git(repo, "remote", "add", "origin", "../upstream.git")
         keys.append(repo_identity(repo).keys())
-    assert keys[0] != keys[1] and keys[0] == [f"url:{tmp_path / 'a' / 'upstream.git'}"]
+    assert keys[0] != keys[1] and keys[0] == [f"url:{tmp_path / 'a' / 'upstream'}"]  # no .git
 
 
 @pytest.mark.slow  # a real `chroma run` server
