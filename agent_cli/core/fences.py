@@ -23,13 +23,20 @@ FENCE_RULE = (
 # human_hint is escaped everywhere too: only the human's words may arrive inside one.
 FENCE_TAGS = ("tool_output", "retrieved_memory", "repo_instructions", "human_hint")
 _NAMES = "|".join(FENCE_TAGS)
-_TAG = re.compile(rf"<\s*(/?)\s*({_NAMES})", re.IGNORECASE)  # `< /tool_output` reads as one too
+# What a model reads past inside a tag: blanks, and the characters that show as nothing (zero
+# width spaces and joiners, the word joiner, the byte order mark, the soft hyphen); and `<`
+# as the full-width and small forms a model reads as one.
+_UNSEEN = r"[\s\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]*"
+_OPEN = "[<\uff1c\ufe64]"
+_SPELLED = "|".join(_UNSEEN.join(map(re.escape, name)) for name in FENCE_TAGS)
+_TAG = re.compile(rf"{_OPEN}{_UNSEEN}/?{_UNSEEN}(?:{_SPELLED})", re.IGNORECASE)
 _BOUNDARY = re.compile(rf"<(/?)({_NAMES})\b")
 
 
 def escape(text: str) -> str:
-    """Neutralise every opening or closing fence tag in `text`."""
-    return _TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
+    """Neutralise every opening or closing fence tag in `text` (`< /tool_output`, one with a
+    zero-width space inside, one opened by a full-width `＜` too): its `<` becomes `&lt;`."""
+    return _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
 
 
 def tool_output(name: str, text: str) -> str:
