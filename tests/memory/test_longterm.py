@@ -467,6 +467,13 @@ def test_a_store_path_that_is_a_file_is_a_storage_error(tmp_path, embedder):
         LongTermMemory(tmp_path / "chroma", embedder)
 
 
+def test_a_store_path_that_is_a_dangling_link_is_a_storage_error(tmp_path, embedder):
+    (tmp_path / "chroma").symlink_to(tmp_path / "gone")
+    with pytest.raises(StorageError, match="is a link to .*gone, which does not exist"):
+        LongTermMemory(tmp_path / "chroma", embedder)
+    assert not (tmp_path / "gone").exists() and (tmp_path / "chroma").is_symlink()
+
+
 @pytest.mark.parametrize("reads_only", [False, True])
 def test_a_locked_store_is_a_storage_error(mem, tmp_path, embedder, reads_only):
     db = tmp_path / "chroma" / "chroma.sqlite3"

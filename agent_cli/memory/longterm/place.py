@@ -208,6 +208,11 @@ def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> Stor
 def probe_dir(path: Path, wait_s: float, reading: bool = False) -> None:
     """Refuse a path that is not a directory, a corrupt database, or one another process locks
     (for writing; for `reading`, one in the middle of a commit for longer than `wait_s`)."""
+    if path.is_symlink() and not path.exists():  # creating the store there would fail
+        raise StorageError(
+            f"memory store at {path} is a link to {os.readlink(path)}, which does not exist",
+            "create the directory it names, or remove the link",
+        )
     if path.exists() and not path.is_dir():
         raise StorageError(f"memory store at {path} is not a directory", "move it aside")
     db = path / "chroma.sqlite3"
