@@ -287,6 +287,20 @@ def test_a_file_where_the_state_directory_goes_is_one_line_everywhere(agent, scr
     assert (scratch_repo / ".agent").read_text() == "not a directory\n"
 
 
+def test_a_link_to_nothing_where_the_state_directory_goes_is_one_line_everywhere(
+    agent, scratch_repo, tmp_path
+):
+    (scratch_repo / ".agent").symlink_to(tmp_path / "gone")
+    says = f"the state directory {scratch_repo / '.agent'} is a link to {tmp_path / 'gone'}"
+    export = tmp_path / "none.jsonl"
+    export.write_text("")
+    for args in (["recall", "x"], ["memory", "show"], ["memory", "import", str(export)]):
+        code, _, err = agent(*args, "--repo", str(scratch_repo))
+        assert code == 1 and says in err and "which does not exist" in err, (args, err)
+        assert "internal error" not in err and len(err.strip().splitlines()) == 1, err
+    assert (scratch_repo / ".agent").is_symlink() and not (tmp_path / "gone").exists()
+
+
 def test_a_json_stream_ends_with_run_done_even_after_an_internal_error(
     agent, scratch_repo, monkeypatch
 ):

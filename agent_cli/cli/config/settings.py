@@ -255,6 +255,12 @@ class Settings(BaseSettings):
         when `repo` is a linked one, such as a worktree run's: one repository, one state); a
         ConfigError when something other than a directory is there."""
         state = Path(self.home).expanduser() if self.home else main_work_tree(repo) / ".agent"
+        if state.is_symlink() and not state.exists():  # nothing could be created there
+            where = "home" if self.home else "the state directory"
+            raise ConfigError(
+                f"{where} {state} is a link to {os.readlink(state)}, which does not exist",
+                "create the directory it names, or remove the link",
+            )
         if state.exists() and not state.is_dir():
             where = "home" if self.home else "the state directory"
             raise ConfigError(
