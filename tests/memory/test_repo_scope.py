@@ -122,3 +122,18 @@ def test_items_under_a_folder_name_with_a_blank_are_recalled_before_their_upgrad
     assert [r.id for r in found] == [old]
     assert mem.adopt("my calc", repo_topic(repo)) == 1
     assert facts.get(ids=[old])["metadatas"][0]["topic"] == repo_topic(repo)
+
+
+def test_a_worktree_runs_recall_finds_the_items_filed_under_the_checkouts_folder(mem, tmp_path):
+    from agent_cli.agent.learn.topic import repo_topics
+    from conftest import git, make_repo
+
+    repo = make_repo(tmp_path / "calc")
+    tree = tmp_path / "calc" / ".agent" / "worktrees" / "20250314-090000-bbbb"
+    git(repo, "worktree", "add", "-q", "-b", "agent/20250314-090000-bbbb", str(tree))
+    old = mem.curate("median sorts a copy", topic="", origin_event_id="e1")
+    mem.collection("facts").update(ids=[old], metadatas=[{"topic": "calc", "topic_alt": ""}])
+    own = True  # the checkout's own `.agent`, which its worktree runs share
+    assert "calc" in repo_topics(tree, own)
+    found = mem.recall("median sorts", min_score=0.0, topics=repo_topics(tree, own))
+    assert [r.id for r in found] == [old]

@@ -34,14 +34,18 @@ def topic_of(identity: RepoIdentity, root: Path) -> str:
 def former_topics(identity: RepoIdentity, root: Path, own_store: bool) -> list[str]:
     """What older versions filed the items of the repository at `root` under, in a store that is
     the repository's own only (not a shared `home` nor a server, where each of them may be
-    any repository's): its folder's name, the root commit they named it by when a history
-    merged into it made that another root than today's (`RepoIdentity.former_root`), and no
-    repository at all. In a shared store an item filed under that older root is still found
+    any repository's): its folder's name (its main work tree's), the root commit they named
+    it by when a history merged into it made that another root than today's
+    (`RepoIdentity.former_root`), and no repository at all. In a shared store an item filed under that older root is still found
     by its remote, when it has one."""
     if not own_store:
         return []
+    from agent_cli.workspace.git.worktree import main_work_tree
+
     older = [f"git:{identity.former_root}"] if identity.former_root else []
-    return [Path(root).name, *older, ""]
+    # the user's checkout's folder, also from a linked work tree (a worktree run's is named
+    # after the run, which no item was ever filed under)
+    return [main_work_tree(Path(root)).name, *older, ""]
 
 
 def repo_topics(root: Path, own_store: bool) -> list[str]:
