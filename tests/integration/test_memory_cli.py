@@ -336,6 +336,21 @@ def test_recall_prints_no_escape_sequence_a_stored_id_holds(repo, tmp_path, colu
     assert "\x1b" not in found.stdout and "pwned" not in found.stdout
 
 
+def test_an_export_to_a_reader_that_stops_early_says_it_is_incomplete(seeded):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_cli", "memory", "export", "-"],
+        cwd=seeded,
+        env=_env(seeded.parent),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # as `| head -1` does once it has its line
+    _, err = proc.communicate(timeout=120)
+    said = err.decode()
+    assert proc.returncode == 1 and "the export is incomplete" in said, said
+    assert "nothing was exported" not in said and len(said.strip().splitlines()) == 1
+
+
 def test_show_and_export_take_no_lock_while_another_process_writes(seeded, tmp_path):
     import fcntl
     import time

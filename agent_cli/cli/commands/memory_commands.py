@@ -402,6 +402,12 @@ def export_command(
             with atomic.replacing(file) as out:
                 written = _export(mem, out)
     except OSError as e:
+        if to_stdout:  # what went out before it stopped is not a whole export
+            raise StorageError(
+                f"standard output cannot be written: {e.strerror or e}; the export is "
+                "incomplete (what reached its reader is not all of memory)",
+                "let the reader read to the end, or export to a FILE",
+            ) from None
         raise StorageError(
             f"{where} cannot be written: {e.strerror or e}; nothing was exported",
             "name a regular file in a directory you can write to, or - for standard output",
