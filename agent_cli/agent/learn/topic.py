@@ -36,8 +36,8 @@ def former_topics(identity: RepoIdentity, root: Path, own_store: bool) -> list[s
     the repository's own only (not a shared `home` nor a server, where each of them may be
     any repository's): its folder's name (its main work tree's), the root commit they named
     it by when a history merged into it made that another root than today's
-    (`RepoIdentity.former_root`), and no repository at all. In a shared store an item filed under that older root is still found
-    by its remote, when it has one."""
+    (`RepoIdentity.former_root`), and no repository at all. In a shared store an item filed
+    under that older root is still found by its remote, when it has one."""
     if not own_store:
         return []
     from agent_cli.workspace.git.worktree import main_work_tree
