@@ -112,25 +112,23 @@ def test_allow_dirty_with_worktree_is_refused(run_agent, scratch_repo):
     assert not (scratch_repo / ".agent").exists()
 
 
+def rejected_worktree_run(run_agent, fake_server, repo: Path, name: str):
+    """A worktree run whose task is rejected (exit 3): its output, id and work tree."""
+    srv = fake_server(rejected(name))
+    first = run_agent(
+        "run", goal_of(name), "--worktree", "--yes", "--json", "--base-url", srv.url, cwd=repo
+    )
+    assert first.returncode == 3, first.stdout + first.stderr
+    run_id = run_done(first.stdout)["run_id"]
+    return first, run_id, repo / ".agent" / "worktrees" / run_id
+
+
 def test_a_rejected_worktree_run_resumes_in_its_worktree_made_again(
     run_agent, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     before = checkout(repo)
-    srv = fake_server(rejected("gamma.txt"))
-    first = run_agent(
-        "run",
-        goal_of("gamma.txt"),
-        "--worktree",
-        "--yes",
-        "--json",
-        "--base-url",
-        srv.url,
-        cwd=repo,
-    )
-    assert first.returncode == 3, first.stdout + first.stderr
-    run_id = run_done(first.stdout)["run_id"]
-    tree = repo / ".agent" / "worktrees" / run_id
+    first, run_id, tree = rejected_worktree_run(run_agent, fake_server, repo, "gamma.txt")
     assert status(tree) == "?? not-gamma.txt\n"  # the rejected attempt, left for the human
     assert any(f"the worktree {tree} is kept" in t for t in notices(first.stdout))
     assert worktrees(repo) == [str(repo), str(tree)]
@@ -252,23 +250,10 @@ def test_resuming_a_worktree_run_whose_tree_was_detached_names_the_tree_and_the_
     run_agent, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
-    srv = fake_server(rejected("delta.txt"))
-    first = run_agent(
-        "run",
-        goal_of("delta.txt"),
-        "--worktree",
-        "--yes",
-        "--json",
-        "--base-url",
-        srv.url,
-        cwd=repo,
-    )
-    assert first.returncode == 3, first.stdout + first.stderr
-    run_id = run_done(first.stdout)["run_id"]
-    tree = repo / ".agent" / "worktrees" / run_id
+    _, run_id, tree = rejected_worktree_run(run_agent, fake_server, repo, "delta.txt")
     git(tree, "checkout", "-q", "--detach")  # the user looks around in the run's tree
     again = run_agent(
-        "run", "--resume", "--run-id", run_id, "--yes", "--base-url", srv.url, cwd=repo
+        "run", "--resume", "--run-id", run_id, "--yes", "--base-url", "http://127.0.0.1:9", cwd=repo
     )
     said = again.stderr.strip()
     assert again.returncode != 0 and len(said.splitlines()) == 1, said
