@@ -27,6 +27,7 @@ from agent_cli.core.messages import AssistantMessage, Message, ToolMessage
 from agent_cli.core.models import ChatReply, ToolCall, Usage
 from agent_cli.core.redact import redact
 from agent_cli.core.text import shorten
+from agent_cli.memory.working.store import Item
 
 MAX_MALFORMED_IN_A_ROW = 10
 NOW_GOAL_CHARS = 120  # the task's goal, named again in each step's last message
@@ -199,23 +200,23 @@ def results_in_memory(rt: Runtime, last: Exchange) -> dict[str, str]:
     A result the memory block already shows is pointed to rather than sent twice (see
     `Request.messages`): the exchange is the volatile part, the memory block the cached one.
     """
-    out = {}
-    for call, item_id in zip(last.calls, last.items, strict=False):
-        item = rt.memory.hot_item(item_id) if item_id else None
-        if item is not None and not item.origin_id:
-            out[call.id] = item.render()
-    return out
+    return {call: item.render() for call, item in _result_items(rt, last) if not item.origin_id}
 
 
 def results_seen(rt: Runtime, last: Exchange) -> dict[str, int]:
     """Tool call id -> how many times the working-memory item of its result has come, for a
     result identical to an earlier one (merged into it, see `WorkingMemory.add`)."""
-    out = {}
+    return {call: item.repeats for call, item in _result_items(rt, last) if item.repeats > 1}
+
+
+def _result_items(rt: Runtime, last: Exchange) -> list[tuple[str, Item]]:
+    """(tool call id, the hot item of its result) of each call whose item is hot."""
+    pairs = []
     for call, item_id in zip(last.calls, last.items, strict=False):
         item = rt.memory.hot_item(item_id) if item_id else None
-        if item is not None and item.repeats > 1:
-            out[call.id] = item.repeats
-    return out
+        if item is not None:
+            pairs.append((call.id, item))
+    return pairs
 
 
 def _ask(rt: Runtime, messages: list[dict[str, Any]], choice: str = "auto") -> ChatReply | None:
