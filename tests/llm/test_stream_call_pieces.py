@@ -99,3 +99,32 @@ def test_calls_that_share_an_id_get_ids_of_their_own(sse_server):
         ]
     )
     assert _calls(url) == [("c1", "read_file", ARGS), ("c1_1", "note", '{"text": "x"}')]
+
+
+def test_calls_without_an_index_under_one_id_stay_separate_calls(sse_server):
+    # Some servers give every call of a reply one id and no index: a piece that brings
+    # arguments after the call before it was already whole JSON begins another call.
+    url = sse_server(
+        [
+            _piece(id="c1", function={"name": "read_file", "arguments": ARGS[:5]}),
+            _piece(id="c1", function={"name": "read_file", "arguments": ARGS[5:]}),
+            _piece(id="c1", function={"name": "note", "arguments": '{"text":'}),
+            _piece(id="c1", function={"arguments": ' "x"}'}),
+            _piece(id="c1", function={"name": "read_file", "arguments": '{"path": "b.py"}'}),
+        ]
+    )
+    assert _calls(url) == [
+        ("c1", "read_file", ARGS),
+        ("c1_1", "note", '{"text": "x"}'),
+        ("c1_2", "read_file", '{"path": "b.py"}'),
+    ]
+
+
+def test_a_name_repeated_after_whole_arguments_begins_no_call(sse_server):
+    url = sse_server(
+        [
+            _piece(id="c1", function={"name": "read_file", "arguments": ARGS}),
+            _piece(id="c1", function={"name": "read_file", "arguments": ""}),
+        ]
+    )
+    assert _calls(url) == [("c1", "read_file", ARGS)]

@@ -1,7 +1,8 @@
 """Assemble a streamed chat completion (server-sent events) into the body a whole reply has.
 
 Text deltas are handed to `on_text` as they arrive; tool-call arguments are joined per
-call: by its `index`, or, from a server that sends none, by its `id` (a new id is a new call).
+call: by its `index`, or, from a server that sends none, by its `id` (a new id is a new call,
+and so are arguments that begin after the call's were whole JSON: one id for every call).
 A name repeated whole in every piece is taken once. An event's data may span several `data:`
 lines, joined as server-sent events are. A stream that ends before `data: [DONE]` and before
 any `finish_reason` was cut: `StreamCut`, which the client retries like a dropped connection.
@@ -88,8 +89,9 @@ class StreamAssembler:
         self.on_text = on_text
         self.text: list[str] = []
         self.calls: list[dict[str, Any]] = []  # in the order they began
-        self._slots: dict[tuple[str, Any], dict[str, Any]] = {}  # by index, or by id without one
-        self._last: tuple[str, Any] | None = None  # the id of the last piece without an index
+        self._slots: dict[tuple[Any, ...], dict[str, Any]] = {}  # by index, or by id without one
+        self._last: tuple[Any, ...] | None = None  # the call of the last piece without an index
+        self._last_id: str | None = None  # the last id such a piece named
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.timings: dict[str, Any] | None = None
@@ -179,14 +181,19 @@ class StreamAssembler:
     def _call(self, part: dict[str, Any], n: int) -> dict[str, Any]:
         """The call a piece belongs to: by its `index`; without one, by its `id` (a new id is
         a new call), else the call the last piece without an index went to, else by its place
-        in the delta; an index that is no number (null, text) counts as none."""
+        in the delta; an index that is no number (null, text) counts as none. Without an
+        index, a piece that begins a call after the last one's arguments were already whole
+        JSON is a new call even under the same id (servers that give every call one id)."""
         index, ident = _index(part.get("index")), part.get("id")
         if index is not None:
-            key: tuple[str, Any] = ("index", index)
+            key: tuple[Any, ...] = ("index", index)
         else:
-            if isinstance(ident, str) and ident:
+            if isinstance(ident, str) and ident and ident != self._last_id:
                 self._last = ("id", ident)
+                self._last_id = ident
             key = self._last or ("index", n)
+            if key in self._slots and _begins_another(self._slots[key], part):
+                key = self._last = ("begun", len(self.calls))
         if key not in self._slots:
             self._slots[key] = {"id": None, "name": "", "arguments": []}
             self.calls.append(self._slots[key])
@@ -221,6 +228,23 @@ class StreamAssembler:
         if self.timings:
             body["timings"] = self.timings
         return body
+
+
+def _begins_another(call: dict[str, Any], part: dict[str, Any]) -> bool:
+    """Whether `part`, with no index, begins a call after `call` rather than goes on with it:
+    `call`'s arguments are already whole JSON and the part brings arguments of its own, or
+    another name (a name repeated with nothing after it is the same call's)."""
+    fn = part.get("function") or {}
+    args, name = fn.get("arguments"), fn.get("name")
+    brings_args = isinstance(args, dict) or (isinstance(args, str) and bool(args.strip()))
+    other_name = isinstance(name, str) and bool(name) and name != call["name"]
+    if not (brings_args or other_name) or not call["name"]:
+        return False
+    try:
+        json.loads("".join(call["arguments"]))
+    except ValueError:
+        return False
+    return True
 
 
 def _index(value: Any) -> int | None:
