@@ -123,3 +123,13 @@ def test_a_server_refusing_stream_options_still_streams_without_them(fake_server
         (False, True),
     ]
     assert m.streaming and "".join(deltas) == "onetwo"
+
+
+def test_a_stream_that_keeps_ending_unfinished_is_asked_for_whole_after_one_retry(fake_server):
+    # No finish_reason and no [DONE], in good order: a retry streamed once, then whole.
+    srv = fake_server([{"content": "never said", "unfinished": True}] * 2 + [{"content": "whole"}])
+    retries = []
+    m = chat_model(srv, max_retries=4, on_retry=lambda n, d, why: retries.append(why))
+    assert m.chat(ASK).content == "whole"
+    assert [bool(r.get("stream")) for r in srv.chat_requests] == [True, True, False]
+    assert len(retries) == 2

@@ -12,6 +12,8 @@ Each step of a script is one reply to one chat-completion request:
     {"delay": 1.5, ...}                                     sleep first, then the rest
     {"chunk_delay": 0.2, ...}                               a slow stream: sleep between chunks
     {"cut": 3, ...}                                         a stream dropped after 3 chunks
+    {"unfinished": true, ...}                               a stream ended in good order but
+                                                            with no finish_reason, no [DONE]
     {"finish_reason": "length", ...}                        override the finish reason
     {"keepalive": 30, ...}                                  30 s of `: ping` comments first
                                                             (a whole reply: a trickle of spaces)
@@ -332,8 +334,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(self, reply: dict[str, Any], step: Step, body: dict[str, Any]) -> None:
         """The reply as server-sent events over chunked transfer encoding."""
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        events = [f"data: {json.dumps(c)}\n\n" for c in stream_chunks(reply, include_usage)]
-        events.append("data: [DONE]\n\n")
+        chunks = stream_chunks(reply, include_usage)
+        if step.get("unfinished"):  # the reply's end never said: no finish_reason, no [DONE]
+            for c in chunks:
+                for choice in c["choices"]:
+                    choice["finish_reason"] = None
+        events = [f"data: {json.dumps(c)}\n\n" for c in chunks]
+        if not step.get("unfinished"):
+            events.append("data: [DONE]\n\n")
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")

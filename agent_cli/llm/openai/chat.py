@@ -15,7 +15,9 @@ caller names a cache directory; a hosted API (server/locality.py) is never probe
 has answered a chat request.
 Which failures are retried:
 - refused connections and unknown hosts: never (the server is not there);
-- 429, 502, 503, 504, timeouts, streams cut mid-reply, slow 5xx: with backoff;
+- 429, 502, 503, 504, timeouts, streams cut mid-reply, slow 5xx: with backoff; a stream
+  that ended in good order without saying it was over (no finish_reason, no [DONE]) is
+  retried streamed once, then asked for whole;
 - an error object in place of a reply (some gateways send it with HTTP 200): with backoff,
   unless its `code` blames the request (a 4xx other than 429);
 - a 5xx answered in under a second: it is a verdict on the request, so it is not sent again
@@ -313,7 +315,7 @@ class OpenAIChat:
 
     # -- retries ------------------------------------------------------------------------------
     def _send(self, build: Callable[[], Json], call: _Call) -> ChatReply:
-        attempt = 0
+        attempt = unfinished = 0
         while True:
             kwargs = build()
             started = time.monotonic()
@@ -335,7 +337,13 @@ class OpenAIChat:
                 if failures.refused(e) or failures.misdirected(e):
                     raise self._convert(e) from None
                 failure = e
-            except (StreamCut, StreamFailed) as e:
+            except StreamCut as e:
+                failure = e
+                unfinished += e.unfinished
+                # A stream that ends in good order but unfinished twice is how this server
+                # streams this request: the next try asks for the reply whole.
+                call.whole = call.whole or unfinished >= 2
+            except StreamFailed as e:
                 failure = e
             except ErrorReply as e:
                 if not e.retryable:

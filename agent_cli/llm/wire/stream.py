@@ -5,7 +5,8 @@ call: by its `index`, or, from a server that sends none, by its `id` (a new id i
 and so are arguments that begin after the call's were whole JSON: one id for every call).
 A name repeated whole in every piece is taken once. An event's data may span several `data:`
 lines, joined as server-sent events are. A stream that ends before `data: [DONE]` and before
-any `finish_reason` was cut: `StreamCut`, which the client retries like a dropped connection.
+any `finish_reason` was cut: `StreamCut`, which the client retries like a dropped connection
+(and, when it ended in good order twice, asks for whole).
 `paced` reads the lines off the raw bytes and bounds a stream's progress at every chunk that
 arrives: keep-alive comments alone, or bytes that never end a line, do not keep a request
 going.
@@ -25,6 +26,10 @@ from agent_cli.llm.wire.body import NOT_A_COMPLETION, load_body
 
 class StreamCut(Exception):
     """The stream ended (or broke) before the reply was complete."""
+
+    def __init__(self, message: str, unfinished: bool = False) -> None:
+        super().__init__(message)
+        self.unfinished = unfinished  # ended in good order, only never said it was over
 
 
 class StreamFailed(Exception):
@@ -206,7 +211,10 @@ class StreamAssembler:
     def body(self) -> dict[str, Any]:
         """The assembled reply in the shape of a whole (non-streamed) chat completion."""
         if not self.complete():
-            raise StreamCut(f"the streamed reply stopped after {self.chunks} chunks, unfinished")
+            raise StreamCut(
+                f"the streamed reply stopped after {self.chunks} chunks, unfinished",
+                unfinished=True,
+            )
         message: dict[str, Any] = {
             "role": "assistant",
             "content": "".join(self.text) if self.text else None,
