@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import socket
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from agent_cli.cli import roles
 from agent_cli.cli.config import trust
 from agent_cli.cli.config.settings import Settings, load_settings
 from agent_cli.cli.wiring import RunOptions, build_models
-from agent_cli.core.errors import ConfigError
+from agent_cli.core.errors import ConfigError, ModelError
 from agent_cli.core.events import RunDone
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.llm.metered import Metered
@@ -245,3 +246,28 @@ def test_a_saved_value_is_named_by_the_flag_agent_run_has_or_else_by_its_key():
     assert shown_name("task_max_steps") == "task_max_steps"  # no such flag to give again
     assert shown_name("embedding_model") == "embedding_model"
     assert shown_name("executor_base_url") == "executor_base_url"
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"  # bound, then closed: nothing listens there
+
+
+def test_an_unreachable_roles_endpoint_is_named_by_its_role_and_setting(tmp_path):
+    down = _closed_port_url()
+    flags = {"base_url": LOCAL_A, "model": "m", "executor_base_url": down}
+    models = build(load(flags=flags, tmp=tmp_path))
+    with pytest.raises(ModelError) as e:
+        models.executor.chat([{"role": "user", "content": "go"}])
+    assert f"cannot reach the executor model endpoint {down}" in e.value.message
+    assert "check executor_base_url" in e.value.hint
+
+
+def test_an_endpoint_every_role_uses_is_not_named_by_a_role(tmp_path):
+    down = _closed_port_url()
+    models = build(load(flags={"base_url": down, "model": "m"}, tmp=tmp_path))
+    with pytest.raises(ModelError) as e:
+        models.executor.chat([{"role": "user", "content": "go"}])
+    assert e.value.message == f"cannot reach the model endpoint {down}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_cli.agent.run.roles import ROLES, Role, RoleModels
@@ -33,6 +33,14 @@ class Endpoint:
     key_env: str | None  # the variable the key is read from (None: the API key, or none)
     prices: Prices = field(compare=False)
     model_setting: str = field(default="--model", compare=False)  # what chose `model`
+    url_setting: str = field(default="--base-url", compare=False)  # what chose `base_url`
+    used_by: tuple[Role, ...] = field(default=(), compare=False)  # set by `distinct`
+
+    @property
+    def named_for(self) -> str:
+        """The roles an error names this endpoint by ("executor", "planner and verifier"),
+        or "" when every role uses it (nothing to tell apart)."""
+        return "" if len(self.used_by) in (0, len(ROLES)) else " and ".join(self.used_by)
 
     @property
     def ident(self) -> tuple[str, str, str]:
@@ -42,7 +50,8 @@ class Endpoint:
 
 def endpoint(settings: Settings, role: Role) -> Endpoint:
     """The endpoint `role` talks to."""
-    base_url = getattr(settings, f"{role}_base_url") or settings.base_url
+    own_url = getattr(settings, f"{role}_base_url")
+    base_url = own_url or settings.base_url
     own_model = getattr(settings, f"{role}_model")
     return Endpoint(
         base_url=base_url,
@@ -50,6 +59,7 @@ def endpoint(settings: Settings, role: Role) -> Endpoint:
         key_env=getattr(settings, f"{role}_api_key_env"),
         prices=settings.prices(base_url),
         model_setting=f"{role}_model" if own_model else "--model",
+        url_setting=f"{role}_base_url" if own_url else "--base-url",
     )
 
 
@@ -76,7 +86,7 @@ def distinct(settings: Settings) -> list[tuple[Endpoint, list[Role]]]:
     for role in ROLES:
         ep = endpoint(settings, role)
         found.setdefault(ep.ident, (ep, []))[1].append(role)
-    return list(found.values())
+    return [(replace(ep, used_by=tuple(names)), names) for ep, names in found.values()]
 
 
 def check_keys(settings: Settings) -> None:

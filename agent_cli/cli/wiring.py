@@ -135,7 +135,12 @@ def build_model(
 
         # what an error's fix names: a role's own model setting and key variable
         set_by = (
-            SetBy(endpoint.model_setting, endpoint.key_env or "OPENAI_API_KEY")
+            SetBy(
+                endpoint.model_setting,
+                endpoint.key_env or "OPENAI_API_KEY",
+                role=endpoint.named_for,
+                url=endpoint.url_setting,
+            )
             if endpoint
             else SetBy()
         )

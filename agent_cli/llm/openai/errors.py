@@ -30,10 +30,17 @@ class StreamIdle(StreamSilent):
 @dataclass(frozen=True)
 class SetBy:
     """The settings a fix names: what chose the model, which variable holds the key sent
-    (a role's `executor_model` and `<role>_api_key_env`, the embedder's `embedding_model`)."""
+    (a role's `executor_model` and `<role>_api_key_env`, the embedder's `embedding_model`);
+    the roles whose endpoint it is, when the roles do not all share one, and what chose it."""
 
     model: str = "--model"
     key: str = "OPENAI_API_KEY"
+    role: str = ""  # "executor", "planner and verifier"; "" when every role uses the endpoint
+    url: str = "--base-url"  # the setting that named the endpoint (`executor_base_url`)
+
+    def endpoint(self, base_url: str) -> str:
+        """The endpoint as an error names it: by its roles too, when they are set apart."""
+        return f"the {self.role} endpoint {base_url}" if self.role else base_url
 
 
 DEFAULT_SET_BY = SetBy()
@@ -132,25 +139,31 @@ def convert(
     if isinstance(e, (openai.APITimeoutError, StreamSilent)):
         waited = f" (nothing for {timeout_s:g} s)" if timeout_s > 0 else ""
         return ModelError(
-            f"{base_url} did not answer in time{waited}",
+            f"{set_by.endpoint(base_url)} did not answer in time{waited}",
             _plain_http(base_url) or "raise request_timeout_s or check the server's load",
         )
     if isinstance(e, openai.APIConnectionError):
         wrong = failures.misdirected(e)
+        where = f"the {set_by.role} model endpoint" if set_by.role else "the model endpoint"
         if wrong:
             return ModelError(
-                f"the model endpoint {base_url} answers, but {wrong}",
+                f"{where} {base_url} answers, but {wrong}",
                 "check the base URL: an OpenAI-compatible one ends where /models and "
                 "/chat/completions are (most end in /v1), and the server answers there itself",
             )
         proxy = proxy_for(base_url)
         if proxy:
             return ModelError(
-                f"cannot reach the model endpoint {base_url} through the proxy {proxy}",
+                f"cannot reach {where} {base_url} through the proxy {proxy}",
                 "check the proxy, or leave this host out of it (NO_PROXY)",
             )
+        if set_by.role:
+            return ModelError(
+                f"cannot reach {where} {base_url}",
+                f"is the server running? check {set_by.url}; `agent doctor` checks each endpoint",
+            )
         return ModelError(
-            f"cannot reach the model endpoint {base_url}",
+            f"cannot reach {where} {base_url}",
             "is the server running? check the setting that names it (--base-url / "
             "OPENAI_BASE_URL, or a role's *_base_url); `agent doctor` checks each endpoint",
         )
