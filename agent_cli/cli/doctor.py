@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from agent_cli.agent.run.roles import Role
     from agent_cli.cli.config.settings import Settings
     from agent_cli.cli.roles import Endpoint
+    from agent_cli.llm.server.probe import ServerReport
 
 
 class Printer(Protocol):
@@ -107,11 +108,11 @@ def _answers_anyway(settings: Settings, at: Target) -> bool:
     return True
 
 
-def _check_server(settings: Settings, at: Target | None = None) -> str:
+def _probe_server(settings: Settings, at: Target) -> ServerReport:
+    """What the server at `at` can do (an AgentError when it cannot be asked)."""
     from agent_cli.llm.openai.chat import OpenAIChat
-    from agent_cli.llm.server.probe import describe, probe
+    from agent_cli.llm.server.probe import probe
 
-    at = at or Target(settings)
     client = OpenAIChat(
         model=at.model,
         base_url=at.base_url,
@@ -121,15 +122,41 @@ def _check_server(settings: Settings, at: Target | None = None) -> str:
         max_tokens=settings.reserved_output_tokens,  # the room a run leaves a plan
         context_window=settings.context_window,
     )
-    whose = f"for {at.roles}: " if at.roles else ""
     # A plan-sized reply matters only where plans are asked for: not at an executor's own server.
     plans = not at.role_names or "planner" in at.role_names
+    return probe(client, plans)
+
+
+def _check_server(
+    settings: Settings,
+    at: Target,
+    found: ServerReport | AgentError,
+    narrowest: tuple[int, str] | None = None,
+) -> str:
+    """The server's line from what `_probe_server` found; working memory and tool output as a
+    run fits them: to `narrowest`, the smallest window of the roles' endpoints, when smaller."""
+    from agent_cli.llm.server.probe import describe
+
+    if isinstance(found, AgentError):
+        raise found
+    whose = f"for {at.roles}: " if at.roles else ""
     return whose + describe(
-        probe(client, plans),
+        found,
         settings.memory_max_tokens,
         settings.tool_output_max_tokens,
         settings.reserved_output_tokens,
+        narrowest,
     )
+
+
+def _narrowest(probed: list[tuple[Target, ServerReport | AgentError]]) -> tuple[int, str] | None:
+    """The smallest window the servers reported, and whose endpoint it is."""
+    windows = [
+        (found.window, f"the {at.roles.replace(', ', ' and ')} endpoint")
+        for at, found in probed
+        if not isinstance(found, AgentError)
+    ]
+    return min(windows, default=None)
 
 
 def _check_tokenizer(settings: Settings) -> str:
@@ -252,18 +279,21 @@ def _run_check(
     from agent_cli.core.redact import redact
     from agent_cli.ui.render import check_line
 
-    # a check can wait on a server for many seconds (minutes for a local model's plan-sized
-    # reply): a terminal shows which one is running and what it waits for
-    what = WAITING.get(name, "checking…")
-    waiting = out.status(f"{name}: {what}") if out.is_terminal else contextlib.nullcontext()
     try:
-        with waiting:
+        with _waiting(out, name):
             said = check()
         out.print(check_line(name, True, redact(said, secrets)))
         return True
     except AgentError as e:
         out.print(check_line(name, False, redact(e.one_line(), secrets)))
         return False
+
+
+def _waiting(out: Printer, name: str) -> AbstractContextManager[Any]:
+    """A check can wait on a server for many seconds (minutes for a local model's plan-sized
+    reply): a terminal shows which one is running and what it waits for."""
+    what = WAITING.get(name, "checking…")
+    return out.status(f"{name}: {what}") if out.is_terminal else contextlib.nullcontext()
 
 
 WAITING = {  # what the checks that wait on the network wait for
@@ -311,17 +341,27 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     ]
     failed = 0
     secrets = settings.secrets()
-    for at in targets(settings):  # each distinct endpoint once
-        if _run_check(out, "endpoint", lambda: _check_endpoint(settings, at), secrets):  # noqa: B023
-            # what the server can do, once it answers
-            failed += not _run_check(
-                out,
-                "server",
-                lambda: _check_server(settings, at),  # noqa: B023
-                secrets,
-            )
-        else:
+    # Each distinct endpoint once; what its server can do, once it answers. The servers are
+    # all asked before their lines are said: a run fits working memory and tool output to
+    # the smallest window of its roles, so each line says what the run will use.
+    probed: list[tuple[Target, ServerReport | AgentError]] = []
+    for at in targets(settings):
+        if not _run_check(out, "endpoint", lambda: _check_endpoint(settings, at), secrets):  # noqa: B023
             failed += 1
+            continue
+        try:
+            with _waiting(out, "server"):
+                probed.append((at, _probe_server(settings, at)))
+        except AgentError as e:
+            probed.append((at, e))
+    narrowest = _narrowest(probed) if len(probed) > 1 else None
+    for at, found in probed:
+        failed += not _run_check(
+            out,
+            "server",
+            lambda: _check_server(settings, at, found, narrowest),  # noqa: B023
+            secrets,
+        )
     for name, check in checks:
         failed += not _run_check(out, name, check, secrets)
     failed += _check_mcp_servers(out, settings, repo)

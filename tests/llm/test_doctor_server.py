@@ -142,3 +142,27 @@ def test_a_server_too_busy_to_answer_is_not_said_to_lack_the_model(
     out = proc.stdout[proc.stdout.index("checks") :]
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
     assert "did not answer in time" in out and "is not served by" not in out, out
+
+
+def test_doctor_fits_each_line_to_the_smallest_window_of_the_roles(
+    run_agent, fake_server, scratch_repo
+):
+    # A run fits working memory and tool output to the smallest window of its roles: the
+    # planner's larger server is said to be used with the executor's 4,096-token fit.
+    planner = fake_server([CALL, PLAN], models=("big",), n_ctx=32768)
+    executor = fake_server([CALL], models=("small",), n_ctx=4096)
+    env = {
+        "AGENT_BASE_URL": planner.url,
+        "AGENT_MODEL": "big",
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_MODEL": "small",
+    }
+    proc = run_agent("doctor", cwd=scratch_repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    used = [line for line in proc.stdout.splitlines() if "a run will use" in line]
+    fitted = (
+        "working memory 833 and tool output 614 tokens "
+        "(fitted to the 4,096-token window of the executor endpoint, the smallest)"
+    )
+    assert len(used) == 2 and fitted in used[0], proc.stdout  # the planner's, at 32,768
+    assert used[1].endswith("working memory 833 and tool output 614 tokens"), proc.stdout

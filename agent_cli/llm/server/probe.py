@@ -94,9 +94,20 @@ def _plan_sized(chat: OpenAIChat) -> str:
     return "a plan-sized forced reply did not call submit_plan with tasks"
 
 
-def describe(report: ServerReport, memory_max: int, tool_output_max: int, reply_max: int) -> str:
-    """The findings on a few lines; ModelError when a forced tool cannot work (plans fail)."""
-    memory, tool_output, reply = fit_window(report.window, memory_max, tool_output_max, reply_max)
+def describe(
+    report: ServerReport,
+    memory_max: int,
+    tool_output_max: int,
+    reply_max: int,
+    narrowest: tuple[int, str] | None = None,
+) -> str:
+    """The findings on a few lines; ModelError when a forced tool cannot work (plans fail).
+    `narrowest` is a smaller window of another role's endpoint, and whose: working memory and
+    tool output are fitted to it, as a run fits them to the smallest window of its roles."""
+    _, _, reply = fit_window(report.window, memory_max, tool_output_max, reply_max)
+    fitted, at = narrowest if narrowest and narrowest[0] < report.window else (report.window, "")
+    memory, tool_output, _ = fit_window(fitted, memory_max, tool_output_max, reply_max)
+    why = f" (fitted to the {fitted:,}-token window of {at}, the smallest)" if at else ""
     if report.forced_form is None:
         raise ModelError(
             'the model did not call a forced tool (tried tool_choice "required", '
@@ -124,6 +135,6 @@ def describe(report: ServerReport, memory_max: int, tool_output_max: int, reply_
             f"           streaming: {'yes' if report.streaming else 'no, whole replies'}",
             f"           a run will use: {'streamed' if report.streaming else 'whole'} replies, "
             f"{choice}, replies up to {reply:,} tokens, working memory {memory:,} "
-            f"and tool output {tool_output:,} tokens",
+            f"and tool output {tool_output:,} tokens{why}",
         ]
     )
