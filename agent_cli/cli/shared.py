@@ -63,6 +63,7 @@ def make_embedder(settings: Settings) -> Embedder:
         base_url=settings.base_url,
         api_key=settings.key(),
         model=settings.embedding_model,
+        timeout_s=settings.request_timeout_s,  # as a chat request's, whatever the server
         secrets=settings.secrets(),
         max_retries=settings.max_retries,
         backoff_s=settings.retry_backoff_s,

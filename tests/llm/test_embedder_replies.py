@@ -5,11 +5,14 @@ naming the endpoint, never an internal error in memory later."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from agent_cli.cli.config.settings import Settings
+from agent_cli.cli.shared import make_embedder
 from agent_cli.core.errors import ModelError
 from agent_cli.llm.openai.embedder import OpenAIEmbedder
 from httpkit import Answer, loopback, send
@@ -87,3 +90,14 @@ def test_a_busy_embeddings_endpoint_is_asked_again_and_a_refusal_is_not(
     with pytest.raises(ModelError, match="rejected the request"):
         embedder.embed(["b"])
     assert asked == [503, 429, 200, 400]
+
+
+def test_the_embedders_timeout_is_the_request_timeout_setting(loopback: Callable[[Answer], str]):
+    def slow(h: BaseHTTPRequestHandler) -> None:
+        time.sleep(1.5)
+        send(h, _rows([0.1, 0.2]), "application/json")
+
+    url = loopback(slow)
+    settings = Settings(base_url=url, embedding_model="emb", request_timeout_s=0.5, max_retries=0)
+    with pytest.raises(ModelError, match=r"did not answer in time \(nothing for 0.5 s\)"):
+        make_embedder(settings).embed(["one"])
