@@ -234,6 +234,28 @@ def test_broken_echoed_arguments_are_sent_as_empty_json_with_the_raw_text_in_the
     assert messages[1]["tool_calls"][0]["function"]["arguments"] == '{"pattern":'  # caller's copy
 
 
+@pytest.mark.parametrize("arguments", ['["a.py"]', '"a.py"', "null", "42"])
+def test_echoed_arguments_that_are_json_but_no_object_are_sent_as_an_empty_object(
+    fake_server, arguments
+):
+    # A chat template reads the arguments' items: llama.cpp answers 500 to a list or a string.
+    srv = fake_server([{"content": "fine"}], strict_echo=True)
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": arguments},
+    }
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "error: the arguments must be an object"},
+    ]
+    assert chat_model(srv).chat(messages, [READ]).content == "fine"
+    sent = srv.chat_requests[0]["messages"]
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert f"not a valid JSON object: {arguments}" in sent[2]["content"]
+
+
 def test_a_fast_500_is_not_sent_again_as_it_was(fake_server):
     body = json.dumps({"error": {"message": "Failed to parse tool call arguments as JSON"}})
     srv = fake_server([{"status": 500, "body": body}] * 5)

@@ -27,7 +27,8 @@ class Behaviour:
     n_ctx: serve llama.cpp's `GET /props` and answer a longer request with its 400 overflow.
     max_model_len: list it in `/v1/models` like vLLM, and answer vLLM's 400 overflow.
     ollama_ctx: answer Ollama's `POST /api/show` with this `num_ctx`.
-    strict_echo: answer 500 like llama.cpp when an echoed tool call's arguments are not JSON.
+    strict_echo: answer 500 like llama.cpp when an echoed tool call's arguments are not a JSON
+        object.
     slots: serve llama.cpp's `GET /slots` (busy while a reply is being produced).
     hide_window: enforce n_ctx / max_model_len without saying it (a proxy in front).
     any_model: answer a request for any model name, not only the listed ones (llama.cpp).
@@ -65,8 +66,10 @@ def _echo_is_broken(body: dict[str, Any]) -> bool:
     for message in body.get("messages", []):
         for call in message.get("tool_calls") or []:
             try:
-                json.loads((call.get("function") or {}).get("arguments", ""))
+                arguments = json.loads((call.get("function") or {}).get("arguments", ""))
             except (ValueError, TypeError):
+                return True
+            if not isinstance(arguments, dict):  # a template reads the arguments' items
                 return True
     return False
 

@@ -12,18 +12,20 @@ MIN_REPLY_TOKENS = 256
 
 
 def _valid_json(text: Any) -> bool:
-    """Whether a server can parse `text` (strict JSON: no NaN or Infinity, bounded nesting)."""
+    """Whether a server can read `text` as a call's arguments: a JSON object (strict JSON: no
+    NaN or Infinity, bounded nesting). A chat template reads the arguments' items, and a
+    gateway to another API passes them on as the call's input object, so a list, a string or
+    null is refused like broken JSON."""
     if not isinstance(text, str):
         return False
     try:
-        strictjson.loads(text)
+        return isinstance(strictjson.loads(text), dict)
     except ValueError:
         return False
-    return True
 
 
 def sanitize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages with every echoed tool call's arguments valid JSON.
+    """The messages with every echoed tool call's arguments a valid JSON object.
 
     Servers that re-parse the conversation (llama.cpp answers 500 "Failed to parse tool call
     arguments as JSON") refuse a broken call sent back to them, so its arguments become `{}`
@@ -42,7 +44,7 @@ def sanitize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             message = {
                 **message,
                 "content": f"{message.get('content') or ''}\n(the arguments "
-                f"you sent, which are not valid JSON: {fences.escape(raw[:2000])})",
+                f"you sent, which are not a valid JSON object: {fences.escape(raw[:2000])})",
             }
         out.append(message)
     return out
