@@ -101,3 +101,63 @@ def test_the_embedders_timeout_is_the_request_timeout_setting(loopback: Callable
     settings = Settings(base_url=url, embedding_model="emb", request_timeout_s=0.5, max_retries=0)
     with pytest.raises(ModelError, match=r"did not answer in time \(nothing for 0.5 s\)"):
         make_embedder(settings).embed(["one"])
+
+
+def test_an_answer_trickled_a_byte_at_a_time_is_ended_at_the_whole_exchange_bound(
+    loopback: Callable[[Answer], str],
+):
+    # Each byte starts the read timeout again: only the bound on the whole answer ends it.
+    body = (" " * 40 + _rows([0.1, 0.2])).encode()
+
+    def trickle(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        try:
+            for byte in body:
+                h.wfile.write(bytes([byte]))
+                h.wfile.flush()
+                time.sleep(0.1)
+        except OSError:
+            pass  # the client hung up
+
+    url = loopback(trickle)
+    embedder = OpenAIEmbedder(
+        base_url=url, api_key=None, model="emb", timeout_s=0.5, total_timeout_s=1.0, max_retries=0
+    )
+    started = time.monotonic()
+    with pytest.raises(ModelError, match=r"/embeddings: the answer went on for over 1 s"):
+        embedder.embed(["one"])
+    assert time.monotonic() - started < 3
+
+
+def test_an_answer_far_larger_than_its_vectors_is_ended(loopback: Callable[[Answer], str]):
+    # Valid JSON, but 3 MB for one vector: no embedding answer is that large.
+    padded = _rows([0.1, 0.2]).replace(",", "," + " " * 3 * 2**20, 1)
+    url = loopback(lambda h: send(h, padded, "application/json"))
+    embedder = OpenAIEmbedder(base_url=url, api_key=None, model="emb", timeout_s=5)
+    with pytest.raises(ModelError, match="answered with more than 1 MB"):
+        embedder.embed(["one"])
+
+
+def test_an_answer_broken_off_mid_body_is_asked_again(loopback: Callable[[Answer], str]):
+    answers = []
+
+    def once_cut(h: BaseHTTPRequestHandler) -> None:
+        answers.append(1)
+        body = _rows([0.1, 0.2])
+        if len(answers) > 1:
+            return send(h, body, "application/json")
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.wfile.write(body[:10].encode())  # then the connection closes
+
+    url = loopback(once_cut)
+    embedder = OpenAIEmbedder(
+        base_url=url, api_key=None, model="emb", timeout_s=5, max_retries=1, backoff_s=0.01
+    )
+    assert embedder.embed(["one"]) == [[0.1, 0.2]] and len(answers) == 2

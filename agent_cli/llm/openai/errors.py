@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import openai
 
@@ -184,6 +185,16 @@ def convert(
 
 
 SdkError = openai.OpenAIError  # what any SDK call may raise, for modules that do not import it
+
+
+def read_failure(e: BaseException, request: Any) -> SdkError | None:
+    """A failure met while reading a response's body as the SDK's error for it: a read that
+    timed out, or a connection that broke (both retried); None for anything else."""
+    if failures.is_timeout(e):
+        return openai.APITimeoutError(request=request)
+    if failures.is_transport_error(e):
+        return openai.APIConnectionError(request=request)
+    return None
 
 
 def transient(e: BaseException) -> bool:
