@@ -61,3 +61,24 @@ def test_events_with_no_blank_line_between_them_are_still_read(sse_body_server):
 
 def test_a_last_event_with_no_blank_line_after_it_is_read(sse_body_server):
     assert _content(sse_body_server(f"data: {_chunk('hi', 'stop')}")) == "hi"
+
+
+@pytest.mark.parametrize("kind", ["text/plain", "application/json", "application/octet-stream"])
+def test_a_stream_under_another_content_type_is_read_as_a_stream(
+    loopback: Callable[[Answer], str], kind: str
+):
+    # Some servers and proxies send their events under another content type: the body's
+    # first bytes, not its header, say that it is a stream.
+    body = f"\n: ping\n\ndata: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\ndata: [DONE]\n\n"
+    model = OpenAIChat(model="m", base_url=loopback(lambda h: send(h, body, kind)), api_key=None)
+    assert model.chat(ASK).content == "hello"
+    assert model.streaming  # still a streaming server: the next request is streamed too
+
+
+def test_a_whole_reply_under_a_plain_content_type_is_still_read_whole(
+    loopback: Callable[[Answer], str],
+):
+    whole = {"choices": [{"index": 0, "message": {"content": "whole"}, "finish_reason": "stop"}]}
+    url = loopback(lambda h: send(h, "  \n" + json.dumps(whole), "text/plain"))
+    model = OpenAIChat(model="m", base_url=url, api_key=None)
+    assert model.chat(ASK).content == "whole" and not model.streaming

@@ -36,6 +36,7 @@ A reply's body is read up to MAX_REPLY_BYTES, then ended with an error.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -68,6 +69,10 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 TOTAL_TIMEOUTS = 30  # a reply may take this many request timeouts in all
 MAX_REPLY_BYTES = 32 * 2**20  # a reply's body, as read; no reply the agent can use is larger
 SETTING = "the context_window setting"
+# How an event stream's first line begins, whatever content type it came under (a whole
+# reply's JSON begins with `{`); _HEAD_BYTES of the body tell them apart.
+_EVENT_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")
+_HEAD_BYTES = 6
 REMEMBERED = ", remembered from an earlier run"
 
 Json = dict[str, Any]
@@ -248,20 +253,40 @@ class OpenAIChat:
     def _exchange(self, kwargs: Json) -> ChatReply:
         completions = self._client.chat.completions
         with completions.with_streaming_response.create(**kwargs) as response:
+            chunks = self._capped(response.iter_bytes())
             if not kwargs.get("stream"):
-                return parse_completion(load_body(self._read_whole(response)))
+                return parse_completion(load_body(self._read_whole(chunks)))
             if "text/event-stream" not in response.headers.get("content-type", ""):
-                self.streaming = False  # it answered whole: ask for whole replies from now on
-                return parse_completion(load_body(self._read_whole(response)))
+                # Some servers and proxies stream under another content type (text/plain,
+                # application/json, none): the body's first bytes tell a stream from a whole.
+                head, chunks = self._head(chunks)
+                if not head.startswith(_EVENT_FIELDS):
+                    self.streaming = False  # it answered whole: whole replies from now on
+                    return parse_completion(load_body(self._read_whole(chunks)))
             # Structured output is a forced tool's arguments (forcing.py), not words to show.
             shown = None if "response_format" in kwargs else self.on_text
-            return parse_completion(self._read_stream(response, shown))
+            return parse_completion(self._read_stream(chunks, shown))
 
-    def _read_whole(self, response: Any) -> bytes:
+    def _head(self, chunks: Iterator[bytes]) -> tuple[bytes, Iterator[bytes]]:
+        """The first bytes of a body past any leading whitespace (enough to tell an event
+        stream's field name from JSON), and the body's chunks from its start again."""
+        read = bytearray()
+        try:
+            for piece in chunks:
+                read += piece
+                if len(read.lstrip()) >= _HEAD_BYTES:
+                    break
+        except ModelError:
+            raise
+        except Exception as e:  # the transport broke or went silent before the body began
+            self._transport_failure(e)
+        return bytes(read.lstrip()[:_HEAD_BYTES]), itertools.chain([bytes(read)], chunks)
+
+    def _read_whole(self, chunks: Iterable[bytes]) -> bytes:
         """A whole reply's body, read within `total_timeout_s` (a trickle does not keep it going)."""
         started, body = time.monotonic(), bytearray()
         try:
-            for piece in self._capped(response.iter_bytes()):
+            for piece in chunks:
                 body += piece
                 if time.monotonic() - started > self._total_s:
                     raise self._too_long(f"the reply went on for over {self._total_s:g} s")
@@ -292,8 +317,8 @@ class OpenAIChat:
             "shorter replies (max_tokens)",
         )
 
-    def _read_stream(self, response: Any, on_text: Callable[[str], None] | None) -> Json:
-        lines = paced(self._capped(response.iter_bytes()), self._timeout_s, self._total_s)
+    def _read_stream(self, chunks: Iterable[bytes], on_text: Callable[[str], None] | None) -> Json:
+        lines = paced(chunks, self._timeout_s, self._total_s)
         try:
             return assemble(lines, on_text)
         except StreamStalled as e:
