@@ -13,6 +13,9 @@ from agent_cli.core.errors import MalformedReply
 from agent_cli.llm.base import function_tool
 from agent_cli.llm.openai.chat import OpenAIChat
 from agent_cli.llm.wire.body import load_body, parse_completion
+from httpkit import loopback, send
+
+__all__ = ["loopback"]
 
 READ = function_tool(
     "read_file", "Read.", {"path": {"type": "string"}, "start_line": {"type": "integer"}}
@@ -118,3 +121,33 @@ def test_odd_token_counts_cost_only_their_numbers(fake_server, name):
     assert (m.usage.prompt_tokens, m.usage.completion_tokens) == (prompt, completion)
     # the totals are saved with the run's state and read back strictly on resume
     assert strictjson.loads(m.usage.model_dump_json())["completion_tokens"] == completion
+
+
+PARTS = [
+    {"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]},
+    {"type": "text", "text": "Hello, "},
+    {"type": "text", "text": "world."},
+]
+
+
+def test_content_sent_as_a_list_of_parts_is_its_text(fake_server):
+    # Mistral's reasoning models and some gateways send content as parts; the text is theirs.
+    whole = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"content": PARTS}}]}
+    srv = fake_server([{"raw": json.dumps(whole)}], stream="whole")
+    reply = OpenAIChat(model="gpt-4o-mini", base_url=srv.url, api_key=None).chat(ASK)
+    assert reply.content == "Hello, world."
+
+
+def test_streamed_content_parts_are_its_text(loopback):
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"content": PARTS[:2]}, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {"content": PARTS[2:]}, "finish_reason": "stop"}]},
+    ]
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    url = loopback(lambda h: send(h, body, "text/event-stream"))
+    assert OpenAIChat(model="m", base_url=url, api_key=None).chat(ASK).content == "Hello, world."
+
+
+def test_a_text_part_without_text_is_malformed():
+    with pytest.raises(MalformedReply):
+        parse_completion({"choices": [{"message": {"content": [{"type": "text"}]}}]})

@@ -129,10 +129,7 @@ def _parse_fields(body: dict[str, Any]) -> ChatReply:
         reply.finish_reason = "no_choices"
         return reply
     message = choices[0].get("message") or {}
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        raise TypeError("the message content is not text")
-    reply.content = content
+    reply.content = message_text(message.get("content"))
     reason = choices[0].get("finish_reason")
     reply.finish_reason = None if reason is None else str(reason)
     ids: set[str] = set()
@@ -146,6 +143,21 @@ def _parse_fields(body: dict[str, Any]) -> ChatReply:
             )
         )
     return reply
+
+
+def message_text(content: Any) -> str | None:
+    """A message's (or a delta's) text: a string, or a list of content parts as some servers
+    and gateways send it (`[{"type": "text", "text": ...}]`; Mistral's reasoning models put
+    `thinking` parts beside the text), whose text parts are joined and the rest left out;
+    TypeError for anything else."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list) or not all(isinstance(p, dict) for p in content):
+        raise TypeError("the message content is not text")
+    texts = [p.get("text") for p in content if p.get("type", "text") == "text"]
+    if not all(isinstance(t, str) for t in texts):
+        raise TypeError("a text part of the message content is not text")
+    return "".join(texts) if texts else None
 
 
 def _unique(ident: str, i: int, ids: set[str]) -> str:

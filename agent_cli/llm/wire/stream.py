@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from agent_cli.core.errors import MalformedReply
-from agent_cli.llm.wire.body import NOT_A_COMPLETION, load_body
+from agent_cli.llm.wire.body import NOT_A_COMPLETION, load_body, message_text
 
 
 class StreamCut(Exception):
@@ -166,8 +166,8 @@ class StreamAssembler:
                 self.finish_reason = str(choice["finish_reason"])
 
     def _delta(self, delta: dict[str, Any]) -> None:
-        text = delta.get("content")
-        if isinstance(text, str) and text:
+        text = message_text(delta.get("content"))
+        if text:
             self.text.append(text)
             if self.on_text:
                 self.on_text(text)
