@@ -133,3 +133,22 @@ def test_a_stream_that_keeps_ending_unfinished_is_asked_for_whole_after_one_retr
     assert m.chat(ASK).content == "whole"
     assert [bool(r.get("stream")) for r in srv.chat_requests] == [True, True, False]
     assert len(retries) == 2
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        {"raw": "<html><body>502 upstream busy</body></html>"},
+        {"raw": json.dumps({"error": {"message": "overloaded", "code": 503}})},
+    ],
+)
+def test_a_page_in_place_of_a_stream_does_not_turn_streaming_off(fake_server, page):
+    # Only a whole completion shows that a server does not stream: a proxy's page or an
+    # error object in a 200 says nothing of it, so the next request is streamed again.
+    srv = fake_server([page, {"content": "streamed"}])
+    deltas = []
+    m = chat_model(srv, on_text=deltas.append, max_retries=0)
+    with pytest.raises(ModelError, match="not usable JSON|overloaded"):
+        m.chat(ASK)
+    assert m.streaming and m.chat(ASK).content == "streamed"
+    assert [bool(r.get("stream")) for r in srv.chat_requests] == [True, True] and deltas

@@ -261,8 +261,11 @@ class OpenAIChat:
                 # application/json, none): the body's first bytes tell a stream from a whole.
                 head, chunks = self._head(chunks)
                 if not head.startswith(_EVENT_FIELDS):
-                    self.streaming = False  # it answered whole: whole replies from now on
-                    return parse_completion(load_body(self._read_whole(chunks)))
+                    reply = parse_completion(load_body(self._read_whole(chunks)))
+                    # It answered whole: whole replies from now on. Only a completion shows
+                    # it; a proxy's page or an error object says nothing of streaming.
+                    self.streaming = False
+                    return reply
             # Structured output is a forced tool's arguments (forcing.py), not words to show.
             shown = None if "response_format" in kwargs else self.on_text
             return parse_completion(self._read_stream(chunks, shown))
