@@ -198,3 +198,27 @@ def test_a_retry_after_given_as_an_http_date_is_waited_for(loopback: Callable[[A
     url = loopback(answer)
     model = OpenAIChat(model="m", base_url=url, api_key=None, backoff_s=0.01, max_retries=1)
     assert model.chat(ASK).content == "fine"
+
+
+def test_a_model_listing_trickled_a_byte_at_a_time_is_ended(loopback: Callable[[Answer], str]):
+    # The read timeout starts again with every byte: `agent doctor` would wait without end.
+    body = (" " * 300 + json.dumps({"object": "list", "data": [{"id": "m"}]})).encode()
+
+    def trickle(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        try:
+            for byte in body:
+                h.wfile.write(bytes([byte]))
+                h.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            pass  # the client hung up
+
+    model = OpenAIChat(model="m", base_url=loopback(trickle), api_key=None, timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(ModelError, match=r"/models: the answer went on for over 0.6 s"):
+        model.list_models()
+    assert time.monotonic() - started < 3

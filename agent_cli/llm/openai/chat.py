@@ -67,6 +67,7 @@ __all__ = ["OpenAIChat"]
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 TOTAL_TIMEOUTS = 30  # a reply may take this many request timeouts in all
+LISTING_TIMEOUTS = 2  # the list of models, which nothing generates, this many
 MAX_REPLY_BYTES = 32 * 2**20  # a reply's body, as read; no reply the agent can use is larger
 SETTING = "the context_window setting"
 # How an event stream's first line begins, whatever content type it came under (a whole
@@ -491,7 +492,28 @@ class OpenAIChat:
             return None
 
     def list_models(self) -> list[str]:
-        """The model ids the endpoint serves (GET /models)."""
+        """The model ids the endpoint serves (GET /models), within LISTING_TIMEOUTS request
+        timeouts in all: the read timeout starts again with every byte, so a server that
+        trickles its answer would otherwise hold `agent doctor` without end."""
+        bound = LISTING_TIMEOUTS * self._timeout_s
+        watchdog = Watchdog(bound, self._client.close)
+        try:
+            with watchdog:
+                return self._listed_models()
+        except ModelError:
+            if watchdog.fired:
+                raise ModelError(
+                    f"{self.base_url}/models: the answer went on for over {bound:g} s, so "
+                    "the request was ended",
+                    "check the server's load, or that the base URL is an OpenAI-compatible "
+                    "endpoint (most end in /v1)",
+                ) from None
+            raise
+        finally:
+            if watchdog.fired:  # it closed the client under the request: open another
+                self._client = self._connect()
+
+    def _listed_models(self) -> list[str]:
         try:
             with errors.converted(self.base_url, self.name, self._timeout_s, self.set_by):
                 try:
