@@ -4,12 +4,13 @@ over several `data:` lines, any line ending, and, tolerated, events with no blan
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from agent_cli.llm.openai.chat import OpenAIChat
-from httpkit import Answer, loopback, send
+from httpkit import Answer, loopback, send, send_pieces
 
 ASK = [{"role": "user", "content": "go"}]
 
@@ -82,3 +83,18 @@ def test_a_whole_reply_under_a_plain_content_type_is_still_read_whole(
     url = loopback(lambda h: send(h, "  \n" + json.dumps(whole), "text/plain"))
     model = OpenAIChat(model="m", base_url=url, api_key=None)
     assert model.chat(ASK).content == "whole" and not model.streaming
+
+
+def test_a_stream_left_open_after_its_finish_reason_is_taken_as_it_is(
+    loopback: Callable[[Answer], str],
+):
+    # The reply is over at its finish_reason: a server that then sends neither [DONE] nor
+    # the end of the body has given it whole, and asking again would only do the same.
+    def pieces() -> Iterator[bytes]:
+        yield f"data: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\n".encode()
+        time.sleep(3)  # silent, the stream still open
+
+    url = loopback(lambda h: send_pieces(h, pieces(), "text/event-stream"))
+    model = OpenAIChat(model="m", base_url=url, api_key=None, timeout_s=0.5, max_retries=0)
+    reply = model.chat(ASK)
+    assert (reply.content, reply.finish_reason) == ("hello", "stop")

@@ -152,3 +152,12 @@ def test_a_page_in_place_of_a_stream_does_not_turn_streaming_off(fake_server, pa
         m.chat(ASK)
     assert m.streaming and m.chat(ASK).content == "streamed"
     assert [bool(r.get("stream")) for r in srv.chat_requests] == [True, True] and deltas
+
+
+def test_a_stream_dropped_after_its_finish_reason_is_not_asked_again(fake_server):
+    # Dropped after the finish chunk, before its usage and [DONE]: the reply was whole.
+    srv = fake_server([{"content": "all of it", "cut": 5}, {"content": "again"}])
+    retries = []
+    reply = chat_model(srv, on_retry=lambda *a: retries.append(a)).chat(ASK)
+    assert (reply.content, reply.finish_reason) == ("all of it", "stop")
+    assert retries == [] and len(srv.chat_requests) == 1

@@ -36,6 +36,7 @@ A reply's body is read up to MAX_REPLY_BYTES, then ended with an error.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -61,7 +62,14 @@ from agent_cli.llm.wire import failures, outgoing
 from agent_cli.llm.wire.body import ErrorReply, load_body, parse_completion
 from agent_cli.llm.wire.content_calls import calls_from_content
 from agent_cli.llm.wire.forcing import FORMS, Forcing
-from agent_cli.llm.wire.stream import StreamCut, StreamFailed, StreamStalled, assemble, paced
+from agent_cli.llm.wire.stream import (
+    StreamAssembler,
+    StreamCut,
+    StreamFailed,
+    StreamStalled,
+    assemble,
+    paced,
+)
 
 __all__ = ["OpenAIChat"]
 
@@ -323,16 +331,29 @@ class OpenAIChat:
 
     def _read_stream(self, chunks: Iterable[bytes], on_text: Callable[[str], None] | None) -> Json:
         lines = paced(chunks, self._timeout_s, self._total_s)
+        acc = StreamAssembler(on_text)
         try:
-            return assemble(lines, on_text)
-        except StreamStalled as e:
+            return assemble(lines, acc=acc)
+        except (MalformedReply, StreamFailed):
+            raise
+        except Exception as e:
+            if acc.finish_reason is None:
+                self._stream_failure(e)
+            # The reply was over (its finish_reason came): a server that then keeps the stream
+            # open, goes silent or drops the connection before [DONE] still gave it whole.
+            with contextlib.suppress(MalformedReply, StreamFailed):
+                acc.end_event()  # an event whose blank line never came: its usage, likely
+            return acc.body()
+
+    def _stream_failure(self, e: Exception) -> NoReturn:
+        """Raise a failure met while reading a stream as the one the retries know."""
+        if isinstance(e, StreamStalled):
             if e.whole:
                 raise self._too_long(str(e)) from None
             raise StreamIdle(f"{e}: timed out") from None
-        except (MalformedReply, StreamCut, StreamFailed):
-            raise
-        except Exception as e:  # the transport broke or went silent mid-reply
-            self._transport_failure(e)
+        if isinstance(e, (ModelError, StreamCut)):
+            raise e
+        self._transport_failure(e)  # the transport broke or went silent mid-reply
 
     def _transport_failure(self, e: Exception) -> NoReturn:
         """Raise a failure met while reading a reply as the one the retries know."""

@@ -262,9 +262,14 @@ def _index(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def assemble(lines: Iterable[str], on_text: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Read an event stream to its end; the assembled completion body."""
-    acc = StreamAssembler(on_text)
+def assemble(
+    lines: Iterable[str],
+    on_text: Callable[[str], None] | None = None,
+    acc: StreamAssembler | None = None,
+) -> dict[str, Any]:
+    """Read an event stream to its end; the assembled completion body. `acc` (a new one when
+    None) keeps what was read when reading fails, so the caller can see how far it got."""
+    acc = acc or StreamAssembler(on_text)
     for line in lines:
         acc.feed(line)
         if acc.done:
