@@ -161,3 +161,10 @@ def test_a_stream_dropped_after_its_finish_reason_is_not_asked_again(fake_server
     reply = chat_model(srv, on_retry=lambda *a: retries.append(a)).chat(ASK)
     assert (reply.content, reply.finish_reason) == ("all of it", "stop")
     assert retries == [] and len(srv.chat_requests) == 1
+
+
+def test_a_stream_with_no_choices_is_a_reply_with_no_choices(fake_server):
+    srv = fake_server([{"no_choices": True}])
+    reply = chat_model(srv).chat(ASK, TOOLS)
+    assert srv.chat_requests[0]["stream"] is True
+    assert reply.finish_reason == "no_choices" and not reply.tool_calls

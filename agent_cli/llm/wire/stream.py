@@ -101,6 +101,7 @@ class StreamAssembler:
         self.usage: dict[str, Any] | None = None
         self.timings: dict[str, Any] | None = None
         self.done = False
+        self.chose = False  # whether any chunk carried the reply's choice
         self.chunks = 0
         self._data: list[str] = []  # the `data:` lines of the event being read
 
@@ -161,6 +162,7 @@ class StreamAssembler:
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
+            self.chose = True
             self._delta(choice.get("delta") or {})
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
@@ -228,9 +230,9 @@ class StreamAssembler:
                 }
                 for i, c in enumerate(self.calls)
             ]
-        body: dict[str, Any] = {
-            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}]
-        }
+        choice = {"index": 0, "message": message, "finish_reason": self.finish_reason}
+        # A stream whose chunks carried no choice is a reply with no choices, as a whole one.
+        body: dict[str, Any] = {"choices": [choice] if self.chose else []}
         if self.usage:
             body["usage"] = self.usage
         if self.timings:
