@@ -98,3 +98,10 @@ def test_a_stream_left_open_after_its_finish_reason_is_taken_as_it_is(
     model = OpenAIChat(model="m", base_url=url, api_key=None, timeout_s=0.5, max_retries=0)
     reply = model.chat(ASK)
     assert (reply.content, reply.finish_reason) == ("hello", "stop")
+
+
+def test_a_stream_sent_to_a_request_for_a_whole_reply_is_read_as_a_stream(sse_body_server):
+    # Some servers stream whatever `stream` asked for: a whole request gets events too.
+    body = f"data: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\ndata: [DONE]\n\n"
+    model = OpenAIChat(model="m", base_url=sse_body_server(body), api_key=None, stream=False)
+    assert model.chat(ASK).content == "hello"

@@ -263,18 +263,18 @@ class OpenAIChat:
         completions = self._client.chat.completions
         with completions.with_streaming_response.create(**kwargs) as response:
             chunks = self._capped(response.iter_bytes())
-            if not kwargs.get("stream"):
-                return parse_completion(load_body(self._read_whole(chunks)))
-            if "text/event-stream" not in response.headers.get("content-type", ""):
-                # Some servers and proxies stream under another content type (text/plain,
-                # application/json, none): the body's first bytes tell a stream from a whole.
-                head, chunks = self._head(chunks)
-                if not head.startswith(_EVENT_FIELDS):
-                    reply = parse_completion(load_body(self._read_whole(chunks)))
+            # The body's first bytes, not its content type, tell a stream from a whole reply:
+            # some servers and proxies stream as text/plain, application/json or with none,
+            # and some stream whatever `stream` asked for.
+            head, chunks = self._head(chunks)
+            events = "text/event-stream" in response.headers.get("content-type", "")
+            if not events and not head.startswith(_EVENT_FIELDS):
+                reply = parse_completion(load_body(self._read_whole(chunks)))
+                if kwargs.get("stream"):
                     # It answered whole: whole replies from now on. Only a completion shows
                     # it; a proxy's page or an error object says nothing of streaming.
                     self.streaming = False
-                    return reply
+                return reply
             # Structured output is a forced tool's arguments (forcing.py), not words to show.
             shown = None if "response_format" in kwargs else self.on_text
             return parse_completion(self._read_stream(chunks, shown))
