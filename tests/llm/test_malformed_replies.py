@@ -151,3 +151,17 @@ def test_streamed_content_parts_are_its_text(loopback):
 def test_a_text_part_without_text_is_malformed():
     with pytest.raises(MalformedReply):
         parse_completion({"choices": [{"message": {"content": [{"type": "text"}]}}]})
+
+
+def test_null_arguments_are_a_call_without_arguments_whole_as_streamed(fake_server):
+    # Some servers send `"arguments": null` for a call of a tool without required arguments:
+    # a stream that sends none gives no text, and a whole reply now gives the same.
+    from agent_cli.agent.attempt.toolbox import parse_arguments
+
+    call = {"id": "c", "type": "function", "function": {"name": "list_dir", "arguments": None}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    whole = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
+    srv = fake_server([{"raw": json.dumps(whole)}], stream="whole")
+    model = OpenAIChat(model="gpt-4o-mini", base_url=srv.url, api_key=None)
+    (got,) = model.chat(ASK, [READ], "auto").tool_calls
+    assert got.arguments == "" and parse_arguments(got) == {}

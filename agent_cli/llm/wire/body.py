@@ -97,7 +97,10 @@ def read_usage(body: dict[str, Any]) -> Usage:
 
 
 def _arguments(raw: Any) -> str:
-    """Tool-call arguments as the JSON text the model sent (an object is serialised)."""
+    """Tool-call arguments as the JSON text the model sent (an object is serialised); none
+    (null, as some servers send for a call without arguments) is no text, as in a stream."""
+    if raw is None:
+        return ""
     return raw if isinstance(raw, str) else json.dumps(raw)
 
 
