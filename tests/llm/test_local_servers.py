@@ -256,6 +256,21 @@ def test_echoed_arguments_that_are_json_but_no_object_are_sent_as_an_empty_objec
     assert f"not a valid JSON object: {arguments}" in sent[2]["content"]
 
 
+def test_echoed_empty_arguments_are_an_empty_object_without_a_note(fake_server):
+    # A call without arguments (a stream that sent none) is no mistake to point out.
+    srv = fake_server([{"content": "fine"}], strict_echo=True)
+    call = {"id": "c1", "type": "function", "function": {"name": "list_dir", "arguments": ""}}
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py 10"},
+    ]
+    assert chat_model(srv).chat(messages, [READ]).content == "fine"
+    sent = srv.chat_requests[0]["messages"]
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert sent[2]["content"] == "a.py 10"
+
+
 def test_a_fast_500_is_not_sent_again_as_it_was(fake_server):
     body = json.dumps({"error": {"message": "Failed to parse tool call arguments as JSON"}})
     srv = fake_server([{"status": 500, "body": body}] * 5)

@@ -29,7 +29,9 @@ def sanitize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     Servers that re-parse the conversation (llama.cpp answers 500 "Failed to parse tool call
     arguments as JSON") refuse a broken call sent back to them, so its arguments become `{}`
-    and the raw text moves into that call's tool result, where the model still sees it.
+    and the raw text moves into that call's tool result, where the model still sees it. No
+    arguments at all (an empty text: a call of a tool that needs none) become `{}` without a
+    word, being no mistake.
     """
     broken: dict[str, str] = {}
     out = []
@@ -52,9 +54,11 @@ def sanitize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _fixed(call: dict[str, Any], broken: dict[str, str]) -> dict[str, Any]:
     fn = call.get("function") or {}
-    if _valid_json(fn.get("arguments")):
+    arguments = fn.get("arguments")
+    if _valid_json(arguments):
         return call
-    broken[str(call.get("id"))] = str(fn.get("arguments"))
+    if arguments is not None and not (isinstance(arguments, str) and not arguments.strip()):
+        broken[str(call.get("id"))] = str(arguments)  # none at all is no mistake to point out
     return {**call, "function": {**fn, "arguments": "{}"}}
 
 
