@@ -281,6 +281,16 @@ def test_a_fast_500_is_not_sent_again_as_it_was(fake_server):
     assert streamed == [True, False]  # tried once whole (what some servers fail on), then stop
 
 
+@pytest.mark.parametrize("status", [529, 520, 521, 522, 523, 524])
+def test_an_overloaded_or_cloudflare_status_is_retried_however_fast(fake_server, status):
+    # 529 "overloaded" and Cloudflare's 52x say the server is busy or down, not that the
+    # request is wrong: retried with backoff like a 503, not judged by how fast they came.
+    busy = {"status": status, "body": json.dumps({"error": {"message": "Overloaded"}})}
+    srv = fake_server([busy, busy, busy, {"content": "done"}])
+    assert chat_model(srv, max_retries=4).chat(ASK).content == "done"
+    assert len(srv.chat_requests) == 4
+
+
 def test_streamed_requests_rescued_twice_by_whole_ones_stop_streaming(fake_server):
     fail = {"status": 500, "body": "{}"}
     srv = fake_server([fail, {"content": "a"}, fail, {"content": "b"}, {"content": "c"}])

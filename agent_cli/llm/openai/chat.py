@@ -15,9 +15,9 @@ caller names a cache directory; a hosted API (server/locality.py) is never probe
 has answered a chat request.
 Which failures are retried:
 - refused connections and unknown hosts: never (the server is not there);
-- 429, 502, 503, 504, timeouts, streams cut mid-reply, slow 5xx: with backoff; a stream
-  that ended in good order without saying it was over (no finish_reason, no [DONE]) is
-  retried streamed once, then asked for whole;
+- 429, 502, 503, 504, 520-524, 529, timeouts, streams cut mid-reply, slow 5xx: with
+  backoff; a stream that ended in good order without saying it was over (no finish_reason,
+  no [DONE]) is retried streamed once, then asked for whole;
 - an error object in place of a reply (some gateways send it with HTTP 200): with backoff,
   unless its `code` blames the request (a 4xx other than 429);
 - a 5xx answered in under a second: it is a verdict on the request, so it is not sent again

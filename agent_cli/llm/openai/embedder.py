@@ -1,7 +1,7 @@
 """Embedder on an OpenAI-compatible /embeddings endpoint.
 
-A busy answer (429, 502, 503, 504), a timeout or a connection broken mid-answer is asked
-again with backoff (honouring a short Retry-After), up to `max_retries` times, as a chat
+A busy answer (429, 502, 503, 504, 520-524, 529), a timeout or a connection broken mid-answer
+is asked again with backoff (honouring a short Retry-After), up to `max_retries` times, as a chat
 request is; a refused connection, an unknown host and any other refusal fail at once. The
 commands give it a chat request's settings: `request_timeout_s`, `max_retries`, `retry_backoff_s`.
 An exchange is ended after TOTAL_TIMEOUTS request timeouts in all, and its body read up to a

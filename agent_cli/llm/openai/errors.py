@@ -199,7 +199,7 @@ def read_failure(e: BaseException, request: Any) -> SdkError | None:
 
 def transient(e: BaseException) -> bool:
     """Whether a failed request may succeed when sent again: the server busy (429, 502, 503,
-    504), a timeout, or a connection that broke (not one refused, nor sent elsewhere)."""
+    504, 520-524, 529), a timeout, or a connection that broke (not one refused, nor sent elsewhere)."""
     if isinstance(e, openai.APIStatusError):
         return e.status_code in failures.BUSY_STATUSES
     if isinstance(e, openai.APIConnectionError):  # a timeout is one

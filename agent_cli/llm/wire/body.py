@@ -22,7 +22,7 @@ from agent_cli.core.errors import MalformedReply
 from agent_cli.core.models import ChatReply, ToolCall, Usage
 
 NOT_A_COMPLETION = "check that --base-url points at a Chat Completions API"
-BUSY_CODES = (429, 502, 503, 504)
+BUSY_CODES = (429, 502, 503, 504)  # and any code from 500 up (`retryable`)
 
 
 class ErrorReply(Exception):

@@ -8,7 +8,10 @@ from collections.abc import Iterator
 
 from agent_cli.core.errors import ContextOverflow
 
-BUSY_STATUSES = (429, 502, 503, 504)  # come back later; anything else is about the request
+# Come back later; anything else is about the request. 529 is "overloaded" (Anthropic's
+# OpenAI-compatible endpoint and gateways before it), 520-524 Cloudflare's word that the
+# server behind it did not answer well (down, unreachable, timed out), however fast it came.
+BUSY_STATUSES = (429, 502, 503, 504, 520, 521, 522, 523, 524, 529)
 FAST_FAILURE_S = 1.0  # a 5xx this quick is a verdict on the request, not a hiccup
 
 _OVERFLOW_MARKERS = (
