@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -105,3 +106,19 @@ def test_a_stream_sent_to_a_request_for_a_whole_reply_is_read_as_a_stream(sse_bo
     body = f"data: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\ndata: [DONE]\n\n"
     model = OpenAIChat(model="m", base_url=sse_body_server(body), api_key=None, stream=False)
     assert model.chat(ASK).content == "hello"
+
+
+def test_a_stream_that_ends_in_the_middle_of_a_chunk_is_asked_again(
+    loopback: Callable[[Answer], str],
+):
+    # A body that ends (in good order, to its EOF) halfway through a chunk's JSON was cut:
+    # the request is sent again, not the model told its reply was malformed.
+    whole = f"data: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\ndata: [DONE]\n\n"
+    answers: list[str] = []
+
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        answers.append(whole if answers else whole[: whole.index("[DONE]") - 30])
+        send_pieces(h, [answers[-1].encode()], "text/event-stream")
+
+    model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
+    assert model.chat(ASK).content == "hello" and len(answers) == 2

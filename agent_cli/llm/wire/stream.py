@@ -5,8 +5,8 @@ call: by its `index`, or, from a server that sends none, by its `id` (a new id i
 and so are arguments that begin after the call's were whole JSON: one id for every call).
 A name repeated whole in every piece is taken once. An event's data may span several `data:`
 lines, joined as server-sent events are. A stream that ends before `data: [DONE]` and before
-any `finish_reason` was cut: `StreamCut`, which the client retries like a dropped connection
-(and, when it ended in good order twice, asks for whole).
+any `finish_reason`, or in the middle of a chunk, was cut: `StreamCut`, which the client
+retries like a dropped connection (and, when it ended in good order twice, asks for whole).
 `paced` reads the lines off the raw bytes and bounds a stream's progress at every chunk that
 arrives: keep-alive comments alone, or bytes that never end a line, do not keep a request
 going.
@@ -277,5 +277,12 @@ def assemble(
         if acc.done:
             break
     else:
-        acc.end_event()  # a last event with no blank line after it
+        try:
+            acc.end_event()  # a last event with no blank line after it
+        except MalformedReply:
+            if not acc.complete():  # the body ended in the middle of a chunk: it was cut
+                raise StreamCut(
+                    f"the streamed reply stopped after {acc.chunks} chunks, in the middle of one"
+                ) from None
+            # after the reply's end, a broken last chunk (its usage, cut) is not the reply's
     return acc.body()
