@@ -59,6 +59,22 @@ def nesting(text: str) -> int:
     return deepest
 
 
+def unfinished(text: str | bytes) -> bool:
+    """Whether `text` breaks off inside JSON: it opens an array or object (or a string) that it
+    never closes, as a body cut short does."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    depth, in_string = 0, False
+    for m in _STRUCTURE.finditer(text):
+        ch, at = m.group(), m.start()
+        if ch == '"':
+            if not in_string or not _escaped(text, at):
+                in_string = not in_string
+        elif not in_string:
+            depth += 1 if ch in "[{" else -1
+    return in_string or depth > 0
+
+
 def _escaped(text: str, at: int) -> bool:
     """Whether the quote at `at` follows an odd number of backslashes."""
     run = 0

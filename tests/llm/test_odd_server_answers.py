@@ -15,7 +15,7 @@ import pytest
 
 from agent_cli.core.errors import ContextOverflow, ModelError
 from agent_cli.llm.openai.chat import OpenAIChat
-from httpkit import Answer, loopback, send
+from httpkit import Answer, loopback, send, send_pieces
 
 ASK = [{"role": "user", "content": "go"}]
 REPLY = {"choices": [{"index": 0, "message": {"content": "fine"}, "finish_reason": "stop"}]}
@@ -222,3 +222,19 @@ def test_a_model_listing_trickled_a_byte_at_a_time_is_ended(loopback: Callable[[
     with pytest.raises(ModelError, match=r"/models: the answer went on for over 0.6 s"):
         model.list_models()
     assert time.monotonic() - started < 3
+
+
+def test_a_whole_reply_cut_short_in_good_order_is_asked_again(loopback: Callable[[Answer], str]):
+    # No length given and the body ends (to its EOF) in the middle of the JSON: it was cut,
+    # so the request is sent again rather than the model told its reply was malformed.
+    whole = json.dumps(REPLY)
+    answers: list[str] = []
+
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        answers.append(whole if answers else whole[: len(whole) // 2])
+        send_pieces(h, [answers[-1].encode()], "application/json")
+
+    model = OpenAIChat(
+        model="m", base_url=loopback(answer), api_key=None, stream=False, backoff_s=0.01
+    )
+    assert model.chat(ASK).content == "fine" and len(answers) == 2

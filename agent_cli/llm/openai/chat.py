@@ -47,6 +47,7 @@ from typing import Any, NoReturn
 
 import openai
 
+from agent_cli.core import strictjson
 from agent_cli.core.errors import MalformedReply, ModelError
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.core.redact import redact_messages
@@ -269,7 +270,7 @@ class OpenAIChat:
             head, chunks = self._head(chunks)
             events = "text/event-stream" in response.headers.get("content-type", "")
             if not events and not head.startswith(_EVENT_FIELDS):
-                reply = parse_completion(load_body(self._read_whole(chunks)))
+                reply = parse_completion(self._whole_body(self._read_whole(chunks)))
                 if kwargs.get("stream"):
                     # It answered whole: whole replies from now on. Only a completion shows
                     # it; a proxy's page or an error object says nothing of streaming.
@@ -278,6 +279,17 @@ class OpenAIChat:
             # Structured output is a forced tool's arguments (forcing.py), not words to show.
             shown = None if "response_format" in kwargs else self.on_text
             return parse_completion(self._read_stream(chunks, shown))
+
+    @staticmethod
+    def _whole_body(raw: bytes) -> Any:
+        """A whole reply's JSON; StreamCut when it breaks off inside it (a body cut short that
+        ended in good order, which is asked for again), else MalformedReply for a bad one."""
+        try:
+            return load_body(raw)
+        except MalformedReply:
+            if raw.lstrip()[:1] in (b"{", b"[") and strictjson.unfinished(raw):
+                raise StreamCut(f"the reply's body broke off after {len(raw)} bytes") from None
+            raise
 
     def _head(self, chunks: Iterator[bytes]) -> tuple[bytes, Iterator[bytes]]:
         """The first bytes of a body past any leading whitespace (enough to tell an event
