@@ -165,3 +165,11 @@ def test_null_arguments_are_a_call_without_arguments_whole_as_streamed(fake_serv
     model = OpenAIChat(model="gpt-4o-mini", base_url=srv.url, api_key=None)
     (got,) = model.chat(ASK, [READ], "auto").tool_calls
     assert got.arguments == "" and parse_arguments(got) == {}
+
+
+def test_arguments_encoded_twice_are_the_object_they_hold(fake_server):
+    # Some servers and gateways send the arguments' JSON text as a JSON string of it.
+    twice = json.dumps(json.dumps({"path": "a.py"}))
+    srv = fake_server([{"tool_calls": [{"name": "read_file", "arguments": twice}]}])
+    reply = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None).chat(ASK, [READ], "auto")
+    assert json.loads(reply.tool_calls[0].arguments) == {"path": "a.py"}

@@ -98,10 +98,21 @@ def read_usage(body: dict[str, Any]) -> Usage:
 
 def _arguments(raw: Any) -> str:
     """Tool-call arguments as the JSON text the model sent (an object is serialised); none
-    (null, as some servers send for a call without arguments) is no text, as in a stream."""
+    (null, as some servers send for a call without arguments) is no text, as in a stream.
+    Arguments encoded twice (a JSON string whose text is a JSON object, as some servers and
+    gateways send them) are the object's text."""
     if raw is None:
         return ""
-    return raw if isinstance(raw, str) else json.dumps(raw)
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    if not text.lstrip().startswith('"'):
+        return text
+    try:
+        inner = strictjson.loads(text)
+        if isinstance(inner, str) and isinstance(strictjson.loads(inner), dict):
+            return inner
+    except ValueError:
+        pass
+    return text
 
 
 def parse_completion(body: Any) -> ChatReply:
