@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from agent_cli.core.errors import ModelError
 from agent_cli.llm.openai.chat import OpenAIChat
 from agent_cli.llm.wire.stream import StreamStalled, paced
+from httpkit import loopback, send_pieces
+
+__all__ = ["loopback"]
 
 ASK = [{"role": "user", "content": "go"}]
 
@@ -65,3 +69,18 @@ def test_paced_counts_only_reply_data_as_progress():
 
     with pytest.raises(StreamStalled, match="only keep-alive comments"):
         list(paced(slow(), silence_s=1.0, total_s=10, clock=clock))
+
+
+def test_an_event_stream_of_blank_lines_alone_ends_after_the_timeout(loopback):
+    # Blank lines are no reply data: an event stream of nothing else is silence.
+    def blank_lines() -> Iterator[bytes]:
+        for _ in range(200):  # 10 s of them
+            yield b"\n"
+            time.sleep(0.05)
+
+    url = loopback(lambda h: send_pieces(h, blank_lines(), "text/event-stream"))
+    model = OpenAIChat(model="m", base_url=url, api_key=None, timeout_s=0.5, max_retries=0)
+    started = time.monotonic()
+    with pytest.raises(ModelError, match="only keep-alive comments and no reply for 0.5 s"):
+        model.chat(ASK)
+    assert time.monotonic() - started < 5  # not the whole-reply bound of 15 s

@@ -267,9 +267,11 @@ class OpenAIChat:
             # The body's first bytes, not its content type, tell a stream from a whole reply:
             # some servers and proxies stream as text/plain, application/json or with none,
             # and some stream whatever `stream` asked for.
-            head, chunks = self._head(chunks)
             events = "text/event-stream" in response.headers.get("content-type", "")
-            if not events and not head.startswith(_EVENT_FIELDS):
+            if not events:  # (an event stream's own silence is bounded by `paced`)
+                head, chunks = self._head(chunks)
+                events = head.startswith(_EVENT_FIELDS)
+            if not events:
                 reply = parse_completion(self._whole_body(self._read_whole(chunks)))
                 if kwargs.get("stream"):
                     # It answered whole: whole replies from now on. Only a completion shows
