@@ -128,3 +128,21 @@ def test_a_name_repeated_after_whole_arguments_begins_no_call(sse_server):
         ]
     )
     assert _calls(url) == [("c1", "read_file", ARGS)]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["functions.read_file", "read_file<|channel|>commentary", " read_file\n", "read_file json"],
+)
+def test_a_name_left_dressed_by_the_server_is_the_offered_tool(sse_server, name):
+    # gpt-oss's harmony format leaves its recipient prefix or channel marker in some servers'
+    # tool_calls: the offered tool the name holds is the one called.
+    url = sse_server([_piece(index=0, id="c1", function={"name": name, "arguments": ARGS})])
+    assert _calls(url) == [("c1", "read_file", ARGS)]
+
+
+def test_a_name_that_holds_no_offered_tool_is_left_as_it_is(sse_server):
+    url = sse_server(
+        [_piece(index=0, id="c1", function={"name": "functions.rm", "arguments": ARGS})]
+    )
+    assert _calls(url) == [("c1", "functions.rm", ARGS)]

@@ -63,6 +63,7 @@ from agent_cli.llm.wire import failures, outgoing
 from agent_cli.llm.wire.body import ErrorReply, load_body, parse_completion
 from agent_cli.llm.wire.content_calls import calls_from_content
 from agent_cli.llm.wire.forcing import FORMS, Forcing
+from agent_cli.llm.wire.names import offered_name
 from agent_cli.llm.wire.stream import (
     StreamAssembler,
     StreamCut,
@@ -217,6 +218,9 @@ class OpenAIChat:
                 reply.tool_calls, reply.content = calls_from_content(
                     reply.content, tools, call.forced, whole_arguments=call.schema
                 )
+            offered = [t.get("function", {}).get("name", "") for t in tools or []]
+            for tool_call in reply.tool_calls:  # a name a server left dressed (names.py)
+                tool_call.name = offered_name(tool_call.name, offered)
             reply.usage.cost_usd = reply_cost(reply.usage, self._prices)
             self.usage.add(reply.usage)
             spent.add(reply.usage)
