@@ -146,3 +146,15 @@ def test_a_name_that_holds_no_offered_tool_is_left_as_it_is(sse_server):
         [_piece(index=0, id="c1", function={"name": "functions.rm", "arguments": ARGS})]
     )
     assert _calls(url) == [("c1", "functions.rm", ARGS)]
+
+
+@pytest.mark.parametrize("index", [None, "0"])
+def test_a_choice_index_sent_as_null_or_text_is_the_first_choice(loopback, index):
+    # The choice's text and calls were dropped without a word when its index was no 0.
+    chunks = [
+        {"choices": [{"index": index, "delta": {"content": "hi"}, "finish_reason": None}]},
+        {"choices": [{"index": index, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    url = loopback(lambda h: send(h, body, "text/event-stream"))
+    assert OpenAIChat(model="m", base_url=url, api_key=None).chat(ASK).content == "hi"

@@ -160,7 +160,8 @@ class StreamAssembler:
         if isinstance(chunk.get("timings"), dict):
             self.timings = chunk["timings"]
         for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            # the first choice: index 0, or none given (null, or digits sent as text count too)
+            if not isinstance(choice, dict) or _index(choice.get("index")) not in (0, None):
                 continue
             self.chose = True
             self._delta(choice.get("delta") or {})
