@@ -238,3 +238,14 @@ def test_a_whole_reply_cut_short_in_good_order_is_asked_again(loopback: Callable
         model="m", base_url=loopback(answer), api_key=None, stream=False, backoff_s=0.01
     )
     assert model.chat(ASK).content == "fine" and len(answers) == 2
+
+
+def test_a_request_refused_as_too_large_names_the_body_limit(loopback: Callable[[Answer], str]):
+    # nginx refuses bodies over 1 MB unless raised: the fix is the limit, not the model.
+    page = "<html><body><h1>413 Request Entity Too Large</h1><hr>nginx</body></html>"
+    url = loopback(lambda h: send(h, page, "text/html", status=413))
+    with pytest.raises(ModelError) as caught:
+        OpenAIChat(model="m", base_url=url, api_key=None).chat(ASK)
+    assert "refused a request of" in caught.value.message
+    assert "bytes as too large (413: 413 Request Entity Too Large nginx)" in caught.value.message
+    assert "client_max_body_size" in caught.value.hint

@@ -94,6 +94,14 @@ def status_error(
             f"model {model!r} was not found at {base_url} ({detail})",
             f"run `agent doctor` to list the endpoint's models, then set {set_by.model}",
         )
+    if status == 413:  # a proxy's body limit (nginx: 1 MB unless raised), or the server's
+        sent = e.request.headers.get("content-length", "")
+        size = f" of {int(sent):,} bytes" if sent.isdecimal() else ""
+        return ModelRefused(
+            f"{base_url} refused a request{size} as too large ({status}: {detail})",
+            "raise the body limit of the server or of the proxy in front of it (nginx: "
+            "client_max_body_size), or set a smaller context_window",
+        )
     if status == 429:
         return ModelError(
             f"{base_url} kept rate-limiting the requests ({detail})",
