@@ -249,3 +249,15 @@ def test_a_request_refused_as_too_large_names_the_body_limit(loopback: Callable[
     assert "refused a request of" in caught.value.message
     assert "bytes as too large (413: 413 Request Entity Too Large nginx)" in caught.value.message
     assert "client_max_body_size" in caught.value.hint
+
+
+def test_an_empty_answer_is_asked_again_not_called_malformed(loopback: Callable[[Answer], str]):
+    # An empty 200 is an answer lost on the way (a proxy), not a reply the model wrote badly.
+    answers: list[str] = []
+
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        answers.append(json.dumps(REPLY) if answers else "")
+        send(h, answers[-1], "application/json")
+
+    model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
+    assert model.chat(ASK).content == "fine" and len(answers) == 2

@@ -289,7 +289,10 @@ class OpenAIChat:
     @staticmethod
     def _whole_body(raw: bytes) -> Any:
         """A whole reply's JSON; StreamCut when it breaks off inside it (a body cut short that
-        ended in good order, which is asked for again), else MalformedReply for a bad one."""
+        ended in good order, which is asked for again) or is empty (a proxy that lost the
+        server's answer), else MalformedReply for a bad one."""
+        if not raw.strip():
+            raise StreamCut("the reply's body was empty")
         try:
             return load_body(raw)
         except MalformedReply:
