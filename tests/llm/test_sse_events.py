@@ -122,3 +122,28 @@ def test_a_stream_that_ends_in_the_middle_of_a_chunk_is_asked_again(
 
     model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
     assert model.chat(ASK).content == "hello" and len(answers) == 2
+
+
+def test_words_in_place_of_a_chunk_are_the_servers_failure_and_asked_again(
+    loopback: Callable[[Answer], str],
+):
+    # A proxy's own words in the stream (no JSON at all) are its failure, not the model's
+    # malformed reply: the request is sent again.
+    good = f"data: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\ndata: [DONE]\n\n"
+    bad = f"data: {_chunk('hel')}\n\ndata: upstream connect error or disconnect/reset\n\n"
+    answers: list[str] = []
+
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        answers.append(good if answers else bad)
+        send(h, answers[-1], "text/event-stream")
+
+    retries: list[str] = []
+    model = OpenAIChat(
+        model="m",
+        base_url=loopback(answer),
+        api_key=None,
+        backoff_s=0.01,
+        on_retry=lambda n, d, why: retries.append(why),
+    )
+    assert model.chat(ASK).content == "hello" and len(answers) == 2
+    assert "upstream connect error" in retries[0]

@@ -7,6 +7,8 @@ A name repeated whole in every piece is taken once. An event's data may span sev
 lines, joined as server-sent events are. A stream that ends before `data: [DONE]` and before
 any `finish_reason`, or in the middle of a chunk, was cut: `StreamCut`, which the client
 retries like a dropped connection (and, when it ended in good order twice, asks for whole).
+Words that are no JSON at all in place of a chunk are the server's (or a proxy's) failure:
+`StreamFailed`, retried as an error event is.
 `paced` reads the lines off the raw bytes and bounds a stream's progress at every chunk that
 arrives: keep-alive comments alone, or bytes that never end a line, do not keep a request
 going.
@@ -138,6 +140,8 @@ class StreamAssembler:
         if data == "[DONE]":
             self.done = True
             return
+        if data[:1] not in ("{", "["):  # no JSON at all: the server's (or a proxy's) own words
+            raise StreamFailed(f"it sent {data[:200]!r} in place of a chunk")
         chunk = load_body(data, "a chunk of the streamed reply")
         if not isinstance(chunk, dict):
             raise MalformedReply(
