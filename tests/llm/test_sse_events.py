@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from agent_cli.core.errors import ModelError
 from agent_cli.llm.openai.chat import OpenAIChat
 from httpkit import Answer, loopback, send, send_pieces
 
@@ -147,3 +148,24 @@ def test_words_in_place_of_a_chunk_are_the_servers_failure_and_asked_again(
     )
     assert model.chat(ASK).content == "hello" and len(answers) == 2
     assert "upstream connect error" in retries[0]
+
+
+def test_an_error_event_whose_code_blames_the_request_is_not_sent_again(
+    loopback: Callable[[Answer], str],
+):
+    # OpenRouter reports a provider's refusal mid-stream with its code: a 400 is a verdict
+    # on the request, as it is in a whole reply's error object.
+    error = {
+        "error": {"code": 400, "message": "This model's maximum context length is 8192 tokens"},
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+    }
+    answers: list[int] = []
+
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        answers.append(1)
+        send(h, f"data: {json.dumps(error)}\n\n", "text/event-stream")
+
+    model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
+    with pytest.raises(ModelError, match="answered with an error instead of a reply: This model"):
+        model.chat(ASK)
+    assert len(answers) == 1

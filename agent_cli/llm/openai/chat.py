@@ -355,14 +355,14 @@ class OpenAIChat:
         acc = StreamAssembler(on_text)
         try:
             return assemble(lines, acc=acc)
-        except (MalformedReply, StreamFailed):
+        except (MalformedReply, StreamFailed, ErrorReply):
             raise
         except Exception as e:
             if acc.finish_reason is None:
                 self._stream_failure(e)
             # The reply was over (its finish_reason came): a server that then keeps the stream
             # open, goes silent or drops the connection before [DONE] still gave it whole.
-            with contextlib.suppress(MalformedReply, StreamFailed):
+            with contextlib.suppress(MalformedReply, StreamFailed, ErrorReply):
                 acc.end_event()  # an event whose blank line never came: its usage, likely
             return acc.body()
 

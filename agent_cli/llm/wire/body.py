@@ -45,6 +45,11 @@ def error_reply(body: dict[str, Any]) -> ErrorReply | None:
     err = body.get("error")
     if not err or body.get("choices"):
         return None
+    return error_object(err)
+
+
+def error_object(err: Any) -> ErrorReply:
+    """The ErrorReply an `error` field holds: its message, and its `code` when a number."""
     inner = err if isinstance(err, dict) else {}
     message = inner.get("message") if inner else err
     code = inner.get("code")

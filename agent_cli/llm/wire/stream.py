@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from agent_cli.core.errors import MalformedReply
-from agent_cli.llm.wire.body import NOT_A_COMPLETION, load_body, message_text
+from agent_cli.llm.wire.body import NOT_A_COMPLETION, error_object, load_body, message_text
 
 
 class StreamCut(Exception):
@@ -35,7 +35,7 @@ class StreamCut(Exception):
 
 
 class StreamFailed(Exception):
-    """The server reported an error inside the stream."""
+    """The server (or a proxy) wrote its own words inside the stream in place of a chunk."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -156,9 +156,8 @@ class StreamAssembler:
             ) from None
 
     def _chunk(self, chunk: dict[str, Any]) -> None:
-        if chunk.get("error"):
-            err = chunk["error"]
-            raise StreamFailed(str(err.get("message") if isinstance(err, dict) else err)[:300])
+        if chunk.get("error"):  # retried as a whole reply's error object, by its code
+            raise error_object(chunk["error"])
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         if isinstance(chunk.get("timings"), dict):
