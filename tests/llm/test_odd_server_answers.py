@@ -261,3 +261,26 @@ def test_an_empty_answer_is_asked_again_not_called_malformed(loopback: Callable[
 
     model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
     assert model.chat(ASK).content == "fine" and len(answers) == 2
+
+
+@pytest.mark.parametrize("code", [400, None])
+def test_an_overflow_told_in_an_error_object_is_a_context_overflow(
+    loopback: Callable[[Answer], str], code: int | None
+):
+    # A gateway that relays the provider's overflow in an error object (HTTP 200): the
+    # caller can fit the request to the window it names, as after a 400 that says so.
+    said = (
+        "This model's maximum context length is 8192 tokens. However, you requested 9000 "
+        "tokens (8000 in the messages, 1000 in the completion)"
+    )
+    body = json.dumps({"error": {"message": said, "code": code}})
+    answers: list[int] = []
+
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        answers.append(1)
+        send(h, body, "application/json")
+
+    model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
+    with pytest.raises(ContextOverflow) as caught:
+        model.chat(ASK)
+    assert caught.value.window == 8192 and len(answers) == 1

@@ -156,7 +156,7 @@ def test_an_error_event_whose_code_blames_the_request_is_not_sent_again(
     # OpenRouter reports a provider's refusal mid-stream with its code: a 400 is a verdict
     # on the request, as it is in a whole reply's error object.
     error = {
-        "error": {"code": 400, "message": "This model's maximum context length is 8192 tokens"},
+        "error": {"code": 400, "message": "Provider returned error: invalid tool schema"},
         "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
     }
     answers: list[int] = []
@@ -166,6 +166,6 @@ def test_an_error_event_whose_code_blames_the_request_is_not_sent_again(
         send(h, f"data: {json.dumps(error)}\n\n", "text/event-stream")
 
     model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
-    with pytest.raises(ModelError, match="answered with an error instead of a reply: This model"):
+    with pytest.raises(ModelError, match="answered with an error instead of a reply: Provider"):
         model.chat(ASK)
     assert len(answers) == 1

@@ -417,6 +417,8 @@ class OpenAIChat:
             except StreamFailed as e:
                 failure = e
             except ErrorReply as e:
+                if failures.is_overflow(e.message):  # the caller fits the request and asks again
+                    raise failures.overflow_error(e.message, self.base_url) from None
                 if not e.retryable:
                     raise self._convert(e) from None
                 failure = e
