@@ -284,3 +284,25 @@ def test_an_overflow_told_in_an_error_object_is_a_context_overflow(
     with pytest.raises(ContextOverflow) as caught:
         model.chat(ASK)
     assert caught.value.window == 8192 and len(answers) == 1
+
+
+def test_a_quota_used_up_is_said_at_once_not_waited_on(loopback: Callable[[Answer], str]):
+    # OpenAI answers 429 insufficient_quota when the account has no credit: no wait helps.
+    body = {
+        "error": {
+            "message": "You exceeded your current quota, please check your plan and billing "
+            "details.",
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
+        }
+    }
+    answers: list[int] = []
+
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        answers.append(1)
+        send(h, json.dumps(body), "application/json", status=429)
+
+    model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
+    with pytest.raises(ModelError, match="quota of the key sent is used up") as caught:
+        model.chat(ASK)
+    assert len(answers) == 1 and "billing" in caught.value.hint

@@ -478,7 +478,7 @@ class OpenAIChat:
     ) -> BaseException:
         """The failure to retry, or raise when retrying cannot help."""
         status = e.status_code
-        if status < 500 and status != 429:
+        if (status < 500 and status != 429) or errors.out_of_quota(e):
             raise self._convert(e) from None
         if status in failures.BUSY_STATUSES or elapsed >= failures.FAST_FAILURE_S:
             return e

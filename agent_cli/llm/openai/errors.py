@@ -102,6 +102,12 @@ def status_error(
             "raise the body limit of the server or of the proxy in front of it (nginx: "
             "client_max_body_size), or set a smaller context_window",
         )
+    if out_of_quota(e):
+        return ModelRefused(
+            f"{base_url} says the quota of the key sent is used up ({status}: {detail})",
+            f"check the plan and billing of the account {set_by.key} belongs to; waiting "
+            "does not help",
+        )
     if status == 429:
         return ModelError(
             f"{base_url} kept rate-limiting the requests ({detail})",
@@ -205,11 +211,23 @@ def read_failure(e: BaseException, request: Any) -> SdkError | None:
     return None
 
 
+def out_of_quota(e: openai.APIStatusError) -> bool:
+    """Whether a 429 says the account's quota is used up (OpenAI's `insufficient_quota`),
+    which no wait cures, rather than that requests came too fast."""
+    if e.status_code != 429:
+        return False
+    body: dict[str, Any] = e.body if isinstance(e.body, dict) else {}
+    err = body.get("error")
+    inner: dict[str, Any] = err if isinstance(err, dict) else body
+    kinds = {str(inner.get("code") or ""), str(inner.get("type") or "")}
+    return "insufficient_quota" in kinds or "exceeded your current quota" in error_message(e)
+
+
 def transient(e: BaseException) -> bool:
     """Whether a failed request may succeed when sent again: the server busy (429, 502, 503,
     504, 520-524, 529), a timeout, or a connection that broke (not one refused, nor sent elsewhere)."""
     if isinstance(e, openai.APIStatusError):
-        return e.status_code in failures.BUSY_STATUSES
+        return e.status_code in failures.BUSY_STATUSES and not out_of_quota(e)
     if isinstance(e, openai.APIConnectionError):  # a timeout is one
         return not failures.refused(e) and not failures.misdirected(e)
     return False
