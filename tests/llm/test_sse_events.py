@@ -169,3 +169,20 @@ def test_an_error_event_whose_code_blames_the_request_is_not_sent_again(
     with pytest.raises(ModelError, match="answered with an error instead of a reply: Provider"):
         model.chat(ASK)
     assert len(answers) == 1
+
+
+def test_a_reply_the_server_ended_with_finish_reason_error_is_asked_again(
+    loopback: Callable[[Answer], str],
+):
+    # OpenRouter ends a generation that failed upstream with finish_reason "error": the
+    # words before it are no reply the model finished.
+    failed = f"data: {_chunk('hal')}\n\ndata: {_chunk('', 'error')}\n\ndata: [DONE]\n\n"
+    good = f"data: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\ndata: [DONE]\n\n"
+    answers: list[str] = []
+
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        answers.append(good if answers else failed)
+        send(h, answers[-1], "text/event-stream")
+
+    model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
+    assert model.chat(ASK).content == "hello" and len(answers) == 2

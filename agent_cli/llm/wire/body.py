@@ -122,13 +122,14 @@ def _arguments(raw: Any) -> str:
 
 def parse_completion(body: Any) -> ChatReply:
     """A chat-completion JSON body as a ChatReply; ErrorReply if it is the server's error
-    instead, MalformedReply if it is neither."""
+    instead (an error object, or a reply it ended with finish_reason "error"),
+    MalformedReply if it is neither."""
     if not isinstance(body, dict):
         raise MalformedReply("the endpoint's reply is not a JSON object")
     if failed := error_reply(body):
         raise failed
     try:
-        return _parse_fields(body)
+        reply = _parse_fields(body)
     except (
         AttributeError,
         TypeError,
@@ -138,6 +139,9 @@ def parse_completion(body: Any) -> ChatReply:
         raise MalformedReply(
             f"the endpoint's reply is not a chat completion ({e})", NOT_A_COMPLETION
         ) from None
+    if reply.finish_reason == "error":  # OpenRouter's word for a generation that failed
+        raise ErrorReply('the server ended the reply with finish_reason "error"', None)
+    return reply
 
 
 def _parse_fields(body: dict[str, Any]) -> ChatReply:
