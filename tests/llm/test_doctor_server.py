@@ -161,8 +161,8 @@ def test_doctor_fits_each_line_to_the_smallest_window_of_the_roles(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     used = [line for line in proc.stdout.splitlines() if "a run will use" in line]
     fitted = (
-        "working memory 833 and tool output 614 tokens "
+        "working memory 752 and tool output 614 tokens "
         "(fitted to the 4,096-token window of the executor endpoint, the smallest)"
     )
     assert len(used) == 2 and fitted in used[0], proc.stdout  # the planner's, at 32,768
-    assert used[1].endswith("working memory 833 and tool output 614 tokens"), proc.stdout
+    assert used[1].endswith("working memory 752 and tool output 614 tokens"), proc.stdout
