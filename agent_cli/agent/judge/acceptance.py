@@ -42,7 +42,9 @@ _ENDINGS = {";", "||", "&", "\n"}  # `X ; true` and `X || true` end in success w
 _FILTERS = {"tail", "head", "tee", "cat", "sort", "uniq", "wc", "cut", "tr", "less", "more", "nl"}
 # grep patterns every line of a test run's output matches (`.`: every line but an empty one)
 _MATCH_ANY = {"", ".", ".*", "^", "$", "^.*", ".*$", "^.*$"}
-_PUNCTUATION = set("();<>|&")  # what a shell reads as an operator, unquoted
+# what a shell reads as an operator, unquoted; not parentheses: without a shell a word such as
+# `print(1)` reaches the program whole, as it should
+_PUNCTUATION = ";<>|&"
 # pytest options under which it runs no test
 _NO_TESTS = {
     "--co",
@@ -117,8 +119,8 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
 
 def _operators(cmd: str) -> list[str]:
     """The unquoted shell operators in `cmd`, written apart or not (`pytest -q; true`,
-    `python - <<< 'pass'`, `(pytest)`); `';'`, quoted, is an argument."""
-    lexer = shlex.shlex(cmd, posix=False, punctuation_chars=True)
+    `python - <<< 'pass'`); `';'`, quoted, is an argument."""
+    lexer = shlex.shlex(cmd, posix=False, punctuation_chars=_PUNCTUATION)
     lexer.whitespace_split = True
     try:
         words = list(lexer)  # posix=False keeps the quotes, so a quoted word is not one
