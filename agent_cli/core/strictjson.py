@@ -46,6 +46,21 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
 
 def nesting(text: str) -> int:
     """The deepest nesting of arrays and objects in `text`, strings skipped (one linear scan)."""
+    return _scan(text)[1]
+
+
+def unfinished(text: str | bytes) -> bool:
+    """Whether `text` breaks off inside JSON: it opens an array or object (or a string) that it
+    never closes, as a body cut short does."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    depth, _, in_string = _scan(text)
+    return in_string or depth > 0
+
+
+def _scan(text: str) -> tuple[int, int, bool]:
+    """The nesting of arrays and objects open at the end of `text`, the deepest it reached, and
+    whether the text ends inside a string; strings skipped, in one linear scan."""
     depth = deepest = 0
     in_string = False
     for m in _STRUCTURE.finditer(text):
@@ -56,23 +71,7 @@ def nesting(text: str) -> int:
         elif not in_string:
             depth += 1 if ch in "[{" else -1
             deepest = max(deepest, depth)
-    return deepest
-
-
-def unfinished(text: str | bytes) -> bool:
-    """Whether `text` breaks off inside JSON: it opens an array or object (or a string) that it
-    never closes, as a body cut short does."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    depth, in_string = 0, False
-    for m in _STRUCTURE.finditer(text):
-        ch, at = m.group(), m.start()
-        if ch == '"':
-            if not in_string or not _escaped(text, at):
-                in_string = not in_string
-        elif not in_string:
-            depth += 1 if ch in "[{" else -1
-    return in_string or depth > 0
+    return depth, deepest, in_string
 
 
 def _escaped(text: str, at: int) -> bool:
