@@ -54,7 +54,7 @@ from agent_cli.core.redact import redact_messages
 from agent_cli.llm.base import Message, reply_cost
 from agent_cli.llm.openai import errors
 from agent_cli.llm.openai.client import make_client
-from agent_cli.llm.openai.deadline import Watchdog
+from agent_cli.llm.openai.deadline import Watchdog, ended_after
 from agent_cli.llm.openai.errors import StreamIdle, StreamSilent
 from agent_cli.llm.server import info as server_info
 from agent_cli.llm.server.findings import Findings
@@ -252,17 +252,17 @@ class OpenAIChat:
     def _once(self, kwargs: Json) -> ChatReply:
         """One HTTP exchange, streamed or whole, ended at `total_timeout_s` wherever it is (a
         server that trickles its headers a byte at a time too)."""
-        watchdog = Watchdog(self._total_s, self._client.close)
-        try:
-            with watchdog:
-                return self._exchange(kwargs)
-        except Exception:
-            if watchdog.fired:
-                raise self._too_long(f"the reply went on for over {self._total_s:g} s") from None
-            raise
-        finally:
-            if watchdog.fired:  # it closed the client under the exchange: open another
-                self._client = self._connect()
+        with ended_after(
+            self._total_s,
+            self._client.close,
+            self._reopen,
+            lambda: self._too_long(f"the reply went on for over {self._total_s:g} s"),
+        ):
+            return self._exchange(kwargs)
+
+    def _reopen(self) -> None:
+        """A new client, for one a deadline closed under its exchange (deadline.py)."""
+        self._client = self._connect()
 
     def _exchange(self, kwargs: Json) -> ChatReply:
         completions = self._client.chat.completions
@@ -540,22 +540,14 @@ class OpenAIChat:
         timeouts in all: the read timeout starts again with every byte, so a server that
         trickles its answer would otherwise hold `agent doctor` without end."""
         bound = LISTING_TIMEOUTS * self._timeout_s
-        watchdog = Watchdog(bound, self._client.close)
-        try:
-            with watchdog:
-                return self._listed_models()
-        except ModelError:
-            if watchdog.fired:
-                raise ModelError(
-                    f"{self.base_url}/models: the answer went on for over {bound:g} s, so "
-                    "the request was ended",
-                    "check the server's load, or that the base URL is an OpenAI-compatible "
-                    "endpoint (most end in /v1)",
-                ) from None
-            raise
-        finally:
-            if watchdog.fired:  # it closed the client under the request: open another
-                self._client = self._connect()
+        too_long = ModelError(
+            f"{self.base_url}/models: the answer went on for over {bound:g} s, so the request "
+            "was ended",
+            "check the server's load, or that the base URL is an OpenAI-compatible endpoint "
+            "(most end in /v1)",
+        )
+        with ended_after(bound, self._client.close, self._reopen, lambda: too_long):
+            return self._listed_models()
 
     def _listed_models(self) -> list[str]:
         try:

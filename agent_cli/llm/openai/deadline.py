@@ -10,7 +10,8 @@ once, and `fired` tells the caller that the deadline, not the server, ended it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 
@@ -41,3 +42,26 @@ class Watchdog:
         trace: TracebackType | None,
     ) -> None:
         self._timer.cancel()
+
+
+@contextmanager
+def ended_after(
+    seconds: float,
+    close: Callable[[], None],
+    reopen: Callable[[], None],
+    ended: Callable[[], BaseException],
+) -> Iterator[None]:
+    """Run the block under a `Watchdog` that calls `close` (a client's) at `seconds`; when it
+    fired, the block's failure is raised as `ended()` (the error that says the exchange went on
+    too long), and `reopen` is called to open the client it closed again."""
+    watchdog = Watchdog(seconds, close)
+    try:
+        with watchdog:
+            yield
+    except Exception:
+        if watchdog.fired:
+            raise ended() from None
+        raise
+    finally:
+        if watchdog.fired:
+            reopen()

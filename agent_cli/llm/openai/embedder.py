@@ -18,7 +18,7 @@ from agent_cli.core.errors import ModelError
 from agent_cli.core.redact import redact
 from agent_cli.llm.openai import errors
 from agent_cli.llm.openai.client import make_client
-from agent_cli.llm.openai.deadline import Watchdog
+from agent_cli.llm.openai.deadline import ended_after
 from agent_cli.llm.openai.errors import SetBy
 from agent_cli.llm.wire.vectors import read_vectors
 
@@ -88,27 +88,23 @@ class OpenAIEmbedder:
         """One exchange's body, ended at `total_timeout_s` wherever it is (the read timeout
         starts again with every byte, so a trickle would keep it going) and at
         BYTES_PER_TEXT for each text (an endless body would fill the memory)."""
-        watchdog = Watchdog(self._total_s, self._client.close)
-        try:
-            with (
-                watchdog,
-                self._client.embeddings.with_streaming_response.create(
-                    model=self.model, input=sent, encoding_format="float"
-                ) as response,
-            ):
-                return self._read(response, 2**20 + BYTES_PER_TEXT * len(sent))
-        except Exception:
-            if watchdog.fired:
-                raise ModelError(
-                    f"{self.base_url}/embeddings: the answer went on for over "
-                    f"{self._total_s:g} s, so the request was ended",
-                    f"the bound is {TOTAL_TIMEOUTS} times request_timeout_s: raise it, or "
-                    "check the server's load",
-                ) from None
-            raise
-        finally:
-            if watchdog.fired:  # it closed the client under the exchange: open another
-                self._client = self._connect()
+        too_long = ModelError(
+            f"{self.base_url}/embeddings: the answer went on for over {self._total_s:g} s, so "
+            "the request was ended",
+            f"the bound is {TOTAL_TIMEOUTS} times request_timeout_s: raise it, or check the "
+            "server's load",
+        )
+        with (
+            ended_after(self._total_s, self._client.close, self._reopen, lambda: too_long),
+            self._client.embeddings.with_streaming_response.create(
+                model=self.model, input=sent, encoding_format="float"
+            ) as response,
+        ):
+            return self._read(response, 2**20 + BYTES_PER_TEXT * len(sent))
+
+    def _reopen(self) -> None:
+        """A new client, for one a deadline closed under its exchange (deadline.py)."""
+        self._client = self._connect()
 
     def _read(self, response: Any, cap: int) -> bytes:
         """The body, up to `cap` bytes; a read that breaks or stalls as the SDK's error for it
