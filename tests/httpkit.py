@@ -3,6 +3,7 @@ writes the whole response to each request (GET or POST), whose body has been rea
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
@@ -61,3 +62,23 @@ def send_pieces(handler: BaseHTTPRequestHandler, pieces: Iterable[bytes], kind: 
             handler.wfile.write(piece)
     except OSError:
         pass  # the client hung up
+
+
+def trickled(body: bytes, pause_s: float) -> Answer:
+    """An answer that sends `body` as JSON a byte at a time, `pause_s` apart: each byte starts
+    a client's read timeout again, so only a bound on the whole exchange ends it."""
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        try:
+            for byte in body:
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+                time.sleep(pause_s)
+        except OSError:
+            pass  # the client hung up
+
+    return answer

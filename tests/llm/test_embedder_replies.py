@@ -15,7 +15,7 @@ from agent_cli.cli.config.settings import Settings
 from agent_cli.cli.shared import make_embedder
 from agent_cli.core.errors import ModelError
 from agent_cli.llm.openai.embedder import OpenAIEmbedder
-from httpkit import Answer, loopback, send
+from httpkit import Answer, loopback, send, trickled
 
 __all__ = ["loopback"]
 
@@ -109,20 +109,7 @@ def test_an_answer_trickled_a_byte_at_a_time_is_ended_at_the_whole_exchange_boun
     # Each byte starts the read timeout again: only the bound on the whole answer ends it.
     body = (" " * 40 + _rows([0.1, 0.2])).encode()
 
-    def trickle(h: BaseHTTPRequestHandler) -> None:
-        h.send_response(200)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
-        try:
-            for byte in body:
-                h.wfile.write(bytes([byte]))
-                h.wfile.flush()
-                time.sleep(0.1)
-        except OSError:
-            pass  # the client hung up
-
-    url = loopback(trickle)
+    url = loopback(trickled(body, 0.1))
     embedder = OpenAIEmbedder(
         base_url=url, api_key=None, model="emb", timeout_s=0.5, total_timeout_s=1.0, max_retries=0
     )

@@ -15,7 +15,7 @@ import pytest
 
 from agent_cli.core.errors import ContextOverflow, ModelError
 from agent_cli.llm.openai.chat import OpenAIChat
-from httpkit import Answer, loopback, send, send_pieces
+from httpkit import Answer, loopback, send, send_pieces, trickled
 
 ASK = [{"role": "user", "content": "go"}]
 REPLY = {"choices": [{"index": 0, "message": {"content": "fine"}, "finish_reason": "stop"}]}
@@ -204,20 +204,9 @@ def test_a_model_listing_trickled_a_byte_at_a_time_is_ended(loopback: Callable[[
     # The read timeout starts again with every byte: `agent doctor` would wait without end.
     body = (" " * 300 + json.dumps({"object": "list", "data": [{"id": "m"}]})).encode()
 
-    def trickle(h: BaseHTTPRequestHandler) -> None:
-        h.send_response(200)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
-        try:
-            for byte in body:
-                h.wfile.write(bytes([byte]))
-                h.wfile.flush()
-                time.sleep(0.05)
-        except OSError:
-            pass  # the client hung up
-
-    model = OpenAIChat(model="m", base_url=loopback(trickle), api_key=None, timeout_s=0.3)
+    model = OpenAIChat(
+        model="m", base_url=loopback(trickled(body, 0.05)), api_key=None, timeout_s=0.3
+    )
     started = time.monotonic()
     with pytest.raises(ModelError, match=r"/models: the answer went on for over 0.6 s"):
         model.list_models()
