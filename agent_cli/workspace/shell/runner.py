@@ -67,6 +67,7 @@ def run_command(
     env = scrub_env(dict(os.environ)) if env is None else env
     env = {**env, strays.MARK: strays.mark()}  # found again if this agent is killed (strays.py)
     spared = reaper.adopt_orphans()
+    capture = _Capture(max_output_chars)
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -82,15 +83,16 @@ def run_command(
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         reason = "command not found" if code == 127 else f"cannot run it ({exc.strerror})"
         return CommandResult(cmd, code, f"{argv[0]}: {reason}", False, time.monotonic() - start)
-    assert proc.stdout is not None  # stdout=PIPE
-    capture = _Capture(max_output_chars)
+    # The guard begins right after the command does: a Ctrl-C taken at any call between the
+    # two would leave the command running in its own session.
     try:
         timed_out = _supervise(proc, capture, start + timeout_s, spared)
     except BaseException:
         stop_group(proc, grace_s=0.0)  # Ctrl-C does not reach a child in its own session
         raise
     finally:
-        proc.stdout.close()
+        if proc.stdout is not None:  # stdout=PIPE
+            proc.stdout.close()
         reaper.kill_leftovers(spared)
     exit_code = None if timed_out else proc.returncode
     return CommandResult(cmd, exit_code, capture.text(), timed_out, time.monotonic() - start)
