@@ -272,8 +272,8 @@ def agent_costs(steps) -> tuple[list[int], list[int], list[float]]:
 
 
 _POINTER = re.compile(
-    r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above"
-    r"(?:: the same result, \d+ times now)?\)"
+    r"^\(in WORKING MEMORY: (\[[a-z_]+ m\d+\])"
+    r"(?:, the same result \d+ times now)?\)"
 )
 
 

@@ -8,8 +8,7 @@ from agent_cli.core.fences import FENCE_TAGS
 
 _BOUNDARY = re.compile(rf"<(/?)({'|'.join(FENCE_TAGS)})\b")
 _POINTER = re.compile(
-    r"^\(the result is (\[[a-z_]+ m\d+\]) in WORKING MEMORY above"
-    r"(?:: the same result, \d+ times now)?\)"
+    r"^\(in WORKING MEMORY: (\[[a-z_]+ m\d+\])(?:, the same result \d+ times now)?\)"
 )
 
 

@@ -101,7 +101,7 @@ def test_a_result_the_memory_block_holds_is_sent_once():
     messages = step(rt, 1)
     memory, tool = messages[memory_at(messages)]["content"], messages[-2]
     assert tool["role"] == "tool" and tool["tool_call_id"] == "call_1"
-    assert tool["content"] == "(the result is [tool_output m2] in WORKING MEMORY above)"
+    assert tool["content"] == "(in WORKING MEMORY: [tool_output m2])"
     assert result(1) in memory and result(1) not in tool["content"]
 
 
@@ -118,7 +118,7 @@ def test_a_repeated_result_keeps_the_memory_block_and_its_pointer_says_how_many_
     at = memory_at(after)
     assert again == "m2" and after[: at + 1] == before[: at + 1]  # the whole block is cached
     assert after[-2]["content"] == (
-        "(the result is [tool_output m2] in WORKING MEMORY above: the same result, 2 times now)"
+        "(in WORKING MEMORY: [tool_output m2], the same result 2 times now)"
     )
     assert pointed_result(after[-2]["content"], after[at]["content"]) == result(1)
 

@@ -97,7 +97,7 @@ def test_a_result_is_pointed_to_only_while_the_memory_block_holds_its_item_whole
         exchange=exchange,
         in_memory={"c1": item},
     )
-    assert whole.messages()[-2]["content"] == "(the result is [file m7] in WORKING MEMORY above)"
+    assert whole.messages()[-2]["content"] == "(in WORKING MEMORY: [file m7])"
     cut = Request(
         system="S",
         goal="g",

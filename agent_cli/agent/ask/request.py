@@ -33,10 +33,8 @@ from agent_cli.agent.run.state import GOAL_HEADER
 from agent_cli.core import fences
 from agent_cli.core.protocols import Message
 
-POINTER = "(the result is {marker} in WORKING MEMORY above)"
-POINTER_SEEN = (
-    "(the result is {marker} in WORKING MEMORY above: the same result, {times} times now)"
-)
+POINTER = "(in WORKING MEMORY: {marker})"
+POINTER_SEEN = "(in WORKING MEMORY: {marker}, the same result {times} times now)"
 
 
 @dataclass
