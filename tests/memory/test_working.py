@@ -327,6 +327,50 @@ def test_assemble_ends_with_a_bounded_list_of_cold_items():
     assert ctx.tokens <= 400
 
 
+def cold_line(mem: WorkingMemory) -> tuple[str, list[str]]:
+    """The cold list of a context, and the ids it lists in order."""
+    line = next(x for x in mem.assemble().memory.split("\n") if x.startswith("available with"))
+    entries = line.removeprefix("available with recall: ").split("; ")
+    return line, [entry.split(" ", 1)[0] for entry in entries if not entry.endswith(" more")]
+
+
+def test_the_cold_list_grows_at_its_end_and_starts_again_with_what_went_cold_since():
+    """A prompt cache reads a request up to its first change, so the items evicted since the
+    last context are added after those it listed; when the line is full it starts again with
+    them, and it always lists the most recently evicted item."""
+    mem = WorkingMemory(max_tokens=600, low_water=0.95)
+    lines, appended, restarted = [], 0, 0
+    for i in range(40):
+        mem.add("log", filler(i, words=60), summary=f"log {i}")
+        mem.tick()
+        if not evicted_ids(mem):
+            continue
+        line, ids = cold_line(mem)
+        assert line == cold_line(mem)[0]  # assembling again changes nothing
+        assert evicted_ids(mem)[-1] in ids and tokens.count(line) <= FOOTER_TOKENS
+        if lines and line != lines[-1][0]:
+            before_ids = lines[-1][1]
+            if ids[: len(before_ids)] == before_ids:
+                appended += 1
+                kept = lines[-1][0].rsplit("; ", 1)[0]  # without its "N more"
+                assert line.startswith(kept)
+            else:
+                restarted += 1  # only items that went cold since the last context
+                assert not set(ids) & lines[-1][2]
+        lines.append((line, ids, set(evicted_ids(mem))))
+    assert appended > restarted > 0
+
+
+def test_a_recalled_item_leaves_the_cold_list():
+    mem = WorkingMemory(max_tokens=600)
+    for i in range(12):
+        mem.add("log", filler(i, words=60), summary=f"log {i}")
+        mem.tick()
+    _, ids = cold_line(mem)
+    assert mem.recall(ids[0], k=1) == [ids[0]]
+    assert ids[0] not in cold_line(mem)[1]
+
+
 def test_cold_manifest_lists_id_kind_summary_symbols_and_step():
     mem = WorkingMemory(max_tokens=300)
     first = mem.add("edit", RETRY, summary="retry.py")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_cli.core.text import shorten
 from agent_cli.memory.working.store import Item, Store, id_number
@@ -44,23 +45,54 @@ class Context:
         return self.text
 
 
-def footer(store: Store, shown: Collection[str], count: Callable[[str], int]) -> str:
-    """A line of the most recently evicted cold items, within FOOTER_TOKENS, leaving out the
-    cold items of `shown`, which the memory block shows as a view or a stub."""
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """What a cold list showed: the ids it listed, oldest first, and the ids of the most
+    recently evicted items then (those not among them went cold since)."""
+
+    ids: tuple[str, ...] = ()
+    latest: frozenset[str] = frozenset()
+
+
+def footer(
+    store: Store, shown: Collection[str], count: Callable[[str], int], before: Listed = Listed()
+) -> tuple[str, Listed]:
+    """The line that lists cold items, within FOOTER_TOKENS and FOOTER_ENTRIES, and what it
+    lists; the cold items of `shown`, which the memory block shows as a view or a stub, are
+    left out.
+
+    The items the last line listed (`before`) keep their place, and those evicted since come
+    after them, so that from one context to the next the line grows at its end, which is all
+    a prompt cache reads anew. When they no longer fit, the line starts again with the items
+    evicted since (the most recent of them, if not all fit)."""
     cold = store.count() - len(shown)
     if cold <= 0:
-        return ""
-    recent = store.recent(FOOTER_ENTRIES + len(shown))
-    entries = [f"{e['id']} {e['summary'][:40]}" for e in recent if e["id"] not in shown][
-        :FOOTER_ENTRIES
-    ]
+        return "", Listed()
+    latest = [e for e in store.recent(FOOTER_ENTRIES + len(shown)) if e["id"] not in shown]
+    latest = latest[:FOOTER_ENTRIES]  # the most recently evicted first
+    now = frozenset(entry["id"] for entry in latest)
+    records = (store.get(item_id) for item_id in before.ids if item_id not in shown)
+    listed = [record for record in records if record is not None]
+    ids = {record["id"] for record in listed} | before.latest
+    new = [entry for entry in latest if entry["id"] not in ids]
+    if listed:
+        entries = listed + new[::-1]
+        line = _cold_line(entries, cold)
+        if len(entries) <= FOOTER_ENTRIES and count(line) <= FOOTER_TOKENS - 2:
+            return line, Listed(tuple(entry["id"] for entry in entries), now)
+    fresh = new or latest
     while True:
-        more = cold - len(entries)
-        line = "available with recall: " + "; ".join(entries)
-        line += f"{'; ' if entries else ''}{more} more" if more else ""
-        if count(line) <= FOOTER_TOKENS - 2 or not entries:
-            return line
-        entries.pop()
+        line = _cold_line(fresh[::-1], cold)
+        if count(line) <= FOOTER_TOKENS - 2 or not fresh:
+            return line, Listed(tuple(entry["id"] for entry in fresh[::-1]), now)
+        fresh.pop()  # the oldest of them
+
+
+def _cold_line(entries: list[dict[str, Any]], cold: int) -> str:
+    """`available with recall: m12 summary; ...; N more` for these entries of `cold` items."""
+    line = "available with recall: " + "; ".join(f"{e['id']} {e['summary'][:40]}" for e in entries)
+    more = cold - len(entries)
+    return line + (f"{'; ' if entries else ''}{more} more" if more else "")
 
 
 @dataclass(frozen=True, slots=True)

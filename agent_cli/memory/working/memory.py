@@ -188,6 +188,7 @@ class WorkingMemory:
         self._note_recalls: dict[str, int] = {}  # pinned note -> order of its last recall
         self._file_views: dict[str, list[str]] = {}  # path -> items showing it since its last edit
         self._shown: assembly.Shown | None = None  # how the last context showed the pinned notes
+        self._listed = assembly.Listed()  # what the last cold list showed (a resume starts anew)
 
     @property
     def step(self) -> int:
@@ -590,7 +591,7 @@ class WorkingMemory:
         # is not listed: the stub says how to recall it, and the list, left as it was, keeps
         # its place in the cached prefix when such an item comes.
         shown_hot = self._restored.union(i.origin_id for i in self._hot if i.origin_id)
-        tail = assembly.footer(self.store, shown_hot, self._meter.count)
+        tail, self._listed = assembly.footer(self.store, shown_hot, self._meter.count, self._listed)
         after = self._layout.footer_after(memory, tail)
         return assembly.pack(
             pinned,
