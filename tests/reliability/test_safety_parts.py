@@ -107,6 +107,18 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("pytest --collect-only", "runs no test"),
         ("python -m pytest -q --setup-only", "runs no test"),
         ("pytest --fixtures-per-test", "runs no test"),
+        # pytest's other spellings and reports, past the interpreter's options, in a script
+        ("pytest --collectonly -q", "runs no test"),
+        ("python -m pytest -V", "runs no test"),
+        ("pytest --cache-show=*", "runs no test"),
+        ("python -I -m pytest --co", "runs no test"),
+        ("python3 -mpytest --collect-only", "runs no test"),
+        ("sh -c 'pytest --co -q'", "runs no test"),
+        ("bash -c 'pytest -q; python -m pytest --co > log'", "runs no test"),
+        ("sh -c 'make -n test'", "runs no test"),
+        # a group `{ ...; }` exits with its last command's status
+        ("sh -c '{ pytest -q; true; }'", "always succeeds"),
+        ("sh -c 'pytest -q || { true; }'", "always succeeds"),
         ("sh -c 'pytest -q; test 1'", "always succeeds"),
         ("[ ok ]", "always succeeds"),
         ("git status", "always succeeds"),
@@ -207,6 +219,10 @@ def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
         "pytest 'tests/test_x.py::test[a;b]'",
         "printenv RELEASE",
         "python check.py --expect=len(items)",
+        "python -I -m pytest -q",
+        "python -m pytest -k V",
+        "sh -c 'pytest -q && pytest --co -q'",
+        "sh -c '{ pytest -q; }'",
     ],
 )
 def test_acceptance_commands_that_can_fail_pass(cmd, tmp_path):

@@ -3,11 +3,13 @@
 The harness runs a plan's `acceptance_cmd` itself (split with shlex, no shell), so each one
 is checked when the plan arrives: its program exists (on PATH or in the repository), the
 command policy does not refuse it, it holds no shell operator (which, without a shell, would
-reach the program as an argument), it runs tests when it is pytest (`--collect-only` runs
-none), and it can fail at all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c
-pass` (code of nothing but constants, `pass` and `print`), and shell scripts whose status is
-one of those whatever comes before: `... || true`, `...; exit 0` (or 256), `...; true; exit`,
-`true && true`, `... &`, and a pipeline into a filter (`pytest | tail -3`: the status is
+reach the program as an argument), it runs tests when it is pytest (`--collect-only`,
+`--collectonly`, `-V`, `--cache-show` run none, whatever options the interpreter is given
+first, and so does a `sh -c` script whose status is such a command's), and it can fail at
+all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c pass` (code of nothing but
+constants, `pass` and `print`), and shell scripts whose status is one of those whatever comes
+before: `... || true`, `...; exit 0` (or 256), `...; true; exit`, `true && true`, `... &`, a
+group `{ ...; true; }`, and a pipeline into a filter (`pytest | tail -3`: the status is
 tail's, unless the script sets `pipefail`; `grep` with a pattern that every line matches, such
 as `pytest | grep -c .`, is one). `python -c 'import sys'` cannot fail either: a module built
 into the interpreter is found before any file of the repository could shadow it (`import
@@ -49,12 +51,15 @@ _PUNCTUATION = ";<>|&"
 _NO_TESTS = {
     "--co",
     "--collect-only",
+    "--collectonly",
+    "--cache-show",
     "--setup-plan",
     "--setup-only",
     "--fixtures",
     "--fixtures-per-test",
     "--markers",
     "--version",
+    "-V",
 }
 # make's long options that print the commands instead of running them
 _MAKE_DRY = {"--dry-run", "--just-print", "--recon"}
@@ -100,7 +105,7 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
             f"without a shell, so the program would get it as an argument; wrap the command "
             f"in sh -c '...' if it needs a shell"
         )
-    idle = _runs_no_test(unwrap(argv))
+    idle = _runs_no_test(unwrap(argv)) or _script_runs_no_test(argv)
     if idle:
         return f"`{cmd}` runs no test ({idle}); drop the option so that the tests run"
     if cannot_fail(argv):
@@ -232,12 +237,41 @@ def _runs_no_test(argv: list[str]) -> str | None:
                 if letter in "CfIjloW":
                     break
         return "make only prints the commands" if dry else None
-    if is_python(program) and argv[1:3] == ["-m", "pytest"]:
-        argv = argv[2:]
+    if is_python(program):  # `python -I -m pytest`, `python -mpytest`: past its options
+        kind, rest = _python_run(argv[1:])
+        if kind != "m" or rest[:1] != ["pytest"]:
+            return None
+        argv = rest
     elif program not in ("pytest", "py.test"):
         return None
-    listing = any(arg in _NO_TESTS or arg in ("-h", "--help") for arg in argv[1:])
+    listing = any(arg.split("=", 1)[0] in _NO_TESTS or arg in ("-h", "--help") for arg in argv[1:])
     return "pytest only collects or lists them" if listing else None
+
+
+def _script_runs_no_test(argv: list[str]) -> str | None:
+    """_runs_no_test() of the command whose status a shell's `-c` script exits with
+    (`sh -c 'pytest; pytest --co'`, `sh -c 'make -n test'`)."""
+    argv = unwrap(argv)
+    if not argv or os.path.basename(argv[0]) not in SHELLS:
+        return None
+    kind, script = _shell_run(argv[1:])
+    if kind != "c" or script is None:
+        return None
+    try:
+        words = _bare(_without_comments(shell_words(script)))
+    except ValueError:
+        return None
+    return _last_runs_no_test(words)
+
+
+def _last_runs_no_test(words: list[str]) -> str | None:
+    while words and words[-1] in (";", "\n"):
+        words = words[:-1]
+    cut = max((i for i, w in enumerate(words) if w in _ENDINGS | {"&&", "|"}), default=-1)
+    idle = _runs_no_test(unwrap(words[cut + 1 :]))
+    if idle and cut >= 0 and words[cut] == "&&":  # `pytest && pytest --co` fails with pytest
+        return _last_runs_no_test(words[:cut])
+    return idle
 
 
 def _code_cannot_fail(code: str) -> bool:
@@ -353,7 +387,7 @@ def _script_cannot_fail(script: str, pipefail: bool = False) -> bool:
     """Whether a shell script's exit status is 0 whatever its commands do (`pipefail`: the
     shell was started with `-o pipefail`)."""
     try:
-        words = _without_comments(shell_words(script))
+        words = _bare(_without_comments(shell_words(script)))
     except ValueError:
         return False
     return _words_cannot_fail(words, pipefail=pipefail or "pipefail" in words)
@@ -420,6 +454,12 @@ def _without_comments(words: list[str]) -> list[str]:
         if not comment:
             out.append(word)
     return out
+
+
+def _bare(words: list[str]) -> list[str]:
+    """`words` without the braces of a group (`{ pytest; true; }` is `pytest; true;`): a group
+    exits with the status of its last command."""
+    return [word for word in words if word not in ("{", "}")]
 
 
 def _status(word: str) -> int | None:
