@@ -4,6 +4,9 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
+from agent_cli.agent.judge.ran import no_test_passed
 from agent_cli.agent.judge.verifier import verify
 from agent_cli.core.models import Task
 from agent_cli.llm.openai.chat import OpenAIChat
@@ -97,3 +100,58 @@ def test_unittest_that_ran_no_test_does_not_pass_whatever_its_exit_code(tmp_path
     assert verify(one, [], runner(tmp_path), None, str, "goal").passed
     quoted = Task(goal="g", acceptance_cmd=f"{sys.executable} -c 'print(\"said: Ran 0 tests in\")'")
     assert verify(quoted, [], runner(tmp_path), None, str, "goal").passed  # not unittest's line
+
+
+SKIPPED_AND_XFAILED = (
+    "import pytest\n\n"
+    "@pytest.mark.skip\ndef test_skipped():\n    assert False\n\n"
+    "@pytest.mark.xfail\ndef test_expected_to_fail():\n    assert False\n"
+)
+
+
+@pytest.mark.slow
+def test_pytest_run_whose_every_test_was_skipped_or_xfailed_does_not_pass(tmp_path):
+    """pytest exits 0 when each test is skipped or expected to fail, as after a task marks the
+    failing test `skip`: the check proved nothing, with or without -q or colours."""
+    (tmp_path / "test_x.py").write_text(SKIPPED_AND_XFAILED)
+    for options in ("-q", "-rA", "--color=yes"):
+        task = Task(
+            goal="g", acceptance_cmd=f"{sys.executable} -m pytest -p no:cacheprovider {options}"
+        )
+        v = verify(task, [], runner(tmp_path), None, str, "goal")
+        assert not v.passed and v.exit_code == 0, (options, v.reason)
+        assert "pytest ran no test that passed" in v.reason
+    (tmp_path / "test_y.py").write_text("def test_ok():\n    pass\n")
+    both = Task(goal="g", acceptance_cmd=f"{sys.executable} -m pytest -q -p no:cacheprovider")
+    assert verify(both, [], runner(tmp_path), None, str, "goal").passed
+
+
+def test_unittest_run_whose_every_test_was_skipped_does_not_pass(tmp_path):
+    (tmp_path / "test_one.py").write_text(
+        "import unittest\n\nclass T(unittest.TestCase):\n"
+        "    @unittest.skip('later')\n    def test_a(self):\n        assert False\n\n"
+        "    @unittest.expectedFailure\n    def test_b(self):\n        assert False\n"
+    )
+    code = UNITTEST_MAIN.replace("*ARGS", "'discover', '-s', '.'")
+    task = Task(goal="g", acceptance_cmd=f"{sys.executable} -c {shlex.quote(code)}")
+    v = verify(task, [], runner(tmp_path), None, str, "goal")
+    assert not v.passed and "ran no test that passed" in v.reason, v.reason
+    (tmp_path / "test_two.py").write_text(
+        "import unittest\n\nclass U(unittest.TestCase):\n    def test_c(self):\n        pass\n"
+    )
+    assert verify(task, [], runner(tmp_path), None, str, "goal").passed
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "3 passed, 1 skipped in 0.10s",
+        "===== 1 xpassed, 2 xfailed in 0.1s =====",
+        "1 passed, 2 subtests passed, 1 skipped in 0.01s",
+        "said: 1 skipped in 0.01s",  # not pytest's line
+        "Ran 2 tests in 0.001s\n\nOK (skipped=1)",
+        "all good",
+    ],
+)
+def test_output_that_reports_a_pass_or_no_runner_passes(output):
+    assert no_test_passed(output) is None

@@ -11,6 +11,7 @@ SKIP_ALL = (
     "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n"
     "    for item in items:\n        item.add_marker(pytest.mark.skip)\n"
 )
+A_FIXTURE = "import pytest\n\n\n@pytest.fixture\ndef numbers():\n    return [3, 1, 2]\n"
 
 
 @pytest.mark.parametrize(
@@ -36,7 +37,7 @@ def test_a_task_that_changes_its_checks_files_is_named_in_the_log_and_report(
         [
             plan(task()),
             add_median(),
-            {"tool": "write_file", "args": {"path": "tests/conftest.py", "content": SKIP_ALL}},
+            {"tool": "write_file", "args": {"path": "tests/conftest.py", "content": A_FIXTURE}},
             finish(),
         ]
     )
@@ -48,6 +49,23 @@ def test_a_task_that_changes_its_checks_files_is_named_in_the_log_and_report(
     )
     (done,) = state_of(demo_repo)["agent_state"]["plan"]
     assert done["status"] == "verified" and done["check_changed"] == ["tests/conftest.py"]
+
+
+@pytest.mark.slow
+def test_a_conftest_that_skips_every_test_does_not_verify_the_task(
+    run_agent, fake_server, demo_repo
+):
+    """pytest exits 0 when every test is skipped; the check passed no test, so it proves
+    nothing: the task is rejected, and no commit takes the conftest."""
+    skip_all = {"tool": "write_file", "args": {"path": "tests/conftest.py", "content": SKIP_ALL}}
+    srv = fake_server([plan(task()), skip_all, finish(), finish()])
+    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    verdicts = [e for e in events_of(proc.stdout) if e["event"] == "verify"]
+    assert [v["passed"] for v in verdicts] == [False, False]
+    assert all("pytest ran no test that passed" in v["reason"] for v in verdicts)
+    (rejected,) = state_of(demo_repo)["agent_state"]["plan"]
+    assert rejected["status"] == "rejected" and rejected["commit"] is None
 
 
 @pytest.mark.slow

@@ -1,8 +1,9 @@
 """The harness's judgement of an attempt: the acceptance command's exit code, or a model verdict.
 
 With an acceptance command, it is split with `shlex` and run without a shell in the repo;
-the attempt passes if and only if it exits 0 (and, when its output is unittest's, that ran at
-least one test: before Python 3.12 `python -m unittest` exits 0 when it finds none). Without
+the attempt passes if and only if it exits 0 (and, when its output is unittest's or pytest's,
+a test passed: before Python 3.12 `python -m unittest` exits 0 when it finds none, and both
+exit 0 when every test was skipped or expected to fail; ran.py). Without
 one but with acceptance criteria, a model judges the diff through the forced tool
 `submit_verdict` (`core.models.ModelVerdict`), asked once more when its verdict is invalid; a
 second invalid verdict is a fail. With neither, the claim is not trusted: fail.
@@ -10,7 +11,6 @@ second invalid verdict is a fail. With neither, the claim is not trusted: fail.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable
 from typing import Literal
@@ -18,13 +18,12 @@ from typing import Literal
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.structured import Failure, Form, Log, ask
+from agent_cli.agent.judge.ran import no_test_passed
 from agent_cli.core import fences
 from agent_cli.core.models import ModelVerdict, Task, Verdict
 from agent_cli.core.protocols import ChatModel, CommandOutcome
 
 TAIL_CHARS = 2000
-# unittest's summary line; it prints one per run ("Ran 1 test in 0.001s")
-_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in ", re.MULTILINE)
 RunArgv = Callable[[list[str]], CommandOutcome]
 
 VERDICT = Form("submit_verdict", "Say whether the task is done.", ModelVerdict, "verdict")
@@ -58,22 +57,17 @@ def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
                 output_tail=tail,
                 reason=f"`{cmd}` exited {res.exit_code}\n{tail}",
             )
-        if _ran_no_test(res.output):
+        idle = no_test_passed(res.output)
+        if idle:
             return Verdict(
                 passed=False,
                 command=cmd,
                 exit_code=0,
                 output_tail=tail,
-                reason=f"`{cmd}` exited 0 but ran no test (unittest found none)\n{tail}",
+                reason=f"`{cmd}` exited 0 but {idle}\n{tail}",
             )
     last = cmds[-1]
     return Verdict(passed=True, command=last, exit_code=0, reason=f"`{last}` exited 0")
-
-
-def _ran_no_test(output: str) -> bool:
-    """Whether `output` is unittest's and every run it reports ran no test."""
-    counts = _UNITTEST_RAN.findall(output)
-    return bool(counts) and all(count == "0" for count in counts)
 
 
 def judge_with_model(
