@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from runkit import GOAL, add_median, events_of, finish, plan, state_of, task
 
@@ -27,6 +29,54 @@ A_FIXTURE = "import pytest\n\n\n@pytest.fixture\ndef numbers():\n    return [3, 
 )
 def test_the_files_of_a_check_are_those_it_names_and_pytests_settings(cmds, changed, named):
     assert len(check_files(cmds, changed)) == named
+
+
+@pytest.mark.parametrize(
+    "cmd, changed, named",
+    [
+        ("pytest -q tests", ["tests/test_stats.py", "calc/stats.py"], ["tests/test_stats.py"]),
+        ("sh -c 'pytest -q tests/test_stats.py'", ["tests/test_stats.py"], ["tests/test_stats.py"]),
+        ("python -m unittest tests.test_stats", ["tests/test_stats.py"], ["tests/test_stats.py"]),
+        ("python -m pytest -q", ["tests/test_stats.py", "calc/stats.py"], ["tests/test_stats.py"]),
+        ("py.test -q", ["test_top.py", "calc/stats.py"], ["test_top.py"]),
+        ("python -m unittest", ["tests/test_stats.py"], ["tests/test_stats.py"]),
+        ("make check", ["Makefile", "calc/stats.py"], ["Makefile"]),
+        ("pytest -q", ["pytest.toml", ".pytest.toml"], [".pytest.toml", "pytest.toml"]),
+        ("bash run_checks.sh", ["run_checks.sh", "calc/stats.py"], ["run_checks.sh"]),
+        # what the check does not read stays out
+        ("pytest -q tests/test_stats.py", ["tests/test_other.py"], []),
+        ("python -m pytest -q -k median", ["calc/stats.py", "docs/test.md"], []),
+        ("python run_checks.py", ["tests/test_stats.py"], []),
+    ],
+)
+def test_a_check_reads_the_folders_scripts_and_modules_it_names_and_what_it_finds(
+    cmd, changed, named, tmp_path
+):
+    for path in ("tests/test_stats.py", "calc/stats.py", "run_checks.sh", "Makefile"):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text("")
+    assert check_files([cmd], changed, tmp_path) == named
+
+
+EDIT_TEST = {
+    "tool": "edit_file",
+    "args": {
+        "path": "tests/test_stats.py",
+        "old": "import pytest\n",
+        "new": "import pytest  # ok\n",
+    },
+}
+
+
+@pytest.mark.slow
+def test_a_task_that_edits_the_tests_its_check_finds_is_named(run_agent, fake_server, demo_repo):
+    """`pytest -q tests` names a folder: a test file the task edits there is the check's."""
+    cmd = f"{sys.executable} -m pytest -q tests"
+    srv = fake_server([plan(task(cmd=cmd)), add_median(), EDIT_TEST, finish()])
+    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (done,) = [e for e in events_of(proc.stdout) if e["event"] == "task_done"]
+    assert done["check_changed"] == ["tests/test_stats.py"]
 
 
 @pytest.mark.slow

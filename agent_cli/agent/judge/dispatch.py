@@ -86,7 +86,7 @@ def _passed(
     held = held_files(rt.state.plan)
     files = [f for f in ws.changed_files() if f not in held]
     if verdict.judge == "command" and verdict.command:
-        task.check_changed = touched.check_files(list(cmds) or [verdict.command], files)
+        task.check_changed = touched.check_files(list(cmds) or [verdict.command], files, ws.root)
     rt.state.committing = index  # the commit that follows is the harness's (a resume's proof)
     rt.save()  # a full disk or read-only state stops the run here, before anything is committed
     try:

@@ -2,23 +2,35 @@
 
 A check proves the work only while the task leaves the check alone. A task that edits the
 test file its command names, or what decides how pytest runs at all (a `conftest.py`
-anywhere, `pytest.ini`, `tox.ini`, `setup.cfg`, `pyproject.toml`, a local `pytest.py`,
-`sitecustomize.py`, a `.pth` file), can pass its check without doing the work: skipping every
-test, collecting none, shadowing pytest. The harness cannot tell a fair test edit (a task
-that adds tests) from such a one, so it does not refuse: the verified task, its event and
-the report name the files, for the human's review.
+anywhere, `pytest.ini`, `pytest.toml`, `tox.ini`, `setup.cfg`, `pyproject.toml`, a local
+`pytest.py`, `sitecustomize.py`, a `.pth` file), can pass its check without doing the work:
+weakening the assertion, collecting nothing, shadowing pytest. The harness cannot tell a fair
+test edit (a task that adds tests) from such a one, so it does not refuse: the verified task,
+its event and the report name the files, for the human's review.
+
+What a command names: each word that is a path of the repository (`tests`, `check.sh`,
+`tests/test_stats.py::test_median` as its file), in a `sh -c` script too, and a module it
+runs by name (`python -m unittest tests.test_stats` reads `tests/test_stats.py`). A test
+runner that names no path (`pytest -q`, `python -m unittest`, `make test`, `tox`) reads every
+test file it finds (`test_*.py`, `*_test.py`), and make its makefile.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 from collections.abc import Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+
+from agent_cli.workspace.shell.cmdline import shell_words
 
 CONFIG = {
     "conftest.py",
     "pytest.ini",
     ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
     "tox.ini",
     "setup.cfg",
     "pyproject.toml",
@@ -27,33 +39,68 @@ CONFIG = {
     "usercustomize.py",
     "noxfile.py",
 }
+# programs (or `python -m` modules) that find the tests themselves when given no path
+_RUNNERS = {"pytest", "py.test", "unittest", "tox", "nox", "make", "gmake"}
+_MAKEFILES = {"Makefile", "makefile", "GNUmakefile"}
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
-def check_files(cmds: Sequence[str], changed: Sequence[str]) -> list[str]:
+def check_files(cmds: Sequence[str], changed: Sequence[str], root: Path | None = None) -> list[str]:
     """The `changed` paths that the commands name (a file, or a file under a folder they
-    name; a pytest node id counts as its file) or that configure how tests run."""
-    named = {_path(word) for cmd in cmds for word in _words(cmd) if _looks_like_path(word)}
-    named.discard("")
+    name; a pytest node id counts as its file), that a test runner naming no path finds, or
+    that configure how tests run. `root`: the repository, to tell a word that is a path."""
+    named: set[str] = set()
+    anywhere = makes = False
+    for cmd in cmds:
+        words = _words(cmd)
+        args = [word for word in words if os.path.basename(word) not in _RUNNERS]
+        paths = {p for word in args for p in _paths(word, root, changed)}
+        named |= paths
+        programs = {os.path.basename(word) for word in words}
+        makes = makes or bool(programs & {"make", "gmake"})
+        anywhere = anywhere or (bool(programs & _RUNNERS) and not paths)
     found = []
     for path in changed:
         name = PurePosixPath(path).name
         inside = any(path == n or path.startswith(n + "/") for n in named)
-        if inside or name in CONFIG or name.endswith(".pth"):
+        config = name in CONFIG or name.endswith(".pth") or (makes and name in _MAKEFILES)
+        if inside or config or (anywhere and _test_file(name)):
             found.append(path)
     return sorted(found)
 
 
 def _words(cmd: str) -> list[str]:
+    """The command's words, and those of a script it hands a shell (`sh -c '...'`)."""
     try:
-        return shlex.split(cmd)
+        words = shlex.split(cmd)
     except ValueError:
-        return cmd.split()
+        words = cmd.split()
+    scripts = [word for word in words if any(c.isspace() for c in word)]
+    for script in scripts:
+        try:
+            words += shell_words(script)
+        except ValueError:
+            words += script.split()
+    return words
 
 
-def _looks_like_path(word: str) -> bool:
-    return not word.startswith("-") and ("/" in word or word.endswith(".py"))
+def _paths(word: str, root: Path | None, changed: Sequence[str]) -> set[str]:
+    """What `word` names of the repository: a path (`tests/t.py::test_a` is its file), or the
+    files of a module named with dots; nothing for an option or a word that is neither."""
+    if word.startswith("-") or not word.strip() or any(c.isspace() for c in word):
+        return set()
+    path = word.split("::", 1)[0].removeprefix("./").rstrip("/")
+    if path in ("", ".") or os.path.isabs(path):
+        return set()
+    exists = root is not None and (root / path).exists()
+    if "/" in path or path.endswith(".py") or exists or path in changed:
+        return {path}
+    if _MODULE.fullmatch(path) and "." in path:  # `tests.test_stats`, `tests.test_stats.T`
+        parts = path.split(".")
+        return {"/".join(parts[:k]) + ".py" for k in range(2, len(parts) + 1)} | {"/".join(parts)}
+    return set()
 
 
-def _path(word: str) -> str:
-    """A command word as a path relative to the repository: `tests/t.py::test_a` is its file."""
-    return word.split("::", 1)[0].removeprefix("./").rstrip("/")
+def _test_file(name: str) -> bool:
+    """Whether a file is one pytest or unittest finds by default."""
+    return name.endswith(".py") and (name.startswith("test") or name.endswith("_test.py"))
