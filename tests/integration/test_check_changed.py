@@ -102,12 +102,19 @@ def test_a_task_that_changes_its_checks_files_is_named_in_the_log_and_report(
 
 
 @pytest.mark.slow
-def test_a_conftest_that_skips_every_test_does_not_verify_the_task(
-    run_agent, fake_server, demo_repo
+@pytest.mark.parametrize(
+    "path, content",
+    [
+        ("tests/conftest.py", SKIP_ALL),
+        ("pytest.ini", "[pytest]\naddopts = --collect-only\n"),
+    ],
+)
+def test_settings_that_skip_or_only_collect_every_test_do_not_verify_the_task(
+    path, content, run_agent, fake_server, demo_repo
 ):
-    """pytest exits 0 when every test is skipped; the check passed no test, so it proves
-    nothing: the task is rejected, and no commit takes the conftest."""
-    skip_all = {"tool": "write_file", "args": {"path": "tests/conftest.py", "content": SKIP_ALL}}
+    """pytest exits 0 when every test is skipped, or when its settings only collect them;
+    the check passed no test, so it proves nothing: the task is rejected, nothing committed."""
+    skip_all = {"tool": "write_file", "args": {"path": path, "content": content}}
     srv = fake_server([plan(task()), skip_all, finish(), finish()])
     proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 3, proc.stdout + proc.stderr

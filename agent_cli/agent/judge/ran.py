@@ -1,12 +1,15 @@
 """Whether a check that exited 0 ran a test that passed, by what its test runner printed.
 
 A test run can exit 0 without proving anything: unittest before Python 3.12 exits 0 when it
-finds no test (`Ran 0 tests`), and both pytest and unittest exit 0 when every test they ran
-was skipped or expected to fail (`3 skipped in 0.01s`, `OK (skipped=3)`), as a task that
-marks the failing test `skip` or `xfail` leaves it. Such a check does not pass. The runner's
-own summary lines are read (at the start of a line, colours aside); output with none is not
-judged here, and a command that runs the runner more than once proves nothing only when
-every run passed none.
+finds no test (`Ran 0 tests`), both pytest and unittest exit 0 when every test they ran was
+skipped or expected to fail (`3 skipped in 0.01s`, `OK (skipped=3)`), as a task that marks
+the failing test `skip` or `xfail` leaves it, and pytest exits 0 having run none when its
+settings only collect or list (`addopts = --collect-only` in a `pytest.ini` the task wrote:
+`3 tests collected in 0.01s`; `no tests ran in 0.01s`). Such a check does not pass. The
+runner's own summary lines are read (at the start of a line, colours aside; a pytest line
+counts only when every count in it is one pytest prints); output with none is not judged
+here, and a command that runs the runner more than once proves nothing only when every run
+passed none.
 """
 
 from __future__ import annotations
@@ -17,10 +20,27 @@ import re
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [^\n]*\n\s*(?:OK(?: \(([^)\n]*)\))?)?", re.M)
 # pytest's last line: "==== 1 skipped, 1 xfailed in 0.02s ====" ("1 skipped in 0.02s" with -q)
 _PYTEST_SUMMARY = re.compile(
-    r"^=*\s*((?:\d+ [a-z ]+, )*\d+ [a-z ]+) in \d+(?:\.\d+)?s\b[^\n]*$", re.M
+    r"^=*\s*((?:\d+ [a-z ]+, )*\d+ [a-z ]+|no tests ran) in \d+(?:\.\d+)?s\b[^\n]*$", re.M
 )
+# what pytest counts in that line (`subtests passed` and the like too)
+_PYTEST_KINDS = {
+    "passed",
+    "failed",
+    "skipped",
+    "xfailed",
+    "xpassed",
+    "error",
+    "errors",
+    "warning",
+    "warnings",
+    "deselected",
+    "rerun",
+    "test collected",
+    "tests collected",
+}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_NOT_A_PASS = ("skipped", "xfailed", "expected failures")  # a test that ran and proved nothing
+# unittest's counts of a test that ran and proved nothing
+_NOT_A_PASS = ("skipped", "expected failures")
 
 
 def no_test_passed(output: str) -> str | None:
@@ -31,7 +51,7 @@ def no_test_passed(output: str) -> str | None:
         return "unittest ran no test that passed (none found, or each skipped)"
     pytest = _pytest_runs(output)
     if pytest and not any(pytest):
-        return "pytest ran no test that passed (each skipped or expected to fail)"
+        return "pytest ran no test that passed (each skipped or expected to fail, or none run)"
     return None
 
 
@@ -45,12 +65,12 @@ def _unittest_runs(output: str) -> list[bool]:
 
 
 def _pytest_runs(output: str) -> list[bool]:
-    """For each pytest summary in `output` that reports a skipped or expected failure: whether
-    a test of that run passed (other summaries are left to the exit code)."""
+    """For each pytest summary in `output`: whether a test of that run passed."""
     runs = []
     for match in _PYTEST_SUMMARY.finditer(output):
         counts = _counts(match.group(1), " ")
-        if any(kind in counts for kind in _NOT_A_PASS):
+        kinds = {kind.removeprefix("subtests ") for kind in counts}
+        if kinds <= _PYTEST_KINDS:  # "no tests ran" counts nothing
             runs.append(any(kind.endswith("passed") for kind in counts))
     return runs
 
