@@ -4,6 +4,7 @@ the earlier checks run again, a task restores the one that fails, or the run esc
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,15 @@ def test_pending_rejected_and_skipped_restoring_tasks_are_not_run_again(
     ]
     assert recheck.regressions(plan, workspace, Proofs()) == []
     assert recheck.restored_before(plan, "exit-one") and not recheck.restored_before(plan, "f")
+
+
+def test_an_earlier_check_whose_code_exits_127_is_a_regression_even_with_accept(
+    workspace: RepoWorkspace, demo_repo: Path
+):
+    """Exit 127 leaves an earlier check to --accept only when its program is gone: a later
+    task whose code exits 127 when the check imports it broke that check."""
+    (demo_repo / "calc" / "stats.py").write_text("import os\n\nos._exit(127)\n")
+    check = f"{sys.executable} -c 'import calc.stats'"
+    plan = [_verified(check), _verified("no-such-program-xyz")]
+    (found,) = recheck.regressions(plan, workspace, Proofs(), ["true"])
+    assert found.command == check and found.verdict.exit_code == 127

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -368,3 +369,19 @@ def test_the_reaper_kills_a_daemon_that_left_the_process_group(tmp_path):
     assert pid_gone(daemon)  # killed by the time the command returns, not merely signalled
     assert reaper.descendants(os.getpid()) - before == set()
     assert not marker.exists()
+
+
+def test_a_check_whose_code_exits_127_itself_fails_and_is_not_handed_to_accept(tmp_path):
+    """Exit 127 hands a task to --accept only when its program really is missing: code under
+    test that calls os._exit(127) must not pass its check off to a weaker --accept."""
+
+    def run_argv(argv):
+        return run_command(argv, cwd=tmp_path, timeout_s=10)
+
+    (tmp_path / "calc.py").write_text("import os\n\nos._exit(127)\n")
+    task = Task(goal="g", acceptance_cmd=f"{sys.executable} -c 'import calc'")
+    v = verify(task, ["true"], run_argv, None, str, "g", root=tmp_path)
+    assert not v.passed and v.exit_code == 127 and "your --accept" not in v.reason, v.reason
+    gone = Task(goal="g", acceptance_cmd="no-such-program-xyz")
+    v = verify(gone, ["true"], run_argv, None, str, "g", root=tmp_path)
+    assert v.passed and "your --accept did" in v.reason

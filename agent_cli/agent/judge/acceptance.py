@@ -122,6 +122,17 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
     return None
 
 
+def missing(cmd: str, root: Path) -> bool:
+    """Whether a program `cmd` runs (its first word, or the one a wrapper such as `env` runs)
+    is on neither PATH nor in the repository: what its exit 127 means then. A program that
+    exists and exits 127 itself (code under test calling `os._exit(127)`) failed its check."""
+    try:
+        argv = shlex.split(cmd)
+    except ValueError:
+        return False
+    return any(not _exists(program, root) for program in {*argv[:1], *unwrap(argv)[:1]})
+
+
 def _operators(cmd: str) -> list[str]:
     """The unquoted shell operators in `cmd`, written apart or not (`pytest -q; true`,
     `python - <<< 'pass'`); `';'`, quoted, is an argument."""

@@ -61,6 +61,7 @@ def _judge(
         refusal=ws.refusal,
         criteria=rt.state.success_criteria,
         log=rt.log,
+        root=ws.root,
     )
 
 

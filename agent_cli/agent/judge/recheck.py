@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agent_cli.agent.judge.acceptance import missing
 from agent_cli.agent.judge.verifier import Proofs, run_acceptance
 from agent_cli.core.models import Task, Verdict
 from agent_cli.core.protocols import Workspace
@@ -39,8 +40,9 @@ def regressions(
     plan: list[Task], ws: Workspace, proofs: Proofs, accept_cmds: Sequence[str] = ()
 ) -> list[Regression]:
     """Each distinct command that verified a task and fails now, in plan order. A command
-    that is not there any more (exit 127) is judged by the user's `--accept` commands when
-    there are some, as at the task itself: the final gate runs them next."""
+    that is not there any more (exit 127, its program on neither PATH nor in the
+    repository) is judged by the user's `--accept` commands when there are some, as at the
+    task itself: the final gate runs them next."""
     tree = ws.tree()
     skipped = {t.acceptance_cmd for t in plan if t.restores is not None and t.status == "skipped"}
     found: list[Regression] = []
@@ -54,7 +56,8 @@ def regressions(
             continue
         verdict = run_acceptance([cmd], ws.run_argv)
         proofs.remember([cmd], tree, verdict.passed)
-        if not verdict.passed and not (verdict.exit_code == 127 and accept_cmds):
+        vanished = verdict.exit_code == 127 and missing(cmd, ws.root)
+        if not verdict.passed and not (vanished and accept_cmds):
             since = tuple(i for i, t in enumerate(plan) if i > index and t.commit)
             found.append(Regression(index, cmd, verdict, since))
     return found

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.structured import Failure, Form, Log, ask
+from agent_cli.agent.judge.acceptance import missing
 from agent_cli.agent.judge.ran import no_test_passed
 from agent_cli.core import fences
 from agent_cli.core.models import ModelVerdict, Task, Verdict
@@ -108,12 +110,15 @@ def verify(
     refusal: Callable[[str], str | None] | None = None,
     criteria: str = "",
     log: Log | None = None,
+    root: Path | None = None,
 ) -> Verdict:
     """Judge one attempt at `task`.
 
     The task's own command is checked against the command policy again before it runs; a
-    refused one, or one whose program does not exist (exit 127), hands the judgement to the
-    user's --accept commands when there are any.
+    refused one, or one whose program does not exist (exit 127, and the program is on neither
+    PATH nor in the repository `root`), hands the judgement to the user's --accept commands
+    when there are any. A program that exists and exits 127 failed: code under test can exit
+    127 to pass its check off to a weaker --accept.
     """
     cmd = task.acceptance_cmd
     if cmd:
@@ -123,7 +128,8 @@ def verify(
             if reason
             else run_acceptance([cmd], run_argv)
         )
-        if accept_cmds and (reason or verdict.exit_code == 127):
+        vanished = verdict.exit_code == 127 and (root is None or missing(cmd, root))
+        if accept_cmds and (reason or vanished):
             user = run_acceptance(accept_cmds, run_argv)
             why = reason or "its program does not exist (exit 127)"
             user.reason = (
