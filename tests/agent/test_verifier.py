@@ -155,3 +155,23 @@ def test_unittest_run_whose_every_test_was_skipped_does_not_pass(tmp_path):
 )
 def test_output_that_reports_a_pass_or_no_runner_passes(output):
     assert no_test_passed(output) is None
+
+
+@pytest.mark.slow
+def test_pytest_run_that_code_under_test_ends_early_with_exit_0_does_not_pass(tmp_path):
+    """Code the tests import that calls os._exit(0) ends pytest before it reports anything:
+    exit 0, no summary line. Told to print no summary (-qq), the run is judged by its code."""
+    (tmp_path / "calc.py").write_text("import os\n\nos._exit(0)\n")
+    (tmp_path / "test_calc.py").write_text("import calc\n\n\ndef test_it():\n    assert False\n")
+    pytest_cmd = f"{sys.executable} -m pytest -p no:cacheprovider"
+    for options in ("-q", "", "-v -q", f"--rootdir={tmp_path}"):
+        task = Task(goal="g", acceptance_cmd=f"{pytest_cmd} {options}")
+        v = verify(task, [], runner(tmp_path), None, str, "goal")
+        assert not v.passed and v.exit_code == 0, (options, v.reason)
+        assert "pytest printed no summary line" in v.reason
+    quiet = Task(goal="g", acceptance_cmd=f"{pytest_cmd} -qq")
+    assert verify(quiet, [], runner(tmp_path), None, str, "goal").passed
+    (tmp_path / "calc.py").write_text("")
+    (tmp_path / "test_calc.py").write_text("def test_it():\n    pass\n")
+    fine = Task(goal="g", acceptance_cmd=f"{pytest_cmd} -q")
+    assert verify(fine, [], runner(tmp_path), None, str, "goal").passed

@@ -248,15 +248,27 @@ def _runs_no_test(argv: list[str]) -> str | None:
                 if letter in "CfIjloW":
                     break
         return "make only prints the commands" if dry else None
-    if is_python(program):  # `python -I -m pytest`, `python -mpytest`: past its options
+    args = pytest_args(argv)
+    return "pytest only collects or lists them" if args and lists_only(args) else None
+
+
+def pytest_args(argv: list[str]) -> list[str] | None:
+    """pytest's arguments when `argv` (wrappers aside) runs pytest itself: `pytest ARGS`,
+    `python -m pytest ARGS` (`python -I -m pytest`, `python -mpytest`); None otherwise."""
+    argv = unwrap(argv)
+    program = os.path.basename(argv[0]) if argv else ""
+    if program in ("pytest", "py.test"):
+        return argv[1:]
+    if is_python(program):
         kind, rest = _python_run(argv[1:])
-        if kind != "m" or rest[:1] != ["pytest"]:
-            return None
-        argv = rest
-    elif program not in ("pytest", "py.test"):
-        return None
-    listing = any(arg.split("=", 1)[0] in _NO_TESTS or arg in ("-h", "--help") for arg in argv[1:])
-    return "pytest only collects or lists them" if listing else None
+        if kind == "m" and rest[:1] == ["pytest"]:
+            return rest[1:]
+    return None
+
+
+def lists_only(args: list[str]) -> bool:
+    """Whether pytest given `args` runs no test: it only collects, lists or reports."""
+    return any(arg.split("=", 1)[0] in _NO_TESTS or arg in ("-h", "--help") for arg in args)
 
 
 def _script_runs_no_test(argv: list[str]) -> str | None:

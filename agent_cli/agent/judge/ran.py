@@ -10,11 +10,22 @@ runner's own summary lines are read (at the start of a line, colours aside; a py
 counts only when every count in it is one pytest prints); output with none is not judged
 here, and a command that runs the runner more than once proves nothing only when every run
 passed none.
+
+A command that runs pytest itself (`pytest -q`, `python -m pytest`) and exits 0 must have
+printed pytest's summary line: pytest prints one at the end of every run unless it is told
+to be quieter than `-q` (`-qq`, `--verbosity=-2`, `-p no:terminal` in the command or in
+`PYTEST_ADDOPTS`). Without it the run ended before pytest did, as when code it imports calls
+`os._exit(0)`: the check does not pass. (A `-qq` in a settings file is not read: a check
+under it gets this verdict too, and `-qq` in the command keeps it apart.)
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+
+from agent_cli.agent.judge.acceptance import lists_only, pytest_args
 
 # unittest's summary: "Ran 3 tests in 0.001s", a blank line, then "OK (skipped=3)" when it passed
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [^\n]*\n\s*(?:OK(?: \(([^)\n]*)\))?)?", re.M)
@@ -38,6 +49,10 @@ _PYTEST_KINDS = {
     "test collected",
     "tests collected",
 }
+# pytest-sugar's summary, which takes the place of pytest's own
+_SUGAR_SUMMARY = re.compile(r"^Results \(\d", re.M)
+# pytest's short options that take a value: letters after one in a cluster are that value
+_PYTEST_VALUED = set("kmpcoWnr")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # unittest's counts of a test that ran and proved nothing
 _NOT_A_PASS = ("skipped", "expected failures")
@@ -87,3 +102,50 @@ def _counts(text: str, separator: str) -> dict[str, int]:
     if separator == "=":
         return {kind: n for kind, n in found.items() if kind in _NOT_A_PASS}
     return found
+
+
+def cut_short(argv: list[str], output: str) -> str | None:
+    """Why a pytest run that exited 0 with `output` ended before pytest finished, or None
+    (not pytest run directly, told to print no summary, or a summary printed)."""
+    args = pytest_args(argv)
+    if args is None or lists_only(args):
+        return None
+    addopts = [os.environ.get("PYTEST_ADDOPTS", "")]
+    addopts += [w.split("=", 1)[1] for w in argv if w.startswith("PYTEST_ADDOPTS=")]
+    try:
+        args = [arg for opts in addopts for arg in shlex.split(opts)] + args
+    except ValueError:
+        return None
+    if _verbosity(args) < -1 or _no_terminal(args):
+        return None
+    output = _ANSI.sub("", output)
+    if _PYTEST_SUMMARY.search(output) or _SUGAR_SUMMARY.search(output):
+        return None
+    return (
+        "pytest printed no summary line (such as `3 passed in 0.05s`): the run ended before "
+        "pytest finished, as when code it imports exits the process"
+    )
+
+
+def _verbosity(args: list[str]) -> int:
+    """pytest's verbosity from its arguments: `-v` adds one, `-q` takes one away."""
+    level = 0
+    for arg in args:
+        if arg.startswith("--verbosity="):
+            value = arg.split("=", 1)[1]
+            level = int(value) if value.lstrip("-").isdigit() else level
+        elif arg in ("--verbose", "--quiet"):
+            level += 1 if arg == "--verbose" else -1
+        elif arg[:1] == "-" and arg[1:2] not in ("-", ""):
+            for letter in arg[1:]:
+                if letter in _PYTEST_VALUED:
+                    break
+                level += {"v": 1, "q": -1}.get(letter, 0)
+    return level
+
+
+def _no_terminal(args: list[str]) -> bool:
+    """Whether pytest's terminal reporter is turned off (`-p no:terminal`)."""
+    plugins = [b for a, b in zip(args, args[1:], strict=False) if a == "-p"]
+    plugins += [arg[2:] for arg in args if arg.startswith("-p") and len(arg) > 2]
+    return "no:terminal" in plugins

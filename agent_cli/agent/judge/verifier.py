@@ -20,7 +20,7 @@ from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.structured import Failure, Form, Log, ask
 from agent_cli.agent.judge.acceptance import missing
-from agent_cli.agent.judge.ran import no_test_passed
+from agent_cli.agent.judge.ran import cut_short, no_test_passed
 from agent_cli.core import fences
 from agent_cli.core.models import ModelVerdict, Task, Verdict
 from agent_cli.core.protocols import ChatModel, CommandOutcome
@@ -59,7 +59,7 @@ def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
                 output_tail=tail,
                 reason=f"`{cmd}` exited {res.exit_code}\n{tail}",
             )
-        idle = no_test_passed(res.output)
+        idle = no_test_passed(res.output) or cut_short(argv, res.output)
         if idle:
             return Verdict(
                 passed=False,
