@@ -175,3 +175,23 @@ def test_pytest_run_that_code_under_test_ends_early_with_exit_0_does_not_pass(tm
     (tmp_path / "test_calc.py").write_text("def test_it():\n    pass\n")
     fine = Task(goal="g", acceptance_cmd=f"{pytest_cmd} -q")
     assert verify(fine, [], runner(tmp_path), None, str, "goal").passed
+
+
+@pytest.mark.slow
+def test_unittest_run_that_code_under_test_ends_early_with_exit_0_does_not_pass(tmp_path):
+    (tmp_path / "calc.py").write_text("import os\n\nos._exit(0)\n")
+    (tmp_path / "test_calc.py").write_text(
+        "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_it(self):\n        self.fail()\n"
+    )
+    for options in ("", "-q", "discover -s ."):
+        task = Task(goal="g", acceptance_cmd=f"{sys.executable} -m unittest {options}")
+        v = verify(task, [], runner(tmp_path), None, str, "goal")
+        assert not v.passed and v.exit_code == 0, (options, v.reason)
+        assert "unittest printed no `Ran N tests` line" in v.reason
+    (tmp_path / "calc.py").write_text("")
+    (tmp_path / "test_calc.py").write_text(
+        "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_it(self):\n        pass\n"
+    )
+    fine = Task(goal="g", acceptance_cmd=f"{sys.executable} -m unittest -q")
+    assert verify(fine, [], runner(tmp_path), None, str, "goal").passed

@@ -178,7 +178,7 @@ def cannot_fail(argv: list[str], stdin_empty: bool = True) -> bool:
         args = argv[1:]
         return args[:1] in (["status"], ["diff"]) and not _GIT_STATUS_OPTIONS & set(args)
     if is_python(program):
-        kind, rest = _python_run(args)
+        kind, rest = python_run(args)
         if kind == "info":
             return True  # `python --version`: the interpreter reports itself
         if kind == "stdin":
@@ -196,7 +196,7 @@ def cannot_fail(argv: list[str], stdin_empty: bool = True) -> bool:
     return False
 
 
-def _python_run(args: list[str]) -> tuple[str, list[str]]:
+def python_run(args: list[str]) -> tuple[str, list[str]]:
     """What the interpreter runs, past its own options (`-W ignore`, `-I`, a cluster such as
     `-Sc`): ("c", [code, args...]), ("m", [module, args...]), ("script", [file, args...]),
     ("stdin", args) for `-` or no script at all, ("info", []) for `--version` or `--help`,
@@ -260,7 +260,7 @@ def pytest_args(argv: list[str]) -> list[str] | None:
     if program in ("pytest", "py.test"):
         return argv[1:]
     if is_python(program):
-        kind, rest = _python_run(argv[1:])
+        kind, rest = python_run(argv[1:])
         if kind == "m" and rest[:1] == ["pytest"]:
             return rest[1:]
     return None

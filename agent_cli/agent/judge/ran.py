@@ -16,7 +16,8 @@ printed pytest's summary line: pytest prints one at the end of every run unless 
 to be quieter than `-q` (`-qq`, `--verbosity=-2`, `-p no:terminal` in the command or in
 `PYTEST_ADDOPTS`). Without it the run ended before pytest did, as when code it imports calls
 `os._exit(0)`: the check does not pass. (A `-qq` in a settings file is not read: a check
-under it gets this verdict too, and `-qq` in the command keeps it apart.)
+under it gets this verdict too, and `-qq` in the command keeps it apart.) Likewise `python -m
+unittest` must have printed its `Ran N tests` line, which it prints whatever its options.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import os
 import re
 import shlex
 
-from agent_cli.agent.judge.acceptance import lists_only, pytest_args
+from agent_cli.agent.judge.acceptance import lists_only, pytest_args, python_run
+from agent_cli.workspace.shell.cmdline import is_python, unwrap
 
 # unittest's summary: "Ran 3 tests in 0.001s", a blank line, then "OK (skipped=3)" when it passed
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [^\n]*\n\s*(?:OK(?: \(([^)\n]*)\))?)?", re.M)
@@ -105,8 +107,13 @@ def _counts(text: str, separator: str) -> dict[str, int]:
 
 
 def cut_short(argv: list[str], output: str) -> str | None:
-    """Why a pytest run that exited 0 with `output` ended before pytest finished, or None
-    (not pytest run directly, told to print no summary, or a summary printed)."""
+    """Why a pytest or unittest run that exited 0 with `output` ended before the runner
+    finished, or None (neither run directly, told to print no summary, or one printed)."""
+    if _runs_unittest(argv) and not _UNITTEST_RAN.search(_ANSI.sub("", output)):
+        return (
+            "unittest printed no `Ran N tests` line: the run ended before unittest finished, "
+            "as when code it imports exits the process"
+        )
     args = pytest_args(argv)
     if args is None or lists_only(args):
         return None
@@ -125,6 +132,15 @@ def cut_short(argv: list[str], output: str) -> str | None:
         "pytest printed no summary line (such as `3 passed in 0.05s`): the run ended before "
         "pytest finished, as when code it imports exits the process"
     )
+
+
+def _runs_unittest(argv: list[str]) -> bool:
+    """Whether `argv` (wrappers aside) is `python -m unittest ...`."""
+    argv = unwrap(argv)
+    if not argv or not is_python(os.path.basename(argv[0])):
+        return False
+    kind, rest = python_run(argv[1:])
+    return kind == "m" and rest[:1] == ["unittest"]
 
 
 def _verbosity(args: list[str]) -> int:
