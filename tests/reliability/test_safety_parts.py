@@ -224,6 +224,8 @@ def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
         "python -m pytest -k V",
         "sh -c 'pytest -q && pytest --co -q'",
         "sh -c '{ pytest -q; }'",
+        "sh -c '{'",
+        "sh -c 'true; }'",
     ],
 )
 def test_acceptance_commands_that_can_fail_pass(cmd, tmp_path):

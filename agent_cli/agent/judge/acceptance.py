@@ -481,7 +481,10 @@ def _without_comments(words: list[str]) -> list[str]:
 
 def _bare(words: list[str]) -> list[str]:
     """`words` without the braces of a group (`{ pytest; true; }` is `pytest; true;`): a group
-    exits with the status of its last command."""
+    exits with the status of its last command. Braces that do not pair (`{` alone, a syntax
+    error) are left."""
+    if words.count("{") != words.count("}"):
+        return words
     return [word for word in words if word not in ("{", "}")]
 
 
