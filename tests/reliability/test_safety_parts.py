@@ -117,6 +117,11 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("sh -c 'pytest --co -q'", "runs no test"),
         ("bash -c 'pytest -q; python -m pytest --co > log'", "runs no test"),
         ("sh -c 'make -n test'", "runs no test"),
+        # the tests pytest's cache names, which the task can write
+        ("pytest -q --lf", "runs only the tests pytest's cache names (--lf)"),
+        ("python -m pytest --last-failed tests", "pytest's cache"),
+        ("pytest --sw", "pytest's cache"),
+        ("env PYTEST_X=1 pytest --stepwise-skip", "pytest's cache"),
         # a group `{ ...; }` exits with its last command's status
         ("sh -c '{ pytest -q; true; }'", "always succeeds"),
         ("sh -c 'pytest -q || { true; }'", "always succeeds"),
@@ -225,6 +230,8 @@ def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
         "sh -c 'pytest -q && pytest --co -q'",
         "sh -c '{ pytest -q; }'",
         "sh -c '{'",
+        "pytest -q --ff",
+        "python -m pytest --nf -q",
         "sh -c 'true; }'",
     ],
 )

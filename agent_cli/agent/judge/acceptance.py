@@ -5,8 +5,9 @@ is checked when the plan arrives: its program exists (on PATH or in the reposito
 command policy does not refuse it, it holds no shell operator (which, without a shell, would
 reach the program as an argument), it runs tests when it is pytest (`--collect-only`,
 `--collectonly`, `-V`, `--cache-show` run none, whatever options the interpreter is given
-first, and so does a `sh -c` script whose status is such a command's), and it can fail at
-all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c pass` (code of nothing but
+first, and so does a `sh -c` script whose status is such a command's), every test rather
+than those pytest's cache names (`--lf`, `--sw`: a task can write `.pytest_cache`), and it
+can fail at all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c pass` (code of nothing but
 constants, `pass` and `print`), and shell scripts whose status is one of those whatever comes
 before: `... || true`, `...; exit 0` (or 256), `...; true; exit`, `true && true`, `... &`, a
 group `{ ...; true; }`, and a pipeline into a filter (`pytest | tail -3`: the status is
@@ -61,6 +62,9 @@ _NO_TESTS = {
     "--version",
     "-V",
 }
+# pytest options that run only the tests its cache (.pytest_cache) names: the last failures,
+# or those from the last failing one on
+_FROM_CACHE = {"--lf", "--last-failed", "--sw", "--stepwise", "--sw-skip", "--stepwise-skip"}
 # make's long options that print the commands instead of running them
 _MAKE_DRY = {"--dry-run", "--just-print", "--recon"}
 # what any program answers with a report of itself, exiting 0
@@ -108,6 +112,12 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
     idle = _runs_no_test(unwrap(argv)) or _script_runs_no_test(argv)
     if idle:
         return f"`{cmd}` runs no test ({idle}); drop the option so that the tests run"
+    picked = _from_cache(pytest_args(argv) or [])
+    if picked:
+        return (
+            f"`{cmd}` runs only the tests pytest's cache names ({picked}), and .pytest_cache "
+            "is the work tree's to write; drop the option so that every test runs"
+        )
     if cannot_fail(argv):
         return (
             f"`{cmd}` always succeeds, so it proves nothing; use a command that fails when "
@@ -264,6 +274,11 @@ def pytest_args(argv: list[str]) -> list[str] | None:
         if kind == "m" and rest[:1] == ["pytest"]:
             return rest[1:]
     return None
+
+
+def _from_cache(args: list[str]) -> str | None:
+    """The option with which pytest picks its tests from its cache, or None."""
+    return next((arg for arg in args if arg.split("=", 1)[0] in _FROM_CACHE), None)
 
 
 def lists_only(args: list[str]) -> bool:
