@@ -157,6 +157,14 @@ def test_output_that_reports_a_pass_or_no_runner_passes(output):
     assert no_test_passed(output) is None
 
 
+@pytest.mark.parametrize(
+    "output",
+    ["1 skipped in 0.02s", "==== 2 skipped in 0.02 seconds ====", "3 tests collected in 1.20s"],
+)
+def test_a_pytest_summary_without_a_pass_is_read_in_each_form(output):
+    assert "pytest ran no test that passed" in (no_test_passed(output) or "")
+
+
 @pytest.mark.slow
 def test_pytest_run_that_code_under_test_ends_early_with_exit_0_does_not_pass(tmp_path):
     """Code the tests import that calls os._exit(0) ends pytest before it reports anything:

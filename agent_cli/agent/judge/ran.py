@@ -31,9 +31,12 @@ from agent_cli.workspace.shell.cmdline import is_python, unwrap
 
 # unittest's summary: "Ran 3 tests in 0.001s", a blank line, then "OK (skipped=3)" when it passed
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [^\n]*\n\s*(?:OK(?: \(([^)\n]*)\))?)?", re.M)
-# pytest's last line: "==== 1 skipped, 1 xfailed in 0.02s ====" ("1 skipped in 0.02s" with -q)
+# pytest's last line: "==== 1 skipped, 1 xfailed in 0.02s ====" ("1 skipped in 0.02s" with -q;
+# "in 0.02 seconds" before pytest 5)
 _PYTEST_SUMMARY = re.compile(
-    r"^=*\s*((?:\d+ [a-z ]+, )*\d+ [a-z ]+|no tests ran) in \d+(?:\.\d+)?s\b[^\n]*$", re.M
+    r"^=*\s*((?:\d+ [a-z ]+, )*\d+ [a-z ]+|no tests ran) in \d+(?:\.\d+)? ?s(?:econds)?\b"
+    r"[^\n]*$",
+    re.M,
 )
 # what pytest counts in that line (`subtests passed` and the like too)
 _PYTEST_KINDS = {
