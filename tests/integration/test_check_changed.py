@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -131,3 +132,18 @@ def test_the_task_done_event_carries_the_checks_files(run_agent, fake_server, de
     proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
     (done,) = [e for e in events_of(proc.stdout) if e["event"] == "task_done"]
     assert done["check_changed"] == [] and done["proof"] == "red-green"
+
+
+def test_a_program_path_finds_in_the_repository_is_the_checks_file(tmp_path, monkeypatch):
+    """With the repository's `bin` on PATH (relative, or absolute), a `bin/pytest` the task
+    wrote is what the check runs."""
+    shim = tmp_path / "bin" / "pytest"
+    shim.parent.mkdir()
+    shim.write_text("#!/bin/sh\nexit 0\n")
+    shim.chmod(0o755)
+    changed, path = ["bin/pytest", "calc/stats.py"], os.environ["PATH"]
+    for entry in ("bin", str(tmp_path / "bin")):
+        monkeypatch.setenv("PATH", os.pathsep.join([entry, path]))
+        assert check_files(["pytest -q tests/test_stats.py"], changed, tmp_path) == ["bin/pytest"]
+    monkeypatch.setenv("PATH", path)
+    assert check_files(["pytest -q tests/test_stats.py"], changed, tmp_path) == []

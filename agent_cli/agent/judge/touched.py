@@ -12,7 +12,9 @@ What a command names: each word that is a path of the repository (`tests`, `chec
 `tests/test_stats.py::test_median` as its file), in a `sh -c` script too, and a module it
 runs by name (`python -m unittest tests.test_stats` reads `tests/test_stats.py`). A test
 runner that names no path (`pytest -q`, `python -m unittest`, `make test`, `tox`) reads every
-test file it finds (`test_*.py`, `*_test.py`), and make its makefile.
+test file it finds (`test_*.py`, `*_test.py`), and make its makefile. A program that PATH
+finds in the repository (a `bin/` on PATH) is the check's file too: a `bin/pytest` the task
+wrote is the check.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def check_files(cmds: Sequence[str], changed: Sequence[str], root: Path | None =
         words = _words(cmd)
         args = [word for word in words if os.path.basename(word) not in _RUNNERS]
         paths = {p for word in args for p in _paths(word, root, changed)}
-        named |= paths
+        named |= paths | {path for word in words[:1] for path in _on_path(word, root)}
         programs = {os.path.basename(word) for word in words}
         makes = makes or bool(programs & {"make", "gmake"})
         anywhere = anywhere or (bool(programs & _RUNNERS) and not paths)
@@ -98,6 +100,20 @@ def _paths(word: str, root: Path | None, changed: Sequence[str]) -> set[str]:
     if _MODULE.fullmatch(path) and "." in path:  # `tests.test_stats`, `tests.test_stats.T`
         parts = path.split(".")
         return {"/".join(parts[:k]) + ".py" for k in range(2, len(parts) + 1)} | {"/".join(parts)}
+    return set()
+
+
+def _on_path(program: str, root: Path | None) -> set[str]:
+    """The repository file that PATH finds for `program` (a `bin/` or `.` on PATH makes a
+    `bin/pytest` the task wrote the check's pytest), as a path relative to `root`."""
+    if root is None or not program or "/" in program:
+        return set()
+    top = root.resolve()
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        found = (Path(entry) if os.path.isabs(entry) else top / entry) / program
+        if found.is_file() and os.access(found, os.X_OK):
+            where = Path(os.path.realpath(found.parent)) / found.name  # a link is the file
+            return {where.relative_to(top).as_posix()} if where.is_relative_to(top) else set()
     return set()
 
 
