@@ -122,6 +122,12 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("python -m pytest --last-failed tests", "pytest's cache"),
         ("pytest --sw", "pytest's cache"),
         ("env PYTEST_X=1 pytest --stepwise-skip", "pytest's cache"),
+        # Python under -O drops the asserts a check is made of
+        ("python -O check.py", "drops every assert statement"),
+        ("python3 -OO -c 'import calc; assert calc.median([1]) == 1'", "drops every assert"),
+        ("python -IOc 'import calc; assert calc.ok'", "drops every assert"),
+        ("env PYTHONOPTIMIZE=1 python -m unittest", "drops every assert"),
+        ("sh -c 'PYTHONOPTIMIZE=2 python check.py'", "drops every assert"),
         # a group `{ ...; }` exits with its last command's status
         ("sh -c '{ pytest -q; true; }'", "always succeeds"),
         ("sh -c 'pytest -q || { true; }'", "always succeeds"),
@@ -231,6 +237,10 @@ def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
         "sh -c '{ pytest -q; }'",
         "sh -c '{'",
         "pytest -q --ff",
+        "python -O -m pytest -q",
+        "env PYTHONOPTIMIZE=0 python check.py",
+        "python -W ignore::DeprecationWarning check.py",
+        "python -X importtime check.py",
         "python -m pytest --nf -q",
         "sh -c 'true; }'",
     ],

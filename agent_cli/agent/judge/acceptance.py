@@ -6,8 +6,9 @@ command policy does not refuse it, it holds no shell operator (which, without a 
 reach the program as an argument), it runs tests when it is pytest (`--collect-only`,
 `--collectonly`, `-V`, `--cache-show` run none, whatever options the interpreter is given
 first, and so does a `sh -c` script whose status is such a command's), every test rather
-than those pytest's cache names (`--lf`, `--sw`: a task can write `.pytest_cache`), and it
-can fail at all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c pass` (code of nothing but
+than those pytest's cache names (`--lf`, `--sw`: a task can write `.pytest_cache`), its
+asserts when it is Python's own code (`python -O check.py` drops them), and it can fail at
+all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c pass` (code of nothing but
 constants, `pass` and `print`), and shell scripts whose status is one of those whatever comes
 before: `... || true`, `...; exit 0` (or 256), `...; true; exit`, `true && true`, `... &`, a
 group `{ ...; true; }`, and a pipeline into a filter (`pytest | tail -3`: the status is
@@ -109,7 +110,7 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
             f"without a shell, so the program would get it as an argument; wrap the command "
             f"in sh -c '...' if it needs a shell"
         )
-    idle = _runs_no_test(unwrap(argv)) or _script_runs_no_test(argv)
+    idle = _runs_no_test(argv) or _script_runs_no_test(argv)
     if idle:
         return f"`{cmd}` runs no test ({idle}); drop the option so that the tests run"
     picked = _from_cache(pytest_args(argv) or [])
@@ -242,9 +243,13 @@ def python_run(args: list[str]) -> tuple[str, list[str]]:
 
 def _runs_no_test(argv: list[str]) -> str | None:
     """Why `argv` runs no test: pytest (or `python -m pytest`) with an option that only
-    collects or lists, or make with one that only prints the commands; None otherwise."""
+    collects or lists, make with one that only prints the commands, Python under -O running
+    code of its own (its asserts dropped); None otherwise."""
+    before, argv = argv, unwrap(argv)
     if not argv:
         return None
+    if _optimized(before[: len(before) - len(argv)], argv):
+        return "Python under -O drops every assert statement, so a check of asserts cannot fail"
     program = os.path.basename(argv[0])
     if program in ("make", "gmake"):
         short = [arg[1:] for arg in argv[1:] if arg[:1] == "-" and arg[1:2] not in ("-", "")]
@@ -260,6 +265,29 @@ def _runs_no_test(argv: list[str]) -> str | None:
         return "make only prints the commands" if dry else None
     args = pytest_args(argv)
     return "pytest only collects or lists them" if args and lists_only(args) else None
+
+
+def _optimized(prefix: list[str], argv: list[str]) -> bool:
+    """Whether Python `argv` runs code with its asserts dropped: `-O` (or `-OO`, in a cluster)
+    among the interpreter's options or `PYTHONOPTIMIZE` set before it (`env PYTHONOPTIMIZE=1`),
+    and the code is not pytest's, whose asserts pytest rewrites into ones -O keeps."""
+    if not is_python(os.path.basename(argv[0])):
+        return False
+    kind, rest = python_run(argv[1:])
+    if kind not in ("c", "m", "script") or (kind == "m" and rest[:1] == ["pytest"]):
+        return False
+    env = [w.split("=", 1)[1] for w in prefix if w.startswith("PYTHONOPTIMIZE=")]
+    if any(value not in ("", "0") for value in env):
+        return True
+    for arg in argv[1:]:
+        if not arg.startswith("-") or arg.startswith("--") or arg == "-":
+            return False
+        for letter in arg[1:]:
+            if letter == "O":
+                return True
+            if letter in "cmWX":
+                break
+    return False
 
 
 def pytest_args(argv: list[str]) -> list[str] | None:
@@ -306,7 +334,7 @@ def _last_runs_no_test(words: list[str]) -> str | None:
     while words and words[-1] in (";", "\n"):
         words = words[:-1]
     cut = max((i for i, w in enumerate(words) if w in _ENDINGS | {"&&", "|"}), default=-1)
-    idle = _runs_no_test(unwrap(words[cut + 1 :]))
+    idle = _runs_no_test(words[cut + 1 :])
     if idle and cut >= 0 and words[cut] == "&&":  # `pytest && pytest --co` fails with pytest
         return _last_runs_no_test(words[:cut])
     return idle
