@@ -48,12 +48,21 @@ def test_the_files_of_a_check_are_those_it_names_and_pytests_settings(cmds, chan
         ("pytest -q tests/test_stats.py", ["tests/test_other.py"], []),
         ("python -m pytest -q -k median", ["calc/stats.py", "docs/test.md"], []),
         ("python run_checks.py", ["tests/test_stats.py"], []),
+        # a copy of the package under test where the tests import it first
+        ("pytest -q tests/test_stats.py", ["tests/calc/stats.py"], ["tests/calc/stats.py"]),
+        ("pytest -q tests/test_stats.py", ["tests/calc.py", "calc/stats.py"], ["tests/calc.py"]),
+        ("pytest -q tests/test_stats.py", ["calc/stats.py", "calc/sub/calc.py"], []),
+        (
+            "pytest -q tests/test_stats.py",
+            ["tests/unit/calc/__init__.py"],
+            ["tests/unit/calc/__init__.py"],
+        ),
     ],
 )
 def test_a_check_reads_the_folders_scripts_and_modules_it_names_and_what_it_finds(
     cmd, changed, named, tmp_path
 ):
-    for path in ("tests/test_stats.py", "calc/stats.py", "run_checks.sh", "Makefile"):
+    for path in ("tests/test_stats.py", "calc/__init__.py", "run_checks.sh", "Makefile"):
         (tmp_path / path).parent.mkdir(exist_ok=True)
         (tmp_path / path).write_text("")
     assert check_files([cmd], changed, tmp_path) == named

@@ -14,7 +14,8 @@ runs by name (`python -m unittest tests.test_stats` reads `tests/test_stats.py`)
 runner that names no path (`pytest -q`, `python -m unittest`, `make test`, `tox`) reads every
 test file it finds (`test_*.py`, `*_test.py`), and make its makefile. A program that PATH
 finds in the repository (a `bin/` on PATH) is the check's file too: a `bin/pytest` the task
-wrote is the check.
+wrote is the check. So is a copy of a top-level package elsewhere (`tests/calc/stats.py`
+beside `calc/`): the tests import the copy, which pytest finds first, not the package.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def check_files(cmds: Sequence[str], changed: Sequence[str], root: Path | None =
         name = PurePosixPath(path).name
         inside = any(path == n or path.startswith(n + "/") for n in named)
         config = name in CONFIG or name.endswith(".pth") or (makes and name in _MAKEFILES)
-        if inside or config or (anywhere and _test_file(name)):
+        shadow = root is not None and _shadows(path, root)
+        if inside or config or shadow or (anywhere and _test_file(name)):
             found.append(path)
     return sorted(found)
 
@@ -115,6 +117,29 @@ def _on_path(program: str, root: Path | None) -> set[str]:
             where = Path(os.path.realpath(found.parent)) / found.name  # a link is the file
             return {where.relative_to(top).as_posix()} if where.is_relative_to(top) else set()
     return set()
+
+
+def _shadows(path: str, root: Path) -> bool:
+    """Whether `path` is Python code in a copy of a top-level package or module of the
+    repository in a plain folder (`tests/calc/stats.py` beside `calc/`, `tests/calc.py`):
+    pytest puts a test's folder first on sys.path, so the copy is what the tests import."""
+    parts = PurePosixPath(path).parts
+    if not path.endswith(".py") or len(parts) < 2:
+        return False
+    for i in range(1, len(parts)):
+        if (root.joinpath(*parts[:i]) / "__init__.py").is_file():
+            return False  # inside a package: a module of its own, not first on sys.path
+        name = parts[i].removesuffix(".py") if i == len(parts) - 1 else parts[i]
+        here = "/".join([*parts[:i], name])
+        homes = (name, f"src/{name}")
+        if here in homes:
+            return False  # the package itself, at the top or under src/
+        if (
+            any((root / home / "__init__.py").is_file() for home in homes)
+            or (root / f"{name}.py").is_file()
+        ):
+            return True
+    return False
 
 
 def _test_file(name: str) -> bool:
