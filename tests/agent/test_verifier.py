@@ -179,6 +179,9 @@ def test_pytest_run_that_code_under_test_ends_early_with_exit_0_does_not_pass(tm
         assert "pytest printed no summary line" in v.reason
     quiet = Task(goal="g", acceptance_cmd=f"{pytest_cmd} -qq")
     assert verify(quiet, [], runner(tmp_path), None, str, "goal").passed
+    script = Task(goal="g", acceptance_cmd=f"sh -c {shlex.quote(pytest_cmd)}")  # began, no end
+    v = verify(script, [], runner(tmp_path), None, str, "goal")
+    assert not v.passed and "pytest printed no summary line" in v.reason, v.reason
     (tmp_path / "calc.py").write_text("")
     (tmp_path / "test_calc.py").write_text("def test_it():\n    pass\n")
     fine = Task(goal="g", acceptance_cmd=f"{pytest_cmd} -q")

@@ -16,7 +16,9 @@ printed pytest's summary line: pytest prints one at the end of every run unless 
 to be quieter than `-q` (`-qq`, `--verbosity=-2`, `-p no:terminal` in the command or in
 `PYTEST_ADDOPTS`). Without it the run ended before pytest did, as when code it imports calls
 `os._exit(0)`: the check does not pass. (A `-qq` in a settings file is not read: a check
-under it gets this verdict too, and `-qq` in the command keeps it apart.) Likewise `python -m
+under it gets this verdict too, and `-qq` in the command keeps it apart.) Whatever runs pytest
+(`make test`, `sh -c 'pytest'`), a run that printed pytest's header (`=== test session starts
+===`, at the default verbosity) and no summary after it ended early too. Likewise `python -m
 unittest` must have printed its `Ran N tests` line, which it prints whatever its options.
 """
 
@@ -54,6 +56,12 @@ _PYTEST_KINDS = {
     "test collected",
     "tests collected",
 }
+# pytest's header, printed (at -q and above none is) when a run begins, whatever runs pytest
+_PYTEST_HEADER = re.compile(r"^=+ test session starts =+$", re.M)
+_PYTEST_CUT = (
+    "pytest printed no summary line (such as `3 passed in 0.05s`): the run ended before "
+    "pytest finished, as when code it imports exits the process"
+)
 # pytest-sugar's summary, which takes the place of pytest's own
 _SUGAR_SUMMARY = re.compile(r"^Results \(\d", re.M)
 # pytest's short options that take a value: letters after one in a cluster are that value
@@ -112,13 +120,17 @@ def _counts(text: str, separator: str) -> dict[str, int]:
 def cut_short(argv: list[str], output: str) -> str | None:
     """Why a pytest or unittest run that exited 0 with `output` ended before the runner
     finished, or None (neither run directly, told to print no summary, or one printed)."""
-    if _runs_unittest(argv) and not _UNITTEST_RAN.search(_ANSI.sub("", output)):
+    output = _ANSI.sub("", output)
+    if _runs_unittest(argv) and not _UNITTEST_RAN.search(output):
         return (
             "unittest printed no `Ran N tests` line: the run ended before unittest finished, "
             "as when code it imports exits the process"
         )
+    summaries = len(_PYTEST_SUMMARY.findall(output)) + len(_SUGAR_SUMMARY.findall(output))
+    if len(_PYTEST_HEADER.findall(output)) > summaries:
+        return _PYTEST_CUT  # a run that began (`make test`, `sh -c 'pytest'`) and never ended
     args = pytest_args(argv)
-    if args is None or lists_only(args):
+    if args is None or lists_only(args) or summaries:
         return None
     addopts = [os.environ.get("PYTEST_ADDOPTS", "")]
     addopts += [w.split("=", 1)[1] for w in argv if w.startswith("PYTEST_ADDOPTS=")]
@@ -128,13 +140,7 @@ def cut_short(argv: list[str], output: str) -> str | None:
         return None
     if _verbosity(args) < -1 or _no_terminal(args):
         return None
-    output = _ANSI.sub("", output)
-    if _PYTEST_SUMMARY.search(output) or _SUGAR_SUMMARY.search(output):
-        return None
-    return (
-        "pytest printed no summary line (such as `3 passed in 0.05s`): the run ended before "
-        "pytest finished, as when code it imports exits the process"
-    )
+    return _PYTEST_CUT
 
 
 def _runs_unittest(argv: list[str]) -> bool:
