@@ -206,3 +206,9 @@ def test_unittest_run_that_code_under_test_ends_early_with_exit_0_does_not_pass(
     )
     fine = Task(goal="g", acceptance_cmd=f"{sys.executable} -m unittest -q")
     assert verify(fine, [], runner(tmp_path), None, str, "goal").passed
+
+
+def test_a_check_holding_a_nul_character_fails_without_raising(tmp_path):
+    task = Task(goal="g", acceptance_cmd="python -c 'print(1)\0'")
+    v = verify(task, [], runner(tmp_path), None, str, "goal")
+    assert not v.passed and "NUL character" in v.reason

@@ -93,6 +93,7 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("rm -rf ~", "refused"),
         ("git push", "refused"),
         ("'unbalanced", "cannot be parsed"),
+        ("python -m pytest -q tests/\0x", "holds a NUL character"),
         ("python -c pass", "always succeeds"),
         ("python3 -c 'print(\"ok\")'", "always succeeds"),
         ("sh -c -- true", "always succeeds"),

@@ -94,6 +94,9 @@ _GIT_STATUS_OPTIONS = {"--exit-code", "--quiet", "--check", "-s"}
 
 def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
     """Why `cmd` cannot be a task's acceptance command, or None when it can."""
+    if "\0" in cmd:  # no program can be given one: starting it would fail
+        shown = cmd.replace("\0", "\\0")
+        return f"`{shown}` holds a NUL character, which no command line can"
     try:
         argv = shlex.split(cmd)
     except ValueError as e:

@@ -41,6 +41,8 @@ def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
             return Verdict(passed=False, reason=f"cannot parse `{cmd}`: {e}", command=cmd)
         if not argv:
             return Verdict(passed=False, reason="the acceptance command is empty", command=cmd)
+        if "\0" in cmd:
+            return Verdict(passed=False, reason=f"`{cmd}` holds a NUL character", command=cmd)
         res = run_argv(argv)
         tail = res.output[-TAIL_CHARS:]
         if res.timed_out:
