@@ -48,6 +48,8 @@ def test_the_files_of_a_check_are_those_it_names_and_pytests_settings(cmds, chan
         ("pytest -q tests/test_stats.py", ["tests/test_other.py"], []),
         ("python -m pytest -q -k median", ["calc/stats.py", "docs/test.md"], []),
         ("python run_checks.py", ["tests/test_stats.py"], []),
+        ("pytest -q -k " + "x" * 300, ["calc/stats.py"], []),  # a word too long for a file name
+        ("x" * 300 + " -q", ["calc/stats.py"], []),
         # a copy of the package under test where the tests import it first
         ("pytest -q tests/test_stats.py", ["tests/calc/stats.py"], ["tests/calc/stats.py"]),
         ("pytest -q tests/test_stats.py", ["tests/calc.py", "calc/stats.py"], ["tests/calc.py"]),

@@ -94,6 +94,8 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("git push", "refused"),
         ("'unbalanced", "cannot be parsed"),
         ("python -m pytest -q tests/\0x", "holds a NUL character"),
+        ("x" * 300, "not on PATH"),  # a name longer than a file name may be
+        ("./" + "y" * 300, "not on PATH"),
         ("python -c pass", "always succeeds"),
         ("python3 -c 'print(\"ok\")'", "always succeeds"),
         ("sh -c -- true", "always succeeds"),

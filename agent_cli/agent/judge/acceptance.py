@@ -162,8 +162,16 @@ def _operators(cmd: str) -> list[str]:
 def _exists(program: str, root: Path) -> bool:
     if "/" in program:
         path = Path(program) if os.path.isabs(program) else root / program
-        return path.is_file() and os.access(path, os.X_OK)
-    return shutil.which(program) is not None or (root / program).is_file()
+        return _is_file(path) and os.access(path, os.X_OK)
+    return shutil.which(program) is not None or _is_file(root / program)
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file; False for a name the file system refuses (too long)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def cannot_fail(argv: list[str], stdin_empty: bool = True) -> bool:

@@ -96,7 +96,7 @@ def _paths(word: str, root: Path | None, changed: Sequence[str]) -> set[str]:
     path = word.split("::", 1)[0].removeprefix("./").rstrip("/")
     if path in ("", ".") or os.path.isabs(path):
         return set()
-    exists = root is not None and (root / path).exists()
+    exists = root is not None and _there(root / path)
     if "/" in path or path.endswith(".py") or exists or path in changed:
         return {path}
     if _MODULE.fullmatch(path) and "." in path:  # `tests.test_stats`, `tests.test_stats.T`
@@ -113,7 +113,7 @@ def _on_path(program: str, root: Path | None) -> set[str]:
     top = root.resolve()
     for entry in os.environ.get("PATH", "").split(os.pathsep):
         found = (Path(entry) if os.path.isabs(entry) else top / entry) / program
-        if found.is_file() and os.access(found, os.X_OK):
+        if _there(found) and found.is_file() and os.access(found, os.X_OK):
             where = Path(os.path.realpath(found.parent)) / found.name  # a link is the file
             return {where.relative_to(top).as_posix()} if where.is_relative_to(top) else set()
     return set()
@@ -140,6 +140,14 @@ def _shadows(path: str, root: Path) -> bool:
         ):
             return True
     return False
+
+
+def _there(path: Path) -> bool:
+    """Whether `path` exists; False for a name the file system refuses (a word too long)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _test_file(name: str) -> bool:
