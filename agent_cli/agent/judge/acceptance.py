@@ -14,10 +14,10 @@ before: `... || true`, `...; exit 0` (or 256), `...; true; exit`, `true && true`
 group `{ ...; true; }`, and a pipeline into a filter (`pytest | tail -3`: the status is
 tail's, unless the script sets `pipefail`; `grep` with a pattern that every line matches, such
 as `pytest | grep -c .`, is one). `python -c 'import sys'` cannot fail either: a module built
-into the interpreter is found before any file of the repository could shadow it (`import
-json` can fail, so it is allowed); nor can code that only asserts a constant or exits 0
-(`assert True`, `sys.exit(0)`, `raise SystemExit`), `python --version`, `python -m this`, or
-`test`/`[` comparing words written in the command (`[ 1 -eq 1 ]`; one with a `$`, a glob or a
+into the interpreter (or `os`, loaded before the code runs) is found before any file of the
+repository could shadow it (`import json` can fail, so it is allowed); nor can code that only
+asserts a constant or exits 0 (`assert True`, `sys.exit(0)`, `os._exit(0)`, `raise
+SystemExit`), `python --version`, `python -m this`, or `test`/`[` comparing words written in the command (`[ 1 -eq 1 ]`; one with a `$`, a glob or a
 file test can fail). `make -n` runs no test, like `pytest --collect-only`. A check runs with
 /dev/null for its input, so an interpreter given no script (`python`, `python -`, `bash`, `sh
 -s`) and a filter given no file (`cat`) cannot fail either; nor can `PROGRAM --version` or
@@ -46,6 +46,9 @@ _ENDINGS = {";", "||", "&", "\n"}  # `X ; true` and `X || true` end in success w
 _FILTERS = {"tail", "head", "tee", "cat", "sort", "uniq", "wc", "cut", "tr", "less", "more", "nl"}
 # grep patterns every line of a test run's output matches (`.`: every line but an empty one)
 _MATCH_ANY = {"", ".", ".*", "^", "$", "^.*", ".*$", "^.*$"}
+# modules a `python -c` finds before any file of the repository: built into the interpreter,
+# or `os`, which the interpreter has loaded (frozen) before it runs the code
+_UNSHADOWED = {*sys.builtin_module_names, "os"}
 # what a shell reads as an operator, unquoted; not parentheses: without a shell a word such as
 # `print(1)` reaches the program whole, as it should
 _PUNCTUATION = ";<>|&"
@@ -372,11 +375,11 @@ def _code_cannot_fail(code: str) -> bool:
 
     def builtin(stmt: ast.stmt) -> bool:
         if isinstance(stmt, ast.Import):
-            return all(alias.name in sys.builtin_module_names for alias in stmt.names)
+            return all(alias.name in _UNSHADOWED for alias in stmt.names)
         return (
             isinstance(stmt, ast.ImportFrom)
             and not stmt.level
-            and stmt.module in sys.builtin_module_names
+            and stmt.module in _UNSHADOWED
             and all(alias.name != "*" for alias in stmt.names)
         )
 
@@ -389,9 +392,8 @@ def _code_cannot_fail(code: str) -> bool:
         named = isinstance(func, ast.Name) and func.id in ("exit", "quit", "SystemExit")
         dotted = (
             isinstance(func, ast.Attribute)
-            and func.attr == "exit"
             and isinstance(func.value, ast.Name)
-            and func.value.id == "sys"
+            and (func.value.id, func.attr) in (("sys", "exit"), ("os", "_exit"))
         )
         code = node.args[0] if node.args else None
         return (named or dotted) and (
