@@ -259,3 +259,21 @@ def test_resuming_a_worktree_run_whose_tree_was_detached_names_the_tree_and_the_
     assert again.returncode != 0 and len(said.splitlines()) == 1, said
     assert str(tree) in said and f"git -C {tree} switch agent/{run_id}" in said, said
     assert git(tree, "rev-parse", "--abbrev-ref", "HEAD").strip() == "HEAD"  # left as it was
+
+
+def test_resuming_a_worktree_run_whose_branch_was_deleted_says_so_and_changes_nothing(
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    _, run_id, tree = rejected_worktree_run(run_agent, fake_server, repo, "zeta.txt")
+    git(repo, "worktree", "remove", "--force", str(tree))  # the user throws the run away
+    git(repo, "branch", "-m", f"agent/{run_id}", "kept-zeta")  # and keeps its branch by a name
+    again = run_agent(
+        "run", "--resume", "--run-id", run_id, "--yes", "--base-url", "http://127.0.0.1:9", cwd=repo
+    )
+    said = again.stderr.strip()
+    assert again.returncode == 1 and len(said.splitlines()) == 1, said
+    assert f"the run's branch agent/{run_id} no longer exists (deleted or renamed)" in said, said
+    assert f"git branch -m NAME agent/{run_id}" in said and "invalid reference" not in said, said
+    assert worktrees(repo) == [str(repo)] and not tree.exists()
+    assert git(repo, "branch", "--list", "kept-zeta").strip() == "kept-zeta"

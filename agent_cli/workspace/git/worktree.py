@@ -31,6 +31,14 @@ class Worktrees:
 
     def restore(self, path: Path, branch: str) -> Path:
         """The work tree at `path` again, on the existing `branch` (after it was removed)."""
+        code, _, _ = self._handle.run(["rev-parse", "--verify", "-q", f"refs/heads/{branch}"])
+        if code != 0:  # before anything is changed: git's own refusal names no cause
+            raise GitError(
+                f"the run's branch {branch} no longer exists (deleted or renamed), so its "
+                f"worktree {path} cannot be made again; nothing was changed",
+                f"give the branch its name back (git branch -m NAME {branch}), or start a new "
+                "run with `agent run GOAL`",
+            )
         if not path.exists():  # git forgets the tree whose directory is gone (this one only)
             self._handle.run(["worktree", "remove", "--force", "--", str(path)])
         path.parent.mkdir(parents=True, exist_ok=True)
