@@ -227,6 +227,20 @@ def test_a_batch_without_the_key_its_endpoint_needs_starts_no_run(tmp_path):
     assert not (repo / ".agent" / "batches").exists() and not (repo / ".agent" / "runs").exists()
 
 
+def test_a_batch_inside_a_runs_worktree_is_refused_once_and_starts_no_run(tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    tree = repo / ".agent" / "worktrees" / "20250101-000000-aaaa"
+    git(repo, "worktree", "add", "-q", "--detach", str(tree))  # a run's worktree, kept
+    file = goals_toml(tmp_path / "goals.toml", NAMES[:3])
+    env = cli_env(tmp_path / "home")
+    proc = batch(str(file), "--yes", "--base-url", "http://127.0.0.1:9", repo=tree, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is the worktree of run 20250101-000000-aaaa" in lines[0], lines
+    assert f"start it from your checkout {repo}" in lines[0] and proc.stdout == ""
+    assert not (repo / ".agent" / "batches").exists() and not (repo / ".agent" / "runs").exists()
+
+
 def test_a_shared_budget_passes_what_is_left_and_starts_nothing_once_spent(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     # a price set makes the loopback server billed: each reply's 100 prompt tokens cost $0.10
