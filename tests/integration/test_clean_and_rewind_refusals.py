@@ -143,6 +143,22 @@ def test_a_locked_worktree_whose_folder_is_gone_holds_up_no_clean_and_no_rewind(
     assert str(away.resolve()) in git(repo, "worktree", "list")  # git still knows it, locked
 
 
+def test_a_run_whose_own_worktree_is_locked_and_gone_is_not_rewound(agent, repo):
+    away = seed(repo, "run-away", ["verified"], worktree=True)
+    before = tip(repo, "agent/run-away")
+    git(repo, "worktree", "lock", "--reason", "on a drive not mounted now", str(away))
+    shutil.rmtree(away)  # as the drive unmounted looks
+    code, out, err = agent("rewind", "run-away", "--yes", "--repo", str(repo))
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert f"the run's worktree {away.resolve()}, which is locked and not here" in err, err
+    assert f"git worktree remove -f -f {away.resolve()}" in err and "nothing was changed" in err
+    assert tip(repo, "agent/run-away") == before and str(away.resolve()) in git(
+        repo, "worktree", "list"
+    )
+    plan = AgentState.from_dict(RunStore(repo / ".agent").load("run-away").agent_state).plan
+    assert [t.status for t in plan] == ["verified"]
+
+
 def test_clean_branches_deletes_only_merged_agent_branches(agent, repo):
     seed(repo, "run-merged", ["verified"], merged=True)
     seed(repo, "run-open", ["verified"])

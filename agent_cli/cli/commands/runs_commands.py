@@ -173,6 +173,13 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
             "nothing was changed",
             f"remove that work tree or switch it to another branch (git -C {tree.path} switch -)",
         )
+    if tree is not None and not tree.path.exists():  # forget_missing left it: locked
+        raise WorkspaceError(
+            f"{branch} is checked out in the run's worktree {tree.path}, which is locked and "
+            "not here; nothing was changed",
+            f"bring it back (mount its drive), or forget it (git worktree remove -f -f "
+            f"{tree.path}), then rewind",
+        )
     merged = merged_into(place.git, tip, record)
     if merged and tip != record.base:
         raise AgentError(
