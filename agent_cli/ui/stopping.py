@@ -20,7 +20,7 @@ def stop_as_interrupt() -> Handlers:
     ttys = [fd for fd in (0, 1, 2) if _isatty(fd)]
 
     def on_hangup(signum: int, frame: object) -> None:
-        _detach(ttys)
+        detach(ttys)
         raise KeyboardInterrupt
 
     return {
@@ -46,7 +46,7 @@ def _isatty(fd: int) -> bool:
         return False
 
 
-def _detach(fds: list[int]) -> None:
+def detach(fds: list[int]) -> None:
     """Point `fds` at /dev/null: what is read gets end of file, what is written goes nowhere."""
     if not fds:
         return

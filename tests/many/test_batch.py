@@ -199,6 +199,35 @@ def test_the_runs_of_a_killed_batch_stop_as_interrupted_with_their_state_saved(
     assert not any('"crash"' in t.read_text() for t in trajectories)
 
 
+def test_a_batch_whose_reader_is_gone_stops_its_runs_with_their_state_saved(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    names = NAMES[:2]
+    srv = fake_server(ByGoal({goal_of(n): creates(n, delay=1.0) for n in names}))
+    file = goals_toml(tmp_path / "goals.toml", names)
+    proc = subprocess.Popen(
+        [PY, "-m", "agent_cli", "batch", str(file), "--json", "--yes", "--base-url", srv.url],
+        cwd=repo,
+        env=cli_env(tmp_path / "home"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    working = set()
+    for line in proc.stdout:  # read until both runs are in their task
+        ev = json.loads(line)
+        working |= {ev["job"]} if ev["event"] == "tool_call" else set()
+        if len(working) == len(names):
+            break
+    proc.stdout.close()  # what read the stream is gone, as `| head` that has read enough
+    assert proc.wait(timeout=120) == 130
+    assert "Traceback" not in proc.stderr.read().decode()
+    record = json.loads(next((repo / ".agent" / "batches").glob("*/batch.json")).read_text())
+    assert [r["status"] for r in record["runs"]] == ["interrupted"] * len(names)
+    for run in record["runs"]:  # each saved its state as on Ctrl-C: resumable, not killed
+        assert state(repo, run["run_id"])["status"] == "interrupted"
+
+
 def _children_of(pid: int) -> list[int]:
     out = subprocess.run(
         ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True

@@ -2,7 +2,8 @@
 
 Each run is a process of its own in its own process group, read through its JSON events (a
 thread per run puts each line on one queue, so the driver alone changes the jobs). Ctrl-C (or
-SIGTERM, or SIGHUP: the terminal closing) sends SIGTERM to every running group, which a run takes as Ctrl-C from its first
+SIGTERM, or SIGHUP: the terminal closing, or a closed pipe: what read the batch's output is
+gone) sends SIGTERM to every running group, which a run takes as Ctrl-C from its first
 moment (SIGINT would not do: a batch started in the background of a script hands its runs
 SIGINT ignored), and the driver waits for each to save its state and exit; a run that does not
 within `STOP_GRACE_S` is killed. No process outlives the batch, and a run whose batch was
@@ -159,6 +160,8 @@ class Batch:
         self.launch, self.width, self.budget = launch, max(1, jobs), budget_usd
         self.on_event, self.on_change = on_event, on_change
         self.interrupted = False
+        self.reader_gone = False  # what read the batch's output closed it
+        self._stopping = False
         self._lines: queue.Queue[tuple[Job, bytes | None]] = queue.Queue()
         self._live: dict[int, Job] = {}
         self._logs: dict[int, IO[bytes]] = {}
@@ -200,7 +203,7 @@ class Batch:
         try:
             job, line = self._lines.get(timeout=wait_s)
         except queue.Empty:
-            self.on_change(self.jobs)
+            self._tell(self.on_change, self.jobs)
             return
         while True:
             if line is None:
@@ -211,11 +214,26 @@ class Batch:
                 job, line = self._lines.get_nowait()
             except queue.Empty:
                 break
-        self.on_change(self.jobs)
+        self._tell(self.on_change, self.jobs)
+
+    def _tell(self, show: Callable[..., None], *args: Any) -> None:
+        """Pass a run's event or the runs' progress on to the batch's output. When what reads
+        it is gone (a closed pipe: `| head` has read enough, the reader was killed), the batch
+        stops as on Ctrl-C, each run's state saved to resume, and shows nothing more."""
+        if self.reader_gone:
+            return
+        try:
+            show(*args)
+        except BrokenPipeError:
+            self.reader_gone = True
+            stopping.detach([sys.stdout.fileno()])  # what is left to flush goes nowhere
+            if not self._stopping:
+                raise KeyboardInterrupt from None
 
     def _stop_all(self) -> None:
         """SIGTERM to every running run's process group, then wait for each to exit."""
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits too
+        self._stopping = True
         try:
             for job in self.jobs:
                 if job.status == "waiting":
@@ -276,7 +294,7 @@ class Batch:
         if not isinstance(ev, dict):
             return
         job.take(ev)
-        self.on_event(job, ev)
+        self._tell(self.on_event, job, ev)
 
     def _reap(self, job: Job) -> None:
         """The run's process has closed its output: wait for it, note its exit and memory."""
@@ -295,7 +313,7 @@ class Batch:
         if job.budget_stopped and job.status == "interrupted":
             job.status = "budget_exhausted"
         job.worktree = self._kept_worktree(job)
-        self.on_event(job, {"event": "job_done", **job.record()})
+        self._tell(self.on_event, job, {"event": "job_done", **job.record()})
 
     def _kept_worktree(self, job: Job) -> str:
         if not job.run_id:
