@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.agent.run.live import checkout_lock, live_ids
-from agent_cli.agent.run.store import RunStore, new_run_id
+from agent_cli.agent.run.store import RunStore, claim_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
@@ -154,7 +154,7 @@ def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
                 f"the run works from {branch} at {head[:12]}"
             )
         )
-    run_id = new_run_id()
+    run_id = claim_run_id(state_dir / "runs")
     path = worktree_path(state_dir, run_id)
     lock = run_lock(state_dir, run_id, str(main_work_tree(repo).resolve()))  # as run_store has it
     lock.acquire()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from agent_cli.agent.run import journal, migrations
 from agent_cli.agent.run.journal import JournalEntry, MemoryAdd
 from agent_cli.agent.run.migrations import SCHEMA_VERSION
 from agent_cli.agent.run.state import AgentState
-from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage
+from agent_cli.agent.run.store import RunRecord, RunStore, RunUsage, claim_run_id, new_run_id
 from agent_cli.core.errors import AgentError, StorageError
 from agent_cli.memory.working.memory import WorkingMemory
 
@@ -171,3 +172,23 @@ def test_resuming_with_only_an_unreadable_run_names_it(tmp_path):
     assert "--run-id r1" in e.value.one_line()
     with pytest.raises(AgentError, match="cannot be read"):
         store.load(store.target("r1"))  # named, it says what is wrong
+
+
+def test_ids_claimed_in_one_second_never_repeat_though_their_random_part_does(tmp_path):
+    now = datetime(2026, 1, 1, tzinfo=UTC)  # a batch starting many runs in the same second
+    drawn: list[str] = []
+
+    def draw() -> str:
+        drawn.append(new_run_id(now))
+        return drawn[-1]
+
+    ids = [claim_run_id(tmp_path / "runs", draw) for _ in range(2000)]
+    assert len(set(drawn)) < len(drawn)  # two of them drew the same id
+    assert len(set(ids)) == len(ids)  # and each run still has its own
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(ids)
+
+
+def test_an_id_that_cannot_be_claimed_is_one_storage_error(tmp_path):
+    (tmp_path / "runs").write_text("not a directory\n")
+    with pytest.raises(StorageError, match="cannot write"):
+        claim_run_id(tmp_path / "runs")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,7 +44,7 @@ from agent_cli.agent.run.store import (
     RunStartedWith,
     RunStore,
     RunUsage,
-    new_run_id,
+    claim_run_id,
     utc_now,
 )
 from agent_cli.core import events, tokens
@@ -229,12 +229,17 @@ class Session:
         if plan is None:
             self._done_early("planned", EXIT_OK, "the plan is shown; nothing was changed")
             return EXIT_OK
-        run_id = self.cfg.run_id or new_run_id()
+        run_id = self.cfg.run_id or claim_run_id(self.store.root)
         branch = f"agent/{run_id}"
         base_branch = self.cfg.base_branch
         if base_branch is None:
             base_branch = ws.current_branch() or ""
-        ws.start_branch(branch)
+        try:
+            ws.start_branch(branch)
+        except BaseException:
+            with suppress(OSError):  # the directory claimed for it, still empty
+                self.store.run_dir(run_id).rmdir()
+            raise
         self.run = RunRecord(
             run_id=run_id,
             goal=goal,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import secrets as _secrets
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -185,6 +185,22 @@ def new_run_id(now: datetime | None = None) -> str:
     """A fresh run id that sorts by start time."""
     now = now or datetime.now(UTC)
     return f"{now:%Y%m%d-%H%M%S}-{_secrets.token_hex(2)}"
+
+
+def claim_run_id(under: Path, make: Callable[[], str] = new_run_id) -> str:
+    """A fresh id (of a run, or a batch) whose directory under `under` this call made.
+
+    Ids sort by the second they start in and differ by a short random part, which two of many
+    runs a batch starts in one second can share: the directory made here (or found taken, and
+    then another id) keeps two runs from ever writing one state, lock or branch."""
+    while True:
+        run_id = make()
+        with _writing(under / run_id) as path:
+            try:
+                path.mkdir(parents=True)
+            except FileExistsError:
+                continue
+        return run_id
 
 
 def utc_now() -> str:

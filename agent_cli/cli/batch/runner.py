@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_cli.agent.run.store import new_run_id, utc_now
+from agent_cli.agent.run.store import claim_run_id, utc_now
 from agent_cli.cli import roles
 from agent_cli.cli.batch.driver import Batch, Job, Launch
 from agent_cli.cli.batch.goals import read_goals
@@ -60,7 +60,7 @@ def run_batch(opts: BatchOptions) -> int:
     if settings.approval != "auto":
         confirm(len(goals), opts.json_out)
     exclude_state_dir(repo, state_dir)  # before anything is written into it
-    batch_id = new_run_id()
+    batch_id = claim_run_id(state_dir / BATCHES)
     home = state_dir / BATCHES / batch_id
     run_args = [a for k, v in flags.items() if v for a in (f"--{k.replace('_', '-')}", v)]
     emit = JsonStream(settings.secrets()) if opts.json_out else None
