@@ -192,3 +192,18 @@ def test_an_id_that_cannot_be_claimed_is_one_storage_error(tmp_path):
     (tmp_path / "runs").write_text("not a directory\n")
     with pytest.raises(StorageError, match="cannot write"):
         claim_run_id(tmp_path / "runs")
+
+
+def test_a_last_journal_line_cut_inside_a_character_is_left_out(tmp_path):
+    store = RunStore(tmp_path)
+    done = JournalEntry(step=1, task=0, usage=RunUsage(), added=MemoryAdd(kind="note", text="café"))
+    cut = JournalEntry(step=2, task=0, usage=RunUsage(), added=MemoryAdd(kind="note", text="é" * 9))
+    torn = cut.model_dump_json().encode()
+    torn = torn[: torn.index("é".encode()) + 1]  # killed half way through a character
+    path = store.run_dir("r1") / "journal.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(done.model_dump_json().encode() + b"\n" + torn)
+    assert journal.parse(store.journal_lines("r1")) == [done]  # the run resumes after step 1
+    path.write_bytes(b'{"step": "\xff"}\n' + done.model_dump_json().encode() + b"\n")
+    with pytest.raises(StorageError, match=r"not UTF-8 text \(byte 10\)"):
+        store.journal_lines("r1")  # a bad byte in a whole line is no kill's doing

@@ -278,14 +278,27 @@ class RunStore:
         self._append(run_id, JOURNAL, redact_json_text(line, self.secrets))
 
     def journal_lines(self, run_id: str) -> list[str]:
-        """The lines of the run's journal, oldest first ([] when there is none)."""
+        """The lines of the run's journal, oldest first ([] when there is none).
+
+        A last line cut inside a character (a process killed in the middle of appending a long
+        line, a disk that filled) is left out, as `journal.parse` leaves out any torn last line:
+        the tool call it was writing is not replayed, and the run can be resumed."""
         path = self.run_dir(checked_run_id(run_id)) / JOURNAL
         try:
-            return atomic.read_text(path, MAX_STATE_BYTES).splitlines()
+            data = atomic.read_bytes(path, MAX_STATE_BYTES)
         except FileNotFoundError:
             return []
         except (OSError, atomic.UnsafeFile) as e:
             raise StorageError(f"{path} cannot be read: {e}", _LEFT_AS_IT_IS) from None
+        try:
+            return data.decode("utf-8").splitlines()
+        except UnicodeDecodeError as e:
+            whole = data.rfind(b"\n") + 1  # the lines that were written to their end
+            if e.start < whole:
+                raise StorageError(
+                    f"{path} cannot be read: it is not UTF-8 text (byte {e.start})", _LEFT_AS_IT_IS
+                ) from None
+            return data[:whole].decode("utf-8").splitlines()
 
     def _append(self, run_id: str, name: str, line: str) -> None:
         # Not flushed to the disk: a killed process keeps what it wrote; verified work is
