@@ -93,7 +93,7 @@ def place_for(
         return None  # a plan changes nothing, so it is made where the user is
     if resume:
         return _resumed(repo, state_dir, run_id, console)
-    not_in_a_runs_tree(repo, state_dir)
+    _not_in_a_runs_tree(repo, state_dir)
     if not worktree and not (auto and not allow_dirty and not _claimed(repo, state_dir, checkout)):
         return None
     if not worktree:
@@ -106,7 +106,19 @@ def place_for(
     return _new(repo, state_dir, console)
 
 
-def not_in_a_runs_tree(repo: Path, state_dir: Path) -> None:
+def check_new(repo: Path, state_dir: Path) -> None:
+    """Refuse what would refuse every new worktree run from `repo` (a batch says it once,
+    before any starts): the worktree of another run, and a repository no run works in (no
+    commit yet, a detached HEAD, a merge or rebase in progress, no identity to commit as)."""
+    _not_in_a_runs_tree(repo, state_dir)
+    main = GitRepo(repo)
+    try:
+        main.preflight(allow_dirty=True)  # the user's changes stay behind, as each run says
+    finally:
+        main.close()
+
+
+def _not_in_a_runs_tree(repo: Path, state_dir: Path) -> None:
     """Refuse a new run inside another run's worktree: that tree is the other run's to work in
     (and to remove once it is done)."""
     trees = (state_dir / WORKTREES).resolve()

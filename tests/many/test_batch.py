@@ -270,6 +270,25 @@ def test_a_batch_inside_a_runs_worktree_is_refused_once_and_starts_no_run(tmp_pa
     assert not (repo / ".agent" / "batches").exists() and not (repo / ".agent" / "runs").exists()
 
 
+def test_a_repository_no_run_can_start_in_is_refused_once_and_starts_no_run(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q", "-b", "main")
+    detached = repo_with(tmp_path / "detached")
+    git(detached, "switch", "-q", "--detach")
+    file = goals_toml(tmp_path / "goals.toml", NAMES[:3])
+    env = cli_env(tmp_path / "home")
+    for repo, said in (
+        (empty, "the repository has no commits yet"),
+        (detached, "HEAD is detached"),
+    ):
+        proc = batch(str(file), "--yes", "--base-url", "http://127.0.0.1:9", repo=repo, env=env)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and said in lines[0], lines
+        assert proc.stdout == "" and not (repo / ".agent" / "batches").exists()
+
+
 def test_a_shared_budget_passes_what_is_left_and_starts_nothing_once_spent(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     # a price set makes the loopback server billed: each reply's 100 prompt tokens cost $0.10

@@ -22,7 +22,7 @@ from agent_cli.cli.batch.driver import Batch, Job, Launch
 from agent_cli.cli.batch.goals import read_goals
 from agent_cli.cli.batch.overlap import Branch, overlaps
 from agent_cli.cli.config.settings import load_settings
-from agent_cli.cli.worktree import not_in_a_runs_tree
+from agent_cli.cli.worktree import check_new
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import UsageError
 from agent_cli.core.redact import redact_all
@@ -55,7 +55,7 @@ def run_batch(opts: BatchOptions) -> int:
     flags = {"model": opts.model, "base_url": opts.base_url}
     settings = load_settings(repo, {**flags, "approval": "auto" if opts.yes else None})
     state_dir = settings.state_dir(repo)
-    not_in_a_runs_tree(repo, state_dir)  # every run would be refused there: say it once
+    check_new(repo, state_dir)  # what would refuse every run: said once, none started
     roles.check_keys(settings)  # each run would fail on it: say it once, start none
     if settings.approval != "auto":
         confirm(len(goals), opts.json_out)
