@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.agent.run.live import checkout_lock, live_ids
-from agent_cli.agent.run.store import RunStore, claim_run_id
+from agent_cli.agent.run.store import RunRecord, RunStore, claim_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
@@ -220,13 +220,15 @@ def _resumed(
         return None  # said in its turn, after the lock is checked
     if not record.worktree:
         return None
-    path = Path(record.worktree)
+    path = now_at(state_dir, record)
     main = GitRepo(repo)
     main.close()
     trees = Worktrees(main.root)
     try:
         if not trees.listed(path):
             run_lock(state_dir, record.run_id).check()  # a run in progress keeps its tree
+            relink(trees, state_dir, record)
+        if not trees.listed(path):
             trees.restore(path, record.branch)
             console.emit(
                 Notice(text=f"the run's worktree {path} is made again from {record.branch}")
@@ -234,6 +236,22 @@ def _resumed(
     finally:
         trees.close()
     return WorktreePlace(record.run_id, path, record.base_branch, trees.root, created=False)
+
+
+def now_at(state_dir: Path, record: RunRecord) -> Path:
+    """Where the worktree of run `record` is: where it was recorded, or, when that folder is
+    gone, in the state directory as it is now (a checkout moved or renamed takes its state
+    directory and the worktrees in it along)."""
+    recorded = Path(record.worktree)
+    return recorded if recorded.is_dir() else worktree_path(state_dir, record.run_id)
+
+
+def relink(trees: Worktrees, state_dir: Path, record: RunRecord) -> None:
+    """Tell git where the worktree of run `record` is now, when it moved with its checkout
+    (or forget it at the recorded place when it is gone from both)."""
+    path, recorded = now_at(state_dir, record), Path(record.worktree)
+    if path != recorded:
+        trees.relink(path, recorded)
 
 
 def forget_unstarted(place: WorktreePlace | None, state_dir: Path) -> None:

@@ -159,6 +159,18 @@ def test_a_run_whose_own_worktree_is_locked_and_gone_is_not_rewound(agent, repo)
     assert [t.status for t in plan] == ["verified"]
 
 
+def test_a_worktree_run_is_rewound_in_its_tree_after_the_checkout_was_renamed(agent, repo):
+    seed(repo, "run-moved", ["verified", "verified"], worktree=True)
+    base = git(repo, "rev-parse", "main").strip()
+    moved = repo.rename(repo.parent / "renamed")  # the user renames the project's folder
+    tree = moved / ".agent" / "worktrees" / "run-moved"
+    code, out, err = agent("rewind", "run-moved", "--yes", "--repo", str(moved))
+    assert code == 0, err
+    assert tip(moved, "agent/run-moved") == base and tip(tree, "HEAD") == base
+    assert not (tree / "run-moved-1.txt").exists() and not repo.exists()
+    assert str(tree.resolve()) in git(moved, "worktree", "list")
+
+
 def test_clean_branches_deletes_only_merged_agent_branches(agent, repo):
     seed(repo, "run-merged", ["verified"], merged=True)
     seed(repo, "run-open", ["verified"])

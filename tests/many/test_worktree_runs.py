@@ -277,3 +277,24 @@ def test_resuming_a_worktree_run_whose_branch_was_deleted_says_so_and_changes_no
     assert f"git branch -m NAME agent/{run_id}" in said and "invalid reference" not in said, said
     assert worktrees(repo) == [str(repo)] and not tree.exists()
     assert git(repo, "branch", "--list", "kept-zeta").strip() == "kept-zeta"
+
+
+def test_a_worktree_run_resumes_in_its_tree_after_the_checkout_was_renamed(
+    run_agent, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    _, run_id, _ = rejected_worktree_run(run_agent, fake_server, repo, "eta.txt")
+    moved = repo.rename(tmp_path / "renamed")  # the user renames the project's folder
+    rest = fake_server(hinted("eta.txt"))
+    again = run_agent(
+        "run", "--resume", "--run-id", run_id, "--hint", "create eta.txt itself",
+        "--yes", "--json", "--base-url", rest.url, cwd=moved,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not repo.exists()  # nothing made again where the checkout was
+    assert not any("made again" in t for t in notices(again.stdout))  # the tree moved along
+    files = branch_files(moved, f"agent/{run_id}")
+    assert "eta.txt" in files and "not-eta.txt" in files  # the rejected attempt's file was there
+    assert worktrees(moved) == [str(moved)]  # verified: its tree is removed
+    rewound = run_agent("rewind", run_id, "--yes", cwd=moved)
+    assert rewound.returncode == 0, rewound.stderr

@@ -399,6 +399,8 @@ class Session:
                     "start a new run for the remaining work",
                 )
         self.run = run
+        if self.cfg.worktree:  # where its tree is now (a checkout moved takes it along)
+            run.worktree = self.cfg.worktree
         if self.cfg.started_with is not None:  # new flags given now hold for the next resume too
             run.started_with = self.cfg.started_with
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes

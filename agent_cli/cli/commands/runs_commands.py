@@ -153,6 +153,8 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
     from agent_cli.core.text import shorten
 
     place.git.forget_missing(place.worktrees_dir)  # a deleted worktree holds nothing
+    if record.worktree:  # its tree moved with the checkout: git is told where it is now
+        _relink(place, record)
     branch = record.branch  # the store holds it to be agent/<id>
     goal = rewinding.target(record, to_task)
     tip = place.git.tip(branch)
@@ -240,6 +242,17 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
     )
     nxt = f"task {goal.keep + 1}" if goal.forgotten else "its end"
     print(f"`agent run --resume --run-id {record.run_id}` continues from {nxt}")
+
+
+def _relink(place: Place, record: RunRecord) -> None:
+    from agent_cli.cli.worktree import relink
+    from agent_cli.workspace.git.worktree import Worktrees
+
+    trees = Worktrees(place.root, place.git.secrets)
+    try:
+        relink(trees, place.state_dir, record)
+    finally:
+        trees.close()
 
 
 def merged_into(git: AgentBranches, tip: str, record: RunRecord | None) -> str | None:

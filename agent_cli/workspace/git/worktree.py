@@ -53,6 +53,16 @@ class Worktrees:
         )
         return path
 
+    def relink(self, path: Path, was: Path) -> None:
+        """Tell git that the work tree it knows at `was` is now at `path` (a folder moved with
+        the repository it is in, which git cannot follow: each side names the other by an
+        absolute path); when none is at `path`, forget the one at `was` if it is gone too (not
+        locked), so that its branch can be checked out again."""
+        if path.is_dir():
+            self._handle.run(["worktree", "repair", "--", str(path)])
+        elif not was.exists():
+            self._handle.run(["worktree", "remove", "--force", "--", str(was)])
+
     def listed(self, path: Path) -> bool:
         """Whether git knows a work tree at `path` whose directory exists."""
         out = self._git("worktree", "list", "--porcelain", "-z")
