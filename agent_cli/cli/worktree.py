@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.agent.run.live import checkout_lock, live_ids
-from agent_cli.agent.run.store import RunRecord, RunStore, claim_run_id
+from agent_cli.agent.run.store import RunStore, claim_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
@@ -220,14 +220,14 @@ def _resumed(
         return None  # said in its turn, after the lock is checked
     if not record.worktree:
         return None
-    path = now_at(state_dir, record)
+    path = now_at(state_dir, record.run_id, record.worktree)
     main = GitRepo(repo)
     main.close()
     trees = Worktrees(main.root)
     try:
         if not trees.listed(path):
             run_lock(state_dir, record.run_id).check()  # a run in progress keeps its tree
-            relink(trees, state_dir, record)
+            relink(trees, state_dir, record.run_id, record.worktree)
         if not trees.listed(path):
             trees.restore(path, record.branch)
             console.emit(
@@ -238,20 +238,20 @@ def _resumed(
     return WorktreePlace(record.run_id, path, record.base_branch, trees.root, created=False)
 
 
-def now_at(state_dir: Path, record: RunRecord) -> Path:
-    """Where the worktree of run `record` is: where it was recorded, or, when that folder is
-    gone, in the state directory as it is now (a checkout moved or renamed takes its state
-    directory and the worktrees in it along)."""
-    recorded = Path(record.worktree)
-    return recorded if recorded.is_dir() else worktree_path(state_dir, record.run_id)
+def now_at(state_dir: Path, run_id: str, recorded: str) -> Path:
+    """Where the worktree of run `run_id`, recorded at `recorded`, is: there, or, when that
+    folder is gone, in the state directory as it is now (a checkout moved or renamed takes its
+    state directory and the worktrees in it along)."""
+    was = Path(recorded)
+    return was if was.is_dir() else worktree_path(state_dir, run_id)
 
 
-def relink(trees: Worktrees, state_dir: Path, record: RunRecord) -> None:
-    """Tell git where the worktree of run `record` is now, when it moved with its checkout
+def relink(trees: Worktrees, state_dir: Path, run_id: str, recorded: str) -> None:
+    """Tell git where the worktree of run `run_id` is now, when it moved with its checkout
     (or forget it at the recorded place when it is gone from both)."""
-    path, recorded = now_at(state_dir, record), Path(record.worktree)
-    if path != recorded:
-        trees.relink(path, recorded)
+    path = now_at(state_dir, run_id, recorded)
+    if path != Path(recorded):
+        trees.relink(path, Path(recorded))
 
 
 def forget_unstarted(place: WorktreePlace | None, state_dir: Path) -> None:

@@ -171,6 +171,16 @@ def test_a_worktree_run_is_rewound_in_its_tree_after_the_checkout_was_renamed(ag
     assert str(tree.resolve()) in git(moved, "worktree", "list")
 
 
+def test_clean_removes_a_finished_worktree_after_the_checkout_was_renamed(agent, repo):
+    seed(repo, "run-done", ["verified"], worktree=True)
+    moved = repo.rename(repo.parent / "renamed")  # the user renames the project's folder
+    tree = moved / ".agent" / "worktrees" / "run-done"
+    code, out, err = agent("clean", "--repo", str(moved))
+    assert code == 0, err
+    assert out.strip() == f"removed worktree {tree.resolve()}" and not tree.exists()
+    assert git(moved, "worktree", "list").count("\n") == 1 and not repo.exists()
+
+
 def test_clean_branches_deletes_only_merged_agent_branches(agent, repo):
     seed(repo, "run-merged", ["verified"], merged=True)
     seed(repo, "run-open", ["verified"])

@@ -154,7 +154,7 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
 
     place.git.forget_missing(place.worktrees_dir)  # a deleted worktree holds nothing
     if record.worktree:  # its tree moved with the checkout: git is told where it is now
-        _relink(place, record)
+        _relink(place, {record.run_id: record.worktree})
     branch = record.branch  # the store holds it to be agent/<id>
     goal = rewinding.target(record, to_task)
     tip = place.git.tip(branch)
@@ -244,13 +244,30 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
     print(f"`agent run --resume --run-id {record.run_id}` continues from {nxt}")
 
 
-def _relink(place: Place, record: RunRecord) -> None:
-    from agent_cli.cli.worktree import relink
+def _relink(place: Place, recorded: dict[str, str]) -> None:
+    """Tell git where the worktree of each run (its id: the path its state recorded) is now,
+    when it moved with the checkout."""
+    from agent_cli.cli.worktree import now_at, relink
     from agent_cli.workspace.git.worktree import Worktrees
 
+    known = {t.path for t in place.git.worktrees()}
+    moved = {}
+    for run_id, path in recorded.items():
+        now = now_at(place.state_dir, run_id, path)
+        if now == Path(path):
+            continue  # where it was recorded (or gone from there, and not moved)
+        try:
+            if Path(os.path.realpath(path)) not in known:
+                continue  # git knows it where it is now, or knows it nowhere
+        except ValueError:  # a state file edited by hand: no path
+            continue
+        moved[run_id] = path
+    if not moved:
+        return
     trees = Worktrees(place.root, place.git.secrets)
     try:
-        relink(trees, place.state_dir, record)
+        for run_id, path in moved.items():
+            relink(trees, place.state_dir, run_id, path)
     finally:
         trees.close()
 
@@ -305,6 +322,10 @@ def clean(place: Place, branches: bool, force: bool) -> list[str]:
     from agent_cli.core.errors import GitError
 
     live = {h["run_id"] for h in live_holders(place.state_dir)}
+    recorded = {str(r["run_id"]): r.get("worktree") for r in place.store.list()}
+    _relink(
+        place, {i: p for i, p in recorded.items() if isinstance(p, str) and p and i not in live}
+    )
     place.git.forget_missing(place.worktrees_dir)
     said = []
     for tree in place.git.worktrees():
