@@ -181,6 +181,25 @@ def test_clean_removes_a_finished_worktree_after_the_checkout_was_renamed(agent,
     assert git(moved, "worktree", "list").count("\n") == 1 and not repo.exists()
 
 
+def test_a_run_killed_between_a_commit_and_its_save_is_rewound_with_that_commit(agent, repo):
+    seed(repo, "run-cut", ["verified", "running"])
+    base = git(repo, "rev-parse", "main").strip()
+    git(repo, "switch", "-q", "agent/run-cut")  # task 2's commit, made just before the kill
+    (repo / "run-cut-2.txt").write_text("2\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "task 2\n\nAgent-Run: run-cut")
+    git(repo, "switch", "-q", "main")
+    store = RunStore(repo / ".agent")
+    record = store.load("run-cut")
+    state = AgentState.from_dict(record.agent_state)
+    state.committing = 1  # saved on the way to that commit, as the harness does
+    record.agent_state = state.to_dict()
+    store.save(record)
+    code, out, err = agent("rewind", "run-cut", "--yes", "--repo", str(repo))
+    assert code == 0, err
+    assert tip(repo, "agent/run-cut") == base
+
+
 def test_clean_branches_deletes_only_merged_agent_branches(agent, repo):
     seed(repo, "run-merged", ["verified"], merged=True)
     seed(repo, "run-open", ["verified"])

@@ -194,7 +194,10 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
             f"{goal.commit[:12]} ({goal.label}) is not on {branch} any more; nothing was changed",
             f"look at the branch with git log {branch}",
         )
-    own = {t.commit for t in saved_state(record).plan if t.commit}  # what its tasks committed
+    state = saved_state(record)
+    own = {t.commit for t in state.plan if t.commit}  # what its tasks committed
+    if state.committing is not None:  # killed between a task's commit and the save after it:
+        own.add(tip)  # the tip is that commit, as a resume takes it (if it has the trailer)
     foreign = place.git.foreign_commits(branch, goal.commit, f"Agent-Run: {record.run_id}", own)
     if foreign:
         sha, subject = foreign[0]
