@@ -442,6 +442,22 @@ def test_rewind_keeps_the_users_amend_of_a_runs_commit_though_it_keeps_the_trail
     assert tip(repo, "agent/run-a") == amended  # nothing moved, nothing lost
 
 
+def test_a_branch_git_will_not_delete_is_kept_and_the_rest_is_cleaned(agent, repo):
+    seed(repo, "run-held", ["verified"], merged=True)
+    seed(repo, "run-free", ["verified"], merged=True)
+    done = seed(repo, "run-tree", ["verified"], worktree=True)
+    (repo / ".git" / "refs" / "heads" / "agent" / "run-held.lock").write_text("")  # git at work
+    code, out, err = agent("clean", "--branches", "--repo", str(repo))
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert f"removed worktree {done.resolve()}" in lines
+    assert "deleted branch agent/run-free (merged into main)" in lines
+    assert any(
+        line.startswith("kept branch agent/run-held: git update-ref failed") for line in lines
+    )
+    assert "agent/run-held" in git(repo, "branch", "--list", "agent/run-held")
+
+
 def test_clean_branches_keeps_a_resumable_run_and_a_branch_no_run_made(agent, repo):
     seed(repo, "run-back", ["verified", "verified"])
     code, _, err = agent("rewind", "run-back", "--yes", "--repo", str(repo))

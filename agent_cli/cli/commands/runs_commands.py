@@ -405,6 +405,8 @@ def _clean_branches(place: Place, live: set[str | None]) -> list[str]:
     user's branch, not checked out and not live. An agent/* branch no run of ours owns (one
     the user made, or another checkout's) is never the agent's to delete, nor is the branch of
     a run that can still be resumed: its tip may sit at the base with nothing committed yet."""
+    from agent_cli.core.errors import GitError
+
     checked = {t.branch for t in place.git.worktrees()}
     said = []
     for branch, tip in sorted(place.git.agent_branches().items()):
@@ -421,7 +423,11 @@ def _clean_branches(place: Place, live: set[str | None]) -> list[str]:
         if why_kept:
             said.append(f"kept branch {branch}: {why_kept}")
             continue
-        place.git.delete(branch, tip)
+        try:
+            place.git.delete(branch, tip)
+        except GitError as e:  # moved meanwhile, or its ref locked: git says why; the rest go on
+            said.append(f"kept branch {branch}: {' '.join(e.message.split())}")
+            continue
         said.append(f"deleted branch {branch} (merged into {into})")
     return said
 
