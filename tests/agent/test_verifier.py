@@ -189,6 +189,27 @@ def test_pytest_run_that_code_under_test_ends_early_with_exit_0_does_not_pass(tm
 
 
 @pytest.mark.slow
+def test_pytest_told_to_be_quiet_by_the_repositorys_settings_is_judged_by_its_progress(tmp_path):
+    """`addopts = -qq` in the repository's own settings: pytest prints no summary line, only
+    its progress. A run that reached 100% with a test passed passes; one whose every test was
+    skipped does not, nor one that code under test ended before any progress."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -qq -p no:cacheprovider\n")
+    (tmp_path / "test_calc.py").write_text("def test_it():\n    pass\n")
+    check = Task(goal="g", acceptance_cmd=f"{sys.executable} -m pytest")
+    passed = verify(check, [], runner(tmp_path), None, str, "goal")
+    assert passed.passed, passed.reason
+    (tmp_path / "test_calc.py").write_text(
+        "import pytest\n\n\n@pytest.mark.skip\ndef test_it():\n    assert False\n"
+    )
+    skipped = verify(check, [], runner(tmp_path), None, str, "goal")
+    assert not skipped.passed and "pytest ran no test that passed" in skipped.reason
+    (tmp_path / "calc.py").write_text("import os\n\nos._exit(0)\n")
+    (tmp_path / "test_calc.py").write_text("import calc\n\n\ndef test_it():\n    assert False\n")
+    ended = verify(check, [], runner(tmp_path), None, str, "goal")
+    assert not ended.passed and "pytest printed no summary line" in ended.reason
+
+
+@pytest.mark.slow
 def test_unittest_run_that_code_under_test_ends_early_with_exit_0_does_not_pass(tmp_path):
     (tmp_path / "calc.py").write_text("import os\n\nos._exit(0)\n")
     (tmp_path / "test_calc.py").write_text(

@@ -15,10 +15,11 @@ A command that runs pytest itself (`pytest -q`, `python -m pytest`) and exits 0 
 printed pytest's summary line: pytest prints one at the end of every run unless it is told
 to be quieter than `-q` (`-qq`, `--verbosity=-2`, `-p no:terminal` in the command or in
 `PYTEST_ADDOPTS`). Without it the run ended before pytest did, as when code it imports calls
-`os._exit(0)`: the check does not pass. (A `-qq` in a settings file is not read: a check
-under it gets this verdict too, and `-qq` in the command keeps it apart.) Whatever runs pytest
-(`make test`, `sh -c 'pytest'`), a run that printed pytest's header (`=== test session starts
-===`, at the default verbosity) and no summary after it ended early too. Likewise `python -m
+`os._exit(0)`: the check does not pass. (Under a `-qq` in a settings file, which is not
+read, pytest prints only its progress, `..s [100%]`: that shows it ran to the end and which
+tests passed, and is read as its summary would be.) Whatever runs pytest (`make test`, `sh -c
+'pytest'`), a run that printed pytest's header (`=== test session starts ===`, at the default
+verbosity) and no summary after it ended early too. Likewise `python -m
 unittest` must have printed its `Ran N tests` line, which it prints whatever its options.
 """
 
@@ -56,6 +57,9 @@ _PYTEST_KINDS = {
     "test collected",
     "tests collected",
 }
+# pytest's progress at -qq, where it prints no summary: one character a test, "." for a pass
+# ("F" failed, "E" error, "s" skipped, "x" xfailed, "X" xpassed, "R" rerun), then how far along
+_PYTEST_PROGRESS = re.compile(r"^([.FEsxXR]+)\s*\[\s*(\d+)%\]$", re.M)
 # pytest's header, printed (at -q and above none is) when a run begins, whatever runs pytest
 _PYTEST_HEADER = re.compile(r"^=+ test session starts =+$", re.M)
 _PYTEST_CUT = (
@@ -77,7 +81,7 @@ def no_test_passed(output: str) -> str | None:
     unittest = _unittest_runs(output)
     if unittest and not any(unittest):
         return "unittest ran no test that passed (none found, or each skipped)"
-    pytest = _pytest_runs(output)
+    pytest = _pytest_runs(output) or _progress_runs(output)
     if pytest and not any(pytest):
         return "pytest ran no test that passed (each skipped or expected to fail, or none run)"
     return None
@@ -100,6 +104,18 @@ def _pytest_runs(output: str) -> list[bool]:
         kinds = {kind.removeprefix("subtests ") for kind in counts}
         if kinds <= _PYTEST_KINDS:  # "no tests ran" counts nothing
             runs.append(any(kind.endswith("passed") for kind in counts))
+    return runs
+
+
+def _progress_runs(output: str) -> list[bool]:
+    """For each pytest run whose progress `output` shows (a `-qq` in the repository's own
+    settings prints no summary): whether a test of that run passed."""
+    runs, passed = [], False
+    for match in _PYTEST_PROGRESS.finditer(output):
+        passed = passed or "." in match.group(1) or "X" in match.group(1)
+        if match.group(2) == "100":
+            runs.append(passed)
+            passed = False
     return runs
 
 
@@ -130,8 +146,8 @@ def cut_short(argv: list[str], output: str) -> str | None:
     if len(_PYTEST_HEADER.findall(output)) > summaries:
         return _PYTEST_CUT  # a run that began (`make test`, `sh -c 'pytest'`) and never ended
     args = pytest_args(argv)
-    if args is None or lists_only(args) or summaries:
-        return None
+    if args is None or lists_only(args) or summaries or _progress_runs(output):
+        return None  # a progress line at 100%: pytest ran every test (`-qq` in its settings)
     addopts = [os.environ.get("PYTEST_ADDOPTS", "")]
     addopts += [w.split("=", 1)[1] for w in argv if w.startswith("PYTEST_ADDOPTS=")]
     try:
