@@ -29,6 +29,7 @@ _MAX_DIFF_INPUT_CHARS = 2_000_000  # past this, a diff costs more than it tells
 # compare: its matching grows with their product (4M pairs is about a second).
 _MAX_DIFF_PAIRS = 4_000_000
 _MAX_MATCHES_COUNTED = 1000
+_BARE_LF = regex.compile(r"(?<!\r)\n")
 SEARCH_TIME_LIMIT_S = 3.0  # processor time: the regex engine's clock
 # Names the model's tools never write: git's own directories (any case: `.GIT/config` is git's
 # config on a case-insensitive file system and breaks every later commit here) and the
@@ -116,6 +117,8 @@ class Files:
             raise ToolError(f"{self.rel(real)} is not a regular file (a FIFO, socket or device)")
         existed = real.exists()
         old = self._old_text(real) if existed else ""
+        if old and _crlf(old) and "\r\n" not in content:
+            content = _as_crlf(content)  # the file ends its lines with CRLF: they stay so
         try:
             real.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(real, content)
@@ -127,7 +130,9 @@ class Files:
         diff = _diff(old, content, rel)
         if not existed:
             return f"created file {rel} ({lines} lines)\n{diff}".rstrip("\n")
-        return diff or f"{rel} already had this content; nothing changed"
+        if old == content:
+            return f"{rel} already had this content; nothing changed"
+        return diff or _unseen_change(old, content, rel)
 
     def edit(self, path: str, old: str, new: str) -> str:
         """Replace the one exact occurrence of `old` with `new`; returns the unified diff."""
@@ -140,7 +145,9 @@ class Files:
         if text is None:
             raise ToolError(f"{self.rel(real)} is a binary file; it cannot be edited as text")
         if "\r\n" in text and "\r\n" not in old and _count(text, old) == 0:
-            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")  # the file uses CRLF
+            old, new = _as_crlf(old), _as_crlf(new)  # the file uses CRLF
+        elif _crlf(text):
+            new = _as_crlf(new)  # lines the new text adds end as the file's others do
         self._check_single_match(real, text, old)
         if old == new:
             return f"old and new are the same; {self.rel(real)} was not changed"
@@ -149,7 +156,7 @@ class Files:
             write_atomic(real, updated)
         except OSError as exc:
             raise ToolError(f"cannot write {self.rel(real)}: {exc.strerror or exc}") from exc
-        return _diff(text, updated, self.rel(real))
+        return _diff(text, updated, self.rel(real)) or _unseen_change(text, updated, self.rel(real))
 
     def search(self, pattern: str, path: str | None = None) -> str:
         """Lines matching the regex `pattern` in text files under `path`, as `path:line: text`."""
@@ -453,6 +460,36 @@ def _diff(old: str, new: str, rel: str) -> str:
     if more:
         lines.append(f"[... {more} more diff lines not shown]")
     return "\n".join(lines)
+
+
+def _crlf(text: str) -> bool:
+    """Whether every line of `text` that ends, ends with CRLF (a file written on Windows)."""
+    return "\r\n" in text and text.count("\n") == text.count("\r\n")
+
+
+def _as_crlf(text: str) -> str:
+    """`text` with each line end that is a bare LF made CRLF."""
+    return str(_BARE_LF.sub("\r\n", text))
+
+
+def _unseen_change(old: str, new: str, rel: str) -> str:
+    """What changed when the lines did not (a diff compares lines, not how they end)."""
+    changes = []
+    if old.count("\r") != new.count("\r"):
+        changes.append(f"its line endings ({_endings(old)} before, {_endings(new)} now)")
+    if old.endswith(("\n", "\r")) != new.endswith(("\n", "\r")):
+        changes.append(
+            "the newline at its end " + ("added" if new.endswith(("\n", "\r")) else "removed")
+        )
+    what = " and ".join(changes) or "only how its lines end"
+    return f"{rel}: the same lines; changed {what}"
+
+
+def _endings(text: str) -> str:
+    crlf = text.count("\r\n")
+    lf, cr = text.count("\n") - crlf, text.count("\r") - crlf
+    kinds = [name for name, n in (("CRLF", crlf), ("LF", lf), ("CR", cr)) if n]
+    return " and ".join(kinds) or "none"
 
 
 def _common_ends(before: list[str], after: list[str]) -> tuple[int, int]:

@@ -247,6 +247,37 @@ def test_edit_matches_lf_text_in_a_crlf_file(files, repo):
     assert (repo / "win.txt").read_bytes() == b"ONE\r\nTWO\r\nthree\r\n"
 
 
+def test_lines_an_edit_adds_to_a_crlf_file_end_in_crlf(files, repo):
+    (repo / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    files.edit("win.txt", "two", "two\nextra")
+    assert (repo / "win.txt").read_bytes() == b"one\r\ntwo\r\nextra\r\nthree\r\n"
+    files.edit("win.txt", "extra", "more\r\nlines\n")  # already CRLF in part: no CR doubled
+    assert (repo / "win.txt").read_bytes() == b"one\r\ntwo\r\nmore\r\nlines\r\n\r\nthree\r\n"
+
+
+def test_a_write_over_a_crlf_file_keeps_its_line_endings(files, repo):
+    (repo / "win.txt").write_bytes(b"one\r\ntwo\r\n")
+    assert (
+        files.write("win.txt", "one\ntwo\n") == "win.txt already had this content; nothing changed"
+    )
+    assert (repo / "win.txt").read_bytes() == b"one\r\ntwo\r\n"
+    assert "+TWO" in files.write("win.txt", "one\nTWO\n")
+    assert (repo / "win.txt").read_bytes() == b"one\r\nTWO\r\n"
+
+
+def test_a_change_no_line_diff_shows_is_said_not_called_nothing(files, repo):
+    result = files.write("a.txt", "alpha\nbeta\ngamma")
+    assert (repo / "a.txt").read_text() == "alpha\nbeta\ngamma"
+    assert result == "a.txt: the same lines; changed the newline at its end removed"
+    assert files.edit("a.txt", "gamma", "gamma\n") == (
+        "a.txt: the same lines; changed the newline at its end added"
+    )
+    (repo / "mac.txt").write_bytes(b"one\rtwo\r")
+    assert files.write("mac.txt", "one\ntwo\n") == (
+        "mac.txt: the same lines; changed its line endings (CR before, LF now)"
+    )
+
+
 def test_edit_refuses_empty_old_text_binary_files_and_missing_files(files, repo):
     with pytest.raises(ToolError, match="must not be empty"):
         files.edit("a.txt", "", "x")
