@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from agent_cli.core.errors import ToolError, WorkspaceError
-from agent_cli.workspace.shell import reaper, strays
+from agent_cli.workspace.shell import reaper, screen, strays
 
 SANDBOXES = ("none", "bwrap")
 TERM_GRACE_S = 2.0
@@ -172,7 +172,8 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 class _Capture:
-    """Decoded output keeping the first and last halves of `max_chars`, counting what is cut."""
+    """Decoded output as a terminal shows it (`screen`), keeping the first and last halves of
+    `max_chars`, counting what is cut."""
 
     def __init__(self, max_chars: int) -> None:
         self.head_max = max_chars // 2
@@ -183,14 +184,15 @@ class _Capture:
         self.tail_len = 0
         self.total = 0
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.screen = screen.Screen()
 
     def feed(self, chunk: bytes) -> None:
         """Take the next bytes of output."""
-        self._add(self.decoder.decode(chunk))
+        self._add(self.screen.feed(self.decoder.decode(chunk)))
 
     def finish(self) -> None:
-        """Flush a character split across the last chunk."""
-        self._add(self.decoder.decode(b"", final=True))
+        """Flush a character split across the last chunk, and the line still being drawn."""
+        self._add(self.screen.feed(self.decoder.decode(b"", final=True)) + self.screen.finish())
 
     def _add(self, text: str) -> None:
         self.total += len(text)
@@ -210,6 +212,7 @@ class _Capture:
         head = "".join(self.head)
         tail = "".join(self.tail)[-self.tail_max :] if self.tail_max else ""
         cut = self.total - len(head) - len(tail)
+        head, tail = screen.without_controls(head), screen.without_controls(tail)
         if cut <= 0:
             return head + tail
         return f"{head}\n[... {cut} characters cut ...]\n{tail}"
