@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import itertools
 import os
@@ -20,6 +21,9 @@ from agent_cli.workspace.git.safe import run_git
 
 _BINARY_SNIFF_BYTES = 8192
 _MAX_LINE_CHARS = 2000
+_KEPT_LINE_BYTES = 4 * _MAX_LINE_CHARS + 4  # UTF-8 enough for _MAX_LINE_CHARS characters, and more
+_READ_CHUNK_BYTES = 1 << 20
+_CONTINUATION = bytes(range(0x80, 0xC0))  # the bytes inside a UTF-8 character, not its first
 _MAX_DIFF_LINES = 300
 _MAX_SEARCH_HITS = 100
 _MAX_SEARCH_FILE_BYTES = 5_000_000
@@ -377,14 +381,59 @@ def _line_number(value: Any, name: str, default: int) -> int:
 
 
 def _read_range(real: Path, start: int, end: int) -> tuple[list[str], int]:
-    """Lines start..end (1-based, inclusive) of a UTF-8 file and its total line count."""
+    """Lines start..end (1-based, inclusive) of a UTF-8 file, each clipped, and its total line
+    count. Read in chunks, keeping at most _KEPT_LINE_BYTES of a line: a file of one huge line
+    (a minified bundle, a data dump) or of millions of lines costs bounded memory."""
     shown: list[str] = []
-    total = 0
-    with _open_regular(real, text=True) as f:
-        for total, line in enumerate(f, 1):
-            if start <= total <= end:
-                shown.append(_clip(line.rstrip("\r\n"), _MAX_LINE_CHARS))
-    return shown, total
+    line = 1  # the number of the line the next byte belongs to
+    kept, cut = bytearray(), 0  # the line's first bytes, and how many characters past them
+    trailing = 0  # the CRs the line ends with so far
+    ends_line = True  # whether the file so far ends with a newline
+    with _open_regular(real) as f:
+        while chunk := f.read(_READ_CHUNK_BYTES):
+            ends_line, pos = chunk.endswith(b"\n"), 0
+            while pos < len(chunk):
+                if line > end:  # past the range: only counted
+                    line += chunk.count(b"\n", pos)
+                    break
+                if line < start:  # before it: skipped a chunk at a time where it can be
+                    skip = min(start - line, chunk.count(b"\n", pos))
+                    for _ in range(skip):
+                        pos = chunk.index(b"\n", pos) + 1
+                    line += skip
+                    if line < start:
+                        break
+                    continue
+                newline = chunk.find(b"\n", pos)
+                piece = chunk[pos : len(chunk) if newline == -1 else newline]
+                room = max(0, _KEPT_LINE_BYTES - len(kept))
+                kept += piece[:room]
+                cut += len(piece[room:].translate(None, _CONTINUATION))  # characters, not bytes
+                crs = len(piece) - len(piece.rstrip(b"\r"))  # a line's CRs at its end are not shown
+                trailing = trailing + crs if crs == len(piece) else crs
+                if newline == -1:
+                    break
+                shown.append(_line_text(kept, cut, trailing))
+                kept, cut, trailing, line, pos = bytearray(), 0, 0, line + 1, newline + 1
+    if ends_line:  # an empty file, or one whose last line ended: `line` has not begun
+        return shown, line - 1
+    if start <= line <= end:
+        shown.append(_line_text(kept, cut, trailing))
+    return shown, line
+
+
+def _line_text(kept: bytearray, cut: int, trailing: int) -> str:
+    """A line read as its first bytes and the number of characters past them (the last
+    `trailing` of the line's characters are CRs, not shown), clipped to _MAX_LINE_CHARS;
+    UnicodeDecodeError when the bytes kept are not UTF-8."""
+    if len(kept) < _KEPT_LINE_BYTES:  # the whole line
+        return _clip(bytes(kept).rstrip(b"\r").decode("utf-8"), _MAX_LINE_CHARS)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    text = decoder.decode(bytes(kept))  # kept may end inside a character: it counts as cut
+    length = len(text) + (1 if decoder.getstate()[0] else 0) + cut - trailing
+    if length <= _MAX_LINE_CHARS:
+        return text[:length]
+    return f"{text[:_MAX_LINE_CHARS]} [... {length - _MAX_LINE_CHARS} characters cut]"
 
 
 def _matching_lines(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,26 @@ def test_read_refuses_missing_files_and_directories_and_handles_empty_and_long_l
     assert files.read("empty.txt") == "empty.txt: empty file"
     (repo / "min.js").write_text("x" * 5000 + "\n")
     assert files.read("min.js").endswith("[... 3000 characters cut]")
+
+
+def test_a_huge_one_line_file_is_read_in_bounded_memory(files, repo):
+    # a 64 MB minified bundle or data dump: the line is not held whole to show 2,000 characters
+    line = "é" + "x" * 3999 + "€" * 4000
+    with open(repo / "dump.json", "w", encoding="utf-8") as f:
+        for _ in range(8000):
+            f.write(line)
+        f.write("\r\nsecond\n")
+    tracemalloc.start()
+    try:
+        shown = files.read("dump.json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000, peak
+    first, second = shown.splitlines()
+    assert first == f"1  {line[:2000]} [... {8000 * len(line) - 2000} characters cut]"
+    assert second == "2  second"
+    assert files.read("dump.json", start_line=2) == "2  second\n[lines 2-2 of 2 shown]"
 
 
 # --- write and edit -------------------------------------------------------------------------
