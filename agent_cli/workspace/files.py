@@ -34,7 +34,10 @@ _MAX_DIFF_INPUT_CHARS = 2_000_000  # past this, a diff costs more than it tells
 _MAX_DIFF_PAIRS = 4_000_000
 _MAX_MATCHES_COUNTED = 1000
 _BARE_LF = regex.compile(r"(?<!\r)\n")
-SEARCH_TIME_LIMIT_S = 3.0  # processor time: the regex engine's clock
+SEARCH_TIME_LIMIT_S = 3.0
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+_NOT_EDITED = "edit_file changes UTF-8 text only"
+_BINARY = "a binary file"  # processor time: the regex engine's clock
 # Names the model's tools never write: git's own directories (any case: `.GIT/config` is git's
 # config on a case-insensitive file system and breaks every later commit here) and the
 # repository's settings file, which could turn off the sandbox for the next run.
@@ -83,32 +86,38 @@ class Files:
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         """Numbered lines of a text file, at most max_read_lines per call, with a note when paged."""
         real = self._existing_file(path)
-        if _looks_binary(real):
-            return f"{self.rel(real)}: binary file, {real.stat().st_size} bytes; not shown"
+        rel = self.rel(real)
+        wide = _utf16_text(real)
+        if wide is None and _looks_binary(real):
+            return f"{rel}: binary file, {real.stat().st_size} bytes; not shown"
         start = _line_number(start_line, "start_line", default=1)
         end = _line_number(end_line, "end_line", default=start + self.max_read_lines - 1)
         if end < start:
             raise ToolError(f"end_line {end} is before start_line {start}")
         end = min(end, start + self.max_read_lines - 1)
-        try:
-            shown, total = _read_range(real, start, end)
-        except UnicodeDecodeError:
-            return f"{self.rel(real)}: binary file, {real.stat().st_size} bytes; not shown"
+        head = ""  # what the model must know of a file that is not UTF-8 before its lines
+        if wide is not None:
+            shown, total = _lines_of(wide, start, end)
+            head = f"[{rel} is UTF-16 text, shown decoded; {_NOT_EDITED}]\n"
+        else:
+            try:
+                shown, total = _read_range(real, start, end)
+            except UnicodeDecodeError:  # Latin-1, say: text, but not UTF-8
+                shown, total = _read_range(real, start, end, errors="backslashreplace")
+                head = f"[{rel} is not UTF-8 text: bytes that are not UTF-8 are shown as \\xNN; {_NOT_EDITED}]\n"
         if total == 0:
-            return f"{self.rel(real)}: empty file"
+            return f"{rel}: empty file"
         if start > total:
-            raise ToolError(
-                f"start_line {start} is past the end of {self.rel(real)} ({total} lines)"
-            )
+            raise ToolError(f"start_line {start} is past the end of {rel} ({total} lines)")
         last = start + len(shown) - 1
         width = len(str(last))
         body = "\n".join(f"{n:>{width}}  {line}" for n, line in enumerate(shown, start))
         if start == 1 and last == total:
-            return body
+            return head + body
         note = f"[lines {start}-{last} of {total} shown"
         if last < total:
             note += f"; read again with start_line={last + 1} (and end_line) to see more"
-        return f"{body}\n{note}]"
+        return f"{head}{body}\n{note}]"
 
     def write(self, path: str, content: str) -> str:
         """Create or replace a file with `content`; returns the unified diff of the change."""
@@ -121,6 +130,7 @@ class Files:
             raise ToolError(f"{self.rel(real)} is not a regular file (a FIFO, socket or device)")
         existed = real.exists()
         old = self._old_text(real) if existed else ""
+        was = "" if old is not None else _not_text(real)
         if old and _crlf(old) and "\r\n" not in content:
             content = _as_crlf(content)  # the file ends its lines with CRLF: they stay so
         try:
@@ -130,7 +140,7 @@ class Files:
             raise ToolError(f"cannot write {self.rel(real)}: {exc.strerror or exc}") from exc
         rel, lines = self.rel(real), len(content.splitlines())
         if old is None:
-            return f"replaced binary file {rel} with text ({lines} lines)"
+            return f"replaced {rel} ({was}) with UTF-8 text ({lines} lines)"
         diff = _diff(old, content, rel)
         if not existed:
             return f"created file {rel} ({lines} lines)\n{diff}".rstrip("\n")
@@ -147,7 +157,13 @@ class Files:
         real = self._existing_file(path, write=True)
         text = self._old_text(real)
         if text is None:
-            raise ToolError(f"{self.rel(real)} is a binary file; it cannot be edited as text")
+            what = _not_text(real)
+            if what == _BINARY:
+                raise ToolError(f"{self.rel(real)} is {what}; it cannot be edited as text")
+            raise ToolError(
+                f"{self.rel(real)} is {what}; {_NOT_EDITED} (write_file would store it as "
+                "UTF-8: convert it with a command, such as iconv, if that is what is wanted)"
+            )
         if "\r\n" in text and "\r\n" not in old and _count(text, old) == 0:
             old, new = _as_crlf(old), _as_crlf(new)  # the file uses CRLF
         elif _crlf(text):
@@ -347,7 +363,7 @@ def _within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _open_regular(real: Path, text: bool = False) -> IO[Any]:
+def _open_regular(real: Path, text: bool = False, errors: str = "strict") -> IO[Any]:
     """`real` opened for reading without ever blocking; ToolError unless it is a regular file."""
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -359,7 +375,7 @@ def _open_regular(real: Path, text: bool = False) -> IO[Any]:
             f"{real.name} is not a regular file (a FIFO, socket or device); it is not opened"
         )
     if text:
-        return open(fd, encoding="utf-8", newline="\n")
+        return open(fd, encoding="utf-8", errors=errors, newline="\n")
     return open(fd, "rb")
 
 
@@ -380,7 +396,7 @@ def _line_number(value: Any, name: str, default: int) -> int:
     return number
 
 
-def _read_range(real: Path, start: int, end: int) -> tuple[list[str], int]:
+def _read_range(real: Path, start: int, end: int, errors: str = "strict") -> tuple[list[str], int]:
     """Lines start..end (1-based, inclusive) of a UTF-8 file, each clipped, and its total line
     count. Read in chunks, keeping at most _KEPT_LINE_BYTES of a line: a file of one huge line
     (a minified bundle, a data dump) or of millions of lines costs bounded memory."""
@@ -413,22 +429,22 @@ def _read_range(real: Path, start: int, end: int) -> tuple[list[str], int]:
                 trailing = trailing + crs if crs == len(piece) else crs
                 if newline == -1:
                     break
-                shown.append(_line_text(kept, cut, trailing))
+                shown.append(_line_text(kept, cut, trailing, errors))
                 kept, cut, trailing, line, pos = bytearray(), 0, 0, line + 1, newline + 1
     if ends_line:  # an empty file, or one whose last line ended: `line` has not begun
         return shown, line - 1
     if start <= line <= end:
-        shown.append(_line_text(kept, cut, trailing))
+        shown.append(_line_text(kept, cut, trailing, errors))
     return shown, line
 
 
-def _line_text(kept: bytearray, cut: int, trailing: int) -> str:
+def _line_text(kept: bytearray, cut: int, trailing: int, errors: str) -> str:
     """A line read as its first bytes and the number of characters past them (the last
     `trailing` of the line's characters are CRs, not shown), clipped to _MAX_LINE_CHARS;
     UnicodeDecodeError when the bytes kept are not UTF-8."""
     if len(kept) < _KEPT_LINE_BYTES:  # the whole line
-        return _clip(bytes(kept).rstrip(b"\r").decode("utf-8"), _MAX_LINE_CHARS)
-    decoder = codecs.getincrementaldecoder("utf-8")()
+        return _clip(bytes(kept).rstrip(b"\r").decode("utf-8", errors), _MAX_LINE_CHARS)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors)
     text = decoder.decode(bytes(kept))  # kept may end inside a character: it counts as cut
     length = len(text) + (1 if decoder.getstate()[0] else 0) + cut - trailing
     if length <= _MAX_LINE_CHARS:
@@ -436,12 +452,46 @@ def _line_text(kept: bytearray, cut: int, trailing: int) -> str:
     return f"{text[:_MAX_LINE_CHARS]} [... {length - _MAX_LINE_CHARS} characters cut]"
 
 
+def _lines_of(text: str, start: int, end: int) -> tuple[list[str], int]:
+    """Lines start..end (1-based, inclusive) of `text`, each clipped, and its line count."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    shown = [_clip(line.rstrip("\r"), _MAX_LINE_CHARS) for line in lines[start - 1 : end]]
+    return shown, len(lines)
+
+
+def _utf16_text(real: Path) -> str | None:
+    """The text of a file that starts with a UTF-16 byte order mark (Windows resource files,
+    PowerShell scripts) and decodes as UTF-16; None for any other file, or one too large."""
+    with _open_regular(real) as f:
+        mark = f.read(4)
+        if mark[:2] not in _UTF16_MARKS or mark == b"\xff\xfe\0\0":  # UTF-32 starts so
+            return None
+        if os.fstat(f.fileno()).st_size > _MAX_SEARCH_FILE_BYTES:
+            return None
+        data: bytes = mark + f.read()
+    try:
+        text = data.decode("utf-16")
+    except UnicodeDecodeError:
+        return None
+    return None if "\0" in text else text
+
+
+def _not_text(real: Path) -> str:
+    """What a file that is not UTF-8 text is, for a message."""
+    if _utf16_text(real) is not None:
+        return "a UTF-16 text file"
+    return _BINARY if _looks_binary(real) else "a file that is not UTF-8 text"
+
+
 def _matching_lines(
     file: Path, compiled: regex.Pattern[str], deadline: float, pattern: str
 ) -> Iterator[tuple[int, str]]:
     """Matching lines of `file`; ToolError when the whole search passes its deadline."""
     try:
-        with _open_regular(file, text=True) as f:
+        # a file that is not UTF-8 (Latin-1, say) is searched too, its other bytes as \xNN
+        with _open_regular(file, text=True, errors="backslashreplace") as f:
             for number, line in enumerate(f, 1):
                 try:  # a backtracking pattern such as (a+)+$ must not spin for ever
                     found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()))

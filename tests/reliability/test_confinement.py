@@ -147,7 +147,7 @@ def test_every_escape_is_a_tool_error_and_nothing_outside_changes(
 
     binary, latin1, page1, last_page, hard, listing = results[len(ATTACKS) :]
     assert "binary file" in binary and "not shown" in binary and "ELF" not in binary
-    assert "binary file" in latin1
+    assert "is not UTF-8 text" in latin1 and "1  caf\\xe9 cr\\xe8me" in latin1
     assert "[lines 1-400 of 5000 shown; read again with start_line=401" in page1
     assert "line 400\n" in page1 and "line 401\n" not in page1
     assert "line 5000" in last_page and "line 4997" not in last_page

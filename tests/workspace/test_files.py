@@ -138,9 +138,42 @@ def test_read_numbers_the_lines_of_a_small_file(files):
 
 def test_read_does_not_dump_binary_files(files, repo):
     (repo / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
-    (repo / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
     assert files.read("img.png") == "img.png: binary file, 266 bytes; not shown"
-    assert files.read("latin1.txt") == "latin1.txt: binary file, 5 bytes; not shown"
+    with pytest.raises(ToolError, match="img.png is a binary file; it cannot be edited"):
+        files.edit("img.png", "PNG", "GIF")
+
+
+_NOT_UTF8 = "[latin1.c is not UTF-8 text: bytes that are not UTF-8 are shown as \\xNN; edit_file changes UTF-8 text only]"
+
+
+def test_text_that_is_not_utf8_is_read_with_its_other_bytes_escaped_not_called_binary(repo):
+    (repo / "latin1.c").write_bytes(
+        "".join(f"/* caf\xe9 {i} */\n" for i in range(1, 11)).encode("latin-1")
+    )
+    files = Files(repo, max_read_lines=4)
+    assert files.read("latin1.c", start_line=9) == (
+        f"{_NOT_UTF8}\n 9  /* caf\\xe9 9 */\n10  /* caf\\xe9 10 */\n[lines 9-10 of 10 shown]"
+    )
+    assert files.search("caf.* 10 ") == "latin1.c:10: /* caf\\xe9 10 */"
+    before = (repo / "latin1.c").read_bytes()
+    with pytest.raises(ToolError, match=r"latin1.c is a file that is not UTF-8 text; edit_file"):
+        files.edit("latin1.c", "10", "11")
+    assert (repo / "latin1.c").read_bytes() == before
+    assert files.write("latin1.c", "x\n") == (
+        "replaced latin1.c (a file that is not UTF-8 text) with UTF-8 text (1 lines)"
+    )
+
+
+def test_utf16_text_with_its_byte_order_mark_is_read_decoded(files, repo):
+    (repo / "app.rc").write_bytes('VALUE "Caf\xe9"\r\nEND\r\n'.encode("utf-16"))
+    assert files.read("app.rc") == (
+        "[app.rc is UTF-16 text, shown decoded; edit_file changes UTF-8 text only]\n"
+        '1  VALUE "Caf\xe9"\n2  END'
+    )
+    with pytest.raises(ToolError, match="app.rc is a UTF-16 text file; edit_file changes"):
+        files.edit("app.rc", "END", "FIN")
+    (repo / "not16.bin").write_bytes(b"\xff\xfe\x00\x00\x01\x00\x00\x00")  # UTF-32, not 16
+    assert files.read("not16.bin") == "not16.bin: binary file, 8 bytes; not shown"
 
 
 def test_read_pages_huge_files_and_says_how_to_get_more(repo):
