@@ -188,20 +188,31 @@ class Files:
         if not base.exists():
             raise ToolError(f"{path} does not exist")
         hits: list[str] = []
-        total = 0
+        total = searched = 0
+        stopped = ""
         deadline = time.monotonic() + SEARCH_TIME_LIMIT_S
-        for file in self._searchable_files(base):
-            for number, line in _matching_lines(file, compiled, deadline, pattern):
-                total += 1
-                if len(hits) < _MAX_SEARCH_HITS:
-                    hits.append(f"{self.rel(file)}:{number}: {_clip(line.strip(), 300)}")
+        try:
+            for file in self._searchable_files(base):
+                for number, line in _matching_lines(file, compiled, deadline):
+                    total += 1
+                    if len(hits) < _MAX_SEARCH_HITS:
+                        hits.append(f"{self.rel(file)}:{number}: {_clip(line.strip(), 300)}")
+                searched += 1
+        except _OutOfTime:  # a pattern that backtracks, or a tree this large: what was found stays
+            stopped = (
+                f"[the search for {pattern!r} took more than {SEARCH_TIME_LIMIT_S:.0f}s of "
+                f"processor time and was stopped in {self.rel(file)}, after {searched} "
+                f"file{'' if searched == 1 else 's'}"
+                f"{'; the matches shown are from those' if hits else ', none of which matched'}; "
+                "use a simpler pattern or a narrower path to search the rest]"
+            )
         if not hits:
-            return f"no matches for {pattern!r} in {self.rel(base)}"
+            return stopped or f"no matches for {pattern!r} in {self.rel(base)}"
         if total > len(hits):
             hits.append(
                 f"[... {total - len(hits)} more matches not shown; narrow the pattern or the path]"
             )
-        return "\n".join(hits)
+        return "\n".join(hits + ([stopped] if stopped else []))
 
     def list_dir(self, path: str = ".") -> str:
         """One level of a directory, one entry a line: `dir/`, `file  N bytes`, `link@`.
@@ -485,10 +496,14 @@ def _not_text(real: Path) -> str:
     return _BINARY if _looks_binary(real) else "a file that is not UTF-8 text"
 
 
+class _OutOfTime(Exception):
+    """The search passed its deadline."""
+
+
 def _matching_lines(
-    file: Path, compiled: regex.Pattern[str], deadline: float, pattern: str
+    file: Path, compiled: regex.Pattern[str], deadline: float
 ) -> Iterator[tuple[int, str]]:
-    """Matching lines of `file`; ToolError when the whole search passes its deadline."""
+    """Matching lines of `file`; _OutOfTime when the whole search passes its deadline."""
     try:
         # a file that is not UTF-8 (Latin-1, say) is searched too, its other bytes as \xNN
         with _open_regular(file, text=True, errors="backslashreplace") as f:
@@ -496,11 +511,7 @@ def _matching_lines(
                 try:  # a backtracking pattern such as (a+)+$ must not spin for ever
                     found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()))
                 except TimeoutError:
-                    raise ToolError(
-                        f"the search for {pattern!r} took more than "
-                        f"{SEARCH_TIME_LIMIT_S:.0f}s of processor time and was stopped; "
-                        "use a simpler pattern or a narrower path"
-                    ) from None
+                    raise _OutOfTime from None
                 if found:
                     yield number, line
     except (UnicodeDecodeError, OSError):

@@ -380,6 +380,25 @@ def test_search_caps_the_hits_and_counts_the_rest(files, repo):
     assert lines[-1] == "[... 30 more matches not shown; narrow the pattern or the path]"
 
 
+def test_a_search_out_of_time_keeps_the_matches_it_found_and_says_where_it_stopped(
+    files, repo, monkeypatch
+):
+    monkeypatch.setattr("agent_cli.workspace.files.SEARCH_TIME_LIMIT_S", 1.0)
+    (repo / "a_hits.txt").write_text("hit one\nmiss\nhit two\n")
+    (repo / "b_slow.txt").write_text("b" * 40 + "!\n")  # (b|bb)+$ backtracks for ever on it
+    (repo / "c_more.txt").write_text("hit three\n")
+    assert files.search("hit|(b|bb)+$") == (
+        "a_hits.txt:1: hit one\na_hits.txt:3: hit two\n"
+        "[the search for 'hit|(b|bb)+$' took more than 1s of processor time and was stopped in "
+        "b_slow.txt, after 2 files; the matches shown are from those; use a simpler pattern or a "
+        "narrower path to search the rest]"
+    )
+    assert files.search("(b|bb)+$", "b_slow.txt").endswith(
+        "was stopped in b_slow.txt, after 0 files, none of which matched; use a simpler "
+        "pattern or a narrower path to search the rest]"
+    )
+
+
 def test_search_refuses_bad_regexes_and_paths_outside(files):
     with pytest.raises(ToolError, match="bad regular expression"):
         files.search("(unclosed")
