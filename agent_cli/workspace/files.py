@@ -71,6 +71,11 @@ class Files:
             raise ToolError("the path is empty; give a path relative to the repository root")
         if "\0" in text:
             raise ToolError("the path contains a NUL character")
+        if text == "~" or text.startswith("~/"):  # no shell expands it: a folder named `~` here
+            raise ToolError(
+                f"{text} names the home directory, which is outside the repository; paths are "
+                "relative to the repository root (./~ for a folder named ~ in it)"
+            )
         given = Path(text) if os.path.isabs(text) else self.root / text
         real = Path(os.path.realpath(given))
         if not _within(real, self.root):

@@ -122,6 +122,17 @@ def test_files_holding_the_users_uncommitted_work_are_read_only(repo):
     assert files.write("c.txt", "fine\n").startswith("created file c.txt")
 
 
+def test_a_path_in_the_home_directory_is_refused_not_made_a_folder_named_tilde(files, repo):
+    for path in ("~/.bashrc", "~"):
+        with pytest.raises(ToolError, match=r"names the home directory, which is outside"):
+            files.write(path, "alias ls=rm\n")
+        with pytest.raises(ToolError, match=r"names the home directory"):
+            files.read(path)
+    assert not (repo / "~").exists()
+    files.write("./~/notes.txt", "a folder named ~, asked for as such\n")
+    assert (repo / "~" / "notes.txt").is_file()
+
+
 def test_empty_and_nul_paths_are_refused(files):
     with pytest.raises(ToolError, match="empty"):
         files.read("  ")
