@@ -59,3 +59,17 @@ def test_a_file_name_that_is_not_utf8_reaches_the_result_escaped(tmp_path, name,
     result = _toolbox(tmp_path).execute(ToolCall(id="c1", name=name, arguments=json.dumps(args)))
     assert result.ok and "caf\\xe9.txt" in result.text
     result.text.encode("utf-8")  # what every request, record and journal line is made of
+
+
+@pytest.mark.parametrize(
+    "value, shown", [("abc", "'abc'"), (True, "True"), (1.5, "1.5"), ([3], "[3]")]
+)
+def test_a_line_number_that_is_not_a_whole_number_is_named_in_the_error(tmp_path, value, shown):
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    args = json.dumps({"path": "a.txt", "end_line": value})
+    result = _toolbox(tmp_path).execute(ToolCall(id="c1", name="read_file", arguments=args))
+    assert not result.ok
+    assert result.text == f"error: end_line must be a whole number, got {shown}"
+    digits = json.dumps({"path": "a.txt", "start_line": "2", "end_line": 2.0})
+    result = _toolbox(tmp_path).execute(ToolCall(id="c2", name="read_file", arguments=digits))
+    assert result.ok and result.text == "2  two\n[lines 2-2 of 2 shown]"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_cli.core import fences, strictjson
-from agent_cli.core.errors import AgentError
+from agent_cli.core.errors import AgentError, ToolError
 from agent_cli.core.models import ToolCall
 from agent_cli.core.redact import redact
 from agent_cli.core.text import readable, shorten
@@ -237,7 +237,8 @@ class Toolbox:
         )
 
     def _read_file(self, a: Args) -> ToolResult:
-        text = self.files.read(str(a["path"]), _int(a.get("start_line")), _int(a.get("end_line")))
+        start, end = _int(a, "start_line"), _int(a, "end_line")
+        text = self.files.read(str(a["path"]), start, end)
         where = (
             f" lines {a.get('start_line') or 1}-{a.get('end_line') or 'end'}"
             if a.get("start_line") or a.get("end_line")
@@ -361,12 +362,18 @@ def clip_middle(text: str, limit: int) -> str:
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
 
 
-def _int(value: Any) -> int | None:
+def _int(args: Args, key: str) -> int | None:
+    """The whole number `args[key]` (a JSON number, or digits in a string), None when absent;
+    ToolError naming the argument for anything else (a fraction, a word, true)."""
+    value = args.get(key)
     if value is None or value == "":
         return None
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"a line number must be a whole number, got {value!r}")
-    return int(value)
+    try:
+        if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+            raise ValueError
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ToolError(f"{key} must be a whole number, got {value!r}") from None
 
 
 def without_removed(diff: str) -> str:
