@@ -319,12 +319,16 @@ class Files:
                 f"old text not found in {rel} (0 matches); read the file and copy the exact "
                 "text, including whitespace and indentation"
             )
-        starts = _line_numbers(text, itertools.islice(_positions(text, old), 10))
+        numbers = _line_numbers(text, itertools.islice(_positions(text, old), count))
+        lines = [(n, str(len(list(same)))) for n, same in itertools.groupby(numbers)]
+        if count > _MAX_MATCHES_COUNTED:  # the last line's count stopped at the bound
+            lines[-1] = (lines[-1][0], f"{int(lines[-1][1]) - 1}+")
+        where = ", ".join(f"{n} ({k} times)" if k != "1" else str(n) for n, k in lines[:10])
         many = f"more than {_MAX_MATCHES_COUNTED}" if count > _MAX_MATCHES_COUNTED else str(count)
         raise ToolError(
-            f"old text matches {many} times in {rel} (at lines "
-            f"{', '.join(map(str, starts))}{', ...' if count > 10 else ''}); include more surrounding lines so that it "
-            "matches exactly once"
+            f"old text matches {many} times in {rel} (at line{'s' if len(lines) > 1 else ''} "
+            f"{where}{', ...' if len(lines) > 10 else ''}); include more surrounding text so "
+            "that it matches exactly once"
         )
 
     def _searchable_files(self, base: Path) -> Iterator[Path]:

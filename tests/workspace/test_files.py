@@ -306,6 +306,17 @@ def test_edit_with_two_matches_says_how_many_and_where_and_changes_nothing(files
         files.edit("aaa.txt", "aa", "b")
 
 
+def test_matches_on_one_line_are_counted_per_line_not_listed_as_the_same_number(files, repo):
+    (repo / "min.js").write_text("var a=1;" * 3000 + "\nvar a=1;\n")
+    with pytest.raises(
+        ToolError, match=r"more than 1000 times in min.js \(at line 1 \(1000\+ times\)\);"
+    ):
+        files.edit("min.js", "var a=1;", "let a=1;")
+    (repo / "x.txt").write_text("x = 1\ny = 2\nx = 1; x = 1\nx = 1\n")
+    with pytest.raises(ToolError, match=r"4 times in x.txt \(at lines 1, 3 \(2 times\), 4\);"):
+        files.edit("x.txt", "x = 1", "x = 2")
+
+
 def test_edit_matches_lf_text_in_a_crlf_file(files, repo):
     (repo / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
     files.edit("win.txt", "one\ntwo", "ONE\nTWO")
