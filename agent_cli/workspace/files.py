@@ -10,7 +10,7 @@ import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import regex
 
@@ -169,8 +169,16 @@ class Files:
                 f"{self.rel(real)} is {what}; {_NOT_EDITED} (write_file would store it as "
                 "UTF-8: convert it with a command, such as iconv, if that is what is wanted)"
             )
-        if "\r\n" in text and "\r\n" not in old and _count(text, old) == 0:
-            old, new = _as_crlf(old), _as_crlf(new)  # the file uses CRLF
+        if "\r\n" in text and "\n" in old and "\r" not in old:
+            # read_file shows lines without their CR: the model's LF stands for the file's
+            # line end, CRLF or LF, wherever the two differ (a file edited on both systems),
+            # so old text that matches as written may match where the ends differ too
+            found = _with_line_ends(text, old)
+            if len({f for _, f in found}) > 1:
+                self._refuse_many(real, text, [at for at, _ in found], len(found))
+            if found:
+                old = found[0][1]
+                new = _as_crlf(new) if _crlf(old) else new
         elif _crlf(text):
             new = _as_crlf(new)  # lines the new text adds end as the file's others do
         self._check_single_match(real, text, old)
@@ -315,11 +323,24 @@ class Files:
             return
         rel = self.rel(real)
         if count == 0:
+            loose = _loose_lines(text, old)
+            if loose:
+                raise ToolError(
+                    f"old text not found in {rel} (0 matches) as given, but it matches at "
+                    f"line{'s' if len(loose) > 1 else ''} {', '.join(map(str, loose))} when "
+                    "whitespace is ignored: read those lines and copy the exact text, its "
+                    "indentation (tabs or spaces) and line breaks included"
+                )
             raise ToolError(
                 f"old text not found in {rel} (0 matches); read the file and copy the exact "
                 "text, including whitespace and indentation"
             )
-        numbers = _line_numbers(text, itertools.islice(_positions(text, old), count))
+        self._refuse_many(real, text, list(itertools.islice(_positions(text, old), count)), count)
+
+    def _refuse_many(self, real: Path, text: str, positions: list[int], count: int) -> NoReturn:
+        """The refusal of old text that matches `count` times, at `positions` (ascending)."""
+        rel = self.rel(real)
+        numbers = _line_numbers(text, sorted(positions))
         lines = [(n, str(len(list(same)))) for n, same in itertools.groupby(numbers)]
         if count > _MAX_MATCHES_COUNTED:  # the last line's count stopped at the bound
             lines[-1] = (lines[-1][0], f"{int(lines[-1][1]) - 1}+")
@@ -544,6 +565,31 @@ def _positions(text: str, sub: str) -> Iterator[int]:
 def _count(text: str, sub: str) -> int:
     """Occurrences of `sub`, counted up to one past _MAX_MATCHES_COUNTED."""
     return sum(1 for _ in itertools.islice(_positions(text, sub), _MAX_MATCHES_COUNTED + 1))
+
+
+def _with_line_ends(text: str, old: str) -> list[tuple[int, str]]:
+    """Where and as what `old` is in `text` (at most _MAX_MATCHES_COUNTED + 1 times) when each
+    of its LFs may be a CRLF."""
+    pattern = regex.compile("\r?\n".join(regex.escape(part) for part in old.split("\n")))
+    try:
+        matches = pattern.finditer(text, overlapped=True, timeout=1.0)
+        return [(m.start(), m.group()) for m in itertools.islice(matches, _MAX_MATCHES_COUNTED + 1)]
+    except TimeoutError:
+        return []
+
+
+def _loose_lines(text: str, old: str) -> list[int]:
+    """The lines (at most 5) where `old` starts when any run of whitespace in it may be any
+    other (tabs for spaces, other indentation, CRLF): where an edit that missed was aimed."""
+    words = old.split()
+    if not words or len(old) > _MAX_DIFF_INPUT_CHARS:
+        return []
+    loose = regex.compile(r"\s+".join(regex.escape(word) for word in words))
+    try:
+        found = [m.start() for m in itertools.islice(loose.finditer(text, timeout=1.0), 5)]
+    except TimeoutError:
+        return []
+    return sorted(set(_line_numbers(text, found)))
 
 
 def _line_numbers(text: str, positions: Iterable[int]) -> list[int]:

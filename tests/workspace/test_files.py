@@ -354,6 +354,28 @@ def test_a_change_no_line_diff_shows_is_said_not_called_nothing(files, repo):
     )
 
 
+def test_edit_matches_lf_text_in_a_file_of_mixed_line_endings(files, repo):
+    # read_file shows no CR, so the model's old text has LF wherever the file has CRLF
+    (repo / "mixed.txt").write_bytes(b"one\r\ntwo\nthree\r\nfour\n")
+    files.edit("mixed.txt", "one\ntwo\nthree", "ONE\nTWO\nTHREE")
+    assert (repo / "mixed.txt").read_bytes() == b"ONE\nTWO\nTHREE\r\nfour\n"
+    (repo / "mixed.txt").write_bytes(b"a\r\nb\r\nc\n")
+    files.edit("mixed.txt", "a\nb", "A\nB")  # a span of CRLF lines: the new lines end so too
+    assert (repo / "mixed.txt").read_bytes() == b"A\r\nB\r\nc\n"
+    (repo / "twice.txt").write_bytes(b"x\r\ny\nx\ny\n")
+    with pytest.raises(ToolError, match=r"matches 2 times in twice.txt \(at lines 1, 3\)"):
+        files.edit("twice.txt", "x\ny", "z")
+    assert (repo / "twice.txt").read_bytes() == b"x\r\ny\nx\ny\n"
+
+
+def test_old_text_off_only_in_whitespace_is_pointed_to(files, repo):
+    (repo / "tabs.py").write_text("def f():\n\treturn 1\n\n\ndef g():\n\treturn 2\n")
+    with pytest.raises(ToolError, match=r"0 matches\) as given, but it matches at line 5 when"):
+        files.edit("tabs.py", "def g():\n    return 2", "def g():\n    return 3")
+    with pytest.raises(ToolError, match=r"0 matches\); read the file and copy the exact text"):
+        files.edit("tabs.py", "def h():", "def i():")
+
+
 def test_edit_refuses_empty_old_text_binary_files_and_missing_files(files, repo):
     with pytest.raises(ToolError, match="must not be empty"):
         files.edit("a.txt", "", "x")
