@@ -297,6 +297,12 @@ class Files:
     def _existing_file(self, path: str, write: bool = False) -> Path:
         real = self.resolve(path, write=write)
         if not real.exists():
+            given = path if os.path.isabs(path) else os.path.join(self.root, path)
+            if os.path.islink(given):
+                raise ToolError(
+                    f"{path} is a symbolic link that leads nowhere (a loop of links, or a "
+                    "target that does not exist)"
+                )
             raise ToolError(f"{path} does not exist")
         if real.is_dir():
             raise ToolError(f"{path} is a directory; use list_dir or search")

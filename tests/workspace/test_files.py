@@ -133,6 +133,19 @@ def test_a_path_in_the_home_directory_is_refused_not_made_a_folder_named_tilde(f
     assert (repo / "~" / "notes.txt").is_file()
 
 
+def test_a_link_that_leads_nowhere_is_called_so_not_missing(files, repo):
+    os.symlink("loop2", repo / "loop1")
+    os.symlink("loop1", repo / "loop2")
+    os.symlink("gone.txt", repo / "dangling")
+    for path in ("loop1", "dangling"):
+        with pytest.raises(ToolError, match=rf"^{path} is a symbolic link that leads nowhere"):
+            files.read(path)
+        with pytest.raises(ToolError, match=r"is a symbolic link that leads nowhere"):
+            files.edit(path, "a", "b")
+    with pytest.raises(ToolError, match=r"^missing.txt does not exist$"):
+        files.read("missing.txt")
+
+
 def test_empty_and_nul_paths_are_refused(files):
     with pytest.raises(ToolError, match="empty"):
         files.read("  ")
