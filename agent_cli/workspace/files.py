@@ -131,6 +131,8 @@ class Files:
         real = self.resolve(path, write=True)
         if real.is_dir():
             raise ToolError(f"{self.rel(real)} is a directory")
+        if str(path).endswith(("/", os.sep)):  # the path resolves without it: `new/` is `new`
+            raise ToolError(f"{path} ends with '/', which names a directory; give a file's path")
         if real.exists() and not real.is_file():
             raise ToolError(f"{self.rel(real)} is not a regular file (a FIFO, socket or device)")
         existed = real.exists()

@@ -290,9 +290,12 @@ def test_write_over_a_file_returns_a_unified_diff(files, repo):
     assert sorted(p.name for p in repo.iterdir()) == [".git", "a.txt", "sub"], "no temp files left"
 
 
-def test_write_refuses_directories_and_non_text_content(files):
+def test_write_refuses_directories_and_non_text_content(files, repo):
     with pytest.raises(ToolError, match="directory"):
         files.write("sub", "x")
+    with pytest.raises(ToolError, match=r"^new/ ends with '/', which names a directory"):
+        files.write("new/", "x")
+    assert not (repo / "new").exists()
     with pytest.raises(ToolError, match="string"):
         files.write("a.txt", 42)
 
