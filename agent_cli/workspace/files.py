@@ -362,8 +362,12 @@ class Files:
 
     def _searchable_files(self, base: Path) -> Iterator[Path]:
         candidates = [base] if base.is_file() else (self._git_files(base) or self._walk(base))
+        seen: set[Path] = set()  # a link to a file searched already (under its own name)
         for file in candidates:
             real = Path(os.path.realpath(file))
+            if real in seen:
+                continue
+            seen.add(real)
             if not _within(real, self.root) or ".git" in real.relative_to(self.root).parts:
                 continue
             if any(_within(real, d) for d in self.deny_write) or not real.is_file():

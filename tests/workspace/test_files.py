@@ -426,6 +426,12 @@ def test_search_skips_git_state_binary_ignored_and_outside_files(files, repo):
     assert files.search("needle") == "found.txt:1: a needle here"
 
 
+def test_a_file_and_links_to_it_are_searched_once(files, repo):
+    os.symlink("a.txt", repo / "link.txt")
+    os.symlink("../a.txt", repo / "sub" / "up.txt")
+    assert files.search("gamma") == "a.txt:3: gamma"
+
+
 def test_search_outside_a_git_repository_walks_the_tree(tmp_path):
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "x.txt").write_text("needle\n")
