@@ -376,8 +376,9 @@ class Files:
                 yield real
 
     def _git_files(self, base: Path) -> list[Path] | None:
-        """Tracked and untracked files under `base` that git does not ignore; None outside git,
-        or when git would wait on a FIFO it reads (the walk then skips what is not a file)."""
+        """Tracked and untracked files under `base` that git does not ignore, a submodule's
+        among them; None outside git, or when git would wait on a FIFO it reads (the walk then
+        skips what is not a file)."""
         try:
             traps.tree(base)
             code, out, _ = run_git(
@@ -388,7 +389,14 @@ class Files:
         if code != 0:
             return None
         names = sorted(set(out.decode("utf-8", "surrogateescape").split("\0")) - {""})
-        return [base / name for name in names]
+        found: list[Path] = []
+        for name in names:
+            path = base / name
+            if path.is_dir() and not path.is_symlink():  # a submodule: its own repository's
+                found += self._git_files(path) or []
+            else:
+                found.append(path)
+        return found
 
     def _walk(self, base: Path) -> Iterator[Path]:
         for directory, dirs, files in os.walk(base):

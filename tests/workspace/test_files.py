@@ -432,6 +432,32 @@ def test_a_file_and_links_to_it_are_searched_once(files, repo):
     assert files.search("gamma") == "a.txt:3: gamma"
 
 
+def test_search_reaches_into_a_submodule(tmp_path):
+    def git(cwd, *args):
+        subprocess.run(
+            ["git", "-c", "user.email=a@b.c", "-c", "user.name=n", *args],
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+        )
+
+    lib = tmp_path / "lib"
+    git(tmp_path, "init", "-q", "lib")
+    (lib / "helpers.py").write_text("def helper():\n    pass\n")
+    git(lib, "add", ".")
+    git(lib, "commit", "-qm", "lib")
+    main = tmp_path / "main"
+    git(tmp_path, "init", "-q", "main")
+    (main / "app.py").write_text("from vendor.lib.helpers import helper\n")
+    git(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib")
+    files = Files(main)
+    assert files.search("def helper") == "vendor/lib/helpers.py:1: def helper():"
+    assert files.search("helper", "vendor").splitlines() == [
+        "vendor/lib/helpers.py:1: def helper():"
+    ]
+    assert files.search("import helper") == "app.py:1: from vendor.lib.helpers import helper"
+
+
 def test_search_outside_a_git_repository_walks_the_tree(tmp_path):
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "x.txt").write_text("needle\n")
