@@ -140,6 +140,11 @@ class Files:
         was = "" if old is not None else _not_text(real)
         if old and _crlf(old) and "\r\n" not in content:
             content = _as_crlf(content)  # the file ends its lines with CRLF: they stay so
+        blocking = next((d for d in real.parents if _within(d, self.root) and d.is_file()), None)
+        if blocking is not None:  # mkdir would say only "File exists"
+            raise ToolError(
+                f"cannot write {self.rel(real)}: {self.rel(blocking)} is a file, not a directory"
+            )
         try:
             real.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(real, content)

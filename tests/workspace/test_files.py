@@ -296,6 +296,9 @@ def test_write_refuses_directories_and_non_text_content(files, repo):
     with pytest.raises(ToolError, match=r"^new/ ends with '/', which names a directory"):
         files.write("new/", "x")
     assert not (repo / "new").exists()
+    with pytest.raises(ToolError, match=r"^cannot write a.txt/deep/b: a.txt is a file, not a dir"):
+        files.write("a.txt/deep/b", "x")
+    assert (repo / "a.txt").read_text() == "alpha\nbeta\ngamma\n"
     with pytest.raises(ToolError, match="string"):
         files.write("a.txt", 42)
 
