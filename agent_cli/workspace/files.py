@@ -6,6 +6,7 @@ import codecs
 import difflib
 import itertools
 import os
+import re
 import stat
 import time
 from collections.abc import Iterable, Iterator
@@ -594,27 +595,42 @@ def _count(text: str, sub: str) -> int:
 
 def _with_line_ends(text: str, old: str) -> list[tuple[int, str]]:
     """Where and as what `old` is in `text` (at most _MAX_MATCHES_COUNTED + 1 times) when each
-    of its LFs may be a CRLF."""
-    pattern = regex.compile("\r?\n".join(regex.escape(part) for part in old.split("\n")))
-    try:
-        matches = pattern.finditer(text, overlapped=True, timeout=1.0)
-        return [(m.start(), m.group()) for m in itertools.islice(matches, _MAX_MATCHES_COUNTED + 1)]
-    except TimeoutError:
+    of its LFs may be a CRLF. Found with str.find in `text` with CRLF made LF, whose worst case
+    is linear (a backtracking pattern is not, on repetitive text), then mapped back."""
+    flat = text.replace("\r\n", "\n")
+    starts = list(itertools.islice(_positions(flat, old), _MAX_MATCHES_COUNTED + 1))
+    if not starts:
         return []
+    breaks = [m.start() for m in re.finditer("\n", text)]  # line L starts after breaks[L - 1]
+    lines = _line_numbers(flat, starts)  # 1-based, counted in one pass
+    ends = _line_numbers(flat, [at + len(old) for at in starts])
+
+    def original(at: int, line: int) -> int:
+        column = at - (flat.rfind("\n", 0, at) + 1)
+        return (breaks[line - 2] + 1 if line > 1 else 0) + column
+
+    found = []
+    for at, line, end_line in zip(starts, lines, ends, strict=True):
+        begin, end = original(at, line), original(at + len(old), end_line)
+        found.append((begin, text[begin:end]))
+    return found
 
 
 def _loose_lines(text: str, old: str) -> list[int]:
-    """The lines (at most 5) where `old` starts when any run of whitespace in it may be any
-    other (tabs for spaces, other indentation, CRLF): where an edit that missed was aimed."""
-    words = old.split()
-    if not words or len(old) > _MAX_DIFF_INPUT_CHARS:
+    """The lines (at most 5) where `old` starts when the whitespace around and inside each of
+    its lines may differ (tabs for spaces, other indentation, CRLF): where an edit that missed
+    was aimed. Each line's whitespace is made one space, then str.find (linear) looks."""
+    flat_old = _squeezed(old).strip("\n")
+    if not flat_old.strip() or max(len(text), len(old)) > _MAX_DIFF_INPUT_CHARS:
         return []
-    loose = regex.compile(r"\s+".join(regex.escape(word) for word in words))
-    try:
-        found = [m.start() for m in itertools.islice(loose.finditer(text, timeout=1.0), 5)]
-    except TimeoutError:
-        return []
-    return sorted(set(_line_numbers(text, found)))
+    flat = _squeezed(text)
+    found = itertools.islice(_positions(flat, flat_old), 5)
+    return sorted({flat.count("\n", 0, at) + 1 for at in found})
+
+
+def _squeezed(text: str) -> str:
+    """`text` line by line, each line's runs of whitespace one space and its ends stripped."""
+    return "\n".join(" ".join(line.split()) for line in text.split("\n"))
 
 
 def _line_numbers(text: str, positions: Iterable[int]) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -393,6 +394,18 @@ def test_old_text_off_only_in_whitespace_is_pointed_to(files, repo):
         files.edit("tabs.py", "def g():\n    return 2", "def g():\n    return 3")
     with pytest.raises(ToolError, match=r"0 matches\); read the file and copy the exact text"):
         files.edit("tabs.py", "def h():", "def i():")
+
+
+def test_a_missed_edit_is_looked_for_in_linear_time(files, repo):
+    # a long old text against a long line: a pattern match would compare them at every place
+    (repo / "min.js").write_text("var a=1;" * 300_000)
+    (repo / "win.txt").write_bytes(b"a \r\n" * 600_000)
+    began = time.monotonic()
+    with pytest.raises(ToolError, match="0 matches"):
+        files.edit("min.js", "x" * 3000, "y")
+    with pytest.raises(ToolError, match="0 matches"):
+        files.edit("win.txt", "a\n" * 3000 + "b", "c")
+    assert time.monotonic() - began < 3
 
 
 def test_edit_refuses_empty_old_text_binary_files_and_missing_files(files, repo):
