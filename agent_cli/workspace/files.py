@@ -27,6 +27,7 @@ _READ_CHUNK_BYTES = 1 << 20
 _CONTINUATION = bytes(range(0x80, 0xC0))  # the bytes inside a UTF-8 character, not its first
 _MAX_DIFF_LINES = 300
 _MAX_SEARCH_HITS = 100
+_MAX_PATTERN_CHARS = 1000
 _MAX_SEARCH_FILE_BYTES = 5_000_000
 _MAX_LIST_ENTRIES = 500
 _MAX_DIFF_INPUT_CHARS = 2_000_000  # past this, a diff costs more than it tells
@@ -201,6 +202,13 @@ class Files:
 
     def search(self, pattern: str, path: str | None = None) -> str:
         """Lines matching the regex `pattern` in text files under `path`, as `path:line: text`."""
+        if len(pattern) > _MAX_PATTERN_CHARS:
+            # the regex engine prepares a long literal in time that grows with its cube and
+            # checks no timeout meanwhile: 3,000 characters take 10 s, 6,000 a minute and a half
+            raise ToolError(
+                f"the pattern is {len(pattern):,} characters; search for a distinctive part of "
+                f"it, at most {_MAX_PATTERN_CHARS:,}"
+            )
         try:
             compiled = regex.compile(pattern, flags=regex.VERSION0)
         except (regex.error, ValueError, OverflowError) as exc:

@@ -507,6 +507,18 @@ def test_a_search_out_of_time_keeps_the_matches_it_found_and_says_where_it_stopp
     )
 
 
+def test_a_pattern_too_long_to_prepare_in_time_is_refused_at_once(files, repo):
+    (repo / "min.js").write_text("var a=1;" * 2000)
+    began = time.monotonic()
+    with pytest.raises(ToolError, match=r"^the pattern is 3,000 characters; search for a dist"):
+        files.search("x" * 3000)
+    assert time.monotonic() - began < 1
+    assert (
+        files.search("var a=1;" * 124 + "x")
+        == "no matches for " + repr("var a=1;" * 124 + "x") + " in ."
+    )
+
+
 def test_search_refuses_bad_regexes_and_paths_outside(files):
     with pytest.raises(ToolError, match="bad regular expression"):
         files.search("(unclosed")
