@@ -36,10 +36,10 @@ _MAX_DIFF_INPUT_CHARS = 2_000_000  # past this, a diff costs more than it tells
 _MAX_DIFF_PAIRS = 4_000_000
 _MAX_MATCHES_COUNTED = 1000
 _BARE_LF = regex.compile(r"(?<!\r)\n")
-SEARCH_TIME_LIMIT_S = 3.0
+SEARCH_TIME_LIMIT_S = 3.0  # processor time: the regex engine's clock
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 _NOT_EDITED = "edit_file changes UTF-8 text only"
-_BINARY = "a binary file"  # processor time: the regex engine's clock
+_BINARY = "a binary file"
 # Names the model's tools never write: git's own directories (any case: `.GIT/config` is git's
 # config on a case-insensitive file system and breaks every later commit here) and the
 # repository's settings file, which could turn off the sandbox for the next run.
