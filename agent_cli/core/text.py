@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 ELLIPSIS = "…"
@@ -73,3 +74,16 @@ def readable(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# letters no font draws (Hangul fillers, the braille blank), which str.isspace() does not know
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def blank(text: str) -> bool:
+    """Whether `text` shows nothing: only whitespace, format characters (a zero-width space or
+    joiner, a BOM, a direction mark), control characters and letters no font draws."""
+    return all(
+        char.isspace() or char in _INVISIBLE_LETTERS or unicodedata.category(char) in ("Cc", "Cf")
+        for char in text
+    )

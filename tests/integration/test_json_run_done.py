@@ -70,6 +70,7 @@ def test_the_lock_held_by_another_run(run_agent, scratch_repo):
         (["x", "--resume"], "a GOAL was given too"),  # never dropped unsaid
         (["--resume", "--plan-only"], "--plan-only makes a new plan"),
         ([], "a goal is needed"),
+        (["\u200b \u2060"], "a goal is needed"),  # a zero-width space and a word joiner
     ],
 )
 def test_a_bad_flag_value_or_a_missing_goal(run_agent, scratch_repo, args, says):

@@ -37,6 +37,7 @@ def test_json_lines_skip_blank_lines_and_take_one_command_as_a_list(tmp_path):
     [
         ("g.toml", '[[goals]]\naccept = ["x"]\n', "goal 1: goal: Field required"),
         ("g.toml", '[[goals]]\ngoal = " "\n', "goal 1: goal: the goal is empty"),
+        ("g.jsonl", '{"goal": "\\u200b\\ufeff\\u3164"}\n', "line 1: goal: the goal is empty"),
         ("g.toml", '[[goals]]\ngoal = "a"\nsteps = 3\n', "goal 1: steps: Extra inputs"),
         ("g.toml", '[[goals]]\ngoal = "a"\nbudget_usd = -1\n', "goal 1: budget_usd"),
         ("g.toml", '[[goals]]\ngoal = "a"\nbudget_usd = true\n', "goal 1: budget_usd"),

@@ -18,7 +18,7 @@ from pydantic import (
 
 from agent_cli.core import strictjson
 from agent_cli.core.errors import UsageError
-from agent_cli.core.text import unusable
+from agent_cli.core.text import blank, unusable
 
 TOML_SUFFIXES = (".toml",)
 # Each goal and acceptance command is one argument of its run's command line, which the
@@ -42,7 +42,7 @@ class Goal(BaseModel):
     @field_validator("goal")
     @classmethod
     def _said(cls, goal: str) -> str:
-        if not goal.strip():
+        if blank(goal):
             raise ValueError("the goal is empty")
         why = unusable(goal) or _too_long(goal)
         if why:

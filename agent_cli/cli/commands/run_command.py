@@ -14,6 +14,7 @@ from typer._click.exceptions import UsageError as FlagError
 
 from agent_cli.cli.help import Command
 from agent_cli.core.errors import AgentError, UsageError
+from agent_cli.core.text import blank
 
 if TYPE_CHECKING:
     from agent_cli.cli.wiring import AnswerKind
@@ -95,7 +96,7 @@ def run_command(
     """Plan GOAL into tasks, carry each out with tools, and verify each with its acceptance command."""
     try:
         answer = resume_answer(resume, hint, skip, replan)  # --hint alone: say --resume
-        if not resume and not (goal and goal.strip()):
+        if not resume and (goal is None or blank(goal)):
             raise UsageError('a goal is needed: agent run "GOAL" (or --resume)')
         if resume and goal is not None:  # never dropped unsaid: it was meant for something
             raise UsageError(
