@@ -16,7 +16,7 @@ def test_colours_go_and_a_redrawn_progress_line_is_kept_as_its_last_drawing(tmp_
     result = run_command(_PROGRESS, tmp_path, 30, max_output_chars=1000)
     assert result.exit_code == 0
     # 3000 redraws (60,000 characters) no longer fill the budget and push the result out
-    assert result.output == "downloading 100%\nFAILED test_x\nspin ok\n"
+    assert result.output == "downloading 100%\nFAILED test_x\nsp ok\n"
 
 
 def test_a_progress_line_never_ended_by_a_newline_is_its_last_drawing(tmp_path):
@@ -44,3 +44,15 @@ def test_output_without_newlines_is_passed_on_not_held_whole():
     s = screen.Screen()
     assert len(s.feed("x" * (screen.MAX_LINE_HELD + 1))) == screen.MAX_LINE_HELD + 1
     assert s.feed("\rnew") == "" and s.finish() == "new"
+
+
+def test_a_backspace_moves_back_and_what_follows_writes_over_it():
+    """A spinner drawn with backspaces leaves its last frame, as on a terminal, also when the
+    chunks cut it anywhere; a backspace at the start of a line stays on it."""
+    text = "wait |\b/\b-\b\\\b| done\n\b\bok\n"
+    for size in (1, 2, 3, len(text)):
+        parts = screen.Screen()
+        out = "".join(parts.feed(text[i : i + size]) for i in range(0, len(text), size))
+        assert screen.without_controls(out + parts.finish()) == "wait | done\nok\n", size
+    held = screen.Screen()
+    assert held.feed("50%\b\b\b") == "" and held.finish() == "50%"

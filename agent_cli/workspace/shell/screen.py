@@ -4,8 +4,9 @@ A command run for the model writes for a terminal: colours and cursor moves as e
 sequences, progress bars redrawn in place after a carriage return (pip, tqdm, npm, cargo,
 curl). Kept as written they are noise to the model, and thousands of redraws of one line
 spend the output's budget before the lines that matter arrive. So escape sequences and
-control characters are dropped, a line ending CRLF ends LF, and a line redrawn after a
-carriage return keeps only its last drawing. Output comes in chunks that may cut an escape
+control characters are dropped, a line ending CRLF ends LF, a line redrawn after a
+carriage return keeps only its last drawing, and a backspace moves back over the character
+before it, which what follows writes over. Output comes in chunks that may cut an escape
 sequence or a CRLF in two, so what may still change (the line being drawn, an escape cut
 short) is held until the next chunk, within a bound: a line that runs on without a newline
 is passed on once it is longer than MAX_LINE_HELD characters.
@@ -53,18 +54,38 @@ class Screen:
             done = "\n".join(_last_drawing(line.rstrip("\r")) for line in done.split("\n"))
         if len(self.line) > MAX_LINE_HELD:
             done, self.line = done + self.line, ""
-        return done
+        return _backspaced(done) if "\b" in done else done
 
     def finish(self) -> str:
         """What is held when the output ends: the last drawing of an unended line."""
         line, self.line, self.escape = self.line, "", ""
-        return _last_drawing(line.rstrip("\r"))
+        return _backspaced(_last_drawing(line.rstrip("\r")))
 
 
 def without_controls(text: str) -> str:
     """`text` without control characters but tab, newline and carriage return (a bell,
     backspaces, an ESC no sequence followed): applied to the output kept, not to every chunk."""
     return _CONTROL.sub("", text)
+
+
+def _backspaced(text: str) -> str:
+    """`text` with each backspace taking the cursor one character back on its line, so that
+    what follows is written over what it passed (a spinner's `|\\b/\\b-` leaves `-`)."""
+    lines = []
+    for line in text.split("\n"):
+        out: list[str] = []
+        at = 0
+        for char in line:
+            if char == "\b":
+                at = max(0, at - 1)
+                continue
+            if at < len(out):
+                out[at] = char
+            else:
+                out.append(char)
+            at += 1
+        lines.append("".join(out))
+    return "\n".join(lines)
 
 
 def _last_drawing(line: str) -> str:
