@@ -202,6 +202,21 @@ def test_bare_arguments_of_the_forced_tool_are_taken_as_its_call(fake_server):
 
 
 # -- echoed broken calls and fast failures ----------------------------------------------------
+def _sent_after_one_call(fake_server, name: str, arguments: str, result: str) -> list[dict]:
+    """The messages a llama.cpp-like server (500 on a broken echo) got after one call of
+    `name` with `arguments` that answered `result`; the reply is read as it should be."""
+    srv = fake_server([{"content": "fine"}], strict_echo=True)
+    call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": arguments}}
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": result},
+    ]
+    assert chat_model(srv).chat(messages, [READ]).content == "fine"
+    sent: list[dict] = srv.chat_requests[0]["messages"]
+    return sent
+
+
 def test_broken_echoed_arguments_are_sent_as_empty_json_with_the_raw_text_in_the_result(
     fake_server,
 ):
@@ -239,34 +254,15 @@ def test_echoed_arguments_that_are_json_but_no_object_are_sent_as_an_empty_objec
     fake_server, arguments
 ):
     # A chat template reads the arguments' items: llama.cpp answers 500 to a list or a string.
-    srv = fake_server([{"content": "fine"}], strict_echo=True)
-    call = {
-        "id": "c1",
-        "type": "function",
-        "function": {"name": "read_file", "arguments": arguments},
-    }
-    messages = [
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c1", "content": "error: the arguments must be an object"},
-    ]
-    assert chat_model(srv).chat(messages, [READ]).content == "fine"
-    sent = srv.chat_requests[0]["messages"]
+    error = "error: the arguments must be an object"
+    sent = _sent_after_one_call(fake_server, "read_file", arguments, error)
     assert sent[1]["tool_calls"][0]["function"]["arguments"] == "{}"
     assert f"not a valid JSON object: {arguments}" in sent[2]["content"]
 
 
 def test_echoed_empty_arguments_are_an_empty_object_without_a_note(fake_server):
     # A call without arguments (a stream that sent none) is no mistake to point out.
-    srv = fake_server([{"content": "fine"}], strict_echo=True)
-    call = {"id": "c1", "type": "function", "function": {"name": "list_dir", "arguments": ""}}
-    messages = [
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c1", "content": "a.py 10"},
-    ]
-    assert chat_model(srv).chat(messages, [READ]).content == "fine"
-    sent = srv.chat_requests[0]["messages"]
+    sent = _sent_after_one_call(fake_server, "list_dir", "", "a.py 10")
     assert sent[1]["tool_calls"][0]["function"]["arguments"] == "{}"
     assert sent[2]["content"] == "a.py 10"
 

@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 import pytest
 
@@ -125,28 +126,31 @@ def test_a_stream_that_ends_in_the_middle_of_a_chunk_is_asked_again(
     assert model.chat(ASK).content == "hello" and len(answers) == 2
 
 
+_HELLO = f"data: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\ndata: [DONE]\n\n"
+
+
+def _asked_twice(loopback: Callable[[Answer], str], first: str, **keys: Any) -> OpenAIChat:
+    """A model whose server streams `first`, then a good "hello" to every request after it;
+    `keys` go to OpenAIChat. The reply is "hello" after two requests."""
+    answers: list[str] = []
+
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        answers.append(_HELLO if answers else first)
+        send(h, answers[-1], "text/event-stream")
+
+    model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01, **keys)
+    assert model.chat(ASK).content == "hello" and len(answers) == 2
+    return model
+
+
 def test_words_in_place_of_a_chunk_are_the_servers_failure_and_asked_again(
     loopback: Callable[[Answer], str],
 ):
     # A proxy's own words in the stream (no JSON at all) are its failure, not the model's
     # malformed reply: the request is sent again.
-    good = f"data: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\ndata: [DONE]\n\n"
     bad = f"data: {_chunk('hel')}\n\ndata: upstream connect error or disconnect/reset\n\n"
-    answers: list[str] = []
-
-    def answer(h: BaseHTTPRequestHandler) -> None:
-        answers.append(good if answers else bad)
-        send(h, answers[-1], "text/event-stream")
-
     retries: list[str] = []
-    model = OpenAIChat(
-        model="m",
-        base_url=loopback(answer),
-        api_key=None,
-        backoff_s=0.01,
-        on_retry=lambda n, d, why: retries.append(why),
-    )
-    assert model.chat(ASK).content == "hello" and len(answers) == 2
+    _asked_twice(loopback, bad, on_retry=lambda n, d, why: retries.append(why))
     assert "upstream connect error" in retries[0]
 
 
@@ -177,12 +181,4 @@ def test_a_reply_the_server_ended_with_finish_reason_error_is_asked_again(
     # OpenRouter ends a generation that failed upstream with finish_reason "error": the
     # words before it are no reply the model finished.
     failed = f"data: {_chunk('hal')}\n\ndata: {_chunk('', 'error')}\n\ndata: [DONE]\n\n"
-    good = f"data: {_chunk('hel')}\n\ndata: {_chunk('lo', 'stop')}\n\ndata: [DONE]\n\n"
-    answers: list[str] = []
-
-    def answer(h: BaseHTTPRequestHandler) -> None:
-        answers.append(good if answers else failed)
-        send(h, answers[-1], "text/event-stream")
-
-    model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
-    assert model.chat(ASK).content == "hello" and len(answers) == 2
+    _asked_twice(loopback, failed)

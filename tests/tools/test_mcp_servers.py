@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -255,6 +256,17 @@ def raw_server(tmp_path, tools, calls=None, noise=()) -> dict:
 OBJECT = {"type": "object", "properties": {}}
 
 
+def started(tmp_path, tools) -> tuple[Any, list[str]]:
+    """The status of a raw server listing `tools`, started and closed, and the notices."""
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools)}, notices)
+    try:
+        (status,) = provide.start()
+    finally:
+        provide.close()
+    return status, notices
+
+
 def test_a_malformed_tool_result_is_one_line_for_the_model_and_the_server_goes_on(tmp_path):
     tools = [{"name": name, "inputSchema": OBJECT} for name in ("weird", "flat", "fine")]
     calls = {"weird": {"content": [{"type": "weird"}]}, "flat": {"content": "not a list"}}
@@ -304,12 +316,7 @@ def test_a_result_its_tools_output_schema_refuses_fails_that_call_not_the_server
 
 def test_a_tool_list_the_sdk_refuses_is_one_line_naming_what_is_wrong(tmp_path):
     tools = [{"name": "good", "inputSchema": OBJECT}, {"name": "arr", "inputSchema": []}]
-    notices: list[str] = []
-    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools)}, notices)
-    try:
-        (status,) = provide.start()
-    finally:
-        provide.close()
+    status, notices = started(tmp_path, tools)
     assert status.status.startswith("failed to start: its reply does not follow the MCP schema")
     assert "tools.1.inputSchema" in status.status and "\n" not in status.status
     assert all("\n" not in n and "errors.pydantic.dev" not in n for n in notices)
@@ -538,12 +545,7 @@ def test_a_tool_whose_name_no_function_may_have_is_offered_with_underscores(tmp_
 def test_a_server_of_many_tools_that_cannot_be_offered_is_a_few_notices_not_a_screen(tmp_path):
     tools = [{"name": f"t{n}{'x' * 70}", "inputSchema": OBJECT} for n in range(200)]
     tools.append({"name": "fine", "inputSchema": OBJECT})
-    notices: list[str] = []
-    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools)}, notices)
-    try:
-        (status,) = provide.start()
-    finally:
-        provide.close()
+    status, notices = started(tmp_path, tools)
     assert status.tools == ["fine"] and len(status.left_out) == 200
     assert len(notices) == 6 and all("'t" in n and "is left out" in n for n in notices[:5])
     assert notices[5] == "MCP server raw: 195 more tools are left out (`agent mcp list` names them)"
