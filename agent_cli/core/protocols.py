@@ -170,11 +170,13 @@ class LongTermStore(Protocol):
 
 
 class CommandOutcome(Protocol):
-    """How a command ended: its exit code (None when killed) and its captured output."""
+    """How a command ended: its exit code (None when killed) and its captured output (at a
+    timeout, what it printed until then); the timeout it ran under."""
 
     exit_code: int | None
     output: str
     timed_out: bool
+    timeout_s: float
 
 
 class Workspace(Protocol):

@@ -79,7 +79,7 @@ def test_run_kills_the_group_closes_stdin_caps_output_scrubs_env_and_denies(
         [
             plan(task()),
             _run_calls(
-                "mkdir -p pids; (sleep 30; touch pids/late) & echo $! > pids/bg; sleep 30",
+                "mkdir -p pids; (sleep 30; touch pids/late) & echo $! > pids/bg; echo begun; sleep 30",
                 'read line; echo "read-exit=$?"; cat; echo cat-done',
                 "seq 1 200000; echo 'FINAL: 3 failed, 97 passed'",
                 "head -c 30000000 /dev/zero | tr '\\0' x; echo; echo flood-end",
@@ -121,7 +121,8 @@ def test_run_kills_the_group_closes_stdin_caps_output_scrubs_env_and_denies(
     refusals, allowed = rest[:-1], rest[-1]
     assert len(refusals) == len(denied)
 
-    assert "[timed out]" in timeout
+    # It says after how long, and keeps what the command printed until then.
+    assert "[timed out after 1 s; what it printed until then follows]\nbegun\n" in timeout
     background = int((repo / "pids" / "bg").read_text())
     wait_for(lambda: pid_gone(background), timeout=5, what="the background child to be killed")
     assert "read-exit=1" in stdin and "cat-done" in stdin  # EOF at once: stdin is closed

@@ -77,9 +77,19 @@ def test_a_timeout_kills_a_grandchild_that_keeps_the_output_pipe_open(tmp_path):
     )
     result = run_command([sys.executable, "-c", child], tmp_path, 1.5)
     assert result.timed_out
-    assert result.output == "spawned\n"
+    assert "spawned\n" in result.output  # and where the interrupt found it
     assert _wait_gone(_pids(pidfile)[0])
     assert not late.exists()  # killed, not waited for: it never reached its end
+
+
+def test_a_timed_out_python_keeps_what_it_printed_into_a_block_buffered_pipe(tmp_path):
+    # Without PYTHONUNBUFFERED, print() into a pipe stays in Python's buffer; SIGTERM lost it.
+    env = {k: v for k, v in scrub_env(dict(os.environ)).items() if k != "PYTHONUNBUFFERED"}
+    code = "import time\nprint('collected 3 items')\nprint('tests/test_a.py ..')\ntime.sleep(100)\n"
+    result = run_command([sys.executable, "-c", code], tmp_path, 1, env=env)
+    assert "collected 3 items\ntests/test_a.py ..\n" in result.output
+    assert "line 4" in result.output  # where it was when interrupted, as after a Ctrl-C
+    assert result.timed_out and result.exit_code is None and result.timeout_s == 1
 
 
 def test_a_process_ignoring_sigterm_is_killed_after_the_grace(tmp_path):

@@ -285,11 +285,14 @@ class Toolbox:
         cmd = str(a["cmd"])
         res = self.run_command(cmd)
         self.commands.append((cmd, res.exit_code))
-        status = "timed out" if res.timed_out else f"exit {res.exit_code}"
+        status = (
+            f"timed out after {res.timeout_s:g} s" if res.timed_out else f"exit {res.exit_code}"
+        )
+        said = f"{status}; what it printed until then follows" if res.timed_out else status
         kind = "test_result" if self.is_test(cmd) else "tool_output"
         return ToolResult(
             "run",
-            f"$ {cmd}\n[{status}]\n{res.output}",
+            f"$ {cmd}\n[{said}]\n{res.output}",
             ok=res.exit_code == 0,
             kind=kind,
             summary=status,

@@ -51,7 +51,7 @@ def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
                 command=cmd,
                 exit_code=None,
                 output_tail=tail,
-                reason=f"`{cmd}` timed out\n{tail}",
+                reason=f"`{cmd}` timed out after {res.timeout_s:g} s\n{tail}",
             )
         if res.exit_code != 0:
             return Verdict(

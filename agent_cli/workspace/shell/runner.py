@@ -21,6 +21,10 @@ from agent_cli.core.errors import ToolError, WorkspaceError
 from agent_cli.workspace.shell import reaper, screen, strays
 
 SANDBOXES = ("none", "bwrap")
+# A command at its timeout is first interrupted as Ctrl-C would (SIGINT), and given this long to
+# wind up: Python writes out what it still buffered (a pipe is block-buffered: SIGTERM would lose
+# it) and pytest says which test it was in. What ignores SIGINT gets SIGTERM, then SIGKILL.
+INT_GRACE_S = 2.0
 TERM_GRACE_S = 2.0
 # After the command exits, output from processes it left in the background is still read this long.
 LINGER_S = 0.5
@@ -30,13 +34,15 @@ _POLL_S = 0.05
 
 @dataclass
 class CommandResult:
-    """What a command did: exit code (None when killed at the timeout) and its capped output."""
+    """What a command did: exit code (None when killed at the timeout) and its capped output,
+    which at a timeout is what it printed until it was stopped."""
 
     cmd: str | list[str]
     exit_code: int | None
     output: str
     timed_out: bool
     duration_s: float
+    timeout_s: float = 0.0
 
 
 def run_command(
@@ -82,7 +88,8 @@ def run_command(
     except OSError as exc:
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         reason = "command not found" if code == 127 else f"cannot run it ({exc.strerror})"
-        return CommandResult(cmd, code, f"{argv[0]}: {reason}", False, time.monotonic() - start)
+        took = time.monotonic() - start
+        return CommandResult(cmd, code, f"{argv[0]}: {reason}", False, took, timeout_s)
     # The guard begins right after the command does: a Ctrl-C taken at any call between the
     # two would leave the command running in its own session.
     try:
@@ -95,7 +102,8 @@ def run_command(
             proc.stdout.close()
         reaper.kill_leftovers(spared)
     exit_code = None if timed_out else proc.returncode
-    return CommandResult(cmd, exit_code, capture.text(), timed_out, time.monotonic() - start)
+    took = time.monotonic() - start
+    return CommandResult(cmd, exit_code, capture.text(), timed_out, took, timeout_s)
 
 
 def _argv(cmd: str | list[str]) -> list[str]:
@@ -124,12 +132,21 @@ def _supervise(
         except subprocess.TimeoutExpired:
             pass
     timed_out = proc.poll() is None
-    stop_group(proc, grace_s=TERM_GRACE_S if timed_out else 0.0)
+    if timed_out:
+        eof = _interrupt(proc, fd, capture)
+    stop_group(proc, grace_s=TERM_GRACE_S if proc.poll() is None else 0.0)
     reaper.kill_leftovers(spared)  # before waiting on output a daemon could hold open
     if not eof:
         _pump(fd, capture, time.monotonic() + 1.0)  # what the dying group still wrote
     capture.finish()
     return timed_out
+
+
+def _interrupt(proc: subprocess.Popen[bytes], fd: int, capture: _Capture) -> bool:
+    """SIGINT the command's group and read what it writes while it winds up, until it exits or
+    INT_GRACE_S pass; True at end of file."""
+    _signal_group(proc.pid, signal.SIGINT)
+    return _pump(fd, capture, time.monotonic() + INT_GRACE_S, proc)
 
 
 def _pump(
