@@ -20,7 +20,7 @@ from agent_cli.core.text import readable, some, unusable
 from agent_cli.workspace import aside, userwork
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
-from agent_cli.workspace.shell import confine, strays
+from agent_cli.workspace.shell import confine, freshcache, strays
 from agent_cli.workspace.shell import runner as shell
 
 VAULT = "agent-userwork"  # in the work tree's git directory (userwork.py)
@@ -38,14 +38,15 @@ class CommandRunner:
     sandbox: str = "none"
     guarded: list[Path] = field(default_factory=list)
 
-    def run(self, cmd: str | list[str]) -> shell.CommandResult:
-        """Run `cmd` (a command line, or an argv without a shell) to its end or its timeout."""
+    def run(self, cmd: str | list[str], env: dict[str, str] | None = None) -> shell.CommandResult:
+        """Run `cmd` (a command line, or an argv without a shell) to its end or its timeout;
+        `env` in place of the run's environment."""
         before = confine.snapshot(self.guarded)
         result = shell.run_command(
             cmd,
             cwd=self.root,
             timeout_s=self.timeout_s,
-            env=confine.command_env(self.env),
+            env=confine.command_env(self.env if env is None else env),
             sandbox=self.sandbox,
             writable=[self.root],
             readonly=self.readonly,
@@ -165,22 +166,27 @@ class RepoWorkspace:
         return aside.set_aside(self.root, paths)
 
     def run_argv(self, argv: list[str]) -> shell.CommandResult:
-        """Run a harness command (an acceptance check): no shell, no approval asked."""
-        return self._keeping_user_work(argv)
+        """Run a harness command (an acceptance check): no shell, no approval asked, and a
+        pytest cache of its own, empty, so that no cache the work tree holds picks its tests
+        (freshcache.py)."""
+        with freshcache.fresh_cache(self.runner.env) as env:
+            return self._keeping_user_work(argv, env)
 
     def run_for_model(self, cmd: str) -> shell.CommandResult:
         """Run a command line the model asked for, after the command policy allowed it."""
         self.check_command(cmd)
         return self._keeping_user_work(cmd)
 
-    def _keeping_user_work(self, cmd: str | list[str]) -> shell.CommandResult:
-        """Run `cmd`; whatever it changed of the user's own uncommitted files is put back, and
-        its output says so (`userwork.py`)."""
+    def _keeping_user_work(
+        self, cmd: str | list[str], env: dict[str, str] | None = None
+    ) -> shell.CommandResult:
+        """Run `cmd` (in `env`, else the run's environment); whatever it changed of the user's
+        own uncommitted files is put back, and its output says so (`userwork.py`)."""
         if not self.protected:
-            return self.runner.run(cmd)
+            return self.runner.run(cmd, env)
         kept = userwork.keep(self.root, self.protected, self.vault)
         try:
-            result = self.runner.run(cmd)
+            result = self.runner.run(cmd, env)
         except BaseException:  # Ctrl-C or SIGTERM mid-command: the group is stopped by now
             userwork.put_back(kept)
             userwork.release(kept)

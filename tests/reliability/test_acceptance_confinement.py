@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,33 @@ def test_a_check_runs_with_the_model_commands_scrubbed_environment(setup, monkey
     seen = ws.run_argv([check]).output
     assert SECRET not in seen and "OPENAI_API_KEY" not in seen
     assert "GIT_CONFIG_KEY_0=url.agent-never-pushes://.pushInsteadOf" in seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("pytest.ini", "[pytest]\naddopts = --lf\n"),
+        ("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "--sw"\n'),
+        ("setup.cfg", "[tool:pytest]\naddopts = --last-failed\n"),
+        ("tox.ini", "[pytest]\naddopts = --stepwise\n"),
+    ],
+)
+def test_a_pytest_cache_in_the_work_tree_does_not_pick_the_tests_a_check_runs(setup, name, text):
+    """`--lf`/`--sw` in the repository's pytest settings and a `.pytest_cache` the task wrote
+    naming only a passing test: the check still runs every test, and the cache is left."""
+    from agent_cli.agent.judge.verifier import run_acceptance
+
+    repo, _remote, _state, workspace = setup
+    (repo / name).write_text(text)
+    (repo / "test_x.py").write_text(
+        "def test_bad():\n    assert False\n\n\ndef test_ok():\n    pass\n"
+    )
+    cache = repo / ".pytest_cache" / "v" / "cache"
+    cache.mkdir(parents=True)
+    (cache / "lastfailed").write_text('{"test_x.py::test_ok": true}')
+    (cache / "stepwise").write_text('"test_x.py::test_ok"')
+    ws = workspace()
+    verdict = run_acceptance([f"{shlex.quote(sys.executable)} -m pytest -q"], ws.run_argv)
+    assert not verdict.passed and "test_bad" in verdict.reason, verdict.reason
+    assert (cache / "lastfailed").read_text() == '{"test_x.py::test_ok": true}'

@@ -6,7 +6,8 @@ command policy does not refuse it, it holds no shell operator (which, without a 
 reach the program as an argument), it runs tests when it is pytest (`--collect-only`,
 `--collectonly`, `-V`, `--cache-show` run none, whatever options the interpreter is given
 first, and so does a `sh -c` script whose status is such a command's), every test rather
-than those pytest's cache names (`--lf`, `--sw`: a task can write `.pytest_cache`), its
+than those pytest's cache names (`--lf`, `--sw`: a task can write `.pytest_cache`; in the
+repository's pytest settings they find an empty cache, `workspace/shell/freshcache.py`), its
 asserts when it is Python's own code (`python -O check.py` drops them), and it can fail at
 all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c pass` (code of nothing but
 constants, `pass` and `print`), and shell scripts whose status is one of those whatever comes
