@@ -248,6 +248,9 @@ class Verdict(BaseModel):
     command: str | None = None
     output_tail: str = ""
     judge: Literal["command", "model", "none", "hook"] = "command"
+    # the task's own command could not judge (refused, or its program gone) and the user's
+    # --accept commands did: what is run again or read for this verdict is theirs
+    by_accept: bool = False
 
 
 class CommandRun(BaseModel):

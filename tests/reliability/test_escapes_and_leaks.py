@@ -319,3 +319,30 @@ def test_the_report_shows_the_proof_and_a_missing_command_falls_back_to_accept(
     assert "proof: task 1: regression-only" in proc.stdout  # ./gone.sh passed before the task
     trajectory = next((repo / ".agent" / "runs").glob("*/trajectory.jsonl")).read_text()
     assert "could not judge the task" in trajectory and "your --accept did" in trajectory
+
+
+def test_a_task_whose_command_is_gone_is_judged_by_accept_in_what_follows_too(
+    run_agent, fake_server, tmp_path
+):
+    """Once --accept judged a task whose own command the task removed, what follows from that
+    verdict is --accept's: code no commit holds (an ignored `lib/`) is looked for by running
+    --accept again without it, not the removed command (which could only exit 127), and the
+    check's own files a task changed are what --accept reads, beside the removed command."""
+    repo = repo_with(tmp_path / "repo", ignore=("lib/",))
+    (repo / "gone.sh").write_text("#!/bin/sh\nexit 0\n")
+    (repo / "gone.sh").chmod(0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "script")
+    srv = fake_server(
+        [
+            plan(task(cmd="./gone.sh")),
+            call("run", cmd="rm gone.sh; mkdir -p lib; echo 'x = 1' > lib/helper.py"),
+            make_done(),
+            finish(),
+        ]
+    )
+    proc = _run(run_agent, srv, repo, "--accept", DONE_CHECK)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert task_statuses(repo) == ["verified"]
+    done = [e for e in events(proc.stdout) if e["event"] == "task_done"]
+    assert done[0]["check_changed"] == ["done.txt", "gone.sh"]

@@ -7,12 +7,16 @@ skipped task left: those stay uncommitted for the human); when its attempts are 
 task is rejected and its changes stay uncommitted for the human. A task whose check passed
 before it started and that changed no file is not verified: it had nothing to do. A check
 that passes only with code the commit cannot hold (ignored, or a repository of its own)
-fails the attempt (hidden.py).
+fails the attempt (hidden.py). When a task's own command could not judge it (refused, or its
+program gone) and the user's --accept did, what follows from the verdict is theirs: they are
+run again without that code, and the files they read (and the gone command's) are the check's
+own files a task changed (touched.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from agent_cli.agent.attempt import hooked
 from agent_cli.agent.attempt.executor import AttemptOutcome, run_attempt
@@ -20,6 +24,7 @@ from agent_cli.agent.attempt.runtime import Runtime
 from agent_cli.agent.judge import hidden, touched
 from agent_cli.agent.judge.verifier import (
     Proofs,
+    judged_by,
     judging_commands,
     proof,
     run_acceptance,
@@ -87,7 +92,10 @@ def _passed(
     held = held_files(rt.state.plan)
     files = [f for f in ws.changed_files() if f not in held]
     if verdict.judge == "command" and verdict.command:
-        task.check_changed = touched.check_files(list(cmds) or [verdict.command], files, ws.root)
+        named = list(cmds) or [verdict.command]
+        if verdict.by_accept and task.acceptance_cmd:  # the task's own, gone, is named too
+            named.append(task.acceptance_cmd)
+        task.check_changed = touched.check_files(named, files, ws.root)
     rt.state.committing = index  # the commit that follows is the harness's (a resume's proof)
     rt.save()  # a full disk or read-only state stops the run here, before anything is committed
     try:
@@ -144,8 +152,11 @@ def dispatch_and_verify(
         outcome = run_attempt(rt, index, task.attempts)
         task.summary = outcome.summary
         verdict = _judge(rt, ws, index, accept_cmds, outcome, verifier_model)
+        judged = judged_by(task, accept_cmds, verdict)  # --accept's when the task's is gone
         if verdict.passed and verdict.judge == "command":  # not on code no commit holds
-            verdict = hidden.recheck(ws, verdict, before, lambda: run_acceptance(cmds, ws.run_argv))
+            verdict = hidden.recheck(
+                ws, verdict, before, partial(run_acceptance, judged, ws.run_argv)
+            )
         if verdict.passed and not _nothing_to_do(ws, rt.state.plan, task, verdict):
             verdict = hooked.task_verified(rt, index, verdict)  # a hook may refuse it
         task.exit_code, task.last_reason = verdict.exit_code, verdict.reason
@@ -177,7 +188,7 @@ def dispatch_and_verify(
             )
             return True
         if verdict.passed:
-            _passed(rt, ws, index, verdict, run_id, proofs, cmds)
+            _passed(rt, ws, index, verdict, run_id, proofs, judged)
             rt.save()
             stat = ws.diff_stat(task.commit) if task.commit else ""
             rt.emit(

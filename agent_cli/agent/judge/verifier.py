@@ -137,6 +137,7 @@ def verify(
             user.reason = (
                 f"`{cmd}` could not judge the task ({why}); your --accept did: {user.reason}"
             )
+            user.by_accept = True
             return user
         return verdict
     if accept_cmds:
@@ -154,6 +155,12 @@ def verify(
 def judging_commands(task: Task, accept_cmds: list[str]) -> list[str]:
     """The commands that judge `task`: its own, else the user's."""
     return [task.acceptance_cmd] if task.acceptance_cmd else list(accept_cmds)
+
+
+def judged_by(task: Task, accept_cmds: list[str], verdict: Verdict) -> list[str]:
+    """The commands whose run `verdict` is: the user's when the task's own command handed
+    the judgement to them (`verify`), else judging_commands()."""
+    return list(accept_cmds) if verdict.by_accept else judging_commands(task, accept_cmds)
 
 
 class Proofs:
