@@ -20,7 +20,7 @@ from agent_cli.core.text import readable, some, unusable
 from agent_cli.workspace import aside, userwork
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
-from agent_cli.workspace.shell import confine, freshcache, strays
+from agent_cli.workspace.shell import checkpytest, confine, strays
 from agent_cli.workspace.shell import runner as shell
 
 VAULT = "agent-userwork"  # in the work tree's git directory (userwork.py)
@@ -166,10 +166,9 @@ class RepoWorkspace:
         return aside.set_aside(self.root, paths)
 
     def run_argv(self, argv: list[str]) -> shell.CommandResult:
-        """Run a harness command (an acceptance check): no shell, no approval asked, and a
-        pytest cache of its own, empty, so that no cache the work tree holds picks its tests
-        (freshcache.py)."""
-        with freshcache.fresh_cache(self.runner.env) as env:
+        """Run a harness command (an acceptance check): no shell, no approval asked; pytest
+        with an empty cache of its own and its output captured (checkpytest.py)."""
+        with checkpytest.check_env(self.runner.env) as env:
             return self._keeping_user_work(argv, env)
 
     def run_for_model(self, cmd: str) -> shell.CommandResult:

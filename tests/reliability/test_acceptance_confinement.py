@@ -212,3 +212,35 @@ def test_a_pytest_cache_in_the_work_tree_does_not_pick_the_tests_a_check_runs(se
     verdict = run_acceptance([f"{shlex.quote(sys.executable)} -m pytest -q"], ws.run_argv)
     assert not verdict.passed and "test_bad" in verdict.reason, verdict.reason
     assert (cache / "lastfailed").read_text() == '{"test_x.py::test_ok": true}'
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("settings", ["-s", "--capture=tee-sys", ""])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import os\n\nprint('5 passed in 0.01s', flush=True)\nos._exit(0)\n",
+        "import os, sys\n\nsys.__stdout__.write('5 passed in 0.01s\\n')\n"
+        "sys.__stdout__.flush()\nos._exit(0)\n",
+        "import os\n\nos.write(1, b'=== 5 passed in 0.01s ===\\n')\nos._exit(0)\n",
+        "import atexit\n\nimport pytest\n\natexit.register(print, '5 passed in 0.01s')\n\n\n"
+        "def later():\n    pytest.skip('later')\n",
+    ],
+    ids=["print-at-import", "stdout-at-import", "fd-at-import", "at-exit"],
+)
+def test_a_summary_line_the_code_under_test_prints_does_not_pass_a_check(setup, settings, code):
+    """Code under test prints `5 passed` at import and ends the process, or at exit after its
+    only test was skipped, with or without `-s` in the repository's settings: not a pass."""
+    from agent_cli.agent.judge.verifier import run_acceptance
+
+    repo, _remote, _state, workspace = setup
+    (repo / "pytest.ini").write_text(f"[pytest]\naddopts = {settings}\n")
+    (repo / "calc.py").write_text(code)
+    (repo / "test_calc.py").write_text(
+        "import calc\n\n\ndef test_it():\n    calc.later()\n    assert False\n"
+    )
+    ws = workspace()
+    for options in ("-q", ""):
+        cmd = f"{shlex.quote(sys.executable)} -m pytest -p no:cacheprovider {options}"
+        verdict = run_acceptance([cmd], ws.run_argv)
+        assert not verdict.passed, (options, verdict.output_tail)

@@ -125,6 +125,11 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("python -m pytest --last-failed tests", "pytest's cache"),
         ("pytest --sw", "pytest's cache"),
         ("env PYTEST_X=1 pytest --stepwise-skip", "pytest's cache"),
+        # what the code under test prints past pytest's capture: a summary line of its own
+        ("pytest -q -s", "past pytest's capture (-s)"),
+        ("python -m pytest -vs tests", "past pytest's capture (-vs)"),
+        ("pytest --capture=no", "past pytest's capture (--capture=no)"),
+        ("pytest --capture tee-sys -q", "past pytest's capture (--capture tee-sys)"),
         # Python under -O drops the asserts a check is made of
         ("python -O check.py", "drops every assert statement"),
         ("python3 -OO -c 'import calc; assert calc.median([1]) == 1'", "drops every assert"),
@@ -249,6 +254,11 @@ def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
         "python -X importtime check.py",
         "python -m pytest --nf -q",
         "sh -c 'true; }'",
+        "pytest -rs -q",
+        "pytest -k s",
+        "pytest -ks",
+        "pytest --capture=fd -q",
+        "pytest -q -- -s",
     ],
 )
 def test_acceptance_commands_that_can_fail_pass(cmd, tmp_path):

@@ -7,7 +7,9 @@ reach the program as an argument), it runs tests when it is pytest (`--collect-o
 `--collectonly`, `-V`, `--cache-show` run none, whatever options the interpreter is given
 first, and so does a `sh -c` script whose status is such a command's), every test rather
 than those pytest's cache names (`--lf`, `--sw`: a task can write `.pytest_cache`; in the
-repository's pytest settings they find an empty cache, `workspace/shell/freshcache.py`), its
+repository's pytest settings they find an empty cache, `workspace/shell/checkpytest.py`), with
+pytest's output capture on (`-s`, `--capture=no` or `tee-sys` would let code under test print
+a summary line of its own), its
 asserts when it is Python's own code (`python -O check.py` drops them), and it can fail at
 all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c pass` (code of nothing but
 constants, `pass` and `print`), and shell scripts whose status is one of those whatever comes
@@ -70,6 +72,8 @@ _NO_TESTS = {
 # pytest options that run only the tests its cache (.pytest_cache) names: the last failures,
 # or those from the last failing one on
 _FROM_CACHE = {"--lf", "--last-failed", "--sw", "--stepwise", "--sw-skip", "--stepwise-skip"}
+# pytest's short options that take a value: letters after one in a cluster are that value
+PYTEST_VALUED = set("kmpcoWnr")
 # make's long options that print the commands instead of running them
 _MAKE_DRY = {"--dry-run", "--just-print", "--recon"}
 # what any program answers with a report of itself, exiting 0
@@ -125,6 +129,13 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
         return (
             f"`{cmd}` runs only the tests pytest's cache names ({picked}), and .pytest_cache "
             "is the work tree's to write; drop the option so that every test runs"
+        )
+    through = _uncaptured(pytest_args(argv) or [])
+    if through:
+        return (
+            f"`{cmd}` lets what the code under test prints past pytest's capture ({through}), "
+            "where a summary line it prints (`5 passed in 0.01s`) reads as pytest's own; drop "
+            "the option"
         )
     if cannot_fail(argv):
         return (
@@ -322,6 +333,24 @@ def pytest_args(argv: list[str]) -> list[str] | None:
 def _from_cache(args: list[str]) -> str | None:
     """The option with which pytest picks its tests from its cache, or None."""
     return next((arg for arg in args if arg.split("=", 1)[0] in _FROM_CACHE), None)
+
+
+def _uncaptured(args: list[str]) -> str | None:
+    """The option with which pytest shows what the code it runs prints as it prints it (`-s`,
+    alone or in a cluster such as `-vs`; `--capture=no`, `--capture tee-sys`), or None."""
+    for arg, after in zip(args, [*args[1:], ""], strict=False):
+        if arg == "--":
+            return None
+        name, _, value = arg.partition("=")
+        if name == "--capture" and (value or after) in ("no", "tee-sys"):
+            return arg if value else f"{arg} {after}"
+        if arg[:1] == "-" and arg[1:2] not in ("-", ""):
+            for letter in arg[1:]:
+                if letter == "s":
+                    return arg
+                if letter in PYTEST_VALUED:
+                    break  # the rest of the cluster is this option's value (`-rs`, `-ks`)
+    return None
 
 
 def lists_only(args: list[str]) -> bool:

@@ -21,6 +21,13 @@ tests passed, and is read as its summary would be.) Whatever runs pytest (`make 
 'pytest'`), a run that printed pytest's header (`=== test session starts ===`, at the default
 verbosity) and no summary after it ended early too. Likewise `python -m
 unittest` must have printed its `Ran N tests` line, which it prints whatever its options.
+
+Code under test can print a summary line of its own. A check's pytest captures what that code
+prints (`workspace/shell/checkpytest.py`: a fake `5 passed in 0.01s` printed at import before
+`os._exit(0)` is never seen, so the run reads as cut short), but not what it prints once pytest
+has finished (an `atexit` function): a command that runs pytest itself runs it once, so its
+first summary is pytest's and is the one read. unittest captures nothing: a `Ran 5 tests ...
+OK` its code prints is read as unittest's.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import os
 import re
 import shlex
 
-from agent_cli.agent.judge.acceptance import lists_only, pytest_args, python_run
+from agent_cli.agent.judge.acceptance import PYTEST_VALUED, lists_only, pytest_args, python_run
 from agent_cli.workspace.shell.cmdline import is_python, unwrap
 
 # unittest's summary: "Ran 3 tests in 0.001s", a blank line, then "OK (skipped=3)" when it passed
@@ -68,20 +75,22 @@ _PYTEST_CUT = (
 )
 # pytest-sugar's summary, which takes the place of pytest's own
 _SUGAR_SUMMARY = re.compile(r"^Results \(\d", re.M)
-# pytest's short options that take a value: letters after one in a cluster are that value
-_PYTEST_VALUED = set("kmpcoWnr")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # unittest's counts of a test that ran and proved nothing
 _NOT_A_PASS = ("skipped", "expected failures")
 
 
-def no_test_passed(output: str) -> str | None:
-    """Why a check whose `output` this is proved nothing although it exited 0, or None."""
+def no_test_passed(output: str, argv: list[str] | None = None) -> str | None:
+    """Why a check whose `output` this is proved nothing although it exited 0, or None.
+    `argv`: the check, which when it runs pytest itself runs it once: its first summary is
+    pytest's, a later one something else's (code under test printing at exit)."""
     output = _ANSI.sub("", output)
     unittest = _unittest_runs(output)
     if unittest and not any(unittest):
         return "unittest ran no test that passed (none found, or each skipped)"
     pytest = _pytest_runs(output) or _progress_runs(output)
+    if argv is not None and pytest_args(argv) is not None:
+        pytest = pytest[:1]
     if pytest and not any(pytest):
         return "pytest ran no test that passed (each skipped or expected to fail, or none run)"
     return None
@@ -179,7 +188,7 @@ def _verbosity(args: list[str]) -> int:
             level += 1 if arg == "--verbose" else -1
         elif arg[:1] == "-" and arg[1:2] not in ("-", ""):
             for letter in arg[1:]:
-                if letter in _PYTEST_VALUED:
+                if letter in PYTEST_VALUED:
                     break
                 level += {"v": 1, "q": -1}.get(letter, 0)
     return level

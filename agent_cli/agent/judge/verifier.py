@@ -61,7 +61,7 @@ def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
                 output_tail=tail,
                 reason=f"`{cmd}` exited {res.exit_code}\n{tail}",
             )
-        idle = no_test_passed(res.output) or cut_short(argv, res.output)
+        idle = no_test_passed(res.output, argv) or cut_short(argv, res.output)
         if idle:
             return Verdict(
                 passed=False,
