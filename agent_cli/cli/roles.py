@@ -100,6 +100,28 @@ def check_keys(settings: Settings) -> None:
             raise error
 
 
+def check_reachable(settings: Settings, timeout_s: float = 30.0) -> None:
+    """Raise what the first request of a role would when its endpoint cannot be reached at
+    all (refused, no such host, silent for `timeout_s`): once for each endpoint, before
+    anything is started. An endpoint that answers, even with an error, passes."""
+    from agent_cli.llm.openai.chat import OpenAIChat
+    from agent_cli.llm.openai.errors import SetBy
+
+    for ep, names in distinct(settings):
+        set_by = SetBy(
+            ep.model_setting, ep.key_env or "OPENAI_API_KEY", ep.named_for, ep.url_setting
+        )
+        client = OpenAIChat(
+            model=ep.model,
+            base_url=ep.base_url,
+            api_key=api_key(settings, names[0], ep),
+            timeout_s=min(settings.request_timeout_s, timeout_s),
+            max_retries=0,
+            set_by=set_by,
+        )
+        client.reach(min(settings.request_timeout_s, timeout_s))
+
+
 def set_apart(settings: Settings) -> bool:
     """Whether the roles do not all use one endpoint."""
     return len(distinct(settings)) > 1

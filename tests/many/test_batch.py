@@ -256,6 +256,20 @@ def test_a_batch_without_the_key_its_endpoint_needs_starts_no_run(tmp_path):
     assert not (repo / ".agent" / "batches").exists() and not (repo / ".agent" / "runs").exists()
 
 
+def test_a_batch_whose_endpoint_cannot_be_reached_is_refused_once_and_starts_no_run(tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    file = goals_toml(tmp_path / "goals.toml", NAMES[:3])
+    env = cli_env(tmp_path / "home")
+    proc = batch(str(file), "--yes", "--base-url", "http://127.0.0.1:9/v1", repo=repo, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "cannot reach the model endpoint http://127.0.0.1:9/v1" in lines[0]
+    assert "no run was started" in lines[0] and proc.stdout == ""
+    assert not (repo / ".agent" / "batches").exists() and not (repo / ".agent" / "runs").exists()
+    assert git(repo, "worktree", "list").count("\n") == 1  # the checkout alone
+
+
 def test_a_batch_inside_a_runs_worktree_is_refused_once_and_starts_no_run(tmp_path):
     repo = repo_with(tmp_path / "repo")
     tree = repo / ".agent" / "worktrees" / "20250101-000000-aaaa"

@@ -24,7 +24,7 @@ from agent_cli.cli.batch.overlap import Branch, overlaps
 from agent_cli.cli.config.settings import load_settings
 from agent_cli.cli.worktree import check_new
 from agent_cli.core.atomic import write_atomic
-from agent_cli.core.errors import UsageError
+from agent_cli.core.errors import ModelError, UsageError
 from agent_cli.core.redact import redact_all
 from agent_cli.ui.batch_view import BatchRow, BatchView
 from agent_cli.workspace.git.repository import exclude_state_dir
@@ -57,6 +57,10 @@ def run_batch(opts: BatchOptions) -> int:
     state_dir = settings.state_dir(repo)
     check_new(repo, state_dir)  # what would refuse every run: said once, none started
     roles.check_keys(settings)  # each run would fail on it: say it once, start none
+    try:
+        roles.check_reachable(settings)  # an endpoint that is not there: likewise
+    except ModelError as e:
+        raise ModelError(f"{e.message}; no run was started", e.hint) from None
     if settings.approval != "auto":
         confirm(len(goals), opts.json_out)
     exclude_state_dir(repo, state_dir)  # before anything is written into it

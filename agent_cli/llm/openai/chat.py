@@ -535,6 +535,23 @@ class OpenAIChat:
         except (openai.OpenAIError, ValueError, RecursionError):
             return None
 
+    def reach(self, timeout_s: float) -> None:
+        """Raise the ModelError a request would when the endpoint cannot be reached at all:
+        refused, no such host, no answer within `timeout_s` (GET /models, no retry). Any
+        answer passes, an error status too: what it means is for the first request to say."""
+        client = self._connect()
+        watchdog = Watchdog(timeout_s, client.close)
+        try:
+            with client, watchdog:
+                client.get("/models", cast_to=object, options={"timeout": timeout_s})
+        except openai.APIConnectionError as e:
+            if failures.misdirected(e):
+                return  # something answers there, wrongly: the first request says what
+            late = openai.APITimeoutError(request=e.request) if watchdog.fired else e
+            raise errors.convert(late, self.base_url, self.name, timeout_s, self.set_by) from None
+        except (openai.OpenAIError, ValueError, RecursionError):
+            return
+
     def list_models(self) -> list[str]:
         """The model ids the endpoint serves (GET /models), within LISTING_TIMEOUTS request
         timeouts in all: the read timeout starts again with every byte, so a server that
