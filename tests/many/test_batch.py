@@ -228,6 +228,32 @@ def test_a_batch_whose_reader_is_gone_stops_its_runs_with_their_state_saved(fake
         assert state(repo, run["run_id"])["status"] == "interrupted"
 
 
+def test_a_batch_whose_output_is_closed_at_once_leaves_no_empty_record(fake_server, tmp_path):
+    """`agent batch --json ... | head -0`: the first line cannot be written, no run starts,
+    and no empty batches/<id>/ is left behind."""
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server(ByGoal({goal_of(n): creates(n) for n in NAMES[:2]}))
+    file = goals_toml(tmp_path / "goals.toml", NAMES[:2])
+    read, write = os.pipe()
+    os.close(read)  # what reads the stream is gone before the batch writes a line
+    try:
+        proc = subprocess.run(
+            [PY, "-m", "agent_cli", "batch", str(file), "--json", "--yes", "--base-url", srv.url],
+            cwd=repo,
+            env=cli_env(tmp_path / "home"),
+            stdin=subprocess.DEVNULL,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert list((repo / ".agent" / "batches").iterdir()) == []
+    assert not list((repo / ".agent").glob("runs/*"))  # no run started
+
+
 def _children_of(pid: int) -> list[int]:
     out = subprocess.run(
         ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True

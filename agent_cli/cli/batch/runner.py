@@ -8,6 +8,7 @@ the last line the batch prints.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import sys
@@ -19,9 +20,9 @@ from typing import Any
 from agent_cli.agent.run.store import claim_run_id, utc_now
 from agent_cli.cli import roles
 from agent_cli.cli.batch.driver import Batch, Job, Launch
-from agent_cli.cli.batch.goals import read_goals
+from agent_cli.cli.batch.goals import Goal, read_goals
 from agent_cli.cli.batch.overlap import Branch, overlaps
-from agent_cli.cli.config.settings import load_settings
+from agent_cli.cli.config.settings import Settings, load_settings
 from agent_cli.cli.worktree import check_new
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import ModelError, UsageError
@@ -66,6 +67,24 @@ def run_batch(opts: BatchOptions) -> int:
     exclude_state_dir(repo, state_dir)  # before anything is written into it
     batch_id = claim_run_id(state_dir / BATCHES)
     home = state_dir / BATCHES / batch_id
+    try:
+        return _run(opts, repo, goals, settings, batch_id, home)
+    finally:
+        with contextlib.suppress(OSError):  # not empty: what the batch wrote stays
+            home.rmdir()  # left empty (its output closed at once: `| head -0`): no record
+
+
+def _run(
+    opts: BatchOptions,
+    repo: Path,
+    goals: list[Goal],
+    settings: Settings,
+    batch_id: str,
+    home: Path,
+) -> int:
+    """The batch whose record goes to `home`, from its first line to its last."""
+    state_dir = settings.state_dir(repo)
+    flags = {"model": opts.model, "base_url": opts.base_url}
     run_args = [a for k, v in flags.items() if v for a in (f"--{k.replace('_', '-')}", v)]
     emit = JsonStream(settings.secrets()) if opts.json_out else None
     title = f"batch {batch_id}: {len(goals)} goals, {opts.jobs} at a time"
