@@ -379,7 +379,7 @@ class Files:
                 continue
             if any(_within(real, d) for d in self.deny_write) or not real.is_file():
                 continue
-            if real.stat().st_size <= textread.MAX_WHOLE_BYTES and not textread.looks_binary(real):
+            if real.stat().st_size <= textread.MAX_WHOLE_BYTES and _text(real):
                 yield real
 
     def _git_files(self, base: Path) -> list[Path] | None:
@@ -452,14 +452,32 @@ def _matching_lines(
 ) -> Iterator[tuple[int, str]]:
     """Matching lines of `file`; _OutOfTime when the whole search passes its deadline."""
     try:
-        # a file that is not UTF-8 (Latin-1, say) is searched too, its other bytes as \xNN
-        with textread.open_regular(file, text=True, errors="backslashreplace") as f:
-            for number, line in enumerate(f, 1):
-                try:  # a backtracking pattern such as (a+)+$ must not spin for ever
-                    found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()))
-                except TimeoutError:
-                    raise _OutOfTime from None
-                if found:
-                    yield number, line
-    except (UnicodeDecodeError, OSError):
+        for number, line in enumerate(_lines(file), 1):
+            try:  # a backtracking pattern such as (a+)+$ must not spin for ever
+                found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                raise _OutOfTime from None
+            if found:
+                yield number, line
+    except (UnicodeDecodeError, OSError, ToolError):
         return
+
+
+def _lines(file: Path) -> Iterator[str]:
+    """The lines of `file` as read_file numbers them: UTF-16 with its byte order mark decoded,
+    and a file that is not UTF-8 (Latin-1, say) too, its other bytes as \\xNN."""
+    wide = textread.utf16_text(file)
+    if wide is not None:
+        yield from wide.split("\n")
+        return
+    with textread.open_regular(file, text=True, errors="backslashreplace") as f:
+        yield from f
+
+
+def _text(real: Path) -> bool:
+    """Whether search reads `real`: text, UTF-8 or not, and UTF-16 with its byte order mark
+    (whose NULs would tell it binary), as read_file does."""
+    try:
+        return not textread.looks_binary(real) or textread.utf16_text(real) is not None
+    except (OSError, ToolError):
+        return False

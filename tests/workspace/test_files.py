@@ -442,6 +442,14 @@ def test_search_skips_git_state_binary_ignored_and_outside_files(files, repo):
     assert files.search("needle") == "found.txt:1: a needle here"
 
 
+def test_search_finds_matches_in_utf16_text_as_read_file_numbers_its_lines(files, repo):
+    (repo / "app.rc").write_bytes('BEGIN\r\nVALUE "Caf\xe9 needle"\r\nEND\r\n'.encode("utf-16"))
+    (repo / "be.ps1").write_bytes(b"\xfe\xff" + "# needle\n".encode("utf-16-be"))
+    (repo / "not16.bin").write_bytes(b"\xff\xfe\x00\x00n\x00e\x00")  # UTF-32: binary
+    assert files.search("needle") == 'app.rc:2: VALUE "Caf\xe9 needle"\nbe.ps1:1: # needle'
+    assert files.read("app.rc").splitlines()[2] == '2  VALUE "Caf\xe9 needle"'
+
+
 def test_a_file_and_links_to_it_are_searched_once(files, repo):
     os.symlink("a.txt", repo / "link.txt")
     os.symlink("../a.txt", repo / "sub" / "up.txt")
