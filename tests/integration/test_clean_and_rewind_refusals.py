@@ -608,3 +608,51 @@ def test_runs_names_no_worktree_whose_folder_was_deleted_by_hand(agent, repo):
     assert code == 0, err
     (row,) = json.loads(out)
     assert row["run_id"] == "run-gone" and "worktree" not in row
+
+
+def test_what_a_run_killed_before_its_first_save_left_is_recognised_and_cleaned(agent, repo):
+    """kill -9 while planning (a worktree run: its tree and its lock naming the repository),
+    or between making its branch and its first save (a run in the checkout, left on that
+    branch): no state.json, no live lock. rewind says there is nothing to rewind; clean says
+    what to do while the checkout is on the branch, then removes the branch and the folders."""
+    import json
+
+    runs = repo / ".agent" / "runs"
+    planning, branched = "20250101-000000-aaaa", "20250101-000001-bbbb"
+    tree = repo / ".agent" / "worktrees" / planning
+    git(repo, "worktree", "add", "-q", "--detach", str(tree))
+    (runs / planning).mkdir(parents=True)
+    dead = {"pid": 2**22 + 1, "started": 1.0, "repo": str(repo.resolve()), "run_id": planning}
+    (runs / planning / "run.lock").write_text(json.dumps(dead))
+    git(repo, "switch", "-q", "-c", f"agent/{branched}")
+    (runs / branched).mkdir()
+    (runs / branched / "trajectory.jsonl").write_text('{"type": "plan"}\n')
+    code, _, err = agent("rewind", branched, "--yes", "--repo", str(repo))
+    assert code == 2 and f"run {branched} was stopped before it saved anything" in err, err
+    assert "`agent clean` removes what it left" in err
+    code, out, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    assert f"removed worktree {tree.resolve()}" in out
+    assert f"removed {runs.resolve() / planning}: run {planning} was stopped" in out
+    assert f"kept branch agent/{branched}: run {branched} was stopped before it saved" in out
+    assert f"git -C {repo.resolve()} switch BRANCH" in out and (runs / branched).is_dir()
+    git(repo, "switch", "-q", "main")
+    code, out, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    assert f"deleted branch agent/{branched} (merged into main)" in out
+    assert git(repo, "branch", "--format=%(refname:short)").split() == ["main"]
+    assert list(runs.iterdir()) == [] and not tree.exists()
+
+
+def test_a_folder_without_a_state_is_left_while_a_run_without_an_id_is_starting(agent, repo):
+    """A run in the checkout holds its lock with no id until it starts: the folder it may be
+    claiming has no state.json yet, and is not taken for a killed run's."""
+    from agent_cli.agent.run.live import checkout_lock
+
+    git(repo, "switch", "-q", "-c", "agent/20250101-000002-cccc")
+    folder = repo / ".agent" / "runs" / "20250101-000002-cccc"
+    folder.mkdir(parents=True)
+    with RunLock(checkout_lock(repo / ".agent", repo), repo=str(repo.resolve())):
+        code, out, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    assert "cccc" not in out and folder.is_dir()

@@ -92,8 +92,18 @@ def rewind(place: Place, run_id: str, to_task: int | None, yes: bool) -> None:
     """Rewind run `run_id` to task `to_task` (None: its base), or raise why not."""
     from agent_cli.agent.run import rewind as rewinding
     from agent_cli.agent.run.store import checked_run_id
+    from agent_cli.core.errors import AgentError, UsageError
 
-    record = place.store.load(checked_run_id(run_id))
+    try:
+        record = place.store.load(checked_run_id(run_id))
+    except AgentError:
+        if run_id in never_started(place, _live(place)):
+            raise UsageError(
+                f"run {run_id} was stopped before it saved anything: there is nothing of it "
+                "to rewind",
+                "`agent clean` removes what it left (its branch, its worktree, its folder)",
+            ) from None
+        raise
     rewinding.target(record, to_task)  # a bad --to-task is said before anything else
     with _kept_from_resuming(place, record):
         _rewind(place, place.store.load(record.run_id), to_task, yes)
@@ -324,7 +334,8 @@ def clean(place: Place, branches: bool, force: bool) -> list[str]:
     """Remove what may go; one line for each thing removed or kept."""
     from agent_cli.core.errors import GitError
 
-    live = {h["run_id"] for h in live_holders(place.state_dir)}
+    live = _live(place)
+    unsaved = never_started(place, live)
     recorded = {str(r["run_id"]): r.get("worktree") for r in place.store.list()}
     _relink(
         place, {i: p for i, p in recorded.items() if isinstance(p, str) and p and i not in live}
@@ -357,9 +368,80 @@ def clean(place: Place, branches: bool, force: bool) -> list[str]:
             said.append(f"kept {tree.path}: {' '.join(e.message.split())}")
             continue
         said.append(f"removed worktree {tree.path}" + (f" ({why_kept})" if why_kept else ""))
+    said += [line for run_id in unsaved if (line := _forget_unsaved(place, run_id))]
     if branches:
         said += _clean_branches(place, live)
     return said
+
+
+def _live(place: Place) -> set[str | None]:
+    """The ids of the runs holding a lock under the state directory (None: one starting)."""
+    return {h["run_id"] for h in live_holders(place.state_dir)}
+
+
+def never_started(place: Place, live: set[str | None]) -> list[str]:
+    """The runs of this repository stopped before their first save (killed outright while
+    planning, say): a folder under runs/ with no state.json and no live lock, for which this
+    repository has the branch agent/<id> or the worktree, or whose lock names it. None while
+    a run without an id yet holds a lock: it is starting, and its folder may be one of these."""
+    runs = place.store.root
+    if None in live or not runs.is_dir():
+        return []
+    branches = place.git.agent_branches()
+    trees = {t.path.name for t in place.git.worktrees() if t.path.parent == place.worktrees_dir}
+    found = []
+    for folder in sorted(runs.iterdir()):
+        run_id = folder.name
+        if run_id in live or folder.is_symlink() or not folder.is_dir():
+            continue
+        if (folder / "state.json").exists() or (folder / "state.json").is_symlink():
+            continue
+        if f"agent/{run_id}" in branches or run_id in trees or _lock_names(folder, place.root):
+            found.append(run_id)
+    return found
+
+
+def _lock_names(folder: Path, root: Path) -> bool:
+    """Whether the run lock left in `folder` names the repository `root` (a shared home)."""
+    from agent_cli.workspace.lock import RunLock
+
+    holder = RunLock(folder / "run.lock").holder() or {}
+    return holder.get("repo") == str(root.resolve())
+
+
+def _forget_unsaved(place: Place, run_id: str) -> str:
+    """Remove what run `run_id`, stopped before its first save, left (its branch when no work
+    tree is on it and your branch has its tip, then its folder), or say what to do first."""
+    import shutil
+
+    from agent_cli.core.errors import GitError
+
+    why = f"run {run_id} was stopped before it saved anything"
+    branch, deleted = f"agent/{run_id}", ""
+    tip = place.git.tip(branch)
+    if tip is not None:
+        tree = place.git.checked_out(branch)
+        if tree is not None:
+            if tree.path.parent == place.worktrees_dir:
+                return ""  # its own worktree, kept above with the reason
+            return (
+                f"kept branch {branch}: {why}, and {tree.path} is on it; switch that work tree "
+                f"to your branch (git -C {tree.path} switch BRANCH), then run agent clean again"
+            )
+        into = merged_into(place.git, tip, None)
+        if into is None:
+            return (
+                f"kept branch {branch}: {why}, and your branch does not have its tip; merge "
+                f"it or delete it (git branch -D {branch}), then run agent clean again"
+            )
+        try:
+            place.git.delete(branch, tip)
+        except GitError as e:
+            return f"kept branch {branch}: {' '.join(e.message.split())}"
+        deleted = f" and deleted branch {branch} (merged into {into})"
+    folder = place.store.run_dir(run_id)
+    shutil.rmtree(folder, ignore_errors=True)
+    return f"removed {folder}{deleted}: {why}"
 
 
 def _why_kept(place: Place, tree: Path, run_id: str) -> str:
