@@ -159,7 +159,14 @@ def test_output_that_reports_a_pass_or_no_runner_passes(output):
 
 @pytest.mark.parametrize(
     "output",
-    ["1 skipped in 0.02s", "==== 2 skipped in 0.02 seconds ====", "3 tests collected in 1.20s"],
+    [
+        "1 skipped in 0.02s",
+        "==== 2 skipped in 0.02 seconds ====",
+        "3 tests collected in 1.20s",
+        # in colour, and with the escapes a terminal acts on beside colours (erase to the end)
+        "\x1b[33m==== \x1b[1m2 skipped\x1b[0m\x1b[K in 0.02s ====\x1b[0m",
+        "\x1b]0;pytest\x07\x1b[32m1 skipped in 0.02s\x1b[0m",
+    ],
 )
 def test_a_pytest_summary_without_a_pass_is_read_in_each_form(output):
     assert "pytest ran no test that passed" in (no_test_passed(output) or "")

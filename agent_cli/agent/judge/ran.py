@@ -6,7 +6,7 @@ skipped or expected to fail (`3 skipped in 0.01s`, `OK (skipped=3)`), as a task 
 the failing test `skip` or `xfail` leaves it, and pytest exits 0 having run none when its
 settings only collect or list (`addopts = --collect-only` in a `pytest.ini` the task wrote:
 `3 tests collected in 0.01s`; `no tests ran in 0.01s`). Such a check does not pass. The
-runner's own summary lines are read (at the start of a line, colours aside; a pytest line
+runner's own summary lines are read (at the start of a line, escape sequences aside; a pytest line
 counts only when every count in it is one pytest prints); output with none is not judged
 here, and a command that runs the runner more than once proves nothing only when every run
 passed none.
@@ -38,6 +38,7 @@ import shlex
 
 from agent_cli.agent.judge.acceptance import PYTEST_VALUED, lists_only, pytest_args, python_run
 from agent_cli.workspace.shell.cmdline import is_python, unwrap
+from agent_cli.workspace.shell.screen import without_escapes
 
 # unittest's summary: "Ran 3 tests in 0.001s", a blank line, then "OK (skipped=3)" when it passed
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [^\n]*\n\s*(?:OK(?: \(([^)\n]*)\))?)?", re.M)
@@ -75,7 +76,6 @@ _PYTEST_CUT = (
 )
 # pytest-sugar's summary, which takes the place of pytest's own
 _SUGAR_SUMMARY = re.compile(r"^Results \(\d", re.M)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # unittest's counts of a test that ran and proved nothing
 _NOT_A_PASS = ("skipped", "expected failures")
 
@@ -84,7 +84,7 @@ def no_test_passed(output: str, argv: list[str] | None = None) -> str | None:
     """Why a check whose `output` this is proved nothing although it exited 0, or None.
     `argv`: the check, which when it runs pytest itself runs it once: its first summary is
     pytest's, a later one something else's (code under test printing at exit)."""
-    output = _ANSI.sub("", output)
+    output = without_escapes(output)
     unittest = _unittest_runs(output)
     if unittest and not any(unittest):
         return "unittest ran no test that passed (none found, or each skipped)"
@@ -145,7 +145,7 @@ def _counts(text: str, separator: str) -> dict[str, int]:
 def cut_short(argv: list[str], output: str) -> str | None:
     """Why a pytest or unittest run that exited 0 with `output` ended before the runner
     finished, or None (neither run directly, told to print no summary, or one printed)."""
-    output = _ANSI.sub("", output)
+    output = without_escapes(output)
     if _runs_unittest(argv) and not _UNITTEST_RAN.search(output):
         return (
             "unittest printed no `Ran N tests` line: the run ended before unittest finished, "

@@ -62,6 +62,12 @@ class Screen:
         return _backspaced(_last_drawing(line.rstrip("\r")))
 
 
+def without_escapes(text: str) -> str:
+    """`text` without the escape sequences a terminal acts on (colours, cursor moves, titles),
+    for text read whole that may still hold them (a check's output read for its summary)."""
+    return _ESCAPE.sub("", text) if "\x1b" in text else text
+
+
 def without_controls(text: str) -> str:
     """`text` without control characters but tab, newline and carriage return (a bell,
     backspaces, an ESC no sequence followed): applied to the output kept, not to every chunk."""
