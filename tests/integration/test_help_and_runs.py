@@ -111,7 +111,7 @@ def test_a_number_out_of_range_is_one_line_and_exit_2(run_agent, scratch_repo):
     assert proc.stderr.strip() == "error: --k 0 is out of range (pass a number from 1 to 100)"
 
 
-@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+@pytest.mark.parametrize("query", ["", "   ", "\t\n", "\u200b\u2060", "\ufeff\u3164"])
 def test_an_empty_recall_query_is_a_usage_error(query, tmp_path, capsys):
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)

@@ -137,11 +137,11 @@ def recall_command(
 ) -> None:
     """Search long-term memory (episodes, facts, notes, procedures) by meaning."""
     from agent_cli.core.errors import UsageError
-    from agent_cli.core.text import shorten, unusable
+    from agent_cli.core.text import blank, shorten, unusable
 
     if unusable(query):
         raise UsageError(f"the query {unusable(query)}", "give it as plain UTF-8 text")
-    if not query.strip():  # nothing to search by: every score would be the same nothing
+    if blank(query):  # nothing to search by (a zero-width space shows nothing either)
         raise UsageError("the query is empty", 'say what to look for: agent recall "WORDS"')
     if kind not in KINDS:
         raise UsageError(f"unknown --kind {kind!r}", f"use one of {', '.join(KINDS)}")
