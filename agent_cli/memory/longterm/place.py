@@ -79,10 +79,11 @@ def probe_server(server: ChromaServer, create: bool = True) -> None:
     only (`create` false) nothing is created: a missing database is NoMemoryYet, so that a
     command that only reads never leaves a mistyped database behind on the server.
     """
-    if _call(server, "GET", "/api/v2/heartbeat") != 200:
+    status, body = _answer(server, "GET", "/api/v2/heartbeat")
+    if status != 200 or not _heartbeat(body):
+        why = "no /api/v2/heartbeat" if status != 200 else "its /api/v2/heartbeat is not Chroma's"
         raise MemoryUnavailable(
-            f"memory server {server.url} does not answer like a Chroma server "
-            "(no /api/v2/heartbeat)",
+            f"memory server {server.url} does not answer like a Chroma server ({why})",
             "point memory_url at a `chroma run` server (Chroma 0.5 or later)",
         )
     tenant = f"/api/v2/tenants/{quote(server.tenant, safe='')}"
@@ -100,15 +101,34 @@ def probe_server(server: ChromaServer, create: bool = True) -> None:
                 )
 
 
+def _heartbeat(body: bytes) -> bool:
+    """Whether `body` is Chroma's answer to a heartbeat: a JSON object holding the server's
+    clock (`{"nanosecond heartbeat": N}`). Any web server may answer 200 to any path (a web
+    application's catch-all page, a proxy's sign-in page); chromadb's client would then fail
+    on its first answer with a message about JSON that names nothing the user can fix."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and isinstance(answer.get("nanosecond heartbeat"), int)
+
+
 def _call(server: ChromaServer, method: str, path: str, body: dict[str, Any] | None = None) -> int:
     """The HTTP status of one request to the server's REST API; MemoryUnavailable when unreachable."""
+    return _answer(server, method, path, body)[0]
+
+
+def _answer(
+    server: ChromaServer, method: str, path: str, body: dict[str, Any] | None = None
+) -> tuple[int, bytes]:
+    """The HTTP status and the body (its first 64 KiB) of one request to the server's REST
+    API; MemoryUnavailable when unreachable."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {**server.headers(), "Content-Type": "application/json"}
     request = urllib.request.Request(server.url + path, data=data, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=server.timeout_s) as reply:
-            reply.read(65536)
-            return int(reply.status)
+            return int(reply.status), reply.read(65536)
     except urllib.error.HTTPError as e:
         if e.code in (401, 403):
             raise MemoryUnavailable(
@@ -116,7 +136,7 @@ def _call(server: ChromaServer, method: str, path: str, body: dict[str, Any] | N
                 "set AGENT_MEMORY_TOKEN to a token the server accepts",
             ) from None
         if e.code in (404, 409):
-            return e.code
+            return e.code, b""
         why = f"HTTP {e.code} for {method} {path}"
     except urllib.error.URLError as e:
         why = str(e.reason)
