@@ -144,21 +144,25 @@ def test_a_store_busy_past_the_bound_sends_the_writes_to_the_outbox(store, tmp_p
     assert not outbox.path.exists()
 
 
-def test_a_store_opened_to_read_waits_for_no_writer(store, tmp_path):
+def test_a_store_opened_to_read_waits_for_the_writer(store, tmp_path):
+    # Chroma's reads save the index too: read beside a write, the index grew until the disk
+    # was full (tests/memory/test_reads_wait_for_writes.py)
     with LongTermMemory(store, HashEmbedder()) as mem:
         mem.add_fact("Lint with ruff check", "run a", topic=TOPIC)
     fd = hold_lock(store)  # a run or an import writing meanwhile
     try:
-        with LongTermMemory(store, HashEmbedder(), write_wait_s=0.2, reads_only=True) as reader:
-            assert reader.counts()["facts"] == 1
-            assert reader.export(tmp_path / "all.jsonl") == 1
-            assert [r.text for r in reader.recall("how to lint", min_score=0.0)] == [
-                "Lint with ruff check"
-            ]
-        with pytest.raises(StoreBusy):  # opened to write, it waits, then gives up
+        with pytest.raises(StoreBusy):  # opened to read, it waits, then gives up
+            LongTermMemory(store, HashEmbedder(), write_wait_s=0.2, reads_only=True)
+        with pytest.raises(StoreBusy):  # opened to write too
             LongTermMemory(store, HashEmbedder(), write_wait_s=0.2).add_fact("x", "run b")
     finally:
         os.close(fd)
+    with LongTermMemory(store, HashEmbedder(), write_wait_s=0.2, reads_only=True) as reader:
+        assert reader.counts()["facts"] == 1
+        assert reader.export(tmp_path / "all.jsonl") == 1
+        assert [r.text for r in reader.recall("how to lint", min_score=0.0)] == [
+            "Lint with ruff check"
+        ]
 
 
 def test_a_client_opened_before_another_process_wrote_reads_that_write(store):

@@ -10,8 +10,9 @@ either way we supply the vectors, the server embeds nothing.
 
 Several runs may share the embedded store: every change is made holding its write lock
 (`write.lock.WriteLock`), from a client opened again when another process wrote since this
-one's was opened; reads need no lock, and one that meets another's write in progress is
-made again from a fresh client. A server takes concurrent writers as they come; a
+one's was opened; every read holds it shared (Chroma's reads save the index too), so reads
+go on side by side but never beside a write, and one that fails anyway is made again from a
+fresh client. A server takes concurrent writers as they come; a
 collection another client replaced there is looked up again by name (`_found_again`).
 """
 
@@ -95,7 +96,7 @@ class LongTermMemory:
         reads_only: bool = False,
     ) -> None:
         self.path = path if isinstance(path, ChromaServer) else Path(path)
-        self.reads_only = reads_only  # opened to read only: never waits for the write lock
+        self.reads_only = reads_only  # opened to read only: never holds the lock exclusive
         self.snapshot_rows = snapshot_rows  # a larger store keeps no snapshot, lists a slice
         self.embedder = embedder
         # one writer at a time in an embedded store; a server serializes writes itself
@@ -136,15 +137,15 @@ class LongTermMemory:
         self._generation = self.lock.current
 
     def _open_unlocked(self) -> bool:
-        """Open the client without the write lock, to read only: whether the store had every
-        collection (when it had not, opening would create them, a write, so nothing is
-        kept open). The generation is read first, so a write made meanwhile is seen."""
+        """Open the client holding the lock shared only, to read only: whether the store had
+        every collection (when it had not, opening would create them, a write, so nothing is
+        kept open). No write is made meanwhile, so the generation read is the client's."""
         assert self.lock is not None
-        generation = self.lock.generation()
-        if not self._open(create=False):
-            with self.store.guard("closing"):
-                self._client.close()
-            return False
+        with self.lock.shared() as generation:  # no write while Chroma loads what it reads
+            if not self._open(create=False):
+                with self.store.guard("closing"):
+                    self._client.close()
+                return False
         self._generation = generation
         return True
 
@@ -199,8 +200,8 @@ class LongTermMemory:
         self._generation = self.lock.current
 
     def _reopen_unlocked(self) -> None:
-        """To read only: open the client again without the lock (a store without every
-        collection, as a reindex leaves it for a moment, is an error to read again)."""
+        """To read only: open the client again holding the lock shared only (a store without
+        every collection, as a reindex leaves it for a moment, is an error to read again)."""
         with self.store.guard("opening"):
             self._client.close()
         if not self._open_unlocked():
@@ -211,7 +212,7 @@ class LongTermMemory:
 
     def _reopen_after_writes(self) -> None:
         """Wait for a write in progress to end, then open the client again (to read only: a
-        moment, then without the lock)."""
+        moment, then holding the lock shared only)."""
         assert self.lock is not None
         if self.reads_only:
             time.sleep(READ_PAUSE_S)
@@ -222,29 +223,31 @@ class LongTermMemory:
             self._reopen()
             self._generation = generation
 
-    def _fresh(self) -> None:
-        """Before a read: open the client again if another process wrote since it was opened.
-        When a writer keeps the lock too long, the read is made from the client as it is."""
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Hold the embedded store's lock shared (`WriteLock.shared`: Chroma's reads save
+        the index, so none may meet a write in progress), with a client that has seen every
+        earlier write; nothing to hold for a server, or within this object's own write."""
         if self.lock is None or self.lock.holding:
+            yield
             return
-        if self.lock.generation() == self._generation:
-            return
-        if self.reads_only:
-            self._reopen_unlocked()
-            return
-        try:
-            with self.writing(changes=False):
-                pass
-        except MemoryUnavailable:
-            pass
+        with self.lock.shared() as generation:
+            if generation != self._generation:  # another process wrote; none writes now
+                if self.reads_only:
+                    self._reopen_unlocked()
+                else:
+                    self._whole = self._whole or self._wrote  # the snapshot's base missed it
+                    self._reopen()
+                    self._generation = generation
+            yield
 
     def _read(self, read: Callable[[], T]) -> T:
-        """`read` from a fresh client; when it fails (SQLite busy, or an index another process
-        is rewriting), made again once no write is in progress, from a client opened anew."""
+        """`read` holding the store's lock shared (`_reading`); when it fails (SQLite busy,
+        say), made again once no write is in progress, from a client opened anew."""
         for attempt in range(READ_TRIES):
-            self._fresh()
             try:
-                return read()
+                with self._reading():
+                    return read()
             except (MemoryUnavailable, EmbedderMismatch):
                 raise
             except CollectionGone as e:
@@ -295,9 +298,10 @@ class LongTermMemory:
         return self.items.associate_threshold
 
     def collection(self, name: str) -> Collection:
-        """The named collection (episodes, facts, archive), to read."""
-        self._fresh()
-        return self.store.cols[name]
+        """The named collection (episodes, facts, archive), to read, from a client that has
+        seen every write."""
+        with self._reading():
+            return self.store.cols[name]
 
     def _before_write(self) -> None:
         """Before a change: keep the snapshot as it was (patched at close), then delete it,
@@ -680,13 +684,12 @@ class LongTermMemory:
             with atomic.replacing(out) as stream:
                 return self.export(stream)
         n = 0
-        with self.store.guard("exporting"):
-            self._fresh()
-        for name in COLLECTIONS:
-            for rec in self._records(name):  # each batch read under the store's guard
-                rec["metadata"] = dict(sorted(rec["metadata"].items()))
-                out.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
-                n += 1
+        with self._reading():  # one store, no write meanwhile (writing `out` is not its failure)
+            for name in COLLECTIONS:
+                for rec in self._records(name):  # each batch read under the store's guard
+                    rec["metadata"] = dict(sorted(rec["metadata"].items()))
+                    out.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
+                    n += 1
         return n
 
     def import_(

@@ -11,7 +11,8 @@ the plan request goes out), or when first written to. Without a snapshot the sto
 (chromadb's import, the client, the embedder's model) while the rest of the run starts,
 and the first recall waits for it. Read-only (a plan-only run), an embedded store is never
 opened where it lies, since opening Chroma rewrites its files: the snapshot is read, or
-else a copy of the store made for the purpose.
+else a copy of the store made for the purpose (holding its write lock shared, so that no
+write is half made in the copy).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from agent_cli.memory.longterm.place import ChromaServer, NoMemoryYet
 from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import Result
 from agent_cli.memory.longterm.store import Meta, Store
+from agent_cli.memory.longterm.write.lock import WriteLock
 
 
 class LazyLongTermMemory:
@@ -145,7 +147,8 @@ class LazyLongTermMemory:
         if self.read_only and isinstance(where, Path) and where.is_dir():
             self._copy = tempfile.TemporaryDirectory(prefix="agent-memory-")
             copy = Path(self._copy.name) / "chroma"
-            shutil.copytree(where, copy, symlinks=True)
+            with WriteLock(where).shared():  # never a copy of a write half made
+                shutil.copytree(where, copy, symlinks=True)
             try:
                 return LongTermMemory(copy, self.embedder, secrets=self.secrets)
             except StorageError as e:  # named as the user's store, not as the copy

@@ -8,6 +8,13 @@ id"). So every change to the store happens while holding an exclusive flock on
 process whose client was opened at another generation opens it again before it reads or
 writes (chroma.py does that), so nobody works from an index that predates someone's write.
 
+A read holds the lock shared (`shared`): Chroma's reads write too (a query first applies to
+the process's index what the log holds beyond it, and saves the index), so a read made while
+another process writes can save an index over the one being written: the store's
+`link_lists.bin` then grows until the disk is full, or the reading process dies of a
+segmentation fault in Chroma's query. Readers share the lock with each other, never with a
+writer.
+
 The lock file is opened without following a link and must be a regular file
 (`atomic.open_regular`). Waiting is bounded: past `wait_s`, StoreBusy (a MemoryUnavailable,
 so a run goes on and its writes wait in the outbox for the next run). The kernel drops an
@@ -46,6 +53,7 @@ class WriteLock:
         self.wait_s = wait_s
         self._fd: int | None = None
         self._depth = 0
+        self._sharing = 0  # nested shared holds of this object
         self._wrote = False  # a hold that changed the store leaves a new generation
         self.current = ""  # the generation as this object last held the lock, or left it
 
@@ -75,17 +83,44 @@ class WriteLock:
             if self._depth == 0:
                 self._release()
 
+    @contextmanager
+    def shared(self) -> Iterator[str]:
+        """Hold the lock shared, to read: no other process writes meanwhile (waiting at most
+        `wait_s` for one that does), while other readers may. Yields the generation. Within a
+        hold of this object's (shared or exclusive) it holds nothing more; an exclusive hold
+        is never taken within a shared one (it would wait for this very hold)."""
+        if self._depth or self._sharing:
+            self._sharing += 1
+            try:
+                yield self.generation()
+            finally:
+                self._sharing -= 1
+            return
+        fd = self._wait_for(fcntl.LOCK_SH)
+        self._sharing = 1
+        try:
+            yield self.generation()
+        finally:
+            self._sharing = 0
+            os.close(fd)  # closing it gives the lock up
+
     def _acquire(self) -> None:
+        if self._sharing:
+            raise AssertionError("an exclusive hold within a shared one waits for itself")
+        self._fd = self._wait_for(fcntl.LOCK_EX)
+
+    def _wait_for(self, mode: int) -> int:
+        """The lock file's descriptor, once it holds the flock `mode` (exclusive or shared)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            fd = atomic.open_regular(self.path, "a", MAX_BYTES)
+            fd = self._descriptor(shared=mode == fcntl.LOCK_SH)
         except (OSError, atomic.UnsafeFile) as e:
             raise self._unusable(e) from None
         deadline = time.monotonic() + self.wait_s
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                return fd
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     os.close(fd)
@@ -99,7 +134,17 @@ class WriteLock:
             except BaseException:
                 os.close(fd)
                 raise
-        self._fd = fd
+
+    def _descriptor(self, shared: bool) -> int:
+        """The lock file, opened to append (a writer leaves its token there); to read when
+        it is held shared and exists: flock needs no more, and a store on a read-only
+        filesystem is then refused by Chroma with the hint that fits (place.storage_error)."""
+        if shared:
+            try:
+                return atomic.open_regular(self.path, "r", MAX_BYTES)
+            except FileNotFoundError:
+                pass
+        return atomic.open_regular(self.path, "a", MAX_BYTES)
 
     @property
     def holding(self) -> bool:
