@@ -729,7 +729,8 @@ class Session:
         try:
             self.mem.remember(self.rt, self.run, self.signatures, self.cfg.accept_cmds, self._facts)
         except Exception as e:  # the run's outcome stands even if memory cannot take it
-            self._emit(events.Notice(text=f"long-term memory not updated: {e}"))
+            why = e.one_line() if isinstance(e, AgentError) else str(e)  # with what to do
+            self._emit(events.Notice(text=f"long-term memory not updated: {why}"))
 
     def _done(self, code: int, message: str) -> None:
         assert self.rt is not None and self.run is not None
