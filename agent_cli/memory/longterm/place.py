@@ -183,6 +183,11 @@ def within(server: ChromaServer, seconds: float, action: str, work: Callable[[],
 INDEX_NOT_READY = "Error creating hnsw segment reader"
 
 
+# What Chroma answers a search when a vector index names ids its records lack, or lacks
+# those they hold: a segment directory deleted, damaged or from another copy of the store.
+INDEX_ASTRAY = "Error finding id"
+
+
 class NoMemoryYet(StorageError):
     """What is opened to read only holds no agent memory yet (and is not created for a read)."""
 
@@ -207,7 +212,12 @@ def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> Stor
     """Our error for a failure of the store at `where`, with a hint that fits a directory or a server."""
     if not isinstance(where, ChromaServer):
         hint = "check the directory (permissions, free space) or move it aside"
-        if where.is_dir() and not os.access(where, os.W_OK):  # EROFS too, even for root
+        if INDEX_ASTRAY in str(e):  # the records are whole: moving them aside loses them
+            hint = (
+                "its vector index no longer matches its records (an index directory in it is "
+                "missing or damaged): `agent memory reindex` builds the index again from them"
+            )
+        elif where.is_dir() and not os.access(where, os.W_OK):  # EROFS too, even for root
             hint = (
                 f"{where} cannot be written (a read-only filesystem, or its permissions), and "
                 "Chroma writes to its directory even to read it: copy the state directory "
