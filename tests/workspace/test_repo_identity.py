@@ -119,6 +119,9 @@ def test_a_shallow_clone_of_a_local_bare_repository_is_the_repository_its_full_c
     assert repo_identity(shallow).keys() == [f"url:{tmp_path / 'server' / 'calc'}"]
     assert set(repo_identity(shallow).keys()) & set(repo_identity(full).keys())
     assert normalize_remote(f"{work}/.git/") == normalize_remote(f"file://{work}") == str(work)
+    local = tmp_path / "local"  # git takes the host localhost in a file URL as none
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://LocalHost{bare}", str(local))
+    assert repo_identity(local).keys() == repo_identity(shallow).keys()
 
 
 def _merge_older_history(repo, library):

@@ -45,8 +45,8 @@ def normalize_remote(url: str) -> str:
     """`host/owner/name` of a remote URL: scheme, user and password, port, query, fragment,
     `.git` and case of the host dropped, so the https and ssh forms of one remote are equal
     and no credential in the URL is kept; a local path as given, less its `.git` and trailing
-    slashes as well, so that `/srv/calc.git` and `file:///srv/calc.git` (the form a shallow
-    clone of a local repository needs) are one remote."""
+    slashes as well, so that `/srv/calc.git`, `file:///srv/calc.git` (the form a shallow
+    clone of a local repository needs) and `file://localhost/srv/calc.git` are one remote."""
     url = url.strip()
     if not url:
         return ""
@@ -56,6 +56,8 @@ def normalize_remote(url: str) -> str:
         key = f"{host.lower()}/{_without_git(path)}"
     elif "://" in url:
         _, host, path = _parts(url)
+        if url[:7].lower() == "file://" and host.lower() == "localhost":
+            host = ""  # git reads file://localhost/srv/calc.git as /srv/calc.git
         key = f"{host.lower()}/{_without_git(path)}"
     else:
         key = "/" * url.startswith("/") + _without_git(url)
