@@ -305,7 +305,12 @@ class RunConsole:
     def ask_escalation(self, ev: Escalated) -> str:
         """Ask what to do about a rejected task; the line as typed ("q" at the end of input,
         or after MAX_ASKS lines that are no text: a NUL, bytes that are not UTF-8, which
-        could be neither saved with the run nor sent to the model)."""
+        could be neither saved with the run nor sent to the model).
+
+        The keys a terminal sends as escape sequences (an arrow, Home, Esc: this prompt has
+        no line editing) and other control characters are taken out of the line, so a hint
+        is saved and sent as the human sees it echoed; a line of nothing else (an Up arrow
+        then Enter, hoping for the last answer) is asked again, not taken as a hint."""
         hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "
         question = Text(f"What now? {hint}s, r [NOTE] or q: ", style="bold")
         with self._paused():
@@ -314,8 +319,10 @@ class RunConsole:
                 if line is None:
                     return "q"
                 why = unusable(line)
-                if not why:
-                    return line.rstrip("\r\n")
+                typed = clean(line.rstrip("\r\n"))
+                if not why and (typed.strip() or not line.strip()):
+                    return typed
+                why = why or "holds only keys that type no text (an arrow, Esc)"
                 self.console.print(Text(f"that line {why}: type it again as plain UTF-8 text"))
             return "q"
 

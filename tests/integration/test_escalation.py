@@ -145,6 +145,24 @@ def test_ctrl_c_at_the_question_exits_130_with_the_state_saved(pty_agent, fake_s
     assert state["agent_state"]["plan"][0]["status"] == "rejected"
 
 
+def test_keys_that_type_no_text_are_no_hint_and_leave_none_in_one(
+    pty_agent, fake_server, demo_repo
+):
+    # this prompt has no line editing: an arrow key puts its escape sequence in the line
+    srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
+    agent = start(pty_agent, srv, demo_repo)
+    agent.expect(QUESTION)
+    agent.type("\x1b[A\n")  # Up, then Enter: no hint, and no attempt spent on one
+    agent.expect("that line holds only keys that type no text")
+    assert agent.text.count(QUESTION) == 2
+    agent.type("use sorted(xs)\x1b[D\x1b[C for it\n")
+    assert agent.wait() == 0, agent.text
+    hints = state_of(demo_repo)["agent_state"]["plan"][0]["hints"]
+    assert hints == ["use sorted(xs) for it"]  # what was echoed back, saved and sent
+    assert "your hint goes to attempt 3: use sorted(xs) for it" in agent.text
+    assert "<human_hint>\nuse sorted(xs) for it\n</human_hint>" in brief_text(srv.chat_requests[4])
+
+
 # -- without a terminal: exit 3, then answer with --resume ---------------------------------------
 
 
