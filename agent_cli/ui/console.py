@@ -9,6 +9,7 @@ stale stays in the scrollback) and the model's words as they stream in. What it 
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -405,6 +406,7 @@ class RunConsole:
         """`question`, then the line typed; None at the end of input (a newline ends the
         question's line)."""
         stream = self.stdin if self.stdin is not None else sys.stdin
+        _undecodable_as_surrogates(stream)
         self.console.print(question, end="", soft_wrap=True)
         self.console.file.flush()
         line = stream.readline()
@@ -425,6 +427,21 @@ class RunConsole:
                 return answer
             self.console.print(Text(f"please answer {choices}"))
         return "n"
+
+
+def _undecodable_as_surrogates(stream: IO[str]) -> None:
+    """Have `stream` hand bytes that are not UTF-8 over as lone surrogates rather than raise.
+
+    Python reads a terminal that way in the C locale, but strictly under a UTF-8 one such as
+    en_US.UTF-8, where one stray byte typed at a prompt (a Latin-1 key, a pasted binary)
+    ended the run with an internal error; as surrogates the line is refused and asked again
+    like any other answer that is no text."""
+    if getattr(stream, "errors", None) != "strict" or not isinstance(stream, io.TextIOWrapper):
+        return
+    try:
+        stream.reconfigure(errors="surrogateescape")
+    except (OSError, ValueError):  # a closed stream: the read that follows says so
+        pass
 
 
 def _to_devnull(out: IO[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from ptykit import pty_agent  # noqa: F401 (fixture)
@@ -161,6 +162,22 @@ def test_keys_that_type_no_text_are_no_hint_and_leave_none_in_one(
     assert hints == ["use sorted(xs) for it"]  # what was echoed back, saved and sent
     assert "your hint goes to attempt 3: use sorted(xs) for it" in agent.text
     assert "<human_hint>\nuse sorted(xs) for it\n</human_hint>" in brief_text(srv.chat_requests[4])
+
+
+def test_bytes_not_utf8_typed_under_a_strict_utf8_locale_are_asked_again(
+    pty_agent, fake_server, demo_repo
+):
+    # Python decodes a terminal strictly under a UTF-8 locale such as en_US.UTF-8
+    # (PYTHONIOENCODING says the same without needing that locale installed)
+    srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
+    agent = start(pty_agent, srv, demo_repo, env={"PYTHONIOENCODING": "utf-8:strict"})
+    agent.expect(QUESTION)
+    os.write(agent.fd, b"caf\xe9 please\n")  # Latin-1, not UTF-8
+    agent.expect("that line is not valid UTF-8 text: type it again")
+    agent.type("use sorted(xs)\n")
+    assert agent.wait() == 0, agent.text
+    assert "internal error" not in agent.text
+    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
 
 
 # -- without a terminal: exit 3, then answer with --resume ---------------------------------------
