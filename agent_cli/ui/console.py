@@ -392,15 +392,21 @@ class RunConsole:
 
     @contextmanager
     def _paused(self) -> Iterator[None]:
-        """Take the spinner off the screen while the user answers, then bring it back."""
+        """Take the spinner off the screen while the user answers, then bring it back.
+
+        Not after Ctrl-C at the prompt: the spinner would say the command asked about runs
+        while the run stops, and, drawn on the line the `^C` ended, erase the question from
+        the log when it went. That line is ended instead, and the run's last words follow."""
         label = self._activity.label if self._activity is not None else None
         self._stop_spinner()
         self._end_stream()
         try:
             yield
-        finally:
-            if label is not None:
-                self._spin(label)
+        except KeyboardInterrupt:
+            self.console.print()
+            raise
+        if label is not None:
+            self._spin(label)
 
     def _line(self, question: str | Text) -> str | None:
         """`question`, then the line typed; None at the end of input (a newline ends the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from ptykit import pty_agent  # noqa: F401 (fixture)
 from runkit import GOAL, add_median, finish, plan, read_stats, run_tests, state_of, task
 
 from conftest import git
@@ -115,3 +116,23 @@ def test_the_models_words_stream_in_under_the_task(on_pty):
     assert code == 0, screen
     assert f"\n    {words}\n  step 1 read_file: calc/stats.py\n" in screen
     assert "\x1b[2m" in raw  # dim
+
+
+def test_ctrl_c_at_a_command_prompt_keeps_the_question_and_brings_no_spinner_back(
+    pty_agent, fake_server, demo_repo
+):
+    srv = fake_server(scripted([read_stats(), {"tool": "run", "args": {"cmd": "ls calc"}}]))
+    live = {"NO_COLOR": "", "TERM": "xterm-256color"}  # colours and the spinner
+    agent = pty_agent("run", GOAL, "--base-url", srv.url, cwd=demo_repo, env=live)
+    agent.expect("Run this plan? [y/N]")
+    agent.type("y\n")
+    agent.expect("[a]lways this command")
+    agent.type("\x03")
+    assert agent.wait() == 130, agent.text
+    raw = agent.buffer
+    asked = raw.rindex("[a]lways this command")
+    assert not any(frame in raw[asked:] for frame in SPINNER_FRAMES), raw[asked:]
+    screen = Screen().feed(raw).text()
+    assert "Run `ls calc`? [y]es / [n]o / [a]lways this command ^C\n" in screen, screen
+    assert raw.rfind("\x1b[?25h") > raw.rfind("\x1b[?25l")  # the cursor is shown at the end
+    assert state_of(demo_repo)["status"] == "interrupted"
