@@ -109,6 +109,18 @@ def stdin_is_terminal() -> bool:
     return sys.stdin is not None and _isatty(sys.stdin)
 
 
+def confirmed(question: str) -> bool:
+    """Ask `question` on the terminal; whether the line typed was y or yes. The end of input
+    (Ctrl-D) is a no, as is any line that is no text (bytes that are not UTF-8)."""
+    _undecodable_as_surrogates(sys.stdin)
+    try:
+        line = input(f"{question} [y/N] ")
+    except EOFError:
+        print()  # the question's line ends where Ctrl-D left it
+        return False
+    return line.strip().lower() in ("y", "yes")
+
+
 def _isatty(stream: IO[str]) -> bool:
     """Whether `stream` is a terminal (False for closed or file-less streams)."""
     try:

@@ -201,6 +201,33 @@ def test_the_confirmation_is_asked_on_a_terminal(run_agent, fake_server, pty_age
     assert tip(repo, f"agent/{run_id}") == first
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "keys, env",
+    [
+        (b"\x04", {}),  # Ctrl-D: the end of input
+        # a byte that is not UTF-8, under a strict UTF-8 locale such as en_US.UTF-8
+        (b"\xff\n", {"PYTHONIOENCODING": "utf-8:strict"}),
+    ],
+    ids=["ctrl-d", "not-utf8"],
+)
+def test_an_answer_that_is_no_yes_at_the_confirmation_changes_nothing(
+    run_agent, fake_server, pty_agent, repo, keys, env
+):
+    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
+    run_id = start_run(run_agent, srv, repo)
+    git(repo, "switch", "-q", "main")
+    before = tip(repo, f"agent/{run_id}")
+    asked = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo, env=env)
+    asked.expect("[y/N]")
+    os.write(asked.fd, keys)
+    assert asked.wait() == 1, asked.text
+    assert asked.text.rstrip().endswith(
+        "error: not confirmed; nothing was changed (run again and answer y)"
+    ), asked.text
+    assert tip(repo, f"agent/{run_id}") == before
+
+
 def runs_json(run_agent, repo) -> list[dict]:
     proc = run_agent("runs", "--json", cwd=repo)
     assert proc.returncode == 0, proc.stderr

@@ -228,7 +228,7 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
         f"{goal.forgotten} task(s) pending again?"
     )
     if not yes:
-        from agent_cli.ui.console import stdin_is_terminal
+        from agent_cli.ui.console import confirmed, stdin_is_terminal
 
         if not stdin_is_terminal():
             raise UsageError(
@@ -236,8 +236,7 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
                 "to ask on; nothing was changed",
                 "pass --yes to rewind without asking",
             )
-        answer = input(f"{question} [y/N] ").strip().lower()
-        if answer not in ("y", "yes"):
+        if not confirmed(question):
             raise AgentError("not confirmed; nothing was changed", "run again and answer y")
     if tree is not None:
         place.git.reset_worktree(tree.path, branch, goal.commit, tip)
