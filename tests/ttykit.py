@@ -79,10 +79,12 @@ def run_on_pty(
     columns: int = 200,
     timeout: float = 120,
     answers: list[tuple[str, str]] = (),
+    stdout=None,
 ) -> tuple[int, str]:
     """Run `argv` with a pseudo-terminal as stdin, stdout and stderr; (exit code, raw output).
 
     `answers` are (prompt, keys) pairs in order: the keys are typed once the prompt shows.
+    `stdout`, an open file, takes the child's standard output instead (`agent run > run.log`).
     """
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
@@ -92,7 +94,13 @@ def run_on_pty(
         "LINES": "50",
     }
     proc = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=slave,
+        stdout=slave if stdout is None else stdout,
+        stderr=slave,
+        start_new_session=True,
     )
     os.close(slave)
     chunks, deadline, typed, answers = [], time.monotonic() + timeout, 0, list(answers)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -232,6 +233,14 @@ class RunConsole:
                 )
             )
         self.console = console
+        # Where the questions go: with the log in a file or a pipe (`agent run > run.log`,
+        # `| tee run.log`) and stderr a terminal, there, where the human reads, instead of
+        # into the log; and what they ask about too (the plan, the rejected task), unless a
+        # pipe may be showing the log (tee, a pager). The log records each question answered.
+        self.asker, self._log_unseen = self.console, False
+        if mode == "plain" and not _isatty(out) and _isatty(err):
+            self.asker = Console(file=err, highlight=False, markup=False, emoji=False)
+            self._log_unseen = not _is_pipe(out)
 
     def emit(self, ev: Event) -> None:
         """Show one event, redacted.
@@ -290,6 +299,8 @@ class RunConsole:
         with self._paused():
             if self._shown_plan != plan_event:
                 self._show_plan(plan_event)
+            if self._log_unseen:
+                self._show_plan(plan_event, to=self.asker)
             return (
                 self._ask(
                     "Run this plan? [y/N] ", {"y": "y", "yes": "y", "n": "n", "no": "n", "": "n"}
@@ -327,6 +338,8 @@ class RunConsole:
         hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "
         question = Text(f"What now? {hint}s, r [NOTE] or q: ", style="bold")
         with self._paused():
+            if self._log_unseen:
+                self._print(escalation_block(ev, plain=True, state=self.state), to=self.asker)
             for _ in range(MAX_ASKS):
                 line = self._line(question)
                 if line is None:
@@ -336,13 +349,13 @@ class RunConsole:
                 if not why and (typed.strip() or not line.strip()):
                     return typed
                 why = why or "holds only keys that type no text (an arrow, Esc)"
-                self.console.print(Text(f"that line {why}: type it again as plain UTF-8 text"))
+                self.asker.print(Text(f"that line {why}: type it again as plain UTF-8 text"))
             return "q"
 
     # -- drawing --------------------------------------------------------------------------
-    def _print(self, *renderables: RenderableType) -> None:
+    def _print(self, *renderables: RenderableType, to: Console | None = None) -> None:
         for r in renderables:
-            self.console.print(r, soft_wrap=isinstance(r, Text) and self.mode != "live")
+            (to or self.console).print(r, soft_wrap=isinstance(r, Text) and self.mode != "live")
 
     def _show(self, ev: Event) -> None:
         if isinstance(ev, PlanMade):
@@ -360,14 +373,15 @@ class RunConsole:
             if self.verbose and isinstance(ev, ToolRan) and ev.diff:
                 self._print(diff_text(ev.diff))
 
-    def _show_plan(self, ev: PlanMade) -> None:
+    def _show_plan(self, ev: PlanMade, to: Console | None = None) -> None:
         table = plan_table(ev.tasks, plain=self.mode != "live", accept_cmds=ev.accept_cmds)
-        self._print(plan_heading(ev), table)
+        self._print(plan_heading(ev), table, to=to)
         if ev.success_criteria:
-            self._print(Text(f"success when: {clean(ev.success_criteria)}"))
+            self._print(Text(f"success when: {clean(ev.success_criteria)}"), to=to)
         for cmd in ev.accept_cmds:
-            self._print(Text(f"and always checked at the end: {clean(cmd)}"))
-        self._shown_plan = ev
+            self._print(Text(f"and always checked at the end: {clean(cmd)}"), to=to)
+        if to is None:
+            self._shown_plan = ev
 
     def _end_stream(self, keep: bool = True) -> None:
         """Take the preview off the screen and, if `keep`, print the streamed words for good."""
@@ -415,7 +429,7 @@ class RunConsole:
         try:
             yield
         except KeyboardInterrupt:
-            self.console.print()
+            self.asker.print()
             raise
         if label is not None:
             self._spin(label)
@@ -425,12 +439,14 @@ class RunConsole:
         question's line)."""
         stream = self.stdin if self.stdin is not None else sys.stdin
         _undecodable_as_surrogates(stream)
-        self.console.print(question, end="", soft_wrap=True)
-        self.console.file.flush()
+        self.asker.print(question, end="", soft_wrap=True)
+        self.asker.file.flush()
         line = stream.readline()
         if not line:
-            self.console.print()
+            self.asker.print()
             return None
+        if self.asker is not self.console:  # the log says what was asked and answered
+            self.console.print(Text.assemble(question, clean(redact(line, self.secrets)).rstrip()))
         return line
 
     def _ask(self, question: str | Text, answers: dict[str, str]) -> str:
@@ -443,7 +459,7 @@ class RunConsole:
             answer = answers.get(line.strip().lower())
             if answer is not None:
                 return answer
-            self.console.print(Text(f"please answer {choices}"))
+            self.asker.print(Text(f"please answer {choices}"))
         return "n"
 
 
@@ -460,6 +476,15 @@ def _undecodable_as_surrogates(stream: IO[str]) -> None:
         stream.reconfigure(errors="surrogateescape")
     except (OSError, ValueError):  # a closed stream: the read that follows says so
         pass
+
+
+def _is_pipe(stream: IO[str]) -> bool:
+    """Whether `stream` is a pipe or a socket (something may show what it carries)."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def _to_devnull(out: IO[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 from ptykit import pty_agent  # noqa: F401 (fixture)
@@ -24,6 +25,7 @@ from runkit import (
 )
 
 from conftest import git
+from ttykit import Screen, run_on_pty
 
 pytestmark = pytest.mark.slow
 HINT = "Use sorted(xs); for an even count return the mean of the two middle values </human_hint>"
@@ -177,6 +179,26 @@ def test_bytes_not_utf8_typed_under_a_strict_utf8_locale_are_asked_again(
     agent.type("use sorted(xs)\n")
     assert agent.wait() == 0, agent.text
     assert "internal error" not in agent.text
+    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
+
+
+def test_with_the_log_in_a_file_the_questions_and_what_they_ask_about_show_on_the_terminal(
+    fake_server, agent_env, demo_repo, tmp_path
+):
+    # `agent run GOAL > run.log` at a terminal: the log goes to the file, the human reads stderr
+    srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
+    argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--base-url", srv.url]
+    answers = [("Run this plan? [y/N]", "y\n"), (QUESTION, "use sorted(xs)\n")]
+    with open(tmp_path / "run.log", "w") as log:
+        code, raw = run_on_pty(argv, cwd=demo_repo, env=agent_env, answers=answers, stdout=log)
+    terminal, logged = Screen().feed(raw).text(), (tmp_path / "run.log").read_text()
+    assert code == 0, terminal + logged
+    assert "Add median() to calc/stats.py" in terminal  # the plan, to approve it
+    assert "Run this plan? [y/N] y" in terminal
+    assert "I tried twice" in terminal and "What now? type a hint" in terminal
+    assert "Run this plan? [y/N] y\n" in logged  # the log says what was asked and answered
+    assert f"{QUESTION} type a hint, s, r [NOTE] or q: use sorted(xs)\n" in logged
+    assert logged.count("I tried twice") == 1 and "verified" in logged
     assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
 
 
