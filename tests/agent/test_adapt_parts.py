@@ -69,6 +69,8 @@ def test_the_guard_counts_identical_calls_in_a_row_only():
     [
         ("", Answer("quit")),
         ("q", Answer("quit")),
+        (" Stop ", Answer("quit")),  # the word the choices use for q: never a hint
+        ("EXIT", Answer("quit")),
         (" S ", Answer("skip")),
         ("r", Answer("replan")),
         ("r drop the docs task", Answer("replan", "drop the docs task")),

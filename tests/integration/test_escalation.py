@@ -122,11 +122,12 @@ def test_r_re_plans_the_remaining_work_with_the_failure_and_the_note(
     assert commits(demo_repo) == 2
 
 
-def test_q_stops_resumable_with_exit_3(pty_agent, fake_server, demo_repo):
+@pytest.mark.parametrize("typed", ["q", "  STOP "])
+def test_q_stops_resumable_with_exit_3(pty_agent, fake_server, demo_repo, typed):
     srv = fake_server([plan(task())] + rejected_twice() + [facts()])
     agent = start(pty_agent, srv, demo_repo)
     agent.expect(QUESTION)
-    agent.type("q\n")
+    agent.type(typed + "\n")
     assert agent.wait() == 3, agent.text
     state = state_of(demo_repo)
     assert (

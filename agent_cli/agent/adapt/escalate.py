@@ -41,10 +41,11 @@ class Answer:
 
 
 def parse_answer(line: str) -> Answer:
-    """`s`, `r [NOTE]`, `q` or empty, else the line is a hint."""
+    """`s`, `r [NOTE]`, `q` or empty, else the line is a hint. `stop` and `exit` are `q` too:
+    the choices read "q: stop here", and as a hint either word would only spend an attempt."""
     text = line.strip()
     low = text.lower()
-    if low in ("", "q", "quit"):
+    if low in ("", "q", "quit", "stop", "exit"):
         return Answer("quit")
     if low in ("s", "skip"):
         return Answer("skip")
