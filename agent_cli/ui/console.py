@@ -112,13 +112,15 @@ def stdin_is_terminal() -> bool:
 
 def confirmed(question: str) -> bool:
     """Ask `question` on the terminal; whether the line typed was y or yes. The end of input
-    (Ctrl-D) is a no, as is any line that is no text (bytes that are not UTF-8)."""
+    (Ctrl-D) is a no, as is any line that is no text (bytes that are not UTF-8). With stdout
+    sent to a file and stderr a terminal, the question goes to stderr, where the human reads."""
+    out = sys.stderr if not _isatty(sys.stdout) and _isatty(sys.stderr) else sys.stdout
     _undecodable_as_surrogates(sys.stdin)
-    try:
-        line = input(f"{question} [y/N] ")
-    except EOFError:
-        print()  # the question's line ends where Ctrl-D left it
-        return False
+    out.write(f"{question} [y/N] ")
+    out.flush()
+    line = sys.stdin.readline()
+    if not line:
+        out.write("\n")  # the question's line ends where Ctrl-D left it
     return line.strip().lower() in ("y", "yes")
 
 

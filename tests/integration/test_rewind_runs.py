@@ -17,6 +17,7 @@ from ptykit import pty_agent  # noqa: F401 (fixture)
 from runkit import events_of, facts, finish, state_of
 
 from conftest import git, make_repo
+from ttykit import run_on_pty
 
 TASKS = ("a", "b", "c")
 GOAL = "Add the files a.txt, b.txt and c.txt"
@@ -226,6 +227,24 @@ def test_an_answer_that_is_no_yes_at_the_confirmation_changes_nothing(
         "error: not confirmed; nothing was changed (run again and answer y)"
     ), asked.text
     assert tip(repo, f"agent/{run_id}") == before
+
+
+@pytest.mark.slow
+def test_with_stdout_in_a_file_the_confirmation_is_asked_on_the_terminal(
+    run_agent, fake_server, agent_env, repo, tmp_path
+):
+    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
+    run_id = start_run(run_agent, srv, repo)
+    git(repo, "switch", "-q", "main")
+    first = state_of(repo)["agent_state"]["plan"][0]["commit"]
+    argv = [sys.executable, "-m", "agent_cli", "rewind", run_id, "--to-task", "1"]
+    with open(tmp_path / "out.txt", "w") as out:  # `agent rewind ... > out.txt`
+        code, raw = run_on_pty(
+            argv, cwd=repo, env=agent_env, answers=[("[y/N]", "y\n")], stdout=out, timeout=60
+        )
+    assert code == 0, raw + (tmp_path / "out.txt").read_text()
+    assert "set 2 task(s) pending again? [y/N] y" in raw
+    assert tip(repo, f"agent/{run_id}") == first
 
 
 def runs_json(run_agent, repo) -> list[dict]:
