@@ -10,15 +10,37 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperGroup
 
 from agent_cli import __version__
 from agent_cli.cli.help import Command
 from agent_cli.core.errors import AgentError
 from agent_cli.core.redact import redact
 
+if TYPE_CHECKING:
+    from typer._click import Context
+
+
+class _Commands(TyperGroup):
+    """The commands, each ending in one line when Ctrl-C stops it.
+
+    Typer ends a command that Ctrl-C interrupted with a silent exit 130, so the shell's prompt
+    followed the `^C` on its line and nothing said what happened; `agent run`, which says
+    itself where it stopped and how to resume, handles Ctrl-C before this sees it."""
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            print(file=sys.stderr)  # the line the `^C` was echoed on ends
+            raise typer.Abort() from None
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="agent",
     help="A coding agent that plans work in a git repository, carries it out with tools, "
     "proves each step by running an acceptance command, and remembers what it learned.",

@@ -230,6 +230,22 @@ def test_an_answer_that_is_no_yes_at_the_confirmation_changes_nothing(
 
 
 @pytest.mark.slow
+def test_ctrl_c_at_the_confirmation_says_so_in_one_line_and_changes_nothing(
+    run_agent, fake_server, pty_agent, repo
+):
+    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
+    run_id = start_run(run_agent, srv, repo)
+    git(repo, "switch", "-q", "main")
+    before = tip(repo, f"agent/{run_id}")
+    asked = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo)
+    asked.expect("[y/N]")
+    asked.type("\x03")
+    assert asked.wait() == 130, asked.text
+    assert asked.text.endswith("[y/N] ^C\nerror: interrupted\n"), asked.text
+    assert tip(repo, f"agent/{run_id}") == before
+
+
+@pytest.mark.slow
 def test_with_stdout_in_a_file_the_confirmation_is_asked_on_the_terminal(
     run_agent, fake_server, agent_env, repo, tmp_path
 ):
