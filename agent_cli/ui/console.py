@@ -52,6 +52,11 @@ from agent_cli.ui.render import (
 
 Mode = Literal["live", "plain", "json"]
 MAX_ASKS = 5
+TTY_LINE = 4095  # the bytes a Linux terminal keeps of one line being typed (N_TTY_BUF_SIZE - 1)
+CUT_LINE = (
+    f"that line filled the {TTY_LINE} bytes a terminal keeps of a typed line, so its end was "
+    'cut: type a shorter hint, or q and then `agent run --resume --hint "$(cat FILE)"`'
+)
 STREAM_INDENT = "    "
 
 
@@ -336,7 +341,11 @@ class RunConsole:
         The keys a terminal sends as escape sequences (an arrow, Home, Esc: this prompt has
         no line editing) and other control characters are taken out of the line, so a hint
         is saved and sent as the human sees it echoed; a line of nothing else (an Up arrow
-        then Enter, hoping for the last answer) is asked again, not taken as a hint."""
+        then Enter, hoping for the last answer) is asked again, not taken as a hint.
+
+        A terminal holds at most TTY_LINE bytes of a line being typed and drops the rest, so a
+        line that long from a terminal was cut (a long hint pasted in): it is asked again, with
+        the way to give such a hint whole, rather than sent cut short."""
         hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "
         question = Text(f"What now? {hint}s, r [NOTE] or q: ", style="bold")
         with self._paused():
@@ -348,11 +357,20 @@ class RunConsole:
                     return "q"
                 why = unusable(line)
                 typed = clean(line.rstrip("\r\n"))
+                if not why and self._cut_by_terminal(line):
+                    self.asker.print(Text(CUT_LINE), soft_wrap=True)
+                    continue
                 if not why and (typed.strip() or not line.strip()):
                     return typed
                 why = why or "holds only keys that type no text (an arrow, Esc)"
                 self.asker.print(Text(f"that line {why}: type it again as plain UTF-8 text"))
             return "q"
+
+    def _cut_by_terminal(self, line: str) -> bool:
+        """Whether `line` filled what a terminal holds of a typed line, so that it was cut."""
+        stream = self.stdin if self.stdin is not None else sys.stdin
+        size = len(line.rstrip("\r\n").encode("utf-8", "surrogateescape"))
+        return size >= TTY_LINE and _isatty(stream)
 
     # -- drawing --------------------------------------------------------------------------
     def _print(self, *renderables: RenderableType, to: Console | None = None) -> None:

@@ -203,6 +203,24 @@ def test_with_the_log_in_a_file_the_questions_and_what_they_ask_about_show_on_th
     assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
 
 
+def test_a_hint_longer_than_a_terminal_line_is_asked_again_not_sent_cut(
+    pty_agent, fake_server, demo_repo
+):
+    srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
+    agent = start(pty_agent, srv, demo_repo)
+    agent.expect(QUESTION)
+    pasted = "".join(f"w{i:04d} " for i in range(1000)) + "END"  # 6,003 characters
+    for at in range(0, len(pasted), 512):  # as a paste arrives; the terminal keeps 4,095
+        agent.type(pasted[at : at + 512])
+        agent.expect(pasted[at : at + 512][-5:])
+    agent.type("\n")
+    agent.expect("so its end was cut")
+    assert '`agent run --resume --hint "$(cat FILE)"`' in agent.text
+    agent.type("use sorted(xs)\n")
+    assert agent.wait() == 0, agent.text[-2000:]
+    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
+
+
 # -- without a terminal: exit 3, then answer with --resume ---------------------------------------
 
 
