@@ -17,6 +17,7 @@ never sets `home`. Each value ignored is named in one notice.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import ipaddress
 import os
@@ -374,7 +375,9 @@ MAX_RC_BYTES = 1024 * 1024
 
 def _read_settings_file(path: Path) -> str:
     """A settings file's text: a regular file (a link to one is followed), opened without
-    blocking and at most MAX_RC_BYTES, else ConfigError."""
+    blocking and at most MAX_RC_BYTES, else ConfigError. A leading UTF-8 byte order mark (what
+    Windows editors write) is dropped: tomllib would refuse the file at line 1, column 1, a
+    cause nothing in the error names."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
@@ -383,7 +386,7 @@ def _read_settings_file(path: Path) -> str:
     if len(data) > MAX_RC_BYTES:
         raise ConfigError(f"{path} is larger than {MAX_RC_BYTES} bytes", "fix the file")
     try:
-        return data.decode("utf-8")
+        return data.removeprefix(codecs.BOM_UTF8).decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path} is not UTF-8 text (byte {e.start})", "fix the file") from None
 
