@@ -338,3 +338,15 @@ def test_agent_rc_naming_no_file_is_said_and_dev_null_means_no_user_settings(tmp
     named = tmp_path / "work.agentrc"
     named.write_text('model = "work-model"\n')
     assert load_settings(None, env={"AGENT_RC": str(named)}).notices == []
+
+
+@pytest.mark.parametrize(
+    "value", ["4815162342108", "{ value = 'plainpassphrase4815' }", '["plainpassphrase4815"]']
+)
+def test_an_api_key_of_the_wrong_type_is_refused_without_showing_it(tmp_path, value):
+    (tmp_path / "home.agentrc").write_text(f"api_key = {value}\n")
+    with pytest.raises(ConfigError) as e:
+        load_settings(tmp_path, env={}, user_rc=tmp_path / "home.agentrc")
+    line = e.value.one_line()
+    assert "home.agentrc" in line and "api_key" in line and "string" in line
+    assert "4815" not in line

@@ -443,6 +443,8 @@ def _check(layer: dict[str, Any], origin: str) -> None:
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"{origin}: unknown key '{key}'", unknown_key_hint(key)) from None
         got = without_credentials(err.get("input"))
+        if tuple(err["loc"])[:1] in (("api_key",), ("memory_token",)):
+            got = "***"  # a key of the wrong type (a number, a table) is still the key
         if tuple(err["loc"])[:1] == ("mcp_servers",) and tuple(err["loc"])[2:3] == ("env",):
             got = _masked_env(err.get("input")) if len(err["loc"]) == 3 else "***"
         what = f"--{key.replace('_', '-')}" if origin == "flag" else f"{origin}: key '{key}'"
