@@ -350,3 +350,17 @@ def test_an_api_key_of_the_wrong_type_is_refused_without_showing_it(tmp_path, va
     line = e.value.one_line()
     assert "home.agentrc" in line and "api_key" in line and "string" in line
     assert "4815" not in line
+
+
+def test_an_empty_agent_api_key_that_hides_the_openai_one_is_said(tmp_path):
+    env = {"OPENAI_API_KEY": "sk-fromopenaivariable1234", "AGENT_API_KEY": ""}
+    settings = load_settings(tmp_path, env=env, user_rc=tmp_path / "none")
+    assert settings.key() in (None, "")
+    assert any(
+        "AGENT_API_KEY is set but empty" in n and "env OPENAI_API_KEY" in n
+        for n in settings.notices
+    )
+    assert not any("1234" in n for n in settings.notices)
+    env.pop("AGENT_API_KEY")
+    settings = load_settings(tmp_path, env=env, user_rc=tmp_path / "none")
+    assert settings.key() == "sk-fromopenaivariable1234" and settings.notices == []

@@ -558,6 +558,7 @@ def load_settings(
         layers.append((str(rc), data))
         added = {k: getattr(parsed, k) for k in repo_keys.ADDED if k in data}
     layers += _env_layer(env)
+    notices += _hidden_key(layers, env)
     layers.append(("flag", {k: v for k, v in (flags or {}).items() if v is not None}))
     merged: dict[str, Any] = {}
     sources = dict.fromkeys(FIELDS, "default")
@@ -576,6 +577,22 @@ def load_settings(
     settings = Settings(**merged, sources=sources, notices=notices, role_api_keys=role_keys)
     settings.mcp_tokens = _bearer_tokens(settings.mcp_servers, env)
     return settings
+
+
+def _hidden_key(layers: list[tuple[str, dict[str, Any]]], env: dict[str, str]) -> list[str]:
+    """A notice when an empty AGENT_API_KEY (a CI secret that is not defined, an `export
+    AGENT_API_KEY=` meant to unset it) hides a key set below it: it is taken as it says, no key,
+    so the run goes without one, and the error that follows would ask for the OPENAI_API_KEY
+    that is already there."""
+    if env.get("AGENT_API_KEY", "unset") != "":
+        return []
+    below = [origin for origin, layer in layers if layer.get("api_key") and origin != "flag"]
+    if not below:
+        return []
+    return [
+        f"env AGENT_API_KEY is set but empty, so no API key is used: it takes the place of the "
+        f"key from {below[-1]} (unset AGENT_API_KEY to use that one)"
+    ]
 
 
 def _replaced_servers(earlier: dict[str, Any], layer: dict[str, Any], origin: str) -> list[str]:
