@@ -364,3 +364,27 @@ def test_an_empty_agent_api_key_that_hides_the_openai_one_is_said(tmp_path):
     env.pop("AGENT_API_KEY")
     settings = load_settings(tmp_path, env=env, user_rc=tmp_path / "none")
     assert settings.key() == "sk-fromopenaivariable1234" and settings.notices == []
+
+
+@pytest.mark.parametrize("where", ["file", "env"])
+@pytest.mark.parametrize(
+    "home, expect",
+    [("agent-state", "expected an absolute path"), ("~nosuchuserzz9/x", "no user's home")],
+)
+def test_a_home_that_names_no_one_directory_is_refused_where_it_was_set(
+    tmp_path, where, home, expect
+):
+    rc = tmp_path / "home.agentrc"
+    rc.write_text(f'home = "{home}"\n' if where == "file" else "")
+    env = {"AGENT_HOME": home} if where == "env" else {}
+    with pytest.raises(ConfigError) as e:
+        load_settings(tmp_path, env=env, user_rc=rc)
+    line = e.value.one_line()
+    assert "key 'home'" in line and expect in line
+    assert ("home.agentrc" if where == "file" else "AGENT_HOME") in line
+
+
+def test_a_home_from_the_home_directory_or_absolute_is_taken(tmp_path):
+    for home in (str(tmp_path / "state"), "~/agent-state"):
+        settings = load_settings(tmp_path, env={"AGENT_HOME": home}, user_rc=tmp_path / "none")
+        assert settings.state_dir(tmp_path) == Path(home).expanduser()

@@ -166,6 +166,22 @@ class Settings(BaseSettings):
             raise ValueError("put a token in AGENT_MEMORY_TOKEN, not in the server's address")
         return url.strip().rstrip("/")
 
+    @field_validator("home")
+    @classmethod
+    def _absolute_home(cls, home: str | None) -> str | None:
+        """An absolute path, or one from `~`; empty means unset. A relative one would name
+        another directory from each directory a command runs in, inside the work tree from
+        the repository's (where git sees the state and a run would commit it)."""
+        if not home:
+            return None
+        try:
+            path = Path(home).expanduser()
+        except RuntimeError:  # `~someone/x` for a user this machine does not know
+            raise ValueError(f"{home.split('/')[0]} is no user's home directory here") from None
+        if not path.is_absolute():
+            raise ValueError("expected an absolute path, or one starting with ~/")
+        return home
+
     @field_validator("memory_tenant", "memory_database")
     @classmethod
     def _chroma_name(cls, name: str | None) -> str | None:
