@@ -388,3 +388,30 @@ def test_a_home_from_the_home_directory_or_absolute_is_taken(tmp_path):
     for home in (str(tmp_path / "state"), "~/agent-state"):
         settings = load_settings(tmp_path, env={"AGENT_HOME": home}, user_rc=tmp_path / "none")
         assert settings.state_dir(tmp_path) == Path(home).expanduser()
+
+
+def test_the_line_end_around_an_api_key_is_dropped(tmp_path):
+    """A key copied from a file saved with CRLF: sent as it was, the request failed as if the
+    server could not be reached."""
+    env = {"OPENAI_API_KEY": "sk-crlfkey0123456789\r\n", "PK": " pk-planner0123456789\n"}
+    (tmp_path / "home.agentrc").write_text('planner_api_key_env = "PK"\n')
+    settings = load_settings(tmp_path, env=env, user_rc=tmp_path / "home.agentrc")
+    assert settings.key() == "sk-crlfkey0123456789"
+    assert settings.role_api_keys["planner"].get_secret_value() == "pk-planner0123456789"
+
+
+@pytest.mark.parametrize("where", ["OPENAI_API_KEY", "AGENT_MEMORY_TOKEN", "file", "PK"])
+def test_a_key_with_a_break_inside_is_refused_without_showing_it(tmp_path, where):
+    key = "sk-halfone0123\nhalftwo456789"
+    rc = tmp_path / "home.agentrc"
+    rc.write_text(
+        f'api_key = "{key.encode("unicode_escape").decode()}"\n'
+        if where == "file"
+        else 'planner_api_key_env = "PK"\n'
+    )
+    env = {} if where == "file" else {where: key}
+    with pytest.raises(ConfigError) as e:
+        load_settings(tmp_path, env=env, user_rc=rc)
+    line = e.value.one_line()
+    assert "line break" in line and ("home.agentrc" if where == "file" else where) in line
+    assert "half" not in line and "\n" not in line

@@ -251,6 +251,20 @@ class Settings(BaseSettings):
                 )
         return patterns
 
+    @field_validator("api_key", "memory_token", mode="before")
+    @classmethod
+    def _credential(cls, value: Any) -> Any:
+        """A key as it can be sent in a header: the spaces and line ends around it (a file
+        saved with CRLF, a paste) dropped, and one with any inside refused, where it was set;
+        sent as it was, the request failed as if the server could not be reached."""
+        if not isinstance(value, str):
+            return value
+        value = value.strip()
+        problem = credential_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator(*(f"{role}_api_key_env" for role in ROLES))
     @classmethod
     def _variable_name(cls, name: str | None) -> str | None:
@@ -358,6 +372,17 @@ class Settings(BaseSettings):
             if values[key] is None:
                 values[key], sources[key] = value, f"default for {embedder}"
         return values, sources
+
+
+def credential_problem(value: str) -> str | None:
+    """What makes `value` no key a request header can carry (said without quoting it), or
+    None."""
+    if any(not (c.isascii() and c.isprintable()) or c.isspace() for c in value):
+        return (
+            "it holds a space, a line break or a character no key has "
+            "(copy the key again, on its own)"
+        )
+    return None
 
 
 PRICE_KEYS = ("price_input_per_mtok", "price_output_per_mtok", "price_cached_input_per_mtok")
@@ -589,7 +614,14 @@ def load_settings(
     for key, theirs in added.items():  # added to yours, never replaced by AGENT_DENY_* or a flag
         merged[key] = repo_keys.added(merged.get(key) or [], theirs)
     names = {role: merged.get(f"{role}_api_key_env") for role in ROLES}
-    role_keys = {role: SecretStr(env[n]) for role, n in names.items() if n and env.get(n)}
+    role_keys = {}
+    for role, name in names.items():
+        value = env.get(name or "", "").strip()
+        problem = credential_problem(value)
+        if problem:
+            raise ConfigError(f"env {name} ({role}_api_key_env names it): {problem}")
+        if value:
+            role_keys[role] = SecretStr(value)
     settings = Settings(**merged, sources=sources, notices=notices, role_api_keys=role_keys)
     settings.mcp_tokens = _bearer_tokens(settings.mcp_servers, env)
     return settings
