@@ -192,3 +192,18 @@ def test_a_server_address_and_command_line_are_shown_without_their_credentials(t
     assert servers["gh"]["args"] == ["--token=[REDACTED]"] and servers["gh"]["command"] == "gh-mcp"
     for secret in ("pa55word-xyz", "querysecret123", "supersecretArgToken12345"):
         assert secret not in repr(values)
+
+
+def test_a_bearer_token_with_a_line_end_is_trimmed_and_one_with_a_break_inside_refused(tmp_path):
+    user = tmp_path / "user.toml"
+    user.write_text(
+        '[mcp_servers.docs]\nurl = "http://127.0.0.1:8931/mcp"\n'
+        'bearer_token_env_var = "DOCS_MCP_CRED"\n'
+    )
+    s = load(tmp_path, env={"DOCS_MCP_CRED": "docs-cred-0123456789\r\n"}, user_rc=user)
+    assert s.mcp_tokens["docs"].get_secret_value() == "docs-cred-0123456789"
+    with pytest.raises(ConfigError) as e:
+        load(tmp_path, env={"DOCS_MCP_CRED": "docs-cred\n0123456789"}, user_rc=user)
+    line = e.value.one_line()
+    assert "DOCS_MCP_CRED" in line and "mcp_servers.docs" in line and "line break" in line
+    assert "0123456789" not in line

@@ -662,9 +662,18 @@ def _replaced_servers(earlier: dict[str, Any], layer: dict[str, Any], origin: st
 
 
 def _bearer_tokens(servers: dict[str, ServerConfig], env: dict[str, str]) -> dict[str, SecretStr]:
-    """Each HTTP server's bearer token as its variable holds it (a disabled server's too)."""
-    found = {name: env.get(s.bearer_token_env_var or "") for name, s in servers.items()}
-    return {name: SecretStr(token) for name, token in found.items() if token}
+    """Each HTTP server's bearer token as its variable holds it (a disabled server's too),
+    without the spaces and line ends around it; one with any inside is a ConfigError."""
+    tokens = {}
+    for name, server in servers.items():
+        var = server.bearer_token_env_var or ""
+        token = env.get(var, "").strip()
+        problem = credential_problem(token)
+        if problem:
+            raise ConfigError(f"env {var} (mcp_servers.{name}.bearer_token_env_var): {problem}")
+        if token:
+            tokens[name] = SecretStr(token)
+    return tokens
 
 
 def _merge(layers: list[tuple[str, dict[str, Any]]]) -> Settings:
