@@ -415,3 +415,16 @@ def test_a_key_with_a_break_inside_is_refused_without_showing_it(tmp_path, where
     line = e.value.one_line()
     assert "line break" in line and ("home.agentrc" if where == "file" else where) in line
     assert "half" not in line and "\n" not in line
+
+
+@pytest.mark.parametrize(
+    "user, expect",
+    [('max_steps = "many"\n', "key 'max_steps'"), ('modle = "x"\n', "unknown key 'modle'")],
+)
+def test_a_bad_user_agentrc_is_named_also_when_the_repository_has_one(tmp_path, user, expect):
+    """The repository's file is judged against yours: yours was validated only after that."""
+    (tmp_path / "home.agentrc").write_text(user)
+    (tmp_path / ".agentrc").write_text("max_steps = 10\n")
+    with pytest.raises(ConfigError) as e:
+        load_settings(tmp_path, env={}, user_rc=tmp_path / "home.agentrc")
+    assert "home.agentrc" in e.value.one_line() and expect in e.value.one_line()

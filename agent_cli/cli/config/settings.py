@@ -582,6 +582,7 @@ def load_settings(
     # a path that is there but no file (a directory, a FIFO, a broken link) is said, not skipped
     if user_rc is not None and os.path.lexists(user_rc):
         layers.append((str(user_rc), _refuse_env_only(user_rc, read_toml(user_rc))))
+        _check(layers[-1][1], str(user_rc))  # before the repository's file is judged by it
     added: dict[str, list[str]] = {}  # the repository's deny lists, kept whatever layer follows
     if repo is not None and os.path.lexists(repo / ".agentrc"):
         rc = repo / ".agentrc"
