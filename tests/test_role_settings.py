@@ -271,3 +271,12 @@ def test_an_endpoint_every_role_uses_is_not_named_by_a_role(tmp_path):
     with pytest.raises(ModelError) as e:
         models.executor.chat([{"role": "user", "content": "go"}])
     assert e.value.message == f"cannot reach the model endpoint {down}"
+
+
+def test_a_roles_address_with_credentials_points_at_the_roles_key_variable(tmp_path):
+    (tmp_path / "home.agentrc").write_text('verifier_base_url = "http://u:pw0123456@h/v1"\n')
+    with pytest.raises(ConfigError) as e:
+        load_settings(tmp_path, env={}, user_rc=tmp_path / "home.agentrc")
+    line = e.value.one_line()
+    assert "key 'verifier_base_url'" in line and "verifier_api_key_env" in line
+    assert "OPENAI_API_KEY" not in line and "pw0123456" not in line

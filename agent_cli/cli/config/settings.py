@@ -203,12 +203,19 @@ class Settings(BaseSettings):
 
     @field_validator("base_url", *(f"{role}_base_url" for role in ROLES))
     @classmethod
-    def _endpoint(cls, url: str | None) -> str | None:
+    def _endpoint(cls, url: str | None, info: ValidationInfo) -> str | None:
         """An http(s) address with a host (after `_role_value` for a role's); an empty
-        `base_url` is the default one."""
+        `base_url` is the default one. A role's key goes in the variable its `*_api_key_env`
+        names, so that is what an address with credentials in it is told."""
         if url is None:
             return None
         url = url.strip()
+        role = (info.field_name or "").removesuffix("_base_url")
+        if role in ROLES and (urlsplit(url).username or urlsplit(url).password):
+            raise ValueError(
+                f"put the key in the variable {role}_api_key_env names, not in the "
+                "endpoint's address"
+            )
         return endpoints.endpoint(url) if url else OPENAI_DEFAULT_URL
 
     @field_validator("model")
