@@ -428,3 +428,14 @@ def test_a_bad_user_agentrc_is_named_also_when_the_repository_has_one(tmp_path, 
     with pytest.raises(ConfigError) as e:
         load_settings(tmp_path, env={}, user_rc=tmp_path / "home.agentrc")
     assert "home.agentrc" in e.value.one_line() and expect in e.value.one_line()
+
+
+def test_a_request_timeout_too_long_for_the_clock_is_refused_where_it_was_set(tmp_path):
+    """30 times 1e300 seconds is no deadline the clock holds: every model call stopped with
+    an internal OverflowError."""
+    env = {"AGENT_REQUEST_TIMEOUT_S": "1e300"}
+    with pytest.raises(ConfigError) as e:
+        load_settings(tmp_path, env=env, user_rc=tmp_path / "none")
+    assert "AGENT_REQUEST_TIMEOUT_S" in e.value.one_line() and "86400" in e.value.one_line()
+    env["AGENT_REQUEST_TIMEOUT_S"] = "86400"
+    assert load_settings(tmp_path, env=env, user_rc=tmp_path / "none").request_timeout_s == 86400

@@ -81,7 +81,9 @@ class Settings(BaseSettings):
     tool_output_max_tokens: int = Field(3000, ge=100)
     recall_cooldown_steps: int = Field(2, ge=0)
     command_timeout_s: float = Field(120.0, gt=0)
-    request_timeout_s: float = Field(120.0, gt=0)
+    # at most a day: an exchange is ended after 30 times it, a deadline the clock must hold
+    # (1e300 stopped every model call with an OverflowError)
+    request_timeout_s: float = Field(120.0, gt=0, le=86_400)
     max_retries: int = Field(4, ge=0, le=10)
     retry_backoff_s: float = Field(1.0, ge=0)
     approval: Literal["ask", "auto"] = "ask"
