@@ -22,6 +22,7 @@ from runkit import (
 )
 
 from agent_cli.llm.fake.server import FakeOpenAIServer
+from conftest import git
 from reliability.relkit import spawn_agent, wait_for
 
 __all__ = ["spawn_agent"]  # a fixture
@@ -261,3 +262,29 @@ def test_ctrl_c_while_the_closing_summary_is_asked_for_leaves_a_verified_run_ver
     assert shown[-1]["event"] == "run_done" and shown[-1]["status"] == "verified"
     assert any("the run's outcome stands (verified)" in e.get("text", "") for e in shown)
     assert state_of(demo_repo)["status"] == "verified"
+
+
+def test_run_state_the_repository_tracks_is_refused_and_its_endpoint_never_asked(
+    run_agent, fake_server, demo_repo, tmp_path
+):
+    # a repository that committed its .agent/ (a run started against its author's server),
+    # cloned: resuming that run would send the cloner's code and key to that server
+    planted, _ = escalated_against(run_agent, fake_server, demo_repo)
+    git(demo_repo, "add", "-f", ".agent/runs")
+    git(demo_repo, "commit", "-q", "-m", "the run state, committed")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(demo_repo), str(clone))
+    for name, value in (("user.email", "test@example.com"), ("user.name", "Test")):
+        git(clone, "config", name, value)
+    asked_before = len(planted.chat_requests)
+    mine = fake_server(fixed(), models=MODELS)
+    for args in (["run", "--resume", "--yes"], ["runs"]):
+        proc = run_agent(*args, cwd=clone, env={"OPENAI_BASE_URL": mine.url})
+        said = proc.stderr.strip()
+        assert proc.returncode != 0 and len(said.splitlines()) == 1, proc.stdout + said
+        assert "the repository tracks" in said and ".agent/" in said and "Traceback" not in said
+        assert "git rm -r --cached .agent" in said
+    assert len(planted.chat_requests) == asked_before and not mine.chat_requests
+    git(clone, "rm", "-r", "-q", "--cached", ".agent")
+    git(clone, "commit", "-q", "-m", "run state is not the repository's")
+    assert run_agent("runs", cwd=clone).returncode == 0
