@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -119,6 +120,49 @@ def run_agent(agent_env):
             timeout=timeout,
             input=input if input is not None else "",
         )
+
+    return run
+
+
+@pytest.fixture
+def agent_in_process(agent_env, capfd):
+    """Run the `agent` CLI's entry point (`agent_cli.cli.app.main`, what `python -m agent_cli`
+    calls) in this process, with `run_agent`'s arguments and result: the environment is
+    `agent_env` (plus `env`) alone, the working directory `cwd`, stdin `input`, and stdout and
+    stderr what reached file descriptors 1 and 2 (git's and every child's included). For
+    commands whose own process is not what a test checks: no interpreter start, no imports,
+    no tokenizer load, the same code from `main` down. A test that checks signals, a terminal,
+    the process's exit or anything left in the process keeps `run_agent`."""
+    from agent_cli.cli.app import main
+
+    def run(
+        *args: str,
+        cwd: Path | None = None,
+        env: dict | None = None,
+        input: str | None = None,
+    ) -> subprocess.CompletedProcess:
+        full_env = {**agent_env, **(env or {})}
+        saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+        capfd.readouterr()  # what came before is not this command's
+        os.environ.clear()
+        os.environ.update(full_env)
+        sys.stdin = io.StringIO(input or "")
+        try:
+            os.chdir(cwd or saved_cwd)
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.stdin = saved_stdin
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(["agent", *args], code, out, err)
 
     return run
 

@@ -1,4 +1,5 @@
-"""`agent --help`, `--version` and `agent doctor` as real processes."""
+"""`agent --help` and `--version` as real processes, and `agent doctor` through the same entry
+point in the test's process (on a terminal, as a real process)."""
 
 import re
 import subprocess
@@ -28,10 +29,10 @@ def test_version_and_help(run_agent):
     assert helped.returncode == 0 and "doctor" in helped.stdout
 
 
-def test_doctor_passes_against_the_loopback_server(run_agent, fake_server, scratch_repo):
+def test_doctor_passes_against_the_loopback_server(agent_in_process, fake_server, scratch_repo):
     srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
     env = {"OPENAI_API_KEY": "sk-doctor-test-key-1234567890"}
-    proc = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "sk-doctor-test-key-1234567890" not in proc.stdout
     assert "base_url" in proc.stdout and "(flag)" in proc.stdout
@@ -45,46 +46,48 @@ def _fail_lines(proc):
     return [line for line in proc.stdout.splitlines() if "FAIL" in line]
 
 
-def test_doctor_unreachable_endpoint(run_agent, scratch_repo):
-    proc = run_agent("doctor", "--base-url", "http://127.0.0.1:9/v1", cwd=scratch_repo)
+def test_doctor_unreachable_endpoint(agent_in_process, scratch_repo):
+    proc = agent_in_process("doctor", "--base-url", "http://127.0.0.1:9/v1", cwd=scratch_repo)
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
     fails = _fail_lines(proc)
     assert len(fails) == 1 and "cannot reach the model endpoint" in fails[0]
 
 
-def test_doctor_without_api_key(run_agent, scratch_repo):
-    proc = run_agent("doctor", cwd=scratch_repo)
+def test_doctor_without_api_key(agent_in_process, scratch_repo):
+    proc = agent_in_process("doctor", cwd=scratch_repo)
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
     fails = _fail_lines(proc)
     assert len(fails) == 1 and "no API key" in fails[0] and "OPENAI_API_KEY" in fails[0]
 
 
-def test_doctor_with_broken_agentrc(run_agent, scratch_repo):
+def test_doctor_with_broken_agentrc(agent_in_process, scratch_repo):
     (scratch_repo / ".agentrc").write_text("max_steps = 'lots'\n")
-    proc = run_agent("doctor", cwd=scratch_repo)
+    proc = agent_in_process("doctor", cwd=scratch_repo)
     assert proc.returncode == 1 and proc.stderr == ""
     fails = _fail_lines(proc)
     assert len(fails) == 1 and ".agentrc" in fails[0] and "max_steps" in fails[0]
     assert re.search(r"max_steps +200 ", proc.stdout)  # the keys, with their defaults
 
 
-def test_doctor_reports_a_model_the_endpoint_does_not_serve(run_agent, fake_server, scratch_repo):
+def test_doctor_reports_a_model_the_endpoint_does_not_serve(
+    agent_in_process, fake_server, scratch_repo
+):
     srv = fake_server([], models=("llama3",))
-    proc = run_agent("doctor", "--base-url", srv.url, "--model", "gpt-x", cwd=scratch_repo)
+    proc = agent_in_process("doctor", "--base-url", srv.url, "--model", "gpt-x", cwd=scratch_repo)
     assert proc.returncode == 1 and "llama3" in _fail_lines(proc)[0]
 
 
-def test_doctor_outside_a_repository(run_agent, fake_server, tmp_path):
+def test_doctor_outside_a_repository(agent_in_process, fake_server, tmp_path):
     srv = fake_server([])
-    proc = run_agent("doctor", "--base-url", srv.url, cwd=tmp_path)
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=tmp_path)
     assert proc.returncode == 1
     assert any("not inside a git repository" in line for line in _fail_lines(proc))
 
 
-def test_doctor_lists_every_key_and_says_not_set_rather_than_none(run_agent, scratch_repo):
+def test_doctor_lists_every_key_and_says_not_set_rather_than_none(agent_in_process, scratch_repo):
     from agent_cli.cli.config.settings import FIELDS
 
-    proc = run_agent("doctor", "--base-url", "http://127.0.0.1:9/v1", cwd=scratch_repo)
+    proc = agent_in_process("doctor", "--base-url", "http://127.0.0.1:9/v1", cwd=scratch_repo)
     listed = [
         line.split()[0]
         for line in proc.stdout.splitlines()
@@ -98,9 +101,9 @@ def test_doctor_lists_every_key_and_says_not_set_rather_than_none(run_agent, scr
     assert re.search(r"deny_commands +\(none\) ", proc.stdout)
 
 
-def test_doctor_with_a_misspelt_key_still_lists_the_keys(run_agent, scratch_repo):
+def test_doctor_with_a_misspelt_key_still_lists_the_keys(agent_in_process, scratch_repo):
     (scratch_repo / ".agentrc").write_text('modle = "gpt-4o"\n')
-    proc = run_agent("doctor", cwd=scratch_repo)
+    proc = agent_in_process("doctor", cwd=scratch_repo)
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
     assert "  model " in proc.stdout and "  approval " in proc.stdout
     fails = _fail_lines(proc)
@@ -109,10 +112,10 @@ def test_doctor_with_a_misspelt_key_still_lists_the_keys(run_agent, scratch_repo
 
 
 def test_doctor_with_a_bad_value_does_not_call_the_keys_it_lists_the_settings(
-    run_agent, scratch_repo
+    agent_in_process, scratch_repo
 ):
     (scratch_repo / ".agentrc").write_text('model = "gpt-4o"\nmax_steps = "lots"\n')
-    proc = run_agent("doctor", cwd=scratch_repo)
+    proc = agent_in_process("doctor", cwd=scratch_repo)
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
     first = proc.stdout.splitlines()[0]
     assert "not read (see the settings check below)" in first and "defaults" in first
@@ -151,7 +154,9 @@ class _Odd:
 KEY = "sk-proj-doctorechoesthekey0123456789"
 
 
-def test_doctor_says_in_one_line_that_an_endpoint_serves_no_model_list(run_agent, scratch_repo):
+def test_doctor_says_in_one_line_that_an_endpoint_serves_no_model_list(
+    agent_in_process, scratch_repo
+):
     for status, body, kind in (
         (200, b"<html><body>router login</body></html>", "text/html"),
         (200, b"\x00garbage{", "application/json"),
@@ -159,7 +164,7 @@ def test_doctor_says_in_one_line_that_an_endpoint_serves_no_model_list(run_agent
     ):
         odd = _Odd(status, body, kind)
         try:
-            proc = run_agent("doctor", "--base-url", odd.url, cwd=scratch_repo)
+            proc = agent_in_process("doctor", "--base-url", odd.url, cwd=scratch_repo)
         finally:
             odd.close()
         assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr, body
@@ -167,11 +172,11 @@ def test_doctor_says_in_one_line_that_an_endpoint_serves_no_model_list(run_agent
         assert "git" in proc.stdout and "memory" in proc.stdout  # the later checks ran
 
 
-def test_doctor_masks_a_key_the_endpoint_echoes_back(run_agent, scratch_repo):
+def test_doctor_masks_a_key_the_endpoint_echoes_back(agent_in_process, scratch_repo):
     echo = f'{{"error": {{"message": "bad key: Bearer {KEY}"}}}}'.encode()
     odd = _Odd(401, echo)
     try:
-        proc = run_agent(
+        proc = agent_in_process(
             "doctor", "--base-url", odd.url, cwd=scratch_repo, env={"OPENAI_API_KEY": KEY}
         )
     finally:
@@ -180,28 +185,30 @@ def test_doctor_masks_a_key_the_endpoint_echoes_back(run_agent, scratch_repo):
     assert _fail_lines(proc), proc.stdout
 
 
-def test_doctor_masks_a_token_in_a_hooks_command(run_agent, scratch_repo, tmp_path):
+def test_doctor_masks_a_token_in_a_hooks_command(agent_in_process, scratch_repo, tmp_path):
     user = tmp_path / "user.toml"
     user.write_text(
         '[[hooks.run_end]]\ncommand = ["curl", "-H", "Authorization: Bearer ghp_'
         + "a" * 36
         + '", "https://hooks.example/done", "token=sk-hookkey0123456789abcdef"]\n'
     )
-    proc = run_agent("doctor", cwd=scratch_repo, env={"AGENT_RC": str(user)})
+    proc = agent_in_process("doctor", cwd=scratch_repo, env={"AGENT_RC": str(user)})
     assert "ghp_" + "a" * 36 not in proc.stdout and "sk-hookkey0123456789abcdef" not in proc.stdout
     assert "run_end: curl -H" in proc.stdout, proc.stdout
 
 
-def test_doctor_says_a_models_404_is_the_base_url_and_names_a_proxy(run_agent, scratch_repo):
+def test_doctor_says_a_models_404_is_the_base_url_and_names_a_proxy(agent_in_process, scratch_repo):
     odd = _Odd(404, b'{"error": {"message": "no such path"}}')
     try:
-        proc = run_agent("doctor", "--base-url", odd.url.removesuffix("/v1"), cwd=scratch_repo)
+        proc = agent_in_process(
+            "doctor", "--base-url", odd.url.removesuffix("/v1"), cwd=scratch_repo
+        )
     finally:
         odd.close()
     (line,) = _fail_lines(proc)
     assert "/models was not found (HTTP 404)" in line and "/v1" in line, line
     assert "model 'gpt-4o-mini'" not in line
-    proxied = run_agent(
+    proxied = agent_in_process(
         "doctor", "--base-url", "http://192.0.2.10:8080/v1", cwd=scratch_repo,
         env={"HTTP_PROXY": "http://user:pw@127.0.0.1:9", "NO_PROXY": ""},
     )  # fmt: skip
@@ -209,10 +216,10 @@ def test_doctor_says_a_models_404_is_the_base_url_and_names_a_proxy(run_agent, s
     assert "through the proxy http://127.0.0.1:9" in line and "pw" not in line, line
 
 
-def test_doctor_says_an_endpoint_lists_no_model(run_agent, scratch_repo):
+def test_doctor_says_an_endpoint_lists_no_model(agent_in_process, scratch_repo):
     odd = _Odd(200, b'{"object": "list", "data": []}')
     try:
-        proc = run_agent("doctor", "--base-url", odd.url, cwd=scratch_repo)
+        proc = agent_in_process("doctor", "--base-url", odd.url, cwd=scratch_repo)
     finally:
         odd.close()
     assert "answers, but lists no model; requests name 'gpt-4o-mini'" in proc.stdout, proc.stdout
@@ -228,7 +235,7 @@ def test_doctor_says_an_endpoint_lists_no_model(run_agent, scratch_repo):
     ],
 )
 def test_doctor_fails_the_git_row_for_a_repository_every_run_refuses(
-    run_agent, fake_server, tmp_path, state, said
+    agent_in_process, fake_server, tmp_path, state, said
 ):
     """A repository `agent run` would refuse is not passed as fine by doctor."""
     repo = tmp_path / "repo"
@@ -248,7 +255,7 @@ def test_doctor_fails_the_git_row_for_a_repository_every_run_refuses(
             (repo / ".git" / "MERGE_HEAD").write_text(head)
     srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
     env = {"OPENAI_API_KEY": "sk-doctor-test-key-1234567890"}
-    proc = run_agent("doctor", "--base-url", srv.url, cwd=repo, env=env)
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=repo, env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     fails = _fail_lines(proc)
     assert len(fails) == 1 and " git " in fails[0] and said in fails[0], fails
@@ -270,7 +277,9 @@ def test_doctor_on_a_terminal_says_what_the_server_check_waits_for(
     assert "minutes on a slow model" not in screen and "ok   server" in screen
 
 
-def test_doctor_says_a_hook_whose_program_cannot_be_run(run_agent, fake_server, scratch_repo):
+def test_doctor_says_a_hook_whose_program_cannot_be_run(
+    agent_in_process, fake_server, scratch_repo
+):
     srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
     (scratch_repo / "guard.sh").write_text("#!/bin/sh\nexit 0\n")  # not executable
     rc = scratch_repo.parent / "user-agentrc"
@@ -280,7 +289,7 @@ def test_doctor_says_a_hook_whose_program_cannot_be_run(run_agent, fake_server, 
         '[[hooks.run_end]]\ncommand = ["./guard.sh"]\n'
     )
     env = {"OPENAI_API_KEY": "sk-doctor-test-key-1234567890", "AGENT_RC": str(rc)}
-    proc = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (line,) = [ln for ln in _fail_lines(proc) if "hooks" in ln]
     assert "pre_tool `no-such-guard-program`" in line and "run_end `./guard.sh`" in line
@@ -290,6 +299,6 @@ def test_doctor_says_a_hook_whose_program_cannot_be_run(run_agent, fake_server, 
     assert "task_verified hook that cannot run blocks" not in proc.stdout
     rc.write_text('[[hooks.post_tool]]\ncommand = ["true"]\n')
     again = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
-    proc = run_agent("doctor", "--base-url", again.url, cwd=scratch_repo, env=env)
+    proc = agent_in_process("doctor", "--base-url", again.url, cwd=scratch_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"ok\s+hooks\s+post_tool: true", proc.stdout)

@@ -1,4 +1,5 @@
-"""`agent doctor` tells what the server can do, as a real process against the loopback server."""
+"""`agent doctor` tells what the server can do, through the CLI's entry point against the loopback
+server."""
 
 import json
 
@@ -7,17 +8,17 @@ from conftest import DOCTOR_REPLIES
 CALL, PLAN = DOCTOR_REPLIES
 
 
-def _doctor(run_agent, srv, repo):
-    proc = run_agent("doctor", "--base-url", srv.url, cwd=repo)
+def _doctor(agent_in_process, srv, repo):
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=repo)
     assert "Traceback" not in proc.stdout + proc.stderr
     return proc, proc.stdout[proc.stdout.index("checks") :]
 
 
-def test_doctor_against_a_llama_cpp_like_server(run_agent, fake_server, scratch_repo):
+def test_doctor_against_a_llama_cpp_like_server(agent_in_process, fake_server, scratch_repo):
     srv = fake_server(
         [CALL, PLAN], models=("gpt-4o-mini",), n_ctx=4096, object_choice="ignore", stream="whole"
     )
-    proc, out = _doctor(run_agent, srv, scratch_repo)
+    proc, out = _doctor(agent_in_process, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
     assert "context window 4,096 tokens (from llama.cpp /props)" in out
     assert 'forced single tool works (tool_choice "required")' in out
@@ -33,12 +34,12 @@ def test_doctor_against_a_llama_cpp_like_server(run_agent, fake_server, scratch_
 
 
 def test_doctor_against_a_vllm_like_server_that_refuses_required(
-    run_agent, fake_server, scratch_repo
+    agent_in_process, fake_server, scratch_repo
 ):
     srv = fake_server(
         [CALL, PLAN], models=("gpt-4o-mini",), max_model_len=32768, required_choice="refuse"
     )
-    proc, out = _doctor(run_agent, srv, scratch_repo)
+    proc, out = _doctor(agent_in_process, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
     assert "context window 32,768 tokens (from vLLM /v1/models)" in out
     assert 'forced single tool works (tool_choice {"type": "function"' in out
@@ -46,7 +47,7 @@ def test_doctor_against_a_vllm_like_server_that_refuses_required(
 
 
 def test_doctor_against_a_server_that_forces_only_through_structured_output(
-    run_agent, fake_server, scratch_repo
+    agent_in_process, fake_server, scratch_repo
 ):
     srv = fake_server(
         [CALL, PLAN],
@@ -55,7 +56,7 @@ def test_doctor_against_a_server_that_forces_only_through_structured_output(
         object_choice="ignore",
         required_choice="ignore",
     )
-    proc, out = _doctor(run_agent, srv, scratch_repo)
+    proc, out = _doctor(agent_in_process, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
     assert (
         "forced single tool works (a json_schema response_format of the tool's parameters)"
@@ -68,7 +69,9 @@ def test_doctor_against_a_server_that_forces_only_through_structured_output(
     assert "submit_plan" in json.dumps(srv.chat_requests[-1])  # the plan-sized check
 
 
-def test_doctor_fails_when_no_form_of_forcing_gets_a_call(run_agent, fake_server, scratch_repo):
+def test_doctor_fails_when_no_form_of_forcing_gets_a_call(
+    agent_in_process, fake_server, scratch_repo
+):
     srv = fake_server(
         [CALL, PLAN],
         models=("gpt-4o-mini",),
@@ -77,7 +80,7 @@ def test_doctor_fails_when_no_form_of_forcing_gets_a_call(run_agent, fake_server
         required_choice="ignore",
         schema_choice="ignore",
     )
-    proc, out = _doctor(run_agent, srv, scratch_repo)
+    proc, out = _doctor(agent_in_process, srv, scratch_repo)
     fails = [line for line in out.splitlines() if "FAIL" in line]
     assert proc.returncode == 1 and len(fails) == 1
     assert "server" in fails[0] and "did not call a forced tool" in fails[0]
@@ -90,10 +93,10 @@ def test_doctor_fails_when_no_form_of_forcing_gets_a_call(run_agent, fake_server
 
 
 def test_doctor_names_the_served_models_for_a_model_the_server_does_not_know(
-    run_agent, fake_server, scratch_repo
+    agent_in_process, fake_server, scratch_repo
 ):
     srv = fake_server([CALL, PLAN], models=("qwen2.5-coder:7b",))  # like vLLM or Ollama: 404
-    proc, out = _doctor(run_agent, srv, scratch_repo)
+    proc, out = _doctor(agent_in_process, srv, scratch_repo)
     assert proc.returncode == 1
     assert (
         "FAIL endpoint     model 'gpt-4o-mini' is not served by" in out
@@ -102,12 +105,12 @@ def test_doctor_names_the_served_models_for_a_model_the_server_does_not_know(
 
 
 def test_doctor_accepts_any_model_name_on_a_server_that_answers_to_it(
-    run_agent, fake_server, scratch_repo
+    agent_in_process, fake_server, scratch_repo
 ):
     srv = fake_server(
         [CALL, CALL, PLAN], models=("/models/small.gguf",), n_ctx=4096, any_model=True
     )
-    proc, out = _doctor(run_agent, srv, scratch_repo)
+    proc, out = _doctor(agent_in_process, srv, scratch_repo)
     assert proc.returncode == 0, proc.stdout
     assert (
         "answers; it lists '/models/small.gguf' but answers requests for 'gpt-4o-mini' too"
@@ -115,11 +118,11 @@ def test_doctor_accepts_any_model_name_on_a_server_that_answers_to_it(
 
 
 def test_doctor_fails_when_a_plan_sized_reply_is_cut_at_the_length_limit(
-    run_agent, fake_server, scratch_repo
+    agent_in_process, fake_server, scratch_repo
 ):
     cut = {"content": "", "finish_reason": "length"}
     srv = fake_server([CALL, cut], models=("gpt-4o-mini",), n_ctx=4096)
-    proc, out = _doctor(run_agent, srv, scratch_repo)
+    proc, out = _doctor(agent_in_process, srv, scratch_repo)
     fails = [line for line in out.splitlines() if "FAIL" in line]
     assert proc.returncode == 1 and len(fails) == 1, out
     assert "forced single tool works, but a plan-sized reply was cut at the length limit" in out
@@ -129,14 +132,14 @@ def test_doctor_fails_when_a_plan_sized_reply_is_cut_at_the_length_limit(
 
 
 def test_a_server_too_busy_to_answer_is_not_said_to_lack_the_model(
-    run_agent, fake_server, scratch_repo
+    agent_in_process, fake_server, scratch_repo
 ):
     # The one-token request that asks whether an unlisted name is served gets no answer in
     # time: that says nothing of the model, so doctor says the server did not answer.
     srv = fake_server(
         [{**CALL, "delay": 5}, CALL, PLAN], models=("/models/small.gguf",), any_model=True
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "doctor", "--base-url", srv.url, cwd=scratch_repo, env={"AGENT_REQUEST_TIMEOUT_S": "1"}
     )
     out = proc.stdout[proc.stdout.index("checks") :]
@@ -145,7 +148,7 @@ def test_a_server_too_busy_to_answer_is_not_said_to_lack_the_model(
 
 
 def test_doctor_fits_each_line_to_the_smallest_window_of_the_roles(
-    run_agent, fake_server, scratch_repo
+    agent_in_process, fake_server, scratch_repo
 ):
     # A run fits working memory and tool output to the smallest window of its roles: the
     # planner's larger server is said to be used with the executor's 4,096-token fit.
@@ -157,7 +160,7 @@ def test_doctor_fits_each_line_to_the_smallest_window_of_the_roles(
         "AGENT_EXECUTOR_BASE_URL": executor.url,
         "AGENT_EXECUTOR_MODEL": "small",
     }
-    proc = run_agent("doctor", cwd=scratch_repo, env=env)
+    proc = agent_in_process("doctor", cwd=scratch_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     used = [line for line in proc.stdout.splitlines() if "a run will use" in line]
     fitted = (
