@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import io
 import os
 import shutil
@@ -139,9 +140,13 @@ def agent_in_process(agent_env, capfd):
         *args: str,
         cwd: Path | None = None,
         env: dict | None = None,
+        timeout: float = 120,
         input: str | None = None,
     ) -> subprocess.CompletedProcess:
         full_env = {**agent_env, **(env or {})}
+        # run_agent's timeout: a command that hangs ends this test process, with every
+        # thread's traceback, rather than the whole test run waiting for ever.
+        faulthandler.dump_traceback_later(timeout, exit=True)
         saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
         capfd.readouterr()  # what came before is not this command's
         os.environ.clear()
@@ -155,6 +160,7 @@ def agent_in_process(agent_env, capfd):
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         finally:
+            faulthandler.cancel_dump_traceback_later()
             sys.stdout.flush()
             sys.stderr.flush()
             sys.stdin = saved_stdin

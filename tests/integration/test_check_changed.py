@@ -81,11 +81,13 @@ EDIT_TEST = {
 
 
 @pytest.mark.slow
-def test_a_task_that_edits_the_tests_its_check_finds_is_named(run_agent, fake_server, demo_repo):
+def test_a_task_that_edits_the_tests_its_check_finds_is_named(
+    agent_in_process, fake_server, demo_repo
+):
     """`pytest -q tests` names a folder: a test file the task edits there is the check's."""
     cmd = f"{sys.executable} -m pytest -q tests"
     srv = fake_server([plan(task(cmd=cmd)), add_median(), EDIT_TEST, finish()])
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (done,) = [e for e in events_of(proc.stdout) if e["event"] == "task_done"]
     assert done["check_changed"] == ["tests/test_stats.py"]
@@ -93,7 +95,7 @@ def test_a_task_that_edits_the_tests_its_check_finds_is_named(run_agent, fake_se
 
 @pytest.mark.slow
 def test_a_task_that_changes_its_checks_files_is_named_in_the_log_and_report(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     srv = fake_server(
         [
@@ -103,7 +105,7 @@ def test_a_task_that_changes_its_checks_files_is_named_in_the_log_and_report(
             finish(),
         ]
     )
-    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "it changed its own check: tests/conftest.py" in proc.stdout
     assert "but the task changed its own check: tests/conftest.py; review them" in " ".join(
@@ -122,13 +124,13 @@ def test_a_task_that_changes_its_checks_files_is_named_in_the_log_and_report(
     ],
 )
 def test_settings_that_skip_or_only_collect_every_test_do_not_verify_the_task(
-    path, content, run_agent, fake_server, demo_repo
+    path, content, agent_in_process, fake_server, demo_repo
 ):
     """pytest exits 0 when every test is skipped, or when its settings only collect them;
     the check passed no test, so it proves nothing: the task is rejected, nothing committed."""
     skip_all = {"tool": "write_file", "args": {"path": path, "content": content}}
     srv = fake_server([plan(task()), skip_all, finish(), finish()])
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     verdicts = [e for e in events_of(proc.stdout) if e["event"] == "verify"]
     assert [v["passed"] for v in verdicts] == [False, False]
@@ -138,9 +140,9 @@ def test_settings_that_skip_or_only_collect_every_test_do_not_verify_the_task(
 
 
 @pytest.mark.slow
-def test_the_task_done_event_carries_the_checks_files(run_agent, fake_server, demo_repo):
+def test_the_task_done_event_carries_the_checks_files(agent_in_process, fake_server, demo_repo):
     srv = fake_server([plan(task()), add_median(), finish()])
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
     (done,) = [e for e in events_of(proc.stdout) if e["event"] == "task_done"]
     assert done["check_changed"] == [] and done["proof"] == "red-green"
 

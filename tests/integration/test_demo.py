@@ -9,19 +9,19 @@ import pytest
 
 from conftest import FIXTURES, ROOT, git
 
-pytestmark = pytest.mark.slow  # both tests start the agent as a process
+pytestmark = pytest.mark.slow  # the runs' checks and the README's shell block start processes
 
 GOAL = "Add a median function to calc/stats.py so that tests/test_stats.py passes"
 REPLAYED = "the model's replies are replayed from the recording"
 
 
-def test_demo_replays_the_real_loop_without_an_endpoint(run_agent, demo_repo):
+def test_demo_replays_the_real_loop_without_an_endpoint(agent_in_process, demo_repo):
     env = {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",  # nothing listens there
         "AGENT_FINAL_SUMMARY": "true",
     }  # as a user gets it: the recording ends with it
-    proc = run_agent(
+    proc = agent_in_process(
         "run",
         GOAL,
         "--replay",
@@ -38,9 +38,9 @@ def test_demo_replays_the_real_loop_without_an_endpoint(run_agent, demo_repo):
     assert "recalled" not in proc.stdout  # a fresh repository has no earlier runs
     assert "def median" in (demo_repo / "calc" / "stats.py").read_text()
     assert "Agent-Run:" in git(demo_repo, "log", "-1", "--format=%B")
-    check = run_agent("recall", "median of an empty list", "--json", cwd=demo_repo)
+    check = agent_in_process("recall", "median of an empty list", "--json", cwd=demo_repo)
     assert check.returncode == 0 and "median" in check.stdout
-    again = run_agent(
+    again = agent_in_process(
         "run",
         GOAL,
         "--replay",
@@ -91,24 +91,24 @@ def test_the_readme_demo_works_twice_in_a_row(agent_env, tmp_path):
     assert len(demos) == 2 and all((p / "calc" / "stats.py").is_file() for p in demos)
 
 
-def test_a_columns_of_zero_counts_as_unset_and_the_run_is_shown(run_agent, demo_repo):
+def test_a_columns_of_zero_counts_as_unset_and_the_run_is_shown(agent_in_process, demo_repo):
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "COLUMNS": "0", "LINES": "x"}
     replay = str(FIXTURES / "demo" / "session.jsonl")
-    proc = run_agent("run", GOAL, "--replay", replay, "--yes", cwd=demo_repo, env=env)
+    proc = agent_in_process("run", GOAL, "--replay", replay, "--yes", cwd=demo_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith(f"-- {REPLAYED}") and "verified" in proc.stdout
-    runs = run_agent("runs", cwd=demo_repo, env=env)
+    runs = agent_in_process("runs", cwd=demo_repo, env=env)
     assert runs.returncode == 0 and "verified" in runs.stdout
 
 
 def test_a_recording_that_cannot_be_written_is_refused_before_any_request(
-    run_agent, demo_repo, tmp_path
+    agent_in_process, demo_repo, tmp_path
 ):
     replay = tmp_path / "session.jsonl"
     replay.write_bytes((FIXTURES / "demo" / "session.jsonl").read_bytes())
     before = replay.read_bytes()
     for target, says in ((tmp_path, "cannot be written"), (replay, "the recording --replay reads")):
-        proc = run_agent(
+        proc = agent_in_process(
             "run", GOAL, "--replay", str(replay), "--record", str(target), "--yes", cwd=demo_repo
         )
         assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -19,7 +19,7 @@ def _edit(old: str, new: str) -> dict:
     return {"tool": "edit_file", "args": {"path": "calc/stats.py", "old": old, "new": new}}
 
 
-def test_code_in_an_ignored_folder_does_not_verify_a_task(run_agent, fake_server, demo_repo):
+def test_code_in_an_ignored_folder_does_not_verify_a_task(agent_in_process, fake_server, demo_repo):
     (demo_repo / ".gitignore").write_text("lib/\n")
     git(demo_repo, "add", ".gitignore")
     git(demo_repo, "commit", "-qm", "ignore lib/")
@@ -33,7 +33,7 @@ def test_code_in_an_ignored_folder_does_not_verify_a_task(run_agent, fake_server
             finish("median() in stats.py"),
         ]
     )
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first, second = [e for e in events_of(proc.stdout) if e["event"] == "verify"]
     assert not first["passed"] and first["exit_code"] not in (0, None)
@@ -44,7 +44,9 @@ def test_code_in_an_ignored_folder_does_not_verify_a_task(run_agent, fake_server
     assert not list(demo_repo.glob(".agent-aside-*"))
 
 
-def test_code_in_a_repository_of_its_own_does_not_verify_a_task(run_agent, fake_server, demo_repo):
+def test_code_in_a_repository_of_its_own_does_not_verify_a_task(
+    agent_in_process, fake_server, demo_repo
+):
     srv = fake_server(
         [
             plan(task()),
@@ -55,7 +57,7 @@ def test_code_in_a_repository_of_its_own_does_not_verify_a_task(run_agent, fake_
             finish("again"),
         ]
     )
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 3, proc.stdout + proc.stderr  # rejected: both attempts
     verdicts = [e for e in events_of(proc.stdout) if e["event"] == "verify"]
     assert [v["passed"] for v in verdicts] == [False, False]

@@ -25,20 +25,20 @@ def ends_with_run_done(proc: subprocess.CompletedProcess, says: str) -> dict:
     return last
 
 
-def test_a_dirty_tree(run_agent, fake_server, scratch_repo):
+def test_a_dirty_tree(agent_in_process, fake_server, scratch_repo):
     srv = fake_server([])
     (scratch_repo / "README.md").write_text("changed\n")
-    proc = run_agent("run", "x", "--yes", "--json", "--base-url", srv.url, cwd=scratch_repo)
+    proc = agent_in_process("run", "x", "--yes", "--json", "--base-url", srv.url, cwd=scratch_repo)
     ends_with_run_done(proc, "uncommitted changes")
     assert srv.requests == []
 
 
-def test_no_api_key(run_agent, scratch_repo):
-    proc = run_agent("run", "x", "--yes", "--json", cwd=scratch_repo, env=NO_KEY)
+def test_no_api_key(agent_in_process, scratch_repo):
+    proc = agent_in_process("run", "x", "--yes", "--json", cwd=scratch_repo, env=NO_KEY)
     ends_with_run_done(proc, "no API key")
 
 
-def test_the_lock_held_by_another_run(run_agent, scratch_repo):
+def test_the_lock_held_by_another_run(agent_in_process, scratch_repo):
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -52,7 +52,7 @@ def test_the_lock_held_by_another_run(run_agent, scratch_repo):
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        proc = run_agent("run", "x", "--yes", "--json", cwd=scratch_repo, env=NO_KEY)
+        proc = agent_in_process("run", "x", "--yes", "--json", cwd=scratch_repo, env=NO_KEY)
         ends_with_run_done(proc, "another agent run")
     finally:
         holder.kill()
@@ -73,18 +73,19 @@ def test_the_lock_held_by_another_run(run_agent, scratch_repo):
         (["\u200b \u2060"], "a goal is needed"),  # a zero-width space and a word joiner
     ],
 )
-def test_a_bad_flag_value_or_a_missing_goal(run_agent, scratch_repo, args, says):
-    proc = run_agent("run", "--json", *args, cwd=scratch_repo, env=NO_KEY)
+def test_a_bad_flag_value_or_a_missing_goal(agent_in_process, scratch_repo, args, says):
+    proc = agent_in_process("run", "--json", *args, cwd=scratch_repo, env=NO_KEY)
     ends_with_run_done(proc, says)
     assert proc.returncode == 2  # the command line is wrong, however it was found out
 
 
-def test_outside_a_repository_and_with_nothing_to_resume(run_agent, tmp_path, scratch_repo):
+def test_outside_a_repository_and_with_nothing_to_resume(agent_in_process, tmp_path, scratch_repo):
     ends_with_run_done(
-        run_agent("run", "x", "--json", cwd=tmp_path, env=NO_KEY), "not inside a git repository"
+        agent_in_process("run", "x", "--json", cwd=tmp_path, env=NO_KEY),
+        "not inside a git repository",
     )
     ends_with_run_done(
-        run_agent("run", "--resume", "--json", "--yes", cwd=scratch_repo, env=NO_KEY),
+        agent_in_process("run", "--resume", "--json", "--yes", cwd=scratch_repo, env=NO_KEY),
         "no unfinished run",
     )
 

@@ -18,8 +18,8 @@ from runkit import (
 pytestmark = pytest.mark.slow
 
 
-def agent_run(run_agent, srv, repo, *extra, env=None):
-    return run_agent(
+def agent_run(agent_in_process, srv, repo, *extra, env=None):
+    return agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo, env=env
     )
 
@@ -36,7 +36,9 @@ def memory_text(request: dict) -> str:
     )
 
 
-def test_a_failing_command_repeated_in_any_order_is_a_loop(run_agent, fake_server, demo_repo):
+def test_a_failing_command_repeated_in_any_order_is_a_loop(
+    agent_in_process, fake_server, demo_repo
+):
     calls = [
         missing("--fast -v x"),
         missing("-v --fast x"),
@@ -45,7 +47,7 @@ def test_a_failing_command_repeated_in_any_order_is_a_loop(run_agent, fake_serve
         missing("-v x --fast"),
     ]
     srv = fake_server([plan(task())] + calls + [add_median(), finish()])
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     loops = [e for e in events_of(proc.stdout) if e["event"] == "loop_detected"]
     assert [(e["repeats"], e["stopped"]) for e in loops] == [(3, False), (4, False), (5, True)]
@@ -57,16 +59,16 @@ def test_a_failing_command_repeated_in_any_order_is_a_loop(run_agent, fake_serve
     assert verdict["reason"] == "stuck repeating run" and not verdict["passed"]
 
 
-def test_different_results_are_not_a_loop(run_agent, fake_server, demo_repo):
+def test_different_results_are_not_a_loop(agent_in_process, fake_server, demo_repo):
     read = {"tool": "read_file", "args": {"path": "calc/stats.py"}}
     srv = fake_server([plan(task()), read, read, add_median(), read, finish()])
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 0
     assert not [e for e in events_of(proc.stdout) if e["event"] == "loop_detected"]
 
 
 def test_success_criteria_reach_every_task_request_and_the_model_verifier(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     judged = {
         "goal": "Explain median in NOTES.txt",
@@ -84,7 +86,7 @@ def test_success_criteria_reach_every_task_request_and_the_model_verifier(
             verdict,
         ]
     )
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     criteria = "Success criteria of the whole plan: the tests pass"
     executing = [r for r in srv.chat_requests if len(r.get("tools", [])) > 2]
@@ -97,19 +99,19 @@ def test_success_criteria_reach_every_task_request_and_the_model_verifier(
     assert criteria in judge["messages"][-1]["content"]
 
 
-def test_json_ends_with_run_done_when_planning_fails(run_agent, fake_server, demo_repo):
+def test_json_ends_with_run_done_when_planning_fails(agent_in_process, fake_server, demo_repo):
     bad = {"tool_calls": [{"name": "submit_plan", "arguments": "{not json"}]}
     srv = fake_server([bad, bad])
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 1 and "valid plan" in proc.stderr
     done = events_of(proc.stdout)[-1]
     assert done["event"] == "run_done" and done["status"] == "failed" and done["exit_code"] == 1
     assert "valid plan" in done["message"]
 
 
-def test_run_done_never_says_running_after_the_run(run_agent, fake_server, demo_repo):
+def test_run_done_never_says_running_after_the_run(agent_in_process, fake_server, demo_repo):
     srv = fake_server([plan(task())] + [{"tool": "read_file", "args": {"path": "README.md"}}] * 5)
-    proc = agent_run(run_agent, srv, demo_repo, "--max-steps", "2")
+    proc = agent_run(agent_in_process, srv, demo_repo, "--max-steps", "2")
     assert proc.returncode == 4
     done = events_of(proc.stdout)[-1]
     assert done["tasks"][0]["status"] == "unfinished"
@@ -117,16 +119,18 @@ def test_run_done_never_says_running_after_the_run(run_agent, fake_server, demo_
 
 
 def test_escalation_speaks_of_uncommitted_changes_only_when_there_are_some(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     srv = fake_server([plan(task()), finish("nothing"), finish("still nothing")])
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 3
     escalated = [e for e in events_of(proc.stdout) if e["event"] == "escalated"][0]
     assert "uncommitted" not in escalated["next_steps"] and escalated["diff_stat"] == ""
     assert "changed no files" in escalated["next_steps"]
     srv2 = fake_server([add_median(BAD_MEDIAN), finish(), finish()])
-    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo)
+    proc = agent_in_process(
+        "run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo
+    )
     escalated = [e for e in events_of(proc.stdout) if e["event"] == "escalated"][0]
     assert "left uncommitted" in escalated["next_steps"]
     assert escalated["diff_stat"].startswith("calc/stats.py | +") and escalated["attempts"] == 2

@@ -43,7 +43,7 @@ def roles_env(planner, executor, verifier) -> dict[str, str]:
 
 
 def test_each_request_goes_to_its_roles_server_and_usage_is_told_per_role(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     planner = fake_server(
@@ -68,7 +68,7 @@ def test_each_request_goes_to_its_roles_server_and_usage_is_told_per_role(
         [{**call("submit_verdict", verdict="pass", reason="NOTES.md is there"), **used(50, 5)}],
         models=("verify-model",),
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run",
         "Create done.txt and NOTES.md",
         "--yes",
@@ -122,7 +122,7 @@ def test_each_request_goes_to_its_roles_server_and_usage_is_told_per_role(
     assert saved["executor_base_url"] == executor.url and saved["verifier_model"] == "verify-model"
 
 
-def test_the_terminal_report_shows_usage_per_role(run_agent, fake_server, tmp_path):
+def test_the_terminal_report_shows_usage_per_role(agent_in_process, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     planner = fake_server(
         [{**plan(task()), **used(100, 10)}, {**call("submit_facts", facts=[]), **used(10, 1)}]
@@ -136,7 +136,7 @@ def test_the_terminal_report_shows_usage_per_role(run_agent, fake_server, tmp_pa
         "AGENT_EXECUTOR_BASE_URL": executor.url,
         "AGENT_EXECUTOR_MODEL": "exec-model",
     }
-    proc = run_agent("run", "Create done.txt", "--yes", cwd=repo, env=env)
+    proc = agent_in_process("run", "Create done.txt", "--yes", cwd=repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = next(x for x in proc.stdout.splitlines() if x.startswith("by role:"))
     assert "planner gpt-4o-mini 110 + 11 tokens" in line
@@ -145,18 +145,18 @@ def test_the_terminal_report_shows_usage_per_role(run_agent, fake_server, tmp_pa
     assert len(planner.chat_requests) == 2 and len(executor.chat_requests) == 2
 
 
-def test_a_resumed_run_keeps_each_roles_endpoint_and_model(run_agent, fake_server, tmp_path):
+def test_a_resumed_run_keeps_each_roles_endpoint_and_model(agent_in_process, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     planner = fake_server([plan(task()), call("submit_facts", facts=[])], models=("plan-model",))
     executor = fake_server([make_done(), finish("made done.txt")], models=("exec-model",))
     verifier = fake_server([], models=("verify-model",))
     env = roles_env(planner, executor, verifier)
-    first = run_agent(
+    first = agent_in_process(
         "run", "Create done.txt", "--yes", "--json", "--max-steps", "1", cwd=repo, env=env
     )
     assert first.returncode == 4, first.stdout + first.stderr  # the step budget ran out
     # the next session names no endpoint nor model: each role goes on where it started
-    resumed = run_agent("run", "--resume", "--yes", "--json", "--max-steps", "9", cwd=repo)
+    resumed = agent_in_process("run", "--resume", "--yes", "--json", "--max-steps", "9", cwd=repo)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert len(executor.chat_requests) == 2 and len(planner.chat_requests) == 2
     assert {r["model"] for r in executor.chat_requests} == {"exec-model"}
@@ -168,7 +168,7 @@ def test_a_resumed_run_keeps_each_roles_endpoint_and_model(run_agent, fake_serve
 
 
 def test_without_role_keys_one_server_gets_every_request_as_before(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(
@@ -179,7 +179,7 @@ def test_without_role_keys_one_server_gets_every_request_as_before(
             {**call("submit_facts", facts=[]), **used(10, 1)},
         ]
     )
-    proc = run_agent("run", "Create done.txt", "--yes", "--base-url", srv.url, cwd=repo)
+    proc = agent_in_process("run", "Create done.txt", "--yes", "--base-url", srv.url, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(srv.chat_requests) == 4
     assert "by role" not in proc.stdout  # the report is the one it always was
@@ -196,7 +196,7 @@ def test_without_role_keys_one_server_gets_every_request_as_before(
     assert by_role["verifier"]["calls"] == 0
 
 
-def test_doctor_checks_each_distinct_endpoint_once(run_agent, fake_server, scratch_repo):
+def test_doctor_checks_each_distinct_endpoint_once(agent_in_process, fake_server, scratch_repo):
     probe = DOCTOR_REPLIES  # a tiny forced call, then a plan-sized one
     shared = fake_server(probe, models=("big",))  # the planner's and the verifier's
     # The executor never plans: its server is not asked for a plan-sized reply.
@@ -208,11 +208,13 @@ def test_doctor_checks_each_distinct_endpoint_once(run_agent, fake_server, scrat
         "AGENT_EXECUTOR_BASE_URL": executor.url,
         "AGENT_EXECUTOR_MODEL": "small",
     }
-    proc = run_agent("doctor", cwd=scratch_repo, env=env)
+    proc = agent_in_process("doctor", cwd=scratch_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # what doctor asks of the one endpoint of a run without roles, each endpoint is asked once
     alone = fake_server(probe, models=("big",))
-    reference = run_agent("doctor", "--base-url", alone.url, "--model", "big", cwd=scratch_repo)
+    reference = agent_in_process(
+        "doctor", "--base-url", alone.url, "--model", "big", cwd=scratch_repo
+    )
     assert reference.returncode == 0, reference.stdout + reference.stderr
     once = sorted(r["path"] for r in alone.requests)  # the window probes run side by side
     assert once.count("/v1/chat/completions") == 2
@@ -227,7 +229,7 @@ def test_doctor_checks_each_distinct_endpoint_once(run_agent, fake_server, scrat
 
 @pytest.mark.parametrize("lapse", ["revoke", "change"])
 def test_a_resume_drops_the_endpoint_a_repository_file_gave_once_it_is_not_trusted(
-    run_agent, fake_server, tmp_path, lapse
+    agent_in_process, fake_server, tmp_path, lapse
 ):
     named = fake_server([make_done()], models=("exec-model",))  # the repository's endpoint
     users = fake_server(
@@ -237,19 +239,21 @@ def test_a_resume_drops_the_endpoint_a_repository_file_gave_once_it_is_not_trust
     rc = f'executor_base_url = "{named.url}"\nexecutor_model = "exec-model"\n'
     repo = repo_with(tmp_path / "repo", {".agentrc": rc})
     env = {"AGENT_BASE_URL": users.url, "AGENT_MODEL": "plan-model"}
-    assert run_agent("trust", cwd=repo, env=env).returncode == 0
-    first = run_agent(
+    assert agent_in_process("trust", cwd=repo, env=env).returncode == 0
+    first = agent_in_process(
         "run", "Create done.txt", "--yes", "--json", "--max-steps", "1", cwd=repo, env=env
     )
     assert first.returncode == 4, first.stdout + first.stderr
     assert len(named.chat_requests) == 1  # trusted: the executor worked at the file's endpoint
     assert read_state(repo)["started_with"]["from_repo"] == ["executor_base_url", "executor_model"]
     if lapse == "revoke":
-        assert run_agent("trust", "--revoke", cwd=repo, env=env).returncode == 0
+        assert agent_in_process("trust", "--revoke", cwd=repo, env=env).returncode == 0
     else:
         (repo / ".agentrc").write_text(rc + "# a pull changed the file\n")
         git(repo, "commit", "-qam", "the pulled change")
-    resumed = run_agent("run", "--resume", "--yes", "--json", "--max-steps", "9", cwd=repo, env=env)
+    resumed = agent_in_process(
+        "run", "--resume", "--yes", "--json", "--max-steps", "9", cwd=repo, env=env
+    )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert len(named.chat_requests) == 1  # nothing more went to the file's endpoint
     assert [r["model"] for r in users.chat_requests][1:] == ["plan-model", "plan-model"]
@@ -262,7 +266,7 @@ def test_a_resume_drops_the_endpoint_a_repository_file_gave_once_it_is_not_trust
 
 
 def test_a_roles_refused_key_or_unknown_model_names_the_roles_own_setting(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     planner = fake_server([plan(task())] * 2, models=("plan-model",))
@@ -274,13 +278,13 @@ def test_a_roles_refused_key_or_unknown_model_names_the_roles_own_setting(
         "AGENT_EXECUTOR_API_KEY_ENV": "EXEC_KEY",
     }
     wrong_key = {**env, "AGENT_EXECUTOR_MODEL": "exec-model", "EXEC_KEY": "a-stale-key-000"}
-    done = run_agent("run", GOAL, "--yes", cwd=repo, env=wrong_key)
+    done = agent_in_process("run", GOAL, "--yes", cwd=repo, env=wrong_key)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "refused the API key" in done.stdout and "check EXEC_KEY;" in done.stdout
     assert "OPENAI_API_KEY" not in done.stdout
     git(repo, "checkout", "-q", "main")
     typo = {**env, "AGENT_EXECUTOR_MODEL": "exec-modle", "EXEC_KEY": "the-executors-right-key"}
-    done = run_agent("run", GOAL, "--yes", cwd=repo, env=typo)
+    done = agent_in_process("run", GOAL, "--yes", cwd=repo, env=typo)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "model 'exec-modle' was not found" in done.stdout
     assert "then set executor_model" in done.stdout and "--model" not in done.stdout

@@ -37,8 +37,8 @@ REWRITE = {"tool": "write_file", "args": {"path": "calc/stats.py", "content": WI
 TASKS = (task(), task("Add mode() to calc/stats.py", MODE_CHECK))
 
 
-def _run(run_agent, srv, repo, replan: str):
-    return run_agent(
+def _run(agent_in_process, srv, repo, replan: str):
+    return agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo,
         env={"AGENT_REPLAN": replan},
     )  # fmt: skip
@@ -46,13 +46,13 @@ def _run(run_agent, srv, repo, replan: str):
 
 @pytest.mark.slow
 def test_a_later_task_that_breaks_an_earlier_check_gets_a_task_that_restores_it(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     keep = {"tool": "revise_plan", "args": {"keep": True}}
     srv = fake_server(
         [plan(*TASKS), add_median(), finish(), keep, REWRITE, finish(), add_median(), finish()]
     )
-    proc = _run(run_agent, srv, demo_repo, "after_task")
+    proc = _run(agent_in_process, srv, demo_repo, "after_task")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     tasks = state_of(demo_repo)["agent_state"]["plan"]
     assert [t["status"] for t in tasks] == ["verified"] * 3
@@ -69,10 +69,10 @@ def test_a_later_task_that_breaks_an_earlier_check_gets_a_task_that_restores_it(
 
 @pytest.mark.slow
 def test_with_re_planning_off_a_broken_earlier_check_escalates_the_run(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     srv = fake_server([plan(*TASKS), add_median(), finish(), REWRITE, finish()])
-    proc = _run(run_agent, srv, demo_repo, "off")
+    proc = _run(agent_in_process, srv, demo_repo, "off")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     evs = events_of(proc.stdout)
     (esc,) = [e for e in evs if e["event"] == "escalated"]

@@ -1,9 +1,11 @@
-"""End to end: the real `agent run` process, a real git repo, real pytest, the loopback server."""
+"""End to end: `agent run` through the CLI's entry point, a real git repo, real pytest, the
+loopback server."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from runkit import (
     BAD_MEDIAN,
     GOAL,
@@ -24,14 +26,17 @@ from runkit import (
 from conftest import git
 from reliability.relkit import tool_results
 
+# Every run here runs its acceptance command, `python -m pytest`.
+pytestmark = pytest.mark.slow
 
-def agent_run(run_agent, srv, repo, *extra, goal=GOAL):
-    return run_agent("run", goal, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo)
+
+def agent_run(agent_in_process, srv, repo, *extra, goal=GOAL):
+    return agent_in_process("run", goal, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo)
 
 
-def test_success_commits_the_verified_task(run_agent, fake_server, demo_repo):
+def test_success_commits_the_verified_task(agent_in_process, fake_server, demo_repo):
     srv = fake_server([plan(task()), read_stats(), add_median(), run_tests(), finish()])
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     state = state_of(demo_repo)
     branch = git(demo_repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
@@ -58,16 +63,18 @@ def test_success_commits_the_verified_task(run_agent, fake_server, demo_repo):
     assert done["prompt_tokens"] > 0 and done["cost_usd"] == 0.0
 
 
-def test_goal_is_last_in_every_request(run_agent, fake_server, demo_repo):
+def test_goal_is_last_in_every_request(agent_in_process, fake_server, demo_repo):
     srv = fake_server([plan(task()), read_stats(), add_median(), finish(), facts()])
-    assert agent_run(run_agent, srv, demo_repo).returncode == 0
+    assert agent_run(agent_in_process, srv, demo_repo).returncode == 0
     assert len(srv.chat_requests) == 5  # plan, three steps, the facts at the end
     for req in srv.chat_requests:
         assert req["messages"][-1]["role"] == "user"
         assert req["messages"][-1]["content"].rstrip().endswith(GOAL)
 
 
-def test_failed_first_attempt_then_pass_carries_the_failure(run_agent, fake_server, demo_repo):
+def test_failed_first_attempt_then_pass_carries_the_failure(
+    agent_in_process, fake_server, demo_repo
+):
     srv = fake_server(
         [
             plan(task()),
@@ -77,7 +84,7 @@ def test_failed_first_attempt_then_pass_carries_the_failure(run_agent, fake_serv
             finish("fixed"),
         ]
     )
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     retry = srv.chat_requests[3]
     text = json.dumps(retry["messages"])
@@ -86,7 +93,7 @@ def test_failed_first_attempt_then_pass_carries_the_failure(run_agent, fake_serv
     assert int(git(demo_repo, "rev-list", "--count", "HEAD")) == 2
 
 
-def test_escalation_leaves_changes_uncommitted(run_agent, fake_server, demo_repo):
+def test_escalation_leaves_changes_uncommitted(agent_in_process, fake_server, demo_repo):
     srv = fake_server(
         [
             plan(task(), task("Document median in README.md", None)),
@@ -95,7 +102,7 @@ def test_escalation_leaves_changes_uncommitted(run_agent, fake_server, demo_repo
             finish("try two"),
         ]
     )
-    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "I tried twice and couldn't finish this myself" in proc.stdout
     assert "agent run --resume" in proc.stdout
@@ -105,9 +112,9 @@ def test_escalation_leaves_changes_uncommitted(run_agent, fake_server, demo_repo
     assert [t["status"] for t in tasks] == ["rejected", "pending"]
 
 
-def test_step_budget_exits_4(run_agent, fake_server, demo_repo):
+def test_step_budget_exits_4(agent_in_process, fake_server, demo_repo):
     srv = fake_server([plan(task())] + [read_stats()] * 10)
-    proc = agent_run(run_agent, srv, demo_repo, "--max-steps", "3")
+    proc = agent_run(agent_in_process, srv, demo_repo, "--max-steps", "3")
     assert proc.returncode == 4, proc.stdout + proc.stderr
     ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
     assert ev and (ev[0]["budget"], ev[0]["used"], ev[0]["limit"]) == ("max_steps", 3, 3)
@@ -115,10 +122,12 @@ def test_step_budget_exits_4(run_agent, fake_server, demo_repo):
 
 
 def test_the_budget_line_of_a_real_run_says_which_budget_how_much_and_how_to_go_on(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     srv = fake_server([plan(task())] + [read_stats()] * 10)
-    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, "--max-steps", "3", cwd=demo_repo)
+    proc = agent_in_process(
+        "run", GOAL, "--yes", "--base-url", srv.url, "--max-steps", "3", cwd=demo_repo
+    )
     assert proc.returncode == 4, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("budget ran out")]
     assert lines == [
@@ -126,11 +135,11 @@ def test_the_budget_line_of_a_real_run_says_which_budget_how_much_and_how_to_go_
     ]
 
 
-def test_money_budget_exits_4(run_agent, fake_server, demo_repo):
+def test_money_budget_exits_4(agent_in_process, fake_server, demo_repo):
     usage = {"prompt_tokens": 100_000, "completion_tokens": 0}
     srv = fake_server([plan(task())] + [{**read_stats(), "usage": usage}] * 10)
     # A loopback server bills nothing unless prices are set (Settings.prices): set one.
-    proc = run_agent(
+    proc = agent_in_process(
         "run",
         GOAL,
         "--yes",
@@ -148,23 +157,23 @@ def test_money_budget_exits_4(run_agent, fake_server, demo_repo):
     assert ev[0]["used"] >= 0.03
 
 
-def test_malformed_plan_is_asked_again_then_stops(run_agent, fake_server, demo_repo):
+def test_malformed_plan_is_asked_again_then_stops(agent_in_process, fake_server, demo_repo):
     bad = {"tool": "submit_plan", "args": {"goal": GOAL, "tasks": [], "success_criteria": ""}}
     srv = fake_server([bad, {"tool": "submit_plan", "arguments": "{not json"}])
     srv.script[1] = {"tool_calls": [{"name": "submit_plan", "arguments": "{not json"}]}
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 1 and "valid plan" in proc.stderr
     assert "rejected" in json.dumps(srv.chat_requests[1]["messages"])
     assert git(demo_repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
 
 
-def test_malformed_plan_then_a_good_one(run_agent, fake_server, demo_repo):
+def test_malformed_plan_then_a_good_one(agent_in_process, fake_server, demo_repo):
     no_goal = plan({"goal": " ", "acceptance": "", "acceptance_cmd": None})
     srv = fake_server([no_goal, plan(task()), add_median(), finish()])
-    assert agent_run(run_agent, srv, demo_repo).returncode == 0
+    assert agent_run(agent_in_process, srv, demo_repo).returncode == 0
 
 
-def test_tool_errors_go_back_to_the_model(run_agent, fake_server, demo_repo):
+def test_tool_errors_go_back_to_the_model(agent_in_process, fake_server, demo_repo):
     srv = fake_server(
         [
             plan(task()),
@@ -176,7 +185,7 @@ def test_tool_errors_go_back_to_the_model(run_agent, fake_server, demo_repo):
             finish(),
         ]
     )
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     tool_msgs = [tool_results(r)[-1] for r in srv.chat_requests[2:6]]
     assert "unknown tool" in tool_msgs[0]
@@ -185,22 +194,26 @@ def test_tool_errors_go_back_to_the_model(run_agent, fake_server, demo_repo):
     assert "0" in tool_msgs[3] and "match" in tool_msgs[3]
 
 
-def test_plan_only_changes_nothing(run_agent, fake_server, demo_repo):
+def test_plan_only_changes_nothing(agent_in_process, fake_server, demo_repo):
     srv = fake_server([plan(task())])
-    proc = run_agent("run", GOAL, "--plan-only", "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", GOAL, "--plan-only", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 0 and "Add median()" in proc.stdout
     assert git(demo_repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert not (demo_repo / ".agent" / "runs").exists()
 
 
-def test_without_terminal_or_yes_refuses_before_any_model_call(run_agent, fake_server, demo_repo):
+def test_without_terminal_or_yes_refuses_before_any_model_call(
+    agent_in_process, fake_server, demo_repo
+):
     srv = fake_server([plan(task())])
-    proc = run_agent("run", GOAL, "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", GOAL, "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 2 and "--yes" in proc.stderr
     assert srv.chat_requests == []
 
 
-def test_dirty_tree_is_refused_and_allow_dirty_keeps_user_work(run_agent, fake_server, demo_repo):
+def test_dirty_tree_is_refused_and_allow_dirty_keeps_user_work(
+    agent_in_process, fake_server, demo_repo
+):
     (demo_repo / "README.md").write_text("my unsaved notes\n")
     srv = fake_server(
         [
@@ -210,9 +223,9 @@ def test_dirty_tree_is_refused_and_allow_dirty_keeps_user_work(run_agent, fake_s
             finish(),
         ]
     )
-    proc = agent_run(run_agent, srv, demo_repo)
+    proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 1 and "uncommitted" in proc.stderr and srv.chat_requests == []
-    proc = agent_run(run_agent, srv, demo_repo, "--allow-dirty")
+    proc = agent_run(agent_in_process, srv, demo_repo, "--allow-dirty")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (demo_repo / "README.md").read_text() == "my unsaved notes\n"
     assert "uncommitted work" in json.dumps(srv.chat_requests[3]["messages"])
@@ -221,7 +234,7 @@ def test_dirty_tree_is_refused_and_allow_dirty_keeps_user_work(run_agent, fake_s
 
 
 def test_allow_dirty_keeps_user_work_through_the_commands_the_model_runs_too(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     (demo_repo / "README.md").write_text("my unsaved notes\n")
     (demo_repo / "drafts").mkdir()
@@ -230,7 +243,7 @@ def test_allow_dirty_keeps_user_work_through_the_commands_the_model_runs_too(
     srv = fake_server(
         [plan(task()), add_median(), {"tool": "run", "args": {"cmd": clobber}}, finish()]
     )
-    proc = agent_run(run_agent, srv, demo_repo, "--allow-dirty")
+    proc = agent_run(agent_in_process, srv, demo_repo, "--allow-dirty")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (demo_repo / "README.md").read_text() == "my unsaved notes\n"
     assert (demo_repo / "drafts" / "idea.txt").read_text() == "an untracked idea\n"
@@ -241,16 +254,16 @@ def test_allow_dirty_keeps_user_work_through_the_commands_the_model_runs_too(
     assert "README.md" not in git(demo_repo, "show", "--stat", "--format=", "HEAD")
 
 
-def test_accept_flag_is_used_and_is_the_final_gate(run_agent, fake_server, demo_repo):
+def test_accept_flag_is_used_and_is_the_final_gate(agent_in_process, fake_server, demo_repo):
     srv = fake_server([plan(task(cmd=None)), add_median(), finish()])
-    proc = agent_run(run_agent, srv, demo_repo, "--accept", PYTEST)
+    proc = agent_run(agent_in_process, srv, demo_repo, "--accept", PYTEST)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verifies = [e for e in events_of(proc.stdout) if e["event"] == "verify"]
     assert [v["index"] for v in verifies] == [0, -1] and all(v["passed"] for v in verifies)
 
 
 def test_an_accept_command_that_could_never_pass_is_refused_before_any_request(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     srv = fake_server([plan(task(cmd=None)), add_median(), finish()])
     for cmd, says in (
@@ -258,7 +271,7 @@ def test_an_accept_command_that_could_never_pass_is_refused_before_any_request(
         ("no-such-program-here -q", "is not on PATH nor in the repository"),
         ("true", "always succeeds"),
     ):
-        proc = agent_run(run_agent, srv, demo_repo, "--accept", cmd)
+        proc = agent_run(agent_in_process, srv, demo_repo, "--accept", cmd)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         done = events_of(proc.stdout)[-1]
         assert done["event"] == "run_done" and says in done["message"]
@@ -267,9 +280,11 @@ def test_an_accept_command_that_could_never_pass_is_refused_before_any_request(
     assert git(demo_repo, "branch", "--list", "agent/*").strip() == ""
 
 
-def test_a_failed_final_check_says_what_it_is_and_the_one_way_on(run_agent, fake_server, demo_repo):
+def test_a_failed_final_check_says_what_it_is_and_the_one_way_on(
+    agent_in_process, fake_server, demo_repo
+):
     srv = fake_server([plan(task()), add_median(), finish()])
-    proc = run_agent(
+    proc = agent_in_process(
         "run", GOAL, "--yes", "--base-url", srv.url, "--accept", "python -m pytest -q nowhere",
         cwd=demo_repo,
     )  # fmt: skip
@@ -280,35 +295,39 @@ def test_a_failed_final_check_says_what_it_is_and_the_one_way_on(run_agent, fake
     assert "I tried" not in block and "--skip" not in block and "its words" not in block
 
 
-def test_next_run_recalls_the_last_episode_and_fact(run_agent, fake_server, demo_repo):
+def test_next_run_recalls_the_last_episode_and_fact(agent_in_process, fake_server, demo_repo):
     srv = fake_server([plan(task()), add_median(), finish()])
-    assert agent_run(run_agent, srv, demo_repo).returncode == 0
+    assert agent_run(agent_in_process, srv, demo_repo).returncode == 0
     found = json.loads(
-        run_agent(
+        agent_in_process(
             "recall", "tests/test_stats.py passes", "--kind", "procedure", "--json", cwd=demo_repo
         ).stdout
     )
     assert any(PYTEST in f["text"] and f["source"].startswith("harness") for f in found)
     goal2 = "Add a mode function to calc/stats.py so that its tests pass"
     srv2 = fake_server([plan(task("Add mode() to calc/stats.py"), goal=goal2), finish()])
-    agent_run(run_agent, srv2, demo_repo, goal=goal2)
+    agent_run(agent_in_process, srv2, demo_repo, goal=goal2)
     planning = json.dumps(srv2.chat_requests[0]["messages"])
     assert "<retrieved_memory>" in planning and "median" in planning
     executing = json.dumps(srv2.chat_requests[1]["messages"])
     assert "<retrieved_memory>" in executing
 
 
-def test_runs_lists_status_and_resume_needs_an_unfinished_run(run_agent, fake_server, demo_repo):
-    assert "no runs yet" in run_agent("runs", cwd=demo_repo).stdout
+def test_runs_lists_status_and_resume_needs_an_unfinished_run(
+    agent_in_process, fake_server, demo_repo
+):
+    assert "no runs yet" in agent_in_process("runs", cwd=demo_repo).stdout
     srv = fake_server([plan(task()), add_median(), finish()])
-    assert agent_run(run_agent, srv, demo_repo).returncode == 0
-    rows = json.loads(run_agent("runs", "--json", cwd=demo_repo).stdout)
+    assert agent_run(agent_in_process, srv, demo_repo).returncode == 0
+    rows = json.loads(agent_in_process("runs", "--json", cwd=demo_repo).stdout)
     assert len(rows) == 1 and rows[0]["status"] == "verified" and rows[0]["goal"] == GOAL
-    proc = run_agent("run", "--resume", "--yes", "--base-url", srv.url, cwd=demo_repo)
+    proc = agent_in_process("run", "--resume", "--yes", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 1 and "no unfinished run" in proc.stderr
 
 
-def test_resume_after_escalation_retries_the_rejected_task_only(run_agent, fake_server, demo_repo):
+def test_resume_after_escalation_retries_the_rejected_task_only(
+    agent_in_process, fake_server, demo_repo
+):
     srv = fake_server(
         [
             plan(task(), task("Check the mean still works", PYTEST)),
@@ -317,9 +336,11 @@ def test_resume_after_escalation_retries_the_rejected_task_only(run_agent, fake_
             finish("two"),
         ]
     )
-    assert agent_run(run_agent, srv, demo_repo).returncode == 3
+    assert agent_run(agent_in_process, srv, demo_repo).returncode == 3
     srv2 = fake_server([replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed"), finish("ok")])
-    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo)
+    proc = agent_in_process(
+        "run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert all(r["tools"][0]["function"]["name"] != "submit_plan" for r in srv2.chat_requests)
     assert "attempt 1 of 2" in srv2.chat_requests[0]["messages"][-1]["content"]

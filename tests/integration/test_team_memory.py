@@ -1,7 +1,7 @@
 """Memory a team shares: the real `agent` CLI against a real Chroma server (`chroma run`).
 
-Every test talks to the session's server through a database of its own, runs `agent` as a
-child process and uses the loopback OpenAI-compatible server as the model.
+Every test talks to the session's server through a database of its own, runs `agent` through
+the CLI's entry point in the test's process (`agent_in_process`) and uses the loopback OpenAI-compatible server as the model.
 """
 
 from __future__ import annotations
@@ -70,15 +70,17 @@ def embedder():
 
 
 def test_recall_and_show_through_the_server(
-    run_agent, scratch_repo, chroma_server, chroma_database, embedder
+    agent_in_process, scratch_repo, chroma_server, chroma_database, embedder
 ):
     server = ChromaServer(chroma_server.url, database=chroma_database)
     fact = seed(server, embedder, repo_topic(scratch_repo))  # on a server, only its repository's
     env = server_env(chroma_server.url, chroma_database)
-    recalled = run_agent("recall", "retrying HTTP requests", "--json", cwd=scratch_repo, env=env)
+    recalled = agent_in_process(
+        "recall", "retrying HTTP requests", "--json", cwd=scratch_repo, env=env
+    )
     assert recalled.returncode == 0, recalled.stderr
     assert {r["id"] for r in json.loads(recalled.stdout)} == {RUN_ID, fact}
-    shown = run_agent("memory", "show", "--json", cwd=scratch_repo, env=env)
+    shown = agent_in_process("memory", "show", "--json", cwd=scratch_repo, env=env)
     assert json.loads(shown.stdout)["counts"] == {
         "episodes": 1,
         "facts": 1,
@@ -89,17 +91,17 @@ def test_recall_and_show_through_the_server(
     assert not (scratch_repo / ".agent").exists()  # nothing was kept on this machine
 
 
-def test_memory_commands_against_a_down_server_exit_1_in_one_line(run_agent, scratch_repo):
+def test_memory_commands_against_a_down_server_exit_1_in_one_line(agent_in_process, scratch_repo):
     env = server_env(f"http://127.0.0.1:{free_port()}", "team-db")
     for args in (["recall", "retry"], ["memory", "show"], ["memory", "export", "out.jsonl"]):
-        proc = run_agent(*args, cwd=scratch_repo, env=env)
+        proc = agent_in_process(*args, cwd=scratch_repo, env=env)
         assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
         line = one_error_line(proc)
         assert "memory server http://127.0.0.1" in line and "cannot be reached" in line
 
 
 def test_reading_a_database_that_is_not_there_creates_nothing_on_the_server(
-    run_agent, fake_server, scratch_repo, chroma_server, chroma_database
+    agent_in_process, fake_server, scratch_repo, chroma_server, chroma_database
 ):
     """A mistyped memory_database: the commands that only read (and a --plan-only run) say
     there is no memory there and leave the server as it was, without that database."""
@@ -111,11 +113,11 @@ def test_reading_a_database_that_is_not_there_creates_nothing_on_the_server(
         ["memory", "show", "--json"],
         ["memory", "export", "-"],
     ):
-        proc = run_agent(*args, cwd=scratch_repo, env=env)
+        proc = agent_in_process(*args, cwd=scratch_repo, env=env)
         assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
         assert "no memory yet" in proc.stderr and "-mistyped" in proc.stderr, proc.stderr
     srv = fake_server([plan(task())])
-    planned = run_agent(
+    planned = agent_in_process(
         "run", GOAL, "--plan-only", "--base-url", srv.url, cwd=scratch_repo, env=env
     )
     assert planned.returncode == 0, planned.stdout + planned.stderr
@@ -126,19 +128,23 @@ def test_reading_a_database_that_is_not_there_creates_nothing_on_the_server(
 
 
 def test_export_from_embedded_then_import_into_the_server(
-    run_agent, scratch_repo, tmp_path, chroma_server, chroma_database, embedder
+    agent_in_process, scratch_repo, tmp_path, chroma_server, chroma_database, embedder
 ):
     fact = seed(scratch_repo / ".agent" / "chroma", embedder)
     (scratch_repo / ".agentrc").write_text(
         f'memory_url = "{chroma_server.url}"\nmemory_database = "{chroma_database}"\n'
     )
-    assert run_agent("trust", cwd=scratch_repo).returncode == 0  # the .agentrc may name a server
+    assert (
+        agent_in_process("trust", cwd=scratch_repo).returncode == 0
+    )  # the .agentrc may name a server
     dump = tmp_path / "memory.jsonl"  # as the README says: an empty AGENT_MEMORY_URL = embedded
-    exported = run_agent(
+    exported = agent_in_process(
         "memory", "export", str(dump), cwd=scratch_repo, env={"AGENT_MEMORY_URL": ""}
     )
     assert exported.returncode == 0 and "exported 2 record(s)" in exported.stdout, exported.stderr
-    imported = run_agent("memory", "import", str(dump), cwd=scratch_repo)  # the .agentrc's server
+    imported = agent_in_process(
+        "memory", "import", str(dump), cwd=scratch_repo
+    )  # the .agentrc's server
     assert imported.returncode == 0, imported.stderr
     assert f"imported 2 record(s) into {chroma_server.url}" in imported.stdout
     with LongTermMemory(ChromaServer(chroma_server.url, database=chroma_database), embedder) as mem:
@@ -153,11 +159,13 @@ def test_export_from_embedded_then_import_into_the_server(
 
 
 def test_a_run_with_the_server_down_goes_on_without_long_term_memory(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     srv = fake_server([plan(task()), add_median(), finish()])
     env = server_env(f"http://127.0.0.1:{free_port()}", "team-db")
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo, env=env)
+    proc = agent_in_process(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo, env=env
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     notices = [e["text"] for e in events_of(proc.stdout) if e["event"] == "notice"]
     down = [n for n in notices if "long-term memory is unavailable" in n]
@@ -167,11 +175,11 @@ def test_a_run_with_the_server_down_goes_on_without_long_term_memory(
 
 
 def test_a_plan_only_run_with_the_server_down_promises_to_keep_nothing(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     srv = fake_server([plan(task())])
     env = server_env(f"http://127.0.0.1:{free_port()}", "team-db")
-    proc = run_agent(
+    proc = agent_in_process(
         "run", GOAL, "--plan-only", "--json", "--base-url", srv.url, cwd=demo_repo, env=env
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -183,7 +191,7 @@ def test_a_plan_only_run_with_the_server_down_promises_to_keep_nothing(
 
 
 def test_what_a_run_learned_with_the_server_down_reaches_it_with_the_next_run(
-    run_agent, fake_server, demo_repo, tmp_path, embedder
+    agent_in_process, fake_server, demo_repo, tmp_path, embedder
 ):
     executable = chroma_executable()
     if executable is None:
@@ -191,7 +199,9 @@ def test_what_a_run_learned_with_the_server_down_reaches_it_with_the_next_run(
     server = ChromaProcess(executable, tmp_path / "chroma")  # not started yet: down
     env = server_env(server.url, "team-db")
     srv = fake_server([plan(task()), add_median(), finish()])
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo, env=env)
+    proc = agent_in_process(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo, env=env
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first = events_of(proc.stdout)[-1]["run_id"]
     outbox = demo_repo / ".agent" / "memory-outbox.jsonl"
@@ -202,7 +212,7 @@ def test_what_a_run_learned_with_the_server_down_reaches_it_with_the_next_run(
     try:
         git(demo_repo, "checkout", "-q", "main")
         srv = fake_server([plan(task()), add_median(), finish()])
-        proc = run_agent(
+        proc = agent_in_process(
             "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=demo_repo, env=env
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -227,7 +237,7 @@ def clone(origin: Path, path: Path) -> Path:
 
 
 def test_two_clones_share_what_the_first_run_learned(
-    run_agent, fake_server, demo_repo, tmp_path, chroma_server, chroma_database
+    agent_in_process, fake_server, demo_repo, tmp_path, chroma_server, chroma_database
 ):
     (demo_repo / "ci").mkdir()
     (demo_repo / "ci" / "notes.txt").write_text(f"memory server token: {TOKEN}\n")
@@ -245,13 +255,15 @@ def test_two_clones_share_what_the_first_run_learned(
             finish(),
         ]
     )
-    ran = run_agent("run", GOAL, "--yes", "--json", "--base-url", first.url, cwd=alice, env=env)
+    ran = agent_in_process(
+        "run", GOAL, "--yes", "--json", "--base-url", first.url, cwd=alice, env=env
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     run_id = events_of(ran.stdout)[-1]["run_id"]
 
     second = fake_server([plan(task("Make median() in calc/stats.py reject an empty list"))])
     goal = "Make median in calc/stats.py raise ValueError on an empty list"
-    planned = run_agent(
+    planned = agent_in_process(
         "run", goal, "--plan-only", "--json", "--base-url", second.url, cwd=bob, env=env
     )
     assert planned.returncode == 0, planned.stdout + planned.stderr
@@ -270,7 +282,7 @@ def test_two_clones_share_what_the_first_run_learned(
 
 
 def test_doctor_names_and_checks_the_memory_server(
-    run_agent, fake_server, scratch_repo, chroma_server, chroma_database
+    agent_in_process, fake_server, scratch_repo, chroma_server, chroma_database
 ):
     srv = fake_server(
         DOCTOR_REPLIES * 2,  # doctor runs twice
@@ -282,7 +294,7 @@ def test_doctor_names_and_checks_the_memory_server(
         AGENT_MEMORY_TOKEN=TOKEN,
         OPENAI_API_KEY="sk-doctor-test-key-1234567890",
     )
-    up = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    up = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
     assert up.returncode == 0, up.stdout + up.stderr
     memory = next(line for line in up.stdout.splitlines() if line.split()[:2] == ["ok", "memory"])
     assert f"Chroma server {chroma_server.url}" in memory
@@ -290,7 +302,7 @@ def test_doctor_names_and_checks_the_memory_server(
     assert TOKEN not in up.stdout and "env AGENT_MEMORY_TOKEN" in up.stdout
 
     env["AGENT_MEMORY_URL"] = f"http://127.0.0.1:{free_port()}"
-    down = run_agent("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    down = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
     assert down.returncode == 1 and "Traceback" not in down.stdout + down.stderr
     fails = [line for line in down.stdout.splitlines() if "FAIL" in line]
     assert len(fails) == 1 and "memory" in fails[0] and "cannot be reached" in fails[0]

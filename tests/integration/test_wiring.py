@@ -39,34 +39,38 @@ def no_commits(tmp_path):
     return repo
 
 
-def test_nothing_to_resume_is_said_before_approval_and_before_the_key(run_agent, scratch_repo):
+def test_nothing_to_resume_is_said_before_approval_and_before_the_key(
+    agent_in_process, scratch_repo
+):
     refused(
-        run_agent("run", "--resume", cwd=scratch_repo),
+        agent_in_process("run", "--resume", cwd=scratch_repo),
         "there is no unfinished run to resume",
         scratch_repo,
     )
     refused(
-        run_agent("run", "--resume", "--yes", cwd=scratch_repo, env=NO_KEY),
+        agent_in_process("run", "--resume", "--yes", cwd=scratch_repo, env=NO_KEY),
         "there is no unfinished run to resume",
         scratch_repo,
     )
 
 
 def test_a_repository_without_commits_is_said_before_approval_and_before_the_key(
-    run_agent, no_commits
+    agent_in_process, no_commits
 ):
-    refused(run_agent("run", "x", cwd=no_commits), "no commits yet", no_commits)
+    refused(agent_in_process("run", "x", cwd=no_commits), "no commits yet", no_commits)
     refused(
-        run_agent("run", "x", "--yes", cwd=no_commits, env=NO_KEY), "no commits yet", no_commits
+        agent_in_process("run", "x", "--yes", cwd=no_commits, env=NO_KEY),
+        "no commits yet",
+        no_commits,
     )
 
 
-def test_uncommitted_changes_are_said_before_approval(run_agent, scratch_repo):
+def test_uncommitted_changes_are_said_before_approval(agent_in_process, scratch_repo):
     (scratch_repo / "README.md").write_text("changed\n")
-    refused(run_agent("run", "x", cwd=scratch_repo), "uncommitted changes", scratch_repo)
+    refused(agent_in_process("run", "x", cwd=scratch_repo), "uncommitted changes", scratch_repo)
 
 
-def test_another_running_agent_is_said_before_the_key(run_agent, scratch_repo):
+def test_another_running_agent_is_said_before_the_key(agent_in_process, scratch_repo):
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -80,21 +84,21 @@ def test_another_running_agent_is_said_before_the_key(run_agent, scratch_repo):
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
-        proc = run_agent("run", "x", "--yes", cwd=scratch_repo, env=NO_KEY)
+        proc = agent_in_process("run", "x", "--yes", cwd=scratch_repo, env=NO_KEY)
         assert proc.returncode == 1 and f"another agent run (pid {holder.pid})" in proc.stderr
     finally:
         holder.kill()
         holder.wait()
 
 
-def test_the_key_is_said_before_approval(run_agent, scratch_repo):
-    refused(run_agent("run", "x", cwd=scratch_repo, env=NO_KEY), "no API key", scratch_repo)
+def test_the_key_is_said_before_approval(agent_in_process, scratch_repo):
+    refused(agent_in_process("run", "x", cwd=scratch_repo, env=NO_KEY), "no API key", scratch_repo)
 
 
-def test_approval_comes_last_and_leaves_nothing_behind(run_agent, fake_server, scratch_repo):
+def test_approval_comes_last_and_leaves_nothing_behind(agent_in_process, fake_server, scratch_repo):
     srv = fake_server([])
     refused(
-        run_agent("run", "x", "--base-url", srv.url, cwd=scratch_repo),
+        agent_in_process("run", "x", "--base-url", srv.url, cwd=scratch_repo),
         "approval is 'ask' but there is no terminal",
         scratch_repo,
     )
@@ -102,7 +106,7 @@ def test_approval_comes_last_and_leaves_nothing_behind(run_agent, fake_server, s
 
 
 def test_plan_only_then_a_run_works_and_git_never_sees_the_state(
-    run_agent, fake_server, scratch_repo
+    agent_in_process, fake_server, scratch_repo
 ):
     srv = fake_server(
         [
@@ -112,10 +116,10 @@ def test_plan_only_then_a_run_works_and_git_never_sees_the_state(
             {"tool": "finish", "args": {"summary": "made it"}},
         ]
     )
-    first = run_agent("run", GOAL, "--plan-only", "--base-url", srv.url, cwd=scratch_repo)
+    first = agent_in_process("run", GOAL, "--plan-only", "--base-url", srv.url, cwd=scratch_repo)
     assert first.returncode == 0, first.stderr
     assert git(scratch_repo, "status", "--porcelain") == ""
-    second = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=scratch_repo)
+    second = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=scratch_repo)
     assert second.returncode == 0, second.stdout + second.stderr
     assert git(scratch_repo, "status", "--porcelain") == ""
 
@@ -124,7 +128,7 @@ def test_plan_only_then_a_run_works_and_git_never_sees_the_state(
     "command", [["recall", "median"], ["memory", "show"], ["doctor"], ["run", GOAL, "--plan-only"]]
 )
 def test_every_path_excludes_an_existing_state_directory_before_writing_in_it(
-    command, run_agent, fake_server, tmp_path
+    command, agent_in_process, fake_server, tmp_path
 ):
     repo = make_repo(tmp_path / "repo")
     seeded = tmp_path / "seed.jsonl"
@@ -134,13 +138,13 @@ def test_every_path_excludes_an_existing_state_directory_before_writing_in_it(
         '"created_at": "2026-11-01T00:00:00+00:00", "text_hash": "seed", '
         '"ttl_days": 90.0}}\n'
     )
-    assert run_agent("memory", "import", str(seeded), cwd=repo).returncode == 0
+    assert agent_in_process("memory", "import", str(seeded), cwd=repo).returncode == 0
     (repo / ".git" / "info" / "exclude").write_text("")  # as an older version left it
     srv = fake_server([plan(task(cmd="test -f done.txt"))])
     proc = (
-        run_agent(*command, "--base-url", srv.url, cwd=repo)
+        agent_in_process(*command, "--base-url", srv.url, cwd=repo)
         if command[0] in ("run", "doctor")
-        else run_agent(*command, cwd=repo)
+        else agent_in_process(*command, cwd=repo)
     )
     assert proc.returncode in (0, 1), proc.stderr  # doctor fails its key check offline
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
