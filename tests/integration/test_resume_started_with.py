@@ -32,13 +32,13 @@ NO_KEY = {"OPENAI_BASE_URL": ""}  # the default endpoint (api.openai.com) needs 
 MODELS = ("local", "other", "gpt-4o-mini")
 
 
-def escalated_against(run_agent, fake_server, repo, *extra):
+def escalated_against(agent_in_process, fake_server, repo, *extra):
     """A run started with --base-url/--model that stops at a rejected task (exit 3)."""
     srv = fake_server(
         [plan(task()), add_median(BAD_MEDIAN), finish("first try"), finish("second try")],
         models=MODELS,
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--model", "local", *extra, cwd=repo
     )
     assert proc.returncode == 3, proc.stdout + proc.stderr
@@ -50,9 +50,9 @@ def fixed() -> list[dict]:
 
 
 def test_resume_with_no_flag_continues_against_the_server_and_model_it_started_with(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
-    srv, proc = escalated_against(run_agent, fake_server, demo_repo)
+    srv, proc = escalated_against(agent_in_process, fake_server, demo_repo)
     done = events_of(proc.stdout)[-1]
     assert done["event"] == "run_done"
     assert (
@@ -67,7 +67,7 @@ def test_resume_with_no_flag_continues_against_the_server_and_model_it_started_w
     again = fake_server(
         fixed(), port=port, models=MODELS
     )  # the same server, served again at the same URL
-    proc = run_agent("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
+    proc = agent_in_process("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert again.chat_requests and {r["model"] for r in again.chat_requests} == {"local"}
     notices = [e["text"] for e in events_of(proc.stdout) if e["event"] == "notice"]
@@ -76,11 +76,11 @@ def test_resume_with_no_flag_continues_against_the_server_and_model_it_started_w
 
 
 def test_a_flag_given_at_resume_wins_and_is_saved_for_the_next_resume(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
-    escalated_against(run_agent, fake_server, demo_repo)
+    escalated_against(agent_in_process, fake_server, demo_repo)
     other = fake_server(fixed(), models=MODELS)
-    proc = run_agent(
+    proc = agent_in_process(
         "run",
         "--resume",
         "--yes",
@@ -98,10 +98,10 @@ def test_a_flag_given_at_resume_wins_and_is_saved_for_the_next_resume(
 
 
 def test_the_limits_it_started_with_hold_when_resumed_without_flags(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     srv = fake_server([plan(task())] + [read_stats()] * 10)
-    proc = run_agent(
+    proc = agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "3", cwd=demo_repo
     )
     assert proc.returncode == 4, proc.stdout + proc.stderr
@@ -109,12 +109,12 @@ def test_the_limits_it_started_with_hold_when_resumed_without_flags(
     port = srv.port
     srv.stop()
     again = fake_server([read_stats()] * 10, port=port)
-    proc = run_agent("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
+    proc = agent_in_process("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
     assert ev and ev[0]["limit"] == 3
     # raising the limit on the command line lets it go on
-    proc = run_agent(
+    proc = agent_in_process(
         "run", "--resume", "--yes", "--json", "--max-steps", "5", cwd=demo_repo, env=NO_KEY
     )
     ev = [e for e in events_of(proc.stdout) if e["event"] == "budget_exhausted"]
@@ -122,13 +122,13 @@ def test_the_limits_it_started_with_hold_when_resumed_without_flags(
     assert again.chat_requests
 
 
-def test_the_api_key_is_never_saved(run_agent, fake_server, demo_repo):
+def test_the_api_key_is_never_saved(agent_in_process, fake_server, demo_repo):
     key = "sk-test-resume-0123456789abcdef"
     srv = FakeOpenAIServer(
         [plan(task()), add_median(BAD_MEDIAN), finish("a"), finish("b")], api_key=key
     ).start()
     try:
-        proc = run_agent(
+        proc = agent_in_process(
             "run",
             GOAL,
             "--yes",
@@ -146,21 +146,21 @@ def test_the_api_key_is_never_saved(run_agent, fake_server, demo_repo):
 
 
 def test_a_tampered_saved_endpoint_stops_the_resume_naming_the_file(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
-    escalated_against(run_agent, fake_server, demo_repo)
+    escalated_against(agent_in_process, fake_server, demo_repo)
     path = sorted((demo_repo / ".agent" / "runs").glob("*/state.json"))[-1]
     data = json.loads(path.read_text())
     data["started_with"]["base_url"] = "file:///etc/passwd"
     path.write_text(json.dumps(data))
-    proc = run_agent("run", "--resume", "--yes", cwd=demo_repo, env=NO_KEY)
+    proc = agent_in_process("run", "--resume", "--yes", cwd=demo_repo, env=NO_KEY)
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "started_with.base_url" in lines[0] and str(path) in lines[0]
 
 
 def test_ctrl_c_then_the_printed_hint_alone_continues_against_the_same_server(
-    spawn_agent, run_agent, fake_server, demo_repo
+    spawn_agent, agent_in_process, fake_server, demo_repo
 ):
     srv = fake_server([plan(task()), {**read_stats(), "delay": 60}], models=MODELS)
     agent = spawn_agent(
@@ -178,63 +178,65 @@ def test_ctrl_c_then_the_printed_hint_alone_continues_against_the_same_server(
     port = srv.port
     srv.stop()
     again = fake_server([add_median(GOOD_MEDIAN), finish()], port=port, models=MODELS)
-    proc = run_agent("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
+    proc = agent_in_process("run", "--resume", "--yes", "--json", cwd=demo_repo, env=NO_KEY)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert again.chat_requests and {r["model"] for r in again.chat_requests} == {"local"}
 
 
 def test_a_resumed_runs_episode_keeps_the_tools_of_its_earlier_session(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     first = fake_server(
         [plan(task()), read_stats(), add_median(BAD_MEDIAN), finish("one"), finish("two")],
         models=MODELS,
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", first.url, "--model", "local", cwd=demo_repo
     )
     assert proc.returncode == 3, proc.stdout + proc.stderr  # read_file was called here only
     again = fake_server(fixed(), models=MODELS)
-    proc = run_agent(
+    proc = agent_in_process(
         "run", "--resume", "--hint", "mind the even case", "--yes", "--json",
         "--base-url", again.url, cwd=demo_repo,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    found = run_agent("recall", GOAL, "--kind", "episode", "--json", cwd=demo_repo)
+    found = agent_in_process("recall", GOAL, "--kind", "episode", "--json", cwd=demo_repo)
     (episode,) = json.loads(found.stdout)
     assert episode["metadata"]["tools_used"] == ["edit_file", "finish", "read_file"]
 
 
 def test_a_resumed_runs_episode_counts_the_attempts_of_every_session(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     first = fake_server(
         [plan(task()), add_median(BAD_MEDIAN), finish("one"), finish("two")], models=MODELS
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", first.url, "--model", "local", cwd=demo_repo
     )
     assert proc.returncode == 3, proc.stdout + proc.stderr  # two attempts, rejected
     again = fake_server(fixed(), models=MODELS)  # no answer: the task starts afresh, and passes
-    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", again.url, cwd=demo_repo)
+    proc = agent_in_process(
+        "run", "--resume", "--yes", "--json", "--base-url", again.url, cwd=demo_repo
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    found = run_agent("recall", GOAL, "--kind", "episode", "--json", cwd=demo_repo)
+    found = agent_in_process("recall", GOAL, "--kind", "episode", "--json", cwd=demo_repo)
     (episode,) = json.loads(found.stdout)
     assert "(verified, 3 attempts)" in episode["text"], episode["text"]
 
 
 def test_accept_given_to_a_resume_is_the_final_check_from_then_on(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
-    escalated_against(run_agent, fake_server, demo_repo)  # started without --accept
+    escalated_against(agent_in_process, fake_server, demo_repo)  # started without --accept
     srv = fake_server(fixed(), models=MODELS)
-    refused = run_agent(
+    refused = agent_in_process(
         "run", "--resume", "--yes", "--json", "--accept", "true", "--base-url", srv.url,
         cwd=demo_repo,
     )  # fmt: skip
     assert refused.returncode == 2 and "--accept: " in events_of(refused.stdout)[-1]["message"]
     assert srv.chat_requests == []  # refused before any request
-    proc = run_agent(
+    proc = agent_in_process(
         "run", "--resume", "--yes", "--json", "--accept", "python -m pytest -q",
         "--base-url", srv.url, cwd=demo_repo,
     )  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reliability.relkit import (
     GOAL,
     calls,
@@ -13,6 +15,9 @@ from reliability.relkit import (
     repo_with,
     task,
 )
+
+# A run starts its checks (`python -m pytest`) and git as real processes.
+pytestmark = pytest.mark.slow
 
 LLAMA_CPP = {"n_ctx": 4096, "object_choice": "ignore", "strict_echo": True}
 TIMINGS = {
@@ -34,11 +39,11 @@ def _script() -> list[dict]:
 
 
 def test_a_run_on_a_small_llama_cpp_server_plans_fits_and_counts_the_cache(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(_script(), **LLAMA_CPP)
-    proc = run_agent(
+    proc = agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--model", "fake-model", cwd=repo
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -61,19 +66,23 @@ def test_a_run_on_a_small_llama_cpp_server_plans_fits_and_counts_the_cache(
     assert read_state(repo)["usage"]["cached_tokens"] == 4 * 900
 
 
-def test_the_report_line_shows_cached_tokens(run_agent, fake_server, tmp_path):
+def test_the_report_line_shows_cached_tokens(agent_in_process, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(_script(), **LLAMA_CPP)
-    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, "--model", "fake-model", cwd=repo)
+    proc = agent_in_process(
+        "run", GOAL, "--yes", "--base-url", srv.url, "--model", "fake-model", cwd=repo
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4,000 prompt (3,600 cached) + 40 completion tokens" in proc.stdout
 
 
-def test_a_reply_cut_at_the_length_limit_is_reported_as_such(run_agent, fake_server, tmp_path):
+def test_a_reply_cut_at_the_length_limit_is_reported_as_such(
+    agent_in_process, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
     cut = {"content": "First I will carefully consider", "finish_reason": "length"}
     srv = fake_server([plan(task()), cut, make_done(), finish()])
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = [e for e in events(proc.stdout) if e["event"] == "tool_result"]
     assert "cut at the length limit" in results[0]["summary"]
@@ -82,11 +91,11 @@ def test_a_reply_cut_at_the_length_limit_is_reported_as_such(run_agent, fake_ser
 
 
 def test_a_request_larger_than_the_server_context_ends_the_run_with_a_clear_line(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server([plan(task())], n_ctx=300)
-    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
     # the window is learned from /props, so the request is found too big before it is sent

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from reliability.relkit import (
     GOAL,
     call,
@@ -23,11 +25,14 @@ from reliability.relkit import (
     tool_results,
 )
 
+# A run starts its checks (`python -m pytest`) and git as real processes.
+pytestmark = pytest.mark.slow
+
 ERROR_BODY = json.dumps({"error": {"message": "upstream trouble"}})
 
 
-def _agent_run(run_agent, srv, repo, *extra, env=None):
-    return run_agent(
+def _agent_run(agent_in_process, srv, repo, *extra, env=None):
+    return agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo, env=env
     )
 
@@ -37,7 +42,7 @@ def _last_user(request: dict) -> str:
 
 
 def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_errors(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(
@@ -61,7 +66,7 @@ def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_e
             no_facts(),
         ]
     )
-    proc = _agent_run(run_agent, srv, repo, env={"AGENT_REQUEST_TIMEOUT_S": "0.5"})
+    proc = _agent_run(agent_in_process, srv, repo, env={"AGENT_REQUEST_TIMEOUT_S": "0.5"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     notices = [line for line in proc.stderr.splitlines() if "retry" in line]  # like errors
     assert len(notices) == 4, proc.stderr
@@ -82,11 +87,11 @@ def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_e
 
 
 def test_a_plan_request_the_server_keeps_refusing_is_not_said_to_be_resumable(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     failing = fake_server([{"status": 500, "body": ERROR_BODY}] * 3)
-    proc = _agent_run(run_agent, failing, repo, env={"AGENT_MAX_RETRIES": "2"})
+    proc = _agent_run(agent_in_process, failing, repo, env={"AGENT_MAX_RETRIES": "2"})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     done = events(proc.stdout)[-1]
     assert done["event"] == "run_done" and "kept failing with 500" in done["message"]
@@ -95,14 +100,14 @@ def test_a_plan_request_the_server_keeps_refusing_is_not_said_to_be_resumable(
 
 
 def test_retries_run_out_mid_task_then_resume_finishes_without_planning_again(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     second = task("Create done2.txt", "test -f done2.txt")
     failing = fake_server(
         [plan(task(), second), make_done(), finish()] + [{"status": 500, "body": ERROR_BODY}] * 3
     )
-    proc = _agent_run(run_agent, failing, repo, env={"AGENT_MAX_RETRIES": "2"})
+    proc = _agent_run(agent_in_process, failing, repo, env={"AGENT_MAX_RETRIES": "2"})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     done = events(proc.stdout)[-1]
     assert done["event"] == "run_done" and "kept failing with 500" in done["message"]
@@ -111,7 +116,7 @@ def test_retries_run_out_mid_task_then_resume_finishes_without_planning_again(
     assert task_statuses(repo) == ["verified", "running"] and commit_count(repo) == 2
 
     rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish(), no_facts()])
-    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
+    proc = agent_in_process("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert all("submit_plan" not in json.dumps(r.get("tools", [])) for r in rest.chat_requests)
     assert len(rest.chat_requests) == 3  # task 1 was not redone; then the facts at the end
@@ -119,7 +124,7 @@ def test_retries_run_out_mid_task_then_resume_finishes_without_planning_again(
 
 
 def test_ten_malformed_replies_in_a_row_stop_the_run_with_its_state_saved(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     garbage = [
@@ -135,7 +140,7 @@ def test_ten_malformed_replies_in_a_row_stop_the_run_with_its_state_saved(
         {"content": None},
     ]
     srv = fake_server([plan(task())] + garbage + [make_done(), finish()])
-    proc = _agent_run(run_agent, srv, repo)
+    proc = _agent_run(agent_in_process, srv, repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     done = events(proc.stdout)[-1]
@@ -143,5 +148,5 @@ def test_ten_malformed_replies_in_a_row_stop_the_run_with_its_state_saved(
     assert len(srv.chat_requests) == 11  # stopped right after the tenth
     state = read_state(repo)
     assert state["status"] == "failed" and state["steps"] == 10
-    runs = json.loads(run_agent("runs", "--json", cwd=repo).stdout)
+    runs = json.loads(agent_in_process("runs", "--json", cwd=repo).stdout)
     assert [r["status"] for r in runs] == ["failed"]
