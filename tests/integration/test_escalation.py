@@ -224,23 +224,27 @@ def test_a_hint_longer_than_a_terminal_line_is_asked_again_not_sent_cut(
 # -- without a terminal: exit 3, then answer with --resume ---------------------------------------
 
 
-def escalate_without_terminal(run_agent, fake_server, repo, *tasks):
+def escalate_without_terminal(agent_in_process, fake_server, repo, *tasks):
     srv = fake_server([plan(*(tasks or (task(),)))] + rejected_twice())
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     escalated = [e for e in events_of(proc.stdout) if e["event"] == "escalated"][0]
     assert "--resume --hint" in escalated["next_steps"] and escalated["diff_stat"]
     return proc
 
 
-def resume(run_agent, srv, repo, *answer):
-    return run_agent("run", "--resume", *answer, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+def resume(agent_in_process, srv, repo, *answer):
+    return agent_in_process(
+        "run", "--resume", *answer, "--yes", "--json", "--base-url", srv.url, cwd=repo
+    )
 
 
-def test_resume_hint_gives_one_more_attempt_carrying_the_words(run_agent, fake_server, demo_repo):
-    escalate_without_terminal(run_agent, fake_server, demo_repo)
+def test_resume_hint_gives_one_more_attempt_carrying_the_words(
+    agent_in_process, fake_server, demo_repo
+):
+    escalate_without_terminal(agent_in_process, fake_server, demo_repo)
     srv = fake_server(fixed())
-    proc = resume(run_agent, srv, demo_repo, "--hint", "the even case averages two values")
+    proc = resume(agent_in_process, srv, demo_repo, "--hint", "the even case averages two values")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first = brief_text(srv.chat_requests[0])
     assert "<human_hint>\nthe even case averages two values\n</human_hint>" in first
@@ -250,10 +254,10 @@ def test_resume_hint_gives_one_more_attempt_carrying_the_words(run_agent, fake_s
     assert commits(demo_repo) == 2
 
 
-def test_resume_skip_goes_on_without_the_task(run_agent, fake_server, demo_repo):
-    escalate_without_terminal(run_agent, fake_server, demo_repo, task(), DOC)
+def test_resume_skip_goes_on_without_the_task(agent_in_process, fake_server, demo_repo):
+    escalate_without_terminal(agent_in_process, fake_server, demo_repo, task(), DOC)
     srv = fake_server(write_notes())
-    proc = resume(run_agent, srv, demo_repo, "--skip")
+    proc = resume(agent_in_process, srv, demo_repo, "--skip")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     done = events_of(proc.stdout)[-1]
     assert [t["status"] for t in done["tasks"]] == ["skipped", "verified"]
@@ -262,14 +266,14 @@ def test_resume_skip_goes_on_without_the_task(run_agent, fake_server, demo_repo)
     assert "calc/stats.py" not in git(demo_repo, "show", "--stat", "HEAD")
 
 
-def test_resume_replan_re_plans_the_rest(run_agent, fake_server, demo_repo):
-    escalate_without_terminal(run_agent, fake_server, demo_repo, task(), DOC)
+def test_resume_replan_re_plans_the_rest(agent_in_process, fake_server, demo_repo):
+    escalate_without_terminal(agent_in_process, fake_server, demo_repo, task(), DOC)
     new = [task("Fix median() in calc/stats.py")]
     srv = fake_server(
         [{"tool": "revise_plan", "args": {"keep": False, "reason": "one task", "tasks": new}}]
         + fixed()
     )
-    proc = resume(run_agent, srv, demo_repo, "--replan", "the notes are not needed")
+    proc = resume(agent_in_process, srv, demo_repo, "--replan", "the notes are not needed")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "<human_hint>\nthe notes are not needed\n</human_hint>" in json.dumps(
         srv.chat_requests[0]["messages"], ensure_ascii=False
@@ -288,17 +292,19 @@ def test_resume_replan_re_plans_the_rest(run_agent, fake_server, demo_repo):
         (["--resume", "--hint", " "], "--hint needs the words"),
     ],
 )
-def test_answer_flags_are_checked(run_agent, demo_repo, args, words):
-    proc = run_agent("run", *([GOAL] if "--resume" not in args else []), *args, cwd=demo_repo)
+def test_answer_flags_are_checked(agent_in_process, demo_repo, args, words):
+    proc = agent_in_process(
+        "run", *([GOAL] if "--resume" not in args else []), *args, cwd=demo_repo
+    )
     assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_an_answer_needs_a_rejected_task(run_agent, fake_server, demo_repo):
+def test_an_answer_needs_a_rejected_task(agent_in_process, fake_server, demo_repo):
     srv = fake_server([plan(task()), add_median(), {"delay": 30, **finish()}])
-    proc = run_agent(
+    proc = agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "1", cwd=demo_repo
     )
     assert proc.returncode == 4
-    proc = resume(run_agent, srv, demo_repo, "--skip")
+    proc = resume(agent_in_process, srv, demo_repo, "--skip")
     assert proc.returncode == 2 and "--skip answers a rejected task" in proc.stderr
     assert events_of(proc.stdout)[-1]["event"] == "run_done"
