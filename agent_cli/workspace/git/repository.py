@@ -621,14 +621,15 @@ def committable(root: Path, paths: list[str]) -> list[str]:
 
 def tracked_state(root: Path, state_dir: Path) -> list[str]:
     """Files under `state_dir` that the repository at `root` tracks, as git names them (none
-    when the state directory is outside the work tree, or git cannot say).
+    when the state directory is outside the work tree or not there, or git cannot say: a
+    directory that is not there holds nothing to read, and asks no git process).
 
     The state directory is excluded from git when a command first uses it, so nothing of the
     user's own is tracked there: what is came with the repository (a clone of one that
     committed its `.agent/`), and a run record there could name an endpoint to resume
     against, which would then be sent the user's code and key."""
     real_root, real = Path(os.path.realpath(root)), Path(os.path.realpath(state_dir))
-    if real == real_root or real_root not in real.parents:
+    if real == real_root or real_root not in real.parents or not real.is_dir():
         return []
     where = real.relative_to(real_root).as_posix()
     code, out, _ = run_git(["ls-files", "-z", "--", f"{where}/"], real_root)
