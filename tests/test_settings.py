@@ -400,6 +400,15 @@ def test_the_line_end_around_an_api_key_is_dropped(tmp_path):
     assert settings.role_api_keys["planner"].get_secret_value() == "pk-planner0123456789"
 
 
+def test_a_key_with_a_space_inside_is_kept_as_it_is(tmp_path):
+    """A header carries a space: a local server started with `--api-key "team secret"`."""
+    env = {"OPENAI_API_KEY": " team secret 42\n", "PK": "planner key"}
+    (tmp_path / "home.agentrc").write_text('planner_api_key_env = "PK"\n')
+    settings = load_settings(tmp_path, env=env, user_rc=tmp_path / "home.agentrc")
+    assert settings.key() == "team secret 42"
+    assert settings.role_api_keys["planner"].get_secret_value() == "planner key"
+
+
 @pytest.mark.parametrize("where", ["OPENAI_API_KEY", "AGENT_MEMORY_TOKEN", "file", "PK"])
 def test_a_key_with_a_break_inside_is_refused_without_showing_it(tmp_path, where):
     key = "sk-halfone0123\nhalftwo456789"

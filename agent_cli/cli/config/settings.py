@@ -385,10 +385,12 @@ class Settings(BaseSettings):
 
 def credential_problem(value: str) -> str | None:
     """What makes `value` no key a request header can carry (said without quoting it), or
-    None."""
-    if any(not (c.isascii() and c.isprintable()) or c.isspace() for c in value):
+    None. A header holds printable ASCII: a space inside is sent as it is (a local server's
+    `--api-key` may have one); a line break, a tab or another control character, or a
+    character outside ASCII, cannot be sent."""
+    if any(not (c.isascii() and c.isprintable()) for c in value):
         return (
-            "it holds a space, a line break or a character no key has "
+            "it holds a line break, a tab or a character no key has "
             "(copy the key again, on its own)"
         )
     return None
