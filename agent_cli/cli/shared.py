@@ -7,16 +7,20 @@ settings (`agent recall`, `agent memory ...`, `agent runs`) does not import the 
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from agent_cli.cli.config.settings import Settings, load_settings
-from agent_cli.core.errors import WorkspaceError
+from agent_cli.core.errors import ConfigError, WorkspaceError
 from agent_cli.core.protocols import Embedder
+from agent_cli.core.text import short, some
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
-from agent_cli.workspace.git.repository import exclude_state_dir
+from agent_cli.workspace.git.repository import exclude_state_dir, tracked_state
+from agent_cli.workspace.git.worktree import main_work_tree
 
 
 def find_repo(start: Path | None) -> Path:
@@ -93,3 +97,20 @@ def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
     exclude_state_dir(repo, state_dir)
     if create:
         state_dir.mkdir(parents=True, exist_ok=True)
+
+
+def refuse_tracked_state(repo: Path, state_dir: Path) -> None:
+    """ConfigError when the repository `repo` is a work tree of tracks files under the state
+    directory: run state and long-term memory there came with a clone, not from the user (a
+    run record could name an endpoint for `--resume` to send the user's code and key to)."""
+    top = main_work_tree(repo)
+    tracked = tracked_state(top, state_dir)
+    if tracked:
+        where = os.path.relpath(state_dir, top)
+        named = some([short(name) for name in tracked], 2)
+        raise ConfigError(
+            f"the repository tracks {len(tracked)} file(s) in the state directory {where}/ "
+            f"({named}): run state there would be the repository's, not yours",
+            f"untrack them with `git rm -r --cached {shlex.quote(where)}` and commit, or set "
+            "home to keep run state elsewhere",
+        )

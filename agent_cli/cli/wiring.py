@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -38,19 +37,18 @@ from agent_cli.cli.shared import (
     make_embedder,
     memory_place,
     own_memory,
+    refuse_tracked_state,
     settings_for,
 )
 from agent_cli.core.errors import (
     EXIT_INTERRUPTED,
     AgentError,
-    ConfigError,
     StorageError,
     UsageError,
 )
 from agent_cli.core.events import Event, Notice, RunDone, RunStarted
 from agent_cli.core.protocols import ChatModel, Console, Embedder, Hooks
 from agent_cli.core.redact import redact
-from agent_cli.core.text import short, some
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
@@ -751,22 +749,9 @@ def run_session(
 
 def run_store(state_dir: Path, repo: Path, secrets: tuple[str, ...] = ()) -> RunStore:
     """The runs under `state_dir` of the repository `repo` is a work tree of (a shared `home`
-    holds other repositories' runs too). A state directory in which the repository itself
-    tracks files is refused: a run record there is the repository's, not the user's."""
-    from agent_cli.workspace.git.repository import tracked_state
-    from agent_cli.workspace.git.worktree import main_work_tree
-
-    top = main_work_tree(repo)
-    tracked = tracked_state(top, state_dir)
-    if tracked:
-        where = os.path.relpath(state_dir, top)
-        named = some([short(name) for name in tracked], 2)
-        raise ConfigError(
-            f"the repository tracks {len(tracked)} file(s) in the state directory {where}/ "
-            f"({named}): run state there would be the repository's, not yours",
-            f"untrack them with `git rm -r --cached {shlex.quote(where)}` and commit, or set "
-            "home to keep run state elsewhere",
-        )
+    holds other repositories' runs too); refused when the repository itself tracks files
+    there (`refuse_tracked_state`)."""
+    refuse_tracked_state(repo, state_dir)
     return RunStore(state_dir, secrets, repo=_repo_key(repo))
 
 

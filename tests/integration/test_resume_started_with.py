@@ -272,7 +272,7 @@ def test_run_state_the_repository_tracks_is_refused_and_its_endpoint_never_asked
     # a repository that committed its .agent/ (a run started against its author's server),
     # cloned: resuming that run would send the cloner's code and key to that server
     planted, _ = escalated_against(run_agent, fake_server, demo_repo)
-    git(demo_repo, "add", "-f", ".agent/runs")
+    git(demo_repo, "add", "-f", ".agent")  # its runs, and its long-term memory
     git(demo_repo, "commit", "-q", "-m", "the run state, committed")
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(demo_repo), str(clone))
@@ -280,7 +280,8 @@ def test_run_state_the_repository_tracks_is_refused_and_its_endpoint_never_asked
         git(clone, "config", name, value)
     asked_before = len(planted.chat_requests)
     mine = fake_server(fixed(), models=MODELS)
-    for args in (["run", "--resume", "--yes"], ["runs"]):
+    commands = (["run", "--resume", "--yes"], ["runs"], ["recall", "median"], ["memory", "show"])
+    for args in commands:
         proc = run_agent(*args, cwd=clone, env={"OPENAI_BASE_URL": mine.url})
         said = proc.stderr.strip()
         assert proc.returncode != 0 and len(said.splitlines()) == 1, proc.stdout + said
@@ -289,4 +290,5 @@ def test_run_state_the_repository_tracks_is_refused_and_its_endpoint_never_asked
     assert len(planted.chat_requests) == asked_before and not mine.chat_requests
     git(clone, "rm", "-r", "-q", "--cached", ".agent")
     git(clone, "commit", "-q", "-m", "run state is not the repository's")
-    assert run_agent("runs", cwd=clone).returncode == 0
+    for args in commands[1:]:
+        assert run_agent(*args, cwd=clone).returncode == 0

@@ -36,11 +36,18 @@ NO_COUNTS = {"episodes": 0, "facts": 0, "notes": 0, "procedures": 0, "archive": 
 
 def _place(repo: Path | None) -> tuple[Path, Any, Path]:
     """The repository, its settings and its state directory (excluded from git if it exists)."""
-    from agent_cli.cli.shared import find_repo, prepare_state_dir, settings_for
+    from agent_cli.cli.shared import (
+        find_repo,
+        prepare_state_dir,
+        refuse_tracked_state,
+        settings_for,
+    )
 
     top = find_repo(repo)
     settings = settings_for(top)
     state = settings.state_dir(top)
+    if not settings.memory_url:  # a store the repository brought along is not yours
+        refuse_tracked_state(top, state)
     if state.exists():  # opening a store in it writes (journals), and none of that goes to git
         prepare_state_dir(top, state, create=False)
     return top, settings, state
