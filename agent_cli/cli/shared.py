@@ -110,7 +110,7 @@ def refuse_tracked_state(repo: Path, state_dir: Path) -> None:
         named = some([short(name) for name in tracked], 2)
         raise ConfigError(
             f"the repository tracks {len(tracked)} file(s) in the state directory {where}/ "
-            f"({named}): run state there would be the repository's, not yours",
+            f"({named}): what is kept there would be the repository's, not yours",
             f"untrack them with `git rm -r --cached {shlex.quote(where)}` and commit, or set "
             "home to keep run state elsewhere",
         )
