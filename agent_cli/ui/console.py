@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import stat
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -459,8 +461,9 @@ class RunConsole:
         question's line)."""
         stream = self.stdin if self.stdin is not None else sys.stdin
         _undecodable_as_surrogates(stream)
-        self.asker.print(question, end="", soft_wrap=True)
-        self.asker.file.flush()
+        with _ctrl_c_after():
+            self.asker.print(question, end="", soft_wrap=True)
+            self.asker.file.flush()
         line = stream.readline()
         if not line:
             self.asker.print()
@@ -481,6 +484,30 @@ class RunConsole:
                 return answer
             self.asker.print(Text(f"please answer {choices}"))
         return "n"
+
+
+@contextmanager
+def _ctrl_c_after() -> Iterator[None]:
+    """Take a Ctrl-C pressed meanwhile once the block is done, not inside it.
+
+    A question is printed whole before Ctrl-C stops what asked it: rich empties its buffer
+    after writing it, so a KeyboardInterrupt raised between the two left the question in the
+    buffer, and the next thing printed (the line that ends the `^C`) printed it again. Only
+    the main thread takes signals (elsewhere the block runs as it is); the signal is raised
+    again after it, for the handler that was in place."""
+    if threading.current_thread() is not threading.main_thread() or not callable(
+        signal.getsignal(signal.SIGINT)
+    ):
+        yield  # no handler of Python's to stand in for (a thread, SIGINT ignored or default)
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        signal.raise_signal(signal.SIGINT)
 
 
 def _undecodable_as_surrogates(stream: IO[str]) -> None:
