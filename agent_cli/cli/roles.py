@@ -13,13 +13,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_cli.agent.run.roles import ROLES, Role, RoleModels
 from agent_cli.cli.config.settings import Prices, Settings
 from agent_cli.core.errors import ConfigError
 from agent_cli.core.protocols import ChatModel
 from agent_cli.llm.server.locality import is_local
+
+if TYPE_CHECKING:
+    from agent_cli.llm.openai.errors import SetBy
 
 ROLE_SETTINGS = tuple(f"{role}_{key}" for role in ROLES for key in ("model", "base_url"))
 
@@ -41,6 +44,15 @@ class Endpoint:
         """The roles an error names this endpoint by ("executor", "planner and verifier"),
         or "" when every role uses it (nothing to tell apart)."""
         return "" if len(self.used_by) in (0, len(ROLES)) else " and ".join(self.used_by)
+
+    def set_by(self) -> SetBy:
+        """What an error about this endpoint names as its fix: the role's own model setting,
+        key variable and address setting, and the roles it is for."""
+        from agent_cli.llm.openai.errors import SetBy
+
+        return SetBy(
+            self.model_setting, self.key_env or "OPENAI_API_KEY", self.named_for, self.url_setting
+        )
 
     @property
     def ident(self) -> tuple[str, str, str]:
@@ -105,19 +117,15 @@ def check_reachable(settings: Settings, timeout_s: float = 30.0) -> None:
     all (refused, no such host, silent for `timeout_s`): once for each endpoint, before
     anything is started. An endpoint that answers, even with an error, passes."""
     from agent_cli.llm.openai.chat import OpenAIChat
-    from agent_cli.llm.openai.errors import SetBy
 
     for ep, names in distinct(settings):
-        set_by = SetBy(
-            ep.model_setting, ep.key_env or "OPENAI_API_KEY", ep.named_for, ep.url_setting
-        )
         client = OpenAIChat(
             model=ep.model,
             base_url=ep.base_url,
             api_key=api_key(settings, names[0], ep),
             timeout_s=min(settings.request_timeout_s, timeout_s),
             max_retries=0,
-            set_by=set_by,
+            set_by=ep.set_by(),
         )
         client.reach(min(settings.request_timeout_s, timeout_s))
 

@@ -135,16 +135,7 @@ def build_model(
         from agent_cli.llm.openai.errors import SetBy
 
         # what an error's fix names: a role's own model setting and key variable
-        set_by = (
-            SetBy(
-                endpoint.model_setting,
-                endpoint.key_env or "OPENAI_API_KEY",
-                role=endpoint.named_for,
-                url=endpoint.url_setting,
-            )
-            if endpoint
-            else SetBy()
-        )
+        set_by = endpoint.set_by() if endpoint else SetBy()
         model = OpenAIChat(
             model=model_name,
             base_url=endpoint.base_url if endpoint else settings.base_url,
