@@ -72,3 +72,53 @@ def test_a_line_that_starts_with_a_digit_defines_nothing():
         "parse_x",
         "render",
     )
+
+
+# _DEF_LINE written with plain (backtracking) repeats: what its possessive form must find.
+_BACKTRACKING_DEF_LINE = re.compile(
+    r"\n(?=[ \t+A-Za-z_])(?:[ \t+]*(?:(?:export|p(?:ub(?:lic)?|rivate)|static|async)[ \t]+)*"
+    r"(?:def|c(?:lass|onst)|f(?:unc(?:tion)?|n)|struct|interface|t(?:rait|ype)|enum|let|var)"
+    r"[ \t]+\*?([A-Za-z_][A-Za-z0-9_]*)"
+    r"|\+?([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*:[^=\n]*)?[ \t]+=(?!=))",
+)
+DEF_PIECES = [
+    "x",
+    "ab",
+    "_1",
+    " ",
+    "\t",
+    ":",
+    "=",
+    "==",
+    "+",
+    "*",
+    "\n",
+    "def",
+    "class",
+    "const",
+    "fn",
+    "let",
+    "pub",
+    "public",
+    "private",
+    "static",
+    "export",
+    "async",
+    "int",
+    "[",
+    "]",
+]
+
+
+def test_definition_lines_are_those_the_backtracking_regex_finds():
+    rng = random.Random(11)
+    texts = [
+        "x: int = 1\ny:int=2\nz : dict[str, int]  = {}\nw: T == v\npub static fn run_it() {\n",
+        "+name = 1\n+ other = 2\n\tindented = 3\nexport async function load() {\n",
+    ]
+    texts += [
+        "".join(rng.choice(DEF_PIECES) for _ in range(rng.randrange(20))) for _ in range(40000)
+    ]
+    for text in texts:
+        expected = _BACKTRACKING_DEF_LINE.findall("\n" + text)
+        assert symbols._DEF_LINE.findall("\n" + text) == expected, repr(text)
