@@ -15,6 +15,7 @@ from agent_cli.core.redact import (
     MASK,
     redact,
     redact_all,
+    redact_argv,
     redact_json_text,
     redact_messages,
     redact_model,
@@ -123,3 +124,15 @@ def test_a_mask_longer_than_the_secret_passes_no_length_check_and_nested_models_
         {"calls": [ToolCall(id="c", name="run", arguments=f'{{"k": "{short}"}}')]}, (short,)
     )
     assert nested["calls"][0].arguments == f'{{"k": "{MASK}"}}'
+
+
+def test_a_command_line_masks_what_its_own_words_call_a_credential():
+    argv = ["notify", "--token", "t0ken-value", "--api-key=k3y-value", "DB_PASSWORD=pw-value"]
+    argv += ["--no-keymap", "plain", "-u", "user", "PATH=/usr/bin", "--secret", SECRET, "x"]
+    assert redact_argv(argv, [SECRET]) == [
+        "notify", "--token", MASK, f"--api-key={MASK}", f"DB_PASSWORD={MASK}",
+        "--no-keymap", "plain", "-u", "user", "PATH=/usr/bin", "--secret", MASK, "x",
+    ]  # fmt: skip
+    # the program is never taken for an option, and a lone option at the end masks nothing
+    assert redact_argv(["--token", "--password"]) == ["--token", "--password"]
+    assert redact_argv(["run", "--token="]) == ["run", "--token="]

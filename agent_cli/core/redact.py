@@ -6,7 +6,8 @@ after `api_key=`, `secret:`, `password=`, `token:`). Masking is idempotent, and 
 run on every request: each shape is looked for at the places its literal start occurs (a
 plain substring search), never by trying a pattern at every character. Where settings are
 shown, `mask_url_credentials` also masks what an address carries (`user:password@`, query
-values).
+values), and `redact_argv` what a command line names as a credential (`--token VALUE`,
+`--password=VALUE`, `API_KEY=VALUE`), which has no shape of its own.
 """
 
 from __future__ import annotations
@@ -128,6 +129,38 @@ def mask_url_credentials(text: str) -> str:
     if "://" not in text:
         return text
     return _URL.sub(lambda m: _QUERY_VALUE.sub(r"\1***", _USERINFO.sub(r"\1***@", m[0])), text)
+
+
+SECRET_WORDS = frozenset({"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PAT", "APIKEY", "CREDENTIALS"})
+
+
+def names_a_secret(name: str) -> bool:
+    """Whether a name (an environment variable's, an option's without its dashes) says it holds
+    a credential: a word of it is one (`PATH` is no `PAT`), or it ends in `KEY` (`PRIVATE_KEY`,
+    `api-key`; not `KEYMAP`)."""
+    words = name.upper().replace("-", "_").split("_")
+    return bool(SECRET_WORDS & set(words)) or words[-1] == "KEY"
+
+
+def redact_argv(argv: list[str], secrets: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """A command line to show, each argument redacted, and the values its own words call
+    credentials masked: the argument after an option that names one (`--token VALUE`), and the
+    value of `--token=VALUE` or `SLACK_TOKEN=VALUE`. The program (argv[0]) is left as it is."""
+    out = [redact(arg, secrets) for arg in argv]
+    for at in range(1, len(out)):
+        name, equals, value = out[at].partition("=")
+        if equals and value and _secret_name(name):
+            out[at] = f"{name}={MASK}"
+        elif at > 1 and out[at - 1].startswith("-") and _secret_name(out[at - 1]):
+            out[at] = MASK
+    return out
+
+
+def _secret_name(word: str) -> bool:
+    """Whether `word` is an option's or a variable's name (`--api-key`, `GITHUB_TOKEN`: no
+    blank, no path, no `=`) that says it holds a credential."""
+    name = word.lstrip("-")
+    return bool(name) and all(c.isalnum() or c in "_-" for c in name) and names_a_secret(name)
 
 
 def redact_all(value: T, secrets: tuple[str, ...] | list[str] = ()) -> T:

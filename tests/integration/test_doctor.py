@@ -197,6 +197,27 @@ def test_doctor_masks_a_token_in_a_hooks_command(agent_in_process, scratch_repo,
     assert "run_end: curl -H" in proc.stdout, proc.stdout
 
 
+def test_doctor_masks_what_a_command_line_names_a_credential(
+    agent_in_process, scratch_repo, tmp_path
+):
+    """A literal credential with no known key shape, in a hook's or an MCP server's argv, is
+    masked where the option or variable before it says what it is; the rest stays readable."""
+    secrets = ["xoxb-1234567890-abcdefghij", "hunter2hunter2", "abcd1234efgh5678", "zz99yy88xx77"]
+    user = tmp_path / "user.toml"
+    user.write_text(
+        "[[hooks.pre_tool]]\n"
+        f'command = ["no-such-notifier", "--token", "{secrets[0]}", "--password={secrets[1]}"]\n'
+        "[mcp_servers.chat]\n"
+        f'command = "no-such-server"\nargs = ["--api-key", "{secrets[2]}", '
+        f'"SLACK_TOKEN={secrets[3]}", "--channel", "general"]\n'
+    )
+    proc = agent_in_process("doctor", cwd=scratch_repo, env={"AGENT_RC": str(user)})
+    shown = proc.stdout + proc.stderr
+    assert not [s for s in secrets if s in shown], shown
+    assert "no-such-notifier --token [REDACTED] --password=[REDACTED]" in shown, shown
+    assert "SLACK_TOKEN=[REDACTED]" in shown and "general" in shown, shown
+
+
 def test_doctor_says_a_models_404_is_the_base_url_and_names_a_proxy(agent_in_process, scratch_repo):
     odd = _Odd(404, b'{"error": {"message": "no such path"}}')
     try:

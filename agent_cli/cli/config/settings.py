@@ -33,7 +33,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent_cli.cli.config import repo_keys, trust
 from agent_cli.core.errors import ConfigError, UsageError
-from agent_cli.core.redact import mask_url_credentials, redact, redact_all
+from agent_cli.core.redact import mask_url_credentials, redact, redact_all, redact_argv
 from agent_cli.llm import endpoints
 from agent_cli.memory import thresholds
 from agent_cli.memory.thresholds import Thresholds
@@ -531,6 +531,8 @@ def _shown_server(server: dict[str, Any], secrets: tuple[str, ...]) -> dict[str,
     """A `[mcp_servers.X]` table as doctor shows it: its `env` values, the credentials in its
     `url` and the secrets and key shapes in its command line masked."""
     shown = without_credentials(server)
+    if isinstance(shown.get("args"), list):
+        shown["args"] = redact_argv([str(shown.get("command")), *shown["args"]], secrets)[1:]
     return {k: redact_all(v, secrets) if k != "env" else v for k, v in shown.items()}
 
 

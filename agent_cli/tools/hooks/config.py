@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, field_validator
 
+from agent_cli.core.redact import redact_argv
+
 HookEvent = Literal["pre_tool", "post_tool", "task_verified", "run_end"]
 HOOK_EVENTS: tuple[HookEvent, ...] = ("pre_tool", "post_tool", "task_verified", "run_end")
 DEFAULT_TIMEOUT_S = 30.0
@@ -47,8 +49,9 @@ class HookSpec(BaseModel):
         return re.fullmatch(self.matcher, tool) is not None
 
     def shown(self) -> str:
-        """The command as one line, for the log and the events."""
-        return " ".join(self.command)
+        """The command as one line, for the log, the events and doctor: what it names as a
+        credential masked (`--token VALUE`; see redact_argv)."""
+        return " ".join(redact_argv(self.command))
 
 
 class HooksConfig(BaseModel):

@@ -8,6 +8,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, model_validator
 
+from agent_cli.core.redact import names_a_secret
+
 # Tool names go to the model as `mcp__<server>__<tool>`, within a function name's 64 characters.
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -60,23 +62,13 @@ class ServerConfig(BaseModel):
         """The `env` values whose names say they hold a credential (`GITHUB_TOKEN`,
         `NOTION_API_KEY`, `DB_PASSWORD`): secrets to redact from what the server sends back,
         as a bearer token is."""
-        return [value for name, value in self.env.items() if _names_a_secret(name)]
+        return [value for name, value in self.env.items() if names_a_secret(name)]
 
     def offers(self, tool: str) -> bool:
         """Whether the server's tool `tool` is offered (the allow list, then the deny list)."""
         if self.enabled_tools is not None and tool not in self.enabled_tools:
             return False
         return tool not in self.disabled_tools
-
-
-SECRET_WORDS = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PAT", "APIKEY", "CREDENTIALS"}
-
-
-def _names_a_secret(name: str) -> bool:
-    """Whether an environment variable's name says it holds a credential: a word of it is one
-    (`PATH` is no `PAT`), or it ends in `KEY` (`PRIVATE_KEY`; not `KEYMAP`)."""
-    words = name.upper().split("_")
-    return bool(SECRET_WORDS & set(words)) or words[-1] == "KEY"
 
 
 def check_server_name(name: str) -> str:
