@@ -16,6 +16,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -298,6 +299,10 @@ class RunKit:
     def allow_command(self, cmd: str) -> None:
         self.policy.allow(cmd)
 
+    def unstoppable(self) -> AbstractContextManager[None]:
+        """The signals that stop a run wait until the block is done (`stopping.held`)."""
+        return stopping.held()
+
     def close(self) -> None:
         """Close every cold store opened for the run, and stop its MCP servers."""
         for store in self._stores:
@@ -463,7 +468,7 @@ def execute(opts: RunOptions) -> int:
         raise
     except KeyboardInterrupt:
         message = "interrupted before the run started; nothing to resume"
-        if ends.run_id:  # a second Ctrl-C while the run was stopping: its state is on disk
+        if ends.run_id:  # a second Ctrl-C while the run was stopping: its state was saved first
             message = (
                 f"interrupted while run {ends.run_id} was stopping; continue it with "
                 f"`agent run --resume --run-id {ends.run_id}`"

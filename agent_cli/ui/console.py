@@ -14,7 +14,6 @@ import os
 import signal
 import stat
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,6 +39,7 @@ from agent_cli.core.events import (
 )
 from agent_cli.core.redact import redact, redact_model
 from agent_cli.core.text import clean, short, unusable
+from agent_cli.ui import stopping
 from agent_cli.ui.progress import RunState, arg_summary
 from agent_cli.ui.render import (
     closing_block,
@@ -461,7 +461,11 @@ class RunConsole:
         question's line)."""
         stream = self.stdin if self.stdin is not None else sys.stdin
         _undecodable_as_surrogates(stream)
-        with _ctrl_c_after():
+        # A question is printed whole before Ctrl-C stops what asked it: rich empties its
+        # buffer after writing it, so a KeyboardInterrupt raised between the two left the
+        # question in the buffer, and the next thing printed (the line that ends the `^C`)
+        # printed it again.
+        with stopping.held((signal.SIGINT,)):
             self.asker.print(question, end="", soft_wrap=True)
             self.asker.file.flush()
         line = stream.readline()
@@ -484,30 +488,6 @@ class RunConsole:
                 return answer
             self.asker.print(Text(f"please answer {choices}"))
         return "n"
-
-
-@contextmanager
-def _ctrl_c_after() -> Iterator[None]:
-    """Take a Ctrl-C pressed meanwhile once the block is done, not inside it.
-
-    A question is printed whole before Ctrl-C stops what asked it: rich empties its buffer
-    after writing it, so a KeyboardInterrupt raised between the two left the question in the
-    buffer, and the next thing printed (the line that ends the `^C`) printed it again. Only
-    the main thread takes signals (elsewhere the block runs as it is); the signal is raised
-    again after it, for the handler that was in place."""
-    if threading.current_thread() is not threading.main_thread() or not callable(
-        signal.getsignal(signal.SIGINT)
-    ):
-        yield  # no handler of Python's to stand in for (a thread, SIGINT ignored or default)
-        return
-    pressed: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: pressed.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if pressed:
-        signal.raise_signal(signal.SIGINT)
 
 
 def _undecodable_as_surrogates(stream: IO[str]) -> None:

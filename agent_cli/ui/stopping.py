@@ -4,15 +4,24 @@ Each raises KeyboardInterrupt in the main thread, so the run stops as on Ctrl-C:
 saved, the model's command stopped, exit 130, resumable. A closed terminal takes its streams
 with it (every write to it fails with EIO), so on SIGHUP the standard streams that were that
 terminal are pointed at /dev/null first, and the stop is not cut short by its own output.
+
+While a stopped run saves its state (`held`), these signals and Ctrl-C wait: a second
+Ctrl-C pressed while the first is being handled is taken once the state is on disk, so it
+cannot leave the run recorded as still running.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 Handlers = dict[signal.Signals, Any]
+# Every signal that stops a run: Ctrl-C, and those `stop_as_interrupt` takes as it.
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def stop_as_interrupt() -> Handlers:
@@ -33,6 +42,35 @@ def restore(previous: Handlers) -> None:
     """Put back the handlers `stop_as_interrupt` replaced."""
     for sig, handler in previous.items():
         signal.signal(sig, handler)
+
+
+@contextmanager
+def held(signals: tuple[signal.Signals, ...] = STOPS) -> Iterator[None]:
+    """Take each of `signals` that arrives during the block once the block is done, not
+    inside it: it is raised again after the block, for the handler that was in place.
+
+    Only the main thread takes signals (elsewhere the block runs as it is), and only a
+    signal with a handler of Python's is held (one ignored or left to the system is not)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous: Handlers = {}
+    for sig in signals:
+        if callable(signal.getsignal(sig)):
+            previous[sig] = signal.signal(sig, lambda signum, _frame: arrived.append(signum))
+    try:
+        yield
+    finally:
+        restore(previous)
+    stop: BaseException | None = None
+    for signum in dict.fromkeys(arrived):  # each once, in the order they came
+        try:
+            signal.raise_signal(signum)
+        except BaseException as e:  # the first stop is raised after the others had their say
+            stop = stop or e
+    if stop is not None:
+        raise stop
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -216,6 +216,39 @@ def test_sigint_during_a_command_then_sigterm_during_the_resumed_run_both_save_a
     assert not (repo / ".agent" / "run.lock").exists()  # the lock was released
 
 
+def test_ctrl_c_pressed_again_while_the_first_is_handled_still_saves_the_run_as_interrupted(
+    spawn_agent, run_agent, fake_server, tmp_path
+):
+    """Ctrl-C pressed over and over (every 3 ms) from the first press until the state is saved:
+    the presses that come while the stopped run saves its state wait for the save, so the run
+    is recorded as interrupted, not as still running, and `--resume` goes on from it."""
+    repo = repo_with(tmp_path / "repo", ignore=("pids/",))
+    srv = fake_server(
+        [plan(task()), call("run", cmd="mkdir -p pids; echo $$ > pids/cmd.pid; sleep 60")]
+    )
+    agent = spawn_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    wait_for(
+        lambda: (
+            (repo / "pids" / "cmd.pid").exists() and (repo / "pids" / "cmd.pid").read_text().strip()
+        ),
+        what="the model's command to start",
+    )
+    end = time.monotonic() + 20
+    while agent.proc.poll() is None and read_state(repo)["status"] == "running":
+        assert time.monotonic() < end, "the run neither saved its state nor exited"
+        os.kill(agent.pid, signal.SIGINT)
+        time.sleep(0.003)
+    agent.wait(timeout=30)
+    _no_torn_state(repo)
+    assert read_state(repo)["status"] == "interrupted", agent.stdout + agent.stderr
+
+    # the resumed run goes on from the saved state: no new plan, the task verified
+    rest = fake_server([make_done(), finish(), no_facts()])
+    resumed = _resume(run_agent, repo, rest)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert not _planned_again(rest) and read_state(repo)["status"] == "verified"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_during_a_command_still_puts_back_the_users_file_it_changed(
     spawn_agent, fake_server, tmp_path, sig

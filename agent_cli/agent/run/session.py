@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -165,6 +165,11 @@ class RunParts(Protocol):
 
     def allow_command(self, cmd: str) -> None:
         """Let the model run `cmd` without asking (it was approved with the plan)."""
+        ...
+
+    def unstoppable(self) -> AbstractContextManager[None]:
+        """A block that Ctrl-C (and what stops a run as it does) waits for: taken once the
+        block is done, so a second Ctrl-C cannot cut short the save of a stopped run."""
         ...
 
 
@@ -514,7 +519,8 @@ class Session:
             run.status, code = "failed", EXIT_ERROR
             message = f"internal error: {type(e).__name__}: {e} (trajectory has the traceback)"
         finally:
-            self.save()
+            with self.sv.parts.unstoppable():  # the state is on disk before a second Ctrl-C
+                self.save()
             self._learn()
             self._done(code, self._resume_hint(run, code, message))
         return code
