@@ -206,8 +206,8 @@ class Files:
         stopped = ""
         deadline = time.monotonic() + SEARCH_TIME_LIMIT_S
         try:
-            for file in self._searchable_files(base):
-                for number, line in _matching_lines(file, compiled, deadline):
+            for file, wide in self._searchable_files(base):
+                for number, line in _matching_lines(file, wide, compiled, deadline):
                     total += 1
                     if len(hits) < _MAX_SEARCH_HITS:
                         hits.append(
@@ -367,7 +367,9 @@ class Files:
             "that it matches exactly once"
         )
 
-    def _searchable_files(self, base: Path) -> Iterator[Path]:
+    def _searchable_files(self, base: Path) -> Iterator[tuple[Path, str | None]]:
+        """The files search reads under `base`, each with its text when it is UTF-16 (decoded
+        once, here, for both the choice and the lines)."""
         candidates = [base] if base.is_file() else (self._git_files(base) or self._walk(base))
         seen: set[Path] = set()  # a link to a file searched already (under its own name)
         for file in candidates:
@@ -379,8 +381,11 @@ class Files:
                 continue
             if any(_within(real, d) for d in self.deny_write) or not real.is_file():
                 continue
-            if real.stat().st_size <= textread.MAX_WHOLE_BYTES and _text(real):
-                yield real
+            if real.stat().st_size > textread.MAX_WHOLE_BYTES:
+                continue
+            searched, wide = _searched_text(real)
+            if searched:
+                yield real, wide
 
     def _git_files(self, base: Path) -> list[Path] | None:
         """Tracked and untracked files under `base` that git does not ignore, a submodule's
@@ -448,11 +453,12 @@ class _OutOfTime(Exception):
 
 
 def _matching_lines(
-    file: Path, compiled: regex.Pattern[str], deadline: float
+    file: Path, wide: str | None, compiled: regex.Pattern[str], deadline: float
 ) -> Iterator[tuple[int, str]]:
-    """Matching lines of `file`; _OutOfTime when the whole search passes its deadline."""
+    """Matching lines of `file` (`wide`: its UTF-16 text, already decoded); _OutOfTime when the
+    whole search passes its deadline."""
     try:
-        for number, line in enumerate(_lines(file), 1):
+        for number, line in enumerate(_lines(file, wide), 1):
             try:  # a backtracking pattern such as (a+)+$ must not spin for ever
                 found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()))
             except TimeoutError:
@@ -463,10 +469,9 @@ def _matching_lines(
         return
 
 
-def _lines(file: Path) -> Iterator[str]:
-    """The lines of `file` as read_file numbers them: UTF-16 with its byte order mark decoded,
-    and a file that is not UTF-8 (Latin-1, say) too, its other bytes as \\xNN."""
-    wide = textread.utf16_text(file)
+def _lines(file: Path, wide: str | None) -> Iterator[str]:
+    """The lines of `file` as read_file numbers them: UTF-16 with its byte order mark decoded
+    (`wide`), and a file that is not UTF-8 (Latin-1, say) too, its other bytes as \\xNN."""
     if wide is not None:
         yield from wide.split("\n")
         return
@@ -474,10 +479,11 @@ def _lines(file: Path) -> Iterator[str]:
         yield from f
 
 
-def _text(real: Path) -> bool:
+def _searched_text(real: Path) -> tuple[bool, str | None]:
     """Whether search reads `real`: text, UTF-8 or not, and UTF-16 with its byte order mark
-    (whose NULs would tell it binary), as read_file does."""
+    (whose NULs would tell it binary), as read_file does; and that UTF-16 text, decoded."""
     try:
-        return not textread.looks_binary(real) or textread.utf16_text(real) is not None
+        wide = textread.utf16_text(real)
+        return wide is not None or not textread.looks_binary(real), wide
     except (OSError, ToolError):
-        return False
+        return False, None

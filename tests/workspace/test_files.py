@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -448,6 +449,28 @@ def test_search_finds_matches_in_utf16_text_as_read_file_numbers_its_lines(files
     (repo / "not16.bin").write_bytes(b"\xff\xfe\x00\x00n\x00e\x00")  # UTF-32: binary
     assert files.search("needle") == 'app.rc:2: VALUE "Caf\xe9 needle"\nbe.ps1:1: # needle'
     assert files.read("app.rc").splitlines()[2] == '2  VALUE "Caf\xe9 needle"'
+
+
+def test_search_decodes_a_utf16_file_once(files, repo):
+    """The UTF-16 text that tells search the file is text is the text it searches: its bytes
+    are decoded once (counted as calls of `bytes.decode` on them, seen by a profiler)."""
+    data = "".join(f"line {n} needle\n" for n in range(2000)).encode("utf-16")
+    (repo / "wide.rc").write_bytes(data)
+    decoded: list[int] = []
+
+    def watch(frame, event, arg) -> None:
+        if event == "c_call" and getattr(arg, "__name__", "") == "decode":
+            if getattr(arg, "__self__", None) == data:
+                decoded.append(len(data))
+
+    sys.setprofile(watch)
+    try:
+        found = files.search("needle", "wide.rc")
+    finally:
+        sys.setprofile(None)
+    assert found.splitlines()[0] == "wide.rc:1: line 0 needle"
+    assert "[... 1900 more matches not shown" in found  # 2,000 lines, each read
+    assert decoded == [len(data)]
 
 
 def test_a_file_and_links_to_it_are_searched_once(files, repo):
