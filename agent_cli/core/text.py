@@ -67,6 +67,18 @@ def unusable(text: str) -> str:
     return ""
 
 
+def typed(text: str) -> tuple[str, str]:
+    """Words a human gave (a line typed at a prompt, a hint or note on the command line) as
+    they show them: the escape sequences keys send (an arrow, Home, Esc) and other control
+    characters taken out (`clean`), so what is saved and sent is what was seen; and why they
+    cannot be used ("" when they can): `unusable`, or nothing left but such keys."""
+    why = unusable(text)
+    words = clean(text)
+    if not why and text.strip() and not words.strip():
+        why = "holds only keys that type no text (an arrow, Esc)"
+    return words, why
+
+
 def readable(text: str) -> str:
     """`text` as UTF-8 can carry it: bytes that were not UTF-8 (a file name git or the OS gave,
     decoded to lone surrogates) shown as `\\xNN` escapes, so no request or record fails on it."""

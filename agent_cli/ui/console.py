@@ -38,7 +38,7 @@ from agent_cli.core.events import (
     ToolRan,
 )
 from agent_cli.core.redact import redact, redact_model
-from agent_cli.core.text import clean, short, unusable
+from agent_cli.core.text import clean, short, typed
 from agent_cli.ui import stopping
 from agent_cli.ui.progress import RunState, arg_summary
 from agent_cli.ui.render import (
@@ -357,14 +357,12 @@ class RunConsole:
                 line = self._line(question)
                 if line is None:
                     return "q"
-                why = unusable(line)
-                typed = clean(line.rstrip("\r\n"))
+                words, why = typed(line.rstrip("\r\n"))
                 if not why and self._cut_by_terminal(line):
                     self.asker.print(Text(CUT_LINE), soft_wrap=True)
                     continue
-                if not why and (typed.strip() or not line.strip()):
-                    return typed
-                why = why or "holds only keys that type no text (an arrow, Esc)"
+                if not why:
+                    return words
                 self.asker.print(Text(f"that line {why}: type it again as plain UTF-8 text"))
             return "q"
 

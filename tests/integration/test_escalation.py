@@ -254,6 +254,30 @@ def test_resume_hint_gives_one_more_attempt_carrying_the_words(
     assert commits(demo_repo) == 2
 
 
+def test_a_hint_on_the_command_line_is_cleaned_as_one_typed_at_the_question(
+    agent_in_process, fake_server, demo_repo
+):
+    """--hint with the keys a terminal sends as escape sequences (arrows, a title change, a
+    colour, a carriage return): saved and sent as the words show, like a typed hint."""
+    escalate_without_terminal(agent_in_process, fake_server, demo_repo)
+    srv = fake_server(fixed())
+    dressed = "use sorted(xs)\x1b[D\x1b[C for \x1b]0;pwned\x07\x1b[31mit\x1b[0m\r"
+    proc = resume(agent_in_process, srv, demo_repo, "--hint", dressed)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs) for it"]
+    sent = json.dumps(srv.chat_requests[0]["messages"]).replace("\\n", "\n")
+    assert "<human_hint>\nuse sorted(xs) for it\n</human_hint>" in sent
+    assert "pwned" not in sent and "\\u001b" not in sent
+
+
+@pytest.mark.parametrize("flag", ["--hint", "--replan"])
+def test_an_answer_of_only_keys_that_type_no_text_is_refused(agent_in_process, demo_repo, flag):
+    proc = agent_in_process("run", "--resume", flag, "\x1b[A\x1b[B", cwd=demo_repo)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{flag} holds only keys that type no text (an arrow, Esc)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_resume_skip_goes_on_without_the_task(agent_in_process, fake_server, demo_repo):
     escalate_without_terminal(agent_in_process, fake_server, demo_repo, task(), DOC)
     srv = fake_server(write_notes())

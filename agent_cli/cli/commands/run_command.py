@@ -14,7 +14,7 @@ from typer._click.exceptions import UsageError as FlagError
 
 from agent_cli.cli.help import Command
 from agent_cli.core.errors import AgentError, UsageError
-from agent_cli.core.text import blank
+from agent_cli.core.text import blank, typed
 
 if TYPE_CHECKING:
     from agent_cli.cli.wiring import AnswerKind
@@ -166,9 +166,13 @@ def resume_answer(
         raise UsageError(f"{names} {verb} with --resume: it answers a stopped run's rejected task")
     if len(given) > 1:
         raise UsageError(f"{names} exclude each other: give one answer")
-    if given[0][0] == "hint" and not given[0][1].strip():
+    kind, text = given[0]
+    words, why = typed(text)  # cleaned as a line typed at the question is
+    if why:
+        raise UsageError(f"--{kind} {why}", "give it as plain UTF-8 text")
+    if kind == "hint" and not words.strip():
         raise UsageError('--hint needs the words to pass on, e.g. --hint "use statistics.median"')
-    return given[0]
+    return kind, words
 
 
 def runs_command(
