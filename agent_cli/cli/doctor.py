@@ -205,6 +205,9 @@ def _check_memory(settings: Settings, repo: Path | None) -> str:
         return "embedded Chroma in <repo>/.agent/chroma (no repository here)"
     place = memory_place(settings, settings.state_dir(repo or Path.cwd()))
     if isinstance(place, Path):
+        from agent_cli.memory.longterm.place import check_database
+
+        check_database(place)  # an empty, foreign or cut-short database is said here
         made = (place / "chroma.sqlite3").exists()
         return f"embedded Chroma at {place} ({'exists' if made else 'created on the first run'})"
     from agent_cli.memory.longterm.chroma import LongTermMemory

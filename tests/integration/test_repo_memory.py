@@ -241,7 +241,7 @@ def test_a_plan_only_run_names_the_users_corrupt_store_not_the_copy_it_reads(
     )
     with pytest.raises(StorageError) as refused:
         execute(opts)
-    assert f"memory store at {store} cannot be opened" in refused.value.one_line()
+    assert f"memory store at {store}: chroma.sqlite3 is not an SQLite" in refused.value.one_line()
     assert _hashes(store) == before
 
 

@@ -49,7 +49,7 @@ def _plant(repo: Path, rel: str, data: bytes | None) -> Path:
 @pytest.mark.parametrize(
     "rel, data, says",
     [
-        ("chroma/chroma.sqlite3", GARBAGE, "cannot be opened"),
+        ("chroma/chroma.sqlite3", GARBAGE, "chroma.sqlite3 is not an SQLite database"),
         ("chroma", b"a file where a directory should be\n", "is not a directory"),
     ],
 )

@@ -90,7 +90,9 @@ def _open_to_read(settings: Any, state: Path) -> Any:
     place = memory_place(settings, state)
     if isinstance(place, Path):
         from agent_cli.memory.longterm import snapshot
+        from agent_cli.memory.longterm.place import check_database
 
+        check_database(place)  # the snapshot of a damaged store does not stand in for it
         cols = snapshot.load(place)
         if cols is not None:
             from agent_cli.memory.longterm.lazy import SnapshotMemory

@@ -30,7 +30,7 @@ from agent_cli.core.protocols import Embedder, Recalled
 from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.longterm.chroma import ASSOCIATE_THRESHOLD, LongTermMemory
 from agent_cli.memory.longterm.curation import ITEM_KINDS, Curation
-from agent_cli.memory.longterm.place import ChromaServer, NoMemoryYet
+from agent_cli.memory.longterm.place import ChromaServer, NoMemoryYet, check_database
 from agent_cli.memory.longterm.reads import MIN_SCORE, Reader
 from agent_cli.memory.longterm.records import Result
 from agent_cli.memory.longterm.store import Meta, Store
@@ -73,6 +73,8 @@ class LazyLongTermMemory:
         if self._thread is not None or self._memory is not None or self._reader is not None:
             return
         path = self.path
+        if isinstance(path, Path):
+            check_database(path)  # a snapshot beside a damaged store is not read as the store
         cols = snapshot.load(path) if isinstance(path, Path) else None
         if cols is None or not isinstance(path, Path):
             self.open_in_background()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import threading
 import urllib.error
 import urllib.request
@@ -248,6 +249,7 @@ def probe_dir(path: Path, wait_s: float, reading: bool = False) -> None:
     db = path / "chroma.sqlite3"
     if not db.exists():
         return
+    check_database(path)
     try:
         mode = "ro" if reading else "rw"
         con = sqlite3.connect(f"{db.resolve().as_uri()}?mode={mode}", uri=True, timeout=wait_s)
@@ -266,3 +268,54 @@ def probe_dir(path: Path, wait_s: float, reading: bool = False) -> None:
             "wait for the other agent to finish" if locked else "nothing was changed; move it aside"
         )
         raise StorageError(f"memory store at {path} {what}", hint) from None
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_database(path: Path) -> None:
+    """Refuse a store whose database file no SQLite could have written: empty, not SQLite, or
+    shorter than its own header says (cut short by a copy or a full disk). SQLite would take
+    an empty file for a new database and Chroma would write a new store into it, and a recall
+    snapshot beside a damaged file would answer as if the store were whole; so every opening
+    and every read from the snapshot checks this first. Only its first 100 bytes and its size
+    are read; nothing is written, and no file is missing here."""
+    db = path / "chroma.sqlite3"
+    if not path.is_dir():
+        return  # `probe_dir` says what is there instead
+    try:
+        fd = os.open(db, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise StorageError(
+            f"memory store at {path}: {db.name} cannot be read ({e.strerror or e})",
+            "check its permissions",
+        ) from None
+    try:
+        info = os.fstat(fd)
+        head = os.read(fd, 100) if stat.S_ISREG(info.st_mode) else b""
+    finally:
+        os.close(fd)
+    why = _damage(head, info.st_size) if stat.S_ISREG(info.st_mode) else "is not a regular file"
+    if why:
+        raise StorageError(
+            f"memory store at {path}: {db.name} {why}",
+            "nothing was changed; move the directory aside (kept, it may still be recovered "
+            "from) and the next run starts a new store",
+        )
+
+
+def _damage(head: bytes, size: int) -> str:
+    """What is wrong with a database file of `size` bytes that starts with `head` ("" when
+    nothing is seen)."""
+    if size == 0:
+        return "is empty (0 bytes): it is no store Chroma wrote"
+    if not head.startswith(_SQLITE_MAGIC) or len(head) < 100:
+        return "is not an SQLite database (its first bytes are not SQLite's)"
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if head[24:28] == head[92:96] and pages and size < pages * page:  # the count is current
+        return f"is cut short: {size:,} bytes of the {pages * page:,} its header names"
+    return ""
