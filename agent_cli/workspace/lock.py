@@ -81,15 +81,17 @@ class RunLock:
     def release(self) -> None:
         """Remove the lock file and give the lock up; a file that cannot be removed (a state
         directory made read-only meanwhile) stays, unlocked, which is as free as no file."""
-        if self._fd is None:
+        # given up before the close: a Ctrl-C taken right after it (a second one while the run
+        # stops) leaves no number to close again, which may be another file's by then
+        fd, self._fd = self._fd, None
+        if fd is None:
             return
         try:
             self.path.unlink(missing_ok=True)  # while still holding it, so no one waits on it
         except OSError:
             pass
         finally:
-            os.close(self._fd)
-            self._fd = None
+            os.close(fd)
 
     def name(self, run_id: str) -> None:
         """Write the run's id beside the holder's pid (a new run gets its id after the lock)."""

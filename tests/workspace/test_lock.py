@@ -172,3 +172,30 @@ def test_a_lock_path_that_is_a_link_or_a_fifo_is_refused_and_nothing_written(tmp
             take()
     assert live_holder(path) is None and RunLock(path).holder() is None
     assert mine.read_text() == "mine\n"
+
+
+def test_a_release_cut_short_by_ctrl_c_after_the_close_does_not_close_it_again(tmp_path):
+    """Ctrl-C taken right after the lock's descriptor was closed (a second Ctrl-C while the
+    run stops): the lock is given up, and releasing it again closes no descriptor, not one
+    that another file has been handed since (here the next file opened)."""
+    lock = RunLock(tmp_path / "run.lock")
+    lock.acquire()
+
+    def ctrl_c_after_close(frame, event, arg) -> None:
+        if event == "c_return" and arg is os.close:
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+
+    sys.setprofile(ctrl_c_after_close)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            lock.release()
+    finally:
+        sys.setprofile(None)
+    other = os.open(tmp_path / "other", os.O_CREAT | os.O_RDWR)  # likely the freed number
+    try:
+        lock.release()  # the run's own cleanup releases it once more
+        os.fstat(other)  # still open
+    finally:
+        os.close(other)
+    assert not (tmp_path / "run.lock").exists() and not lock.held
