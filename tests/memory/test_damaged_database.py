@@ -94,3 +94,48 @@ def test_a_whole_store_still_opens_and_recalls(whole, tmp_path):
     lazy.prepare()
     assert lazy.recall("the parser lives in src", k=3, min_score=-1.0)
     lazy.close()
+
+
+HOLD_LOCK = """
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN EXCLUSIVE")
+print("held", flush=True)
+sys.stdin.readline()
+con.close()
+"""
+
+
+def test_a_file_shorter_than_its_header_while_a_writer_holds_the_lock_is_not_refused(
+    whole, tmp_path
+):
+    """A commit under way writes the page count before the pages that grow the file, so
+    the file looks cut short until the commit ends: the check waits for SQLite's lock, and
+    leaves the file to SQLite when the lock is not given in time; once no writer holds it,
+    the same file is refused."""
+    import subprocess
+    import sys
+
+    from agent_cli.memory.longterm import place
+
+    store = tmp_path / "chroma"
+    shutil.copytree(whole, store)
+    db = store / "chroma.sqlite3"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(store / "chroma.sqlite3")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "held\n"
+        with open(db, "r+b") as file:  # what a commit under way shows a reader
+            file.truncate(db.stat().st_size // 2)
+        place.check_database(store)  # a writer holds the lock: not judged
+    finally:
+        assert writer.stdin is not None
+        writer.stdin.write("done\n")
+        writer.stdin.close()
+        writer.wait(timeout=30)
+    with pytest.raises(StorageError, match="chroma.sqlite3 is cut short"):
+        place.check_database(store)

@@ -298,12 +298,45 @@ def check_database(path: Path) -> None:
     finally:
         os.close(fd)
     why = _damage(head, info.st_size) if stat.S_ISREG(info.st_mode) else "is not a regular file"
+    if why.startswith(CUT_SHORT):
+        why = _cut_short_while_shared(db)
     if why:
         raise StorageError(
             f"memory store at {path}: {db.name} {why}",
             "nothing was changed; move the directory aside (kept, it may still be recovered "
             "from) and the next run starts a new store",
         )
+
+
+CUT_SHORT = "is cut short"
+CUT_SHORT_WAIT_S = 2.0
+
+
+def _cut_short_while_shared(db: Path) -> str:
+    """The file judged again with SQLite's shared lock held ("" when it is not cut short then,
+    or SQLite cannot say). A store's database is written in place: a commit writes its first
+    page, which holds the page count, before the pages that grow the file, so another run
+    writing at that moment shows a file shorter than its header says. No commit is under way
+    while the shared lock is held; a file a killed writer left (its journal beside it, which
+    SQLite rolls back on the next open) or a writer that holds the lock past the wait is left
+    to SQLite, as is a file SQLite itself opens and reads."""
+    try:
+        con = sqlite3.connect(
+            f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=CUT_SHORT_WAIT_S
+        )
+    except sqlite3.Error:
+        return ""
+    try:
+        con.execute("BEGIN")
+        con.execute("SELECT count(*) FROM sqlite_master").fetchall()  # takes the shared lock
+        with open(db, "rb") as file:
+            return _damage(file.read(100), os.fstat(file.fileno()).st_size)
+    except sqlite3.OperationalError:
+        return ""  # busy, or a journal to roll back: SQLite will say what it finds
+    except sqlite3.DatabaseError:
+        return f"{CUT_SHORT}: SQLite cannot read it"
+    finally:
+        con.close()
 
 
 def _damage(head: bytes, size: int) -> str:
@@ -317,5 +350,5 @@ def _damage(head: bytes, size: int) -> str:
     page = 65536 if page == 1 else page
     pages = int.from_bytes(head[28:32], "big")
     if head[24:28] == head[92:96] and pages and size < pages * page:  # the count is current
-        return f"is cut short: {size:,} bytes of the {pages * page:,} its header names"
+        return f"{CUT_SHORT}: {size:,} bytes of the {pages * page:,} its header names"
     return ""
