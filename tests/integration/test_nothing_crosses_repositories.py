@@ -180,6 +180,30 @@ def test_relative_remotes_of_two_repositories_are_two_remotes(tmp_path):
     assert keys[0] != keys[1] and keys[0] == [f"url:{tmp_path / 'a' / 'upstream'}"]  # no .git
 
 
+def test_a_library_merged_from_a_remote_shares_nothing_with_the_repository_that_merged_it(
+    run_env, fake_server, capsys, tmp_path
+):
+    """A repository with no `origin` that merged a library through a remote of its own
+    (`git subtree add`) is not known by the library's remote: the library's clones, which
+    are, learn nothing from it, and it nothing from them."""
+    run_env.setenv("AGENT_HOME", str(tmp_path / "shared-home"))
+    mine, theirs = _two(tmp_path)
+    library = tmp_path / "server" / "lib.git"
+    git(tmp_path, "clone", "-q", "--bare", str(theirs), str(library))
+    git(theirs, "remote", "add", "origin", str(library))  # the library's own clone
+    git(theirs, "fetch", "-q", "origin")
+    git(theirs, "branch", "-q", "--set-upstream-to=origin/main")
+    git(mine, "remote", "add", "lib", str(library))
+    git(mine, "fetch", "-q", "lib")
+    git(mine, "merge", "-q", "--allow-unrelated-histories", "-s", "ours", "-m", "lib", "lib/main")
+    run_id = _learn(capsys, fake_server, theirs)
+    seen = _planned(capsys, fake_server, mine)
+    for leaked in (NOTE, FACT, run_id, "grep -q -e"):
+        assert leaked not in seen, leaked
+    git(mine, "branch", "-q", "--set-upstream-to=lib/main")  # told it is the library's clone
+    assert NOTE in _planned(capsys, fake_server, mine)
+
+
 @pytest.mark.slow  # a real `chroma run` server
 def test_a_shared_memory_server_recalls_nothing_of_another_repository(
     run_env, fake_server, capsys, tmp_path, chroma_server, chroma_database

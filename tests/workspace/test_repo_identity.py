@@ -59,6 +59,20 @@ def test_the_first_parent_root_commit_is_the_identity(tmp_path):
     assert repo_identity(repo).root_commit == first
 
 
+def test_the_remote_is_origin_else_the_one_its_branches_track_never_an_untracked_one(tmp_path):
+    upstream = make_repo(tmp_path / "calc")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "-o", "upstream", str(upstream), str(clone))
+    git(clone, "remote", "add", "a-library", "git@github.com:vendor/lib.git")
+    assert repo_identity(clone).remote == str(upstream)  # what `main` tracks
+    git(clone, "checkout", "-q", "-b", "work")  # a branch that tracks nothing
+    assert repo_identity(clone).remote == str(upstream)  # what the other branches track
+    git(clone, "branch", "-q", "--unset-upstream", "main")
+    assert repo_identity(clone).remote == ""  # a remote no branch tracks is no one's own
+    git(clone, "remote", "add", "origin", "https://example.com/o/calc.git")
+    assert repo_identity(clone).remote == "example.com/o/calc"  # origin, tracked or not
+
+
 def test_remote_urls_normalize_to_one_form():
     forms = [
         "https://github.com/Owner/calc.git",

@@ -141,10 +141,29 @@ def repo_identity(root: Path, secrets: tuple[str, ...] = ()) -> RepoIdentity:
             chain = _out(root, "rev-list", *_FIRST_ROOT, secrets=secrets).split()
             first = chain[-1] if chain else ""
             former = every[-1] if every[-1] != first else ""
-    remotes = _out(root, "remote", secrets=secrets).split()
-    remote = "origin" if "origin" in remotes else (remotes[0] if remotes else "")
+    remote = _own_remote(root, secrets)
     url = _out(root, "remote", "get-url", remote, secrets=secrets) if remote else ""
     return RepoIdentity(first, normalize_remote(_absolute(url, root)), former)
+
+
+def _own_remote(root: Path, secrets: tuple[str, ...]) -> str:
+    """The name of the remote the repository at `root` is a clone of: `origin`, else the one
+    its branches track (HEAD's branch's first, then the one most of them track), else none.
+
+    A remote no branch tracks is not taken for the repository's own: it is as often another
+    project's, added to fetch or merge from (`git subtree add` of a library), and the
+    library's own clones, known by that remote, would share this repository's memory."""
+    remotes = _out(root, "remote", secrets=secrets).split()
+    if "origin" in remotes or not remotes:
+        return "origin" if remotes else ""
+    refs = ("for-each-ref", "--format=%(HEAD)|%(upstream:remotename)", "refs/heads")
+    tracked: list[tuple[bool, str]] = []  # (whether it is HEAD's branch, its remote)
+    for line in _out(root, *refs, secrets=secrets).splitlines():
+        head, _, name = line.partition("|")
+        if name in remotes:
+            tracked.append((head.strip() == "*", name))
+    names = [name for _, name in tracked]
+    return min(tracked, key=lambda t: (not t[0], -names.count(t[1]), t[1]), default=(0, ""))[1]
 
 
 def _is_shallow(root: Path, secrets: tuple[str, ...]) -> bool:
