@@ -132,10 +132,39 @@ def _forget_unusable_size() -> None:
             del os.environ[name]
 
 
+# git's variables that name a repository other than the one git would find from its working
+# directory (of `git rev-parse --local-env-vars`, less the user's own config)
+OTHER_REPOSITORY = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_GRAFT_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+)
+
+
+def _forget_other_repository() -> None:
+    """The repository is the one `--repo` or the working directory is in: git's variables that
+    name another (`GIT_DIR`, `GIT_INDEX_FILE`…, as a hook of another repository exports them)
+    count as unset, for the harness's git, GitPython and the commands a run starts alike, so
+    that one repository's memory, index and objects never stand in for another's."""
+    for name in OTHER_REPOSITORY:
+        os.environ.pop(name, None)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app on `argv` (default: the command line), turning our
     errors into one line and an exit code."""
     _forget_unusable_size()
+    _forget_other_repository()
     try:
         code = app(argv, standalone_mode=False, prog_name="agent")
     except typer.TyperException as e:

@@ -204,6 +204,35 @@ def test_a_library_merged_from_a_remote_shares_nothing_with_the_repository_that_
     assert NOTE in _planned(capsys, fake_server, mine)
 
 
+def test_a_git_dir_in_the_environment_names_no_other_repository(
+    fake_server, tmp_path, agent_in_process
+):
+    """`GIT_DIR` and `GIT_INDEX_FILE` of another repository (as its hook exports them) do not
+    make `agent recall` or a run in this one read that repository's memory or files."""
+    mine, theirs = _two(tmp_path)
+    env = {"AGENT_HOME": str(tmp_path / "shared-home"), "AGENT_EMBEDDING_MODEL": "fake-embed"}
+    srv = fake_server(
+        [plan(task(cmd=CHECK)), {"tool": "note", "args": {"text": NOTE}}, add_median(), finish()]
+    )
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=theirs, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    srv = fake_server([plan(task())])
+    env |= {
+        "AGENT_BASE_URL": srv.url,
+        "GIT_DIR": str(theirs / ".git"),
+        "GIT_INDEX_FILE": str(theirs / ".git" / "index"),
+    }
+    proc = agent_in_process("recall", NOTE, "--json", cwd=mine, env=env)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == [], proc.stdout + proc.stderr
+    proc = agent_in_process("run", GOAL, "--plan-only", "--json", cwd=mine, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = request_text(planning_requests(srv)[0])
+    assert NOTE not in seen and "grep -q -e" not in seen
+    assert "NOTICE" not in seen  # the file list is this repository's, not the other's
+    proc = agent_in_process("recall", NOTE, "--json", cwd=theirs, env=env)
+    assert NOTE in proc.stdout, proc.stdout + proc.stderr  # there, it is
+
+
 @pytest.mark.slow  # a real `chroma run` server
 def test_a_shared_memory_server_recalls_nothing_of_another_repository(
     run_env, fake_server, capsys, tmp_path, chroma_server, chroma_database
