@@ -73,6 +73,18 @@ def test_the_remote_is_origin_else_the_one_its_branches_track_never_an_untracked
     assert repo_identity(clone).remote == "example.com/o/calc"  # origin, tracked or not
 
 
+def test_an_orphan_branch_checked_out_is_known_by_its_own_root_and_the_remote(tmp_path):
+    repo = make_repo(tmp_path / "site")
+    git(repo, "remote", "add", "origin", "git@github.com:o/site.git")
+    main = repo_identity(repo)
+    git(repo, "checkout", "-q", "--orphan", "gh-pages")
+    assert repo_identity(repo) == RepoIdentity("", "github.com/o/site")  # no commit on it yet
+    git(repo, "commit", "-q", "-m", "pages")
+    pages = repo_identity(repo)
+    assert pages.root_commit not in ("", main.root_commit)
+    assert set(pages.keys()) & set(main.keys()) == {"url:github.com/o/site"}
+
+
 def test_remote_urls_normalize_to_one_form():
     forms = [
         "https://github.com/Owner/calc.git",
