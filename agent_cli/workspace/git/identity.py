@@ -163,7 +163,7 @@ def _own_remote(root: Path, secrets: tuple[str, ...]) -> str:
         if name in remotes:
             tracked.append((head.strip() == "*", name))
     names = [name for _, name in tracked]
-    return min(tracked, key=lambda t: (not t[0], -names.count(t[1]), t[1]), default=(0, ""))[1]
+    return min(tracked, key=lambda t: (not t[0], -names.count(t[1]), t[1]), default=(False, ""))[1]
 
 
 def _is_shallow(root: Path, secrets: tuple[str, ...]) -> bool:
