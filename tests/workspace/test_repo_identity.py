@@ -67,6 +67,16 @@ def test_the_remote_is_origin_else_the_one_its_branches_track_never_an_untracked
     assert repo_identity(clone).remote == str(upstream)  # what `main` tracks
     git(clone, "checkout", "-q", "-b", "work")  # a branch that tracks nothing
     assert repo_identity(clone).remote == str(upstream)  # what the other branches track
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", "--bare", str(upstream), str(fork))
+    git(clone, "remote", "add", "b-fork", str(fork))
+    git(clone, "fetch", "-q", "b-fork")
+    git(clone, "branch", "-q", "--set-upstream-to=b-fork/main")  # `work` tracks the fork
+    assert repo_identity(clone).remote == str(fork)  # one each: the first by name
+    git(clone, "branch", "-q", "other", "upstream/main")  # tracks upstream: two to one
+    assert repo_identity(clone).remote == str(upstream)
+    git(clone, "branch", "-q", "-D", "other")
+    git(clone, "branch", "-q", "--unset-upstream", "work")
     git(clone, "branch", "-q", "--unset-upstream", "main")
     assert repo_identity(clone).remote == ""  # a remote no branch tracks is no one's own
     git(clone, "remote", "add", "origin", "https://example.com/o/calc.git")

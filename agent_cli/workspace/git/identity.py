@@ -148,7 +148,9 @@ def repo_identity(root: Path, secrets: tuple[str, ...] = ()) -> RepoIdentity:
 
 def _own_remote(root: Path, secrets: tuple[str, ...]) -> str:
     """The name of the remote the repository at `root` is a clone of: `origin`, else the one
-    its branches track (HEAD's branch's first, then the one most of them track), else none.
+    most of its branches track (of two as many, the first by name), else none; never which
+    branch is checked out, so that a run's own branch (which tracks nothing) is the same
+    repository as the branch it started from.
 
     A remote no branch tracks is not taken for the repository's own: it is as often another
     project's, added to fetch or merge from (`git subtree add` of a library), and the
@@ -156,14 +158,9 @@ def _own_remote(root: Path, secrets: tuple[str, ...]) -> str:
     remotes = _out(root, "remote", secrets=secrets).split()
     if "origin" in remotes or not remotes:
         return "origin" if remotes else ""
-    refs = ("for-each-ref", "--format=%(HEAD)|%(upstream:remotename)", "refs/heads")
-    tracked: list[tuple[bool, str]] = []  # (whether it is HEAD's branch, its remote)
-    for line in _out(root, *refs, secrets=secrets).splitlines():
-        head, _, name = line.partition("|")
-        if name in remotes:
-            tracked.append((head.strip() == "*", name))
-    names = [name for _, name in tracked]
-    return min(tracked, key=lambda t: (not t[0], -names.count(t[1]), t[1]), default=(False, ""))[1]
+    refs = ("for-each-ref", "--format=%(upstream:remotename)", "refs/heads")
+    tracked = [name for name in _out(root, *refs, secrets=secrets).split() if name in remotes]
+    return min(tracked, key=lambda name: (-tracked.count(name), name), default="")
 
 
 def _is_shallow(root: Path, secrets: tuple[str, ...]) -> bool:
