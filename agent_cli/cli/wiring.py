@@ -53,7 +53,6 @@ from agent_cli.core.redact import redact
 from agent_cli.memory import SqliteStore, WorkingMemory
 from agent_cli.memory.longterm.fallback import FallbackLongTerm
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
-from agent_cli.memory.longterm.records import format_for_context
 from agent_cli.memory.longterm.write.outbox import Outbox
 from agent_cli.ui import stopping
 from agent_cli.ui.console import make_console, pick_mode, stdin_is_terminal
@@ -281,20 +280,8 @@ class RunKit:
             is_test=is_test_command,
             memory=memory,
             secrets=self.workspace.secrets,
-            recall_longterm=self.recall_longterm,
             providers=self.tools.providers() if self.tools else (),
         )
-
-    def recall_longterm(self, query: str) -> str:
-        """Earlier runs' memory about `query` in this repository, fenced for the model."""
-        from agent_cli.agent.learn.topic import repo_topics
-        from agent_cli.memory.longterm.records import mark_stale
-        from agent_cli.workspace.git.blobs import blob_hash
-
-        root = self.workspace.root
-        topics = repo_topics(root, own_memory(self.settings))
-        found = self.longterm.recall(query, k=3, topics=topics)
-        return format_for_context(mark_stale(list(found), lambda path: blob_hash(root, path)))
 
     def allow_command(self, cmd: str) -> None:
         self.policy.allow(cmd)

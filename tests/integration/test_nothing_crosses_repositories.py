@@ -233,6 +233,39 @@ def test_a_git_dir_in_the_environment_names_no_other_repository(
     assert NOTE in proc.stdout, proc.stdout + proc.stderr  # there, it is
 
 
+def test_a_command_that_repoints_the_remote_does_not_make_the_run_another_repository(
+    run_env, fake_server, capsys, tmp_path
+):
+    """The model sets this repository's `origin` to another's URL, then recalls: it gets
+    nothing of the other repository, and what the run learned is not filed as the other's."""
+    run_env.setenv("AGENT_HOME", str(tmp_path / "shared-home"))
+    mine, theirs = _two(tmp_path)
+    git(theirs, "remote", "add", "origin", "https://github.com/acme/private.git")
+    git(mine, "remote", "add", "origin", "https://github.com/me/app.git")
+    _learn(capsys, fake_server, theirs)
+    own_note = "the app keeps its median in calc/stats.py"
+    repoint = "git remote set-url origin https://github.com/acme/private.git"
+    srv = fake_server(
+        [
+            plan(task(cmd=CHECK)),
+            {"tool": "run", "args": {"cmd": repoint}},
+            {"tool": "recall", "args": {"query": "median function sorts copy list"}},
+            {"tool": "note", "args": {"text": own_note}},
+            add_median(),
+            finish(),
+            facts(),
+        ]
+    )
+    code, events = run_in_process(capsys, mine, GOAL, srv)
+    assert code == 0, json.dumps(events)[-3000:]
+    asked = "\n".join(request_text(r) for r in srv.chat_requests)
+    assert NOTE not in asked and FACT not in asked
+    assert "nothing relevant from earlier runs" in asked  # the recall asked long-term memory
+    assert own_note not in _planned(capsys, fake_server, theirs)
+    git(mine, "remote", "set-url", "origin", "https://github.com/me/app.git")
+    assert own_note in _planned(capsys, fake_server, mine)
+
+
 @pytest.mark.slow  # a real `chroma run` server
 def test_a_shared_memory_server_recalls_nothing_of_another_repository(
     run_env, fake_server, capsys, tmp_path, chroma_server, chroma_database

@@ -72,6 +72,20 @@ class RunMemory:
             self._topics = [topic, *(t for t in former if t != topic)]
         return self._topics
 
+    def take_identity(self) -> None:
+        """Read which repository this is now, before the model can run a command: a command
+        may rewrite the repository's config (`git remote set-url origin` another's URL), and
+        the run's reads and writes would then be another repository's."""
+        self._read_topics()
+
+    def recall_for_model(self, query: str) -> str:
+        """Earlier runs' memory about `query` in this repository, fenced (the model's `recall`
+        tool): of the repository the run started in, whatever a command made of its config."""
+        from agent_cli.memory.longterm.records import format_for_context, mark_stale
+
+        found = self.longterm.recall(query, k=3, topics=[self.topic, *self.former_topics])
+        return format_for_context(mark_stale(list(found), self.blob_of))
+
     def blob_of(self, path: str) -> str | None:
         from agent_cli.workspace.git.blobs import blob_hash
 

@@ -212,6 +212,7 @@ class Session:
             thresholds=config.memory_thresholds,
             own_store=config.memory_own_store,
         )
+        self.mem.take_identity()  # before any model request, so before any of its commands
         self._answer: Answer | None = None  # the human's answer given with --resume
         self._facts: list[Any] | None = None  # asked for once the tasks are over
         self._notes: list[str] = []  # notes taken since the last journal line
@@ -473,6 +474,7 @@ class Session:
         self._base_usage = run.usage.model_copy()
         toolbox = self.sv.parts.make_toolbox(memory)
         toolbox.on_note = lambda item_id, text: self._noted(state, item_id, text)
+        toolbox.recall_longterm = self.mem.recall_for_model
         self._verified = _settled(state)
         self.rt = rt = Runtime(
             model=self.models.executor,
