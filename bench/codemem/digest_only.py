@@ -42,7 +42,6 @@ from agent_cli.agent.learn.run_memory import RunMemory  # noqa: E402
 from agent_cli.core import tokens  # noqa: E402
 from agent_cli.memory.embed import WordLlamaEmbedder  # noqa: E402
 from agent_cli.memory.longterm.chroma import LongTermMemory  # noqa: E402
-from agent_cli.memory.longterm.records import format_for_context  # noqa: E402
 
 
 def learned_in(scn: scenarios.Scenario, work: Path, cache: Path) -> learn.Learned:
@@ -88,16 +87,7 @@ def block_of(mem: RunMemory, goal: str) -> tuple[str, float]:
     start = time.monotonic()
     found = mem.recall(goal)
     took = time.monotonic() - start
-    if not found.items:
-        return "", took
-    text = format_for_context(
-        found.items,
-        max_chars=digest.chars(mem.digest_tokens),
-        max_lines=len(found.items),
-        more=found.more_line(),
-        brief=True,
-    )
-    return text, took
+    return digest.render(found, mem.digest_tokens), took
 
 
 def main(argv: list[str] | None = None) -> int:

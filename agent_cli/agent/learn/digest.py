@@ -14,10 +14,13 @@ one procedure per test file, the ones tied to the goal's code first, each after 
 shown as its command on another target (procedures.py), a quarter. Then the other items by
 the fused rankings, an item that repeats one already taken in other words put off; then
 those recalled before, the most used first; then the rest the embedding ranked, below its
-floor; one line says how many more there are and how to recall them. The run's closest
-episodes come before all of them, within a third of the share. Each line is costed as it is
-rendered (`format_for_context`, brief), at 3.1 characters a token: the digest is built
-before the first request, when the tokenizer is not loaded yet.
+floor; one line says how many more there are and how to recall them (alone, when the share
+holds no item but holds that line). The run's closest episodes come before all of them,
+within a third of the share. The whole block keeps to the share: its header and fence, and
+the line counting the rest, are set aside first; an item's text is costed as its line shows
+it (`format_for_context`, brief), at 3.1 characters a token, and the rest of its line (kind,
+id, trust, a stale mark, date: ids tokenize densely) at what o200k counts for it at most.
+The digest is built before the first request, when the tokenizer is not loaded yet.
 """
 
 from __future__ import annotations
@@ -28,14 +31,17 @@ from dataclasses import dataclass
 from agent_cli.agent.learn import lexical, procedures, rank, rules
 from agent_cli.agent.learn.codemap import CodeMap
 from agent_cli.core.protocols import LongTermStore, Recalled
+from agent_cli.memory.longterm.records import format_for_context, shown_text
 
 SCAN = 2000  # items read to choose from: beyond this the store is searched, not listed
 EPISODES = 3
 ASSOCIATE_K = 10  # the items associate finds for the goal (memory/thresholds.py: OFFLINE)
 NEAREST = 100  # items ranked by the embedding, to fuse with the names' ranking
-LINE_OVERHEAD_CHARS = 55  # kind, id, trust and date around an item's text (a brief line)
-ITEM_CHARS = 300  # an item's text is cut to this on its line
-HEADER_TOKENS = 40
+# kind, id, trust, a stale mark and date around an item's text on a brief line: o200k counts
+# 28 on average and 37 at most (a content id's 16 hex digits cut fine)
+LINE_TOKENS = 37
+FRAME_TOKENS = 27  # the block's header and its fence tags
+MORE_TOKENS = 32  # the line counting what was left out and naming the recall tool
 CHARS_PER_10_TOKENS = 31
 RULE_SHARE = 30  # percent of the share kept for the notes that state a rule of the repository
 PROCEDURE_SHARE = 25  # percent kept for the ways to check work, one per test file
@@ -65,14 +71,25 @@ def chars(tokens: int) -> int:
 
 
 def cost(item: Recalled) -> int:
-    """The tokens `item` takes on its line of the fenced block, at 3.1 characters a token
-    (English runs near 4; its id and paths are cut finer). A character past ASCII counts as
-    its UTF-8 bytes: Chinese runs near 1.4 characters a token, and 3 bytes each keep it to
-    the rate."""
-    shown = (item.gist or item.text)[:ITEM_CHARS]
-    return (len(shown.encode("utf-8", "replace")) + LINE_OVERHEAD_CHARS) * 10 // (
-        CHARS_PER_10_TOKENS
-    ) + 1
+    """The tokens `item` takes on its line of the fenced block: its text as the line shows it
+    at 3.1 characters a token (English runs near 4; paths are cut finer), and the rest of
+    the line. A character past ASCII counts as its UTF-8 bytes: Chinese runs near 1.4
+    characters a token, and 3 bytes each keep it to the rate."""
+    shown = shown_text(item).encode("utf-8", "replace")
+    return -(-len(shown) * 10 // CHARS_PER_10_TOKENS) + LINE_TOKENS
+
+
+def render(found: Digest, budget_tokens: int) -> str:
+    """The fenced block of `found`, built within `budget_tokens`: its items, then the line
+    counting the rest when the share holds it; "" when there is nothing to show."""
+    more = found.more_line() if budget_tokens >= FRAME_TOKENS + MORE_TOKENS else ""
+    return format_for_context(
+        found.items,
+        max_chars=chars(budget_tokens),
+        max_lines=len(found.items),
+        more=more,
+        brief=True,
+    )
 
 
 def build(
@@ -90,7 +107,7 @@ def build(
     repository) for `goal`: associate's top `k` above `min_score` and the items sharing a name
     with the goal ahead, then the most used, then the rest of the embedding's nearest; episodes
     at least `episode_min_score` close (None: the store's floor)."""
-    budget = max(0, budget_tokens - HEADER_TOKENS)
+    budget = max(0, budget_tokens - FRAME_TOKENS)
     close = longterm.recall(
         goal, k=EPISODES, kind="episode", topics=topics[:1], min_score=episode_min_score
     )
@@ -99,6 +116,7 @@ def build(
     items = list(longterm.listing(topics, min_trust=0.5, limit=SCAN))
     if len(items) < SCAN and sum(cost(i) for i in items) <= budget:
         return Digest(episodes + items, 0)
+    budget = max(0, budget - MORE_TOKENS)  # something is left out: the line counting it
     near = longterm.associate(  # the embedding's ranking, floor or not: fused below
         goal,
         k=max(NEAREST, k),

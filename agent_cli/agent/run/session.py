@@ -61,7 +61,6 @@ from agent_cli.core.errors import (
 from agent_cli.core.models import MAX_ATTEMPTS, SETTLED, Plan, Task, Verdict
 from agent_cli.core.protocols import ChatModel, Console, Hooks, LongTermStore, Workspace
 from agent_cli.core.redact import redact
-from agent_cli.memory.longterm.records import format_for_context
 from agent_cli.memory.longterm.signatures import failure_signatures
 from agent_cli.memory.thresholds import OFFLINE, Thresholds
 from agent_cli.memory.working.memory import WorkingMemory
@@ -315,15 +314,7 @@ class Session:
                     f"earlier runs ({', '.join(kinds)}); `agent recall` shows them"
                 )
             )
-        if not results:
-            return ""
-        return format_for_context(
-            results,
-            max_chars=digest.chars(self.cfg.memory_digest_tokens),
-            max_lines=len(results),
-            more=found.more_line(),
-            brief=True,
-        )
+        return digest.render(found, self.cfg.memory_digest_tokens)
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
         files = self.sv.workspace.list_files()

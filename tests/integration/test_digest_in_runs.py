@@ -1,0 +1,101 @@
+"""The memory digest as a run sends it: real runs in this process against the loopback server,
+the repository's long-term memory filled beforehand through the real store.
+
+The block keeps to its token share as the tokenizer counts it, the line counting what was
+left out is exact, a hit is counted on what was shown and on nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from learnkit import planning_requests, run_env, run_in_process, task_requests  # noqa: F401
+from runkit import (
+    GOAL,
+    add_median,
+    facts,
+    finish,
+    plan,
+    task,
+)
+
+from agent_cli.agent.learn.topic import repo_topic
+from agent_cli.core import tokens
+from agent_cli.llm.openai.embedder import OpenAIEmbedder
+from agent_cli.memory.longterm.chroma import LongTermMemory
+
+pytestmark = pytest.mark.slow  # the runs verify with `python -m pytest`
+
+WRAPPER = "Reference material recalled from earlier runs:\n"
+
+
+def _store(repo: Path, server) -> LongTermMemory:
+    embedder = OpenAIEmbedder(base_url=server.url, api_key=None, model="fake-embed")
+    return LongTermMemory(repo / ".agent" / "chroma", embedder)
+
+
+def _fill(repo: Path, server, n: int) -> set[str]:
+    """`n` facts of the repository, dense with paths and names as a code base's are, each
+    naming a file that is not there any more (its line marked stale: a longer line)."""
+    with _store(repo, server) as mem:
+        return {
+            mem.add_fact(
+                f"module{i} in pkg/mod{i}.py keeps the helper h{i} that tests/test_mod{i}.py checks",
+                "test",
+                topic=repo_topic(repo),
+                files={f"pkg/mod{i}.py": "0" * 40},
+            )
+            for i in range(n)
+        }
+
+
+def _hits(repo: Path, server) -> dict[str, int]:
+    with _store(repo, server) as mem:
+        return {r.id: r.hit_count for r in mem.listing([repo_topic(repo)], limit=5000)}
+
+
+def _digest(request: dict) -> str:
+    """The digest block of a request ("" when it has none)."""
+    for m in request["messages"]:
+        content = str(m.get("content") or "")
+        if content.startswith(WRAPPER):
+            return content[len(WRAPPER) :]
+    return ""
+
+
+def _run(capsys, repo: Path, server, share: int) -> str:
+    """A run with a digest share of `share` tokens; its planning request's digest."""
+    srv = server([plan(task()), add_median(), finish(), facts()])
+    code, events = run_in_process(capsys, repo, GOAL, srv, memory_digest_tokens=share)
+    assert code == 0, events
+    block = _digest(planning_requests(srv)[0])
+    assert all(_digest(r) == block for r in task_requests(srv))  # every step's, unchanged
+    return block
+
+
+@pytest.mark.parametrize("share", [200, 1500])
+def test_a_large_stores_digest_keeps_to_its_share_and_counts_the_rest_exactly(
+    run_env, fake_server, capsys, demo_repo, share
+):
+    stored = _fill(demo_repo, fake_server([]), 300)
+    block = _run(capsys, demo_repo, fake_server, share)
+    shown = set(re.findall(r'^- fact (\S+) trust="1.0" stale="true": ', block, re.M))
+    assert shown and shown <= stored
+    (left,) = re.findall(r"^- (\d+) more facts, notes and procedures", block, re.M)
+    assert int(left) == len(stored) - len(shown)
+    hits = _hits(demo_repo, fake_server([]))
+    assert {i for i in stored if hits[i]} == shown and {hits[i] for i in shown} == {1}
+    assert tokens.count(block) <= share
+
+
+def test_a_share_too_small_for_one_item_still_says_how_much_is_there(
+    run_env, fake_server, capsys, demo_repo
+):
+    stored = _fill(demo_repo, fake_server([]), 300)
+    block = _run(capsys, demo_repo, fake_server, 100)
+    assert tokens.count(block) <= 100
+    assert "- 300 more facts, notes and procedures" in block and "- fact " not in block
+    assert _run(capsys, demo_repo, fake_server, 0) == ""  # no share: no digest at all
+    assert not any(_hits(demo_repo, fake_server([]))[i] for i in stored)
