@@ -2,7 +2,8 @@
 the repository's long-term memory filled beforehand through the real store.
 
 The block keeps to its token share as the tokenizer counts it, the line counting what was
-left out is exact, a hit is counted on what was shown and on nothing else.
+left out is exact, a hit is counted on what was shown and on nothing else, and once a run
+however often it is resumed.
 """
 
 from __future__ import annotations
@@ -13,15 +14,19 @@ from pathlib import Path
 import pytest
 from learnkit import planning_requests, run_env, run_in_process, task_requests  # noqa: F401
 from runkit import (
+    BAD_MEDIAN,
     GOAL,
+    GOOD_MEDIAN,
     add_median,
     facts,
     finish,
     plan,
+    replace_median,
     task,
 )
 
 from agent_cli.agent.learn.topic import repo_topic
+from agent_cli.cli.wiring import RunOptions, execute
 from agent_cli.core import tokens
 from agent_cli.llm.openai.embedder import OpenAIEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
@@ -99,3 +104,24 @@ def test_a_share_too_small_for_one_item_still_says_how_much_is_there(
     assert "- 300 more facts, notes and procedures" in block and "- fact " not in block
     assert _run(capsys, demo_repo, fake_server, 0) == ""  # no share: no digest at all
     assert not any(_hits(demo_repo, fake_server([]))[i] for i in stored)
+
+
+def test_a_resumed_run_counts_no_hit_twice(run_env, fake_server, capsys, demo_repo):
+    stored = _fill(demo_repo, fake_server([]), 5)
+    rejected = fake_server([plan(task()), add_median(BAD_MEDIAN), finish("one"), finish("two")])
+    code, events = run_in_process(capsys, demo_repo, GOAL, rejected)
+    assert code == 3, events  # escalated: the run waits for an answer
+    assert {_hits(demo_repo, fake_server([]))[i] for i in stored} == {1}
+    fixed = fake_server([replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed"), facts()])
+    resumed = RunOptions(
+        goal=None,
+        repo=demo_repo,
+        yes=True,
+        json_out=True,
+        resume=True,
+        answer=("hint", "sort a copy"),
+        flags={"base_url": fixed.url, "approval": "auto"},
+    )
+    assert execute(resumed) == 0
+    assert all(_digest(r).count("- fact ") == 5 for r in task_requests(fixed))  # sent again
+    assert {_hits(demo_repo, fake_server([]))[i] for i in stored} == {1}  # counted once

@@ -1,7 +1,8 @@
 """What a run takes from long-term memory and what it leaves there.
 
 At the start: the repository's memory digest (digest.py: its facts, notes and procedures
-within a token share, each counted as a hit, and its closest episodes), as one fenced block. On a failed
+within a token share, each counted as a hit once a run, resumed or not, and its closest
+episodes), as one fenced block. On a failed
 attempt: how earlier runs fixed the same failure. At the end: one episode (with the fixes
 this run found), one procedure per verified acceptance command, every note the model took
 (trust 0.5), the facts the model extracts (trust 0.5), then expiry of what went unused.
@@ -10,7 +11,7 @@ this run found), one procedure per verified acceptance command, every note the m
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,6 +48,8 @@ class Learned:
     failures: dict[str, list[str]] = field(default_factory=dict)  # task index -> signatures
     fixes: list[Fix] = field(default_factory=list)
     tools_used: list[str] = field(default_factory=list)  # by the run's earlier sessions too
+    # the items the run's digest counted a hit on: a resumed run sends them again, uncounted
+    recalled: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +57,7 @@ class Learned:
             "failures": self.failures,
             "fixes": [f.model_dump() for f in self.fixes],
             "tools_used": self.tools_used,
+            "recalled": self.recalled,
         }
 
     @classmethod
@@ -64,6 +68,7 @@ class Learned:
             dict(data.get("failures", {})),
             [Fix.model_validate(f) for f in data.get("fixes", [])],
             [str(name) for name in data.get("tools_used", [])],
+            [str(item) for item in data.get("recalled", [])],
         )
 
     def used(self, tools: Sequence[str]) -> list[str]:
@@ -92,11 +97,13 @@ def recall_for_run(
     digest_tokens: int = DIGEST_TOKENS,
     thresholds: Thresholds = OFFLINE,
     root: Path | None = None,
+    counted: Collection[str] = (),
 ) -> Digest:
     """The memory digest of the repository `topics[0]` (its identity; the rest are names
     its items may still be filed under) a run starts with, within `digest_tokens`, recalled
     by the embedder's `thresholds`, its items tied to the code of the work tree `root` when
-    given (codemap.py), staleness marked; hits are counted for what it includes when `count`."""
+    given (codemap.py), staleness marked; hits are counted for what it includes when `count`,
+    but for the ids in `counted` (the run counted them already: it is resumed)."""
     found = digest.build(
         longterm,
         goal,
@@ -108,7 +115,7 @@ def recall_for_run(
         code=(lambda: codemap.read(root)) if root is not None else None,
     )
     if count:
-        longterm.count_hits(found.items)
+        longterm.count_hits([r for r in found.items if r.id not in counted])
     mark_stale(found.items, blob_of)
     return found
 

@@ -92,8 +92,10 @@ class RunMemory:
         return blob_hash(self.root, path)
 
     def recall(self, goal: str) -> Digest:
-        """What a run starts with from long-term memory: the repository's memory digest."""
-        return learn.recall_for_run(
+        """What a run starts with from long-term memory: the repository's memory digest, a hit
+        counted on each item the run has not counted before (a resumed run's earlier
+        sessions did)."""
+        found = learn.recall_for_run(
             self.longterm,
             goal,
             [self.topic, *self.former_topics],
@@ -102,7 +104,12 @@ class RunMemory:
             digest_tokens=self.digest_tokens,
             thresholds=self.thresholds,
             root=self.root,
+            counted=set(self.learned.recalled),
         )
+        if not self.read_only:
+            ids = {r.id for r in found.items if r.kind != "episode"}  # episodes count none
+            self.learned.recalled = sorted({*self.learned.recalled, *ids})
+        return found
 
     def noted(self, state: AgentState, item_id: str, text: str) -> None:
         """A note the model took: kept with the task it came from, curated at the end."""
