@@ -106,6 +106,26 @@ def test_a_share_too_small_for_one_item_still_says_how_much_is_there(
     assert not any(_hits(demo_repo, fake_server([]))[i] for i in stored)
 
 
+def test_a_share_larger_than_the_window_holds_is_kept_to_half_a_request(
+    run_env, fake_server, capsys, demo_repo
+):
+    stored = _fill(demo_repo, fake_server([]), 300)
+    srv = fake_server([plan(task()), add_median(), finish(), facts()])
+    code, events = run_in_process(
+        capsys, demo_repo, GOAL, srv, memory_digest_tokens=10**7, context_window=8000
+    )
+    assert code == 0, events
+    blocks = [_digest(r) for r in srv.chat_requests if _digest(r)]
+    assert blocks and len(set(blocks)) == 1  # the planning request's and every step's
+    block = blocks[0]
+    assert "cut to fit" not in block and block.endswith("</retrieved_memory>")
+    shown = set(re.findall(r"^- fact (\S+) ", block, re.M))
+    (left,) = re.findall(r"^- (\d+) more facts", block, re.M)
+    assert shown and int(left) == len(stored) - len(shown)
+    hits = _hits(demo_repo, fake_server([]))
+    assert {i for i in stored if hits[i]} == shown
+
+
 def test_a_resumed_run_counts_no_hit_twice(run_env, fake_server, capsys, demo_repo):
     stored = _fill(demo_repo, fake_server([]), 5)
     rejected = fake_server([plan(task()), add_median(BAD_MEDIAN), finish("one"), finish("two")])

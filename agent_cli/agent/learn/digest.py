@@ -20,7 +20,8 @@ within a third of the share. The whole block keeps to the share: its header and 
 the line counting the rest, are set aside first; an item's text is costed as its line shows
 it (`format_for_context`, brief), at 3.1 characters a token, and the rest of its line (kind,
 id, trust, a stale mark, date: ids tokenize densely) at what o200k counts for it at most.
-The digest is built before the first request, when the tokenizer is not loaded yet.
+The digest is built before the first request, when the tokenizer is not loaded yet. The
+share is at most half of what a request may take: a request is never cut inside it to fit.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ MORE_TOKENS = 32  # the line counting what was left out and naming the recall to
 CHARS_PER_10_TOKENS = 31
 RULE_SHARE = 30  # percent of the share kept for the notes that state a rule of the repository
 PROCEDURE_SHARE = 25  # percent kept for the ways to check work, one per test file
+WINDOW_SHARE = 50  # percent of what a request may take that the digest may take at most
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,13 @@ def cost(item: Recalled) -> int:
     characters a token, and 3 bytes each keep it to the rate."""
     shown = shown_text(item).encode("utf-8", "replace")
     return -(-len(shown) * 10 // CHARS_PER_10_TOKENS) + LINE_TOKENS
+
+
+def share_of(setting: int, request_tokens: int) -> int:
+    """The digest's share of a request that may take `request_tokens`: the setting, within
+    half the request, so that the request is not cut inside the digest to fit (an item cut
+    off there would have had its hit counted, and the line counting the rest is its last)."""
+    return min(setting, request_tokens * WINDOW_SHARE // 100)
 
 
 def render(found: Digest, budget_tokens: int) -> str:

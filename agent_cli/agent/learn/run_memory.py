@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from agent_cli.agent.ask import facts as model_facts
 from agent_cli.agent.ask.window import Window
+from agent_cli.agent.learn import digest
 from agent_cli.agent.learn import instructions as repo_instructions
 from agent_cli.agent.learn import learning as learn
 from agent_cli.agent.learn.digest import Digest
@@ -43,7 +44,7 @@ class RunMemory:
         self.own_store = own_store  # not shared: older, unkeyed items there are this repository's
         self.ttl_days = ttl_days
         self.read_only = read_only  # a plan-only run: recall counts no hits
-        self.digest_tokens = digest_tokens
+        self.digest_tokens = digest.share_of(digest_tokens, window.limit)
         self.thresholds = thresholds  # how close an item or episode must be to be recalled
         self._topics: list[str] | None = None  # the topic first, then the former ones
         self.learned = learn.Learned()

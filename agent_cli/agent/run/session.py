@@ -314,7 +314,7 @@ class Session:
                     f"earlier runs ({', '.join(kinds)}); `agent recall` shows them"
                 )
             )
-        return digest.render(found, self.cfg.memory_digest_tokens)
+        return digest.render(found, self.mem.digest_tokens)
 
     def _plan(self, goal: str, recalled: str) -> Plan | None:
         files = self.sv.workspace.list_files()
