@@ -3,9 +3,14 @@ write's diff would otherwise repeat it as removed lines)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from learnkit import request_text, run_env, run_in_process, task_requests  # noqa: F401
-from runkit import GOAL, facts, finish, plan, task
+from runkit import GOAL, facts, finish, plan, read_stats, state_of, task
+
+from agent_cli.cli.wiring import RunOptions, execute
+from conftest import git
 
 FIRST = "".join(f"first_version_line_{i} = {i}\n" for i in range(40))
 pytestmark = pytest.mark.slow  # the task's check runs pytest
@@ -35,3 +40,47 @@ def test_the_first_content_of_a_file_written_twice_is_sent_no_more(
     after_second = [request_text(r) for r in tasks[4:]]
     assert after_second and all("second_version_line_7" in t for t in after_second)
     assert not any("first_version_line_" in t for t in after_second), code
+
+
+def _resume(capsys, repo, server) -> int:
+    capsys.readouterr()
+    opts = RunOptions(
+        goal=None,
+        repo=repo,
+        resume=True,
+        yes=True,
+        json_out=True,
+        flags={"base_url": server.url, "approval": "auto", "max_steps": 20},
+    )
+    code = execute(opts)
+    capsys.readouterr()
+    return code
+
+
+@pytest.mark.parametrize("seen", ["written", "read"])
+def test_a_view_saved_before_a_resume_is_superseded_by_a_write_after_it(
+    run_env, fake_server, capsys, demo_repo, seen
+):
+    if seen == "read":
+        (demo_repo / "calc/extra.py").write_text(FIRST)
+        git(demo_repo, "add", "-A")
+        git(demo_repo, "commit", "-q", "-m", "extra")
+        first: dict = {"tool": "read_file", "args": {"path": "calc/extra.py"}}
+    else:
+        first = {"tool": "write_file", "args": {"path": "calc/extra.py", "content": FIRST}}
+    stopped = fake_server([plan(task()), first, read_stats(), read_stats()])
+    assert run_in_process(capsys, demo_repo, GOAL, stopped, max_steps=2)[0] == 4
+    assert "first_version_line_7" in json.dumps(state_of(demo_repo)["memory"])
+    rest = fake_server(
+        [
+            {"tool": "write_file", "args": {"path": "calc/extra.py", "content": SECOND}},
+            read_stats(),
+            finish(),
+            facts(),
+        ]
+    )
+    code = _resume(capsys, demo_repo, rest)
+    tasks = [json.dumps(r) for r in task_requests(rest)]
+    assert "first_version_line_7" in tasks[0]  # saved, and still the file's content
+    assert len(tasks) >= 2 and all("second_version_line_7" in t for t in tasks[1:])
+    assert not any("first_version_line_" in t for t in tasks[1:]), code

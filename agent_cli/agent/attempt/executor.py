@@ -295,9 +295,12 @@ def _record(
     rt.memory.tick()
     item_id, added = None, None
     if remember and result.kind != "note" and not result.finished:
-        added = MemoryAdd(kind=result.kind, text=fenced(result), summary=result.memory_summary())
-        item_id = rt.memory.add(added.kind, added.text, summary=added.summary)
+        text, summary = fenced(result), result.memory_summary()
+        item_id = rt.memory.add(result.kind, text, summary=summary)
     after_tool(rt.views, rt.memory, item_id, result, rt.toolbox.blob_of)
+    if item_id is not None:
+        path, blob, _ = rt.views.items.get(item_id, ("", None, False))
+        added = MemoryAdd(kind=result.kind, text=text, summary=summary, path=path, blob=blob)
     rt.emit(
         events.ToolRan(
             index=index,

@@ -4,14 +4,16 @@ A `file` item (a read) or an `edit` item (a write) shows a file as it was. After
 call, each file that items show is hashed again; an item whose file has changed since, by
 the agent's own tools or by a command, is superseded: its text becomes a stub naming the
 file and saying it changed, so the old content is not sent again. The latest write of each
-file stays as it is: it is what the agent last did to it.
+file stays as it is: it is what the agent last did to it. The views are saved with the run
+(`to_dict`) and carried through its journal, so that a resumed run supersedes what the
+earlier session saw as well.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_cli.agent.attempt.toolbox import ToolResult
@@ -34,6 +36,35 @@ class FileViews:
         self.items[item_id] = (path, blob, write)
         if write:
             self.latest_write[path] = item_id
+
+    def to_dict(self) -> dict[str, Any]:
+        """The views as JSON-compatible data, for the run's record; see `from_dict`."""
+        return {
+            "items": {i: [path, blob, write] for i, (path, blob, write) in self.items.items()},
+            "latest_write": dict(self.latest_write),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> FileViews:
+        """The views `to_dict` saved; an entry of the wrong shape (a record edited by hand) is
+        left out, so its item is only no longer tracked."""
+        views = cls()
+        saved = data if isinstance(data, dict) else {}
+        items = saved.get("items")
+        for item_id, entry in (items if isinstance(items, dict) else {}).items():
+            if (
+                isinstance(entry, list)
+                and len(entry) == 3
+                and isinstance(entry[0], str)
+                and isinstance(entry[1], str | None)
+                and isinstance(entry[2], bool)
+            ):
+                views.items[str(item_id)] = (entry[0], entry[1], entry[2])
+        latest = saved.get("latest_write")
+        for path, item_id in (latest if isinstance(latest, dict) else {}).items():
+            if isinstance(item_id, str) and views.items.get(item_id, ("",))[0] == path:
+                views.latest_write[path] = item_id
+        return views
 
     def changed(self, blob_of: BlobOf) -> list[tuple[str, str, bool]]:
         """(item id, path, write) of views whose file differs now, forgotten once returned."""
@@ -66,6 +97,12 @@ def after_tool(
     """Track the item a tool result became, then supersede every view now out of date."""
     if item_id and result.path:
         views.saw(item_id, result.path, blob_of(result.path), result.kind == "edit")
+    return supersede_changed(views, memory, blob_of)
+
+
+def supersede_changed(views: FileViews, memory: WorkingMemory, blob_of: BlobOf) -> list[str]:
+    """Supersede every view whose file has changed since it was seen (by a tool call, or, for
+    a resumed run, while the run was stopped); the ids of the items made stubs."""
     gone = []
     for old_id, path, write in views.changed(blob_of):
         if memory.supersede(old_id, stub(path, write)):

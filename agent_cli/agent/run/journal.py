@@ -2,7 +2,8 @@
 
 state.json is written whole only at a task's boundaries (plan made, attempt started, task
 verified or rejected, run end); between them each tool call appends what `--resume` needs
-to go on from it: the step counter, the item it added to working memory, the notes the
+to go on from it: the step counter, the item it added to working memory (and the file it
+shows, as the tool saw it), the notes the
 model took, the run's usage so far, and, after a tool that may change files, the tree the
 work tree holds (so that a resume after a kill tells the run's own changes from the user's). A line whose step is not past state.json's `steps`
 is older than the state and is skipped, so a kill between the state's write and the
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agent_cli.agent.attempt.freshness import FileViews
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunUsage
 from agent_cli.memory.working.memory import WorkingMemory
@@ -30,6 +32,8 @@ class MemoryAdd(BaseModel):
     kind: str
     text: str
     summary: str = ""
+    path: str = ""  # the file a read or a write shows ("": none)
+    blob: str | None = None  # that file's git blob id as the tool saw it (None: no such file)
 
     @field_validator("kind")
     @classmethod
@@ -87,8 +91,10 @@ def replay(
     state: AgentState,
     memory: WorkingMemory,
     noted: Callable[[str, str], None],
+    views: FileViews | None = None,
 ) -> RunUsage | None:
-    """Apply the entries past `state.step` to the state and memory; the run's usage after them."""
+    """Apply the entries past `state.step` to the state, memory and file `views`; the run's
+    usage after them."""
     usage = None
     for entry in entries:
         if entry.step <= state.step:
@@ -97,7 +103,10 @@ def replay(
         memory.tick()
         for text in entry.notes:
             noted(memory.note(text), text)
-        if entry.added is not None:
-            memory.add(entry.added.kind, entry.added.text, summary=entry.added.summary)
+        added = entry.added
+        if added is not None:
+            item_id = memory.add(added.kind, added.text, summary=added.summary)
+            if views is not None and added.path:
+                views.saw(item_id, added.path, added.blob, added.kind == "edit")
         usage = entry.usage
     return usage

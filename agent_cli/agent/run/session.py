@@ -26,6 +26,7 @@ from agent_cli.agent.adapt.escalate import (
 )
 from agent_cli.agent.ask import closing, planner
 from agent_cli.agent.attempt import hooked
+from agent_cli.agent.attempt.freshness import FileViews, supersede_changed
 from agent_cli.agent.attempt.runtime import Limits, Runtime
 from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.judge import recheck
@@ -425,7 +426,8 @@ class Session:
         self._answer = answer
         memory = self.sv.parts.open_memory(self.store.run_dir(run.run_id))
         memory.import_state(run.memory)
-        self._replay(run, state, memory)
+        views = FileViews.from_dict(run.views)
+        self._replay(run, state, memory, views)
         self.sv.console.emit(
             events.RunStarted(
                 run_id=run.run_id,
@@ -456,11 +458,16 @@ class Session:
             run.accept_cmds = list(self.cfg.accept_cmds)  # saved with the run from now on
         self.cfg.accept_cmds = run.accept_cmds
         self._allow_acceptance(state.plan)
-        return self._execute(run, state, memory, self._recall(state.goal))
+        return self._execute(run, state, memory, self._recall(state.goal), views)
 
     # -- the loop -----------------------------------------------------------------------
     def _execute(
-        self, run: RunRecord, state: AgentState, memory: WorkingMemory, recalled: str
+        self,
+        run: RunRecord,
+        state: AgentState,
+        memory: WorkingMemory,
+        recalled: str,
+        views: FileViews | None = None,
     ) -> int:
         self._base_usage = run.usage.model_copy()
         toolbox = self.sv.parts.make_toolbox(memory)
@@ -483,7 +490,9 @@ class Session:
             hooks=self.sv.hooks,
             run_id=run.run_id,
             models=self.models,
+            views=views or FileViews(),
         )
+        supersede_changed(rt.views, memory, toolbox.blob_of)  # changed while the run was stopped
         code, message = EXIT_ERROR, ""
         try:
             outcome = self._tasks(run, rt, self.sv.workspace)
@@ -662,6 +671,7 @@ class Session:
         self.run.steps = self.rt.state.step
         self.run.agent_state = self.rt.state.to_dict()
         self.run.memory = dict(self.rt.memory.export_state())
+        self.run.views = self.rt.views.to_dict()
         self.mem.learned.used(self.rt.toolbox.tools_used)  # a resumed run's episode has them all
         self.run.learned = self.mem.learned.to_dict()
         self.run.usage = self._usage()
@@ -713,11 +723,17 @@ class Session:
         self._notes.clear()
         self.store.journal(self.run.run_id, entry.model_dump_json())
 
-    def _replay(self, run: RunRecord, state: AgentState, memory: WorkingMemory) -> None:
+    def _replay(
+        self, run: RunRecord, state: AgentState, memory: WorkingMemory, views: FileViews
+    ) -> None:
         """Bring the saved state up to the last tool call its journal recorded."""
         entries = journal.parse(self.store.journal_lines(run.run_id))
         usage = journal.replay(
-            entries, state, memory, lambda item_id, text: self.mem.noted(state, item_id, text)
+            entries,
+            state,
+            memory,
+            lambda item_id, text: self.mem.noted(state, item_id, text),
+            views,
         )
         if usage is not None:
             run.usage, run.steps = usage, state.step

@@ -170,12 +170,13 @@ class RunRecord(BaseModel):
     repo: str = ""  # the main work tree of the repository the run is of ("": not recorded)
     # the tree the work tree held at the last save (git's id): what changed after is not the run's
     left_tree: str = ""
+    views: dict[str, Any] = Field(default_factory=dict)  # freshness.FileViews.to_dict()
 
     @model_serializer(mode="wrap")
     def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # a run saved before the start was recorded reads and saves back unchanged
         data: dict[str, Any] = handler(self)
-        for unrecorded in ("started_with", "worktree", "repo", "left_tree"):
+        for unrecorded in ("started_with", "worktree", "repo", "left_tree", "views"):
             if not data.get(unrecorded):
                 data.pop(unrecorded, None)
         return data
