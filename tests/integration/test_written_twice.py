@@ -84,3 +84,26 @@ def test_a_view_saved_before_a_resume_is_superseded_by_a_write_after_it(
     assert "first_version_line_7" in tasks[0]  # saved, and still the file's content
     assert len(tasks) >= 2 and all("second_version_line_7" in t for t in tasks[1:])
     assert not any("first_version_line_" in t for t in tasks[1:]), code
+
+
+def test_a_file_written_then_edited_whole_leaves_the_first_content_in_no_later_request(
+    run_env, fake_server, capsys, demo_repo
+):
+    srv = fake_server(
+        [
+            plan(task()),
+            {"tool": "write_file", "args": {"path": "calc/extra.py", "content": FIRST}},
+            {"tool": "edit_file", "args": {"path": "calc/extra.py", "old": FIRST, "new": SECOND}},
+            read_stats(),
+            read_stats(),
+            finish(),
+            facts(),
+        ]
+    )
+    code, events = run_in_process(capsys, demo_repo, GOAL, srv)
+    tasks = [json.dumps(r) for r in task_requests(srv)]
+    after_edit = tasks[3:]  # the request right after the edit echoes the call it made
+    assert after_edit and all("second_version_line_7" in t for t in after_edit)
+    assert not any("first_version_line_" in t for t in after_edit), code
+    edited = [e for e in events if e["event"] == "tool_result" and e["name"] == "edit_file"]
+    assert "-first_version_line_7 = 7" in edited[0]["diff"]  # the console shows the whole diff

@@ -268,7 +268,12 @@ class Toolbox:
         diff = self.files.edit(str(a["path"]), str(a["old"]), str(a["new"]))
         self.touched.add(str(a["path"]))
         return ToolResult(
-            "edit_file", diff, kind="edit", summary=f"edited {a['path']}", path=self._rel(a["path"])
+            "edit_file",
+            without_removed(diff),
+            kind="edit",
+            summary=f"edited {a['path']}",
+            path=self._rel(a["path"]),
+            diff=diff,
         )
 
     def blob_of(self, path: str) -> str | None:
@@ -380,9 +385,9 @@ def _int(args: Args, key: str) -> int | None:
 
 
 def without_removed(diff: str) -> str:
-    """A rewrite's diff as the model reads it: what the file holds now around each change, and
-    a count of the lines it replaced instead of those lines, so content the write superseded
-    (an earlier write of the same file, say) is never sent again."""
+    """A change's diff as the model reads it (a rewrite's or an edit's): what the file holds now
+    around each change, and a count of the lines it replaced instead of those lines, so content
+    the change superseded (an earlier write of the same file, say) is never sent again."""
     kept, removed, in_hunk = [], 0, False
     for line in diff.splitlines():
         in_hunk = in_hunk or line.startswith("@@")
