@@ -102,8 +102,12 @@ def test_a_file_written_then_edited_whole_leaves_the_first_content_in_no_later_r
     )
     code, events = run_in_process(capsys, demo_repo, GOAL, srv)
     tasks = [json.dumps(r) for r in task_requests(srv)]
-    after_edit = tasks[3:]  # the request right after the edit echoes the call it made
+    after_edit = tasks[2:]
     assert after_edit and all("second_version_line_7" in t for t in after_edit)
+    echoed = json.loads(
+        task_requests(srv)[2]["messages"][-3]["tool_calls"][0]["function"]["arguments"]
+    )
+    assert echoed["old"] == f"[{len(FIRST):,} characters, replaced]" and echoed["new"] == SECOND
     assert not any("first_version_line_" in t for t in after_edit), code
     edited = [e for e in events if e["event"] == "tool_result" and e["name"] == "edit_file"]
     assert "-first_version_line_7 = 7" in edited[0]["diff"]  # the console shows the whole diff

@@ -183,6 +183,20 @@ def stub_arguments(name: str, arguments: str, max_chars: int = ECHO_MAX_CHARS) -
     return stubbed
 
 
+def replaced(arguments: str) -> str:
+    """A done edit's echoed arguments with its old text as a stub that says its size,
+    `{"path": "a.py", "old": "[1,040 characters, replaced]", "new": ...}`: that text is no
+    longer the file's, so it is not sent again; arguments of another form are left as they are."""
+    try:
+        data = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return arguments
+    if not isinstance(data, dict) or not isinstance(data.get("old"), str):
+        return arguments
+    data["old"] = f"[{len(data['old']):,} characters, replaced]"
+    return json.dumps(data, ensure_ascii=False)
+
+
 def _stubbed(message: Message, max_chars: int) -> Message:
     """`message` with its tool calls' arguments (if any) stubbed beyond `max_chars`."""
     calls = message.get("tool_calls")

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, cast
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request, brief
-from agent_cli.agent.ask.window import after_overflow, send, stub_arguments
+from agent_cli.agent.ask.window import after_overflow, replaced, send, stub_arguments
 from agent_cli.agent.attempt import hooked, loopguard, pins
 from agent_cli.agent.attempt.freshness import after_tool
 from agent_cli.agent.attempt.runtime import Limits, Runtime, check_budgets
@@ -75,6 +75,7 @@ class Exchange:
     calls: list[ToolCall] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
     items: list[str | None] = field(default_factory=list)  # the working-memory item of each result
+    ok: list[bool] = field(default_factory=list)  # whether each call did what it was asked
     nudge: str = ""
 
 
@@ -172,9 +173,11 @@ def instructions_block(rt: Runtime) -> str:
 
 
 def exchange_messages(last: Exchange) -> list[Message]:
-    """The previous reply's tool calls and their results, as chat messages."""
+    """The previous reply's tool calls and their results, as chat messages; a done edit's old
+    text is echoed as its size only (the file holds it no more)."""
     if not last.calls:
         return []
+    done = [*last.ok, *[False] * (len(last.calls) - len(last.ok))]
     call: AssistantMessage = {
         "role": "assistant",
         "content": None,
@@ -182,9 +185,15 @@ def exchange_messages(last: Exchange) -> list[Message]:
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": stub_arguments(c.name, c.arguments)},
+                "function": {
+                    "name": c.name,
+                    "arguments": stub_arguments(
+                        c.name,
+                        replaced(c.arguments) if c.name == "edit_file" and ok else c.arguments,
+                    ),
+                },
             }
-            for c in last.calls
+            for c, ok in zip(last.calls, done, strict=True)
         ],
     }
     results: list[ToolMessage] = [
@@ -456,6 +465,7 @@ def step(
             hooked.ran(rt, index, call, raw)
         shown.results.append(shown_text)
         shown.items.append(item_id)
+        shown.ok.append(result.ok)
         if result.finished:
             return Finished(result.text[:2000], steps)
         if repeats >= loopguard.STOP_AT:
