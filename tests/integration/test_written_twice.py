@@ -111,3 +111,29 @@ def test_a_file_written_then_edited_whole_leaves_the_first_content_in_no_later_r
     assert not any("first_version_line_" in t for t in after_edit), code
     edited = [e for e in events if e["event"] == "tool_result" and e["name"] == "edit_file"]
     assert "-first_version_line_7 = 7" in edited[0]["diff"]  # the console shows the whole diff
+
+
+def test_a_read_superseded_by_a_write_of_the_same_reply_is_a_stub_in_the_next_request(
+    run_env, fake_server, capsys, demo_repo
+):
+    (demo_repo / "calc/extra.py").write_text(FIRST)
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-q", "-m", "extra")
+    read_then_write = {
+        "tool_calls": [
+            {"name": "read_file", "arguments": {"path": "calc/extra.py"}},
+            {"name": "write_file", "arguments": {"path": "calc/extra.py", "content": SECOND}},
+        ]
+    }
+    srv = fake_server([plan(task()), read_then_write, read_stats(), finish(), facts()])
+    # a memory too small for the read: its result is sent whole in the next request's exchange
+    code, _ = run_in_process(capsys, demo_repo, GOAL, srv, memory_max_tokens=600)
+    tasks = task_requests(srv)
+    after = [json.dumps(r) for r in tasks[1:]]
+    assert after and all("second_version_line_7" in t for t in after)
+    assert not any("first_version_line_" in t for t in after), code
+    read_result = tasks[1]["messages"][-3]
+    assert (
+        read_result["role"] == "tool"
+        and "calc/extra.py has changed since this read" in (read_result["content"])
+    )

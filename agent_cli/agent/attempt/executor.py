@@ -17,7 +17,7 @@ from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request, brief
 from agent_cli.agent.ask.window import after_overflow, replaced, send, stub_arguments
 from agent_cli.agent.attempt import hooked, loopguard, pins
-from agent_cli.agent.attempt.freshness import after_tool
+from agent_cli.agent.attempt.freshness import after_tool, stub
 from agent_cli.agent.attempt.runtime import Limits, Runtime, check_budgets
 from agent_cli.agent.attempt.toolbox import READ_ONLY, TOOLS, Toolbox, ToolResult, fenced
 from agent_cli.agent.run.journal import MemoryAdd, StepRecord
@@ -296,17 +296,18 @@ def _count_malformed(rt: Runtime, malformed: bool) -> None:
 
 def _record(
     rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage: Usage, remember: bool = True
-) -> tuple[str, str | None]:
+) -> tuple[str, str | None, list[str]]:
     """Put a tool result in working memory (unless a repeat), advance the step, emit and log it.
 
-    Returns the result as the next request shows it, and the id of its memory item (or None)."""
+    Returns the result as the next request shows it, the id of its memory item (or None), and
+    the items it superseded (views of files it changed)."""
     rt.state.step += 1
     rt.memory.tick()
     item_id, added = None, None
     if remember and result.kind != "note" and not result.finished:
         text, summary = fenced(result), result.memory_summary()
         item_id = rt.memory.add(result.kind, text, summary=summary)
-    after_tool(rt.views, rt.memory, item_id, result, rt.toolbox.blob_of)
+    gone = after_tool(rt.views, rt.memory, item_id, result, rt.toolbox.blob_of)
     if item_id is not None:
         path, blob, _ = rt.views.items.get(item_id, ("", None, False))
         added = MemoryAdd(kind=result.kind, text=text, summary=summary, path=path, blob=blob)
@@ -334,7 +335,17 @@ def _record(
     )
     may_change = call.name not in READ_ONLY
     rt.journal(StepRecord(step=rt.state.step, task=index, added=added, may_change=may_change))
-    return fenced(capped(result, rt.limits.tool_output_max_tokens)), item_id
+    return fenced(capped(result, rt.limits.tool_output_max_tokens)), item_id, gone
+
+
+def _stub_superseded(shown: Exchange, ran: list[ToolResult], gone: list[str]) -> None:
+    """The results of this reply whose items a later call of it superseded (a read, then a
+    write of that file) are shown as their stub, as working memory shows them: the next
+    request's exchange does not send the file's replaced content either."""
+    for at, item_id in enumerate(shown.items):
+        if item_id is not None and item_id in gone:
+            done = ran[at]
+            shown.results[at] = fenced(replace(done, text=stub(done.path, done.kind == "edit")))
 
 
 def capped(result: ToolResult, max_tokens: int) -> ToolResult:
@@ -443,6 +454,7 @@ def step(
     if reply is None or not reply.tool_calls:
         return RunAgain(_no_call(rt, index, reply), steps + 1)
     shown = Exchange()
+    made: list[ToolResult] = []  # each call's result, for those a later call supersedes
     for call in map(bounded, reply.tool_calls):
         if steps >= rt.limits.task_max_steps:
             break  # the budget is per call: the rest of this reply is never run
@@ -460,12 +472,14 @@ def step(
         result, repeats = _guard(rt, index, guard, call, ran)
         _count_malformed(rt, result.malformed)
         shown.calls.append(call)
-        shown_text, item_id = _record(rt, index, call, result, reply.usage, repeats == 1)
+        shown_text, item_id, gone = _record(rt, index, call, result, reply.usage, repeats == 1)
         if blocked is None:
             hooked.ran(rt, index, call, raw)
         shown.results.append(shown_text)
         shown.items.append(item_id)
         shown.ok.append(result.ok)
+        made.append(result)
+        _stub_superseded(shown, made, gone)
         if result.finished:
             return Finished(result.text[:2000], steps)
         if repeats >= loopguard.STOP_AT:
