@@ -45,7 +45,7 @@ def test_views_saved_and_read_back_leave_out_what_a_hand_edit_broke():
     again = FileViews.from_dict(views.to_dict())
     assert again == views
     broken = views.to_dict() | {"latest_write": {"a.py": "m9", "b.py": 3}}
-    broken["items"] |= {"m3": ["b.py", 5, False], "m4": "a.py"}
+    broken["items"] |= {"m3": [["b.py", 5, False]], "m4": "a.py", "m5": [["c.py", None]]}
     read_back = FileViews.from_dict(broken)
     assert read_back.items == views.items and read_back.latest_write == {}
     assert FileViews.from_dict(None) == FileViews() == FileViews.from_dict({"items": []})

@@ -137,3 +137,21 @@ def test_a_read_superseded_by_a_write_of_the_same_reply_is_a_stub_in_the_next_re
         read_result["role"] == "tool"
         and "calc/extra.py has changed since this read" in (read_result["content"])
     )
+
+
+def test_a_read_merged_with_one_of_another_file_is_superseded_by_a_write_of_either(
+    run_env, fake_server, capsys, demo_repo
+):
+    for name in ("calc/a.py", "calc/b.py"):
+        (demo_repo / name).write_text(FIRST)
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-q", "-m", "two files with the same lines")
+    read_a = {"tool": "read_file", "args": {"path": "calc/a.py"}}
+    read_b = {"tool": "read_file", "args": {"path": "calc/b.py"}}
+    write_a = {"tool": "write_file", "args": {"path": "calc/a.py", "content": SECOND}}
+    srv = fake_server([plan(task()), read_a, read_b, write_a, read_stats(), finish(), facts()])
+    code, _ = run_in_process(capsys, demo_repo, GOAL, srv)
+    tasks = [json.dumps(r) for r in task_requests(srv)]
+    assert "[file m1] read calc/a.py" in tasks[2]  # the two reads are one item
+    assert len(tasks) > 4 and all("second_version_line_7" in t for t in tasks[3:])
+    assert not any("first_version_line_" in t for t in tasks[3:]), code

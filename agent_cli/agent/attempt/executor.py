@@ -309,7 +309,7 @@ def _record(
         item_id = rt.memory.add(result.kind, text, summary=summary)
     gone = after_tool(rt.views, rt.memory, item_id, result, rt.toolbox.blob_of)
     if item_id is not None:
-        path, blob, _ = rt.views.items.get(item_id, ("", None, False))
+        path, blob = result.path, rt.views.blob(item_id, result.path)
         added = MemoryAdd(kind=result.kind, text=text, summary=summary, path=path, blob=blob)
     rt.emit(
         events.ToolRan(

@@ -22,25 +22,32 @@ if TYPE_CHECKING:
 BlobOf = Callable[[str], "str | None"]
 
 
+View = tuple[str, str | None, bool]  # (path, blob, write)
+
+
 @dataclass
 class FileViews:
-    """Which working-memory items show which file, and the blob id each saw."""
+    """Which working-memory items show which file, and the blob id each saw. One item may show
+    several files: reads of two files with the same lines are one item (merged as identical)."""
 
-    items: dict[str, tuple[str, str | None, bool]] = field(
-        default_factory=dict
-    )  # id -> (path, blob, write)
+    items: dict[str, list[View]] = field(default_factory=dict)  # id -> what it shows
     latest_write: dict[str, str] = field(default_factory=dict)  # path -> item id
 
     def saw(self, item_id: str, path: str, blob: str | None, write: bool) -> None:
         """Item `item_id` shows `path` as blob `blob` (after a write when `write`)."""
-        self.items[item_id] = (path, blob, write)
+        views = [v for v in self.items.get(item_id, []) if v[0] != path]
+        self.items[item_id] = [*views, (path, blob, write)]
         if write:
             self.latest_write[path] = item_id
+
+    def blob(self, item_id: str, path: str) -> str | None:
+        """The blob item `item_id` saw of `path` (None: none, or no such file then)."""
+        return next((b for p, b, _ in self.items.get(item_id, []) if p == path), None)
 
     def to_dict(self) -> dict[str, Any]:
         """The views as JSON-compatible data, for the run's record; see `from_dict`."""
         return {
-            "items": {i: [path, blob, write] for i, (path, blob, write) in self.items.items()},
+            "items": {i: [list(v) for v in views] for i, views in self.items.items()},
             "latest_write": dict(self.latest_write),
         }
 
@@ -51,34 +58,47 @@ class FileViews:
         views = cls()
         saved = data if isinstance(data, dict) else {}
         items = saved.get("items")
-        for item_id, entry in (items if isinstance(items, dict) else {}).items():
-            if (
-                isinstance(entry, list)
-                and len(entry) == 3
-                and isinstance(entry[0], str)
-                and isinstance(entry[1], str | None)
-                and isinstance(entry[2], bool)
-            ):
-                views.items[str(item_id)] = (entry[0], entry[1], entry[2])
+        for item_id, entries in (items if isinstance(items, dict) else {}).items():
+            shown = (
+                [(e[0], e[1], e[2]) for e in entries if _view(e)]
+                if isinstance(entries, list)
+                else []
+            )
+            if shown:
+                views.items[str(item_id)] = shown
         latest = saved.get("latest_write")
         for path, item_id in (latest if isinstance(latest, dict) else {}).items():
-            if isinstance(item_id, str) and views.items.get(item_id, ("",))[0] == path:
+            if isinstance(item_id, str) and any(v[0] == path for v in views.items.get(item_id, [])):
                 views.latest_write[path] = item_id
         return views
 
     def changed(self, blob_of: BlobOf) -> list[tuple[str, str, bool]]:
-        """(item id, path, write) of views whose file differs now, forgotten once returned."""
+        """(item id, path, write) of items that show a file that differs now, forgotten once
+        returned."""
         now: dict[str, str | None] = {}
         out = []
-        for item_id, (path, blob, write) in list(self.items.items()):
-            if self.latest_write.get(path) == item_id:
-                continue
-            if path not in now:
-                now[path] = blob_of(path)
-            if now[path] != blob:
-                out.append((item_id, path, write))
-                del self.items[item_id]
+        for item_id, views in list(self.items.items()):
+            for path, blob, write in views:
+                if self.latest_write.get(path) == item_id:
+                    continue
+                if path not in now:
+                    now[path] = blob_of(path)
+                if now[path] != blob:
+                    out.append((item_id, path, write))
+                    del self.items[item_id]
+                    break
         return out
+
+
+def _view(entry: Any) -> bool:
+    """Whether a saved entry is a (path, blob, write) view."""
+    return (
+        isinstance(entry, list)
+        and len(entry) == 3
+        and isinstance(entry[0], str)
+        and isinstance(entry[1], str | None)
+        and isinstance(entry[2], bool)
+    )
 
 
 def stub(path: str, write: bool) -> str:
