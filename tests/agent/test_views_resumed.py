@@ -1,4 +1,4 @@
-"""The file views a run tracks outlive a stop: saved with the run, carried by its journal."""
+"""The file views a run tracks outlive a resume: saved with the run, carried by its journal."""
 
 from __future__ import annotations
 

@@ -68,8 +68,8 @@ def test_a_view_saved_before_a_resume_is_superseded_by_a_write_after_it(
         first: dict = {"tool": "read_file", "args": {"path": "calc/extra.py"}}
     else:
         first = {"tool": "write_file", "args": {"path": "calc/extra.py", "content": FIRST}}
-    stopped = fake_server([plan(task()), first, read_stats(), read_stats()])
-    assert run_in_process(capsys, demo_repo, GOAL, stopped, max_steps=2)[0] == 4
+    before = fake_server([plan(task()), first, read_stats(), read_stats()])
+    assert run_in_process(capsys, demo_repo, GOAL, before, max_steps=2)[0] == 4
     assert "first_version_line_7" in json.dumps(state_of(demo_repo)["memory"])
     rest = fake_server(
         [

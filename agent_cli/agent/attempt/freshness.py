@@ -5,8 +5,8 @@ call, each file that items show is hashed again; an item whose file has changed 
 the agent's own tools or by a command, is superseded: its text becomes a stub naming the
 file and saying it changed, so the old content is not sent again. The latest write of each
 file stays as it is: it is what the agent last did to it. The views are saved with the run
-(`to_dict`) and carried through its journal, so that a resumed run supersedes what the
-earlier session saw as well.
+(`to_dict`) and carried through its journal, so that a resumed run supersedes what the run
+saw before it was resumed as well.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def after_tool(
 
 def supersede_changed(views: FileViews, memory: WorkingMemory, blob_of: BlobOf) -> list[str]:
     """Supersede every view whose file has changed since it was seen (by a tool call, or, for
-    a resumed run, while the run was stopped); the ids of the items made stubs."""
+    a resumed run, before it was resumed); the ids of the items made stubs."""
     gone = []
     for old_id, path, write in views.changed(blob_of):
         if memory.supersede(old_id, stub(path, write)):

@@ -492,7 +492,7 @@ class Session:
             models=self.models,
             views=views or FileViews(),
         )
-        supersede_changed(rt.views, memory, toolbox.blob_of)  # changed while the run was stopped
+        supersede_changed(rt.views, memory, toolbox.blob_of)  # changed before the run was resumed
         code, message = EXIT_ERROR, ""
         try:
             outcome = self._tasks(run, rt, self.sv.workspace)
