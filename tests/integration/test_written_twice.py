@@ -42,12 +42,13 @@ def test_the_first_content_of_a_file_written_twice_is_sent_no_more(
     assert not any("first_version_line_" in t for t in after_second), code
 
 
-def _resume(capsys, repo, server) -> int:
+def _resume(capsys, repo, server, allow_dirty: bool = False) -> int:
     capsys.readouterr()
     opts = RunOptions(
         goal=None,
         repo=repo,
         resume=True,
+        allow_dirty=allow_dirty,
         yes=True,
         json_out=True,
         flags={"base_url": server.url, "approval": "auto", "max_steps": 20},
@@ -155,3 +156,20 @@ def test_a_read_merged_with_one_of_another_file_is_superseded_by_a_write_of_eith
     assert "[file m1] read calc/a.py" in tasks[2]  # the two reads are one item
     assert len(tasks) > 4 and all("second_version_line_7" in t for t in tasks[3:])
     assert not any("first_version_line_" in t for t in tasks[3:]), code
+
+
+def test_a_view_of_a_file_changed_before_the_resume_is_a_stub_from_the_first_request(
+    run_env, fake_server, capsys, demo_repo
+):
+    (demo_repo / "calc/extra.py").write_text(FIRST)
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-q", "-m", "extra")
+    read_extra = {"tool": "read_file", "args": {"path": "calc/extra.py"}}
+    before = fake_server([plan(task()), read_extra, read_stats(), read_stats()])
+    assert run_in_process(capsys, demo_repo, GOAL, before, max_steps=2)[0] == 4
+    (demo_repo / "calc/extra.py").write_text(SECOND)  # the user's change, kept by --allow-dirty
+    rest = fake_server([read_stats(), finish(), facts()])
+    code = _resume(capsys, demo_repo, rest, allow_dirty=True)
+    tasks = [json.dumps(r) for r in task_requests(rest)]
+    assert tasks and "calc/extra.py has changed since this read" in tasks[0]
+    assert not any("first_version_line_" in t for t in tasks), code
