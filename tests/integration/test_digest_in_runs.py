@@ -44,12 +44,13 @@ def _store(repo: Path, server) -> LongTermMemory:
 def _fill(repo: Path, server, n: int) -> set[str]:
     """`n` facts of the repository, dense with paths and names as a code base's are, each
     naming a file that is not there any more (its line marked stale: a longer line)."""
+    topic = repo_topic(repo)
     with _store(repo, server) as mem:
         return {
             mem.add_fact(
                 f"module{i} in pkg/mod{i}.py keeps the helper h{i} that tests/test_mod{i}.py checks",
                 "test",
-                topic=repo_topic(repo),
+                topic=topic,
                 files={f"pkg/mod{i}.py": "0" * 40},
             )
             for i in range(n)
@@ -80,11 +81,11 @@ def _run(capsys, repo: Path, server, share: int) -> str:
     return block
 
 
-@pytest.mark.parametrize("share", [200, 1500])
+@pytest.mark.parametrize(("share", "n"), [(200, 40), (1500, 80)])  # 2 and 23 lines fit
 def test_a_large_stores_digest_keeps_to_its_share_and_counts_the_rest_exactly(
-    run_env, fake_server, capsys, demo_repo, share
+    run_env, fake_server, capsys, demo_repo, share, n
 ):
-    stored = _fill(demo_repo, fake_server([]), 300)
+    stored = _fill(demo_repo, fake_server([]), n)
     block = _run(capsys, demo_repo, fake_server, share)
     shown = set(re.findall(r'^- fact (\S+) trust="1.0" stale="true": ', block, re.M))
     assert shown and shown <= stored
@@ -98,18 +99,19 @@ def test_a_large_stores_digest_keeps_to_its_share_and_counts_the_rest_exactly(
 def test_a_share_too_small_for_one_item_still_says_how_much_is_there(
     run_env, fake_server, capsys, demo_repo
 ):
-    stored = _fill(demo_repo, fake_server([]), 300)
+    stored = _fill(demo_repo, fake_server([]), 40)
     block = _run(capsys, demo_repo, fake_server, 100)
     assert tokens.count(block) <= 100
-    assert "- 300 more facts, notes and procedures" in block and "- fact " not in block
+    assert "- 40 more facts, notes and procedures" in block and "- fact " not in block
     assert _run(capsys, demo_repo, fake_server, 0) == ""  # no share: no digest at all
-    assert not any(_hits(demo_repo, fake_server([]))[i] for i in stored)
+    hits = _hits(demo_repo, fake_server([]))
+    assert not any(hits[i] for i in stored)
 
 
 def test_a_share_larger_than_the_window_holds_is_kept_to_half_a_request(
     run_env, fake_server, capsys, demo_repo
 ):
-    stored = _fill(demo_repo, fake_server([]), 300)
+    stored = _fill(demo_repo, fake_server([]), 150)
     srv = fake_server([plan(task()), add_median(), finish(), facts()])
     code, events = run_in_process(
         capsys, demo_repo, GOAL, srv, memory_digest_tokens=10**7, context_window=8000
@@ -131,7 +133,8 @@ def test_a_resumed_run_counts_no_hit_twice(run_env, fake_server, capsys, demo_re
     rejected = fake_server([plan(task()), add_median(BAD_MEDIAN), finish("one"), finish("two")])
     code, events = run_in_process(capsys, demo_repo, GOAL, rejected)
     assert code == 3, events  # escalated: the run waits for an answer
-    assert {_hits(demo_repo, fake_server([]))[i] for i in stored} == {1}
+    hits = _hits(demo_repo, fake_server([]))
+    assert {hits[i] for i in stored} == {1}
     fixed = fake_server([replace_median(BAD_MEDIAN, GOOD_MEDIAN), finish("fixed"), facts()])
     resumed = RunOptions(
         goal=None,
@@ -144,4 +147,5 @@ def test_a_resumed_run_counts_no_hit_twice(run_env, fake_server, capsys, demo_re
     )
     assert execute(resumed) == 0
     assert all(_digest(r).count("- fact ") == 5 for r in task_requests(fixed))  # sent again
-    assert {_hits(demo_repo, fake_server([]))[i] for i in stored} == {1}  # counted once
+    hits = _hits(demo_repo, fake_server([]))
+    assert {hits[i] for i in stored} == {1}  # counted once
