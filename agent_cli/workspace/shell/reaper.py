@@ -14,9 +14,10 @@ import ctypes
 import os
 import signal
 import time
-from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
+
+from agent_cli.workspace.shell import proctree
 
 _PR_SET_CHILD_SUBREAPER = 36
 _ROUNDS = 20
@@ -108,21 +109,13 @@ def _wait_ended(pids: set[int], timeout_s: float = 5.0) -> None:
 
 def _alive(pid: int) -> bool:
     """Whether `pid` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
+    return proctree.state_of(pid) not in (None, "Z")
 
 
 def _zombie_children(spared: set[int]) -> set[int]:
     """Adopted orphans that already ended on their own and wait to be reaped."""
     me = os.getpid()
-    return {
-        pid
-        for pid, ppid, state in _processes()
-        if ppid == me and state == "Z" and pid not in spared
-    }
+    return {pid for pid, ppid, state in proctree.below(me, spared) if ppid == me and state == "Z"}
 
 
 def _reap(pids: set[int]) -> None:
@@ -136,32 +129,4 @@ def _reap(pids: set[int]) -> None:
 
 def descendants(root: int, skip: AbstractSet[int] = frozenset()) -> set[int]:
     """Every live process below `root`, leaving out `skip` and everything below those."""
-    children: dict[int, list[int]] = {}
-    for pid, ppid, state in _processes():
-        if state != "Z":
-            children.setdefault(ppid, []).append(pid)
-    found: set[int] = set()
-    stack = [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in skip and child not in found:
-                found.add(child)
-                stack.append(child)
-    return found
-
-
-def _processes() -> Iterator[tuple[int, int, str]]:
-    """(pid, parent pid, state) of every process, read from /proc."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        yield int(name), int(fields[1]), fields[0].decode()
+    return {pid for pid, _, state in proctree.below(root, skip) if state != "Z"}
