@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 PYTEST = f"{sys.executable} -m pytest -q tests/test_stats.py"
 GOAL = "Add a median function to calc/stats.py so that tests/test_stats.py passes"
@@ -100,3 +103,41 @@ def state_of(repo: Path) -> dict:
 def events_of(stdout: str) -> list[dict]:
     """Every stdout line parsed as a JSON event."""
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+class Held:
+    """A script for `FakeOpenAIServer` whose steps marked `"held": True` are answered only once
+    the test calls `release()` (or after `timeout` seconds): a run waits for its model for as
+    long as the test needs it live, and not a moment longer. `script` is a list of steps or a
+    callable script such as `routes.ByGoal`; a `with` block releases at its end."""
+
+    def __init__(self, script: list[dict] | Callable[[dict], dict], timeout: float = 120) -> None:
+        self.script = script
+        self.timeout = timeout
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self._served = 0
+
+    def __call__(self, body: dict[str, Any]) -> dict:
+        if callable(self.script):
+            step = self.script(body)
+        else:
+            with self._lock:
+                n, self._served = self._served, self._served + 1
+            if n >= len(self.script):
+                message = f"fake server: script has only {len(self.script)} replies"
+                return {"status": 500, "body": json.dumps({"error": {"message": message}})}
+            step = self.script[n]
+        if step.get("held"):
+            self._released.wait(self.timeout)
+            step = {k: v for k, v in step.items() if k != "held"}
+        return step
+
+    def release(self) -> None:
+        self._released.set()
+
+    def __enter__(self) -> Held:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

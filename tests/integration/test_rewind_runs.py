@@ -1,7 +1,8 @@
-"""`agent rewind` and `agent runs` as real processes: a scripted 3-task run rewound to task 1
-and resumed redoes tasks 2 and 3; a merged run, the user's checkout and a live run are refused;
-a live run shows in `agent runs --json` with its pid, task and step; the confirmation is asked
-on a real terminal."""
+"""`agent rewind` and `agent runs`: a scripted 3-task run rewound to task 1 and resumed redoes
+tasks 2 and 3; a merged run, the user's checkout and a live run are refused; a live run (a real
+process) shows in `agent runs --json` with its pid, task and step; a rewind killed halfway is
+finished by running it again; the confirmation is asked on a real terminal. The commands whose
+own process is not what a test checks run in this process (`agent_in_process`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import time
 
 import pytest
 from ptykit import pty_agent  # noqa: F401 (fixture)
-from runkit import events_of, facts, finish, state_of
+from runkit import Held, events_of, facts, finish, state_of
 
 from conftest import git, make_repo
 from ttykit import run_on_pty
@@ -38,9 +39,8 @@ def three_task_plan() -> dict:
     }
 
 
-def write(name: str, delay: float = 0) -> dict:
-    step = {"tool": "write_file", "args": {"path": f"{name}.txt", "content": f"{name}\n"}}
-    return {**step, "delay": delay} if delay else step
+def write(name: str) -> dict:
+    return {"tool": "write_file", "args": {"path": f"{name}.txt", "content": f"{name}\n"}}
 
 
 def do_tasks(*names: str) -> list[dict]:
@@ -52,8 +52,8 @@ def repo(tmp_path):
     return make_repo(tmp_path / "repo")
 
 
-def start_run(run_agent, srv, repo) -> str:
-    proc = run_agent("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+def start_run(agent_in_process, srv, repo) -> str:
+    proc = agent_in_process("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return state_of(repo)["run_id"]
 
@@ -62,16 +62,15 @@ def tip(repo, ref: str) -> str:
     return git(repo, "rev-parse", ref).strip()
 
 
-@pytest.mark.slow
-def test_rewind_to_task_1_then_resume_redoes_tasks_2_and_3(run_agent, fake_server, repo):
+def test_rewind_to_task_1_then_resume_redoes_tasks_2_and_3(agent_in_process, fake_server, repo):
     srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(run_agent, srv, repo)
+    run_id = start_run(agent_in_process, srv, repo)
     branch = f"agent/{run_id}"
     commits = [t["commit"] for t in state_of(repo)["agent_state"]["plan"]]
     assert tip(repo, branch) == commits[2]
     git(repo, "switch", "-q", "main")  # the user goes back to their branch
 
-    proc = run_agent("rewind", run_id, "--to-task", "1", "--yes", cwd=repo)
+    proc = agent_in_process("rewind", run_id, "--to-task", "1", "--yes", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert tip(repo, branch) == commits[0]
     assert f"agent run --resume --run-id {run_id}` continues from task 2" in proc.stdout
@@ -87,7 +86,7 @@ def test_rewind_to_task_1_then_resume_redoes_tasks_2_and_3(run_agent, fake_serve
     assert tip(repo, "HEAD") == tip(repo, "main")  # the user's checkout did not move
 
     again = fake_server([*do_tasks("b", "c"), facts()])
-    proc = run_agent(
+    proc = agent_in_process(
         "run", "--resume", "--run-id", run_id, "--yes", "--json", "--base-url", again.url, cwd=repo
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -115,10 +114,10 @@ exit $code
 
 @pytest.mark.slow
 def test_a_rewind_killed_after_the_branch_moved_is_finished_by_running_it_again(
-    run_agent, fake_server, repo, tmp_path
+    run_agent, agent_in_process, fake_server, repo, tmp_path
 ):
     srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(run_agent, srv, repo)
+    run_id = start_run(agent_in_process, srv, repo)
     branch = f"agent/{run_id}"
     commits = [t["commit"] for t in state_of(repo)["agent_state"]["plan"]]
     git(repo, "switch", "-q", "main")
@@ -128,6 +127,7 @@ def test_a_rewind_killed_after_the_branch_moved_is_finished_by_running_it_again(
     (bin_dir / "git").chmod(0o755)
     path = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
+    # a real process: the git above kills the `agent` that runs it
     killed = run_agent("rewind", run_id, "--to-task", "1", "--yes", cwd=repo, env=path)
     assert killed.returncode == -9, killed.stdout + killed.stderr
     assert tip(repo, branch) == commits[0]  # moved, and the state still says task 2 is done
@@ -135,59 +135,57 @@ def test_a_rewind_killed_after_the_branch_moved_is_finished_by_running_it_again(
 
     again = fake_server([])
     resume = ["run", "--resume", "--run-id", run_id, "--yes", "--base-url", again.url]
-    refused = run_agent(*resume, cwd=repo)
+    refused = agent_in_process(*resume, cwd=repo)
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert f"{branch} was moved back behind it: a rewind of the run was stopped" in refused.stderr
     assert f"finish it with `agent rewind {run_id} --to-task 1`, then resume" in refused.stderr
     assert not again.chat_requests
     assert git(repo, "branch", "--show-current").strip() == "main"  # left for the rewind
 
-    finished = run_agent("rewind", run_id, "--to-task", "1", "--yes", cwd=repo)
+    finished = agent_in_process("rewind", run_id, "--to-task", "1", "--yes", cwd=repo)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert tip(repo, branch) == commits[0]
     plan = state_of(repo)["agent_state"]["plan"]
     assert [t["status"] for t in plan] == ["verified", "pending", "pending"]
 
 
-@pytest.mark.slow
-def test_a_merged_run_and_the_users_checkout_are_refused(run_agent, fake_server, repo):
+def test_a_merged_run_and_the_users_checkout_are_refused(agent_in_process, fake_server, repo):
     srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(run_agent, srv, repo)
+    run_id = start_run(agent_in_process, srv, repo)
     branch = f"agent/{run_id}"
     before = tip(repo, branch)
     state_file = repo / ".agent" / "runs" / run_id / "state.json"
     saved = state_file.read_bytes()
 
-    checked_out = run_agent("rewind", run_id, "--yes", cwd=repo)  # still on the run's branch
+    checked_out = agent_in_process("rewind", run_id, "--yes", cwd=repo)  # still on the run's branch
     assert checked_out.returncode == 1
     lines = checked_out.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{branch} is checked out in your work tree" in lines[0]
 
     git(repo, "switch", "-q", "main")
     git(repo, "merge", "-q", "--ff-only", branch)
-    merged = run_agent("rewind", run_id, "--yes", cwd=repo)
+    merged = agent_in_process("rewind", run_id, "--yes", cwd=repo)
     assert merged.returncode == 1
     assert f"run {run_id} is merged: {branch} is part of main" in merged.stderr
     assert tip(repo, branch) == before and tip(repo, "main") == before
     assert state_file.read_bytes() == saved
 
 
-@pytest.mark.slow
-def test_without_a_terminal_or_yes_nothing_moves(run_agent, fake_server, repo):
+def test_without_a_terminal_or_yes_nothing_moves(agent_in_process, fake_server, repo):
     srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(run_agent, srv, repo)
+    run_id = start_run(agent_in_process, srv, repo)
     git(repo, "switch", "-q", "main")
     before = tip(repo, f"agent/{run_id}")
-    proc = run_agent("rewind", run_id, cwd=repo)
+    proc = agent_in_process("rewind", run_id, cwd=repo)
     assert proc.returncode == 2
     assert "there is no terminal to ask on" in proc.stderr and "--yes" in proc.stderr
     assert tip(repo, f"agent/{run_id}") == before
 
 
 @pytest.mark.slow
-def test_the_confirmation_is_asked_on_a_terminal(run_agent, fake_server, pty_agent, repo):
+def test_the_confirmation_is_asked_on_a_terminal(agent_in_process, fake_server, pty_agent, repo):
     srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(run_agent, srv, repo)
+    run_id = start_run(agent_in_process, srv, repo)
     git(repo, "switch", "-q", "main")
     first = state_of(repo)["agent_state"]["plan"][0]["commit"]
     declined = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo)
@@ -213,10 +211,10 @@ def test_the_confirmation_is_asked_on_a_terminal(run_agent, fake_server, pty_age
     ids=["ctrl-d", "not-utf8"],
 )
 def test_an_answer_that_is_no_yes_at_the_confirmation_changes_nothing(
-    run_agent, fake_server, pty_agent, repo, keys, env
+    agent_in_process, fake_server, pty_agent, repo, keys, env
 ):
     srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(run_agent, srv, repo)
+    run_id = start_run(agent_in_process, srv, repo)
     git(repo, "switch", "-q", "main")
     before = tip(repo, f"agent/{run_id}")
     asked = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo, env=env)
@@ -231,10 +229,10 @@ def test_an_answer_that_is_no_yes_at_the_confirmation_changes_nothing(
 
 @pytest.mark.slow
 def test_ctrl_c_at_the_confirmation_says_so_in_one_line_and_changes_nothing(
-    run_agent, fake_server, pty_agent, repo
+    agent_in_process, fake_server, pty_agent, repo
 ):
     srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(run_agent, srv, repo)
+    run_id = start_run(agent_in_process, srv, repo)
     git(repo, "switch", "-q", "main")
     before = tip(repo, f"agent/{run_id}")
     asked = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo)
@@ -247,10 +245,10 @@ def test_ctrl_c_at_the_confirmation_says_so_in_one_line_and_changes_nothing(
 
 @pytest.mark.slow
 def test_with_stdout_in_a_file_the_confirmation_is_asked_on_the_terminal(
-    run_agent, fake_server, agent_env, repo, tmp_path
+    agent_in_process, fake_server, agent_env, repo, tmp_path
 ):
     srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(run_agent, srv, repo)
+    run_id = start_run(agent_in_process, srv, repo)
     git(repo, "switch", "-q", "main")
     first = state_of(repo)["agent_state"]["plan"][0]["commit"]
     argv = [sys.executable, "-m", "agent_cli", "rewind", run_id, "--to-task", "1"]
@@ -263,49 +261,50 @@ def test_with_stdout_in_a_file_the_confirmation_is_asked_on_the_terminal(
     assert tip(repo, f"agent/{run_id}") == first
 
 
-def runs_json(run_agent, repo) -> list[dict]:
-    proc = run_agent("runs", "--json", cwd=repo)
+def runs_json(agent_in_process, repo) -> list[dict]:
+    proc = agent_in_process("runs", "--json", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
 @pytest.mark.slow
 def test_a_live_run_is_listed_with_pid_task_and_step_and_cannot_be_rewound(
-    run_agent, agent_env, fake_server, repo
+    agent_in_process, agent_env, fake_server, repo
 ):
-    # task 1's second reply waits: the run is live at task 1 after its first tool call
-    srv = fake_server(
-        [three_task_plan(), write("a"), {**finish(), "delay": 6}, *do_tasks("b", "c")]
-    )
-    env = {**agent_env}
+    # task 1's second reply waits until released: the run, a real process of its own, is live
+    # at task 1 after its first tool call while `agent runs` and `agent rewind` look at it
+    held = Held([three_task_plan(), write("a"), {**finish(), "held": True}, *do_tasks("b", "c")])
+    srv = fake_server(held)
     child = subprocess.Popen(
         [sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--json"]
         + ["--base-url", srv.url],
         cwd=repo,
-        env=env,
+        env=agent_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        deadline, live = time.monotonic() + 60, []
-        while time.monotonic() < deadline and not live:
-            live = [r for r in runs_json(run_agent, repo) if r.get("live") and r.get("step")]
-            time.sleep(0.2)
-        assert live, "the run never showed as live"
-        row = live[0]
-        assert row["pid"] == child.pid and row["run_id"] == state_of(repo)["run_id"]
-        assert (row["task"], row["tasks"], row["task_goal"]) == (1, 3, "Add a.txt")
-        assert row["step"] == 1 and row["worktree"] is None
-        refused = run_agent("rewind", row["run_id"], "--yes", cwd=repo)
-        assert refused.returncode == 1
-        assert f"run {row['run_id']} is in progress (pid {child.pid})" in refused.stderr
+        with held:
+            deadline, live = time.monotonic() + 60, []
+            while time.monotonic() < deadline and not live:
+                rows = runs_json(agent_in_process, repo)
+                live = [r for r in rows if r.get("live") and r.get("step")]
+                time.sleep(0.1)
+            assert live, "the run never showed as live"
+            row = live[0]
+            assert row["pid"] == child.pid and row["run_id"] == state_of(repo)["run_id"]
+            assert (row["task"], row["tasks"], row["task_goal"]) == (1, 3, "Add a.txt")
+            assert row["step"] == 1 and row["worktree"] is None
+            refused = agent_in_process("rewind", row["run_id"], "--yes", cwd=repo)
+            assert refused.returncode == 1
+            assert f"run {row['run_id']} is in progress (pid {child.pid})" in refused.stderr
         out, err = child.communicate(timeout=120)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
     assert child.returncode == 0, out + err
-    after = runs_json(run_agent, repo)
+    after = runs_json(agent_in_process, repo)
     assert [(r["status"], "live" in r, "pid" in r) for r in after] == [("verified", False, False)]
