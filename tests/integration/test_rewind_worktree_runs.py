@@ -1,7 +1,7 @@
-"""Worktree runs and `agent rewind` / `agent runs` / `agent clean` as real processes: a live
-worktree run is listed with its worktree; a verified worktree run (its tree removed) rewound to
-task 1 gets its tree back on `--resume` and redoes task 2; a rejected run's tree stays until
-`agent clean --force`."""
+"""Worktree runs and `agent rewind` / `agent runs` / `agent clean`: a live worktree run (a real
+process) is listed with its worktree; a verified worktree run (its tree removed) rewound to task
+1 gets its tree back on `--resume` and redoes task 2; a rejected run's tree stays until `agent
+clean --force`. The commands whose own process is not what a test checks run in this process."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ import sys
 import time
 
 import pytest
-from runkit import facts, finish
+from runkit import Held, facts, finish
 
 from conftest import git, make_repo
 
-pytestmark = pytest.mark.slow
 GOAL = "Add one.txt and two.txt"
 
 
@@ -45,21 +44,25 @@ def only_run(repo) -> dict:
     return json.loads(state.read_text())
 
 
-def test_a_rewound_worktree_run_gets_its_tree_back_and_redoes_task_2(run_agent, fake_server, repo):
+def test_a_rewound_worktree_run_gets_its_tree_back_and_redoes_task_2(
+    agent_in_process, fake_server, repo
+):
     srv = fake_server([two_task_plan(), write("one.txt"), finish(), write("two.txt"), finish()])
-    proc = run_agent("run", GOAL, "--worktree", "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    proc = agent_in_process(
+        "run", GOAL, "--worktree", "--yes", "--json", "--base-url", srv.url, cwd=repo
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = only_run(repo)
     tree = repo / ".agent" / "worktrees" / run["run_id"]
     assert not tree.exists()  # every task verified: the run removed it
     first = run["agent_state"]["plan"][0]["commit"]
-    proc = run_agent("rewind", run["run_id"], "--to-task", "1", "--yes", cwd=repo)
+    proc = agent_in_process("rewind", run["run_id"], "--to-task", "1", "--yes", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert git(repo, "rev-parse", run["branch"]).strip() == first
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
 
     again = fake_server([write("two.txt"), {**finish(), "delay": 0}, facts()])
-    proc = run_agent(
+    proc = agent_in_process(
         "run",
         "--resume",
         "--run-id",
@@ -79,10 +82,15 @@ def test_a_rewound_worktree_run_gets_its_tree_back_and_redoes_task_2(run_agent, 
     assert sorted(files) == ["README.md", "one.txt", "two.txt"]
 
 
-def test_a_live_worktree_run_is_listed_with_its_worktree(run_agent, agent_env, fake_server, repo):
-    srv = fake_server(
-        [two_task_plan(), write("one.txt"), {**finish(), "delay": 10}, write("two.txt"), finish()]
+@pytest.mark.slow  # the run is a real `agent` process
+def test_a_live_worktree_run_is_listed_with_its_worktree(
+    agent_in_process, agent_env, fake_server, repo
+):
+    # task 1's second reply waits until released: the run is live at task 1, step 1
+    held = Held(
+        [two_task_plan(), write("one.txt"), {**finish(), "held": True}, write("two.txt"), finish()]
     )
+    srv = fake_server(held)
     child = subprocess.Popen(
         [sys.executable, "-m", "agent_cli", "run", GOAL, "--worktree", "--yes", "--json"]
         + ["--base-url", srv.url],
@@ -94,18 +102,19 @@ def test_a_live_worktree_run_is_listed_with_its_worktree(run_agent, agent_env, f
         text=True,
     )
     try:
-        deadline, live = time.monotonic() + 60, []
-        while time.monotonic() < deadline and not live:
-            rows = json.loads(run_agent("runs", "--json", cwd=repo).stdout)
-            live = [r for r in rows if r.get("live") and r.get("step")]
-            time.sleep(0.2)
-        assert live, "the run never showed as live"
-        row = live[0]
-        tree = repo / ".agent" / "worktrees" / row["run_id"]
-        assert row["pid"] == child.pid and row["worktree"] == str(tree.resolve())
-        assert (row["task"], row["tasks"], row["step"]) == (1, 2, 1)
-        table = run_agent("runs", cwd=repo, env={"COLUMNS": "250"}).stdout
-        assert f"live: pid {child.pid}, task 1/2, step 1, in {tree.resolve()}" in table, table
+        with held:
+            deadline, live = time.monotonic() + 60, []
+            while time.monotonic() < deadline and not live:
+                rows = json.loads(agent_in_process("runs", "--json", cwd=repo).stdout)
+                live = [r for r in rows if r.get("live") and r.get("step")]
+                time.sleep(0.1)
+            assert live, "the run never showed as live"
+            row = live[0]
+            tree = repo / ".agent" / "worktrees" / row["run_id"]
+            assert row["pid"] == child.pid and row["worktree"] == str(tree.resolve())
+            assert (row["task"], row["tasks"], row["step"]) == (1, 2, 1)
+            table = agent_in_process("runs", cwd=repo, env={"COLUMNS": "250"}).stdout
+            assert f"live: pid {child.pid}, task 1/2, step 1, in {tree.resolve()}" in table, table
         out, err = child.communicate(timeout=120)
     finally:
         if child.poll() is None:
@@ -114,27 +123,34 @@ def test_a_live_worktree_run_is_listed_with_its_worktree(run_agent, agent_env, f
     assert child.returncode == 0, out + err
 
 
-def test_a_rejected_worktree_run_keeps_its_tree_until_clean_force(run_agent, fake_server, repo):
+def test_a_rejected_worktree_run_keeps_its_tree_until_clean_force(
+    agent_in_process, fake_server, repo
+):
     srv = fake_server(
         [two_task_plan(), write("wrong.txt"), finish("tried"), finish("tried again"), facts()]
     )
-    proc = run_agent("run", GOAL, "--worktree", "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    proc = agent_in_process(
+        "run", GOAL, "--worktree", "--yes", "--json", "--base-url", srv.url, cwd=repo
+    )
     assert proc.returncode == 3, proc.stdout + proc.stderr
     run = only_run(repo)
     tree = (repo / ".agent" / "worktrees" / run["run_id"]).resolve()
     assert (tree / "wrong.txt").exists()
-    kept = run_agent("clean", cwd=repo)
+    kept = agent_in_process("clean", cwd=repo)
     assert kept.returncode == 0, kept.stderr
     assert kept.stdout.strip() == (
         f"kept {tree}: it holds the uncommitted work of rejected task 1 (--force removes it)"
     )
     assert (tree / "wrong.txt").exists()
-    forced = run_agent("clean", "--force", cwd=repo)
+    forced = agent_in_process("clean", "--force", cwd=repo)
     assert forced.returncode == 0 and f"removed worktree {tree}" in forced.stdout
     assert not tree.exists()
 
 
-def test_two_worktree_runs_at_once_are_both_listed_live(run_agent, agent_env, fake_server, repo):
+@pytest.mark.slow  # the runs are real `agent` processes
+def test_two_worktree_runs_at_once_are_both_listed_live(
+    agent_in_process, agent_env, fake_server, repo
+):
     from agent_cli.llm.fake.routes import ByGoal
 
     def script(name: str) -> list[dict]:
@@ -142,11 +158,12 @@ def test_two_worktree_runs_at_once_are_both_listed_live(run_agent, agent_env, fa
         return [
             {"tool": "submit_plan", "args": {"goal": f"Add {name}", "tasks": [goal]}},
             write(name),
-            {**finish(), "delay": 8},
+            {**finish(), "held": True},  # each run waits at task 1, step 1 until released
             facts(),
         ]
 
-    srv = fake_server(ByGoal({f"Add {n}": script(n) for n in ("x.txt", "y.txt")}))
+    held = Held(ByGoal({f"Add {n}": script(n) for n in ("x.txt", "y.txt")}))
+    srv = fake_server(held)
     children = [
         subprocess.Popen(
             [sys.executable, "-m", "agent_cli", "run", f"Add {n}", "--worktree", "--yes"]
@@ -161,14 +178,15 @@ def test_two_worktree_runs_at_once_are_both_listed_live(run_agent, agent_env, fa
         for n in ("x.txt", "y.txt")
     ]
     try:
-        deadline, live = time.monotonic() + 60, []
-        while time.monotonic() < deadline and len(live) < 2:
-            rows = json.loads(run_agent("runs", "--json", cwd=repo).stdout)
-            live = [r for r in rows if r.get("live") and r.get("step")]
-            time.sleep(0.2)
-        assert sorted(r["pid"] for r in live) == sorted(c.pid for c in children)
-        assert sorted(r["task_goal"] for r in live) == ["Add x.txt", "Add y.txt"]
-        assert all(r["worktree"] and r["task"] == 1 and r["step"] == 1 for r in live)
+        with held:
+            deadline, live = time.monotonic() + 60, []
+            while time.monotonic() < deadline and len(live) < 2:
+                rows = json.loads(agent_in_process("runs", "--json", cwd=repo).stdout)
+                live = [r for r in rows if r.get("live") and r.get("step")]
+                time.sleep(0.1)
+            assert sorted(r["pid"] for r in live) == sorted(c.pid for c in children)
+            assert sorted(r["task_goal"] for r in live) == ["Add x.txt", "Add y.txt"]
+            assert all(r["worktree"] and r["task"] == 1 and r["step"] == 1 for r in live)
         results = [c.communicate(timeout=120) for c in children]
     finally:
         for c in children:
