@@ -8,8 +8,6 @@ import sys
 import threading
 from pathlib import Path
 
-import pytest
-
 from agent_cli.llm.fake.routes import ByGoal
 from conftest import git
 from many.manykit import (
@@ -25,8 +23,7 @@ from many.manykit import (
 )
 from reliability.relkit import events, repo_with, spawn_agent, wait_for
 
-__all__ = ["spawn_agent"]
-pytestmark = pytest.mark.slow
+__all__ = ["spawn_agent"]  # a fixture: the tests taking it are `slow`
 
 
 def run_done(stdout: str) -> dict:
@@ -40,7 +37,7 @@ def notices(stdout: str) -> list[str]:
 
 
 def test_two_runs_at_once_verify_on_their_own_branches_while_the_user_edits(
-    spawn_agent, agent_env, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo", {"notes.txt": "v0\n"})
     srv = fake_server(
@@ -92,10 +89,8 @@ def test_two_runs_at_once_verify_on_their_own_branches_while_the_user_edits(
         assert state(repo, run_id)["worktree"] == started["repo"]
         assert not (repo / ".agent" / "worktrees" / run_id).exists()  # verified and committed
     assert srv.max_in_flight == 2
-    listed = subprocess.run(
-        [sys.executable, "-m", "agent_cli", "runs", "--json"],
-        cwd=repo, env=agent_env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    listed = agent_in_process("runs", "--json", cwd=repo)
+    assert listed.returncode == 0, listed.stderr
     ids = {run_done(a.stdout)["run_id"] for a in agents}
     assert {r["run_id"] for r in json.loads(listed.stdout)} == ids  # one state directory
     assert checkout(repo, skip=("notes.txt",)) == before
@@ -104,18 +99,18 @@ def test_two_runs_at_once_verify_on_their_own_branches_while_the_user_edits(
     assert worktrees(repo) == [str(repo)]
 
 
-def test_allow_dirty_with_worktree_is_refused(run_agent, scratch_repo):
-    proc = run_agent("run", "x", "--worktree", "--allow-dirty", "--yes", cwd=scratch_repo)
+def test_allow_dirty_with_worktree_is_refused(agent_in_process, scratch_repo):
+    proc = agent_in_process("run", "x", "--worktree", "--allow-dirty", "--yes", cwd=scratch_repo)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--allow-dirty does not go with --worktree" in lines[0]
     assert not (scratch_repo / ".agent").exists()
 
 
-def rejected_worktree_run(run_agent, fake_server, repo: Path, name: str):
+def rejected_worktree_run(agent_in_process, fake_server, repo: Path, name: str):
     """A worktree run whose task is rejected (exit 3): its output, id and work tree."""
     srv = fake_server(rejected(name))
-    first = run_agent(
+    first = agent_in_process(
         "run", goal_of(name), "--worktree", "--yes", "--json", "--base-url", srv.url, cwd=repo
     )
     assert first.returncode == 3, first.stdout + first.stderr
@@ -124,18 +119,18 @@ def rejected_worktree_run(run_agent, fake_server, repo: Path, name: str):
 
 
 def test_a_rejected_worktree_run_resumes_in_its_worktree_made_again(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     before = checkout(repo)
-    first, run_id, tree = rejected_worktree_run(run_agent, fake_server, repo, "gamma.txt")
+    first, run_id, tree = rejected_worktree_run(agent_in_process, fake_server, repo, "gamma.txt")
     assert status(tree) == "?? not-gamma.txt\n"  # the rejected attempt, left for the human
     assert any(f"the worktree {tree} is kept" in t for t in notices(first.stdout))
     assert worktrees(repo) == [str(repo), str(tree)]
     git(repo, "worktree", "remove", "--force", str(tree))  # the user throws it away
 
     rest = fake_server(hinted("gamma.txt"))
-    again = run_agent(
+    again = agent_in_process(
         "run",
         "--resume",
         "--run-id",
@@ -157,7 +152,7 @@ def test_a_rejected_worktree_run_resumes_in_its_worktree_made_again(
     assert checkout(repo) == before and status(repo) == ""
 
 
-def test_worktree_auto_sends_a_second_run_to_a_worktree(run_agent, fake_server, tmp_path):
+def test_worktree_auto_sends_a_second_run_to_a_worktree(agent_in_process, fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     holder = subprocess.Popen(
         [
@@ -173,7 +168,7 @@ def test_worktree_auto_sends_a_second_run_to_a_worktree(run_agent, fake_server, 
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         srv = fake_server(creates("delta.txt"))
-        proc = run_agent(
+        proc = agent_in_process(
             "run",
             goal_of("delta.txt"),
             "--yes",
@@ -223,7 +218,7 @@ def test_worktree_auto_runs_started_together_all_run(spawn_agent, fake_server, t
     assert not (repo / ".agent" / "run.lock").exists()
 
 
-def test_without_auto_the_second_run_still_refuses(run_agent, tmp_path: Path):
+def test_without_auto_the_second_run_still_refuses(agent_in_process, tmp_path: Path):
     repo = repo_with(tmp_path / "repo")
     holder = subprocess.Popen(
         [
@@ -238,7 +233,9 @@ def test_without_auto_the_second_run_still_refuses(run_agent, tmp_path: Path):
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        proc = run_agent("run", "x", "--yes", "--base-url", "http://127.0.0.1:9/v1", cwd=repo)
+        proc = agent_in_process(
+            "run", "x", "--yes", "--base-url", "http://127.0.0.1:9/v1", cwd=repo
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -247,12 +244,12 @@ def test_without_auto_the_second_run_still_refuses(run_agent, tmp_path: Path):
 
 
 def test_resuming_a_worktree_run_whose_tree_was_detached_names_the_tree_and_the_branch(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
-    _, run_id, tree = rejected_worktree_run(run_agent, fake_server, repo, "delta.txt")
+    _, run_id, tree = rejected_worktree_run(agent_in_process, fake_server, repo, "delta.txt")
     git(tree, "checkout", "-q", "--detach")  # the user looks around in the run's tree
-    again = run_agent(
+    again = agent_in_process(
         "run", "--resume", "--run-id", run_id, "--yes", "--base-url", "http://127.0.0.1:9", cwd=repo
     )
     said = again.stderr.strip()
@@ -262,13 +259,13 @@ def test_resuming_a_worktree_run_whose_tree_was_detached_names_the_tree_and_the_
 
 
 def test_resuming_a_worktree_run_whose_branch_was_deleted_says_so_and_changes_nothing(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
-    _, run_id, tree = rejected_worktree_run(run_agent, fake_server, repo, "zeta.txt")
+    _, run_id, tree = rejected_worktree_run(agent_in_process, fake_server, repo, "zeta.txt")
     git(repo, "worktree", "remove", "--force", str(tree))  # the user throws the run away
     git(repo, "branch", "-m", f"agent/{run_id}", "kept-zeta")  # and keeps its branch by a name
-    again = run_agent(
+    again = agent_in_process(
         "run", "--resume", "--run-id", run_id, "--yes", "--base-url", "http://127.0.0.1:9", cwd=repo
     )
     said = again.stderr.strip()
@@ -280,13 +277,13 @@ def test_resuming_a_worktree_run_whose_branch_was_deleted_says_so_and_changes_no
 
 
 def test_a_worktree_run_resumes_in_its_tree_after_the_checkout_was_renamed(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
-    _, run_id, _ = rejected_worktree_run(run_agent, fake_server, repo, "eta.txt")
+    _, run_id, _ = rejected_worktree_run(agent_in_process, fake_server, repo, "eta.txt")
     moved = repo.rename(tmp_path / "renamed")  # the user renames the project's folder
     rest = fake_server(hinted("eta.txt"))
-    again = run_agent(
+    again = agent_in_process(
         "run", "--resume", "--run-id", run_id, "--hint", "create eta.txt itself",
         "--yes", "--json", "--base-url", rest.url, cwd=moved,
     )  # fmt: skip
@@ -296,5 +293,5 @@ def test_a_worktree_run_resumes_in_its_tree_after_the_checkout_was_renamed(
     files = branch_files(moved, f"agent/{run_id}")
     assert "eta.txt" in files and "not-eta.txt" in files  # the rejected attempt's file was there
     assert worktrees(moved) == [str(moved)]  # verified: its tree is removed
-    rewound = run_agent("rewind", run_id, "--yes", cwd=moved)
+    rewound = agent_in_process("rewind", run_id, "--yes", cwd=moved)
     assert rewound.returncode == 0, rewound.stderr
