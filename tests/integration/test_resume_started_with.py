@@ -267,11 +267,11 @@ def test_ctrl_c_while_the_closing_summary_is_asked_for_leaves_a_verified_run_ver
 
 
 def test_run_state_the_repository_tracks_is_refused_and_its_endpoint_never_asked(
-    run_agent, fake_server, demo_repo, tmp_path
+    agent_in_process, fake_server, demo_repo, tmp_path
 ):
     # a repository that committed its .agent/ (a run started against its author's server),
     # cloned: resuming that run would send the cloner's code and key to that server
-    planted, _ = escalated_against(run_agent, fake_server, demo_repo)
+    planted, _ = escalated_against(agent_in_process, fake_server, demo_repo)
     git(demo_repo, "add", "-f", ".agent")  # its runs, and its long-term memory
     git(demo_repo, "commit", "-q", "-m", "the run state, committed")
     clone = tmp_path / "clone"
@@ -282,7 +282,7 @@ def test_run_state_the_repository_tracks_is_refused_and_its_endpoint_never_asked
     mine = fake_server(fixed(), models=MODELS)
     commands = (["run", "--resume", "--yes"], ["runs"], ["recall", "median"], ["memory", "show"])
     for args in commands:
-        proc = run_agent(*args, cwd=clone, env={"OPENAI_BASE_URL": mine.url})
+        proc = agent_in_process(*args, cwd=clone, env={"OPENAI_BASE_URL": mine.url})
         said = proc.stderr.strip()
         assert proc.returncode != 0 and len(said.splitlines()) == 1, proc.stdout + said
         assert "the repository tracks" in said and ".agent/" in said and "Traceback" not in said
@@ -291,4 +291,4 @@ def test_run_state_the_repository_tracks_is_refused_and_its_endpoint_never_asked
     git(clone, "rm", "-r", "-q", "--cached", ".agent")
     git(clone, "commit", "-q", "-m", "run state is not the repository's")
     for args in commands[1:]:
-        assert run_agent(*args, cwd=clone).returncode == 0
+        assert agent_in_process(*args, cwd=clone).returncode == 0
