@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from agent.test_loop import run_in_process
 from agent_cli.agent.run.store import RunStore
 from agent_cli.core.errors import AgentError, StorageError
+from agent_cli.llm.fake.server import FakeOpenAIServer
 from conftest import git
 from reliability.relkit import branch, finish, head, make_done, plan, repo_with, task
 
@@ -22,24 +24,35 @@ KEEP = {"tool": "revise_plan", "args": {"keep": True}}
 TWO = task("Create two.txt", "test -f two.txt")
 
 
-def _rejected_second_task(fake_server, tmp_path: Path) -> tuple[Path, Path, dict]:
-    """A run whose first task is verified and whose second is rejected; its state file."""
-    repo = repo_with(tmp_path / "repo")
-    srv = fake_server(
-        [
-            plan(task(), TWO),
-            make_done(),
-            finish(),
-            KEEP,
-            make_done("other.txt"),
-            finish(),
-            make_done("other.txt", "again\n"),
-            finish(),
-        ]
-    )
-    ran = run_in_process(repo, srv.url, "Create done.txt and two.txt")
+@pytest.fixture(scope="module")
+def rejected_run(tmp_path_factory) -> tuple[Path, str]:
+    """A repository where a run verified its first task and had its second rejected, made
+    once: every test edits a copy of it (the run is most of each test's time otherwise)."""
+    base = tmp_path_factory.mktemp("rejected-run")
+    repo = repo_with(base / "repo")
+    replies = [
+        plan(task(), TWO),
+        make_done(),
+        finish(),
+        KEEP,
+        make_done("other.txt"),
+        finish(),
+        make_done("other.txt", "again\n"),
+        finish(),
+    ]
+    with pytest.MonkeyPatch.context() as env, FakeOpenAIServer(replies) as srv:
+        env.setenv("XDG_CACHE_HOME", str(base / "user-cache"))  # not the first test's own
+        ran = run_in_process(repo, srv.url, "Create done.txt and two.txt")
     assert ran.code == 3
-    run_id = ran.of("run_done")[0]["run_id"]
+    return repo, ran.of("run_done")[0]["run_id"]
+
+
+@pytest.fixture
+def rejected_second_task(rejected_run, tmp_path) -> tuple[Path, Path, dict]:
+    """A copy of that run's repository in this test's tmp_path, and its state file."""
+    made, run_id = rejected_run
+    repo = tmp_path / "repo"
+    shutil.copytree(made, repo, symlinks=True)
     path = repo / ".agent" / "runs" / run_id / "state.json"
     data = json.loads(path.read_text())
     assert [t["status"] for t in data["agent_state"]["plan"]] == ["verified", "rejected"]
@@ -48,9 +61,9 @@ def _rejected_second_task(fake_server, tmp_path: Path) -> tuple[Path, Path, dict
 
 @pytest.mark.parametrize("commit", ["0" * 40, "base", "--output=/tmp/x"])
 def test_a_task_marked_verified_without_the_runs_commit_is_refused_on_resume(
-    fake_server, tmp_path, commit
+    rejected_second_task, commit
 ):
-    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    repo, path, data = rejected_second_task
     if commit == "base":  # a real commit on the run's branch, but not one the run made
         commit = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
     data["agent_state"]["plan"][1].update(status="verified", commit=commit)
@@ -60,9 +73,9 @@ def test_a_task_marked_verified_without_the_runs_commit_is_refused_on_resume(
 
 
 def test_a_state_naming_another_branch_or_run_is_refused_and_main_is_untouched(
-    fake_server, tmp_path
+    rejected_second_task, tmp_path
 ):
-    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    repo, path, data = rejected_second_task
     main_before = head(repo) if branch(repo) == "main" else None
     path.write_text(json.dumps(data | {"branch": "main"}))
     with pytest.raises(StorageError, match="branch: 'main' is not the run's own branch"):
@@ -114,13 +127,13 @@ WORKING_MEMORY_EDITS = {
 
 @pytest.mark.parametrize("edit", WORKING_MEMORY_EDITS.values(), ids=WORKING_MEMORY_EDITS.keys())
 def test_working_memory_edited_by_hand_is_one_clear_error_for_show_and_resume(
-    fake_server, tmp_path, monkeypatch, edit
+    rejected_second_task, tmp_path, monkeypatch, edit
 ):
     from typer.testing import CliRunner
 
     from agent_cli.cli.app import app
 
-    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    repo, path, data = rejected_second_task
     assert data["memory"]["items"]
     edit(data["memory"])
     path.write_text(json.dumps(data))
@@ -165,12 +178,12 @@ def test_a_state_whose_status_is_not_a_word_is_listed_as_unreadable(tmp_path, st
 
 
 def test_a_commit_a_command_made_with_the_runs_trailer_is_not_taken_as_a_task_verified(
-    fake_server, tmp_path
+    rejected_second_task, fake_server
 ):
     """A process that died while task 2 ran (its state saved at the attempt's start) and a
     commit on the branch with the run's trailer that the harness did not make (a command's
     `git commit`): the resume does task 2 again instead of calling it verified by that commit."""
-    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    repo, path, data = rejected_second_task
     run_id = data["run_id"]
     data["agent_state"]["plan"][1].update(status="running", attempts=1, max_attempts=2)
     path.write_text(json.dumps(data))
@@ -196,10 +209,10 @@ STATE_NUMBERS = {
 
 
 @pytest.mark.parametrize("edit", STATE_NUMBERS.values(), ids=STATE_NUMBERS.keys())
-def test_a_count_or_cost_out_of_range_is_refused_on_resume(fake_server, tmp_path, edit):
+def test_a_count_or_cost_out_of_range_is_refused_on_resume(rejected_second_task, edit):
     """A negative cost would give a resumed run money it did not have; a negative step or attempt count would let it run on past its
     limits. Such a file is refused, as any state.json that is not the run's own."""
-    repo, path, data = _rejected_second_task(fake_server, tmp_path)
+    repo, path, data = rejected_second_task
     edit(data)
     path.write_text(json.dumps(data))
     with pytest.raises(AgentError, match="cannot be"):
