@@ -1,4 +1,6 @@
-"""`agent recall` and `agent memory ...` as real processes, on a real Chroma store in a tmp repo."""
+"""`agent recall` and `agent memory ...` on a real Chroma store in a tmp repo: in this process
+(`agent_in_process`), and as real processes where the process is what is checked (what it
+imports, an argument that is not UTF-8, a reader that closes the pipe)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from agent_cli.core.models import Episode
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
 
-pytestmark = pytest.mark.slow  # every test here starts the agent as a process
+pytestmark = pytest.mark.slow  # some tests here start the agent as a process
 
 KEY = "sk-test-configured-key-0123456789abcdef"
 OLD_RUN, NEW_RUN = "20250313-080000-aaaa", "20250314-090000-bbbb"
@@ -29,28 +31,37 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return {**env, "HOME": str(home), "COLUMNS": "200", **extra}
 
 
-def agents(cwd: Path, *commands: list[str], **env: str) -> list[subprocess.CompletedProcess]:
-    """Run `python -m agent_cli ARGS` for each command at once; their results in order."""
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "agent_cli", *args],
-            cwd=cwd,
-            text=True,
-            env=_env(cwd.parent, **env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        for args in commands
-    ]
-    out = []
-    for args, p in zip(commands, procs, strict=False):
-        stdout, stderr = p.communicate(timeout=120)
-        out.append(subprocess.CompletedProcess(args, p.returncode, stdout, stderr))
-    return out
+def spawned(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """`python -m agent_cli ARGS` as a real process, for what only a process shows."""
+    return subprocess.run(
+        [sys.executable, "-m", "agent_cli", *args],
+        cwd=cwd,
+        text=True,
+        env=_env(cwd.parent, **env),
+        capture_output=True,
+        timeout=120,
+    )
 
 
-def agent(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return agents(cwd, list(args), **env)[0]
+@pytest.fixture
+def agents(agent_in_process):
+    """Run the CLI's commands in this process, one after another, in `cwd` with its parent as
+    HOME (as `_env` gives a process); their results in order."""
+
+    def run(cwd: Path, *commands: list[str], **env: str) -> list[subprocess.CompletedProcess]:
+        # NO_COLOR empty is NO_COLOR unset (as the commands read it), as in `_env`
+        over = {"HOME": str(cwd.parent), "COLUMNS": "200", "NO_COLOR": "", **env}
+        return [agent_in_process(*args, cwd=cwd, env=over) for args in commands]
+
+    return run
+
+
+@pytest.fixture
+def agent(agents):
+    def run(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+        return agents(cwd, list(args), **env)[0]
+
+    return run
 
 
 @pytest.fixture(scope="session")
@@ -114,7 +125,7 @@ def seeded(repo, embedder) -> Path:
     return repo
 
 
-def test_without_state_every_command_says_no_memory_and_creates_nothing(repo):
+def test_without_state_every_command_says_no_memory_and_creates_nothing(repo, agents):
     commands = [
         ["recall", "parser"],
         ["recall", "parser", "--json"],
@@ -136,7 +147,7 @@ def test_without_state_every_command_says_no_memory_and_creates_nothing(repo):
     assert sorted(p.name for p in repo.iterdir()) == [".git"]
 
 
-def test_outside_a_git_repository_says_how_to_fix_it(tmp_path):
+def test_outside_a_git_repository_says_how_to_fix_it(tmp_path, agents):
     (tmp_path / "plain").mkdir()
     for r in agents(tmp_path / "plain", ["recall", "x"], ["memory", "show"]):
         assert r.returncode == 1
@@ -144,7 +155,7 @@ def test_outside_a_git_repository_says_how_to_fix_it(tmp_path):
         assert "--repo" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_recall_prints_ranked_results_as_a_table_and_as_json(seeded):
+def test_recall_prints_ranked_results_as_a_table_and_as_json(seeded, agents):
     table, as_json, facts = agents(
         seeded,
         ["recall", "tests/test_parser.py::test_quotes failed"],
@@ -164,7 +175,9 @@ def test_recall_prints_ranked_results_as_a_table_and_as_json(seeded):
     assert {r["kind"] for r in found} == {"fact"} and "contractor" in found[0]["text"]
 
 
-def test_recall_answers_from_the_snapshot_without_chromadb_as_the_store_would(seeded, embedder):
+def test_recall_answers_from_the_snapshot_without_chromadb_as_the_store_would(
+    seeded, embedder, agents
+):
     from agent_cli.memory.longterm import snapshot
 
     store = seeded / ".agent" / "chroma"
@@ -176,7 +189,8 @@ def test_recall_answers_from_the_snapshot_without_chromadb_as_the_store_would(se
         ["recall", "who wrote the parser", "--kind", "fact", "--min-trust", "0.2", "--json"],
     ]
     fast = agents(seeded, *queries)
-    traced = agent(seeded, "recall", "parser", **{"PYTHONPROFILEIMPORTTIME": "1"})
+    # what it imports: a process of its own
+    traced = spawned(seeded, "recall", "parser", **{"PYTHONPROFILEIMPORTTIME": "1"})
     assert traced.returncode == 0 and "| agent_cli" in traced.stderr
     assert "chromadb" not in traced.stderr, "the snapshot needs no chromadb"
     snapshot.invalidate(store)
@@ -188,7 +202,7 @@ def test_recall_answers_from_the_snapshot_without_chromadb_as_the_store_would(se
         assert [round(r["score"], 4) for r in got] == [round(r["score"], 4) for r in expected]
 
 
-def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
+def test_memory_show_prints_the_latest_working_memory_and_counts(seeded, agent, agents):
     before = agent(seeded, "memory", "show")
     assert before.returncode == 0, before.stderr
     assert "No run has recorded working memory yet." in before.stdout
@@ -219,7 +233,7 @@ def test_memory_show_prints_the_latest_working_memory_and_counts(seeded):
     assert [h["kind"] for h in json.loads(edits.stdout)["hot"]] == ["edit"]
 
 
-def test_memory_show_names_the_score_terms_alike_in_the_table_and_the_json(seeded):
+def test_memory_show_names_the_score_terms_alike_in_the_table_and_the_json(seeded, agents):
     _save_working_memory(seeded / ".agent")
     text, as_json = agents(seeded, ["memory", "show"], ["memory", "show", "--json"])
     lines = [line.rstrip() for line in text.stdout.splitlines()]
@@ -246,7 +260,7 @@ def test_memory_show_names_the_score_terms_alike_in_the_table_and_the_json(seede
     assert row[2:8] == [f"{item[c]:.2f}" for c in header[2:8]]
 
 
-def test_memory_show_without_evictions_prints_no_empty_cold_table(repo):
+def test_memory_show_without_evictions_prints_no_empty_cold_table(repo, agent):
     _save_working_memory(repo / ".agent", outputs=0)
     text = agent(repo, "memory", "show")
     assert text.returncode == 0, text.stderr
@@ -255,7 +269,7 @@ def test_memory_show_without_evictions_prints_no_empty_cold_table(repo):
     assert text.stdout.count("summary") == 1  # one table: the hot zone's
 
 
-def test_forget_expire_export_and_import(seeded, tmp_path):
+def test_forget_expire_export_and_import(seeded, tmp_path, agent, agents):
     fact_id = (tmp_path / "fact_id").read_text()
     forgot, expired = agents(seeded, ["memory", "forget", fact_id], ["memory", "expire"])
     assert forgot.returncode == 0 and fact_id in forgot.stdout
@@ -299,9 +313,9 @@ def test_forget_expire_export_and_import(seeded, tmp_path):
     assert KEY.encode() not in raw and b"deploy with key [REDACTED]" in raw
 
 
-def test_forget_refuses_an_id_that_is_not_utf8_and_names_a_huge_one_briefly(seeded):
+def test_forget_refuses_an_id_that_is_not_utf8_and_names_a_huge_one_briefly(seeded, agent):
     base = [sys.executable, "-m", "agent_cli", "memory", "forget"]
-    bad = subprocess.run(
+    bad = subprocess.run(  # an argument a process is given as bytes
         [*base, b"mem_\xff"], cwd=seeded, env=_env(seeded.parent), capture_output=True, timeout=60
     )
     err = bad.stderr.decode()
@@ -315,7 +329,7 @@ def test_forget_refuses_an_id_that_is_not_utf8_and_names_a_huge_one_briefly(seed
 
 
 @pytest.mark.parametrize("columns", ["200", "60"])  # the table, and the stacked items
-def test_recall_prints_no_escape_sequence_a_stored_id_holds(repo, tmp_path, columns):
+def test_recall_prints_no_escape_sequence_a_stored_id_holds(repo, tmp_path, columns, agent):
     record = {
         "collection": "facts",
         "id": "mem_\x1b[2J\x1b]0;pwned\x07abc",  # clear the screen, set the title
@@ -351,35 +365,35 @@ def test_an_export_to_a_reader_that_stops_early_says_it_is_incomplete(seeded):
     assert "nothing was exported" not in said and len(said.strip().splitlines()) == 1
 
 
-def test_show_and_export_wait_for_a_write_in_progress_then_answer(seeded, tmp_path):
+def test_show_and_export_wait_for_a_write_in_progress_then_answer(seeded, tmp_path, agent):
     # Chroma's reads save the index too: read beside a write, the index grew until the disk
     # was full (tests/memory/test_reads_wait_for_writes.py), so a read waits for the writer
     import fcntl
     import threading
     import time
 
-    fd = os.open(seeded / ".agent" / "chroma" / "write.lock", os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # as `agent memory import` holds it while it writes
     held = 3.0
-    release = threading.Timer(held, os.close, (fd,))  # closing it gives the lock up
-    started = time.monotonic()
-    release.start()
-    try:
-        show, export = agents(
-            seeded,
-            ["memory", "show", "--json"],
-            ["memory", "export", str(tmp_path / "out.jsonl")],
-        )
-    finally:
-        release.join()
-    took = time.monotonic() - started
+    answers = []
+    for args in (["memory", "show", "--json"], ["memory", "export", str(tmp_path / "out.jsonl")]):
+        # its own open of the file: an flock is another holder's even in this process
+        fd = os.open(seeded / ".agent" / "chroma" / "write.lock", os.O_RDWR | os.O_CREAT)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as `agent memory import` holds it while it writes
+        release = threading.Timer(held, os.close, (fd,))  # closing it gives the lock up
+        started = time.monotonic()
+        release.start()
+        try:
+            answers.append(agent(seeded, *args))
+        finally:
+            release.join()
+        took = time.monotonic() - started
+        assert held <= took < 25, args  # it waited for the write, not for the 30 s limit
+    show, export = answers
     assert show.returncode == 0 and export.returncode == 0, show.stderr + export.stderr
     assert json.loads(show.stdout)["counts"]["episodes"] == 2
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) >= 4
-    assert held <= took < 25  # they waited for the write, not for the 30 s limit
 
 
-def test_another_embedder_is_refused_until_reindex(seeded):
+def test_another_embedder_is_refused_until_reindex(seeded, agent):
     from agent_cli.llm.fake.server import FakeOpenAIServer
 
     with FakeOpenAIServer() as server:
