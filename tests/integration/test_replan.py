@@ -32,8 +32,8 @@ def revise(*tasks: dict, reason: str = "the notes are covered") -> dict:
     return {"tool": "revise_plan", "args": {"keep": False, "reason": reason, "tasks": list(tasks)}}
 
 
-def run(run_agent, srv, repo, *extra, env=None):
-    return run_agent(
+def run(agent, srv, repo, *extra, env=None):
+    return agent(
         "run",
         GOAL,
         "--yes",
@@ -58,7 +58,9 @@ def started(proc) -> list[str]:
     return [e["goal"] for e in events_of(proc.stdout) if e["event"] == "task_started"]
 
 
-def test_a_revision_drops_a_task_and_each_new_task_is_one_commit(run_agent, fake_server, demo_repo):
+def test_a_revision_drops_a_task_and_each_new_task_is_one_commit(
+    agent_in_process, fake_server, demo_repo
+):
     srv = fake_server(
         [
             plan(task(), file_task("NOTES.txt"), file_task("DROPPED.txt")),
@@ -72,7 +74,7 @@ def test_a_revision_drops_a_task_and_each_new_task_is_one_commit(run_agent, fake
             {"content": "Added median, A.txt and B.txt."},
         ]
     )
-    proc = run(run_agent, srv, demo_repo)
+    proc = run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert started(proc) == ["Add median() to calc/stats.py", "Write A.txt", "Write B.txt"]
     log = git(demo_repo, "log", "--format=%s").splitlines()
@@ -105,7 +107,7 @@ def test_a_revision_drops_a_task_and_each_new_task_is_one_commit(run_agent, fake
     assert events_of(proc.stdout)[-2]["event"] == "final_summary"
 
 
-def test_short_budget_is_said_so_the_model_can_merge(run_agent, fake_server, demo_repo):
+def test_short_budget_is_said_so_the_model_can_merge(agent_in_process, fake_server, demo_repo):
     srv = fake_server(
         [
             plan(task(), file_task("A.txt"), file_task("B.txt")),
@@ -117,7 +119,7 @@ def test_short_budget_is_said_so_the_model_can_merge(run_agent, fake_server, dem
             {"content": ""},
         ]
     )
-    proc = run(run_agent, srv, demo_repo, "--max-steps", "5")
+    proc = run(agent_in_process, srv, demo_repo, "--max-steps", "5")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = revise_requests(srv)[0]["messages"][-1]["content"]
     assert "At this pace the 2 remaining task(s) need more than is left" in text
@@ -127,7 +129,7 @@ def test_short_budget_is_said_so_the_model_can_merge(run_agent, fake_server, dem
 
 
 def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(
-    run_agent, fake_server, demo_repo
+    agent_in_process, fake_server, demo_repo
 ):
     broken = {"tool_calls": [{"name": "revise_plan", "arguments": '{"keep": false'}]}
     srv = fake_server(
@@ -141,7 +143,10 @@ def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(
         ]
     )
     proc = run(
-        run_agent, srv, demo_repo, env={"AGENT_MAX_REPLANS": "1", "AGENT_FINAL_SUMMARY": "false"}
+        agent_in_process,
+        srv,
+        demo_repo,
+        env={"AGENT_MAX_REPLANS": "1", "AGENT_FINAL_SUMMARY": "false"},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first, again = revise_requests(srv)  # one check: its request and one re-ask
@@ -155,7 +160,7 @@ def test_invalid_revision_keeps_the_plan_and_max_replans_bounds_the_checks(
     assert all("tools" in r for r in srv.chat_requests)  # final_summary = false: no summary
 
 
-def test_replan_off_sends_no_revise_request(run_agent, fake_server, demo_repo):
+def test_replan_off_sends_no_revise_request(agent_in_process, fake_server, demo_repo):
     srv = fake_server(
         [
             plan(file_task("A.txt"), file_task("B.txt")),
@@ -165,13 +170,13 @@ def test_replan_off_sends_no_revise_request(run_agent, fake_server, demo_repo):
             {"content": "done"},
         ]
     )
-    proc = run(run_agent, srv, demo_repo, env={"AGENT_REPLAN": "off"})
+    proc = run(agent_in_process, srv, demo_repo, env={"AGENT_REPLAN": "off"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert revise_requests(srv) == [] and len(srv.chat_requests) == 7
 
 
 def test_resume_after_sigkill_right_after_a_revision_runs_the_revised_plan(
-    agent_env, run_agent, fake_server, demo_repo, tmp_path
+    agent_env, agent_in_process, fake_server, demo_repo, tmp_path
 ):
     srv = fake_server(
         [
@@ -213,7 +218,7 @@ def test_resume_after_sigkill_right_after_a_revision_runs_the_revised_plan(
     saved = state_of(demo_repo)["agent_state"]["plan"]
     assert [t["goal"] for t in saved] == ["Add median() to calc/stats.py", "Write A.txt"]
     srv2 = fake_server(write("A.txt") + [facts(), {"content": "resumed and done"}])
-    proc = run_agent(
+    proc = agent_in_process(  # the killed process is what mattered; the resume is any run
         "run", "--resume", "--yes", "--json", "--base-url", srv2.url, cwd=demo_repo, env=ADAPT
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -225,7 +230,7 @@ def test_resume_after_sigkill_right_after_a_revision_runs_the_revised_plan(
     ]
 
 
-def test_every_forced_request_is_in_the_trajectory(run_agent, fake_server, demo_repo):
+def test_every_forced_request_is_in_the_trajectory(agent_in_process, fake_server, demo_repo):
     judged = {"goal": "Describe A.txt", "acceptance": "the summary names A.txt"}
     verdict = {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "it does"}}
     srv = fake_server(
@@ -239,7 +244,7 @@ def test_every_forced_request_is_in_the_trajectory(run_agent, fake_server, demo_
             {"content": "done"},
         ]
     )
-    proc = run(run_agent, srv, demo_repo)
+    proc = run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     trajectory = next((demo_repo / ".agent" / "runs").glob("*/trajectory.jsonl")).read_text()
     logged = [
