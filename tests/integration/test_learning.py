@@ -98,13 +98,15 @@ def test_run_two_is_handed_what_run_one_learned(run_env, fake_server, capsys, de
     assert len(facts_requests(srv)) == 1
 
 
+@pytest.mark.slow
 def test_recalled_items_count_hits_and_show_kind_trust_and_staleness(
-    run_env, fake_server, capsys, demo_repo, run_agent
+    run_env, fake_server, capfd, demo_repo, agent_in_process
 ):
-    _first_run(fake_server, capsys, demo_repo)
-    _second_run(fake_server, capsys, demo_repo)  # recalls the note, the fact, the procedure
+    # capfd, not capsys: agent_in_process reads what reaches the file descriptors
+    _first_run(fake_server, capfd, demo_repo)
+    _second_run(fake_server, capfd, demo_repo)  # recalls the note, the fact, the procedure
     git(demo_repo, "checkout", "-q", "main")  # calc/stats.py as it was before either run
-    proc = run_agent(
+    proc = agent_in_process(
         "recall",
         "median calc/stats.py tests/test_stats.py",
         "--json",
@@ -124,7 +126,7 @@ def test_recalled_items_count_hits_and_show_kind_trust_and_staleness(
     assert found["fact"]["stale"] is True and found["procedure"]["stale"] is False
     assert (
         "stale: a file it names changed since"
-        in run_agent(
+        in agent_in_process(
             "recall",
             FACT,
             "--kind",
