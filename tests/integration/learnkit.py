@@ -8,6 +8,8 @@ depends only on the words used.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 from pathlib import Path
@@ -17,16 +19,43 @@ import pytest
 from agent_cli.cli.wiring import RunOptions, execute
 
 
-@pytest.fixture
-def run_env(monkeypatch, tmp_path):
-    """The environment `agent run` would see in a clean account, set for this process."""
+def set_run_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """Set the environment `agent run` would see in a clean account whose HOME is `home`."""
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AGENT_RC", os.devnull)  # no user settings
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("AGENT_RETRY_BACKOFF_S", "0.01")
     monkeypatch.setenv("AGENT_EMBEDDING_MODEL", "fake-embed")
+
+
+@pytest.fixture
+def run_env(monkeypatch, tmp_path):
+    """The environment `agent run` would see in a clean account, set for this process."""
+    set_run_env(monkeypatch, tmp_path / "home")
     return monkeypatch
+
+
+def run_once(base: Path, repo: Path, goal: str, replies: list[dict]) -> tuple[int, list[dict]]:
+    """`agent run GOAL --yes --json` in `repo` against a server of `replies`, for a fixture
+    wider than one test (no capsys there): in `run_env`'s environment with `base` for HOME
+    and the user cache. The exit code and the events printed."""
+    from agent_cli.llm.fake.server import FakeOpenAIServer
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as env, FakeOpenAIServer(replies) as server:
+        set_run_env(env, base / "home")
+        env.setenv("XDG_CACHE_HOME", str(base / "user-cache"))
+        opts = RunOptions(
+            goal=goal,
+            repo=repo,
+            yes=True,
+            json_out=True,
+            flags={"base_url": server.url, "approval": "auto"},
+        )
+        with contextlib.redirect_stdout(out):
+            code = execute(opts)
+    return code, [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
 
 
 def run_in_process(capsys, repo: Path, goal: str, server, **flags) -> tuple[int, list[dict]]:

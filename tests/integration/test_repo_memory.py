@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from learnkit import (  # noqa: F401
     request_text,
     run_env,
     run_in_process,
+    run_once,
     task_requests,
 )
 from runkit import GOAL, add_median, facts, finish, plan, task
@@ -44,20 +46,42 @@ def _clone(origin: Path, path: Path) -> Path:
     return path
 
 
+def _learn_replies() -> list[dict]:
+    return [
+        plan(task()),
+        {"tool": "note", "args": {"text": NOTE}},
+        add_median(),
+        finish(),
+        facts((FACT, ["calc/stats.py"])),
+    ]
+
+
 def _learn(capsys, fake_server, repo: Path) -> str:
     """Run 1 in `repo`: a note, a verified task, a fact; its run id."""
-    srv = fake_server(
-        [
-            plan(task()),
-            {"tool": "note", "args": {"text": NOTE}},
-            add_median(),
-            finish(),
-            facts((FACT, ["calc/stats.py"])),
-        ]
-    )
-    code, events = run_in_process(capsys, repo, GOAL, srv)
+    code, events = run_in_process(capsys, repo, GOAL, fake_server(_learn_replies()))
     assert code == 0, events
     return str(events[-1]["run_id"])
+
+
+@pytest.fixture(scope="module")
+def learned_once(tmp_path_factory) -> tuple[Path, str]:
+    """The demo repository after run 1 (`_learn`), made once for the tests that start from
+    it; each works on a copy (`learned_repo`). The repository and the run's id."""
+    base = tmp_path_factory.mktemp("learned")
+    repo = make_repo(base / "demo", FIXTURES / "demo_repo")
+    code, events = run_once(base, repo, GOAL, _learn_replies())
+    assert code == 0, events
+    return repo, str(events[-1]["run_id"])
+
+
+@pytest.fixture
+def learned_repo(learned_once, tmp_path) -> tuple[Path, str]:
+    """A copy of that repository where `demo_repo` would be, and run 1's id: its store is
+    keyed by the repository's root commit, which a copy keeps."""
+    made, run_id = learned_once
+    repo = tmp_path / "demo"
+    shutil.copytree(made, repo, symlinks=True)
+    return repo, run_id
 
 
 def _planned(capsys, fake_server, repo: Path) -> str:
@@ -210,9 +234,9 @@ def _hashes(root: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("with_snapshot", [True, False])
 def test_plan_only_leaves_the_store_byte_identical(
-    run_env, fake_server, capsys, demo_repo, with_snapshot
+    run_env, fake_server, capsys, learned_repo, with_snapshot
 ):
-    _learn(capsys, fake_server, demo_repo)
+    demo_repo, _ = learned_repo
     store = demo_repo / ".agent" / "chroma"
     if not with_snapshot:  # the store itself must be read, and is opened from a copy
         snapshot.invalidate(store)
@@ -224,9 +248,9 @@ def test_plan_only_leaves_the_store_byte_identical(
 
 
 def test_a_plan_only_run_names_the_users_corrupt_store_not_the_copy_it_reads(
-    run_env, fake_server, capsys, demo_repo
+    run_env, fake_server, learned_repo
 ):
-    _learn(capsys, fake_server, demo_repo)
+    demo_repo, _ = learned_repo
     store = demo_repo / ".agent" / "chroma"
     snapshot.invalidate(store)  # the store itself is read, from a copy
     db = store / "chroma.sqlite3"
@@ -245,8 +269,8 @@ def test_a_plan_only_run_names_the_users_corrupt_store_not_the_copy_it_reads(
     assert _hashes(store) == before
 
 
-def test_an_episode_keeps_the_tools_the_run_called(run_env, fake_server, capsys, demo_repo):
-    run_id = _learn(capsys, fake_server, demo_repo)
+def test_an_episode_keeps_the_tools_the_run_called(run_env, fake_server, learned_repo):
+    demo_repo, run_id = learned_repo
     srv = fake_server([])
     with LongTermMemory(demo_repo / ".agent" / "chroma", _embedder(srv)) as mem:
         found = mem.recall(GOAL, kind="episode")
@@ -312,9 +336,9 @@ def test_agent_recall_keeps_to_this_repository_unless_asked_for_all(
 
 
 def test_what_run_1_learned_is_in_run_2s_requests_however_run_2_is_worded(
-    run_env, fake_server, capsys, demo_repo
+    run_env, fake_server, capsys, learned_repo
 ):
-    _learn(capsys, fake_server, demo_repo)
+    demo_repo, _ = learned_repo
     srv = fake_server([plan(task()), add_median(), finish(), facts()])
     unlike = "Tidy the project so the continuous integration job goes green again"
     code, events = run_in_process(capsys, demo_repo, unlike, srv)
