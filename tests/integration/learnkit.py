@@ -13,6 +13,7 @@ import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,10 +37,10 @@ def run_env(monkeypatch, tmp_path):
     return monkeypatch
 
 
-def run_once(base: Path, repo: Path, goal: str, replies: list[dict]) -> tuple[int, list[dict]]:
+def run_once(base: Path, repo: Path, goal: str, replies: list[dict]) -> tuple[int, list[dict], Any]:
     """`agent run GOAL --yes --json` in `repo` against a server of `replies`, for a fixture
     wider than one test (no capsys there): in `run_env`'s environment with `base` for HOME
-    and the user cache. The exit code and the events printed."""
+    and the user cache. The exit code, the events printed and the (stopped) server."""
     from agent_cli.llm.fake.server import FakeOpenAIServer
 
     out = io.StringIO()
@@ -55,7 +56,8 @@ def run_once(base: Path, repo: Path, goal: str, replies: list[dict]) -> tuple[in
         )
         with contextlib.redirect_stdout(out):
             code = execute(opts)
-    return code, [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
+    events = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
+    return code, events, server
 
 
 def run_in_process(capsys, repo: Path, goal: str, server, **flags) -> tuple[int, list[dict]]:

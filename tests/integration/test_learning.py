@@ -8,6 +8,7 @@ note, fact and procedure; its retry after the same failure must be handed run 1'
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from learnkit import (
@@ -16,6 +17,7 @@ from learnkit import (
     request_text,
     run_env,  # noqa: F401
     run_in_process,
+    run_once,
     task_requests,
 )
 from runkit import (
@@ -32,7 +34,7 @@ from runkit import (
 )
 
 from agent_cli.memory.longterm.chroma import LongTermMemory
-from conftest import git
+from conftest import FIXTURES, git, make_repo
 
 NOTE = (
     "add median to calc/stats.py: tests/test_stats.py passes only if the median of an "
@@ -42,44 +44,42 @@ FACT = "tests/test_stats.py checks the median function in calc/stats.py"
 FIX = "averaged the two middle values for even lists and raised ValueError on an empty one"
 
 
-def _first_run(fake_server, capsys, repo):
-    srv = fake_server(
-        [
-            plan(task()),
-            {"tool": "note", "args": {"text": NOTE}},
-            add_median(BAD_MEDIAN),
-            finish("first try"),
-            replace_median(BAD_MEDIAN, GOOD_MEDIAN),
-            finish(FIX),
-            facts((FACT, ["tests/test_stats.py", "calc/stats.py"])),
-        ]
-    )
-    code, events = run_in_process(capsys, repo, GOAL, srv)
+FIRST_RUN = [
+    plan(task()),
+    {"tool": "note", "args": {"text": NOTE}},
+    add_median(BAD_MEDIAN),
+    finish("first try"),
+    replace_median(BAD_MEDIAN, GOOD_MEDIAN),
+    finish(FIX),
+    facts((FACT, ["tests/test_stats.py", "calc/stats.py"])),
+]
+SECOND_RUN = [
+    plan(task()),
+    add_median(BAD_MEDIAN),
+    finish("first try"),
+    replace_median(BAD_MEDIAN, GOOD_MEDIAN),
+    finish("fixed"),
+    facts(),
+]
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """Run 1, then run 2 of the same goal, in one demo repository: made once for the tests
+    that read them. The repository and run 2's (stopped) server, with its requests."""
+    base = tmp_path_factory.mktemp("two-runs")
+    repo = make_repo(base / "demo", FIXTURES / "demo_repo")
+    code, events, _ = run_once(base, repo, GOAL, FIRST_RUN)
     assert code == 0, events[-1]
-    return srv
-
-
-def _second_run(fake_server, capsys, repo):
     git(repo, "checkout", "-q", "main")  # the fix is on run 1's branch; main still lacks median
-    srv = fake_server(
-        [
-            plan(task()),
-            add_median(BAD_MEDIAN),
-            finish("first try"),
-            replace_median(BAD_MEDIAN, GOOD_MEDIAN),
-            finish("fixed"),
-            facts(),
-        ]
-    )
-    code, events = run_in_process(capsys, repo, GOAL, srv)
+    code, events, second = run_once(base, repo, GOAL, SECOND_RUN)
     assert code == 0, events[-1]
-    return srv
+    return repo, second
 
 
 @pytest.mark.slow
-def test_run_two_is_handed_what_run_one_learned(run_env, fake_server, capsys, demo_repo):
-    _first_run(fake_server, capsys, demo_repo)
-    srv = _second_run(fake_server, capsys, demo_repo)
+def test_run_two_is_handed_what_run_one_learned(two_runs):
+    _, srv = two_runs
     planning = request_text(planning_requests(srv)[0])
     recalled = planning.split("Reference material recalled from earlier runs", 1)[1]
     assert NOTE in recalled and FACT in recalled  # the note and the model's fact
@@ -100,11 +100,11 @@ def test_run_two_is_handed_what_run_one_learned(run_env, fake_server, capsys, de
 
 @pytest.mark.slow
 def test_recalled_items_count_hits_and_show_kind_trust_and_staleness(
-    run_env, fake_server, capfd, demo_repo, agent_in_process
+    two_runs, fake_server, tmp_path, agent_in_process
 ):
-    # capfd, not capsys: agent_in_process reads what reaches the file descriptors
-    _first_run(fake_server, capfd, demo_repo)
-    _second_run(fake_server, capfd, demo_repo)  # recalls the note, the fact, the procedure
+    made, _ = two_runs  # run 2 recalled the note, the fact, the procedure
+    demo_repo = tmp_path / "demo"
+    shutil.copytree(made, demo_repo, symlinks=True)  # a copy: the recalls count hits
     git(demo_repo, "checkout", "-q", "main")  # calc/stats.py as it was before either run
     proc = agent_in_process(
         "recall",

@@ -69,7 +69,7 @@ def learned_once(tmp_path_factory) -> tuple[Path, str]:
     it; each works on a copy (`learned_repo`). The repository and the run's id."""
     base = tmp_path_factory.mktemp("learned")
     repo = make_repo(base / "demo", FIXTURES / "demo_repo")
-    code, events = run_once(base, repo, GOAL, _learn_replies())
+    code, events, _ = run_once(base, repo, GOAL, _learn_replies())
     assert code == 0, events
     return repo, str(events[-1]["run_id"])
 
