@@ -56,7 +56,7 @@ def _results(srv) -> list[str]:
 
 
 def test_an_index_lock_at_commit_commits_nothing_and_resume_finishes(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo", {"keep.txt": "keep\n"})
     base = git(repo, "rev-parse", "HEAD").strip()
@@ -69,7 +69,7 @@ def test_an_index_lock_at_commit_commits_nothing_and_resume_finishes(
             finish(),
         ]
     )
-    proc = _run(run_agent, srv, repo, "--accept", "test ! -e keep.txt")
+    proc = _run(agent_in_process, srv, repo, "--accept", "test ! -e keep.txt")
     assert proc.returncode == 1
     assert "index is locked (.git/index.lock exists); nothing was committed" in proc.stdout
     assert git(repo, "rev-parse", "HEAD").strip() == base
@@ -77,7 +77,9 @@ def test_an_index_lock_at_commit_commits_nothing_and_resume_finishes(
     (repo / ".git" / "index.lock").unlink()
     assert git(repo, "diff", "--cached", "--name-only") == ""  # nothing staged behind the user
     rest = fake_server([finish()])
-    resumed = run_agent("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
+    resumed = agent_in_process(
+        "run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo
+    )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert git(repo, "show", "--stat", "--format=", "HEAD").count("|") == 2  # done.txt, keep.txt
     assert git(repo, "status", "--porcelain") == ""
@@ -87,7 +89,7 @@ def test_an_index_lock_at_commit_commits_nothing_and_resume_finishes(
 
 
 def test_fifos_many_matches_a_backtracking_search_and_a_huge_command_never_hang(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo", {"many.txt": "x\n" * 20000, "evil.txt": "a" * 40 + "!\n"})
     os.mkfifo(repo / "pipe")
@@ -106,7 +108,7 @@ def test_fifos_many_matches_a_backtracking_search_and_a_huge_command_never_hang(
             finish(),
         ]
     )
-    proc = _run(run_agent, srv, repo, env={"AGENT_DENY_COMMANDS": "(;|;;)+x$"}, timeout=100)
+    proc = _run(agent_in_process, srv, repo, env={"AGENT_DENY_COMMANDS": "(;|;;)+x$"}, timeout=100)
     assert proc.returncode == 0, proc.stderr
     results = "\n".join(_results(srv))
     assert results.count("is not a regular file (a FIFO, socket or device)") == 3
@@ -119,7 +121,7 @@ def test_fifos_many_matches_a_backtracking_search_and_a_huge_command_never_hang(
 
 
 def test_non_finite_and_over_deep_json_and_a_huge_integer_are_malformed_replies(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     deep = "[" * 100_000 + "]" * 100_000
@@ -173,7 +175,7 @@ def test_non_finite_and_over_deep_json_and_a_huge_integer_are_malformed_replies(
             {"name": "submit_verdict", "arguments": '{"verdict": "pass", "reason": ' + deep + "}"}
         ]
     }
-    proc = _run(run_agent, srv, repo)
+    proc = _run(agent_in_process, srv, repo)
     assert "internal error" not in proc.stdout + proc.stderr
     assert proc.returncode == 3, proc.stdout[-2000:]  # both verdicts unparseable: rejected
     second_plan = json.dumps(srv.chat_requests[1]["messages"])
@@ -186,7 +188,7 @@ def test_non_finite_and_over_deep_json_and_a_huge_integer_are_malformed_replies(
     assert [v["reason"] for v in verdicts] == ["the verifier's verdict was unparseable"] * 2
 
 
-def test_a_memory_import_with_a_wrongly_typed_field_is_refused_whole(run_agent, tmp_path):
+def test_a_memory_import_with_a_wrongly_typed_field_is_refused_whole(agent_in_process, tmp_path):
     repo = repo_with(tmp_path / "repo")
     meta = {
         "kind": "fact",
@@ -200,13 +202,13 @@ def test_a_memory_import_with_a_wrongly_typed_field_is_refused_whole(run_agent, 
     bad = {**good, "id": "mem_b", "metadata": {**meta, "created_at": 12345}}
     dump = tmp_path / "memory.jsonl"
     dump.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
-    proc = run_agent("memory", "import", str(dump), cwd=repo)
+    proc = agent_in_process("memory", "import", str(dump), cwd=repo)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert (
         "line 2: metadata field 'created_at'" in proc.stderr
         and "nothing was imported" in proc.stderr
     )
-    recall = run_agent("recall", "uv", "--json", cwd=repo)
+    recall = agent_in_process("recall", "uv", "--json", cwd=repo)
     assert recall.returncode == 0, recall.stderr
     assert json.loads(recall.stdout or "[]") == []
 
@@ -326,11 +328,11 @@ def test_a_state_directory_made_read_only_mid_run_is_one_line(agent_env, fake_se
 @pytest.mark.slow
 @needs_bwrap
 def test_rewind_with_a_read_only_state_directory_is_one_line(
-    run_agent, agent_env, fake_server, tmp_path
+    agent_in_process, agent_env, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server([plan(task()), make_done(), finish()])
-    assert _run(run_agent, srv, repo).returncode == 0
+    assert _run(agent_in_process, srv, repo).returncode == 0
     git(repo, "switch", "-q", "main")
     state = repo / ".agent"
     (run_id,) = [p.name for p in (state / "runs").iterdir()]
@@ -352,7 +354,7 @@ PEAK = (
 
 @pytest.mark.slow
 def test_huge_files_stay_within_memory_and_the_step_budget_counts_each_call(
-    agent_env, fake_server, tmp_path
+    agent_env, agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo", {"big.txt": "word " * 300_000 + "needle\n"})
     srv = fake_server(
@@ -395,13 +397,8 @@ def test_huge_files_stay_within_memory_and_the_step_budget_counts_each_call(
             calls(*[("write_file", {"path": f"f{i}.txt", "content": "x"}) for i in range(20)]),
         ]
     )
-    proc = subprocess.run(
-        [*argv[:4], GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "3"],
-        cwd=budget,
-        env=agent_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = agent_in_process(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--max-steps", "3", cwd=budget
     )
     assert proc.returncode == 4, proc.stdout[-2000:]
     assert len([e for e in events(proc.stdout) if e["event"] == "tool_result"]) == 3
