@@ -7,7 +7,6 @@ Each must end in one clear line naming the path, exit 1, with nothing overwritte
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sqlite3
 from pathlib import Path
@@ -54,13 +53,13 @@ def _plant(repo: Path, rel: str, data: bytes | None) -> Path:
     ],
 )
 def test_a_broken_chroma_store_is_named_and_left_alone(
-    run_agent, fake_server, tmp_path, rel, data, says
+    agent_in_process, fake_server, tmp_path, rel, data, says
 ):
     repo = repo_with(tmp_path / "repo")
     _plant(repo, rel, data)
     before = snapshot(repo / ".agent")
     srv = fake_server([plan(task()), make_done(), finish()])
-    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     line = proc.stderr.strip()
     assert line.startswith("error: memory store at ") and str(repo / ".agent" / "chroma") in line
@@ -69,10 +68,22 @@ def test_a_broken_chroma_store_is_named_and_left_alone(
     assert srv.chat_requests == [] and branch(repo) == "main"
 
 
-@pytest.fixture(scope="module")
-def _unfinished_original(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("unfinished")
-    repo = repo_with(tmp / "repo")
+@pytest.fixture
+def unfinished_run(agent_in_process, fake_server, tmp_path):
+    """A repository with a saved, unfinished run (the endpoint failed mid-task)."""
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), {"status": 500, "body": "{}"}])
+    proc = agent_in_process(
+        "run", GOAL, "--yes", "--base-url", srv.url, cwd=repo, env={"AGENT_MAX_RETRIES": "0"}
+    )
+    assert proc.returncode == 1 and read_state(repo)["status"] == "failed", proc.stderr
+    return repo
+
+
+def _unfinished_by_a_process(tmp_path: Path) -> Path:
+    """`unfinished_run`, made by a process of its own: this process opens no store of it,
+    so the locks it takes on them are the only ones it has."""
+    repo = repo_with(tmp_path / "repo")
     with FakeOpenAIServer([plan(task()), {"status": 500, "body": "{}"}]) as srv:
         proc = run_cli(
             "run",
@@ -81,28 +92,22 @@ def _unfinished_original(tmp_path_factory):
             "--base-url",
             srv.url,
             cwd=repo,
-            env=cli_env(tmp / "home", AGENT_MAX_RETRIES="0"),
+            env=cli_env(tmp_path / "home", AGENT_MAX_RETRIES="0"),
         )
     assert proc.returncode == 1 and read_state(repo)["status"] == "failed", proc.stderr
     return repo
 
 
-@pytest.fixture
-def unfinished_run(_unfinished_original, tmp_path):
-    """A fresh copy of a repository with a saved, unfinished run (the endpoint failed mid-task)."""
-    return Path(shutil.copytree(_unfinished_original, tmp_path / "repo", symlinks=True))
-
-
 @pytest.mark.parametrize("name", ["state.json", "memory.db"])
 def test_a_corrupt_run_file_stops_resume_naming_it_and_is_kept(
-    run_agent, fake_server, unfinished_run, name
+    agent_in_process, fake_server, unfinished_run, name
 ):
     repo = unfinished_run
     run_dir = state_files(repo)[-1].parent
     (run_dir / name).write_bytes(GARBAGE)
     before = snapshot(run_dir)
     srv = fake_server([make_done(), finish()])
-    proc = run_agent(
+    proc = agent_in_process(
         "run", "--resume", "--yes", "--base-url", srv.url, "--run-id", run_dir.name, cwd=repo
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -113,11 +118,11 @@ def test_a_corrupt_run_file_stops_resume_naming_it_and_is_kept(
 
 
 def test_locked_chroma_and_locked_cold_store_are_reported_as_locked(
-    spawn_agent, fake_server, unfinished_run, tmp_path
+    spawn_agent, fake_server, tmp_path
 ):
     # Two repositories, each with one store held under an exclusive SQLite lock by this process;
     # both agents wait for their lock at the same time.
-    resumed = unfinished_run
+    resumed = _unfinished_by_a_process(tmp_path)
     memory_db = state_files(resumed)[-1].parent / "memory.db"
     fresh = repo_with(tmp_path / "fresh")
     chroma_db = _plant(fresh, "chroma/chroma.sqlite3", None)
@@ -146,7 +151,7 @@ def test_locked_chroma_and_locked_cold_store_are_reported_as_locked(
 
 
 def test_a_second_run_is_refused_and_a_dead_runs_lock_is_taken_over(
-    spawn_agent, run_agent, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     lock = repo / ".agent" / "run.lock"
@@ -158,7 +163,7 @@ def test_a_second_run_is_refused_and_a_dead_runs_lock_is_taken_over(
     )
 
     other = fake_server([plan(task()), make_done(), finish()])
-    proc = run_agent("run", GOAL, "--yes", "--base-url", other.url, cwd=repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", other.url, cwd=repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"another agent run (pid {first.pid}) is running in this repository" in proc.stderr
     assert other.chat_requests == [] and "Traceback" not in proc.stderr
@@ -168,7 +173,7 @@ def test_a_second_run_is_refused_and_a_dead_runs_lock_is_taken_over(
     assert lock.exists() and str(first.pid) in lock.read_text()  # a stale lock stays behind
     assert state_files(repo) == [] and branch(repo) == "main" and commit_count(repo) == 1
 
-    proc = run_agent("run", GOAL, "--yes", "--base-url", other.url, cwd=repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", other.url, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert read_state(repo)["status"] == "verified" and not lock.exists()
 
