@@ -61,7 +61,7 @@ def run(run_agent, srv, repo: Path, rc: Path, *flags: str):
 
 
 def test_a_task_verified_hook_that_exits_2_fails_the_attempt_and_the_retry_follows(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     seen, ended = tmp_path / "verified.json", tmp_path / "run_end.json"
     refuse_once = (
@@ -79,7 +79,7 @@ def test_a_task_verified_hook_that_exits_2_fails_the_attempt_and_the_retry_follo
     )
     repo = repo_with(tmp_path / "repo")
     srv = fake_server([plan(task()), make_done(), finish(), finish("again"), no_facts()])
-    proc = run(run_agent, srv, repo, rc, "--json")
+    proc = run(agent_in_process, srv, repo, rc, "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     stream = events(proc.stdout)
     verdicts = [(e["passed"], e["judge"]) for e in stream if e["event"] == "verify"]
@@ -105,7 +105,7 @@ def test_a_task_verified_hook_that_exits_2_fails_the_attempt_and_the_retry_follo
 
 
 def test_hooks_that_hang_are_stopped_at_their_timeout_pre_tool_blocks_post_tool_goes_on(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     hang = "import time; time.sleep(60)"
     no_mcp = "import sys; print('no MCP tools in this repository', file=sys.stderr); sys.exit(2)"
@@ -129,7 +129,7 @@ def test_hooks_that_hang_are_stopped_at_their_timeout_pre_tool_blocks_post_tool_
         ]
     )
     start = time.monotonic()
-    proc = run(run_agent, srv, repo, rc)  # the terminal log, not --json
+    proc = run(agent_in_process, srv, repo, rc)  # the terminal log, not --json
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert time.monotonic() - start < 60
     assert not (repo / "ran.txt").exists() and (repo / "done.txt").exists()
@@ -145,7 +145,7 @@ def test_hooks_that_hang_are_stopped_at_their_timeout_pre_tool_blocks_post_tool_
 
 
 def test_each_tools_events_come_in_order_pre_tool_call_result_post_tool(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     rc = agentrc(
         tmp_path / "user-agentrc",
@@ -154,7 +154,7 @@ def test_each_tools_events_come_in_order_pre_tool_call_result_post_tool(
     )
     repo = repo_with(tmp_path / "repo")
     srv = fake_server([plan(task()), call("run", cmd="echo hi"), make_done(), finish(), no_facts()])
-    proc = run(run_agent, srv, repo, rc, "--json")
+    proc = run(agent_in_process, srv, repo, rc, "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     stream = events(proc.stdout)
     start = next(i for i, e in enumerate(stream) if e["event"] == "tool_call")
@@ -162,14 +162,16 @@ def test_each_tools_events_come_in_order_pre_tool_call_result_post_tool(
     assert kinds == ["tool_call", "pre_tool", "tool_result", "post_tool"]
 
 
-def test_an_untrusted_repositorys_hooks_are_ignored_with_a_notice(run_agent, fake_server, tmp_path):
+def test_an_untrusted_repositorys_hooks_are_ignored_with_a_notice(
+    agent_in_process, fake_server, tmp_path
+):
     refuse = py_hook("import sys; print('REPO HOOK RAN', file=sys.stderr); sys.exit(2)")
     repo = tmp_path / "repo"
     repo.mkdir()
     agentrc(repo / ".agentrc", pre_tool=[refuse])
     repo_with(repo)
     srv = fake_server([plan(task()), make_done(), finish(), no_facts()])
-    proc = run(run_agent, srv, repo, tmp_path / "no-user-agentrc", "--json")
+    proc = run(agent_in_process, srv, repo, tmp_path / "no-user-agentrc", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "hooks ignored (it is not trusted; run `agent trust`" in proc.stderr
     assert not [e for e in events(proc.stdout) if e["event"] == "hook"]
@@ -196,7 +198,7 @@ def test_a_trusted_repositorys_hooks_run_after_the_users_until_its_agentrc_chang
     assert hooks == ["pass"] and "it changed since you trusted it" in notices[0]
 
 
-def test_with_the_sandbox_a_hook_runs_inside_it(run_agent, fake_server, tmp_path):
+def test_with_the_sandbox_a_hook_runs_inside_it(agent_in_process, fake_server, tmp_path):
     from agent_cli.core.errors import WorkspaceError
     from agent_cli.workspace.shell.runner import check_sandbox
 
@@ -211,7 +213,7 @@ def test_with_the_sandbox_a_hook_runs_inside_it(run_agent, fake_server, tmp_path
         rc = agentrc(tmp_path / "user-agentrc", run_end=[py_hook(escape)])
         repo = repo_with(tmp_path / "repo")
         srv = fake_server([plan(task()), make_done(), finish(), no_facts()])
-        proc = run_agent(
+        proc = agent_in_process(
             "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo,
             env={"AGENT_RC": str(rc), "AGENT_SANDBOX": "bwrap"},
         )  # fmt: skip
@@ -247,7 +249,7 @@ def test_an_interrupted_run_says_it_runs_its_run_end_hooks_and_a_second_ctrl_c_s
 
 
 def test_a_resumed_run_holds_its_hooks_scripts_to_the_commit_it_began_at(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     """The model rewrote the guard in the run's first session: resumed, the run must not take
     the rewritten guard for the user's and run it."""
@@ -266,12 +268,12 @@ def test_a_resumed_run_holds_its_hooks_scripts_to_the_commit_it_began_at(
             call("read_file", path="README.md"),
         ]
     )
-    stopped = run(run_agent, first, repo, rc, "--json", "--max-steps", "3")
+    stopped = run(agent_in_process, first, repo, rc, "--json", "--max-steps", "3")
     assert stopped.returncode == 4, stopped.stdout + stopped.stderr
     assert log.read_text() == "ok"  # once, before the model's write; not after it
     assert (repo / "scripts" / "guard.sh").read_text() == evil  # the work left for the resume
     second = fake_server([call("read_file", path="README.md"), make_done(), finish()])
-    resumed = run_agent(
+    resumed = agent_in_process(
         "run",
         "--resume",
         "--yes",
