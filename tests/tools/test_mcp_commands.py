@@ -23,7 +23,7 @@ def write_rc(tmp_path, servers: dict[str, dict], extra: str = "") -> str:
     return str(rc)
 
 
-def test_mcp_list_shows_each_server_without_asking_the_model(run_agent, tmp_path):
+def test_mcp_list_shows_each_server_without_asking_the_model(agent_in_process, tmp_path):
     repo = make_repo(tmp_path / "repo")
     pid_file = tmp_path / "pids"
     rc = write_rc(
@@ -35,7 +35,7 @@ def test_mcp_list_shows_each_server_without_asking_the_model(run_agent, tmp_path
         },
     )
     env = {"AGENT_RC": rc, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}  # nothing listens
-    listed = run_agent("mcp", "list", "--json", cwd=repo, env=env)
+    listed = agent_in_process("mcp", "list", "--json", cwd=repo, env=env)
     assert listed.returncode == 1, listed.stderr  # a server failed
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
     assert rows["fx"] == {
@@ -48,33 +48,33 @@ def test_mcp_list_shows_each_server_without_asking_the_model(run_agent, tmp_path
     }
     assert rows["gone"]["status"].startswith("failed") and "not found" in rows["gone"]["status"]
     assert rows["off"]["status"] == "disabled"
-    text = run_agent("mcp", "list", cwd=repo, env=env)
+    text = agent_in_process("mcp", "list", cwd=repo, env=env)
     assert "fx: stdio, ready; echo, nap; not listed by the server: ech0" in text.stdout
     assert "Traceback" not in text.stderr
     assert len(pids(pid_file)) == 2 and wait_gone(pids(pid_file)) == []
 
 
 def test_doctor_lists_each_server_with_its_transport_status_and_tools(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = make_repo(tmp_path / "repo")
     pid_file = tmp_path / "pids"
     rc = write_rc(tmp_path, {"fx": fixture_server(pid_file, enabled_tools=["echo"])})
     srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
     env = {"AGENT_RC": rc, "OPENAI_API_KEY": "sk-doctor-test-key-1234567890"}
-    proc = run_agent("doctor", "--base-url", srv.url, cwd=repo, env=env)
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = next(x for x in proc.stdout.splitlines() if "mcp fx" in x)
     assert "ok" in line and "stdio, ready; echo" in line
     assert wait_gone(pids(pid_file)) == []
 
 
-def test_an_untrusted_repository_s_server_is_never_started(run_agent, tmp_path):
+def test_an_untrusted_repository_s_server_is_never_started(agent_in_process, tmp_path):
     repo = make_repo(tmp_path / "repo")
     pid_file = tmp_path / "pids"
     (repo / ".agentrc").write_text(toml_table("planted", fixture_server(pid_file)))
     env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
-    listed = run_agent("mcp", "list", "--json", cwd=repo, env=env)
+    listed = agent_in_process("mcp", "list", "--json", cwd=repo, env=env)
     assert json.loads(listed.stdout) == [] and "mcp_servers ignored" in listed.stderr
     assert pids(pid_file) == []
 
@@ -111,7 +111,7 @@ def test_with_sandbox_bwrap_a_stdio_server_runs_inside_bubblewrap(tmp_path):
         tools.close()
 
 
-def test_mcp_list_shows_what_servers_said_without_terminal_escapes(run_agent, tmp_path):
+def test_mcp_list_shows_what_servers_said_without_terminal_escapes(agent_in_process, tmp_path):
     raw = FIXTURE.parent / "mcp_raw_server.py"
     config = tmp_path / "raw.json"
     evil = "evil\x1b[31mRED\x1b]0;TITLE\x07\x1b[2J"
@@ -130,8 +130,8 @@ def test_mcp_list_shows_what_servers_said_without_terminal_escapes(run_agent, tm
         },
     )
     repo = make_repo(tmp_path / "repo")
-    text = run_agent("mcp", "list", cwd=repo, env={"AGENT_RC": rc})
-    listed = run_agent("mcp", "list", "--json", cwd=repo, env={"AGENT_RC": rc})
+    text = agent_in_process("mcp", "list", cwd=repo, env={"AGENT_RC": rc})
+    listed = agent_in_process("mcp", "list", "--json", cwd=repo, env={"AGENT_RC": rc})
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
     assert rows["raw"]["tools"] == ["evilRED"]  # offered as mcp__raw__evil_31mRED_0_TITLE_…
     assert "boom" in rows["dies"]["status"] and "red" in rows["dies"]["status"]
