@@ -25,7 +25,9 @@ from many.manykit import (
 )
 from reliability.relkit import PY, call, cli_env, pid_gone, repo_with, wait_for
 
-pytestmark = pytest.mark.slow
+# Each run of a batch is a process of its own (`python -m agent_cli run`): a test in which a
+# batch starts one is slow; one refused before any run starts is not.
+slow = pytest.mark.slow
 NAMES = [f"file{i}.txt" for i in range(6)]
 
 
@@ -34,73 +36,74 @@ def goals_toml(path: Path, names: list[str]) -> Path:
     return path
 
 
-def batch(*args: str, repo: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [PY, "-m", "agent_cli", "batch", *args],
-        cwd=repo,
-        env=env,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def batch(cli, *args: str, repo: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`agent batch ARGS` in `repo` through `cli` (`agent_in_process`: the batch's own process
+    is not what these tests check; each of its runs is a process of its own all the same)."""
+    return cli("batch", *args, cwd=repo, env=env, timeout=300)
 
 
-def test_six_goals_three_at_a_time_one_rejected_then_resumed_with_a_hint(fake_server, tmp_path):
+@slow
+def test_four_goals_three_at_a_time_one_rejected_then_resumed_with_a_hint(
+    agent_in_process, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
-    env = cli_env(tmp_path / "home")
-    scripts = {goal_of(n): creates(n) for n in NAMES[:5]}
-    scripts[goal_of(NAMES[5])] = rejected(NAMES[5])
+    names = NAMES[:4]  # one more than the runs at once: one waits for a free place
+    scripts = {goal_of(n): creates(n) for n in names[:3]}
+    scripts[goal_of(names[3])] = rejected(names[3])
     srv = fake_server(ByGoal(scripts))
     before = checkout(repo)
-    file = goals_toml(tmp_path / "goals.toml", NAMES)
-    proc = batch(str(file), "--jobs", "3", "--yes", "--base-url", srv.url, repo=repo, env=env)
+    file = goals_toml(tmp_path / "goals.toml", names)
+    proc = batch(
+        agent_in_process, str(file), "--jobs", "3", "--yes", "--base-url", srv.url, repo=repo
+    )
     assert proc.returncode == 3, proc.stdout + proc.stderr
     path = Path(proc.stdout.strip().splitlines()[-1])
     assert path.parent.parent == repo / ".agent" / "batches" and path.name == "batch.json"
     record = json.loads(path.read_text())
     assert record["exit_code"] == 3
     runs = record["runs"]
-    assert [r["goal"] for r in runs] == [goal_of(n) for n in NAMES]
-    assert [r["status"] for r in runs] == ["verified"] * 5 + ["escalated"]
-    assert [r["exit_code"] for r in runs] == [0] * 5 + [3]
-    for r, name in zip(runs[:5], NAMES[:5], strict=True):
+    assert [r["goal"] for r in runs] == [goal_of(n) for n in names]
+    assert [r["status"] for r in runs] == ["verified"] * 3 + ["escalated"]
+    assert [r["exit_code"] for r in runs] == [0] * 3 + [3]
+    for r, name in zip(runs[:3], names[:3], strict=True):
         assert r["branch"] == f"agent/{r['run_id']}" and r["worktree"] is None
         assert r["proofs"] == ["red-green"] and r["cost_usd"] == 0
         assert name in branch_files(repo, r["branch"])
-    stuck = runs[5]
+    stuck = runs[3]
     tree = repo / ".agent" / "worktrees" / stuck["run_id"]
-    assert stuck["worktree"] == str(tree) and status(tree) == f"?? not-{NAMES[5]}\n"
+    assert stuck["worktree"] == str(tree) and status(tree) == f"?? not-{names[3]}\n"
     assert stuck["resume"] == f'agent run --resume --run-id {stuck["run_id"]} --hint "..."'
     assert worktrees(repo) == [str(repo), str(tree)]  # only the rejected run's is kept
     assert srv.max_in_flight <= 3
     assert checkout(repo) == before and status(repo) == ""
-    assert "1 escalated, 5 verified (exit code 3)" in proc.stdout
-    assert record["overlaps"] == [] and "both change" not in proc.stdout  # six files, one each
+    assert "1 escalated, 3 verified (exit code 3)" in proc.stdout
+    assert record["overlaps"] == [] and "both change" not in proc.stdout  # four files, one each
 
-    rest = fake_server(hinted(NAMES[5]))
-    again = subprocess.run(
-        [PY, "-m", "agent_cli", "run", "--resume", "--run-id", stuck["run_id"], "--hint",
-         f"write {NAMES[5]} itself", "--yes", "--json", "--base-url", rest.url],
-        cwd=repo, env=env, input="", capture_output=True, text=True, timeout=120,
+    rest = fake_server(hinted(names[3]))
+    again = agent_in_process(
+        "run", "--resume", "--run-id", stuck["run_id"], "--hint", f"write {names[3]} itself",
+        "--yes", "--json", "--base-url", rest.url, cwd=repo,
     )  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr
     assert state(repo, stuck["run_id"])["status"] == "verified"
-    assert NAMES[5] in branch_files(repo, stuck["branch"])
+    assert names[3] in branch_files(repo, stuck["branch"])
     assert not tree.exists() and worktrees(repo) == [str(repo)]
     assert checkout(repo) == before
 
 
-def test_the_json_stream_tags_every_event_with_its_goal_and_run(fake_server, tmp_path):
+@slow
+def test_the_json_stream_tags_every_event_with_its_goal_and_run(
+    agent_in_process, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
-    env = cli_env(tmp_path / "home")
     names = NAMES[:2]
     srv = fake_server(ByGoal({goal_of(n): creates(n) for n in names}))
     file = tmp_path / "goals.jsonl"
     file.write_text("".join(json.dumps({"goal": goal_of(n)}) + "\n" for n in names))
     proc = batch(
-        str(file), "--jobs", "2", "--yes", "--json", "--base-url", srv.url, repo=repo, env=env
-    )
+        agent_in_process, str(file), "--jobs", "2", "--yes", "--json", "--base-url", srv.url,
+        repo=repo,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert events[0]["event"] == "batch_started" and events[-1]["event"] == "batch_done"
@@ -117,6 +120,7 @@ def test_the_json_stream_tags_every_event_with_its_goal_and_run(fake_server, tmp
         assert mine[-1]["event"] == "job_done" and mine[-1]["exit_code"] == 0
 
 
+@slow
 def test_ctrl_c_stops_every_run_with_its_state_saved_and_no_process_left(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     env = cli_env(tmp_path / "home")
@@ -168,6 +172,7 @@ def _slow_batch(fake_server, tmp_path, delay: float, shell: str):
     return repo, proc
 
 
+@slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])  # SIGHUP: its terminal closed
 def test_sigterm_stops_a_batch_started_with_sigint_ignored(fake_server, tmp_path, sig):
     repo, proc = _slow_batch(fake_server, tmp_path, 60, 'trap "" INT')  # as `cmd &` in a script
@@ -184,6 +189,7 @@ def test_sigterm_stops_a_batch_started_with_sigint_ignored(fake_server, tmp_path
     assert all(state(repo, r["run_id"])["status"] == "interrupted" for r in record["runs"])
 
 
+@slow
 def test_the_runs_of_a_killed_batch_stop_as_interrupted_with_their_state_saved(
     fake_server, tmp_path
 ):
@@ -199,6 +205,7 @@ def test_the_runs_of_a_killed_batch_stop_as_interrupted_with_their_state_saved(
     assert not any('"crash"' in t.read_text() for t in trajectories)
 
 
+@slow
 def test_a_batch_whose_reader_is_gone_stops_its_runs_with_their_state_saved(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     names = NAMES[:2]
@@ -228,6 +235,7 @@ def test_a_batch_whose_reader_is_gone_stops_its_runs_with_their_state_saved(fake
         assert state(repo, run["run_id"])["status"] == "interrupted"
 
 
+@slow
 def test_a_batch_whose_output_is_closed_at_once_leaves_no_empty_record(fake_server, tmp_path):
     """`agent batch --json ... | head -0`: the first line cannot be written, no run starts,
     and no empty batches/<id>/ is left behind."""
@@ -261,32 +269,34 @@ def _children_of(pid: int) -> list[int]:
     return [int(p) for p in out.split()]
 
 
-def test_a_goal_file_with_a_bad_goal_is_refused_in_one_line(tmp_path):
+def test_a_goal_file_with_a_bad_goal_is_refused_in_one_line(agent_in_process, tmp_path):
     repo = repo_with(tmp_path / "repo")
     file = tmp_path / "goals.toml"
     file.write_text('[[goals]]\ngoal = "a"\n\n[[goals]]\ngoal = "b"\nmax_steps = 0\n')
-    proc = batch(str(file), "--yes", repo=repo, env=cli_env(tmp_path / "home"))
+    proc = batch(agent_in_process, str(file), "--yes", repo=repo)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "goal 2: max_steps" in lines[0], proc.stderr
     assert not (repo / ".agent").exists()
 
 
-def test_a_batch_without_the_key_its_endpoint_needs_starts_no_run(tmp_path):
+def test_a_batch_without_the_key_its_endpoint_needs_starts_no_run(agent_in_process, tmp_path):
     repo = repo_with(tmp_path / "repo")
     file = goals_toml(tmp_path / "goals.toml", NAMES[:3])
-    proc = batch(str(file), "--yes", repo=repo, env=cli_env(tmp_path / "home"))  # api.openai.com
+    proc = batch(agent_in_process, str(file), "--yes", repo=repo)  # api.openai.com
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no API key is set for https://api.openai.com/v1" in lines[0]
     assert not (repo / ".agent" / "batches").exists() and not (repo / ".agent" / "runs").exists()
 
 
-def test_a_batch_whose_endpoint_cannot_be_reached_is_refused_once_and_starts_no_run(tmp_path):
+def test_a_batch_whose_endpoint_cannot_be_reached_is_refused_once_and_starts_no_run(
+    agent_in_process, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
     file = goals_toml(tmp_path / "goals.toml", NAMES[:3])
-    env = cli_env(tmp_path / "home")
-    proc = batch(str(file), "--yes", "--base-url", "http://127.0.0.1:9/v1", repo=repo, env=env)
+    url = "http://127.0.0.1:9/v1"
+    proc = batch(agent_in_process, str(file), "--yes", "--base-url", url, repo=repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, lines
@@ -296,13 +306,15 @@ def test_a_batch_whose_endpoint_cannot_be_reached_is_refused_once_and_starts_no_
     assert git(repo, "worktree", "list").count("\n") == 1  # the checkout alone
 
 
-def test_a_batch_inside_a_runs_worktree_is_refused_once_and_starts_no_run(tmp_path):
+def test_a_batch_inside_a_runs_worktree_is_refused_once_and_starts_no_run(
+    agent_in_process, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
     tree = repo / ".agent" / "worktrees" / "20250101-000000-aaaa"
     git(repo, "worktree", "add", "-q", "--detach", str(tree))  # a run's worktree, kept
     file = goals_toml(tmp_path / "goals.toml", NAMES[:3])
-    env = cli_env(tmp_path / "home")
-    proc = batch(str(file), "--yes", "--base-url", "http://127.0.0.1:9", repo=tree, env=env)
+    url = "http://127.0.0.1:9"
+    proc = batch(agent_in_process, str(file), "--yes", "--base-url", url, repo=tree)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "is the worktree of run 20250101-000000-aaaa" in lines[0], lines
@@ -310,35 +322,40 @@ def test_a_batch_inside_a_runs_worktree_is_refused_once_and_starts_no_run(tmp_pa
     assert not (repo / ".agent" / "batches").exists() and not (repo / ".agent" / "runs").exists()
 
 
-def test_a_repository_no_run_can_start_in_is_refused_once_and_starts_no_run(tmp_path):
+def test_a_repository_no_run_can_start_in_is_refused_once_and_starts_no_run(
+    agent_in_process, tmp_path
+):
     empty = tmp_path / "empty"
     empty.mkdir()
     git(empty, "init", "-q", "-b", "main")
     detached = repo_with(tmp_path / "detached")
     git(detached, "switch", "-q", "--detach")
     file = goals_toml(tmp_path / "goals.toml", NAMES[:3])
-    env = cli_env(tmp_path / "home")
     for repo, said in (
         (empty, "the repository has no commits yet"),
         (detached, "HEAD is detached"),
     ):
-        proc = batch(str(file), "--yes", "--base-url", "http://127.0.0.1:9", repo=repo, env=env)
+        url = "http://127.0.0.1:9"
+        proc = batch(agent_in_process, str(file), "--yes", "--base-url", url, repo=repo)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and said in lines[0], lines
         assert proc.stdout == "" and not (repo / ".agent" / "batches").exists()
 
 
-def test_a_shared_budget_passes_what_is_left_and_starts_nothing_once_spent(fake_server, tmp_path):
+@slow
+def test_a_shared_budget_passes_what_is_left_and_starts_nothing_once_spent(
+    agent_in_process, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
     # a price set makes the loopback server billed: each reply's 100 prompt tokens cost $0.10
-    env = cli_env(tmp_path / "home", AGENT_PRICE_INPUT_PER_MTOK="1000")
+    env = {"AGENT_PRICE_INPUT_PER_MTOK": "1000"}
     names = NAMES[:3]
     srv = fake_server(ByGoal({goal_of(n): creates(n) for n in names}))
     file = goals_toml(tmp_path / "goals.toml", names)
     proc = batch(
-        str(file), "--jobs", "1", "--yes", "--budget-usd", "0.5", "--base-url", srv.url,
-        repo=repo, env=env,
+        agent_in_process, str(file), "--jobs", "1", "--yes", "--budget-usd", "0.5",
+        "--base-url", srv.url, repo=repo, env=env,
     )  # fmt: skip
     assert proc.returncode == 4, proc.stdout + proc.stderr
     runs = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())["runs"]
@@ -349,15 +366,18 @@ def test_a_shared_budget_passes_what_is_left_and_starts_nothing_once_spent(fake_
     assert srv.script.served[goal_of(names[2])] == 0
 
 
-def test_runs_at_once_that_pass_the_shared_budget_together_are_stopped(fake_server, tmp_path):
+@slow
+def test_runs_at_once_that_pass_the_shared_budget_together_are_stopped(
+    agent_in_process, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
-    env = cli_env(tmp_path / "home", AGENT_PRICE_INPUT_PER_MTOK="1000")  # $0.10 a reply
+    env = {"AGENT_PRICE_INPUT_PER_MTOK": "1000"}  # $0.10 a reply
     names = NAMES[:2]
     srv = fake_server(ByGoal({goal_of(n): creates(n, delay=0.5) for n in names}))
     file = goals_toml(tmp_path / "goals.toml", names)
     proc = batch(
-        str(file), "--jobs", "2", "--yes", "--budget-usd", "0.5", "--base-url", srv.url,
-        repo=repo, env=env,
+        agent_in_process, str(file), "--jobs", "2", "--yes", "--budget-usd", "0.5",
+        "--base-url", srv.url, repo=repo, env=env,
     )  # fmt: skip
     assert proc.returncode == 4, proc.stdout + proc.stderr
     runs = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())["runs"]
@@ -367,6 +387,7 @@ def test_runs_at_once_that_pass_the_shared_budget_together_are_stopped(fake_serv
     assert sum(r["cost_usd"] for r in runs) < 0.8  # both would have spent $0.40
 
 
+@slow
 def test_a_hook_left_by_a_run_killed_outright_does_not_outlive_the_batch(fake_server, tmp_path):
     repo = repo_with(tmp_path / "repo")
     pids = tmp_path / "hook.pids"  # the hook's pid and its run's
@@ -397,7 +418,10 @@ def test_a_hook_left_by_a_run_killed_outright_does_not_outlive_the_batch(fake_se
         proc.wait()
 
 
-def test_runs_whose_branches_change_the_same_file_are_named_before_any_merge(fake_server, tmp_path):
+@slow
+def test_runs_whose_branches_change_the_same_file_are_named_before_any_merge(
+    agent_in_process, fake_server, tmp_path
+):
     repo = repo_with(tmp_path / "repo")
 
     def also_shared(name: str) -> list[dict]:  # creates `name`, and writes shared.txt too
@@ -406,7 +430,7 @@ def test_runs_whose_branches_change_the_same_file_are_named_before_any_merge(fak
 
     srv = fake_server(ByGoal({goal_of(n): also_shared(n) for n in NAMES[:2]}))
     file = goals_toml(tmp_path / "goals.toml", NAMES[:2])
-    proc = batch(str(file), "--yes", "--base-url", srv.url, repo=repo, env=cli_env(tmp_path / "h"))
+    proc = batch(agent_in_process, str(file), "--yes", "--base-url", srv.url, repo=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())
     branches = [r["branch"] for r in record["runs"]]
