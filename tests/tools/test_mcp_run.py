@@ -41,7 +41,7 @@ def user_rc(tmp_path, servers: dict[str, dict], **keys) -> str:
 
 
 def test_a_run_calls_mcp_tools_and_survives_servers_that_fail(
-    run_agent, fake_server, tmp_path, http_server
+    agent_in_process, fake_server, tmp_path, http_server
 ):
     url, token = http_server
     repo = repo_with(tmp_path / "repo")
@@ -76,7 +76,7 @@ def test_a_run_calls_mcp_tools_and_survives_servers_that_fail(
             finish(),
         ]
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run",
         "Create done.txt",
         "--yes",
@@ -207,7 +207,7 @@ def test_ctrl_c_while_the_servers_start_leaves_no_branch_and_nothing_half_made(
 
 
 def test_a_server_with_more_tools_than_the_window_holds_is_left_out_and_the_run_goes_on(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     config = tmp_path / "many.json"
     tools = [
@@ -219,7 +219,7 @@ def test_a_server_with_more_tools_than_the_window_holds_is_left_out_and_the_run_
     rc = user_rc(tmp_path, {"many": {"command": sys.executable, "args": [str(raw), str(config)]}})
     repo = repo_with(tmp_path / "repo")
     srv = fake_server([plan(task()), make_done(), finish()])
-    proc = run_agent(
+    proc = agent_in_process(
         "run", "Create done.txt", "--yes", "--json", "--base-url", srv.url,
         cwd=repo, env={"AGENT_RC": rc, "AGENT_CONTEXT_WINDOW": "32000"},
     )  # fmt: skip
@@ -231,7 +231,7 @@ def test_a_server_with_more_tools_than_the_window_holds_is_left_out_and_the_run_
 
 
 def test_a_bearer_token_reaches_its_server_only_never_a_command_hook_or_the_model(
-    run_agent, fake_server, tmp_path, http_server
+    agent_in_process, fake_server, tmp_path, http_server
 ):
     url, token = http_server
     repo = repo_with(tmp_path / "repo")
@@ -258,7 +258,7 @@ def test_a_bearer_token_reaches_its_server_only_never_a_command_hook_or_the_mode
             finish(),
         ]
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run", "Create done.txt", "--yes", "--json", "--base-url", srv.url,
         cwd=repo, env={"AGENT_RC": rc, "DOCS_MCP_CRED": token},
     )  # fmt: skip
@@ -274,7 +274,7 @@ def test_a_bearer_token_reaches_its_server_only_never_a_command_hook_or_the_mode
 
 
 def test_a_resumed_run_does_not_start_a_server_whose_file_the_model_changed(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     """The model rewrote a repository file a stdio server runs before the run stopped: the
     resumed run must not start it as the user's server."""
@@ -292,7 +292,7 @@ def test_a_resumed_run_does_not_start_a_server_whose_file_the_model_changed(
             call("read_file", path="README.md"),
         ]
     )
-    stopped = run_agent(
+    stopped = agent_in_process(
         "run", "Create done.txt", "--yes", "--json", "--max-steps", "2", "--base-url", first.url,
         cwd=repo, env={"AGENT_RC": rc},
     )  # fmt: skip
@@ -301,7 +301,7 @@ def test_a_resumed_run_does_not_start_a_server_whose_file_the_model_changed(
     assert "mcp__local__echo" in offered  # the user's server ran while the file was theirs
     assert (repo / "tools" / "server.py").read_text() == evil and not mark.exists()
     second = fake_server([make_done(), finish()])
-    resumed = run_agent(
+    resumed = agent_in_process(
         "run", "--resume", "--yes", "--json", "--max-steps", "20", "--base-url", second.url,
         cwd=repo, env={"AGENT_RC": rc},
     )  # fmt: skip
