@@ -27,6 +27,9 @@ DOCTOR_REPLIES = [
     {"tool": "submit_plan", "args": {"tasks": [{"goal": "add()", "acceptance_cmd": "pytest"}]}},
 ]
 SCRIPTED_RUN_ENV = {"AGENT_REPLAN": "off", "AGENT_FINAL_SUMMARY": "false"}
+# The runs' checks start pytest in the test's project; loading the plugins installed beside it
+# (xdist, anyio, ...) is most of what each such start costs, and no project here uses one.
+QUICK_PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -97,6 +100,7 @@ def agent_env(tmp_path: Path) -> dict[str, str]:
     env["AGENT_RETRY_BACKOFF_S"] = "0.01"
     env["PYTHONUNBUFFERED"] = "1"
     env.update(SCRIPTED_RUN_ENV)
+    env.update(QUICK_PYTEST_ENV)
     return env
 
 

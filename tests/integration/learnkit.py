@@ -28,6 +28,7 @@ def set_run_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("AGENT_RETRY_BACKOFF_S", "0.01")
     monkeypatch.setenv("AGENT_EMBEDDING_MODEL", "fake-embed")
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # see conftest.QUICK_PYTEST_ENV
 
 
 @pytest.fixture

@@ -30,14 +30,6 @@ from reliability.relkit import tool_results
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def agent_env(agent_env):
-    """The runs' environment, in which the checks' pytest loads no plugin the environment
-    installed (xdist, anyio, ...): the demo project's tests need none, and loading them is
-    most of what each check costs."""
-    return {**agent_env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-
-
 def agent_run(agent_in_process, srv, repo, *extra, goal=GOAL):
     return agent_in_process("run", goal, "--yes", "--json", "--base-url", srv.url, *extra, cwd=repo)
 

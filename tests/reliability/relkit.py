@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SCRIPTED_RUN_ENV, git, make_repo
+from conftest import QUICK_PYTEST_ENV, SCRIPTED_RUN_ENV, git, make_repo
 from fencekit import balanced, pointed_result
 
 PY = sys.executable
@@ -113,6 +113,7 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
         AGENT_RETRY_BACKOFF_S="0.01",
         PYTHONUNBUFFERED="1",
         **SCRIPTED_RUN_ENV,
+        **QUICK_PYTEST_ENV,
     )
     env.update(extra)
     return env
