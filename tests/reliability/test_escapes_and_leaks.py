@@ -62,7 +62,7 @@ def _tool_texts(srv) -> str:
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_repo_config_filters_never_run_in_harness_git_and_no_gitlink_is_committed(
-    run_agent, fake_server, tmp_path, sandbox
+    agent_in_process, fake_server, tmp_path, sandbox
 ):
     repo = repo_with(tmp_path / "repo")
     evidence = tmp_path / "filter-ran.txt"
@@ -83,7 +83,7 @@ def test_repo_config_filters_never_run_in_harness_git_and_no_gitlink_is_committe
             finish(),
         ]
     )
-    proc = _run(run_agent, srv, repo, env={"AGENT_SANDBOX": sandbox})
+    proc = _run(agent_in_process, srv, repo, env={"AGENT_SANDBOX": sandbox})
     assert proc.returncode == 0, proc.stderr
     assert not evidence.exists(), "a filter from repository config ran in the harness's git"
     tree = git(repo, "ls-tree", "-r", "HEAD")
@@ -98,7 +98,7 @@ def test_repo_config_filters_never_run_in_harness_git_and_no_gitlink_is_committe
 
 
 def test_a_repositorys_agentrc_cannot_redirect_the_key_or_loosen_safety(
-    run_agent, fake_server, tmp_path, agent_env
+    agent_in_process, fake_server, tmp_path, agent_env
 ):
     evil = fake_server(
         [plan(task()), make_done(), finish()] * 2, models=("gpt-4o-mini", "evil-model")
@@ -123,7 +123,7 @@ def test_a_repositorys_agentrc_cannot_redirect_the_key_or_loosen_safety(
     user_rc = tmp_path / "user-agentrc"
     user_rc.write_text(f'base_url = "{good.url}"\ndeny_commands = ["make deploy"]\n')
     env = {"OPENAI_API_KEY": KEY, "AGENT_RC": str(user_rc)}
-    proc = run_agent("run", GOAL, "--yes", "--json", cwd=repo, env=env)
+    proc = agent_in_process("run", GOAL, "--yes", "--json", cwd=repo, env=env)
     assert proc.returncode == 0, proc.stderr
     assert evil.chat_requests == [] and good.chat_requests
     assert good.chat_requests[0]["model"] != "evil-model"
@@ -135,14 +135,14 @@ def test_a_repositorys_agentrc_cannot_redirect_the_key_or_loosen_safety(
     assert "holds the agent's settings; only the user edits it" in results
     assert "it writes .agentrc" in results
     assert (repo / ".agentrc").read_text() == rc
-    trusted = run_agent("trust", cwd=repo, env=env)
+    trusted = agent_in_process("trust", cwd=repo, env=env)
     assert trusted.returncode == 0 and "trusted" in trusted.stdout
     assert str(repo) not in (repo / ".agentrc").read_text()  # recorded in the user's state
-    again = run_agent("run", GOAL, "--yes", "--json", cwd=repo, env=env)
+    again = agent_in_process("run", GOAL, "--yes", "--json", cwd=repo, env=env)
     assert again.returncode == 0, again.stderr
     assert evil.chat_requests and evil.chat_requests[0]["model"] == "evil-model"
     (repo / ".agentrc").write_text(rc + "max_steps = 50\n")  # a pull changed it
-    changed = run_agent("runs", cwd=repo, env=env)
+    changed = agent_in_process("runs", cwd=repo, env=env)
     assert "it changed since you trusted it" in changed.stderr
 
 
@@ -150,7 +150,7 @@ def test_a_repositorys_agentrc_cannot_redirect_the_key_or_loosen_safety(
 
 
 def test_the_key_in_a_path_or_a_symlink_target_is_never_committed_nor_shown(
-    run_agent, fake_server, tmp_path
+    run_agent, agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     get_key = "K=$(tr '\\0' '\\n' < /proc/$PPID/environ | sed -n 's/^OPENAI_API_KEY=//p')"
@@ -162,7 +162,7 @@ def test_the_key_in_a_path_or_a_symlink_target_is_never_committed_nor_shown(
             finish(),
         ]
     )
-    proc = _run(run_agent, srv, repo)
+    proc = _run(run_agent, srv, repo)  # a process of its own: the command reads its environ
     assert proc.returncode == 1
     out = proc.stdout + proc.stderr
     assert (
@@ -181,7 +181,7 @@ def test_the_key_in_a_path_or_a_symlink_target_is_never_committed_nor_shown(
             finish(),
         ]
     )
-    _run(run_agent, second, repo, "--allow-dirty")
+    _run(agent_in_process, second, repo, "--allow-dirty")
     assert KEY not in json.dumps(second.chat_requests)
     assert "[REDACTED]" in second.chat_requests[0]["messages"][-2]["content"]  # the file list
 
@@ -190,7 +190,7 @@ def test_the_key_in_a_path_or_a_symlink_target_is_never_committed_nor_shown(
 
 
 def test_acceptance_commands_the_policy_refuses_are_sent_back_and_never_run(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
@@ -206,7 +206,7 @@ def test_acceptance_commands_the_policy_refuses_are_sent_back_and_never_run(
             finish(),
         ]
     )
-    proc = _run(run_agent, srv, repo, "--allow-dirty", "--accept", DONE_CHECK)
+    proc = _run(agent_in_process, srv, repo, "--allow-dirty", "--accept", DONE_CHECK)
     assert proc.returncode == 0, proc.stderr
     second = json.dumps(srv.chat_requests[1]["messages"])
     assert "refused by the command policy" in second and "git reset --hard" in second
@@ -240,7 +240,7 @@ def test_a_daemon_started_by_a_command_does_not_outlive_it(
 
 
 def test_head_moved_to_the_users_branch_stops_the_run_before_any_commit(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     main_before = git(repo, "rev-parse", "main").strip()
@@ -253,7 +253,7 @@ def test_head_moved_to_the_users_branch_stops_the_run_before_any_commit(
             finish(),
         ]
     )
-    proc = _run(run_agent, srv, repo)
+    proc = _run(agent_in_process, srv, repo)
     assert proc.returncode == 1
     assert "git symbolic-ref moves HEAD" in _tool_texts(srv)
     out = proc.stdout + proc.stderr
@@ -266,7 +266,7 @@ def test_head_moved_to_the_users_branch_stops_the_run_before_any_commit(
 
 
 def test_checks_that_cannot_fail_are_sent_back_and_each_task_says_what_it_proves(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(
@@ -279,7 +279,7 @@ def test_checks_that_cannot_fail_are_sent_back_and_each_task_says_what_it_proves
             finish(),
         ]
     )
-    proc = _run(run_agent, srv, repo)
+    proc = _run(agent_in_process, srv, repo)
     assert proc.returncode == 0, proc.stderr
     second = json.dumps(srv.chat_requests[1]["messages"])
     assert "`true` always succeeds" in second and "'average_score' is not on PATH" in second
@@ -294,7 +294,7 @@ def test_checks_that_cannot_fail_are_sent_back_and_each_task_says_what_it_proves
 
 
 def test_the_report_shows_the_proof_and_a_missing_command_falls_back_to_accept(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     (repo / "gone.sh").write_text("#!/bin/sh\nexit 0\n")
@@ -304,7 +304,7 @@ def test_the_report_shows_the_proof_and_a_missing_command_falls_back_to_accept(
     srv = fake_server(
         [plan(task(cmd="./gone.sh")), call("run", cmd="rm gone.sh"), make_done(), finish()]
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run",
         GOAL,
         "--yes",
@@ -322,7 +322,7 @@ def test_the_report_shows_the_proof_and_a_missing_command_falls_back_to_accept(
 
 
 def test_a_task_whose_command_is_gone_is_judged_by_accept_in_what_follows_too(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     """Once --accept judged a task whose own command the task removed, what follows from that
     verdict is --accept's: code no commit holds (an ignored `lib/`) is looked for by running
@@ -341,7 +341,7 @@ def test_a_task_whose_command_is_gone_is_judged_by_accept_in_what_follows_too(
             finish(),
         ]
     )
-    proc = _run(run_agent, srv, repo, "--accept", DONE_CHECK)
+    proc = _run(agent_in_process, srv, repo, "--accept", DONE_CHECK)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert task_statuses(repo) == ["verified"]
     done = [e for e in events(proc.stdout) if e["event"] == "task_done"]
