@@ -111,7 +111,7 @@ class Held:
     long as the test needs it live, and not a moment longer. `script` is a list of steps or a
     callable script such as `routes.ByGoal`; a `with` block releases at its end."""
 
-    def __init__(self, script: list[dict] | Callable[[dict], dict], timeout: float = 120) -> None:
+    def __init__(self, script: list[dict] | Callable[[dict], dict], timeout: float = 300) -> None:
         self.script = script
         self.timeout = timeout
         self._released = threading.Event()

@@ -287,7 +287,7 @@ def test_a_live_run_is_listed_with_pid_task_and_step_and_cannot_be_rewound(
     )
     try:
         with held:
-            deadline, live = time.monotonic() + 60, []
+            deadline, live = time.monotonic() + 120, []
             while time.monotonic() < deadline and not live:
                 rows = runs_json(agent_in_process, repo)
                 live = [r for r in rows if r.get("live") and r.get("step")]

@@ -103,7 +103,7 @@ def test_a_live_worktree_run_is_listed_with_its_worktree(
     )
     try:
         with held:
-            deadline, live = time.monotonic() + 60, []
+            deadline, live = time.monotonic() + 120, []
             while time.monotonic() < deadline and not live:
                 rows = json.loads(agent_in_process("runs", "--json", cwd=repo).stdout)
                 live = [r for r in rows if r.get("live") and r.get("step")]
@@ -179,7 +179,7 @@ def test_two_worktree_runs_at_once_are_both_listed_live(
     ]
     try:
         with held:
-            deadline, live = time.monotonic() + 60, []
+            deadline, live = time.monotonic() + 120, []
             while time.monotonic() < deadline and len(live) < 2:
                 rows = json.loads(agent_in_process("runs", "--json", cwd=repo).stdout)
                 live = [r for r in rows if r.get("live") and r.get("step")]
