@@ -172,8 +172,10 @@ def test_a_run_stopped_by_sigterm_mid_call_leaves_no_server_running(
     time.sleep(0.5)
     started = time.monotonic()
     os.kill(agent.pid, signal.SIGTERM)
-    assert agent.wait(30) == 130, agent.stderr
-    assert time.monotonic() - started < 15  # the call in flight is cut, not waited out
+    assert agent.wait(60) == 130, agent.stderr
+    # The call in flight is cut, not waited out (the nap is 100 s). Stopping the server takes
+    # the MCP SDK's own 2 s waits; on a loaded machine the whole exit has taken over 15 s.
+    assert time.monotonic() - started < 50
     assert len(pids(pid_file)) == 1 and wait_gone(pids(pid_file)) == []
 
 
