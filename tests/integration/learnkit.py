@@ -48,15 +48,8 @@ def run_once(base: Path, repo: Path, goal: str, replies: list[dict]) -> tuple[in
     with pytest.MonkeyPatch.context() as env, FakeOpenAIServer(replies) as server:
         set_run_env(env, base / "home")
         env.setenv("XDG_CACHE_HOME", str(base / "user-cache"))
-        opts = RunOptions(
-            goal=goal,
-            repo=repo,
-            yes=True,
-            json_out=True,
-            flags={"base_url": server.url, "approval": "auto"},
-        )
         with contextlib.redirect_stdout(out):
-            code = execute(opts)
+            code = execute(_run_options(repo, goal, server.url))
     events = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
     return code, events, server
 
@@ -64,16 +57,20 @@ def run_once(base: Path, repo: Path, goal: str, replies: list[dict]) -> tuple[in
 def run_in_process(capsys, repo: Path, goal: str, server, **flags) -> tuple[int, list[dict]]:
     """`agent run GOAL --yes --json` against `server`; the exit code and the events printed."""
     capsys.readouterr()
-    opts = RunOptions(
+    code = execute(_run_options(repo, goal, server.url, **flags))
+    out = capsys.readouterr().out
+    return code, [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def _run_options(repo: Path, goal: str, url: str, **flags) -> RunOptions:
+    """`agent run GOAL --yes --json --base-url URL` in `repo`, with `flags` as settings."""
+    return RunOptions(
         goal=goal,
         repo=repo,
         yes=True,
         json_out=True,
-        flags={"base_url": server.url, "approval": "auto", **flags},
+        flags={"base_url": url, "approval": "auto", **flags},
     )
-    code = execute(opts)
-    out = capsys.readouterr().out
-    return code, [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
 def request_text(request: dict) -> str:
