@@ -76,9 +76,15 @@ def below_by_scan(
 
 def state_of(pid: int) -> str | None:
     """The state letter of `pid` (`Z` for a zombie), None when there is no such process."""
+    return stat_field(pid, 0)
+
+
+def stat_field(pid: int, index: int) -> str | None:
+    """Field `index` of /proc/PID/stat counted from the one after the command's name (0: the
+    state, 1: the parent's pid, 19: the start time), None when there is no such process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+            return f.read().rsplit(b")", 1)[1].split()[index].decode()
     except (OSError, IndexError):
         return None
 

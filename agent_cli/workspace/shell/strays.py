@@ -16,17 +16,15 @@ import os
 import signal
 from functools import lru_cache
 
+from agent_cli.workspace.shell import proctree
+
 MARK = "AGENT_COMMAND_OF"
 _PREFIX = f"{MARK}=".encode()
 
 
 def _started(pid: int) -> str | None:
     """The start time of `pid` in clock ticks since boot (/proc/PID/stat field 22), or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return None
+    return proctree.stat_field(pid, 19)
 
 
 @lru_cache(maxsize=1)
