@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from agent_cli.cli.wiring import RunOptions, execute
+from conftest import QUICK_PYTEST_ENV
 
 
 def set_run_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
@@ -28,7 +29,8 @@ def set_run_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("AGENT_RETRY_BACKOFF_S", "0.01")
     monkeypatch.setenv("AGENT_EMBEDDING_MODEL", "fake-embed")
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # see conftest.QUICK_PYTEST_ENV
+    for var, value in QUICK_PYTEST_ENV.items():
+        monkeypatch.setenv(var, value)
 
 
 @pytest.fixture
