@@ -12,7 +12,9 @@ own git calls, outside any sandbox. So every git process the harness starts:
   and a killed run leaves nothing behind;
 - keeps of the repository's own config (and what it includes) only the keys on an
   allow-list (`_KEEP`); every other key is overridden with an empty value through
-  `GIT_CONFIG_KEY_n` variables (not `-c`, which splits `filter.a=b.clean` at its first `=`);
+  `GIT_CONFIG_KEY_n` variables (not `-c`, which splits `filter.a=b.clean` at its first `=`),
+  listed by `git config` and listed again whenever the bytes that decide it may have changed
+  (configfiles.py);
 - gets `BASE`, which no override touches: no hooks, no fsmonitor, no signing, no automatic gc,
   no transport, submodules never entered;
 - gets the scrubbed environment model commands get (no API key), never prompts, and is
@@ -29,9 +31,11 @@ import shutil
 import stat
 import subprocess
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 
-from agent_cli.workspace.git import traps
+from agent_cli.workspace.git import configfiles, traps
+from agent_cli.workspace.git.configfiles import Fingerprint
 from agent_cli.workspace.shell import reaper
 from agent_cli.workspace.shell.runner import scrub_env
 
@@ -95,6 +99,9 @@ TIMED_OUT = 124  # the exit code of a git command killed at TIMEOUT_S (as timeou
 
 Entry = tuple[str, str, str | None]  # scope, key, value (None: a key set without `=`)
 _carried_cache: dict[tuple[str, ...], tuple[str, list[tuple[str, str]]]] = {}
+# The last listings of `overrides` by work tree and environment, with the fingerprint each holds.
+_listed: OrderedDict[tuple[str, ...], tuple[Fingerprint, list[tuple[str, str]]]] = OrderedDict()
+_LISTED_MAX = 64
 _files_dir: list[Path] = []
 
 
@@ -120,6 +127,11 @@ def git_env(secrets: tuple[str, ...] = (), extra: dict[str, str] | None = None) 
 
 def config_entries(cwd: Path, env: dict[str, str]) -> list[Entry]:
     """Every config entry git sees in `cwd` under `env`, includes followed, in git's order."""
+    return _listing(cwd, env)[0]
+
+
+def _listing(cwd: Path, env: dict[str, str]) -> tuple[list[Entry], bool]:
+    """`config_entries`, and whether git listed them and exited 0."""
     spared = reaper.adopt_orphans()
     try:
         out = subprocess.run(
@@ -131,7 +143,7 @@ def config_entries(cwd: Path, env: dict[str, str]) -> list[Entry]:
             timeout=TIMEOUT_S,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return []
+        return [], False
     finally:
         reaper.kill_leftovers(spared)
     fields = out.stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -139,13 +151,43 @@ def config_entries(cwd: Path, env: dict[str, str]) -> list[Entry]:
     for scope, item in zip(fields[::2], fields[1::2], strict=False):  # SCOPE NUL KEY LF VALUE NUL
         key, newline, value = item.partition("\n")
         entries.append((scope, key, value if newline else None))
-    return entries
+    return entries, out.returncode == 0
 
 
 def overrides(cwd: Path, env: dict[str, str]) -> list[tuple[str, str]]:
-    """(key, value) that empties each key of the repository's own config off the allow-list."""
+    """(key, value) that empties each key of the repository's own config off the allow-list.
+
+    Listed by a `git config` process, and listed again only when the repository's config may
+    have changed: a listing is reused while `configfiles.fingerprint`, read before this call,
+    equals the one read before and after that listing (see configfiles.py). A listing that
+    holds an include, or that git did not finish cleanly, is never reused.
+    """
+    key = (str(cwd), *sorted(f"{name}={value}" for name, value in env.items()))
+    before = configfiles.fingerprint(cwd, env)
+    held = _listed.get(key)
+    if before is not None and held is not None and held[0] == before:
+        return list(held[1])
+    entries, clean = _listing(cwd, env)
+    found = _emptied(entries)
+    includes = any(_INCLUDE.fullmatch(name.lower()) for _, name, _ in entries)
+    if (
+        clean
+        and not includes
+        and before is not None
+        and before == configfiles.fingerprint(cwd, env)
+    ):
+        _listed[key] = (before, found)
+        _listed.move_to_end(key)
+        while len(_listed) > _LISTED_MAX:
+            _listed.popitem(last=False)
+    else:
+        _listed.pop(key, None)
+    return list(found)
+
+
+def _emptied(entries: list[Entry]) -> list[tuple[str, str]]:
     found: dict[str, str] = {}
-    for scope, key, value in config_entries(cwd, env):
+    for scope, key, value in entries:
         low = key.lower()
         if scope not in _REPO_SCOPES or _KEEP.fullmatch(low) or _INCLUDE.fullmatch(low):
             continue
