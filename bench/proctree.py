@@ -4,8 +4,8 @@ processes below the agent, by following `children` files against scanning every 
 
 `--others N` (default 300, a desktop's order) starts N sleeping processes in a session of
 their own before the measure, so that they are the machine's, not the agent's. A command
-costs the reaper three reads when nothing is left over (one to take its list of processes
-to spare, one to find leftovers, one for adopted zombies); the table gives one read.
+costs the reaper two reads when nothing is left over (one to take its list of processes
+to spare, one to find leftovers and adopted orphans that ended); the table gives one read.
 """
 
 from __future__ import annotations

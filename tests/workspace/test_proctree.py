@@ -110,3 +110,19 @@ def test_children_of_every_thread_are_found(tmp_path):
         started[0].wait()
         release.set()
         thread.join()
+
+
+def test_an_adopted_orphan_that_ended_is_reaped_when_nothing_is_left_to_kill():
+    before = reaper.adopt_orphans()
+    # the inner shell leaves its session and ends at once: re-parented to this process
+    # (a subreaper), it waits as a zombie until reaped
+    out = subprocess.run(
+        ["sh", "-c", "setsid -f sh -c 'echo $$'"], capture_output=True, text=True, check=True
+    )
+    orphan = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while proctree.state_of(orphan) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proctree.state_of(orphan) == "Z"
+    assert reaper.kill_leftovers(before) == 0
+    assert proctree.state_of(orphan) is None

@@ -1,9 +1,9 @@
 """The processes below one process, read from /proc: by following each process's `children`
 files where the kernel has them, by reading every process's `stat` where it does not.
 
-The reaper reads it three times around each command the harness runs, git's included
-(bench/proctree.py). Reading every process's `stat` costs a file per process on the machine
-(milliseconds on a desktop with a few hundred processes, more on a busy one); following
+The reaper reads it twice around each command the harness runs, git's included, when nothing
+is left over (bench/proctree.py). Reading every process's `stat` costs a file per process on
+the machine (milliseconds on a desktop with a few hundred processes, more on a busy one); following
 `children` costs a file per process below the agent and per thread of each, usually a
 handful.
 

@@ -41,14 +41,17 @@ def adopt_orphans() -> set[int]:
 def kill_leftovers(spared: set[int]) -> int:
     """SIGKILL and reap every descendant not in `spared` (nor under one); how many were killed."""
     killed: set[int] = set()
+    ended: set[int] = set()
     for _ in range(_ROUNDS):
-        doomed = _freeze(spared, killed)
+        doomed, ended = _freeze(spared, killed)
         if not doomed:
             break
         killed |= _send(doomed, signal.SIGKILL)
         _reap(killed)
     _wait_ended(killed)
-    _reap(killed | _zombie_children(spared))
+    # with nothing killed, the last look (which found nothing new) saw every adopted orphan
+    # that had ended; after a kill, look again
+    _reap(killed | (_zombie_children(spared) if killed else ended))
     return len(killed)
 
 
@@ -68,19 +71,24 @@ def _session(pid: int) -> int | None:
         return None
 
 
-def _freeze(spared: set[int], killed: set[int]) -> set[int]:
-    """SIGSTOP every descendant not spared nor already killed, until no new one appears.
+def _freeze(spared: set[int], killed: set[int]) -> tuple[set[int], set[int]]:
+    """SIGSTOP every descendant not spared nor already killed, until no new one appears; the
+    stopped ones, and the adopted orphans that had ended (zombies) at the last look.
 
     Killed one by one, a parent could outlive its killed child long enough to go on with its
     script (`sleep 1; touch x`: the sleep dies, the shell runs touch); stopped, none can act.
     """
+    me = os.getpid()
     frozen: set[int] = set()
+    ended: set[int] = set()
     for _ in range(_ROUNDS):
-        new = descendants(os.getpid(), skip=spared) - killed - frozen
+        below = list(proctree.below(me, spared))
+        ended = {pid for pid, ppid, state in below if ppid == me and state == "Z"}
+        new = {pid for pid, _, state in below if state != "Z"} - killed - frozen
         if not new:
             break
         frozen |= _send(new, signal.SIGSTOP)
-    return frozen
+    return frozen, ended
 
 
 def _send(pids: set[int], sig: int) -> set[int]:
