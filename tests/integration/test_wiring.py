@@ -199,11 +199,11 @@ def test_the_repository_is_checked_once_before_the_plan(
     # git's own version, asked at most once a process, reads no repository
     calls = [git_command(line) for line in before_plan[0] if git_command(line) != "version"]
     assert calls.count("status") == 1, " ".join(calls)  # the preflight ran once
-    # the user's own configuration is read once, then the repository's before each command
-    paired = [c for command in GIT_BEFORE_PLAN for c in ("config", command)]
+    # the user's own configuration is read once, and the repository's once: nothing changes
+    # it before the plan, so its listing is reused before each command
     # the main work tree (for the runs of this repository) is read from files: no git
-    assert calls == ["config", *paired]
-    assert len(calls) == 19
+    assert calls == ["config", "config", *GIT_BEFORE_PLAN]
+    assert len(calls) == 11
 
 
 def git_command(logged: str) -> str:
