@@ -149,38 +149,35 @@ def test_ctrl_c_at_the_question_exits_130_with_the_state_saved(pty_agent, fake_s
     assert state["agent_state"]["plan"][0]["status"] == "rejected"
 
 
-def test_keys_that_type_no_text_are_no_hint_and_leave_none_in_one(
+def test_lines_that_are_no_hint_are_asked_again_and_spend_no_attempt(
     pty_agent, fake_server, demo_repo
 ):
-    # this prompt has no line editing: an arrow key puts its escape sequence in the line
-    srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
-    agent = start(pty_agent, srv, demo_repo)
-    agent.expect(QUESTION)
-    agent.type("\x1b[A\n")  # Up, then Enter: no hint, and no attempt spent on one
-    agent.expect("that line holds only keys that type no text")
-    agent.expect(f"text\n{QUESTION}")  # asked again
-    agent.type("use sorted(xs)\x1b[D\x1b[C for it\n")
-    assert agent.wait() == 0, agent.text
-    hints = state_of(demo_repo)["agent_state"]["plan"][0]["hints"]
-    assert hints == ["use sorted(xs) for it"]  # what was echoed back, saved and sent
-    assert "your hint goes to attempt 3: use sorted(xs) for it" in agent.text
-    assert "<human_hint>\nuse sorted(xs) for it\n</human_hint>" in brief_text(srv.chat_requests[4])
-
-
-def test_bytes_not_utf8_typed_under_a_strict_utf8_locale_are_asked_again(
-    pty_agent, fake_server, demo_repo
-):
+    # one question, three kinds of line that are no hint, each asked again, then a hint:
     # Python decodes a terminal strictly under a UTF-8 locale such as en_US.UTF-8
     # (PYTHONIOENCODING says the same without needing that locale installed)
     srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
     agent = start(pty_agent, srv, demo_repo, env={"PYTHONIOENCODING": "utf-8:strict"})
     agent.expect(QUESTION)
+    # this prompt has no line editing: an arrow key puts its escape sequence in the line
+    agent.type("\x1b[A\n")  # Up, then Enter: no hint, and no attempt spent on one
+    agent.expect("that line holds only keys that type no text")
+    agent.expect(f"text\n{QUESTION}")  # asked again
     os.write(agent.fd, b"caf\xe9 please\n")  # Latin-1, not UTF-8
     agent.expect("that line is not valid UTF-8 text: type it again")
-    agent.type("use sorted(xs)\n")
-    assert agent.wait() == 0, agent.text
+    pasted = "".join(f"w{i:04d} " for i in range(1000)) + "END"  # 6,003 characters
+    for at in range(0, len(pasted), 512):  # as a paste arrives; the terminal keeps 4,095
+        agent.type(pasted[at : at + 512])
+        agent.expect(pasted[at : at + 512][-5:])
+    agent.type("\n")
+    agent.expect("so its end was cut")  # asked again, not sent cut
+    assert '`agent run --resume --hint "$(cat FILE)"`' in agent.text
+    agent.type("use sorted(xs)\x1b[D\x1b[C for it\n")
+    assert agent.wait() == 0, agent.text[-2000:]
     assert "internal error" not in agent.text
-    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
+    hints = state_of(demo_repo)["agent_state"]["plan"][0]["hints"]
+    assert hints == ["use sorted(xs) for it"]  # what was echoed back, saved and sent
+    assert "your hint goes to attempt 3: use sorted(xs) for it" in agent.text
+    assert "<human_hint>\nuse sorted(xs) for it\n</human_hint>" in brief_text(srv.chat_requests[4])
 
 
 def test_with_the_log_in_a_file_the_questions_and_what_they_ask_about_show_on_the_terminal(
@@ -200,24 +197,6 @@ def test_with_the_log_in_a_file_the_questions_and_what_they_ask_about_show_on_th
     assert "Run this plan? [y/N] y\n" in logged  # the log says what was asked and answered
     assert f"{QUESTION} type a hint, s, r [NOTE] or q: use sorted(xs)\n" in logged
     assert logged.count("I tried twice") == 1 and "verified" in logged
-    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
-
-
-def test_a_hint_longer_than_a_terminal_line_is_asked_again_not_sent_cut(
-    pty_agent, fake_server, demo_repo
-):
-    srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
-    agent = start(pty_agent, srv, demo_repo)
-    agent.expect(QUESTION)
-    pasted = "".join(f"w{i:04d} " for i in range(1000)) + "END"  # 6,003 characters
-    for at in range(0, len(pasted), 512):  # as a paste arrives; the terminal keeps 4,095
-        agent.type(pasted[at : at + 512])
-        agent.expect(pasted[at : at + 512][-5:])
-    agent.type("\n")
-    agent.expect("so its end was cut")
-    assert '`agent run --resume --hint "$(cat FILE)"`' in agent.text
-    agent.type("use sorted(xs)\n")
-    assert agent.wait() == 0, agent.text[-2000:]
     assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
 
 
