@@ -13,7 +13,7 @@ CHECK = "#!/bin/sh\ntest -f done.txt || exit 1\nfind .agent -delete 2>/dev/null\
 
 @pytest.mark.slow
 def test_a_run_whose_check_deleted_the_state_directory_is_not_verified(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo", {"check.sh": CHECK})
     (repo / "check.sh").chmod(0o755)
@@ -21,7 +21,7 @@ def test_a_run_whose_check_deleted_the_state_directory_is_not_verified(
     git(repo, "commit", "-qm", "check")
     before = git(repo, "rev-parse", "main")
     srv = fake_server([plan(task(cmd="./check.sh")), make_done(), finish(), no_facts()])
-    proc = run_agent("run", "Create done.txt", "--yes", "--base-url", srv.url, cwd=repo)
+    proc = agent_in_process("run", "Create done.txt", "--yes", "--base-url", srv.url, cwd=repo)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out
     assert "removed or changed files in the agent's state directory" in out

@@ -111,13 +111,15 @@ def test_an_unusable_repository_state_is_one_clear_line(outcomes, make_state, sa
     assert after == before
 
 
-def test_a_branch_name_that_already_exists_is_one_clear_line(run_agent, fake_server, tmp_path):
+def test_a_branch_name_that_already_exists_is_one_clear_line(
+    agent_in_process, fake_server, tmp_path
+):
     # The run's branch is agent/<run-id>; a branch named `agent` makes every such name clash.
     repo = repo_with(tmp_path / "repo")
     git(repo, "branch", "agent")
     before = _status(repo), git(repo, "branch", "--list")
     srv = fake_server([plan(task()), make_done(), finish()])
-    proc = run_agent("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     line = proc.stderr.strip()
     assert line.startswith("error: ") and "agent/" in line and "already exists" in line, line

@@ -9,6 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from agent_cli.tools.hooks.config import HOOK_EVENTS, HooksConfig
 from reliability.relkit import (
     GOAL,
@@ -44,8 +46,9 @@ def test_the_readme_configuration_names_the_four_points_and_a_valid_pre_tool_hoo
     assert hook.matches("mcp__time__get_current_time") and not hook.matches("read_file")
 
 
+@pytest.mark.slow  # the hook is a Python script
 def test_the_readme_example_refuses_a_write_under_migrations_and_the_model_reads_why(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     config, script = blocks("toml")[1], blocks("python")[0]
     repo = repo_with(tmp_path / "repo", {"scripts/no_migrations.py": script})
@@ -62,7 +65,7 @@ def test_the_readme_example_refuses_a_write_under_migrations_and_the_model_reads
     )
     # "python" in the README's command is this interpreter
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    proc = run_agent(
+    proc = agent_in_process(
         "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo,
         env={"AGENT_RC": str(rc), "PATH": path},
     )  # fmt: skip
