@@ -105,8 +105,8 @@ def test_the_metavars_say_what_goes_there():
     assert "agent memory export [OPTIONS] FILE\n" in usage("memory", "export")
 
 
-def test_a_number_out_of_range_is_one_line_and_exit_2(run_agent, scratch_repo):
-    proc = run_agent("recall", "x", "--k", "0", cwd=scratch_repo)
+def test_a_number_out_of_range_is_one_line_and_exit_2(agent_in_process, scratch_repo):
+    proc = agent_in_process("recall", "x", "--k", "0", cwd=scratch_repo)
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: --k 0 is out of range (pass a number from 1 to 100)"
 
@@ -145,7 +145,7 @@ def seed_run(repo, run_id: str, goal: str, started: str, status: str = "verified
     )
 
 
-def test_runs_has_a_header_the_start_time_and_fits_the_width(run_agent, scratch_repo):
+def test_runs_has_a_header_the_start_time_and_fits_the_width(agent_in_process, scratch_repo):
     seed_run(scratch_repo, "20261130-101500-aaaa", LONG_GOAL, "2026-11-30T10:15:00+00:00")
     seed_run(
         scratch_repo,
@@ -154,7 +154,7 @@ def test_runs_has_a_header_the_start_time_and_fits_the_width(run_agent, scratch_
         "2026-11-30T11:15:00+00:00",
         status="budget_exhausted",
     )
-    narrow = run_agent("runs", cwd=scratch_repo, env={"COLUMNS": "100"})  # the table
+    narrow = agent_in_process("runs", cwd=scratch_repo, env={"COLUMNS": "100"})  # the table
     assert narrow.returncode == 0, narrow.stderr
     lines = narrow.stdout.rstrip("\n").splitlines()
     assert lines[0].split() == ["run", "started", "status", "steps", "goal"]
@@ -166,7 +166,7 @@ def test_runs_has_a_header_the_start_time_and_fits_the_width(run_agent, scratch_
     assert goal.endswith("…") and LONG_GOAL.startswith(goal[:-1])
     assert LONG_GOAL[len(goal) - 1] == " "  # cut where a word ends
     assert "budget_exhausted" in narrow.stdout
-    wide = run_agent("runs", cwd=scratch_repo, env={"COLUMNS": "250"})
+    wide = agent_in_process("runs", cwd=scratch_repo, env={"COLUMNS": "250"})
     assert LONG_GOAL in wide.stdout and "Add median()" in wide.stdout
 
 

@@ -39,7 +39,7 @@ OLD = json.loads(FIXTURE.read_text())
 
 @pytest.mark.slow
 def test_a_run_saved_by_version_0_1_0_resumes_and_keeps_its_spending(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = make_repo(tmp_path / "repo")
     run_dir = repo / ".agent" / "runs" / OLD["run_id"]
@@ -52,7 +52,7 @@ def test_a_run_saved_by_version_0_1_0_resumes_and_keeps_its_spending(
             {"tool": "finish", "args": {"summary": "made done.txt"}},
         ]
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run",
         "--resume",
         "--yes",
@@ -75,7 +75,7 @@ def test_a_run_saved_by_version_0_1_0_resumes_and_keeps_its_spending(
 
 @pytest.mark.slow
 def test_a_run_killed_between_tool_calls_resumes_from_its_journal(
-    spawn_agent, run_agent, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     repo = make_repo(tmp_path / "repo")
     srv = fake_server(
@@ -97,7 +97,7 @@ def test_a_run_killed_between_tool_calls_resumes_from_its_journal(
     assert [json.loads(line)["step"] for line in journal.read_text().splitlines()] == [1, 2]
 
     rest = fake_server([make_done(), finish(), no_facts()])
-    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
+    proc = agent_in_process("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first = json.dumps(rest.chat_requests[0]["messages"])
     assert "the README is one line long" in first and "# scratch" in first  # memory kept

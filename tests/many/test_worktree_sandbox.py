@@ -23,7 +23,7 @@ def _bwrap_works() -> bool:
 
 @pytest.mark.skipif(not _bwrap_works(), reason="bubblewrap cannot run here")
 def test_a_sandboxed_worktree_run_writes_its_tree_and_not_the_state(
-    run_agent, fake_server, tmp_path
+    agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     escape = "python3 -c \"open('../../runs/escaped.txt', 'w').write('x')\""
@@ -36,7 +36,7 @@ def test_a_sandboxed_worktree_run_writes_its_tree_and_not_the_state(
             no_facts(),
         ]
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run", goal_of("done.txt"), "--worktree", "--yes", "--json", "--base-url", srv.url,
         cwd=repo, env={"AGENT_SANDBOX": "bwrap"},
     )  # fmt: skip

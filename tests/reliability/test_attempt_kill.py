@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_sigkill_in_the_second_attempt_then_resume_counts_the_first(
-    spawn_agent, run_agent, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(
@@ -57,7 +57,7 @@ def test_sigkill_in_the_second_attempt_then_resume_counts_the_first(
     assert (saved["status"], saved["attempts"]) == ("running", 2)
 
     rest = fake_server([make_done(), finish(), no_facts()])
-    proc = run_agent("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
+    proc = agent_in_process("run", "--resume", "--yes", "--json", "--base-url", rest.url, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     started = [e["attempt"] for e in events(proc.stdout) if e["event"] == "task_started"]
     assert started == [2]
