@@ -64,8 +64,8 @@ def _no_torn_state(repo) -> None:
         assert not list(path.parent.glob(".state.json.*")), "a temporary state file was left"
 
 
-def _resume(run_agent, repo, srv):
-    return run_agent("run", "--resume", "--yes", "--json", "--base-url", srv.url, cwd=repo)
+def _resume(agent_in_process, repo, srv):
+    return agent_in_process("run", "--resume", "--yes", "--json", "--base-url", srv.url, cwd=repo)
 
 
 def _planned_again(srv) -> bool:
@@ -73,7 +73,7 @@ def _planned_again(srv) -> bool:
 
 
 def test_sigkill_after_a_verified_task_loses_nothing_and_resume_continues(
-    spawn_agent, run_agent, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(
@@ -95,7 +95,7 @@ def test_sigkill_after_a_verified_task_loses_nothing_and_resume_continues(
     assert task_statuses(repo) == ["verified", "running"] and commit_count(repo) == 2
 
     rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish(), no_facts()])
-    proc = _resume(run_agent, repo, rest)
+    proc = _resume(agent_in_process, repo, rest)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not _planned_again(rest) and len(rest.chat_requests) == 3  # task 1 not redone; facts
     assert task_statuses(repo) == ["verified", "verified"] and commit_count(repo) == 3
@@ -115,7 +115,7 @@ exit $rc
 
 
 def test_sigkill_between_a_tasks_commit_and_its_save_keeps_the_commit_as_its_proof(
-    spawn_agent, run_agent, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo")
     bin_dir, armed = tmp_path / "bin", tmp_path / "armed"
@@ -133,7 +133,7 @@ def test_sigkill_between_a_tasks_commit_and_its_save_keeps_the_commit_as_its_pro
     committed = git(repo, "rev-parse", "HEAD").strip()
 
     rest = fake_server([call("write_file", path="done2.txt", content="2\n"), finish(), no_facts()])
-    proc = _resume(run_agent, repo, rest)
+    proc = _resume(agent_in_process, repo, rest)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "task 1 was committed" in proc.stdout and "not done again" in proc.stdout
     assert "task 2 of 2" in json.dumps(rest.chat_requests[0]["messages"][-1])  # not task 1
@@ -144,7 +144,7 @@ def test_sigkill_between_a_tasks_commit_and_its_save_keeps_the_commit_as_its_pro
 
 
 def test_sigkill_during_the_acceptance_command_then_resume_verifies(
-    spawn_agent, run_agent, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     repo = repo_with(tmp_path / "repo", {"slow_check.py": SLOW_CHECK}, ignore=("pids/",))
     srv = fake_server([plan(task(cmd=f"{PY} slow_check.py")), make_done(), finish()])
@@ -163,7 +163,7 @@ def test_sigkill_during_the_acceptance_command_then_resume_verifies(
         _no_torn_state(repo)
         assert task_statuses(repo) == ["running"] and commit_count(repo) == 1
         rest = fake_server([finish("done.txt was already written"), no_facts()])
-        proc = _resume(run_agent, repo, rest)
+        proc = _resume(agent_in_process, repo, rest)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert not _planned_again(rest)
         state = read_state(repo)
@@ -217,7 +217,7 @@ def test_sigint_during_a_command_then_sigterm_during_the_resumed_run_both_save_a
 
 
 def test_ctrl_c_pressed_again_while_the_first_is_handled_still_saves_the_run_as_interrupted(
-    spawn_agent, run_agent, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     """Ctrl-C pressed over and over (every 3 ms) from the first press until the state is saved:
     the presses that come while the stopped run saves its state wait for the save, so the run
@@ -244,7 +244,7 @@ def test_ctrl_c_pressed_again_while_the_first_is_handled_still_saves_the_run_as_
 
     # the resumed run goes on from the saved state: no new plan, the task verified
     rest = fake_server([make_done(), finish(), no_facts()])
-    resumed = _resume(run_agent, repo, rest)
+    resumed = _resume(agent_in_process, repo, rest)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert not _planned_again(rest) and read_state(repo)["status"] == "verified"
 
@@ -267,7 +267,7 @@ def test_a_signal_during_a_command_still_puts_back_the_users_file_it_changed(
 
 
 def test_sigkill_during_a_command_loses_none_of_the_users_files_it_changed(
-    spawn_agent, run_agent, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     """The user's uncommitted files are on disk while a command runs: after a SIGKILL the
     next run keeps each one the command left changed, as it was, and says where; and it stops
@@ -292,7 +292,7 @@ def test_sigkill_during_a_command_loses_none_of_the_users_files_it_changed(
     try:
         assert (repo / "notes.txt").read_text() == "CLOBBER\n"  # nothing could put it back
         (repo / "pids").rename(tmp_path / "pids")
-        again = run_agent(
+        again = agent_in_process(
             "run", GOAL, "--plan-only", "--allow-dirty", "--base-url",
             fake_server([plan(task())]).url, cwd=repo,
         )  # fmt: skip
@@ -309,7 +309,7 @@ def test_sigkill_during_a_command_loses_none_of_the_users_files_it_changed(
         assert str(kept[0].parent) in said.replace("\n", "")
         assert not list((repo / ".git" / "agent-userwork").glob("recovered-*/keep.txt"))
         assert (repo / "notes.txt").read_text() == "CLOBBER\n"  # the user decides
-        quiet = run_agent(
+        quiet = agent_in_process(
             "run", GOAL, "--plan-only", "--allow-dirty", "--base-url",
             fake_server([plan(task())]).url, cwd=repo,
         )  # fmt: skip
@@ -320,7 +320,7 @@ def test_sigkill_during_a_command_loses_none_of_the_users_files_it_changed(
 
 
 def test_a_resume_keeps_the_users_changes_made_since_the_run_stopped(
-    spawn_agent, run_agent, fake_server, tmp_path
+    spawn_agent, agent_in_process, fake_server, tmp_path
 ):
     """The user's edit after the run stopped (on its branch, or on theirs and then carried
     along by the resume's checkout) is refused without --allow-dirty and kept out of the
@@ -339,7 +339,7 @@ def test_a_resume_keeps_the_users_changes_made_since_the_run_stopped(
     (repo / "mine.txt").write_text("an idea\n")
     (repo / "draft.txt").write_text("the run's draft, adjusted by me\n")
 
-    proc = _resume(run_agent, repo, fake_server([]))
+    proc = _resume(agent_in_process, repo, fake_server([]))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     said = " ".join(proc.stdout.split())
     assert "changes made since run" in said and "mine.txt, notes.txt" in said
@@ -350,7 +350,7 @@ def test_a_resume_keeps_the_users_changes_made_since_the_run_stopped(
         [call("write_file", path="notes.txt", content="overwritten\n"),
          call("write_file", path="done2.txt", content="2\n"), finish(), no_facts()]
     )  # fmt: skip
-    proc = run_agent(
+    proc = agent_in_process(
         "run", "--resume", "--yes", "--json", "--allow-dirty", "--base-url", rest.url, cwd=repo
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
