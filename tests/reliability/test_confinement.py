@@ -110,7 +110,7 @@ def _attack_calls(outside: Path) -> list[tuple[str, dict]]:
 
 
 def test_every_escape_is_a_tool_error_and_nothing_outside_changes(
-    run_agent, fake_server, sentinel, tmp_path
+    agent_in_process, fake_server, sentinel, tmp_path
 ):
     repo = _planted_repo(tmp_path / "repo", sentinel)
     config_before = (repo / ".git" / "config").read_bytes()
@@ -125,7 +125,7 @@ def test_every_escape_is_a_tool_error_and_nothing_outside_changes(
     srv = fake_server(
         [plan(task()), calls(*_attack_calls(sentinel), *reads), make_done(), finish()]
     )
-    proc = run_agent(
+    proc = agent_in_process(
         "run",
         GOAL,
         "--yes",
