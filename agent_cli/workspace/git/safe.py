@@ -31,6 +31,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 from collections import OrderedDict
 from pathlib import Path
 
@@ -102,6 +103,7 @@ _carried_cache: dict[tuple[str, ...], tuple[str, list[tuple[str, str]]]] = {}
 # The last listings of `overrides` by work tree and environment, with the fingerprint each holds.
 _listed: OrderedDict[tuple[str, ...], tuple[Fingerprint, list[tuple[str, str]]]] = OrderedDict()
 _LISTED_MAX = 64
+_listed_lock = threading.Lock()  # harness git may run on more than one thread
 _files_dir: list[Path] = []
 
 
@@ -164,7 +166,8 @@ def overrides(cwd: Path, env: dict[str, str]) -> list[tuple[str, str]]:
     """
     key = (str(cwd), *sorted(f"{name}={value}" for name, value in env.items()))
     before = configfiles.fingerprint(cwd, env)
-    held = _listed.get(key)
+    with _listed_lock:
+        held = _listed.get(key)
     if before is not None and held is not None and held[0] == before:
         return list(held[1])
     entries, clean = _listing(cwd, env)
@@ -176,12 +179,14 @@ def overrides(cwd: Path, env: dict[str, str]) -> list[tuple[str, str]]:
         and before is not None
         and before == configfiles.fingerprint(cwd, env)
     ):
-        _listed[key] = (before, found)
-        _listed.move_to_end(key)
-        while len(_listed) > _LISTED_MAX:
-            _listed.popitem(last=False)
+        with _listed_lock:
+            _listed[key] = (before, found)
+            _listed.move_to_end(key)
+            while len(_listed) > _LISTED_MAX:
+                _listed.popitem(last=False)
     else:
-        _listed.pop(key, None)
+        with _listed_lock:
+            _listed.pop(key, None)
     return list(found)
 
 
