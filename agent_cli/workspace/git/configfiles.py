@@ -6,8 +6,8 @@ git call, to empty every key off its allow-list: a model's command may have writ
 `.git/config` since the last call. What git lists in the repository's scopes follows from
 which git directory git finds from the work tree and from the bytes of the config files in it,
 and from nothing else when no file includes another. So the fingerprint is those bytes and
-what git's discovery checks, read before the listing; a listing is reused only while the
-fingerprint read before each call is equal to the one read before the listing:
+what git's discovery checks, read before and after the listing; a listing is kept only when
+the two are equal, and reused only while the fingerprint read before each call equals them:
 
 - `.git` itself (a folder, or a file whose `gitdir:` line points elsewhere: a linked work tree),
   the git directory's `commondir` file and `HEAD`, and the mode of the common directory's
