@@ -14,15 +14,7 @@ import pytest
 
 from agent_cli.workspace.git.safe import overrides, safe_env
 from workspace.test_git import git, make_repo
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return path
+from workspace.test_harness_git_config import home, repo  # noqa: F401 (fixtures)
 
 
 @pytest.fixture
@@ -39,11 +31,6 @@ def listed(tmp_path, monkeypatch, home):
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return lambda: len(log.read_text().splitlines()) if log.exists() else 0
-
-
-@pytest.fixture
-def repo(tmp_path, home) -> Path:
-    return make_repo(tmp_path / "repo")
 
 
 def emptied(cwd: Path) -> dict[str, str]:
