@@ -3,9 +3,9 @@ files where the kernel has them, by reading every process's `stat` where it does
 
 The reaper reads it twice around each command the harness runs, git's included, when nothing
 is left over (bench/proctree.py). Reading every process's `stat` costs a file per process on
-the machine (milliseconds on a desktop with a few hundred processes, more on a busy one); following
-`children` costs a file per process below the agent and per thread of each, usually a
-handful.
+the machine (milliseconds on a desktop with a few hundred processes, more on a busy one);
+following `children` costs a file per process below the agent and per thread of each,
+usually a handful.
 
 The kernel says its `children` list may skip a child while a sibling exits during the read
 (Documentation/filesystems/proc.rst). A process missed when the reaper takes its list of
