@@ -51,7 +51,7 @@ def kill_leftovers(spared: set[int]) -> int:
     _wait_ended(killed)
     # with nothing killed, the last look (which found nothing new) saw every adopted orphan
     # that had ended; after a kill, look again
-    _reap(killed | (_zombie_children(spared) if killed else ended))
+    _reap(killed | (_look(spared)[1] if killed else ended))
     return len(killed)
 
 
@@ -78,13 +78,11 @@ def _freeze(spared: set[int], killed: set[int]) -> tuple[set[int], set[int]]:
     Killed one by one, a parent could outlive its killed child long enough to go on with its
     script (`sleep 1; touch x`: the sleep dies, the shell runs touch); stopped, none can act.
     """
-    me = os.getpid()
     frozen: set[int] = set()
     ended: set[int] = set()
     for _ in range(_ROUNDS):
-        below = list(proctree.below(me, spared))
-        ended = {pid for pid, ppid, state in below if ppid == me and state == "Z"}
-        new = {pid for pid, _, state in below if state != "Z"} - killed - frozen
+        live, ended = _look(spared)
+        new = live - killed - frozen
         if not new:
             break
         frozen |= _send(new, signal.SIGSTOP)
@@ -120,10 +118,14 @@ def _alive(pid: int) -> bool:
     return proctree.state_of(pid) not in (None, "Z")
 
 
-def _zombie_children(spared: set[int]) -> set[int]:
-    """Adopted orphans that already ended on their own and wait to be reaped."""
+def _look(spared: set[int]) -> tuple[set[int], set[int]]:
+    """One read of the tree below this process, leaving out `spared`: the live descendants,
+    and the adopted orphans that already ended on their own and wait to be reaped."""
     me = os.getpid()
-    return {pid for pid, ppid, state in proctree.below(me, spared) if ppid == me and state == "Z"}
+    below = list(proctree.below(me, spared))
+    live = {pid for pid, _, state in below if state != "Z"}
+    ended = {pid for pid, ppid, state in below if ppid == me and state == "Z"}
+    return live, ended
 
 
 def _reap(pids: set[int]) -> None:
