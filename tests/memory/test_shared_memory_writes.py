@@ -101,6 +101,40 @@ def test_content_ids_upgrade_merges_dated_duplicates(store):
         assert facts(mem)[fact][1]["confirmations"] == 6
 
 
+def test_an_older_export_imported_again_after_the_upgrade_is_stored_already(store, tmp_path):
+    """Each older id an item was merged from stays named on it, through later merges; an
+    export under those ids, imported again, adds nothing the next upgrade would count twice."""
+    with LongTermMemory(store, HashEmbedder()) as mem:
+        fact = mem.add_fact("Logs rotate daily", "run a", topic=TOPIC)
+        legacy_copy(mem, fact, "mem_20250101_eeeeee", confirmations=3, hit_count=7)
+        mem.forget(fact)
+        first = tmp_path / "first.jsonl"
+        mem.export(first)
+        mem.forget("mem_20250101_eeeeee")
+        mem.add_fact("Logs rotate daily", "run b", topic=TOPIC)
+        legacy_copy(mem, fact, "mem_20250201_ffffff", confirmations=2, hit_count=1)
+        mem.forget(fact)
+        second = tmp_path / "second.jsonl"
+        mem.export(second)
+        mem.forget("mem_20250201_ffffff")
+        mem.import_(first)
+        mem.upgrade_ids()
+        mem.import_(second)
+        mem.upgrade_ids()  # merged from two older ids, one upgrade after the other
+        meta = facts(mem)[fact][1]
+        merged = {fact, "mem_20250101_eeeeee", "mem_20250201_ffffff"}
+        assert set(meta["merged_ids"].split(",")) == merged
+        assert (meta["confirmations"], meta["hit_count"]) == (5, 8)
+        for export in (first, second, first):
+            mem.import_(export)
+            assert list(facts(mem)) == [fact]
+            mem.upgrade_ids()
+            assert (facts(mem)[fact][1]["confirmations"], facts(mem)[fact][1]["hit_count"]) == (
+                5,
+                8,
+            )
+
+
 def test_a_write_before_the_upgrade_confirms_the_dated_item(store):
     with LongTermMemory(store, HashEmbedder()) as mem:
         fact = mem.add_fact("Docs build with mkdocs", "run a", topic=TOPIC)

@@ -142,7 +142,8 @@ def merged(metas: list[Meta], ids: list[str]) -> Meta:
     """One item's metadata from those of the items of one content (`ids`, stored apart by runs
     before content ids): every confirmation and hit counts (summed), the highest trust (with
     its kind and source), the first creation, the last confirmation and hit; it never
-    expires when one of them would not, else it lives as long as the longest-lived."""
+    expires when one of them would not, else it lives as long as the longest-lived; it names
+    every id it was merged from, those its members had been merged from included."""
     newest = max(metas, key=lambda m: float(m.get("confirmed_ts", 0)))
     trusted = max(metas, key=lambda m: (float(m.get("trust", 0)), float(m.get("confirmed_ts", 0))))
     ttls = [float(m.get("ttl_days", 0)) for m in metas]
@@ -162,8 +163,13 @@ def merged(metas: list[Meta], ids: list[str]) -> Meta:
         "ttl_days": ttl,
         "expires_ts": expiry(confirmed_ts, float(last_hit.get("last_hit_ts", 0)), ttl),
         "id_upgrade": CONTENT_UPGRADE,
-        "merged_ids": ",".join(sorted(ids)),
+        "merged_ids": ",".join(sorted(set(ids).union(*(_merged_ids(m) for m in metas)))),
     }
+
+
+def _merged_ids(meta: Meta) -> set[str]:
+    """The ids an item was merged from before (none for an item never merged)."""
+    return {i for i in str(meta.get("merged_ids", "")).split(",") if i}
 
 
 class Curation:

@@ -5,8 +5,11 @@ The file is read twice, one line at a time, and never held: first every record i
 how many records before it were good; then the records go to the store in batches of at
 most `batch` per collection: each batch redacted, compared with what the store holds under
 its ids (a record stored already, document and metadata alike, is skipped), embedded and
-upserted. Memory stays that of one batch, whatever the file's size. `progress(done, total,
-skipped)` is called after each batch. A failure while writing says how many records were
+upserted. A fact exported under an id that is not its content id (an earlier version's) is
+stored already, too, when the item under its content id names that id among those it was
+merged from (`merged_ids`): the item it became is not brought back beside it, whose
+confirmations and hits the next run would add to it again. Memory stays that of one batch,
+whatever the file's size. `progress(done, total, skipped)` is called after each batch. A failure while writing says how many records were
 written; the same import again continues where it stopped, since what is stored is skipped
 (and an upsert by id never makes a duplicate).
 """
@@ -55,6 +58,8 @@ def write(
             col = store.cols[name]
             docs, metas = store.redact(docs), store.redact(metas)
             new = _not_stored(store, col, ids, docs, metas)
+            if name == "facts":
+                new = _not_merged(store, col, new, ids, docs, metas)
             if new:
                 store.upsert(
                     col, [ids[i] for i in new], [docs[i] for i in new], [metas[i] for i in new]
@@ -86,3 +91,27 @@ def _not_stored(
         for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)
     }
     return [n for i, n in last.items() if held.get(i) != (docs[n], metas[n])]
+
+
+def _not_merged(
+    store: Store,
+    col: Collection,
+    new: list[int],
+    ids: list[str],
+    docs: list[str],
+    metas: list[Meta],
+) -> list[int]:
+    """Of the positions `new`, those whose record is not merged already: a record under an id
+    other than its content id, when the item under its content id lists that id in its
+    `merged_ids` (`curation.merged`), is the item it became."""
+    older = {n: content_id(key_of(docs[n], metas[n])) for n in new}
+    older = {n: cid for n, cid in older.items() if cid != ids[n]}
+    if not older:
+        return new
+    with store.guard("reading"):
+        got = col.get(ids=sorted(set(older.values())), include=["metadatas"])
+    sources = {
+        i: set(str((m or {}).get("merged_ids", "")).split(","))
+        for i, m in zip(got["ids"], got["metadatas"], strict=False)
+    }
+    return [n for n in new if n not in older or ids[n] not in sources.get(older[n], set())]
