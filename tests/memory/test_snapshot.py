@@ -297,6 +297,21 @@ def test_a_damaged_or_foreign_snapshot_is_ignored(store, embedder):
         assert snapshot.load(store) is not None, "the run's write brought a new one"
 
 
+def test_a_snapshot_whose_database_is_gone_answers_nothing(store, embedder):
+    """The database deleted or moved aside: its snapshot is not read as the store (recall would
+    bring back what `memory show`, `export` and `forget` say is not there)."""
+    assert snapshot.exists(store)
+    (store / "chroma.sqlite3").unlink()
+    assert snapshot.load(store) is None
+    assert not snapshot.exists(store), "the orphaned copy is gone"
+    lazy = LazyLongTermMemory(store, embedder)
+    lazy.prepare()
+    try:
+        assert not [r for r in lazy.recall("database sessions") if "PostgreSQL" in r.text]
+    finally:
+        lazy.close()
+
+
 def test_a_snapshot_left_half_written_by_a_killed_process_is_cleared_on_the_next_write(
     store, embedder
 ):

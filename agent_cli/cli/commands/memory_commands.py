@@ -29,7 +29,7 @@ REPO = typer.Option(
     None, "--repo", metavar="DIR", help="Repository (default: the current directory)."
 )
 JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
-NO_MEMORY = "no memory yet: {state} does not exist (`agent run` creates it)"
+NO_MEMORY = "no memory yet at {state} (`agent run` creates it)"
 KINDS = ("all", "episode", "fact", "note", "procedure")
 NO_COUNTS = {"episodes": 0, "facts": 0, "notes": 0, "procedures": 0, "archive": 0}
 
@@ -346,7 +346,7 @@ def forget_command(
     mem, place = _open(settings, state), _where(settings, state)
     if mem is None:
         raise StorageError(
-            f"no memory item {shown!r}: there is no memory yet ({place} does not exist)",
+            f"no memory item {shown!r}: there is no memory yet at {place}",
             "`agent run` creates it",
         )
     own = own_memory(settings)

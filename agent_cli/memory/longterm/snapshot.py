@@ -106,12 +106,16 @@ def write(store: Path, tables: dict[str, Table]) -> None:
 
 def load(store: Path, max_bytes: int = MAX_BYTES) -> dict[str, SnapshotCollection] | None:
     """The snapshot's collections, or None when there is none, it holds more than `max_bytes`
-    or it cannot be read (then it is deleted, so that the store writes a new one when it next
-    closes, if it is small enough)."""
+    or it cannot be read, or no database is beside it (then it is deleted, so that the store
+    writes a new one when it next closes, if it is small enough). A snapshot whose database is
+    gone (deleted, moved aside) is a copy of a store no longer there: read, it would answer
+    with what every other command says does not exist, and what could not be forgotten."""
     path = path_of(store)
     if not path.is_file():
         return None
     try:
+        if not (store / "chroma.sqlite3").is_file():
+            raise ValueError("no database beside the snapshot")
         if path.stat().st_size > max_bytes:
             raise ValueError(f"a snapshot of {path.stat().st_size:,} bytes is not read")
         import numpy as np
