@@ -367,6 +367,7 @@ def test_a_query_returns_the_nearest_rows_best_first_with_or_without_a_filter(tm
             "episodes": empty,
         },
     )
+    (tmp_path / "chroma.sqlite3").touch()  # a snapshot is read only beside its database
     facts = snapshot.load(tmp_path)["facts"]
     q = rng.standard_normal(16).astype(np.float32)
     sims = vectors @ q / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(q))
