@@ -570,6 +570,19 @@ def test_expire_with_the_configured_ttl_archives_what_went_unused(mem):
     assert used in left and stale not in left and mem.counts()["archive"] == 1
 
 
+def test_a_time_to_live_too_large_for_seconds_expires_nothing_and_breaks_nothing(mem):
+    """1e306 days is a valid setting whose seconds overflow a float: expiry, and an item kept
+    with that time to live and then recalled, work as with a very long one."""
+    old = mem.add_fact("Old build fact", "harness", now=NOW - timedelta(days=100), ttl_days=90)
+    mem.curate("A note kept forever", topic="t", origin_event_id="e", now=NOW, ttl_days=1e306)
+    assert mem.expire(now=NOW, ttl_days=1e306) == 0
+    (note,) = mem.recall("A note kept forever", kind="note", k=1)
+    mem.count_hits([note], now=NOW)
+    assert mem.expire(now=NOW + timedelta(days=10_000)) == 1  # the fact's own 90 days, not the note
+    assert [r.id for r in mem.recall("note kept forever", kind="note")] == [note.id]
+    assert old not in {r.id for r in mem.recall("old build fact", k=5)}
+
+
 def test_a_result_naming_a_changed_file_is_stale(mem):
     from agent_cli.memory.longterm.records import mark_stale
 

@@ -541,6 +541,8 @@ class Curation:
             old = {"expires_ts": {"$lt": ts}}
         else:
             cutoff = ts - float(ttl_days) * DAY_S
+            if cutoff <= 0:
+                return 0  # nothing was used before 1970 (a huge time to live overflows to -inf)
             old = where({"confirmed_ts": {"$lt": cutoff}}, {"last_hit_ts": {"$lt": cutoff}})
         facts, archive = self.store.cols["facts"], self.store.cols["archive"]
         with self.store.guard("expiring"):

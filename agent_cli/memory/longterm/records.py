@@ -173,10 +173,11 @@ def files_seen(text: object) -> dict[str, str] | None:
 
 
 def expiry(confirmed_ts: float, last_hit_ts: float, ttl_days: float) -> float:
-    """When an item with this last use and time to live expires (NEVER_TS if it does not)."""
+    """When an item with this last use and time to live expires (NEVER_TS if it does not, or
+    not before then: a time to live of 1e306 days is a number, its seconds are not)."""
     if not ttl_days:
         return NEVER_TS
-    return max(float(confirmed_ts), float(last_hit_ts)) + float(ttl_days) * DAY_S
+    return min(NEVER_TS, max(float(confirmed_ts), float(last_hit_ts)) + float(ttl_days) * DAY_S)
 
 
 def public_meta(meta: dict[str, Any]) -> dict[str, Any]:
