@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, TypeVar, cast
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel
 
@@ -131,6 +132,24 @@ def mask_url_credentials(text: str) -> str:
     return _URL.sub(lambda m: _QUERY_VALUE.sub(r"\1***", _USERINFO.sub(r"\1***@", m[0])), text)
 
 
+def url_secrets(url: str) -> list[str]:
+    """The credentials an address carries, as values to redact wherever they occur: the
+    password of its `user:password@` (the user when there is no password: a token given as
+    the user, `https://TOKEN@host`), and the values of its query parameters whose names say
+    they are credentials (`?api_key=...`, `&access_token=...`)."""
+    parts = urlsplit(url)
+    found = [parts.password or parts.username or ""]
+    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=False) if names_a_secret(k)]
+    return [v for v in found if v]
+
+
+def argv_secrets(argv: list[str]) -> list[str]:
+    """The values a command line names as credentials (those `redact_argv` masks): the
+    argument after an option that names one (`--api-key VALUE`), and the value of
+    `--token=VALUE` or `SLACK_TOKEN=VALUE`."""
+    return [argv[at][len(head) :] for at, head in _credential_args(argv)]
+
+
 SECRET_WORDS = frozenset({"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PAT", "APIKEY", "CREDENTIALS"})
 
 
@@ -147,13 +166,23 @@ def redact_argv(argv: list[str], secrets: tuple[str, ...] | list[str] = ()) -> l
     credentials masked: the argument after an option that names one (`--token VALUE`), and the
     value of `--token=VALUE` or `SLACK_TOKEN=VALUE`. The program (argv[0]) is left as it is."""
     out = [redact(arg, secrets) for arg in argv]
-    for at in range(1, len(out)):
-        name, equals, value = out[at].partition("=")
-        if equals and value and _secret_name(name):
-            out[at] = f"{name}={MASK}"
-        elif at > 1 and out[at - 1].startswith("-") and _secret_name(out[at - 1]):
-            out[at] = MASK
+    for at, head in _credential_args(out):
+        out[at] = head + MASK
     return out
+
+
+def _credential_args(argv: list[str]) -> list[tuple[int, str]]:
+    """Where a command line holds a credential its own words name: (the argument's index, what
+    of it comes before the value: `--token=` of `--token=VALUE`, "" for the `VALUE` after
+    `--api-key`). The program (argv[0]) is never one."""
+    found = []
+    for at in range(1, len(argv)):
+        name, equals, value = argv[at].partition("=")
+        if equals and value and _secret_name(name):
+            found.append((at, f"{name}="))
+        elif at > 1 and argv[at - 1].startswith("-") and _secret_name(argv[at - 1]):
+            found.append((at, ""))
+    return found
 
 
 def _secret_name(word: str) -> bool:

@@ -167,6 +167,8 @@ def test_a_bearer_token_is_a_secret_whatever_its_variable_is_called(tmp_path):
         'env = { SLACK = "hunter2hunter2-slack" }\n',
         'command = "a"\nenv = "hunter2hunter2-slack"\n',
         'command = "a"\nenv = { SLACK = 98765432123 }\n',
+        'command = "a"\nargs = ["-y", "search-mcp", "--api-key", "argsecret-0123456789"]\n'
+        'url = "http://h/mcp"\n',
     ],
 )
 def test_a_refused_server_table_is_quoted_without_its_secrets(tmp_path, table):
@@ -176,7 +178,13 @@ def test_a_refused_server_table_is_quoted_without_its_secrets(tmp_path, table):
         load(tmp_path, user_rc=user)
     line = e.value.one_line()
     assert "mcp_servers.x" in line and "(got " in line
-    for secret in ("pa55word-xyz", "querysecret123", "hunter2hunter2-slack", "98765432123"):
+    for secret in (
+        "pa55word-xyz",
+        "querysecret123",
+        "hunter2hunter2-slack",
+        "98765432123",
+        "argsecret-0123456789",
+    ):
         assert secret not in line, line
 
 
@@ -192,6 +200,36 @@ def test_a_server_address_and_command_line_are_shown_without_their_credentials(t
     assert servers["gh"]["args"] == ["--token=[REDACTED]"] and servers["gh"]["command"] == "gh-mcp"
     for secret in ("pa55word-xyz", "querysecret123", "supersecretArgToken12345"):
         assert secret not in repr(values)
+
+
+def test_the_credentials_of_a_servers_address_and_command_line_are_secrets(tmp_path):
+    """What a server's table carries in its url or argv is redacted from what the server says
+    back (a tool error quoting the key it was reached with), as its env credentials are; and
+    `agent trust` shows the table with them masked."""
+    from agent_cli.cli.commands.trust_command import summary
+
+    user = tmp_path / "user.toml"
+    table = (
+        '[mcp_servers.web]\nurl = "https://me:pa55word-xyz@h.example/mcp?api_key=querysecret123'
+        '&page=pagevalue123"\n'
+        '[mcp_servers.tok]\nurl = "https://tokenasuser12345@h.example/mcp"\n'
+        '[mcp_servers.gh]\ncommand = "gh-mcp"\n'
+        'args = ["--token=supersecretArgToken12345", "--api-key", "argsecret-0123456789", "-v"]\n'
+    )
+    user.write_text(table)
+    secrets = load(tmp_path, user_rc=user).secrets()
+    for secret in (
+        "pa55word-xyz",
+        "querysecret123",
+        "tokenasuser12345",
+        "supersecretArgToken12345",
+        "argsecret-0123456789",
+    ):
+        assert secret in secrets
+    assert "pagevalue123" not in secrets and "me" not in secrets and "-v" not in secrets
+    shown = " ".join(summary(tomllib.loads(table)))
+    assert "--api-key" in shown and "argsecret-0123456789" not in shown
+    assert "supersecretArgToken12345" not in shown and "querysecret123" not in shown
 
 
 def test_a_bearer_token_with_a_line_end_is_trimmed_and_one_with_a_break_inside_refused(tmp_path):

@@ -352,10 +352,11 @@ class Settings(BaseSettings):
         """The configured secrets, to redact from everything stored or shown and to keep out
         of every child's environment (a variable holding one is removed): the API keys, the
         memory token and the MCP servers' bearer tokens, whatever their variables are named,
-        and the values of their `env` whose names say they are credentials (`GITHUB_TOKEN`)."""
+        and the credentials their tables hold (`ServerConfig.secrets`: an `env` value named
+        as one, `--api-key VALUE` in a command line, `?api_key=VALUE` in a url)."""
         roles = (k.get_secret_value() for k in self.role_api_keys.values())
         bearers = (t.get_secret_value() for t in self.mcp_tokens.values())
-        envs = (v for server in self.mcp_servers.values() for v in server.secret_env())
+        envs = (v for server in self.mcp_servers.values() for v in server.secrets())
         found = (self.key(), self.memory_token_value(), *roles, *bearers, *envs)
         return tuple(dict.fromkeys(s for s in found if s))
 
@@ -507,16 +508,21 @@ def _check(layer: dict[str, Any], origin: str) -> None:
 
 def without_credentials(value: Any) -> Any:
     """A refused value as an error line may quote it (a whole `[mcp_servers.X]` table): an
-    address's `user:password@` and query values, key shapes, and an `env` table's values
+    address's `user:password@` and query values, key shapes, an `env` table's values, and
+    what a table's command line names as a credential (`args = ["--api-key", "VALUE"]`)
     masked, at any depth."""
     if isinstance(value, str):
         return redact(mask_url_credentials(value))
     if isinstance(value, (list, tuple)):
         return [without_credentials(v) for v in value]
     if isinstance(value, dict):
-        return {
+        out = {
             k: _masked_env(v) if k == "env" else without_credentials(v) for k, v in value.items()
         }
+        args = out.get("args")
+        if isinstance(args, list) and all(isinstance(a, str) for a in args):
+            out["args"] = redact_argv([str(out.get("command")), *args])[1:]
+        return out
     return value
 
 
@@ -531,8 +537,6 @@ def _shown_server(server: dict[str, Any], secrets: tuple[str, ...]) -> dict[str,
     """A `[mcp_servers.X]` table as doctor shows it: its `env` values, the credentials in its
     `url` and the secrets and key shapes in its command line masked."""
     shown = without_credentials(server)
-    if isinstance(shown.get("args"), list):
-        shown["args"] = redact_argv([str(shown.get("command")), *shown["args"]], secrets)[1:]
     return {k: redact_all(v, secrets) if k != "env" else v for k, v in shown.items()}
 
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, model_validator
 
-from agent_cli.core.redact import names_a_secret
+from agent_cli.core.redact import argv_secrets, names_a_secret, url_secrets
 
 # Tool names go to the model as `mcp__<server>__<tool>`, within a function name's 64 characters.
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
@@ -58,11 +58,18 @@ class ServerConfig(BaseModel):
         """How the agent reaches the server."""
         return "stdio" if self.command else "http"
 
-    def secret_env(self) -> list[str]:
-        """The `env` values whose names say they hold a credential (`GITHUB_TOKEN`,
-        `NOTION_API_KEY`, `DB_PASSWORD`): secrets to redact from what the server sends back,
-        as a bearer token is."""
-        return [value for name, value in self.env.items() if names_a_secret(name)]
+    def secrets(self) -> list[str]:
+        """The credentials the server's table holds, to redact from what the server sends back
+        (and from everything stored or shown), as a bearer token is: the `env` values whose
+        names say they hold one (`GITHUB_TOKEN`, `NOTION_API_KEY`, `DB_PASSWORD`), those its
+        command line names (`--api-key VALUE`, `--token=VALUE`), and those its `url` carries
+        (`user:password@`, `?api_key=VALUE`)."""
+        found = [value for name, value in self.env.items() if names_a_secret(name)]
+        if self.command:
+            found += argv_secrets([self.command, *self.args])
+        if self.url:
+            found += url_secrets(self.url)
+        return found
 
     def offers(self, tool: str) -> bool:
         """Whether the server's tool `tool` is offered (the allow list, then the deny list)."""
