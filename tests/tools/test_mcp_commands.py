@@ -54,6 +54,18 @@ def test_mcp_list_shows_each_server_without_asking_the_model(agent_in_process, t
     assert len(pids(pid_file)) == 2 and wait_gone(pids(pid_file)) == []
 
 
+def test_a_server_without_tools_is_ready_with_none(agent_in_process, tmp_path):
+    """A server that declares no `tools` capability (prompts only) refuses `tools/list` as the
+    protocol lets it: that is a server with no tools, not one that failed to start."""
+    repo = make_repo(tmp_path / "repo")
+    server = {"command": sys.executable, "args": [str(FIXTURE.with_name("mcp_prompts_server.py"))]}
+    env = {"AGENT_RC": write_rc(tmp_path, {"prompts": server})}
+    listed = agent_in_process("mcp", "list", "--json", cwd=repo, env=env)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert (row["status"], row["tools"]) == ("ready", [])
+
+
 def test_doctor_lists_each_server_with_its_transport_status_and_tools(
     agent_in_process, fake_server, tmp_path
 ):

@@ -109,6 +109,10 @@ def test_a_schema_that_cannot_be_sent_is_named():
     assert "not an object" in schema.problem("time", "now", {"type": "string"})
     assert "not a JSON object" in schema.problem("time", "now", ["x"])
     assert "properties" in schema.problem("time", "now", {"type": "object", "properties": 3})
+    bad_property = {"type": "object", "properties": {"a": 3}}
+    assert "properties" in schema.problem("time", "now", bad_property)
+    any_value = {"type": "object", "properties": {"a": True, "b": {"items": True}}}
+    assert schema.problem("time", "now", any_value) is None  # `true` is a schema: any value
     assert "over the 64 of a function name" in schema.problem("time", "x" * 70, ok)
     assert schema.problem("time", "has space", ok) is None  # offered as has_space
     assert schema.full_name("time", "git.status/x y") == "mcp__time__git_status_x_y"

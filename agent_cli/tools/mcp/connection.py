@@ -169,8 +169,8 @@ class Connection:
                 )
                 tools: list[ServerTool] = []
                 with anyio.fail_after(self.config.startup_timeout_s) as self.start_scope:
-                    await session.initialize()
-                    tools = await _list_tools(session)
+                    started = await session.initialize()
+                    tools = await _list_tools(session, started.capabilities.tools is not None)
                 self.start_scope = None
                 if cut := self._start_cut():
                     raise RuntimeError(cut)
@@ -342,13 +342,20 @@ class Connection:
                 )
 
 
-async def _list_tools(session: ClientSession) -> list[ServerTool]:
-    """Every page of `tools/list`."""
+async def _list_tools(session: ClientSession, declared: bool) -> list[ServerTool]:
+    """Every page of `tools/list`. A server that did not declare the `tools` capability (one
+    of prompts or resources only) is asked too, since some offer tools without saying so;
+    its refusal of the method is no failure, only no tools."""
     found: list[ServerTool] = []
     cursor: str | None = None
     for _ in range(100):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_tools(params=params)
+        try:
+            page = await session.list_tools(params=params)
+        except MCPError as e:
+            if declared or e.code != types.METHOD_NOT_FOUND:
+                raise
+            return []
         found += [ServerTool(t.name, t.description or "", t.input_schema) for t in page.tools]
         cursor = page.next_cursor
         if not cursor:

@@ -36,7 +36,7 @@ def problem(server: str, tool: str, schema: Any) -> str | None:
     if schema.get("type", "object") != "object":
         return f"its input schema is of type {schema.get('type')!r}, not an object"
     props = schema.get("properties", {})
-    if not isinstance(props, dict) or not all(isinstance(v, dict) for v in props.values()):
+    if not isinstance(props, dict) or not all(isinstance(v, (dict, bool)) for v in props.values()):
         return "its input schema's properties are not a map of schemas"
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
