@@ -322,6 +322,18 @@ def test_a_batch_inside_a_runs_worktree_is_refused_once_and_starts_no_run(
     assert not (repo / ".agent" / "batches").exists() and not (repo / ".agent" / "runs").exists()
 
 
+def test_a_budget_that_is_no_number_of_dollars_is_refused_before_any_run(
+    agent_in_process, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    file = goals_toml(tmp_path / "goals.toml", NAMES[:1])
+    for budget in ("inf", "nan"):
+        proc = batch(agent_in_process, str(file), "--yes", "--budget-usd", budget, repo=repo)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "--budget-usd" in proc.stderr and "Traceback" not in proc.stderr
+        assert not (repo / ".agent" / "batches").exists()
+
+
 def test_a_repository_no_run_can_start_in_is_refused_once_and_starts_no_run(
     agent_in_process, tmp_path
 ):

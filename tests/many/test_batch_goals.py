@@ -41,6 +41,11 @@ def test_json_lines_skip_blank_lines_and_take_one_command_as_a_list(tmp_path):
         ("g.toml", '[[goals]]\ngoal = "a"\nsteps = 3\n', "goal 1: steps: Extra inputs"),
         ("g.toml", '[[goals]]\ngoal = "a"\nbudget_usd = -1\n', "goal 1: budget_usd"),
         ("g.toml", '[[goals]]\ngoal = "a"\nbudget_usd = true\n', "goal 1: budget_usd"),
+        (
+            "g.toml",
+            '[[goals]]\ngoal = "a"\nbudget_usd = inf\n',
+            "budget_usd: Input should be a fin",
+        ),
         ("g.jsonl", '{"goal": "a", "max_steps": true}\n', "line 1: max_steps"),
         ("g.toml", '[goal]\ngoal = "a"\n', "unknown table or key 'goal'"),
         ("g.toml", "[[goals]\n", "is not TOML"),

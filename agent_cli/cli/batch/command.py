@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
 
 from agent_cli.cli.help import Command
+
+
+def _finite(value: float | None) -> float | None:
+    """A budget that is a number of dollars: `inf` would start every run only for each of
+    them to refuse it."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"input should be a finite number (got {value})")
+    return value
 
 
 def batch_command(
@@ -26,7 +35,12 @@ def batch_command(
         None, "--base-url", metavar="URL", help="OpenAI-compatible endpoint."
     ),
     budget_usd: float | None = typer.Option(
-        None, "--budget-usd", metavar="USD", min=0, help="Money allowed for the whole batch."
+        None,
+        "--budget-usd",
+        metavar="USD",
+        min=0,
+        callback=_finite,
+        help="Money allowed for the whole batch.",
     ),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Approve every run's plan and commands without asking."

@@ -32,7 +32,7 @@ _EXAMPLE = '[[goals]]\ngoal = "Add a median function"\naccept = ["pytest -q"]'
 class Goal(BaseModel):
     """One goal of a batch: what `agent run` is given for it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     goal: str
     accept: tuple[str, ...] = ()  # like repeated --accept
