@@ -7,6 +7,7 @@ tree or stash. Every git command goes through `handle.RepoHandle` (the safe envi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from agent_cli.core.errors import GitError
@@ -106,31 +107,129 @@ def main_work_tree(repo: Path) -> Path:
     user's checkout when `repo` is one of its linked work trees (`git worktree add`, a
     worktree run's tree).
 
-    Read from files, so that it costs no git process (the state directory is looked up
-    often): a linked tree's `.git` file names its admin directory `<git dir>/worktrees/<name>`,
-    and a git dir named `.git` sits in the main work tree. Any other case is `repo`'s own: a
-    submodule (its `.git` file names `<git dir>/modules/<name>`), and a linked tree of a
-    repository whose git dir lives elsewhere (`--separate-git-dir`), for which git itself
-    cannot tell (`git worktree list` names the git dir, where no state belongs)."""
-    admin = _linked_admin_dir(repo)
-    if admin is None or admin.parent.parent.name != ".git":
+    Read from files, as git reads them, so that it costs no git process (the state directory
+    is looked up often). A linked tree's `.git` file names its admin directory, whose
+    `commondir` file names the repository's git directory; the main work tree of that is
+    where its `core.worktree` says (a submodule's checkout), or the folder holding it when it
+    is named `.git`. When git names none (a bare repository, or one made with
+    `--separate-git-dir`), a linked tree inside another work tree of the same repository (a
+    worktree run's, in that checkout's state directory) is that checkout's. Any other tree
+    is its own: a submodule's checkout, and a user's linked tree of such a repository."""
+    common = _common_dir(repo)
+    if common is None:
         return repo
-    return admin.parent.parent.parent
+    named = _named_main(common)
+    if named is not None and _of(named, common):
+        return named
+    return _holding(repo, common) or repo
 
 
-def _linked_admin_dir(repo: Path) -> Path | None:
-    """The admin directory `<git dir>/worktrees/<name>` that `repo`'s `.git` file names, when
-    `repo` is a linked work tree; else None."""
-    dot_git = repo / ".git"
+def _holding(tree: Path, common: Path) -> Path | None:
+    """The work tree of the repository `common` that `tree` lies in (the first folder above it
+    with a `.git`, as git looks), when that is a checkout: one of its linked trees, or its main
+    tree when the repository is not bare; else None."""
+    for above in Path(os.path.abspath(tree)).parents:
+        if not os.path.lexists(above / ".git"):
+            continue
+        if _common_dir(above) == common:
+            return above
+        bare = _core(common / "config", "bare").lower() in ("true", "yes", "on", "1")
+        return above if not bare and _of(above, common) else None
+    return None
+
+
+def _common_dir(repo: Path) -> Path | None:
+    """The repository's own git directory (its `commondir`) when `repo` is a linked work tree;
+    else None."""
+    gitdir = _gitdir(repo)
+    if gitdir is None:
+        return None
+    common = _read_line(gitdir / "commondir")
+    if not common:
+        return None  # a submodule's checkout, or a separate git dir's: a main work tree
+    return Path(os.path.realpath(gitdir / common))
+
+
+def _gitdir(tree: Path) -> Path | None:
+    """The git directory that `tree`'s `.git` file names (None when it is no such file)."""
+    dot_git = tree / ".git"
     if not dot_git.is_file():
         return None
-    try:
-        with dot_git.open("r", encoding="utf-8", errors="replace") as f:
-            line = f.read(4096).strip()
-    except OSError:
-        return None
+    line = _read_line(dot_git)
     if not line.startswith("gitdir:"):
         return None
     gitdir = Path(line.removeprefix("gitdir:").strip())
-    gitdir = gitdir if gitdir.is_absolute() else repo / gitdir
-    return gitdir if gitdir.parent.name == "worktrees" else None
+    return Path(os.path.realpath(gitdir if gitdir.is_absolute() else tree / gitdir))
+
+
+def _named_main(common: Path) -> Path | None:
+    """The main work tree the git directory `common` names: its `core.worktree`, else the
+    folder holding it when it is named `.git`; None when it names none."""
+    value = _core(common / "config", "worktree")
+    if value:
+        return Path(os.path.realpath(common / value))
+    return common.parent if common.name == ".git" else None
+
+
+def _of(tree: Path, common: Path) -> bool:
+    """Whether `tree` is a work tree of the repository whose git directory is `common`."""
+    dot_git = tree / ".git"
+    if dot_git.is_dir():
+        return os.path.realpath(dot_git) == str(common)
+    gitdir = _gitdir(tree)
+    if gitdir is None:
+        return False
+    if str(gitdir) == str(common):
+        return True  # a submodule's checkout, a separate git dir's main tree
+    linked = _read_line(gitdir / "commondir")
+    return bool(linked) and os.path.realpath(gitdir / linked) == str(common)
+
+
+def _core(config: Path, key: str) -> str:
+    """`core.<key>` in the git config file `config` ("" when unset or unreadable); the last
+    one set wins, as in git. Includes are not followed."""
+    value, in_core = "", False
+    for raw in _read_text(config).splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line[1 : line.find("]")] if "]" in line else ""
+            in_core = section.strip().lower() == "core"
+            continue
+        name, eq, rest = line.partition("=")
+        if in_core and eq and name.strip().lower() == key:
+            value = _config_value(rest)
+    return value
+
+
+def _config_value(raw: str) -> str:
+    """A git config value as git reads it: quotes removed, escapes undone, a comment cut."""
+    out, quoted, i = [], False, 0
+    raw = raw.strip()
+    while i < len(raw):
+        c = raw[i]
+        if c == "\\" and i + 1 < len(raw):
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(raw[i + 1], raw[i + 1]))
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c in "#;" and not quoted:
+            break
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out).strip() if not quoted else ""
+
+
+def _read_line(path: Path) -> str:
+    """The first line of the small file at `path` ("" when there is none)."""
+    text = _read_text(path, 4096)
+    return text.splitlines()[0].strip() if text.strip() else ""
+
+
+def _read_text(path: Path, limit: int = 1 << 20) -> str:
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as f:
+            return f.read(limit)
+    except OSError:
+        return ""
