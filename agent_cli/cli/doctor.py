@@ -221,11 +221,13 @@ def _check_memory(settings: Settings, repo: Path | None) -> str:
 
 
 def _check_hooks(settings: Settings, repo: Path | None) -> str:
-    """Each hook's program can be run: found on PATH (or, named with a `/`, from the
-    repository root) and executable. A pre_tool hook that cannot run blocks every tool it
-    matches, so a missing one is said here rather than by a run's every step."""
+    """Each hook's program can be run where a run starts it (`hooks.program`, as the run
+    asks): found on PATH (or, named with a `/`, from the repository root), executable, and
+    in sight in the sandbox. A pre_tool hook that cannot run blocks every tool it matches,
+    so a missing one is said here rather than by a run's every step."""
     from agent_cli.core.text import clean
     from agent_cli.tools.hooks.config import HOOK_EVENTS
+    from agent_cli.tools.hooks.program import cannot_start
 
     hooks = settings.hooks
     if not hooks.any():
@@ -234,17 +236,12 @@ def _check_hooks(settings: Settings, repo: Path | None) -> str:
     missing = []
     for event in HOOK_EVENTS:
         for hook in hooks.at(event):
-            program = hook.command[0]
-            if "/" in program:  # run from the repository root, without a shell
-                found = root / program
-                usable = found.is_file() and os.access(found, os.X_OK)
-            else:
-                usable = shutil.which(program) is not None
-            if not usable:
-                missing.append(f"{event} `{clean(hook.shown())[:80]}`")
+            cannot = cannot_start(hook.command[0], root, os.environ, settings.sandbox)
+            if cannot is not None:
+                missing.append(f"{event} `{clean(hook.shown())[:80]}` ({clean(cannot.why)})")
     if missing:
         raise ConfigError(
-            f"cannot run the program of hook {'; '.join(missing)}: not found or not executable",
+            f"cannot run the program of hook {'; '.join(missing)}",
             "a pre_tool hook that cannot run blocks every tool it matches; "
             "at the other points it is a notice at every run",
         )

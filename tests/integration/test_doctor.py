@@ -323,3 +323,34 @@ def test_doctor_says_a_hook_whose_program_cannot_be_run(
     proc = agent_in_process("doctor", "--base-url", again.url, cwd=scratch_repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"ok\s+hooks\s+post_tool: true", proc.stdout)
+
+
+def test_doctor_says_a_hook_the_sandbox_hides_as_a_sandboxed_run_finds_it(
+    agent_in_process, fake_server, scratch_repo, tmp_path
+):
+    """bubblewrap gives hooks a private /tmp: a guard under /tmp outside the repository runs
+    without the sandbox but cannot in it, and doctor says so where the run would block."""
+    from agent_cli.core.errors import WorkspaceError
+    from agent_cli.workspace.shell.runner import check_sandbox
+
+    try:
+        check_sandbox("bwrap")
+    except WorkspaceError as e:
+        pytest.skip(f"no sandbox here: {e}")
+    guard = tmp_path / "outside" / "guard.sh"
+    guard.parent.mkdir()
+    guard.write_text("#!/bin/sh\nexit 0\n")
+    guard.chmod(0o755)
+    rc = tmp_path / "user-agentrc"
+    rc.write_text(f'[[hooks.pre_tool]]\ncommand = ["{guard}"]\n')
+    env = {"OPENAI_API_KEY": "sk-doctor-test-key-1234567890", "AGENT_RC": str(rc)}
+    srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
+    plain = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    again = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
+    proc = agent_in_process(
+        "doctor", "--base-url", again.url, cwd=scratch_repo, env={**env, "AGENT_SANDBOX": "bwrap"}
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (line,) = [ln for ln in _fail_lines(proc) if "hooks" in ln]
+    assert "pre_tool `" in line and "private /tmp" in proc.stdout, proc.stdout

@@ -198,6 +198,51 @@ def test_the_sandbox_keeps_a_hook_from_writing_outside_the_repository(tmp_path):
     assert inside.exit_code == 0 and (repo / "x").exists()
 
 
+def _sandboxed(root: Path) -> HookPlace:
+    """`root`'s hooks under bubblewrap; the test is skipped where there is none."""
+    from agent_cli.core.errors import WorkspaceError
+    from agent_cli.workspace.shell.runner import check_sandbox
+
+    try:
+        check_sandbox("bwrap")
+    except WorkspaceError as e:
+        pytest.skip(f"no sandbox here: {e}")
+    return HookPlace(root=root, env=scrub_env(dict(os.environ)), sandbox="bwrap")
+
+
+def test_in_the_sandbox_a_guard_that_cannot_run_or_is_killed_blocks_as_without_it(tmp_path):
+    """bubblewrap exits 1 when it cannot start the hook and 128+N when the hook is killed by
+    signal N; a broken guard must fail closed in the sandbox too, and say what happened."""
+    repo, outside = tmp_path / "repo", tmp_path / "outside" / "guard.sh"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / "scripts" / "guard.sh").write_text("#!/bin/sh\nexit 0\n")  # not executable
+    outside.parent.mkdir()
+    outside.write_text("#!/bin/sh\necho refused >&2\nexit 2\n")
+    outside.chmod(0o755)  # runs outside the sandbox; inside, its private /tmp hides it
+    (repo / "scripts" / "bad.sh").write_text("#!/no/such/interpreter\n")
+    (repo / "scripts" / "bad.sh").chmod(0o755)  # execvp itself fails, after the check
+    cases = {
+        "no-such-guard": (127, "no-such-guard: command not found"),
+        "./scripts/guard.sh": (126, "./scripts/guard.sh: cannot run it"),
+        str(outside): (127, "not found in the sandbox: bubblewrap gives a hook a private /tmp"),
+        "./scripts/bad.sh": (127, "./scripts/bad.sh: command not found"),
+        "kill -KILL $$": (-9, "the hook was killed by SIGKILL (signal 9) before it exited"),
+        "kill -SEGV $$": (-11, "the hook was killed by SIGSEGV (signal 11) before it exited"),
+    }
+    sandboxed = _sandboxed(repo)
+    for program, (code, said) in cases.items():
+        spec = HookSpec(command=["sh", "-c", program] if "$$" in program else [program])
+        user = UserHooks(HooksConfig(pre_tool=[spec], post_tool=[spec]), sandboxed)
+        (ran,) = user.before_tool(AT, "write_file", "{}")
+        assert (ran.outcome, ran.blocks, ran.exit_code) == ("blocked", True, code), ran
+        assert said in ran.message and "blocks the tool" in ran.message, ran.message
+        (after,) = user.after_tool(AT, "write_file", "{}", {"ok": True})
+        assert (after.outcome, after.blocks, after.exit_code) == ("failed", False, code), after
+    # what runs in the sandbox still runs, and its own exits are its own
+    fine = run_hook(["sh", "-c", "echo said >&2; exit 1"], b"", sandboxed, 20)
+    assert (fine.exit_code, fine.stderr.strip()) == (1, "said")
+
+
 @pytest.mark.parametrize(
     "spec",
     [

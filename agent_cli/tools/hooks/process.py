@@ -3,18 +3,24 @@
 The command runs like the model's commands: the scrubbed environment, the repository root as
 its working directory, under bubblewrap when the run is sandboxed, in its own process group
 that is killed at the timeout, and no process it started outlives it (`shell.reaper`).
+In the sandbox its program is looked for first (`program`), and how it ended is said as
+without the sandbox: bubblewrap's own exits for a hook it could not start, or one killed by a
+signal, are turned back into what they mean.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import select
+import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from agent_cli.tools.hooks.program import cannot_start
 from agent_cli.workspace.shell import reaper, strays
 from agent_cli.workspace.shell.runner import bwrap_argv, stop_group
 
@@ -22,6 +28,7 @@ MAX_STREAM_BYTES = 16_000  # what is kept of each of stdout and stderr (head and
 TERM_GRACE_S = 1.0
 LINGER_S = 0.5  # output read after the hook exits, from what it left running
 _READ_CHUNK = 65536
+SIGNAL_MAX = max(signal.valid_signals())  # bubblewrap exits 128+N for a hook killed by N
 
 
 @dataclass(frozen=True)
@@ -74,8 +81,34 @@ class _Bounded:
 
 def run_hook(argv: list[str], stdin: bytes, place: HookPlace, timeout_s: float) -> Finished:
     """Run `argv` in `place` with `stdin` as its input, to its end or its timeout."""
-    if place.sandbox == "bwrap":
-        argv = bwrap_argv(argv, place.root, [place.root], list(place.readonly))
+    if place.sandbox != "bwrap":
+        return _run(argv, stdin, place, timeout_s)
+    cannot = cannot_start(argv[0], place.root, place.env, place.sandbox, place.readonly)
+    if cannot is not None:  # bubblewrap would only say that execvp failed
+        return Finished(cannot.exit_code, "", f"{argv[0]}: {cannot.why}", False, 0.0)
+    wrapped = bwrap_argv(argv, place.root, [place.root], list(place.readonly))
+    return _unwrapped(argv[0], _run(wrapped, stdin, place, timeout_s))
+
+
+def _unwrapped(program: str, ran: Finished) -> Finished:
+    """How the hook ended, said as it is without the sandbox: bubblewrap exits 1 with
+    `bwrap: ...` on stderr when it could not start the hook (`execvp` failed, or the sandbox
+    could not be made: 127 or 126, as a hook that fails to start is given), and 128+N when the
+    hook was killed by signal N (-N, as for a process of our own; a hook that exits 128+N
+    itself looks the same and is taken as killed)."""
+    code, said = ran.exit_code, ran.stderr.strip()
+    if code == 1 and said.startswith("bwrap: ") and "\n" not in said:
+        why = said.rpartition(": ")[2] if said.startswith("bwrap: execvp ") else said
+        if why == os.strerror(errno.ENOENT):
+            return replace(ran, exit_code=127, stderr=f"{program}: command not found")
+        return replace(ran, exit_code=126, stderr=f"{program}: cannot run it ({why})")
+    if code is not None and 128 < code <= 128 + SIGNAL_MAX:
+        return replace(ran, exit_code=128 - code)
+    return ran
+
+
+def _run(argv: list[str], stdin: bytes, place: HookPlace, timeout_s: float) -> Finished:
+    """Start `argv` (the hook, or bubblewrap with the hook) and see it to its end or timeout."""
     spared = reaper.adopt_orphans()
     start = time.monotonic()
     try:

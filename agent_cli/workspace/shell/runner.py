@@ -315,11 +315,8 @@ def bwrap_argv(
         "--tmpfs",
         "/tmp",
     ]
-    # The Python running the agent (a virtual environment under /tmp, as CI makes one) stays
-    # visible read-only, so hooks, MCP servers and commands that name it still find it.
-    for prefix in sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}):
-        if _under_tmp(prefix) and os.path.isdir(prefix):
-            wrapped += ["--ro-bind", prefix, prefix]
+    for prefix in _python_under_tmp():
+        wrapped += ["--ro-bind", prefix, prefix]
     for path in writable:
         wrapped += ["--bind", str(path), str(path)]
     # Mounted over the writable binds: git's hooks and config, and the agent's state, are run or
@@ -329,3 +326,21 @@ def bwrap_argv(
             wrapped += ["--ro-bind", str(path), str(path)]
     wrapped += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", str(cwd), "--"]
     return wrapped + argv
+
+
+def bwrap_hides(path: Path, writable: Sequence[Path], readonly: Sequence[Path] = ()) -> bool:
+    """Whether `path` is out of sight in `bwrap_argv`'s sandbox: where it leads (links followed)
+    is under the sandbox's private /tmp, in none of the directories bound into it."""
+    real = os.path.realpath(path)
+    if not _under_tmp(real):
+        return False
+    binds = [*_python_under_tmp(), *(os.path.realpath(p) for p in (*writable, *readonly))]
+    return not any(real == b or real.startswith(b.rstrip("/") + "/") for b in binds)
+
+
+def _python_under_tmp() -> list[str]:
+    """The Python running the agent where it lives under /tmp (a virtual environment, as CI
+    makes one): bound read-only into the sandbox, so hooks, MCP servers and commands that
+    name it still find it."""
+    prefixes = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)})
+    return [p for p in prefixes if _under_tmp(p) and os.path.isdir(p)]
