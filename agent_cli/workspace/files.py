@@ -6,7 +6,7 @@ import itertools
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -18,6 +18,7 @@ from agent_cli.workspace import edits, textread
 from agent_cli.workspace.git import traps
 from agent_cli.workspace.git.safe import run_git
 
+Unmask = Callable[[str, str, str], str]  # (text sent, the file's text, which argument) -> text
 _MAX_SEARCH_HITS = 100
 _MAX_PATTERN_CHARS = 1000
 _MAX_LIST_ENTRIES = 500
@@ -109,8 +110,10 @@ class Files:
             note += f"; read again with start_line={last + 1} (and end_line) to see more"
         return f"{head}{body}\n{note}]"
 
-    def write(self, path: str, content: str) -> str:
-        """Create or replace a file with `content`; returns the unified diff of the change."""
+    def write(self, path: str, content: str, unmask: Unmask | None = None) -> str:
+        """Create or replace a file with `content`; returns the unified diff of the change.
+        `unmask(text, original, what)`, when given, turns the text the model sent into the
+        text to write, given the file's text ("" for a new file), or raises ToolError."""
         if not isinstance(content, str):
             raise ToolError("content must be a string")
         real = self.resolve(path, write=True)
@@ -122,6 +125,8 @@ class Files:
             raise ToolError(f"{self.rel(real)} is not a regular file (a FIFO, socket or device)")
         existed = real.exists()
         old = self._old_text(real) if existed else ""
+        if unmask is not None:
+            content = unmask(content, old or "", "content")
         was = "" if old is not None else textread.not_text(real)
         if old and edits.crlf(old) and "\r\n" not in content:
             content = edits.as_crlf(content)  # the file ends its lines with CRLF: they stay so
@@ -145,8 +150,9 @@ class Files:
             return f"{rel} already had this content; nothing changed"
         return diff or edits.unseen_change(old, content, rel)
 
-    def edit(self, path: str, old: str, new: str) -> str:
-        """Replace the one exact occurrence of `old` with `new`; returns the unified diff."""
+    def edit(self, path: str, old: str, new: str, unmask: Unmask | None = None) -> str:
+        """Replace the one exact occurrence of `old` with `new`; returns the unified diff.
+        `unmask`, when given, turns `old` and `new` as `write` turns its content."""
         if not old:
             raise ToolError(
                 "old must not be empty; use write_file to create or replace a whole file"
@@ -161,6 +167,8 @@ class Files:
                 f"{self.rel(real)} is {what}; {_NOT_EDITED} (write_file would store it as "
                 "UTF-8: convert it with a command, such as iconv, if that is what is wanted)"
             )
+        if unmask is not None:
+            old, new = unmask(old, text, "old"), unmask(new, text, "new")
         if "\r\n" in text and "\n" in old and "\r" not in old:
             # read_file shows lines without their CR: the model's LF stands for the file's
             # line end, CRLF or LF, wherever the two differ (a file edited on both systems),

@@ -141,8 +141,9 @@ class RepoWorkspace:
         return self.git.changed_files(self.protected)
 
     def commit(self, paths: list[str], message: str) -> str | None:
-        """Commit exactly `paths`, refused when one holds a secret; the message redacted."""
-        refuse_secrets(self.root, paths, self.secrets)
+        """Commit exactly `paths`, refused when one would add a secret to git (a secret HEAD's
+        own file held already is no new one: secrets.py); the message redacted."""
+        refuse_secrets(self.root, paths, self.secrets, self.git.head_blob)
         return self.git.commit_paths(paths, redact(message, self.secrets))
 
     def diff(self) -> str:

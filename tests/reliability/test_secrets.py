@@ -120,7 +120,9 @@ def test_the_key_appears_nowhere_the_run_wrote(run_agent, fake_server, tmp_path)
     # it in the assistant message, are left out: it wrote them).
     seen = json.dumps([m.get("content") for r in srv.chat_requests for m in r["messages"]])
     assert "OPENAI_API_KEY=[REDACTED]" in seen and (repo / ".git/hooks/post-commit").exists()
-    assert "copy.txt" in git(repo, "log", "--stat", "--format=")
+    # The model's copy of what it saw holds the mask on lines no file had: refused, not written
+    # (the mask would have stood in a file where the key was meant).
+    assert "stands for a secret masked" in seen and not (repo / "copy.txt").exists()
     assert all(r["headers"].get("authorization") == f"Bearer {KEY}" for r in srv.requests)
 
     assert KEY not in seen, "the model was shown the key"

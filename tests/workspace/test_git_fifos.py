@@ -106,3 +106,6 @@ def test_a_secret_at_the_seam_of_two_chunks_of_a_large_file_is_found(tmp_path):
     assert where_secret(tmp_path, "clean.bin", (key,)) is None
     os.mkfifo(tmp_path / "pipe")
     assert where_secret(tmp_path, "pipe", (key,)) is None
+    # counted once at the seam: a base commit that held it once makes it no new secret
+    assert where_secret(tmp_path, "big.bin", (key,), lambda path: key.encode()) is None
+    assert where_secret(tmp_path, "big.bin", (key,), lambda path: b"") == "content"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_cli.agent.attempt.masked import unmasked
 from agent_cli.core import fences, strictjson
 from agent_cli.core.errors import AgentError, ToolError
 from agent_cli.core.models import ToolCall
@@ -253,7 +254,7 @@ class Toolbox:
         )
 
     def _write_file(self, a: Args) -> ToolResult:
-        diff = self.files.write(str(a["path"]), str(a["content"]))
+        diff = self.files.write(str(a["path"]), str(a["content"]), self._unmask)
         self.touched.add(str(a["path"]))
         return ToolResult(
             "write_file",
@@ -265,7 +266,7 @@ class Toolbox:
         )
 
     def _edit_file(self, a: Args) -> ToolResult:
-        diff = self.files.edit(str(a["path"]), str(a["old"]), str(a["new"]))
+        diff = self.files.edit(str(a["path"]), str(a["old"]), str(a["new"]), self._unmask)
         self.touched.add(str(a["path"]))
         return ToolResult(
             "edit_file",
@@ -275,6 +276,10 @@ class Toolbox:
             path=self._rel(a["path"]),
             diff=diff,
         )
+
+    def _unmask(self, text: str, original: str, what: str) -> str:
+        """What the model sent, with the lines it was shown masked taken back (masked.py)."""
+        return unmasked(text, original, self.secrets, what)
 
     def blob_of(self, path: str) -> str | None:
         """The git blob id of the repository file `path` now; None when there is no such file."""

@@ -114,8 +114,16 @@ class GitRepo:
 
     def preflight(self, allow_dirty: bool, resuming: str | None = None) -> set[str]:
         """Refuse states the agent must not work in; return the paths holding the user's
-        changes. `resuming`: the branch of the run to resume (see check_state)."""
+        changes. `resuming`: the branch of the run to resume (see check_state), refused first
+        when it is gone: without it no change in the work tree can be told to be the run's."""
         self.remove_stale_indexes()
+        if resuming is not None and not self.branch_exists(resuming):
+            raise GitError(
+                f"the run's branch {resuming} no longer exists (deleted or renamed); nothing "
+                "was changed",
+                f"give the branch its name back (git branch -m NAME {resuming}), or start a new "
+                "run with `agent run GOAL`",
+            )
         self.check_state(resuming)
         check_identity(self.root, self.secrets)
         entries = parse_status(self._probe_out(*_STATUS))
@@ -365,10 +373,19 @@ class GitRepo:
         return commit
 
     def _stageable(self, paths: list[str]) -> list[str]:
-        """Paths that may enter even a temporary index: git keeps their objects, so no secret."""
+        """Paths that may enter even a temporary index: git keeps their objects, so none that
+        would add a secret (secrets.py)."""
         return [
-            p for p in committable(self.root, paths) if not where_secret(self.root, p, self.secrets)
+            p
+            for p in committable(self.root, paths)
+            if not where_secret(self.root, p, self.secrets, self.head_blob)
         ]
+
+    def head_blob(self, path: str) -> bytes | None:
+        """The bytes of `path` (a file, or a symlink's target) at HEAD; None when HEAD has no
+        such path, or no HEAD."""
+        code, out, _ = run_git(["cat-file", "blob", f"HEAD:{path}"], self.root, self.secrets)
+        return out if code == 0 else None
 
     def _sparse(self) -> list[str]:
         """`--sparse` for `git add` in a sparse checkout: a file the run wrote outside its cone
