@@ -8,6 +8,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from agent_cli.llm.fake.routes import ByGoal
 from conftest import git
 from many.manykit import (
@@ -274,6 +276,35 @@ def test_resuming_a_worktree_run_whose_branch_was_deleted_says_so_and_changes_no
     assert f"git branch -m NAME agent/{run_id}" in said and "invalid reference" not in said, said
     assert worktrees(repo) == [str(repo)] and not tree.exists()
     assert git(repo, "branch", "--list", "kept-zeta").strip() == "kept-zeta"
+
+
+@pytest.mark.parametrize("where", ["worktree", "checkout"])
+def test_resuming_a_run_whose_branch_was_renamed_under_its_tree_says_so_first(
+    agent_in_process, fake_server, tmp_path, where
+):
+    """The tree is still there, on the branch's new name, with the run's own rejected attempt
+    in it: the missing branch is said, not that attempt as changes of the user's."""
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server(rejected("theta.txt"))
+    flags = ["--worktree"] if where == "worktree" else []
+    first = agent_in_process(
+        "run", goal_of("theta.txt"), *flags, "--yes", "--json", "--base-url", srv.url, cwd=repo
+    )
+    assert first.returncode == 3, first.stdout + first.stderr
+    run_id = run_done(first.stdout)["run_id"]
+    tree = repo / ".agent" / "worktrees" / run_id if where == "worktree" else repo
+    git(repo, "branch", "-m", f"agent/{run_id}", "kept-theta")  # renamed in its tree too
+    for extra in ([], ["--allow-dirty"]):
+        again = agent_in_process(
+            "run", "--resume", "--run-id", run_id, *extra, "--yes",
+            "--base-url", "http://127.0.0.1:9", cwd=repo,
+        )  # fmt: skip
+        said = again.stderr.strip()
+        assert again.returncode == 1 and len(said.splitlines()) == 1, said
+        assert f"the run's branch agent/{run_id} no longer exists (deleted or renamed)" in said
+        assert f"git branch -m NAME agent/{run_id}" in said and "changes made since" not in said
+        assert git(tree, "branch", "--show-current").strip() == "kept-theta"
+        assert status(tree) == "?? not-theta.txt\n"  # nothing was changed
 
 
 def test_a_worktree_run_resumes_in_its_tree_after_the_checkout_was_renamed(
