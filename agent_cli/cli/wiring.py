@@ -27,7 +27,7 @@ from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.run.live import checkout_lock, live_ids
 from agent_cli.agent.run.roles import RoleModels
 from agent_cli.agent.run.session import RunConfig, Services, Session
-from agent_cli.agent.run.store import RunStartedWith, RunStore
+from agent_cli.agent.run.store import RunRecord, RunStartedWith, RunStore
 from agent_cli.cli import roles
 from agent_cli.cli import worktree as wt
 from agent_cli.cli.config import carried as carrying
@@ -365,20 +365,39 @@ def open_workspace(
 
 
 def as_began(workspace: RepoWorkspace, store: RunStore, run_id: str | None) -> Started | None:
-    """For a resumed run, each repository file's blob id in the commit the run began at (read
-    when first asked): what its hooks' scripts and stdio servers' files are held to, since the
-    model may have changed them before the run stopped. None for a new run."""
+    """For a resumed run, what each path its hooks' and stdio servers' commands run was when
+    the run first began (`tools.held`; the run is read when first asked): the state saved with
+    it, else the blob id in the commit it began at (a path it did not hold then). That is what
+    they are held to, since the model may have changed them before the run stopped. None for
+    a new run."""
     if run_id is None:
         return None
     resumed = run_id
-    base: list[str] = []  # the commit, once read
+    loaded: list[RunRecord] = []  # the run, once read
 
     def started(path: str) -> str | None:
-        if not base:
-            base.append(store.load(resumed).base)
-        return workspace.git.blob_at(base[0], path) if base[0] else None
+        if not loaded:
+            loaded.append(store.load(resumed))
+        run = loaded[0]
+        if path in run.held:
+            return run.held[path]
+        if not run.base or path.endswith("/"):  # a module directory: no blob
+            return None
+        return workspace.git.blob_at(run.base, path)
 
     return started
+
+
+def held_states(settings: Settings, root: Path, started: Started | None) -> dict[str, str]:
+    """What the repository files the hooks and stdio MCP servers run are held to, by path:
+    saved with the run, so that a resume holds them to what they were when it first began."""
+    from agent_cli.tools.held import HeldFiles
+    from agent_cli.tools.hooks.config import HOOK_EVENTS
+
+    commands = [h.command for e in HOOK_EVENTS for h in settings.hooks.at(e)]
+    servers = settings.mcp_servers.values()
+    commands += [[s.command, *s.args] for s in servers if s.command]
+    return HeldFiles(root, commands, started).digests() if commands else {}
 
 
 def make_hooks(
@@ -609,6 +628,7 @@ def _execute(
         memory_tokens, tool_tokens = fit_to_window(settings, found, console)
         # the servers' own window when they report one, else the setting
         window = found or settings.context_window
+        held_to = as_began(workspace, store, run_id)
         config = RunConfig(
             accept_cmds=opts.accept,
             allow_dirty=opts.allow_dirty,
@@ -634,11 +654,11 @@ def _execute(
             ask_human=not opts.json_out and stdin_is_terminal(),
             preflight=changed,  # the repository was checked above: once per run
             started_with=started,
+            held=held_states(settings, workspace.root, held_to),
             run_id=tree.run_id if tree else None,
             worktree=str(tree.path) if tree else "",
             base_branch=tree.base_branch if tree else None,
         )
-        held_to = as_began(workspace, store, run_id)
         tools = RunTools(
             settings,
             workspace.root,

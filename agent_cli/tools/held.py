@@ -5,13 +5,21 @@ A hook such as `python scripts/guard.py` runs a file the model can change: with 
 tools, or with any command the policy lets through (`python -c "open(...)"`). A guard the
 model rewrote would then run the model's code as the user's hook, outside the command policy;
 so would a server the model rewrote before a run stopped, started again when it resumes.
-So each word of such a command that names a file inside the repository (a word of a shell
-line in it too: `sh -c "python scripts/guard.py"`, and the files `python -m scripts.guard`
-runs) is read when the hooks are set up (its git blob id), and before each run of the hook it
-is read again: a file that changed, is gone, or (for `-m`) appeared keeps the hook from
-running. A resumed run holds them to what they were when the run first began (`Started`). At
-`pre_tool` and `task_verified` that blocks (a guard that cannot be trusted fails closed);
-elsewhere it is a notice.
+So each word of such a command that names a path inside the repository (a word of a shell
+line in it too: `sh -c "python scripts/guard.py"`, an option's value, and the files `python
+-m scripts.guard` runs) is read when the hooks are set up (its git blob id, or that there is
+no file there), and before each run of the hook it is read again: a file that changed, is
+gone, or appeared keeps the hook from running. A command that runs Python is held to what it
+imports from the repository as well (`pyreads`): the module directory Python puts first on
+`sys.path` must not gain or lose an importable entry (`scripts/json.py` would run in place of
+the standard library's `json`), and the modules its `import` statements load from there are
+held as the script is. At `pre_tool` and `task_verified` that blocks (a guard that cannot be
+trusted fails closed); elsewhere it is a notice.
+
+What each held path was is its state: a file's blob id (`GONE` for no file), or for a module
+directory (a key ending in `/`; the root's is `./`) its importable entries, one a line. A
+resumed run holds them to what they were when the run first began (`Started`): the states
+saved with the run then (`digests`).
 """
 
 from __future__ import annotations
@@ -20,50 +28,77 @@ import hashlib
 import os
 import re
 import shlex
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from agent_cli.tools.pyreads import entries, python_reads
+
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a larger file is not a script: it is not held
-# A resumed run's commands are held to the files as the run found them when it began, which the
-# model may have changed in an earlier session: the blob id a repository path had in the
-# commit the run started from (None: it had no such file there; it is then read as it is now).
+GONE = ""  # the state of a path that holds no file (nothing there, a directory, unreadable)
+OTHER = "not a regular file"  # the state of a FIFO, a device or a socket
+LARGE = "too large"  # the state of a file past MAX_SCRIPT_BYTES that was once a script
+# A resumed run's commands are held to the files as the run found them when it first began,
+# which the model may have changed in an earlier session: the state of a held path then (what
+# `HeldFiles.digests` gave and the run saved), else the blob id the path had in the commit the
+# run began at; None when neither is known (the path is then read as it is now).
 Started = Callable[[str], str | None]
 
 
 class HeldFiles:
-    """The files inside `root` that `commands` name, and their digests when this was made."""
+    """The paths inside `root` that `commands` run or read, and their states when this was made
+    (or, given `started`, when the run first began)."""
 
     def __init__(
         self, root: Path, commands: Iterable[Sequence[str]], started: Started | None = None
     ) -> None:
         self.root = root.resolve()
-        self._files: dict[tuple[str, ...], list[Path]] = {}  # by command
-        self._digests: dict[Path, str | None] = {}
+        self._keys: dict[tuple[str, ...], list[str]] = {}  # by command
+        self._held: dict[str, str] = {}
         for command in commands:
-            named = self._files.setdefault(tuple(command), self._named(command))
-            for path in named:
-                held = started(path.relative_to(self.root).as_posix()) if started else None
-                self._digests.setdefault(path, held or _digest(path))
+            if tuple(command) not in self._keys:
+                self._keys[tuple(command)] = self._named(command)
+            for key in self._keys[tuple(command)]:
+                if key not in self._held:
+                    was = started(key) if started else None
+                    self._held[key] = self._state(key) if was is None else was
 
     def changed(self, command: Sequence[str]) -> list[str]:
-        """The files `command` named when this was made that are not what they were then
-        (gone, or changed), relative to the root."""
-        return [
-            path.relative_to(self.root).as_posix()
-            for path in self._files.get(tuple(command), [])
-            if _digest(path) != self._digests[path]
-        ]
+        """The paths `command` was held to that are not what they were (a file gone, changed or
+        appeared; an importable entry of a module directory that appeared or is gone),
+        relative to the root."""
+        found: list[str] = []
+        for key in self._keys.get(tuple(command), []):
+            now, was = self._state(key), self._held[key]
+            if now == was:
+                continue
+            if not key.endswith("/"):
+                found.append(key)
+                continue
+            where = "" if key == "./" else key
+            differ = set(now.splitlines()) ^ set(was.splitlines())
+            found += [f"{where}{entry}" for entry in sorted(differ)] or [key]
+        return list(dict.fromkeys(found))
 
     def files(self) -> list[str]:
         """Every file held that is there, relative to the root, in the commands' order."""
-        found = [path for paths in self._files.values() for path in paths if path.exists()]
-        return list(dict.fromkeys(path.relative_to(self.root).as_posix() for path in found))
+        keys = [key for keys in self._keys.values() for key in keys if not key.endswith("/")]
+        return list(dict.fromkeys(k for k in keys if (self.root / k).is_file()))
 
-    def _named(self, command: Sequence[str]) -> list[Path]:
-        """The regular files inside the root that the command's words name, those of a shell
-        line it holds among them (`sh -c "python scripts/guard.py"`), an option's value
-        (`--config=scripts/rules.toml`), and the files `-m` would run, there or not (a
-        package's `__init__.py` the model adds runs too)."""
+    def digests(self) -> dict[str, str]:
+        """Every held path's state as this holds it: what a run saves to be held to later."""
+        return dict(self._held)
+
+    def _state(self, key: str) -> str:
+        if key.endswith("/"):
+            return "\n".join(entries(self.root / key))
+        return _digest(self.root / key)
+
+    def _named(self, command: Sequence[str]) -> list[str]:
+        """The paths inside the root that the command's words name, those of a shell line it
+        holds among them (`sh -c "python scripts/guard.py"`), an option's value
+        (`--config=scripts/rules.toml`), the files `-m` would run, there or not (a package's
+        `__init__.py` the model adds runs too), and what its Python invocations import."""
         found: list[Path] = []
         words = _words(command)
         modules = _modules(words)
@@ -75,14 +110,22 @@ class HeldFiles:
                 # the path as written, a link kept (the model may replace a link to a guard
                 # outside the repository), and the file it leads to
                 for path in (named, named.resolve()):
-                    inside = path != self.root and self.root in path.parents
                     held = path.is_file() and path.stat().st_size <= MAX_SCRIPT_BYTES
-                    absent = word in modules and not path.exists()
-                    if inside and (held or absent) and path not in found:
+                    if (held or not path.exists()) and path not in found:
                         found.append(path)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RuntimeError):
                 continue
-        return found
+        reads = python_reads(self.root, words)
+        files = [p for p in reads.files if p not in found and not _large(p)]
+        keys = [self._key(p) for p in [*found, *files] if self._inside(p)]
+        keys += [self._key(d) + "/" for d in reads.dirs]
+        return list(dict.fromkeys(keys))
+
+    def _inside(self, path: Path) -> bool:
+        return path != self.root and self.root in path.parents
+
+    def _key(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
 
 
 def _words(command: Sequence[str]) -> list[str]:
@@ -102,21 +145,47 @@ MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def _modules(words: list[str]) -> list[str]:
-    """The files `python -m NAME` runs for each module `-m` names: the module, or the
-    package's `__main__.py`, and the `__init__.py` of each package on the way."""
+    """The files `python -m NAME` (or `-mNAME`) runs for each module `-m` names: the module, or
+    the package's `__main__.py`, and the `__init__.py` of each package on the way."""
     found = []
-    for flag, name in zip(words, words[1:], strict=False):
-        if flag == "-m" and MODULE.fullmatch(name):
+    names = [name for flag, name in zip(words, words[1:], strict=False) if flag == "-m"]
+    names += [word[2:] for word in words if word.startswith("-m") and len(word) > 2]
+    for name in names:
+        if MODULE.fullmatch(name):
             parts = name.split(".")
             found += [f"{'/'.join(parts)}.py", f"{'/'.join(parts)}/__main__.py"]
             found += [f"{'/'.join(parts[:n])}/__init__.py" for n in range(1, len(parts) + 1)]
     return found
 
 
-def _digest(path: Path) -> str | None:
-    """The file's git blob id (what `Started` gives for it), None when it cannot be read."""
+def _digest(path: Path) -> str:
+    """The file's git blob id (what `Started` gives for it); GONE when there is no file to
+    read, OTHER or LARGE for what is no script (a FIFO is never waited on)."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return GONE
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return GONE
+        if not stat.S_ISREG(info.st_mode):
+            return OTHER
+        if info.st_size > MAX_SCRIPT_BYTES:
+            return LARGE
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_SCRIPT_BYTES + 1)
     except OSError:
-        return None
+        return GONE
+    finally:
+        os.close(fd)
+    if len(data) > MAX_SCRIPT_BYTES:
+        return LARGE
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _large(path: Path) -> bool:
+    try:
+        return path.stat().st_size > MAX_SCRIPT_BYTES
+    except (OSError, ValueError):
+        return False

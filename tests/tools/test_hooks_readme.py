@@ -80,3 +80,34 @@ def test_the_readme_example_refuses_a_write_under_migrations_and_the_model_reads
         ("write_file", "ok", False),
     ]
     assert said in hooks[0]["message"] and hooks[0]["exit_code"] == 2
+
+
+@pytest.mark.slow  # the hook is a Python script
+def test_a_json_module_the_model_adds_beside_the_readme_example_never_runs_as_the_hook(
+    agent_in_process, fake_server, tmp_path
+):
+    """`import json` in scripts/no_migrations.py would load scripts/json.py (Python puts the
+    script's directory first on sys.path): once it appears the guard is not run, and blocks."""
+    config, script = blocks("toml")[1], blocks("python")[0]
+    repo = repo_with(tmp_path / "repo", {"scripts/no_migrations.py": script})
+    rc = tmp_path / "user-agentrc"
+    rc.write_text(config)
+    mark = tmp_path / "model-code-ran"
+    srv = fake_server(
+        [
+            plan(task()),
+            make_done("scripts/json.py", f"open({str(mark)!r}, 'w')\nload = lambda f: {{}}\n"),
+            make_done("migrations/0002.sql", "ALTER TABLE t ADD c int;\n"),
+            no_facts(),
+        ]
+    )
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    proc = agent_in_process(
+        "run", GOAL, "--yes", "--json", "--max-steps", "2", "--base-url", srv.url, cwd=repo,
+        env={"AGENT_RC": str(rc), "PATH": path},
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert not mark.exists() and not (repo / "migrations").exists()
+    hooks = [e for e in events(proc.stdout) if e["event"] == "hook"]
+    assert [(e["outcome"], e["blocks"]) for e in hooks] == [("ok", False), ("blocked", True)]
+    assert "not run: scripts/json.py changed since the run started" in hooks[1]["message"]

@@ -95,6 +95,9 @@ class RunConfig:
     preflight: set[str] | None = None
     # the endpoint, models and limits in effect, saved with the run (None: keep what it has)
     started_with: RunStartedWith | None = None
+    # the states of the files the run's hooks and servers run as the run holds them, saved with
+    # it so that a resume holds them to the same (None: keep what it has)
+    held: dict[str, str] | None = None
     # a worktree run: named before it starts, working in `worktree` beside the user's branch
     run_id: str | None = None
     worktree: str = ""
@@ -258,6 +261,7 @@ class Session:
             base_branch=base_branch,
             started_with=self.cfg.started_with or RunStartedWith(),
             worktree=self.cfg.worktree,
+            held=self.cfg.held or {},
         )
         for record in self._planning:
             self.store.log(run_id, record)
@@ -401,6 +405,8 @@ class Session:
             run.worktree = self.cfg.worktree
         if self.cfg.started_with is not None:  # new flags given now hold for the next resume too
             run.started_with = self.cfg.started_with
+        if self.cfg.held is not None:  # what was held first stays held (a path new now joins)
+            run.held = {**self.cfg.held, **run.held}
         self.sv.longterm.open_in_background(after_s=OPEN_MEMORY_AFTER_S)  # for the run's writes
         tokens.load_in_background(after_s=OPEN_MEMORY_AFTER_S)
         self.mem.learned = learn.Learned.from_dict(run.learned)

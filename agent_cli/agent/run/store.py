@@ -171,12 +171,15 @@ class RunRecord(BaseModel):
     # the tree the work tree held at the last save (git's id): what changed after is not the run's
     left_tree: str = ""
     views: dict[str, Any] = Field(default_factory=dict)  # freshness.FileViews.to_dict()
+    # what the repository files its hooks and stdio MCP servers run were when the run first
+    # began, by path (`tools.held`): what a resume holds them to
+    held: dict[str, str] = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # a run saved before the start was recorded reads and saves back unchanged
         data: dict[str, Any] = handler(self)
-        for unrecorded in ("started_with", "worktree", "repo", "left_tree", "views"):
+        for unrecorded in ("started_with", "worktree", "repo", "left_tree", "views", "held"):
             if not data.get(unrecorded):
                 data.pop(unrecorded, None)
         return data
