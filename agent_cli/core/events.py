@@ -268,7 +268,7 @@ class HookRan(BaseModel):
     command: str  # its argv as one line
     outcome: Literal["ok", "blocked", "failed", "timed_out"]
     blocks: bool = False  # the tool did not run, or the task's verification failed
-    exit_code: int | None = None  # None when it was killed at its timeout
+    exit_code: int | None = None  # None: killed at its timeout, stopped by Ctrl-C, or not run
     index: int = -1  # the task (0-based); -1 at the end of the run
     tool: str = ""
     message: str = ""  # its stderr (the reason when it blocks), bounded and redacted

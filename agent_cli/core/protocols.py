@@ -238,10 +238,25 @@ class Hooks(Protocol):
         self, at: HookTask, tool: str, args: str, result: dict[str, Any]
     ) -> Sequence[HookRan]: ...
     def task_verified(self, at: HookTask, verdict: dict[str, Any]) -> Sequence[HookRan]: ...
-    def run_end(self, at: HookTask, outcome: dict[str, Any]) -> Sequence[HookRan]: ...
+    def run_end(self, at: HookTask, outcome: dict[str, Any], after: int = 0) -> Sequence[HookRan]:
+        """The run_end hooks from the `after`-th on (the earlier ones ran, or were stopped)."""
+        ...
+
     def longest(self, event: str) -> float:
         """The seconds the hooks of `event` may take together (their timeouts; 0: none)."""
         ...
+
+
+class HookStopped(KeyboardInterrupt):
+    """Ctrl-C stopped a hook at work: raised by a `Hooks` method with what the hooks of that
+    round did, the stopped one last, and what is left after it (how many, their timeouts).
+    It is a KeyboardInterrupt: what does not look for it stops as on any Ctrl-C."""
+
+    def __init__(self, ran: Sequence[HookRan], left: int, left_s: float) -> None:
+        super().__init__()
+        self.ran = tuple(ran)
+        self.left = left
+        self.left_s = left_s
 
 
 class ToolReply(Protocol):

@@ -248,6 +248,82 @@ def test_an_interrupted_run_says_it_runs_its_run_end_hooks_and_a_second_ctrl_c_s
     assert wait_for(lambda: pid_gone(int(started.read_text())), timeout=5, what="the hook gone")
 
 
+def waits(mark: Path) -> str:
+    """A hook that writes its pid to `mark` and then waits a minute."""
+    return (
+        f"import os, pathlib, time; pathlib.Path({str(mark)!r}).write_text(str(os.getpid())); "
+        "time.sleep(60)"
+    )
+
+
+def test_one_ctrl_c_during_a_run_end_hook_stops_it_and_the_finished_run_ends_as_it_ended(
+    spawn_agent, fake_server, tmp_path
+):
+    """The run was over: Ctrl-C stops the hook at work, the later hooks still run, and the
+    run's own run_done follows, so its exit code and its worktree's removal are a verified
+    run's, not an interrupted one's."""
+    started, later = tmp_path / "run_end.pid", tmp_path / "later.json"
+    keep = f"import pathlib, sys; pathlib.Path({str(later)!r}).write_text(sys.stdin.read())"
+    rc = agentrc(
+        tmp_path / "user-agentrc", run_end=[py_hook(waits(started), timeout_s=90), py_hook(keep)]
+    )
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), make_done(), finish(), no_facts()])
+    agent = spawn_agent(
+        "run", GOAL, "--yes", "--json", "--worktree", "--base-url", srv.url,
+        cwd=repo, env={"AGENT_RC": str(rc)},
+    )  # fmt: skip
+    wait_for(lambda: started.exists() and started.read_text(), what="the run_end hook to start")
+    os.kill(agent.pid, signal.SIGINT)
+    assert agent.wait(timeout=30) == 0, agent.stdout + agent.stderr
+    assert wait_for(lambda: pid_gone(int(started.read_text())), timeout=5, what="the hook gone")
+    stream = events(agent.stdout)
+    hooks = [(e["outcome"], e["exit_code"], e["message"]) for e in stream if e["event"] == "hook"]
+    assert hooks == [("failed", None, "stopped by Ctrl-C before it finished"), ("ok", 0, "")]
+    (said,) = [e for e in stream if "Ctrl-C stopped a run_end hook" in e.get("text", "")]
+    assert "(1, at most 30s); Ctrl-C again stops them" in said["text"], said
+    done = stream[-1]
+    assert (done["event"], done["status"], done["exit_code"]) == ("run_done", "verified", 0)
+    assert [t["status"] for t in done["tasks"]] == ["verified"], done
+    assert done["branch"] == f"agent/{done['run_id']}"
+    assert json.loads(later.read_text())["outcome"]["status"] == "verified"
+    assert not (repo / ".agent" / "worktrees" / done["run_id"]).exists()  # removed, as verified
+
+
+def test_ctrl_c_in_a_pre_tool_hook_is_its_event_and_a_second_in_run_end_ends_with_the_runs_own(
+    spawn_agent, fake_server, tmp_path
+):
+    """A hook Ctrl-C stopped says so (at pre_tool it blocks: the tool does not run), and the
+    second Ctrl-C, which stops the run_end hooks, still ends with the run's run_done."""
+    guard, end = tmp_path / "guard.pid", tmp_path / "run_end.pid"
+    rc = agentrc(
+        tmp_path / "user-agentrc",
+        pre_tool=[py_hook(waits(guard), matcher="write_file", timeout_s=90)],
+        run_end=[py_hook(waits(end), timeout_s=90), py_hook("open('later-ran', 'w')")],
+    )
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(task()), make_done()])
+    agent = spawn_agent(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo, env={"AGENT_RC": str(rc)}
+    )
+    wait_for(lambda: guard.exists() and guard.read_text(), what="the pre_tool hook to start")
+    os.kill(agent.pid, signal.SIGINT)
+    wait_for(lambda: end.exists() and end.read_text(), what="the run_end hook to start")
+    os.kill(agent.pid, signal.SIGINT)
+    assert agent.wait(timeout=20) == 130, agent.stdout + agent.stderr
+    stream = events(agent.stdout)
+    stopped = "stopped by Ctrl-C before it finished"
+    hooks = [(e["hook"], e["outcome"], e["blocks"], e["message"]) for e in stream if "hook" in e]
+    assert hooks == [("pre_tool", "blocked", True, stopped), ("run_end", "failed", False, stopped)]
+    done = stream[-1]
+    assert (done["event"], done["status"], done["exit_code"]) == ("run_done", "interrupted", 130)
+    assert [t["status"] for t in done["tasks"]] == ["unfinished"], done
+    assert done["branch"] == f"agent/{done['run_id']}" and "--resume" in done["message"]
+    assert not (repo / "done.txt").exists() and not (repo / "later-ran").exists()
+    for mark in (guard, end):
+        assert wait_for(lambda m=mark: pid_gone(int(m.read_text())), timeout=5, what="hook gone")
+
+
 def test_a_resumed_run_holds_its_hooks_scripts_to_the_commit_it_began_at(
     agent_in_process, fake_server, tmp_path
 ):

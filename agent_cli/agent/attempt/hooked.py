@@ -8,14 +8,14 @@ passing verdict into a failed one, so the attempt counts and the task is retried
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from agent_cli.agent.attempt.toolbox import ToolResult
 from agent_cli.core import events
 from agent_cli.core.errors import EXIT_INTERRUPTED
 from agent_cli.core.models import ToolCall, Verdict
-from agent_cli.core.protocols import Hooks, HookTask
+from agent_cli.core.protocols import Hooks, HookStopped, HookTask
 
 if TYPE_CHECKING:
     from agent_cli.agent.attempt.runtime import Runtime
@@ -28,6 +28,18 @@ def _first_block(ran: Sequence[events.HookRan], emit: events.Emit) -> events.Hoo
     return next((ev for ev in ran if ev.blocks), None)
 
 
+def _asked(ask: Callable[[], Sequence[events.HookRan]], emit: events.Emit) -> events.HookRan | None:
+    """Run the hooks `ask` runs and emit what each did; the one that blocked, if any. When
+    Ctrl-C stops one of them, what they did is emitted, the stopped one's included, and the
+    run stops as on any Ctrl-C."""
+    try:
+        ran = ask()
+    except HookStopped as e:
+        _first_block(e.ran, emit)
+        raise
+    return _first_block(ran, emit)
+
+
 def _at(rt: Runtime, index: int) -> HookTask:
     return HookTask(run_id=rt.run_id, goal=rt.state.plan[index].goal, index=index)
 
@@ -37,7 +49,8 @@ def refused(rt: Runtime, index: int, call: ToolCall) -> ToolResult | None:
     (the tool may run)."""
     if rt.hooks is None:
         return None
-    block = _first_block(rt.hooks.before_tool(_at(rt, index), call.name, call.arguments), rt.emit)
+    hooks = rt.hooks
+    block = _asked(lambda: hooks.before_tool(_at(rt, index), call.name, call.arguments), rt.emit)
     if block is None:
         return None
     return ToolResult(
@@ -53,15 +66,17 @@ def ran(rt: Runtime, index: int, call: ToolCall, result: ToolResult) -> None:
     out (its `tool_result` event first, then what the hooks did)."""
     if rt.hooks is None:
         return
+    hooks = rt.hooks
     shown = {"ok": result.ok, "text": result.text, "summary": result.summary}
-    _first_block(rt.hooks.after_tool(_at(rt, index), call.name, call.arguments, shown), rt.emit)
+    _asked(lambda: hooks.after_tool(_at(rt, index), call.name, call.arguments, shown), rt.emit)
 
 
 def task_verified(rt: Runtime, index: int, verdict: Verdict) -> Verdict:
     """`verdict` of a task about to be committed, or a failed one when a hook refused it."""
     if rt.hooks is None or not verdict.passed:
         return verdict
-    block = _first_block(rt.hooks.task_verified(_at(rt, index), verdict.model_dump()), rt.emit)
+    hooks = rt.hooks
+    block = _asked(lambda: hooks.task_verified(_at(rt, index), verdict.model_dump()), rt.emit)
     if block is None:
         return verdict
     return Verdict(
@@ -75,11 +90,15 @@ def task_verified(rt: Runtime, index: int, verdict: Verdict) -> Verdict:
 
 
 def run_end(hooks: Hooks | None, emit: events.Emit, done: events.RunDone) -> None:
-    """The `run_end` hooks, given the run's outcome (what `run_done` says)."""
+    """The `run_end` hooks, given the run's outcome (what `run_done` says). Ctrl-C stops the
+    hook at work; the hooks after it still run unless Ctrl-C comes again (for a run that was
+    interrupted, this one was the second), and the run ends with its own `run_done` either way:
+    a run that finished stays finished."""
     if hooks is None:
         return
     wait = hooks.longest("run_end")
-    if done.exit_code == EXIT_INTERRUPTED and wait > 0:
+    again = done.exit_code == EXIT_INTERRUPTED  # the run was stopped: Ctrl-C now is the second
+    if again and wait > 0:
         # the user asked to stop: say why the run does not yet, and how to stop it at once
         emit(
             events.Notice(
@@ -87,5 +106,23 @@ def run_end(hooks: Hooks | None, emit: events.Emit, done: events.RunDone) -> Non
                 "Ctrl-C again stops them"
             )
         )
-    outcome: dict[str, Any] = done.model_dump(exclude={"event"})
-    _first_block(hooks.run_end(HookTask(run_id=done.run_id), outcome), emit)
+    at, outcome = HookTask(run_id=done.run_id), done.model_dump(exclude={"event"})
+    after = 0
+    try:
+        while True:
+            try:
+                _first_block(hooks.run_end(at, outcome, after), emit)
+                return
+            except HookStopped as e:
+                _first_block(e.ran, emit)
+                if again or not e.left:
+                    return
+                again, after = True, after + len(e.ran)
+                emit(
+                    events.Notice(
+                        text=f"Ctrl-C stopped a run_end hook; the run ends once the ones after "
+                        f"it have run ({e.left}, at most {e.left_s:g}s); Ctrl-C again stops them"
+                    )
+                )
+    except KeyboardInterrupt:  # again, or between two hooks: the hooks left do not run
+        return

@@ -90,6 +90,14 @@ def tampered(event: HookEvent, changed: list[str]) -> tuple[Finished, HookOutcom
     return ran, (Block(said) if event in BLOCKING else Warn(said))
 
 
+def stopped(event: HookEvent, duration_s: float) -> tuple[Finished, HookOutcome]:
+    """The outcome of a hook Ctrl-C stopped before it finished: where a hook can block, a block
+    (it never answered, and the run stops), else a notice."""
+    said = "stopped by Ctrl-C before it finished"
+    ran = Finished(exit_code=None, stdout="", stderr=said, timed_out=False, duration_s=duration_s)
+    return ran, (Block(said) if event in BLOCKING else Warn(said))
+
+
 def as_event(
     event: HookEvent,
     spec: HookSpec,
