@@ -365,6 +365,27 @@ def test_a_link_in_the_repository_to_a_guard_outside_it_is_held_too(tmp_path):
     assert (repo / "ran").read_text() == "ok"
 
 
+def test_a_pyc_the_model_writes_beside_a_module_the_hook_imports_is_never_loaded(tmp_path):
+    """A `.pyc` in `__pycache__` whose header matches its module's source (mtime and size) is
+    what Python loads in place of the source: the hook keeps its bytecode elsewhere."""
+    import importlib.util
+    import py_compile
+    import subprocess
+
+    (tmp_path / "helpers.py").write_text("VERDICT = 2\n")  # the user's: refuse
+    evil = tmp_path / "evil" / "helpers.py"
+    evil.parent.mkdir()
+    evil.write_text("VERDICT = 0\n")  # the model's: the same size
+    mtime = (tmp_path / "helpers.py").stat().st_mtime_ns
+    os.utime(evil, ns=(mtime, mtime))
+    cache = importlib.util.cache_from_source(str(tmp_path / "helpers.py"))
+    py_compile.compile(str(evil), cfile=cache, doraise=True)
+    verdict = [PY, "-c", "import sys, helpers; sys.exit(helpers.VERDICT)"]
+    ran = hooks(tmp_path, pre_tool=[{"command": verdict}]).before_tool(AT, "write_file", "{}")
+    assert [(e.outcome, e.exit_code) for e in ran] == [("blocked", 2)]
+    assert subprocess.run(verdict, cwd=tmp_path).returncode == 0, "Python alone loads the pyc"
+
+
 def test_a_hook_carries_the_mark_a_later_run_finds_it_by_if_this_agent_is_killed(tmp_path):
     from agent_cli.workspace.shell import strays
 

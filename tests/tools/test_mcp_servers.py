@@ -58,6 +58,9 @@ def test_a_stdio_server_runs_scrubbed_in_the_repository_and_its_tools_answer(tmp
         assert "key=none" in echo.text  # the API key never reaches a server
         marked = tools.call("mcp__fx__getenv", {"variable": strays.MARK})
         assert marked.text == f"{strays.MARK}={strays.mark()}"  # a later run stops it by this
+        cached = tools.call("mcp__fx__getenv", {"variable": "PYTHONPYCACHEPREFIX"}).text
+        cache = Path(cached.partition("=")[2])  # bytecode out of the repository's __pycache__
+        assert cache.is_absolute() and cache.is_dir() and not cache.is_relative_to(repo)
         fail = tools.call("mcp__fx__fail", {"why": "the disk is full"})
         assert not fail.ok and "it failed because the disk is full" in fail.text
         bad = tools.call("mcp__fx__echo", {})  # the server refuses the arguments
@@ -71,6 +74,7 @@ def test_a_stdio_server_runs_scrubbed_in_the_repository_and_its_tools_answer(tmp
         tools.close()
     assert wait_gone(pids(pid_file)) == []
     assert not [n for n in notices if "unavailable" in n]
+    assert not cache.exists()
 
 
 def test_a_credential_in_a_servers_env_is_a_secret_and_what_it_sends_back_is_redacted(tmp_path):
