@@ -656,3 +656,73 @@ def test_a_folder_without_a_state_is_left_while_a_run_without_an_id_is_starting(
         code, out, err = agent("clean", "--repo", str(repo))
     assert code == 0, err
     assert "cccc" not in out and folder.is_dir()
+
+
+def test_clean_leaves_what_runs_that_went_live_after_it_looked_have(agent, repo, monkeypatch):
+    """What is live is looked at first (`_live`: here, before these runs took their locks);
+    each run's lock is asked again right before anything of it is removed, so a worktree run
+    resumed meanwhile keeps its tree, a run resumed in the checkout its branch, and a new run
+    that has saved nothing yet its tree, branch and folder."""
+    import os
+
+    from agent_cli.agent.run.live import checkout_lock
+    from agent_cli.cli.commands import runs_commands
+
+    state = repo / ".agent"
+    finished = seed(repo, "run-done", ["verified"], worktree=True)
+    seed(repo, "run-merged", ["verified"], merged=True)
+    new = "20250101-000003-dddd"
+    fresh = state / "worktrees" / new
+    git(repo, "worktree", "add", "-q", "-b", f"agent/{new}", str(fresh))
+    monkeypatch.setattr(runs_commands, "_live", lambda place: set())
+    locks = [
+        RunLock(state / "runs" / "run-done" / "run.lock"),
+        RunLock(checkout_lock(state, repo)),
+        RunLock(state / "runs" / new / "run.lock"),
+    ]
+    for lock, run_id in zip(locks, ["run-done", "run-merged", new], strict=True):
+        lock.acquire()
+        lock.name(run_id)
+    try:
+        code, out, err = agent("clean", "--force", "--branches", "--repo", str(repo))
+    finally:
+        for lock in locks:
+            lock.release()
+    assert code == 0, err
+    live = f"is in progress (pid {os.getpid()})"
+    assert sorted(out.splitlines()) == sorted(
+        [
+            f"kept {fresh.resolve()}: run {new} {live}",
+            f"kept {(state / 'runs' / new).resolve()}: run {new} {live}",
+            f"kept {finished.resolve()}: run run-done {live}",
+            f"kept branch agent/run-merged: run run-merged {live}",
+        ]
+    )
+    assert finished.is_dir() and fresh.is_dir() and (state / "runs" / new).is_dir()
+    assert tip(repo, "agent/run-merged") and tip(repo, f"agent/{new}")
+    code, out, err = agent("clean", "--force", "--branches", "--repo", str(repo))
+    assert code == 0, err
+    assert f"removed worktree {finished.resolve()}" in out and not finished.exists()
+    assert "deleted branch agent/run-merged (merged into main)" in out
+    assert f"removed {(state / 'runs' / new).resolve()} and deleted branch agent/{new}" in out
+    assert not fresh.exists() and not (state / "runs" / new).exists()
+
+
+def test_clean_leaves_a_folder_without_a_state_while_a_run_with_no_id_starts_after_it_looked(
+    agent, repo, monkeypatch
+):
+    from agent_cli.agent.run.live import checkout_lock
+    from agent_cli.cli.commands import runs_commands
+
+    git(repo, "branch", "agent/20250101-000004-eeee")
+    folder = repo / ".agent" / "runs" / "20250101-000004-eeee"
+    folder.mkdir(parents=True)
+    monkeypatch.setattr(runs_commands, "_live", lambda place: set())
+    with RunLock(checkout_lock(repo / ".agent", repo), repo=str(repo.resolve())):
+        code, out, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    assert out.strip() == (
+        f"kept {folder.resolve()}: a run with no id yet is starting (pid {os.getpid()}), and it "
+        "may be that run's"
+    )
+    assert folder.is_dir() and tip(repo, "agent/20250101-000004-eeee")

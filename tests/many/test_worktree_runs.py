@@ -220,6 +220,54 @@ def test_worktree_auto_runs_started_together_all_run(spawn_agent, fake_server, t
     assert not (repo / ".agent" / "run.lock").exists()
 
 
+@pytest.mark.slow
+def test_clean_leaves_a_worktree_run_that_starts_after_it_looked(
+    spawn_agent, fake_server, agent_in_process, tmp_path, monkeypatch
+):
+    """`agent clean` looks at what is live first; a run that starts right after holds its own
+    lock, its tree and branch made and nothing saved yet (its plan is asked for, and waits):
+    clean leaves all of it, saying why, and the run goes on to the end."""
+    from agent_cli.cli.commands import runs_commands
+    from agent_cli.workspace.lock import live_holder
+
+    repo = repo_with(tmp_path / "repo")
+    planning = threading.Event()
+    route = ByGoal({goal_of("iota.txt"): creates("iota.txt")})
+    srv = fake_server(lambda body: (planning.wait(60), route(body))[1])
+    looked = runs_commands._live
+    runs: list = []
+
+    def look_then_a_run_starts(place):
+        seen = looked(place)
+        runs.append(
+            spawn_agent(
+                "run", goal_of("iota.txt"), "--worktree", "--yes", "--json",
+                "--base-url", srv.url, cwd=repo,
+            )
+        )  # fmt: skip
+        wait_for(lambda: srv.chat_requests, 60, "the new run to ask for its plan")
+        return seen
+
+    monkeypatch.setattr(runs_commands, "_live", look_then_a_run_starts)
+    cleaned = agent_in_process("clean", "--branches", cwd=repo)
+    assert cleaned.returncode == 0, cleaned.stderr
+    ids = [p.name for p in (repo / ".agent" / "runs").iterdir()]
+    assert len(ids) == 1, cleaned.stdout  # its folder, not removed
+    run_id = ids[0]
+    tree, folder = repo / ".agent" / "worktrees" / run_id, repo / ".agent" / "runs" / run_id
+    pid = runs[0].pid
+    assert cleaned.stdout.splitlines() == [
+        f"kept {tree}: run {run_id} is in progress (pid {pid})",
+        f"kept {folder}: run {run_id} is in progress (pid {pid})",
+    ]
+    assert worktrees(repo) == [str(repo), str(tree)]
+    assert (live_holder(folder / "run.lock") or {}).get("run_id") == run_id
+    planning.set()
+    assert runs[0].wait(timeout=120) == 0, runs[0].stdout + runs[0].stderr
+    assert run_done(runs[0].stdout)["status"] == "verified"
+    assert "iota.txt" in branch_files(repo, f"agent/{run_id}")
+
+
 def test_without_auto_the_second_run_still_refuses(agent_in_process, tmp_path: Path):
     repo = repo_with(tmp_path / "repo")
     holder = subprocess.Popen(

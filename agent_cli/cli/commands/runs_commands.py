@@ -22,7 +22,8 @@ from agent_cli.cli.help import Command
 if TYPE_CHECKING:
     from agent_cli.agent.run.store import RunRecord, RunStore
     from agent_cli.core.errors import AgentError
-    from agent_cli.workspace.git.branches import AgentBranches
+    from agent_cli.workspace.git.branches import AgentBranches, Worktree
+    from agent_cli.workspace.lock import RunLock
 
 
 @dataclass
@@ -330,9 +331,10 @@ def clean_command(
 
 
 def clean(place: Place, branches: bool, force: bool) -> list[str]:
-    """Remove what may go; one line for each thing removed or kept."""
-    from agent_cli.core.errors import GitError
+    """Remove what may go; one line for each thing removed or kept.
 
+    What is live is looked at first, and each run's lock again right before anything of it
+    is removed (`_held_off`): a run started or resumed meanwhile is left alone."""
     live = _live(place)
     unsaved = never_started(place, live)
     recorded = {str(r["run_id"]): r.get("worktree") for r in place.store.list()}
@@ -348,29 +350,72 @@ def clean(place: Place, branches: bool, force: bool) -> list[str]:
         if run_id in live:
             said.append(f"kept {tree.path}: run {run_id} is in progress")
             continue
-        if not tree.path.exists():  # forget_missing left it: locked, on a drive not here now
-            said.append(f"kept {tree.path}: it is locked and not here (git worktree unlock)")
-            continue
-        if tree.branch is None and tree.head and not place.git.on_a_ref(tree.head):
+        with _held_off(place, run_id) as busy:
             said.append(
-                f"kept {tree.path}: its detached HEAD holds commits no branch has (keep them: "
-                f"git -C {tree.path} switch -c NAME)"
+                f"kept {tree.path}: {busy}" if busy else _clean_tree(place, tree, run_id, force)
             )
-            continue  # even with --force: removing the tree would lose them
-        why_kept = _why_kept(place, tree.path, run_id)
-        if why_kept and not force:
-            said.append(f"kept {tree.path}: {why_kept} (--force removes it)")
-            continue
-        try:
-            place.git.remove_worktree(tree.path, force=bool(why_kept))
-        except GitError as e:  # locked, or holding a submodule: git says why; the rest go on
-            said.append(f"kept {tree.path}: {' '.join(e.message.split())}")
-            continue
-        said.append(f"removed worktree {tree.path}" + (f" ({why_kept})" if why_kept else ""))
     said += [line for run_id in unsaved if (line := _forget_unsaved(place, run_id))]
     if branches:
         said += _clean_branches(place, live)
     return said
+
+
+def _clean_tree(place: Place, tree: Worktree, run_id: str, force: bool) -> str:
+    """Remove the agent's worktree `tree`, of run `run_id` (held off), when it may go; what
+    was done."""
+    from agent_cli.core.errors import GitError
+
+    if not tree.path.exists():  # forget_missing left it: locked, on a drive not here now
+        return f"kept {tree.path}: it is locked and not here (git worktree unlock)"
+    if tree.branch is None and tree.head and not place.git.on_a_ref(tree.head):
+        return (
+            f"kept {tree.path}: its detached HEAD holds commits no branch has (keep them: "
+            f"git -C {tree.path} switch -c NAME)"
+        )  # even with --force: removing the tree would lose them
+    why_kept = _why_kept(place, tree.path, run_id)
+    if why_kept and not force:
+        return f"kept {tree.path}: {why_kept} (--force removes it)"
+    try:
+        place.git.remove_worktree(tree.path, force=bool(why_kept))
+    except GitError as e:  # locked, or holding a submodule: git says why; the rest go on
+        return f"kept {tree.path}: {' '.join(e.message.split())}"
+    return f"removed worktree {tree.path}" + (f" ({why_kept})" if why_kept else "")
+
+
+@contextmanager
+def _held_off(place: Place, run_id: str) -> Iterator[str]:
+    """Keep run `run_id` from going while clean acts on what it has: its own lock (the one a
+    worktree run takes before its tree is made and holds to its end, and a resume of it
+    takes) is held meanwhile. Yields "" then, or why the run is live now, holding nothing:
+    its lock is held, or the checkout's lock names it (a run in the checkout)."""
+    from agent_cli.cli.worktree import run_lock
+
+    named = [h for h in live_holders(place.state_dir, place.store.repo) if h["run_id"] == run_id]
+    lock = run_lock(place.state_dir, run_id, place.store.repo)
+    folder = lock.path.parent
+    made = not folder.exists()
+    try:
+        if named:
+            yield f"run {run_id} is in progress (pid {named[0].get('pid', '?')})"
+        else:
+            yield _taken(lock, run_id)
+    finally:
+        lock.release()  # nothing when it was not taken
+        if made and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()  # made for the lock alone
+
+
+def _taken(lock: RunLock, run_id: str) -> str:
+    """Take run `run_id`'s `lock`: "", or why it cannot be taken."""
+    from agent_cli.core.errors import StorageError, WorkspaceError
+
+    try:
+        lock.acquire()
+    except WorkspaceError:  # the run is live
+        return f"run {run_id} is in progress (pid {(lock.holder() or {}).get('pid', '?')})"
+    except StorageError as e:  # a lock path that is no regular file of its own
+        return e.one_line()
+    return ""
 
 
 def _live(place: Place) -> set[str | None]:
@@ -410,7 +455,26 @@ def _lock_names(folder: Path, root: Path) -> bool:
 
 def _forget_unsaved(place: Place, run_id: str) -> str:
     """Remove what run `run_id`, stopped before its first save, left (its branch when no work
-    tree is on it and your branch has its tip, then its folder), or say what to do first."""
+    tree is on it and your branch has its tip, then its folder), or say what to do first;
+    nothing of a run that is live now, or that has saved meanwhile."""
+    folder = place.store.run_dir(run_id)
+    with _held_off(place, run_id) as busy:
+        if busy:
+            return f"kept {folder}: {busy}"
+        starting = [h for h in live_holders(place.state_dir) if h["run_id"] is None]
+        if starting:
+            return (
+                f"kept {folder}: a run with no id yet is starting (pid "
+                f"{starting[0].get('pid', '?')}), and it may be that run's"
+            )
+        state = folder / "state.json"
+        if state.exists() or state.is_symlink():
+            return ""  # saved since clean looked: a run like any other
+        return _forget(place, run_id)
+
+
+def _forget(place: Place, run_id: str) -> str:
+    """Remove what run `run_id` left, held off (`_forget_unsaved`)."""
     import shutil
 
     from agent_cli.core.errors import GitError
@@ -486,8 +550,6 @@ def _clean_branches(place: Place, live: set[str | None]) -> list[str]:
     user's branch, not checked out and not live. An agent/* branch no run of ours owns (one
     the user made, or another checkout's) is never the agent's to delete, nor is the branch of
     a run that can still be resumed: its tip may sit at the base with nothing committed yet."""
-    from agent_cli.core.errors import GitError
-
     checked = {t.branch for t in place.git.worktrees()}
     said = []
     for branch, tip in sorted(place.git.agent_branches().items()):
@@ -500,17 +562,28 @@ def _clean_branches(place: Place, live: set[str | None]) -> list[str]:
         into = merged_into(place.git, tip, found[0])
         if not into:
             continue
-        why_kept = _unfinished(found, run_id)
-        if why_kept:
-            said.append(f"kept branch {branch}: {why_kept}")
-            continue
-        try:
-            place.git.delete(branch, tip)
-        except GitError as e:  # moved meanwhile, or its ref locked: git says why; the rest go on
-            said.append(f"kept branch {branch}: {' '.join(e.message.split())}")
-            continue
-        said.append(f"deleted branch {branch} (merged into {into})")
+        with _held_off(place, run_id) as busy:
+            said.append(
+                f"kept branch {branch}: {busy}" if busy else _delete(place, branch, tip, into)
+            )
     return said
+
+
+def _delete(place: Place, branch: str, tip: str, into: str) -> str:
+    """Delete the merged branch of a finished run, held off, at the tip it was seen at; kept
+    when the run is not finished now (resumed and stopped since clean looked)."""
+    from agent_cli.core.errors import GitError
+
+    run_id = branch.removeprefix("agent/")
+    found = _progress(place, run_id)
+    why_kept = "its state cannot be read now" if found is None else _unfinished(found, run_id)
+    if why_kept:
+        return f"kept branch {branch}: {why_kept}"
+    try:
+        place.git.delete(branch, tip)
+    except GitError as e:  # moved meanwhile, or its ref locked: git says why; the rest go on
+        return f"kept branch {branch}: {' '.join(e.message.split())}"
+    return f"deleted branch {branch} (merged into {into})"
 
 
 def register(app: typer.Typer) -> None:
