@@ -24,6 +24,7 @@ saved with the run then (`digests`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -79,6 +80,29 @@ class HeldFiles:
             differ = set(now.splitlines()) ^ set(was.splitlines())
             found += [f"{where}{entry}" for entry in sorted(differ)] or [key]
         return list(dict.fromkeys(found))
+
+    def clear_bytecode(self, command: Sequence[str]) -> None:
+        """Delete the bytecode Python would load in place of the held modules' sources
+        (`__pycache__/NAME.*.pyc` beside each held `.py` file; a `__pycache__` that is a link,
+        the link): Python loads a `.pyc` whose header matches its source's size and time
+        without reading the source, which the model can write one to match. Python writes
+        them again from the sources, which are held."""
+        for key in self._keys.get(tuple(command), []):
+            if not key.endswith(".py"):
+                continue
+            source = self.root / key
+            cache = source.parent / "__pycache__"
+            try:
+                if cache.is_symlink():
+                    cache.unlink()
+                    continue
+                names = os.listdir(cache)
+            except OSError:  # no cache, or none to read: nothing Python could load either
+                continue
+            for name in names:
+                if name.startswith(f"{source.stem}.") and name.endswith(".pyc"):
+                    with contextlib.suppress(OSError):
+                        (cache / name).unlink()
 
     def files(self) -> list[str]:
         """Every file held that is there, relative to the root, in the commands' order."""

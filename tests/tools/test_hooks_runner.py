@@ -370,6 +370,7 @@ def test_a_pyc_the_model_writes_beside_a_module_the_hook_imports_is_never_loaded
     what Python loads in place of the source: the hook keeps its bytecode elsewhere."""
     import importlib.util
     import py_compile
+    import shutil
     import subprocess
 
     (tmp_path / "helpers.py").write_text("VERDICT = 2\n")  # the user's: refuse
@@ -380,10 +381,17 @@ def test_a_pyc_the_model_writes_beside_a_module_the_hook_imports_is_never_loaded
     os.utime(evil, ns=(mtime, mtime))
     cache = importlib.util.cache_from_source(str(tmp_path / "helpers.py"))
     py_compile.compile(str(evil), cfile=cache, doraise=True)
+    planted = Path(cache).read_bytes()
     verdict = [PY, "-c", "import sys, helpers; sys.exit(helpers.VERDICT)"]
+    assert subprocess.run(verdict, cwd=tmp_path).returncode == 0, "Python alone loads the pyc"
     ran = hooks(tmp_path, pre_tool=[{"command": verdict}]).before_tool(AT, "write_file", "{}")
     assert [(e.outcome, e.exit_code) for e in ran] == [("blocked", 2)]
-    assert subprocess.run(verdict, cwd=tmp_path).returncode == 0, "Python alone loads the pyc"
+    shutil.rmtree(tmp_path / "__pycache__")
+    os.symlink(tmp_path / "evil", tmp_path / "__pycache__")  # a cache that is a link
+    (tmp_path / "evil" / Path(cache).name).write_bytes(planted)
+    assert subprocess.run(verdict, cwd=tmp_path).returncode == 0, "Python loads it through it"
+    ran = hooks(tmp_path, pre_tool=[{"command": verdict}]).before_tool(AT, "write_file", "{}")
+    assert [(e.outcome, e.exit_code) for e in ran] == [("blocked", 2)]
 
 
 def test_a_hook_carries_the_mark_a_later_run_finds_it_by_if_this_agent_is_killed(tmp_path):

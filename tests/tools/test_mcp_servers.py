@@ -17,7 +17,7 @@ from agent_cli.cli.mcp_tools import build_tools
 from agent_cli.workspace.shell import strays
 from conftest import make_repo
 from httpkit import loopback, send  # noqa: F401
-from tools.mcpkit import alive, fixture_server, http_server, pids, toml_table, wait_gone  # noqa: F401
+from tools.mcpkit import FIXTURE, alive, fixture_server, http_server, pids, toml_table, wait_gone  # noqa: F401
 
 pytestmark = pytest.mark.slow  # each test starts a Python server process
 
@@ -58,9 +58,6 @@ def test_a_stdio_server_runs_scrubbed_in_the_repository_and_its_tools_answer(tmp
         assert "key=none" in echo.text  # the API key never reaches a server
         marked = tools.call("mcp__fx__getenv", {"variable": strays.MARK})
         assert marked.text == f"{strays.MARK}={strays.mark()}"  # a later run stops it by this
-        cached = tools.call("mcp__fx__getenv", {"variable": "PYTHONPYCACHEPREFIX"}).text
-        cache = Path(cached.partition("=")[2])  # bytecode out of the repository's __pycache__
-        assert cache.is_absolute() and cache.is_dir() and not cache.is_relative_to(repo)
         fail = tools.call("mcp__fx__fail", {"why": "the disk is full"})
         assert not fail.ok and "it failed because the disk is full" in fail.text
         bad = tools.call("mcp__fx__echo", {})  # the server refuses the arguments
@@ -74,7 +71,33 @@ def test_a_stdio_server_runs_scrubbed_in_the_repository_and_its_tools_answer(tmp
         tools.close()
     assert wait_gone(pids(pid_file)) == []
     assert not [n for n in notices if "unavailable" in n]
-    assert not cache.exists()
+
+
+def test_a_pyc_beside_a_servers_module_in_the_repository_is_never_loaded(tmp_path):
+    """Python loads a `.pyc` whose header matches its module's source in place of the source:
+    the one beside a module a server runs from the repository is cleared before it starts."""
+    import importlib.util
+    import py_compile
+
+    package, marker = tmp_path / "repo" / "srvpkg", tmp_path / "the-model-s-code-ran"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    real = f"import runpy\nrunpy.run_path({str(FIXTURE)!r}, run_name='__main__')\n"
+    (package / "main.py").write_text(real)
+    evil = f"open({str(marker)!r}, 'w').close()\n"
+    (tmp_path / "main.py").write_text(evil + "#" * (len(real) - len(evil) - 1) + "\n")
+    mtime = (package / "main.py").stat().st_mtime_ns
+    os.utime(tmp_path / "main.py", ns=(mtime, mtime))
+    cache = importlib.util.cache_from_source(str(package / "main.py"))
+    py_compile.compile(str(tmp_path / "main.py"), cfile=cache, doraise=True)
+    server = {"command": sys.executable, "args": ["-m", "srvpkg.main"]}
+    tools, _ = provider(tmp_path, {"fx": server}, [])
+    try:
+        (status,) = tools.start()
+        assert status.status == "ready", status
+    finally:
+        tools.close()
+    assert not marker.exists()
 
 
 def test_a_credential_in_a_servers_env_is_a_secret_and_what_it_sends_back_is_redacted(tmp_path):

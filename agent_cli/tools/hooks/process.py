@@ -15,7 +15,6 @@ import os
 import select
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -81,21 +80,14 @@ class _Bounded:
 
 
 def run_hook(argv: list[str], stdin: bytes, place: HookPlace, timeout_s: float) -> Finished:
-    """Run `argv` in `place` with `stdin` as its input, to its end or its timeout.
-
-    A Python hook keeps its bytecode in a folder of its own for this run of it
-    (`PYTHONPYCACHEPREFIX`), never in the repository's `__pycache__`: Python loads a `.pyc`
-    there whose header matches its source, and the model can write one beside a module the
-    hook imports, whose source the held files check (held.py)."""
-    with tempfile.TemporaryDirectory(prefix="agent-hook-pycache-") as cache:
-        place = replace(place, env={**place.env, "PYTHONPYCACHEPREFIX": cache})
-        if place.sandbox != "bwrap":
-            return _run(argv, stdin, place, timeout_s)
-        cannot = cannot_start(argv[0], place.root, place.env, place.sandbox, place.readonly)
-        if cannot is not None:  # bubblewrap would only say that execvp failed
-            return Finished(cannot.exit_code, "", f"{argv[0]}: {cannot.why}", False, 0.0)
-        wrapped = bwrap_argv(argv, place.root, [place.root], list(place.readonly))
-        return _unwrapped(argv[0], _run(wrapped, stdin, place, timeout_s))
+    """Run `argv` in `place` with `stdin` as its input, to its end or its timeout."""
+    if place.sandbox != "bwrap":
+        return _run(argv, stdin, place, timeout_s)
+    cannot = cannot_start(argv[0], place.root, place.env, place.sandbox, place.readonly)
+    if cannot is not None:  # bubblewrap would only say that execvp failed
+        return Finished(cannot.exit_code, "", f"{argv[0]}: {cannot.why}", False, 0.0)
+    wrapped = bwrap_argv(argv, place.root, [place.root], list(place.readonly))
+    return _unwrapped(argv[0], _run(wrapped, stdin, place, timeout_s))
 
 
 def _unwrapped(program: str, ran: Finished) -> Finished:

@@ -99,6 +99,7 @@ class UserHooks:
         changed = self.scripts.changed(spec.command)
         if changed:
             return tampered(event, changed)
+        self.scripts.clear_bytecode(spec.command)  # no .pyc the model wrote is loaded
         finished = run_hook(spec.command, stdin, self.place, spec.timeout_s)
         return finished, decide(event, spec, finished, self.place.secrets)
 

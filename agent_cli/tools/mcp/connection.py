@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -160,8 +159,7 @@ class Connection:
     async def _serve(self, ready: asyncio.Future[list[ServerTool]]) -> None:
         try:
             async with AsyncExitStack() as stack:
-                cache = stack.enter_context(tempfile.TemporaryDirectory(prefix="agent-mcp-pyc-"))
-                read, write = await stack.enter_async_context(self._transport(cache))
+                read, write = await stack.enter_async_context(self._transport())
                 if self.stderr is not None:
                     self.stderr.close_writer()  # the server has its copy now
                     watcher = asyncio.create_task(self._watch(process.find(self.stderr.inode)))
@@ -202,11 +200,7 @@ class Connection:
             return f"answered with {self.bad_reply}"
         return "exited" if self.exited.is_set() else self.broken
 
-    def _transport(self, cache: str) -> Any:
-        """The server's connection. A stdio server that is Python keeps its bytecode in `cache`
-        (`PYTHONPYCACHEPREFIX`, its own `env` may say otherwise), never in the repository's
-        `__pycache__`, where the model could write a `.pyc` that Python would load in place of
-        a module whose source the held files check (held.py)."""
+    def _transport(self) -> Any:
         if self.config.url:
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
             client = create_mcp_http_client(headers=headers)
@@ -220,12 +214,7 @@ class Connection:
             command=argv[0],
             args=argv[1:],
             # the mark a later run stops it by if this agent is killed outright (strays.py)
-            env={
-                **self.env,
-                "PYTHONPYCACHEPREFIX": cache,
-                **self.config.env,
-                strays.MARK: strays.mark(),
-            },
+            env={**self.env, **self.config.env, strays.MARK: strays.mark()},
             cwd=self.cwd,
             # bytes that are not UTF-8 become U+FFFD: with "strict" the SDK's reader dies on
             # them and a call waits out its whole tool_timeout_s for an answer never read

@@ -132,11 +132,16 @@ class McpTools:
 
     def _changed(self, config: ServerConfig) -> list[str]:
         """The repository files a stdio server's command runs that a resumed run's model
-        changed since the run began (none for a new run: the files are the user's)."""
-        if self.started_files is None or not config.command:
+        changed since the run began (none for a new run: the files are the user's); when
+        none, the bytecode of the modules it runs is cleared (HeldFiles.clear_bytecode)."""
+        if not config.command:
             return []
         argv = [config.command, *config.args]
-        return HeldFiles(self.cwd, [argv], self.started_files).changed(argv)
+        held = HeldFiles(self.cwd, [argv], self.started_files)
+        changed = held.changed(argv) if self.started_files is not None else []
+        if not changed:
+            held.clear_bytecode(argv)
+        return changed
 
     def _connection(self, name: str, config: ServerConfig, token: str | None = None) -> Connection:
         return Connection(name, config, env=self.env, cwd=self.cwd, wrap=self.wrap, token=token)
