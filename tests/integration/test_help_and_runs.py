@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agent_cli.cli.app import app, main
 from agent_cli.cli.config.trust import trust_file
-from conftest import SECRET_ENV
+from conftest import SECRET_ENV, git, make_repo
 
 COMMANDS = [
     [],
@@ -299,6 +299,48 @@ def test_a_link_to_nothing_where_the_state_directory_goes_is_one_line_everywhere
         assert code == 1 and says in err and "which does not exist" in err, (args, err)
         assert "internal error" not in err and len(err.strip().splitlines()) == 1, err
     assert (scratch_repo / ".agent").is_symlink() and not (tmp_path / "gone").exists()
+
+
+def test_a_state_directory_link_the_repository_tracks_is_refused_before_anything_is_written(
+    agent, scratch_repo, tmp_path
+):
+    # a clone would choose where run state goes: outside the repository, or anywhere in it
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (scratch_repo / ".agent").symlink_to(outside)
+    git(scratch_repo, "add", ".agent")
+    git(scratch_repo, "commit", "-q", "-m", "state goes elsewhere")
+    (tmp_path / "goals.txt").write_text('{"goal": "x"}\n')
+    commands = (["run", "x", "--yes"], ["runs"], ["recall", "x"], ["memory", "show"])
+    for args in (*commands, ["batch", str(tmp_path / "goals.txt"), "--yes"]):
+        code, _, err = agent(*args, "--repo", str(scratch_repo))
+        assert code == 1 and "internal error" not in err and len(err.strip().splitlines()) == 1
+        assert "is a symbolic link" in err and "that the repository tracks" in err, (args, err)
+        assert "git rm .agent" in err and "set home" in err
+    assert not any(outside.iterdir())
+    # the user's own link (untracked) is the user's choice, as before
+    git(scratch_repo, "rm", "-q", "--cached", ".agent")
+    git(scratch_repo, "commit", "-q", "-m", "state is not the repository's")
+    code, out, err = agent("runs", "--repo", str(scratch_repo))
+    assert code == 0 and "no runs yet" in out, err
+
+
+def test_a_state_directory_in_a_submodule_that_tracks_run_records_is_refused(
+    agent, scratch_repo, tmp_path
+):
+    # run records a submodule's clone carries, reached through a link, are not the user's
+    sub = make_repo(tmp_path / "subsrc")
+    (sub / "state" / "runs" / "20200101-000000-evil").mkdir(parents=True)
+    (sub / "state" / "runs" / "20200101-000000-evil" / "state.json").write_text("{}")
+    git(sub, "add", "state")
+    git(sub, "commit", "-q", "-m", "planted")
+    git(scratch_repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "sub")
+    git(scratch_repo, "commit", "-q", "-m", "a submodule")
+    (scratch_repo / ".agent").symlink_to("sub/state")
+    for args in (["runs"], ["recall", "x"], ["memory", "show"]):
+        code, _, err = agent(*args, "--repo", str(scratch_repo))
+        assert code == 1 and "internal error" not in err and len(err.strip().splitlines()) == 1
+        assert "the repository tracks 1 file(s)" in err and "state.json" in err, (args, err)
 
 
 def test_a_json_stream_ends_with_run_done_even_after_an_internal_error(

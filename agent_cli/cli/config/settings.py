@@ -295,6 +295,8 @@ class Settings(BaseSettings):
         when `repo` is a linked one, such as a worktree run's: one repository, one state); a
         ConfigError when something other than a directory is there."""
         state = Path(self.home).expanduser() if self.home else main_work_tree(repo) / ".agent"
+        if not self.home and state.is_symlink():
+            refuse_tracked_link(state)
         if state.is_symlink() and not state.exists():  # nothing could be created there
             where = "home" if self.home else "the state directory"
             raise ConfigError(
@@ -382,6 +384,22 @@ class Settings(BaseSettings):
             if values[key] is None:
                 values[key], sources[key] = value, f"default for {embedder}"
         return values, sources
+
+
+def refuse_tracked_link(state: Path) -> None:
+    """ConfigError when the state directory `state` is a symbolic link that its repository
+    tracks: a clone would choose where run state goes (outside the repository, or into a
+    submodule whose run records came with it); `home` is the way to put it elsewhere."""
+    from agent_cli.workspace.git.repository import tracks
+
+    if tracks(state.parent, state.name):
+        raise ConfigError(
+            f"the state directory {state} is a symbolic link (to {os.readlink(state)}) that "
+            "the repository tracks: where run state goes would be the repository's choice, "
+            "not yours; nothing was written",
+            f"remove it from the repository with `git rm {state.name}` and commit, or set "
+            "home to keep run state elsewhere",
+        )
 
 
 def credential_problem(value: str) -> str | None:

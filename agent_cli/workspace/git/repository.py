@@ -637,7 +637,8 @@ def committable(root: Path, paths: list[str]) -> list[str]:
 
 
 def tracked_state(root: Path, state_dir: Path) -> list[str]:
-    """Files under `state_dir` that the repository at `root` tracks, as git names them (none
+    """Files under `state_dir` that the repository at `root` tracks, or a submodule of it
+    when the state directory lies in one, named from `root` (none
     when the state directory is outside the work tree or not there, or git cannot say: a
     directory that is not there holds nothing to read, and asks no git process).
 
@@ -649,10 +650,21 @@ def tracked_state(root: Path, state_dir: Path) -> list[str]:
     if real == real_root or real_root not in real.parents or not real.is_dir():
         return []
     where = real.relative_to(real_root).as_posix()
-    code, out, _ = run_git(["ls-files", "-z", "--", f"{where}/"], real_root)
+    # asked of the repository that holds the directory: one in a submodule (through a link)
+    # holds what the submodule tracks, which the superproject's index does not list
+    code, out, _ = run_git(["ls-files", "-z", "--", "."], real)
     if code != 0:
         return []
-    return [name for name in out.decode("utf-8", "surrogateescape").split("\0") if name]
+    names = out.decode("utf-8", "surrogateescape").split("\0")
+    return [f"{where}/{name}" for name in names if name]
+
+
+def tracks(root: Path, name: str) -> bool:
+    """Whether the repository at `root` tracks the path `name` itself (a file or a symbolic
+    link, not something under it); False when git cannot say."""
+    code, out, _ = run_git(["ls-files", "-z", "--", f":(literal){name}"], root)
+    wanted = name.encode("utf-8", "surrogateescape")
+    return code == 0 and wanted in out.split(b"\0")
 
 
 def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
