@@ -14,7 +14,7 @@ import regex
 
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import GitError, ToolError
-from agent_cli.workspace import edits, textread
+from agent_cli.workspace import edits, repeats, textread
 from agent_cli.workspace.git import traps
 from agent_cli.workspace.git.safe import run_git
 
@@ -49,6 +49,7 @@ class Files:
         # what git ignored in the work tree before the run (a folder ignored whole is one
         # entry): the user's own (.env, a virtualenv), never written by the model's tools
         self.users_ignored = {p.rstrip("/") for p in users_ignored}
+        self._submodules: set[str] | None = None  # the index's gitlinks, read on first write
 
     def resolve(self, path: str | Path, write: bool = False) -> Path:
         """The real path of `path` (relative to the root), refused when outside or not writable."""
@@ -202,9 +203,17 @@ class Files:
                 f"the pattern is {len(pattern):,} characters; search for a distinctive part of "
                 f"it, at most {_MAX_PATTERN_CHARS:,}"
             )
+        size = repeats.expanded(pattern)
+        if size > repeats.MAX_EXPANDED:
+            # the engine builds each counted repeat's copies when it compiles, before any
+            # timeout: ((a{1000}){1000}){1000} would take all the memory there is
+            raise ToolError(
+                f"the pattern's counted repeats make {size:,} copies of what they repeat "
+                f"(at most {repeats.MAX_EXPANDED:,}); use smaller counts, or + and *"
+            )
         try:
             compiled = regex.compile(pattern, flags=regex.VERSION0)
-        except (regex.error, ValueError, OverflowError) as exc:
+        except (regex.error, ValueError, OverflowError, MemoryError) as exc:
             raise ToolError(f"bad regular expression {pattern!r}: {exc}") from exc
         base = self.resolve(path or ".")
         if not base.exists():
@@ -212,9 +221,10 @@ class Files:
         hits: list[str] = []
         total = searched = 0
         stopped = ""
+        too_large: list[Path] = []
         deadline = time.monotonic() + SEARCH_TIME_LIMIT_S
         try:
-            for file, wide in self._searchable_files(base):
+            for file, wide in self._searchable_files(base, too_large):
                 for number, line in _matching_lines(file, wide, compiled, deadline):
                     total += 1
                     if len(hits) < _MAX_SEARCH_HITS:
@@ -230,13 +240,25 @@ class Files:
                 f"{'; the matches shown are from those' if hits else ', none of which matched'}; "
                 "use a simpler pattern or a narrower path to search the rest]"
             )
+        notes = [stopped] if stopped else []
+        if too_large:
+            names = ", ".join(self.rel(f) for f in too_large[:5])
+            more = f" and {len(too_large) - 5} more" if len(too_large) > 5 else ""
+            notes.append(
+                f"[not searched, over {textread.MAX_WHOLE_BYTES // 1_000_000} MB: {names}{more}; "
+                "read_file reads them a page at a time]"
+            )
         if not hits:
-            return stopped or f"no matches for {pattern!r} in {self.rel(base)}"
+            if stopped:
+                return "\n".join(notes)
+            if base.is_file() and too_large:
+                return "\n".join(notes)  # the one file named was not searched
+            return "\n".join([f"no matches for {pattern!r} in {self.rel(base)}", *notes])
         if total > len(hits):
             hits.append(
                 f"[... {total - len(hits)} more matches not shown; narrow the pattern or the path]"
             )
-        return "\n".join(hits + ([stopped] if stopped else []))
+        return "\n".join(hits + notes)
 
     def list_dir(self, path: str = ".") -> str:
         """One level of a directory, one entry a line: `dir/`, `file  N bytes`, `link@`.
@@ -280,7 +302,7 @@ class Files:
                 f"{text} is inside .git; git's own files are never written by the agent"
             )
         if (
-            rel_parts == (_SETTINGS_FILE,)
+            rel_parts[:1] == (_SETTINGS_FILE,)  # the file, or a path that would make it a folder
             or real.name == _SETTINGS_FILE
             and real.parent == Path.home()
         ):
@@ -304,6 +326,38 @@ class Files:
                     "user's own (no commit holds it), which the agent leaves untouched; change "
                     "other files, or ask the user"
                 )
+        nested = self._nested_repository(rel_parts)
+        if nested is not None:
+            raise ToolError(
+                f"{text} is inside {nested}, a repository of its own (a submodule or a clone "
+                "inside this one): a run commits this repository's files only, so a change "
+                "there would be lost; change it in that repository, or ask the user"
+            )
+
+    def _nested_repository(self, parts: tuple[str, ...]) -> str | None:
+        """The folder above a path (its parts from the root) that is a repository of its own:
+        it holds a `.git`, or this repository's index has it as a submodule (a gitlink, which
+        a worktree leaves empty)."""
+        for n in range(1, len(parts)):
+            folder = "/".join(parts[:n])
+            if os.path.lexists(self.root / folder / ".git") or folder in self._gitlinks():
+                return folder
+        return None
+
+    def _gitlinks(self) -> set[str]:
+        """The submodules this repository's index names (read once; none outside git)."""
+        if self._submodules is None:
+            self._submodules = set()
+            try:
+                code, out, _ = run_git(["ls-files", "-z", "--stage"], self.root)
+            except (OSError, GitError):
+                return self._submodules
+            if code == 0:
+                for entry in out.split(b"\0"):
+                    mode, _, rest = entry.partition(b" ")
+                    if mode == b"160000":
+                        self._submodules.add(os.fsdecode(rest.partition(b"\t")[2]))
+        return self._submodules
 
     def _existing_file(self, path: str, write: bool = False) -> Path:
         real = self.resolve(path, write=write)
@@ -375,9 +429,12 @@ class Files:
             "that it matches exactly once"
         )
 
-    def _searchable_files(self, base: Path) -> Iterator[tuple[Path, str | None]]:
+    def _searchable_files(
+        self, base: Path, too_large: list[Path]
+    ) -> Iterator[tuple[Path, str | None]]:
         """The files search reads under `base`, each with its text when it is UTF-16 (decoded
-        once, here, for both the choice and the lines)."""
+        once, here, for both the choice and the lines); a file too large to search is added to
+        `too_large` instead."""
         candidates = [base] if base.is_file() else (self._git_files(base) or self._walk(base))
         seen: set[Path] = set()  # a link to a file searched already (under its own name)
         for file in candidates:
@@ -390,6 +447,7 @@ class Files:
             if any(_within(real, d) for d in self.deny_write) or not real.is_file():
                 continue
             if real.stat().st_size > textread.MAX_WHOLE_BYTES:
+                too_large.append(real)
                 continue
             searched, wide = _searched_text(real)
             if searched:

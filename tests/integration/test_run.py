@@ -346,3 +346,19 @@ def test_resume_after_escalation_retries_the_rejected_task_only(
     assert "attempt 1 of 2" in srv2.chat_requests[0]["messages"][-1]["content"]
     assert int(git(demo_repo, "rev-list", "--count", "HEAD")) == 2  # task 2 changed nothing
     assert state_of(demo_repo)["status"] == "verified"
+
+
+def test_the_planner_is_told_when_the_file_list_is_cut(agent_in_process, fake_server, demo_repo):
+    many = demo_repo / "aaa_generated"
+    many.mkdir()
+    for n in range(305):
+        (many / f"f{n:03d}.txt").write_text(f"{n}\n")
+    git(demo_repo, "add", "-A")
+    git(demo_repo, "commit", "-qm", "many files")
+    srv = fake_server([plan(task())])
+    proc = agent_run(agent_in_process, srv, demo_repo, "--plan-only")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    listing = json.dumps(srv.chat_requests[0]["messages"])
+    total = len(git(demo_repo, "ls-files").splitlines())
+    assert f"[... {total - 300:,} more files not listed here, of {total:,};" in listing
+    assert "aaa_generated/f000.txt" in listing and "calc/__init__.py" not in listing

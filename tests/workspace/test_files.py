@@ -95,6 +95,13 @@ def test_writes_into_git_are_refused_and_nothing_is_written(files, repo, path):
     assert not (repo / "sub" / ".git").exists()
 
 
+@pytest.mark.parametrize("path", [".agentrc", "./.agentrc", ".agentrc/notes.txt", ".agentrc/a/b"])
+def test_the_settings_file_is_never_written_nor_made_a_folder(files, repo, path):
+    with pytest.raises(ToolError, match="holds the agent's settings"):
+        files.write(path, "x\n")
+    assert not (repo / ".agentrc").exists()
+
+
 def test_writes_into_the_state_directory_are_refused_and_nothing_is_written(files, repo):
     state = repo / ".agent"
     state.mkdir()
@@ -505,6 +512,44 @@ def test_search_reaches_into_a_submodule(tmp_path):
     assert files.search("import helper") == "app.py:1: from vendor.lib.helpers import helper"
 
 
+def test_a_write_inside_a_submodule_or_a_nested_clone_is_refused(tmp_path):
+    """The run commits this repository's files only: a change in a repository inside it would
+    be left uncommitted (or lost with a worktree), so the tools refuse it, nothing written."""
+
+    def git(cwd, *args):
+        subprocess.run(
+            ["git", "-c", "user.email=a@b.c", "-c", "user.name=n", *args],
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+        )
+
+    lib = tmp_path / "lib"
+    git(tmp_path, "init", "-q", "lib")
+    (lib / "helpers.py").write_text("def helper():\n    pass\n")
+    git(lib, "add", ".")
+    git(lib, "commit", "-qm", "lib")
+    main = tmp_path / "main"
+    git(tmp_path, "init", "-q", "main")
+    git(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib")
+    git(main, "commit", "-qm", "with a submodule")
+    git(tmp_path, "clone", "-q", str(lib), "main/other")  # a clone inside, not a submodule
+    git(main, "worktree", "add", "-q", str(tmp_path / "tree"))  # the submodule left empty there
+    for root, path in (
+        (main, "vendor/lib/helpers.py"),
+        (main, "vendor/lib/new.py"),
+        (main, "other/helpers.py"),
+        (tmp_path / "tree", "vendor/lib/new.py"),
+    ):
+        folder = path.rsplit("/", 1)[0]
+        with pytest.raises(ToolError, match=f"inside {folder}, a repository of its own"):
+            Files(root).write(path, "changed\n")
+        assert not (root / path).exists() or "changed" not in (root / path).read_text()
+    with pytest.raises(ToolError, match="a repository of its own"):
+        Files(main).edit("vendor/lib/helpers.py", "pass", "return 1")
+    assert "created" in Files(main).write("vendor/notes.txt", "mine\n")  # beside it: fine
+
+
 def test_search_outside_a_git_repository_walks_the_tree(tmp_path):
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "x.txt").write_text("needle\n")
@@ -550,9 +595,22 @@ def test_a_pattern_too_long_to_prepare_in_time_is_refused_at_once(files, repo):
     )
 
 
+def test_a_file_too_large_to_search_is_said_not_passed_over(files, repo):
+    (repo / "big.sql").write_text("x" * 5_100_000 + "\nCREATE TABLE needle (id int);\n")
+    said = files.search("needle", "big.sql")
+    assert said == "[not searched, over 5 MB: big.sql; read_file reads them a page at a time]"
+    everywhere = files.search("needle").splitlines()
+    assert everywhere == ["no matches for 'needle' in .", said]
+    (repo / "a.txt").write_text("needle\n")
+    assert files.search("needle").splitlines() == ["a.txt:1: needle", said]
+
+
 def test_search_refuses_bad_regexes_and_paths_outside(files):
     with pytest.raises(ToolError, match="bad regular expression"):
         files.search("(unclosed")
+    with pytest.raises(ToolError, match=r"make 1,000,000,000 copies .* \(at most 100,000\)"):
+        files.search("((a{1000}){1000}){1000}")  # 24 characters that would take all memory
+    assert files.search(r"\d{4}-\d{2}|(?:x{10}|y{20}){30}").startswith("no matches")
     with pytest.raises(ToolError, match="outside"):
         files.search("x", "../outside")
 

@@ -72,6 +72,8 @@ from agent_cli.memory.working.memory import WorkingMemory
 # seconds), so chromadb's import does not delay the request.
 OPEN_MEMORY_AFTER_S = 0.25
 
+PLANNED_FILES = 300  # the repository's files the planning request lists
+
 
 @dataclass
 class RunConfig:
@@ -324,7 +326,13 @@ class Session:
     def _plan(self, goal: str, recalled: str) -> Plan | None:
         files = self.sv.workspace.list_files()
         # A command can name a file or directory after the key; every list the model sees is redacted.
-        listing = redact("\n".join(files[:300]), self.cfg.secrets)
+        shown = files[:PLANNED_FILES]
+        if len(files) > len(shown):  # a cut said as a cut: the planner is not told this is all
+            shown.append(
+                f"[... {len(files) - len(shown):,} more files not listed here, of {len(files):,}; "
+                "each task's tools (list_dir, search) see them all]"
+            )
+        listing = redact("\n".join(shown), self.cfg.secrets)
         messages = planner.plan_messages(
             goal,
             recalled,
