@@ -299,6 +299,22 @@ def test_an_empty_base_url_is_the_default_one(tmp_path):
     assert load(tmp_path, env={"AGENT_BASE_URL": " "}).base_url == "https://api.openai.com/v1"
 
 
+def test_an_empty_base_url_never_hides_the_one_a_file_sets(tmp_path):
+    """`--base-url "$LOCAL_URL"` with the variable unset, or `AGENT_BASE_URL=`, would send the
+    repository's code to the default endpoint in place of the server the user's file names."""
+    user = tmp_path / "user-agentrc"
+    user.write_text('base_url = "http://127.0.0.1:8080/v1"\n')
+    for env, flags, said in (
+        ({"AGENT_BASE_URL": ""}, None, "env AGENT_BASE_URL is empty, so it is ignored"),
+        ({}, {"base_url": " "}, "--base-url is empty, so it is ignored"),
+    ):
+        s = load(tmp_path, env=env, flags=flags, user_rc=user)
+        assert s.base_url == "http://127.0.0.1:8080/v1" and s.sources["base_url"] == str(user)
+        assert any(said in n and str(user) in n for n in s.notices), s.notices
+    s = load(tmp_path, env={"AGENT_BASE_URL": "http://10.0.0.2:8000/v1"}, user_rc=user)
+    assert s.base_url == "http://10.0.0.2:8000/v1" and not s.notices  # a value replaces it
+
+
 def test_an_agentrc_that_is_there_but_no_file_is_said_not_skipped(tmp_path):
     (tmp_path / ".agentrc").mkdir()
     with pytest.raises(ConfigError, match="agentrc: cannot be read"):

@@ -637,6 +637,7 @@ def load_settings(
     layers += _env_layer(env)
     notices += _hidden_key(layers, env)
     layers.append(("flag", {k: v for k, v in (flags or {}).items() if v is not None}))
+    notices += _empty_endpoint(layers)
     merged: dict[str, Any] = {}
     sources = dict.fromkeys(FIELDS, "default")
     for origin, layer in layers:
@@ -677,6 +678,28 @@ def _hidden_key(layers: list[tuple[str, dict[str, Any]]], env: dict[str, str]) -
         f"env AGENT_API_KEY is set but empty, so no API key is used: it takes the place of the "
         f"key from {below[-1]} (unset AGENT_API_KEY to use that one)"
     ]
+
+
+def _empty_endpoint(layers: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """An empty `base_url` from the environment or a flag (`--base-url "$LOCAL_URL"` with the
+    variable unset, `AGENT_BASE_URL=` meant to unset it) is dropped where a file sets one, with
+    a notice: taken as it says, it would be the default endpoint, api.openai.com, and send the
+    repository's code there in place of the server the file names."""
+    notices: list[str] = []
+    for at, (origin, layer) in enumerate(layers):
+        if origin != "flag" and not origin.startswith("env "):
+            continue
+        value = layer.get("base_url")
+        if not isinstance(value, str) or value.strip():
+            continue
+        below = [o for o, lower in layers[:at] if str(lower.get("base_url") or "").strip()]
+        if below:
+            del layer["base_url"]
+            name = "--base-url" if origin == "flag" else origin
+            notices.append(
+                f"{name} is empty, so it is ignored: the base_url of {below[-1]} is used"
+            )
+    return notices
 
 
 def _replaced_servers(earlier: dict[str, Any], layer: dict[str, Any], origin: str) -> list[str]:
