@@ -3,6 +3,9 @@
 Found by convention: `AGENTS.md` at the root, `CLAUDE.md`, `.github/copilot-instructions.md`,
 and `CONTRIBUTING.md` only when none of those exists; later in the run, the nearest
 `AGENTS.md` above each file a task touches. They are the owner's words, not retrieved memory:
+only files the user's tree held when the run started are read: one that a command or the
+model created or changed since (its inode's change time, which no process can set back, is
+later) is left out, since a download or an unpacked package is no one's instruction;
 each reaches the planning and every execution request in its own `<repo_instructions>` fence,
 escaped, and all of them together within a token share of the context window (a longer
 file is cut, and the cut is said). Only regular files inside the repository are read.
@@ -10,6 +13,9 @@ file is cut, and the cut is said). Only regular files inside the repository are 
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -20,6 +26,9 @@ FALLBACK = "CONTRIBUTING.md"
 NESTED = "AGENTS.md"
 SHARE = 0.1  # of the tokens a request may take
 MAX_FILE_BYTES = 256_000
+# Linux stamps change times from CLOCK_REALTIME_COARSE (id 5), up to a tick behind time_ns
+COARSE_CLOCK = 5
+CLOCK_SLACK_NS = 100_000_000  # elsewhere: a bound on how far that clock lags
 
 
 @dataclass
@@ -40,6 +49,7 @@ class Instructions:
     max_tokens: int
     files: list[InstructionFile] = field(default_factory=list)
     looked: set[str] = field(default_factory=set)  # touched paths already looked above
+    since: int = field(default_factory=lambda: fs_now())  # when the run started, in ns
 
     @property
     def tokens(self) -> int:
@@ -56,6 +66,8 @@ class Instructions:
     def add(self, path: str) -> bool:
         """Read `path` (relative to the root) if it is an instruction file not yet read."""
         if path in self.names():
+            return False
+        if not unchanged_since(self.root, path, self.since):
             return False
         text = read_inside(self.root, path)
         if text is None or not text.strip():
@@ -111,6 +123,23 @@ def nearest_agents_md(root: Path, path: str) -> str | None:
         if read_inside(root, candidate) is not None:
             return candidate
     return None
+
+
+def fs_now() -> int:
+    """Now (ns), by the clock the file system stamps change times with, or a little before."""
+    if sys.platform.startswith("linux"):
+        return time.clock_gettime_ns(COARSE_CLOCK)
+    return time.time_ns() - CLOCK_SLACK_NS
+
+
+def unchanged_since(root: Path, path: str, since: int) -> bool:
+    """Whether `path` (and, when it is a link, what it names) was last created or changed
+    before `since` (ns): no command or tool of the run made or changed it."""
+    full = Path(root) / path
+    try:
+        return os.lstat(full).st_ctime_ns < since and os.stat(full).st_ctime_ns < since
+    except (OSError, ValueError):
+        return False
 
 
 def read_inside(root: Path, path: str) -> str | None:
