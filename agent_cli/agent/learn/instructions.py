@@ -127,9 +127,8 @@ def nearest_agents_md(root: Path, path: str) -> str | None:
 
 def fs_now() -> int:
     """Now (ns), by the clock the file system stamps change times with, or a little before."""
-    if sys.platform.startswith("linux"):
-        return time.clock_gettime_ns(COARSE_CLOCK)
-    return time.time_ns() - CLOCK_SLACK_NS
+    linux = sys.platform.startswith("linux")
+    return time.clock_gettime_ns(COARSE_CLOCK) if linux else time.time_ns() - CLOCK_SLACK_NS
 
 
 def unchanged_since(root: Path, path: str, since: int) -> bool:
