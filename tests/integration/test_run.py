@@ -157,6 +157,30 @@ def test_money_budget_exits_4(agent_in_process, fake_server, demo_repo):
     assert ev[0]["used"] >= 0.03
 
 
+def test_the_reply_that_crosses_the_money_budget_still_runs_and_no_request_follows(
+    agent_in_process, fake_server, demo_repo
+):
+    """The budget is checked before every model call: a reply bought within it (here the
+    finish, whose usage crosses it) is run, verified and committed; no request follows it."""
+    usage = {"prompt_tokens": 100_000, "completion_tokens": 0}  # $0.015 at $0.15 per Mtok
+    srv = fake_server(
+        [
+            plan(task()),
+            {**add_median(), "usage": usage},
+            {**finish(), "usage": {**usage, "prompt_tokens": 200_000}},
+        ]
+    )
+    proc = agent_in_process(
+        "run", GOAL, "--yes", "--json", "--base-url", srv.url, "--budget-usd", "0.04",
+        cwd=demo_repo, env={"AGENT_PRICE_INPUT_PER_MTOK": "0.15"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    done = events_of(proc.stdout)[-1]
+    assert done["status"] == "verified" and done["cost_usd"] >= 0.04
+    assert len(srv.chat_requests) == 3  # no facts, no closing summary past the budget
+    assert f"Agent-Run: {state_of(demo_repo)['run_id']}" in git(demo_repo, "log", "-1")
+
+
 def test_malformed_plan_is_asked_again_then_stops(agent_in_process, fake_server, demo_repo):
     bad = {"tool": "submit_plan", "args": {"goal": GOAL, "tasks": [], "success_criteria": ""}}
     srv = fake_server([bad, {"tool": "submit_plan", "arguments": "{not json"}])

@@ -33,7 +33,11 @@ def record(rt: Runtime, outcome: str) -> str:
 
 
 def summarise(rt: Runtime, outcome: str) -> str:
-    """Ask for the summary, emit and save it; "" when the model gave none."""
+    """Ask for the summary, emit and save it; "" when the model gave none, or when the money
+    budget is spent (checked before every model call: the reply that crossed it still ran)."""
+    if rt.spent() >= rt.limits.budget_usd:
+        rt.emit(events.Notice(text="no closing summary: the money budget is spent"))
+        return ""
     ask = Request(
         system=prompts.load("summary"), goal=rt.state.goal, task=record(rt, outcome)
     ).fitted(None, rt.limits.window())

@@ -458,7 +458,7 @@ def step(
     for call in map(bounded, reply.tool_calls):
         if steps >= rt.limits.task_max_steps:
             break  # the budget is per call: the rest of this reply is never run
-        check_budgets(rt)
+        check_budgets(rt, money=False)  # the reply is paid for: money stops the next request
         steps += 1
         arguments = redact(call.arguments, rt.toolbox.secrets)[:500]
         rt.emit(

@@ -105,8 +105,11 @@ class Runtime:
         return self._malformed
 
 
-def check_budgets(rt: Runtime) -> None:
-    """Raise BudgetExhausted when the run's step or money budget is used up."""
+def check_budgets(rt: Runtime, money: bool = True) -> None:
+    """Raise BudgetExhausted when the run's step or (unless not `money`) money budget is used
+    up. Money is spent by model calls only: the calls of a reply already paid for are checked
+    against the step budget alone, so the reply that crosses the money budget still runs (its
+    finish verified and committed), and the next model call is the one refused."""
     steps, lim = rt.state.step, rt.limits
     if steps >= lim.max_steps:
         raise BudgetExhausted(
@@ -117,7 +120,7 @@ def check_budgets(rt: Runtime) -> None:
             limit=lim.max_steps,
         )
     spent = rt.spent()
-    if spent >= lim.budget_usd:
+    if money and spent >= lim.budget_usd:
         raise BudgetExhausted(
             f"the money budget ran out: ${spent:.4f} of ${lim.budget_usd:.2f} used",
             "raise --budget-usd and continue with `agent run --resume`",
