@@ -528,9 +528,27 @@ def _words_cannot_fail(words: list[str], pipefail: bool) -> bool:
         trivial = cannot_fail(last)
     if not trivial:
         return False
+    if joiner in (";", "\n") and _stops_early(before):
+        return False  # `set -e; X; echo ok`, `X || exit 1; echo ok`: X decides the status
     if joiner == "&&":  # `X && true` fails when X does
         return _words_cannot_fail(before, pipefail)
     return joiner != "|" or not pipefail
+
+
+def _stops_early(words: list[str]) -> bool:
+    """Whether a command of `words` can end the script before its last one, with a status of
+    its own: an `exit` with a status that is not a literal 0 (or none: the last command's), or
+    `set -e` (`-eu`, `-o errexit`), after which a failing command ends it."""
+    for at, word in enumerate(words):
+        following = words[at + 1] if at + 1 < len(words) else ""
+        if os.path.basename(word) == "exit" and _status(following) != 0:
+            return True
+        if word == "set" and (
+            (following.startswith("-") and "e" in following[1:] and not following.startswith("--"))
+            or (following == "-o" and at + 2 < len(words) and words[at + 2] == "errexit")
+        ):
+            return True
+    return False
 
 
 def _passes_anything(argv: list[str]) -> bool:
