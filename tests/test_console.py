@@ -534,6 +534,35 @@ def test_an_attempt_that_ended_before_its_check_says_nothing_judged_it():
     assert verify_line(by_model) == "verify attempt 2 (model judge): passed"
 
 
+def test_a_check_that_timed_out_is_said_so_not_called_not_run():
+    from rich.console import Console as RichConsole
+
+    from agent_cli.core.events import RunDone
+    from agent_cli.ui.progress import RunState, verify_line
+    from agent_cli.ui.render import _report_tasks
+
+    cmd = "sh -c 'sleep 100'"
+    slow = Verified(
+        index=0, attempt=1, passed=False, judge="command", command=cmd,
+        reason=f"`{cmd}` timed out after 2 s\n",
+    )  # fmt: skip
+    assert verify_line(slow) == f"verify attempt 1: `{cmd}` -> timed out: did not pass"
+    never = slow.model_copy(update={"reason": "the work tree could not be restored"})
+    assert verify_line(never) == f"verify attempt 1: `{cmd}` -> not run: did not pass"
+    done = RunDone(
+        run_id="r1", status="escalated", exit_code=3, steps=2, prompt_tokens=0,
+        completion_tokens=0, cost_usd=0.0, message="task 1 needs you",
+        tasks=[{"goal": "g", "attempts": 1, "status": "rejected", "acceptance_cmd": cmd,
+                "exit_code": None}],
+    )  # fmt: skip
+    for ev, said in ((slow, "timed out"), (never, "not run")):
+        state = RunState()
+        state.apply(ev)
+        console = RichConsole(width=120, record=True, color_system=None)
+        console.print(_report_tasks(done, state))
+        assert f"`{cmd}` -> {said}" in console.export_text()
+
+
 def test_a_narrow_plan_table_folds_a_long_command_and_cuts_nothing():
     """Approving the plan approves its commands: each is shown whole at any width."""
     from rich.console import Console as RichConsole

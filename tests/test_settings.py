@@ -260,6 +260,14 @@ def test_default_prices_count_as_zero_only_on_a_server_on_the_local_network(tmp_
     )
 
 
+def test_a_price_whose_costs_would_not_be_numbers_is_refused_in_one_line(tmp_path):
+    for key in ("AGENT_PRICE_INPUT_PER_MTOK", "AGENT_PRICE_CACHED_INPUT_PER_MTOK"):
+        with pytest.raises(ConfigError) as e:
+            load(tmp_path, env={key: "1e308"})
+        assert "less than or equal to 1000000" in e.value.one_line()
+    assert load(tmp_path, env={"AGENT_PRICE_OUTPUT_PER_MTOK": "1e6"}).price_output_per_mtok == 1e6
+
+
 def test_the_prices_shown_are_the_ones_billed(tmp_path):
     values, sources = load(tmp_path, env={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}).shown()
     assert values["price_input_per_mtok"] == values["price_output_per_mtok"] == 0.0

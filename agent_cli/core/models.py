@@ -239,6 +239,9 @@ class ChatReply(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
+TIMED_OUT = "timed out after"  # in a Verdict's reason: the check ran until its timeout
+
+
 class Verdict(BaseModel):
     """The harness's judgement of one attempt: passed or not, why, and what it saw."""
 

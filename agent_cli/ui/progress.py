@@ -24,6 +24,7 @@ from agent_cli.core.events import (
     ToolRan,
     Verified,
 )
+from agent_cli.core.models import TIMED_OUT
 from agent_cli.core.text import short
 
 _VOLATILE = re.compile(r"\b0x[0-9a-fA-F]+\b|\b\d+(?:\.\d+)?s\b")
@@ -165,12 +166,18 @@ def edit_size(diff: str) -> str:
     return f"+{added} -{removed}"
 
 
+def no_exit_code(reason: str) -> str:
+    """What a check with no exit code did, from the harness's reason for its verdict: it ran
+    until its timeout, or it did not run."""
+    return "timed out" if TIMED_OUT in reason else "not run"
+
+
 def verify_line(ev: Verified) -> str:
     """One line for a verification: what ran, its exit code, and the verdict."""
     verdict = "passed" if ev.passed else "did not pass"
     who = "final check" if ev.index < 0 else f"verify attempt {ev.attempt}"
     if ev.judge == "command" and ev.command:
-        code = "not run" if ev.exit_code is None else f"exit {ev.exit_code}"
+        code = no_exit_code(ev.reason) if ev.exit_code is None else f"exit {ev.exit_code}"
         return f"{who}: `{short(ev.command, 100)}` -> {code}: {verdict}"
     if ev.judge == "none":  # the attempt ended before its check (stuck, out of steps)
         return f"{who}: nothing judged it: {verdict}"

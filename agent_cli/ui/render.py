@@ -46,6 +46,7 @@ from agent_cli.ui.progress import (
     budget_line,
     cost_text,
     edit_size,
+    no_exit_code,
     same_failure_before,
     same_output,
     verify_line,
@@ -409,7 +410,7 @@ def _report_tasks(ev: RunDone, state: RunState) -> RenderableType:
         lines.append(st, style=_STATUS_STYLE.get(st, ""))
         lines.append(f", {tries} attempt{'' if tries == 1 else 's'}; ")
         lines.append(
-            f"`{clean(cmd)}` -> {'not run' if code is None else f'exit {code}'}"
+            f"`{clean(cmd)}` -> {_no_code(state, i) if code is None else f'exit {code}'}"
             if cmd
             else "no acceptance command"
         )
@@ -421,6 +422,13 @@ def _report_tasks(ev: RunDone, state: RunState) -> RenderableType:
             lines.append(", then refused by a task_verified hook" if refused else ", not verified")
         parts.append(Hanging(f"  {i + 1}. ", lines))
     return Group(*parts)
+
+
+def _no_code(state: RunState, index: int) -> str:
+    """What the check of task `index`, which gave no exit code, did (`no_exit_code`): its last
+    failed check's reason says."""
+    failed = state.failures.get(index)
+    return no_exit_code(failed[-1].reason if failed else "")
 
 
 def _summaries(state: RunState) -> Text:

@@ -22,7 +22,7 @@ from agent_cli.agent.ask.structured import Failure, Form, Log, ask
 from agent_cli.agent.judge.acceptance import missing
 from agent_cli.agent.judge.ran import cut_short, no_test_passed
 from agent_cli.core import fences
-from agent_cli.core.models import ModelVerdict, Task, Verdict
+from agent_cli.core.models import TIMED_OUT, ModelVerdict, Task, Verdict
 from agent_cli.core.protocols import ChatModel, CommandOutcome
 
 TAIL_CHARS = 2000
@@ -51,7 +51,7 @@ def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
                 command=cmd,
                 exit_code=None,
                 output_tail=tail,
-                reason=f"`{cmd}` timed out after {res.timeout_s:g} s\n{tail}",
+                reason=f"`{cmd}` {TIMED_OUT} {res.timeout_s:g} s\n{tail}",
             )
         if res.exit_code != 0:
             return Verdict(

@@ -58,6 +58,9 @@ class Prices(TypedDict):
     price_cached: float | None  # None: half the input price
 
 
+PRICE_MAX = 1_000_000.0
+
+
 class Settings(BaseSettings):
     """Every configurable value with its default."""
 
@@ -73,9 +76,11 @@ class Settings(BaseSettings):
     max_steps: int = Field(200, ge=1)
     task_max_steps: int = Field(30, ge=1)
     budget_usd: float = Field(5.0, ge=0)
-    price_input_per_mtok: float = Field(0.15, ge=0)
-    price_output_per_mtok: float = Field(0.60, ge=0)
-    price_cached_input_per_mtok: float | None = Field(None, ge=0)  # None: half the input price
+    # dollars per million tokens, at most a dollar a token: a price past any model's, whose
+    # costs stay finite numbers (1e308 made a reply's cost infinite and stopped the run)
+    price_input_per_mtok: float = Field(0.15, ge=0, le=PRICE_MAX)
+    price_output_per_mtok: float = Field(0.60, ge=0, le=PRICE_MAX)
+    price_cached_input_per_mtok: float | None = Field(None, ge=0, le=PRICE_MAX)  # None: half input
     memory_max_tokens: int = Field(8000, ge=200)
     reserved_output_tokens: int = Field(4096, ge=0)
     tool_output_max_tokens: int = Field(3000, ge=100)
