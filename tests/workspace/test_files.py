@@ -486,24 +486,31 @@ def test_a_file_and_links_to_it_are_searched_once(files, repo):
     assert files.search("gamma") == "a.txt:3: gamma"
 
 
-def test_search_reaches_into_a_submodule(tmp_path):
-    def git(cwd, *args):
-        subprocess.run(
-            ["git", "-c", "user.email=a@b.c", "-c", "user.name=n", *args],
-            cwd=cwd,
-            check=True,
-            capture_output=True,
-        )
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=a@b.c", "-c", "user.name=n", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
 
+
+def _with_submodule(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository `main` whose `vendor/lib` is a submodule of the repository `lib`."""
     lib = tmp_path / "lib"
-    git(tmp_path, "init", "-q", "lib")
+    _git(tmp_path, "init", "-q", "lib")
     (lib / "helpers.py").write_text("def helper():\n    pass\n")
-    git(lib, "add", ".")
-    git(lib, "commit", "-qm", "lib")
+    _git(lib, "add", ".")
+    _git(lib, "commit", "-qm", "lib")
     main = tmp_path / "main"
-    git(tmp_path, "init", "-q", "main")
+    _git(tmp_path, "init", "-q", "main")
     (main / "app.py").write_text("from vendor.lib.helpers import helper\n")
-    git(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib")
+    _git(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib")
+    return main, lib
+
+
+def test_search_reaches_into_a_submodule(tmp_path):
+    main, _ = _with_submodule(tmp_path)
     files = Files(main)
     assert files.search("def helper") == "vendor/lib/helpers.py:1: def helper():"
     assert files.search("helper", "vendor").splitlines() == [
@@ -515,26 +522,11 @@ def test_search_reaches_into_a_submodule(tmp_path):
 def test_a_write_inside_a_submodule_or_a_nested_clone_is_refused(tmp_path):
     """The run commits this repository's files only: a change in a repository inside it would
     be left uncommitted (or lost with a worktree), so the tools refuse it, nothing written."""
-
-    def git(cwd, *args):
-        subprocess.run(
-            ["git", "-c", "user.email=a@b.c", "-c", "user.name=n", *args],
-            cwd=cwd,
-            check=True,
-            capture_output=True,
-        )
-
-    lib = tmp_path / "lib"
-    git(tmp_path, "init", "-q", "lib")
-    (lib / "helpers.py").write_text("def helper():\n    pass\n")
-    git(lib, "add", ".")
-    git(lib, "commit", "-qm", "lib")
-    main = tmp_path / "main"
-    git(tmp_path, "init", "-q", "main")
-    git(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib")
-    git(main, "commit", "-qm", "with a submodule")
-    git(tmp_path, "clone", "-q", str(lib), "main/other")  # a clone inside, not a submodule
-    git(main, "worktree", "add", "-q", str(tmp_path / "tree"))  # the submodule left empty there
+    main, lib = _with_submodule(tmp_path)
+    _git(main, "add", "-A")
+    _git(main, "commit", "-qm", "with a submodule")
+    _git(tmp_path, "clone", "-q", str(lib), "main/other")  # a clone inside, not a submodule
+    _git(main, "worktree", "add", "-q", str(tmp_path / "tree"))  # the submodule left empty there
     for root, path in (
         (main, "vendor/lib/helpers.py"),
         (main, "vendor/lib/new.py"),
