@@ -9,9 +9,10 @@ upserted. A fact exported under an id that is not its content id (an earlier ver
 stored already, too, when the item under its content id names that id among those it was
 merged from (`merged_ids`): the item it became is not brought back beside it, whose
 confirmations and hits the next run would add to it again. Memory stays that of one batch,
-whatever the file's size. `progress(done, total, skipped)` is called after each batch. A failure while writing says how many records were
-written; the same import again continues where it stopped, since what is stored is skipped
-(and an upsert by id never makes a duplicate).
+whatever the file's size. `progress(done, total, skipped)` is called after each batch. A
+failure while writing says how many records were written; the same import again continues
+where it stopped, since what is stored is skipped (and an upsert by id never makes a
+duplicate).
 """
 
 from __future__ import annotations
