@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from agent_cli.agent.run.roles import Role
     from agent_cli.cli.config.settings import Settings
     from agent_cli.cli.roles import Endpoint
+    from agent_cli.llm.openai.chat import OpenAIChat
     from agent_cli.llm.server.probe import ServerReport
 
 
@@ -32,50 +33,70 @@ class Printer(Protocol):
 
 
 class Target:
-    """The endpoint one check is about: `model` at `base_url`, or the one some roles share."""
+    """The endpoint one check is about, as a run's roles use it (`roles.distinct`): its
+    model, address and key, what an error names as its fix (`Endpoint.set_by()`), and the
+    roles it is for when they do not all share it."""
 
-    def __init__(
-        self, settings: Settings, ep: Endpoint | None = None, roles: Sequence[Role] = ()
-    ) -> None:
+    def __init__(self, settings: Settings, ep: Endpoint, roles: Sequence[Role]) -> None:
         self.settings, self.endpoint, self.role_names = settings, ep, tuple(roles)
-        self.model = ep.model if ep else settings.model
-        self.base_url = ep.base_url if ep else settings.base_url
-        self.roles = ", ".join(roles)  # "planner, verifier" when the roles are set apart
+        self.model, self.base_url = ep.model, ep.base_url
+        self.set_by = ep.set_by()  # `executor_model`, `EXEC_KEY`, `verifier_base_url`
+        # "planner, verifier" when the roles are set apart; "" when every role uses it
+        self.roles = ", ".join(roles) if ep.named_for else ""
 
     def key(self) -> str | None:
-        """The key sent to this endpoint (a ConfigError when its variable is not set)."""
+        """The key a run sends to this endpoint (a ConfigError when its variable is not set)."""
         from agent_cli.cli.roles import api_key
 
-        if self.endpoint is None or not self.role_names:
-            return self.settings.key()
         return api_key(self.settings, self.role_names[0], self.endpoint)
 
+    def client(self, **options: Any) -> OpenAIChat:
+        """A client for this endpoint whose errors name the setting that fixes them."""
+        from agent_cli.llm.openai.chat import OpenAIChat
 
-def _check_endpoint(settings: Settings, at: Target | None = None) -> str:
-    from agent_cli.llm.openai.chat import OpenAIChat
+        return OpenAIChat(
+            model=self.model,
+            base_url=self.base_url,
+            api_key=self.key(),
+            set_by=self.set_by,
+            **options,
+        )
 
-    at = at or Target(settings)
-    client = OpenAIChat(
-        model=at.model,
-        base_url=at.base_url,
-        api_key=at.key(),
+    @property
+    def whose(self) -> str:
+        """The start of a line about this endpoint: the roles it is for, when set apart."""
+        return f"for {self.roles}: " if self.roles else ""
+
+    def said(self, e: AgentError) -> AgentError:
+        """`e` naming the roles this endpoint is for (unless its words already do)."""
+        if not self.roles or f"the {self.set_by.role} " in e.message:
+            return e
+        return type(e)(f"{self.whose}{e.message}", e.hint)
+
+
+def _check_endpoint(settings: Settings, at: Target) -> str:
+    try:
+        return _endpoint_line(settings, at)
+    except AgentError as e:  # which role's endpoint failed
+        raise at.said(e) from None
+
+
+def _endpoint_line(settings: Settings, at: Target) -> str:
+    client = at.client(
         timeout_s=min(settings.request_timeout_s, 15.0),
         max_retries=1,
         backoff_s=0.2,
     )
-    whose = f"for {at.roles}: " if at.roles else ""
-    try:
-        models = client.list_models()
-    except AgentError as e:  # which role's endpoint failed
-        raise type(e)(f"{whose}{e.message}", e.hint) from None
+    whose = at.whose
+    models = client.list_models()
     if not models:
         return f"{whose}{at.base_url} answers, but lists no model; requests name {at.model!r}"
     if at.model not in models:
         if not _answers_anyway(settings, at):
             shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
             raise AgentError(
-                f"{whose}model {at.model!r} is not served by {at.base_url}",
-                f"set --model to one of: {shown}",
+                f"model {at.model!r} is not served by {at.base_url}",
+                f"set {at.set_by.model} to one of: {shown}",
             )
         return (
             f"{whose}{at.base_url} answers; it lists {models[0]!r}"
@@ -90,12 +111,7 @@ def _answers_anyway(settings: Settings, at: Target) -> bool:
     serves its one model whatever name a request gives (unless started with --alias). Only a
     refusal says no; a server that does not answer in time (busy, stalled) raises that, since
     it tells nothing of the model's name."""
-    from agent_cli.llm.openai.chat import OpenAIChat
-
-    client = OpenAIChat(
-        model=at.model,
-        base_url=at.base_url,
-        api_key=at.key(),
+    client = at.client(
         timeout_s=min(settings.request_timeout_s, 30.0),
         max_retries=0,
         max_tokens=1,
@@ -110,20 +126,16 @@ def _answers_anyway(settings: Settings, at: Target) -> bool:
 
 def _probe_server(settings: Settings, at: Target) -> ServerReport:
     """What the server at `at` can do (an AgentError when it cannot be asked)."""
-    from agent_cli.llm.openai.chat import OpenAIChat
     from agent_cli.llm.server.probe import probe
 
-    client = OpenAIChat(
-        model=at.model,
-        base_url=at.base_url,
-        api_key=at.key(),
+    client = at.client(
         timeout_s=settings.request_timeout_s,
         max_retries=0,
         max_tokens=settings.reserved_output_tokens,  # the room a run leaves a plan
         context_window=settings.context_window,
     )
     # A plan-sized reply matters only where plans are asked for: not at an executor's own server.
-    plans = not at.role_names or "planner" in at.role_names
+    plans = "planner" in at.role_names
     return probe(client, plans)
 
 
@@ -138,9 +150,8 @@ def _check_server(
     from agent_cli.llm.server.probe import describe
 
     if isinstance(found, AgentError):
-        raise found
-    whose = f"for {at.roles}: " if at.roles else ""
-    return whose + describe(
+        raise at.said(found)
+    return at.whose + describe(
         found,
         settings.memory_max_tokens,
         settings.tool_output_max_tokens,
@@ -369,11 +380,10 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
 
 
 def targets(settings: Settings) -> list[Target]:
-    """Each distinct endpoint of the run's roles once (one when the roles are not set apart)."""
+    """Each distinct endpoint of the run's roles once, as a run builds their clients (one
+    when the roles are not set apart)."""
     from agent_cli.cli import roles
 
-    if not roles.set_apart(settings):
-        return [Target(settings)]
     return [Target(settings, ep, names) for ep, names in roles.distinct(settings)]
 
 

@@ -354,3 +354,63 @@ def test_doctor_says_a_hook_the_sandbox_hides_as_a_sandboxed_run_finds_it(
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (line,) = [ln for ln in _fail_lines(proc) if "hooks" in ln]
     assert "pre_tool `" in line and "private /tmp" in proc.stdout, proc.stdout
+
+
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"  # bound, then closed: nothing listens there
+
+
+def test_doctor_names_the_roles_own_setting_that_fixes_its_endpoint(
+    agent_in_process, fake_server, scratch_repo
+):
+    """A role's own key, model or address that fails is said as a run says it: for that role,
+    naming the role's setting, not the API key, `--model` or `--base-url` of the others."""
+    good, bad = "sk-goodgoodgoodgoodgood1234", "zz-Qw3rtyUiop9876Asdf"
+    srv = fake_server(DOCTOR_REPLIES * 2, api_key=good)
+    env = {"OPENAI_API_KEY": good, "EXEC_KEY": bad, "AGENT_EXECUTOR_API_KEY_ENV": "EXEC_KEY"}
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    (line,) = _fail_lines(proc)
+    assert "endpoint" in line and "for executor: " in line and "refused the API key" in line
+    assert "check EXEC_KEY" in line and "OPENAI_API_KEY" not in line and bad not in line, line
+
+    srv = fake_server(DOCTOR_REPLIES * 2)
+    env = {"AGENT_EXECUTOR_MODEL": "nope-model"}
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    (line,) = _fail_lines(proc)
+    assert "for executor: model 'nope-model' is not served" in line, line
+    assert "set executor_model to one of: gpt-4o-mini, fake-model" in line and "--model" not in line
+
+    srv, down = fake_server(DOCTOR_REPLIES * 2), _closed_port_url()
+    env = {"AGENT_VERIFIER_BASE_URL": down}
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    (line,) = _fail_lines(proc)
+    assert f"cannot reach the verifier model endpoint {down}" in line, line
+    assert "check verifier_base_url" in line and "--base-url" not in line, line
+
+
+def test_doctor_says_a_refused_role_key_on_the_server_line_for_its_role(
+    agent_in_process, fake_server, scratch_repo
+):
+    refused = {"status": 401, "body": '{"error": {"message": "Incorrect API key provided"}}'}
+    srv = fake_server([*DOCTOR_REPLIES, refused])  # models listed; the executor's chat refused
+    env = {"EXEC_KEY": "zz-Qw3rtyUiop9876Asdf", "AGENT_EXECUTOR_API_KEY_ENV": "EXEC_KEY"}
+    proc = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    (line,) = _fail_lines(proc)
+    assert " server " in line and "for executor: " in line and "check EXEC_KEY" in line, line
+
+
+def test_doctor_checks_the_model_every_role_is_set_to(agent_in_process, fake_server, scratch_repo):
+    """Roles that all name one model of their own share one endpoint: doctor checks that
+    model, as a run asks for it, not `model`, which no role uses."""
+    srv = fake_server(DOCTOR_REPLIES, models=("fake-model",))
+    env = {f"AGENT_{role}_MODEL": "fake-model" for role in ("PLANNER", "EXECUTOR", "VERIFIER")}
+    proc = agent_in_process(
+        "doctor", "--base-url", srv.url, "--model", "gpt-x", cwd=scratch_repo, env=env
+    )
+    assert proc.returncode == 0, proc.stdout
+    assert "'fake-model' among them" in proc.stdout and "for planner" not in proc.stdout
