@@ -50,8 +50,9 @@ def test_code_in_a_repository_of_its_own_does_not_verify_a_task(
     srv = fake_server(
         [
             plan(task()),
-            {"tool": "run", "args": {"cmd": "git init -q calc/lib"}},
-            _write("calc/lib/helper.py", GOOD_MEDIAN),
+            # the file tools refuse a path inside a repository of its own: a command moves it
+            _write("helper.py", GOOD_MEDIAN),
+            {"tool": "run", "args": {"cmd": "git init -q calc/lib && mv helper.py calc/lib/"}},
             _edit(MEAN_TAIL, MEAN_TAIL + IMPORT),
             finish("median() in a helper"),
             finish("again"),
