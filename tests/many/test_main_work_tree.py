@@ -22,12 +22,7 @@ def test_a_linked_tree_names_the_users_checkout(tmp_path: Path) -> None:
 
 def test_a_linked_tree_of_a_separate_git_dir_keeps_its_own_state(tmp_path: Path) -> None:
     """git lists the git dir as the main work tree here: no state goes into a git dir."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "README.md").write_text("# separate\n")
-    git(repo, "init", "-q", "-b", "main", "--separate-git-dir", str(tmp_path / "store.git"))
-    git(repo, "add", "README.md")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "one")
+    repo = separate_checkout(tmp_path)
     git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "linked"))
     assert main_work_tree(tmp_path / "linked") == tmp_path / "linked"
     assert main_work_tree(repo) == repo  # its .git file names no worktrees/ admin dir
