@@ -99,6 +99,8 @@ class Files:
                 head = f"[{rel} is not UTF-8 text: bytes that are not UTF-8 are shown as \\xNN; {_NOT_EDITED}]\n"
         if total == 0:
             return f"{rel}: empty file"
+        if start == 1 and shown and shown[0].startswith(textread.BOM):
+            shown[0] = shown[0][1:]  # a byte order mark is no text; write_file keeps it
         if start > total:
             raise ToolError(f"start_line {start} is past the end of {rel} ({total} lines)")
         last = start + len(shown) - 1
@@ -131,6 +133,8 @@ class Files:
         was = "" if old is not None else textread.not_text(real)
         if old and edits.crlf(old) and "\r\n" not in content:
             content = edits.as_crlf(content)  # the file ends its lines with CRLF: they stay so
+        if old and old.startswith(textread.BOM) and not content.startswith(textread.BOM):
+            content = textread.BOM + content  # read_file does not show it: it stays
         blocking = next((d for d in real.parents if _within(d, self.root) and d.is_file()), None)
         if blocking is not None:  # mkdir would say only "File exists"
             raise ToolError(

@@ -21,6 +21,7 @@ _CONTINUATION = bytes(range(0x80, 0xC0))  # the bytes inside a UTF-8 character, 
 MAX_WHOLE_BYTES = 5_000_000  # past this a file is neither decoded whole nor searched
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 BINARY = "a binary file"
+BOM = "\ufeff"  # a UTF-8 byte order mark, decoded: some editors start files with it
 
 
 def open_regular(real: Path, text: bool = False, errors: str = "strict") -> IO[Any]:

@@ -369,6 +369,18 @@ def test_a_write_over_a_crlf_file_keeps_its_line_endings(files, repo):
     assert (repo / "win.txt").read_bytes() == b"one\r\nTWO\r\n"
 
 
+def test_a_utf8_byte_order_mark_is_not_shown_and_a_write_keeps_it(files, repo):
+    (repo / "notepad.py").write_bytes(b"\xef\xbb\xbfx = 1\r\ny = 2\r\n")
+    assert files.read("notepad.py") == "1  x = 1\n2  y = 2"
+    # the model writes back what it read: the file keeps its mark (and its line ends)
+    assert "already had this content" in files.write("notepad.py", "x = 1\ny = 2\n")
+    assert "+y = 3" in files.write("notepad.py", "x = 1\ny = 3\n")
+    assert (repo / "notepad.py").read_bytes() == b"\xef\xbb\xbfx = 1\r\ny = 3\r\n"
+    files.edit("notepad.py", "x = 1", "x = 5")  # old text as read matches after the mark
+    assert (repo / "notepad.py").read_bytes() == b"\xef\xbb\xbfx = 5\r\ny = 3\r\n"
+    assert files.read("notepad.py", start_line=2) == "2  y = 3\n[lines 2-2 of 2 shown]"
+
+
 def test_a_change_no_line_diff_shows_is_said_not_called_nothing(files, repo):
     result = files.write("a.txt", "alpha\nbeta\ngamma")
     assert (repo / "a.txt").read_text() == "alpha\nbeta\ngamma"
