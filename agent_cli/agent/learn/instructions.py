@@ -98,9 +98,12 @@ class Instructions:
         return added
 
 
-def load(root: Path, max_tokens: int) -> Instructions:
-    """The conventional instruction files of the repository at `root`."""
+def load(root: Path, max_tokens: int, since: int | None = None) -> Instructions:
+    """The conventional instruction files of the repository at `root` that no one created or
+    changed after `since` (ns by `fs_now`; default: now)."""
     found = Instructions(Path(root), max_tokens)
+    if since is not None:
+        found.since = since
     for path in CONVENTIONAL:
         found.add(path)
     if not found.files:

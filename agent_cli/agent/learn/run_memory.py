@@ -52,6 +52,16 @@ class RunMemory:
             self.root, repo_instructions.share_of(window.limit)
         )
 
+    def instructions_since(self, since: int) -> None:
+        """Read the instruction files again as a run that began at `since` (a resumed run's
+        first start, ns by `instructions.fs_now`): what the run's earlier sessions made, or
+        anyone changed since, is not the owner's (an AGENTS.md the model wrote and a verified
+        task committed, say)."""
+        if since:
+            self.instructions = repo_instructions.load(
+                self.root, self.instructions.max_tokens, since=min(since, self.instructions.since)
+            )
+
     @property
     def topic(self) -> str:
         """The repository that episodes, procedures, notes and facts are about (`repo_topic`)."""

@@ -264,6 +264,7 @@ class Session:
             started_with=self.cfg.started_with or RunStartedWith(),
             worktree=self.cfg.worktree,
             held=self.cfg.held or {},
+            instructions_since=self.mem.instructions.since,
         )
         for record in self._planning:
             self.store.log(run_id, record)
@@ -409,6 +410,7 @@ class Session:
                     "start a new run for the remaining work",
                 )
         self.run = run
+        self.mem.instructions_since(run.instructions_since)
         if self.cfg.worktree:  # where its tree is now (a checkout moved takes it along)
             run.worktree = self.cfg.worktree
         if self.cfg.started_with is not None:  # new flags given now hold for the next resume too

@@ -174,12 +174,23 @@ class RunRecord(BaseModel):
     # what the repository files its hooks and stdio MCP servers run were when the run first
     # began, by path (`tools.held`): what a resume holds them to
     held: dict[str, str] = Field(default_factory=dict)
+    # when the run first began, by the clock file change times are stamped with (ns): an
+    # instruction file created or changed after it is not the owner's, in any session of the run
+    instructions_since: int = Field(0, ge=0)
 
     @model_serializer(mode="wrap")
     def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # a run saved before the start was recorded reads and saves back unchanged
         data: dict[str, Any] = handler(self)
-        for unrecorded in ("started_with", "worktree", "repo", "left_tree", "views", "held"):
+        for unrecorded in (
+            "started_with",
+            "worktree",
+            "repo",
+            "left_tree",
+            "views",
+            "held",
+            "instructions_since",
+        ):
             if not data.get(unrecorded):
                 data.pop(unrecorded, None)
         return data
