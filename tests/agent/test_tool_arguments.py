@@ -73,3 +73,27 @@ def test_a_line_number_that_is_not_a_whole_number_is_named_in_the_error(tmp_path
     digits = json.dumps({"path": "a.txt", "start_line": "2", "end_line": 2.0})
     result = _toolbox(tmp_path).execute(ToolCall(id="c2", name="read_file", arguments=digits))
     assert result.ok and result.text == "2  two\n[lines 2-2 of 2 shown]"
+
+
+@pytest.mark.parametrize(
+    "name, key, said",
+    [
+        ("note", "text", "the note is empty"),
+        ("recall", "query", "the query is empty"),
+        ("unpin", "id", "the id is empty (give a pinned note's id; pinned now: m1)"),
+    ],
+)
+@pytest.mark.parametrize("blank", ["", "  \n\t"])
+def test_an_empty_or_blank_working_memory_argument_is_a_tool_error(
+    tmp_path, name, key, said, blank
+):
+    box = _toolbox(tmp_path)
+    noted: list[str] = []
+    box.on_note = lambda item_id, text: noted.append(item_id)
+    box.execute(ToolCall(id="c0", name="note", arguments='{"text": "keep this"}'))
+    result = box.execute(ToolCall(id="c1", name=name, arguments=json.dumps({key: blank})))
+    assert not result.ok and not result.malformed  # the model reads why, and may call again
+    assert result.text.startswith(f"error: {said}")
+    # nothing pinned into every later request, nothing kept for long-term memory
+    assert noted == ["m1"]
+    assert [(i.id, i.pinned) for i in box.memory.hot_items()] == [("m1", True)]

@@ -318,6 +318,10 @@ class Toolbox:
         return ToolResult("list_dir", self.files.list_dir(path), summary=f"list {path}")
 
     def _note(self, a: Args) -> ToolResult:
+        # A blank note would be pinned into every request and kept in long-term memory, which
+        # takes no item without text: refused here, where the model can still say what it meant.
+        if not str(a["text"]).strip():
+            raise ToolError("the note is empty", "give the text to keep as `text`")
         # Notes are shown unfenced, kept in memory.db and state, and may quote what the model saw.
         text = fences.escape(redact(str(a["text"]), self.secrets))
         item_id = self.memory.note(text)
@@ -327,6 +331,10 @@ class Toolbox:
 
     def _recall(self, a: Args) -> ToolResult:
         query = str(a["query"])
+        if not query.strip():
+            raise ToolError(
+                "the query is empty", "give an item's id (m12), a file's path or words to recall by"
+            )
         ids = self.memory.recall(query, k=3)
         parts = [
             f"restored to working memory: {', '.join(ids)}"
@@ -344,6 +352,9 @@ class Toolbox:
 
     def _unpin(self, a: Args) -> ToolResult:
         item_id = str(a["id"]).strip()
+        if not item_id:
+            pinned = ", ".join(i.id for i in self.memory.hot_items() if i.pinned) or "none"
+            raise ToolError("the id is empty", f"give a pinned note's id; pinned now: {pinned}")
         self.memory.unpin(item_id)
         return ToolResult(
             "unpin",
