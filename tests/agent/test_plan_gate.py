@@ -53,6 +53,19 @@ def test_the_first_plan_with_a_check_that_cannot_fail_is_asked_for_again(fake_se
     assert ran.of("plan")[0]["tasks"][0]["acceptance_cmd"] == "test -f done.txt"
 
 
+def test_a_check_of_two_lines_is_refused_and_asked_for_again(fake_server, tmp_path):
+    """The plan would show two commands, but without a shell the second line would reach the
+    first as arguments and never run: the check the human approved would not be the one run."""
+    repo = repo_with(tmp_path / "repo")
+    two_lines = task(cmd="test -f done.txt\ntest -f never.txt")
+    srv = fake_server([plan(two_lines), plan(task()), make_done(), finish()])
+    ran = run_in_process(repo, srv.url, "Create done.txt")
+    assert ran.code == 0, ran.text
+    said = json.dumps(srv.chat_requests[1]["messages"])
+    assert "task 1: `test -f done.txt\\\\ntest -f never.txt` holds a line break outside" in said
+    assert ran.of("plan")[0]["tasks"][0]["acceptance_cmd"] == "test -f done.txt"
+
+
 def test_a_revision_that_replaces_a_check_by_true_is_refused_and_the_plan_kept(
     fake_server, tmp_path
 ):

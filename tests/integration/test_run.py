@@ -294,6 +294,7 @@ def test_an_accept_command_that_could_never_pass_is_refused_before_any_request(
         ('pytest "unclosed', "cannot be parsed"),
         ("no-such-program-here -q", "is not on PATH nor in the repository"),
         ("true", "always succeeds"),
+        (f"{PYTEST}\npython -m pytest -q tests/", "holds a line break outside quotes"),
     ):
         proc = agent_run(agent_in_process, srv, demo_repo, "--accept", cmd)
         assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -172,6 +172,12 @@ def test_policy_checks_of_a_120kb_command_finish_and_ref_moves_are_refused():
         ("pytest -q; true", "shell operator ';'"),
         ("pytest -q 2>/dev/null", "shell operator '>'"),
         ("python - <<< 'assert False'", "shell operator '<<<'"),
+        # a line break outside quotes: the plan shows two commands, shlex runs one
+        ("python check.py\npython -m pytest -q", "line break outside quotes"),
+        ("python -m pytest -q\r\npython check.py", "line break outside quotes"),
+        ("python check.py\rpython -m pytest -q", "line break outside quotes"),
+        ("python -m pytest -q \\\ntests", "line break outside quotes"),
+        ("python -c 'import calc'\npython -m pytest", "line break outside quotes"),
         # the harness runs a check with /dev/null as its input: a script read from it is empty
         ("python", "always succeeds"),
         ("python3 -", "always succeeds"),
@@ -268,6 +274,8 @@ def test_acceptance_commands_that_cannot_judge_are_named(cmd, why, tmp_path):
         "pytest -ks",
         "pytest --capture=fd -q",
         "pytest -q -- -s",
+        'python -c "import calc\nassert calc.median([1, 2, 3]) == 2"',
+        "sh -c 'pytest -q\r\npython check.py'",
     ],
 )
 def test_acceptance_commands_that_can_fail_pass(cmd, tmp_path):

@@ -3,14 +3,15 @@
 The harness runs a plan's `acceptance_cmd` itself (split with shlex, no shell), so each one
 is checked when the plan arrives: its program exists (on PATH or in the repository), the
 command policy does not refuse it, it holds no shell operator (which, without a shell, would
-reach the program as an argument), it runs tests when it is pytest (`--collect-only`,
-`--collectonly`, `-V`, `--cache-show` run none, whatever options the interpreter is given
-first, and so does a `sh -c` script whose status is such a command's), every test rather
-than those pytest's cache names (`--lf`, `--sw`: a task can write `.pytest_cache`; in the
-repository's pytest settings they find an empty cache, `workspace/shell/checkpytest.py`), with
-pytest's output capture on (`-s`, `--capture=no` or `tee-sys` would let code under test print
-a summary line of its own), its
-asserts when it is Python's own code (`python -O check.py` drops them), and it can fail at
+reach the program as an argument) nor a line break outside quotes (a shell's next command,
+which would reach the program as its arguments and never run), it runs tests when it is
+pytest (`--collect-only`, `--collectonly`, `-V`, `--cache-show` run none, whatever options the
+interpreter is given first, and so does a `sh -c` script whose status is such a command's),
+every test rather than those pytest's cache names (`--lf`, `--sw`: a task can write
+`.pytest_cache`; in the repository's pytest settings they find an empty cache,
+`workspace/shell/checkpytest.py`), with pytest's output capture on (`-s`, `--capture=no` or
+`tee-sys` would let code under test print a summary line of its own), its asserts when it is
+Python's own code (`python -O check.py` drops them), and it can fail at
 all. What cannot fail: `true`, `:`, `echo ...`, `ls`, `python -c pass` (code of nothing but
 constants, `pass` and `print`), and shell scripts whose status is one of those whatever comes
 before: `... || true`, `...; exit 0` (or 256), `...; true; exit`, `true && true`, `... &`, a
@@ -55,6 +56,9 @@ _UNSHADOWED = {*sys.builtin_module_names, "os"}
 # what a shell reads as an operator, unquoted; not parentheses: without a shell a word such as
 # `print(1)` reaches the program whole, as it should
 _PUNCTUATION = ";<>|&"
+# line breaks: to a shell an unquoted one ends a command as `;` does; shlex reads it (and a
+# lone CR, which the console does not show) as a space between arguments
+_LINE_BREAKS = "\n\r"
 # pytest options under which it runs no test
 _NO_TESTS = {
     "--co",
@@ -105,6 +109,14 @@ def problem(cmd: str, root: Path, refusal: Refusal | None = None) -> str | None:
     if "\0" in cmd:  # no program can be given one: starting it would fail
         shown = cmd.replace("\0", "\\0")
         return f"`{shown}` holds a NUL character, which no command line can"
+    if _line_break(cmd):
+        shown = cmd.replace("\n", "\\n").replace("\r", "\\r")
+        return (
+            f"`{shown}` holds a line break outside quotes, which reads as the start of another "
+            "command, but acceptance commands run without a shell, so what follows it would "
+            "reach the program as arguments and never run: write one command on one line, or "
+            "wrap several in sh -c '... && ...'"
+        )
     try:
         argv = shlex.split(cmd)
     except ValueError as e:
@@ -172,6 +184,25 @@ def _operators(cmd: str) -> list[str]:
     except ValueError:
         return []
     return [word for word in words if word and all(c in _PUNCTUATION for c in word)]
+
+
+def _line_break(cmd: str) -> bool:
+    """Whether `cmd` holds a line break (LF or CR) that no quotes hold, escaped or not; a
+    quoted one is part of an argument (a `sh -c` script of two lines), to a shell as well."""
+    quote = ""
+    escaped = False
+    for char in cmd:
+        if char in _LINE_BREAKS and not quote:
+            return True
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+    return False
 
 
 def _exists(program: str, root: Path) -> bool:
