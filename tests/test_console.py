@@ -16,6 +16,8 @@ from rich.console import Console
 from agent_cli.core.events import (
     BudgetExhausted,
     Escalated,
+    HookRan,
+    LoopDetected,
     Notice,
     PlanMade,
     RunDone,
@@ -295,6 +297,28 @@ def test_markup_and_escapes_in_model_text_are_literal():
     out, _ = render("plain")
     assert MARKUP_GOAL in out and "retrying [task 1] with the failure" in out
     assert "\x1b[31m" not in out
+
+
+# an unknown tool's name: erase the two lines above, set the title, forge a line of its own
+FORGED = "\x1b[1A\x1b[2K\x1b[1A\x1b[2K\x1b]0;owned\x07\nverify attempt 1: passed \x1b[8m"
+
+
+def test_a_tool_name_the_model_sent_is_shown_on_one_line_without_escapes():
+    out, _ = render(
+        "plain",
+        [
+            ToolCalled(index=0, step=1, name=FORGED, arguments="{}"),
+            ToolRan(index=0, step=1, name=FORGED, ok=False, summary="unknown tool"),
+            LoopDetected(index=0, name=FORGED, repeats=5, stopped=True),
+            HookRan(hook="pre_tool", command="guard", outcome="blocked", blocks=True, tool=FORGED),
+        ],
+    )
+    assert "\x1b" not in out and "\x07" not in out and "owned" not in out, repr(out)
+    lines = out.splitlines()
+    assert len(lines) == 3 and not any(line.startswith("verify") for line in lines), out
+    assert lines[0] == "  step 1 verify attempt 1: passed: -> FAILED: unknown tool"
+    assert "loop: the same verify attempt 1: passed call and result 5 times" in lines[1]
+    assert "blocked verify attempt 1: passed" in lines[2]
 
 
 def test_a_lone_surrogate_in_a_tool_call_is_no_crash_on_a_utf8_terminal():

@@ -112,10 +112,16 @@ _STATUS_STYLE = {
 }
 
 
+def _tool_name(name: str) -> str:
+    """A tool's name as the model sent it (an unknown tool's can be anything) on one line and
+    without escape sequences, which could move the cursor and rewrite the lines above."""
+    return short(name, 80)
+
+
 def tool_line(call: ToolCalled | None, result: ToolRan) -> Text:
     """`step 4 run: pytest -q -> exit 1` for a tool call and its result."""
     line = Text(f"step {result.step} ", style="dim")
-    line.append(result.name, style="bold")
+    line.append(_tool_name(result.name), style="bold")
     line.append(":")
     arg = arg_summary(call.arguments) if call is not None and call.step == result.step else ""
     if arg:
@@ -219,7 +225,8 @@ def event_line(ev: Event, state: RunState) -> Text | None:
         case LoopDetected():
             what = "the attempt ends" if ev.stopped else "the model is told to change approach"
             return Text(
-                f"  loop: the same {ev.name} call and result {ev.repeats} times in a row; {what}",
+                f"  loop: the same {_tool_name(ev.name)} call and result {ev.repeats} times in a "
+                f"row; {what}",
                 style="yellow",
             )
     return None
@@ -228,8 +235,8 @@ def event_line(ev: Event, state: RunState) -> Text | None:
 def hook_line(ev: HookRan) -> str:
     """`hook pre_tool `python guard.py` blocked write_file: no writes under migrations/`."""
     what = {
-        "blocked": "blocked " + (ev.tool or "the task's verification"),
-        "timed_out": "timed out" + (f", blocking {ev.tool}" if ev.blocks else ""),
+        "blocked": "blocked " + (_tool_name(ev.tool) or "the task's verification"),
+        "timed_out": "timed out" + (f", blocking {_tool_name(ev.tool)}" if ev.blocks else ""),
         "failed": "failed",
     }.get(ev.outcome, ev.outcome)
     reason = next((line for line in ev.message.splitlines() if line.strip()), "")
