@@ -51,6 +51,10 @@ def test_a_failing_command_repeated_in_any_order_is_a_loop(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     loops = [e for e in events_of(proc.stdout) if e["event"] == "loop_detected"]
     assert [(e["repeats"], e["stopped"]) for e in loops] == [(3, False), (4, False), (5, True)]
+    # the second call's result is the first's but for the command line it echoes: pointed to
+    second_result = srv.chat_requests[3]["messages"][-2]["content"]
+    assert second_result.startswith("(in WORKING MEMORY: [tool_output m")
+    assert memory_text(srv.chat_requests[3]).count("[exit 127]") == 1
     third_result = srv.chat_requests[4]["messages"][-2]["content"]
     assert "same run call 3 times in a row" in third_result and "another approach" in third_result
     assert "not found" not in third_result  # the repeated result itself is not shown again
@@ -65,6 +69,10 @@ def test_different_results_are_not_a_loop(agent_in_process, fake_server, demo_re
     proc = agent_run(agent_in_process, srv, demo_repo)
     assert proc.returncode == 0
     assert not [e for e in events_of(proc.stdout) if e["event"] == "loop_detected"]
+    # the same read twice in a row: one copy in working memory, the second result points to it
+    again = srv.chat_requests[3]["messages"][-2]["content"]
+    assert again == "(in WORKING MEMORY: [file m1], the same result 2 times now)"
+    assert memory_text(srv.chat_requests[3]).count("def mean") == 1
 
 
 def test_success_criteria_reach_every_task_request_and_the_model_verifier(

@@ -295,20 +295,35 @@ def _count_malformed(rt: Runtime, malformed: bool) -> None:
 
 
 def _record(
-    rt: Runtime, index: int, call: ToolCall, result: ToolResult, usage: Usage, remember: bool = True
+    rt: Runtime,
+    index: int,
+    call: ToolCall,
+    result: ToolResult,
+    usage: Usage,
+    remember: bool = True,
+    repeat_of: str | None = None,
 ) -> tuple[str, str | None, list[str]]:
-    """Put a tool result in working memory (unless a repeat), advance the step, emit and log it.
+    """Put a tool result in working memory (unless `remember` is False: a loop notice, which
+    stands for a repeated call's result), advance the step, emit and log it.
+
+    `repeat_of` is the item of the call before, when this one repeats it with the same result
+    (`loopguard`): a result word for word the same is merged into that item (counted there),
+    one the same but for a duration stays that item; either way the next request points to it
+    instead of sending the result again.
 
     Returns the result as the next request shows it, the id of its memory item (or None), and
     the items it superseded (views of files it changed)."""
     rt.state.step += 1
     rt.memory.tick()
-    item_id, added = None, None
-    if remember and result.kind != "note" and not result.finished:
-        text, summary = fenced(result), result.memory_summary()
-        item_id = rt.memory.add(result.kind, text, summary=summary)
+    item_id, added, adds = None, None, False
+    text, summary = fenced(result), result.memory_summary()
+    earlier = rt.memory.hot_item(repeat_of) if repeat_of else None
+    if earlier is not None and earlier.text != text:
+        item_id = earlier.id  # one copy is kept
+    elif remember and result.kind != "note" and not result.finished:
+        item_id, adds = rt.memory.add(result.kind, text, summary=summary), True
     gone = after_tool(rt.views, rt.memory, item_id, result, rt.toolbox.blob_of)
-    if item_id is not None:
+    if adds and item_id is not None:
         path, blob = result.path, rt.views.blob(item_id, result.path)
         added = MemoryAdd(kind=result.kind, text=text, summary=summary, path=path, blob=blob)
     rt.emit(
@@ -472,7 +487,10 @@ def step(
         result, repeats = _guard(rt, index, guard, call, ran)
         _count_malformed(rt, result.malformed)
         shown.calls.append(call)
-        shown_text, item_id, gone = _record(rt, index, call, result, reply.usage, repeats == 1)
+        prior = (shown.items or last.items or [None])[-1] if repeats == 2 else None
+        shown_text, item_id, gone = _record(
+            rt, index, call, result, reply.usage, repeats < loopguard.WARN_AT, prior
+        )
         if blocked is None:
             hooked.ran(rt, index, call, raw)
         shown.results.append(shown_text)
