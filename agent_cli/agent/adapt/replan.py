@@ -156,6 +156,21 @@ def apply(rt: Runtime, start: int, revision: PlanRevision, asked_by: str) -> Non
     replace(rt, start, revision.new_tasks(), revision.reason, asked_by)
 
 
+def approved_commands(state: AgentState) -> list[str]:
+    """The acceptance commands of the plan as it was approved: the current plan with every
+    revision undone, the latest first (each saved revision names the tasks it replaced). A
+    revision saved unreadably leaves none: a command not known to be approved is asked about."""
+    cmds = [t.acceptance_cmd for t in state.plan]
+    for revision in reversed(state.revisions):
+        start, old = revision.get("start"), revision.get("old")
+        if not isinstance(start, int) or not 0 <= start <= len(cmds) or not isinstance(old, list):
+            return []
+        cmds = cmds[:start] + [
+            t.get("acceptance_cmd") if isinstance(t, dict) else None for t in old
+        ]
+    return [cmd for cmd in cmds if isinstance(cmd, str) and cmd]
+
+
 def replace(rt: Runtime, start: int, tasks: list[Task], reason: str, asked_by: str) -> None:
     """The tasks from `start` on become `tasks` (a `start` at the plan's end adds them)."""
     state = rt.state

@@ -370,7 +370,7 @@ class Session:
                 "the plan was not approved; nothing was changed",
                 "run again with a more precise goal",
             )
-        self._allow_acceptance(plan.tasks)
+        self._allow_acceptance([t.acceptance_cmd for t in plan.tasks if t.acceptance_cmd])
         return plan
 
     def _check_accept(self) -> None:
@@ -386,9 +386,10 @@ class Session:
         """The tasks whose acceptance command cannot run, is refused, or cannot fail."""
         return self.gate.problems(plan.tasks)
 
-    def _allow_acceptance(self, tasks: list[Task]) -> None:
-        """The acceptance commands were approved with the plan: the model may run them unasked."""
-        for cmd in [t.acceptance_cmd for t in tasks if t.acceptance_cmd] + self.cfg.accept_cmds:
+    def _allow_acceptance(self, cmds: list[str]) -> None:
+        """`cmds` and --accept's were approved by the human (with the plan, or given): the
+        model may run them unasked. A revision's new commands are not among them."""
+        for cmd in cmds + self.cfg.accept_cmds:
             self.sv.parts.allow_command(cmd)
 
     # -- resuming -----------------------------------------------------------------------
@@ -473,7 +474,7 @@ class Session:
         if self.cfg.accept_cmds:
             run.accept_cmds = list(self.cfg.accept_cmds)  # saved with the run from now on
         self.cfg.accept_cmds = run.accept_cmds
-        self._allow_acceptance(state.plan)
+        self._allow_acceptance(replan.approved_commands(state))  # never a revision's own
         return self._execute(run, state, memory, self._recall(state.goal), views)
 
     # -- the loop -----------------------------------------------------------------------
