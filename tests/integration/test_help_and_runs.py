@@ -236,6 +236,30 @@ def test_trust_without_an_agentrc_exits_1_and_records_nothing(agent, agent_env, 
     assert "its .agentrc now sets: model" in out and trust_file(agent_env).is_file()
 
 
+@pytest.mark.parametrize("home", ["file", "read-only"])
+def test_trust_where_home_cannot_be_written_says_so_in_one_line(
+    agent, monkeypatch, scratch_repo, tmp_path, home
+):
+    if home == "read-only" and os.geteuid() == 0:
+        pytest.skip("root writes into a read-only directory")
+    (scratch_repo / ".agentrc").write_text('model = "fake-model"\n')
+    place = tmp_path / "unwritable-home"
+    if home == "file":  # as unusable as a missing or read-only HOME, even for root
+        place.write_text("")
+    else:
+        place.mkdir()
+        place.chmod(0o555)
+    monkeypatch.setenv("HOME", str(place))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("AGENT_TRUST_FILE", raising=False)
+    code, out, err = agent("trust", "--repo", str(scratch_repo))
+    said = one_error_line(err)
+    assert code == 1 and out == "", err
+    assert f"cannot record trust in {place}/.config/agent/trusted.json" in said
+    assert "AGENT_TRUST_FILE" in said and "XDG_CONFIG_HOME" in said
+    assert "internal error" not in said
+
+
 def test_revoking_trust_says_whether_there_was_any(agent, agent_env, scratch_repo):
     (scratch_repo / ".agentrc").write_text('model = "fake-model"\n')
     code, out, err = agent("trust", "--revoke", "--repo", str(scratch_repo))

@@ -86,6 +86,13 @@ def record(
             "agentrc_sha256": _digest(Path(repo) / ".agentrc", content),
             "trusted_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps({"repos": repos}, indent=1, sort_keys=True) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps({"repos": repos}, indent=1, sort_keys=True) + "\n")
+    except OSError as e:  # a read-only or missing HOME (a service account's /nonexistent)
+        raise ConfigError(
+            f"cannot record trust in {path}: {e.strerror or e}"
+            + (f" ({e.filename})" if e.filename and str(e.filename) != str(path) else ""),
+            "set AGENT_TRUST_FILE or XDG_CONFIG_HOME to a writable place; nothing was recorded",
+        ) from None
     return path
