@@ -121,10 +121,13 @@ def test_the_key_of_each_role(tmp_path):
         roles.api_key(unset, "executor", roles.endpoint(unset, "executor"))
 
 
-def test_a_roles_key_variable_that_is_set_but_empty_is_said_so(tmp_path, monkeypatch):
-    monkeypatch.setenv("EMPTY_EXEC_KEY", "")
+@pytest.mark.parametrize("value", ["", "  ", "\n", " \r\n"])
+def test_a_roles_key_variable_that_is_set_but_empty_is_said_so(tmp_path, monkeypatch, value):
+    """Only spaces or a line end is empty too: they are dropped from around a key."""
+    monkeypatch.setenv("EMPTY_EXEC_KEY", value)
     flags = {"executor_base_url": "https://exec.example/v1"}
-    empty = load(flags=flags, env={"AGENT_EXECUTOR_API_KEY_ENV": "EMPTY_EXEC_KEY"}, tmp=tmp_path)
+    env = {"AGENT_EXECUTOR_API_KEY_ENV": "EMPTY_EXEC_KEY", "EMPTY_EXEC_KEY": value}
+    empty = load(flags=flags, env=env, tmp=tmp_path)
     with pytest.raises(ConfigError, match="names EMPTY_EXEC_KEY, which is set but empty"):
         roles.api_key(empty, "executor", roles.endpoint(empty, "executor"))
 

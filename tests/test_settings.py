@@ -390,6 +390,46 @@ def test_an_empty_agent_api_key_that_hides_the_openai_one_is_said(tmp_path):
     assert settings.key() == "sk-fromopenaivariable1234" and settings.notices == []
 
 
+BLANKS = ["\n", "  ", " \r\n"]  # a secret file holding only a line end, `$(cat empty)`
+
+
+@pytest.mark.parametrize("blank", BLANKS)
+@pytest.mark.parametrize("below", ["env OPENAI_API_KEY", "file"])
+def test_an_agent_api_key_of_only_spaces_or_a_line_end_is_empty_and_said(tmp_path, blank, below):
+    """The notice an empty AGENT_API_KEY gets: without it, the error that follows asks for the
+    key that is already set."""
+    rc = tmp_path / "home.agentrc"
+    rc.write_text('api_key = "sk-fromthefile0123456789"\n' if below == "file" else "")
+    env = {"AGENT_API_KEY": blank}
+    if below != "file":
+        env["OPENAI_API_KEY"] = "sk-fromopenaivariable1234"
+    settings = load_settings(tmp_path, env=env, user_rc=rc)
+    assert settings.key() is None
+    (said,) = settings.notices
+    assert "AGENT_API_KEY is set but empty" in said
+    assert (str(rc) if below == "file" else "env OPENAI_API_KEY") in said
+
+
+def test_an_empty_agent_api_key_hides_no_key_where_the_file_holds_only_spaces(tmp_path):
+    rc = tmp_path / "home.agentrc"
+    rc.write_text('api_key = "  "\n')
+    settings = load_settings(tmp_path, env={"AGENT_API_KEY": ""}, user_rc=rc)
+    assert settings.key() is None and settings.notices == []
+
+
+@pytest.mark.parametrize("blank", ["", *BLANKS])
+def test_an_openai_variable_of_only_spaces_or_a_line_end_is_unset_as_an_empty_one(tmp_path, blank):
+    """It never takes the place of the file's key or endpoint (an empty one never did)."""
+    rc = tmp_path / "home.agentrc"
+    rc.write_text('api_key = "sk-fromthefile0123456789"\nbase_url = "http://127.0.0.1:8080/v1"\n')
+    env = {"OPENAI_API_KEY": blank, "OPENAI_BASE_URL": blank, "AGENT_MEMORY_TOKEN": blank}
+    settings = load_settings(tmp_path, env=env, user_rc=rc)
+    assert settings.key() == "sk-fromthefile0123456789" and settings.sources["api_key"] == str(rc)
+    assert settings.base_url == "http://127.0.0.1:8080/v1"
+    assert settings.sources["base_url"] == str(rc) and settings.notices == []
+    assert settings.memory_token_value() is None
+
+
 @pytest.mark.parametrize("where", ["file", "env"])
 @pytest.mark.parametrize(
     "home, expect",

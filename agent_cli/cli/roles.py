@@ -80,7 +80,8 @@ def api_key(settings: Settings, role: Role, ep: Endpoint) -> str | None:
     if ep.key_env:
         found = settings.role_api_keys.get(role)
         if found is None:
-            empty = os.environ.get(ep.key_env) == ""
+            # set, yet no key: empty, or only the spaces and line ends dropped from around one
+            empty = ep.key_env in os.environ
             raise ConfigError(
                 f"{role}_api_key_env names {ep.key_env}, which is "
                 + ("set but empty" if empty else "not set in the environment"),

@@ -193,6 +193,8 @@ def test_a_streamable_http_server_gets_the_bearer_token_from_the_environment(
     url, token = http_server
     monkeypatch.setenv("FIXTURE_MCP_TOKEN", token)
     monkeypatch.setenv("WRONG_MCP_TOKEN", "not-the-token-at-all")
+    monkeypatch.setenv("BLANK_MCP_TOKEN", " \n")  # a secret file holding only a line end
+    monkeypatch.setenv("CRLF_MCP_TOKEN", f" {token}\r\n")  # its line end dropped, as settings do
     notices: list[str] = []
     tools, _ = provider(
         tmp_path,
@@ -200,6 +202,8 @@ def test_a_streamable_http_server_gets_the_bearer_token_from_the_environment(
             "web": {"url": url, "bearer_token_env_var": "FIXTURE_MCP_TOKEN"},
             "wrong": {"url": url, "bearer_token_env_var": "WRONG_MCP_TOKEN"},
             "unset": {"url": url, "bearer_token_env_var": "NO_SUCH_MCP_TOKEN"},
+            "blank": {"url": url, "bearer_token_env_var": "BLANK_MCP_TOKEN"},
+            "crlf": {"url": url, "bearer_token_env_var": "CRLF_MCP_TOKEN"},
         },
         notices,
     )
@@ -211,6 +215,8 @@ def test_a_streamable_http_server_gets_the_bearer_token_from_the_environment(
         assert statuses["wrong"].status.startswith("failed")
         assert "(HTTP 401 Unauthorized)" in statuses["wrong"].status  # not only "an error"
         assert "NO_SUCH_MCP_TOKEN is not set" in statuses["unset"].status
+        assert "BLANK_MCP_TOKEN is not set" in statuses["blank"].status  # as an empty one
+        assert statuses["crlf"].status == "ready"
         assert not any(token in n for n in notices)
     finally:
         tools.close()

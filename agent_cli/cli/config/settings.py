@@ -578,7 +578,7 @@ def _refuse_env_only(path: Path, data: dict[str, Any]) -> dict[str, Any]:
 def _env_layer(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
     layers = []
     for var, field in ENV_ALIASES.items():
-        if env.get(var):
+        if env.get(var, "").strip():  # only spaces or a line end: unset, as an empty one is
             layers.append((f"env {var}", {field: env[var]}))
     for field in FIELDS:
         var = f"AGENT_{field.upper()}"
@@ -673,10 +673,15 @@ def _hidden_key(layers: list[tuple[str, dict[str, Any]]], env: dict[str, str]) -
     """A notice when an empty AGENT_API_KEY (a CI secret that is not defined, an `export
     AGENT_API_KEY=` meant to unset it) hides a key set below it: it is taken as it says, no key,
     so the run goes without one, and the error that follows would ask for the OPENAI_API_KEY
-    that is already there."""
-    if env.get("AGENT_API_KEY", "unset") != "":
+    that is already there. Only spaces or a line end (a secret file holding just `\n`) is
+    empty too: they are dropped from around a key."""
+    if env.get("AGENT_API_KEY", "unset").strip() != "":
         return []
-    below = [origin for origin, layer in layers if layer.get("api_key") and origin != "flag"]
+    below = [
+        origin
+        for origin, layer in layers
+        if str(layer.get("api_key") or "").strip() and origin != "flag"
+    ]
     if not below:
         return []
     return [

@@ -108,7 +108,9 @@ class McpTools:
                 continue
             token = None
             if config.bearer_token_env_var:
-                token = self.environ.get(config.bearer_token_env_var) or None
+                # as the settings read it: spaces and line ends around it dropped, none left
+                # is no token (sent, `Bearer ` or a header with a line break)
+                token = self.environ.get(config.bearer_token_env_var, "").strip() or None
                 if token is None:
                     status.status = f"not connected: {config.bearer_token_env_var} is not set"
                     self.notice(f"MCP server {name}: {status.status}; its tools are left out")
