@@ -207,6 +207,16 @@ def test_plain_plan_table_lists_acceptance_commands(monkeypatch):
     assert "the model judges: the parser handles [/]" in alone
 
 
+def test_the_plan_table_says_nothing_judges_a_task_without_command_or_criteria(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    bare = {"goal": "tidy up", "acceptance": "  ", "acceptance_cmd": None}
+    out, _ = render("plain", [PLAN.model_copy(update={"accept_cmds": [], "tasks": [bare]})])
+    assert re.search(r"\| 1 \| tidy up\s+\| \(none; nothing judges it: it cannot pass\)", out)
+    assert "the model judges" not in out, out
+    yours, _ = render("plain", [PLAN.model_copy(update={"tasks": [bare]})])
+    assert "make lint (your --accept)" in yours
+
+
 def test_plain_report_shows_exit_codes_and_model_words_apart():
     out, _ = render("plain")
     report = out[out.index("Run report") :]

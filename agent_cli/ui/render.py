@@ -272,10 +272,11 @@ def closing_block(ev: FinalSummary, *, plain: bool) -> RenderableType:
 def plan_table(
     tasks: Sequence[PlannedTask], *, plain: bool, accept_cmds: Sequence[str] = ()
 ) -> Table:
-    """The plan: index, task goal, acceptance command (a task without one is judged by the
-    user's `--accept` commands when there are any, else by the model). A word too long for
-    its column is folded onto the next line, never cut: approving the plan approves these
-    commands as they are shown."""
+    """The plan: index, task goal, and what judges the task: its acceptance command, else the
+    user's `--accept` commands when there are any, else the model by the task's criteria (a
+    task with none is judged by nothing: it cannot pass). A word too long for its column is
+    folded onto the next line, never cut: approving the plan approves these commands as they
+    are shown."""
     table = Table(box=box.ASCII if plain else box.SIMPLE_HEAD)
     table.add_column("#", justify="right")
     table.add_column("Task", ratio=3, overflow="fold")
@@ -287,10 +288,10 @@ def plan_table(
             check = Text(clean(cmd))
         elif yours:
             check = Text(f"{clean(yours)} (your --accept)")
-        else:
-            check = Text(
-                f"(none; the model judges: {clean(t.get('acceptance') or 'the goal')})", style="dim"
-            )
+        elif criteria := str(t.get("acceptance") or "").strip():
+            check = Text(f"(none; the model judges: {clean(criteria)})", style="dim")
+        else:  # as the verifier: no claim is trusted
+            check = Text("(none; nothing judges it: it cannot pass)", style="dim")
         table.add_row(Text(str(i + 1)), Text(clean(t.get("goal", ""))), check)
     return table
 

@@ -52,9 +52,11 @@ def run_in_process(
     task_max_steps: int = 30,
     answer: Answer | None = None,
     store: type[RunStore] = RunStore,
+    accept: tuple[str, ...] = (),
 ) -> Ran:
     """One session of `agent run GOAL` (or `--resume [--hint|--skip|--replan]` when goal is
-    None: `answer`), approved, in process; `store` keeps the run's state."""
+    None: `answer`), approved, in process; `store` keeps the run's state; `accept`: the
+    `--accept` commands given."""
     settings = load_settings(
         repo,
         {"base_url": url, "approval": "auto", "max_retries": 0},
@@ -70,7 +72,9 @@ def run_in_process(
         workspace.git.exclude_state(state_dir)
         kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
         model = build_model(settings, RunOptions(goal=goal, repo=repo), console)
-        config = RunConfig(limits=Limits(max_steps, task_max_steps, 5.0, 3000))
+        config = RunConfig(
+            limits=Limits(max_steps, task_max_steps, 5.0, 3000), accept_cmds=list(accept)
+        )
         session = Session(
             Services(
                 workspace=workspace,

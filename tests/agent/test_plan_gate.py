@@ -66,6 +66,57 @@ def test_a_check_of_two_lines_is_refused_and_asked_for_again(fake_server, tmp_pa
     assert ran.of("plan")[0]["tasks"][0]["acceptance_cmd"] == "test -f done.txt"
 
 
+UNJUDGED = "neither an acceptance_cmd nor acceptance criteria, and no --accept command"
+BARE = {"goal": "Create done.txt"}  # no command, no criteria: the verifier would fail it
+
+
+def test_a_task_nothing_would_judge_is_refused_and_asked_for_again(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(BARE), plan(task()), make_done(), finish()])
+    ran = run_in_process(repo, srv.url, "Create done.txt")
+    assert ran.code == 0, ran.text
+    assert f"task 1: it has {UNJUDGED}" in json.dumps(srv.chat_requests[1]["messages"])
+    assert [e["tasks"][0]["acceptance_cmd"] for e in ran.of("plan")] == ["test -f done.txt"]
+
+
+def test_a_task_without_command_or_criteria_is_judged_by_accept(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    srv = fake_server([plan(BARE), make_done(), finish()])
+    ran = run_in_process(repo, srv.url, "Create done.txt", accept=("test -f done.txt",))
+    assert ran.code == 0, ran.text
+    assert [(v["index"], v["command"], v["passed"]) for v in ran.of("verify")] == [
+        (0, "test -f done.txt", True),
+        (-1, "test -f done.txt", True),
+    ]
+    assert UNJUDGED not in json.dumps(srv.chat_requests)
+
+
+def test_a_resumed_run_judges_its_bare_task_by_the_accept_it_was_started_with(
+    fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    broken = fake_server([plan(BARE), {"status": 500, "body": "{}"}])
+    started = run_in_process(repo, broken.url, "Create done.txt", accept=("test -f done.txt",))
+    assert started.code == 1, started.text
+    rest = fake_server([make_done(), finish()])
+    ran = run_in_process(repo, rest.url)  # no --accept now: the saved one holds
+    assert ran.code == 0, ran.text
+    assert ran.of("verify")[0]["command"] == "test -f done.txt"
+
+
+def test_the_humans_replan_to_a_task_nothing_would_judge_is_refused(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    first = fake_server([plan(task()), make_done("other.txt"), finish(), finish()])
+    assert run_in_process(repo, first.url, "Create done.txt").code == 3
+    cheat = revise(BARE)
+    rest = fake_server([cheat, cheat])
+    ran = run_in_process(repo, rest.url, answer=Answer("replan", "no check is needed"))
+    assert ran.code == 3, ran.text
+    asked = revise_requests(rest)
+    assert len(asked) == 2 and f"task 1: it has {UNJUDGED}" in json.dumps(asked[1])
+    assert not ran.of("plan_revised") and not ran.of("task_started")
+
+
 def test_a_revision_that_replaces_a_check_by_true_is_refused_and_the_plan_kept(
     fake_server, tmp_path
 ):

@@ -206,7 +206,8 @@ class Session:
         self.signatures: list[str] = []
         self._base_usage = RunUsage()  # usage saved by earlier sessions of this run
         self.proofs = Proofs()  # each task's check on its starting state, per command and tree
-        self.gate = Gate(services.workspace)  # every task passes it on its way into the plan
+        # every task passes it on its way into the plan
+        self.gate = Gate(services.workspace, config.accept_cmds)
         self.mem = RunMemory(
             services.longterm,
             services.workspace.root,
@@ -403,6 +404,8 @@ class Session:
             run = self.store.load(self.store.target(run_id))
             state = resumed.saved_state(run)
             check_answer(state, answer, run.run_id)
+            # the --accept commands that hold from now on judge the tasks without a command
+            self.gate = Gate(self.sv.workspace, self.cfg.accept_cmds or run.accept_cmds)
             refused = self.gate.open_tasks(state.plan)
             if refused:
                 raise AgentError(
