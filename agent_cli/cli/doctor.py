@@ -179,9 +179,11 @@ def _check_tokenizer(settings: Settings) -> str:
 
 
 def _check_state_dir(settings: Settings, repo: Path | None) -> str:
+    from agent_cli.cli.shared import current_dir
+
     if repo is None and not settings.home:
         raise AgentError("no repository, so no state directory", "pass --repo DIR or set home")
-    state = settings.state_dir(repo or Path.cwd())
+    state = settings.state_dir(repo or current_dir())
     probe = state if state.exists() else next(p for p in state.parents if p.exists())
     if not os.access(probe, os.W_OK):
         raise AgentError(f"{probe} is not writable", "fix its permissions or set home")
@@ -210,11 +212,11 @@ def _check_instructions(settings: Settings, repo: Path | None) -> str:
 def _check_memory(settings: Settings, repo: Path | None) -> str:
     """Which long-term memory is used; a server is opened and counted (which creates its
     database and collections when missing, as the first run would)."""
-    from agent_cli.cli.shared import make_embedder, memory_place
+    from agent_cli.cli.shared import current_dir, make_embedder, memory_place
 
     if repo is None and not settings.home and not settings.memory_url:
         return "embedded Chroma in <repo>/.agent/chroma (no repository here)"
-    place = memory_place(settings, settings.state_dir(repo or Path.cwd()))
+    place = memory_place(settings, settings.state_dir(repo or current_dir()))
     if isinstance(place, Path):
         from agent_cli.memory.longterm.place import check_database
 
@@ -236,6 +238,7 @@ def _check_hooks(settings: Settings, repo: Path | None) -> str:
     asks): found on PATH (or, named with a `/`, from the repository root), executable, and
     in sight in the sandbox. A pre_tool hook that cannot run blocks every tool it matches,
     so a missing one is said here rather than by a run's every step."""
+    from agent_cli.cli.shared import current_dir
     from agent_cli.core.text import clean
     from agent_cli.tools.hooks.config import HOOK_EVENTS
     from agent_cli.tools.hooks.program import cannot_start
@@ -243,7 +246,7 @@ def _check_hooks(settings: Settings, repo: Path | None) -> str:
     hooks = settings.hooks
     if not hooks.any():
         return "none configured"
-    root = repo or Path.cwd()
+    root = repo or current_dir()
     missing = []
     for event in HOOK_EVENTS:
         for hook in hooks.at(event):
@@ -265,8 +268,10 @@ def _check_git(repo: Path | None) -> str:
         raise AgentError("git is not installed", "install git (apt-get install git)")
     version = subprocess.run([git, "--version"], capture_output=True, text=True).stdout.strip()
     if repo is None:
+        from agent_cli.cli.shared import current_dir
+
         raise AgentError(
-            f"{version}, but {Path.cwd()} is not inside a git repository",
+            f"{version}, but {current_dir()} is not inside a git repository",
             "run inside a git repository or pass --repo DIR",
         )
     from agent_cli.workspace.git.repository import GitRepo, check_identity
@@ -399,14 +404,15 @@ def targets(settings: Settings) -> list[Target]:
 def _check_mcp_servers(out: Printer, settings: Settings, repo: Path | None) -> int:
     """One line per configured MCP server (started, listed, stopped); how many failed."""
     from agent_cli.cli.mcp_tools import status_text, statuses
+    from agent_cli.cli.shared import current_dir
     from agent_cli.ui.render import check_line
 
-    where = repo or Path.cwd()
     if not settings.mcp_servers:
         return 0
     try:
+        where = repo or current_dir()
         state = settings.state_dir(where)
-    except ConfigError as e:
+    except AgentError as e:
         out.print(check_line("mcp", False, f"no server started: {e.one_line()}"))
         return 1
     except OSError as e:

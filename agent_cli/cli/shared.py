@@ -23,9 +23,21 @@ from agent_cli.workspace.git.repository import exclude_state_dir, tracked_state
 from agent_cli.workspace.git.worktree import main_work_tree
 
 
+def current_dir() -> Path:
+    """The current directory, or a WorkspaceError when it was removed (a shell left in a
+    worktree run's folder after the run verified, or after `agent clean`)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise WorkspaceError(
+            "the current directory no longer exists (it was removed)",
+            "cd to the repository, or pass --repo DIR",
+        ) from None
+
+
 def find_repo(start: Path | None) -> Path:
     """The top of the git work tree containing `start` (default: the current directory)."""
-    here = (start or Path.cwd()).expanduser()
+    here = (start or current_dir()).expanduser()
     if not here.exists():
         raise WorkspaceError(f"{here} does not exist", "pass --repo DIR with an existing directory")
     here = here.resolve()

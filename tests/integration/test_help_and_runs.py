@@ -260,6 +260,31 @@ def test_trust_where_home_cannot_be_written_says_so_in_one_line(
     assert "internal error" not in said
 
 
+@pytest.fixture
+def removed_cwd(monkeypatch, tmp_path):
+    """The current directory, removed (a worktree run's folder after the run verified)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)  # back where the test began afterwards
+    gone.rmdir()
+
+
+@pytest.mark.parametrize("command", [("runs",), ("recall", "foo"), ("memory", "show")])
+def test_a_removed_current_directory_is_one_line_saying_so(agent, removed_cwd, command):
+    code, out, err = agent(*command)
+    said = one_error_line(err)
+    assert code == 1 and out == "", err
+    assert "the current directory no longer exists" in said and "--repo DIR" in said
+
+
+def test_doctor_in_a_removed_directory_still_lists_what_it_can(agent, removed_cwd):
+    code, out, err = agent("doctor", "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 1 and "internal error" not in out + err, err
+    assert re.search(r"^  model +", out, re.M)  # the settings
+    git = next(line for line in out.splitlines() if " git " in line)
+    assert "FAIL" in git and "the current directory no longer exists" in git
+
+
 def test_revoking_trust_says_whether_there_was_any(agent, agent_env, scratch_repo):
     (scratch_repo / ".agentrc").write_text('model = "fake-model"\n')
     code, out, err = agent("trust", "--revoke", "--repo", str(scratch_repo))
