@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -185,9 +186,21 @@ def _check_state_dir(settings: Settings, repo: Path | None) -> str:
         raise AgentError("no repository, so no state directory", "pass --repo DIR or set home")
     state = settings.state_dir(repo or current_dir())
     probe = state if state.exists() else next(p for p in state.parents if p.exists())
-    if not os.access(probe, os.W_OK):
+    if not _writable(probe):
         raise AgentError(f"{probe} is not writable", "fix its permissions or set home")
     return f"{state} ({'exists' if state.exists() else 'will be created on the first run'})"
+
+
+def _writable(folder: Path) -> bool:
+    """Whether a file can be made in `folder`. os.access says yes to root almost everywhere
+    (/proc, a folder of mode 555), so a nameless file is made there too and dropped."""
+    if not os.access(folder, os.W_OK):
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def _check_instructions(settings: Settings, repo: Path | None) -> str:

@@ -47,6 +47,8 @@ class RunLock:
             fd = open_regular(self.path, "r")
         except FileNotFoundError:
             return
+        except NotADirectoryError:
+            raise _file_on_the_way(self.path) from None
         except (OSError, UnsafeFile) as e:
             raise _unusable(self.path, e) from None
         try:
@@ -62,6 +64,8 @@ class RunLock:
                 fd = open_regular(self.path, "rw")  # never through a link, never a FIFO's wait
             except UnsafeFile as e:
                 raise _unusable(self.path, e) from None
+            except (NotADirectoryError, FileExistsError):
+                raise _file_on_the_way(self.path) from None
             except OSError as e:
                 raise StorageError(
                     f"cannot write {self.path}: {e.strerror or e}",
@@ -175,6 +179,21 @@ def _unusable(path: Path, why: Exception) -> StorageError:
     return StorageError(
         f"cannot take the run lock: {why}",
         "remove it (the agent makes the lock file itself)",
+    )
+
+
+def _file_on_the_way(path: Path) -> StorageError:
+    """The refusal of a lock path that a file above it makes impossible (another tool's
+    `~/.agent` under `home`): that file is what to move, not the lock file, which is not there."""
+    blocking = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is None:  # gone meanwhile: say the path as it was refused
+        return StorageError(
+            f"cannot take the run lock {path}: a part of its path is not a directory",
+            "make the state directory a directory, or set home to another directory",
+        )
+    return StorageError(
+        f"cannot take the run lock {path}: {blocking} is a file, not a directory",
+        f"move {blocking} aside, or set home to another directory",
     )
 
 

@@ -336,6 +336,31 @@ def test_a_file_where_the_state_directory_goes_is_one_line_everywhere(agent, scr
     assert (scratch_repo / ".agent").read_text() == "not a directory\n"
 
 
+def test_a_home_under_a_file_is_one_line_naming_that_file(agent, monkeypatch, scratch_repo):
+    other = scratch_repo.parent / "other-tools-file"  # another tool's ~/.agent
+    other.write_text("not ours\n")
+    monkeypatch.setenv("AGENT_HOME", str(other / "state"))
+    said = f"home {other / 'state'} cannot be created: {other} is a file, not a directory"
+    code, _, err = agent("run", "x", "--yes", "--repo", str(scratch_repo))
+    assert code == 1 and said in err and f"move {other} aside" in err, err
+    assert "internal error" not in err and "lock" not in err and len(err.strip().splitlines()) == 1
+    code, out, err = agent("doctor", "--repo", str(scratch_repo))
+    assert code == 1 and "internal error" not in err
+    state = next(line for line in out.splitlines() if " state " in line)
+    assert "FAIL" in state and said in state
+    assert other.read_text() == "not ours\n"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_doctor_fails_a_home_nothing_can_be_created_in_even_for_root(
+    agent, monkeypatch, scratch_repo
+):
+    monkeypatch.setenv("AGENT_HOME", "/proc/agent-doctor-test")
+    code, out, _ = agent("doctor", "--repo", str(scratch_repo))
+    state = next(line for line in out.splitlines() if " state " in line)
+    assert code == 1 and "FAIL" in state and "/proc is not writable" in state
+
+
 def test_a_link_to_nothing_where_the_state_directory_goes_is_one_line_everywhere(
     agent, scratch_repo, tmp_path
 ):

@@ -199,3 +199,23 @@ def test_a_release_cut_short_by_ctrl_c_after_the_close_does_not_close_it_again(t
     finally:
         os.close(other)
     assert not (tmp_path / "run.lock").exists() and not lock.held
+
+
+@pytest.mark.parametrize("where", ["parent", "grandparent"])
+def test_a_file_on_the_lock_path_is_named_with_the_right_fix(tmp_path, where):
+    from agent_cli.core.errors import StorageError
+
+    blocking = tmp_path / "state" / "checkouts"
+    blocking.parent.mkdir()
+    if where == "grandparent":
+        blocking = tmp_path / "state"
+        blocking.rmdir()
+    blocking.write_text("another tool's file\n")
+    lock = RunLock(tmp_path / "state" / "checkouts" / "abc.lock")
+    for take in (lock.check, lock.acquire):
+        with pytest.raises(StorageError) as refused:
+            take()
+        said = refused.value.one_line()
+        assert f"{blocking} is a file, not a directory" in said, said
+        assert f"move {blocking} aside" in said and "remove it" not in said
+    assert blocking.read_text() == "another tool's file\n"

@@ -298,7 +298,7 @@ class Settings(BaseSettings):
     def state_dir(self, repo: Path) -> Path:
         """Where run state lives: `home` if set, else `<repo>/.agent` (of the main work tree
         when `repo` is a linked one, such as a worktree run's: one repository, one state); a
-        ConfigError when something other than a directory is there."""
+        ConfigError when something other than a directory is there, or above it."""
         state = Path(self.home).expanduser() if self.home else main_work_tree(repo) / ".agent"
         if not self.home and state.is_symlink():
             refuse_tracked_link(state)
@@ -314,6 +314,14 @@ class Settings(BaseSettings):
                 f"{where} {state} is not a directory",
                 "move that file aside" + ("" if self.home else ", or set home to a directory"),
             )
+        if not state.exists():  # a file above it: nothing can be created there
+            above = next(p for p in state.parents if p.exists())
+            if not above.is_dir():
+                where = "home" if self.home else "the state directory"
+                raise ConfigError(
+                    f"{where} {state} cannot be created: {above} is a file, not a directory",
+                    f"move {above} aside, or set home to another directory",
+                )
         return state
 
     def prices(self, base_url: str | None = None) -> Prices:
