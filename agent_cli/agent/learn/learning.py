@@ -5,7 +5,8 @@ within a token share, each counted as a hit once a run, resumed or not, and its 
 episodes), as one fenced block. On a failed
 attempt: how earlier runs fixed the same failure. At the end: one episode (with the fixes
 this run found), one procedure per verified acceptance command, every note the model took
-(trust 0.5), the facts the model extracts (trust 0.5), then expiry of what went unused.
+(trust 0.5), the facts the model extracts (trust 0.5), then expiry of what went unused;
+each on its own, so one the store refuses costs none of the others and is named.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,8 +22,10 @@ from agent_cli.agent.learn import codemap, digest
 from agent_cli.agent.learn.digest import Digest
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunRecord
+from agent_cli.core.errors import AgentError, MemoryUnavailable
 from agent_cli.core.models import CommandRun, Episode, Fact, Fix, TaskRecord
 from agent_cli.core.protocols import LongTermStore
+from agent_cli.core.text import shorten
 from agent_cli.memory.longterm.records import format_for_context, mark_stale
 from agent_cli.memory.thresholds import OFFLINE, Thresholds
 
@@ -200,6 +204,26 @@ def named_files(cmd: str, is_file: Callable[[str], bool]) -> list[str]:
     return sorted(p for p in paths if p and is_file(p))
 
 
+@dataclass
+class Kept:
+    """What `remember` stored of a run's learning, and what it did not, each with why."""
+
+    stored: list[str] = field(default_factory=list)
+    missed: list[tuple[str, str]] = field(default_factory=list)  # (what, why)
+
+    def notice(self) -> str:
+        """One line for the user on what was not stored and why; "" when everything was."""
+        whys: dict[str, list[str]] = {}
+        for what, why in self.missed:
+            whys.setdefault(why, []).append(what)
+        said = "; ".join(f"{', '.join(whats)}: {why}" for why, whats in whys.items())
+        if not said:
+            return ""
+        if not self.stored:
+            return f"long-term memory not updated: {said}"
+        return f"long-term memory updated except for {said}"
+
+
 def remember(
     longterm: LongTermStore,
     *,
@@ -213,45 +237,78 @@ def remember(
     ttl_days: float,
     accept_cmds: list[str],
     facts: Sequence[Fact] = (),
-) -> None:
-    """Write what the run learned into long-term memory, then archive what went unused."""
+) -> Kept:
+    """Write what the run learned into long-term memory, then archive what went unused.
+
+    Each item is stored on its own: one the store refuses (a note without text, say) is
+    left out and said in the result, and the rest are stored. Once the store cannot be
+    reached, nothing more is tried."""
     run_id = run.run_id
+    kept = Kept()
 
     def seen(paths: list[str]) -> dict[str, str]:
         return {p: b for p in paths if (b := blob_of(p)) is not None}
 
-    longterm.add_episode(
-        build_episode(
-            run,
-            state,
-            toolbox.commands,
-            sorted(toolbox.touched),
-            signatures,
-            learned.fixes,
-            tools_used=learned.used(toolbox.tools_used),
-            topic=topic,
-        )
+    down = ""  # why the store cannot be reached: the rest is not tried, waiting on no timeout
+
+    def store(what: str, write: Callable[[], object]) -> None:
+        nonlocal down
+        if down:
+            kept.missed.append((what, down))
+            return
+        try:
+            write()
+        except MemoryUnavailable as e:
+            down = e.one_line()
+            kept.missed.append((what, down))
+        except Exception as e:  # this item only: the others are still worth keeping
+            kept.missed.append((what, e.one_line() if isinstance(e, AgentError) else repr(e)))
+        else:
+            kept.stored.append(what)
+
+    episode = build_episode(
+        run,
+        state,
+        toolbox.commands,
+        sorted(toolbox.touched),
+        signatures,
+        learned.fixes,
+        tools_used=learned.used(toolbox.tools_used),
+        topic=topic,
     )
+    store("the episode", partial(longterm.add_episode, episode))
     for cmd, goal in verified_commands(state, accept_cmds):
         files = seen(named_files(cmd, lambda p: blob_of(p) is not None))
-        longterm.add_procedure(cmd, goal, topic=topic, run_id=run_id, files=files)
+        store(
+            f"the procedure `{shorten(cmd, 60)}`",
+            partial(longterm.add_procedure, cmd, goal, topic=topic, run_id=run_id, files=files),
+        )
     for note in learned.notes:
-        longterm.curate(
-            note["text"],
-            topic=topic,
-            origin_event_id=f"{run_id}/{note['id']}",
-            trust=NOTE_TRUST,
-            ttl_days=ttl_days,
-            run_id=run_id,
-            task=note["task"],
+        store(
+            f"note {note['id']}",
+            partial(
+                longterm.curate,
+                note["text"],
+                topic=topic,
+                origin_event_id=f"{run_id}/{note['id']}",
+                trust=NOTE_TRUST,
+                ttl_days=ttl_days,
+                run_id=run_id,
+                task=note["task"],
+            ),
         )
-    for fact in facts:
-        longterm.add_fact(
-            fact.text,
-            f"model, run {run_id}",
-            trust=NOTE_TRUST,
-            topic=topic,
-            run_id=run_id,
-            files=seen(fact.files),
+    for n, fact in enumerate(facts, 1):
+        store(
+            f"fact {n} of {len(facts)}",
+            partial(
+                longterm.add_fact,
+                fact.text,
+                f"model, run {run_id}",
+                trust=NOTE_TRUST,
+                topic=topic,
+                run_id=run_id,
+                files=seen(fact.files),
+            ),
         )
-    longterm.expire(ttl_days=ttl_days)
+    store("the archiving of unused items", lambda: longterm.expire(ttl_days=ttl_days))
+    return kept

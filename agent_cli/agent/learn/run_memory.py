@@ -177,11 +177,12 @@ class RunMemory:
         accept_cmds: list[str],
         facts: list[Fact] | None = None,
     ) -> None:
-        """Everything the run learned into long-term memory, then expiry."""
+        """Everything the run learned into long-term memory, then expiry; a notice names
+        what was not stored, and why."""
         for former in self.former_topics:  # "" is not adopted: unkeyed items stay as they are
             self.longterm.adopt(former, self.topic)
         self.longterm.upgrade_ids()  # items stored under dated ids get content ids, merged
-        learn.remember(
+        kept = learn.remember(
             self.longterm,
             run=run,
             state=rt.state,
@@ -194,3 +195,5 @@ class RunMemory:
             accept_cmds=accept_cmds,
             facts=self.facts(rt, run.status) if facts is None else facts,
         )
+        if said := kept.notice():
+            rt.emit(events.Notice(text=said))
