@@ -364,6 +364,18 @@ def test_agent_rc_naming_no_file_is_said_and_dev_null_means_no_user_settings(tmp
     assert load_settings(None, env={"AGENT_RC": str(named)}).notices == []
 
 
+def test_agent_rc_starting_with_a_tilde_is_the_users_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "agentrc").write_text('model = "tilde-model"\n')
+    s = load_settings(None, env={"AGENT_RC": "~/cfg/agentrc"})  # quoted: no shell expanded it
+    assert s.model == "tilde-model" and s.notices == []
+    missing = load_settings(None, env={"AGENT_RC": "~/cfg/nothing"})
+    assert [n for n in missing.notices if f"({tmp_path}/cfg/nothing), which does not" in n]
+    unknown = load_settings(None, env={"AGENT_RC": "~no-such-user-here/agentrc"})
+    assert [n for n in unknown.notices if "~no-such-user-here/agentrc, which does not" in n]
+
+
 @pytest.mark.parametrize(
     "value", ["4815162342108", "{ value = 'plainpassphrase4815' }", '["plainpassphrase4815"]']
 )

@@ -606,10 +606,15 @@ def _user_file(named: str) -> tuple[Path | None, str]:
         return Path.home() / ".agentrc", ""
     if named == os.devnull:
         return None, ""
-    if os.path.lexists(named):
-        return Path(named), ""
-    return Path(named), (
-        f"AGENT_RC names {named}, which does not exist: no user settings were read "
+    try:  # `~/x` quoted where no shell expands it (a systemd unit, a .env file), as `home`
+        path = Path(named).expanduser()
+    except RuntimeError:  # `~someone/x` for a user this machine does not know
+        path = Path(named)
+    if os.path.lexists(path):
+        return path, ""
+    shown = named if str(path) == named else f"{named} ({path})"
+    return path, (
+        f"AGENT_RC names {shown}, which does not exist: no user settings were read "
         f"(AGENT_RC={os.devnull} reads none without this notice)"
     )
 
