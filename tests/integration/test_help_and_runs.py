@@ -269,7 +269,9 @@ def removed_cwd(monkeypatch, tmp_path):
     gone.rmdir()
 
 
-@pytest.mark.parametrize("command", [("runs",), ("recall", "foo"), ("memory", "show")])
+@pytest.mark.parametrize(
+    "command", [("runs",), ("recall", "foo"), ("memory", "show"), ("mcp", "list")]
+)
 def test_a_removed_current_directory_is_one_line_saying_so(agent, removed_cwd, command):
     code, out, err = agent(*command)
     said = one_error_line(err)

@@ -33,7 +33,7 @@ def list_command(
 ) -> None:
     """Start each configured MCP server, list its tools, and stop it (the model is not asked)."""
     from agent_cli.cli.mcp_tools import status_json, status_text, statuses
-    from agent_cli.cli.shared import find_repo, settings_for
+    from agent_cli.cli.shared import current_dir, find_repo, settings_for
     from agent_cli.core.errors import AgentError
 
     try:
@@ -43,7 +43,7 @@ def list_command(
             raise
         root = None
     settings = settings_for(root)
-    where = root or Path.cwd()
+    where = root or current_dir()
     found = statuses(settings, where, settings.state_dir(where))
     if json_out:
         typer.echo(json.dumps([status_json(s) for s in found]))
