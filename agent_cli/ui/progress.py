@@ -114,7 +114,10 @@ class RunState:
                 self.final_gate = ev
             case Verified() if not ev.passed:
                 self.failures.setdefault(ev.index, []).append(ev)
-            case PlanRevised():
+            case PlanRevised():  # what the replaced tasks did is no new task's
+                self.summaries = [(i, s) for i, s in self.summaries if i < ev.start]
+                self.edits = {i: e for i, e in self.edits.items() if i < ev.start}
+                self.failures = {i: f for i, f in self.failures.items() if i < ev.start}
                 self.tasks = self.tasks[: ev.start] + [
                     {
                         "goal": t.get("goal", ""),

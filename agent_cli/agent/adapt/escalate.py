@@ -132,6 +132,7 @@ class Escalation:
             return "next"
         if answer.kind == "replan":
             task = self.rt.state.plan[index]
+            held = held_files(self.rt.state, self.rt.toolbox.blob_of)
             if replan.revise(
                 self.rt,
                 self.gate,
@@ -139,6 +140,7 @@ class Escalation:
                 asked_by="human",
                 failure=task.last_reason,
                 note=answer.text,
+                left=[f for f in self.ws.changed_files() if f not in held],
             ):
                 return "retry"
             self.rt.emit(
@@ -159,7 +161,7 @@ class Escalation:
     def skip(self, index: int) -> None:
         """Give the task up; its changes stay uncommitted and out of later commits."""
         task = self.rt.state.plan[index]
-        held = held_files(self.rt.state.plan)
+        held = held_files(self.rt.state, self.rt.toolbox.blob_of)
         task.left_files = [f for f in self.ws.changed_files() if f not in held]
         task.status = "skipped"
         self.rt.state.last_error = None
@@ -240,4 +242,18 @@ def skipped_message(plan: list[Task], skipped: list[int]) -> str:
             f"its changes were left uncommitted: {some(files)}" if files else "it left no changes"
         )
         parts.append(f"task {i + 1} skipped ({left})")
+    return "; ".join(parts)
+
+
+def replaced_message(state: AgentState, held: set[str]) -> str:
+    """Which tasks a revision replaced with changes left uncommitted that no task took over."""
+    parts = []
+    for revision in state.revisions:
+        for task in revision.get("old", []):
+            files = [f for f in task.get("left_files", []) if f in state.dropped and f in held]
+            if files:
+                goal = " ".join(str(task.get("goal", "")).split())
+                parts.append(
+                    f"the replaced task {goal!r} left its changes uncommitted: {some(files)}"
+                )
     return "; ".join(parts)

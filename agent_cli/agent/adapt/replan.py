@@ -10,6 +10,7 @@ one notice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agent_cli.agent.ask import prompts
@@ -19,6 +20,7 @@ from agent_cli.agent.attempt.runtime import Runtime, check_budgets
 from agent_cli.core import events, fences
 from agent_cli.core.models import PlanRevision, Task
 from agent_cli.core.protocols import Message
+from agent_cli.core.text import some
 
 if TYPE_CHECKING:
     from agent_cli.agent.judge.gate import Gate
@@ -106,6 +108,7 @@ def revise(
     asked_by: str = "harness",
     failure: str = "",
     note: str = "",
+    left: Sequence[str] = (),
 ) -> bool:
     """Ask whether to replace the tasks from `start` on; True when the plan was revised.
 
@@ -114,6 +117,7 @@ def revise(
     When a task it replaces was judged by a command (as approved with the plan), a revision
     the harness asked for gives every new task a command too: else the model could turn a
     task the harness checks into one it judges itself. The human's re-plan may do so.
+    `left`: the uncommitted changes of the tasks it would replace (held when they are).
     """
     check_budgets(rt)
     if asked_by == "harness":
@@ -147,13 +151,15 @@ def revise(
         rt.save()
         rt.log({"type": "replan", "keep": True, "start": start})
         return False
-    apply(rt, start, revision, asked_by)
+    apply(rt, start, revision, asked_by, left)
     return True
 
 
-def apply(rt: Runtime, start: int, revision: PlanRevision, asked_by: str) -> None:
+def apply(
+    rt: Runtime, start: int, revision: PlanRevision, asked_by: str, left: Sequence[str] = ()
+) -> None:
     """Replace the tasks from `start` on, save the state, then tell (in that order)."""
-    replace(rt, start, revision.new_tasks(), revision.reason, asked_by)
+    replace(rt, start, revision.new_tasks(), revision.reason, asked_by, left)
 
 
 def approved_commands(state: AgentState) -> list[str]:
@@ -171,9 +177,22 @@ def approved_commands(state: AgentState) -> list[str]:
     return [cmd for cmd in cmds if isinstance(cmd, str) and cmd]
 
 
-def replace(rt: Runtime, start: int, tasks: list[Task], reason: str, asked_by: str) -> None:
-    """The tasks from `start` on become `tasks` (a `start` at the plan's end adds them)."""
+def replace(
+    rt: Runtime,
+    start: int,
+    tasks: list[Task],
+    reason: str,
+    asked_by: str,
+    left: Sequence[str] = (),
+) -> None:
+    """The tasks from `start` on become `tasks` (a `start` at the plan's end adds them).
+
+    `left`, the uncommitted changes of the tasks replaced, are held as a skipped task's are
+    (the first replaced task's `left_files`), until a new task changes them itself."""
     state = rt.state
+    if left and start < len(state.plan):
+        state.plan[start].left_files = list(left)
+        state.dropped.update({path: rt.toolbox.blob_of(path) or "" for path in left})
     event = events.PlanRevised(
         start=start,
         reason=reason.strip() or "(no reason given)",
@@ -186,3 +205,10 @@ def replace(rt: Runtime, start: int, tasks: list[Task], reason: str, asked_by: s
     state.last_error = None
     rt.save()
     rt.emit(event)
+    if left and event.old:
+        rt.emit(
+            events.Notice(
+                text=f"the changes of the replaced task {start + 1} stay uncommitted: "
+                f"{some(list(left))} (no commit takes them unless a new task changes them)"
+            )
+        )

@@ -3,8 +3,9 @@
 A retry starts a fresh conversation; the first attempt's changes stay on disk and its
 failure (exit code and output tail) reaches the model through `AgentState.last_error`
 and working memory. A verified task that changed files becomes one commit (never of files a
-skipped task left: those stay uncommitted for the human); when its attempts are used up the
-task is rejected and its changes stay uncommitted for the human. A task whose check passed
+skipped task left, nor of the files a task a revision replaced left, until a later task changes
+them: those stay uncommitted for the human); when its attempts are used up the task is
+rejected and its changes stay uncommitted for the human. A task whose check passed
 before it started and that changed no file is not verified: it had nothing to do. A check
 that passes only with code the commit cannot hold (ignored, or a repository of its own)
 fails the attempt (hidden.py). When a task's own command could not judge it (refused, or its
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 from agent_cli.agent.attempt import hooked
 from agent_cli.agent.attempt.executor import AttemptOutcome, run_attempt
@@ -34,6 +36,11 @@ from agent_cli.core import events, fences
 from agent_cli.core.models import Task, Verdict
 from agent_cli.core.protocols import ChatModel, Workspace
 from agent_cli.core.text import shorten
+
+if TYPE_CHECKING:
+    from agent_cli.agent.run.state import AgentState
+
+BlobOf = Callable[[str], "str | None"]  # a file's git blob id now (None: no such file)
 
 
 def commit_message(task: Task, run_id: str) -> str:
@@ -70,9 +77,13 @@ def _judge(
     )
 
 
-def held_files(plan: list[Task]) -> set[str]:
-    """The files skipped tasks left uncommitted, which no later commit takes."""
-    return {path for t in plan if t.status == "skipped" for path in t.left_files}
+def held_files(state: AgentState, blob_of: BlobOf) -> set[str]:
+    """The files no later commit takes: those skipped tasks left uncommitted, and those the
+    tasks a revision replaced left, as long as they are what was left (a later task that
+    changes one continues that work: its commit, verified with the file, holds it)."""
+    skipped = {path for t in state.plan if t.status == "skipped" for path in t.left_files}
+    left = {path for path, blob in state.dropped.items() if (blob_of(path) or "") == blob}
+    return skipped | left
 
 
 def _passed(
@@ -89,7 +100,7 @@ def _passed(
         task.proof = proof(task.baseline)
         if verdict.command == (cmds[-1] if cmds else None):
             proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
-    held = held_files(rt.state.plan)
+    held = held_files(rt.state, rt.toolbox.blob_of)
     files = [f for f in ws.changed_files() if f not in held]
     if verdict.judge == "command" and verdict.command:
         named = list(cmds) or [verdict.command]
@@ -108,11 +119,11 @@ def _passed(
     rt.state.facts.append(f"task {index + 1} verified ({check}): {task.goal}")
 
 
-def _nothing_to_do(ws: Workspace, plan: list[Task], task: Task, verdict: Verdict) -> bool:
+def _nothing_to_do(rt: Runtime, ws: Workspace, task: Task, verdict: Verdict) -> bool:
     """Whether a passing task proves nothing: its check passed before it and it changed no file."""
     if verdict.judge != "command" or task.baseline != "pass":
         return False
-    held = held_files(plan)
+    held = held_files(rt.state, rt.toolbox.blob_of)
     return not [f for f in ws.changed_files() if f not in held]
 
 
@@ -157,7 +168,7 @@ def dispatch_and_verify(
             verdict = hidden.recheck(
                 ws, verdict, before, partial(run_acceptance, judged, ws.run_argv)
             )
-        if verdict.passed and not _nothing_to_do(ws, rt.state.plan, task, verdict):
+        if verdict.passed and not _nothing_to_do(rt, ws, task, verdict):
             verdict = hooked.task_verified(rt, index, verdict)  # a hook may refuse it
         task.exit_code, task.last_reason = verdict.exit_code, verdict.reason
         rt.emit(
@@ -174,7 +185,7 @@ def dispatch_and_verify(
         rt.log({"type": "verify", "index": index, "verdict": verdict.model_dump()})
         if on_verdict:
             on_verdict(verdict)
-        if verdict.passed and _nothing_to_do(ws, rt.state.plan, task, verdict):
+        if verdict.passed and _nothing_to_do(rt, ws, task, verdict):
             task.status = "nothing_to_do"
             rt.state.last_error = None
             rt.save()

@@ -22,6 +22,7 @@ from agent_cli.agent.adapt.escalate import (
     Escalation,
     check_answer,
     final_gate_steps,
+    replaced_message,
     skipped_message,
 )
 from agent_cli.agent.ask import closing, planner
@@ -30,7 +31,7 @@ from agent_cli.agent.attempt.freshness import FileViews, supersede_changed
 from agent_cli.agent.attempt.runtime import Limits, Runtime
 from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.judge import recheck
-from agent_cli.agent.judge.dispatch import dispatch_and_verify
+from agent_cli.agent.judge.dispatch import dispatch_and_verify, held_files
 from agent_cli.agent.judge.gate import Gate
 from agent_cli.agent.judge.verifier import Proofs, run_acceptance
 from agent_cli.agent.learn import digest
@@ -662,9 +663,11 @@ class Session:
                 )
                 return RunOutcome(EXIT_ESCALATED, "the final acceptance gate failed")
         skipped = [i for i, t in enumerate(rt.state.plan) if t.status == "skipped"]
-        if skipped:
+        replaced = replaced_message(rt.state, held_files(rt.state, rt.toolbox.blob_of))
+        if skipped or replaced:  # work left uncommitted: the run is not all verified
             run.status = "skipped"
-            return RunOutcome(EXIT_ESCALATED, skipped_message(rt.state.plan, skipped))
+            said = [skipped_message(rt.state.plan, skipped) if skipped else "", replaced]
+            return RunOutcome(EXIT_ESCALATED, "; ".join(m for m in said if m))
         return _settled_outcome(run, rt.state.plan)
 
     def _on_verdict(self, verdict: Verdict) -> None:

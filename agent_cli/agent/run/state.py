@@ -49,6 +49,9 @@ class AgentState(BaseModel):
     success_criteria: str = ""  # the plan's, shown to every task and to the model verifier
     replans: int = Field(0, ge=0)  # re-plan checks the harness asked for after a task (max_replans)
     revisions: list[dict[str, Any]] = Field(default_factory=list)  # each PlanRevised, as saved
+    # the files the tasks a revision replaced left uncommitted, each with its blob id then
+    # ("" for a file gone): no commit takes one until a later task changes it (dispatch.py)
+    dropped: dict[str, str] = Field(default_factory=dict)
     closing_summary: str = ""  # the model's words for the human at the end of the run
     # the task whose verified work is being committed, saved just before the commit: only
     # then is a commit the state names nowhere the harness's own (`resumed.adopt_unsaved_commit`)
