@@ -70,13 +70,31 @@ def unusable(text: str) -> str:
 def typed(text: str) -> tuple[str, str]:
     """Words a human gave (a line typed at a prompt, a hint or note on the command line) as
     they show them: the escape sequences keys send (an arrow, Home, Esc) and other control
-    characters taken out (`clean`), so what is saved and sent is what was seen; and why they
-    cannot be used ("" when they can): `unusable`, or nothing left but such keys."""
+    characters taken out (`clean`), and the characters that show nothing (`blank`: a
+    zero-width space) before the first and after the last that shows, so what is saved and
+    sent is what was seen (`r` then a zero-width space is `r`); and why they cannot be used
+    ("" when they can): `unusable`, or nothing left but such keys or characters."""
     why = unusable(text)
-    words = clean(text)
+    words = _shown(clean(text))
     if not why and text.strip() and not words.strip():
         why = "holds only keys that type no text (an arrow, Esc)"
+    elif not why and text.strip() and blank(words):
+        why = "holds only characters that show nothing (a zero-width space)"
     return words, why
+
+
+def _shown(words: str) -> str:
+    """`words` without the invisible characters around what shows (their whitespace kept)."""
+    seen = [i for i, char in enumerate(words) if not blank(char)]
+    if not seen:
+        return words
+    first, last = seen[0], seen[-1] + 1
+    before, after = words[:first], words[last:]
+    return (
+        "".join(c for c in before if c.isspace())
+        + words[first:last]
+        + "".join(c for c in after if c.isspace())
+    )
 
 
 def readable(text: str) -> str:

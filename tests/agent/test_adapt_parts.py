@@ -168,6 +168,17 @@ def test_an_escalation_answer_that_is_no_text_is_asked_again():
     assert rc.ask_escalation(escalated(3)) == "q"
 
 
+def test_a_line_that_shows_nothing_is_no_hint_and_no_note():
+    # zero-width spaces, a BOM, a word joiner and a Hangul filler: the line shows nothing,
+    # as a blank goal does, so it is asked again rather than spending an attempt and a hint
+    rc, out = console("\u200b\u200b\n\ufeff \u2060\n\u3164\nuse it\u200b\n")
+    assert rc.ask_escalation(escalated(3)) == "use it"
+    assert out.getvalue().count("that line holds only characters that show nothing") == 3
+    # `r` and a note that shows nothing is `r` alone: no invisible note reaches the model
+    rc, out = console("r \u200b\n")
+    assert parse_answer(rc.ask_escalation(escalated(3))) == Answer("replan", "")
+
+
 def test_new_events_are_shown():
     rc, out = console()
     rc.emit(

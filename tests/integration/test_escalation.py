@@ -285,6 +285,18 @@ def test_an_answer_of_only_keys_that_type_no_text_is_refused(agent_in_process, d
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("flag", "text"),
+    [("--hint", "\u200b\u200b"), ("--hint", "\ufeff \u2060"), ("--replan", "\u200b")],
+)
+def test_an_answer_that_shows_nothing_is_refused(agent_in_process, demo_repo, flag, text):
+    # as a blank goal is: a zero-width space would spend an attempt and one of the hints
+    proc = agent_in_process("run", "--resume", flag, text, cwd=demo_repo)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{flag} holds only characters that show nothing (a zero-width space)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_resume_skip_goes_on_without_the_task(agent_in_process, fake_server, demo_repo):
     escalate_without_terminal(agent_in_process, fake_server, demo_repo, task(), DOC)
     srv = fake_server(write_notes())

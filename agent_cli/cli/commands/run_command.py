@@ -170,7 +170,7 @@ def resume_answer(
     words, why = typed(text)  # cleaned as a line typed at the question is
     if why:
         raise UsageError(f"--{kind} {why}", "give it as plain UTF-8 text")
-    if kind == "hint" and not words.strip():
+    if kind == "hint" and blank(words):
         raise UsageError('--hint needs the words to pass on, e.g. --hint "use statistics.median"')
     return kind, words
 
