@@ -307,6 +307,10 @@ def test_resume_skip_goes_on_without_the_task(agent_in_process, fake_server, dem
     assert "task 1 skipped" in done["message"] and "calc/stats.py" in done["message"]
     assert "NOTES.txt" in git(demo_repo, "show", "--stat", "HEAD")
     assert "calc/stats.py" not in git(demo_repo, "show", "--stat", "HEAD")
+    # the run is finished: its last line names a way on that works, not `--resume`
+    assert "--resume" not in done["message"] and "`git status`" in done["message"]
+    again = agent_in_process("run", "--resume", "--yes", cwd=demo_repo)
+    assert again.returncode == 1 and "no unfinished run to resume" in again.stderr
 
 
 def test_resume_replan_re_plans_the_rest(agent_in_process, fake_server, demo_repo):

@@ -42,6 +42,7 @@ from agent_cli.agent.run.journal import JournalEntry, StepRecord
 from agent_cli.agent.run.roles import RoleModels, RoleUsage
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import (
+    FINISHED,
     RunRecord,
     RunStartedWith,
     RunStore,
@@ -549,7 +550,15 @@ class Session:
         return code
 
     def _resume_hint(self, run: RunRecord, code: int, message: str) -> str:
-        """`message`, naming what `agent run --resume` will continue with when it is the way on."""
+        """`message`, naming what `agent run --resume` will continue with when it is the way on;
+        a finished run (one that ended with a task skipped or replaced) has nothing to resume."""
+        if run.status in FINISHED:
+            if run.status != "skipped":
+                return message
+            return (
+                f"{message}; the run is finished, with nothing left to resume: what it left "
+                "uncommitted is yours to finish (`git status`)"
+            )
         uses = run.started_with.describe()
         if code not in (EXIT_INTERRUPTED, EXIT_ESCALATED, EXIT_BUDGET) or not uses:
             return message
