@@ -353,6 +353,18 @@ def test_a_home_under_a_file_is_one_line_naming_that_file(agent, monkeypatch, sc
     assert other.read_text() == "not ours\n"
 
 
+@pytest.mark.parametrize("command", [("run", "x", "--yes"), ("runs",), ("memory", "show")])
+def test_a_home_the_system_refuses_to_look_at_is_one_line(
+    agent, monkeypatch, scratch_repo, command
+):
+    home = scratch_repo.parent / ("x" * 300)  # longer than a file name may be
+    monkeypatch.setenv("AGENT_HOME", str(home))
+    code, _, err = agent(*command, "--repo", str(scratch_repo))
+    said = one_error_line(err)
+    assert code == 1 and f"home {home} cannot be used: File name too long" in said, err
+    assert "set home to another directory" in said
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 def test_doctor_fails_a_home_nothing_can_be_created_in_even_for_root(
     agent, monkeypatch, scratch_repo

@@ -300,6 +300,18 @@ class Settings(BaseSettings):
         when `repo` is a linked one, such as a worktree run's: one repository, one state); a
         ConfigError when something other than a directory is there, or above it."""
         state = Path(self.home).expanduser() if self.home else main_work_tree(repo) / ".agent"
+        try:
+            self._check_state_dir(state)
+        except OSError as e:  # a name too long, a folder above it that cannot be searched
+            where = "home" if self.home else "the state directory"
+            raise ConfigError(
+                f"{where} {state} cannot be used: {e.strerror or e}",
+                "set home to another directory",
+            ) from None
+        return state
+
+    def _check_state_dir(self, state: Path) -> None:
+        """A ConfigError when something other than a directory is at `state`, or above it."""
         if not self.home and state.is_symlink():
             refuse_tracked_link(state)
         if state.is_symlink() and not state.exists():  # nothing could be created there
@@ -322,7 +334,6 @@ class Settings(BaseSettings):
                     f"{where} {state} cannot be created: {above} is a file, not a directory",
                     f"move {above} aside, or set home to another directory",
                 )
-        return state
 
     def prices(self, base_url: str | None = None) -> Prices:
         """Dollars per million tokens at `base_url` (default: `base_url`'s): input, output,
