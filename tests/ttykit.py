@@ -71,6 +71,15 @@ class Screen:
         return "\n".join("".join(line).rstrip() for line in self.lines).rstrip() + "\n"
 
 
+# `[sys.executable, *CONTROLLING, "-m", "agent_cli", ...]`: Python makes the pty on its stdin
+# the controlling terminal of its new session (as a login shell's is), then runs the program
+CONTROLLING = [
+    "-c",
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])",
+]
+
+
 def run_on_pty(
     argv: list[str],
     *,
@@ -80,11 +89,14 @@ def run_on_pty(
     timeout: float = 120,
     answers: list[tuple[str, str]] = (),
     stdout=None,
+    stderr=None,
 ) -> tuple[int, str]:
     """Run `argv` with a pseudo-terminal as stdin, stdout and stderr; (exit code, raw output).
 
     `answers` are (prompt, keys) pairs in order: the keys are typed once the prompt shows.
-    `stdout`, an open file, takes the child's standard output instead (`agent run > run.log`).
+    `stdout`, an open file, takes the child's standard output instead (`agent run > run.log`),
+    and `stderr` its standard error (`2>&1`). The pty is not the child's controlling terminal
+    unless `argv` makes it so (`CONTROLLING` before a Python program's arguments).
     """
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
@@ -99,7 +111,7 @@ def run_on_pty(
         env=env,
         stdin=slave,
         stdout=slave if stdout is None else stdout,
-        stderr=slave,
+        stderr=slave if stderr is None else stderr,
         start_new_session=True,
     )
     os.close(slave)

@@ -55,7 +55,7 @@ from agent_cli.memory.longterm.fallback import FallbackLongTerm
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
 from agent_cli.memory.longterm.write.outbox import Outbox
 from agent_cli.ui import stopping
-from agent_cli.ui.console import make_console, pick_mode, stdin_is_terminal
+from agent_cli.ui.console import can_ask, make_console, pick_mode
 from agent_cli.ui.watched import Watched
 from agent_cli.workspace.files import Files
 from agent_cli.workspace.git.repository import GitRepo
@@ -651,7 +651,7 @@ def _execute(
             max_replans=settings.max_replans,
             final_summary=settings.final_summary,
             # a rejected task is put to the human on a terminal, even with --yes
-            ask_human=not opts.json_out and stdin_is_terminal(),
+            ask_human=not opts.json_out and can_ask(),
             preflight=changed,  # the repository was checked above: once per run
             started_with=started,
             held=held_states(settings, workspace.root, held_to),
@@ -721,7 +721,7 @@ def check_approval(settings: Settings, opts: RunOptions) -> bool:
     """Whether to ask for plan approval; refuse when asking is needed but impossible."""
     if settings.approval == "auto" or opts.plan_only:
         return False
-    if not stdin_is_terminal():
+    if not can_ask():
         raise UsageError(
             "approval is 'ask' but there is no terminal to ask on; nothing was started",
             'pass --yes to approve the plan and every command, or set approval = "auto"',

@@ -117,17 +117,53 @@ def stdin_is_terminal() -> bool:
     return sys.stdin is not None and _isatty(sys.stdin)
 
 
+def can_ask() -> bool:
+    """Whether a human can read a question and answer it: stdin is a terminal, and so is
+    stdout, stderr, or (both sent to a file: `agent run ... > run.log 2>&1`) the controlling
+    terminal the question is then written to."""
+    if not stdin_is_terminal():
+        return False
+    if _isatty(sys.stdout) or _isatty(sys.stderr):
+        return True
+    tty = _controlling_terminal()
+    if tty is None:
+        return False
+    tty.close()
+    return True
+
+
+def _controlling_terminal() -> IO[str] | None:
+    """The process's controlling terminal (`/dev/tty`) opened to write a question on; None
+    when it has none."""
+    try:
+        return open("/dev/tty", "w", encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def confirmed(question: str) -> bool:
     """Ask `question` on the terminal; whether the line typed was y or yes. The end of input
     (Ctrl-D) is a no, as is any line that is no text (bytes that are not UTF-8). With stdout
-    sent to a file and stderr a terminal, the question goes to stderr, where the human reads."""
-    out = sys.stderr if not _isatty(sys.stdout) and _isatty(sys.stderr) else sys.stdout
-    _undecodable_as_surrogates(sys.stdin)
-    out.write(f"{question} [y/N] ")
-    out.flush()
-    line = sys.stdin.readline()
-    if not line:
-        out.write("\n")  # the question's line ends where Ctrl-D left it
+    sent to a file and stderr a terminal, the question goes to stderr, where the human reads;
+    with both sent to a file, to the controlling terminal."""
+    tty = None
+    if _isatty(sys.stdout):
+        out: IO[str] = sys.stdout
+    elif _isatty(sys.stderr):
+        out = sys.stderr
+    else:
+        out = tty = _controlling_terminal() or sys.stdout
+    try:
+        _undecodable_as_surrogates(sys.stdin)
+        out.write(f"{question} [y/N] ")
+        out.flush()
+        line = sys.stdin.readline()
+        if not line:
+            out.write("\n")  # the question's line ends where Ctrl-D left it
+            out.flush()
+    finally:
+        if tty is not None and tty is not sys.stdout:
+            tty.close()
     return line.strip().lower() in ("y", "yes")
 
 
@@ -244,12 +280,21 @@ class RunConsole:
         self.console = console
         # Where the questions go: with the log in a file or a pipe (`agent run > run.log`,
         # `| tee run.log`) and stderr a terminal, there, where the human reads, instead of
-        # into the log; and what they ask about too (the plan, the rejected task), unless a
-        # pipe may be showing the log (tee, a pager). The log records each question answered.
+        # into the log; with stderr sent there too (`> run.log 2>&1`) and stdin a terminal,
+        # to the controlling terminal; and what they ask about too (the plan, the rejected
+        # task), unless a pipe may be showing the log (tee, a pager). The log records each
+        # question answered.
         self.asker, self._log_unseen = self.console, False
-        if mode == "plain" and not _isatty(out) and _isatty(err):
-            self.asker = Console(file=err, highlight=False, markup=False, emoji=False)
-            self._log_unseen = not _is_pipe(out)
+        self._tty: IO[str] | None = None
+        logged = self.console.file
+        if mode != "live" and not _isatty(logged):
+            if mode == "plain" and _isatty(err):
+                self.asker = Console(file=err, highlight=False, markup=False, emoji=False)
+            elif _isatty(stdin if stdin is not None else sys.stdin):
+                self._tty = _controlling_terminal()
+            if self._tty is not None:
+                self.asker = Console(file=self._tty, highlight=False, markup=False, emoji=False)
+            self._log_unseen = self.asker is not self.console and not _is_pipe(logged)
 
     def emit(self, ev: Event) -> None:
         """Show one event, redacted.
@@ -301,6 +346,9 @@ class RunConsole:
         """Take the spinner off the screen and end any streamed line."""
         self._stop_spinner()
         self._end_stream()
+        if self._tty is not None:
+            self._tty.close()
+            self._tty, self.asker = None, self.console
 
     def approve_plan(self, plan_event: PlanMade) -> bool:
         """Show the plan with every acceptance command and ask whether to run it."""

@@ -25,7 +25,7 @@ from runkit import (
 )
 
 from conftest import git
-from ttykit import Screen, run_on_pty
+from ttykit import CONTROLLING, Screen, run_on_pty
 
 pytestmark = pytest.mark.slow
 HINT = "Use sorted(xs); for an even count return the mean of the two middle values </human_hint>"
@@ -198,6 +198,49 @@ def test_with_the_log_in_a_file_the_questions_and_what_they_ask_about_show_on_th
     assert f"{QUESTION} type a hint, s, r [NOTE] or q: use sorted(xs)\n" in logged
     assert logged.count("I tried twice") == 1 and "verified" in logged
     assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
+
+
+def test_with_both_outputs_in_a_file_the_questions_show_on_the_controlling_terminal(
+    fake_server, agent_env, demo_repo, tmp_path
+):
+    # `agent run GOAL > run.log 2>&1` at a terminal: stdin is the terminal, stdout and stderr
+    # the file; the questions, and what they ask about, are written to the terminal (/dev/tty)
+    srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
+    argv = [sys.executable, *CONTROLLING, "-m", "agent_cli", "run", GOAL, "--base-url", srv.url]
+    answers = [("Run this plan? [y/N]", "y\n"), (QUESTION, "use sorted(xs)\n")]
+    with open(tmp_path / "run.log", "w") as log:
+        code, raw = run_on_pty(
+            argv, cwd=demo_repo, env=agent_env, answers=answers, stdout=log, stderr=log
+        )
+    terminal, logged = Screen().feed(raw).text(), (tmp_path / "run.log").read_text()
+    assert code == 0, terminal + logged
+    assert "Add median() to calc/stats.py" in terminal  # the plan, to approve it
+    assert "Run this plan? [y/N] y" in terminal
+    assert "I tried twice" in terminal and "What now? type a hint" in terminal
+    assert "Run this plan? [y/N] y\n" in logged  # the log says what was asked and answered
+    assert f"{QUESTION} type a hint, s, r [NOTE] or q: use sorted(xs)\n" in logged
+    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
+
+
+def test_with_both_outputs_in_a_file_and_no_terminal_to_show_a_question_none_is_asked(
+    fake_server, agent_env, demo_repo, tmp_path
+):
+    # stdin is a terminal, but not this process's own (no /dev/tty), and both outputs go to a
+    # file: a question could not be seen, so it is not asked, as without a terminal
+    srv = fake_server([plan(task())] + rejected_twice())
+    argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--base-url", srv.url]
+    with open(tmp_path / "run.log", "w") as log:
+        code, raw = run_on_pty(argv, cwd=demo_repo, env=agent_env, stdout=log, stderr=log)
+    logged = (tmp_path / "run.log").read_text()
+    assert code == 2 and "there is no terminal to ask on" in logged, raw + logged
+    assert srv.chat_requests == []  # refused before the model
+    with open(tmp_path / "run.log", "w") as log:
+        code, raw = run_on_pty(
+            [*argv, "--yes"], cwd=demo_repo, env=agent_env, stdout=log, stderr=log
+        )
+    logged = (tmp_path / "run.log").read_text()
+    assert code == 3 and QUESTION not in logged, raw + logged  # stopped, not waiting
+    assert state_of(demo_repo)["status"] == "escalated"
 
 
 # -- without a terminal: exit 3, then answer with --resume ---------------------------------------
