@@ -109,3 +109,25 @@ def test_a_cache_that_cannot_be_used_falls_back_to_the_shipped_file(tmp_path, mo
         assert tokens.count("<|endoftext|>") > 1
     finally:
         tokens.get_encoding.cache_clear()
+
+
+# text that exercises each branch of the encodings' split patterns: contractions, capitals,
+# digit runs, punctuation runs with line ends, whitespace runs, letters of other scripts
+SAMPLE = (
+    "We'll SEE what's THEIR'S: x = 12345678 + 0.5e-3; print(f'{x!r}')\r\n\n\n"
+    "    def naïve_Ünïcode(self) -> dict[str, int]:  # 日本語のテキスト, русский, 한국어 🙂\n"
+    "\t\t  trailing spaces   \nI'M DONE'S ll've'd <|endoftext|> <|endofprompt|>\n"
+)
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_the_encoding_built_in_memory_is_tiktokens_own(name):
+    """The fallback copies tiktoken's split pattern and special tokens: it must split, merge
+    and name special tokens exactly as the encoding tiktoken loads from its cache."""
+    own, built = tokens.get_encoding(name), tokens._in_memory(name)
+    text = SAMPLE + open(__file__, encoding="utf-8").read()
+    plain = built.encode(text, disallowed_special=())
+    assert plain == own.encode(text, disallowed_special=()) and len(plain) > 1000
+    assert built.encode(SAMPLE, allowed_special="all") == own.encode(SAMPLE, allowed_special="all")
+    assert built.special_tokens_set == own.special_tokens_set
+    assert (built.n_vocab, built.max_token_value) == (own.n_vocab, own.max_token_value)
