@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.agent.run.live import checkout_lock, live_ids
-from agent_cli.agent.run.store import RunStore, claim_run_id
+from agent_cli.agent.run.store import FINISHED, RunStore, claim_run_id
 from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
@@ -292,10 +292,10 @@ def settle(place: WorktreePlace, ev: RunDone) -> str:
     finally:
         trees.close()
     why = "it holds uncommitted work for you" if not clean else f"the run is {ev.status}"
-    return (
-        f"the worktree {place.path} is kept ({why}); the work so far is on {branch}: {take}; "
-        f"continue with agent run --resume --run-id {place.run_id}"
-    )
+    kept = f"the worktree {place.path} is kept ({why}); the work so far is on {branch}: {take}"
+    if ev.status in FINISHED:  # a skipped task's changes: nothing is left to resume
+        return f"{kept}; the run is finished: what it left uncommitted there is yours to finish"
+    return f"{kept}; continue with agent run --resume --run-id {place.run_id}"
 
 
 def settled(place: WorktreePlace, ev: Event) -> tuple[Event, ...]:

@@ -23,7 +23,7 @@ from many.manykit import (
     status,
     worktrees,
 )
-from reliability.relkit import events, repo_with, spawn_agent, wait_for
+from reliability.relkit import events, no_facts, repo_with, spawn_agent, wait_for
 
 __all__ = ["spawn_agent"]  # a fixture: the tests taking it are `slow`
 
@@ -152,6 +152,23 @@ def test_a_rejected_worktree_run_resumes_in_its_worktree_made_again(
     assert "gamma.txt" in branch_files(repo, f"agent/{run_id}")
     assert not tree.exists() and worktrees(repo) == [str(repo)]
     assert checkout(repo) == before and status(repo) == ""
+
+
+def test_a_worktree_run_ended_by_a_skip_keeps_its_tree_and_points_to_no_resume(
+    agent_in_process, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    _, run_id, tree = rejected_worktree_run(agent_in_process, fake_server, repo, "delta.txt")
+    rest = fake_server([no_facts()])
+    skipped = agent_in_process(
+        "run", "--resume", "--run-id", run_id, "--skip", "--yes", "--json",
+        "--base-url", rest.url, cwd=repo,
+    )  # fmt: skip
+    assert skipped.returncode == 3, skipped.stdout + skipped.stderr
+    assert run_done(skipped.stdout)["status"] == "skipped"
+    kept = next(t for t in notices(skipped.stdout) if f"the worktree {tree} is kept" in t)
+    assert "--resume" not in kept and "yours to finish" in kept, kept
+    assert status(tree) == "?? not-delta.txt\n"  # the skipped task's file, left for the human
 
 
 def test_worktree_auto_sends_a_second_run_to_a_worktree(agent_in_process, fake_server, tmp_path):

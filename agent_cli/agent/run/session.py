@@ -37,12 +37,12 @@ from agent_cli.agent.judge.verifier import Proofs, run_acceptance
 from agent_cli.agent.learn import digest
 from agent_cli.agent.learn import learning as learn
 from agent_cli.agent.learn.run_memory import RunMemory
-from agent_cli.agent.run import journal, resumed
+from agent_cli.agent.run import ending, journal, resumed
+from agent_cli.agent.run.ending import RunOutcome
 from agent_cli.agent.run.journal import JournalEntry, StepRecord
 from agent_cli.agent.run.roles import RoleModels, RoleUsage
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import (
-    FINISHED,
     RunRecord,
     RunStartedWith,
     RunStore,
@@ -111,47 +111,6 @@ class RunConfig:
 def _settled(state: AgentState) -> tuple[int, ...]:
     """The tasks whose outcome is final: verified, skipped by the human, or nothing to do."""
     return tuple(i for i, t in enumerate(state.plan) if t.status in SETTLED)
-
-
-def _settled_outcome(run: RunRecord, plan: list[Task]) -> RunOutcome:
-    """The end of a run whose tasks all settled: what was verified, and by which proof."""
-    idle = [i + 1 for i, t in enumerate(plan) if t.status == "nothing_to_do"]
-    verified = [t for t in plan if t.status == "verified"]
-    if not plan:  # a re-plan you asked for replaced every task with none
-        run.status = "nothing_to_do"
-        return RunOutcome(
-            EXIT_OK, "no task is left: the re-plan removed every task; nothing is claimed verified"
-        )
-    if not verified:
-        run.status = "nothing_to_do"
-        return RunOutcome(
-            EXIT_OK,
-            "nothing to do: every task's check passed before it started and no file changed; "
-            "nothing is claimed verified",
-        )
-    run.status = "verified"
-    if idle:
-        numbers = ", ".join(str(n) for n in idle)
-        return RunOutcome(
-            EXIT_OK,
-            f"{len(verified)} of {len(plan)} tasks verified; nothing to do for task(s) {numbers} "
-            "(the check passed before the task started and no file changed)",
-        )
-    if all(t.proof == "regression-only" for t in verified):
-        return RunOutcome(
-            EXIT_OK,
-            "every task verified, each regression-only: every check already passed before "
-            "its task started",
-        )
-    return RunOutcome(EXIT_OK, "every task verified")
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """How the run's tasks ended: the exit code and the one line that says why."""
-
-    code: int
-    message: str
 
 
 class RunParts(Protocol):
@@ -546,26 +505,8 @@ class Session:
             with self.sv.parts.unstoppable():  # the state is on disk before a second Ctrl-C
                 self.save()
             self._learn()
-            self._done(code, self._resume_hint(run, code, message))
+            self._done(code, ending.with_way_on(run, code, message))
         return code
-
-    def _resume_hint(self, run: RunRecord, code: int, message: str) -> str:
-        """`message`, naming what `agent run --resume` will continue with when it is the way on;
-        a finished run (one that ended with a task skipped or replaced) has nothing to resume."""
-        if run.status in FINISHED:
-            if run.status != "skipped":
-                return message
-            return (
-                f"{message}; the run is finished, with nothing left to resume: what it left "
-                "uncommitted is yours to finish (`git status`)"
-            )
-        uses = run.started_with.describe()
-        if code not in (EXIT_INTERRUPTED, EXIT_ESCALATED, EXIT_BUDGET) or not uses:
-            return message
-        command = "`agent run --resume`"
-        if command in message:
-            return message.replace(command, f"{command} (with {uses})", 1)
-        return f"{message}; {command} continues with {uses}"
 
     def _tasks(self, run: RunRecord, rt: Runtime, ws: Workspace) -> RunOutcome:
         ask = self.sv.console.ask_escalation if self.cfg.ask_human else None
@@ -677,7 +618,7 @@ class Session:
             run.status = "skipped"
             said = [skipped_message(rt.state.plan, skipped) if skipped else "", replaced]
             return RunOutcome(EXIT_ESCALATED, "; ".join(m for m in said if m))
-        return _settled_outcome(run, rt.state.plan)
+        return ending.settled_outcome(run, rt.state.plan)
 
     def _on_verdict(self, verdict: Verdict) -> None:
         """Keep the failure's signatures; the run's memory records a fix or looks one up."""

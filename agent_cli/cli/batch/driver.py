@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from agent_cli.agent.run.store import FINISHED
 from agent_cli.cli.batch.goals import Goal
 from agent_cli.core.errors import (
     EXIT_BUDGET,
@@ -95,7 +96,7 @@ class Job:
 
     def resume_command(self) -> str:
         """How the human continues this run on its own ("" when there is nothing to continue)."""
-        if not self.run_id or self.status in ("verified", "nothing_to_do", NOT_STARTED):
+        if not self.run_id or self.status in FINISHED or self.status == NOT_STARTED:
             return ""
         answer = ' --hint "..."' if self.exit_code == EXIT_ESCALATED else ""
         return f"agent run --resume --run-id {self.run_id}{answer}"
