@@ -466,3 +466,14 @@ def test_ensure_on_names_the_users_conflicting_work(repo):
         gr.ensure_on("agent/r1", {"a.txt"})
     assert "your uncommitted changes (a.txt)" in err.value.hint
     assert gr.current_branch() == "main"
+
+
+def test_a_files_blob_at_a_commit_is_asked_of_git_only_for_a_full_commit_id(repo, tmp_path):
+    g = GitRepo(repo)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    blob = git(repo, "rev-parse", "HEAD:a.txt").strip()
+    assert g.blob_at(head, "a.txt") == blob and g.blob_at(head, "missing.md") is None
+    # a commit read from a state file is never an option to git
+    out = tmp_path / "written-by-git"
+    assert g.blob_at(f"--output={out}", "a.txt") is None and not out.exists()
+    assert g.blob_at("HEAD", "a.txt") is None

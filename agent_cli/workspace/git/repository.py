@@ -264,7 +264,10 @@ class GitRepo:
 
     def blob_at(self, commit: str, path: str) -> str | None:
         """The blob id of the regular file `path` in `commit`; None when it holds no such
-        file (none there, a link, a submodule) or git cannot say."""
+        file (none there, a link, a submodule) or git cannot say; `commit` is a full id (read
+        from a state file: never an option to git)."""
+        if not _FULL_SHA.fullmatch(commit):
+            return None
         code, out, _ = self._probe("ls-tree", "-z", commit, "--", path)
         mode, kind, rest = (out.split(" ", 2) + ["", ""])[:3] if code == 0 else ("", "", "")
         blob, _, name = rest.partition("\t")
