@@ -158,6 +158,10 @@ class RepoWorkspace:
         against `branch` (GitRepo's)."""
         return self.git.changed_since(tree, branch)
 
+    def blob_at(self, commit: str, path: str) -> str | None:
+        """The blob id of the regular file `path` in `commit`, or None (GitRepo's)."""
+        return self.git.blob_at(commit, path)
+
     def uncommittable(self) -> list[str]:
         """The ignored paths and untracked repositories of the work tree (GitRepo's)."""
         return self.git.uncommittable()

@@ -123,7 +123,7 @@ def rejected_worktree_run(agent_in_process, fake_server, repo: Path, name: str):
 def test_a_rejected_worktree_run_resumes_in_its_worktree_made_again(
     agent_in_process, fake_server, tmp_path
 ):
-    repo = repo_with(tmp_path / "repo")
+    repo = repo_with(tmp_path / "repo", {"AGENTS.md": "Owner rules: name files in lowercase.\n"})
     before = checkout(repo)
     first, run_id, tree = rejected_worktree_run(agent_in_process, fake_server, repo, "gamma.txt")
     assert status(tree) == "?? not-gamma.txt\n"  # the rejected attempt, left for the human
@@ -148,6 +148,8 @@ def test_a_rejected_worktree_run_resumes_in_its_worktree_made_again(
     assert again.returncode == 0, again.stdout + again.stderr
     assert any(f"worktree {tree} is made again" in t for t in notices(again.stdout))
     assert "create gamma.txt itself" in str(rest.chat_requests[0])
+    # the tree made again holds the owner's AGENTS.md as the run began with it: still theirs
+    assert all("Owner rules" in json.dumps(r["messages"]) for r in rest.chat_requests)
     assert run_done(again.stdout)["status"] == "verified"
     assert "gamma.txt" in branch_files(repo, f"agent/{run_id}")
     assert not tree.exists() and worktrees(repo) == [str(repo)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -50,6 +51,9 @@ class Instructions:
     files: list[InstructionFile] = field(default_factory=list)
     looked: set[str] = field(default_factory=set)  # touched paths already looked above
     since: int = field(default_factory=lambda: fs_now())  # when the run started, in ns
+    # a path's blob id in the commit the run began at (None: none there): a file that still
+    # holds it is the owner's, whenever git wrote it (a resumed run's work tree made again)
+    began: Callable[[str], str | None] | None = None
 
     @property
     def tokens(self) -> int:
@@ -67,7 +71,7 @@ class Instructions:
         """Read `path` (relative to the root) if it is an instruction file not yet read."""
         if path in self.names():
             return False
-        if not unchanged_since(self.root, path, self.since):
+        if not unchanged_since(self.root, path, self.since) and not self._as_began(path):
             return False
         text = read_inside(self.root, path)
         if text is None or not text.strip():
@@ -87,6 +91,13 @@ class Instructions:
         self.files.append(InstructionFile(path, text, count, cut))
         return True
 
+    def _as_began(self, path: str) -> bool:
+        """Whether `path` holds what the commit the run began at held there."""
+        from agent_cli.workspace.git.blobs import blob_hash
+
+        began = self.began(path) if self.began is not None else None
+        return began is not None and blob_hash(self.root, path) == began
+
     def touch(self, paths: list[str] | set[str]) -> bool:
         """Add the nearest AGENTS.md above each of `paths`; True when one was new."""
         added = False
@@ -98,10 +109,16 @@ class Instructions:
         return added
 
 
-def load(root: Path, max_tokens: int, since: int | None = None) -> Instructions:
+def load(
+    root: Path,
+    max_tokens: int,
+    since: int | None = None,
+    began: Callable[[str], str | None] | None = None,
+) -> Instructions:
     """The conventional instruction files of the repository at `root` that no one created or
-    changed after `since` (ns by `fs_now`; default: now)."""
-    found = Instructions(Path(root), max_tokens)
+    changed after `since` (ns by `fs_now`; default: now), or that hold what `began` names
+    (their blob id in the commit the run began at)."""
+    found = Instructions(Path(root), max_tokens, began=began)
     if since is not None:
         found.since = since
     for path in CONVENTIONAL:

@@ -3,6 +3,7 @@ as it goes (notes, failures, fixes), and what it leaves in long-term memory at t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,14 +53,18 @@ class RunMemory:
             self.root, repo_instructions.share_of(window.limit)
         )
 
-    def instructions_since(self, since: int) -> None:
+    def instructions_since(self, since: int, began: Callable[[str], str | None]) -> None:
         """Read the instruction files again as a run that began at `since` (a resumed run's
         first start, ns by `instructions.fs_now`): what the run's earlier sessions made, or
         anyone changed since, is not the owner's (an AGENTS.md the model wrote and a verified
-        task committed, say)."""
+        task committed, say), unless it holds what the commit the run began at held there
+        (`began`: a path's blob id in it), as a work tree made again for the resume does."""
         if since:
             self.instructions = repo_instructions.load(
-                self.root, self.instructions.max_tokens, since=min(since, self.instructions.since)
+                self.root,
+                self.instructions.max_tokens,
+                since=min(since, self.instructions.since),
+                began=began,
             )
 
     @property

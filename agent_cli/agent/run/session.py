@@ -375,7 +375,10 @@ class Session:
                     "start a new run for the remaining work",
                 )
         self.run = run
-        self.mem.instructions_since(run.instructions_since)
+        self.mem.instructions_since(
+            run.instructions_since,
+            lambda path: self.sv.workspace.blob_at(run.base, path) if run.base else None,
+        )
         if self.cfg.worktree:  # where its tree is now (a checkout moved takes it along)
             run.worktree = self.cfg.worktree
         if self.cfg.started_with is not None:  # new flags given now hold for the next resume too
