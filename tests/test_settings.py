@@ -323,6 +323,20 @@ def test_an_empty_base_url_never_hides_the_one_a_file_sets(tmp_path):
     assert s.base_url == "http://10.0.0.2:8000/v1" and not s.notices  # a value replaces it
 
 
+@pytest.mark.parametrize("role", ["planner", "executor", "verifier"])
+def test_an_empty_role_base_url_never_hides_the_one_a_file_sets(tmp_path, role):
+    """`AGENT_EXECUTOR_BASE_URL=` would send that role's requests to the run's base_url in
+    place of the server the user's file names for it."""
+    user = tmp_path / "user-agentrc"
+    user.write_text(f'{role}_base_url = "http://127.0.0.1:8081/v1"\n')
+    name = f"AGENT_{role.upper()}_BASE_URL"
+    for blank in ("", " \n"):
+        s = load(tmp_path, env={name: blank}, user_rc=user)
+        assert getattr(s, f"{role}_base_url") == "http://127.0.0.1:8081/v1"
+        said = f"env {name} is empty, so it is ignored: the {role}_base_url of {user} is used"
+        assert said in s.notices, s.notices
+
+
 def test_an_agentrc_that_is_there_but_no_file_is_said_not_skipped(tmp_path):
     (tmp_path / ".agentrc").mkdir()
     with pytest.raises(ConfigError, match="agentrc: cannot be read"):

@@ -715,24 +715,26 @@ def _hidden_key(layers: list[tuple[str, dict[str, Any]]], env: dict[str, str]) -
 
 
 def _empty_endpoint(layers: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """An empty `base_url` from the environment or a flag (`--base-url "$LOCAL_URL"` with the
-    variable unset, `AGENT_BASE_URL=` meant to unset it) is dropped where a file sets one, with
-    a notice: taken as it says, it would be the default endpoint, api.openai.com, and send the
-    repository's code there in place of the server the file names."""
+    """An empty `base_url` (or a role's) from the environment or a flag (`--base-url
+    "$LOCAL_URL"` with the variable unset, `AGENT_BASE_URL=` meant to unset it) is dropped
+    where a file sets one, with a notice: taken as it says, it would be the default endpoint,
+    api.openai.com (for a role: the run's base_url), and send the repository's code there in
+    place of the server the file names."""
     notices: list[str] = []
-    for at, (origin, layer) in enumerate(layers):
-        if origin != "flag" and not origin.startswith("env "):
-            continue
-        value = layer.get("base_url")
-        if not isinstance(value, str) or value.strip():
-            continue
-        below = [o for o, lower in layers[:at] if str(lower.get("base_url") or "").strip()]
-        if below:
-            del layer["base_url"]
-            name = "--base-url" if origin == "flag" else origin
-            notices.append(
-                f"{name} is empty, so it is ignored: the base_url of {below[-1]} is used"
-            )
+    for key in ("base_url", *(f"{role}_base_url" for role in ROLES)):
+        for at, (origin, layer) in enumerate(layers):
+            if origin != "flag" and not origin.startswith("env "):
+                continue
+            value = layer.get(key)
+            if not isinstance(value, str) or value.strip():
+                continue
+            below = [o for o, lower in layers[:at] if str(lower.get(key) or "").strip()]
+            if below:
+                del layer[key]
+                name = "--" + key.replace("_", "-") if origin == "flag" else origin
+                notices.append(
+                    f"{name} is empty, so it is ignored: the {key} of {below[-1]} is used"
+                )
     return notices
 
 
