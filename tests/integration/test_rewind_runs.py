@@ -261,6 +261,24 @@ def test_with_stdout_in_a_file_the_confirmation_is_asked_on_the_terminal(
     assert tip(repo, f"agent/{run_id}") == first
 
 
+@pytest.mark.slow
+def test_with_both_outputs_in_a_file_and_no_terminal_to_ask_on_nothing_moves(
+    agent_in_process, fake_server, agent_env, repo, tmp_path
+):
+    # stdin is a terminal but not this process's own (no /dev/tty), both outputs a file:
+    # the question could not be seen, so it is not asked (the rewind would wait unseen)
+    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
+    run_id = start_run(agent_in_process, srv, repo)
+    git(repo, "switch", "-q", "main")
+    before = tip(repo, f"agent/{run_id}")
+    argv = [sys.executable, "-m", "agent_cli", "rewind", run_id, "--to-task", "1"]
+    with open(tmp_path / "out.txt", "w") as out:  # `agent rewind ... > out.txt 2>&1`
+        code, raw = run_on_pty(argv, cwd=repo, env=agent_env, stdout=out, stderr=out, timeout=60)
+    said = (tmp_path / "out.txt").read_text()
+    assert code == 2 and "there is no terminal to ask on" in said, raw + said
+    assert tip(repo, f"agent/{run_id}") == before
+
+
 def runs_json(agent_in_process, repo) -> list[dict]:
     proc = agent_in_process("runs", "--json", cwd=repo)
     assert proc.returncode == 0, proc.stderr

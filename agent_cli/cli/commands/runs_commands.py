@@ -229,9 +229,9 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
         f"{goal.forgotten} task(s) pending again?"
     )
     if not yes:
-        from agent_cli.ui.console import confirmed, stdin_is_terminal
+        from agent_cli.ui.console import can_ask, confirmed
 
-        if not stdin_is_terminal():
+        if not can_ask():
             raise UsageError(
                 f"rewinding run {record.run_id} needs a confirmation and there is no terminal "
                 "to ask on; nothing was changed",
