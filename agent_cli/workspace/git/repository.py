@@ -65,7 +65,7 @@ def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
         raise GitError(f"{path} does not exist", _NOT_A_REPO_HINT)
     cwd = path if path.is_dir() else path.parent
     try:
-        code, out, _ = run_git(
+        code, out, err = run_git(
             [
                 "rev-parse",
                 "--is-bare-repository",
@@ -80,6 +80,7 @@ def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
         raise GitError("git is not installed or not on PATH", "install git and run again") from None
     lines = out.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 3:
+        _refused(path, code, err)
         raise GitError(f"{path} is not inside a git repository", _NOT_A_REPO_HINT)
     if lines[0] == "true":
         raise GitError(f"{path} is a bare repository with no work tree", _NOT_A_REPO_HINT)
@@ -89,6 +90,27 @@ def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
         Path(os.path.realpath(lines[3])),
         Path(lines[1]),
         Path(os.path.realpath(cwd / lines[2])),
+    )
+
+
+def _refused(path: Path, code: int, err: str) -> None:
+    """GitError with git's own reason when git refused the repository holding `path` for
+    something other than there being none (dubious ownership, an unknown repository format),
+    and with the fix git names."""
+    said = [line.strip() for line in err.splitlines() if line.strip()]
+    fatal = next((line[len("fatal:") :].strip() for line in said if line.startswith("fatal:")), "")
+    if code == 0 or not fatal or fatal.startswith("not a git repository"):
+        return
+    fix = next((line for line in said if line.startswith("git config ")), "")
+    if "dubious ownership" in fatal:
+        raise GitError(
+            f"git refuses this repository: {fatal} (it is owned by another user)",
+            f"if you trust it, tell git so: {fix or 'git config --global --add safe.directory DIR'}"
+            ", and run again",
+        )
+    raise GitError(
+        f"git refuses the repository holding {path}: {fatal}",
+        fix or "check the repository with git status",
     )
 
 
