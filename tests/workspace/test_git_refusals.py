@@ -7,7 +7,7 @@ import pytest
 
 from agent_cli.core.errors import GitError
 from agent_cli.workspace.git.repository import GitRepo
-from conftest import make_repo
+from conftest import git, make_repo
 
 
 @pytest.fixture
@@ -36,3 +36,53 @@ def test_a_repository_of_dubious_ownership_is_named_with_gits_reason_and_fix(
     assert f"git config --global --add safe.directory {repo}" in err.value.hint, said
     (home / ".gitconfig").write_text(f"[safe]\n\tdirectory = {trusted}\n")  # the fix, done
     GitRepo(trusted).close()
+
+
+def sha256_repo(path):
+    """A repository whose objects are named by SHA-256, with one commit."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "--object-format=sha256", "-b", "main")
+    git(path, "config", "user.email", "test@example.com")
+    git(path, "config", "user.name", "Test")
+    (path / "a.txt").write_text("1\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@pytest.mark.parametrize("worktree", [False, True])
+def test_a_sha256_repository_is_refused_in_one_line_before_the_model_is_asked(
+    tmp_path, agent_in_process, fake_server, worktree
+):
+    """GitPython reads no SHA-256 object: the run would plan (a paid request) and then end in
+    an internal error, or call the repository empty."""
+    repo = sha256_repo(tmp_path / "repo")
+    srv = fake_server([{"content": "never asked"}])
+    flags = ["--worktree"] if worktree else []
+    proc = agent_in_process(
+        "run", "x", "--yes", *flags, "--base-url", srv.url, "--model", "m", cwd=repo
+    )
+    assert proc.returncode == 1, proc.stderr
+    said = proc.stderr.strip().splitlines()
+    assert len(said) == 1 and "SHA-256" in said[0], proc.stderr
+    assert "internal error" not in proc.stderr and "no commits" not in proc.stderr
+    assert srv.chat_requests == []
+    assert not (repo / ".agent").exists()
+
+
+def test_every_command_through_gitpython_refuses_a_sha256_repository_as_preflight_does(
+    tmp_path,
+):
+    """`agent runs`, `clean` and `rewind` read the repository through GitPython without the
+    run's preflight: the same line, never GitPython's BadName."""
+    repo = sha256_repo(tmp_path / "repo")
+    main = GitRepo(repo)
+    try:
+        with pytest.raises(GitError) as before_model:
+            main.preflight(allow_dirty=False)
+        with pytest.raises(GitError) as through_gitpython:
+            main.branch_exists("agent/x")
+    finally:
+        main.close()
+    assert "SHA-256" in before_model.value.message
+    assert through_gitpython.value.message == before_model.value.message

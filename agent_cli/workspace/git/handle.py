@@ -13,6 +13,7 @@ run nothing a repository's config names; `close` ends them.
 
 from __future__ import annotations
 
+import configparser
 import os
 import subprocess
 from collections.abc import Iterator
@@ -63,6 +64,20 @@ def _import_gitpython(secrets: tuple[str, ...] = ()) -> None:
         raise GitError(*_NO_GIT)
 
 
+def check_object_format(name: str) -> None:
+    """Refuse a repository whose objects are not named by SHA-1 (`name`, as git's
+    `extensions.objectFormat` or `rev-parse --show-object-format` says): GitPython reads no
+    other, and every branch, commit and log of a run goes through it."""
+    named = name.strip().lower()
+    if named not in ("", "sha1"):
+        raise GitError(
+            f"the repository names its objects by {named.upper().replace('SHA', 'SHA-')} "
+            f"(extensions.objectFormat = {named}), which the agent cannot work in: GitPython, "
+            "through which it commits, reads only SHA-1 repositories",
+            "work in a repository with SHA-1 object names, git's default",
+        )
+
+
 class RepoHandle:
     """A GitPython `Repo` on one work tree, opened on first use, every process kept safe."""
 
@@ -78,12 +93,23 @@ class RepoHandle:
             from git.exc import GitError as GitPythonError
 
             try:
-                self._repo = Repo(self.root)
+                repo = Repo(self.root)
             except (GitPythonError, OSError) as exc:
                 raise GitError(
                     f"{self.root} cannot be opened as a repository: {exc}",
                     "check the repository with git status",
                 ) from exc
+            try:
+                named = repo.config_reader("repository").get_value(
+                    "extensions", "objectformat", "sha1"
+                )
+                check_object_format(str(named))
+            except GitError:
+                repo.close()
+                raise
+            except (configparser.Error, OSError, ValueError):
+                pass  # a config git itself cannot read: its commands say so
+            self._repo = repo
         return self._repo
 
     @contextmanager

@@ -19,7 +19,7 @@ from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import GitError
 from agent_cli.core.text import readable, some
 from agent_cli.workspace.git import traps
-from agent_cli.workspace.git.handle import LogEntry, RepoHandle
+from agent_cli.workspace.git.handle import LogEntry, RepoHandle, check_object_format
 from agent_cli.workspace.git.identity import RepoIdentity, repo_identity
 from agent_cli.workspace.git.safe import run_git
 from agent_cli.workspace.git.secrets import where_secret
@@ -59,8 +59,9 @@ _LOCK_HINT = (
 )
 
 
-def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
-    """(work tree root, git directory, common git directory) of the repository holding `path`."""
+def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path, str]:
+    """(work tree root, git directory, common git directory, object format) of the
+    repository holding `path`."""
     if not path.exists():
         raise GitError(f"{path} does not exist", _NOT_A_REPO_HINT)
     cwd = path if path.is_dir() else path.parent
@@ -72,6 +73,7 @@ def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
                 "--absolute-git-dir",
                 "--git-common-dir",
                 "--show-toplevel",
+                "--show-object-format",  # last: a git too old to know it echoes it
             ],
             cwd,
             secrets,
@@ -90,6 +92,7 @@ def _discover(path: Path, secrets: tuple[str, ...]) -> tuple[Path, Path, Path]:
         Path(os.path.realpath(lines[3])),
         Path(lines[1]),
         Path(os.path.realpath(cwd / lines[2])),
+        lines[4] if len(lines) > 4 and not lines[4].startswith("-") else "sha1",
     )
 
 
@@ -120,7 +123,9 @@ class GitRepo:
     def __init__(self, path: str | Path, secrets: tuple[str, ...] = ()) -> None:
         self.secrets = tuple(s for s in secrets if s)
         self.run_branch: str | None = None  # commits go only to this branch once it is set
-        self.root, self.git_dir, self._common_dir = _discover(Path(path), self.secrets)
+        self.root, self.git_dir, self._common_dir, self._format = _discover(
+            Path(path), self.secrets
+        )
         self._handle = RepoHandle(self.root, self.secrets)
         self._tree_checked = True  # False once the tree was too large to look through
         self._sparse_args: list[str] | None = None  # `git add`'s, known once asked (_sparse)
@@ -165,8 +170,8 @@ class GitRepo:
 
     def check_state(self, resuming: str | None = None) -> None:
         """Refuse a state no run works in whatever its flags: an operation in progress, no
-        commit yet, a detached HEAD, a path that is not UTF-8 text (the run's record names
-        it; `agent doctor` asks this too). For a run to resume, a detached HEAD is named with
+        commit yet, a detached HEAD, objects GitPython cannot read (SHA-256), a path that is
+        not UTF-8 text (the run's record names it; `agent doctor` asks this too). For a run to resume, a detached HEAD is named with
         its work tree (a worktree run's, which the user may not be in) and the run's branch
         `resuming` to switch back to: the resume does not switch itself, as the detached HEAD
         may hold commits of the user's."""
@@ -177,6 +182,7 @@ class GitRepo:
                 f"the repository's path {str(self.root)!r} is not valid UTF-8 text",
                 "rename the folder, or work in a clone at a path in UTF-8",
             ) from None
+        check_object_format(self._format)  # before a branch, a log or a commit would fail
         for marker, what, way_out in _OPERATIONS:
             if (self.git_dir / marker).exists():
                 raise GitError(
