@@ -31,6 +31,7 @@ from reliability.relkit import (
     tool_results,
     wait_for,
 )
+from ttykit import CONTROLLING
 
 __all__ = ["sentinel", "spawn_agent"]
 
@@ -158,11 +159,12 @@ def test_run_kills_the_group_closes_stdin_caps_output_scrubs_env_and_denies(
 
 
 def _spawn_on_pty(args: list[str], cwd: Path, env: dict, logdir: Path):
-    """The agent with a real terminal as stdin (so approval is asked) and stdout in a file."""
+    """The agent with a real terminal as stdin and as its controlling terminal, where the
+    questions are asked (so approval is asked), and its output in a file."""
     master, slave = pty.openpty()
     out = open(logdir / "pty-out.txt", "w+")
     proc = subprocess.Popen(
-        [PY, "-m", "agent_cli", *args],
+        [PY, *CONTROLLING, "-m", "agent_cli", *args],
         cwd=cwd,
         env=env,
         stdin=slave,
