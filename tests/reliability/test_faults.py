@@ -97,6 +97,24 @@ def test_a_plan_request_the_server_keeps_refusing_is_not_said_to_be_resumable(
     assert done["event"] == "run_done" and "kept failing with 500" in done["message"]
     assert "run the same command again" in done["message"]
     assert "--resume" not in done["message"] and "--resume" not in proc.stderr
+    assert "already begun" not in done["message"]  # said to a run that has not begun
+
+
+@pytest.mark.parametrize(
+    "status, hint",
+    [
+        (503, "the server is in trouble; try again later (run the same command again)"),
+        (429, "wait a minute and try again (run the same command again)"),
+    ],
+)
+def test_a_plan_request_that_keeps_failing_says_the_way_on_in_plain_words(
+    agent_in_process, fake_server, tmp_path, status, hint
+):
+    repo = repo_with(tmp_path / "repo")
+    failing = fake_server([{"status": status, "body": ERROR_BODY}] * 3)
+    proc = _agent_run(agent_in_process, failing, repo, env={"AGENT_MAX_RETRIES": "2"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert events(proc.stdout)[-1]["message"].endswith(f"({hint})"), proc.stdout
 
 
 def test_retries_run_out_mid_task_then_resume_finishes_without_planning_again(

@@ -9,6 +9,7 @@ verified without planning again.
 
 from __future__ import annotations
 
+import re
 import traceback
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -75,6 +76,9 @@ from agent_cli.memory.working.memory import WorkingMemory
 OPEN_MEMORY_AFTER_S = 0.25
 
 PLANNED_FILES = 300  # the repository's files the planning request lists
+
+# an aside naming `--resume` for a run already begun: said as such to a run not begun yet
+_AGAIN = re.compile(r"\(`agent run --resume`[^()]*\)")
 
 
 @dataclass
@@ -249,7 +253,9 @@ class Session:
             yield
         except AgentError as e:
             if new:
-                e.hint = e.hint.replace("`agent run --resume`", "run the same command again")
+                e.hint = _AGAIN.sub("(run the same command again)", e.hint).replace(
+                    "`agent run --resume`", "run the same command again"
+                )
             self._done_early("failed", e.exit_code, e.one_line())
             raise
         except KeyboardInterrupt:
