@@ -103,14 +103,18 @@ def test_a_filter_in_a_gitconfig_a_command_wrote_never_runs_and_identity_still_c
     (repo / ".gitattributes").write_text("* filter=g\n")
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-qm", "i")
-    (home / ".gitconfig").write_text(
+    user = (
         "[user]\n\tname = Global Person\n\temail = global@example.com\n"
-        f'[filter "g"]\n\tclean = touch {pwned}; cat\n\trequired = true\n'
         f"[core]\n\tfsmonitor = touch {pwned}\n\tpager = touch {pwned}\n"
         f"[diff]\n\texternal = touch {pwned}\n[commit]\n\tgpgsign = true\n"
         f"[gpg]\n\tprogram = touch {pwned}\n"
     )
-    assert check_identity(repo) == "Global Person <global@example.com>"
+    (home / ".gitconfig").write_text(user)
+    assert check_identity(repo) == "Global Person <global@example.com>"  # read once, here
+    # A command writes a filter into ~/.gitconfig after the harness read it.
+    (home / ".gitconfig").write_text(
+        user + f'[filter "g"]\n\tclean = touch {pwned}; cat\n\trequired = true\n'
+    )
     _drive(repo)
     assert not pwned.exists()
     got = subprocess.run(

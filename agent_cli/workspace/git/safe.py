@@ -10,6 +10,16 @@ own git calls, outside any sandbox. So every git process the harness starts:
   before any command could change it; `/dev/null` when there are none. The file is named by
   its content, in one folder per user (`$TMPDIR/agent-git-UID`, mode 0700), so runs share it
   and a killed run leaves nothing behind;
+- runs the user's own filter drivers (`FILTER`: `filter.<driver>.clean`, `.smudge`,
+  `.process`, `.required` from the system and global config and the user's `GIT_CONFIG_*`
+  variables, read in that same one listing), so that the agent's commits store what
+  `git commit` stores (a git-lfs pointer, a notebook without outputs, a redacted secret), a
+  worktree gets what `git worktree add` checks out, and a file a filter cleans does not look
+  changed. They come last, after the repository's emptied keys: the user's driver is the one
+  that runs even where `.git/config` defines one of the same name. Its command runs as the
+  user's own git runs it (one naming a program inside the repository runs what the
+  repository holds then). A driver only the repository's own config defines is emptied
+  with the rest of that config (next point): it never runs;
 - keeps of the repository's own config (and what it includes) only the keys on an
   allow-list (`_KEEP`); every other key is overridden with an empty value through
   `GIT_CONFIG_KEY_n` variables (not `-c`, which splits `filter.a=b.clean` at its first `=`),
@@ -88,6 +98,8 @@ CARRIED = re.compile(
     r"|longpaths|protectntfs|protecthfs)|i18n\.(commitencoding|logoutputencoding)"
 )
 _MULTI = {"safe.directory"}
+# The user's filter drivers: carried as variables after the repository's emptied keys.
+FILTER = re.compile(r"filter\.(.+)\.(clean|smudge|process|required)")
 # Includes are followed when the listing is made: their keys are listed (and judged) one by one.
 _INCLUDE = re.compile(r"include\.path|includeif\..+\.path")
 _NUMBER = re.compile(r"-?[0-9]+[kmg]?", re.IGNORECASE)  # git fails on an empty number
@@ -211,7 +223,8 @@ def neutralizing_config(cwd: Path, env: dict[str, str]) -> list[str]:
 
 def carried(cwd: Path, secrets: tuple[str, ...] = ()) -> tuple[str, list[tuple[str, str]]]:
     """The harness's global config file for `cwd` (its path, or /dev/null), and the carried
-    entries the user's own GIT_CONFIG_* variables set (they win over the repository's).
+    entries that come after the repository's emptied keys: those the user's own GIT_CONFIG_*
+    variables set, and the user's filter drivers (`FILTER`), in git's order.
 
     Read once per repository and environment: later a command may have written ~/.gitconfig.
     """
@@ -224,10 +237,21 @@ def carried(cwd: Path, secrets: tuple[str, ...] = ()) -> tuple[str, list[tuple[s
     if key not in _carried_cache:
         entries = config_entries(cwd, user)
         text = _config_text([(k, v) for s, k, v in entries if s in _USER_SCOPES - {"command"}])
-        command = [(k, v) for s, k, v in entries if s == "command" and _carry(k) and v is not None]
-        _carried_cache[key] = (text, command)
-    text, command = _carried_cache[key]
-    return _config_file(text), list(command)
+        after = [
+            (k, v if v is not None else "true")
+            for s, k, v in entries
+            if s in _USER_SCOPES
+            and (
+                (s == "command" and _carry(k) and v is not None)
+                or (
+                    FILTER.fullmatch(k.lower())
+                    and (v is not None or k.lower().endswith("required"))
+                )
+            )
+        ]
+        _carried_cache[key] = (text, after)
+    text, after = _carried_cache[key]
+    return _config_file(text), list(after)
 
 
 def _carry(key: str) -> bool:
@@ -322,13 +346,13 @@ def safe_env(
     cwd: Path, secrets: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
 ) -> dict[str, str]:
     """`git_env` with the harness's global config file and, as `GIT_CONFIG_*` variables, BASE,
-    the user's carried entries and the repository's emptied keys (none of BASE's); GitError
+    the repository's emptied keys (none of BASE's) and the user's carried entries; GitError
     when a file git reads on its own would make it wait for ever (traps.py)."""
     traps.quick(cwd)
     env = git_env(secrets, extra_env)
-    global_file, command = carried(cwd, secrets)
+    global_file, after = carried(cwd, secrets)
     env["GIT_CONFIG_GLOBAL"] = global_file
-    return with_pairs(env, [*BASE, *command, *overrides(cwd, env)])
+    return with_pairs(env, [*BASE, *overrides(cwd, env), *after])
 
 
 def run_git(

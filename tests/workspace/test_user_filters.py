@@ -1,0 +1,95 @@
+"""The user's own filter drivers (git-lfs, nbstripout, a redaction filter in ~/.gitconfig)
+run in harness git as in the user's: commits store the cleaned form, a worktree gets the
+smudged one, and a file the filter cleans back to what is committed is not a change.
+
+Real repositories, a throwaway HOME whose ~/.gitconfig defines toy filters made of `sed`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_cli.workspace.git.repository import GitRepo
+from workspace.test_git import git
+
+# Stored as "POINTER:<content>", checked out as "<content>" (what git-lfs does, in small).
+TOY = (
+    '[filter "toy"]\n\tclean = sed -e s/^/POINTER:/\n\tsmudge = sed -e s/^POINTER://\n'
+    "\trequired = true\n"
+)
+REDACT = '[filter "redact"]\n\tclean = sed -e s/^TOKEN=.*/TOKEN=REDACTED/\n\tsmudge = cat\n'
+IDENTITY = "[user]\n\tname = Test User\n\temail = test@example.com\n"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """A HOME of the test's own: its ~/.gitconfig is the user's."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    return path
+
+
+def _repo(path: Path, attributes: str, files: dict[str, str]) -> Path:
+    """A repository committed by the user's own git (filters applied), its files as checked out."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / ".gitattributes").write_text(attributes)
+    for name, text in files.items():
+        (path / name).write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "initial")
+    return path
+
+
+def test_the_agents_commit_stores_what_the_users_clean_filter_makes(tmp_path, home):
+    (home / ".gitconfig").write_text(IDENTITY + REDACT)
+    repo = _repo(tmp_path / "repo", "*.cfg filter=redact\n", {"README.md": "x\n"})
+    pwned = tmp_path / "pwned"
+    # A driver of the same name in .git/config (a command may have written it) never runs.
+    git(repo, "config", "filter.redact.clean", f"touch '{pwned}'; cat")
+    (repo / "app.cfg").write_text("TOKEN=s3cr3t-value\n")
+    gr = GitRepo(repo)
+    try:
+        assert gr.commit_paths(["app.cfg"], "add app.cfg") is not None
+    finally:
+        gr.close()
+    git(repo, "config", "--unset", "filter.redact.clean")
+    assert git(repo, "show", "HEAD:app.cfg") == "TOKEN=REDACTED\n"
+    assert git(repo, "status", "--porcelain") == ""
+    assert not pwned.exists()
+
+
+def test_a_worktree_gets_the_files_the_users_smudge_filter_checks_out(tmp_path, home):
+    (home / ".gitconfig").write_text(IDENTITY + TOY)
+    repo = _repo(tmp_path / "repo", "*.dat filter=toy\n", {"data.dat": "42\n"})
+    assert git(repo, "cat-file", "-p", "HEAD:data.dat") == "POINTER:42\n"
+    gr = GitRepo(repo)
+    try:
+        tree = gr.add_worktree(tmp_path / "wt", "agent/t")
+    finally:
+        gr.close()
+    assert (tree / "data.dat").read_text() == "42\n"
+    assert git(tree, "status", "--porcelain") == ""
+
+
+def test_a_file_the_users_filter_cleans_to_what_is_committed_is_no_change(tmp_path, home):
+    """After a clone, or a commit in the index's second, git compares a file's content again
+    (its stat no longer vouches for it): through the filter it is unchanged."""
+    (home / ".gitconfig").write_text(IDENTITY + TOY)
+    origin = _repo(tmp_path / "origin", "*.dat filter=toy\n", {"data.dat": "42\n"})
+    git(tmp_path, "clone", "-q", str(origin), "clone")
+    repo = tmp_path / "clone"
+    stamp = (repo / "data.dat").stat().st_mtime + 10
+    os.utime(repo / "data.dat", (stamp, stamp))  # what a racily clean entry amounts to
+    gr = GitRepo(repo)
+    try:
+        assert gr.preflight(allow_dirty=False) == set()
+        assert gr.changed_files() == []
+    finally:
+        gr.close()
