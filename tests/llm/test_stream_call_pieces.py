@@ -78,6 +78,22 @@ def test_whole_calls_without_an_index_are_told_apart_by_their_ids(sse_server):
     assert _calls(url) == [("c1", "read_file", ARGS), ("c2", "note", '{"text": "x"}')]
 
 
+@pytest.mark.parametrize("second", ["note", "read_file"])
+def test_calls_that_all_carry_index_0_are_told_apart_by_their_ids(sse_server, second):
+    # Older Ollama parsers and LiteLLM's ollama_chat give every parallel call index 0: they
+    # were joined into one call whose arguments were two JSON objects back to back.
+    other = '{"text": "x"}' if second == "note" else '{"path": "b.py"}'
+    url = sse_server(
+        [
+            _piece(index=0, id="c1", function={"name": "read_file", "arguments": ARGS[:5]}),
+            _piece(index=0, function={"arguments": ARGS[5:]}),  # no id: more of the same call
+            _piece(index=0, id="c2", function={"name": second, "arguments": other[:4]}),
+            _piece(index=0, id="c2", function={"arguments": other[4:]}),
+        ]
+    )
+    assert _calls(url) == [("c1", "read_file", ARGS), ("c2", second, other)]
+
+
 @pytest.mark.parametrize("index", [None, "0", [0], 0.5])
 def test_an_index_that_is_no_number_is_read_not_a_crash(sse_server, index):
     url = sse_server(

@@ -1,8 +1,9 @@
 """Assemble a streamed chat completion (server-sent events) into the body a whole reply has.
 
 Text deltas are handed to `on_text` as they arrive; tool-call arguments are joined per
-call: by its `index`, or, from a server that sends none, by its `id` (a new id is a new call,
-and so are arguments that begin after the call's were whole JSON: one id for every call).
+call: by its `index` (where a new id is a new call too: servers that give every call index
+0), or, from a server that sends none, by its `id` (a new id is a new call, and so are
+arguments that begin after the call's were whole JSON: one id for every call).
 A name repeated whole in every piece is taken once. An event's data may span several `data:`
 lines, joined as server-sent events are. A stream that ends before `data: [DONE]` and before
 any `finish_reason`, or in the middle of a chunk, was cut: `StreamCut`, which the client
@@ -97,6 +98,7 @@ class StreamAssembler:
         self.text: list[str] = []
         self.calls: list[dict[str, Any]] = []  # in the order they began
         self._slots: dict[tuple[Any, ...], dict[str, Any]] = {}  # by index, or by id without one
+        self._by_index: dict[int, tuple[Any, ...]] = {}  # the call an index goes to now
         self._last: tuple[Any, ...] | None = None  # the call of the last piece without an index
         self._last_id: str | None = None  # the last id such a piece named
         self.finish_reason: str | None = None
@@ -190,14 +192,20 @@ class StreamAssembler:
                 call["arguments"].append(args if isinstance(args, str) else json.dumps(args))
 
     def _call(self, part: dict[str, Any], n: int) -> dict[str, Any]:
-        """The call a piece belongs to: by its `index`; without one, by its `id` (a new id is
-        a new call), else the call the last piece without an index went to, else by its place
-        in the delta; an index that is no number (null, text) counts as none. Without an
-        index, a piece that begins a call after the last one's arguments were already whole
-        JSON is a new call even under the same id (servers that give every call one id)."""
+        """The call a piece belongs to: by its `index`, where another `id` than the call's
+        begins a new call (servers that give every call index 0); without one, by its `id` (a
+        new id is a new call), else the call the last piece without an index went to, else by
+        its place in the delta; an index that is no number (null, text) counts as none.
+        Without an index, a piece that begins a call after the last one's arguments were
+        already whole JSON is a new call even under the same id (servers that give every call
+        one id)."""
         index, ident = _index(part.get("index")), part.get("id")
         if index is not None:
-            key: tuple[Any, ...] = ("index", index)
+            key: tuple[Any, ...] = self._by_index.get(index, ("index", index))
+            slot = self._slots.get(key)
+            if slot and slot["id"] and isinstance(ident, str) and ident and ident != slot["id"]:
+                key = ("begun", len(self.calls))  # another call under an index already used
+            self._by_index[index] = key
         else:
             if isinstance(ident, str) and ident and ident != self._last_id:
                 self._last = ("id", ident)
