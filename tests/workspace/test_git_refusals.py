@@ -86,3 +86,24 @@ def test_every_command_through_gitpython_refuses_a_sha256_repository_as_prefligh
         main.close()
     assert "SHA-256" in before_model.value.message
     assert through_gitpython.value.message == before_model.value.message
+
+
+@pytest.mark.parametrize("worktree", [False, True])
+def test_a_branch_named_agent_is_refused_before_the_plan_and_leaves_nothing_behind(
+    tmp_path, agent_in_process, fake_server, worktree
+):
+    """A branch `agent` leaves git no room for any `agent/<run-id>`: a local check, said
+    before the plan is asked for (and paid) and approved, with nothing written."""
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "branch", "agent")
+    srv = fake_server([{"content": "never asked"}])
+    flags = ["--worktree"] if worktree else []
+    proc = agent_in_process(
+        "run", "x", "--yes", *flags, "--base-url", srv.url, "--model", "m", cwd=repo
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "a branch named agent already exists" in proc.stderr, proc.stderr
+    assert "git branch -m agent" in proc.stderr, proc.stderr
+    assert srv.chat_requests == []
+    assert not (repo / ".agent").exists()
+    assert git(repo, "branch", "--format=%(refname:short)").split() == ["agent", "main"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -21,10 +22,11 @@ from agent_cli.core.text import readable, some
 from agent_cli.workspace.git import traps
 from agent_cli.workspace.git.handle import LogEntry, RepoHandle, check_object_format
 from agent_cli.workspace.git.identity import RepoIdentity, repo_identity
-from agent_cli.workspace.git.safe import run_git
+from agent_cli.workspace.git.safe import run_git, unrun_filters
 from agent_cli.workspace.git.secrets import where_secret
 
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+RUN_BRANCHES = "agent/"  # each run's branch is agent/<run-id>
 _NOT_A_REPO_HINT = "run inside a git repository or pass --repo DIR"
 _IDENTITY_HINT = (
     'set it: git config user.email "you@example.com" && git config user.name "Your Name"'
@@ -152,7 +154,9 @@ class GitRepo:
                 "run with `agent run GOAL`",
             )
         self.check_state(resuming)
+        self._check_run_branches()
         check_identity(self.root, self.secrets)
+        self._check_filters()
         entries = parse_status(self._probe_out(*_STATUS))
         conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
         if conflicts:
@@ -168,13 +172,31 @@ class GitRepo:
             )
         return dirty
 
+    def _check_filters(self) -> None:
+        """Refuse a filter the repository's attributes use that harness git never runs (only
+        `.git/config` defines it, see safe.py): the run's commits would store those files
+        unfiltered, and `git status` would call some of them changed."""
+        unrun = unrun_filters(self.root, self._common_dir, self.secrets)
+        if not unrun:
+            return
+        names = "|".join(re.sub(r"([][.^$*+?(){}|\\])", r"\\\1", name) for name in unrun)
+        keys = shlex.quote(f"^filter\\.({names})\\.")
+        raise GitError(
+            f"the repository's attributes send files through the filter {' and '.join(unrun)}, "
+            "which only its own config (.git/config) defines; the agent's git runs no filter "
+            "from there, so its commits would store those files unfiltered",
+            f"define it in your own config: copy what `git config --get-regexp {keys}` shows "
+            "into ~/.gitconfig with git config --global (for git-lfs: git lfs install), "
+            "then run again",
+        )
+
     def check_state(self, resuming: str | None = None) -> None:
         """Refuse a state no run works in whatever its flags: an operation in progress, no
         commit yet, a detached HEAD, objects GitPython cannot read (SHA-256), a path that is
-        not UTF-8 text (the run's record names it; `agent doctor` asks this too). For a run to resume, a detached HEAD is named with
-        its work tree (a worktree run's, which the user may not be in) and the run's branch
-        `resuming` to switch back to: the resume does not switch itself, as the detached HEAD
-        may hold commits of the user's."""
+        not UTF-8 text (the run's record names it; `agent doctor` asks this too). For a run
+        to resume, a detached HEAD is named with its work tree (a worktree run's, which the
+        user may not be in) and the run's branch `resuming` to switch back to: the resume
+        does not switch itself, as the detached HEAD may hold commits of the user's."""
         try:
             str(self.root).encode("utf-8")
         except UnicodeEncodeError:
@@ -239,12 +261,16 @@ class GitRepo:
         parts = name.split("/")
         for prefix in ("/".join(parts[:i]) for i in range(1, len(parts))):
             if self.branch_exists(prefix):  # git keeps refs as files: agent and agent/x clash
-                raise GitError(
-                    f"branch {name} cannot be created: a branch named {prefix} already exists",
-                    f"rename that branch (git branch -m {prefix} <new-name>) and run again",
-                )
+                raise _blocked(name, prefix)
         self._handle.switch_to_new_branch(name)
         self.run_branch = name
+
+    def _check_run_branches(self) -> None:
+        """Refuse, before the model is asked, a branch that blocks every run's branch
+        (`agent/<run-id>`: a branch named `agent` leaves git no room for one)."""
+        ref = f"refs/heads/{RUN_BRANCHES.rstrip('/')}"
+        if self._probe("show-ref", "--verify", "-q", ref)[0] == 0:
+            raise _blocked(f"{RUN_BRANCHES}<run-id>", RUN_BRANCHES.rstrip("/"))
 
     def checkout(self, name: str) -> None:
         """Switch to the existing branch `name`."""
@@ -596,6 +622,14 @@ class GitRepo:
                 f"git {args[0]} failed: {detail}", hint or "check the repository with git status"
             )
         return out
+
+
+def _blocked(name: str, prefix: str) -> GitError:
+    """Why branch `name` cannot be made: the branch `prefix` holds the place of its folder."""
+    return GitError(
+        f"branch {name} cannot be created: a branch named {prefix} already exists",
+        f"rename that branch (git branch -m {prefix} <new-name>) and run again",
+    )
 
 
 def check_identity(root: Path, secrets: tuple[str, ...] = ()) -> str:
