@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_cli.core.errors import GitError
 from agent_cli.workspace.git.repository import GitRepo, check_identity
 from agent_cli.workspace.git.safe import overrides, run_git, safe_env
 from workspace.test_git import git, make_repo
@@ -37,10 +38,16 @@ def repo(tmp_path, home) -> Path:
     return make_repo(tmp_path / "repo")
 
 
-def _drive(repo: Path) -> GitRepo:
-    """Every kind of harness git call: preflight, list, diff, tree, commit, log, stat, identity."""
+def _drive(repo: Path, refused: str = "") -> GitRepo:
+    """Every kind of harness git call: preflight, list, diff, tree, commit, log, stat, identity.
+    `refused`: the filter only the repository's config defines, which the preflight refuses
+    (its commits would store files unfiltered); the calls after it still run nothing."""
     gr = GitRepo(repo, secrets=(SECRET,))
-    gr.preflight(allow_dirty=True)
+    if refused:
+        with pytest.raises(GitError, match=f"through the filter {refused},"):
+            gr.preflight(allow_dirty=True)
+    else:
+        gr.preflight(allow_dirty=True)
     gr.start_branch("agent/t")
     (repo / "new.txt").write_text("new text\n")
     (repo / "a.txt").write_text("changed\n")
@@ -68,7 +75,7 @@ def test_a_filter_under_a_subsection_holding_an_equals_sign_never_runs(repo, tmp
     git(repo, "config", "filter.a=b.smudge", f"touch '{pwned}'; cat")
     git(repo, "config", "filter.a=b.required", "true")
     (repo / ".gitattributes").write_text("* filter=a=b\n")
-    _drive(repo)
+    _drive(repo, refused="a=b")
     assert not pwned.exists()
     assert _committed(repo, "new.txt") == "new text\n"
     assert ("filter.a=b.clean", "") in overrides(repo, safe_env(repo))
@@ -142,7 +149,7 @@ def test_config_reached_through_include_path_from_a_committed_file_never_runs(re
     git(repo, "config", "include.path", "../tools.inc")
     git(repo, "config", "includeIf.gitdir:/.path", "../tools.inc")
     (repo / ".gitattributes").write_text("* filter=inc diff=inc\n")
-    _drive(repo)
+    _drive(repo, refused="inc")
     assert not pwned.exists()
 
 

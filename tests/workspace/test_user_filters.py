@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_cli.core.errors import GitError
 from agent_cli.workspace.git.repository import GitRepo
 from workspace.test_git import git
 
@@ -93,3 +94,57 @@ def test_a_file_the_users_filter_cleans_to_what_is_committed_is_no_change(tmp_pa
         assert gr.changed_files() == []
     finally:
         gr.close()
+
+
+def _local_filter(repo: Path, pwned: Path) -> None:
+    """The toy filter in the repository's own config only (`git lfs install --local`,
+    git-crypt), each command also leaving a mark when it runs."""
+    git(repo, "config", "filter.toy.clean", f"touch '{pwned}'; sed -e s/^/POINTER:/")
+    git(repo, "config", "filter.toy.smudge", f"touch '{pwned}'; sed -e s/^POINTER://")
+
+
+def test_a_filter_only_the_repositorys_config_defines_is_refused_with_its_fix(tmp_path, home):
+    """Not 'uncommitted changes' (the file only looks changed unfiltered): the filter, why,
+    and how to make it the user's own."""
+    (home / ".gitconfig").write_text(IDENTITY)
+    pwned = tmp_path / "pwned"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    _local_filter(repo, pwned)
+    (repo / ".gitattributes").write_text("*.dat filter=toy\n")
+    (repo / "data.dat").write_text("42\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "initial")
+    pwned.unlink()
+    stamp = (repo / "data.dat").stat().st_mtime + 10
+    os.utime(repo / "data.dat", (stamp, stamp))
+    assert git(repo, "status", "--porcelain") == ""  # the user's git: nothing changed
+    pwned.unlink()
+    gr = GitRepo(repo)
+    try:
+        with pytest.raises(GitError) as refused:
+            gr.preflight(allow_dirty=False)
+    finally:
+        gr.close()
+    assert "filter toy" in refused.value.message
+    assert ".git/config" in refused.value.message
+    assert "uncommitted" not in refused.value.message
+    assert "git config --global" in refused.value.hint
+    assert "'^filter\\.(toy)\\.'" in refused.value.hint
+    assert not pwned.exists()
+
+
+@pytest.mark.parametrize("where", ["no attribute names it", "the user's config defines it too"])
+def test_a_filter_of_the_repositorys_config_alone_is_no_refusal_when(tmp_path, home, where):
+    pwned = tmp_path / "pwned"
+    (home / ".gitconfig").write_text(IDENTITY + (TOY if "user" in where else ""))
+    attributes = "*.dat filter=toy\n" if "user" in where else "*.dat -filter\n"
+    repo = _repo(tmp_path / "repo", attributes, {"data.dat": "42\n"})
+    _local_filter(repo, pwned)
+    gr = GitRepo(repo)
+    try:
+        assert gr.preflight(allow_dirty=False) == set()
+    finally:
+        gr.close()
+    assert not pwned.exists()

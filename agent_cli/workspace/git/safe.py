@@ -19,7 +19,9 @@ own git calls, outside any sandbox. So every git process the harness starts:
   that runs even where `.git/config` defines one of the same name. Its command runs as the
   user's own git runs it (one naming a program inside the repository runs what the
   repository holds then). A driver only the repository's own config defines is emptied
-  with the rest of that config (next point): it never runs;
+  with the rest of that config (next point): it never runs. `unrun_filters` names those the
+  repository's attributes use, and a run refuses them at its preflight, before `git status`
+  would call the files they clean changed: its commits would store those files unfiltered;
 - keeps of the repository's own config (and what it includes) only the keys on an
   allow-list (`_KEEP`); every other key is overridden with an empty value through
   `GIT_CONFIG_KEY_n` variables (not `-c`, which splits `filter.a=b.clean` at its first `=`),
@@ -100,6 +102,9 @@ CARRIED = re.compile(
 _MULTI = {"safe.directory"}
 # The user's filter drivers: carried as variables after the repository's emptied keys.
 FILTER = re.compile(r"filter\.(.+)\.(clean|smudge|process|required)")
+_RUNS = ("clean", "smudge", "process")  # a driver that sets one of these runs a program
+# A `filter=NAME` attribute in a .gitattributes line (not `-filter`, `!filter`).
+_FILTER_ATTR = re.compile(r"(?:^|\s)filter=(\S+)")
 # Includes are followed when the listing is made: their keys are listed (and judged) one by one.
 _INCLUDE = re.compile(r"include\.path|includeif\..+\.path")
 _NUMBER = re.compile(r"-?[0-9]+[kmg]?", re.IGNORECASE)  # git fails on an empty number
@@ -252,6 +257,57 @@ def carried(cwd: Path, secrets: tuple[str, ...] = ()) -> tuple[str, list[tuple[s
         _carried_cache[key] = (text, after)
     text, after = _carried_cache[key]
     return _config_file(text), list(after)
+
+
+def carried_filters(cwd: Path, secrets: tuple[str, ...] = ()) -> set[str]:
+    """The filter drivers (names as git compares them) harness git runs in `cwd`: the user's."""
+    drivers: dict[str, str] = {}
+    for key, value in carried(cwd, secrets)[1]:
+        found = FILTER.fullmatch(key)
+        if found and found[2].lower() in _RUNS:
+            drivers[found[1]] = value
+    return {name for name, value in drivers.items() if value}
+
+
+def unrun_filters(cwd: Path, common_dir: Path, secrets: tuple[str, ...] = ()) -> list[str]:
+    """The filter drivers the repository's attributes name (`filter=NAME` in a .gitattributes
+    file of the work tree or in `info/attributes`) that only the repository's own config
+    defines, so harness git never runs them.
+
+    Cheap when there are none: the repository's config is listed anyway (`overrides`), and the
+    attributes files are read only when it defines a driver the user's config does not.
+    """
+    env = git_env(secrets)
+    env["GIT_CONFIG_GLOBAL"] = carried(cwd, secrets)[0]
+    ours = carried_filters(cwd, secrets)
+    theirs = set()
+    for key, _ in overrides(cwd, env):
+        found = FILTER.fullmatch(key)
+        if found and found[2].lower() in _RUNS and found[1] not in ours:
+            theirs.add(found[1])
+    if not theirs:
+        return []
+    listing = ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--"]
+    _, out, _ = run_git(
+        [*listing, ":(glob)**/.gitattributes"], cwd, secrets, {"GIT_LITERAL_PATHSPECS": "0"}
+    )
+    names = {".gitattributes", *out.decode("utf-8", "surrogateescape").split("\0")} - {""}
+    named: set[str] = set()
+    for path in [*(cwd / name for name in names), common_dir / "info" / "attributes"]:
+        named.update(_FILTER_ATTR.findall(_attributes_text(path)))
+    return sorted(theirs & named)
+
+
+def _attributes_text(path: Path) -> str:
+    """The text of an attributes file, as git reads it: a regular file (no link), its first
+    `configfiles.MAX_BYTES`; "" for anything else."""
+    try:
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return ""
+        with path.open("rb") as f:
+            return f.read(configfiles.MAX_BYTES).decode("utf-8", "surrogateescape")
+    except OSError:
+        return ""
 
 
 def _carry(key: str) -> bool:
