@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from agent_cli.core.text import readable, some
 from agent_cli.workspace.git import traps
 from agent_cli.workspace.git.handle import LogEntry, RepoHandle, check_object_format
 from agent_cli.workspace.git.identity import RepoIdentity, repo_identity
-from agent_cli.workspace.git.safe import run_git
+from agent_cli.workspace.git.safe import run_git, unrun_filters
 from agent_cli.workspace.git.secrets import where_secret
 
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -155,6 +156,7 @@ class GitRepo:
         self.check_state(resuming)
         self._check_run_branches()
         check_identity(self.root, self.secrets)
+        self._check_filters()
         entries = parse_status(self._probe_out(*_STATUS))
         conflicts = sorted(path for code, path, _ in entries if code in _CONFLICT_CODES)
         if conflicts:
@@ -169,6 +171,24 @@ class GitRepo:
                 "commit or stash them first, or pass --allow-dirty to let the agent work around them",
             )
         return dirty
+
+    def _check_filters(self) -> None:
+        """Refuse a filter the repository's attributes use that harness git never runs (only
+        `.git/config` defines it, see safe.py): the run's commits would store those files
+        unfiltered, and `git status` would call some of them changed."""
+        unrun = unrun_filters(self.root, self._common_dir, self.secrets)
+        if not unrun:
+            return
+        names = "|".join(re.sub(r"([][.^$*+?(){}|\\])", r"\\\1", name) for name in unrun)
+        keys = shlex.quote(f"^filter\\.({names})\\.")
+        raise GitError(
+            f"the repository's attributes send files through the filter {' and '.join(unrun)}, "
+            "which only its own config (.git/config) defines; the agent's git runs no filter "
+            "from there, so its commits would store those files unfiltered",
+            f"define it in your own config: copy what `git config --get-regexp {keys}` shows "
+            "into ~/.gitconfig with git config --global (for git-lfs: git lfs install), "
+            "then run again",
+        )
 
     def check_state(self, resuming: str | None = None) -> None:
         """Refuse a state no run works in whatever its flags: an operation in progress, no
