@@ -463,7 +463,7 @@ def execute(opts: RunOptions) -> int:
         try:
             return _execute(opts, settings, repo_path, ends, started, tree, shown.secrets, checkout)
         finally:
-            wt.forget_unstarted(tree, state_dir)
+            wt.forget_unstarted(tree, state_dir, fresh=fresh_state)
             checkout.release()  # taken by place_for for worktree = "auto"; the run gave it up
             if fresh_state and state_dir.is_dir() and not any(state_dir.iterdir()):
                 state_dir.rmdir()  # a run refused before it began leaves no empty directory
@@ -702,10 +702,13 @@ def check_local(
     live: its lock under `state_dir` is held), the repository's state.
 
     Returns the run to resume (None for a new run) and the paths holding the user's changes.
-    A `fresh` worktree holds none: the user's checkout was checked when it was made."""
+    A `fresh` worktree holds none: the user's checkout was checked when it was made (but
+    for git's identity, asked again there)."""
     if not opts.plan_only:
         lock.check()
-    if fresh:
+    if fresh:  # the checkout was checked as the tree was made; the identity is asked again
+        # where the run commits, as an identity for some branches only does not reach there
+        wt.check_identity(workspace.root, workspace.secrets)
         return None, set()
     if opts.resume:
         run_id = store.target(opts.run_id, live_ids(state_dir))

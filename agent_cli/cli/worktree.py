@@ -11,16 +11,18 @@ otherwise it is kept for the human, and named.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_cli.agent.run.live import checkout_lock, live_ids
 from agent_cli.agent.run.store import FINISHED, RunStore, claim_run_id
-from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
+from agent_cli.core.errors import AgentError, GitError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
 from agent_cli.core.text import readable, some
+from agent_cli.workspace.git import repository
 from agent_cli.workspace.git.branches import AgentBranches
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.worktree import Worktrees, main_work_tree
@@ -116,6 +118,24 @@ def check_new(repo: Path, state_dir: Path) -> None:
         main.preflight(allow_dirty=True)  # the user's changes stay behind, as each run says
     finally:
         main.close()
+
+
+def check_identity(tree: Path, secrets: tuple[str, ...] = ()) -> None:
+    """Refuse a new run in the worktree `tree` when git has no identity there to commit its
+    work under: the checkout's was checked, but config git gives only to some branches
+    (`[includeIf "onbranch:main"]`) does not reach the run's tree and branch."""
+    try:
+        repository.check_identity(tree, secrets)
+    except GitError as e:
+        if not e.message.startswith("git has no identity"):
+            raise
+        raise GitError(
+            "git has no identity to commit the agent's work under in the run's worktree: "
+            "user.name and user.email are not set there (an identity your git config gives "
+            'only to some branches, as [includeIf "onbranch:..."], does not reach it)',
+            'set it for the repository (git config user.email "you@example.com" && '
+            'git config user.name "Your Name"), or for all of git with --global',
+        ) from None
 
 
 def _not_in_a_runs_tree(repo: Path, state_dir: Path) -> None:
@@ -254,9 +274,11 @@ def relink(trees: Worktrees, state_dir: Path, run_id: str, recorded: str) -> Non
         trees.relink(path, Path(recorded))
 
 
-def forget_unstarted(place: WorktreePlace | None, state_dir: Path) -> None:
+def forget_unstarted(place: WorktreePlace | None, state_dir: Path, fresh: bool = False) -> None:
     """Remove the tree made for a run that never started (nothing of it was saved), and give
-    up the lock taken for it (the run's own `with lock` gave it up already when it ran)."""
+    up the lock taken for it (the run's own `with lock` gave it up already when it ran);
+    `fresh`: this run made the state directory, so the folders it made for the tree go too
+    when nothing else is in them (a refused run leaves no `.agent/`)."""
     if place is None or not place.created:
         return
     run_dir = state_dir / "runs" / place.run_id
@@ -272,6 +294,9 @@ def forget_unstarted(place: WorktreePlace | None, state_dir: Path) -> None:
     finally:
         trees.close()
     _release(lock, run_dir)
+    for made in (state_dir / WORKTREES, state_dir / "runs") if fresh else ():
+        with contextlib.suppress(OSError):  # not empty: another run's are in it
+            made.rmdir()
 
 
 def settle(place: WorktreePlace, ev: RunDone) -> str:
