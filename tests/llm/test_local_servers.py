@@ -350,6 +350,56 @@ def test_a_context_overflow_is_a_typed_error_with_the_numbers(fake_server):
     assert "-c N" in e.value.hint and len(srv.chat_requests) == 1  # not retried as it was
 
 
+# Newer llama.cpp builds give the numbers only in the error object's fields.
+FIELDS_ONLY = {
+    "error": {
+        "code": 400,
+        "message": "the request exceeds the available context size, try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": 4114,
+        "n_ctx": 4096,
+    }
+}
+
+
+@pytest.mark.parametrize("status", [400, 200])  # 200: an error object in place of a reply
+def test_an_overflow_with_its_numbers_only_in_the_error_fields_gives_them(
+    fake_server, tmp_path, status
+):
+    from agent_cli.llm.server.findings import Findings
+
+    srv = fake_server([{"status": status, "body": json.dumps(FIELDS_ONLY)}], hide_window=True)
+    Findings(tmp_path, srv.url, "fake-model").put("window", [32768, "llama.cpp /props"])
+    m = chat_model(srv, max_tokens=256, cache_dir=tmp_path, stream=False)
+    with pytest.raises(ContextOverflow) as e:
+        m.chat(ASK)
+    assert (e.value.prompt_tokens, e.value.window) == (4114, 4096)
+    assert "(4114 tokens) does not fit the context window of 4096 tokens" in e.value.message
+    assert m.context_window == 4096  # the server's window replaces the remembered one
+    assert Findings(tmp_path, srv.url, "fake-model").get("window") == (
+        True,
+        [4096, "the server's overflow error"],
+    )
+
+
+def test_the_same_prompt_after_an_overflow_is_not_sent_again_as_if_cut(fake_server):
+    # The error names no window, so a caller that fits to a guessed, smaller one may cut
+    # nothing: the same request was sent again and ended "even after it was cut to fit".
+    no_numbers = {"status": 400, "body": json.dumps({"error": {"message": "prompt is too long"}})}
+    srv = fake_server([no_numbers, {"content": "ok"}])
+    m = chat_model(srv, max_tokens=256)
+    big = [{"role": "user", "content": "x " * 3000}]
+    with pytest.raises(ContextOverflow):
+        m.chat(big)
+    with pytest.raises(ModelError) as e:
+        m.chat(big)
+    assert not isinstance(e.value, ContextOverflow)
+    assert "could not be cut to fit" in e.value.message and "not sent again" in e.value.message
+    assert "context_window" in e.value.hint
+    assert len(srv.chat_requests) == 1
+    assert m.chat(ASK).content == "ok"  # a prompt that was cut is sent
+
+
 def test_a_vllm_overflow_caused_by_max_tokens_is_retried_once_with_a_reply_that_fits(fake_server):
     srv = fake_server([{"content": "ok"}, {"content": "ok"}], max_model_len=2000, hide_window=True)
     m = chat_model(srv, max_tokens=4096, context_window=100_000)  # it does not say its size

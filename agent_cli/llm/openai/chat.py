@@ -26,7 +26,9 @@ Which failures are retried:
 - a timeout: only once the server has stopped working on the abandoned request, where it
   says so (llama.cpp `/slots`), so no retry queues behind it;
 - a context overflow: never as is; when the server named the prompt's size and a smaller
-  `max_tokens` fits, once with that, else `ContextOverflow` for the caller to shrink.
+  `max_tokens` fits (in its message, or in its error object's fields), once with that, else
+  `ContextOverflow` for the caller to shrink; the same prompt asked again after it is not
+  sent (nothing was cut), but ends with an error that says why.
 With streaming, `request_timeout_s` bounds the silence between chunks of reply data (a
 stream of keep-alive comments alone ends after it, retried like silence), not the whole
 reply; every exchange, its headers included, is bounded by `total_timeout_s` (30 times the
@@ -37,7 +39,9 @@ A reply's body is read up to MAX_REPLY_BYTES, then ended with an error.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -48,7 +52,7 @@ from typing import Any, NoReturn
 import openai
 
 from agent_cli.core import strictjson
-from agent_cli.core.errors import MalformedReply, ModelError
+from agent_cli.core.errors import ContextOverflow, MalformedReply, ModelError
 from agent_cli.core.models import ChatReply, Usage
 from agent_cli.core.redact import redact_messages
 from agent_cli.llm.base import Message, reply_cost
@@ -152,6 +156,8 @@ class OpenAIChat:
         self.streaming = stream  # False once the server showed it does not stream
         self._stream_troubles = 0
         self._usage_in_stream = True
+        # the prompt of the last request that overflowed, and the error it got
+        self._overflowed: tuple[str, ContextOverflow] | None = None
         self._kept_form = self._remembered_form()
         self.forcing = Forcing(self._kept_form)  # how a forced tool is asked for (forcing.py)
 
@@ -389,10 +395,12 @@ class OpenAIChat:
         attempt = unfinished = 0
         while True:
             kwargs = build()
+            self._unchanged_overflow(kwargs)
             started = time.monotonic()
             try:
                 reply = self._once(kwargs)
                 self._answered = True
+                self._overflowed = None
                 self._note_whole_success(call)
                 return reply
             except openai.APIStatusError as e:
@@ -417,8 +425,10 @@ class OpenAIChat:
             except StreamFailed as e:
                 failure = e
             except ErrorReply as e:
-                if failures.is_overflow(e.message):  # the caller fits the request and asks again
-                    raise failures.overflow_error(e.message, self.base_url) from None
+                if failures.is_overflow(e.message) and self._fit_reply(
+                    e.message, e.fields, kwargs, call
+                ):
+                    continue  # else ContextOverflow: the caller fits the request and asks again
                 if not e.retryable:
                     raise self._convert(e) from None
                 failure = e
@@ -438,7 +448,7 @@ class OpenAIChat:
         if e.status_code >= 500 and not failures.is_overflow(detail):
             return False
         if failures.is_overflow(detail):
-            return self._fit_reply(detail, kwargs, call)
+            return self._fit_reply(detail, e.body, kwargs, call)
         if e.status_code not in (400, 422):
             return False
         low = detail.lower()
@@ -458,9 +468,10 @@ class OpenAIChat:
             return True
         return False
 
-    def _fit_reply(self, detail: str, kwargs: Json, call: _Call) -> bool:
-        """Ask once more with a reply that fits beside the prompt; else ContextOverflow."""
-        prompt, window = failures.overflow_numbers(detail)
+    def _fit_reply(self, detail: str, error: object, kwargs: Json, call: _Call) -> bool:
+        """Ask once more with a reply that fits beside the prompt; else ContextOverflow. The
+        numbers are read from the message and from the fields of the `error` object."""
+        prompt, window = failures.overflow_numbers(detail, error)
         source = self._window[1] if self._window else SETTING
         if window and (source == SETTING or source.endswith(REMEMBERED)):
             self._window = (window, "the server's overflow error")
@@ -471,7 +482,35 @@ class OpenAIChat:
             call.max_tokens = min(asked, window - prompt - 16)
             if call.max_tokens < asked:
                 return True
-        raise failures.overflow_error(detail, self.base_url)
+        raise self._overflow(detail, kwargs, error)
+
+    def _overflow(self, detail: str, kwargs: Json, error: object) -> ContextOverflow:
+        """The ContextOverflow for `kwargs`'s request; its prompt is kept, so that the same
+        prompt is not sent again as if the caller had cut it (`_unchanged_overflow`)."""
+        overflow = failures.overflow_error(detail, self.base_url, error)
+        self._overflowed = (_prompt_digest(kwargs), overflow)
+        return overflow
+
+    def _unchanged_overflow(self, kwargs: Json) -> None:
+        """Raise, without sending it, a request whose prompt is the one the server just found
+        too long: the caller fitted it again and nothing was cut. Not a ContextOverflow, since
+        the caller would take it for a request that was cut and still did not fit."""
+        if self._overflowed is None or self._overflowed[0] != _prompt_digest(kwargs):
+            return
+        overflow = self._overflowed[1]
+        if overflow.window:
+            why, hint = "it is within that window by the agent's own count", overflow.hint
+        else:
+            why = "the server's error does not say the window's size"
+            hint = (
+                "set context_window to the server's context size, or start the server with a "
+                "larger context (llama.cpp -c N, Ollama num_ctx / OLLAMA_CONTEXT_LENGTH, vLLM "
+                "--max-model-len)"
+            )
+        raise ModelError(
+            f"{overflow.message}, and it could not be cut to fit ({why}), so it was not sent again",
+            hint,
+        )
 
     def _status_failure(
         self, e: openai.APIStatusError, kwargs: Json, call: _Call, elapsed: float
@@ -585,6 +624,12 @@ class OpenAIChat:
                 "check that the base URL is an OpenAI-compatible endpoint (most end in /v1)",
             )
         return ids
+
+
+def _prompt_digest(kwargs: Json) -> str:
+    """A digest of a request's prompt: its messages and tools, not how long a reply it asks."""
+    prompt = json.dumps([kwargs.get("messages"), kwargs.get("tools")], sort_keys=True, default=str)
+    return hashlib.sha256(prompt.encode()).hexdigest()
 
 
 def _is_window(value: Any) -> bool:

@@ -29,9 +29,12 @@ class ErrorReply(Exception):
     """The server answered a request with an error object instead of a completion (some
     gateways do so with HTTP 200): its message, and its `code` when it gave a number."""
 
-    def __init__(self, message: str, code: int | None) -> None:
+    def __init__(
+        self, message: str, code: int | None, fields: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.message, self.code = message, code
+        self.fields = fields or {}  # the error object as sent (a context overflow's numbers)
 
     @property
     def retryable(self) -> bool:
@@ -54,7 +57,7 @@ def error_object(err: Any) -> ErrorReply:
     message = inner.get("message") if inner else err
     code = inner.get("code")
     number = code if isinstance(code, int) and not isinstance(code, bool) else None
-    return ErrorReply(str(message or err)[:300], number)
+    return ErrorReply(str(message or err)[:300], number, inner)
 
 
 def load_body(raw: str | bytes, what: str = "the endpoint's reply") -> Any:

@@ -31,6 +31,7 @@ _LLAMA = re.compile(r"request \((\d+) tokens\) exceeds the available context siz
 # and your request has 1000 input tokens (4000 > 4096 - 1000)"
 _WINDOW = re.compile(r"maximum context length is (\d+) tokens")
 _IN_MESSAGES = re.compile(r"(\d+) in the messages|your request has (\d+) input tokens")
+MAX_TOKENS = 100_000_000  # a count past this in an error's fields is not believed
 
 
 _STREAMING = re.compile(r"\bstream(ing|_options)?\b")
@@ -47,19 +48,37 @@ def is_overflow(detail: str) -> bool:
     return any(marker in low for marker in _OVERFLOW_MARKERS)
 
 
-def overflow_numbers(detail: str) -> tuple[int | None, int | None]:
-    """(prompt tokens, window) named in an overflow message, when it names them."""
+def overflow_numbers(detail: str, error: object = None) -> tuple[int | None, int | None]:
+    """(prompt tokens, window) of an overflow, when the server gave them: in the fields of its
+    `error` object (llama.cpp's `n_prompt_tokens` and `n_ctx`, which newer builds give only
+    there), else named in its message."""
+    prompt, window = _counted(error, "n_prompt_tokens"), _counted(error, "n_ctx")
     if m := _LLAMA.search(detail):
-        return int(m.group(1)), int(m.group(2))
-    window = _WINDOW.search(detail)
-    prompt = _IN_MESSAGES.search(detail)
-    counted = prompt and (prompt.group(1) or prompt.group(2))
-    return (int(counted) if counted else None, int(window.group(1)) if window else None)
+        return prompt or int(m.group(1)), window or int(m.group(2))
+    named = _WINDOW.search(detail)
+    in_messages = _IN_MESSAGES.search(detail)
+    counted = in_messages and (in_messages.group(1) or in_messages.group(2))
+    return (
+        prompt or (int(counted) if counted else None),
+        window or (int(named.group(1)) if named else None),
+    )
 
 
-def overflow_error(detail: str, base_url: str) -> ContextOverflow:
-    """The typed error for a request that did not fit, with numbers when the server gave them."""
-    prompt, window = overflow_numbers(detail)
+def _counted(error: object, key: str) -> int | None:
+    """A token count under `key` in an error object (or a body holding one under `error`):
+    a positive int of a believable size, else None."""
+    if isinstance(error, dict) and isinstance(error.get("error"), dict):
+        error = error["error"]
+    value = error.get(key) if isinstance(error, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_TOKENS:
+        return value
+    return None
+
+
+def overflow_error(detail: str, base_url: str, error: object = None) -> ContextOverflow:
+    """The typed error for a request that did not fit, with numbers when the server gave them
+    (in its message, or in the fields of its `error` object)."""
+    prompt, window = overflow_numbers(detail, error)
     size = f" ({prompt} tokens)" if prompt else ""
     limit = f" of {window} tokens" if window else ""
     return ContextOverflow(
