@@ -88,6 +88,27 @@ def test_a_whole_reply_under_a_plain_content_type_is_still_read_whole(
     assert model.chat(ASK).content == "whole" and not model.streaming
 
 
+@pytest.mark.parametrize("after", ["", "\n\ndata: [DONE]\n\n"])
+def test_a_whole_reply_under_the_event_stream_content_type_is_read_whole(sse_body_server, after):
+    # Jan's server and some proxies label a whole completion text/event-stream (some end it
+    # with `data: [DONE]`): it was read as an empty stream, and asked for again and again.
+    call = {"id": "c1", "type": "function", "function": {"name": "note", "arguments": "{}"}}
+    whole = {
+        "choices": [
+            {
+                "index": 0,
+                "message": {"content": "whole", "tool_calls": [call]},
+                "finish_reason": "stop",
+            }
+        ]
+    }
+    url = sse_body_server(json.dumps(whole) + after)
+    model = OpenAIChat(model="m", base_url=url, api_key=None, max_retries=0)
+    reply = model.chat(ASK)
+    assert reply.content == "whole" and [c.name for c in reply.tool_calls] == ["note"]
+    assert not model.streaming  # it answers whole: whole requests from now on
+
+
 def test_a_stream_left_open_after_its_finish_reason_is_taken_as_it_is(
     loopback: Callable[[Answer], str],
 ):

@@ -42,6 +42,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -88,6 +89,7 @@ SETTING = "the context_window setting"
 # reply's JSON begins with `{`); _HEAD_BYTES of the body tell them apart.
 _EVENT_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")
 _HEAD_BYTES = 6
+_DONE_AFTER = re.compile(rb"(?<=[}\]])\s*data:\s*\[DONE\]\s*\Z")
 REMEMBERED = ", remembered from an earlier run"
 
 Json = dict[str, Any]
@@ -276,10 +278,14 @@ class OpenAIChat:
             chunks = self._capped(response.iter_bytes())
             # The body's first bytes, not its content type, tell a stream from a whole reply:
             # some servers and proxies stream as text/plain, application/json or with none,
-            # and some stream whatever `stream` asked for.
-            events = "text/event-stream" in response.headers.get("content-type", "")
-            if not events:  # (an event stream's own silence is bounded by `paced`)
-                head, chunks = self._head(chunks)
+            # some stream whatever `stream` asked for, and some send a whole reply as
+            # text/event-stream. Under that type only the first chunk is looked at (an event
+            # stream's own silence, blank lines too, is bounded by `paced`).
+            if "text/event-stream" in response.headers.get("content-type", ""):
+                head, chunks = self._head(chunks, 0)
+                events = not head.startswith((b"{", b"["))
+            else:
+                head, chunks = self._head(chunks, _HEAD_BYTES)
                 events = head.startswith(_EVENT_FIELDS)
             if not events:
                 reply = parse_completion(self._whole_body(self._read_whole(chunks)))
@@ -299,6 +305,7 @@ class OpenAIChat:
         server's answer), else MalformedReply for a bad one."""
         if not raw.strip():
             raise StreamCut("the reply's body was empty")
+        raw = _DONE_AFTER.sub(b"", raw)  # the end of a stream, which some proxies add
         try:
             return load_body(raw)
         except MalformedReply:
@@ -306,20 +313,21 @@ class OpenAIChat:
                 raise StreamCut(f"the reply's body broke off after {len(raw)} bytes") from None
             raise
 
-    def _head(self, chunks: Iterator[bytes]) -> tuple[bytes, Iterator[bytes]]:
-        """The first bytes of a body past any leading whitespace (enough to tell an event
-        stream's field name from JSON), and the body's chunks from its start again."""
+    def _head(self, chunks: Iterator[bytes], size: int) -> tuple[bytes, Iterator[bytes]]:
+        """The first bytes of a body past any leading whitespace (`size` of them, enough to
+        tell an event stream's field name from JSON; 0: what the first chunk holds), and the
+        body's chunks from its start again."""
         read = bytearray()
         try:
             for piece in chunks:
                 read += piece
-                if len(read.lstrip()) >= _HEAD_BYTES:
+                if len(read.lstrip()) >= size:
                     break
         except ModelError:
             raise
         except Exception as e:  # the transport broke or went silent before the body began
             self._transport_failure(e)
-        return bytes(read.lstrip()[:_HEAD_BYTES]), itertools.chain([bytes(read)], chunks)
+        return bytes(read.lstrip()[: max(size, 1)]), itertools.chain([bytes(read)], chunks)
 
     def _read_whole(self, chunks: Iterable[bytes]) -> bytes:
         """A whole reply's body, read within `total_timeout_s` (a trickle does not keep it going)."""
