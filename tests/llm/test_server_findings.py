@@ -16,6 +16,9 @@ from agent_cli.llm.base import function_tool
 from agent_cli.llm.openai.chat import OpenAIChat
 from agent_cli.llm.server.findings import FILE_NAME, MAX_AGE_S, MAX_BYTES, Findings
 from agent_cli.llm.server.locality import is_local
+from httpkit import loopback, send
+
+__all__ = ["loopback"]
 
 PLAN = function_tool("submit_plan", "Plan.", {"goal": {"type": "string"}})
 ASK = [{"role": "user", "content": "plan it"}]
@@ -105,6 +108,30 @@ def test_a_server_that_does_not_say_its_window_is_not_asked_again(fake_server, t
     assert seen  # the window probes went out
     assert chat_model(srv, tmp_path, context_window=32000).context_window == 32000
     assert probes(srv) == seen
+
+
+@pytest.mark.parametrize("status", [503, 429, 500])
+def test_a_server_still_loading_its_model_is_asked_its_window_again(loopback, tmp_path, status):
+    # llama.cpp answers 503 "Loading model" everywhere but /health while it loads: that says
+    # nothing of its window, and was kept a day as "it does not say".
+    loaded = threading.Event()
+
+    def answer(handler) -> None:
+        if not loaded.is_set():
+            error = {"error": {"code": status, "message": "Loading model"}}
+            send(handler, json.dumps(error), "application/json", status)
+        elif handler.path == "/props":
+            send(handler, json.dumps({"n_ctx": 4096}), "application/json")
+        else:
+            send(handler, "{}", "application/json", 404)
+
+    url = loopback(answer)
+    first = OpenAIChat(model="m", base_url=url, api_key=None, cache_dir=tmp_path)
+    assert first.context_window == 128_000  # the default, for this run
+    assert Findings(tmp_path, url, "m").get("window") == (False, None)
+    loaded.set()
+    second = OpenAIChat(model="m", base_url=url, api_key=None, cache_dir=tmp_path)
+    assert (second.context_window, second.context_source) == (4096, "llama.cpp /props")
 
 
 def test_without_a_cache_directory_every_client_probes(fake_server):

@@ -11,7 +11,8 @@ that answers whole, or refuses `stream`), the form of a forced tool (`"required"
 then the object form, then a json_schema `response_format`, when refused or ignored; see
 forcing.py), `max_completion_tokens` instead of `max_tokens`. The context window and the
 forcing form that worked are kept a day for a local server (server/findings.py) when the
-caller names a cache directory; a hosted API (server/locality.py) is never probed before it
+caller names a cache directory (a probe that met a passing failure, 5xx, 429 or a broken
+connection, got no answer, so its silence is not kept); a hosted API (server/locality.py) is never probed before it
 has answered a chat request.
 Which failures are retried:
 - refused connections and unknown hosts: never (the server is not there);
@@ -95,6 +96,10 @@ REMEMBERED = ", remembered from an earlier run"
 Json = dict[str, Any]
 Tools = list[Json] | None
 ToolChoice = str | Json | None
+
+
+class _Passing(Exception):
+    """A server's endpoint failed in a way that passes (5xx, 429, a broken connection)."""
 
 
 @dataclass
@@ -191,11 +196,22 @@ class OpenAIChat:
                 return None  # it did not say then either
             if found and _is_window(value):
                 return int(value[0]), str(value[1]) + REMEMBERED
+        passing: list[str] = []  # the probes a temporary failure kept from an answer
+
+        def fetch(url: str, body: Json | None, timeout: float) -> Any:
+            try:
+                return self._answer(url, body, timeout)
+            except _Passing:
+                passing.append(url)
+                return None
+
         try:
-            learned = server_info.probe_context_window(self._fetch, self.base_url, self.name)
+            learned = server_info.probe_context_window(fetch, self.base_url, self.name)
         except server_info.Unreachable:
             return None  # the first request says so at once, with the how-to-fix
-        if self._findings:
+        # A server still loading its model (503), busy (429) or in trouble said nothing of its
+        # window: that is not kept as its answer, so the next run asks again.
+        if self._findings and (learned or not passing):
             self._findings.put("window", list(learned) if learned else None)
         return learned
 
@@ -567,6 +583,14 @@ class OpenAIChat:
         """JSON from one of the server's own endpoints (server_info.Fetch); no retries. Each
         fetch has a client of its own, closed at `timeout` in all (deadline.py), so a server
         that trickles its answer is Unreachable like a silent one."""
+        try:
+            return self._answer(url, body, timeout)
+        except _Passing:
+            return None
+
+    def _answer(self, url: str, body: Json | None, timeout: float) -> Any:
+        """As `_fetch`, but _Passing for a failure that says nothing lasting: a 5xx or 429
+        answer, a connection that broke."""
         options: Any = {"timeout": timeout}
         client = self._connect()
         watchdog = Watchdog(timeout, client.close)
@@ -578,6 +602,12 @@ class OpenAIChat:
         except openai.APIConnectionError as e:
             if failures.refused(e) or isinstance(e, openai.APITimeoutError) or watchdog.fired:
                 raise server_info.Unreachable(str(e)) from None
+            if failures.misdirected(e):
+                return None
+            raise _Passing(str(e)) from None
+        except openai.APIStatusError as e:
+            if e.status_code >= 500 or e.status_code == 429:
+                raise _Passing(str(e)) from None
             return None
         except (openai.OpenAIError, ValueError, RecursionError):
             return None
