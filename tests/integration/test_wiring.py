@@ -164,6 +164,7 @@ GIT_BEFORE_PLAN = [
     "rev-parse",
     "rev-parse",
     "symbolic-ref",
+    "show-ref",  # a branch named `agent` would block the run's branch
     "var",
     "status",
     "rev-list",
@@ -202,8 +203,8 @@ def test_the_repository_is_checked_once_before_the_plan(
     # the user's own configuration is read once, and the repository's once: nothing changes
     # it before the plan, so its listing is reused before each command
     # the main work tree (for the runs of this repository) is read from files: no git
-    assert calls == ["config", "config", *GIT_BEFORE_PLAN]
-    assert len(calls) == 11
+    assert calls == ["config", "config", *GIT_BEFORE_PLAN], " ".join(calls)
+    assert len(calls) == 12
 
 
 def git_command(logged: str) -> str:
