@@ -15,6 +15,7 @@ import pytest
 from agent_cli.core.errors import GitError
 from agent_cli.workspace.git.repository import GitRepo
 from workspace.test_git import git
+from workspace.test_harness_git_config import home  # noqa: F401 (fixture: its ~/.gitconfig is the user's)
 
 # Stored as "POINTER:<content>", checked out as "<content>" (what git-lfs does, in small).
 TOY = (
@@ -23,17 +24,6 @@ TOY = (
 )
 REDACT = '[filter "redact"]\n\tclean = sed -e s/^TOKEN=.*/TOKEN=REDACTED/\n\tsmudge = cat\n'
 IDENTITY = "[user]\n\tname = Test User\n\temail = test@example.com\n"
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    """A HOME of the test's own: its ~/.gitconfig is the user's."""
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
-    return path
 
 
 def _repo(path: Path, attributes: str, files: dict[str, str]) -> Path:
