@@ -58,6 +58,15 @@ def start_run(agent_in_process, srv, repo) -> str:
     return state_of(repo)["run_id"]
 
 
+def verified_then_back_on_main(agent_in_process, fake_server, repo) -> str:
+    """The id of a run whose three tasks were verified, the user's checkout back on main."""
+    run_id = start_run(
+        agent_in_process, fake_server([three_task_plan(), *do_tasks(*TASKS), facts()]), repo
+    )
+    git(repo, "switch", "-q", "main")
+    return run_id
+
+
 def tip(repo, ref: str) -> str:
     return git(repo, "rev-parse", ref).strip()
 
@@ -172,9 +181,7 @@ def test_a_merged_run_and_the_users_checkout_are_refused(agent_in_process, fake_
 
 
 def test_without_a_terminal_or_yes_nothing_moves(agent_in_process, fake_server, repo):
-    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(agent_in_process, srv, repo)
-    git(repo, "switch", "-q", "main")
+    run_id = verified_then_back_on_main(agent_in_process, fake_server, repo)
     before = tip(repo, f"agent/{run_id}")
     proc = agent_in_process("rewind", run_id, cwd=repo)
     assert proc.returncode == 2
@@ -184,9 +191,7 @@ def test_without_a_terminal_or_yes_nothing_moves(agent_in_process, fake_server, 
 
 @pytest.mark.slow
 def test_the_confirmation_is_asked_on_a_terminal(agent_in_process, fake_server, pty_agent, repo):
-    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(agent_in_process, srv, repo)
-    git(repo, "switch", "-q", "main")
+    run_id = verified_then_back_on_main(agent_in_process, fake_server, repo)
     first = state_of(repo)["agent_state"]["plan"][0]["commit"]
     declined = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo)
     declined.expect("set 2 task(s) pending again? [y/N]")
@@ -213,9 +218,7 @@ def test_the_confirmation_is_asked_on_a_terminal(agent_in_process, fake_server, 
 def test_an_answer_that_is_no_yes_at_the_confirmation_changes_nothing(
     agent_in_process, fake_server, pty_agent, repo, keys, env
 ):
-    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(agent_in_process, srv, repo)
-    git(repo, "switch", "-q", "main")
+    run_id = verified_then_back_on_main(agent_in_process, fake_server, repo)
     before = tip(repo, f"agent/{run_id}")
     asked = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo, env=env)
     asked.expect("[y/N]")
@@ -231,9 +234,7 @@ def test_an_answer_that_is_no_yes_at_the_confirmation_changes_nothing(
 def test_ctrl_c_at_the_confirmation_says_so_in_one_line_and_changes_nothing(
     agent_in_process, fake_server, pty_agent, repo
 ):
-    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(agent_in_process, srv, repo)
-    git(repo, "switch", "-q", "main")
+    run_id = verified_then_back_on_main(agent_in_process, fake_server, repo)
     before = tip(repo, f"agent/{run_id}")
     asked = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo)
     asked.expect("[y/N]")
@@ -247,9 +248,7 @@ def test_ctrl_c_at_the_confirmation_says_so_in_one_line_and_changes_nothing(
 def test_with_stdout_in_a_file_the_confirmation_is_asked_on_the_terminal(
     agent_in_process, fake_server, agent_env, repo, tmp_path
 ):
-    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(agent_in_process, srv, repo)
-    git(repo, "switch", "-q", "main")
+    run_id = verified_then_back_on_main(agent_in_process, fake_server, repo)
     first = state_of(repo)["agent_state"]["plan"][0]["commit"]
     argv = [sys.executable, "-m", "agent_cli", "rewind", run_id, "--to-task", "1"]
     with open(tmp_path / "out.txt", "w") as out:  # `agent rewind ... > out.txt`
@@ -267,9 +266,7 @@ def test_with_both_outputs_in_a_file_and_no_terminal_to_ask_on_nothing_moves(
 ):
     # stdin is a terminal but not this process's own (no /dev/tty), both outputs a file:
     # the question could not be seen, so it is not asked (the rewind would wait unseen)
-    srv = fake_server([three_task_plan(), *do_tasks(*TASKS), facts()])
-    run_id = start_run(agent_in_process, srv, repo)
-    git(repo, "switch", "-q", "main")
+    run_id = verified_then_back_on_main(agent_in_process, fake_server, repo)
     before = tip(repo, f"agent/{run_id}")
     argv = [sys.executable, "-m", "agent_cli", "rewind", run_id, "--to-task", "1"]
     with open(tmp_path / "out.txt", "w") as out:  # `agent rewind ... > out.txt 2>&1`
