@@ -180,24 +180,33 @@ def test_lines_that_are_no_hint_are_asked_again_and_spend_no_attempt(
     assert "<human_hint>\nuse sorted(xs) for it\n</human_hint>" in brief_text(srv.chat_requests[4])
 
 
-def test_with_the_log_in_a_file_the_questions_and_what_they_ask_about_show_on_the_terminal(
-    fake_server, agent_env, demo_repo, tmp_path
-):
-    # `agent run GOAL > run.log` at a terminal: the log goes to the file, the human reads stderr
-    srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
-    argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--base-url", srv.url]
+def answered_at_the_terminal(srv, agent_env, repo, log_path, prefix=(), both=False):
+    """Run with the log in `log_path` (stderr too when `both`), approve the plan and hint at
+    the question as they show on the terminal; (what the terminal showed, what was logged)."""
+    argv = [sys.executable, *prefix, "-m", "agent_cli", "run", GOAL, "--base-url", srv.url]
     answers = [("Run this plan? [y/N]", "y\n"), (QUESTION, "use sorted(xs)\n")]
-    with open(tmp_path / "run.log", "w") as log:
-        code, raw = run_on_pty(argv, cwd=demo_repo, env=agent_env, answers=answers, stdout=log)
-    terminal, logged = Screen().feed(raw).text(), (tmp_path / "run.log").read_text()
+    with open(log_path, "w") as log:
+        code, raw = run_on_pty(
+            argv, cwd=repo, env=agent_env, answers=answers, stdout=log, stderr=log if both else None
+        )
+    terminal, logged = Screen().feed(raw).text(), log_path.read_text()
     assert code == 0, terminal + logged
     assert "Add median() to calc/stats.py" in terminal  # the plan, to approve it
     assert "Run this plan? [y/N] y" in terminal
     assert "I tried twice" in terminal and "What now? type a hint" in terminal
     assert "Run this plan? [y/N] y\n" in logged  # the log says what was asked and answered
     assert f"{QUESTION} type a hint, s, r [NOTE] or q: use sorted(xs)\n" in logged
+    assert state_of(repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
+    return terminal, logged
+
+
+def test_with_the_log_in_a_file_the_questions_and_what_they_ask_about_show_on_the_terminal(
+    fake_server, agent_env, demo_repo, tmp_path
+):
+    # `agent run GOAL > run.log` at a terminal: the log goes to the file, the human reads stderr
+    srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
+    _, logged = answered_at_the_terminal(srv, agent_env, demo_repo, tmp_path / "run.log")
     assert logged.count("I tried twice") == 1 and "verified" in logged
-    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
 
 
 def test_with_both_outputs_in_a_file_the_questions_show_on_the_controlling_terminal(
@@ -206,20 +215,9 @@ def test_with_both_outputs_in_a_file_the_questions_show_on_the_controlling_termi
     # `agent run GOAL > run.log 2>&1` at a terminal: stdin is the terminal, stdout and stderr
     # the file; the questions, and what they ask about, are written to the terminal (/dev/tty)
     srv = fake_server([plan(task())] + rejected_twice() + fixed() + [facts()])
-    argv = [sys.executable, *CONTROLLING, "-m", "agent_cli", "run", GOAL, "--base-url", srv.url]
-    answers = [("Run this plan? [y/N]", "y\n"), (QUESTION, "use sorted(xs)\n")]
-    with open(tmp_path / "run.log", "w") as log:
-        code, raw = run_on_pty(
-            argv, cwd=demo_repo, env=agent_env, answers=answers, stdout=log, stderr=log
-        )
-    terminal, logged = Screen().feed(raw).text(), (tmp_path / "run.log").read_text()
-    assert code == 0, terminal + logged
-    assert "Add median() to calc/stats.py" in terminal  # the plan, to approve it
-    assert "Run this plan? [y/N] y" in terminal
-    assert "I tried twice" in terminal and "What now? type a hint" in terminal
-    assert "Run this plan? [y/N] y\n" in logged  # the log says what was asked and answered
-    assert f"{QUESTION} type a hint, s, r [NOTE] or q: use sorted(xs)\n" in logged
-    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == ["use sorted(xs)"]
+    answered_at_the_terminal(
+        srv, agent_env, demo_repo, tmp_path / "run.log", prefix=CONTROLLING, both=True
+    )
 
 
 def test_with_both_outputs_in_a_file_and_no_terminal_to_show_a_question_none_is_asked(
