@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from agent_cli.agent.attempt import hooked
 from agent_cli.agent.attempt.executor import AttemptOutcome, run_attempt
+from agent_cli.agent.attempt.freshness import BlobOf
 from agent_cli.agent.attempt.runtime import Runtime
 from agent_cli.agent.judge import hidden, touched
 from agent_cli.agent.judge.verifier import (
@@ -39,8 +40,6 @@ from agent_cli.core.text import shorten
 
 if TYPE_CHECKING:
     from agent_cli.agent.run.state import AgentState
-
-BlobOf = Callable[[str], "str | None"]  # a file's git blob id now (None: no such file)
 
 
 def commit_message(task: Task, run_id: str) -> str:
