@@ -13,7 +13,7 @@ import pytest
 from agent_cli.cli.wiring import server_cache_dir
 from agent_cli.core.errors import ContextOverflow
 from agent_cli.llm.base import function_tool
-from agent_cli.llm.openai.chat import OpenAIChat
+from agent_cli.llm.openai.chat import PROBE_ROUNDS, OpenAIChat
 from agent_cli.llm.server.findings import FILE_NAME, MAX_AGE_S, MAX_BYTES, Findings
 from agent_cli.llm.server.locality import is_local
 from httpkit import loopback, send
@@ -26,14 +26,9 @@ CALL = {"tool": "submit_plan", "args": {"goal": "g"}}
 
 
 def chat_model(server, cache_dir: Path | None, **kw) -> OpenAIChat:
+    kw = {"backoff_s": 0.01, "max_tokens": 512, **kw}
     return OpenAIChat(
-        model="fake-model",
-        base_url=server.url,
-        api_key=None,
-        backoff_s=0.01,
-        max_tokens=512,
-        cache_dir=cache_dir,
-        **kw,
+        model="fake-model", base_url=server.url, api_key=None, cache_dir=cache_dir, **kw
     )
 
 
@@ -132,6 +127,41 @@ def test_a_server_still_loading_its_model_is_asked_its_window_again(loopback, tm
     loaded.set()
     second = OpenAIChat(model="m", base_url=url, api_key=None, cache_dir=tmp_path)
     assert (second.context_window, second.context_source) == (4096, "llama.cpp /props")
+
+
+def test_a_run_uses_the_window_of_a_server_that_finished_loading(fake_server, tmp_path):
+    # The run began while llama.cpp loaded its model: the window probes and the first chat
+    # request met 503 "Loading model". The retried request is built with the window the
+    # server says once loaded, not with the default for the rest of the run.
+    srv = fake_server([{"content": "ok"}], n_ctx=4096, loading=True)
+
+    def loaded(*_: object) -> None:
+        srv.behaviour.loading = False  # by the time the client retries
+
+    model = chat_model(srv, tmp_path, max_tokens=4096, backoff_s=0, on_retry=loaded)
+    assert model.context_window == 128_000  # the setting while the server says nothing
+    assert model.chat(ASK).content == "ok"
+    assert (model.context_window, model.context_source) == (4096, "llama.cpp /props")
+    first, retried = (r["max_tokens"] for r in srv.chat_requests)
+    assert first == 4096 and retried <= 1024  # a quarter of the server's window at most
+    assert Findings(tmp_path, srv.url, "fake-model").get("window") == (
+        True,
+        [4096, "llama.cpp /props"],
+    )
+
+
+def test_a_server_that_stays_loading_is_asked_its_window_a_bounded_number_of_times(
+    fake_server, tmp_path
+):
+    srv = fake_server([], n_ctx=4096, loading=True)
+    waiting = chat_model(srv, tmp_path, backoff_s=60)
+    assert [waiting.context_window for _ in range(5)] == [128_000] * 5
+    assert probes(srv).count("/props") == 1  # not again before the backoff has passed
+
+    eager = chat_model(srv, tmp_path, backoff_s=0)
+    assert [eager.context_window for _ in range(10)] == [128_000] * 10
+    assert probes(srv).count("/props") == 1 + PROBE_ROUNDS
+    assert Findings(tmp_path, srv.url, "fake-model").get("window") == (False, None)
 
 
 def test_without_a_cache_directory_every_client_probes(fake_server):

@@ -32,6 +32,8 @@ class Behaviour:
     slots: serve llama.cpp's `GET /slots` (busy while a reply is being produced).
     hide_window: enforce n_ctx / max_model_len without saying it (a proxy in front).
     any_model: answer a request for any model name, not only the listed ones (llama.cpp).
+    loading: answer every request, whatever its path, with llama.cpp's 503 "Loading model", as
+        it does while it loads its model (a test sets it to False once the model is loaded).
     """
 
     stream: str = "sse"
@@ -46,6 +48,7 @@ class Behaviour:
     slots: bool = True
     hide_window: bool = False
     any_model: bool = False
+    loading: bool = False
 
 
 def _error(status: int, message: str, **extra: Any) -> Step:

@@ -216,10 +216,18 @@ class _Handler(BaseHTTPRequestHandler):
         )
         return False
 
+    def _loading(self) -> bool:
+        """Answer as llama.cpp does while it loads its model, when the behaviour says it does."""
+        if not self.fake.behaviour.loading:
+            return False
+        error = {"code": 503, "message": "Loading model", "type": "unavailable_error"}
+        self._json({"error": error}, 503)
+        return True
+
     def do_GET(self) -> None:
         fake, b = self.fake, self.fake.behaviour
         fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": None})
-        if not self._authorised():
+        if not self._authorised() or self._loading():
             return
         path = self.path.rstrip("/")
         if path.endswith("/models"):
@@ -251,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = {"_unparsed": raw.decode(errors="replace")}
         self.fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-        if not self._authorised():
+        if not self._authorised() or self._loading():
             return
         if self.path.endswith("/embeddings"):
             self._embeddings(body)

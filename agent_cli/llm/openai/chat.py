@@ -13,7 +13,10 @@ forcing.py), `max_completion_tokens` instead of `max_tokens`. The context window
 forcing form that worked are kept a day for a local server (server/findings.py) when the
 caller names a cache directory (a probe that met a passing failure, 5xx, 429 or a broken
 connection, got no answer, so its silence is not kept); a hosted API (server/locality.py) is never probed before it
-has answered a chat request.
+has answered a chat request. Probes that met a passing failure and learned nothing leave the
+window unsettled: the setting serves meanwhile, and the probes are sent again when a request is
+next built, once the client's backoff for a retry has passed (doubling), up to PROBE_ROUNDS in
+all, so a server that was still loading its model corrects the run's window as soon as it says.
 Which failures are retried:
 - refused connections and unknown hosts: never (the server is not there);
 - 429, 502, 503, 504, 520-524, 529, timeouts, streams cut mid-reply, slow 5xx: with
@@ -92,6 +95,7 @@ _EVENT_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")
 _HEAD_BYTES = 6
 _DONE_AFTER = re.compile(rb"(?<=[}\]])\s*data:\s*\[DONE\]\s*\Z")
 REMEMBERED = ", remembered from an earlier run"
+PROBE_ROUNDS = 4  # the window probes, sent again while a passing failure kept them from answering
 
 Json = dict[str, Any]
 Tools = list[Json] | None
@@ -100,6 +104,10 @@ ToolChoice = str | Json | None
 
 class _Passing(Exception):
     """A server's endpoint failed in a way that passes (5xx, 429, a broken connection)."""
+
+    def __init__(self, error: openai.OpenAIError) -> None:
+        super().__init__(str(error))
+        self.error = error  # its Retry-After, if any, paces the next probe
 
 
 @dataclass
@@ -153,7 +161,9 @@ class OpenAIChat:
         self._max_tokens = max_tokens
         self._tokens_key = "max_tokens"
         self._configured_window = context_window
-        self._window: tuple[int, str] | None = None
+        self._window: tuple[int, str] | None = None  # None: not settled yet
+        self._probe_rounds = 0  # window probes sent while it is not settled
+        self._probe_again_at = 0.0  # time.monotonic() before which they are not sent again
         # a server of the user's own, probed at once (None: decided by the base URL's host)
         self.local = is_local(base_url) if local is None else local
         self._answered = False  # whether a chat request has been answered yet
@@ -185,35 +195,47 @@ class OpenAIChat:
         setting = (self._configured_window or DEFAULT_CONTEXT_WINDOW, SETTING)
         if not self.local and not self._answered:
             return setting  # a hosted API is not probed before it has answered a chat request
-        self._window = self._learned_window() or setting
-        return self._window
+        if time.monotonic() < self._probe_again_at:
+            return setting  # its probes failed a moment ago: asked again after the backoff
+        learned, passing = self._learned_window()
+        self._probe_rounds += 1
+        if learned or passing is None or self._probe_rounds >= PROBE_ROUNDS:
+            self._window = learned or setting
+            return self._window
+        # A server still loading its model (llama.cpp's 503 "Loading model") will say its
+        # window in a moment: the setting serves until then, and the probes go out again with
+        # a request built once the backoff a retried request waits has passed.
+        wait = errors.delay(passing.error, self._probe_rounds - 1, self._backoff_s)
+        self._probe_again_at = time.monotonic() + wait
+        return setting
 
-    def _learned_window(self) -> tuple[int, str] | None:
-        """The window a local server showed within the day, else what the probes find now."""
+    def _learned_window(self) -> tuple[tuple[int, str] | None, _Passing | None]:
+        """The window a local server showed within the day, else what the probes find now; and
+        the passing failure that kept a probe from an answer, when one did."""
         if self._findings:
             found, value = self._findings.get("window")
             if found and value is None:
-                return None  # it did not say then either
+                return None, None  # it did not say then either
             if found and _is_window(value):
-                return int(value[0]), str(value[1]) + REMEMBERED
-        passing: list[str] = []  # the probes a temporary failure kept from an answer
+                return (int(value[0]), str(value[1]) + REMEMBERED), None
+        passing: list[_Passing] = []  # the probes a temporary failure kept from an answer
 
         def fetch(url: str, body: Json | None, timeout: float) -> Any:
             try:
                 return self._answer(url, body, timeout)
-            except _Passing:
-                passing.append(url)
+            except _Passing as e:
+                passing.append(e)
                 return None
 
         try:
             learned = server_info.probe_context_window(fetch, self.base_url, self.name)
         except server_info.Unreachable:
-            return None  # the first request says so at once, with the how-to-fix
+            return None, None  # the first request says so at once, with the how-to-fix
         # A server still loading its model (503), busy (429) or in trouble said nothing of its
-        # window: that is not kept as its answer, so the next run asks again.
+        # window: that is not kept as its answer, so the next round (or run) asks again.
         if self._findings and (learned or not passing):
             self._findings.put("window", list(learned) if learned else None)
-        return learned
+        return learned, None if learned or not passing else passing[-1]
 
     def _remembered_form(self) -> str:
         found, form = self._findings.get("forcing") if self._findings else (False, None)
@@ -604,10 +626,10 @@ class OpenAIChat:
                 raise server_info.Unreachable(str(e)) from None
             if failures.misdirected(e):
                 return None
-            raise _Passing(str(e)) from None
+            raise _Passing(e) from None
         except openai.APIStatusError as e:
             if e.status_code >= 500 or e.status_code == 429:
-                raise _Passing(str(e)) from None
+                raise _Passing(e) from None
             return None
         except (openai.OpenAIError, ValueError, RecursionError):
             return None
