@@ -49,23 +49,35 @@ class RunMemory:
         self.thresholds = thresholds  # how close an item or episode must be to be recalled
         self._topics: list[str] | None = None  # the topic first, then the former ones
         self.learned = learn.Learned()
-        self.instructions = repo_instructions.load(
-            self.root, repo_instructions.share_of(window.limit)
-        )
+        # The instruction files are read when first asked for (once a new run plans, once a
+        # resumed one knows when it first began), as they stood when this session started.
+        self._instructions: repo_instructions.Instructions | None = None
+        self._instructions_tokens = repo_instructions.share_of(window.limit)
+        self._instructions_since = repo_instructions.fs_now()
+        self._instructions_began: Callable[[str], str | None] | None = None
+
+    @property
+    def instructions(self) -> repo_instructions.Instructions:
+        """The repository's instruction files that are the owner's, read once."""
+        if self._instructions is None:
+            self._instructions = repo_instructions.load(
+                self.root,
+                self._instructions_tokens,
+                since=self._instructions_since,
+                began=self._instructions_began,
+            )
+        return self._instructions
 
     def instructions_since(self, since: int, began: Callable[[str], str | None]) -> None:
-        """Read the instruction files again as a run that began at `since` (a resumed run's
-        first start, ns by `instructions.fs_now`): what the run's earlier sessions made, or
-        anyone changed since, is not the owner's (an AGENTS.md the model wrote and a verified
-        task committed, say), unless it holds what the commit the run began at held there
+        """Take the instruction files as a run that began at `since` (a resumed run's first
+        start, ns by `instructions.fs_now`): what the run's earlier sessions made, or anyone
+        changed since, is not the owner's (an AGENTS.md the model wrote and a verified task
+        committed, say), unless it holds what the commit the run began at held there
         (`began`: a path's blob id in it), as a work tree made again for the resume does."""
         if since:
-            self.instructions = repo_instructions.load(
-                self.root,
-                self.instructions.max_tokens,
-                since=min(since, self.instructions.since),
-                began=began,
-            )
+            self._instructions_since = min(since, self._instructions_since)
+            self._instructions_began = began
+            self._instructions = None  # a read before this one was as of this session's start
 
     @property
     def topic(self) -> str:
