@@ -93,16 +93,55 @@ def _local_filter(repo: Path, pwned: Path) -> None:
     git(repo, "config", "filter.toy.smudge", f"touch '{pwned}'; sed -e s/^POINTER://")
 
 
-def test_a_filter_only_the_repositorys_config_defines_is_refused_with_its_fix(tmp_path, home):
+def _attributes_in(where: str, repo: Path, home: Path, monkeypatch) -> Path:
+    """Where the attributes file that names the filter is: every place git reads one from
+    besides the system's (the work tree, the repository's info/, the user's own file)."""
+    if where == ".gitattributes":
+        return repo / ".gitattributes"
+    if where == "info/attributes":
+        return repo / ".git" / "info" / "attributes"
+    if where == "~/.config/git/attributes":
+        return home / ".config" / "git" / "attributes"
+    if where == "$XDG_CONFIG_HOME/git/attributes":
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
+        return home / "xdg" / "git" / "attributes"
+    if where == "a link to dotfiles":  # as a dotfile manager (stow, chezmoi) leaves it
+        linked = home / ".config" / "git" / "attributes"
+        linked.parent.mkdir(parents=True)
+        linked.symlink_to(home / "dotfiles" / "gitattributes")
+        return home / "dotfiles" / "gitattributes"
+    assert where == "core.attributesFile"
+    with (home / ".gitconfig").open("a") as config:
+        config.write("[core]\n\tattributesFile = ~/my-attributes\n")
+    return home / "my-attributes"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ".gitattributes",
+        "info/attributes",
+        "~/.config/git/attributes",
+        "$XDG_CONFIG_HOME/git/attributes",
+        "a link to dotfiles",
+        "core.attributesFile",
+    ],
+)
+def test_a_filter_only_the_repositorys_config_defines_is_refused_with_its_fix(
+    tmp_path, home, monkeypatch, where
+):
     """Not 'uncommitted changes' (the file only looks changed unfiltered): the filter, why,
-    and how to make it the user's own."""
+    and how to make it the user's own; whichever attributes file names it."""
     (home / ".gitconfig").write_text(IDENTITY)
     pwned = tmp_path / "pwned"
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     _local_filter(repo, pwned)
-    (repo / ".gitattributes").write_text("*.dat filter=toy\n")
+    git(repo, "config", "filter.other.clean", "cat")  # named by a comment only: no refusal
+    attributes = _attributes_in(where, repo, home, monkeypatch)
+    attributes.parent.mkdir(parents=True, exist_ok=True)
+    attributes.write_text("# *.txt filter=other\n*.dat filter=toy\n")
     (repo / "data.dat").write_text("42\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "initial")
@@ -117,7 +156,7 @@ def test_a_filter_only_the_repositorys_config_defines_is_refused_with_its_fix(tm
             gr.preflight(allow_dirty=False)
     finally:
         gr.close()
-    assert "filter toy" in refused.value.message
+    assert "filter toy," in refused.value.message  # not the one a comment names
     assert ".git/config" in refused.value.message
     assert "uncommitted" not in refused.value.message
     assert "git config --global" in refused.value.hint

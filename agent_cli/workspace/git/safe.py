@@ -20,7 +20,8 @@ own git calls, outside any sandbox. So every git process the harness starts:
   user's own git runs it (one naming a program inside the repository runs what the
   repository holds then). A driver only the repository's own config defines is emptied
   with the rest of that config (next point): it never runs. `unrun_filters` names those the
-  repository's attributes use, and a run refuses them at its preflight, before `git status`
+  attributes use (the work tree's `.gitattributes`, `info/attributes`, the user's
+  `core.attributesFile`), and a run refuses them at its preflight, before `git status`
   would call the files they clean changed: its commits would store those files unfiltered;
 - keeps of the repository's own config (and what it includes) only the keys on an
   allow-list (`_KEEP`); every other key is overridden with an empty value through
@@ -270,9 +271,10 @@ def carried_filters(cwd: Path, secrets: tuple[str, ...] = ()) -> set[str]:
 
 
 def unrun_filters(cwd: Path, common_dir: Path, secrets: tuple[str, ...] = ()) -> list[str]:
-    """The filter drivers the repository's attributes name (`filter=NAME` in a .gitattributes
-    file of the work tree or in `info/attributes`) that only the repository's own config
-    defines, so harness git never runs them.
+    """The filter drivers the attributes harness git reads name (`filter=NAME` in a
+    .gitattributes file of the work tree, in `info/attributes` or in the user's attributes
+    file, `core.attributesFile`) that only the repository's own config defines, so harness git
+    never runs them.
 
     Cheap when there are none: the repository's config is listed anyway (`overrides`), and the
     attributes files are read only when it defines a driver the user's config does not.
@@ -292,17 +294,46 @@ def unrun_filters(cwd: Path, common_dir: Path, secrets: tuple[str, ...] = ()) ->
         [*listing, ":(glob)**/.gitattributes"], cwd, secrets, {"GIT_LITERAL_PATHSPECS": "0"}
     )
     names = {".gitattributes", *out.decode("utf-8", "surrogateescape").split("\0")} - {""}
-    named: set[str] = set()
-    for path in [*(cwd / name for name in names), common_dir / "info" / "attributes"]:
-        named.update(_FILTER_ATTR.findall(_attributes_text(path)))
+    texts = [_attributes_text(cwd / name, follow=False) for name in names]
+    # git follows a link to these two, as it does not to a .gitattributes in the tree
+    for path in (common_dir / "info" / "attributes", _users_attributes(cwd, secrets)):
+        if path is not None:
+            texts.append(_attributes_text(path, follow=True))
+    named = {name for text in texts for name in _named_filters(text)}
     return sorted(theirs & named)
 
 
-def _attributes_text(path: Path) -> str:
-    """The text of an attributes file, as git reads it: a regular file (no link), its first
-    `configfiles.MAX_BYTES`; "" for anything else."""
+def _users_attributes(cwd: Path, secrets: tuple[str, ...]) -> Path | None:
+    """The attributes file harness git reads besides the repository's: `core.attributesFile`
+    (the user's, carried, or the repository's own, kept), else git's default,
+    `$XDG_CONFIG_HOME/git/attributes` or `~/.config/git/attributes`; None without a HOME."""
+    code, out, _ = run_git(["config", "--path", "--get", "core.attributesFile"], cwd, secrets)
+    named = out.decode("utf-8", "surrogateescape").rstrip("\n")
+    if code == 0 and named:
+        return cwd / named  # a relative one is git's from the top of the work tree
+    env = git_env(secrets)
+    if env.get("XDG_CONFIG_HOME"):
+        return Path(env["XDG_CONFIG_HOME"]) / "git" / "attributes"
+    if env.get("HOME"):
+        return Path(env["HOME"]) / ".config" / "git" / "attributes"
+    return None
+
+
+def _named_filters(text: str) -> set[str]:
+    """The drivers an attributes file's lines set as `filter=NAME` (comments left out)."""
+    return {
+        name
+        for line in text.splitlines()
+        if not line.lstrip().startswith("#")
+        for name in _FILTER_ATTR.findall(line)
+    }
+
+
+def _attributes_text(path: Path, follow: bool) -> str:
+    """The text of an attributes file, as git reads it: a regular file (a link to one only
+    when `follow`), its first `configfiles.MAX_BYTES`; "" for anything else."""
     try:
-        if not stat.S_ISREG(path.lstat().st_mode):
+        if not stat.S_ISREG((path.stat() if follow else path.lstat()).st_mode):
             return ""
         with path.open("rb") as f:
             return f.read(configfiles.MAX_BYTES).decode("utf-8", "surrogateescape")
