@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,26 @@ def test_json_lines_skip_blank_lines_and_take_one_command_as_a_list(tmp_path):
         Goal(goal="a", accept=("pytest -q",)),
         Goal(goal="b", max_steps=3),
     ]
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n"])
+def test_json_lines_end_at_lf_alone_not_at_the_line_breaks_a_json_string_may_hold(tmp_path, end):
+    """U+2028 and U+2029 (raw, as `JSON.stringify` and Python's `ensure_ascii=False` write
+    them), NEL and the separators `str.splitlines` also ends a line at are a goal's own text;
+    a later line's number counts LF-ended lines alone."""
+    goals = ["Fix the parser\u2028it chokes on U+2028", "One\u2029two\x85three"]
+    lines = [json.dumps({"goal": g}, ensure_ascii=False) for g in goals]
+    file = tmp_path / "goals.jsonl"
+    file.write_bytes(end.join([*lines, '{"goal": 3}', ""]).encode("utf-8"))
+    with pytest.raises(UsageError, match="line 3: goal: Input should be a valid string"):
+        read_goals(file)
+    file.write_bytes(end.join([*lines, ""]).encode("utf-8"))
+    assert read_goals(file) == [Goal(goal=g) for g in goals]
+    toml = tmp_path / "goals.toml"  # TOML's own parser: its strings hold them too
+    toml.write_text(
+        "".join(f"[[goals]]\ngoal = {json.dumps(g, ensure_ascii=False)}\n" for g in goals)
+    )
+    assert read_goals(toml) == [Goal(goal=g) for g in goals]
 
 
 @pytest.mark.parametrize(

@@ -106,8 +106,12 @@ def _toml(path: Path, text: str) -> list[tuple[str, Any]]:
 
 
 def _json_lines(path: Path, text: str) -> list[tuple[str, Any]]:
+    """The file's lines parsed, each ended by LF or CRLF only: a JSON string may hold the
+    other characters `str.splitlines` ends a line at (U+2028 and U+2029, as `JSON.stringify`
+    and Python's `ensure_ascii=False` write them; NEL), and a goal holding one is one line."""
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
