@@ -1,12 +1,16 @@
 """Where an edit's old text is, and what a change did: matches counted (with a bound), old
-text whose line ends may be CRLF, a near miss that differs only in whitespace, line endings
-kept and named, and a unified diff within bounds."""
+text matched as read_file shows it (no line end's CRs, a last line that has no newline alike),
+a near miss that differs only in whitespace, the file's own line ends kept on what the model
+writes and named when only they change, and a unified diff within bounds, its lines numbered
+as read_file numbers them."""
 
 from __future__ import annotations
 
+import collections
 import difflib
 import itertools
 import re
+import sys
 from collections.abc import Iterable, Iterator
 
 import regex
@@ -19,7 +23,9 @@ _MAX_DIFF_INPUT_CHARS = 2_000_000  # past this, a diff costs more than it tells
 # compare: its matching grows with their product (4M pairs is about a second).
 _MAX_DIFF_PAIRS = 4_000_000
 MAX_MATCHES_COUNTED = 1000
-_BARE_LF = regex.compile(r"(?<!\r)\n")
+_BARE_LF = regex.compile(r"(?<!\r)\n")  # a line end the model wrote: it stands for the file's
+_LINE_END = re.compile(r"\r*\n")  # a line's end: read_file shows the LF, never the CRs before it
+_HIDDEN_CRS = re.compile(r"\r+(?=\n)|\r+\Z")  # the CRs that end a line, which read_file hides
 
 
 def positions(text: str, sub: str) -> Iterator[int]:
@@ -35,26 +41,54 @@ def count(text: str, sub: str) -> int:
     return sum(1 for _ in itertools.islice(positions(text, sub), MAX_MATCHES_COUNTED + 1))
 
 
-def with_line_ends(text: str, old: str) -> list[tuple[int, str]]:
-    """Where and as what `old` is in `text` (at most MAX_MATCHES_COUNTED + 1 times) when each
-    of its LFs may be a CRLF. Found with str.find in `text` with CRLF made LF, whose worst case
-    is linear (a backtracking pattern is not, on repetitive text), then mapped back."""
-    flat = text.replace("\r\n", "\n")
+def shown(text: str) -> str:
+    """`text` as read_file shows it: without the CRs that end its lines (CRLF, CR CR LF, a last
+    line's CR), the CRs inside a line left as they are."""
+    for _ in range(4):  # each pass takes one CR off each run of them before an LF
+        if "\r\n" not in text:
+            return text.rstrip("\r")
+        text = text.replace("\r\n", "\n")
+    return _HIDDEN_CRS.sub("", text)  # longer runs (rare): a pattern, slower than replace
+
+
+def with_line_ends(text: str, old: str) -> list[tuple[int, int]]:
+    """Where (start, end) `old`, text without CRs, is in `text` as read_file shows it (at most
+    MAX_MATCHES_COUNTED + 1 times): each LF of `old` may be a line end with CRs before it, and
+    an LF that ends `old` the end of a last line that has no newline, as read_file shows such a
+    line like any other. Found with str.find in the text as shown, whose worst case is linear
+    (a backtracking pattern is not, on repetitive text), then mapped back."""
+    flat = shown(text)
+    if old.endswith("\n") and not text.endswith("\n"):
+        flat += "\n"
     starts = list(itertools.islice(positions(flat, old), MAX_MATCHES_COUNTED + 1))
     if not starts:
         return []
-    breaks = [m.start() for m in re.finditer("\n", text)]  # line L starts after breaks[L - 1]
+    # line L starts after breaks[L - 1]
+    breaks = [-1] + [m.start() for m in re.finditer("\n", text)]
     lines = line_numbers(flat, starts)  # 1-based, counted in one pass
     ends = line_numbers(flat, [at + len(old) for at in starts])
 
     def original(at: int, line: int) -> int:
-        column = at - (flat.rfind("\n", 0, at) + 1)
-        return (breaks[line - 2] + 1 if line > 1 else 0) + column
+        if line > len(breaks):  # after the newline a last line has only as shown
+            return len(text)
+        return breaks[line - 1] + 1 + at - (flat.rfind("\n", 0, at) + 1)
 
-    found = []
-    for at, line, end_line in zip(starts, lines, ends, strict=True):
-        begin, end = original(at, line), original(at + len(old), end_line)
-        found.append((begin, text[begin:end]))
+    return [
+        (original(at, line), original(at + len(old), end_line))
+        for at, line, end_line in zip(starts, lines, ends, strict=True)
+    ]
+
+
+def ends_within(text: str, start: int, end: int, old: str) -> list[str]:
+    """The line end in `text` that each line end of `old`, found at start..end, stands for:
+    its CRs and LF, or what follows a last line that has no newline (its CRs, or nothing)."""
+    kinds = _end_counts(text, start, end)
+    if len(kinds) == 1:  # one kind (most files): a list of one string, made at once
+        found = list(kinds.elements())
+    else:
+        found = [sys.intern(m.group()) for m in _LINE_END.finditer(text, start, end)]
+    if old.endswith("\n") and end == len(text) and not text.endswith("\n"):
+        found.append(text[len(text.rstrip("\r")) :])
     return found
 
 
@@ -85,6 +119,90 @@ def line_numbers(text: str, positions: Iterable[int]) -> list[int]:
     return numbers
 
 
+def fit(new: str, old: str, ends: list[str], text: str) -> str:
+    """`new`, which replaces `old` in `text`, with each line end the model wrote as an LF alone
+    made one of the file's: `ends` are the line ends in `text` that old's line ends stood for
+    (ends_within). A line of `new` that is a line of `old` kept (as a diff of the two pairs
+    them), or that changed one in place, keeps that line's end; any other line ends as most of
+    old's lines do, else as most of the file's. So no line end changes but those of the lines
+    added."""
+    if ends and not ends[-1].endswith("\n"):  # old's last LF stood for a last line's end
+        # that has no LF (nothing, or CRs): an end only the last line can have, so it goes
+        # where new's last LF is, if new has one there
+        last = new.endswith("\n") and not new.endswith("\r\n")
+        body = fit(new[:-1] if last else new, old[:-1], ends[:-1], text)
+        return body + ends[-1] if last else body
+    pieces = _BARE_LF.split(new) if "\r\n" in new else new.split("\n")
+    added, had = len(pieces) - 1, len(ends)
+    if not added:
+        return new
+    chosen: list[str | None] = [None] * added
+    kinds = collections.Counter(ends)
+    if len(kinds) > 1:  # else every line ends as old's lines do (most files: one kind)
+        was = _LINE_END.split(old) if "\r\n" in old else old.split("\n")
+        for at, to, lines in _aligned(was, pieces):  # a line's end is the one after it
+            lines = min(lines, had - at, added - to)
+            if lines > 0:
+                chosen[to : to + lines] = ends[at : at + lines]
+    style = ""
+    if None in chosen:
+        style = _commonest(kinds) or _style_of(text)
+    done = [style if end is None else end for end in chosen]
+    if len(set(done)) == 1:  # one kind of line end (most files): joined at once
+        return done[0].join(pieces)
+    return "".join(itertools.chain.from_iterable(zip(pieces, [*done, ""], strict=True)))
+
+
+def fit_whole(content: str, text: str) -> str:
+    """`content` written over all of `text`, its line ends fitted as `fit` fits an edit's
+    (whether its last line ends is the content's to say)."""
+    old = shown(text) + ("\n" if text.endswith("\r") else "")  # a last line's CR ends it too
+    return fit(content, old, ends_within(text, 0, len(text), old), text)
+
+
+def _aligned(before: list[str], after: list[str]) -> Iterator[tuple[int, int, int]]:
+    """Runs of lines of `after` that stand where lines of `before` stood: (where in before,
+    where in after, how many): the lines kept, and lines changed in place as many for as many.
+    The lines between the common head and tail are matched by difflib when their pairs are few
+    enough; else they stand in place only when there are as many on both sides."""
+    head, tail = _common_ends(before, after)
+    yield 0, 0, head
+    mid_before, mid_after = before[head : len(before) - tail], after[head : len(after) - tail]
+    if len(mid_before) * len(mid_after) <= _MAX_DIFF_PAIRS:
+        matcher = difflib.SequenceMatcher(None, mid_before, mid_after)
+        for _, i1, i2, j1, j2 in matcher.get_opcodes():
+            if i2 - i1 == j2 - j1:  # kept, or changed in place
+                yield head + i1, head + j1, i2 - i1
+    elif len(mid_before) == len(mid_after):
+        yield head, head, len(mid_before)
+    yield len(before) - tail, len(after) - tail, tail
+
+
+def _style_of(text: str) -> str:
+    """The line end most of `text`'s lines have; CR for a file whose lines end in CR alone
+    (an old Mac file); LF when there are none, or no one kind is the most."""
+    if "\n" not in text:
+        return "\r" if "\r" in text else "\n"
+    return _commonest(_end_counts(text, 0, len(text))) or "\n"
+
+
+def _end_counts(text: str, start: int, end: int) -> collections.Counter[str]:
+    """How many of the line ends in text[start:end] are of each kind (LF, CRLF, CR CR LF...)."""
+    if text.count("\r\r\r\n", start, end):  # rare: each end looked at
+        return collections.Counter(m.group() for m in _LINE_END.finditer(text, start, end))
+    lf, crlf, crcrlf = (text.count(e, start, end) for e in ("\n", "\r\n", "\r\r\n"))
+    kinds = collections.Counter({"\n": lf - crlf, "\r\n": crlf - crcrlf, "\r\r\n": crcrlf})
+    return +kinds  # the kinds there are
+
+
+def _commonest(counts: collections.Counter[str]) -> str | None:
+    """The key counted most; None when there is none, or two share the most."""
+    top = counts.most_common(2)
+    if not top or len(top) == 2 and top[0][1] == top[1][1]:
+        return None
+    return top[0][0]
+
+
 def diff(old: str, new: str, rel: str) -> str:
     """The unified diff, at most _MAX_DIFF_LINES lines of at most textread.MAX_LINE_CHARS characters;
     a summary instead when the files are too large or the rewrite too large to compare."""
@@ -93,7 +211,7 @@ def diff(old: str, new: str, rel: str) -> str:
             f"{rel}: {len(old)} -> {len(new)} characters; the diff of a file this large is not "
             "shown (read a range of it to check the change)"
         )
-    before, after = old.splitlines(), new.splitlines()
+    before, after = _lines(old), _lines(new)
     head, tail = _common_ends(before, after)
     removed, added = len(before) - head - tail, len(after) - head - tail
     if removed * added > _MAX_DIFF_PAIRS:
@@ -111,16 +229,6 @@ def diff(old: str, new: str, rel: str) -> str:
     if more:
         lines.append(f"[... {more} more diff lines not shown]")
     return "\n".join(lines)
-
-
-def crlf(text: str) -> bool:
-    """Whether every line of `text` that ends, ends with CRLF (a file written on Windows)."""
-    return "\r\n" in text and text.count("\n") == text.count("\r\n")
-
-
-def as_crlf(text: str) -> str:
-    """`text` with each line end that is a bare LF made CRLF."""
-    return str(_BARE_LF.sub("\r\n", text))
 
 
 def unseen_change(old: str, new: str, rel: str) -> str:
@@ -141,6 +249,15 @@ def _endings(text: str) -> str:
     lf, cr = text.count("\n") - crlf, text.count("\r") - crlf
     kinds = [name for name, n in (("CRLF", crlf), ("LF", lf), ("CR", cr)) if n]
     return " and ".join(kinds) or "none"
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of `text` as read_file numbers and shows them: split at LF only (a form feed
+    or a CR inside a line ends no line), without the CRs that end them."""
+    lines = shown(text).split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _common_ends(before: list[str], after: list[str]) -> tuple[int, int]:

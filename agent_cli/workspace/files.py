@@ -114,7 +114,8 @@ class Files:
         return f"{head}{body}\n{note}]"
 
     def write(self, path: str, content: str, unmask: Unmask | None = None) -> str:
-        """Create or replace a file with `content`; returns the unified diff of the change.
+        """Create or replace a file with `content`, its line ends those of the file it replaces
+        (edits.fit); returns the unified diff of the change.
         `unmask(text, original, what)`, when given, turns the text the model sent into the
         text to write, given the file's text ("" for a new file), or raises ToolError."""
         if not isinstance(content, str):
@@ -131,10 +132,10 @@ class Files:
         if unmask is not None:
             content = unmask(content, old or "", "content")
         was = "" if old is not None else textread.not_text(real)
-        if old and edits.crlf(old) and "\r\n" not in content:
-            content = edits.as_crlf(content)  # the file ends its lines with CRLF: they stay so
         if old and old.startswith(textread.BOM) and not content.startswith(textread.BOM):
             content = textread.BOM + content  # read_file does not show it: it stays
+        if old:  # read_file shows no line end: the model's LF is the file's (edits.fit)
+            content = edits.fit_whole(content, old)
         blocking = next((d for d in real.parents if _within(d, self.root) and d.is_file()), None)
         if blocking is not None:  # mkdir would say only "File exists"
             raise ToolError(
@@ -156,7 +157,8 @@ class Files:
         return diff or edits.unseen_change(old, content, rel)
 
     def edit(self, path: str, old: str, new: str, unmask: Unmask | None = None) -> str:
-        """Replace the one exact occurrence of `old` with `new`; returns the unified diff.
+        """Replace the one occurrence of `old`, as read_file shows the file, with `new`, its
+        line ends the file's (edits.fit); returns the unified diff.
         `unmask`, when given, turns `old` and `new` as `write` turns its content."""
         if not old:
             raise ToolError(
@@ -174,22 +176,11 @@ class Files:
             )
         if unmask is not None:
             old, new = unmask(old, text, "old"), unmask(new, text, "new")
-        if "\r\n" in text and "\n" in old and "\r" not in old:
-            # read_file shows lines without their CR: the model's LF stands for the file's
-            # line end, CRLF or LF, wherever the two differ (a file edited on both systems),
-            # so old text that matches as written may match where the ends differ too
-            found = edits.with_line_ends(text, old)
-            if len({f for _, f in found}) > 1:
-                self._refuse_many(real, text, [at for at, _ in found], len(found))
-            if found:
-                old = found[0][1]
-                new = edits.as_crlf(new) if edits.crlf(old) else new
-        elif edits.crlf(text):
-            new = edits.as_crlf(new)  # lines the new text adds end as the file's others do
-        self._check_single_match(real, text, old)
-        if old == new:
+        begin, end = self._match(real, text, old)
+        new = edits.fit(new, old, edits.ends_within(text, begin, end, old), text)
+        if text[begin:end] == new:
             return f"old and new are the same; {self.rel(real)} was not changed"
-        updated = text.replace(old, new, 1)
+        updated = text[:begin] + new + text[end:]
         try:
             write_atomic(real, updated)
         except OSError as exc:
@@ -391,6 +382,20 @@ class Files:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return None
+
+    def _match(self, real: Path, text: str, old: str) -> tuple[int, int]:
+        """Where (start, end) `old` is in `text`, matched once as read_file shows the text: an
+        LF of the model's stands for the line end there, whatever CRs it has, and for the end of
+        a last line that has no newline; ToolError when it matches nowhere or more than once."""
+        if "\r" not in old and "\n" in old and ("\r" in text or not text.endswith("\n")):
+            found = edits.with_line_ends(text, old)
+            if len(found) > 1:
+                self._refuse_many(real, text, [at for at, _ in found], len(found))
+            if found:
+                return found[0]
+        self._check_single_match(real, text, old)
+        at = text.index(old)
+        return at, at + len(old)
 
     def _check_single_match(self, real: Path, text: str, old: str) -> None:
         count = edits.count(text, old)

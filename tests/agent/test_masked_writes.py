@@ -52,6 +52,23 @@ def test_a_file_rewritten_as_it_was_shown_keeps_its_own_text(tmp_path):
     assert (tmp_path / "db.py").read_text() == DB.replace("5432\n", "6000\n")
 
 
+def test_a_masked_line_whose_end_has_crs_read_file_hides_is_its_line(tmp_path):
+    (tmp_path / "db.py").write_bytes(DB.replace("\n", "\r\r\n").encode())
+    box = toolbox(tmp_path)
+    assert "\r" not in call(box, "read_file", path="db.py").text
+    edited = call(
+        box,
+        "edit_file",
+        path="db.py",
+        old=f'PASSWORD = "{MASK}"\nPORT = 5432',
+        new=f'PASSWORD = "{MASK}"\nPORT = 6000',
+    )
+    assert edited.ok, edited.text
+    assert (tmp_path / "db.py").read_bytes() == DB.replace("5432\n", "6000\n").replace(
+        "\n", "\r\r\n"
+    ).encode()
+
+
 @pytest.mark.parametrize(
     ("tool", "args", "line"),
     [

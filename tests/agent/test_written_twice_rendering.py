@@ -22,6 +22,18 @@ def test_removed_lines_are_counted_not_repeated_and_headers_stay():
     ]
 
 
+def test_a_removed_line_holding_a_form_feed_is_counted_once_and_not_shown():
+    diff = "--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\n-x = 1  # page\x0cbreak\n+x = 2\n y\n"
+    assert without_removed(diff).split("\n") == [
+        "--- a/f.py",
+        "+++ b/f.py",
+        "@@ -1,2 +1,2 @@",
+        "+x = 2",
+        " y",
+        "[1 replaced lines not repeated]",
+    ]
+
+
 def test_a_diff_that_removes_nothing_is_unchanged():
     created = "created file n.py (1 lines)\n--- a/n.py\n+++ b/n.py\n@@ -0,0 +1 @@\n+x = 1"
     assert without_removed(created) is created

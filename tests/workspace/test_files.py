@@ -388,17 +388,17 @@ def test_a_change_no_line_diff_shows_is_said_not_called_nothing(files, repo):
     assert files.edit("a.txt", "gamma", "gamma\n") == (
         "a.txt: the same lines; changed the newline at its end added"
     )
-    (repo / "mac.txt").write_bytes(b"one\rtwo\r")
-    assert files.write("mac.txt", "one\ntwo\n") == (
-        "mac.txt: the same lines; changed its line endings (CR before, LF now)"
+    (repo / "lf.txt").write_bytes(b"one\ntwo\n")
+    assert files.write("lf.txt", "one\r\ntwo\r\n") == (  # CRs the model sent are its own
+        "lf.txt: the same lines; changed its line endings (LF before, CRLF now)"
     )
 
 
 def test_edit_matches_lf_text_in_a_file_of_mixed_line_endings(files, repo):
     # read_file shows no CR, so the model's old text has LF wherever the file has CRLF
     (repo / "mixed.txt").write_bytes(b"one\r\ntwo\nthree\r\nfour\n")
-    files.edit("mixed.txt", "one\ntwo\nthree", "ONE\nTWO\nTHREE")
-    assert (repo / "mixed.txt").read_bytes() == b"ONE\nTWO\nTHREE\r\nfour\n"
+    files.edit("mixed.txt", "one\ntwo\nthree", "ONE\nTWO\nTHREE")  # each line keeps its end
+    assert (repo / "mixed.txt").read_bytes() == b"ONE\r\nTWO\nTHREE\r\nfour\n"
     (repo / "mixed.txt").write_bytes(b"a\r\nb\r\nc\n")
     files.edit("mixed.txt", "a\nb", "A\nB")  # a span of CRLF lines: the new lines end so too
     assert (repo / "mixed.txt").read_bytes() == b"A\r\nB\r\nc\n"
@@ -406,6 +406,69 @@ def test_edit_matches_lf_text_in_a_file_of_mixed_line_endings(files, repo):
     with pytest.raises(ToolError, match=r"matches 2 times in twice.txt \(at lines 1, 3\)"):
         files.edit("twice.txt", "x\ny", "z")
     assert (repo / "twice.txt").read_bytes() == b"x\r\ny\nx\ny\n"
+
+
+def test_lines_ending_in_cr_cr_lf_are_edited_as_read_file_shows_them(files, repo):
+    # a file round-tripped through some Windows tools: read_file shows none of a line end's CRs
+    (repo / "twice.txt").write_bytes(b"one\r\r\ntwo\r\r\nthree\r\r\n")
+    assert files.read("twice.txt") == "1  one\n2  two\n3  three"
+    result = files.edit("twice.txt", "one\ntwo", "ONE\nTWO\nextra")
+    assert (repo / "twice.txt").read_bytes() == b"ONE\r\r\nTWO\r\r\nextra\r\r\nthree\r\r\n"
+    assert result.splitlines()[2:] == [
+        "@@ -1,3 +1,4 @@",
+        "-one",
+        "-two",
+        "+ONE",
+        "+TWO",
+        "+extra",
+        " three",
+    ]
+    assert "already had" in files.write("twice.txt", "ONE\nTWO\nextra\nthree\n")
+
+
+def test_an_edit_or_a_write_changes_only_the_line_ends_of_lines_it_adds(files, repo):
+    # mixed line ends: the lines the model copied unchanged keep theirs, whatever the old text
+    (repo / "mixed.txt").write_bytes(b"a\r\nb\nc\r\nd\n")
+    files.edit("mixed.txt", "a\nb\nc\nd\n", "a\nB\nc\nd\n")
+    assert (repo / "mixed.txt").read_bytes() == b"a\r\nB\nc\r\nd\n"
+    files.edit("mixed.txt", "B\nc", "B\nnew\nc")  # a new line ends as the lines replaced
+    assert (repo / "mixed.txt").read_bytes() == b"a\r\nB\nnew\nc\r\nd\n"
+    files.write("mixed.txt", "A\nB\nnew\nc\nd\n")
+    assert (repo / "mixed.txt").read_bytes() == b"A\r\nB\nnew\nc\r\nd\n"
+    files.write("mixed.txt", "A\nB\nc\nd\nmore\n")  # as the replaced lines (the file's) most do
+    assert (repo / "mixed.txt").read_bytes() == b"A\r\nB\nc\r\nd\nmore\n"
+
+
+def test_a_file_whose_lines_end_in_cr_alone_keeps_them(files, repo):
+    (repo / "mac.txt").write_bytes(b"one\rtwo\r")
+    assert files.read("mac.txt") == "1  one\rtwo"  # one line, as git and grep count it
+    files.edit("mac.txt", "two", "two\nthree")
+    assert (repo / "mac.txt").read_bytes() == b"one\rtwo\rthree\r"
+    assert "already had" in files.write("mac.txt", "one\rtwo\rthree\n")
+    assert (repo / "mac.txt").read_bytes() == b"one\rtwo\rthree\r"
+
+
+def test_old_text_may_end_the_last_line_that_has_no_newline(files, repo):
+    # read_file shows a last line alike whether it ends or not: its whole line matches
+    (repo / "win.txt").write_bytes(b"one\r\ntwo")
+    files.edit("win.txt", "one\ntwo\n", "ONE\ntwo\nthree\n")
+    assert (repo / "win.txt").read_bytes() == b"ONE\r\ntwo\r\nthree"  # still no newline
+    (repo / "cr.txt").write_bytes(b"a\nb\r")  # a last line ended by a CR, which is not shown
+    files.edit("cr.txt", "b\n", "B\n")
+    assert (repo / "cr.txt").read_bytes() == b"a\nB\r"
+    assert "already had" in files.write("cr.txt", "a\nB\n")
+
+
+def test_the_diff_numbers_lines_as_read_file_does(files, repo):
+    # a form feed inside a line ends no line for read_file, nor for the diff it is read beside
+    (repo / "ff.py").write_bytes(b"x = 1  # page\x0cbreak\ny = 2\n")
+    assert files.read("ff.py") == "1  x = 1  # page\x0cbreak\n2  y = 2"
+    assert files.edit("ff.py", "y = 2", "y = 3").split("\n")[2:] == [
+        "@@ -1,2 +1,2 @@",
+        " x = 1  # page\x0cbreak",
+        "-y = 2",
+        "+y = 3",
+    ]
 
 
 def test_old_text_off_only_in_whitespace_is_pointed_to(files, repo):

@@ -26,15 +26,15 @@ def unmasked(text: str, original: str, secrets: tuple[str, ...], what: str) -> s
         return text
     shown: dict[str, str | None] = {}  # a masked line -> the file's line (None: two differ)
     for line in original.split("\n"):
-        line = line.removesuffix("\r")
+        line = line.rstrip("\r")  # as read_file shows it: without the CRs that end it
         masked = redact(line, secrets)
         if MASK in masked:
             shown[masked] = line if shown.get(masked, line) == line else None
     out = []
     for number, line in enumerate(text.split("\n"), 1):
-        end = "\r" if line.endswith("\r") else ""
+        end = line[len(line.rstrip("\r")) :]
         if MASK in line:
-            real = shown.get(line.removesuffix("\r"))
+            real = shown.get(line.rstrip("\r"))
             if real is None:
                 raise ToolError(
                     f"line {number} of {what} holds {MASK}, which stands for a secret masked in "

@@ -405,7 +405,7 @@ def without_removed(diff: str) -> str:
     around each change, and a count of the lines it replaced instead of those lines, so content
     the change superseded (an earlier write of the same file, say) is never sent again."""
     kept, removed, in_hunk = [], 0, False
-    for line in diff.splitlines():
+    for line in diff.removesuffix("\n").split("\n"):  # a form feed or CR in one ends no line
         in_hunk = in_hunk or line.startswith("@@")
         if in_hunk and line.startswith("-"):
             removed += 1
