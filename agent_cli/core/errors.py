@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from agent_cli.core.text import readable
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -11,11 +13,13 @@ EXIT_INTERRUPTED = 130
 
 
 class AgentError(Exception):
-    """Base error: a message saying what went wrong and a hint saying how to fix it."""
+    """Base error: a message saying what went wrong and a hint saying how to fix it, as UTF-8
+    text (`readable`: a file name git gave that is not UTF-8 shown as `\\xNN`)."""
 
     exit_code = EXIT_ERROR
 
     def __init__(self, message: str, hint: str = "") -> None:
+        message, hint = readable(message), readable(hint)
         super().__init__(message)
         self.message = message
         self.hint = hint

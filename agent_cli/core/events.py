@@ -1,7 +1,8 @@
 """What a run emits, in order; the console renders them and `--json` prints one per line.
 
 Every event is a pydantic model with a literal `event` name, so `model_dump()` is the
-JSON line. The loop never prints: it calls `emit(event)` and the console decides.
+JSON line. The loop never prints: it calls `emit(event)` and the console decides. Its text is
+UTF-8 text whatever git gave (`EventModel`).
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Required, Union
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from agent_cli.core.models import Task, TaskStatus
+from agent_cli.core.text import readable_all
 
 
 class PlannedTask(TypedDict, total=False):
@@ -95,7 +97,21 @@ def reported(tasks: Iterable[Task], accept_cmds: list[str]) -> list[TaskReport]:
     ]
 
 
-class RunStarted(BaseModel):
+class EventModel(BaseModel):
+    """What every event is: a model whose text, given or assigned, is made `readable` first.
+    A file name git gives that is not UTF-8 (in a diff stat, a list of changed files, a
+    message naming them) reaches git's text as lone surrogates, which no terminal, `--json`
+    line or log file can be written with: an event shows them as `\\xNN` instead."""
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _readable(cls, value: Any) -> Any:
+        return readable_all(value)
+
+
+class RunStarted(EventModel):
     event: Literal["run_started"] = "run_started"
     run_id: str
     goal: str
@@ -105,14 +121,14 @@ class RunStarted(BaseModel):
     base: str = ""  # the branch the run started from, which its work is meant to go back to
 
 
-class Planning(BaseModel):
+class Planning(EventModel):
     """The model is being asked for a plan (a terminal shows a spinner until it comes)."""
 
     event: Literal["planning"] = "planning"
     goal: str
 
 
-class PlanMade(BaseModel):
+class PlanMade(EventModel):
     event: Literal["plan"] = "plan"
     goal: str
     tasks: list[PlannedTask]
@@ -120,14 +136,14 @@ class PlanMade(BaseModel):
     accept_cmds: list[str] = Field(default_factory=list)
 
 
-class TaskStarted(BaseModel):
+class TaskStarted(EventModel):
     event: Literal["task_started"] = "task_started"
     index: int  # 0-based position in the plan
     goal: str
     attempt: int  # 1 or 2
 
 
-class ToolCalled(BaseModel):
+class ToolCalled(EventModel):
     event: Literal["tool_call"] = "tool_call"
     index: int
     step: int  # tool calls so far in the run, this one included
@@ -135,7 +151,7 @@ class ToolCalled(BaseModel):
     arguments: str  # raw JSON text as the model sent it, secrets redacted
 
 
-class ToolRan(BaseModel):
+class ToolRan(EventModel):
     event: Literal["tool_result"] = "tool_result"
     index: int
     step: int
@@ -148,7 +164,7 @@ class ToolRan(BaseModel):
     diff: str = ""  # the unified diff of an edit (write_file, edit_file); empty otherwise
 
 
-class Verified(BaseModel):
+class Verified(EventModel):
     event: Literal["verify"] = "verify"
     index: int  # -1 for the run's final gate
     attempt: int
@@ -159,7 +175,7 @@ class Verified(BaseModel):
     reason: str = ""
 
 
-class TaskDone(BaseModel):
+class TaskDone(EventModel):
     event: Literal["task_done"] = "task_done"
     index: int
     status: str  # verified or rejected
@@ -173,7 +189,7 @@ class TaskDone(BaseModel):
     diff_stat: str = ""  # `git diff --stat` of the task's commit
 
 
-class Escalated(BaseModel):
+class Escalated(EventModel):
     event: Literal["escalated"] = "escalated"
     index: int
     goal: str
@@ -187,7 +203,7 @@ class Escalated(BaseModel):
     asks: bool = False  # the human is asked at the terminal right after this event
 
 
-class PlanRevised(BaseModel):
+class PlanRevised(EventModel):
     """The tasks from `start` on were replaced (verified and skipped tasks never are)."""
 
     event: Literal["plan_revised"] = "plan_revised"
@@ -199,21 +215,21 @@ class PlanRevised(BaseModel):
     asked_by: str = "harness"
 
 
-class HintGiven(BaseModel):
+class HintGiven(EventModel):
     event: Literal["hint"] = "hint"
     index: int
     text: str  # the human's words, as given
     attempt: int  # the attempt that will carry it
 
 
-class TaskSkipped(BaseModel):
+class TaskSkipped(EventModel):
     event: Literal["task_skipped"] = "task_skipped"
     index: int
     goal: str
     left_files: list[str] = Field(default_factory=list)  # changes left uncommitted
 
 
-class LoopDetected(BaseModel):
+class LoopDetected(EventModel):
     event: Literal["loop_detected"] = "loop_detected"
     index: int
     name: str  # the repeated tool
@@ -221,21 +237,21 @@ class LoopDetected(BaseModel):
     stopped: bool = False  # True when the attempt was ended for it
 
 
-class FinalSummary(BaseModel):
+class FinalSummary(EventModel):
     """The model's closing words for the human (not checked by the harness)."""
 
     event: Literal["final_summary"] = "final_summary"
     text: str
 
 
-class BudgetExhausted(BaseModel):
+class BudgetExhausted(EventModel):
     event: Literal["budget_exhausted"] = "budget_exhausted"
     budget: Literal["max_steps", "budget_usd"]
     used: float  # tool calls made, or dollars spent
     limit: float  # the budget: tool calls, or dollars
 
 
-class RunDone(BaseModel):
+class RunDone(EventModel):
     event: Literal["run_done"] = "run_done"
     run_id: str
     status: str  # verified, escalated, skipped, budget_exhausted, interrupted, failed, planned
@@ -253,14 +269,14 @@ class RunDone(BaseModel):
     usage_by_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
-class Notice(BaseModel):
+class Notice(EventModel):
     """A line of information: a retry, a resumed run, a saved state."""
 
     event: Literal["notice"] = "notice"
     text: str
 
 
-class HookRan(BaseModel):
+class HookRan(EventModel):
     """One of the user's hooks ran: at which point, around what, and how it ended."""
 
     event: Literal["hook"] = "hook"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from typing import TypeVar, cast
 
+T = TypeVar("T")
 ELLIPSIS = "…"
 _TRAILING = " ,;:-"
 # CSI sequences; OSC sequences with their payload (a title, a hyperlink's address), ended by
@@ -104,6 +106,21 @@ def readable(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def readable_all(value: T) -> T:
+    """`value` with every string it holds (in lists, tuples, dict keys and values, at any
+    depth) `readable`: what a record or an event carries of git's output (a diff, a changed
+    file's name) written as UTF-8 whatever the names were."""
+    if isinstance(value, str):
+        return cast(T, readable(value))
+    if isinstance(value, list):
+        return cast(T, [readable_all(v) for v in value])
+    if isinstance(value, tuple):
+        return cast(T, tuple(readable_all(v) for v in value))
+    if isinstance(value, dict):
+        return cast(T, {readable_all(k): readable_all(v) for k, v in value.items()})
+    return value
 
 
 # letters no font draws (Hangul fillers, the braille blank), which str.isspace() does not know

@@ -4,7 +4,10 @@
 (`protected`) from the preflight or the resumed run, so that nothing of theirs is staged,
 committed or shown as the agent's work, nor left changed by a command (`userwork.py`). A path carrying a secret (the API key, which a
 command can dump into a file, a file name or a symlink target) is never committed: the commit
-is refused instead (`workspace.secrets`).
+is refused instead (`workspace.secrets`). What it gives as text (a diff, a diff stat) is
+UTF-8 text whatever the files are named (`readable`: `\\xNN` for a byte that is not UTF-8,
+which `core.quotepath = false` leaves unquoted); the changed paths it gives stay git's own,
+to be given back to git.
 """
 
 from __future__ import annotations
@@ -55,6 +58,18 @@ class CommandRunner:
         return result
 
 
+def _check_recordable(changed: Iterable[str]) -> None:
+    """Refuse a path of the user's changes whose name is not UTF-8 text: the run's record
+    keeps them as UTF-8 text, and could not keep such a change out of the run's work."""
+    unnamed = sorted(readable(p) for p in changed if unusable(p))
+    if unnamed:
+        raise GitError(
+            f"a file you changed has a name that is not UTF-8 text ({some(unnamed)}); the "
+            "run could not record it to keep your change",
+            "commit or stash that change first, or run with --worktree",
+        )
+
+
 @dataclass
 class RepoWorkspace:
     """One git work tree, its command runner, and the secrets that must never leave it."""
@@ -77,18 +92,14 @@ class RepoWorkspace:
         `resuming`: the branch of the run to resume, named in the way out of a refusal."""
         self._after_a_killed_run()
         changed = self.git.preflight(allow_dirty, resuming)
-        unnamed = sorted(readable(p) for p in changed if unusable(p))
-        if unnamed:  # the run's record keeps the user's changed paths, as UTF-8 text
-            raise GitError(
-                f"a file you changed has a name that is not UTF-8 text ({some(unnamed)}); the "
-                "run could not record it to keep your change",
-                "commit or stash that change first, or run with --worktree",
-            )
+        if resuming is None:  # a resumed run's own changes are among them: resume_on's check
+            _check_recordable(changed)
         self.protected = changed
         return set(self.protected)
 
     def resume_on(self, branch: str, protected: Iterable[str]) -> None:
         """Go back to a saved run's branch, its protected paths travelling along."""
+        _check_recordable(protected)
         self.protected = set(protected)
         self._after_a_killed_run()
         self.git.preflight(allow_dirty=True)
@@ -123,8 +134,8 @@ class RepoWorkspace:
         return self.git.current_branch()
 
     def diff_stat(self, commit: str) -> str:
-        """`git diff --stat` of one commit against its parent."""
-        return redact(self.git.commit_stat(commit), self.secrets)
+        """`git diff --stat` of one commit against its parent (as text: `readable`)."""
+        return redact(readable(self.git.commit_stat(commit)), self.secrets)
 
     def has_run_commit(self, commit: str, branch: str, run_id: str) -> bool:
         """Whether `commit` is on `branch` and carries the run's `Agent-Run: <run_id>` trailer."""
@@ -147,7 +158,8 @@ class RepoWorkspace:
         return self.git.commit_paths(paths, redact(message, self.secrets))
 
     def diff(self) -> str:
-        return redact(self.git.diff(self.protected), self.secrets)
+        """The unified diff of the run's changes (as text: `readable`)."""
+        return redact(readable(self.git.diff(self.protected)), self.secrets)
 
     def tree(self) -> str:
         """The id of the tree the work tree holds now (for caching a check's result)."""

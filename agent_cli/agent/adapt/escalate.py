@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agent_cli.agent.adapt import replan
 from agent_cli.agent.attempt.runtime import Runtime
-from agent_cli.agent.judge.dispatch import held_files
+from agent_cli.agent.judge.dispatch import unheld
 from agent_cli.core import events
 from agent_cli.core.models import Task
 from agent_cli.core.protocols import Workspace
-from agent_cli.core.text import some
+from agent_cli.core.text import readable, some
 
 if TYPE_CHECKING:
     from agent_cli.agent.judge.gate import Gate
@@ -132,7 +132,6 @@ class Escalation:
             return "next"
         if answer.kind == "replan":
             task = self.rt.state.plan[index]
-            held = held_files(self.rt.state, self.rt.toolbox.blob_of)
             if replan.revise(
                 self.rt,
                 self.gate,
@@ -140,7 +139,7 @@ class Escalation:
                 asked_by="human",
                 failure=task.last_reason,
                 note=answer.text,
-                left=[f for f in self.ws.changed_files() if f not in held],
+                left=[readable(f) for f in unheld(self.rt, self.ws)],
             ):
                 return "retry"
             self.rt.emit(
@@ -161,8 +160,7 @@ class Escalation:
     def skip(self, index: int) -> None:
         """Give the task up; its changes stay uncommitted and out of later commits."""
         task = self.rt.state.plan[index]
-        held = held_files(self.rt.state, self.rt.toolbox.blob_of)
-        task.left_files = [f for f in self.ws.changed_files() if f not in held]
+        task.left_files = [readable(f) for f in unheld(self.rt, self.ws)]
         task.status = "skipped"
         self.rt.state.last_error = None
         self.rt.save()

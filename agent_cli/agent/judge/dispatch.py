@@ -36,7 +36,7 @@ from agent_cli.agent.judge.verifier import (
 from agent_cli.core import events, fences
 from agent_cli.core.models import Task, Verdict
 from agent_cli.core.protocols import ChatModel, Workspace
-from agent_cli.core.text import shorten
+from agent_cli.core.text import readable, shorten
 
 if TYPE_CHECKING:
     from agent_cli.agent.run.state import AgentState
@@ -79,10 +79,18 @@ def _judge(
 def held_files(state: AgentState, blob_of: BlobOf) -> set[str]:
     """The files no later commit takes: those skipped tasks left uncommitted, and those the
     tasks a revision replaced left, as long as they are what was left (a later task that
-    changes one continues that work: its commit, verified with the file, holds it)."""
+    changes one continues that work: its commit, verified with the file, holds it). Named
+    as the run's record keeps them, `readable` (state.json is UTF-8 text)."""
     skipped = {path for t in state.plan if t.status == "skipped" for path in t.left_files}
     left = {path for path, blob in state.dropped.items() if (blob_of(path) or "") == blob}
-    return skipped | left
+    return {readable(path) for path in skipped | left}
+
+
+def unheld(rt: Runtime, ws: Workspace) -> list[str]:
+    """The work tree's changed files that a commit may take (not `held_files`), as git
+    names them."""
+    held = held_files(rt.state, rt.toolbox.blob_of)
+    return [f for f in ws.changed_files() if readable(f) not in held]
 
 
 def _passed(
@@ -99,8 +107,7 @@ def _passed(
         task.proof = proof(task.baseline)
         if verdict.command == (cmds[-1] if cmds else None):
             proofs.remember(list(cmds), ws.tree(), True)  # the next task starts from this tree
-    held = held_files(rt.state, rt.toolbox.blob_of)
-    files = [f for f in ws.changed_files() if f not in held]
+    files = unheld(rt, ws)
     if verdict.judge == "command" and verdict.command:
         named = list(cmds) or [verdict.command]
         if verdict.by_accept and task.acceptance_cmd:  # the task's own, gone, is named too
@@ -122,8 +129,7 @@ def _nothing_to_do(rt: Runtime, ws: Workspace, task: Task, verdict: Verdict) -> 
     """Whether a passing task proves nothing: its check passed before it and it changed no file."""
     if verdict.judge != "command" or task.baseline != "pass":
         return False
-    held = held_files(rt.state, rt.toolbox.blob_of)
-    return not [f for f in ws.changed_files() if f not in held]
+    return not unheld(rt, ws)
 
 
 def _failed(rt: Runtime, index: int, attempt: int, verdict: Verdict) -> None:

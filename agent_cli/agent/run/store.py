@@ -34,6 +34,7 @@ from agent_cli.core import atomic
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
 from agent_cli.core.redact import redact_all, redact_json_text, redact_messages
+from agent_cli.core.text import readable, readable_all
 from agent_cli.llm import endpoints
 
 JOURNAL = "journal.jsonl"
@@ -196,6 +197,11 @@ class RunRecord(BaseModel):
         return data
 
 
+def _text(value: object) -> str:
+    """A value JSON has no type for, as the trajectory writes it: its text, `readable`."""
+    return readable(str(value))
+
+
 def new_run_id(now: datetime | None = None) -> str:
     """A fresh run id that sorts by start time."""
     now = now or datetime.now(UTC)
@@ -266,10 +272,11 @@ class RunStore:
         """Replace the run's state.json atomically (secrets redacted), then empty its journal.
 
         `durable` (the work it records was verified) flushes it to the disk first. Its values
-        are redacted before it is serialised, so the file stays valid JSON."""
+        are redacted before it is serialised, so the file stays valid JSON, and `readable`
+        (a file name git gave that is not UTF-8, which no UTF-8 file can hold as it is)."""
         if self.repo and not record.repo:
             record.repo = self.repo
-        data = redact_all(record.model_dump(mode="json"), self.secrets)
+        data = readable_all(redact_all(record.model_dump(mode="json"), self.secrets))
         text = json.dumps(data, indent=1, ensure_ascii=False)
         run_dir = self.run_dir(record.run_id)
         with _writing(run_dir / "state.json") as path:
@@ -281,11 +288,11 @@ class RunStore:
                 path.write_bytes(b"")
 
     def log(self, run_id: str, record: dict[str, Any]) -> None:
-        """Append one record to the run's trajectory (secrets redacted)."""
+        """Append one record to the run's trajectory (secrets redacted, text `readable`)."""
         record = redact_all({"t": utc_now(), **record}, self.secrets)
         if isinstance(record.get("messages"), list):  # a request: its echoed arguments too
             record["messages"] = redact_messages(record["messages"], self.secrets)
-        line = json.dumps(record, ensure_ascii=False, default=str)
+        line = json.dumps(readable_all(record), ensure_ascii=False, default=_text)
         self._append(run_id, "trajectory.jsonl", line)
 
     def journal(self, run_id: str, line: str) -> None:
