@@ -1,6 +1,7 @@
 """File names git gives that are not UTF-8 (as it gives them under `core.quotepath = false`):
 a run that commits, shows, escalates or skips such a file ends as its tasks do, with every
-`--json` line valid and every record on disk UTF-8, the name shown as `\\xNN`."""
+`--json` line valid and every record on disk UTF-8, the name shown as `\\xNN`. A branch
+named so, which GitPython cannot read, is refused before the plan."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ import subprocess
 import typing
 from pathlib import Path
 
+import pytest
+
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunRecord, RunStore
 from agent_cli.core import events
 from agent_cli.core.errors import GitError
 from agent_cli.core.models import Task
 from agent_cli.core.text import readable_all
+from agent_cli.workspace.git.repository import GitRepo
 from conftest import git
 from reliability.relkit import GOAL, call, finish, make_done, plan, repo_with, task
 
@@ -151,3 +155,37 @@ def test_the_run_record_and_its_trajectory_are_utf8_whatever_names_they_hold(tmp
 def test_text_values_at_any_depth_are_made_readable():
     value = {GIT_SAID: [GIT_SAID, (GIT_SAID, 1)], "n": None, "ok": "café"}
     assert readable_all(value) == {LATIN1: [LATIN1, (LATIN1, 1)], "n": None, "ok": "café"}
+
+
+# -- branch names ---------------------------------------------------------------------------------
+
+
+def test_a_checked_out_branch_named_in_latin1_is_refused_in_the_preflight(tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    subprocess.run(["git", "checkout", "-q", "-b", b"caf\xe9"], cwd=repo, check=True)
+    main = GitRepo(repo)
+    with pytest.raises(GitError) as refused:
+        main.check_state()
+    main.close()
+    assert "the checked-out branch caf\\xe9 is not UTF-8 text" in refused.value.message
+    assert "git branch -m" in refused.value.hint
+
+
+def test_a_packed_branch_named_in_latin1_is_refused_before_the_plan_and_by_gitpython(
+    agent_in_process, fake_server, tmp_path
+):
+    """GitPython reads `packed-refs` (where `git gc` puts every ref) as UTF-8: it could read
+    no branch and no commit, which ended a run after its plan with an internal error."""
+    repo = repo_with(tmp_path / "repo")
+    subprocess.run(["git", "branch", b"caf\xe9"], cwd=repo, check=True)
+    git(repo, "pack-refs", "--all")
+    srv = fake_server([plan(task())])
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 1 and srv.chat_requests == [], proc.stdout + proc.stderr
+    (said,) = proc.stderr.strip().splitlines()
+    assert "a ref whose name is not UTF-8 text (refs/heads/caf\\xe9)" in said, said
+    main = GitRepo(repo)
+    with pytest.raises(GitError) as through_gitpython:
+        main.head()
+    main.close()
+    assert "refs/heads/caf\\xe9" in through_gitpython.value.message

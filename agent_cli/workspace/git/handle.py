@@ -78,6 +78,27 @@ def check_object_format(name: str) -> None:
         )
 
 
+def check_ref_names(common_dir: Path) -> None:
+    """Refuse a repository whose packed refs (`packed-refs`, where `git gc` moves every
+    branch and tag) name one in bytes that are not UTF-8: GitPython reads that file as UTF-8
+    text, and could then read no branch and no commit of a run."""
+    try:
+        data = (common_dir / "packed-refs").read_bytes()
+    except OSError:
+        return  # none (no ref packed yet), or one git itself cannot read: its commands say so
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[data.rfind(b"\n", 0, exc.start) + 1 :].split(b"\n", 1)[0]
+        name = line.rpartition(b" ")[2].decode("utf-8", "surrogateescape")  # shown: errors.py
+        raise GitError(
+            f"the repository has a ref whose name is not UTF-8 text ({name}), which GitPython, "
+            "through which the agent commits, cannot read",
+            "rename it (a branch: git branch -m OLD NEW; a tag: git tag NEW OLD, then "
+            "git tag -d OLD) and run again",
+        ) from None
+
+
 class RepoHandle:
     """A GitPython `Repo` on one work tree, opened on first use, every process kept safe."""
 
@@ -109,6 +130,11 @@ class RepoHandle:
                 raise
             except (configparser.Error, OSError, ValueError):
                 pass  # a config git itself cannot read: its commands say so
+            try:
+                check_ref_names(Path(repo.common_dir))
+            except GitError:
+                repo.close()
+                raise
             self._repo = repo
         return self._repo
 

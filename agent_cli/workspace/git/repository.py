@@ -18,9 +18,14 @@ from pathlib import Path
 
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import GitError
-from agent_cli.core.text import readable, some
+from agent_cli.core.text import readable, some, unusable
 from agent_cli.workspace.git import traps
-from agent_cli.workspace.git.handle import LogEntry, RepoHandle, check_object_format
+from agent_cli.workspace.git.handle import (
+    LogEntry,
+    RepoHandle,
+    check_object_format,
+    check_ref_names,
+)
 from agent_cli.workspace.git.identity import RepoIdentity, repo_identity
 from agent_cli.workspace.git.safe import run_git, unrun_filters
 from agent_cli.workspace.git.secrets import where_secret
@@ -192,10 +197,11 @@ class GitRepo:
 
     def check_state(self, resuming: str | None = None) -> None:
         """Refuse a state no run works in whatever its flags: an operation in progress, no
-        commit yet, a detached HEAD, objects GitPython cannot read (SHA-256), a path that is
-        not UTF-8 text (the run's record names it; `agent doctor` asks this too). For a run
-        to resume, a detached HEAD is named with its work tree (a worktree run's, which the
-        user may not be in) and the run's branch `resuming` to switch back to: the resume
+        commit yet, a detached HEAD, objects or refs GitPython cannot read (SHA-256, a packed
+        ref named in bytes that are not UTF-8), a path or a checked-out branch whose name is
+        not UTF-8 text (the run's record names them; `agent doctor` asks this too). For a
+        run to resume, a detached HEAD is named with its work tree (a worktree run's, which
+        the user may not be in) and the run's branch `resuming` to switch back to: the resume
         does not switch itself, as the detached HEAD may hold commits of the user's."""
         try:
             str(self.root).encode("utf-8")
@@ -205,6 +211,7 @@ class GitRepo:
                 "rename the folder, or work in a clone at a path in UTF-8",
             ) from None
         check_object_format(self._format)  # before a branch, a log or a commit would fail
+        check_ref_names(self._common_dir)  # the same, for a ref named in bytes not UTF-8
         for marker, what, way_out in _OPERATIONS:
             if (self.git_dir / marker).exists():
                 raise GitError(
@@ -215,7 +222,8 @@ class GitRepo:
                 "the repository has no commits yet",
                 "make a first commit (git commit --allow-empty -m 'initial commit') and run again",
             )
-        detached = self._probe("symbolic-ref", "-q", "HEAD")[0] != 0
+        code, ref, _ = self._probe("symbolic-ref", "-q", "HEAD")
+        detached = code != 0
         if detached and resuming:
             raise GitError(
                 f"HEAD of {self.root} is detached (not on a branch)",
@@ -226,6 +234,12 @@ class GitRepo:
             raise GitError(
                 "HEAD is detached (not on a branch)",
                 "check out a branch (git switch <branch>) and run again",
+            )
+        name = ref.strip().removeprefix("refs/heads/")
+        if unusable(name):  # the run records it, GitPython reads it as UTF-8 (shown: errors.py)
+            raise GitError(
+                f"the name of the checked-out branch {name} is not UTF-8 text",
+                "rename it (git branch -m NEW-NAME) and run again",
             )
 
     def remove_stale_indexes(self) -> list[str]:
