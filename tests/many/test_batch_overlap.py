@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 from agent_cli.cli.batch.overlap import Branch, overlaps
@@ -60,3 +62,15 @@ def test_branches_with_nothing_in_common_say_nothing(tmp_path):
     a = _branch(repo, "agent/run-1", {"a.txt": "a\n"})
     b = _branch(repo, "agent/run-2", {"b.txt": "b\n"})
     assert overlaps(repo, [a, b]) == []
+
+
+def test_a_shared_file_named_in_bytes_that_are_not_utf8_is_named_as_utf8_text(tmp_path):
+    """git names a file as its bytes are (`-z`): batch.json and the summary say `\\xNN`."""
+    repo = make_repo(tmp_path / "repo")
+    name = os.fsdecode(b"caf\xe9.txt")
+    a = _branch(repo, "agent/run-1", {name: "a\n"})
+    b = _branch(repo, "agent/run-2", {name: "b\n"})
+    (found,) = overlaps(repo, [a, b])
+    assert found.files == ("caf\\xe9.txt",)
+    assert "both change caf\\xe9.txt:" in found.line()
+    json.dumps(found.record(), ensure_ascii=False).encode("utf-8")  # batch.json's text

@@ -14,7 +14,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from agent_cli.core.text import clean
+from agent_cli.core.text import clean, readable
 from agent_cli.workspace.git.safe import run_git
 
 SHOWN_FILES = 3  # files named in the line; the rest are counted
@@ -57,7 +57,8 @@ class Overlap:
 
 
 def changed_files(repo: Path, run: Branch, secrets: tuple[str, ...] = ()) -> set[str]:
-    """The files `run`'s branch changed since its base; empty when git cannot tell."""
+    """The files `run`'s branch changed since its base, named to compare and show (one not
+    UTF-8 as `\\xNN`: batch.json and the summary are UTF-8 text); empty when git cannot tell."""
     if run.base.startswith("-") or run.branch.startswith("-"):
         return set()  # no ref is named so; git would read the range as an option
     args = ["diff", "--name-only", "-z", "--no-renames", f"{run.base}...{run.branch}", "--"]
@@ -67,7 +68,7 @@ def changed_files(repo: Path, run: Branch, secrets: tuple[str, ...] = ()) -> set
         return set()
     if code != 0:
         return set()
-    return {name.decode("utf-8", "surrogateescape") for name in out.split(b"\0") if name}
+    return {readable(name.decode("utf-8", "surrogateescape")) for name in out.split(b"\0") if name}
 
 
 def overlaps(repo: Path, runs: Sequence[Branch], secrets: tuple[str, ...] = ()) -> list[Overlap]:
