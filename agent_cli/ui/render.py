@@ -525,20 +525,19 @@ def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
     def stacked(width: int) -> RenderableType:
         items = []
         for r in rows:  # the status on a wrapped line of its own: never cut at the width
-            status, where = _live_split(str(r.get("status", "")))
-            head = Text(str(r.get("run_id", "")), style="cyan")
+            run_id, status, where = _id_and_status(r)
+            head = Text(run_id, style="cyan")
             head.append(f"  {_local_time(r.get('started_at', ''))}")
             steps = _steps(int(r.get("steps", 0) or 0))
-            body = Text(f"{clean(status)}, {steps}" + (f": {clean(where)}" if where else ""))
+            body = Text(f"{status}, {steps}" + (f": {where}" if where else ""))
             body.append("\n" + clean(str(r.get("goal", ""))))
             items.append(stacked_item(head, body, width))
         return Group(*items)
 
     def table(width: int) -> RenderableType:
         lives = [
-            Text.assemble(Text(str(r.get("run_id", "")), style="cyan"), f" {state}: {clean(where)}")
-            for r in rows
-            for state, where in [_live_split(str(r.get("status", "")))]
+            Text.assemble(Text(run_id, style="cyan"), f" {state}: {where}")
+            for run_id, state, where in map(_id_and_status, rows)
             if where
         ]
         return Group(runs_table(rows, width), *lives) if lives else runs_table(rows, width)
@@ -546,13 +545,15 @@ def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
     return ByWidth(stacked, table)
 
 
-def _live_split(status: str) -> tuple[str, str]:
-    """A shown status as (`live` or `starting`, where the run is) for a live run, else
-    (status, "")."""
+def _id_and_status(row: dict[str, Any]) -> tuple[str, str, str]:
+    """A run's id, its status (`live` or `starting` for a live run) and where a live run is
+    (else ""), each on one line without escape sequences: read from disk (the directory's
+    name, state.json), which a command the model ran can write anything to."""
+    run_id, status = (" ".join(clean(row.get(k) or "").split()) for k in ("run_id", "status"))
     for state in ("live", "starting"):
         if status.startswith(f"{state}: "):
-            return state, status.removeprefix(f"{state}: ")
-    return status, ""
+            return run_id, state, status.removeprefix(f"{state}: ")
+    return run_id, status, ""
 
 
 def _steps(n: int) -> str:
@@ -563,13 +564,9 @@ def runs_table(rows: list[dict[str, Any]], width: int) -> Table:
     """`agent runs`: one line per run, the goal cut between words to fit `width` columns (a
     live run's status is `live`: runs_view says where it is below the table)."""
     cells = [
-        [
-            str(r.get("run_id", "")),
-            _local_time(r.get("started_at", "")),
-            _live_split(str(r.get("status", "")))[0],
-            str(r.get("steps", 0)),
-        ]
+        [run_id, _local_time(r.get("started_at", "")), status, str(r.get("steps", 0))]
         for r in rows
+        for run_id, status, _ in [_id_and_status(r)]
     ]
     heads = ["run", "started", "status", "steps"]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
