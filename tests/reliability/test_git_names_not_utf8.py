@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from agent_cli.agent.ask.window import send
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunRecord, RunStore
 from agent_cli.core import events
 from agent_cli.core.errors import GitError
 from agent_cli.core.models import Task
 from agent_cli.core.text import readable_all
+from agent_cli.llm.openai.chat import OpenAIChat
 from agent_cli.workspace.git.repository import GitRepo
 from conftest import git
 from reliability.relkit import GOAL, call, finish, make_done, plan, repo_with, task
@@ -189,3 +191,16 @@ def test_a_packed_branch_named_in_latin1_is_refused_before_the_plan_and_by_gitpy
         main.head()
     main.close()
     assert "refs/heads/caf\\xe9" in through_gitpython.value.message
+
+
+def test_a_request_carrying_a_name_git_gave_is_sent_as_utf8_text(fake_server):
+    """Every request goes through `window.send`: a check's reason naming an ignored file that
+    git lists as its bytes are (`status -z`), a diff, reach the model as `\\xNN`."""
+    srv = fake_server([{"content": "ok"}])
+    model = OpenAIChat(model="fake-model", base_url=srv.url, api_key=None, backoff_s=0.01)
+    logged: list[dict] = []
+    messages = [{"role": "user", "content": f"the check passes only with {GIT_SAID}"}]
+    assert send(model, messages, None, None, log=logged.append).content == "ok"
+    (sent,) = srv.chat_requests
+    assert sent["messages"][0]["content"] == f"the check passes only with {LATIN1}"
+    assert logged[0]["messages"][0]["content"].endswith(LATIN1)

@@ -26,6 +26,7 @@ from agent_cli.core import fences, tokens
 from agent_cli.core.errors import AgentError, ContextOverflow
 from agent_cli.core.models import ChatReply
 from agent_cli.core.protocols import ChatModel, Message
+from agent_cli.core.text import readable_all
 
 Tools = list[dict[str, Any]]
 
@@ -260,9 +261,12 @@ def send(
     again: bool = False,
 ) -> ChatReply:
     """Fit `messages` to the smaller of `window` and the model's own, log them, ask `model`.
+    Their text is sent `readable`: a file name git gave that is not UTF-8 (a diff, a check's
+    reason naming an ignored file) as `\\xNN`, which a request can carry.
 
     With `again`, a request the server still finds too long (its window was not known) is cut
     to the window the error names (else to three quarters) and asked once more."""
+    messages = readable_all(messages)
     known = [w for w in (window, served(model)) if w is not None]
     within = min(known, key=lambda w: w.limit) if known else None
     note = log or _unlogged
