@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import typing
 from pathlib import Path
 
@@ -105,6 +106,23 @@ def test_an_escalation_and_a_skip_that_leave_a_file_named_in_latin1_say_so_and_k
     assert b"two.txt" in _committed(repo) and b"caf\xe9.txt" not in _committed(repo)
     state = _records(repo)
     assert LATIN1 in state["agent_state"]["plan"][0]["left_files"]
+
+
+def test_code_git_ignores_named_in_latin1_fails_the_check_in_words_the_next_attempt_reads(
+    agent_in_process, fake_server, tmp_path
+):
+    """`git status -z` names an ignored file as its bytes are: the check's reason that the
+    pass needs it reaches working memory and the next attempt's request as `\\xNN`."""
+    repo = repo_with(tmp_path / "repo", ignore=("ign*",))
+    make = 'sh -c \'echo x > "$(printf "ign\\351.py")"\''
+    check = f"{sys.executable} -c \"import os; assert os.path.exists(b'ign\\\\xe9.py')\""
+    srv = fake_server([plan(task(cmd=check)), call("run", cmd=make), finish(), finish()])
+    proc = agent_in_process("run", GOAL, "--yes", "--json", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # rejected: the code is ignored
+    reasons = [e["reason"] for e in _events(proc.stdout) if e["event"] == "verify"]
+    assert "cannot hold: ign\\xe9.py" in reasons[0], reasons
+    asked = [str(m.get("content")) for body in srv.chat_requests for m in body["messages"]]
+    assert any("cannot hold: ign\\xe9.py" in text for text in asked)  # the second attempt
 
 
 # -- where git's text enters events, errors and records -------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agent_cli.core.models import Verdict
 from agent_cli.core.protocols import Workspace
-from agent_cli.core.text import some
+from agent_cli.core.text import readable, some
 
 CODE = (".py", ".pyi", ".pth", ".so", ".pyd")
 # folders of environments, caches and build output: what a check may need that no commit holds
@@ -74,6 +74,7 @@ def recheck(ws: Workspace, verdict: Verdict, before: set[str], rerun: Rerun) -> 
     if again.passed:
         return verdict
     code = "timed out" if again.exit_code is None else f"exits {again.exit_code}"
+    named = some([readable(entry) for entry in hidden])  # as text: it enters working memory
     return Verdict(
         passed=False,
         judge="command",
@@ -81,7 +82,7 @@ def recheck(ws: Workspace, verdict: Verdict, before: set[str], rerun: Rerun) -> 
         exit_code=again.exit_code,
         output_tail=again.output_tail,
         reason=(
-            f"`{again.command}` passes only with code the commit cannot hold: {some(hidden)} "
+            f"`{again.command}` passes only with code the commit cannot hold: {named} "
             "(ignored by git, or a repository of its own), so a clone of the branch fails; "
             f"without it the check {code}:\n{again.output_tail}\n"
             "Put the work in files git tracks."
