@@ -146,7 +146,7 @@ def build_model(
             backoff_s=settings.retry_backoff_s,
             max_tokens=settings.reserved_output_tokens,
             context_window=settings.context_window,
-            on_retry=RetryNotice(settings.max_retries, masked),
+            on_retry=RetryNotice(settings.max_retries, masked, console.drop_stream),
             on_text=console.stream_text,  # the model's words, live on a terminal
             cache_dir=server_cache_dir(os.environ),  # a local server's findings, kept a day
             secrets=masked,
@@ -186,13 +186,23 @@ def server_cache_dir(env: Mapping[str, str]) -> Path:
 
 
 class RetryNotice:
-    """Says on stderr, like an error and in every output mode, that a model call is retried."""
+    """Says on stderr, like an error and in every output mode, that a model call is retried;
+    first `dropped` is told, so that the words the failed call streamed are not kept on screen
+    (the retry's reply is the one that counts)."""
 
-    def __init__(self, max_retries: int, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        max_retries: int,
+        secrets: tuple[str, ...] = (),
+        dropped: Callable[[], None] | None = None,
+    ) -> None:
         self.max_retries = max_retries
         self.secrets = secrets  # masked in what the server said, which may quote the request
+        self.dropped = dropped
 
     def __call__(self, attempt: int, delay: float, why: str) -> None:
+        if self.dropped is not None:
+            self.dropped()
         why = redact(why, self.secrets)
         print(
             f"notice: model call failed ({why}); retry {attempt} of {self.max_retries} "

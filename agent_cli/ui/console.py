@@ -342,6 +342,11 @@ class RunConsole:
         else:
             self._stream_live.update(view, refresh=True)
 
+    def drop_stream(self) -> None:
+        """Forget the words streamed since the last event, their preview erased: the request
+        that streamed them failed and is sent again, and only the reply that counts is kept."""
+        self._end_stream(keep=False)
+
     def close(self) -> None:
         """Take the spinner off the screen and end any streamed line."""
         self._stop_spinner()

@@ -35,5 +35,8 @@ class Watched:
     def stream_text(self, delta: str) -> None:
         self.console.stream_text(delta)
 
+    def drop_stream(self) -> None:
+        self.console.drop_stream()
+
     def close(self) -> None:
         self.console.close()

@@ -52,6 +52,33 @@ def test_the_streamed_closing_summary_is_on_screen_once(fake_server, agent_env, 
     assert f"`{PYTEST}` -> exit 0" in flat(screen)
 
 
+def test_a_streamed_reply_cut_and_asked_again_shows_only_the_retry(
+    fake_server, agent_env, demo_repo
+):
+    words = "I will add median() to calc/stats.py now, then run the tests."
+    reply = {**add_median(), "content": words}
+    srv = fake_server(
+        [
+            plan(task()),
+            {**reply, "cut": 6},  # cut a few words in; the retry answers whole
+            reply,
+            finish(),
+            facts(),
+            {"content": SUMMARY, "cut": 9},
+            {"content": SUMMARY},
+        ]
+    )
+    env = {**agent_env, "AGENT_FINAL_SUMMARY": "true"}
+    code, screen = agent_on_pty(
+        env, demo_repo, "run", GOAL, "--yes", "--base-url", srv.url, columns=100
+    )
+    assert code == 0, screen
+    assert flat(screen).count("retry 1 of") == 2, screen  # both streams were cut and retried
+    assert flat(screen).count("I will add") == 1 and words in flat(screen), screen
+    assert flat(screen).count("I added median()") == 1, screen  # drawn once, in its box
+    assert SUMMARY in flat(screen), screen
+
+
 @pytest.mark.parametrize("columns", [80, 120])
 def test_the_escalation_shows_the_failure_once_each_attempts_changes_and_the_choices(
     fake_server, agent_env, demo_repo, columns
