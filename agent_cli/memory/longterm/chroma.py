@@ -52,6 +52,7 @@ from agent_cli.memory.longterm.records import (
     Result,
     batches,
     episode_docs,
+    item_meta,
     stamp,
 )
 from agent_cli.memory.longterm.signatures import signature_key
@@ -473,9 +474,10 @@ class LongTermMemory:
     ) -> None:
         with self.store.guard("reading"):  # another run may have counted since they were read
             got = self.store.cols["facts"].get(ids=[r.id for r in counted], include=["metadatas"])
-        now_counts = {
-            i: int((m or {}).get("hit_count", 0))
+        now_counts = {  # of those whose metadata checks: the others are not counted
+            i: checked.hit_count
             for i, m in zip(got["ids"], got["metadatas"], strict=False)
+            if (checked := item_meta(m)) is not None
         }
         for r in counted:
             r.hit_count = max(r.hit_count, now_counts.get(r.id, r.hit_count))

@@ -20,16 +20,19 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from agent_cli.core.errors import UsageError
+from agent_cli.core.errors import StorageError, UsageError
 from agent_cli.core.protocols import Recalled
 from agent_cli.memory.longterm.records import (
     DAY_S,
+    ItemMeta,
     Result,
     expiry,
+    item_meta,
     one_line,
     public_meta,
     stamp,
     text_hash,
+    unreadable,
 )
 from agent_cli.memory.longterm.store import BATCH, Meta, Store, Where, count, matches
 
@@ -97,30 +100,42 @@ def where(*conditions: Where | None) -> Where | None:
     return given[0] if len(given) == 1 else {"$and": given}
 
 
-def item_result(score: float, item_id: str, doc: str, meta: Meta) -> Result:
-    """A recalled fact, note or procedure."""
+def item_result(score: float, item_id: str, doc: str, meta: Meta) -> Result | None:
+    """A recalled fact, note or procedure; None when its metadata does not check (`ItemMeta`):
+    a record another tool or version wrote in another shape is not recalled."""
+    checked = item_meta(meta)
+    if checked is None:
+        return None
     return Result(
         score,
-        meta.get("kind", "fact"),
+        checked.kind,
         item_id,
         doc,
-        meta.get("gist", ""),
-        meta.get("source", ""),
-        meta.get("confirmed_at", ""),
+        checked.gist,
+        checked.source,
+        checked.confirmed_at,
         public_meta(meta),
-        trust=float(meta.get("trust", 1.0)),
-        hit_count=int(meta.get("hit_count", 0)),
+        trust=1.0 if checked.trust is None else checked.trust,
+        hit_count=checked.hit_count,
     )
+
+
+def item_results(rows: Sequence[tuple[float, str, str, Meta | None]]) -> list[Result]:
+    """The facts, notes and procedures of (score, id, document, metadata) rows, those whose
+    metadata does not check left out."""
+    found = (item_result(score, i, doc, meta or {}) for score, i, doc, meta in rows)
+    return [r for r in found if r is not None]
 
 
 def hit_updates(results: Sequence[Recalled], now: datetime | None) -> tuple[list[str], list[Meta]]:
     """Count one hit on each fact, note or procedure of `results`: (their ids, the metadata
-    to store for them)."""
+    to store for them); one whose metadata does not check is not counted."""
     iso, ts = stamp(now)
     ids: list[str] = []
     metas: list[Meta] = []
     for r in results:
-        if r.kind not in ITEM_KINDS:
+        checked = item_meta(r.metadata) if r.kind in ITEM_KINDS else None
+        if checked is None:
             continue
         r.hit_count += 1
         r.metadata.update(hit_count=r.hit_count, last_hit_at=iso)
@@ -130,46 +145,45 @@ def hit_updates(results: Sequence[Recalled], now: datetime | None) -> tuple[list
                 "hit_count": r.hit_count,
                 "last_hit_at": iso,
                 "last_hit_ts": ts,
-                "expires_ts": expiry(
-                    r.metadata.get("confirmed_ts", 0), ts, r.metadata.get("ttl_days", 0)
-                ),
+                "expires_ts": expiry(checked.confirmed_ts, ts, checked.ttl_days),
             }
         )
     return ids, metas
 
 
-def merged(metas: list[Meta], ids: list[str]) -> Meta:
-    """One item's metadata from those of the items of one content (`ids`, stored apart by runs
-    before content ids): every confirmation and hit counts (summed), the highest trust (with
-    its kind and source), the first creation, the last confirmation and hit; it never
-    expires when one of them would not, else it lives as long as the longest-lived; it names
-    every id it was merged from, those its members had been merged from included."""
-    newest = max(metas, key=lambda m: float(m.get("confirmed_ts", 0)))
-    trusted = max(metas, key=lambda m: (float(m.get("trust", 0)), float(m.get("confirmed_ts", 0))))
-    ttls = [float(m.get("ttl_days", 0)) for m in metas]
+def merged(metas: list[ItemMeta], ids: list[str]) -> Meta:
+    """One item's metadata from the checked metadata of the items of one content (`ids`,
+    stored apart by runs before content ids): every confirmation and hit counts (summed), the
+    highest trust (with its kind and source), the first creation, the last confirmation and
+    hit; it never expires when one of them would not, else it lives as long as the
+    longest-lived; it names every id it was merged from, those its members had been merged
+    from included."""
+    newest = max(metas, key=lambda m: m.confirmed_ts)
+    trusted = max(metas, key=lambda m: (m.trust or 0.0, m.confirmed_ts))
+    ttls = [m.ttl_days for m in metas]
     ttl = 0.0 if 0.0 in ttls else max(ttls)
-    confirmed_ts = max(float(m.get("confirmed_ts", 0)) for m in metas)
-    last_hit = max(metas, key=lambda m: float(m.get("last_hit_ts", 0)))
+    confirmed_ts = max(m.confirmed_ts for m in metas)
+    last_hit = max(metas, key=lambda m: m.last_hit_ts)
     return {
-        **newest,
-        "kind": trusted.get("kind", newest.get("kind", "fact")),
-        "source": trusted.get("source", newest.get("source", "")),
-        "trust": float(trusted.get("trust", 0)),
-        "created_at": min(str(m.get("created_at", "")) for m in metas),
-        "confirmations": sum(int(m.get("confirmations", 1)) for m in metas),
-        "hit_count": sum(int(m.get("hit_count", 0)) for m in metas),
-        "last_hit_at": last_hit.get("last_hit_at", ""),
-        "last_hit_ts": float(last_hit.get("last_hit_ts", 0)),
+        **newest.model_dump(exclude_unset=True),  # what it holds, without the defaults
+        "kind": trusted.kind,
+        "source": trusted.source,
+        "trust": trusted.trust or 0.0,
+        "created_at": min(m.created_at for m in metas),
+        "confirmations": sum(m.confirmations for m in metas),
+        "hit_count": sum(m.hit_count for m in metas),
+        "last_hit_at": last_hit.last_hit_at,
+        "last_hit_ts": last_hit.last_hit_ts,
         "ttl_days": ttl,
-        "expires_ts": expiry(confirmed_ts, float(last_hit.get("last_hit_ts", 0)), ttl),
+        "expires_ts": expiry(confirmed_ts, last_hit.last_hit_ts, ttl),
         "id_upgrade": CONTENT_UPGRADE,
         "merged_ids": ",".join(sorted(set(ids).union(*(_merged_ids(m) for m in metas)))),
     }
 
 
-def _merged_ids(meta: Meta) -> set[str]:
+def _merged_ids(meta: ItemMeta) -> set[str]:
     """The ids an item was merged from before (none for an item never merged)."""
-    return {i for i in str(meta.get("merged_ids", "")).split(",") if i}
+    return {i for i in meta.merged_ids.split(",") if i}
 
 
 class Curation:
@@ -308,15 +322,22 @@ class Curation:
             **(topic_fields(topic) if topic.strip() else {}),
         }
         if got["ids"]:
-            old = got["metadatas"][0]
+            old = item_meta(got["metadatas"][0])
+            if old is None:  # another shape's: not re-confirmed, nor rewritten in ours
+                raise StorageError(
+                    f"memory item {got['ids'][0]} holds this {kind} already, with "
+                    f"{unreadable(got['metadatas'][0])}; it is left as it is",
+                    f"`agent memory forget {got['ids'][0]}` deletes it; a later run stores "
+                    f"the {kind} anew",
+                )
             meta = {
-                **old,
+                **(got["metadatas"][0] or {}),
                 **fresh,
-                "trust": max(float(old.get("trust", 0)), trust),
-                "confirmations": int(old.get("confirmations", 1)) + 1,
-                "expires_ts": expiry(ts, old.get("last_hit_ts", 0), old.get("ttl_days", 0)),
+                "trust": max(old.trust or 0.0, trust),
+                "confirmations": old.confirmations + 1,
+                "expires_ts": expiry(ts, old.last_hit_ts, old.ttl_days),
             }
-            if trust > float(old.get("trust", 0)):
+            if trust > (old.trust or 0.0):
                 meta.update(kind=kind, source=source)
             if text != got["documents"][0]:
                 self.store.upsert(col, got["ids"], [text], [meta])
@@ -356,10 +377,8 @@ class Curation:
         kind = {"kind": {"$in": list(kinds)}} if tuple(kinds) != ITEM_KINDS else None
         scope = topic_where(topics) if topics else None
         filters = where({"trust": {"$gte": float(min_trust)}}, kind, scope)
-        return [
-            item_result(score, i, doc, meta)
-            for i, doc, meta, score in self.store.query("facts", vec, k, filters, scope or kind)
-        ]
+        hits = self.store.query("facts", vec, k, filters, scope or kind)
+        return item_results([(score, i, doc, meta) for i, doc, meta, score in hits])
 
     def associate(
         self,
@@ -390,10 +409,19 @@ class Curation:
         self._write_hits(*hit_updates(results, now))
 
     def write_hits(self, ids: list[str], metas: list[Meta]) -> None:
-        """Store counted hits (`hit_updates`)."""
-        if ids:
+        """Store counted hits (`hit_updates`) on the items still stored whose metadata
+        checks: one another tool or version wrote over since it was read is left as it is."""
+        if not ids:
+            return
+        col = self.store.cols["facts"]
+        with self.store.guard("reading"):
+            got = col.get(ids=ids, include=["metadatas"])
+        metas_now = zip(got["ids"], got["metadatas"], strict=False)
+        held = {i for i, m in metas_now if item_meta(m) is not None}
+        kept = [(i, meta) for i, meta in zip(ids, metas, strict=True) if i in held]
+        if kept:
             with self.store.guard("writing"):
-                self.store.cols["facts"].update(ids=ids, metadatas=metas)
+                col.update(ids=[i for i, _ in kept], metadatas=[meta for _, meta in kept])
 
     def procedures(self, topic: str, k: int = 5) -> list[Result]:
         """The procedures of repository `topic`, the most confirmed first (of at most
@@ -404,10 +432,12 @@ class Curation:
                 include=["documents", "metadatas"],
                 limit=PROCEDURES_READ,
             )
-        found = [
-            item_result(1.0, i, d, m or {})
-            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)
-        ]
+        found = item_results(
+            [
+                (1.0, i, d, m)
+                for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)
+            ]
+        )
         found.sort(key=lambda r: r.date, reverse=True)
         found.sort(key=lambda r: -int(r.metadata.get("confirmations", 1)))  # stable: newest first
         return found[:k]
@@ -428,11 +458,13 @@ class Curation:
             got = col.get(
                 where=None if large else cond, include=["documents", "metadatas"], limit=limit
             )
-        found = [
-            item_result(1.0, i, d, m or {})
-            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)
-            if not large or matches(m or {}, cond)
-        ]
+        found = item_results(
+            [
+                (1.0, i, d, m)
+                for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)
+                if not large or matches(m or {}, cond)
+            ]
+        )
         found.sort(key=lambda r: (r.trust, r.hit_count, r.date), reverse=True)
         return found
 
@@ -445,11 +477,13 @@ class Curation:
         col = self.store.cols["facts"]
         with self.store.guard("reading"):
             got = col.get(where={"topic": legacy}, include=["documents", "metadatas"])
-        if not got["ids"]:
-            return 0
         fields = topic_fields(topic)
+        ids: list[str] = []
         metas: list[Meta] = []
-        for doc, meta in zip(got["documents"], got["metadatas"], strict=False):
+        for item_id, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
+            if item_meta(meta) is None:  # another shape's is left as it is
+                continue
+            ids.append(item_id)
             metas.append(
                 {
                     **meta,
@@ -459,8 +493,10 @@ class Curation:
                     "legacy_topic": legacy,
                 }
             )
+        if not ids:
+            return 0
         with self.store.guard("writing"):
-            col.update(ids=list(got["ids"]), metadatas=metas)
+            col.update(ids=ids, metadatas=metas)
         self.store.mark_upgraded("facts", CONTENT_UPGRADE, done=False)  # their keys changed
         return len(metas)
 
@@ -489,7 +525,8 @@ class Curation:
             for item_id, doc, meta in zip(
                 got["ids"], got["documents"], got["metadatas"], strict=False
             ):
-                groups.setdefault(key_of(doc, meta or {}), []).append(item_id)
+                if item_meta(meta) is not None:  # another shape's is left as it is
+                    groups.setdefault(key_of(doc, meta or {}), []).append(item_id)
             if len(got["ids"]) < BATCH:
                 break
             offset += BATCH
@@ -501,17 +538,18 @@ class Curation:
         with self.store.guard("reading"):
             rows = col.get(ids=wanted, include=["documents", "metadatas", "embeddings"])
         by_id = {
-            i: (d, m or {}, v)
+            i: (d, checked, v)
             for i, d, m, v in zip(
                 rows["ids"], rows["documents"], rows["metadatas"], rows["embeddings"], strict=False
             )
+            if (checked := item_meta(m)) is not None
         }
         ids, docs, metas, vectors, gone = [], [], [], [], []
         for key, members in moving.items():
             found = [(i, *by_id[i]) for i in members if i in by_id]
             if not found:
                 continue
-            newest = max(found, key=lambda f: float(f[2].get("confirmed_ts", 0)))
+            newest = max(found, key=lambda f: f[2].confirmed_ts)
             ids.append(content_id(key))
             docs.append(newest[1])
             metas.append({**merged([f[2] for f in found], [f[0] for f in found]), "text_hash": key})

@@ -185,17 +185,23 @@ def public_meta(meta: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if k not in ("episode", "text_hash", "expires_ts")}
 
 
-class FactMeta(BaseModel):
-    """The metadata `LongTermMemory` writes for a fact or a note (and keeps when archiving)."""
+class ItemMeta(BaseModel):
+    """A fact's, note's or procedure's metadata as read back from the store: each field the
+    code reads, of its type (and in its range) when present, its default when absent.
+
+    What the store holds is anyone's: another tool, an older version or a teammate on a
+    shared server may have written it. A record whose metadata does not check (`item_meta`)
+    is left out of what is read, as one without a trust is (no read's filter passes it),
+    and is neither counted, merged nor re-confirmed: it is never written back."""
 
     model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
 
-    kind: Literal["fact", "note", "procedure"]
-    source: str
-    trust: float = Field(ge=0, le=1)
-    created_at: str
-    text_hash: str
-    ttl_days: float = Field(ge=0)
+    kind: str = "fact"
+    source: str = ""
+    trust: float | None = Field(None, ge=0, le=1)
+    created_at: str = ""
+    text_hash: str = ""
+    ttl_days: float = Field(0.0, ge=0)
     confirmed_at: str = ""
     confirmed_ts: float = 0.0
     hit_count: int = Field(0, ge=0)
@@ -204,9 +210,12 @@ class FactMeta(BaseModel):
     expires_ts: float = NEVER_TS
     gist: str = ""
     topic: str = ""
+    topic_alt: str = ""
+    command: str = ""
     origin_event_id: str = ""
     archived_at: str = ""
     confirmations: int = Field(1, ge=0)
+    merged_ids: str = ""  # the ids it was merged from, comma-separated
     files: str = "{}"  # JSON: {path: blob id} of the files the item names
 
     @field_validator("files")
@@ -215,6 +224,43 @@ class FactMeta(BaseModel):
         if not isinstance(files_seen(v), dict):
             raise ValueError("files must be a JSON object of path to blob id")
         return v
+
+
+class FactMeta(ItemMeta):
+    """The metadata `LongTermMemory` writes for a fact or a note (and keeps when archiving):
+    what an imported record must hold."""
+
+    kind: Literal["fact", "note", "procedure"]
+    source: str
+    trust: float = Field(ge=0, le=1)
+    created_at: str
+    text_hash: str
+    ttl_days: float = Field(ge=0)
+
+
+def item_meta(meta: dict[str, Any] | None) -> ItemMeta | None:
+    """A stored item's metadata checked (`ItemMeta`); None when a field holds what is not
+    of its type or range."""
+    try:
+        return ItemMeta.model_validate(meta or {})
+    except ValidationError:
+        return None
+
+
+def unreadable(meta: dict[str, Any] | None) -> str:
+    """Why a stored item's metadata does not check, in words ("" when it does)."""
+    try:
+        ItemMeta.model_validate(meta or {})
+    except ValidationError as e:
+        return field_error(e)
+    return ""
+
+
+def field_error(e: ValidationError) -> str:
+    """The first failure of a metadata check, on one line: its field, why, what it held."""
+    err = e.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "metadata"
+    return f"metadata field {field!r}: {err['msg'].lower()} (got {str(err.get('input'))[:60]!r})"
 
 
 class EpisodeMeta(BaseModel):
@@ -267,13 +313,7 @@ def parse_record(
     try:
         _META[rec["collection"]].model_validate(rec["metadata"])
     except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "metadata"
-        raise StorageError(
-            f"{path}: line {n}: metadata field {field!r}: {err['msg'].lower()} "
-            f"(got {str(err.get('input'))[:60]!r})",
-            hint,
-        ) from None
+        raise StorageError(f"{path}: line {n}: {field_error(e)}", hint) from None
     why = _unstorable(rec) or _holds_secret(rec, secrets)
     if why:
         raise StorageError(f"{path}: line {n}: {why}", hint)
