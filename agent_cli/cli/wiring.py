@@ -15,8 +15,8 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.attempt.toolbox import Toolbox
-from agent_cli.agent.run.live import checkout_lock, live_ids
+from agent_cli.agent.run.live import checkout_lock
 from agent_cli.agent.run.roles import RoleModels
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunRecord, RunStartedWith, RunStore
@@ -442,9 +442,11 @@ def execute(opts: RunOptions) -> int:
     # SIGTERM, and SIGHUP (its terminal closed), stop a run as Ctrl-C does, from the start:
     # state saved, the model's command stopped, a new worktree removed
     previous = stopping.stop_as_interrupt()
+    held = ExitStack()  # the run a resume goes on with, held to the end
     try:
         repo_path = find_repo(opts.repo)
-        settings, started = run_settings(repo_path, opts, console)
+        resumed = held.enter_context(resumed_run(repo_path, opts)) if opts.resume else None
+        settings, started = run_settings(repo_path, opts, console, resumed)
         shown.secrets = run_secrets(settings, repo_path)  # masked in all shown from here on
         if not opts.replay:
             import_model_client_in_background()
@@ -463,15 +465,16 @@ def execute(opts: RunOptions) -> int:
             state_dir,
             worktree=opts.worktree,
             auto=settings.worktree == "auto",
-            resume=opts.resume,
-            run_id=opts.run_id,
+            resumed=resumed,
             plan_only=opts.plan_only,
             allow_dirty=opts.allow_dirty,
             console=console,
             checkout=checkout,
         )
         try:
-            return _execute(opts, settings, repo_path, ends, started, tree, shown.secrets, checkout)
+            return _execute(
+                opts, settings, repo_path, ends, started, tree, shown.secrets, checkout, resumed
+            )
         finally:
             wt.forget_unstarted(tree, state_dir, fresh=fresh_state)
             checkout.release()  # taken by place_for for worktree = "auto"; the run gave it up
@@ -496,6 +499,7 @@ def execute(opts: RunOptions) -> int:
         ends.refused(1, redact(f"internal error: {type(e).__name__}: {e}", shown.secrets))
         raise
     finally:
+        held.close()
         stopping.restore(previous)
         console.close()
 
@@ -540,15 +544,17 @@ class EndsWithRunDone:
             )
 
 
-def run_settings(repo: Path, opts: RunOptions, console: Console) -> tuple[Settings, RunStartedWith]:
+def run_settings(
+    repo: Path, opts: RunOptions, console: Console, resumed: wt.Resumed | None = None
+) -> tuple[Settings, RunStartedWith]:
     """The run's settings, and the endpoint, models and limits among them to save with it.
 
     A resumed run takes what it was started with where no flag is given now: the saved
     values came from the user at the start, so they count as flags (checked like them)."""
     flags, saved = dict(opts.flags), RunStartedWith()
     carried: dict[str, Any] = {}
-    if opts.resume:
-        saved = saved_start(load_settings(repo, flags), repo, opts)
+    if resumed is not None:
+        saved = resumed.record.started_with
         carried, dropped = carrying.carried(saved, flags, repo)
         flags.update(carried)
         if dropped:
@@ -581,15 +587,13 @@ def run_settings(repo: Path, opts: RunOptions, console: Console) -> tuple[Settin
     return settings, started
 
 
-def saved_start(settings: Settings, repo: Path, opts: RunOptions) -> RunStartedWith:
-    """What the run to resume was started with (nothing when there is no such run)."""
-    state_dir = settings.state_dir(repo)
-    store = run_store(state_dir, repo)
-    try:
-        run_id = store.target(opts.run_id, live_ids(state_dir))
-    except AgentError:  # said in its turn, after the lock is checked
-        return RunStartedWith()
-    return store.load(run_id).started_with
+@contextmanager
+def resumed_run(repo: Path, opts: RunOptions) -> Iterator[wt.Resumed]:
+    """The run `--resume` goes on with, held from before its state is read to the end of the
+    command (`worktree.resuming`): the first of the checks, after the repository's own."""
+    state_dir = load_settings(repo, dict(opts.flags)).state_dir(repo)
+    with wt.resuming(run_store(state_dir, repo), state_dir, opts.run_id) as resumed:
+        yield resumed
 
 
 def _execute(
@@ -601,8 +605,10 @@ def _execute(
     tree: wt.WorktreePlace | None,
     secrets: tuple[str, ...],
     checkout: RunLock,
+    resumed: wt.Resumed | None,
 ) -> int:
-    """The run, in `tree` (a worktree run) or in the checkout under `checkout`, its lock."""
+    """The run, in `tree` (a worktree run) or in the checkout under `checkout`, its lock;
+    `resumed`: the run a resume goes on with, held."""
     state_dir = settings.state_dir(repo_path)
     console = ends.console
     if tree is not None:  # the run works in its worktree; its state stays in the repository's
@@ -628,7 +634,7 @@ def _execute(
             lock = tree.lock or wt.run_lock(state_dir, tree.run_id, store.repo)
         ends.on_start = lock.name  # `agent runs` reads which run holds it
         run_id, changed = check_local(
-            workspace, store, lock, opts, state_dir, fresh=bool(tree and tree.created)
+            workspace, lock, opts, resumed, fresh=bool(tree and tree.created)
         )
         shell.check_sandbox(settings.sandbox)  # a sandbox asked for must exist before the plan
         longterm.prepare()  # its snapshot is read, or the store opens, while the model client loads
@@ -702,14 +708,13 @@ def _execute(
 
 def check_local(
     workspace: RepoWorkspace,
-    store: RunStore,
     lock: RunLock,
     opts: RunOptions,
-    state_dir: Path,
+    resumed: wt.Resumed | None,
     fresh: bool = False,
 ) -> tuple[str | None, set[str]]:
-    """The local checks, cheapest first: no other run, the run to resume (never one that is
-    live: its lock under `state_dir` is held), the repository's state.
+    """The local checks, cheapest first: no other run, the run to resume (`resumed`, chosen
+    and held already), the repository's state.
 
     Returns the run to resume (None for a new run) and the paths holding the user's changes.
     A `fresh` worktree holds none: the user's checkout was checked when it was made (but
@@ -720,13 +725,9 @@ def check_local(
         # where the run commits, as an identity for some branches only does not reach there
         wt.check_identity(workspace.root, workspace.secrets)
         return None, set()
-    if opts.resume:
-        run_id = store.target(opts.run_id, live_ids(state_dir))
-        try:
-            branch: str | None = store.load(run_id).branch
-        except AgentError:
-            branch = None  # the resume says what is wrong with the state
-        return run_id, workspace.preflight(allow_dirty=True, resuming=branch)
+    if resumed is not None:
+        run = resumed.record
+        return run.run_id, workspace.preflight(allow_dirty=True, resuming=run.branch)
     return None, workspace.preflight(opts.allow_dirty)
 
 

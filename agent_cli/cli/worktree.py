@@ -7,18 +7,23 @@ stay in the main repository's state directory (`<state>/runs/<run-id>/`, the loc
 `run.lock` there), so `agent runs` lists every run and long-term memory stays the
 repository's. Its tree is removed at the end when every task is verified and committed;
 otherwise it is kept for the human, and named.
+
+Every run, in a worktree or not, also has that lock of its own while anything acts on it: a
+resume takes it as soon as it has chosen the run, before it reads the run's state, and `agent
+clean` while it removes what the run left (`held_off`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_cli.agent.run.live import checkout_lock, live_ids
-from agent_cli.agent.run.store import FINISHED, RunStore, claim_run_id
-from agent_cli.core.errors import AgentError, GitError, UsageError, WorkspaceError
+from agent_cli.agent.run.live import checkout_lock, live_holders, live_ids
+from agent_cli.agent.run.store import FINISHED, RunRecord, RunStore, claim_run_id
+from agent_cli.core.errors import AgentError, GitError, StorageError, UsageError, WorkspaceError
 from agent_cli.core.events import Event, Notice, RunDone
 from agent_cli.core.protocols import Console
 from agent_cli.core.text import readable, some
@@ -41,9 +46,18 @@ class WorktreePlace:
     base_branch: str  # the user's branch the run started from
     repo: Path  # the user's checkout
     created: bool  # made now for a new run (gone again if the run never starts)
-    # a new run's own lock, taken before its tree is made so that no `agent clean` takes the
-    # tree for a finished run's while the run starts; the run holds it from then on
+    # the run's own lock: a new run's, taken before its tree is made so that no `agent clean`
+    # takes the tree for a finished run's while the run starts, or the one a resume holds
+    # (`resuming`); the run holds it from then on
     lock: RunLock | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """The run a resume goes on with, read while `lock`, its own, is held (`resuming`)."""
+
+    record: RunRecord
+    lock: RunLock = field(compare=False)
 
 
 def worktree_path(state_dir: Path, run_id: str) -> Path:
@@ -52,9 +66,80 @@ def worktree_path(state_dir: Path, run_id: str) -> Path:
 
 
 def run_lock(state_dir: Path, run_id: str, repo: str = "") -> RunLock:
-    """The lock of one worktree run of repository `repo` (a run in the user's checkout holds
-    `live.checkout_lock`)."""
+    """The own lock of run `run_id` of repository `repo`: a worktree run holds it for its
+    whole run, a resume of any run from before it reads the run, and `agent clean` while it
+    removes what the run left (`held_off`); a run in the user's checkout holds
+    `live.checkout_lock` too."""
     return RunLock(state_dir / "runs" / run_id / "run.lock", repo=repo)
+
+
+@contextlib.contextmanager
+def held_off(lock: RunLock, state_dir: Path, run_id: str) -> Iterator[str]:
+    """Keep run `run_id` from going on while the caller acts on what it has: its own `lock`
+    (`run_lock`: the one a worktree run takes before its tree is made and holds to its end,
+    and every resume takes before it reads the run) is held meanwhile. Yields "" then, or why
+    the run is live now, holding nothing: its lock is held, or the checkout's lock names it (a
+    run in the checkout). A folder made for the lock alone (the run is gone) goes with it."""
+    named = [h for h in live_holders(state_dir, lock.repo) if h["run_id"] == run_id]
+    folder = lock.path.parent
+    made = not folder.exists()
+    try:
+        if named:
+            yield f"run {run_id} is in progress (pid {named[0].get('pid', '?')})"
+        else:
+            yield _taken(lock, run_id)
+    finally:
+        lock.release()  # nothing when it was not taken, or the run gave it up already
+        if made and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def _taken(lock: RunLock, run_id: str) -> str:
+    """Take run `run_id`'s `lock`: "", or why it cannot be taken."""
+    try:
+        lock.acquire()
+    except WorkspaceError:  # the run is live
+        return f"run {run_id} is in progress (pid {(lock.holder() or {}).get('pid', '?')})"
+    except StorageError as e:  # a lock path that is no regular file of its own
+        return e.one_line()
+    return ""
+
+
+@contextlib.contextmanager
+def resuming(store: RunStore, state_dir: Path, run_id: str | None) -> Iterator[Resumed]:
+    """The run `agent run --resume` goes on with (`run_id`, else the newest unfinished one
+    not in progress), held to the end of the command: its own lock is taken as soon as it is
+    chosen and its state read only then, so no `agent clean`, `agent rewind` or other resume
+    acts on it meanwhile. Refused in one line, with nothing written, when it is in progress,
+    gone once the lock is held, or finished by then when it was not as it was chosen (another
+    resume ended it meanwhile)."""
+    ended = run_id is not None and _finished(store, run_id)  # as `--run-id` named it
+    chosen = store.target(run_id, live_ids(state_dir))
+    lock = run_lock(state_dir, chosen, store.repo)
+    with held_off(lock, state_dir, chosen) as busy:
+        if busy:
+            raise WorkspaceError(
+                f"{busy}; nothing was changed", "resume it once it has stopped (`agent runs`)"
+            )
+        record = store.load(chosen)  # read again, now that nothing else can act on it
+        if record.status in FINISHED and not ended:
+            raise AgentError(
+                f"run {chosen} is finished ({record.status}): it ended while this resume was "
+                "starting, so there is nothing left to resume; nothing was changed",
+                f"`agent runs` shows how it ended; `agent rewind {chosen}` sets its tasks "
+                "pending again",
+            )
+        lock.name(chosen)
+        yield Resumed(record, lock)
+
+
+def _finished(store: RunStore, run_id: str) -> bool:
+    """Whether run `run_id` is finished now (False when its state cannot be read: that is
+    said once the run is held)."""
+    try:
+        return store.load(run_id).status in FINISHED
+    except AgentError:
+        return False
 
 
 def check_flags(worktree: bool, allow_dirty: bool, resume: bool) -> None:
@@ -78,14 +163,14 @@ def place_for(
     *,
     worktree: bool,
     auto: bool,
-    resume: bool,
-    run_id: str | None,
+    resumed: Resumed | None,
     plan_only: bool,
     allow_dirty: bool,
     console: Console,
     checkout: RunLock | None = None,
 ) -> WorktreePlace | None:
-    """The worktree the run works in, made or found again; None for a run in the checkout.
+    """The worktree the run works in, made or found again (for `resumed`, the run a resume
+    holds); None for a run in the checkout.
 
     With `auto`, a new run takes the `checkout` lock (the lock of a run in the checkout, which
     the caller then holds for the run) right here, and goes to a worktree when another run
@@ -93,8 +178,8 @@ def place_for(
     checkout free, and the second be refused where it should have gone to a worktree."""
     if plan_only:
         return None  # a plan changes nothing, so it is made where the user is
-    if resume:
-        return _resumed(repo, state_dir, run_id, console)
+    if resumed is not None:
+        return _resumed(repo, state_dir, resumed, console)
     _not_in_a_runs_tree(repo, state_dir)
     if not worktree and not (auto and not allow_dirty and not _claimed(repo, state_dir, checkout)):
         return None
@@ -230,14 +315,10 @@ def _release(lock: RunLock, run_dir: Path) -> None:
 
 
 def _resumed(
-    repo: Path, state_dir: Path, run_id: str | None, console: Console
+    repo: Path, state_dir: Path, resumed: Resumed, console: Console
 ) -> WorktreePlace | None:
     """The worktree of the run to resume (made again from its branch when it was removed)."""
-    store = RunStore(state_dir, repo=str(main_work_tree(repo).resolve()))  # as wiring.run_store
-    try:
-        record = store.load(store.target(run_id, live_ids(state_dir)))
-    except AgentError:
-        return None  # said in its turn, after the lock is checked
+    record = resumed.record
     if not record.worktree:
         return None
     path = now_at(state_dir, record.run_id, record.worktree)
@@ -246,7 +327,6 @@ def _resumed(
     trees = Worktrees(main.root)
     try:
         if not trees.listed(path):
-            run_lock(state_dir, record.run_id).check()  # a run in progress keeps its tree
             relink(trees, state_dir, record.run_id, record.worktree)
         if not trees.listed(path):
             trees.restore(path, record.branch)
@@ -255,7 +335,9 @@ def _resumed(
             )
     finally:
         trees.close()
-    return WorktreePlace(record.run_id, path, record.base_branch, trees.root, created=False)
+    return WorktreePlace(
+        record.run_id, path, record.base_branch, trees.root, created=False, lock=resumed.lock
+    )
 
 
 def now_at(state_dir: Path, run_id: str, recorded: str) -> Path:

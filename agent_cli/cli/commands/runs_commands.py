@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from agent_cli.agent.run.store import RunRecord, RunStore
     from agent_cli.core.errors import AgentError
     from agent_cli.workspace.git.branches import AgentBranches, Worktree
-    from agent_cli.workspace.lock import RunLock
 
 
 @dataclass
@@ -382,40 +381,12 @@ def _clean_tree(place: Place, tree: Worktree, run_id: str, force: bool) -> str:
     return f"removed worktree {tree.path}" + (f" ({why_kept})" if why_kept else "")
 
 
-@contextmanager
-def _held_off(place: Place, run_id: str) -> Iterator[str]:
-    """Keep run `run_id` from going while clean acts on what it has: its own lock (the one a
-    worktree run takes before its tree is made and holds to its end, and a resume of it
-    takes) is held meanwhile. Yields "" then, or why the run is live now, holding nothing:
-    its lock is held, or the checkout's lock names it (a run in the checkout)."""
-    from agent_cli.cli.worktree import run_lock
+def _held_off(place: Place, run_id: str) -> AbstractContextManager[str]:
+    """Keep run `run_id` from going while clean acts on what it has (`worktree.held_off`): its
+    own lock held meanwhile, or why it is live now."""
+    from agent_cli.cli.worktree import held_off, run_lock
 
-    named = [h for h in live_holders(place.state_dir, place.store.repo) if h["run_id"] == run_id]
-    lock = run_lock(place.state_dir, run_id, place.store.repo)
-    folder = lock.path.parent
-    made = not folder.exists()
-    try:
-        if named:
-            yield f"run {run_id} is in progress (pid {named[0].get('pid', '?')})"
-        else:
-            yield _taken(lock, run_id)
-    finally:
-        lock.release()  # nothing when it was not taken
-        if made and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()  # made for the lock alone
-
-
-def _taken(lock: RunLock, run_id: str) -> str:
-    """Take run `run_id`'s `lock`: "", or why it cannot be taken."""
-    from agent_cli.core.errors import StorageError, WorkspaceError
-
-    try:
-        lock.acquire()
-    except WorkspaceError:  # the run is live
-        return f"run {run_id} is in progress (pid {(lock.holder() or {}).get('pid', '?')})"
-    except StorageError as e:  # a lock path that is no regular file of its own
-        return e.one_line()
-    return ""
+    return held_off(run_lock(place.state_dir, run_id, place.store.repo), place.state_dir, run_id)
 
 
 def _live(place: Place) -> set[str | None]:
