@@ -24,7 +24,12 @@ VENDORS = {
     "git": {"agent_cli.workspace.git.handle"},
     "tiktoken": {"agent_cli.core.tokens"},
     "wordllama": {"agent_cli.memory.embed"},
-    "rich": {"agent_cli.ui.console", "agent_cli.ui.render", "agent_cli.ui.batch_view"},
+    "rich": {
+        "agent_cli.ui.console",
+        "agent_cli.ui.render",
+        "agent_cli.ui.batch_view",
+        "agent_cli.ui.piped",
+    },
     "typer": {
         "agent_cli.cli.app",
         "agent_cli.cli.commands.run_command",

@@ -24,12 +24,31 @@ if TYPE_CHECKING:
     from typer._click import Context
 
 
+# The status of a command whose output's reader went away before the end (`| head`, a pager
+# quit): 128 + SIGPIPE, the status the shell gives git or coreutils that a closed pipe stopped.
+READER_GONE = 141
+
+
 class _Commands(TyperGroup):
-    """The commands, each ending in one line when Ctrl-C stops it.
+    """The commands, each ending in one line when Ctrl-C stops it, and quietly when what reads
+    its output is gone.
 
     Typer ends a command that Ctrl-C interrupted with a silent exit 130, so the shell's prompt
     followed the `^C` on its line and nothing said what happened; `agent run`, which says
-    itself where it stopped and how to resume, handles Ctrl-C before this sees it."""
+    itself where it stopped and how to resume, handles Ctrl-C before this sees it.
+
+    A write to a closed pipe (what parsing writes: `--help`, `--version`; what the command
+    writes) ends every command the same way, with nothing more written and `READER_GONE`:
+    typer's own way is exit 1, the status of a failure. `agent run` and `agent batch`, which
+    stop as interrupted with their state saved, handle it before this sees it."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: Context | None = None, **extra: Any
+    ) -> Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError:
+            raise typer.Exit(_reader_gone()) from None
 
     def invoke(self, ctx: Context) -> Any:
         try:
@@ -37,6 +56,23 @@ class _Commands(TyperGroup):
         except KeyboardInterrupt:
             print(file=sys.stderr)  # the line the `^C` was echoed on ends
             raise typer.Abort() from None
+        except BrokenPipeError:
+            raise typer.Exit(_reader_gone()) from None
+
+
+def _reader_gone() -> int:
+    """Point standard output at /dev/null (so that what is still buffered, flushed at exit,
+    goes nowhere rather than failing again) and return `READER_GONE`."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no file behind it: nothing to flush at exit
+        return READER_GONE
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+    return READER_GONE
 
 
 app = typer.Typer(
@@ -165,17 +201,28 @@ def main(argv: list[str] | None = None) -> None:
     errors into one line and an exit code."""
     _forget_unusable_size()
     _forget_other_repository()
+    code = _run(argv)
+    try:
+        sys.stdout.flush()  # what is still buffered goes out here, where a closed pipe is seen
+    except BrokenPipeError:
+        gone = _reader_gone()
+        code = code or gone  # an error's own status stands
+    sys.exit(code)
+
+
+def _run(argv: list[str] | None) -> int:
+    """Run the app on `argv`; its exit status, an error said in one line on stderr."""
     try:
         code = app(argv, standalone_mode=False, prog_name="agent")
     except typer.TyperException as e:
         print(usage_line(e), file=sys.stderr)
-        sys.exit(e.exit_code)
+        return e.exit_code
     except typer.Abort:
         print("error: interrupted", file=sys.stderr)
-        sys.exit(130)
+        return 130
     except AgentError as e:
         print(f"error: {redact(e.one_line())}", file=sys.stderr)  # no key shape, whatever said it
-        sys.exit(e.exit_code)
+        return e.exit_code
     except Exception as e:  # never a traceback for the user; AGENT_DEBUG=1 shows it
         if os.environ.get("AGENT_DEBUG"):
             raise
@@ -184,5 +231,5 @@ def main(argv: list[str] | None = None) -> None:
             "traceback, and please report it)",
             file=sys.stderr,
         )
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+        return 1
+    return code if isinstance(code, int) else 0

@@ -8,11 +8,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from agent_cli.core.text import clean, short
+from agent_cli.ui.piped import PipedConsole
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class BatchView:
         self.terminal = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         # a terminal's width (or COLUMNS); off one, wide enough for the run ids and what next
         width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
-        self.console = Console(highlight=False, markup=False, emoji=False, width=width)
+        self.console = PipedConsole(highlight=False, markup=False, emoji=False, width=width)
         self._live: Live | None = None
         self._said: set[int] = set()
 

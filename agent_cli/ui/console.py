@@ -40,6 +40,7 @@ from agent_cli.core.events import (
 from agent_cli.core.redact import redact, redact_model
 from agent_cli.core.text import clean, short, typed
 from agent_cli.ui import stopping
+from agent_cli.ui.piped import PipedConsole
 from agent_cli.ui.progress import RunState, arg_summary
 from agent_cli.ui.render import (
     closing_block,
@@ -97,7 +98,7 @@ def make_console(
 
 def command_console(markup: bool = False, soft_wrap: bool = False) -> Console:
     """A console for a command's own output on stdout (doctor, recall, memory)."""
-    return Console(highlight=False, markup=markup, soft_wrap=soft_wrap, width=_pipe_width())
+    return PipedConsole(highlight=False, markup=markup, soft_wrap=soft_wrap, width=_pipe_width())
 
 
 def _pipe_width() -> int | None:
@@ -177,7 +178,7 @@ def _isatty(stream: IO[str]) -> bool:
 
 def print_runs(rows: list[dict[str, Any]]) -> None:
     """`agent runs` laid out for the terminal's width (120 columns off a terminal)."""
-    console = Console(highlight=False, markup=False, emoji=False, width=_pipe_width())
+    console = PipedConsole(highlight=False, markup=False, emoji=False, width=_pipe_width())
     console.print(runs_view(rows))
 
 
@@ -265,9 +266,9 @@ class RunConsole:
             # logs and pipes get wide lines (rich would wrap at 80); a terminal keeps its width
             wide = None if _isatty(file) or os.environ.get("COLUMNS") else 120
             console = (
-                Console(file=file, highlight=False, markup=False, emoji=False)
+                PipedConsole(file=file, highlight=False, markup=False, emoji=False)
                 if mode == "live"
-                else Console(
+                else PipedConsole(
                     file=file,
                     highlight=False,
                     markup=False,
@@ -289,11 +290,13 @@ class RunConsole:
         logged = self.console.file
         if mode != "live" and not _isatty(logged):
             if mode == "plain" and _isatty(err):
-                self.asker = Console(file=err, highlight=False, markup=False, emoji=False)
+                self.asker = PipedConsole(file=err, highlight=False, markup=False, emoji=False)
             elif _isatty(stdin if stdin is not None else sys.stdin):
                 self._tty = _controlling_terminal()
             if self._tty is not None:
-                self.asker = Console(file=self._tty, highlight=False, markup=False, emoji=False)
+                self.asker = PipedConsole(
+                    file=self._tty, highlight=False, markup=False, emoji=False
+                )
             self._log_unseen = self.asker is not self.console and not _is_pipe(logged)
 
     def emit(self, ev: Event) -> None:

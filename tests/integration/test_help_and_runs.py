@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from agent_cli.cli.app import app, main
 from agent_cli.cli.config.trust import trust_file
 from conftest import SECRET_ENV, git, make_repo
+from reliability.relkit import plan, task
 
 COMMANDS = [
     [],
@@ -168,6 +169,48 @@ def test_runs_has_a_header_the_start_time_and_fits_the_width(agent_in_process, s
     assert "budget_exhausted" in narrow.stdout
     wide = agent_in_process("runs", cwd=scratch_repo, env={"COLUMNS": "250"})
     assert LONG_GOAL in wide.stdout and "Add median()" in wide.stdout
+
+
+def to_a_gone_reader(env: dict[str, str], cwd, *args: str) -> subprocess.CompletedProcess:
+    """`agent ARGS` as a process whose standard output is a pipe its reader closed before the
+    first write, as `| head` does once it has read enough, or a pager quit early."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "agent_cli", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+
+
+@pytest.mark.slow  # each case starts the agent as a process: the pipe is its own
+@pytest.mark.parametrize(
+    "words",
+    [["--help"], ["runs"], ["runs", "--json"]],  # parsing's output, rich's, print's (buffered)
+    ids=" ".join,
+)
+def test_a_command_whose_reader_is_gone_stops_quietly_with_141(words, agent_env, scratch_repo):
+    seed_run(scratch_repo, "20261130-101500-aaaa", LONG_GOAL, "2026-11-30T10:15:00+00:00")
+    proc = to_a_gone_reader(agent_env, scratch_repo, *words)
+    assert (proc.returncode, proc.stderr) == (141, ""), proc.stderr
+
+
+@pytest.mark.slow  # the agent as a process: the pipe is its own
+def test_a_run_whose_log_reader_is_gone_stops_as_interrupted(agent_env, scratch_repo, fake_server):
+    srv = fake_server([plan(task())])  # the plan is the first thing its log shows
+    proc = to_a_gone_reader(
+        agent_env, scratch_repo, "run", "Add a file", "--yes", "--base-url", srv.url
+    )
+    assert proc.returncode == 130 and "interrupted" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 @pytest.fixture

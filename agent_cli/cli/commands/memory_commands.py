@@ -410,6 +410,8 @@ def export_command(
         else:
             with atomic.replacing(file) as out:
                 written = _export(mem, out)
+    except BrokenPipeError:
+        raise  # its reader stopped reading: the command ends as every command does (app.py)
     except OSError as e:
         if to_stdout:  # what went out before it stopped is not a whole export
             raise StorageError(
