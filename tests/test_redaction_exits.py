@@ -38,6 +38,7 @@ from redactkit import (
     request_bodies,
     script,
 )
+from ttykit import Screen
 
 
 @dataclass
@@ -171,6 +172,37 @@ def test_the_console_masks_every_event_in_every_mode_and_a_key_still_streaming_i
     live.close()
     assert holding(screen.getvalue()) == [] and KEY[:12] not in screen.getvalue()
     assert f"the key is {MASK}" in screen.getvalue()
+
+
+def test_the_console_masks_a_key_that_shows_only_once_its_escapes_are_out_or_json_decoded():
+    split = f"{KEY[:9]}\x1b[m{KEY[9:]}"  # an escape sequence inside: the key once it shows
+    encoded = f"{KEY[:9]}\\u{ord(KEY[9]):04x}{KEY[10:]}"  # in JSON: the key once decoded
+    shown = [
+        events.TaskStarted(index=0, goal=f"t {split}", attempt=1),
+        events.ToolCalled(index=0, step=1, name="run", arguments=json.dumps({"cmd": split})),
+        events.ToolRan(index=0, step=1, name="run", ok=True, summary="exit 0"),
+        events.Notice(text=f"notice {split}"),
+        events.ToolCalled(
+            index=0, step=2, name="finish", arguments=f'{{"summary": "fin {encoded} end"}}'
+        ),
+        events.ToolRan(index=0, step=2, name="finish", ok=True, summary="done"),
+        events.FinalSummary(text=f"closing {split} end"),
+    ]
+    for mode in ("plain", "live"):
+        out = io.StringIO()
+        rich = Console(file=out, force_terminal=True, width=100) if mode == "live" else None
+        console = make_console(mode, out=out, err=out, console=rich, secrets=(KEY,))
+        console.emit(shown[0])
+        console.stream_text(f"thinking {split} more ")
+        for ev in shown[1:]:
+            console.emit(ev)
+        console.close()
+        screen = Screen(100).feed(out.getvalue()).text()
+        assert holding(screen) == [], (mode, screen)
+        assert f"fin {MASK} end" in screen and f"closing {MASK} end" in screen, (mode, screen)
+        assert f"run: {MASK}" in screen and f"notice {MASK}" in screen, (mode, screen)
+        if mode == "live":
+            assert f"thinking {MASK} more" in screen, screen
 
 
 def test_the_model_client_masks_every_request_whoever_built_it(fake_server):

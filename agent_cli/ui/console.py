@@ -37,7 +37,7 @@ from agent_cli.core.events import (
     ToolCalled,
     ToolRan,
 )
-from agent_cli.core.redact import redact, redact_model
+from agent_cli.core.redact import redact_model
 from agent_cli.core.text import clean, short, typed
 from agent_cli.ui import stopping
 from agent_cli.ui.piped import PipedConsole
@@ -52,6 +52,7 @@ from agent_cli.ui.render import (
     report,
     runs_view,
 )
+from agent_cli.ui.shown import shown_event, shown_text
 
 Mode = Literal["live", "plain", "json"]
 MAX_ASKS = 5
@@ -236,9 +237,10 @@ class RunConsole:
     """Receives every run event and shows it in one of three modes; also asks the user.
 
     Everything it shows, in every mode, is redacted first (`core/redact.py`): each event's
-    strings at any depth, the model's streamed words, and what a prompt quotes. `secrets` are
-    the configured values to mask beside the known key shapes; the wiring sets them once the
-    settings are read."""
+    strings at any depth, the model's streamed words, and what a prompt quotes; off `--json`,
+    again as it shows (`shown.py`): without the escape sequences that could split a key, a
+    tool call's arguments decoded. `secrets` are the configured values to mask beside the
+    known key shapes; the wiring sets them once the settings are read."""
 
     def __init__(
         self,
@@ -308,7 +310,8 @@ class RunConsole:
         if self._reader_gone:
             return
         try:
-            self._emit(redact_model(ev, self.secrets))
+            lines = self.mode == "json"  # JSON lines carry the text as it came, redacted
+            self._emit(redact_model(ev, self.secrets) if lines else shown_event(ev, self.secrets))
         except BrokenPipeError:
             self._reader_gone = True
             _to_devnull(self.out)  # nothing left to flush at exit either
@@ -324,7 +327,7 @@ class RunConsole:
         keep = isinstance(ev, Notice) and self._activity is not None  # a retry: still running
         if now is None and not keep:
             self._stop_spinner()
-        shown = redact(self._streamed, self.secrets)
+        shown = shown_text(self._streamed, self.secrets)
         kept = not (isinstance(ev, FinalSummary) and streamed_once(shown, ev.text))
         self._end_stream(keep=kept)  # a streamed closing summary is drawn once: in its box
         self._show(ev)
@@ -337,7 +340,7 @@ class RunConsole:
             return
         self._stop_spinner()
         self._streamed += delta
-        view = stream_view(redact(whole_words(self._streamed), self.secrets))
+        view = stream_view(shown_text(whole_words(self._streamed), self.secrets))
         if self._stream_live is None:
             # transient: the preview is erased when the next event decides where the words stay
             self._stream_live = Live(view, console=self.console, auto_refresh=False, transient=True)
@@ -360,7 +363,7 @@ class RunConsole:
 
     def approve_plan(self, plan_event: PlanMade) -> bool:
         """Show the plan with every acceptance command and ask whether to run it."""
-        plan_event = redact_model(plan_event, self.secrets)
+        plan_event = shown_event(plan_event, self.secrets)
         with self._paused():
             if self._shown_plan != plan_event:
                 self._show_plan(plan_event)
@@ -378,7 +381,7 @@ class RunConsole:
         answers = {"y": "y", "yes": "y", "n": "n", "no": "n", "a": "a", "always": "a"}
         with self._paused():
             question = Text("Run `")
-            question.append(clean(redact(cmd, self.secrets)), style="bold")
+            question.append(shown_text(cmd, self.secrets), style="bold")
             question.append("`? [y]es / [n]o / [a]lways this command ")
             return self._ask(question, answers)
 
@@ -387,7 +390,7 @@ class RunConsole:
         answers = {"y": "y", "yes": "y", "n": "n", "no": "n", "a": "a", "always": "a"}
         with self._paused():
             question = Text("Call `")
-            question.append(clean(redact(call, self.secrets)), style="bold")
+            question.append(shown_text(call, self.secrets), style="bold")
             question.append("`? [y]es / [n]o / [a]lways this tool of this server ")
             return self._ask(question, answers)
 
@@ -406,6 +409,7 @@ class RunConsole:
         the way to give such a hint whole, rather than sent cut short."""
         hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "
         question = Text(f"What now? {hint}s, r [NOTE] or q: ", style="bold")
+        ev = shown_event(ev, self.secrets)
         with self._paused():
             if self._log_unseen:
                 self._print(escalation_block(ev, plain=True, state=self.state), to=self.asker)
@@ -466,7 +470,7 @@ class RunConsole:
             return
         live.stop()
         if keep and text.strip():
-            self.console.print(stream_view(redact(text, self.secrets)))
+            self.console.print(stream_view(shown_text(text, self.secrets)))
 
     # -- the spinner ----------------------------------------------------------------------
     def _spin(self, label: str) -> None:
@@ -527,7 +531,7 @@ class RunConsole:
             self.asker.print()
             return None
         if self.asker is not self.console:  # the log says what was asked and answered
-            self.console.print(Text.assemble(question, clean(redact(line, self.secrets)).rstrip()))
+            self.console.print(Text.assemble(question, shown_text(line, self.secrets).rstrip()))
         return line
 
     def _ask(self, question: str | Text, answers: dict[str, str]) -> str:

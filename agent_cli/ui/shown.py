@@ -1,0 +1,64 @@
+"""What the console shows of a text or an event: the text as a terminal shows it, then redacted.
+
+Redacting the text as it came is not enough: an escape sequence inside a key
+(`sk-ab<ESC>[mcd…`) keeps it from matching, and taking the sequence out for display joins
+it again; a tool call's arguments are JSON, where `\\u0041` hides an `A` until they are
+decoded for display. So what is shown is redacted as it came, then again once it is the text
+that shows: cleaned of control sequences (`core/text.clean`), the arguments decoded.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from agent_cli.core import strictjson
+from agent_cli.core.events import ToolCalled
+from agent_cli.core.redact import MAX_JSON_DEPTH, redact, redact_json_text, redact_model
+from agent_cli.core.text import clean
+
+Secrets = tuple[str, ...] | list[str]
+M = TypeVar("M", bound=BaseModel)
+
+
+def shown_text(text: str, secrets: Secrets = ()) -> str:
+    """`text` as the console shows it: redacted, cleaned, and redacted again."""
+    return redact(clean(redact(text, secrets)), secrets)
+
+
+def shown_event(ev: M, secrets: Secrets = ()) -> M:
+    """`ev` as the console shows it: each string as `shown_text` has it (at any depth), and a
+    tool call's arguments, when they are JSON, with each string in them decoded first."""
+    ev = redact_model(ev, secrets)
+    update = {name: _cleaned(getattr(ev, name)) for name in type(ev).model_fields}
+    if isinstance(ev, ToolCalled):
+        update["arguments"] = _shown_arguments(ev.arguments, secrets)
+    return redact_model(ev.model_copy(update=update), secrets)
+
+
+def _shown_arguments(arguments: str, secrets: Secrets) -> str:
+    """JSON arguments with each string decoded, cleaned and redacted (written without \\u
+    escapes, as they show); text that is no JSON, cleaned."""
+    try:
+        data = strictjson.loads(arguments, MAX_JSON_DEPTH)
+    except ValueError:
+        return clean(arguments)
+    return redact_json_text(json.dumps(_cleaned(data), ensure_ascii=False), secrets)
+
+
+def _cleaned(value: Any) -> Any:
+    """`value` with every string in it (in lists, tuples, dicts and models) cleaned."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, BaseModel):
+        return value.model_copy(
+            update={name: _cleaned(getattr(value, name)) for name in type(value).model_fields}
+        )
+    if isinstance(value, (list, tuple)):
+        items = [_cleaned(v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        return {_cleaned(k): _cleaned(v) for k, v in value.items()}
+    return value
