@@ -72,8 +72,8 @@ def test_a_run_another_resume_finished_after_it_was_chosen_is_said_finished_and_
     monkeypatch.setattr(RunStore, "target", another_resume_ends_it)
     late = fake_server([])
     again = agent_in_process(
-        "run", "--resume", "--run-id", run_id, "--hint", "create theta.txt itself",
-        "--yes", "--json", "--base-url", late.url, cwd=repo,
+        "run", "--resume", "--run-id", run_id, "--yes", "--json", "--base-url", late.url,
+        cwd=repo,
     )  # fmt: skip
     assert other == ["started", 3], again.stdout + again.stderr  # skipped: the run is finished
     assert again.returncode == 1, again.stdout + again.stderr
