@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -787,7 +788,8 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
 
     repo = main_work_tree(find_repo(repo_opt))  # from inside a worktree too: the repository's runs
     state_dir = settings_for(repo).state_dir(repo)
-    rows = runs_rows(run_store(state_dir, repo), state_dir, linked_worktrees(repo))
+    tree_of = partial(wt.tree_now, linked_worktrees(repo), state_dir)
+    rows = runs_rows(run_store(state_dir, repo), state_dir, tree_of)
     if json_out:
         print(json.dumps(rows))
     elif not rows:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -328,6 +328,15 @@ def _resumed(
     try:
         if not trees.listed(path):
             relink(trees, state_dir, record.run_id, record.worktree)
+        if not trees.listed(path) and path.exists():
+            raise GitError(
+                f"the run's worktree {path} is there, but git no longer knows it as a work "
+                "tree of this repository, and `git worktree repair` could not tell git where it "
+                "is (git's record of it was removed, as `git worktree prune` does); nothing "
+                "was changed",
+                "move the folder aside (what it holds is yours) and resume again: the worktree "
+                f"is made again from {record.branch}",
+            )
         if not trees.listed(path):
             trees.restore(path, record.branch)
             console.emit(
@@ -346,6 +355,21 @@ def now_at(state_dir: Path, run_id: str, recorded: str) -> Path:
     state directory and the worktrees in it along)."""
     was = Path(recorded)
     return was if was.is_dir() else worktree_path(state_dir, run_id)
+
+
+def tree_now(
+    linked: Mapping[str, Path], state_dir: Path, run_id: str, recorded: str
+) -> Path | None:
+    """Where the work tree of run `run_id` is now: the one of `linked` (each branch checked out
+    in a linked work tree, and that tree) its branch is in; else, for a worktree run that
+    recorded `recorded`, its folder where `now_at` finds it, which git's own record misses
+    while it is stale (a checkout moved took the tree along, and no resume, rewind or clean
+    of the run has told git yet); None when it has none."""
+    tree = linked.get(f"agent/{run_id}")
+    if tree is not None or not recorded:
+        return tree
+    path = now_at(state_dir, run_id, recorded)
+    return path if path.is_dir() else None
 
 
 def relink(trees: Worktrees, state_dir: Path, run_id: str, recorded: str) -> None:

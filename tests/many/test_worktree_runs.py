@@ -393,3 +393,41 @@ def test_a_worktree_run_resumes_in_its_tree_after_the_checkout_was_renamed(
     assert worktrees(moved) == [str(moved)]  # verified: its tree is removed
     rewound = agent_in_process("rewind", run_id, "--yes", cwd=moved)
     assert rewound.returncode == 0, rewound.stderr
+
+
+def test_a_kept_worktree_is_listed_where_it_is_after_the_checkout_was_moved(
+    agent_in_process, fake_server, tmp_path
+):
+    """git's own record still names the tree where the checkout was (until a resume, rewind or
+    clean of the run tells git): `agent runs` finds it where it went, and changes nothing."""
+    repo = repo_with(tmp_path / "repo")
+    _, run_id, tree = rejected_worktree_run(agent_in_process, fake_server, repo, "eta.txt")
+    moved = repo.rename(tmp_path / "moved")
+    now = moved / ".agent" / "worktrees" / run_id
+    listed = agent_in_process("runs", "--json", cwd=moved)
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert (row["run_id"], row["worktree"]) == (run_id, str(now))
+    assert worktrees(moved) == [str(moved), str(tree)]  # git is not told by a listing
+    asked = subprocess.run(["git", "status"], cwd=now, capture_output=True, text=True)
+    assert "not a git repository" in asked.stderr  # nor git in the tree: its links are stale
+
+
+def test_resuming_a_moved_worktree_git_has_forgotten_names_git_worktree_repair(
+    agent_in_process, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    _, run_id, _ = rejected_worktree_run(agent_in_process, fake_server, repo, "eta.txt")
+    moved = repo.rename(tmp_path / "moved")
+    git(moved, "worktree", "prune")  # git forgets the tree it no longer finds where it was
+    tree = moved / ".agent" / "worktrees" / run_id
+    again = agent_in_process(
+        "run", "--resume", "--run-id", run_id, "--yes", "--base-url", "http://127.0.0.1:9",
+        cwd=moved,
+    )  # fmt: skip
+    said = again.stderr.strip()
+    assert again.returncode == 1 and len(said.splitlines()) == 1, said
+    assert f"the run's worktree {tree} is there, but git no longer knows it" in said, said
+    assert "`git worktree repair`" in said and f"made again from agent/{run_id}" in said, said
+    assert worktrees(moved) == [str(moved)]  # nothing was changed
+    assert (tree / "not-eta.txt").read_text() == "wrong\n"

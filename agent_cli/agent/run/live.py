@@ -9,6 +9,7 @@ journal already gets one line per tool call with the run's step, its task and it
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,11 +100,14 @@ def live_ids(state_dir: Path) -> set[str]:
     return {h["run_id"] for h in live_holders(state_dir) if h["run_id"]}
 
 
-def runs_rows(store: RunStore, state_dir: Path, worktrees: dict[str, Path]) -> list[dict[str, Any]]:
+def runs_rows(
+    store: RunStore, state_dir: Path, tree_of: Callable[[str, str], Path | None]
+) -> list[dict[str, Any]]:
     """Every run, oldest first (`SUMMARY_KEYS`, and `worktree` when it has one); a live one
     also with `live`, `pid`, its `task` of `tasks`, `task_goal`, `step` and `cost_usd`.
 
-    `worktrees` maps a branch to the linked work tree it is checked out in."""
+    `tree_of` says where a run's work tree is now, from its id and the one its state recorded
+    ("" when none): None when it has none."""
     holders = live_holders(state_dir, store.repo)
     live = {h["run_id"]: h for h in holders if h["run_id"]}
     summaries = store.list()
@@ -117,8 +121,10 @@ def runs_rows(store: RunStore, state_dir: Path, worktrees: dict[str, Path]) -> l
             for key, default in zip(SUMMARY_KEYS, (None, None, "", 0, "", ""), strict=True)
         }
         run_id = row["run_id"]
-        if f"agent/{run_id}" in worktrees:
-            row["worktree"] = str(worktrees[f"agent/{run_id}"])
+        recorded = summary.get("worktree")
+        tree = tree_of(str(run_id), recorded if isinstance(recorded, str) else "")
+        if tree is not None:
+            row["worktree"] = str(tree)
         if run_id not in live and row["status"] == "running":
             row["status"] = "interrupted"  # its process is gone: killed; `--resume` goes on
         if run_id in live:
