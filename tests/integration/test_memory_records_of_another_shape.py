@@ -8,9 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import chromadb
 import pytest
-from chromadb.config import Settings
 from learnkit import planning_requests, request_text
 from runkit import GOAL, add_median, facts, finish, plan, task
 
@@ -19,6 +17,7 @@ from agent_cli.memory.longterm import snapshot
 from agent_cli.memory.longterm.chroma import LongTermMemory
 from agent_cli.memory.longterm.curation import topic_fields
 from agent_cli.workspace.git.identity import repo_identity
+from rawfactskit import raw_metas, raw_upsert
 
 FACT = "calc/stats.py holds the mean function that tests/test_stats.py checks"
 CHECK = "grep -q 'def median' calc/stats.py"
@@ -55,13 +54,7 @@ def _store_with_foreign_records(
         for field, value in WRONG.items()
     }
     docs = [f"{FACT} (imported record {field})" for field in WRONG]
-    with chromadb.PersistentClient(str(store), Settings(anonymized_telemetry=False)) as client:
-        client.get_collection("facts").upsert(
-            ids=list(records),
-            embeddings=embedder.embed(docs),
-            documents=docs,
-            metadatas=list(records.values()),
-        )
+    raw_upsert(store, embedder, records, docs)
     snapshot.invalidate(store)
     if snapshot_holds_them:
         with LongTermMemory(store, embedder) as mem:
@@ -71,10 +64,7 @@ def _store_with_foreign_records(
 
 
 def _stored(repo: Path, ids: list[str]) -> dict:
-    store = repo / ".agent" / "chroma"
-    with chromadb.PersistentClient(str(store), Settings(anonymized_telemetry=False)) as client:
-        got = client.get_collection("facts").get(ids=ids, include=["metadatas"])
-    return dict(zip(got["ids"], got["metadatas"], strict=True))
+    return raw_metas(repo / ".agent" / "chroma", ids)
 
 
 @pytest.mark.parametrize("snapshot_holds_them", [False, True], ids=["store", "snapshot"])

@@ -21,6 +21,7 @@ from agent_cli.memory.longterm.curation import (
     item_key,
     topic_fields,
 )
+from rawfactskit import raw_metas, raw_upsert
 
 TOPIC = "git:" + "a" * 40
 LEGACY = "calc"  # a topic an earlier version filed items under (a folder's name)
@@ -59,23 +60,10 @@ def foreign(field: str, value: Any, topic: str = TOPIC) -> dict[str, Any]:
     }
 
 
-def raw_upsert(store: Path, embedder, records: dict[str, dict[str, Any]]) -> None:
-    """Write `records` (id -> metadata) into `facts` with chromadb's own client, each
-    document the good fact's words with its id."""
-    docs = [f"{GOOD}, says {i}" for i in records]
-    with chromadb.PersistentClient(str(store), Settings(anonymized_telemetry=False)) as client:
-        client.get_collection("facts").upsert(
-            ids=list(records),
-            embeddings=embedder.embed(docs),
-            documents=docs,
-            metadatas=list(records.values()),
-        )
-
-
-def raw_metas(store: Path, ids: list[str]) -> dict[str, dict[str, Any]]:
-    with chromadb.PersistentClient(str(store), Settings(anonymized_telemetry=False)) as client:
-        got = client.get_collection("facts").get(ids=ids, include=["metadatas"])
-    return dict(zip(got["ids"], got["metadatas"], strict=True))
+def upsert_foreign(store: Path, embedder, records: dict[str, dict[str, Any]]) -> None:
+    """Write `records` (id -> metadata) into `facts`, each document the good fact's words with
+    its id."""
+    raw_upsert(store, embedder, records, [f"{GOOD}, says {i}" for i in records])
 
 
 def test_a_record_of_another_shape_is_left_out_of_every_read_and_never_written(tmp_path, embedder):
@@ -87,7 +75,7 @@ def test_a_record_of_another_shape_is_left_out_of_every_read_and_never_written(t
     }
     records["foreign-legacy"] = foreign("ttl_days", "ninety", topic=LEGACY)
     records["foreign-procedure"] = {**foreign("hit_count", "many"), "kind": "procedure"}
-    raw_upsert(store, embedder, records)
+    upsert_foreign(store, embedder, records)
     with LongTermMemory(store, embedder) as mem:
         found = mem.recall(QUERY, k=20, topics=[TOPIC])
         assert [r.id for r in found] == [good]
@@ -110,7 +98,7 @@ def test_an_item_stored_again_over_a_record_of_another_shape_is_refused_in_one_l
     LongTermMemory(store, embedder).close()
     item_id = content_id(item_key(TOPIC, GOOD))
     records = {item_id: foreign("ttl_days", "ninety")}
-    raw_upsert(store, embedder, records)
+    upsert_foreign(store, embedder, records)
     with LongTermMemory(store, embedder) as mem, pytest.raises(StorageError) as err:
         mem.add_fact(GOOD, "harness", topic=TOPIC)
     said = err.value.one_line()
