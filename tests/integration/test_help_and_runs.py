@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from agent_cli.cli.app import app, main
 from agent_cli.cli.config.trust import trust_file
 from conftest import SECRET_ENV, git, make_repo
-from reliability.relkit import plan, task
+from reliability.relkit import plan, task, to_a_gone_reader
 
 COMMANDS = [
     [],
@@ -169,26 +169,6 @@ def test_runs_has_a_header_the_start_time_and_fits_the_width(agent_in_process, s
     assert "budget_exhausted" in narrow.stdout
     wide = agent_in_process("runs", cwd=scratch_repo, env={"COLUMNS": "250"})
     assert LONG_GOAL in wide.stdout and "Add median()" in wide.stdout
-
-
-def to_a_gone_reader(env: dict[str, str], cwd, *args: str) -> subprocess.CompletedProcess:
-    """`agent ARGS` as a process whose standard output is a pipe its reader closed before the
-    first write, as `| head` does once it has read enough, or a pager quit early."""
-    read, write = os.pipe()
-    os.close(read)
-    try:
-        return subprocess.run(
-            [sys.executable, "-m", "agent_cli", *args],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        os.close(write)
 
 
 @pytest.mark.slow  # each case starts the agent as a process: the pipe is its own

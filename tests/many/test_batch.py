@@ -23,7 +23,7 @@ from many.manykit import (
     status,
     worktrees,
 )
-from reliability.relkit import PY, call, cli_env, pid_gone, repo_with, wait_for
+from reliability.relkit import PY, call, cli_env, pid_gone, repo_with, to_a_gone_reader, wait_for
 
 # Each run of a batch is a process of its own (`python -m agent_cli run`): a test in which a
 # batch starts one is slow; one refused before any run starts is not.
@@ -242,21 +242,11 @@ def test_a_batch_whose_output_is_closed_at_once_leaves_no_empty_record(fake_serv
     repo = repo_with(tmp_path / "repo")
     srv = fake_server(ByGoal({goal_of(n): creates(n) for n in NAMES[:2]}))
     file = goals_toml(tmp_path / "goals.toml", NAMES[:2])
-    read, write = os.pipe()
-    os.close(read)  # what reads the stream is gone before the batch writes a line
-    try:
-        proc = subprocess.run(
-            [PY, "-m", "agent_cli", "batch", str(file), "--json", "--yes", "--base-url", srv.url],
-            cwd=repo,
-            env=cli_env(tmp_path / "home"),
-            stdin=subprocess.DEVNULL,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        os.close(write)
+    proc = to_a_gone_reader(  # what reads the stream is gone before the batch writes a line
+        cli_env(tmp_path / "home"),
+        repo,
+        *("batch", str(file), "--json", "--yes", "--base-url", srv.url),
+    )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert list((repo / ".agent" / "batches").iterdir()) == []
     assert not list((repo / ".agent").glob("runs/*"))  # no run started

@@ -119,6 +119,26 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def to_a_gone_reader(env: dict[str, str], cwd, *args: str) -> subprocess.CompletedProcess:
+    """`agent ARGS` as a process whose standard output is a pipe its reader closed before the
+    first write, as `| head` does once it has read enough, or a pager quit early."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [PY, "-m", "agent_cli", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+
+
 def run_cli(
     *args: str, cwd: Path, env: dict[str, str], timeout: float = 120
 ) -> subprocess.CompletedProcess:
