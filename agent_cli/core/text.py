@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar, cast
+
+from pydantic import BaseModel
 
 T = TypeVar("T")
 ELLIPSIS = "…"
@@ -109,17 +111,28 @@ def readable(text: str) -> str:
 
 
 def readable_all(value: T) -> T:
-    """`value` with every string it holds (in lists, tuples, dict keys and values, at any
-    depth) `readable`: what a record or an event carries of git's output (a diff, a changed
-    file's name) written as UTF-8 whatever the names were."""
+    """`value` with every string it holds `readable` (`each_string`): what a record or an event
+    carries of git's output (a diff, a changed file's name) written as UTF-8 whatever the
+    names were."""
+    return each_string(value, readable)
+
+
+def each_string(value: T, change: Callable[[str], str]) -> T:
+    """`value` with `change` made to every string it holds: in lists, tuples, dict keys and
+    values and pydantic models' fields, at any depth (a model copied, not validated again)."""
     if isinstance(value, str):
-        return cast(T, readable(value))
+        return cast(T, change(value))
     if isinstance(value, list):
-        return cast(T, [readable_all(v) for v in value])
+        return cast(T, [each_string(v, change) for v in value])
     if isinstance(value, tuple):
-        return cast(T, tuple(readable_all(v) for v in value))
+        return cast(T, tuple(each_string(v, change) for v in value))
     if isinstance(value, dict):
-        return cast(T, {readable_all(k): readable_all(v) for k, v in value.items()})
+        return cast(T, {each_string(k, change): each_string(v, change) for k, v in value.items()})
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        return cast(
+            T, value.model_copy(update={n: each_string(getattr(value, n), change) for n in fields})
+        )
     return value
 
 

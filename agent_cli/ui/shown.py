@@ -10,14 +10,14 @@ that shows: cleaned of control sequences (`core/text.clean`), the arguments deco
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel
 
 from agent_cli.core import strictjson
 from agent_cli.core.events import ToolCalled
 from agent_cli.core.redact import MAX_JSON_DEPTH, redact, redact_json_text, redact_model
-from agent_cli.core.text import clean
+from agent_cli.core.text import clean, each_string
 
 Secrets = tuple[str, ...] | list[str]
 M = TypeVar("M", bound=BaseModel)
@@ -32,10 +32,10 @@ def shown_event(ev: M, secrets: Secrets = ()) -> M:
     """`ev` as the console shows it: each string as `shown_text` has it (at any depth), and a
     tool call's arguments, when they are JSON, with each string in them decoded first."""
     ev = redact_model(ev, secrets)
-    update = {name: _cleaned(getattr(ev, name)) for name in type(ev).model_fields}
-    if isinstance(ev, ToolCalled):
-        update["arguments"] = _shown_arguments(ev.arguments, secrets)
-    return redact_model(ev.model_copy(update=update), secrets)
+    shown = each_string(ev, clean)
+    if isinstance(ev, ToolCalled):  # from the arguments as they came, not as cleaned
+        shown = shown.model_copy(update={"arguments": _shown_arguments(ev.arguments, secrets)})
+    return redact_model(shown, secrets)
 
 
 def _shown_arguments(arguments: str, secrets: Secrets) -> str:
@@ -45,20 +45,4 @@ def _shown_arguments(arguments: str, secrets: Secrets) -> str:
         data = strictjson.loads(arguments, MAX_JSON_DEPTH)
     except ValueError:
         return clean(arguments)
-    return redact_json_text(json.dumps(_cleaned(data), ensure_ascii=False), secrets)
-
-
-def _cleaned(value: Any) -> Any:
-    """`value` with every string in it (in lists, tuples, dicts and models) cleaned."""
-    if isinstance(value, str):
-        return clean(value)
-    if isinstance(value, BaseModel):
-        return value.model_copy(
-            update={name: _cleaned(getattr(value, name)) for name in type(value).model_fields}
-        )
-    if isinstance(value, (list, tuple)):
-        items = [_cleaned(v) for v in value]
-        return items if isinstance(value, list) else tuple(items)
-    if isinstance(value, dict):
-        return {_cleaned(k): _cleaned(v) for k, v in value.items()}
-    return value
+    return redact_json_text(json.dumps(each_string(data, clean), ensure_ascii=False), secrets)
