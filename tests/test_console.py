@@ -680,3 +680,21 @@ def test_an_edit_too_large_to_diff_is_said_so_not_as_no_change():
     )
     shown = edit_size(huge)
     assert shown.startswith("big.json: 0 -> 17000000 characters") and "+0 -0" not in shown
+
+
+def test_a_streamed_closing_summary_kept_only_in_part_is_drawn_once_in_its_box():
+    # the run keeps the first MAX_CHARS characters of a longer summary: what streamed is longer
+    # than the box's text, and is still the same summary, so its preview goes and the box stays
+    from agent_cli.agent.ask.closing import MAX_CHARS
+    from agent_cli.core.events import FinalSummary
+
+    con = live_console()
+    rc = make_console("live", io.StringIO(), io.StringIO(), console=con)
+    words = " ".join(f"word{i}" for i in range(MAX_CHARS // 4))
+    for at in range(0, len(words), 50):
+        rc.stream_text(words[at : at + 50])
+    rc.emit(FinalSummary(text=words[:MAX_CHARS].strip()))
+    rc.close()
+    screen = " ".join(Screen().feed(con.file.getvalue()).text().replace("│", " ").split())
+    assert screen.count("word1 word2 word3") == 1, screen
+    assert "word10 word11" in screen

@@ -196,8 +196,10 @@ def whole_words(text: str) -> str:
 
 
 def streamed_once(streamed: str, text: str) -> bool:
-    """Whether `text` is what was just streamed (so it needs drawing only once)."""
-    return bool(streamed.strip()) and " ".join(streamed.split()) == " ".join(text.split())
+    """Whether `text` is what was just streamed, or its start (a run keeps the first
+    closing.MAX_CHARS characters of a longer summary), so it needs drawing only once."""
+    words, kept = " ".join(streamed.split()), " ".join(text.split())
+    return bool(kept) and words.startswith(kept)
 
 
 class Activity:
