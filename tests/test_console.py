@@ -698,3 +698,21 @@ def test_a_streamed_closing_summary_kept_only_in_part_is_drawn_once_in_its_box()
     screen = " ".join(Screen().feed(con.file.getvalue()).text().replace("│", " ").split())
     assert screen.count("word1 word2 word3") == 1, screen
     assert "word10 word11" in screen
+
+
+def test_streamed_words_taller_than_the_terminal_show_their_newest_lines():
+    con = Console(file=io.StringIO(), force_terminal=True, width=60, height=10)
+    rc = make_console("live", io.StringIO(), io.StringIO(), console=con)
+    rc.emit(TaskStarted(index=0, goal="add median()", attempt=1))
+    words = "".join(f"line {i} of the reply\n" for i in range(30))
+    for at in range(0, len(words), 40):
+        rc.stream_text(words[at : at + 40])
+    preview = Screen(60).feed(con.file.getvalue()).text().splitlines()[1:]
+    assert len(preview) <= 9, preview  # within the terminal's 10 rows, the cursor's included
+    assert preview[0].strip() == "… 22 more lines above", preview
+    assert preview[-1].strip() == "line 29 of the reply", preview
+    rc.emit(READ[0])
+    rc.close()
+    screen = Screen(60).feed(con.file.getvalue()).text()
+    assert all(f"line {i} of the reply" in screen for i in range(30)), screen  # kept whole
+    assert "more lines above" not in screen, screen

@@ -22,6 +22,7 @@ from typing import IO, Any, Literal
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
 from rich.padding import Padding
+from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -188,6 +189,26 @@ def stream_view(text: str) -> RenderableType:
     return Padding(Text(clean(text).strip("\n"), style="dim"), (0, 0, 0, len(STREAM_INDENT)))
 
 
+class Tail:
+    """The last lines of a renderable that fit the terminal, under a dim line saying how many
+    are above: a preview taller than the terminal shows its newest words (rich's Live would cut
+    it at the bottom, and a preview that scrolled could not be erased)."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        room = max(2, (options.height or console.height) - 1)  # a row for the cursor
+        if len(lines) > room:
+            above = len(lines) - room + 1
+            lines = lines[-(room - 1) :]
+            yield Text(f"{STREAM_INDENT}… {above} more lines above", style="dim")
+        for line in lines:
+            yield from line
+            yield Segment.line()
+
+
 def whole_words(text: str) -> str:
     """`text` up to its last whitespace: a word still streaming in (maybe the start of a key,
     not yet recognisable) is not shown before it is whole."""
@@ -342,7 +363,7 @@ class RunConsole:
             return
         self._stop_spinner()
         self._streamed += delta
-        view = stream_view(shown_text(whole_words(self._streamed), self.secrets))
+        view = Tail(stream_view(shown_text(whole_words(self._streamed), self.secrets)))
         if self._stream_live is None:
             # transient: the preview is erased when the next event decides where the words stay
             self._stream_live = Live(view, console=self.console, auto_refresh=False, transient=True)
