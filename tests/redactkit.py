@@ -15,6 +15,7 @@ import os
 import struct
 from pathlib import Path
 
+from agent_cli.core.text import clean, each_string
 from conftest import make_repo
 
 KEY = "plainkey7f3a9c2e1b5d4068"
@@ -95,6 +96,29 @@ def env(tmp: Path) -> dict[str, str]:
 def holding(text: str) -> list[str]:
     """The needles `text` holds."""
     return [n for n in NEEDLES if n in text]
+
+
+# Taken out as a terminal shows text (an escape sequence, a bell, a direction isolate, an
+# 8-bit CSI): one inside a secret keeps it from matching as it is, and joins it again as shown.
+SPLITS = ("\x1b[m", "\x07", "\u2066", "\x9b")
+
+
+def split(secret: str, n: int = 0) -> str:
+    """`secret` with the `n`th of SPLITS (in turn) inside it."""
+    return f"{secret[:7]}{SPLITS[n % len(SPLITS)]}{secret[7:]}"
+
+
+def joined(printed: str, *secrets: str) -> list[str]:
+    """The strings of a command's output (its JSON's, or the text itself) in which a terminal
+    shows one of `secrets` once their escape sequences and control characters are out."""
+    found: list[str] = []
+
+    def seen(text: str) -> str:
+        found.append(text)
+        return text
+
+    each_string(json.loads(printed) if printed.startswith(("[", "{")) else printed, seen)
+    return [text for text in found if any(secret in clean(text) for secret in secrets)]
 
 
 def request_bodies(srv) -> list[str]:

@@ -104,6 +104,20 @@ def own_memory(settings: Settings) -> bool:
     return not settings.memory_url and not settings.home
 
 
+def run_secrets(settings: Settings, repo_path: Path) -> tuple[str, ...]:
+    """What a run masks in all it stores, shows or sends: the configured secrets, the
+    passwords in the URLs of the repository's remotes (`git remote -v` shows them), and those
+    in URLs the environment holds (`DATABASE_URL=postgres://app:PASSWORD@db/app`: the model's
+    commands and the tests get the variable, and what they print never shows the password)."""
+    from agent_cli.workspace.git.identity import remote_passwords, url_passwords
+
+    return (
+        *settings.secrets(),
+        *remote_passwords(repo_path),
+        *url_passwords(os.environ.values()),
+    )
+
+
 def prepare_state_dir(repo: Path, state_dir: Path, create: bool) -> None:
     """Exclude the state directory from git (when inside the repository), then create it."""
     exclude_state_dir(repo, state_dir)

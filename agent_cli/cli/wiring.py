@@ -40,6 +40,7 @@ from agent_cli.cli.shared import (
     memory_place,
     own_memory,
     refuse_tracked_state,
+    run_secrets,
     settings_for,
 )
 from agent_cli.core.errors import (
@@ -308,20 +309,6 @@ class RunKit:
         self._stores.clear()
         if self.tools is not None:
             self.tools.close()
-
-
-def run_secrets(settings: Settings, repo_path: Path) -> tuple[str, ...]:
-    """What a run masks in all it stores, shows or sends: the configured secrets, the
-    passwords in the URLs of the repository's remotes (`git remote -v` shows them), and those
-    in URLs the environment holds (`DATABASE_URL=postgres://app:PASSWORD@db/app`: the model's
-    commands and the tests get the variable, and what they print never shows the password)."""
-    from agent_cli.workspace.git.identity import remote_passwords, url_passwords
-
-    return (
-        *settings.secrets(),
-        *remote_passwords(repo_path),
-        *url_passwords(os.environ.values()),
-    )
 
 
 def _scrubbed(secrets: tuple[str, ...]) -> list[str]:
@@ -783,13 +770,16 @@ def _repo_key(repo: Path) -> str:
 def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     """Print the runs of a repository, newest last; live ones with their task, step and spend."""
     from agent_cli.agent.run.live import runs_rows, shown
+    from agent_cli.ui.shown import shown_values
     from agent_cli.workspace.git.branches import linked_worktrees
     from agent_cli.workspace.git.worktree import main_work_tree
 
     repo = main_work_tree(find_repo(repo_opt))  # from inside a worktree too: the repository's runs
-    state_dir = settings_for(repo).state_dir(repo)
+    settings = settings_for(repo)
+    state_dir = settings.state_dir(repo)
     tree_of = partial(wt.tree_now, linked_worktrees(repo), state_dir)
     rows = runs_rows(run_store(state_dir, repo), state_dir, tree_of)
+    rows = shown_values(rows, run_secrets(settings, repo))  # as a terminal shows them, masked
     if json_out:
         print(json.dumps(rows))
     elif not rows:

@@ -4,7 +4,9 @@ Redacting the text as it came is not enough: an escape sequence inside a key
 (`sk-ab<ESC>[mcd…`) keeps it from matching, and taking the sequence out for display joins
 it again; a tool call's arguments are JSON, where `\\u0041` hides an `A` until they are
 decoded for display. So what is shown is redacted as it came, then again once it is the text
-that shows: cleaned of control sequences (`core/text.clean`), the arguments decoded.
+that shows: cleaned of control sequences (`core/text.clean`), the arguments decoded. What a
+command prints of what it read from disk (a run's goal, a memory item) is shown so too, in a
+table or as JSON, where a `print` of a string would join a key as a terminal does.
 """
 
 from __future__ import annotations
@@ -21,11 +23,18 @@ from agent_cli.core.text import clean, each_string
 
 Secrets = tuple[str, ...] | list[str]
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 def shown_text(text: str, secrets: Secrets = ()) -> str:
     """`text` as the console shows it: redacted, cleaned, and redacted again."""
     return redact(clean(redact(text, secrets)), secrets)
+
+
+def shown_values(value: T, secrets: Secrets = ()) -> T:
+    """`value` with every string it holds (`each_string`: in lists, dicts, models) as
+    `shown_text` has it: what a command prints, as a table or as JSON, of what it read."""
+    return each_string(value, lambda text: shown_text(text, secrets))
 
 
 def shown_event(ev: M, secrets: Secrets = ()) -> M:

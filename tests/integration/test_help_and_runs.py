@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from agent_cli.cli.app import app, main
 from agent_cli.cli.config.trust import trust_file
 from conftest import SECRET_ENV, git, make_repo
+from redactkit import KEY, joined, split
 from reliability.relkit import plan, task, to_a_gone_reader
 
 COMMANDS = [
@@ -169,6 +170,23 @@ def test_runs_has_a_header_the_start_time_and_fits_the_width(agent_in_process, s
     assert "budget_exhausted" in narrow.stdout
     wide = agent_in_process("runs", cwd=scratch_repo, env={"COLUMNS": "250"})
     assert LONG_GOAL in wide.stdout and "Add median()" in wide.stdout
+
+
+def test_runs_masks_a_key_that_joins_once_its_escapes_are_out(agent_in_process, scratch_repo):
+    """A run's goal and status holding the key or the remote's password with an escape
+    sequence inside (which masking as it came does not match) print masked, in each layout
+    and in each JSON string, which a terminal would show joined."""
+    password = "remote-pass-7c1e9a"
+    git(scratch_repo, "remote", "add", "origin", f"https://me:{password}@example.com/r.git")
+    started = "2026-11-30T10:15:00+00:00"
+    goal = f"deploy with {split(KEY)} and {split(password, 1)}"
+    seed_run(scratch_repo, "20261130-101500-aaaa", goal, started, status=split(KEY, 2))
+    for args, columns in ((["runs"], "200"), (["runs"], "60"), (["runs", "--json"], "200")):
+        env = {"OPENAI_API_KEY": KEY, "COLUMNS": columns}
+        r = agent_in_process(*args, cwd=scratch_repo, env=env)
+        assert r.returncode == 0, r.stderr
+        assert joined(r.stdout, KEY, password) == [], (args, columns, r.stdout)
+        assert r.stdout.count("[REDACTED]") == 3, (args, columns, r.stdout)
 
 
 @pytest.mark.slow  # each case starts the agent as a process: the pipe is its own

@@ -15,6 +15,9 @@ import pytest
 from agent_cli.core.models import Episode
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
+from conftest import git
+from redactkit import KEY as PLAIN_KEY
+from redactkit import joined, split
 
 pytestmark = pytest.mark.slow  # some tests here start the agent as a process
 
@@ -348,6 +351,52 @@ def test_recall_prints_no_escape_sequence_a_stored_id_holds(repo, tmp_path, colu
     found = agent(repo, "recall", "tests run with pytest", "--all-repos", COLUMNS=columns)
     assert found.returncode == 0 and "mem_abc" in found.stdout, found.stderr
     assert "\x1b" not in found.stdout and "pwned" not in found.stdout
+
+
+PASSWORD = "remote-pass-7c1e9a"  # in the URL of the repository's remote: masked as the key is
+
+
+def test_recall_and_memory_show_mask_a_key_that_joins_once_its_escapes_are_out(
+    repo, embedder, agents
+):
+    """A secret stored with an escape sequence or a control character inside (a run masks it
+    as it comes, and it does not match) is masked in what recall and memory show print: the
+    table's cells and each JSON string, which a terminal would show joined."""
+    git(repo, "remote", "add", "origin", f"https://me:{PASSWORD}@example.com/r.git")
+    with LongTermMemory(repo / ".agent" / "chroma", embedder, secrets=(PLAIN_KEY,)) as mem:
+        for n, secret in enumerate((PLAIN_KEY, PASSWORD)):
+            mem.add_fact(f"deploy with {split(secret, n)}", f"said {split(secret, n + 1)}")
+        mem.add_episode(
+            Episode(
+                run_id=NEW_RUN,
+                goal=f"deploy with {split(PLAIN_KEY, 2)}",
+                status="verified",
+                summary=f"used {split(PASSWORD, 3)}",
+                started_at="2025-03-14T09:00:00+00:00",
+            )
+        )
+    from agent_cli.memory import SqliteStore, WorkingMemory
+
+    (repo / ".agent" / "runs" / NEW_RUN).mkdir(parents=True)
+    cold = SqliteStore(repo / ".agent" / "runs" / NEW_RUN / "memory.db")
+    wm = WorkingMemory(store=cold, embedder=None, max_tokens=300)
+    for n in range(6):  # the first ones evicted: summaries in the hot and the cold zone
+        wm.tick()
+        wm.add("tool_output", f"output {n} " + "lorem ipsum " * 30, split(PLAIN_KEY, n))
+    cold.close()
+    state = json.dumps({"memory": wm.export_state()})
+    (repo / ".agent" / "runs" / NEW_RUN / "state.json").write_text(state)
+    commands = [
+        [*words, *more]
+        for words in (["recall", "deploy with", "--all-repos", "--k", "10"], ["memory", "show"])
+        for more in ([], ["--json"])
+    ]
+    for columns in ("200", "60"):  # the tables, and the stacked items
+        shown = agents(repo, *commands, OPENAI_API_KEY=PLAIN_KEY, COLUMNS=columns)
+        for args, r in zip(commands, shown, strict=True):
+            assert r.returncode == 0, (args, r.stderr)
+            assert joined(r.stdout, PLAIN_KEY, PASSWORD) == [], (args, columns, r.stdout)
+            assert r.stdout.count("[REDACTED]") >= 4, (args, columns, r.stdout)
 
 
 @pytest.mark.parametrize(

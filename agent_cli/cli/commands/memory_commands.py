@@ -166,8 +166,9 @@ def recall_command(
             typer.echo("[]")
         return
     from agent_cli.agent.learn.topic import repo_topics
-    from agent_cli.cli.shared import own_memory
-    from agent_cli.memory.longterm.records import mark_stale
+    from agent_cli.cli.shared import own_memory, run_secrets
+    from agent_cli.memory.longterm.records import Result, mark_stale
+    from agent_cli.ui.shown import shown_values
     from agent_cli.workspace.git.blobs import blob_hash
 
     topics = None if all_repos else repo_topics(top, own_memory(settings))
@@ -176,6 +177,8 @@ def recall_command(
             mem.recall(query, k=k, kind=kind, min_trust=min_trust, topics=topics),
             lambda path: blob_hash(top, path),
         )
+    secrets = run_secrets(settings, top)  # stored text, in the table or the JSON, as it shows
+    results = [Result(**shown_values(r.to_dict(), secrets)) for r in results]
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
     elif not results:
@@ -199,7 +202,9 @@ def show_command(
     repo: Path | None = REPO,
 ) -> None:
     """The latest run's working memory (hot items with their score terms, the cold list) and counts."""
+    from agent_cli.cli.shared import run_secrets
     from agent_cli.memory.working.scoring import KIND_WEIGHTS
+    from agent_cli.ui.shown import shown_values
 
     if kind is not None and kind not in KIND_WEIGHTS:
         from agent_cli.core.errors import UsageError
@@ -229,6 +234,7 @@ def show_command(
             own = own_memory(settings)  # a shared store counts this repository's items only
             with mem:
                 report["counts"] = mem.counts(None if own else repo_topics(top, own))
+    report = shown_values(report, run_secrets(settings, top))  # stored text, as it shows
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     elif shown:
