@@ -9,8 +9,10 @@ repository's. Its tree is removed at the end when every task is verified and com
 otherwise it is kept for the human, and named.
 
 Every run, in a worktree or not, also has that lock of its own while anything acts on it: a
-resume takes it as soon as it has chosen the run, before it reads the run's state, and `agent
-clean` while it removes what the run left (`held_off`).
+resume takes it as soon as it has chosen the run, before it reads the run's state, `agent
+rewind` before it moves the run's branch (and then, for a run in the checkout, the checkout's
+lock, as a resume takes both in that order), and `agent clean` while it removes what the run
+left (`held_off`).
 """
 
 from __future__ import annotations
@@ -67,9 +69,9 @@ def worktree_path(state_dir: Path, run_id: str) -> Path:
 
 def run_lock(state_dir: Path, run_id: str, repo: str = "") -> RunLock:
     """The own lock of run `run_id` of repository `repo`: a worktree run holds it for its
-    whole run, a resume of any run from before it reads the run, and `agent clean` while it
-    removes what the run left (`held_off`); a run in the user's checkout holds
-    `live.checkout_lock` too."""
+    whole run, a resume of any run from before it reads the run, `agent rewind` while it moves
+    the run's branch back, and `agent clean` while it removes what the run left (`held_off`);
+    a run in the user's checkout holds `live.checkout_lock` too."""
     return RunLock(state_dir / "runs" / run_id / "run.lock", repo=repo)
 
 

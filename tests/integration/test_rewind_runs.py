@@ -1,7 +1,8 @@
 """`agent rewind` and `agent runs`: a scripted 3-task run rewound to task 1 and resumed redoes
 tasks 2 and 3; a merged run, the user's checkout and a live run are refused; a live run (a real
 process) shows in `agent runs --json` with its pid, task and step; a rewind killed halfway is
-finished by running it again; the confirmation is asked on a real terminal. The commands whose
+finished by running it again; the confirmation is asked on a real terminal, and a resume
+started while it is asked is refused. The commands whose
 own process is not what a test checks run in this process (`agent_in_process`)."""
 
 from __future__ import annotations
@@ -203,6 +204,43 @@ def test_the_confirmation_is_asked_on_a_terminal(agent_in_process, fake_server, 
     agreed.type("y\n")
     assert agreed.wait() == 0, agreed.text
     assert tip(repo, f"agent/{run_id}") == first
+
+
+@pytest.mark.slow
+def test_a_resume_started_while_a_rewind_of_the_run_is_under_way_is_refused(
+    agent_in_process, fake_server, pty_agent, repo
+):
+    # another run holds the checkout as the rewind starts, and ends while it asks: the rewind
+    # holds the run's own lock, which every resume takes first, so the resume cannot begin
+    from agent_cli.agent.run.live import checkout_lock
+    from agent_cli.workspace.lock import RunLock
+
+    run_id = verified_then_back_on_main(agent_in_process, fake_server, repo)
+    first = state_of(repo)["agent_state"]["plan"][0]["commit"]
+    state_file = repo / ".agent" / "runs" / run_id / "state.json"
+    other = RunLock(checkout_lock(repo / ".agent", repo))
+    with other:
+        other.name("run-other")
+        asked = pty_agent("rewind", run_id, "--to-task", "1", cwd=repo)
+        asked.expect("[y/N]")
+    saved = state_file.read_bytes()
+    srv = fake_server([facts()])
+    resume = ["run", "--resume", "--run-id", run_id, "--yes", "--base-url", srv.url]
+    refused = agent_in_process(*resume, cwd=repo)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert f"run {run_id} is in progress (pid {asked.pid}); nothing was changed" in lines[0]
+    assert not srv.chat_requests and state_file.read_bytes() == saved
+    assert git(repo, "branch", "--show-current").strip() == "main"
+    asked.type("y\n")
+    assert asked.wait() == 0, asked.text
+    assert tip(repo, f"agent/{run_id}") == first
+    assert [t["status"] for t in state_of(repo)["agent_state"]["plan"]] == [
+        "verified",
+        "pending",
+        "pending",
+    ]
 
 
 @pytest.mark.slow

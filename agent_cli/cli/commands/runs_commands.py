@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agent_cli.agent.run.store import RunRecord, RunStore
     from agent_cli.core.errors import AgentError
     from agent_cli.workspace.git.branches import AgentBranches, Worktree
+    from agent_cli.workspace.lock import RunLock
 
 
 @dataclass
@@ -111,37 +112,65 @@ def rewind(place: Place, run_id: str, to_task: int | None, yes: bool) -> None:
 
 @contextmanager
 def _kept_from_resuming(place: Place, record: RunRecord) -> Iterator[None]:
-    """Hold the lock a resume of `record` would take, or refuse when its run is in progress.
+    """Hold the locks a resume of `record` takes, in the order it takes them, or refuse when
+    its run is in progress: first the run's own (`worktree.run_lock`, which every resume takes
+    as soon as it has chosen the run, before it reads it), then, for a run in the user's
+    checkout, the checkout's, which a resume takes only later. A resume and a rewind that
+    start together meet at the first: the second of them is refused, with nothing written.
 
-    A run in the user's checkout resumes under the checkout's lock: when another named run
-    holds it, this one cannot start meanwhile, so there is nothing to hold. It may resume
-    from another work tree of the user's (`git worktree add`), under that tree's lock: a run
-    starting there, which has no id yet, holds the rewind off too."""
+    The checkout's lock, held by another named run, holds nothing more off (the run's own
+    lock does). A run starting in the checkout, or in another work tree of the user's (`git
+    worktree add`) under that tree's lock, has no id yet: it holds the rewind off too."""
     from agent_cli.agent.run.live import checkout_lock
+    from agent_cli.cli.worktree import run_lock
     from agent_cli.core.errors import WorkspaceError
     from agent_cli.workspace.lock import RunLock
 
     for holder in live_holders(place.state_dir, place.store.repo):
         if holder["run_id"] == record.run_id:
-            raise WorkspaceError(
-                f"run {record.run_id} is in progress (pid {holder['pid']}); nothing was changed",
-                "rewind it once it has stopped",
-            )
+            raise _in_progress(record, holder)
         if holder["run_id"] is None and not record.worktree:
             raise _may_be_starting(record, holder, "holds a run lock")
-    own = place.state_dir / "runs" / record.run_id / "run.lock"
-    lock = RunLock(own if record.worktree else checkout_lock(place.state_dir, place.root))
+    own = run_lock(place.state_dir, record.run_id, place.store.repo)
+    checkout = RunLock(checkout_lock(place.state_dir, place.root), repo=place.store.repo)
     try:
-        lock.acquire()
-        lock.name(record.run_id)  # a second rewind of it meanwhile is refused
-    except WorkspaceError:
-        holder = lock.holder() or {}
-        if record.worktree or holder.get("run_id") in (None, record.run_id):
-            raise _may_be_starting(record, holder, f"holds {lock.path}") from None
-    try:
+        try:
+            own.acquire()  # a storage error (a read-only state directory) is said as it is
+        except WorkspaceError:
+            raise _in_progress(record, own.holder() or {}) from None
+        own.name(record.run_id)
+        if not record.worktree:
+            _hold_checkout(checkout, record)
         yield
     finally:
-        lock.release()  # nothing when another run held it
+        checkout.release()  # nothing when it was not taken
+        own.release()
+
+
+def _hold_checkout(lock: RunLock, record: RunRecord) -> None:
+    """Take the checkout's `lock` for the rewind of `record`, a run in the checkout; leave it
+    to another named run that holds it; refuse while a run with no id yet holds it (or one
+    named `record`'s, as a new run in the checkout names its lock)."""
+    from agent_cli.core.errors import WorkspaceError
+
+    try:
+        lock.acquire()
+    except WorkspaceError:
+        holder = lock.holder() or {}
+        if holder.get("run_id") in (None, record.run_id):
+            raise _may_be_starting(record, holder, f"holds {lock.path}") from None
+        return
+    lock.name(record.run_id)  # a rewind, not a run starting (which could be any run's resume)
+
+
+def _in_progress(record: RunRecord, holder: dict[str, Any]) -> AgentError:
+    """The refusal of a rewind while `record`'s run, or its resume, holds its lock."""
+    from agent_cli.core.errors import WorkspaceError
+
+    return WorkspaceError(
+        f"run {record.run_id} is in progress (pid {holder.get('pid', '?')}); nothing was changed",
+        "rewind it once it has stopped",
+    )
 
 
 def _may_be_starting(record: RunRecord, holder: dict[str, Any], holds: str) -> AgentError:
