@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import unicodedata
 from pathlib import Path
 
 from agent_cli.core.text import clean, each_string
@@ -99,8 +100,9 @@ def holding(text: str) -> list[str]:
 
 
 # Taken out as a terminal shows text (an escape sequence, a bell, a direction isolate, an
-# 8-bit CSI): one inside a secret keeps it from matching as it is, and joins it again as shown.
-SPLITS = ("\x1b[m", "\x07", "\u2066", "\x9b")
+# 8-bit CSI), or drawn as nothing (a zero-width space): one inside a secret keeps it from
+# matching as it is, and joins it again as shown.
+SPLITS = ("\x1b[m", "\x07", "\u2066", "\x9b", "\u200b")
 
 
 def split(secret: str, n: int = 0) -> str:
@@ -118,7 +120,12 @@ def joined(printed: str, *secrets: str) -> list[str]:
         return text
 
     each_string(json.loads(printed) if printed.startswith(("[", "{")) else printed, seen)
-    return [text for text in found if any(secret in clean(text) for secret in secrets)]
+    return [text for text in found if any(secret in _as_seen(text) for secret in secrets)]
+
+
+def _as_seen(text: str) -> str:
+    """`text` as a terminal shows it: cleaned, and without what it draws as nothing."""
+    return "".join(ch for ch in clean(text) if unicodedata.category(ch) != "Cf")
 
 
 def request_bodies(srv) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import unicodedata
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,3 +304,29 @@ def test_the_run_done_of_a_refused_command_line_masks_key_shapes(capsys):
     print_run_done(2, f"no such option: --token {TOKEN}")
     done = json.loads(capsys.readouterr().out)
     assert holding(json.dumps(done)) == [] and done["message"].endswith(MASK)
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u00ad", "\ufeff", "\u2060", "\u200d"])
+def test_the_console_masks_a_key_split_by_a_character_that_shows_as_nothing(invisible):
+    split = f"{KEY[:9]}{invisible}{KEY[9:]}"
+    shown = [
+        events.Notice(text=f"notice {split}"),
+        events.ToolCalled(index=0, step=1, name="run", arguments=json.dumps({"cmd": split})),
+        events.ToolRan(index=0, step=1, name="run", ok=True, summary="exit 0"),
+        events.ToolCalled(index=0, step=2, name="run", arguments=f"not json {split}"),
+        events.Notice(text="a developer \U0001f469\u200d\U0001f4bb kept whole"),
+        events.FinalSummary(text=f"closing {split} end"),
+    ]
+    for mode in ("plain", "live"):
+        out = io.StringIO()
+        rich = Console(file=out, force_terminal=True, width=100) if mode == "live" else None
+        console = make_console(mode, out=out, err=out, console=rich, secrets=(KEY,))
+        console.stream_text(f"thinking {split} more ")
+        for ev in shown:
+            console.emit(ev)
+        console.close()
+        screen = Screen(100).feed(out.getvalue()).text()
+        bare = "".join(ch for ch in screen if unicodedata.category(ch) != "Cf")
+        assert holding(bare) == [], (mode, screen)
+        assert f"notice {MASK}" in screen and f"closing {MASK} end" in screen, (mode, screen)
+        assert "\U0001f469\u200d\U0001f4bb kept whole" in screen, (mode, screen)

@@ -7,11 +7,17 @@ decoded for display. So what is shown is redacted as it came, then again once it
 that shows: cleaned of control sequences (`core/text.clean`), the arguments decoded. What a
 command prints of what it read from disk (a run's goal, a memory item) is shown so too, in a
 table or as JSON, where a `print` of a string would join a key as a terminal does.
+
+Characters a terminal draws as nothing (zero-width spaces and joiners, a soft hyphen, a byte
+order mark: Unicode's format characters) hide a key the same way, but they also hold emoji
+sequences and some scripts together: they are taken out of a text only when that shows a
+secret (`_seen`).
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -28,7 +34,7 @@ T = TypeVar("T")
 
 def shown_text(text: str, secrets: Secrets = ()) -> str:
     """`text` as the console shows it: redacted, cleaned, and redacted again."""
-    return redact(clean(redact(text, secrets)), secrets)
+    return redact(_seen(redact(text, secrets), secrets), secrets)
 
 
 def shown_values(value: T, secrets: Secrets = ()) -> T:
@@ -41,7 +47,7 @@ def shown_event(ev: M, secrets: Secrets = ()) -> M:
     """`ev` as the console shows it: each string as `shown_text` has it (at any depth), and a
     tool call's arguments, when they are JSON, with each string in them decoded first."""
     ev = redact_model(ev, secrets)
-    shown = each_string(ev, clean)
+    shown = each_string(ev, lambda text: _seen(text, secrets))
     if isinstance(ev, ToolCalled):  # from the arguments as they came, not as cleaned
         shown = shown.model_copy(update={"arguments": _shown_arguments(ev.arguments, secrets)})
     return redact_model(shown, secrets)
@@ -53,5 +59,16 @@ def _shown_arguments(arguments: str, secrets: Secrets) -> str:
     try:
         data = strictjson.loads(arguments, MAX_JSON_DEPTH)
     except ValueError:
-        return clean(arguments)
-    return redact_json_text(json.dumps(each_string(data, clean), ensure_ascii=False), secrets)
+        return _seen(arguments, secrets)
+    seen = each_string(data, lambda text: _seen(text, secrets))
+    return redact_json_text(json.dumps(seen, ensure_ascii=False), secrets)
+
+
+def _seen(text: str, secrets: Secrets) -> str:
+    """`text` cleaned (`core/text.clean`), and without the characters that show as nothing
+    when taking them out shows a secret (one split by a zero-width space)."""
+    shown = clean(text)
+    if shown.isascii():
+        return shown
+    bare = "".join(ch for ch in shown if unicodedata.category(ch) != "Cf")
+    return bare if bare != shown and redact(bare, secrets) != bare else shown
