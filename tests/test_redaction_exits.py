@@ -330,3 +330,23 @@ def test_the_console_masks_a_key_split_by_a_character_that_shows_as_nothing(invi
         assert holding(bare) == [], (mode, screen)
         assert f"notice {MASK}" in screen and f"closing {MASK} end" in screen, (mode, screen)
         assert "\U0001f469\u200d\U0001f4bb kept whole" in screen, (mode, screen)
+
+
+def test_json_lines_carry_text_as_it_came_unless_a_terminal_would_show_a_key_in_it():
+    split = f"{KEY[:9]}\x1b[m{KEY[9:]}"
+    encoded = f"{KEY[:9]}\\u{ord(KEY[9]):04x}{KEY[10:]}"
+    out = io.StringIO()
+    console = make_console("json", out=out, err=out, secrets=(KEY,))
+    console.emit(events.Notice(text=f"notice {split}\tend"))
+    console.emit(events.Notice(text="kept as it came:\t\x1b[31mred\x1b[0m"))
+    console.emit(
+        events.ToolCalled(index=0, step=1, name="run", arguments=f'{{"cmd": "{encoded}"}}')
+    )
+    console.emit(events.ToolCalled(index=0, step=2, name="run", arguments='{"cmd": "\\u0041"}'))
+    console.close()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert lines[0]["text"] == f"notice {MASK}    end"  # as a terminal shows it, masked
+    assert lines[1]["text"] == "kept as it came:\t\x1b[31mred\x1b[0m"
+    assert holding(json.loads(lines[2]["arguments"])["cmd"]) == []
+    assert MASK in lines[2]["arguments"]
+    assert lines[3]["arguments"] == '{"cmd": "\\u0041"}'

@@ -38,7 +38,6 @@ from agent_cli.core.events import (
     ToolCalled,
     ToolRan,
 )
-from agent_cli.core.redact import redact_model
 from agent_cli.core.text import clean, short, typed
 from agent_cli.ui import stopping
 from agent_cli.ui.piped import PipedConsole
@@ -53,7 +52,7 @@ from agent_cli.ui.render import (
     report,
     runs_view,
 )
-from agent_cli.ui.shown import shown_event, shown_text
+from agent_cli.ui.shown import kept_event, shown_event, shown_text
 
 Mode = Literal["live", "plain", "json"]
 MAX_ASKS = 5
@@ -333,8 +332,8 @@ class RunConsole:
         if self._reader_gone:
             return
         try:
-            lines = self.mode == "json"  # JSON lines carry the text as it came, redacted
-            self._emit(redact_model(ev, self.secrets) if lines else shown_event(ev, self.secrets))
+            lines = self.mode == "json"  # JSON lines carry the text as it came (kept_event)
+            self._emit(kept_event(ev, self.secrets) if lines else shown_event(ev, self.secrets))
         except BrokenPipeError:
             self._reader_gone = True
             _to_devnull(self.out)  # nothing left to flush at exit either

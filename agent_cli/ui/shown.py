@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from agent_cli.core import strictjson
 from agent_cli.core.events import ToolCalled
-from agent_cli.core.redact import MAX_JSON_DEPTH, redact, redact_json_text, redact_model
+from agent_cli.core.redact import MASK, MAX_JSON_DEPTH, redact, redact_json_text, redact_model
 from agent_cli.core.text import clean, each_string
 
 Secrets = tuple[str, ...] | list[str]
@@ -51,6 +51,23 @@ def shown_event(ev: M, secrets: Secrets = ()) -> M:
     if isinstance(ev, ToolCalled):  # from the arguments as they came, not as cleaned
         shown = shown.model_copy(update={"arguments": _shown_arguments(ev.arguments, secrets)})
     return redact_model(shown, secrets)
+
+
+def kept_event(ev: M, secrets: Secrets = ()) -> M:
+    """`ev` as a JSON line carries it: each string as it came, redacted, unless a terminal
+    would show a secret in it (`shown_event`); that one as it shows, masked, so that a program
+    printing the line's text cannot join a key either."""
+    came = redact_model(ev, secrets)
+    kept = each_string(came, lambda text: _masked_more(text, shown_text(text, secrets)))
+    if isinstance(came, ToolCalled):
+        shown = _shown_arguments(came.arguments, secrets)
+        kept = kept.model_copy(update={"arguments": _masked_more(came.arguments, shown)})
+    return kept
+
+
+def _masked_more(came: str, shown: str) -> str:
+    """`shown` when it masks more than `came` (a secret hidden until shown), else `came`."""
+    return shown if shown.count(MASK) > came.count(MASK) else came
 
 
 def _shown_arguments(arguments: str, secrets: Secrets) -> str:
