@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ from agent_cli.agent.run.store import RunStore
 from agent_cli.cli.config.settings import load_settings
 from agent_cli.cli.wiring import RunKit, RunOptions, build_model, open_workspace
 from agent_cli.core.errors import AgentError
+from agent_cli.core.protocols import ChatModel
 from agent_cli.llm.fake.replies import prompt_tokens
+from agent_cli.llm.server.info import fit_window
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
 from agent_cli.ui.console import make_console
 from conftest import git
@@ -37,6 +40,7 @@ class Ran:
     code: int
     events: list[dict]
     text: str
+    memory: dict[str, int] = field(default_factory=dict)  # its stats and budget at the end
 
     def of(self, kind: str) -> list[dict]:
         return [e for e in self.events if e["event"] == kind]
@@ -53,13 +57,16 @@ def run_in_process(
     answer: Answer | None = None,
     store: type[RunStore] = RunStore,
     accept: tuple[str, ...] = (),
+    built: Callable[[ChatModel], None] = lambda model: None,
+    **flags: object,
 ) -> Ran:
     """One session of `agent run GOAL` (or `--resume [--hint|--skip|--replan]` when goal is
     None: `answer`), approved, in process; `store` keeps the run's state; `accept`: the
-    `--accept` commands given."""
+    `--accept` commands given; `built` is called with the model client before the run;
+    `flags`: more settings."""
     settings = load_settings(
         repo,
-        {"base_url": url, "approval": "auto", "max_retries": 0},
+        {"base_url": url, "approval": "auto", "max_retries": 0, **flags},
         env={},
         user_rc=repo.parent / "no-agentrc",
     )
@@ -72,6 +79,7 @@ def run_in_process(
         workspace.git.exclude_state(state_dir)
         kit = RunKit(settings, workspace, state_dir, policy, embedder, longterm)
         model = build_model(settings, RunOptions(goal=goal, repo=repo), console)
+        built(model)
         config = RunConfig(
             limits=Limits(max_steps, task_max_steps, 5.0, 3000), accept_cmds=list(accept)
         )
@@ -86,14 +94,17 @@ def run_in_process(
             ),
             config,
         )
+        memory: dict[str, int] = {}
         try:
             code = session.start(goal) if goal else session.resume(None, answer)
+            if session.rt is not None:
+                memory = {**session.rt.memory.stats(), "budget": session.rt.memory.max_tokens}
         finally:
             kit.close()
     console.close()
     text = out.getvalue()
     events = [json.loads(line) for line in text.splitlines()] if mode == "json" else []
-    return Ran(code, events, text)
+    return Ran(code, events, text, memory)
 
 
 def test_a_verified_task_is_committed_with_its_trailer(fake_server, tmp_path):
@@ -225,6 +236,31 @@ def test_a_request_over_the_servers_window_is_cut_to_fit_and_asked_once_more(fak
         if r["path"].endswith("/chat/completions") and prompt_tokens(r["body"]) > 3000
     ]
     assert len(overflowed) == 1  # asked once too big; every later request was cut to fit
+    # and working memory keeps to what fits the window the error named (a quarter for the reply)
+    assert ran.memory["budget"] == fit_window(3000, 8000, 3000, 750)[0] < 8000
+
+
+def test_a_window_the_server_says_only_once_loaded_narrows_working_memory(fake_server, tmp_path):
+    # llama.cpp was loading its model as the run began: the window probes met 503 "Loading
+    # model", so working memory got the budget of the setting's 128,000 tokens. The server
+    # says its 4,096 once loaded, at the plan's request: from then on working memory keeps
+    # to what fits that window, as the run would have begun had the server said it then.
+    files = {f"part{n}.py": f"# part {n}\n" + "x = 1  # filler\n" * 260 for n in range(3)}
+    repo = repo_with(tmp_path / "repo", files)
+    reads = [call("read_file", path=name) for name in files]
+    srv = fake_server([plan(task()), *reads, make_done(), finish()], n_ctx=4096, loading=True)
+
+    def loaded(model: ChatModel) -> None:
+        assert model.context_window == 128_000  # the setting, while the server says nothing
+        srv.behaviour.loading = False  # it says its window when it is asked again
+
+    # asked again with the first request built after it: no backoff to wait
+    ran = run_in_process(repo, srv.url, "Create done.txt", built=loaded, retry_backoff_s=0)
+    assert ran.code == 0, ran.text
+    memory, tool_output, _ = fit_window(4096, 8000, 3000, 4096)
+    assert ran.memory["budget"] == memory  # not the 8,000 it began with
+    assert ran.memory["tokens"] <= memory and ran.memory["evictions"] > 0
+    assert not [r for r in srv.chat_requests if "cut to fit" in json.dumps(r["messages"])]
 
 
 def test_after_a_reply_without_a_tool_call_the_next_request_requires_one(fake_server, tmp_path):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from agent_cli.agent.ask.request import Request
-from agent_cli.agent.ask.window import Window, request_tokens
+from agent_cli.agent.ask.window import Window, narrowed, request_tokens
 from agent_cli.agent.attempt.toolbox import TOOLS
 from agent_cli.core import fences
 from agent_cli.core.errors import AgentError
+from agent_cli.llm.openai.chat import OpenAIChat
+from agent_cli.llm.server.info import fit_window
 from fencekit import balanced
 
 
@@ -95,3 +97,27 @@ def test_an_attempts_brief_is_cut_from_its_end_after_recalled_memory_never_the_l
         "cut to fit the model's context window]"
     )
     assert fitted[-1] == req.messages()[-1]  # the step's own line and the goal, whole
+
+
+def served_with(size: int) -> OpenAIChat:
+    """A client of a hosted API that has not answered yet: its window is its setting, `size`."""
+    return OpenAIChat(
+        model="m", base_url="https://api.example.com/v1", api_key="k", context_window=size
+    )
+
+
+@pytest.mark.parametrize(
+    "size, reserved", [(1024, 4096), (4096, 1000), (4096, 4096), (32_768, 8192), (128_000, 4096)]
+)
+def test_caps_made_for_the_models_own_window_are_left_as_they_are(size, reserved):
+    memory, tool_output, _ = fit_window(size, 8000, 3000, reserved)
+    window = Window(size, min(reserved, size // 4))  # as the run's limits have it
+    assert narrowed(window, served_with(size), memory, tool_output) == (memory, tool_output)
+    assert narrowed(window, served_with(size * 2), memory, tool_output) == (memory, tool_output)
+
+
+def test_caps_follow_a_window_found_smaller_as_the_start_would_have_made_them():
+    began = Window(128_000, 4096)
+    memory, tool_output, _ = fit_window(4096, 8000, 3000, 4096)
+    assert narrowed(began, served_with(4096), 8000, 3000) == (memory, tool_output) == (752, 614)
+    assert narrowed(Window(4096, 1024), served_with(128_000), 8000, 3000) == (752, 614)

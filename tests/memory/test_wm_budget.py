@@ -113,3 +113,21 @@ def test_a_random_mix_on_sqlite_never_exceeds_the_budget(tmp_path):
         check(mem)
     assert mem.stats()["cold"] == len(mem.cold_manifest())
     store.close()
+
+
+def test_a_smaller_budget_set_mid_run_is_held_at_once_and_from_then_on():
+    # the model's window turned out smaller than the one the budget was made for
+    rng = random.Random(7)
+    mem = WorkingMemory(store=InMemStore(), embedder=HashEmbedder(128), max_tokens=4000)
+    names: list[str] = []
+    while mem.stats()["tokens"] < 2000:
+        step(mem, rng, names)
+    evictions = mem.stats()["evictions"]
+    mem.set_budget(700)
+    assert mem.max_tokens == 700 and mem.stats()["evictions"] > evictions
+    check(mem)
+    for _ in range(100):
+        step(mem, rng, names)
+        check(mem)
+    with pytest.raises(ValueError, match="at least 256"):
+        mem.set_budget(255)

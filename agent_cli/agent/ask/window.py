@@ -27,6 +27,7 @@ from agent_cli.core.errors import AgentError, ContextOverflow
 from agent_cli.core.models import ChatReply
 from agent_cli.core.protocols import ChatModel, Message
 from agent_cli.core.text import readable_all
+from agent_cli.llm.server.info import fit_window
 
 Tools = list[dict[str, Any]]
 
@@ -250,6 +251,23 @@ def served(model: ChatModel) -> Window | None:
     return Window(size, min(4096, size // 4))
 
 
+def narrowest(window: Window | None, model: ChatModel) -> Window | None:
+    """The smaller of `window` and the one `model` says it is served with: what a request is
+    fitted to (None when neither is known)."""
+    known = [w for w in (window, served(model)) if w is not None]
+    return min(known, key=lambda w: w.limit) if known else None
+
+
+def narrowed(window: Window, model: ChatModel, memory: int, tool_output: int) -> tuple[int, int]:
+    """Working memory's budget and the tool output cap (`memory` and `tool_output` now, made
+    for `window`, the run's) fitted as the run's start fits them (`fit_window`) to the window
+    requests are fitted to now (`narrowest`): smaller once a probe that answered late, or an
+    overflow error, showed the model's window smaller; never larger."""
+    size = (narrowest(window, model) or window).context_window
+    memory, tool_output, _ = fit_window(size, memory, tool_output, window.reserved_output_tokens)
+    return memory, tool_output
+
+
 def send(
     model: ChatModel,
     messages: list[Message],
@@ -267,8 +285,7 @@ def send(
     With `again`, a request the server still finds too long (its window was not known) is cut
     to the window the error names (else to three quarters) and asked once more."""
     messages = readable_all(messages)
-    known = [w for w in (window, served(model)) if w is not None]
-    within = min(known, key=lambda w: w.limit) if known else None
+    within = narrowest(window, model)
     note = log or _unlogged
     fitted = fit_messages(messages, tools, within)
     note({"type": "request", "messages": fitted})

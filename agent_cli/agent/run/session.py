@@ -27,6 +27,7 @@ from agent_cli.agent.adapt.escalate import (
     skipped_message,
 )
 from agent_cli.agent.ask import closing, planner
+from agent_cli.agent.ask.window import narrowed
 from agent_cli.agent.attempt import hooked
 from agent_cli.agent.attempt.freshness import FileViews, supersede_changed
 from agent_cli.agent.attempt.runtime import Limits, Runtime
@@ -473,7 +474,7 @@ class Session:
             emit=self._emit,
             log=lambda rec: self.store.log(run.run_id, rec),
             save=self.save,
-            journal=self._journal,
+            journal=self._stepped,
             recalled=recalled,
             instructions=self.mem.instructions,
             spent_before=run.usage.cost_usd,
@@ -704,6 +705,19 @@ class Session:
         )
         self._notes.clear()
         self.store.journal(self.run.run_id, entry.model_dump_json())
+
+    def _stepped(self, record: StepRecord) -> None:
+        """A tool call done: its journal line; then working memory's budget and the tool output
+        cap follow the model's window, when it turned out smaller meanwhile (`window.narrowed`)."""
+        self._journal(record)
+        if self.rt is None:
+            return
+        rt, limits = self.rt, self.rt.limits
+        memory, limits.tool_output_max_tokens = narrowed(
+            limits.window(), rt.model, rt.memory.max_tokens, limits.tool_output_max_tokens
+        )
+        if memory < rt.memory.max_tokens:
+            rt.memory.set_budget(memory)
 
     def _replay(
         self, run: RunRecord, state: AgentState, memory: WorkingMemory, views: FileViews

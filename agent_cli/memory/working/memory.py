@@ -175,6 +175,16 @@ class WorkingMemory:
         self._reset()
         self._next = self.store.max_number() + 1
 
+    def set_budget(self, max_tokens: int) -> None:
+        """Keep the hot zone within `max_tokens` from now on (the model's window turned out
+        smaller than the one the budget was made for), evicting a batch at once when it is over."""
+        if max_tokens < MIN_TOKENS:
+            raise ValueError(f"max_tokens must be at least {MIN_TOKENS}, not {max_tokens}")
+        self.max_tokens = max_tokens
+        self._room = max_tokens - FOOTER_TOKENS
+        self._pinned_cap = int(self._room * self.pinned_share)
+        self._fit()
+
     def _reset(self) -> None:
         """Empty hot zone, step 0, no goal."""
         self._hot = HotZone(self._score, self.protect_recent_edits)
