@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import socket
 from pathlib import Path
 
@@ -22,6 +23,9 @@ from agent_cli.ui.console import make_console
 from agent_cli.ui.render import role_usage
 
 LOCAL_A, LOCAL_B = "http://127.0.0.1:8081/v1", "http://127.0.0.1:8082/v1"
+QUOTA = json.dumps(
+    {"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}}
+)
 ROLE_KEYS = [
     f"{role}_{key}"
     for role in ("planner", "executor", "verifier")
@@ -283,3 +287,45 @@ def test_a_roles_address_with_credentials_points_at_the_roles_key_variable(tmp_p
     line = e.value.one_line()
     assert "key 'verifier_base_url'" in line and "verifier_api_key_env" in line
     assert "OPENAI_API_KEY" not in line and "pw0123456" not in line
+
+
+def test_a_shared_endpoint_is_named_by_the_setting_that_gave_it(tmp_path):
+    # planner and verifier share base_url, the executor is elsewhere: the fix names where
+    # base_url came from, not a --base-url nobody gave
+    down = _closed_port_url()
+    rc = tmp_path / "user.agentrc"
+    rc.write_text(f'base_url = "{down}"\n')
+    env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json"), "AGENT_EXECUTOR_BASE_URL": LOCAL_B}
+    from_file = load_settings(None, env=env, user_rc=rc)
+    from_env = load_settings(None, env={**env, "AGENT_BASE_URL": down}, user_rc=tmp_path / "none")
+    for settings, named in ((from_file, f"base_url in {rc}"), (from_env, "AGENT_BASE_URL")):
+        with pytest.raises(ModelError) as e:
+            build(settings).planner.chat([{"role": "user", "content": "go"}])
+        assert "cannot reach the planner and verifier model endpoint" in e.value.message
+        assert f"check {named};" in e.value.hint and "--base-url" not in e.value.hint
+
+
+def test_a_page_not_found_at_a_roles_address_names_the_roles_setting(tmp_path, fake_server):
+    # vLLM's answer at an address without its route (a base URL without its /v1)
+    srv = fake_server([{"status": 404, "body": json.dumps({"detail": "Not Found"})}], models=("m",))
+    flags = {"base_url": LOCAL_A, "model": "m", "executor_base_url": srv.url}
+    with pytest.raises(ModelError) as e:
+        build(load(flags=flags, tmp=tmp_path)).executor.chat([{"role": "user", "content": "go"}])
+    assert "/chat/completions was not found (404" in e.value.message
+    assert e.value.hint.startswith("check executor_base_url: an OpenAI-compatible one ends")
+
+
+def test_a_refused_key_at_a_roles_second_local_server_names_the_roles_key_setting(
+    tmp_path, fake_server
+):
+    # a role at a local server base_url does not name is sent no key: not OPENAI_API_KEY either
+    wants_key = fake_server([], models=("m",), api_key="sk-its-own-0123")
+    no_quota = fake_server([{"status": 429, "body": QUOTA}], models=("m",))
+    for srv, said in ((wants_key, "(401"), (no_quota, "has no quota (429")):
+        flags = {"base_url": LOCAL_A, "model": "m", "verifier_base_url": srv.url}
+        models = build(load(flags=flags, env={"OPENAI_API_KEY": "sk-its-own-0123"}, tmp=tmp_path))
+        with pytest.raises(ModelError) as e:
+            models.verifier.chat([{"role": "user", "content": "go"}])
+        assert said in e.value.message and "without a key" in e.value.message
+        assert "set verifier_api_key_env to the name" in e.value.hint
+        assert "OPENAI_API_KEY" not in e.value.one_line()

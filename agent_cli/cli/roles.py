@@ -38,6 +38,7 @@ class Endpoint:
     model_setting: str = field(default="--model", compare=False)  # what chose `model`
     url_setting: str = field(default="--base-url", compare=False)  # what chose `base_url`
     used_by: tuple[Role, ...] = field(default=(), compare=False)  # set by `distinct`
+    keyless: bool = field(default=False, compare=False)  # a local server base_url does not name
 
     @property
     def named_for(self) -> str:
@@ -47,11 +48,18 @@ class Endpoint:
 
     def set_by(self) -> SetBy:
         """What an error about this endpoint names as its fix: the role's own model setting,
-        key variable and address setting, and the roles it is for."""
+        key variable and address setting, and the roles it is for; for an endpoint sent no
+        key, the settings that would send it one (`verifier_api_key_env`)."""
         from agent_cli.llm.openai.errors import SetBy
 
+        roles = self.used_by or ("<role>",)
+        unsent = " or ".join(f"{role}_api_key_env" for role in roles) if self.keyless else ""
         return SetBy(
-            self.model_setting, self.key_env or "OPENAI_API_KEY", self.named_for, self.url_setting
+            self.model_setting,
+            self.key_env or "OPENAI_API_KEY",
+            self.named_for,
+            self.url_setting,
+            unsent,
         )
 
     @property
@@ -65,14 +73,28 @@ def endpoint(settings: Settings, role: Role) -> Endpoint:
     own_url = getattr(settings, f"{role}_base_url")
     base_url = own_url or settings.base_url
     own_model = getattr(settings, f"{role}_model")
+    key_env = getattr(settings, f"{role}_api_key_env")
     return Endpoint(
         base_url=base_url,
         model=own_model or settings.model,
-        key_env=getattr(settings, f"{role}_api_key_env"),
+        key_env=key_env,
         prices=settings.prices(base_url),
-        model_setting=f"{role}_model" if own_model else "--model",
-        url_setting=f"{role}_base_url" if own_url else "--base-url",
+        model_setting=f"{role}_model" if own_model else named(settings, "model", "--model"),
+        url_setting=f"{role}_base_url" if own_url else named(settings, "base_url", "--base-url"),
+        keyless=not key_env
+        and base_url.rstrip("/") != settings.base_url.rstrip("/")
+        and is_local(base_url),
     )
+
+
+def named(settings: Settings, key: str, flag: str) -> str:
+    """How a fix names the setting that gave `key` its value: the flag when one gave it (or
+    nothing did: the flag is how to give it), the environment variable, or the key in its
+    file (`base_url in /home/me/.agentrc`)."""
+    source = settings.sources.get(key, "default")
+    if source.startswith("env "):
+        return source.removeprefix("env ")
+    return flag if source in ("flag", "default") else f"{key} in {source}"
 
 
 def api_key(settings: Settings, role: Role, ep: Endpoint) -> str | None:
@@ -88,9 +110,7 @@ def api_key(settings: Settings, role: Role, ep: Endpoint) -> str | None:
                 f"export {ep.key_env}=..., or unset {role}_api_key_env to use the API key",
             )
         return found.get_secret_value()
-    if ep.base_url.rstrip("/") != settings.base_url.rstrip("/") and is_local(ep.base_url):
-        return None
-    return settings.key()
+    return None if ep.keyless else settings.key()
 
 
 def distinct(settings: Settings) -> list[tuple[Endpoint, list[Role]]]:

@@ -288,3 +288,27 @@ def test_a_roles_refused_key_or_unknown_model_names_the_roles_own_setting(
     assert done.returncode == 1, done.stdout + done.stderr
     assert "model 'exec-modle' was not found" in done.stdout
     assert "then set executor_model" in done.stdout and "--model" not in done.stdout
+
+
+def test_a_key_refused_by_a_role_at_a_second_local_server_names_its_key_setting(
+    agent_in_process, fake_server, tmp_path
+):
+    # a role at a local server base_url does not name is sent no key: OPENAI_API_KEY cannot fix it
+    repo = repo_with(tmp_path / "repo")
+    planner = fake_server(DOCTOR_REPLIES + [plan(task())], models=("plan-model",))
+    executor = fake_server([], models=("exec-model",), api_key="sk-the-executors-own-0123")
+    env = {
+        "OPENAI_API_KEY": "sk-the-executors-own-0123",
+        "AGENT_BASE_URL": planner.url,
+        "AGENT_MODEL": "plan-model",
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_MODEL": "exec-model",
+    }
+    doctor = agent_in_process("doctor", cwd=repo, env=env)
+    run = agent_in_process("run", GOAL, "--yes", cwd=repo, env=env)
+    assert doctor.returncode == 1 and run.returncode == 1, run.stdout + run.stderr
+    (line,) = [x for x in doctor.stdout.splitlines() if "FAIL endpoint" in x]
+    for said in (line, run.stdout):
+        assert "refused a request sent without a key (401" in said, said
+        assert "set executor_api_key_env to the name of the variable" in said
+        assert "OPENAI_API_KEY" not in said

@@ -38,10 +38,29 @@ class SetBy:
     key: str = "OPENAI_API_KEY"
     role: str = ""  # "executor", "planner and verifier"; "" when every role uses the endpoint
     url: str = "--base-url"  # the setting that named the endpoint (`executor_base_url`)
+    # the endpoint is sent no key (a local server base_url does not name): what would send one
+    unsent: str = ""
 
     def endpoint(self, base_url: str) -> str:
         """The endpoint as an error names it: by its roles too, when they are set apart."""
         return f"the {self.role} endpoint {base_url}" if self.role else base_url
+
+    def key_fix(self) -> str:
+        """How to fix a key the endpoint refused: check the one sent, or send one."""
+        if self.unsent:
+            return (
+                "no key is sent to a server on this machine or network that base_url does not "
+                f"name: set {self.unsent} to the name of the variable that holds its key"
+            )
+        return f"check {self.key}; it must be a valid key for this endpoint"
+
+    def address_fix(self) -> str:
+        """How to fix an address that reaches no OpenAI-compatible route."""
+        which = f"check {self.url}" if self.role else "check the base URL"
+        return (
+            f"{which}: an OpenAI-compatible one ends where /models and /chat/completions are "
+            "(most end in /v1)"
+        )
 
 
 DEFAULT_SET_BY = SetBy()
@@ -76,18 +95,14 @@ def status_error(
     """The error for an HTTP status that retrying did not (or could not) cure."""
     status, detail = e.status_code, error_message(e)
     if status in (401, 403):
-        return ModelRefused(
-            f"{base_url} refused the API key ({status}: {detail})",
-            f"check {set_by.key}; it must be a valid key for this endpoint",
-        )
+        what = "refused a request sent without a key" if set_by.unsent else "refused the API key"
+        return ModelRefused(f"{base_url} {what} ({status}: {detail})", set_by.key_fix())
     if status == 404 and "model" not in detail.lower() and model.lower() not in detail.lower():
         # Not a word of a model: the address itself is not there (a base URL without its
         # /v1, or with it twice), as vLLM's {"detail": "Not Found"} or Ollama's "404 page
         # not found" say.
         return ModelRefused(
-            f"{e.request.url} was not found ({status}: {detail})",
-            "check the base URL: an OpenAI-compatible one ends where /models and "
-            "/chat/completions are (most end in /v1)",
+            f"{e.request.url} was not found ({status}: {detail})", set_by.address_fix()
         )
     if status == 404:
         return ModelRefused(
@@ -101,6 +116,11 @@ def status_error(
             f"{base_url} refused a request{size} as too large ({status}: {detail})",
             "raise the body limit of the server or of the proxy in front of it (nginx: "
             "client_max_body_size), or set a smaller context_window",
+        )
+    if out_of_quota(e) and set_by.unsent:
+        return ModelRefused(
+            f"{base_url} says a request sent without a key has no quota ({status}: {detail})",
+            set_by.key_fix(),
         )
     if out_of_quota(e):
         return ModelRefused(
@@ -163,8 +183,7 @@ def convert(
         if wrong:
             return ModelError(
                 f"{where} {base_url} answers, but {wrong}",
-                "check the base URL: an OpenAI-compatible one ends where /models and "
-                "/chat/completions are (most end in /v1), and the server answers there itself",
+                f"{set_by.address_fix()}, and the server answers there itself",
             )
         proxy = proxy_for(base_url)
         if proxy:
