@@ -276,20 +276,26 @@ def test_a_run_saved_before_its_origins_were_recorded_carries_no_endpoint_past_l
     tmp_path,
 ):
     from agent_cli.agent.run.store import RunStartedWith
-    from agent_cli.cli.config.carried import carried
+    from agent_cli.cli.config.carried import Carried, carried
 
     repo = make_repo(tmp_path / "repo")
     env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
+
+    def now() -> Settings:  # what the user sets now: nothing but the repository's file
+        return load_settings(repo, {}, env=env, user_rc=tmp_path / "no-agentrc")
+
     saved = RunStartedWith(base_url="http://their.example/v1", model="m", max_steps=7)
     assert saved.from_repo is None  # as a state file of an older version reads
     # no .agentrc: nothing can have come from one
-    assert carried(saved, {}, repo, env) == (saved.flags(), [])
+    assert carried(saved, now(), repo, env) == Carried(saved.flags())
     (repo / ".agentrc").write_text('model = "m"\n')
-    kept, dropped = carried(saved, {}, repo, env)  # not trusted: every endpoint and model goes
-    assert dropped == ["base_url", "model"] and kept == {"max_steps": 7}
-    trust.record(repo, env)
-    assert carried(saved, {}, repo, env) == (saved.flags(), [])
+    taken = carried(saved, now(), repo, env)  # not trusted: every endpoint and model goes
+    assert taken == Carried({"max_steps": 7}, dropped=["base_url", "model"])
+    trust.record(repo, env)  # trusted: the file's model is the saved one, the rest is carried
+    assert carried(saved, now(), repo, env) == Carried(
+        {"base_url": "http://their.example/v1", "max_steps": 7}
+    )
     recorded = RunStartedWith(model="m", from_repo=[])  # a flag's, recorded as such
-    (repo / ".agentrc").write_text('model = "changed"\n')
-    assert carried(recorded, {}, repo, env) == ({"model": "m"}, [])
+    (repo / ".agentrc").write_text('model = "changed"\n')  # not trusted since it changed
+    assert carried(recorded, now(), repo, env) == Carried({"model": "m"})
     assert "from_repo" not in recorded.flags()

@@ -537,23 +537,26 @@ def run_settings(
 ) -> tuple[Settings, RunStartedWith]:
     """The run's settings, and the endpoint, models and limits among them to save with it.
 
-    A resumed run takes what it was started with where no flag is given now: the saved
-    values came from the user at the start, so they count as flags (checked like them)."""
+    A resumed run takes what it was started with where the user sets no other value now
+    (`carried.py`): the saved values came from the user at the start, so they count as flags
+    (checked like them)."""
     flags, saved = dict(opts.flags), RunStartedWith()
-    carried: dict[str, Any] = {}
+    taken = carrying.Carried()
     if resumed is not None:
         saved = resumed.record.started_with
-        carried, dropped = carrying.carried(saved, flags, repo)
-        flags.update(carried)
-        if dropped:
-            names = ", ".join(roles.shown_name(k) for k in dropped)
+        taken = carrying.carried(saved, load_settings(repo, flags), repo)
+        if taken.dropped:
+            names = ", ".join(roles.shown_name(k) for k in taken.dropped)
             console.emit(
                 Notice(
                     text=f"{names} saved with the run came from {repo / '.agentrc'}, which is "
                     "not trusted now: not used (`agent trust` in the repository uses them again)"
                 )
             )
-    settings = settings_for(repo, **flags)
+        for change in taken.changed:
+            console.emit(Notice(text=change.notice()))
+    carried = taken.flags
+    settings = settings_for(repo, **{**flags, **carried})
     started = RunStartedWith(
         base_url=settings.base_url,
         model=settings.model,
@@ -566,10 +569,12 @@ def run_settings(
     )
     if carried:
         names = ", ".join(roles.shown_name(k) for k in sorted(carried))
+        how = "with" if taken.changed else "as it was started with"
         console.emit(
             Notice(
-                text=f"the run goes on as it was started with {started.describe()} "
-                f"({names} saved with it; a flag given now changes it)"
+                text=f"the run goes on {how} {started.describe()} ({names} saved with it; "
+                "a value you set now, as a flag, in the environment or in an .agentrc, takes "
+                "the place of a saved one)"
             )
         )
     return settings, started

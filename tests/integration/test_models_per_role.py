@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from conftest import DOCTOR_REPLIES, git
@@ -288,6 +290,47 @@ def test_a_roles_refused_key_or_unknown_model_names_the_roles_own_setting(
     assert done.returncode == 1, done.stdout + done.stderr
     assert "model 'exec-modle' was not found" in done.stdout
     assert "then set executor_model" in done.stdout and "--model" not in done.stdout
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"  # bound, then closed: nothing listens there
+
+
+@pytest.mark.parametrize("wrong", ["executor_base_url", "executor_model"])
+def test_a_resume_takes_the_roles_setting_its_error_asked_to_fix(
+    agent_in_process, fake_server, tmp_path, wrong
+):
+    repo = repo_with(tmp_path / "repo")
+    planner = fake_server([plan(task()), call("submit_facts", facts=[])], models=("plan-model",))
+    executor = fake_server([make_done(), finish("made done.txt")], models=("exec-model",))
+    right = {"executor_base_url": executor.url, "executor_model": "exec-model"}
+    bad = {**right, wrong: _closed_port_url() if wrong == "executor_base_url" else "exec-modle"}
+    env = {"AGENT_BASE_URL": planner.url, "AGENT_MODEL": "plan-model"}
+    env_of = {f"AGENT_{k.upper()}": v for k, v in bad.items()}
+    first = agent_in_process(
+        "run", "Create done.txt", "--yes", "--json", cwd=repo, env={**env, **env_of}
+    )
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert wrong in events(first.stdout)[-1]["message"]  # the error names the setting to fix
+    # the user fixes it where they keep their settings, and resumes
+    rc = tmp_path / "user.agentrc"
+    rc.write_text(f'{wrong} = "{right[wrong]}"\n')
+    kept = {k: v for k, v in env_of.items() if k != f"AGENT_{wrong.upper()}"}
+    resumed = agent_in_process(
+        "run", "--resume", "--yes", "--json", cwd=repo, env={**env, **kept, "AGENT_RC": str(rc)}
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert [r["model"] for r in executor.chat_requests][-2:] == ["exec-model", "exec-model"]
+    notices = [e["text"] for e in events(resumed.stdout) if e["event"] == "notice"]
+    assert (
+        f"{wrong}: {right[wrong]} from {rc}, in place of the {bad[wrong]} the run was started with"
+        in notices
+    )
+    assert not any("a flag given now" in n for n in notices)
+    assert read_state(repo)["started_with"][wrong] == right[wrong]  # and for the next resume
 
 
 def test_a_key_refused_by_a_role_at_a_second_local_server_names_its_key_setting(

@@ -1,22 +1,30 @@
 """What a resumed run carries over from its start, under the trust rules.
 
-A resumed run takes the endpoints, models and limits it was started with as if they were
-flags given again (`RunStartedWith`). A value that the repository's `.agentrc` gave while the
-user trusted it is carried only while that trust holds: after `agent trust --revoke`, or once
-the file changed since it was trusted, a resume does not send the code and the API key to the
-endpoint the file named, and says so. The keys each run took from the file are saved with it
-(`from_repo`); for a run saved before they were, every endpoint and model is taken as the
-file's when the repository has an `.agentrc`.
+A resumed run takes the endpoints, models and limits it was started with (`RunStartedWith`)
+as if they were flags given again, except where the user sets a different value now: a flag,
+the environment, their own `~/.agentrc`, or the repository's `.agentrc` while it is trusted
+(`Settings.sources` says which gave each value). That value takes the saved one's place, and
+is said (`Changed`); a value left at its default never does. So a fix that an error asked for
+(`check executor_base_url`) reaches the run it stopped.
+
+A value that the repository's `.agentrc` gave while the user trusted it is carried only while
+that trust holds: after `agent trust --revoke`, or once the file changed since it was trusted,
+a resume does not send the code and the API key to the endpoint the file named, and says so.
+The keys each run took from the file are saved with it (`from_repo`); for a run saved before
+they were, every endpoint and model is taken as the file's when the repository has an
+`.agentrc`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent_cli.agent.run.store import RunStartedWith
 from agent_cli.cli.config import repo_keys, trust
 from agent_cli.cli.config.settings import Settings
+from agent_cli.core.redact import mask_url_credentials
 
 # the saved values a repository's file may only set when trusted: endpoints and models
 TRUSTED_KEYS = tuple(
@@ -26,16 +34,69 @@ TRUSTED_KEYS = tuple(
 )
 
 
+@dataclass(frozen=True)
+class Changed:
+    """A saved value the user set differently now: the key, both values, and where from."""
+
+    key: str
+    saved: Any
+    now: Any
+    source: str  # as `Settings.sources` names it: "flag", "env AGENT_MODEL", a file's path
+
+    def notice(self) -> str:
+        """`executor_base_url: http://… from AGENT_EXECUTOR_BASE_URL, in place of the
+        http://… the run was started with`."""
+        origin = self.source.removeprefix("env ") if self.source != "flag" else "a flag"
+        return (
+            f"{self.key}: {_shown(self.now)} from {origin}, in place of the "
+            f"{_shown(self.saved)} the run was started with"
+        )
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What a resume takes from the saved values."""
+
+    flags: dict[str, Any] = field(default_factory=dict)  # saved values taken as flags
+    dropped: list[str] = field(default_factory=list)  # from the file, which is not trusted now
+    changed: list[Changed] = field(default_factory=list)  # replaced by what the user set now
+
+
 def carried(
-    saved: RunStartedWith, given: dict[str, Any], repo: Path, env: dict[str, str] | None = None
-) -> tuple[dict[str, Any], list[str]]:
-    """The saved values a resume takes as flags (none where a flag is given now), and the keys
-    left out because the repository's `.agentrc` gave them and is not trusted now."""
-    out = {k: v for k, v in saved.flags().items() if given.get(k) is None}
-    if trust.status(repo, env) == "trusted":
-        return out, []
-    dropped = sorted(k for k in out if k in _maybe_from_file(saved, repo))
-    return {k: v for k, v in out.items() if k not in dropped}, dropped
+    saved: RunStartedWith, now: Settings, repo: Path, env: dict[str, str] | None = None
+) -> Carried:
+    """The saved values a resume takes as flags, given `now`, the settings read without them:
+    none where the user sets a different value now (`Changed`) or the same one, and none that
+    the repository's `.agentrc` gave when it is not trusted now (`dropped`)."""
+    trusted = trust.status(repo, env) == "trusted"
+    from_file = set() if trusted else _maybe_from_file(saved, repo)
+    out: dict[str, Any] = {}
+    dropped, changed = [], []
+    for key, value in saved.flags().items():
+        source = now.sources.get(key, "default")
+        if key in from_file and source != "flag":
+            dropped.append(key)
+        elif not _users(source, repo, trusted):
+            out[key] = value
+        elif getattr(now, key) != value:
+            changed.append(Changed(key, value, getattr(now, key), source))
+    return Carried(out, sorted(dropped), changed)
+
+
+def _users(source: str, repo: Path, trusted: bool) -> bool:
+    """Whether a value from `source` is one the user sets now: a flag, the environment, their
+    own file, the repository's only while it is trusted (an untrusted one may set a limit
+    lower than the default, never one in place of the run's own)."""
+    if source == "default":
+        return False
+    return trusted or source != str(repo / ".agentrc")
+
+
+def _shown(value: Any) -> str:
+    """A saved or current value in a notice: an address with any credentials masked."""
+    if value is None:
+        return "none (the shared value)"
+    return mask_url_credentials(str(value))
 
 
 def from_repo(
