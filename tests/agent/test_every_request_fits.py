@@ -248,3 +248,36 @@ def test_a_verdict_request_over_a_window_the_server_hides_is_cut_and_asked_again
     assert verdict.passed, verdict.reason
     sizes = [prompt_tokens(r) for r in srv.chat_requests]
     assert len(sizes) == 2 and sizes[0] > 3000 >= sizes[1]
+
+
+def test_the_verdict_request_fits_the_smallest_window_of_the_roles(
+    agent_in_process, fake_server, tmp_path
+):
+    # The planner's server says 4,096 tokens; the verifier's says nothing (128,000 by the
+    # setting): its verdict on a long diff is fitted to the planner's window all the same.
+    repo = repo_with(tmp_path / "repo")
+    body = "".join(f"value_{i} = {i} * 2  # a line of the change\n" for i in range(3000))
+    judged = {"goal": "Write values.py", "acceptance": "values.py defines 3000 values"}
+    planner = fake_server([plan(judged)], models=("plan-model",), n_ctx=WINDOW)
+    executor = fake_server(
+        [call("write_file", path="values.py", content=body), finish("wrote values.py")],
+        models=("exec-model",),
+    )
+    verdict = {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "all 3000"}}
+    verifier = fake_server([verdict], models=("verify-model",))
+    env = {
+        "AGENT_BASE_URL": planner.url,
+        "AGENT_MODEL": "plan-model",
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_MODEL": "exec-model",
+        "AGENT_VERIFIER_BASE_URL": verifier.url,
+        "AGENT_VERIFIER_MODEL": "verify-model",
+    }
+    proc = agent_in_process("run", "Write values.py", "--yes", cwd=repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (asked,) = verifier.chat_requests
+    assert prompt_tokens(asked) <= WINDOW
+    changes = next(m["content"] for m in asked["messages"] if "Changes:" in str(m["content"]))
+    assert "value_0 = 0" in changes and changes.endswith(NOTE)  # the diff's head, cut, said
+    _fits(planner)
+    _fits(executor)

@@ -73,6 +73,7 @@ def _judge(
         criteria=rt.state.success_criteria,
         log=rt.log,
         root=ws.root,
+        window=rt.limits.window(),
     )
 
 

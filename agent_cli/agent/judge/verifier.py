@@ -19,6 +19,7 @@ from typing import Literal
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.structured import Failure, Form, Log, ask
+from agent_cli.agent.ask.window import Window
 from agent_cli.agent.judge.acceptance import missing
 from agent_cli.agent.judge.ran import cut_short, no_test_passed
 from agent_cli.core import fences
@@ -81,8 +82,11 @@ def judge_with_model(
     goal: str,
     criteria: str = "",
     log: Log | None = None,
+    window: Window | None = None,
 ) -> Verdict:
-    """A model's verdict on the evidence; anything but a valid `pass` is a fail."""
+    """A model's verdict on the evidence; anything but a valid `pass` is a fail. The request
+    is fitted to `window` (the smallest of the roles') and to the model's own: a diff that
+    does not fit is cut from its end, and says so."""
     messages = Request(
         system=prompts.load("verifier"),
         goal=goal,
@@ -90,8 +94,8 @@ def judge_with_model(
         f"Success criteria of the whole plan: {criteria.strip() or '-'}",
         context=f"Changes:\n{fences.tool_output('git_diff', evidence)}",
         goal_header="GOAL of the whole run (unchanged):",
-    ).messages()
-    got = ask(model, messages, VERDICT, log=log)
+    ).fitted([VERDICT_TOOL], window)
+    got = ask(model, messages, VERDICT, log=log, window=window)
     if isinstance(got, Failure):  # why is in the trajectory, with the replies
         return Verdict(passed=False, judge="model", reason="the verifier's verdict was unparseable")
     said = got.value
@@ -113,8 +117,9 @@ def verify(
     criteria: str = "",
     log: Log | None = None,
     root: Path | None = None,
+    window: Window | None = None,
 ) -> Verdict:
-    """Judge one attempt at `task`.
+    """Judge one attempt at `task`; a model's verdict is asked within `window`.
 
     The task's own command is checked against the command policy again before it runs; a
     refused one, or one whose program does not exist (exit 127, and the program is on neither
@@ -143,7 +148,7 @@ def verify(
     if accept_cmds:
         return run_acceptance(list(accept_cmds), run_argv)
     if task.acceptance.strip() and model is not None:
-        return judge_with_model(model, task, evidence(), goal, criteria, log)
+        return judge_with_model(model, task, evidence(), goal, criteria, log, window)
     return Verdict(
         passed=False,
         judge="none",
