@@ -291,9 +291,9 @@ def test_a_run_saved_before_its_origins_were_recorded_carries_no_endpoint_past_l
     (repo / ".agentrc").write_text('model = "m"\n')
     taken = carried(saved, now(), repo, env)  # not trusted: every endpoint and model goes
     assert taken == Carried({"max_steps": 7}, dropped=["base_url", "model"])
-    trust.record(repo, env)  # trusted: the file's model is the saved one, the rest is carried
+    trust.record(repo, env)  # trusted: all carried (an older run's model may have been a flag)
     assert carried(saved, now(), repo, env) == Carried(
-        {"base_url": "http://their.example/v1", "max_steps": 7}
+        {"base_url": "http://their.example/v1", "model": "m", "max_steps": 7}
     )
     recorded = RunStartedWith(model="m", from_repo=[])  # a flag's, recorded as such
     (repo / ".agentrc").write_text('model = "changed"\n')  # not trusted since it changed

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agent_cli.agent.run.store import RunStartedWith
 from agent_cli.cli.config import trust
-from agent_cli.cli.config.carried import Carried, Changed, carried
+from agent_cli.cli.config.carried import Carried, Changed, carried, from_flags
 from agent_cli.cli.config.settings import Settings, load_settings
 from conftest import make_repo
 
@@ -56,7 +56,7 @@ def test_a_flag_and_a_limit_replace_theirs_said_as_such(tmp_path):
     assert [c.notice() for c in taken.changed] == [
         "max_steps: 9 from a flag, in place of the 50 the run was started with"
     ]
-    assert "model" not in taken.flags  # the same value set now: nothing to say
+    assert taken.flags["model"] == "m"  # the same value set now: nothing to say
 
 
 def test_a_value_left_at_its_default_never_replaces_a_saved_one(tmp_path):
@@ -67,7 +67,7 @@ def test_a_value_left_at_its_default_never_replaces_a_saved_one(tmp_path):
 
 def test_a_repository_file_replaces_a_saved_value_only_while_it_is_trusted(tmp_path):
     repo = make_repo(tmp_path / "repo")
-    saved = RunStartedWith(base_url=OLD, max_steps=50, budget_usd=1.0, from_repo=[])
+    saved = RunStartedWith(base_url=OLD, max_steps=50, budget_usd=1.0, from_repo=[], from_flags=[])
     (repo / ".agentrc").write_text(f'base_url = "{NEW}"\nbudget_usd = 3.0\n')
     env = {"AGENT_TRUST_FILE": str(tmp_path / "trusted.json")}
     # untrusted: its endpoint is not read, and a limit of its own does not replace the run's
@@ -85,3 +85,29 @@ def test_a_role_unset_now_goes_back_to_the_shared_value_and_an_address_is_shown_
     (change,) = taken.changed
     assert change.now is None and "none (the shared value)" in change.notice()
     assert "sk-secret-0123456789" not in change.notice() and "api_key=***" in change.notice()
+
+
+def test_a_value_the_run_was_given_as_a_flag_gives_way_only_to_a_flag(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    rc = 'model = "from-rc"\nmax_steps = 7\nexecutor_model = "exec-rc"\n'
+    saved = RunStartedWith(model="m", max_steps=50, executor_model="exec", from_flags=["model"])
+    taken = carried(saved, now(repo, user_rc=rc), repo)
+    assert taken.flags == {"model": "m"}  # --model at the start beats the file, as it did then
+    assert [(c.key, c.now) for c in taken.changed] == [
+        ("max_steps", 7),
+        ("executor_model", "exec-rc"),
+    ]
+    taken = carried(saved, now(repo, flags={"model": "flagged"}, user_rc=rc), repo)
+    assert [c.key for c in taken.changed] == ["model", "max_steps", "executor_model"]
+    # a run saved before flags were recorded: any value agent run has a flag for stays
+    old = RunStartedWith(model="m", max_steps=50, executor_model="exec")
+    taken = carried(old, now(repo, user_rc=rc), repo)
+    assert taken.flags == {"model": "m", "max_steps": 50}
+    assert [c.key for c in taken.changed] == ["executor_model"]
+
+
+def test_the_flags_of_a_run_are_those_given_now_and_those_carried_that_were_flags():
+    saved = RunStartedWith(model="m", max_steps=50, budget_usd=1.0, from_flags=["model"])
+    kept = {"model": "m", "max_steps": 50}
+    given = {"budget_usd": 2.0, "base_url": None, "approval": "auto"}
+    assert from_flags(given, saved, kept) == ["budget_usd", "model"]

@@ -566,6 +566,7 @@ def run_settings(
         budget_usd=settings.budget_usd,
         **roles.started_with(settings),
         from_repo=carrying.from_repo(settings, repo, saved, carried),
+        from_flags=carrying.from_flags(flags, saved, carried),
     )
     if carried:
         names = ", ".join(roles.shown_name(k) for k in sorted(carried))

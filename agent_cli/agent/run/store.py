@@ -107,6 +107,9 @@ class RunStartedWith(BaseModel):
     # which of these the repository's .agentrc gave (None: saved before it was recorded); a
     # resume carries those only while the file is trusted (cli/config/carried.py)
     from_repo: list[str] | None = None
+    # which of these were flags of the command that started the run, or of the last resume
+    # (None: saved before it was recorded); a setting does not replace those, a flag does
+    from_flags: list[str] | None = None
 
     @field_validator("base_url", "planner_base_url", "executor_base_url", "verifier_base_url")
     @classmethod
@@ -121,7 +124,7 @@ class RunStartedWith(BaseModel):
 
     def flags(self) -> dict[str, Any]:
         """The saved values as command-line flags (those recorded)."""
-        return self.model_dump(exclude={"from_repo"})
+        return self.model_dump(exclude={"from_repo", "from_flags"})
 
     def describe(self) -> str:
         """`model local at http://127.0.0.1:8080/v1`, or "" when nothing was recorded."""

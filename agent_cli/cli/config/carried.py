@@ -5,7 +5,9 @@ as if they were flags given again, except where the user sets a different value 
 the environment, their own `~/.agentrc`, or the repository's `.agentrc` while it is trusted
 (`Settings.sources` says which gave each value). That value takes the saved one's place, and
 is said (`Changed`); a value left at its default never does. So a fix that an error asked for
-(`check executor_base_url`) reaches the run it stopped.
+(`check executor_base_url`) reaches the run it stopped. A value the run was given as a flag
+(saved as `from_flags`) gives way only to a flag, as it did when the run started: a model
+chosen with `--model` is not replaced by the one `~/.agentrc` names.
 
 A value that the repository's `.agentrc` gave while the user trusted it is carried only while
 that trust holds: after `agent trust --revoke`, or once the file changed since it was trusted,
@@ -32,6 +34,10 @@ TRUSTED_KEYS = tuple(
     for key in RunStartedWith.model_fields
     if key in repo_keys.RULES and repo_keys.RULES[key].kind == "trust"
 )
+
+
+# the saved values `agent run` has a flag for (commands/run_command.py)
+RUN_FLAGS = ("base_url", "model", "max_steps", "budget_usd")
 
 
 @dataclass(frozen=True)
@@ -70,17 +76,31 @@ def carried(
     the repository's `.agentrc` gave when it is not trusted now (`dropped`)."""
     trusted = trust.status(repo, env) == "trusted"
     from_file = set() if trusted else _maybe_from_file(saved, repo)
+    flagged = _maybe_flagged(saved)
     out: dict[str, Any] = {}
     dropped, changed = [], []
     for key, value in saved.flags().items():
         source = now.sources.get(key, "default")
         if key in from_file and source != "flag":
             dropped.append(key)
-        elif not _users(source, repo, trusted):
+        elif not _users(source, repo, trusted) or (key in flagged and source != "flag"):
             out[key] = value
         elif getattr(now, key) != value:
             changed.append(Changed(key, value, getattr(now, key), source))
     return Carried(out, sorted(dropped), changed)
+
+
+def from_flags(given: dict[str, Any], saved: RunStartedWith, kept: dict[str, Any]) -> list[str]:
+    """The keys of a run's saved values that were flags: those `given` now, and those carried
+    over (`kept`) that were flags before."""
+    now = {k for k, v in given.items() if v is not None and k in RunStartedWith.model_fields}
+    return sorted(now | (set(kept) & _maybe_flagged(saved)))
+
+
+def _maybe_flagged(saved: RunStartedWith) -> set[str]:
+    """The saved keys that may have been flags (for a run saved before they were recorded,
+    every one `agent run` has a flag for)."""
+    return set(saved.from_flags) if saved.from_flags is not None else set(RUN_FLAGS)
 
 
 def _users(source: str, repo: Path, trusted: bool) -> bool:
