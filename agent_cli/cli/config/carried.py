@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_cli.agent.run.store import RunStartedWith
+from agent_cli.cli import roles
 from agent_cli.cli.config import repo_keys, trust
 from agent_cli.cli.config.settings import Settings
 from agent_cli.core.redact import mask_url_credentials
@@ -34,10 +35,6 @@ TRUSTED_KEYS = tuple(
     for key in RunStartedWith.model_fields
     if key in repo_keys.RULES and repo_keys.RULES[key].kind == "trust"
 )
-
-
-# the saved values `agent run` has a flag for (commands/run_command.py)
-RUN_FLAGS = ("base_url", "model", "max_steps", "budget_usd")
 
 
 @dataclass(frozen=True)
@@ -100,7 +97,7 @@ def from_flags(given: dict[str, Any], saved: RunStartedWith, kept: dict[str, Any
 def _maybe_flagged(saved: RunStartedWith) -> set[str]:
     """The saved keys that may have been flags (for a run saved before they were recorded,
     every one `agent run` has a flag for)."""
-    return set(saved.from_flags) if saved.from_flags is not None else set(RUN_FLAGS)
+    return set(saved.from_flags) if saved.from_flags is not None else set(roles.RUN_FLAGS)
 
 
 def _users(source: str, repo: Path, trusted: bool) -> bool:
