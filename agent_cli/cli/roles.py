@@ -172,6 +172,15 @@ def narrowest_window(models: RoleModels) -> int | None:
     return min((w for m in models.distinct() if (w := m.context_window)), default=None)
 
 
+def whose_window(models: RoleModels, window: int) -> str:
+    """Whose context `window` is, for a notice: `the model's` when every role's model has it,
+    else `the planner's` (`the executor's and verifier's`), the smallest of the roles'."""
+    narrow = [role for role in ROLES if models.of(role).context_window == window]
+    if len(narrow) == len(ROLES):
+        return "the model's"
+    return f"the {' and '.join(narrow)}'s"
+
+
 def started_with(settings: Settings) -> dict[str, Any]:
     """The role endpoints and models set apart from `model` and `base_url`, to save with a run."""
     return {

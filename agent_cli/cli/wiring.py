@@ -214,8 +214,11 @@ class RetryNotice:
         )
 
 
-def fit_to_window(settings: Settings, window: int | None, console: Console) -> tuple[int, int]:
-    """Working-memory and tool-output token caps that fit the model's context `window`."""
+def fit_to_window(
+    settings: Settings, window: int | None, console: Console, whose: str = "the model's"
+) -> tuple[int, int]:
+    """Working-memory and tool-output token caps that fit the model's context `window`
+    (`whose` it is, as a notice says it: the model's, or the smallest of the roles')."""
     from agent_cli.llm.server.info import fit_window
 
     wanted = (settings.memory_max_tokens, settings.tool_output_max_tokens)
@@ -225,8 +228,9 @@ def fit_to_window(settings: Settings, window: int | None, console: Console) -> t
     if (memory, tool_output) != wanted:
         console.emit(
             Notice(
-                text=f"the model's context window is {window:,} tokens: working "
-                f"memory {memory:,} and tool output {tool_output:,} tokens"
+                text=f"{whose} context window is {window:,} tokens"
+                + (", the smallest of the roles'" if whose != "the model's" else "")
+                + f": working memory {memory:,} and tool output {tool_output:,} tokens"
             )
         )
     return memory, tool_output
@@ -635,7 +639,8 @@ def _execute(
         models = build_models(settings, opts, console, secrets)
         approve = check_approval(settings, opts)
         found = roles.narrowest_window(models)  # learned from the servers when they say
-        memory_tokens, tool_tokens = fit_to_window(settings, found, console)
+        whose = roles.whose_window(models, found) if found else "the model's"
+        memory_tokens, tool_tokens = fit_to_window(settings, found, console, whose)
         # the servers' own window when they report one, else the setting
         window = found or settings.context_window
         held_to = as_began(workspace, store, run_id)

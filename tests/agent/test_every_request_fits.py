@@ -275,6 +275,10 @@ def test_the_verdict_request_fits_the_smallest_window_of_the_roles(
     }
     proc = agent_in_process("run", "Write values.py", "--yes", cwd=repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # whose window it is: the planner's alone, the smallest of the roles'
+    assert "the planner's context window is 4,096 tokens, the smallest of the roles'" in (
+        " ".join(proc.stdout.split())
+    ), proc.stdout
     (asked,) = verifier.chat_requests
     assert prompt_tokens(asked) <= WINDOW
     changes = next(m["content"] for m in asked["messages"] if "Changes:" in str(m["content"]))
