@@ -156,12 +156,20 @@ def set_apart(settings: Settings) -> bool:
     return len(distinct(settings)) > 1
 
 
-def build(settings: Settings, make: Callable[[Endpoint, str | None], ChatModel]) -> RoleModels:
-    """Each role's model: `make(endpoint, key)` once per distinct endpoint."""
+def build(
+    settings: Settings,
+    make: Callable[[Endpoint, str | None], ChatModel],
+    used: tuple[Role, ...] = ROLES,
+) -> RoleModels:
+    """Each role's model: `make(endpoint, key)` once per distinct endpoint. Only the `used`
+    roles' endpoints are made (a plan-only run asks the planner alone, so an executor's key
+    that is not set stops nothing); another role is given the first used role's model."""
     made: dict[tuple[str, str, str], ChatModel] = {}
     for ep, roles in distinct(settings):
-        made[ep.ident] = make(ep, api_key(settings, roles[0], ep))
-    planner, executor, verifier = (made[endpoint(settings, role).ident] for role in ROLES)
+        if any(role in used for role in roles):
+            made[ep.ident] = make(ep, api_key(settings, roles[0], ep))
+    first = made[endpoint(settings, used[0]).ident]
+    planner, executor, verifier = (made.get(endpoint(settings, r).ident, first) for r in ROLES)
     return RoleModels(planner=planner, executor=executor, verifier=verifier)
 
 

@@ -26,7 +26,7 @@ from agent_cli.agent.adapt.escalate import Answer
 from agent_cli.agent.attempt.runtime import Limits
 from agent_cli.agent.attempt.toolbox import Toolbox
 from agent_cli.agent.run.live import checkout_lock
-from agent_cli.agent.run.roles import RoleModels
+from agent_cli.agent.run.roles import ROLES, RoleModels
 from agent_cli.agent.run.session import RunConfig, Services, Session
 from agent_cli.agent.run.store import RunRecord, RunStartedWith, RunStore
 from agent_cli.cli import roles
@@ -177,7 +177,9 @@ def build_models(
     if opts.replay:
         return RoleModels.one(build_model(settings, opts, console, secrets=secrets))
     return roles.build(
-        settings, lambda ep, key: build_model(settings, opts, console, ep, key, secrets)
+        settings,
+        lambda ep, key: build_model(settings, opts, console, ep, key, secrets),
+        ("planner",) if opts.plan_only else ROLES,
     )
 
 

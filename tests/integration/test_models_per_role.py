@@ -355,3 +355,25 @@ def test_a_key_refused_by_a_role_at_a_second_local_server_names_its_key_setting(
         assert "refused a request sent without a key (401" in said, said
         assert "set executor_api_key_env to the name of the variable" in said
         assert "OPENAI_API_KEY" not in said
+
+
+def test_a_plan_only_run_needs_no_key_of_a_role_it_does_not_ask(
+    agent_in_process, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    planner = fake_server([plan(task())], models=("plan-model",))
+    executor = fake_server([], models=("exec-model",))
+    env = {
+        "AGENT_BASE_URL": planner.url,
+        "AGENT_MODEL": "plan-model",
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_MODEL": "exec-model",
+        "AGENT_EXECUTOR_API_KEY_ENV": "EXECUTOR_KEY_NOT_SET",
+    }
+    proc = agent_in_process("run", "Create done.txt", "--plan-only", cwd=repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(planner.chat_requests) == 1 and executor.requests == []
+    assert "EXECUTOR_KEY_NOT_SET" not in proc.stdout + proc.stderr
+    # the run itself asks the executor: the key it names is needed then, and said
+    proc = agent_in_process("run", "Create done.txt", "--yes", cwd=repo, env=env)
+    assert proc.returncode != 0 and "EXECUTOR_KEY_NOT_SET" in proc.stdout + proc.stderr
