@@ -3,6 +3,7 @@ writes the whole response to each request (GET or POST), whose body has been rea
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +13,22 @@ from typing import Any
 import pytest
 
 Answer = Callable[[BaseHTTPRequestHandler], None]
+TENANT = "/api/v2/tenants/default_tenant"
+# What the probe and chromadb's client ask while the client is made, and Chroma's answers.
+CHROMA_OPENING = {
+    "/api/v2/heartbeat": {"nanosecond heartbeat": 1},
+    f"{TENANT}/databases/default_database": {
+        "id": "00000000-0000-0000-0000-000000000001",
+        "name": "default_database",
+        "tenant": "default_tenant",
+    },
+    "/api/v2/auth/identity": {
+        "user_id": "",
+        "tenant": "default_tenant",
+        "databases": ["default_database"],
+    },
+    TENANT: {"name": "default_tenant"},
+}
 
 
 @pytest.fixture
@@ -80,5 +97,19 @@ def trickled(body: bytes, pause_s: float) -> Answer:
                 time.sleep(pause_s)
         except OSError:
             pass  # the client hung up
+
+    return answer
+
+
+def chroma_until_opened(rest: Answer) -> Answer:
+    """Chroma's answers to what is asked until chromadb's client is made (`CHROMA_OPENING`);
+    `rest` answers every later request (the collections')."""
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        body = CHROMA_OPENING.get(handler.path.split("?")[0])
+        if body is None:
+            rest(handler)
+        else:
+            send(handler, json.dumps(body), "application/json")
 
     return answer

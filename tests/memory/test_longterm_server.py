@@ -253,3 +253,62 @@ def test_a_collection_gone_again_keeps_the_write_in_the_outbox(
     kept = [json.loads(line)["op"] for line in outbox.path.read_text().splitlines()]
     assert kept == ["add_fact", "curate"]
     assert len(notices) == 1 and "does not exist" in notices[0] and "\n" not in notices[0]
+
+
+class GatewayProxy(TokenProxy):
+    """A proxy in front of a Chroma server that, once `down` is set, answers every request
+    with its own 502 page, as nginx does when its backend is gone."""
+
+    down = False
+
+    def _handle(self, request) -> None:
+        if not self.down:
+            return super()._handle(request)
+        request.rfile.read(int(request.headers.get("Content-Length") or 0))
+        page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+        request.send_response(502)
+        request.send_header("Content-Type", "text/html")
+        request.send_header("Content-Length", str(len(page)))
+        request.end_headers()
+        request.wfile.write(page)
+
+
+def test_a_server_answering_error_pages_midway_keeps_the_writes_in_the_outbox(
+    chroma_server, chroma_database, tmp_path
+):
+    from agent_cli.memory.longterm.write.outbox import Outbox
+
+    proxy = GatewayProxy(chroma_server.url, "tok").start()
+    server = ChromaServer(proxy.url, database=chroma_database, token="tok")
+    opened: list[LongTermMemory] = []
+
+    def fallback(notices: list[str]) -> FallbackLongTerm:
+        outbox = Outbox(tmp_path / "memory-outbox.jsonl", str(server))
+        return FallbackLongTerm(
+            lambda: opened.append(LongTermMemory(server, HashEmbedder())) or opened[-1],
+            notices.append,
+            outbox=outbox,
+        )
+
+    notices: list[str] = []
+    try:
+        run = fallback(notices)
+        run.add_fact("The API listens on port 8080", "harness")  # the server answers
+        proxy.down = True  # its backend is gone: the proxy's own page from now on
+        run.add_episode(episode("20250314-090000-eeee", "Move the API to port 9090"))
+        run.add_fact("Releases are tagged vMAJOR.MINOR", "harness")
+        proxy.down = False
+        later: list[str] = []
+        fallback(later).add_fact("The next run learned this", "harness")
+        found = opened[-1].recall("how are releases tagged, moving the API port")
+    finally:
+        for mem in opened:
+            mem.close()
+        proxy.stop()
+    assert len(notices) == 1 and "goes on without it" in notices[0], notices
+    assert "HTTP 502 Bad Gateway" in notices[0] and "<" not in notices[0]
+    assert later == [
+        "long-term memory: sent 2 write(s) kept by an earlier run while it was unreachable"
+    ]
+    assert {r.id for r in found} >= {"20250314-090000-eeee"}
+    assert "Releases are tagged vMAJOR.MINOR" in {r.text for r in found}

@@ -14,23 +14,8 @@ from agent_cli.memory.longterm.fallback import FallbackLongTerm
 from agent_cli.memory.longterm.lazy import LazyLongTermMemory
 from agent_cli.memory.longterm.place import ChromaServer
 from embedkit import HashEmbedder
-
-TENANT = "/api/v2/tenants/default_tenant"
-# What the probe and chromadb's client ask while the client is made, and Chroma's answers.
-ANSWERS = {
-    "/api/v2/heartbeat": {"nanosecond heartbeat": 1},
-    f"{TENANT}/databases/default_database": {
-        "id": "00000000-0000-0000-0000-000000000001",
-        "name": "default_database",
-        "tenant": "default_tenant",
-    },
-    "/api/v2/auth/identity": {
-        "user_id": "",
-        "tenant": "default_tenant",
-        "databases": ["default_database"],
-    },
-    TENANT: {"name": "default_tenant"},
-}
+from httpkit import CHROMA_OPENING as ANSWERS
+from httpkit import TENANT
 
 
 class StopsAnswering:

@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
@@ -203,6 +204,39 @@ class CollectionGone(StorageError):
     collection of that name is to be looked up again."""
 
 
+def _of(e: object, module: str) -> bool:
+    """Whether `e` is an error of `module` (named without importing it)."""
+    return type(e).__module__.split(".")[0] == module
+
+
+def not_chromas(e: BaseException) -> str:
+    """What a server answered, in a few words, when `e` is how chromadb's client reports an
+    answer that is not Chroma's ("" for any other error).
+
+    Chroma's own errors come as chromadb's error types. An error answer whose body is not
+    Chroma's JSON (a proxy's 502 page, another web server's 404) comes as a plain Exception
+    that holds the whole body, raised while chromadb handles httpx's HTTPStatusError
+    (`BaseHTTPClient._raise_chroma_error`), so httpx's error is its context; a success answer
+    that is not JSON comes as orjson's JSONDecodeError.
+    """
+    context = e.__context__
+    if type(e) is Exception and _of(context, "httpx"):
+        status = getattr(getattr(context, "response", None), "status_code", None)
+        if type(context).__name__ == "HTTPStatusError" and isinstance(status, int):
+            return f"{_status(status)} with a body that is not Chroma's"
+    if _of(e, "orjson") and isinstance(e, ValueError):
+        return "a body that is not JSON"
+    return ""
+
+
+def _status(code: int) -> str:
+    """`HTTP 502 Bad Gateway`: the status with its standard phrase (not the server's words)."""
+    try:
+        return f"HTTP {code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP {code}"
+
+
 def _gone(e: Exception) -> bool:
     """Whether `e` is the server's answer about a collection it does not have (any more)."""
     text = str(e)
@@ -225,6 +259,13 @@ def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> Stor
                 "somewhere writable and point AGENT_HOME at the copy"
             )
         return StorageError(f"memory store at {where}: {action} failed: {e}", hint)
+    answer = not_chromas(e)
+    if answer:  # a proxy whose backend is down, another program on the port: as if it were down
+        return MemoryUnavailable(
+            f"memory server {where.url}: {action} failed: it answered {answer}",
+            "check that the Chroma server (and any proxy in front of it) is running, "
+            "or unset memory_url",
+        )
     if type(e).__module__.startswith("httpx") or "could not connect" in str(e).lower():
         return MemoryUnavailable(
             f"memory server {where.url}: {action} failed: {e or type(e).__name__}",

@@ -19,7 +19,12 @@ from typing import Any, Protocol, TypeVar, cast
 from agent_cli.core.errors import AgentError, EmbedderMismatch
 from agent_cli.core.protocols import Embedder
 from agent_cli.core.redact import redact_all
-from agent_cli.memory.longterm.place import ChromaServer, IndexNotReady, storage_error
+from agent_cli.memory.longterm.place import (
+    ChromaServer,
+    IndexNotReady,
+    not_chromas,
+    storage_error,
+)
 
 Meta = dict[str, Any]  # one record's metadata: str, int, float or bool values
 Where = dict[str, Any]  # a Chroma `where` filter
@@ -95,13 +100,14 @@ class Store:
 
     @contextmanager
     def guard(self, action: str) -> Iterator[None]:
-        """Turn storage failures (sqlite, OS, chromadb, HTTP) into a StorageError naming the store."""
+        """Turn storage failures (sqlite, OS, chromadb, HTTP, a server's answer that is not
+        Chroma's) into a StorageError naming the store; any other error is ours, and passes."""
         try:
             if action in WRITES and self._before_write is not None:
                 self._before_write()
             yield
         except Exception as e:
-            vendor = type(e).__module__.split(".")[0] in _VENDORS
+            vendor = type(e).__module__.split(".")[0] in _VENDORS or bool(not_chromas(e))
             if isinstance(e, AgentError) or not (vendor or isinstance(e, _STORAGE_ERRORS)):
                 raise
             raise storage_error(self.path, action, e) from None
