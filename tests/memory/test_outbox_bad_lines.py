@@ -30,13 +30,13 @@ def test_bad_lines_are_set_aside_and_every_good_one_is_sent(tmp_path):
         f.write(b"\n".join(BAD) + b"\n")
     box.keep("add_fact", ("Second good fact about backoff", "harness"), {})
     with LongTermMemory(tmp_path / "chroma", HashEmbedder()) as store:
-        assert box.send(store) == 2
+        assert box.send(store).sent == 2
         assert store.counts()["facts"] == 2
     assert not path.exists()  # everything sent or set aside
     assert box.rejected_path.read_bytes().splitlines() == BAD
     # A later run finds nothing to resend and sets nothing aside twice.
     with LongTermMemory(tmp_path / "chroma", HashEmbedder()) as store:
-        assert Outbox(path, "store").send(store) == 0
+        assert Outbox(path, "store").send(store).sent == 0
     assert box.rejected_path.read_bytes().splitlines() == BAD
 
 
@@ -46,7 +46,7 @@ def test_bad_lines_are_set_aside_even_when_nothing_is_for_this_store(tmp_path):
     with path.open("ab") as f:
         f.write(BAD[0] + b"\n")
     with LongTermMemory(tmp_path / "chroma", HashEmbedder()) as store:
-        assert Outbox(path, "store").send(store) == 0
+        assert Outbox(path, "store").send(store).sent == 0
     left = [json.loads(line) for line in path.read_text().splitlines()]
     assert [e["args"][0] for e in left] == ["Waits for its server"]
     assert Outbox(path, "store").rejected_path.read_bytes() == BAD[0] + b"\n"

@@ -236,11 +236,11 @@ def test_an_outbox_another_run_is_sending_is_left_to_it(store, tmp_path):
     fcntl.flock(fd, fcntl.LOCK_EX)  # another run, sending
     with LongTermMemory(store, HashEmbedder()) as mem:
         try:
-            assert outbox.send(mem) == 0
+            assert outbox.send(mem).sent == 0
             assert len(outbox.path.read_text().splitlines()) == 1  # still there, for that run
         finally:
             os.close(fd)
-        assert outbox.send(mem) == 1
+        assert outbox.send(mem).sent == 1
         assert [d for d, _ in facts(mem).values()] == ["Format with ruff format"]
     assert not outbox.path.exists()
 

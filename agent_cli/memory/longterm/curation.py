@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from agent_cli.core.errors import StorageError, UsageError
+from agent_cli.core.errors import UsageError
 from agent_cli.core.protocols import Recalled
+from agent_cli.memory.longterm.place import Refused
 from agent_cli.memory.longterm.records import (
     DAY_S,
     ItemMeta,
@@ -324,7 +325,7 @@ class Curation:
         if got["ids"]:
             old = item_meta(got["metadatas"][0])
             if old is None:  # another shape's: not re-confirmed, nor rewritten in ours
-                raise StorageError(
+                raise Refused(
                     f"memory item {got['ids'][0]} holds this {kind} already, with "
                     f"{unreadable(got['metadatas'][0])}; it is left as it is",
                     f"`agent memory forget {got['ids'][0]}` deletes it; a later run stores "

@@ -148,12 +148,8 @@ class FallbackLongTerm:
         target = self._target()
         if isinstance(target, NoLongTermMemory):
             return
-        sent = self._outbox.send(target)
-        if sent:
-            self._notice(
-                f"long-term memory: sent {sent} write(s) kept by an earlier run while "
-                "it was unreachable"
-            )
+        for line in self._outbox.send(target).notices():
+            self._notice(line)
 
     def _call(self, use: Callable[[Opened], T], write: bool = False) -> T:
         """`use` on the store; on NoLongTermMemory once the store is found unreachable."""

@@ -204,9 +204,33 @@ class CollectionGone(StorageError):
     collection of that name is to be looked up again."""
 
 
+class Refused(StorageError):
+    """The store refused a request for what it asked (a record its validation rejects, an item
+    of another shape in the place of the one written): asked again, it is refused again."""
+
+
+# What Chroma answers a record whose vector has another length than the collection's: not the
+# record's fault, every record is refused until the collection is re-embedded.
+OTHER_DIMENSIONS = "expecting embedding with dimension"
+REFUSALS = (400, 409, 413, 422)  # Chroma's errors that refuse what was asked, not the server's
+
+
 def _of(e: object, module: str) -> bool:
     """Whether `e` is an error of `module` (named without importing it)."""
     return type(e).__module__.split(".")[0] == module
+
+
+def _refused(e: Exception) -> bool:
+    """Whether `e` refuses what was asked, so that asking again is refused again: chromadb's
+    client validating a record (a ValueError), or Chroma's own error with a status of
+    REFUSALS; not its server failing (InternalError, 500), a rate limit, a token or a
+    collection of other dimensions."""
+    if OTHER_DIMENSIONS in str(e):
+        return False
+    code = getattr(e, "code", None)
+    if _of(e, "chromadb") and callable(code):
+        return code() in REFUSALS
+    return isinstance(e, ValueError) and not _of(e, "orjson")
 
 
 def not_chromas(e: BaseException) -> str:
@@ -258,7 +282,8 @@ def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> Stor
                 "Chroma writes to its directory even to read it: copy the state directory "
                 "somewhere writable and point AGENT_HOME at the copy"
             )
-        return StorageError(f"memory store at {where}: {action} failed: {e}", hint)
+        kind = Refused if _refused(e) else StorageError
+        return kind(f"memory store at {where}: {action} failed: {e}", hint)
     answer = not_chromas(e)
     if answer:  # a proxy whose backend is down, another program on the port: as if it were down
         return MemoryUnavailable(
@@ -272,7 +297,13 @@ def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> Stor
             "check that the server is running, or unset memory_url",
         )
     kind = (
-        IndexNotReady if INDEX_NOT_READY in str(e) else CollectionGone if _gone(e) else StorageError
+        IndexNotReady
+        if INDEX_NOT_READY in str(e)
+        else CollectionGone
+        if _gone(e)
+        else Refused
+        if _refused(e)
+        else StorageError
     )
     return kind(f"memory server {where}: {action} failed: {e}", "see the server's log")
 
