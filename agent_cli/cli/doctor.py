@@ -223,8 +223,9 @@ def _check_instructions(settings: Settings, repo: Path | None) -> str:
 
 
 def _check_memory(settings: Settings, repo: Path | None) -> str:
-    """Which long-term memory is used; a server is opened and counted (which creates its
-    database and collections when missing, as the first run would)."""
+    """Which long-term memory is used; a server is opened (which creates its database and
+    collections when missing, as the first run would), checked for the embedder its
+    collections were written with (a run refuses another's) and counted."""
     from agent_cli.cli.shared import current_dir, make_embedder, memory_place
 
     if repo is None and not settings.home and not settings.memory_url:
@@ -239,6 +240,7 @@ def _check_memory(settings: Settings, repo: Path | None) -> str:
     from agent_cli.memory.longterm.chroma import LongTermMemory
 
     with LongTermMemory(place, make_embedder(settings), secrets=settings.secrets()) as memory:
+        memory.store.require_match()  # what a run's first read or write refuses
         counts = memory.counts()
     return (
         f"Chroma server {place} answers: {counts['episodes']} episode(s), "

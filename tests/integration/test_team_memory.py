@@ -306,3 +306,26 @@ def test_doctor_names_and_checks_the_memory_server(
     assert down.returncode == 1 and "Traceback" not in down.stdout + down.stderr
     fails = [line for line in down.stdout.splitlines() if "FAIL" in line]
     assert len(fails) == 1 and "memory" in fails[0] and "cannot be reached" in fails[0]
+
+
+def test_doctor_fails_memory_a_run_would_refuse_for_its_embedder(
+    agent_in_process, fake_server, scratch_repo, chroma_server, chroma_database, embedder
+):
+    from embedkit import HashEmbedder
+
+    server = ChromaServer(chroma_server.url, database=chroma_database)
+    with LongTermMemory(server, HashEmbedder()) as mem:  # a teammate's, with another embedder
+        mem.add_fact("The HTTP client retries with backoff", "harness")
+    srv = fake_server(DOCTOR_REPLIES, models=("gpt-4o-mini",))
+    env = server_env(chroma_server.url, chroma_database, OPENAI_API_KEY="sk-doctor-1234567890")
+    doctor = agent_in_process("doctor", "--base-url", srv.url, cwd=scratch_repo, env=env)
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    said = [line.split(maxsplit=2) for line in doctor.stdout.splitlines()]
+    fails = [words[1:] for words in said if words[:1] == ["FAIL"]]
+    assert [name for name, _ in fails] == ["memory"]
+    assert fails[0][1] == (  # what every run says, and stops on
+        f"memory at {server} was embedded with hash-256 (256 dims), but the configured embedder "
+        f"is {embedder.name} (run `agent memory reindex` to re-embed everything with "
+        f"{embedder.name}, or configure the embedder the store was built with)"
+    )
+    assert any(words[:2] == ["ok", "git"] for words in said)  # the checks after it still ran
