@@ -11,7 +11,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_cli.cli.config.settings import Settings, load_settings
 from agent_cli.core.errors import ConfigError, WorkspaceError
@@ -21,6 +21,9 @@ from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
 from agent_cli.workspace.git.repository import exclude_state_dir, tracked_state
 from agent_cli.workspace.git.worktree import main_work_tree
+
+if TYPE_CHECKING:
+    from agent_cli.agent.run.store import RunStore
 
 
 def current_dir() -> Path:
@@ -140,3 +143,18 @@ def refuse_tracked_state(repo: Path, state_dir: Path) -> None:
             f"untrack them with `git rm -r --cached {shlex.quote(where)}` and commit, or set "
             "home to keep run state elsewhere",
         )
+
+
+def run_store(state_dir: Path, repo: Path, secrets: tuple[str, ...] = ()) -> RunStore:
+    """The runs under `state_dir` of the repository `repo` is a work tree of (a shared `home`
+    holds other repositories' runs too); refused when the repository itself tracks files
+    there (`refuse_tracked_state`)."""
+    from agent_cli.agent.run.store import RunStore
+
+    refuse_tracked_state(repo, state_dir)
+    return RunStore(state_dir, secrets, repo=repo_key(repo))
+
+
+def repo_key(repo: Path) -> str:
+    """The repository a run is of, as its state and its lock name it: its main work tree."""
+    return str(main_work_tree(repo).resolve())

@@ -11,14 +11,12 @@ into it, on every path.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,8 +37,9 @@ from agent_cli.cli.shared import (
     make_embedder,
     memory_place,
     own_memory,
-    refuse_tracked_state,
+    repo_key,
     run_secrets,
+    run_store,
     settings_for,
 )
 from agent_cli.core.errors import (
@@ -453,7 +452,7 @@ def execute(opts: RunOptions) -> int:
             )
         state_dir = settings.state_dir(repo_path)
         fresh_state = not state_dir.exists()
-        checkout = RunLock(checkout_lock(state_dir, repo_path), repo=_repo_key(repo_path))
+        checkout = RunLock(checkout_lock(state_dir, repo_path), repo=repo_key(repo_path))
         tree = wt.place_for(
             repo_path,
             state_dir,
@@ -763,41 +762,3 @@ def run_session(
         if opts.resume:
             return session.resume(run_id, Answer(*opts.answer) if opts.answer else None)
         return session.start(opts.goal or "")
-
-
-def run_store(state_dir: Path, repo: Path, secrets: tuple[str, ...] = ()) -> RunStore:
-    """The runs under `state_dir` of the repository `repo` is a work tree of (a shared `home`
-    holds other repositories' runs too); refused when the repository itself tracks files
-    there (`refuse_tracked_state`)."""
-    refuse_tracked_state(repo, state_dir)
-    return RunStore(state_dir, secrets, repo=_repo_key(repo))
-
-
-def _repo_key(repo: Path) -> str:
-    """The repository a run is of, as its state and its lock name it: its main work tree."""
-    from agent_cli.workspace.git.worktree import main_work_tree
-
-    return str(main_work_tree(repo).resolve())
-
-
-def list_runs(repo_opt: Path | None, json_out: bool) -> None:
-    """Print the runs of a repository, newest last; live ones with their task, step and spend."""
-    from agent_cli.agent.run.live import runs_rows, shown
-    from agent_cli.ui.shown import shown_values
-    from agent_cli.workspace.git.branches import linked_worktrees
-    from agent_cli.workspace.git.worktree import main_work_tree
-
-    repo = main_work_tree(find_repo(repo_opt))  # from inside a worktree too: the repository's runs
-    settings = settings_for(repo)
-    state_dir = settings.state_dir(repo)
-    tree_of = partial(wt.tree_now, linked_worktrees(repo), state_dir)
-    rows = runs_rows(run_store(state_dir, repo), state_dir, tree_of)
-    rows = shown_values(rows, run_secrets(settings, repo))  # as a terminal shows them, masked
-    if json_out:
-        print(json.dumps(rows))
-    elif not rows:
-        print("no runs yet in this repository")
-    else:
-        from agent_cli.ui.console import print_runs
-
-        print_runs([shown(r) for r in rows])

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from agent_cli.agent.run.store import RunStore
-from agent_cli.cli.wiring import list_runs
+from agent_cli.cli.commands.runs_commands import list_runs
 from agent_cli.core.errors import AgentError, ConfigError, StorageError
 from agent_cli.llm.record import ReplayModel
 from agent_cli.memory.longterm.chroma import LongTermMemory

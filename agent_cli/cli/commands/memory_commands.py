@@ -249,7 +249,7 @@ def _latest_state(state: Path, top: Path) -> tuple[str | None, dict[str, Any]]:
     """The newest run id of the repository `top` whose state.json holds working memory, and
     that memory."""
     from agent_cli.agent.run.store import MAX_STATE_BYTES
-    from agent_cli.cli.wiring import run_store
+    from agent_cli.cli.shared import run_store
     from agent_cli.core import atomic
     from agent_cli.core.errors import StorageError
 

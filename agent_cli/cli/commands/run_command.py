@@ -182,7 +182,7 @@ def runs_command(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON array."),
 ) -> None:
     """List the runs in this repository with their status."""
-    from agent_cli.cli.wiring import list_runs
+    from agent_cli.cli.commands.runs_commands import list_runs
 
     list_runs(repo, json_out)
 

@@ -1,5 +1,5 @@
-"""`agent rewind` and `agent clean`: a run's branch moved back to a task, and the finished
-worktrees and merged branches of a repository removed.
+"""`agent runs`, `agent rewind` and `agent clean`: a repository's runs listed, a run's branch
+moved back to a task, and the finished worktrees and merged branches of a repository removed.
 
 Only typer is imported at module level. A run in progress (`agent.run.live`) is never
 touched; only `agent/*` branches are ever moved or deleted, never one checked out in the
@@ -26,6 +26,34 @@ if TYPE_CHECKING:
     from agent_cli.workspace.lock import RunLock
 
 
+def list_runs(repo_opt: Path | None, json_out: bool) -> None:
+    """Print the runs of a repository, newest last; live ones with their task, step and spend."""
+    import json
+    from functools import partial
+
+    from agent_cli.agent.run.live import runs_rows, shown
+    from agent_cli.cli import worktree as wt
+    from agent_cli.cli.shared import find_repo, run_secrets, run_store, settings_for
+    from agent_cli.ui.shown import shown_values
+    from agent_cli.workspace.git.branches import linked_worktrees
+    from agent_cli.workspace.git.worktree import main_work_tree
+
+    repo = main_work_tree(find_repo(repo_opt))  # from inside a worktree too: the repository's runs
+    settings = settings_for(repo)
+    state_dir = settings.state_dir(repo)
+    tree_of = partial(wt.tree_now, linked_worktrees(repo), state_dir)
+    rows = runs_rows(run_store(state_dir, repo), state_dir, tree_of)
+    rows = shown_values(rows, run_secrets(settings, repo))  # as a terminal shows them, masked
+    if json_out:
+        print(json.dumps(rows))
+    elif not rows:
+        print("no runs yet in this repository")
+    else:
+        from agent_cli.ui.console import print_runs
+
+        print_runs([shown(r) for r in rows])
+
+
 @dataclass
 class Place:
     """A repository's main work tree, its state directory and the runs and branches in it."""
@@ -43,8 +71,7 @@ class Place:
 
 def open_place(repo: Path | None) -> Place:
     """The repository holding `repo` (its main work tree, even from one of its worktrees)."""
-    from agent_cli.cli.shared import find_repo, settings_for
-    from agent_cli.cli.wiring import run_store
+    from agent_cli.cli.shared import find_repo, run_store, settings_for
     from agent_cli.workspace.git.branches import AgentBranches
     from agent_cli.workspace.git.worktree import main_work_tree
 
