@@ -305,7 +305,19 @@ def storage_error(where: Path | ChromaServer, action: str, e: Exception) -> Stor
         if _refused(e)
         else StorageError
     )
+    if kind is StorageError and _server_failed(e):  # it may answer the next run: as if down
+        return MemoryUnavailable(
+            f"memory server {where.url}: {action} failed: {e}",
+            "see the server's log; it may answer again later",
+        )
     return kind(f"memory server {where}: {action} failed: {e}", "see the server's log")
+
+
+def _server_failed(e: Exception) -> bool:
+    """Whether `e` is Chroma's server failing for itself (a 5xx such as InternalError's
+    "database is locked", or too many requests), not for what was asked."""
+    code = getattr(e, "code", None)
+    return _of(e, "chromadb") and callable(code) and (code() >= 500 or code() == 429)
 
 
 def probe_dir(path: Path, wait_s: float, reading: bool = False) -> None:
