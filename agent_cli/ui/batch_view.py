@@ -28,6 +28,7 @@ class BatchRow:
     cost_usd: float
     run_id: str = ""
     note: str = ""  # the kept worktree, or how to resume
+    killed: str = ""  # how its process was killed by a signal ("" when it exited)
 
 
 def batch_table(rows: list[BatchRow], title: str, notes: bool = False) -> Table:
@@ -82,7 +83,8 @@ class BatchView:
                 self._said.add(r.index)
                 print(
                     f"[{r.index}/{len(rows)}] {r.status}: {short(clean(r.goal), 60)}"
-                    + (f" (run {r.run_id})" if r.run_id else ""),
+                    + (f" (run {r.run_id})" if r.run_id else "")
+                    + (f": {r.killed}" if r.killed else ""),
                     flush=True,
                 )
 

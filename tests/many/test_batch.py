@@ -6,10 +6,13 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from agent_cli.cli.batch.driver import Batch, Launch
+from agent_cli.cli.batch.goals import Goal
 from agent_cli.llm.fake.routes import ByGoal
 from conftest import git
 from many.manykit import (
@@ -152,8 +155,9 @@ def test_ctrl_c_stops_every_run_with_its_state_saved_and_no_process_left(fake_se
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
 
 
-def _slow_batch(fake_server, tmp_path, delay: float, shell: str):
-    """A batch of two slow runs started through `sh -c SHELL` (which then execs the batch)."""
+def _slow_batch(fake_server, tmp_path, delay: float, shell: str, **env: str):
+    """A batch of two slow runs started through `sh -c SHELL` (which then execs the batch),
+    with `env` added to its environment."""
     repo = repo_with(tmp_path / "repo")
     names = NAMES[:2]
     slow = {goal_of(n): creates(n)[:1] + [{**creates(n)[1], "delay": delay}] for n in names}
@@ -164,7 +168,7 @@ def _slow_batch(fake_server, tmp_path, delay: float, shell: str):
     out = open(tmp_path / "out.txt", "w")  # the batch writes it; closed once it has it
     proc = subprocess.Popen(
         ["sh", "-c", f'{shell}; exec "$0" "$@"', *argv],
-        cwd=repo, env=cli_env(tmp_path / "home"), stdin=subprocess.DEVNULL, stdout=out,
+        cwd=repo, env=cli_env(tmp_path / "home", **env), stdin=subprocess.DEVNULL, stdout=out,
         stderr=subprocess.STDOUT,
     )  # fmt: skip
     out.close()
@@ -186,6 +190,34 @@ def test_sigterm_stops_a_batch_started_with_sigint_ignored(fake_server, tmp_path
     assert all(pid_gone(pid) for pid in pids)
     record = json.loads(next((repo / ".agent" / "batches").glob("*/batch.json")).read_text())
     assert [r["status"] for r in record["runs"]] == ["interrupted", "interrupted"]
+    assert all(state(repo, r["run_id"])["status"] == "interrupted" for r in record["runs"])
+
+
+@slow
+def test_a_second_stop_while_the_runs_save_their_state_still_ends_with_the_record(
+    fake_server, tmp_path
+):
+    """Ctrl-C, then the terminal closing (SIGHUP) and SIGTERM while the runs stop (each runs
+    its run_end hook first, for 3 s): the batch waits for them and writes its record."""
+    rc = tmp_path / "user-agentrc"
+    hook = [PY, "-c", "import time; time.sleep(3)"]
+    rc.write_text(f"[[hooks.run_end]]\ncommand = {json.dumps(hook)}\ntimeout_s = 30\n")
+    repo, proc = _slow_batch(fake_server, tmp_path, 60, "true", AGENT_RC=str(rc))
+    try:
+        pids = _children_of(proc.pid)
+        os.kill(proc.pid, signal.SIGINT)
+        for again in (signal.SIGHUP, signal.SIGTERM):
+            time.sleep(0.5)
+            os.kill(proc.pid, again)
+        assert proc.wait(timeout=45) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert all(pid_gone(pid) for pid in pids)
+    last = json.loads((tmp_path / "out.txt").read_text().splitlines()[-1])
+    assert last["event"] == "batch_done" and last["statuses"] == {"interrupted": 2}
+    record = json.loads(Path(last["batch_json"]).read_text())
+    assert [(r["status"], r["exit_code"]) for r in record["runs"]] == [("interrupted", 130)] * 2
     assert all(state(repo, r["run_id"])["status"] == "interrupted" for r in record["runs"])
 
 
@@ -257,6 +289,29 @@ def _children_of(pid: int) -> list[int]:
         ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True
     ).stdout
     return [int(p) for p in out.split()]
+
+
+@pytest.mark.parametrize(
+    "ends, code",
+    [
+        ([("verified", 0), ("interrupted", 130)], 130),  # a run stopped on its own: SIGTERM
+        ([("interrupted", 137), ("escalated", 3)], 130),  # killed: the OOM killer's SIGKILL
+        ([("interrupted", 130), ("failed", 1)], 1),  # an error comes first
+        ([("verified", 0), ("escalated", 3)], 3),
+    ],
+)
+def test_the_batch_exits_130_when_a_run_was_interrupted_on_its_own(tmp_path, ends, code):
+    batch = Batch(
+        [Goal(goal=f"goal {i}") for i in range(len(ends))],
+        Launch(tmp_path, tmp_path, tmp_path),
+        2,
+        None,
+        on_event=lambda job, ev: None,
+        on_change=lambda jobs: None,
+    )
+    for job, (ended, exit_code) in zip(batch.jobs, ends, strict=True):
+        job.status, job.exit_code, job.signum = ended, exit_code, max(0, exit_code - 128)
+    assert batch.exit_code() == code
 
 
 def test_a_goal_file_with_a_bad_goal_is_refused_in_one_line(agent_in_process, tmp_path):
@@ -390,7 +445,11 @@ def test_runs_at_once_that_pass_the_shared_budget_together_are_stopped(
 
 
 @slow
-def test_a_hook_left_by_a_run_killed_outright_does_not_outlive_the_batch(fake_server, tmp_path):
+def test_a_run_killed_outright_is_said_as_agent_runs_shows_it_and_its_hook_does_not_outlive_it(
+    agent_in_process, fake_server, tmp_path
+):
+    """A run SIGKILLed on its own (the OOM killer): its line names the signal, batch.json says
+    what `agent runs` says (interrupted, resumable), and the batch exits 130."""
     repo = repo_with(tmp_path / "repo")
     pids = tmp_path / "hook.pids"  # the hook's pid and its run's
     hook = f"import os, pathlib, time; pathlib.Path({str(pids)!r}).write_text(f'{{os.getpid()}} {{os.getppid()}}'); time.sleep(120)"
@@ -401,23 +460,31 @@ def test_a_hook_left_by_a_run_killed_outright_does_not_outlive_the_batch(fake_se
     srv = fake_server(ByGoal({goal_of("a.txt"): creates("a.txt")}))
     file = goals_toml(tmp_path / "goals.toml", ["a.txt"])
     env = cli_env(tmp_path / "home", AGENT_RC=str(rc))
-    proc = subprocess.Popen(
-        [PY, "-m", "agent_cli", "batch", str(file), "--yes", "--base-url", srv.url],
-        cwd=repo,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with open(tmp_path / "out.txt", "w") as out:
+        proc = subprocess.Popen(
+            [PY, "-m", "agent_cli", "batch", str(file), "--yes", "--base-url", srv.url],
+            cwd=repo, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
     try:
         text = wait_for(lambda: pids.exists() and pids.read_text(), what="the hook to start")
         hook_pid, run_pid = (int(p) for p in text.split())
         os.kill(run_pid, signal.SIGKILL)  # the run can stop nothing it started
-        assert proc.wait(timeout=60) == 1
+        assert proc.wait(timeout=60) == 130
         assert wait_for(lambda: pid_gone(hook_pid), timeout=5, what="the hook to be gone")
     finally:
         proc.kill()
         proc.wait()
+    said = (tmp_path / "out.txt").read_text()
+    (run,) = json.loads(Path(said.strip().splitlines()[-1]).read_text())["runs"]
+    line = (
+        f"[1/1] interrupted: {goal_of('a.txt')} (run {run['run_id']}): killed by SIGKILL (signal 9)"
+    )
+    assert line in said.splitlines(), said
+    assert (run["status"], run["exit_code"]) == ("interrupted", 128 + signal.SIGKILL)
+    assert run["message"] == "killed by SIGKILL (signal 9)"
+    assert run["resume"] == f"agent run --resume --run-id {run['run_id']}"
+    (listed,) = json.loads(agent_in_process("runs", "--json", cwd=repo).stdout)
+    assert (listed["run_id"], listed["status"]) == (run["run_id"], "interrupted")
 
 
 @slow

@@ -5,11 +5,13 @@ thread per run puts each line on one queue, so the driver alone changes the jobs
 SIGTERM, or SIGHUP: the terminal closing, or a closed pipe: what read the batch's output is
 gone) sends SIGTERM to every running group, which a run takes as Ctrl-C from its first
 moment (SIGINT would not do: a batch started in the background of a script hands its runs
-SIGINT ignored), and the driver waits for each to save its state and exit; a run that does not
-within `STOP_GRACE_S` is killed. No process outlives the batch, and a run whose batch was
-killed stops as interrupted when its events find no reader. A shared budget starts no new run
-once spent, gives each run what is left, and stops the running ones (SIGTERM, state saved)
-when their spend together reaches it.
+SIGINT ignored), and the driver waits for each to save its state and exit; a second stop
+(Ctrl-C, SIGTERM, SIGHUP) waits too, and a run that does not exit within `STOP_GRACE_S` is
+killed. No process outlives the batch, and a run whose batch was killed stops as interrupted
+when its events find no reader. A run killed by a signal (the OOM killer's SIGKILL, the
+batch's own after the grace) is recorded as `agent runs` shows it, the signal named. A shared
+budget starts no new run once spent, gives each run what is left, and stops the running ones
+(SIGTERM, state saved) when their spend together reaches it.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, get_args
 
-from agent_cli.agent.run.store import FINISHED
+from agent_cli.agent.run.store import FINISHED, RunStatus
 from agent_cli.cli.batch.goals import Goal
 from agent_cli.core.errors import (
     EXIT_BUDGET,
@@ -67,6 +69,8 @@ class Job:
     seconds: float = 0.0
     budget_stopped: bool = False  # stopped because the batch's budget was spent
     cap_usd: float | None = None  # the budget the run was given
+    signum: int = 0  # the signal that killed the run's process (0: it exited)
+    killed_why: str = ""  # why the batch killed it, when it did
     done_seen: bool = False
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     started: float = 0.0
@@ -93,6 +97,18 @@ class Job:
             self.cost_usd = float(ev.get("cost_usd", self.cost_usd))
             self.message = str(ev.get("message", ""))
             self.proofs = [t.get("proof") for t in ev.get("tasks") or [] if isinstance(t, dict)]
+
+    def killed(self) -> str:
+        """How the run's process was killed ("" when it exited)."""
+        if not self.signum:
+            return ""
+        name = _signal_name(self.signum)
+        said = (
+            f"killed by {name} (signal {self.signum})"
+            if name
+            else f"killed by signal {self.signum}"
+        )
+        return f"{said}: {self.killed_why}" if self.killed_why else said
 
     def resume_command(self) -> str:
         """How the human continues this run on its own ("" when there is nothing to continue)."""
@@ -166,11 +182,14 @@ class Batch:
         self._lines: queue.Queue[tuple[Job, bytes | None]] = queue.Queue()
         self._live: dict[int, Job] = {}
         self._logs: dict[int, IO[bytes]] = {}
+        self._ttys: list[int] = []  # the standard streams that are the batch's terminal
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> int:
         """Run every job (or as many as the budget allows); the batch's exit code."""
-        previous = stopping.stop_as_interrupt()  # SIGTERM, or the terminal closing
+        self._ttys = [fd for fd in (0, 1, 2) if _isatty(fd)]  # a closed one no longer says
+        before = {sig: signal.getsignal(sig) for sig in stopping.STOPS}
+        stopping.stop_as_interrupt()  # SIGTERM, or the terminal closing
         # what a run killed outright leaves (a hook, a server: each in a session of its own)
         # comes to the batch instead of to init, and is killed at the end
         spared = reaper.adopt_orphans()
@@ -181,9 +200,9 @@ class Batch:
                 self.interrupted = True
                 self._stop_all()
         finally:
-            stopping.restore(previous)
             self._kill_left()
             reaper.kill_leftovers(spared)
+            stopping.restore(before)
         return self.exit_code()
 
     def _loop(self) -> None:
@@ -232,22 +251,33 @@ class Batch:
                 raise KeyboardInterrupt from None
 
     def _stop_all(self) -> None:
-        """SIGTERM to every running run's process group, then wait for each to exit."""
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits too
+        """SIGTERM to every running run's process group, then wait for each to exit (a run
+        still going after `STOP_GRACE_S` is killed by `run`). A second stop, from here to the
+        end of `run`, waits too: cutting the wait short would kill runs that are saving their
+        state, and lose the record."""
+        for sig in stopping.STOPS:
+            signal.signal(sig, self._stopped_again)
         self._stopping = True
-        try:
-            for job in self.jobs:
-                if job.status == "waiting":
-                    job.status, job.message = NOT_STARTED, "the batch was interrupted"
-            self._signal_live(signal.SIGTERM)
-            deadline = time.monotonic() + STOP_GRACE_S
-            while self._live and time.monotonic() < deadline:
-                self._drain(POLL_S)
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        for job in self.jobs:
+            if job.status == "waiting":
+                job.status, job.message = NOT_STARTED, "the batch was interrupted"
+        self._signal_live(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while self._live and time.monotonic() < deadline:
+            self._drain(POLL_S)
+
+    def _stopped_again(self, signum: int, frame: object) -> None:
+        """Ctrl-C, SIGTERM or SIGHUP while the runs save their state: the wait goes on. A
+        closed terminal takes its streams with it: they are pointed at /dev/null, so that the
+        summary and the record still get written."""
+        if signum == signal.SIGHUP:
+            stopping.detach(self._ttys)
 
     def _kill_left(self) -> None:
         """Kill (and reap) any run still going: none outlives the batch."""
+        late = f"it had not stopped {STOP_GRACE_S:g} s after SIGTERM"
+        for job in self._live.values():
+            job.killed_why = late if self._stopping else "the batch killed it on its way out"
         self._signal_live(signal.SIGKILL)
         while self._live:
             self._drain(POLL_S)
@@ -300,33 +330,43 @@ class Batch:
     def _reap(self, job: Job) -> None:
         """The run's process has closed its output: wait for it, note its exit and memory."""
         assert job.proc is not None
-        _, status, usage = os.wait4(job.proc.pid, 0)
-        job.proc.returncode = job.exit_code = os.waitstatus_to_exitcode(status)
+        _, waited, usage = os.wait4(job.proc.pid, 0)
+        job.proc.returncode = code = os.waitstatus_to_exitcode(waited)
+        job.signum = -code if code < 0 else 0
+        job.exit_code = 128 + job.signum if job.signum else code  # as a shell says it
         job.peak_rss_mb = usage.ru_maxrss / 1024  # KiB on Linux
         job.seconds = time.monotonic() - job.started
         self._logs.pop(job.index).close()
         self._live.pop(job.index, None)
         if job.proc.stdout is not None:
             job.proc.stdout.close()
+        saved = self._saved(job)
         if not job.done_seen:
-            job.status = "interrupted" if job.exit_code == EXIT_INTERRUPTED else "failed"
-            job.message = job.message or _tail(self.launch.logs / f"{job.index}.stderr.txt")
+            tail = _tail(self.launch.logs / f"{job.index}.stderr.txt")
+            if job.signum:  # as `agent runs` shows it: what it saved, or interrupted
+                ended = saved.get("status")
+                job.status = ended if isinstance(ended, str) and ended in _ENDED else "interrupted"
+                job.message = "; ".join(s for s in (job.killed(), tail) if s)
+            else:
+                job.status = "interrupted" if code == EXIT_INTERRUPTED else "failed"
+                job.message = job.message or tail
         if job.budget_stopped and job.status == "interrupted":
             job.status = "budget_exhausted"
-        job.worktree = self._kept_worktree(job)
+        tree = saved.get("worktree")
+        job.worktree = str(tree) if isinstance(tree, str) and tree and Path(tree).is_dir() else ""
         self._tell(self.on_event, job, {"event": "job_done", **job.record()})
 
-    def _kept_worktree(self, job: Job) -> str:
+    def _saved(self, job: Job) -> dict[str, Any]:
+        """The run's state.json ({} when it has none, or none that can be read)."""
         if not job.run_id:
-            return ""
+            return {}
         try:
             state = json.loads(
                 (self.launch.state_dir / "runs" / job.run_id / "state.json").read_text("utf-8")
             )
         except (OSError, ValueError):
-            return ""
-        tree = state.get("worktree") if isinstance(state, dict) else None
-        return str(tree) if isinstance(tree, str) and tree and Path(tree).is_dir() else ""
+            return {}
+        return state if isinstance(state, dict) else {}
 
     # -- money and signals ----------------------------------------------------------------
     def spent(self) -> float:
@@ -349,12 +389,20 @@ class Batch:
             _signal_group(job, sig)
 
     def exit_code(self) -> int:
-        """0 every run verified, 130 interrupted, 1 an error, 4 a budget ran out, 3 escalated."""
+        """In this order: 130 the batch was interrupted; 1 a run failed (an error); 130 a run
+        was interrupted on its own (stopped, or killed by a signal: resumable); 4 a budget ran
+        out; 3 a run escalated; 0 every run verified."""
         if self.interrupted:
             return EXIT_INTERRUPTED
-        ended = (EXIT_OK, EXIT_ESCALATED, EXIT_BUDGET, None)
-        if any(j.exit_code not in ended and not j.budget_stopped for j in self.jobs):
+        ended = (EXIT_OK, EXIT_ESCALATED, EXIT_BUDGET, EXIT_INTERRUPTED, None)
+        if any(
+            (j.status == "failed" or (j.exit_code not in ended and not j.signum))
+            and not j.budget_stopped
+            for j in self.jobs
+        ):
             return EXIT_ERROR
+        if any(j.status == "interrupted" for j in self.jobs):
+            return EXIT_INTERRUPTED
         if any(
             j.budget_stopped or j.status == NOT_STARTED or j.exit_code == EXIT_BUDGET
             for j in self.jobs
@@ -363,6 +411,23 @@ class Batch:
         if any(j.exit_code == EXIT_ESCALATED for j in self.jobs):
             return EXIT_ESCALATED
         return EXIT_OK
+
+
+_ENDED = set(get_args(RunStatus)) - {"running"}  # a status a run saves as it ends
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal has no name of its own
+        return ""
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
 
 
 def _signal_group(job: Job, sig: int) -> None:

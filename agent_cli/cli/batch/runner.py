@@ -176,6 +176,7 @@ def rows(jobs: list[Job]) -> list[BatchRow]:
             cost_usd=j.cost_usd,
             run_id=j.run_id,
             note=next_step(j),
+            killed=j.killed(),
         )
         for j in jobs
     ]
@@ -191,10 +192,12 @@ def _to_merge(job: Job) -> bool:
 
 
 def next_step(job: Job) -> str:
-    """What the human does next with this run."""
+    """What the human does next with this run (after how it was killed, when it was)."""
+    parts = [job.killed()] if job.killed() else []
     if _to_merge(job):
-        return f"git merge {job.branch}"
-    parts = [f"worktree kept: {job.worktree}"] if job.worktree else []
+        return "; ".join([*parts, f"git merge {job.branch}"])
+    if job.worktree:
+        parts.append(f"worktree kept: {job.worktree}")
     if job.resume_command():
         parts.append(job.resume_command())
     return "; ".join(parts) or job.message
