@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -431,3 +435,46 @@ def test_resuming_a_moved_worktree_git_has_forgotten_names_git_worktree_repair(
     assert "`git worktree repair`" in said and f"made again from agent/{run_id}" in said, said
     assert worktrees(moved) == [str(moved)]  # nothing was changed
     assert (tree / "not-eta.txt").read_text() == "wrong\n"
+
+
+def test_ctrl_c_while_a_verified_run_writes_long_term_memory_keeps_its_outcome(
+    spawn_agent, fake_server, tmp_path
+):
+    """Ctrl-C once every task is verified and committed, while what the run learned waits to
+    be written (another process holds the store's write lock): the rest of the writing is
+    skipped, and the run ends verified (exit 0), its run_end hook run, its worktree removed."""
+    repo = repo_with(tmp_path / "repo")
+    ended = tmp_path / "run_end.json"
+    hook = [sys.executable, "-c", f"import pathlib, sys; pathlib.Path({str(ended)!r}).write_text(sys.stdin.read())"]  # fmt: skip
+    rc = tmp_path / "agentrc"
+    rc.write_text(f"[[hooks.run_end]]\ncommand = {json.dumps(hook)}\n")
+    steps = creates("a.txt")
+    steps[-1] = {**steps[-1], "delay": 0.5}  # the facts' answer: time to take the lock first
+    srv = fake_server(steps)
+    agent = spawn_agent(
+        "run", "--worktree", goal_of("a.txt"), "--yes", "--json", "--base-url", srv.url,
+        cwd=repo, env={"AGENT_RC": str(rc)},
+    )  # fmt: skip
+    wait_for(lambda: len(srv.chat_requests) == 4, timeout=60, what="the request for facts")
+    lock = repo / ".agent" / "chroma" / "write.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another run writing long-term memory
+        (trajectory,) = (repo / ".agent" / "runs").glob("*/trajectory.jsonl")
+        taken = '"type": "facts"'  # the trajectory's record of the facts the model gave
+        wait_for(lambda: taken in trajectory.read_text(), timeout=30, what="the facts taken")
+        time.sleep(0.3)  # the run waits for the lock, to write what it learned
+        os.kill(agent.pid, signal.SIGINT)
+        assert agent.wait(timeout=30) == 0, agent.stdout + agent.stderr
+    finally:
+        os.close(fd)
+    done = run_done(agent.stdout)
+    assert done["status"] == "verified" and done["tasks"][0]["status"] == "verified"
+    assert any(
+        "memory was skipped; the run's outcome stands (verified)" in t
+        for t in notices(agent.stdout)
+    )
+    assert json.loads(ended.read_text())["result"]["status"] == "verified"
+    assert "a.txt" in branch_files(repo, done["branch"])
+    assert worktrees(repo) == [str(repo)]  # a finished run's worktree is removed

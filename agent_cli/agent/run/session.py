@@ -512,9 +512,17 @@ class Session:
             run.status, code = "failed", EXIT_ERROR
             message = f"internal error: {type(e).__name__}: {e} (trajectory has the traceback)"
         finally:
-            with self.sv.parts.unstoppable():  # the state is on disk before a second Ctrl-C
-                self.save()
-            self._learn()
+            try:
+                with self.sv.parts.unstoppable():  # the state is on disk before a second Ctrl-C
+                    self.save()
+                self._learn()
+            except KeyboardInterrupt:  # the outcome is settled: Ctrl-C skips what is left to learn
+                self._emit(
+                    events.Notice(
+                        text="interrupted as the run ended: what was left of writing long-term "
+                        f"memory was skipped; the run's outcome stands ({run.status})"
+                    )
+                )
             self._done(code, ending.with_way_on(run, code, message))
         return code
 
@@ -762,6 +770,7 @@ class Session:
             usage_by_role=_by_role(run.usage.by_role),
         )
         hooked.run_end(self.sv.hooks, self._emit, done)
+        ending.interrupt_handled()  # the process ends with the run's code, not by SIGINT
         self._emit(done)
 
     def _base_branch(self) -> str:
