@@ -207,7 +207,16 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         gone = _reader_gone()
         code = code or gone  # an error's own status stands
+    interrupt_handled()
     sys.exit(code)
+
+
+def interrupt_handled() -> None:
+    """Forget that a Ctrl-C the command handled was ever unhandled, so the process exits with
+    the command's own code. CPython marks a KeyboardInterrupt that came out of code compiled
+    from a string (the dataclasses an import makes, say) as unhandled, caught or not, and a
+    process so marked ends itself by SIGINT at exit; running such code again clears the mark."""
+    exec("")
 
 
 def _run(argv: list[str] | None) -> int:

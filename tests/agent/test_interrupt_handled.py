@@ -12,13 +12,13 @@ import pytest
 
 ENDS = """
 import signal, sys
-from agent_cli.agent.run import ending
+from agent_cli.cli.app import interrupt_handled
 
 try:
     exec("import signal; signal.raise_signal(signal.SIGINT)")  # Ctrl-C in exec'd code
 except KeyboardInterrupt:
     pass  # handled: the run goes on to its end
-ending.interrupt_handled()
+interrupt_handled()
 sys.exit(3)
 """
 

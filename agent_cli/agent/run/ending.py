@@ -1,6 +1,5 @@
-"""How a run's end is told: the outcome of a plan whose tasks all settled, the way on
-(`agent run --resume` and what it continues with) where there is one, and an exit with the
-run's own code after a Ctrl-C it handled."""
+"""How a run's end is told: the outcome of a plan whose tasks all settled, and the way on
+(`agent run --resume` and what it continues with) where there is one."""
 
 from __future__ import annotations
 
@@ -69,11 +68,3 @@ def with_way_on(run: RunRecord, code: int, message: str) -> str:
     if command in message:
         return message.replace(command, f"{command} (with {uses})", 1)
     return f"{message}; {command} continues with {uses}"
-
-
-def interrupt_handled() -> None:
-    """Forget that a Ctrl-C the run handled was ever unhandled. CPython marks a
-    KeyboardInterrupt that came out of code compiled from a string (the dataclasses an
-    import makes, say) as unhandled, caught or not, and a `python -m` process so marked
-    ends itself by SIGINT at exit; running such code again clears the mark."""
-    exec("")

@@ -770,7 +770,6 @@ class Session:
             usage_by_role=_by_role(run.usage.by_role),
         )
         hooked.run_end(self.sv.hooks, self._emit, done)
-        ending.interrupt_handled()  # the process ends with the run's code, not by SIGINT
         self._emit(done)
 
     def _base_branch(self) -> str:
