@@ -25,7 +25,7 @@ from agent_cli.core.models import Task
 from agent_cli.llm.fake.replies import prompt_tokens
 from agent_cli.llm.openai.chat import OpenAIChat
 from agent_cli.workspace.shell.runner import run_command
-from reliability.relkit import call, finish, plan, repo_with, task
+from reliability.relkit import call, finish, plan, repo_with, roles_env, task
 
 AGENT = Path(__file__).resolve().parents[2] / "agent_cli" / "agent"
 WINDOW = 4096
@@ -265,14 +265,7 @@ def test_the_verdict_request_fits_the_smallest_window_of_the_roles(
     )
     verdict = {"tool": "submit_verdict", "args": {"verdict": "pass", "reason": "all 3000"}}
     verifier = fake_server([verdict], models=("verify-model",))
-    env = {
-        "AGENT_BASE_URL": planner.url,
-        "AGENT_MODEL": "plan-model",
-        "AGENT_EXECUTOR_BASE_URL": executor.url,
-        "AGENT_EXECUTOR_MODEL": "exec-model",
-        "AGENT_VERIFIER_BASE_URL": verifier.url,
-        "AGENT_VERIFIER_MODEL": "verify-model",
-    }
+    env = roles_env(planner, executor, verifier)
     proc = agent_in_process("run", "Write values.py", "--yes", cwd=repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # whose window it is: the planner's alone, the smallest of the roles'

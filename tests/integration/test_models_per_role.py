@@ -16,6 +16,7 @@ from reliability.relkit import (
     plan,
     read_state,
     repo_with,
+    roles_env,
     task,
 )
 
@@ -31,17 +32,6 @@ def used(prompt: int, completion: int) -> dict:
 
 def tool_names(request: dict) -> list[str]:
     return [t["function"]["name"] for t in request.get("tools") or []]
-
-
-def roles_env(planner, executor, verifier) -> dict[str, str]:
-    return {
-        "AGENT_BASE_URL": planner.url,
-        "AGENT_MODEL": "plan-model",
-        "AGENT_EXECUTOR_BASE_URL": executor.url,
-        "AGENT_EXECUTOR_MODEL": "exec-model",
-        "AGENT_VERIFIER_BASE_URL": verifier.url,
-        "AGENT_VERIFIER_MODEL": "verify-model",
-    }
 
 
 def test_each_request_goes_to_its_roles_server_and_usage_is_told_per_role(

@@ -338,3 +338,16 @@ def all_tool_results(srv) -> list[str]:
 def all_text(srv) -> str:
     """Every chat request body as one string."""
     return json.dumps(srv.chat_requests)
+
+
+def roles_env(planner, executor, verifier) -> dict[str, str]:
+    """The environment of a run whose planner, executor and verifier each have a fake server
+    of their own (serving plan-model, exec-model and verify-model)."""
+    return {
+        "AGENT_BASE_URL": planner.url,
+        "AGENT_MODEL": "plan-model",
+        "AGENT_EXECUTOR_BASE_URL": executor.url,
+        "AGENT_EXECUTOR_MODEL": "exec-model",
+        "AGENT_VERIFIER_BASE_URL": verifier.url,
+        "AGENT_VERIFIER_MODEL": "verify-model",
+    }
