@@ -316,11 +316,18 @@ def _run_check(
         out.print(check_line(name, True, redact(said, secrets)))
         return True
     except AgentError as e:
-        out.print(check_line(name, False, redact(e.one_line(), secrets)))
+        out.print(check_line(name, False, redact(_here(e).one_line(), secrets)))
         return False
     except OSError as e:  # a file or directory the check reads: the others still run
         out.print(check_line(name, False, redact(_os_said(e), secrets)))
         return False
+
+
+def _here(e: AgentError) -> AgentError:
+    """`e` without the parts of its hint that say to run `agent doctor`: the reader is
+    running it (a hint's parts are separated by "; ")."""
+    parts = [part for part in e.hint.split("; ") if "`agent doctor`" not in part]
+    return AgentError(e.message, "; ".join(parts))
 
 
 def _os_said(e: OSError) -> str:

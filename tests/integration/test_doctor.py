@@ -51,6 +51,7 @@ def test_doctor_unreachable_endpoint(agent_in_process, scratch_repo):
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
     fails = _fail_lines(proc)
     assert len(fails) == 1 and "cannot reach the model endpoint" in fails[0]
+    assert "OPENAI_BASE_URL" in fails[0] and "agent doctor" not in fails[0], fails[0]
 
 
 def test_doctor_without_api_key(agent_in_process, scratch_repo):
@@ -404,6 +405,7 @@ def test_doctor_names_the_roles_own_setting_that_fixes_its_endpoint(
     (line,) = _fail_lines(proc)
     assert f"cannot reach the verifier model endpoint {down}" in line, line
     assert "check verifier_base_url" in line and "--base-url" not in line, line
+    assert "agent doctor" not in line, line
 
 
 def test_doctor_says_a_refused_role_key_on_the_server_line_for_its_role(

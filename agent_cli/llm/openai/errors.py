@@ -107,7 +107,7 @@ def status_error(
     if status == 404:
         return ModelRefused(
             f"model {model!r} was not found at {base_url} ({detail})",
-            f"run `agent doctor` to list the endpoint's models, then set {set_by.model}",
+            f"set {set_by.model} to a model the endpoint serves; `agent doctor` lists them",
         )
     if status == 413:  # a proxy's body limit (nginx: 1 MB unless raised), or the server's
         sent = e.request.headers.get("content-length", "")
