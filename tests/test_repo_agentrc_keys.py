@@ -96,6 +96,19 @@ def test_an_untrusted_repository_may_only_tighten_a_limit(tmp_path, key):
     assert getattr(trusted, key) == looser and not trusted.notices
 
 
+def test_a_limit_whose_zero_means_no_bound_is_the_loosest_value(tmp_path):
+    """`reserved_output_tokens = 0` sends replies without a cap: a repository cannot lift the
+    user's cap that way, while a user without a cap takes any cap the repository sets."""
+    lifted = _load(tmp_path, "reserved_output_tokens = 0\n")
+    assert lifted.reserved_output_tokens == 4096
+    (notice,) = lifted.notices
+    assert "reserved_output_tokens ignored (it is not trusted" in notice
+    capped = _load(tmp_path, "reserved_output_tokens = 2000\n", "reserved_output_tokens = 0\n")
+    assert capped.reserved_output_tokens == 2000 and not capped.notices
+    both = _load(tmp_path, "reserved_output_tokens = 0\n", "reserved_output_tokens = 0\n")
+    assert both.reserved_output_tokens == 0 and not both.notices
+
+
 def test_the_probes_limits_are_ones_a_repository_cannot_lift(tmp_path):
     rc = "budget_usd = 500.0\nmax_steps = 10000\ncommand_timeout_s = 86400.0\n"
     s = _load(tmp_path, rc + "price_input_per_mtok = 0.0\nprice_output_per_mtok = 0.0\n")

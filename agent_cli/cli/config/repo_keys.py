@@ -31,15 +31,19 @@ Kind = Literal["free", "limit", "safety", "trust", "user"]
 @dataclass(frozen=True)
 class Rule:
     """How a repository's value of one key is taken: its kind, and for an enumerated limit or
-    safety key its values from the strictest to the loosest (a number: the lower the stricter)."""
+    safety key its values from the strictest to the loosest (a number: the lower the stricter,
+    except `unbounded`, the number that means no bound at all, which is the loosest)."""
 
     kind: Kind
     order: tuple[Any, ...] = ()
+    unbounded: float | None = None
 
     def stricter_or_equal(self, value: Any, current: Any) -> bool:
         """Whether `value` bounds at least as much as `current`."""
         if self.order:
             return bool(self.order.index(value) <= self.order.index(current))
+        if self.unbounded is not None and self.unbounded in (value, current):
+            return bool(current == self.unbounded)
         return bool(value <= current)
 
 
@@ -60,7 +64,7 @@ RULES: dict[str, Rule] = {
     "price_output_per_mtok": TRUST,
     "price_cached_input_per_mtok": TRUST,
     "memory_max_tokens": LIMIT,  # the tokens of every request
-    "reserved_output_tokens": LIMIT,
+    "reserved_output_tokens": Rule("limit", unbounded=0),  # 0: replies sent without a cap
     "tool_output_max_tokens": LIMIT,
     "recall_cooldown_steps": FREE,
     "memory_associate_k": FREE,
