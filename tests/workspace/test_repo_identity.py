@@ -218,6 +218,16 @@ def test_a_token_given_as_the_user_name_of_a_remote_is_a_secret(tmp_path):
     assert remote_passwords(repo) == (token,)
 
 
+def test_a_token_user_name_is_a_secret_beside_a_password_or_an_empty_one(tmp_path):
+    """GitHub's `https://TOKEN:x-oauth-basic@host/...`: the token is the secret, not the
+    password beside it; `https://TOKEN:@host/...` has an empty one."""
+    repo = make_repo(tmp_path / "r")
+    token, other = "9f3c1a7e5b2d4f6a8c0e1b3d5f7a9c2e4b6d8f01", "glpat7Qx2Vb9LmN4pR8sT1wZ"
+    git(repo, "remote", "add", "origin", f"https://{token}:x-oauth-basic@github.com/o/calc.git")
+    git(repo, "remote", "add", "empty", f"https://{other}:@gitlab.example.com/t/p.git")
+    assert remote_passwords(repo) == (token, other, "x-oauth-basic")
+
+
 def test_shallow_clones_without_a_remote_in_same_named_folders_are_two_repositories(tmp_path):
     from agent_cli.agent.learn.topic import repo_topic
 

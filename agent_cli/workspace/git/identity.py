@@ -72,15 +72,16 @@ def _without_git(path: str) -> str:
     return (path[:-4] if path.endswith(".git") else path).rstrip("/")
 
 
-def remote_password(url: str) -> str:
-    """The password in a remote URL's user part (`https://user:PASSWORD@host/...`), or ""; a
-    user part with no password that looks like a token (`https://TOKEN@host/...`, as hosts
-    take a personal access token) is one."""
+def remote_secrets(url: str) -> tuple[str, ...]:
+    """The secrets in a remote URL's user part: its password (`https://user:PASSWORD@host/...`)
+    and a user name that looks like a token (`https://TOKEN@host/...`, as hosts take a personal
+    access token, also with a password beside it: `https://TOKEN:x-oauth-basic@host/...`)."""
     if "://" not in url:
-        return ""
+        return ()
     user, _, _ = _parts(url.strip())
-    name, colon, password = user.partition(":")
-    return password if colon else (name if _TOKEN_LIKE.fullmatch(name) else "")
+    name, _, password = user.partition(":")
+    token = name if _TOKEN_LIKE.fullmatch(name) else ""
+    return tuple(secret for secret in (password, token) if secret)
 
 
 def remote_passwords(root: Path) -> tuple[str, ...]:
@@ -92,12 +93,11 @@ def remote_passwords(root: Path) -> tuple[str, ...]:
 
 def url_passwords(values: Iterable[str]) -> tuple[str, ...]:
     """The passwords in those of `values` that are URLs with one (`scheme://user:PASSWORD@`),
-    as written and percent-decoded."""
+    and the user names that are tokens, as written and percent-decoded."""
     found: set[str] = set()
     for value in values:
-        password = remote_password(value) if "@" in value else ""
-        if password:
-            found.update((password, unquote(password)))
+        for secret in remote_secrets(value) if "@" in value else ():
+            found.update((secret, unquote(secret)))
     return tuple(sorted(found))
 
 
