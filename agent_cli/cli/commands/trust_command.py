@@ -76,9 +76,6 @@ def _parsed(rc: Path) -> tuple[dict[str, Any], bytes]:
         ) from None
 
 
-SHOWN_CHARS = 120
-
-
 def run_files(root: Path, data: dict[str, Any]) -> list[str]:
     """The repository files the file's hooks and stdio MCP servers run (`tools.held`)."""
     from agent_cli.tools.held import HeldFiles
@@ -97,6 +94,12 @@ def run_files(root: Path, data: dict[str, Any]) -> list[str]:
     return HeldFiles(root, words).files()
 
 
+def _visible(text: str) -> str:
+    """`text` with every character a terminal would not show as itself (a control, a format
+    character that reorders or hides what follows, a blank other than the space) as `\\uXXXX`."""
+    return "".join(c if c == " " or c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
 def summary(data: dict[str, Any]) -> list[str]:
     """Every key the file sets with its value, then the keys trust lets it set."""
     import json
@@ -112,11 +115,10 @@ def summary(data: dict[str, Any]) -> list[str]:
         # as doctor shows them: a server's env values, an address's credentials, key shapes
         masked = without_credentials(whole) if top == "mcp_servers" else whole
         for key, value in set_keys({top: masked}):
-            text = redact(json.dumps(value, ensure_ascii=False, default=str))
+            # whole, every character visible: what is trusted is all that is shown
+            text = _visible(redact(json.dumps(value, ensure_ascii=False, default=str)))
             if RULES.get(top, USER) is USER:  # a secret or `home`: never used from here
                 text = "(ignored: a repository's .agentrc never sets it)"
-            elif len(text) > SHOWN_CHARS:
-                text = text[: SHOWN_CHARS - 1] + "…"
             shown.append(f"{key} = {text}")
     lines = ["its .agentrc now sets: " + "; ".join(shown)]
     trusted = [k for k in data if RULES.get(k, USER).kind in ("trust", "limit")]
