@@ -277,18 +277,16 @@ def _check_hooks(settings: Settings, repo: Path | None) -> str:
     return clean(hooks.summary())
 
 
-def _check_git(repo: Path | None) -> str:
+def _check_git(repo: Path | None, not_a_repo: AgentError | None) -> str:
+    """git's version and the repository's state; without a repository, `not_a_repo` says why
+    (not inside one, a bare repository, a `.git` directory), as every other command does."""
     git = shutil.which("git")
     if not git:
         raise AgentError("git is not installed", "install git (apt-get install git)")
     version = subprocess.run([git, "--version"], capture_output=True, text=True).stdout.strip()
     if repo is None:
-        from agent_cli.cli.shared import current_dir
-
-        raise AgentError(
-            f"{version}, but {current_dir()} is not inside a git repository",
-            "run inside a git repository or pass --repo DIR",
-        )
+        why = not_a_repo or AgentError("no repository", "run inside a git repository")
+        raise AgentError(f"{version}, but {why.message}", why.hint)
     from agent_cli.workspace.git.repository import GitRepo, check_identity
 
     git_repo = GitRepo(repo)
@@ -357,12 +355,14 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
     from agent_cli.ui.render import check_line, heading, settings_view
 
     out = command_console(soft_wrap=True)
+    repo: Path | None = None
+    not_a_repo: AgentError | None = None  # why there is none: the git check says it
     try:
-        repo: Path | None = find_repo(repo_opt)
-    except AgentError:
+        repo = find_repo(repo_opt)
+    except AgentError as e:
         if repo_opt is not None:
             raise
-        repo = None
+        not_a_repo = e
     try:
         settings = settings_for(repo, **flags)
     except ConfigError as e:  # still list the keys, which is what a misspelt one needs
@@ -382,7 +382,7 @@ def run_doctor(repo_opt: Path | None, flags: dict[str, Any]) -> int:
         ("tokenizer", lambda: _check_tokenizer(settings)),
         ("state", lambda: _check_state_dir(settings, repo)),
         ("memory", lambda: _check_memory(settings, repo)),
-        ("git", lambda: _check_git(repo)),
+        ("git", lambda: _check_git(repo, not_a_repo)),
         ("hooks", lambda: _check_hooks(settings, repo)),
         ("instructions", lambda: _check_instructions(settings, repo)),
     ]

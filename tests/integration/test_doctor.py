@@ -85,6 +85,23 @@ def test_doctor_outside_a_repository(agent_in_process, fake_server, tmp_path):
     assert any("not inside a git repository" in line for line in _fail_lines(proc))
 
 
+def test_doctor_names_a_bare_repository_and_a_git_directory_as_every_command_does(
+    agent_in_process, fake_server, scratch_repo, tmp_path
+):
+    import subprocess
+
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(scratch_repo), str(bare)], check=True)
+    srv = fake_server([])
+    for where, says in (
+        (bare, "is a bare git repository"),
+        (scratch_repo / ".git", f"is the git directory of {scratch_repo}"),
+    ):
+        proc = agent_in_process("doctor", "--base-url", srv.url, cwd=where)
+        (line,) = [line for line in _fail_lines(proc) if " git " in line]
+        assert says in line and "not inside a git repository" not in line, line
+
+
 def test_doctor_says_a_file_error_in_one_check_and_goes_on_to_the_others(
     agent_in_process, scratch_repo
 ):
