@@ -166,5 +166,7 @@ def test_ten_malformed_replies_in_a_row_stop_the_run_with_its_state_saved(
     assert len(srv.chat_requests) == 11  # stopped right after the tenth
     state = read_state(repo)
     assert state["status"] == "failed" and state["steps"] == 10
+    shown = [e["step"] for e in events(proc.stdout) if e["event"] == "tool_result"]
+    assert shown[-1] == 10, shown  # the step that stops the run is shown too
     runs = json.loads(agent_in_process("runs", "--json", cwd=repo).stdout)
     assert [r["status"] for r in runs] == ["failed"]

@@ -398,7 +398,6 @@ def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
     """A reply without a tool call costs a step and comes back as a correction."""
     rt.state.step += 1
     rt.memory.tick()
-    _count_malformed(rt, True)
     what = (
         "was not readable"
         if reply is None
@@ -413,6 +412,7 @@ def _no_call(rt: Runtime, index: int, reply: ChatReply | None) -> Exchange:
         )
     )
     rt.journal(StepRecord(step=rt.state.step, task=index))
+    _count_malformed(rt, True)  # after the step is shown and kept: the last one too
     return Exchange(
         nudge=f"your last reply {what}. Every reply must be a tool call; call "
         "finish(summary) when the task is done."
