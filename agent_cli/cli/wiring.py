@@ -626,7 +626,8 @@ def _execute(
             # a plan-only run learns nothing, so it keeps (and says it keeps) nothing either
             outbox=None if opts.plan_only else Outbox(state_dir / OUTBOX, str(place), secrets),
         )
-        workspace.git.exclude_state(state_dir)  # before anything is written into it
+        if not opts.plan_only or state_dir.exists():  # a plan-only run writes nothing there
+            workspace.git.exclude_state(state_dir)  # before anything is written into it
         store = run_store(state_dir, repo_path, secrets)
         lock = checkout
         if tree is not None:

@@ -219,11 +219,14 @@ def test_tool_errors_go_back_to_the_model(agent_in_process, fake_server, demo_re
 
 
 def test_plan_only_changes_nothing(agent_in_process, fake_server, demo_repo):
+    exclude = demo_repo / ".git" / "info" / "exclude"
+    before = exclude.read_bytes() if exclude.exists() else None
     srv = fake_server([plan(task())])
     proc = agent_in_process("run", GOAL, "--plan-only", "--base-url", srv.url, cwd=demo_repo)
     assert proc.returncode == 0 and "Add median()" in proc.stdout
     assert git(demo_repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
-    assert not (demo_repo / ".agent" / "runs").exists()
+    assert not (demo_repo / ".agent").exists()
+    assert (exclude.read_bytes() if exclude.exists() else None) == before
 
 
 def test_without_terminal_or_yes_refuses_before_any_model_call(
