@@ -94,17 +94,25 @@ def _endpoint_line(settings: Settings, at: Target) -> str:
         return f"{whose}{at.base_url} answers, but lists no model; requests name {at.model!r}"
     if at.model not in models:
         if not _answers_anyway(settings, at):
-            shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
+            shown = ", ".join(map(_model_id, models[:8])) + (" …" if len(models) > 8 else "")
             raise AgentError(
                 f"model {at.model!r} is not served by {at.base_url}",
                 f"set {at.set_by.model} to one of: {shown}",
             )
         return (
-            f"{whose}{at.base_url} answers; it lists {models[0]!r}"
+            f"{whose}{at.base_url} answers; it lists {_model_id(models[0])!r}"
             f"{f' and {len(models) - 1} more' if len(models) > 1 else ''} but answers "
             f"requests for {at.model!r} too (llama.cpp serves its model under any name)"
         )
     return f"{whose}{at.base_url} answers; {len(models)} model(s), {at.model!r} among them"
+
+
+def _model_id(name: str) -> str:
+    """A model id the endpoint listed, cut for a line (a server may list one of any length)."""
+    return name if len(name) <= MODEL_ID_CHARS else name[: MODEL_ID_CHARS - 1] + "…"
+
+
+MODEL_ID_CHARS = 100
 
 
 def _answers_anyway(settings: Settings, at: Target) -> bool:

@@ -78,6 +78,16 @@ def test_doctor_reports_a_model_the_endpoint_does_not_serve(
     assert proc.returncode == 1 and "llama3" in _fail_lines(proc)[0]
 
 
+def test_doctor_cuts_a_model_id_of_any_length_in_its_line(
+    agent_in_process, fake_server, scratch_repo
+):
+    huge = "m" * 100_000
+    srv = fake_server([], models=(huge, "llama3"))
+    proc = agent_in_process("doctor", "--base-url", srv.url, "--model", "gpt-x", cwd=scratch_repo)
+    (line,) = [line for line in _fail_lines(proc) if "endpoint" in line]
+    assert "llama3" in line and "m" * 99 + "…" in line and len(line) < 500, len(line)
+
+
 def test_doctor_outside_a_repository(agent_in_process, fake_server, tmp_path):
     srv = fake_server([])
     proc = agent_in_process("doctor", "--base-url", srv.url, cwd=tmp_path)
