@@ -258,3 +258,21 @@ def test_every_forced_request_is_in_the_trajectory(agent_in_process, fake_server
     assert sorted(forced) == ["revise_plan", "submit_facts", "submit_plan", "submit_verdict"]
     for name, messages in forced.items():
         assert messages in logged, name
+
+
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        ({"content": "Added median and", "finish_reason": "length"}, "cut at the reply's length"),
+        ({"content": "Added median. " * 400}, "its first 3,000 characters are kept"),
+    ],
+)
+def test_a_closing_summary_cut_short_is_said_to_be(
+    agent_in_process, fake_server, demo_repo, reply, says
+):
+    srv = fake_server([plan(task()), add_median(), finish(), facts(), reply])
+    proc = run(agent_in_process, srv, demo_repo, env={"AGENT_REPLAN": "off"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    kinds = [(e["event"], e.get("text", "")) for e in events_of(proc.stdout)]
+    at = [k for k, _ in kinds].index("final_summary")
+    assert kinds[at + 1][0] == "notice" and says in kinds[at + 1][1], kinds[at:]

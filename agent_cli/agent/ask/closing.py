@@ -49,11 +49,20 @@ def summarise(rt: Runtime, outcome: str) -> str:
         rt.emit(events.Notice(text=f"no closing summary from the model ({e.message})"))
         return ""
     rt.log({"type": "reply", "reply": reply.model_dump()})
-    text = (reply.content or "").strip()[:MAX_CHARS]
+    whole = (reply.content or "").strip()
+    text = whole[:MAX_CHARS]
     if not text:
         rt.emit(events.Notice(text="the model gave no closing summary"))
         return ""
     rt.state.closing_summary = text
     rt.save()
     rt.emit(events.FinalSummary(text=text))
+    if reply.finish_reason == "length":
+        rt.emit(events.Notice(text="the closing summary was cut at the reply's length limit"))
+    elif len(whole) > MAX_CHARS:
+        rt.emit(
+            events.Notice(
+                text=f"the closing summary is cut: its first {MAX_CHARS:,} characters are kept"
+            )
+        )
     return text
