@@ -329,3 +329,19 @@ def test_a_refused_key_at_a_roles_second_local_server_names_the_roles_key_settin
         assert said in e.value.message and "without a key" in e.value.message
         assert "set verifier_api_key_env to the name" in e.value.hint
         assert "OPENAI_API_KEY" not in e.value.one_line()
+
+
+def test_a_key_refused_in_an_error_object_names_the_roles_key_variable(tmp_path, fake_server):
+    # a gateway's HTTP 200 with OpenAI's error object: the fix a 401 status gives, not "try again"
+    refused = {"message": "Incorrect API key provided", "code": "invalid_api_key"}
+    srv = fake_server([{"raw": json.dumps({"error": refused})}] * 3, models=("m",))
+    flags = {"base_url": LOCAL_A, "model": "m", "executor_base_url": srv.url}
+    flags["executor_api_key_env"] = "EXEC_KEY"
+    env = {"EXEC_KEY": "sk-the-executors-0123"}
+    with pytest.raises(ModelError) as e:
+        build(load(flags=flags, env=env, tmp=tmp_path)).executor.chat(
+            [{"role": "user", "content": "go"}]
+        )
+    assert "refused the API key (invalid_api_key: Incorrect API key" in e.value.message
+    assert e.value.hint == "check EXEC_KEY; it must be a valid key for this endpoint"
+    assert len(srv.chat_requests) == 1

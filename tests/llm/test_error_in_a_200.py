@@ -1,6 +1,8 @@
 """A gateway that answers HTTP 200 with an error object instead of a completion (OpenRouter
 does): the server's own words reach the user as a model error, retried like a busy server
-unless its code blames the request; never "malformed replies" or "did not call" a tool."""
+unless its code (a status, or a word such as OpenAI's `invalid_api_key`) or its type blames
+the request, which is then said as that HTTP status would be; never "malformed replies" or
+"did not call" a tool."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ import json
 
 import pytest
 
-from agent_cli.core.errors import MalformedReply, ModelError
+from agent_cli.core.errors import ContextOverflow, MalformedReply, ModelError
 from agent_cli.llm.base import force, function_tool
 from agent_cli.llm.openai.chat import OpenAIChat
+from reliability.relkit import GOAL, repo_with
 
 PLAN = function_tool("submit_plan", "Plan.", {"goal": {"type": "string"}})
 ASK = [{"role": "user", "content": "go"}]
@@ -50,6 +53,89 @@ def test_an_error_in_a_200_then_a_reply_is_retried(fake_server):
 )
 def test_an_error_that_blames_the_request_is_not_sent_again(fake_server, body):
     srv = fake_server([body] * 3)
-    with pytest.raises(ModelError, match="instead of a reply: (model not allowed|quota)"):
+    with pytest.raises(ModelError, match=r"\(400: model not allowed|instead of a reply: quota"):
         _model(srv, max_retries=2).chat(ASK)
     assert len(srv.chat_requests) == (1 if "400" in body["raw"] else 3)
+
+
+KEY = "check OPENAI_API_KEY; it must be a valid key for this endpoint"
+# An error object whose code (a status, a word of OpenAI's) or type blames the request or the
+# key: said as the same HTTP status would be, and not sent again.
+BLAMES = {
+    "401 as a number": ({"code": 401}, "refused the API key (401: ", KEY),
+    "403 as digits": ({"code": "403"}, "refused the API key (403: ", KEY),
+    "invalid_api_key": (
+        {"type": "invalid_request_error", "code": "invalid_api_key"},
+        "refused the API key (invalid_api_key: ",
+        KEY,
+    ),
+    "authentication_error": ({"type": "authentication_error"}, "refused the API key", KEY),
+    "permission_error": ({"type": "permission_error"}, "refused the API key", KEY),
+    "model_not_found": (
+        {"type": "invalid_request_error", "code": "model_not_found"},
+        "model 'fake-model' was not found",
+        "set --model to a model the endpoint serves",
+    ),
+    "insufficient_quota": (
+        {"type": "insufficient_quota", "code": "insufficient_quota"},
+        "the quota of the key sent is used up",
+        "waiting does not help",
+    ),
+    "invalid_request_error": (
+        {"type": "invalid_request_error", "code": None},
+        "rejected the request (invalid_request_error: ",
+        "check --model",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(BLAMES))
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_error_whose_code_or_type_blames_the_request_is_said_as_its_status(
+    fake_server, name, stream
+):
+    fields, said, fix = BLAMES[name]
+    body = {"error": {"message": "The model `fake-model` does not exist, or no", **fields}}
+    srv = fake_server([{"raw": json.dumps(body)}] * 3)
+    with pytest.raises(ModelError) as caught:
+        _model(srv, stream=stream, max_retries=2).chat(ASK)
+    assert said in caught.value.message and fix in caught.value.hint, caught.value.one_line()
+    assert len(srv.chat_requests) == 1
+
+
+def test_a_rate_limit_code_is_retried_then_said_as_a_429(fake_server):
+    body = {
+        "error": {"message": "Rate limit reached", "type": "tokens", "code": "rate_limit_exceeded"}
+    }
+    srv = fake_server([{"raw": json.dumps(body)}] * 3)
+    with pytest.raises(ModelError) as caught:
+        _model(srv, max_retries=2).chat(ASK)
+    assert "kept rate-limiting the requests (Rate limit reached)" in caught.value.message
+    assert len(srv.chat_requests) == 3
+
+
+def test_a_context_length_code_is_the_overflow_it_names(fake_server):
+    # the message names no marker of an overflow: the code alone says it
+    body = {
+        "error": {
+            "message": "Input is longer than this model takes.",
+            "code": "context_length_exceeded",
+            "n_ctx": 4096,
+        }
+    }
+    srv = fake_server([{"raw": json.dumps(body)}] * 3)
+    with pytest.raises(ContextOverflow) as caught:
+        _model(srv, max_retries=2).chat(ASK)
+    assert caught.value.window == 4096 and len(srv.chat_requests) == 1
+
+
+def test_a_run_told_its_key_is_wrong_in_a_200_says_so_at_once(
+    agent_in_process, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    wrong = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
+    srv = fake_server([{"raw": json.dumps({"error": {**wrong, "code": "invalid_api_key"}})}] * 5)
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=repo)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "refused the API key (invalid_api_key: Incorrect API key provided)" in proc.stderr
+    assert KEY in proc.stderr and "retry" not in proc.stderr and len(srv.chat_requests) == 1

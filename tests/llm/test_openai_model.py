@@ -138,7 +138,8 @@ def test_bad_key_and_unknown_model(fake_server):
 
 
 def test_garbage_body_and_empty_choices(fake_server):
-    srv = fake_server([{"raw": "<html>oops</html>"}, {"no_choices": True}])
+    # JSON of another shape (a page, no JSON at all, is the endpoint's: test_pages_and_filters.py)
+    srv = fake_server([{"raw": '{"choices": "a string"}'}, {"no_choices": True}])
     m = chat_model(srv)
     with pytest.raises(MalformedReply):
         m.chat([{"role": "user", "content": "x"}])

@@ -191,7 +191,7 @@ def test_an_error_event_whose_code_blames_the_request_is_not_sent_again(
         send(h, f"data: {json.dumps(error)}\n\n", "text/event-stream")
 
     model = OpenAIChat(model="m", base_url=loopback(answer), api_key=None, backoff_s=0.01)
-    with pytest.raises(ModelError, match="answered with an error instead of a reply: Provider"):
+    with pytest.raises(ModelError, match=r"rejected the request \(400: Provider returned error"):
         model.chat(ASK)
     assert len(answers) == 1
 

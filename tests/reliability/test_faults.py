@@ -52,7 +52,7 @@ def test_http_errors_and_a_timeout_are_retried_and_bad_replies_go_back_as_tool_e
             {"status": 503, "body": ERROR_BODY},
             {**plan(task()), "delay": 2.0},  # > request timeout
             plan(task()),
-            {"raw": "<html><body>502 Bad Gateway</body></html>"},
+            {"raw": '{"choices": "a string"}'},  # JSON, but no completion (a page: the endpoint's)
             {"no_choices": True},
             {"content": "I believe the task is complete."},
             calls(
@@ -146,7 +146,7 @@ def test_ten_malformed_replies_in_a_row_stop_the_run_with_its_state_saved(
 ):
     repo = repo_with(tmp_path / "repo")
     garbage = [
-        {"raw": "not json at all"},
+        {"raw": '{"choices": [{"message": {"content": {"a": 1}}}]}'},
         {"no_choices": True},
         {"content": "just text"},
         calls(("nope", {})),

@@ -23,7 +23,11 @@ Which failures are retried:
   backoff; a stream that ended in good order without saying it was over (no finish_reason,
   no [DONE]) is retried streamed once, then asked for whole;
 - an error object in place of a reply (some gateways send it with HTTP 200): with backoff,
-  unless its `code` blames the request (a 4xx other than 429);
+  unless its `code` blames the request (a 4xx other than 429; a word such as OpenAI's
+  `invalid_api_key`, or else its `type`, read as the status it stands for), which is then
+  said as that status would be;
+- a whole body that is no JSON at all (a proxy's or a captive portal's page, a web UI), and a
+  reply the provider's content filter left empty: once more, then the error stands;
 - a 5xx answered in under a second: it is a verdict on the request, so it is not sent again
   as it was (a streamed request is tried once whole, since streaming is what some servers
   fail on; then the error stands);
@@ -69,7 +73,7 @@ from agent_cli.llm.server import info as server_info
 from agent_cli.llm.server.findings import Findings
 from agent_cli.llm.server.locality import is_local
 from agent_cli.llm.wire import failures, outgoing
-from agent_cli.llm.wire.body import ErrorReply, load_body, parse_completion
+from agent_cli.llm.wire.body import ErrorReply, Filtered, NotJson, load_body, parse_completion
 from agent_cli.llm.wire.content_calls import calls_from_content
 from agent_cli.llm.wire.forcing import FORMS, Forcing
 from agent_cli.llm.wire.names import offered_name
@@ -343,6 +347,8 @@ class OpenAIChat:
         server's answer), else MalformedReply for a bad one."""
         if not raw.strip():
             raise StreamCut("the reply's body was empty")
+        if raw.lstrip()[:1] not in (b"{", b"["):
+            raise NotJson(raw)  # a page or words: no JSON at all, the endpoint's, not a reply
         raw = _DONE_AFTER.sub(b"", raw)  # the end of a stream, which some proxies add
         try:
             return load_body(raw)
@@ -438,7 +444,7 @@ class OpenAIChat:
 
     # -- retries ------------------------------------------------------------------------------
     def _send(self, build: Callable[[], Json], call: _Call) -> ChatReply:
-        attempt = unfinished = 0
+        attempt = unfinished = unusable = 0
         while True:
             kwargs = build()
             self._unchanged_overflow(kwargs)
@@ -471,11 +477,18 @@ class OpenAIChat:
             except StreamFailed as e:
                 failure = e
             except ErrorReply as e:
-                if failures.is_overflow(e.message) and self._fit_reply(
+                if (e.overflow or failures.is_overflow(e.message)) and self._fit_reply(
                     e.message, e.fields, kwargs, call
                 ):
                     continue  # else ContextOverflow: the caller fits the request and asks again
                 if not e.retryable:
+                    raise self._convert(e) from None
+                failure = e
+            except (NotJson, Filtered) as e:
+                # The endpoint's page, or the provider's filter: asking again rarely changes
+                # either, so once more only (a passing page, another sample), then it stands.
+                unusable += 1
+                if unusable > 1:
                     raise self._convert(e) from None
                 failure = e
             except openai.OpenAIError as e:

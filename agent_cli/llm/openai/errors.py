@@ -6,7 +6,6 @@ import datetime
 import email.utils
 import math
 import random
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ import openai
 
 from agent_cli.core.errors import ModelError, ModelRefused
 from agent_cli.llm.wire import failures
-from agent_cli.llm.wire.body import ErrorReply
+from agent_cli.llm.wire.body import ErrorReply, Filtered, NotJson, error_object, page_words
 from agent_cli.llm.wire.stream import StreamCut, StreamFailed
 
 
@@ -81,50 +80,71 @@ def error_message(e: openai.APIStatusError) -> str:
         )
         if msg:
             return str(msg)[:300]
-    elif isinstance(body, str) and (text := " ".join(_TAG.sub(" ", body).split())):
-        return text[:300]
+    elif isinstance(body, str) and (text := page_words(body)):
+        return text
     return (e.message or "")[:300]
 
 
-_TAG = re.compile(r"<[^>]{0,2000}>")
+@dataclass(frozen=True)
+class Refusal:
+    """A request the server refused for good, however it said so (an HTTP status, or an error
+    object in a 200): the status it stands for, as the server said it, and its words."""
+
+    status: int
+    said: str  # "401", or an error object's code ("invalid_api_key")
+    detail: str
+    url: str  # the address the request went to
+    size: int | None = None  # the request's body in bytes, when known
+    out_of_quota: bool = False
 
 
 def status_error(
     e: openai.APIStatusError, base_url: str, model: str, set_by: SetBy = DEFAULT_SET_BY
 ) -> ModelError:
     """The error for an HTTP status that retrying did not (or could not) cure."""
-    status, detail = e.status_code, error_message(e)
+    sent = e.request.headers.get("content-length", "")
+    refusal = Refusal(
+        e.status_code,
+        str(e.status_code),
+        error_message(e),
+        str(e.request.url),
+        int(sent) if sent.isdecimal() else None,
+        out_of_quota(e),
+    )
+    return refused(refusal, base_url, model, set_by)
+
+
+def refused(r: Refusal, base_url: str, model: str, set_by: SetBy = DEFAULT_SET_BY) -> ModelError:
+    """The error, with its fix, for a refusal that retrying did not (or could not) cure."""
+    status, said, detail = r.status, r.said, r.detail
     if status in (401, 403):
         what = "refused a request sent without a key" if set_by.unsent else "refused the API key"
-        return ModelRefused(f"{base_url} {what} ({status}: {detail})", set_by.key_fix())
+        return ModelRefused(f"{base_url} {what} ({said}: {detail})", set_by.key_fix())
     if status == 404 and "model" not in detail.lower() and model.lower() not in detail.lower():
         # Not a word of a model: the address itself is not there (a base URL without its
         # /v1, or with it twice), as vLLM's {"detail": "Not Found"} or Ollama's "404 page
         # not found" say.
-        return ModelRefused(
-            f"{e.request.url} was not found ({status}: {detail})", set_by.address_fix()
-        )
+        return ModelRefused(f"{r.url} was not found ({said}: {detail})", set_by.address_fix())
     if status == 404:
         return ModelRefused(
             f"model {model!r} was not found at {base_url} ({detail})",
             f"set {set_by.model} to a model the endpoint serves; `agent doctor` lists them",
         )
     if status == 413:  # a proxy's body limit (nginx: 1 MB unless raised), or the server's
-        sent = e.request.headers.get("content-length", "")
-        size = f" of {int(sent):,} bytes" if sent.isdecimal() else ""
+        size = f" of {r.size:,} bytes" if r.size is not None else ""
         return ModelRefused(
-            f"{base_url} refused a request{size} as too large ({status}: {detail})",
+            f"{base_url} refused a request{size} as too large ({said}: {detail})",
             "raise the body limit of the server or of the proxy in front of it (nginx: "
             "client_max_body_size), or set a smaller context_window",
         )
-    if out_of_quota(e) and set_by.unsent:
+    if r.out_of_quota and set_by.unsent:
         return ModelRefused(
-            f"{base_url} says a request sent without a key has no quota ({status}: {detail})",
+            f"{base_url} says a request sent without a key has no quota ({said}: {detail})",
             set_by.key_fix(),
         )
-    if out_of_quota(e):
+    if r.out_of_quota:
         return ModelRefused(
-            f"{base_url} says the quota of the key sent is used up ({status}: {detail})",
+            f"{base_url} says the quota of the key sent is used up ({said}: {detail})",
             f"check the plan and billing of the account {set_by.key} belongs to; waiting "
             "does not help",
         )
@@ -135,12 +155,12 @@ def status_error(
         )
     if status >= 500:
         return ModelError(
-            f"{base_url} kept failing with {status} ({detail})",
+            f"{base_url} kept failing with {said} ({detail})",
             "the server is in trouble; try again later (`agent run --resume` goes on with a run "
             "already begun)",
         )
     return ModelRefused(
-        f"{base_url} rejected the request ({status}: {detail})",
+        f"{base_url} rejected the request ({said}: {detail})",
         f"check {set_by.model} and that the server supports function tools",
     )
 
@@ -204,10 +224,32 @@ def convert(
     if isinstance(e, openai.APIStatusError):
         return status_error(e, base_url, model, set_by)
     if isinstance(e, ErrorReply):
+        status = 429 if e.out_of_quota else e.code
+        if status is not None and status < 500:  # it blames the request: said as that status
+            url = f"{base_url.rstrip('/')}/chat/completions"
+            said = e.said or str(status)
+            refusal = Refusal(status, said, e.message, url, out_of_quota=e.out_of_quota)
+            return refused(refusal, base_url, model, set_by)
         return ModelError(
             f"{base_url} answered with an error instead of a reply: {e.message}",
             "see the server's or provider's status and log, then try again (`agent run "
             "--resume` goes on with a run already begun)",
+        )
+    if isinstance(e, NotJson):
+        return ModelError(
+            f"{set_by.endpoint(base_url)} answered with a page or text, not a chat completion: "
+            f"{e.words!r}",
+            f"check that {set_by.url} points at a Chat Completions API (most end in /v1), not "
+            "a web page; a proxy or captive portal on the way may want a sign-in (`agent run "
+            "--resume` goes on with a run already begun)",
+        )
+    if isinstance(e, Filtered):
+        return ModelError(
+            f"the provider's content filter at {set_by.endpoint(base_url)} stopped the model's "
+            "reply before it held anything (its finish_reason: content_filter)",
+            "the request or the model's reply tripped the provider's filter: reword the goal, "
+            "or ask the provider about its filter (`agent run --resume` goes on with a run "
+            "already begun)",
         )
     if isinstance(e, (StreamCut, StreamFailed)):
         return ModelError(
@@ -238,8 +280,7 @@ def out_of_quota(e: openai.APIStatusError) -> bool:
     body: dict[str, Any] = e.body if isinstance(e.body, dict) else {}
     err = body.get("error")
     inner: dict[str, Any] = err if isinstance(err, dict) else body
-    kinds = {str(inner.get("code") or ""), str(inner.get("type") or "")}
-    return "insufficient_quota" in kinds or "exceeded your current quota" in error_message(e)
+    return error_object({**inner, "message": error_message(e)}).out_of_quota
 
 
 def transient(e: BaseException) -> bool:

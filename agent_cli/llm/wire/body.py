@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from agent_cli.core import strictjson
@@ -23,22 +24,64 @@ from agent_cli.core.models import ChatReply, ToolCall, Usage
 
 NOT_A_COMPLETION = "check that --base-url points at a Chat Completions API"
 BUSY_CODES = (429, 502, 503, 504)  # and any code from 500 up (`retryable`)
+# The HTTP status an error object's word stands for, its `code` before its `type`: OpenAI's
+# codes and types, and Anthropic's types, which gateways pass on as they are.
+STATUS_OF = {
+    "invalid_api_key": 401,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "model_not_found": 404,
+    "not_found_error": 404,
+    "context_length_exceeded": 400,
+    "invalid_request_error": 400,
+    "insufficient_quota": 429,
+    "rate_limit_exceeded": 429,
+    "rate_limit_error": 429,
+    "server_error": 500,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+OVERFLOW_CODE = "context_length_exceeded"
+QUOTA_CODE = "insufficient_quota"
 
 
 class ErrorReply(Exception):
     """The server answered a request with an error object instead of a completion (some
-    gateways do so with HTTP 200): its message, and its `code` when it gave a number."""
+    gateways do so with HTTP 200): its message, and the HTTP status its `code` (a number, or
+    a word of STATUS_OF, else its `type`'s) stands for, None when it says none."""
 
     def __init__(
-        self, message: str, code: int | None, fields: dict[str, Any] | None = None
+        self,
+        message: str,
+        code: int | None,
+        fields: dict[str, Any] | None = None,
+        said: str = "",
     ) -> None:
         super().__init__(message)
         self.message, self.code = message, code
         self.fields = fields or {}  # the error object as sent (a context overflow's numbers)
+        self.said = said or (str(code) if code is not None else "")  # its code, as sent
+
+    @property
+    def words(self) -> set[str]:
+        """Its `code` and `type` as words."""
+        return {str(self.fields.get(key) or "") for key in ("code", "type")}
+
+    @property
+    def out_of_quota(self) -> bool:
+        """Whether it says the account's quota is used up, which no wait cures."""
+        return QUOTA_CODE in self.words or "exceeded your current quota" in self.message
+
+    @property
+    def overflow(self) -> bool:
+        """Whether its code says the request did not fit the context window."""
+        return OVERFLOW_CODE in self.words
 
     @property
     def retryable(self) -> bool:
         """Whether the code (if any) says the server is busy or broken, not the request wrong."""
+        if self.out_of_quota:
+            return False
         return self.code is None or self.code in BUSY_CODES or self.code >= 500
 
 
@@ -52,12 +95,65 @@ def error_reply(body: dict[str, Any]) -> ErrorReply | None:
 
 
 def error_object(err: Any) -> ErrorReply:
-    """The ErrorReply an `error` field holds: its message, and its `code` when a number."""
+    """The ErrorReply an `error` field holds: its message, and the status its `code` stands
+    for (a number, digits as text, a word of STATUS_OF), else its `type`."""
     inner = err if isinstance(err, dict) else {}
     message = inner.get("message") if inner else err
-    code = inner.get("code")
-    number = code if isinstance(code, int) and not isinstance(code, bool) else None
-    return ErrorReply(str(message or err)[:300], number, inner)
+    code, kind = inner.get("code"), inner.get("type")
+    status = _status(code)
+    said = str(code) if status is not None else ""
+    if status is None and isinstance(kind, str) and kind in STATUS_OF:
+        status, said = STATUS_OF[kind], kind
+    return ErrorReply(str(message or err)[:300], status, inner, said[:64])
+
+
+def _status(code: Any) -> int | None:
+    """The HTTP status an error object's `code` stands for, None when it names none."""
+    if isinstance(code, str) and code.isdecimal() and len(code) == 3:
+        code = int(code)
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code
+    return STATUS_OF.get(code) if isinstance(code, str) else None
+
+
+class NotJson(Exception):
+    """The server answered a chat request with a body that is no JSON at all: a page (a
+    proxy's or a captive portal's sign-in, a web UI at the base URL) or words, the endpoint's
+    answer rather than any the model wrote. `words` is its text, without tags, bounded."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.words = page_words(raw.decode("utf-8", "replace"))
+        super().__init__(f"the reply is not JSON but {self.words!r}")
+
+
+def page_words(text: str, limit: int = 300) -> str:
+    """The words of a page or a text body: tags, scripts and styles left out, blanks and
+    control characters made single spaces, at most `limit` characters."""
+    text = _TAG.sub(" ", _unhidden(text[:PAGE_CHARS]))
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())[:limit]
+
+
+def _unhidden(text: str) -> str:
+    """`text` without what its scripts and styles hold (each cut to the end of its element)."""
+    low, kept, at = text.lower(), [], 0
+    while found := _HIDDEN.search(low, at):
+        kept.append(text[at : found.start()])
+        end = low.find(f"</{found.group(1)}", found.end())
+        at = len(text) if end < 0 else end
+    return " ".join([*kept, text[at:]])
+
+
+PAGE_CHARS = 100_000  # of a page's start its words are taken from
+_TAG = re.compile(r"<[^>]{0,2000}>")
+_HIDDEN = re.compile(r"<(script|style)\b")
+
+
+class Filtered(Exception):
+    """The provider's content filter stopped the reply before it held anything (a
+    `finish_reason` of "content_filter" with no text and no tool call)."""
+
+    def __init__(self) -> None:
+        super().__init__("the provider's content filter stopped the reply (content_filter)")
 
 
 def load_body(raw: str | bytes, what: str = "the endpoint's reply") -> Any:
@@ -125,8 +221,8 @@ def _arguments(raw: Any) -> str:
 
 def parse_completion(body: Any) -> ChatReply:
     """A chat-completion JSON body as a ChatReply; ErrorReply if it is the server's error
-    instead (an error object, or a reply it ended with finish_reason "error"),
-    MalformedReply if it is neither."""
+    instead (an error object, or a reply it ended with finish_reason "error"), Filtered if
+    the provider's content filter left nothing of it, MalformedReply if it is none of these."""
     if not isinstance(body, dict):
         raise MalformedReply("the endpoint's reply is not a JSON object")
     if failed := error_reply(body):
@@ -144,6 +240,9 @@ def parse_completion(body: Any) -> ChatReply:
         ) from None
     if reply.finish_reason == "error":  # OpenRouter's word for a generation that failed
         raise ErrorReply('the server ended the reply with finish_reason "error"', None)
+    filtered = reply.finish_reason == "content_filter"
+    if filtered and not reply.tool_calls and not (reply.content or "").strip():
+        raise Filtered
     return reply
 
 
