@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -159,6 +160,45 @@ def test_a_run_whose_own_worktree_is_locked_and_gone_is_not_rewound(agent, repo)
     assert [t.status for t in plan] == ["verified"]
 
 
+def test_the_commands_a_refusal_suggests_quote_the_paths_in_them(agent, tmp_path):
+    """A path with a space in it stays one word of the command a user copies."""
+    import shlex
+
+    repo = make_repo(tmp_path / "my repo")
+    (repo / ".git" / "info" / "exclude").write_text(".agent/\n")
+    seed(repo, "run-r", ["verified"])
+    review = tmp_path / "my review tree"
+    git(repo, "worktree", "add", "-q", str(review), "agent/run-r")  # the user looks at it
+    code, _, err = agent("rewind", "run-r", "--yes", "--repo", str(repo))
+    assert code == 1, err
+    said = err.split("(git -C ", 1)[1].split(")", 1)[0]
+    assert shlex.split(f"git -C {said}") == ["git", "-C", str(review.resolve()), "switch", "-"]
+
+    away = seed(repo, "run-a", ["verified"], worktree=True)
+    git(repo, "worktree", "lock", str(away))
+    shutil.rmtree(away)  # on a drive not mounted now
+    code, _, err = agent("rewind", "run-a", "--yes", "--repo", str(repo))
+    assert code == 1, err
+    said = err.split("(git worktree remove -f -f ", 1)[1].split(")", 1)[0]
+    assert shlex.split(said) == [str(away.resolve())]
+
+    detached = seed(repo, "run-d", ["verified"], worktree=True)
+    git(detached, "switch", "-q", "--detach")
+    git(detached, "commit", "-q", "--allow-empty", "-m", "the user's own")
+    code, out, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    said = out.split("(keep them: ", 1)[1].split(")", 1)[0]
+    assert shlex.split(said) == ["git", "-C", str(detached.resolve()), "switch", "-c", "NAME"]
+
+    (repo / ".agent" / "runs" / "run-u").mkdir()  # killed before its first save
+    theirs = tmp_path / "their tree"
+    git(repo, "worktree", "add", "-q", "-b", "agent/run-u", str(theirs))
+    code, out, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    said = out.split("(git -C ", 1)[1].split(")", 1)[0]
+    assert shlex.split(f"git -C {said}") == ["git", "-C", str(theirs.resolve()), "switch", "BRANCH"]
+
+
 def test_a_worktree_run_is_rewound_in_its_tree_after_the_checkout_was_renamed(agent, repo):
     seed(repo, "run-moved", ["verified", "verified"], worktree=True)
     base = git(repo, "rev-parse", "main").strip()
@@ -257,6 +297,28 @@ def test_the_branch_module_moves_only_agent_branches(repo):
     finally:
         branches.close()
     assert tip(repo, "main") == head
+
+
+def test_a_reset_git_refuses_names_the_tree_quoted(tmp_path):
+    import shlex
+
+    from agent_cli.core.errors import GitError
+    from agent_cli.workspace.git.branches import AgentBranches
+
+    repo = make_repo(tmp_path / "repo")
+    tree = tmp_path / "a run's tree"
+    git(repo, "worktree", "add", "-q", "-b", "agent/run-r", str(tree))
+    head = tip(tree, "HEAD")
+    admin = Path(git(tree, "rev-parse", "--absolute-git-dir").strip())
+    (admin / "index.lock").write_text("")  # another git at work there
+    branches = AgentBranches(repo)
+    try:
+        with pytest.raises(GitError) as refused:
+            branches.reset_worktree(tree, "agent/run-r", head, head)
+    finally:
+        branches.close()
+    said = refused.value.hint.removeprefix("look at it with ")
+    assert shlex.split(said) == ["git", "-C", str(tree), "status"]
 
 
 def test_the_lock_names_its_run_and_is_not_live_once_released(tmp_path):

@@ -9,6 +9,7 @@ user's own work tree.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -239,14 +240,15 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
         raise WorkspaceError(
             f"{branch} is checked out in {tree.path}, a work tree the agent did not make; "
             "nothing was changed",
-            f"remove that work tree or switch it to another branch (git -C {tree.path} switch -)",
+            "remove that work tree or switch it to another branch "
+            f"(git -C {shlex.quote(str(tree.path))} switch -)",
         )
     if tree is not None and not tree.path.exists():  # forget_missing left it: locked
         raise WorkspaceError(
             f"{branch} is checked out in the run's worktree {tree.path}, which is locked and "
             "not here; nothing was changed",
             f"bring it back (mount its drive), or forget it (git worktree remove -f -f "
-            f"{tree.path}), then rewind",
+            f"{shlex.quote(str(tree.path))}), then rewind",
         )
     merged = merged_into(place.git, tip, record)
     if merged and tip != record.base:
@@ -425,7 +427,7 @@ def _clean_tree(place: Place, tree: Worktree, run_id: str, force: bool) -> str:
     if tree.branch is None and tree.head and not place.git.on_a_ref(tree.head):
         return (
             f"kept {tree.path}: its detached HEAD holds commits no branch has (keep them: "
-            f"git -C {tree.path} switch -c NAME)"
+            f"git -C {shlex.quote(str(tree.path))} switch -c NAME)"
         )  # even with --force: removing the tree would lose them
     why_kept = _why_kept(place, tree.path, run_id)
     if why_kept and not force:
@@ -516,7 +518,8 @@ def _forget(place: Place, run_id: str) -> str:
                 return ""  # its own worktree, kept above with the reason
             return (
                 f"kept branch {branch}: {why}, and {tree.path} is on it; switch that work tree "
-                f"to your branch (git -C {tree.path} switch BRANCH), then run agent clean again"
+                f"to your branch (git -C {shlex.quote(str(tree.path))} switch BRANCH), then run "
+                "agent clean again"
             )
         into = merged_into(place.git, tip, None)
         if into is None:

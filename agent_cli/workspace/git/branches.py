@@ -8,6 +8,7 @@ being lost. Every git process goes through `handle.RepoHandle` (the safe environ
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,7 +163,7 @@ class AgentBranches:
         if code != 0:
             raise GitError(
                 f"git reset failed in {tree}: {' '.join(err.split()) or code}",
-                f"look at it with git -C {tree} status",
+                f"look at it with git -C {shlex.quote(str(tree))} status",
             )
 
     def delete(self, branch: str, seen: str) -> None:
