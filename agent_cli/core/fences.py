@@ -45,7 +45,8 @@ _SLASHES = (
     "/\u2215\u2044\u2571\u27cb\u29f8\u1735\u2041\u2cc7\u3033\u30ce\u31d3\u4e3f"
     "\U0001d23a\\\u2216\u29f5\u29f9\u2572\u27cd"
 )
-# The letters that look like the Latin ones the tag names are written with, once folded (as
+# The letters that look like the Latin ones the tag names (and the words of an item's labels,
+# `trust` and `stale`: records.py) are written with, once folded (as
 # Unicode's confusables give them; a full-width, mathematical or accented letter folds to its
 # Latin one by itself): Cyrillic, Greek, Armenian and Latin small capitals.
 _LETTERS = {
@@ -77,7 +78,7 @@ _TAGS = frozenset((*FENCE_TAGS, *(f"/{name}" for name in FENCE_TAGS)))
 _BEGINNINGS = frozenset(tag[:n] for tag in _TAGS for n in range(1, len(tag)))
 _BOUNDARY = re.compile(rf"<(/?)({_NAMES})\b")
 # An opener worth reading on: one followed by a fence's tag as ASCII spells it (blanks and
-# controls read past, `\\` as `/`, any case: as `_folded` reads ASCII), or by the beginning of
+# controls read past, `\\` as `/`, any case: as `reads_as` reads ASCII), or by the beginning of
 # one in ASCII and then a character that is not ASCII, read one at a time from the opener on.
 # Every other opener (all but a few in code, HTML or prose) is passed over by the expression.
 _ASCII_BLANKS = r"[\x00-\x20\x7f]*+"  # possessive: a blank is never read twice
@@ -101,10 +102,10 @@ _CANDIDATE = re.compile(
 
 
 @functools.lru_cache(maxsize=4096)
-def _folded(char: str) -> str:
-    """What `char` reads as in a tag: nothing for what shows as nothing, else its
-    compatibility form without accents, in lower case, a look-alike as the character it
-    looks like."""
+def reads_as(char: str) -> str:
+    """What `char` reads as in a tag (or in a label of ours, records.py): nothing for what
+    shows as nothing, else its compatibility form without accents, in lower case, a
+    look-alike as the character it looks like."""
     if char.isspace() or char in _BLANKS or unicodedata.category(char)[0] in "CM":
         return ""
     plain = unicodedata.normalize("NFKD", char)
@@ -117,7 +118,7 @@ def _opens_a_tag(text: str, start: int) -> bool:
     model reads it, is a fence's name (after a slash, for a closing tag)."""
     read = ""
     for at in range(start, len(text)):
-        for char in _folded(text[at]):  # nothing for a blank: it is read past
+        for char in reads_as(text[at]):  # nothing for a blank: it is read past
             read += char
             if read in _TAGS:
                 return True

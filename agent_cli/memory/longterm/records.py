@@ -22,7 +22,7 @@ from pydantic import (
 
 from agent_cli.core import atomic, strictjson
 from agent_cli.core.errors import StorageError
-from agent_cli.core.fences import retrieved_memory
+from agent_cli.core.fences import reads_as, retrieved_memory
 from agent_cli.core.models import Episode
 from agent_cli.core.protocols import Recalled
 from agent_cli.core.redact import redact
@@ -91,13 +91,54 @@ def episode_docs(ep: Episode) -> tuple[str, str]:
     return "\n".join(line for line in lines if not line.endswith(": ")), gist
 
 
-_MARK = re.compile(r'\b(trust|stale)="')
+_LABELS = ("trust", "stale")  # the words of the labels an item's line carries
+_LABEL_CHARS = max(map(len, _LABELS))
+# What a reader may take for a label's `=`: `=`, its compatibility forms (＝ ﹦, which fold to
+# it) and the characters Unicode's confusables give for it (᐀ ⹀ ゠ ꓿ ꞊).
+_EQUALS = re.compile("[=\uff1d\ufe66\u1400\u2e40\u30a0\ua4ff\ua78a]")
+# What a reader may take for a label's opening quote, once folded (＂ and ＇ fold to ASCII, ″
+# to primes): the ASCII quotes, the typographic ones, primes, guillemets and the CJK ones.
+_QUOTES = frozenset(
+    "\"'\u201c\u201d\u201e\u201f\u2018\u2019\u201a\u201b\u2032\u2035\u00ab\u00bb\u2039\u203a\u301d\u301e\u3003"
+)
 
 
 def _unmarked(text: str) -> str:
     """An item's text unable to pass for a label of ours (`trust="1.0"`): stored text may be
-    the model's, or anyone's on a shared server."""
-    return _MARK.sub(lambda m: f"{m.group(1)}=\u201c", text)
+    the model's, or anyone's on a shared server. A label is found as a model reads it
+    (`fences.reads_as`: any case, full-width or look-alike letters, what shows as nothing
+    read past): `trust` or `stale` as a word, blanks, an `=` or a look-alike, blanks, then
+    any quote; that quote becomes `&quot;`."""
+    parts, done = [], 0
+    for m in _EQUALS.finditer(text):
+        quote = _quote_after(text, m.end())
+        if quote is not None and _label_before(text, m.start()):
+            parts += [text[done:quote], "&quot;"]
+            done = quote + 1
+    return "".join(parts) + text[done:] if parts else text
+
+
+def _quote_after(text: str, start: int) -> int | None:
+    """Where the quote is that opens a label's value, blanks from `start` read past (None
+    when the first character that shows is no quote)."""
+    for at in range(start, len(text)):
+        shown = reads_as(text[at])
+        if shown:
+            return at if shown[0] in _QUOTES else None
+    return None
+
+
+def _label_before(text: str, end: int) -> bool:
+    """Whether the word that ends before `end` (blanks read past) reads as one of our labels'
+    (characters that show as nothing read past inside it, not a space)."""
+    at = end - 1
+    while at >= 0 and not reads_as(text[at]):  # blanks between the word and the `=`
+        at -= 1
+    word = ""  # the label's letters and the character before them, as they read
+    while at >= 0 and len(word) <= _LABEL_CHARS and not text[at].isspace():
+        word = reads_as(text[at]) + word
+        at -= 1
+    return any(word.endswith(label) and not word[: -len(label)][-1:].isalnum() for label in _LABELS)
 
 
 def _field(text: str) -> str:
