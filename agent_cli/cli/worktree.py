@@ -18,6 +18,8 @@ left (`held_off`).
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +34,7 @@ from agent_cli.core.text import readable, some
 from agent_cli.workspace.git import repository
 from agent_cli.workspace.git.branches import AgentBranches
 from agent_cli.workspace.git.repository import GitRepo
-from agent_cli.workspace.git.worktree import Worktrees, main_work_tree
+from agent_cli.workspace.git.worktree import Worktrees, is_linked_tree, main_work_tree
 from agent_cli.workspace.lock import RunLock, live_holder
 
 WORKTREES = "worktrees"  # under the state directory
@@ -319,7 +321,8 @@ def _release(lock: RunLock, run_dir: Path) -> None:
 def _resumed(
     repo: Path, state_dir: Path, resumed: Resumed, console: Console
 ) -> WorktreePlace | None:
-    """The worktree of the run to resume (made again from its branch when it was removed)."""
+    """The worktree of the run to resume (made again from its branch when it was removed, or
+    when its folder was emptied)."""
     record = resumed.record
     if not record.worktree:
         return None
@@ -330,16 +333,9 @@ def _resumed(
     try:
         if not trees.listed(path):
             relink(trees, state_dir, record.run_id, record.worktree)
-        if not trees.listed(path) and path.exists():
-            raise GitError(
-                f"the run's worktree {path} is there, but git no longer knows it as a work "
-                "tree of this repository, and `git worktree repair` could not tell git where it "
-                "is (git's record of it was removed, as `git worktree prune` does); nothing "
-                "was changed",
-                "move the folder aside (what it holds is yours) and resume again: the worktree "
-                f"is made again from {record.branch}",
-            )
-        if not trees.listed(path):
+        listed = trees.listed(path)
+        if not (listed and is_linked_tree(path, trees.root)):
+            _clear(path, listed, record.branch)
             trees.restore(path, record.branch)
             console.emit(
                 Notice(text=f"the run's worktree {path} is made again from {record.branch}")
@@ -349,6 +345,41 @@ def _resumed(
     return WorktreePlace(
         record.run_id, path, record.base_branch, trees.root, created=False, lock=resumed.lock
     )
+
+
+def _clear(path: Path, listed: bool, branch: str) -> None:
+    """Make way for the run's worktree at `path`, where there is none of this repository (git
+    knows one there when `listed`): an empty folder goes; one holding anything is refused,
+    nothing changed: what it holds may be the user's."""
+    if not os.path.lexists(path):
+        return  # gone: made again where it was
+    if _empty_folder(path):
+        path.rmdir()  # emptied by hand: nothing of anyone's is in it
+        return
+    if listed:
+        why = (
+            "holds files but is no longer a git work tree of this repository (its contents "
+            "replaced by hand)"
+        )
+    else:
+        why = (
+            "is there, but git no longer knows it as a work tree of this repository, and `git "
+            "worktree repair` could not tell git where it is (git's record of it was removed, "
+            "as `git worktree prune` does)"
+        )
+    raise GitError(
+        f"the run's worktree {path} {why}; nothing was changed",
+        f"move it aside (mv {shlex.quote(str(path))} ELSEWHERE; what it holds may be yours) "
+        f"and resume again: the worktree is made again from {branch}",
+    )
+
+
+def _empty_folder(path: Path) -> bool:
+    """Whether `path` is a folder of its own (not a link) with nothing in it."""
+    try:
+        return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+    except OSError:  # one that cannot be read holds what cannot be seen
+        return False
 
 
 def now_at(state_dir: Path, run_id: str, recorded: str) -> Path:

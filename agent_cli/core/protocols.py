@@ -106,6 +106,7 @@ class LongTermStore(Protocol):
     def listing(
         self, topics: list[str], min_trust: float = 0.5, limit: int = 1000
     ) -> Sequence[Recalled]: ...
+    def listed_count(self, topics: list[str], min_trust: float = 0.5) -> int: ...
     def associate(
         self,
         text: str,

@@ -69,11 +69,9 @@ def test_the_digest_of_a_large_store_fills_its_share_and_every_line_is_rendered(
         for i in range(150):
             store.add_fact(f"fact {i} about module{i}: " + "word " * 30, "t", topic=TOPIC)
         got = digest.build(store, "fix module7 and module9", [TOPIC], 1500, min_score=0.3)
-        block = format_for_context(
-            got.items, max_chars=digest.chars(1500), max_lines=len(got.items), brief=True
-        )
+        block = digest.render(digest.fit(got, 1500), 1500)
     assert sum(digest.cost(r) for r in got.items) <= 1500
-    assert block.count("\n- fact ") == len(got.items)  # the share's characters hold them all
+    assert block.count("\n- fact ") == len(got.items)  # the exact count keeps them all
     assert sum(digest.cost(r) for r in got.items) > 1500 - 2 * max(map(digest.cost, got.items))
 
 

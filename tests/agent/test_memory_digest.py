@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import uuid
+
 import pytest
 
 from agent_cli.agent.learn import digest
 from agent_cli.agent.learn.learning import PLAN_MIN_SCORE, recall_for_run
+from agent_cli.core import tokens
 from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.lazy import LazyLongTermMemory
 from agent_cli.memory.longterm.records import format_for_context
 from embedkit import HashEmbedder
 
@@ -81,21 +86,77 @@ def test_a_zero_share_sends_no_item(store):
     assert got.items == [] and got.left_out == 3
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        "module{i} keeps the invoice rounding rules and the tests that check them",
-        "模块{i}保存发票舍入规则以及检查这些规则的测试，金额必须四舍五入到分，不能截断",
-    ],
-)
-def test_the_digest_keeps_to_its_token_share_in_a_dense_script_too(store, line):
-    from agent_cli.core import tokens
+def _commits(i: int) -> str:
+    ids = ", ".join(hashlib.sha1(f"{i}-{j}".encode()).hexdigest()[:12] for j in range(20))
+    return f"flaky test {i} bisected to commits {ids}"
 
-    for i in range(150):
-        store.add_fact(line.format(i=i) * 3, "test", trust=1.0, topic=TOPIC)
-    got = digest.build(store, "fix the invoice rounding", [TOPIC], 1500, min_score=0.1)
-    block = format_for_context(  # as a run renders it (session.py)
-        got.items, max_chars=digest.chars(1500), max_lines=len(got.items), brief=True
-    )
-    assert got.items and got.left_out > 0
-    assert tokens.count(block) <= 1500
+
+DENSE = {  # text that tokenizes far finer than the estimate's 3.1 characters a token
+    "commit ids": _commits,
+    "addresses": lambda i: "hosts " + ", ".join(f"10.{i}.{j}.{i * j % 251}" for j in range(25)),
+    "uuids": lambda i: "runs " + " ".join(str(uuid.UUID(int=i * 7919 + j)) for j in range(8)),
+    "digits": lambda i: "seeds " + " ".join(str(int(hashlib.sha1(b"%d" % i).hexdigest(), 16))),
+    "chinese": lambda i: (
+        f"模块{i}保存发票舍入规则以及检查这些规则的测试，金额必须四舍五入到分，不能截断" * 3
+    ),
+    "english": lambda i: (
+        f"module{i} keeps the invoice rounding rules and the tests that check them" * 3
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", DENSE)
+def test_the_block_a_run_sends_keeps_to_its_token_share_whatever_the_text(store, kind):
+    for i in range(60):
+        store.add_fact(DENSE[kind](i), "test", trust=1.0, topic=TOPIC)
+    found = recall_for_run(store, "fix the invoice rounding", [TOPIC], lambda _: None)
+    block = digest.render(found, 1500)  # as a run renders it (session.py)
+    assert tokens.count(block) <= 1500  # exactly, header and the line counting the rest in
+    assert found.items and found.left_out == 60 - len(found.items)
+    assert block.count("\n- fact ") == len(found.items) and found.more_line() in block
+    hits = {r.id: r.hit_count for r in store.listing([TOPIC])}  # on what was sent, only
+    assert sorted(hits.values()) == [0] * found.left_out + [1] * len(found.items)
+
+
+def test_a_store_that_fits_by_the_estimate_but_not_by_count_is_trimmed_and_says_so(store):
+    for i in range(14):  # a small store, all of it by the estimate: 1.7 characters a token
+        store.add_fact(_commits(i), "test", trust=1.0, topic=TOPIC)
+    assert digest.build(store, "find the flaky commit", [TOPIC], 1500, min_score=0.1).left_out == 0
+    found = recall_for_run(store, "find the flaky commit", [TOPIC], lambda _: None)
+    block = digest.render(found, 1500)
+    assert tokens.count(block) <= 1500 and 0 < found.left_out == 14 - len(found.items)
+    assert block.splitlines()[-2] == found.more_line()  # the last line inside the fence
+
+
+def test_a_small_share_holds_what_it_can_and_never_more(store):
+    for i in range(30):
+        store.add_fact(_commits(i), "test", trust=1.0, topic=TOPIC)
+    for share in (0, 20, 57, 58, 120, 400):
+        found = recall_for_run(
+            store, "find the flaky commit", [TOPIC], lambda _: None, digest_tokens=share
+        )
+        block = digest.render(found, share)
+        assert tokens.count(block) <= share, share
+        assert (block == "") == (share < 58)  # the line counting the rest alone takes 58
+        assert found.left_out == 30 - len(found.items)
+
+
+def test_the_count_of_the_rest_is_the_repositorys_beyond_what_is_read_to_choose(store, monkeypatch):
+    monkeypatch.setattr(digest, "SCAN", 20)  # as a store past 2,000 items is read: a part
+    _fill(store, 150)
+    _fill(store, 5, topic=OTHER)  # another repository's
+    store.add_fact("a doubtful claim", "model", trust=0.3, topic=TOPIC)  # never listed
+    got = digest.build(store, "what about module7", [TOPIC], 600, min_score=0.1)
+    assert got.items and got.left_out == 150 - len(got.items)
+    assert store.listed_count([TOPIC]) == 150 and store.listed_count([OTHER]) == 5
+
+
+def test_a_run_reading_the_snapshot_counts_the_repositorys_items_too(tmp_path):
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder()) as mem:
+        _fill(mem, 30)
+        _fill(mem, 4, topic=OTHER)
+    with LazyLongTermMemory(tmp_path / "chroma", HashEmbedder(), read_only=True) as lazy:
+        lazy.prepare()  # the snapshot answers: the store is not opened
+        assert lazy.listed_count([TOPIC]) == 30 and lazy.listed_count([OTHER]) == 4
+    with LazyLongTermMemory(tmp_path / "nothing", HashEmbedder(), read_only=True) as none:
+        assert none.listed_count([TOPIC]) == 0

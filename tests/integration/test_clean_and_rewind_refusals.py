@@ -160,6 +160,73 @@ def test_a_run_whose_own_worktree_is_locked_and_gone_is_not_rewound(agent, repo)
     assert [t.status for t in plan] == ["verified"]
 
 
+def strays(tree, how):
+    """The run's worktree folder as the user left it: emptied, its files replaced by the
+    user's, or a repository of their own in its place; what is in it."""
+    shutil.rmtree(tree)
+    tree.mkdir()
+    if how == "replaced":
+        (tree / "mine.txt").write_text("the user's own\n")
+    elif how == "a clone":
+        make_repo(tree)
+    return sorted(p.name for p in tree.iterdir())
+
+
+@pytest.mark.parametrize("how", ["emptied", "replaced", "a clone"])
+def test_a_worktree_folder_that_is_no_longer_a_work_tree_is_kept_and_the_rest_cleaned(
+    agent, repo, how
+):
+    stray = seed(repo, "run-s", ["verified"], worktree=True)
+    done = seed(repo, "run-done", ["verified"], worktree=True)
+    stuck = seed(repo, "run-stuck", ["verified", "rejected"], worktree=True)
+    (stuck / "half-done.txt").write_text("the rejected attempt\n")
+    seed(repo, "run-merged", ["verified"], merged=True)
+    held = strays(stray, how)
+    kept = (
+        f"kept {stray.resolve()}: it is no longer a git work tree of this repository (emptied, "
+        "or its files replaced, by hand), and what it holds may be yours; move it aside "
+        f"(mv {stray.resolve()} ELSEWHERE)"
+    )
+    code, out, err = agent("clean", "--repo", str(repo))
+    assert code == 0, err
+    assert kept in out and f"removed worktree {done.resolve()}" in out, out
+    code, out, err = agent("clean", "--force", "--branches", "--repo", str(repo))
+    assert code == 0, err
+    assert kept in out and f"removed worktree {stuck.resolve()}" in out, out
+    assert "deleted branch agent/run-merged (merged into main)" in out, out
+    assert sorted(p.name for p in stray.iterdir()) == held  # never deleted: it may be theirs
+    assert not done.exists() and not stuck.exists()
+    shutil.move(stray, repo.parent / "aside")  # as the line says: then clean forgets it
+    code, out, err = agent("clean", "--repo", str(repo))
+    assert (code, out.strip()) == (0, "nothing to clean"), err
+    assert git(repo, "worktree", "list").count("\n") == 1
+
+
+@pytest.mark.parametrize("how", ["emptied", "replaced"])
+def test_a_run_whose_worktree_folder_is_no_longer_a_work_tree_is_not_rewound(agent, repo, how):
+    import shlex
+
+    repo = repo.rename(repo.parent / "my repo")  # a space: the command quotes the path
+    tree = seed(repo, "run-s", ["verified"], worktree=True)
+    held = strays(tree, how)
+    before, listed = tip(repo, "agent/run-s"), git(repo, "worktree", "list")
+    code, out, err = agent("rewind", "run-s", "--yes", "--repo", str(repo))
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert (
+        f"the run's worktree {tree.resolve()} is no longer a git work tree of this repository"
+        in err
+    )
+    assert "nothing was changed" in err
+    command = err.split("move it aside (", 1)[1].split(")", 1)[0]
+    assert shlex.split(command) == ["mv", str(tree.resolve()), "ELSEWHERE"]
+    assert tip(repo, "agent/run-s") == before and git(repo, "worktree", "list") == listed
+    assert sorted(p.name for p in tree.iterdir()) == held
+    shutil.move(tree, repo.parent / "aside")  # as the line says: then the rewind goes on
+    code, out, err = agent("rewind", "run-s", "--yes", "--repo", str(repo))
+    assert code == 0, err
+    assert tip(repo, "agent/run-s") == tip(repo, "main")
+
+
 def test_the_commands_a_refusal_suggests_quote_the_paths_in_them(agent, tmp_path):
     """A path with a space in it stays one word of the command a user copies."""
     import shlex

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from agent_cli.cli.config.settings import Settings
-from agent_cli.workspace.git.worktree import main_work_tree
+from agent_cli.workspace.git.worktree import is_linked_tree, main_work_tree
 from conftest import git, make_repo
 
 
@@ -80,6 +81,32 @@ def test_a_runs_tree_in_the_checkouts_state_is_the_checkouts(tmp_path: Path, lay
     assert main_work_tree(tree) == checkout
     assert main_work_tree(checkout) == checkout
     assert Settings().state_dir(tree) == checkout / ".agent"
+
+
+@pytest.mark.parametrize("layout", ["plain", *sorted(LAYOUTS)])
+def test_a_runs_folder_is_its_work_tree_only_while_git_would_find_it_there(
+    tmp_path: Path, layout: str
+) -> None:
+    """What git checks before it removes a linked tree: the folder's `.git` names an admin
+    directory of this repository, which names the folder back. Emptied, replaced, a clone or
+    a copy of another tree in its place is not the tree, though git may still list it."""
+    checkout = make_repo(tmp_path / "repo") if layout == "plain" else LAYOUTS[layout](tmp_path)
+    trees = checkout / ".agent" / "worktrees"
+    for name in ("run-1", "run-2", "run-3"):
+        git(checkout, "worktree", "add", "-q", "--detach", str(trees / name))
+    assert is_linked_tree(trees / "run-1", checkout)
+    shutil.rmtree(trees / "run-1")
+    (trees / "run-1").mkdir()
+    assert not is_linked_tree(trees / "run-1", checkout)
+    shutil.rmtree(trees / "run-2")
+    shutil.copytree(trees / "run-3", trees / "run-2")  # its .git names run-3's admin directory
+    assert not is_linked_tree(trees / "run-2", checkout)
+    shutil.rmtree(trees / "run-3")
+    make_repo(trees / "run-3")
+    assert not is_linked_tree(trees / "run-3", checkout)
+    other = make_repo(tmp_path / "other")
+    git(other, "worktree", "add", "-q", "--detach", str(tmp_path / "elsewhere"))
+    assert not is_linked_tree(tmp_path / "elsewhere", checkout)  # another repository's tree
 
 
 def test_a_users_linked_tree_of_a_submodule_names_the_submodules_checkout(tmp_path: Path) -> None:

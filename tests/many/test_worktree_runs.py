@@ -5,6 +5,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -175,6 +177,36 @@ def test_a_worktree_run_ended_by_a_skip_keeps_its_tree_and_points_to_no_resume(
     kept = next(t for t in notices(skipped.stdout) if f"the worktree {tree} is kept" in t)
     assert "--resume" not in kept and "yours to finish" in kept, kept
     assert status(tree) == "?? not-delta.txt\n"  # the skipped task's file, left for the human
+
+
+def test_files_git_shows_changed_in_a_new_worktree_stay_out_of_the_runs_commits(
+    agent_in_process, agent_env, fake_server, tmp_path
+):
+    """A CRLF file committed before a `text` attribute, and a notebook a clean filter of the
+    user's own git config strips: git shows both changed as soon as the worktree is checked
+    out. No task made that change: it stays out of the run's commit, as the user's own
+    changes do in a run in the checkout, and the run says so once."""
+    repo = repo_with(tmp_path / "repo", {"w.txt": b"one\r\ntwo\r\n", "nb.ipynb": "cell\nOUT\n"})
+    (repo / ".gitattributes").write_text("*.txt text\n*.ipynb filter=strip\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-q", "-m", "attributes")
+    home = Path(agent_env["HOME"])
+    home.mkdir(exist_ok=True)
+    (home / ".gitconfig").write_text('[filter "strip"]\n\tclean = grep -v OUT\n\tsmudge = cat\n')
+    srv = fake_server(creates("alpha.txt"))
+    proc = agent_in_process(
+        "run", goal_of("alpha.txt"), "--worktree", "--yes", "--json", "--base-url", srv.url,
+        cwd=repo,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_id = run_done(proc.stdout)["run_id"]
+    branch = f"agent/{run_id}"
+    assert git(repo, "show", "--name-only", "--format=", branch).split() == ["alpha.txt"]
+    for name in ("w.txt", "nb.ipynb"):
+        assert git(repo, "rev-parse", f"{branch}:{name}") == git(repo, "rev-parse", f"main:{name}")
+    said = [t for t in notices(proc.stdout) if "as soon as it is checked out" in t]
+    assert len(said) == 1 and "nb.ipynb, w.txt" in said[0], notices(proc.stdout)
+    assert state(repo, run_id)["protected"] == ["nb.ipynb", "w.txt"]
 
 
 def test_worktree_auto_sends_a_second_run_to_a_worktree(agent_in_process, fake_server, tmp_path):
@@ -435,6 +467,48 @@ def test_resuming_a_moved_worktree_git_has_forgotten_names_git_worktree_repair(
     assert "`git worktree repair`" in said and f"made again from agent/{run_id}" in said, said
     assert worktrees(moved) == [str(moved)]  # nothing was changed
     assert (tree / "not-eta.txt").read_text() == "wrong\n"
+
+
+def test_a_resume_makes_the_worktree_again_in_the_folder_the_user_emptied(
+    agent_in_process, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    _, run_id, tree = rejected_worktree_run(agent_in_process, fake_server, repo, "eta.txt")
+    shutil.rmtree(tree)
+    tree.mkdir()  # emptied by hand: git still lists the tree there, as prunable
+    rest = fake_server(hinted("eta.txt"))
+    again = agent_in_process(
+        "run", "--resume", "--run-id", run_id, "--hint", "create eta.txt itself",
+        "--yes", "--json", "--base-url", rest.url, cwd=repo,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert any(f"worktree {tree} is made again" in t for t in notices(again.stdout))
+    assert "eta.txt" in branch_files(repo, f"agent/{run_id}")
+    assert worktrees(repo) == [str(repo)]  # verified: its tree is removed
+
+
+def test_a_resume_refuses_a_worktree_folder_the_users_files_replaced(
+    agent_in_process, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "my repo")  # a space: the command it suggests quotes the path
+    _, run_id, tree = rejected_worktree_run(agent_in_process, fake_server, repo, "eta.txt")
+    shutil.rmtree(tree)
+    tree.mkdir()
+    (tree / "mine.txt").write_text("the user's own\n")
+    listed = git(repo, "worktree", "list", "--porcelain")
+    again = agent_in_process(
+        "run", "--resume", "--run-id", run_id, "--yes", "--base-url", "http://127.0.0.1:9",
+        cwd=repo,
+    )  # fmt: skip
+    said = again.stderr.strip()
+    assert again.returncode == 1 and len(said.splitlines()) == 1, said
+    assert f"the run's worktree {tree} holds files but is no longer a git work tree" in said
+    assert "nothing was changed" in said and f"made again from agent/{run_id}" in said, said
+    command = said.split("move it aside (", 1)[1].split(";", 1)[0]
+    assert shlex.split(command) == ["mv", str(tree), "ELSEWHERE"]
+    assert git(repo, "worktree", "list", "--porcelain") == listed
+    assert [p.name for p in tree.iterdir()] == ["mine.txt"]
+    assert state(repo, run_id)["status"] == "escalated"
 
 
 def test_ctrl_c_while_a_verified_run_writes_long_term_memory_keeps_its_outcome(

@@ -16,26 +16,35 @@ the fused rankings, an item that repeats one already taken in other words put of
 those recalled before, the most used first; then the rest the embedding ranked, below its
 floor; one line says how many more there are and how to recall them (alone, when the share
 holds no item but holds that line). The run's closest episodes come before all of them,
-within a third of the share. The whole block keeps to the share: its header and fence, and
-the line counting the rest, are set aside first; an item's text is costed as its line shows
-it (`format_for_context`, brief), at 3.1 characters a token, and the rest of its line (kind,
-id, trust, a stale mark, date: ids tokenize densely) at what o200k counts for it at most.
-The digest is built before the first request, when the tokenizer is not loaded yet. The
-share is at most half of what a request may take: a request is never cut inside it to fit.
+within a third of the share. The count in that line is the repository's: the store's count
+of its facts, notes and procedures (`listed_count`), not of those read to choose from, less
+those shown. The whole block keeps to the share: its header and fence, and the line counting
+the rest, are set aside first; an item's text is costed as its line shows it
+(`format_for_context`, brief), at 3.1 characters a token, and the rest of its line (kind, id,
+trust, a stale mark, date: ids tokenize densely) at what o200k counts for it at most. That
+estimate chooses; the block as it is sent is then counted exactly (`fit`, o200k, once), and
+when it is over (commit ids, addresses, numbers and UUIDs run at 1.5 to 1.8 characters a
+token) its last items are dropped, and join the count of the rest, until it fits. A block of
+no more bytes than the share has tokens is not counted (a token is at least a byte): the
+tokenizer is not loaded for it before the first request. The share is at most half of what
+a request may take: a request is never cut inside it to fit.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agent_cli.agent.learn import lexical, procedures, rank, rules
 from agent_cli.agent.learn.codemap import CodeMap
+from agent_cli.core import tokens
 from agent_cli.core.protocols import LongTermStore, Recalled
-from agent_cli.memory.longterm.records import format_for_context, shown_text
+from agent_cli.memory.longterm.records import context_line, format_for_context, shown_text
 
 SCAN = 2000  # items read to choose from: beyond this the store is searched, not listed
 EPISODES = 3
+MIN_TRUST = 0.5  # the items a digest lists, recalls and counts: trusted at least this
 ASSOCIATE_K = 10  # the items associate finds for the goal (memory/thresholds.py: OFFLINE)
 NEAREST = 100  # items ranked by the embedding, to fuse with the names' ranking
 # kind, id, trust, a stale mark and date around an item's text on a brief line: o200k counts
@@ -66,12 +75,6 @@ class Digest:
         )
 
 
-def chars(tokens: int) -> int:
-    """The characters of a block of `tokens` tokens, at the rate `cost` counts them (as
-    `format_for_context` bounds a block: a character past ASCII is its UTF-8 bytes)."""
-    return tokens * CHARS_PER_10_TOKENS // 10
-
-
 def cost(item: Recalled) -> int:
     """The tokens `item` takes on its line of the fenced block: its text as the line shows it
     at 3.1 characters a token (English runs near 4; paths are cut finer), and the rest of
@@ -89,16 +92,42 @@ def share_of(setting: int, request_tokens: int) -> int:
 
 
 def render(found: Digest, budget_tokens: int) -> str:
-    """The fenced block of `found`, built within `budget_tokens`: its items, then the line
-    counting the rest when the share holds it; "" when there is nothing to show."""
-    more = found.more_line() if budget_tokens >= FRAME_TOKENS + MORE_TOKENS else ""
+    """The fenced block of `found`: its items, then the line counting the rest when the
+    share holds that line alone; "" when there is nothing to show. `fit` keeps it to
+    `budget_tokens`."""
+    more = found.more_line()
+    if more and _over(_block([], more), budget_tokens) > 0:
+        more = ""
+    return _block(found.items, more)
+
+
+def fit(found: Digest, budget_tokens: int) -> Digest:
+    """`found` with its block (`render`) within `budget_tokens` as the tokenizer counts it:
+    the block is counted once and, when over, its last items are dropped (each one left out
+    joins the count of the rest) by what their lines count, and what is left counted again."""
+    items, left_out = list(found.items), found.left_out
+    while True:
+        over = _over(render(Digest(items, left_out), budget_tokens), budget_tokens)
+        if over <= 0 or not items:
+            return Digest(items, left_out)
+        while items and over > 0:
+            last = items.pop()
+            over -= tokens.count(context_line(last, brief=True)) + 1  # and its line break
+            left_out += last.kind != "episode"  # the count line names the others only
+
+
+def _block(items: Sequence[Recalled], more: str) -> str:
     return format_for_context(
-        found.items,
-        max_chars=chars(budget_tokens),
-        max_lines=len(found.items),
-        more=more,
-        brief=True,
+        items, max_chars=sys.maxsize, max_lines=len(items), more=more, brief=True
     )
+
+
+def _over(block: str, budget_tokens: int) -> int:
+    """How many tokens `block` takes past `budget_tokens` (not counted when it has no more
+    bytes than that: a token is at least one byte)."""
+    if len(block.encode("utf-8", "replace")) <= budget_tokens:
+        return 0
+    return tokens.count(block) - budget_tokens
 
 
 def build(
@@ -122,7 +151,7 @@ def build(
     )
     episodes = _fitting(close, budget // 3)
     budget -= sum(cost(e) for e in episodes)
-    items = list(longterm.listing(topics, min_trust=0.5, limit=SCAN))
+    items = list(longterm.listing(topics, min_trust=MIN_TRUST, limit=SCAN))
     if len(items) < SCAN and sum(cost(i) for i in items) <= budget:
         return Digest(episodes + items, 0)
     budget = max(0, budget - MORE_TOKENS)  # something is left out: the line counting it
@@ -130,7 +159,7 @@ def build(
         goal,
         k=max(NEAREST, k),
         threshold=-1.0,
-        min_trust=0.5,
+        min_trust=MIN_TRUST,
         kinds=("fact", "note", "procedure"),
         topics=topics,
         count=False,
@@ -168,7 +197,10 @@ def build(
     taken = {r.id for r in lead} | {r.id for r in items if r.kind == "procedure"}
     rest = [r for r in queue if r.id not in taken]
     chosen = _fitting(procedures.briefly([*lead, *rest]), budget)
-    total = max(len(items), len(_unique([*near, *items])))
+    # the repository's count, not what was read to choose from (at most SCAN listed): those
+    # associate found are of the same items, and those seen count when the store counts fewer
+    # (items written since it was read)
+    total = max(longterm.listed_count(topics, min_trust=MIN_TRUST), len(_unique([*near, *items])))
     return Digest(episodes + chosen, total - len(chosen))
 
 

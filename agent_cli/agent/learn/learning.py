@@ -104,7 +104,8 @@ def recall_for_run(
     counted: Collection[str] = (),
 ) -> Digest:
     """The memory digest of the repository `topics[0]` (its identity; the rest are names
-    its items may still be filed under) a run starts with, within `digest_tokens`, recalled
+    its items may still be filed under) a run starts with, its block (`digest.render`)
+    within `digest_tokens` by exact count (`digest.fit`), recalled
     by the embedder's `thresholds`, its items tied to the code of the work tree `root` when
     given (codemap.py), staleness marked; hits are counted for what it includes when `count`,
     but for the ids in `counted` (the run counted them already: it is resumed)."""
@@ -118,9 +119,10 @@ def recall_for_run(
         episode_min_score=thresholds.episode_min_score,
         code=(lambda: codemap.read(root)) if root is not None else None,
     )
+    mark_stale(found.items, blob_of)  # before it is fitted: a stale mark takes tokens
+    found = digest.fit(found, digest_tokens)  # the block as sent, counted: hits on it only
     if count:
         longterm.count_hits([r for r in found.items if r.id not in counted])
-    mark_stale(found.items, blob_of)
     return found
 
 

@@ -218,6 +218,7 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
     from agent_cli.agent.run.resumed import saved_state
     from agent_cli.core.errors import AgentError, UsageError, WorkspaceError
     from agent_cli.core.text import shorten
+    from agent_cli.workspace.git.worktree import is_linked_tree
 
     place.git.forget_missing(place.worktrees_dir)  # a deleted worktree holds nothing
     if record.worktree:  # its tree moved with the checkout: git is told where it is now
@@ -249,6 +250,12 @@ def _rewind(place: Place, record: RunRecord, to_task: int | None, yes: bool) -> 
             "not here; nothing was changed",
             f"bring it back (mount its drive), or forget it (git worktree remove -f -f "
             f"{shlex.quote(str(tree.path))}), then rewind",
+        )
+    if tree is not None and not is_linked_tree(tree.path, place.root):
+        raise WorkspaceError(
+            f"the run's worktree {tree.path} {_STRAY}; nothing was changed",
+            f"move it aside ({_aside(tree.path)}), then rewind: git forgets a worktree whose "
+            f"folder is gone, and a resume makes it again from {branch}",
         )
     merged = merged_into(place.git, tip, record)
     if merged and tip != record.base:
@@ -421,9 +428,15 @@ def _clean_tree(place: Place, tree: Worktree, run_id: str, force: bool) -> str:
     """Remove the agent's worktree `tree`, of run `run_id` (held off), when it may go; what
     was done."""
     from agent_cli.core.errors import GitError
+    from agent_cli.workspace.git.worktree import is_linked_tree
 
     if not tree.path.exists():  # forget_missing left it: locked, on a drive not here now
         return f"kept {tree.path}: it is locked and not here (git worktree unlock)"
+    if not is_linked_tree(tree.path, place.root):  # even with --force: it is not git's to remove
+        return (
+            f"kept {tree.path}: it {_STRAY}; move it aside ({_aside(tree.path)}) and agent "
+            "clean forgets it"
+        )
     if tree.branch is None and tree.head and not place.git.on_a_ref(tree.head):
         return (
             f"kept {tree.path}: its detached HEAD holds commits no branch has (keep them: "
@@ -437,6 +450,17 @@ def _clean_tree(place: Place, tree: Worktree, run_id: str, force: bool) -> str:
     except GitError as e:  # locked, or holding a submodule: git says why; the rest go on
         return f"kept {tree.path}: {' '.join(e.message.split())}"
     return f"removed worktree {tree.path}" + (f" ({why_kept})" if why_kept else "")
+
+
+_STRAY = (
+    "is no longer a git work tree of this repository (emptied, or its files replaced, by "
+    "hand), and what it holds may be yours"
+)
+
+
+def _aside(path: Path) -> str:
+    """The command that moves the folder `path` out of the way, for the user to finish."""
+    return f"mv {shlex.quote(str(path))} ELSEWHERE"
 
 
 def _held_off(place: Place, run_id: str) -> AbstractContextManager[str]:

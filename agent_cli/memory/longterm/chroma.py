@@ -462,6 +462,10 @@ class LongTermMemory:
         """The facts, notes and procedures of the repositories `topics`, the most trusted first."""
         return self._read(lambda: self.items.listing(topics, min_trust, limit))
 
+    def listed_count(self, topics: list[str], min_trust: float = 0.5) -> int:
+        """How many facts, notes and procedures `listing` would give without its limit."""
+        return self._read(lambda: self.items.listed_count(topics, min_trust))
+
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
         """Count one hit (recalled into a run) on each fact, note or procedure of `results`."""
         counted = [r for r in results if r.kind in ITEM_KINDS]

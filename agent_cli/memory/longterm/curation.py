@@ -469,6 +469,17 @@ class Curation:
         found.sort(key=lambda r: (r.trust, r.hit_count, r.date), reverse=True)
         return found
 
+    def listed_count(self, topics: list[str], min_trust: float = 0.5) -> int:
+        """How many facts, notes and procedures of the repositories `topics` trusted at least
+        `min_trust` the store holds (what `listing` gives without its limit), at any size:
+        those of the repositories less the few trusted less, two filters Chroma answers from
+        its indexes (a filter on trust at least would be evaluated over all of them)."""
+        col = self.store.cols["facts"]
+        scope = topic_where(topics)
+        distrusted = where(scope, {"trust": {"$lt": float(min_trust)}})
+        with self.store.guard("counting"):
+            return count(col, scope) - count(col, distrusted)
+
     def adopt(self, legacy: str, topic: str) -> int:
         """The named upgrade `IDENTITY_UPGRADE`: the items stored under the older topic `legacy`
         (a folder's name, or a root commit key an earlier version named the repository by)

@@ -51,6 +51,9 @@ class NoLongTermMemory:
     ) -> list[Recalled]:
         return []
 
+    def listed_count(self, topics: list[str], min_trust: float = 0.5) -> int:
+        return 0
+
     def associate(self, text: str, **options: Any) -> list[Recalled]:
         return []
 
@@ -189,6 +192,9 @@ class FallbackLongTerm:
         self, topics: list[str], min_trust: float = 0.5, limit: int = 1000
     ) -> Sequence[Recalled]:
         return self._call(lambda m: m.listing(topics, min_trust, limit))
+
+    def listed_count(self, topics: list[str], min_trust: float = 0.5) -> int:
+        return self._call(lambda m: m.listed_count(topics, min_trust))
 
     def associate(
         self,

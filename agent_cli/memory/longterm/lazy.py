@@ -266,6 +266,11 @@ class LazyLongTermMemory:
         memory = self._reading()
         return memory.listing(topics, min_trust, limit) if memory else []
 
+    def listed_count(self, topics: list[str], min_trust: float = 0.5) -> int:
+        """How many items `listing` would give without its limit; none without a store."""
+        memory = self._reading()
+        return memory.listed_count(topics, min_trust) if memory else 0
+
     def associate(
         self,
         text: str,
@@ -426,6 +431,10 @@ class SnapshotMemory:
     def listing(self, topics: list[str], min_trust: float = 0.5, limit: int = 1000) -> list[Result]:
         """The facts, notes and procedures of the repositories `topics`, the most trusted first."""
         return self.items.listing(topics, min_trust, limit)
+
+    def listed_count(self, topics: list[str], min_trust: float = 0.5) -> int:
+        """How many items `listing` would give without its limit."""
+        return self.items.listed_count(topics, min_trust)
 
     def count_hits(self, results: Sequence[Recalled], now: datetime | None = None) -> None:
         """Count one hit on each fact, note or procedure of `results` (kept in `pending`)."""

@@ -167,14 +167,7 @@ def format_for_context(
     lines = [CONTEXT_HEADER]
     used = len(CONTEXT_HEADER)
     for r in results[:max_lines]:
-        marks = f' trust="{r.trust:.1f}"' + (' stale="true"' if r.stale else "")
-        date = _field(r.date[:10])
-        tail = (
-            f"({date})"
-            if brief
-            else f"(source: {_field(one_line(r.source, 60))}; {date}; score {r.score:.2f})"
-        )
-        line = f"- {_field(r.kind)} {_field(r.id)}{marks}: {shown_text(r)} {tail}"
+        line = context_line(r, brief)
         size = len(line.encode("utf-8", "replace")) + 1
         if used + size > max_chars:
             break
@@ -183,6 +176,18 @@ def format_for_context(
     if more:
         lines.append(more)
     return retrieved_memory("\n".join(lines)) if len(lines) > 1 else ""
+
+
+def context_line(r: Recalled, brief: bool = False) -> str:
+    """An item's line in the block (`format_for_context`), without its newline."""
+    marks = f' trust="{r.trust:.1f}"' + (' stale="true"' if r.stale else "")
+    date = _field(r.date[:10])
+    tail = (
+        f"({date})"
+        if brief
+        else f"(source: {_field(one_line(r.source, 60))}; {date}; score {r.score:.2f})"
+    )
+    return f"- {_field(r.kind)} {_field(r.id)}{marks}: {shown_text(r)} {tail}"
 
 
 def shown_text(r: Recalled) -> str:

@@ -124,6 +124,31 @@ def main_work_tree(repo: Path) -> Path:
     return _holding(repo, common) or repo
 
 
+def is_linked_tree(folder: Path, root: Path) -> bool:
+    """Whether the folder `folder` is a linked work tree of the repository whose main work tree
+    is `root`, as git checks one before it removes it: its `.git` file names an admin directory
+    of that repository, which names this folder back. A folder emptied by hand, its files
+    replaced, or holding a repository of its own or a copy of another tree is not, though git
+    may still list it (as prunable): git run inside it works on some other repository."""
+    gitdir, common = _gitdir(folder), _repository_dir(root)
+    if gitdir is None or common is None:
+        return False
+    linked, back = _read_line(gitdir / "commondir"), _read_line(gitdir / "gitdir")
+    return (
+        bool(linked and back)
+        and os.path.realpath(gitdir / linked) == str(common)
+        and os.path.realpath(gitdir / back) == os.path.realpath(folder / ".git")
+    )
+
+
+def _repository_dir(tree: Path) -> Path | None:
+    """The git directory of the repository whose work tree `tree` is (its common one)."""
+    dot_git = tree / ".git"
+    if dot_git.is_dir():
+        return Path(os.path.realpath(dot_git))
+    return _common_dir(tree) or _gitdir(tree)
+
+
 def _holding(tree: Path, common: Path) -> Path | None:
     """The work tree of the repository `common` that `tree` lies in (the first folder above it
     with a `.git`, as git looks), when that is a checkout: one of its linked trees, or its main
