@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,16 @@ def test_a_detached_head_is_refused(repo):
     with pytest.raises(GitError, match="detached") as err:
         GitRepo(repo).preflight(allow_dirty=True)
     assert "git switch" in err.value.hint
+
+
+def test_a_detached_resumed_tree_names_a_switch_that_a_shell_runs_as_it_reads(tmp_path):
+    """The way out names the tree: a path with a space stays one word when copied."""
+    repo = make_repo(tmp_path / "my review tree")
+    git(repo, "checkout", "-q", "--detach")
+    with pytest.raises(GitError, match="detached") as err:
+        GitRepo(repo).preflight(allow_dirty=True, resuming="main")
+    command = err.value.hint.split("(", 1)[1].split(")", 1)[0]
+    assert shlex.split(command) == ["git", "-C", str(repo.resolve()), "switch", "main"]
 
 
 def test_a_repository_whose_path_is_not_utf8_is_refused_before_anything_is_made(tmp_path):

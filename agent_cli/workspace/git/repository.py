@@ -227,7 +227,8 @@ class GitRepo:
         if detached and resuming:
             raise GitError(
                 f"HEAD of {self.root} is detached (not on a branch)",
-                f"switch it back to the run's branch (git -C {self.root} switch {resuming}) "
+                f"switch it back to the run's branch "
+                f"(git -C {shlex.quote(str(self.root))} switch {resuming}) "
                 "and resume",
             )
         if detached:
