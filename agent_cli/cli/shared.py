@@ -19,7 +19,8 @@ from agent_cli.core.protocols import Embedder
 from agent_cli.core.text import short, some
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.place import DEFAULT_DATABASE, DEFAULT_TENANT, ChromaServer
-from agent_cli.workspace.git.repository import exclude_state_dir, tracked_state
+from agent_cli.workspace.git.exclude import exclude_state_dir
+from agent_cli.workspace.git.repository import tracked_state
 from agent_cli.workspace.git.worktree import main_work_tree
 
 if TYPE_CHECKING:

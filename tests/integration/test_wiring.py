@@ -124,6 +124,27 @@ def test_plan_only_then_a_run_works_and_git_never_sees_the_state(
     assert git(scratch_repo, "status", "--porcelain") == ""
 
 
+def test_a_state_directory_that_is_a_link_of_the_users_own_leaves_the_checkout_clean(
+    agent_in_process, fake_server, scratch_repo, tmp_path
+):
+    """`.agent` a link the repository does not track, to a folder elsewhere: followed, and the
+    link itself excluded from git, so a run in the checkout is not refused as dirty for it."""
+    (tmp_path / "state").mkdir()
+    (scratch_repo / ".agent").symlink_to(tmp_path / "state")
+    srv = fake_server(
+        [
+            plan(task(cmd="test -f done.txt")),
+            {"tool": "write_file", "args": {"path": "done.txt", "content": "d\n"}},
+            {"tool": "finish", "args": {"summary": "made it"}},
+        ]
+    )
+    proc = agent_in_process("run", GOAL, "--yes", "--base-url", srv.url, cwd=scratch_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert git(scratch_repo, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(scratch_repo, "show", "--name-only", "--format=", "HEAD").split() == ["done.txt"]
+    assert (tmp_path / "state" / "runs").is_dir()
+
+
 @pytest.mark.parametrize(
     "command", [["recall", "median"], ["memory", "show"], ["doctor"], ["run", GOAL, "--plan-only"]]
 )

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_cli.core.errors import GitError
+from agent_cli.workspace.git.exclude import exclude_state_dir
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
 
@@ -424,6 +425,44 @@ def test_exclude_state_adds_a_state_directory_inside_the_repo_only(repo, tmp_pat
     assert "var/agent/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
     assert status(repo) == ""
     assert gr.exclude_state(tmp_path / "elsewhere") is False
+
+
+def _exclude_state(root: Path, state_dir: Path) -> bool:
+    return GitRepo(root).exclude_state(state_dir)
+
+
+@pytest.mark.parametrize("exclude", [_exclude_state, exclude_state_dir])
+def test_a_state_directory_that_is_the_users_own_link_is_excluded_as_the_link(
+    exclude, repo, tmp_path
+):
+    """git sees a link as a file, which `.agent/` never matches: the link itself is excluded,
+    anchored, once; a real state directory keeps the one line it had."""
+    info = repo / ".git" / "info" / "exclude"
+    info.write_text(".agent/\n")  # as an older version left it
+    (repo / ".agent").mkdir()
+    assert exclude(repo, repo / ".agent") is False  # a real directory: nothing more
+    (repo / ".agent").rmdir()
+    (tmp_path / "elsewhere").mkdir()
+    (repo / ".agent").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "via").symlink_to(repo)  # the repository named through a link of its own
+    assert status(repo) == "?? .agent\n"
+    assert exclude(repo, tmp_path / "via" / ".agent") is True
+    assert exclude(repo, repo / ".agent") is False
+    assert info.read_text() == ".agent/\n/.agent\n"
+    assert status(repo) == ""
+    assert GitRepo(repo).preflight(allow_dirty=False) == set()
+
+
+def test_a_state_link_to_a_folder_of_the_work_tree_excludes_both(repo):
+    (repo / "kept" / "state").mkdir(parents=True)
+    (repo / "kept" / "state" / "db").write_text("x")
+    (repo / ".agent").symlink_to(repo / "kept" / "state")
+    assert GitRepo(repo).exclude_state(repo / ".agent") is True
+    assert (repo / ".git" / "info" / "exclude").read_text().splitlines()[-2:] == [
+        "kept/state/",
+        "/.agent",
+    ]
+    assert status(repo) == ""
 
 
 def test_list_files_lists_tracked_and_untracked_but_not_ignored_or_deleted(repo):

@@ -11,7 +11,8 @@ import pytest
 
 from agent_cli.core.errors import GitError
 from agent_cli.workspace.files import Files
-from agent_cli.workspace.git.repository import GitRepo, exclude_state_dir
+from agent_cli.workspace.git.exclude import exclude_state_dir
+from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import where_secret
 from conftest import make_repo
 

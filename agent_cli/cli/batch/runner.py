@@ -28,7 +28,7 @@ from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import ModelError, UsageError
 from agent_cli.core.redact import redact_all
 from agent_cli.ui.batch_view import BatchRow, BatchView
-from agent_cli.workspace.git.repository import exclude_state_dir
+from agent_cli.workspace.git.exclude import exclude_state_dir
 
 BATCHES = "batches"  # under the state directory
 

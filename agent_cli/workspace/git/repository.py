@@ -16,10 +16,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import GitError
 from agent_cli.core.text import readable, some, unusable
 from agent_cli.workspace.git import traps
+from agent_cli.workspace.git.exclude import add_line, state_patterns
 from agent_cli.workspace.git.handle import (
     LogEntry,
     RepoHandle,
@@ -257,14 +257,13 @@ class GitRepo:
     def exclude(self, pattern: str = ".agent/") -> bool:
         """Add `pattern` to .git/info/exclude unless it is there; True when it was added."""
         traps.check(self.root, [self._common_dir / "info" / "exclude"])
-        return _add_line(self._common_dir / "info" / "exclude", pattern)
+        return add_line(self._common_dir / "info" / "exclude", pattern)
 
     def exclude_state(self, state_dir: str | Path) -> bool:
-        """Exclude the state directory from git when it lies inside the work tree; True when added."""
-        real = Path(os.path.realpath(state_dir))
-        if real == self.root or self.root not in real.parents:
-            return False
-        return self.exclude(real.relative_to(self.root).as_posix() + "/")
+        """Exclude the state directory from git where the work tree holds it (its folder, a
+        link of the user's to it: `exclude.state_patterns`); True when a line was added."""
+        added = [self.exclude(pattern) for pattern in state_patterns(self.root, state_dir)]
+        return any(added)
 
     def start_branch(self, name: str) -> None:
         """Create branch `name` at HEAD and switch to it; uncommitted changes stay in place."""
@@ -745,55 +744,3 @@ def tracks(root: Path, name: str) -> bool:
     code, out, _ = run_git(["ls-files", "-z", "--", f":(literal){name}"], root)
     wanted = name.encode("utf-8", "surrogateescape")
     return code == 0 and wanted in out.split(b"\0")
-
-
-def exclude_state_dir(root: str | Path, state_dir: str | Path) -> bool:
-    """`GitRepo.exclude_state` without running git (for the memory commands); True when added."""
-    root = Path(os.path.realpath(root))
-    real = Path(os.path.realpath(state_dir))
-    if real == root or root not in real.parents:
-        return False
-    dot_git = root / ".git"
-    git_dir = dot_git
-    traps.check(root, [dot_git])
-    if dot_git.is_file():  # a linked worktree or a submodule: "gitdir: PATH"
-        text = dot_git.read_text(encoding="utf-8").strip()
-        git_dir = (root / text.removeprefix("gitdir:").strip()).resolve()
-    common = git_dir / "commondir"
-    traps.check(root, [common])
-    if common.is_file():
-        git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
-    path = git_dir / "info" / "exclude"
-    traps.check(root, [path])
-    return _add_line(path, real.relative_to(root).as_posix() + "/")
-
-
-def _add_line(path: Path, pattern: str) -> bool:
-    """Append `pattern` to the exclude file at `path` unless it is there; True when added.
-
-    Bytes, as git reads the file: a pattern of the user's may name a file in another encoding.
-    A symlink (an exclude file the user shares between repositories) is written through, the
-    link kept; one whose target is missing is refused rather than made a file of ours."""
-    line = pattern.encode("utf-8", "surrogateescape")
-    if path.is_symlink():
-        if not path.exists():
-            raise GitError(
-                f"cannot add {pattern} to {path}: it is a symlink to "
-                f"{os.readlink(path)}, which does not exist",
-                f"create that file, or add the line {pattern} to it yourself",
-            )
-        path = path.resolve()
-    try:
-        data = path.read_bytes() if path.exists() else b""
-        if line in (held.strip() for held in data.splitlines()):
-            return False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(
-            path, data + (b"\n" if data and not data.endswith(b"\n") else b"") + line + b"\n"
-        )
-    except OSError as e:
-        raise GitError(
-            f"cannot add {pattern} to {path}: {e.strerror or e}",
-            f"make {path} a file you can write, or add the line {pattern} to it yourself",
-        ) from None
-    return True
