@@ -718,14 +718,16 @@ def check_local(
     and held already), the repository's state.
 
     Returns the run to resume (None for a new run) and the paths holding the user's changes.
-    A `fresh` worktree holds none: the user's checkout was checked when it was made (but
-    for git's identity, asked again there)."""
+    A `fresh` worktree holds none of theirs: the user's checkout was checked when it was made
+    (but for git's identity, asked again there). It holds what git shows changed as soon as
+    it is checked out (files its attributes or the user's filters renormalize), kept out of
+    the run's commits as the user's changes are."""
     if not opts.plan_only:
         lock.check()
     if fresh:  # the checkout was checked as the tree was made; the identity is asked again
         # where the run commits, as an identity for some branches only does not reach there
         wt.check_identity(workspace.root, workspace.secrets)
-        return None, set()
+        return None, workspace.as_made()
     if resumed is not None:
         run = resumed.record
         return run.run_id, workspace.preflight(allow_dirty=True, resuming=run.branch)

@@ -27,6 +27,7 @@ from agent_cli.workspace.shell import checkpytest, confine, strays
 from agent_cli.workspace.shell import runner as shell
 
 VAULT = "agent-userwork"  # in the work tree's git directory (userwork.py)
+_RENORMALIZE = "`git add --renormalize .` and a commit in your checkout settle them"
 
 
 @dataclass
@@ -58,7 +59,9 @@ class CommandRunner:
         return result
 
 
-def _check_recordable(changed: Iterable[str]) -> None:
+def _check_recordable(
+    changed: Iterable[str], fix: str = "commit or stash that change first, or run with --worktree"
+) -> None:
     """Refuse a path of the user's changes whose name is not UTF-8 text: the run's record
     keeps them as UTF-8 text, and could not keep such a change out of the run's work."""
     unnamed = sorted(readable(p) for p in changed if unusable(p))
@@ -66,7 +69,7 @@ def _check_recordable(changed: Iterable[str]) -> None:
         raise GitError(
             f"a file you changed has a name that is not UTF-8 text ({some(unnamed)}); the "
             "run could not record it to keep your change",
-            "commit or stash that change first, or run with --worktree",
+            fix,
         )
 
 
@@ -96,6 +99,24 @@ class RepoWorkspace:
             _check_recordable(changed)
         self.protected = changed
         return set(self.protected)
+
+    def as_made(self) -> set[str]:
+        """Keep the paths git shows changed in a worktree just made from a commit (a CRLF file
+        under a `text` attribute, a file a filter of the user's cleans otherwise than its
+        commit holds): no task made that change, so it is kept out of the run's work as the
+        user's own changes are (`protected`), and said once."""
+        changed = self.git.changed_now()
+        _check_recordable(changed, _RENORMALIZE)
+        self.protected = changed
+        if changed:
+            shown = some(sorted(readable(p) for p in changed), 3)
+            self.notice(
+                f"git shows files changed in the run's worktree as soon as it is checked out "
+                f"({shown}): the repository's attributes or a filter of your git config store "
+                "them otherwise than the commit does; no task made that change, so the run "
+                f"leaves them out of its commits and keeps its worktree at the end ({_RENORMALIZE})"
+            )
+        return set(changed)
 
     def resume_on(self, branch: str, protected: Iterable[str]) -> None:
         """Go back to a saved run's branch, its protected paths travelling along."""

@@ -177,6 +177,12 @@ class GitRepo:
             )
         return dirty
 
+    def changed_now(self) -> set[str]:
+        """The paths `git status` shows changed in the work tree (both names of a rename),
+        asked without GitPython: a check before the first model request."""
+        entries = parse_status(self._probe_out(*_STATUS))
+        return {p for _, path, orig in entries for p in (path, orig) if p}
+
     def _check_filters(self) -> None:
         """Refuse a filter the repository's attributes use that harness git never runs (only
         `.git/config` defines it, see safe.py): the run's commits would store those files
