@@ -175,8 +175,22 @@ def test_the_humans_replan_passes_the_same_gate(fake_server, tmp_path):
     asked = revise_requests(rest)
     assert len(asked) == 2 and "task 1: `echo ok` always succeeds" in json.dumps(asked[1])
     assert not ran.of("plan_revised") and not ran.of("task_started")
-    assert any("the model kept the plan" in e["text"] for e in ran.of("notice"))
+    said = [e["text"] for e in ran.of("notice")]
+    assert any("the re-plan reply was not usable" in text for text in said), said
+    assert not any("the model kept the plan" in text for text in said), said  # it did not
     assert commit_count(repo) == 1
+
+
+def test_the_humans_replan_the_model_declines_is_said_so(fake_server, tmp_path):
+    repo = repo_with(tmp_path / "repo")
+    first = fake_server([plan(task()), make_done("other.txt"), finish(), finish()])
+    assert run_in_process(repo, first.url, "Create done.txt").code == 3
+    rest = fake_server([{"tool": "revise_plan", "args": {"keep": True}}])
+    ran = run_in_process(repo, rest.url, answer=Answer("replan", "split it"))
+    assert ran.code == 3, ran.text
+    said = [e["text"] for e in ran.of("notice")]
+    assert "the model kept the plan; task 1 is still rejected" in said, said
+    assert not any("not usable" in text for text in said), said
 
 
 def test_a_resumed_plan_whose_saved_check_cannot_fail_is_refused(fake_server, tmp_path):

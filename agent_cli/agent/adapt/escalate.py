@@ -132,7 +132,7 @@ class Escalation:
             return "next"
         if answer.kind == "replan":
             task = self.rt.state.plan[index]
-            if replan.revise(
+            answered = replan.revise(
                 self.rt,
                 self.gate,
                 index,
@@ -140,11 +140,15 @@ class Escalation:
                 failure=task.last_reason,
                 note=answer.text,
                 left=[readable(f) for f in unheld(self.rt, self.ws)],
-            ):
-                return "retry"
-            self.rt.emit(
-                events.Notice(text=f"the model kept the plan; task {index + 1} is still rejected")
             )
+            if answered == "revised":
+                return "retry"
+            if answered == "kept":  # an unusable reply was said where it was refused
+                self.rt.emit(
+                    events.Notice(
+                        text=f"the model kept the plan; task {index + 1} is still rejected"
+                    )
+                )
             return None
         return "stop"
 

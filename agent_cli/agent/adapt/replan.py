@@ -11,7 +11,7 @@ one notice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from agent_cli.agent.ask import prompts
 from agent_cli.agent.ask.request import Request
@@ -100,6 +100,9 @@ def messages(rt: Runtime, start: int, failure: str = "", note: str = "") -> list
     ).messages()
 
 
+Answered = Literal["revised", "kept", "unusable"]  # what came of asking for a revision
+
+
 def revise(
     rt: Runtime,
     gate: Gate,
@@ -109,8 +112,9 @@ def revise(
     failure: str = "",
     note: str = "",
     left: Sequence[str] = (),
-) -> bool:
-    """Ask whether to replace the tasks from `start` on; True when the plan was revised.
+) -> Answered:
+    """Ask whether to replace the tasks from `start` on: "revised", "kept" (the model chose to
+    keep the plan) or "unusable" (its replies were not usable: said in a notice here).
 
     The new tasks pass `gate` like the first plan's: a revision with a check the harness
     cannot use goes back to the model with the reason, and a second such one keeps the plan.
@@ -145,14 +149,14 @@ def revise(
         text = f"the re-plan reply was not usable ({got.error}); the plan is kept"
         rt.emit(events.Notice(text=text))
         rt.save()
-        return False
+        return "unusable"
     revision = got.value
     if revision.keep:
         rt.save()
         rt.log({"type": "replan", "keep": True, "start": start})
-        return False
+        return "kept"
     apply(rt, start, revision, asked_by, left)
-    return True
+    return "revised"
 
 
 def apply(
