@@ -134,6 +134,9 @@ class RunState:
             case TaskDone():
                 self.task(ev.index).update(status=ev.status, attempts=ev.attempts)
                 self.current = None
+                # the task's latest round speaks for it, as its saved state does: a claim of a
+                # round that was rejected before the human's hint is not shown beside it
+                self.summaries = [(i, s) for i, s in self.summaries if i != ev.index]
                 if ev.summary.strip():
                     self.summaries.append((ev.index, ev.summary))
 

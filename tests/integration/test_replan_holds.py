@@ -80,3 +80,13 @@ def test_the_report_gives_a_new_task_none_of_the_replaced_tasks_summaries():
     state.apply(PlanRevised(start=0, reason="new", old=[], new=[], asked_by="human"))
     state.apply(TaskDone(index=0, status="verified", attempts=1, summary="notes written"))
     assert state.summaries == [(0, "notes written")]
+
+
+def test_the_report_gives_a_task_retried_after_a_hint_its_latest_summary_only():
+    state = RunState()
+    state.apply(TaskDone(index=0, status="verified", attempts=1, summary="one done"))
+    state.apply(TaskDone(index=1, status="rejected", attempts=2, summary="passing, nothing to do"))
+    state.apply(TaskDone(index=1, status="verified", attempts=3, summary="fixed after the hint"))
+    assert state.summaries == [(0, "one done"), (1, "fixed after the hint")]
+    state.apply(TaskDone(index=1, status="rejected", attempts=4))
+    assert state.summaries == [(0, "one done")]
