@@ -716,3 +716,37 @@ def test_streamed_words_taller_than_the_terminal_show_their_newest_lines():
     screen = Screen(60).feed(con.file.getvalue()).text()
     assert all(f"line {i} of the reply" in screen for i in range(30)), screen  # kept whole
     assert "more lines above" not in screen, screen
+
+
+# -- what is entered at a question on a real pseudo-terminal ------------------------------------
+
+
+@pytest.fixture
+def terminal():
+    """A real pseudo-terminal: (the keyboard's end, the program's stdin on it, its output)."""
+    keys, fd = os.openpty()
+    stdin = open(fd, encoding="utf-8", closefd=False)  # as Python opens sys.stdin
+    output = open(fd, "w", encoding="utf-8", closefd=False)
+    yield keys, stdin, output
+    stdin.close()
+    output.close()
+    os.close(fd)
+    os.close(keys)
+
+
+def test_end_of_input_at_a_question_is_logged_with_the_answer_it_stands_for(terminal):
+    # `agent run ... > run.log`: the questions on the terminal (stderr), the log in the file
+    keys, stdin, tty = terminal
+    log = io.StringIO()
+    rc = make_console("plain", log, tty, stdin=stdin)
+    os.write(keys, b"\x04")  # Ctrl-D
+    assert rc.approve_command("echo one > one.txt") == "n"
+    os.write(keys, b"\x04")
+    assert rc.ask_escalation(ESCALATED) == "q"
+    logged = log.getvalue()
+    assert "Run `echo one > one.txt`? [y]es / [n]o / [a]lways this command n (end of input)\n" in (
+        logged
+    )
+    assert "What now? (no hints left for this task) s, r [NOTE] or q: q (end of input)\n" in (
+        logged
+    )

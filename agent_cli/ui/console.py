@@ -436,7 +436,7 @@ class RunConsole:
             if self._log_unseen:
                 self._print(escalation_block(ev, plain=True, state=self.state), to=self.asker)
             for _ in range(MAX_ASKS):
-                line = self._line(question)
+                line = self._line(question, eof="q")
                 if line is None:
                     return "q"
                 words, why = typed(line.rstrip("\r\n"))
@@ -536,9 +536,9 @@ class RunConsole:
         if label is not None:
             self._spin(label)
 
-    def _line(self, question: str | Text) -> str | None:
+    def _line(self, question: str | Text, eof: str) -> str | None:
         """`question`, then the line typed; None at the end of input (a newline ends the
-        question's line)."""
+        question's line), which the log records as the answer `eof`."""
         stream = self.stdin if self.stdin is not None else sys.stdin
         _undecodable_as_surrogates(stream)
         # A question is printed whole before Ctrl-C stops what asked it: rich empties its
@@ -549,10 +549,13 @@ class RunConsole:
             self.asker.print(question, end="", soft_wrap=True)
             self.asker.file.flush()
         line = stream.readline()
+        logged = self.asker is not self.console  # the log says what was asked and answered
         if not line:
             self.asker.print()
+            if logged:
+                self.console.print(Text.assemble(question, f"{eof} (end of input)"))
             return None
-        if self.asker is not self.console:  # the log says what was asked and answered
+        if logged:
             self.console.print(Text.assemble(question, shown_text(line, self.secrets).rstrip()))
         return line
 
@@ -560,7 +563,7 @@ class RunConsole:
         """Ask until an answer in `answers` (at most MAX_ASKS times); EOF or no answer is "n"."""
         choices = " or ".join(k for k in answers if len(k) == 1)
         for _ in range(MAX_ASKS):
-            line = self._line(question)
+            line = self._line(question, eof="n")
             if line is None:
                 return "n"
             answer = answers.get(line.strip().lower())
