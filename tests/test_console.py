@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 import textwrap
@@ -734,6 +735,14 @@ def terminal():
     os.close(keys)
 
 
+def on_screen(keys: int) -> str:
+    """What the program wrote to the terminal (and the terminal echoed) so far."""
+    got = b""
+    while select.select([keys], [], [], 0.05)[0]:
+        got += os.read(keys, 65536)
+    return ANSI.sub("", got.decode(errors="replace")).replace("\r", "")
+
+
 def test_end_of_input_at_a_question_is_logged_with_the_answer_it_stands_for(terminal):
     # `agent run ... > run.log`: the questions on the terminal (stderr), the log in the file
     keys, stdin, tty = terminal
@@ -750,3 +759,22 @@ def test_end_of_input_at_a_question_is_logged_with_the_answer_it_stands_for(term
     assert "What now? (no hints left for this task) s, r [NOTE] or q: q (end of input)\n" in (
         logged
     )
+
+
+def test_with_the_log_in_a_file_the_notice_why_a_question_is_asked_again_shows_with_it(
+    terminal,
+):
+    keys, stdin, tty = terminal
+    log = io.StringIO()
+    rc = make_console("plain", log, tty, stdin=stdin)
+    rc.emit(Notice(text="retrying the request"))  # the log's alone: no answer led to it
+    rc.emit(ESCALATED)
+    os.write(keys, b"r split it\n")
+    assert rc.ask_escalation(ESCALATED) == "r split it"
+    rc.emit(Notice(text="the model kept the plan; task 2 is still rejected"))
+    os.write(keys, b"q\n")
+    assert rc.ask_escalation(ESCALATED) == "q"
+    screen = on_screen(keys)
+    kept = screen.index("-- the model kept the plan; task 2 is still rejected\n")
+    assert screen.index("r split it") < kept < screen.rindex("What now?"), screen
+    assert "retrying the request" not in screen and "retrying the request" in log.getvalue()

@@ -285,6 +285,8 @@ class RunConsole:
         self._streamed = ""  # the model's words streamed since the last event
         self._stream_live: Live | None = None  # their preview, erased when the next event comes
         self._shown_plan: PlanMade | None = None
+        # the notices since the human answered an escalation (None once anything else came)
+        self._since_answer: list[Notice] | None = None
         if console is None:
             file = err if mode == "json" else out
             # logs and pipes get wide lines (rich would wrap at 80); a terminal keeps its width
@@ -341,6 +343,8 @@ class RunConsole:
 
     def _emit(self, ev: Event) -> None:
         self.state.apply(ev)
+        if self._since_answer is not None:
+            self._since_answer = self._since_answer + [ev] if isinstance(ev, Notice) else None
         if self.mode == "json":
             self.out.write(ev.model_dump_json() + "\n")
             self.out.flush()
@@ -428,13 +432,21 @@ class RunConsole:
 
         A terminal holds at most TTY_LINE bytes of a line being typed and drops the rest, so a
         line that long from a terminal was cut (a long hint pasted in): it is asked again, with
-        the way to give such a hint whole, rather than sent cut short."""
+        the way to give such a hint whole, rather than sent cut short.
+
+        With the log where the human does not read it, the notices since the last answer (why
+        the question is asked again: the model kept the plan, the task's hints are spent) are
+        shown where the question is, before it."""
         hint = "type a hint, " if ev.hints_left else "(no hints left for this task) "
         question = Text(f"What now? {hint}s, r [NOTE] or q: ", style="bold")
         ev = shown_event(ev, self.secrets)
+        told, self._since_answer = self._since_answer or [], None
         with self._paused():
             if self._log_unseen:
                 self._print(escalation_block(ev, plain=True, state=self.state), to=self.asker)
+                for notice in told:
+                    if (said := event_line(notice, self.state)) is not None:
+                        self._print(said, to=self.asker)
             for _ in range(MAX_ASKS):
                 line = self._line(question, eof="q")
                 if line is None:
@@ -444,6 +456,7 @@ class RunConsole:
                     self.asker.print(Text(CUT_LINE), soft_wrap=True)
                     continue
                 if not why:
+                    self._since_answer = []
                     return words
                 self.asker.print(Text(f"that line {why}: type it again as plain UTF-8 text"))
             return "q"

@@ -238,6 +238,27 @@ def test_with_the_log_in_a_file_the_questions_and_what_they_ask_about_show_on_th
     assert logged.count("I tried twice") == 1 and "verified" in logged
 
 
+def test_with_the_log_in_a_file_the_terminal_says_why_it_asks_again_and_the_log_logs_ctrl_d(
+    fake_server, agent_env, demo_repo, tmp_path
+):
+    # `r NOTE`, the model keeps the plan: the notice saying so shows where the question is
+    # asked again; Ctrl-D there stops the run, and the log says who stopped it
+    srv = fake_server(
+        [plan(task())]
+        + rejected_twice()
+        + [{"tool": "revise_plan", "args": {"keep": True}}, facts()]
+    )
+    argv = [sys.executable, "-m", "agent_cli", "run", GOAL, "--yes", "--base-url", srv.url]
+    answers = [(QUESTION, "r split it\n"), (QUESTION, "\x04")]
+    with open(tmp_path / "run.log", "w") as log:
+        code, raw = run_on_pty(argv, cwd=demo_repo, env=agent_env, answers=answers, stdout=log)
+    terminal, logged = Screen().feed(raw).text(), (tmp_path / "run.log").read_text()
+    assert code == 3, terminal + logged
+    kept = terminal.index("-- the model kept the plan; task 1 is still rejected")
+    assert terminal.index("r split it") < kept < terminal.rindex(QUESTION), terminal
+    assert f"{QUESTION} type a hint, s, r [NOTE] or q: q (end of input)\n" in logged
+
+
 def test_with_both_outputs_in_a_file_the_questions_show_on_the_controlling_terminal(
     fake_server, agent_env, demo_repo, tmp_path
 ):
