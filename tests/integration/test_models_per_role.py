@@ -279,7 +279,7 @@ def test_a_roles_refused_key_or_unknown_model_names_the_roles_own_setting(
     done = agent_in_process("run", GOAL, "--yes", cwd=repo, env=typo)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "model 'exec-modle' was not found" in done.stdout
-    assert "then set executor_model" in done.stdout and "--model" not in done.stdout
+    assert "set executor_model to a model" in done.stdout and "--model" not in done.stdout
 
 
 def _closed_port_url() -> str:
