@@ -9,7 +9,10 @@ import re
 import select
 import subprocess
 import sys
+import termios
 import textwrap
+import threading
+import time
 
 import pytest
 from rich.console import Console
@@ -29,7 +32,7 @@ from agent_cli.core.events import (
     ToolRan,
     Verified,
 )
-from agent_cli.ui.console import make_console, pick_mode
+from agent_cli.ui.console import confirmed, make_console, pick_mode
 from agent_cli.ui.render import MODEL_SUMMARIES
 from ttykit import Screen
 
@@ -453,7 +456,7 @@ def test_make_console_rejects_an_unknown_mode():
 
 SCRIPT = textwrap.dedent("""
     import sys
-    from agent_cli.ui.console import make_console, pick_mode
+    from agent_cli.ui.console import confirmed, make_console, pick_mode
     from agent_cli.core.events import RunDone, RunStarted, TaskStarted
     rc = make_console(pick_mode(False, sys.stdout))
     print(rc.mode, flush=True)
@@ -743,6 +746,56 @@ def on_screen(keys: int) -> str:
     return ANSI.sub("", got.decode(errors="replace")).replace("\r", "")
 
 
+def type_once_shown(keys: int, shown: io.StringIO, needle: str, text: str) -> None:
+    """Type `text` once `needle` shows, as a person answering a question asked again."""
+
+    def answer() -> None:
+        end = time.monotonic() + 10
+        while needle not in shown.getvalue() and time.monotonic() < end:
+            time.sleep(0.01)
+        os.write(keys, text.encode())
+
+    threading.Thread(target=answer, daemon=True).start()
+
+
+@pytest.mark.parametrize(
+    "pasted, hint",
+    [
+        (
+            "Use sorted(xs).\n\nAlso raise ValueError.\n",
+            "Use sorted(xs).\n\nAlso raise ValueError.",
+        ),
+        ("first line\nlast, no newline", "first line\nlast, no newline"),
+    ],
+    ids=["a-blank-line-inside", "no-newline-at-the-end"],
+)
+def test_a_paste_at_the_escalation_question_is_one_hint_and_leaves_nothing_typed(
+    terminal, pasted, hint
+):
+    keys, stdin, _ = terminal
+    out = io.StringIO()
+    rc = make_console("plain", out, io.StringIO(), stdin=stdin)
+    os.write(keys, pasted.encode())  # a paste comes at once
+    assert rc.ask_escalation(ESCALATED) == hint  # every line, as pasted
+    assert termios.tcgetattr(stdin)[3] & termios.ICANON  # the terminal's line mode is back
+    os.write(keys, b"q\n")
+    assert rc.ask_escalation(ESCALATED) == "q"  # no line of the paste answers this one
+    assert not select.select([stdin], [], [], 0)[0]  # nor is left for the shell
+    assert out.getvalue().count("What now?") == 2
+
+
+@pytest.mark.parametrize("ask", ["plan", "command"])
+def test_a_paste_at_a_yes_no_question_answers_nothing_and_it_is_asked_again(terminal, ask):
+    keys, stdin, _ = terminal
+    out = io.StringIO()
+    rc = make_console("plain", out, io.StringIO(), stdin=stdin)
+    os.write(keys, b"y\ny\n")  # pasted: no line of it approves anything
+    type_once_shown(keys, out, "2 lines came at once (a paste): answer", "n\n")
+    answer = rc.approve_plan(PLAN) if ask == "plan" else rc.approve_command("make")
+    assert answer in (False, "n"), out.getvalue()
+    assert not select.select([stdin], [], [], 0)[0]
+
+
 def test_end_of_input_at_a_question_is_logged_with_the_answer_it_stands_for(terminal):
     # `agent run ... > run.log`: the questions on the terminal (stderr), the log in the file
     keys, stdin, tty = terminal
@@ -778,3 +831,14 @@ def test_with_the_log_in_a_file_the_notice_why_a_question_is_asked_again_shows_w
     kept = screen.index("-- the model kept the plan; task 2 is still rejected\n")
     assert screen.index("r split it") < kept < screen.rindex("What now?"), screen
     assert "retrying the request" not in screen and "retrying the request" in log.getvalue()
+
+
+def test_a_paste_at_a_confirmation_is_no_yes_and_leaves_nothing_typed(terminal, monkeypatch):
+    keys, stdin, tty = terminal
+    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr(sys, "stdout", tty)
+    os.write(keys, b"y\nrm -rf build\n")
+    assert confirmed("move the branch back?") is False
+    assert not select.select([stdin], [], [], 0)[0]  # nothing left for the shell to run
+    os.write(keys, b"y\n")
+    assert confirmed("move the branch back?") is True  # a line typed alone still is

@@ -40,6 +40,7 @@ from agent_cli.core.events import (
 )
 from agent_cli.core.text import clean, short, typed
 from agent_cli.ui import stopping
+from agent_cli.ui.entered import TTY_LINE, Entry, read_entry
 from agent_cli.ui.piped import PipedConsole
 from agent_cli.ui.progress import RunState, arg_summary
 from agent_cli.ui.render import (
@@ -56,10 +57,9 @@ from agent_cli.ui.shown import kept_event, shown_event, shown_text
 
 Mode = Literal["live", "plain", "json"]
 MAX_ASKS = 5
-TTY_LINE = 4095  # the bytes a Linux terminal keeps of one line being typed (N_TTY_BUF_SIZE - 1)
 CUT_LINE = (
-    f"that line filled the {TTY_LINE} bytes a terminal keeps of a typed line, so its end was "
-    'cut: type a shorter hint, or q and then `agent run --resume --hint "$(cat FILE)"`'
+    f"filled the {TTY_LINE} bytes a terminal keeps of a typed line, so its end was cut: "
+    'type a shorter hint, or q and then `agent run --resume --hint "$(cat FILE)"`'
 )
 STREAM_INDENT = "    "
 
@@ -145,9 +145,10 @@ def _controlling_terminal() -> IO[str] | None:
 
 def confirmed(question: str) -> bool:
     """Ask `question` on the terminal; whether the line typed was y or yes. The end of input
-    (Ctrl-D) is a no, as is any line that is no text (bytes that are not UTF-8). With stdout
-    sent to a file and stderr a terminal, the question goes to stderr, where the human reads;
-    with both sent to a file, to the controlling terminal."""
+    (Ctrl-D) is a no, as is any line that is no text (bytes that are not UTF-8), and a paste
+    of several lines, read whole (`entered.py`). With stdout sent to a file and stderr a
+    terminal, the question goes to stderr, where the human reads; with both sent to a file,
+    to the controlling terminal."""
     tty = None
     if _isatty(sys.stdout):
         out: IO[str] = sys.stdout
@@ -159,14 +160,14 @@ def confirmed(question: str) -> bool:
         _undecodable_as_surrogates(sys.stdin)
         out.write(f"{question} [y/N] ")
         out.flush()
-        line = sys.stdin.readline()
-        if not line:
-            out.write("\n")  # the question's line ends where Ctrl-D left it
+        entry = read_entry(sys.stdin)
+        if entry is None or not entry.ended:
+            out.write("\n")  # the question's line ends where Ctrl-D (or a paste) left it
             out.flush()
     finally:
         if tty is not None and tty is not sys.stdout:
             tty.close()
-    return line.strip().lower() in ("y", "yes")
+    return entry is not None and not entry.pasted and entry.text.strip().lower() in ("y", "yes")
 
 
 def _isatty(stream: IO[str]) -> bool:
@@ -430,6 +431,10 @@ class RunConsole:
         is saved and sent as the human sees it echoed; a line of nothing else (an Up arrow
         then Enter, hoping for the last answer) is asked again, not taken as a hint.
 
+        A paste of several lines is one answer, its lines as pasted (a hint, or `r` and a
+        note): what came with the first line is read with it (`entered.py`), so no line of it
+        is left to answer a later question or to reach the shell after the run.
+
         A terminal holds at most TTY_LINE bytes of a line being typed and drops the rest, so a
         line that long from a terminal was cut (a long hint pasted in): it is asked again, with
         the way to give such a hint whole, rather than sent cut short.
@@ -448,24 +453,20 @@ class RunConsole:
                     if (said := event_line(notice, self.state)) is not None:
                         self._print(said, to=self.asker)
             for _ in range(MAX_ASKS):
-                line = self._line(question, eof="q")
-                if line is None:
+                entry = self._entry(question, eof="q")
+                if entry is None:
                     return "q"
-                words, why = typed(line.rstrip("\r\n"))
-                if not why and self._cut_by_terminal(line):
-                    self.asker.print(Text(CUT_LINE), soft_wrap=True)
+                words, why = typed(entry.text)
+                if not why and entry.cut:
+                    line = "a line of that paste" if entry.pasted else "that line"
+                    self.asker.print(Text(f"{line} {CUT_LINE}"), soft_wrap=True)
                     continue
                 if not why:
                     self._since_answer = []
                     return words
-                self.asker.print(Text(f"that line {why}: type it again as plain UTF-8 text"))
+                entered = "that paste" if entry.pasted else "that line"
+                self.asker.print(Text(f"{entered} {why}: type it again as plain UTF-8 text"))
             return "q"
-
-    def _cut_by_terminal(self, line: str) -> bool:
-        """Whether `line` filled what a terminal holds of a typed line, so that it was cut."""
-        stream = self.stdin if self.stdin is not None else sys.stdin
-        size = len(line.rstrip("\r\n").encode("utf-8", "surrogateescape"))
-        return size >= TTY_LINE and _isatty(stream)
 
     # -- drawing --------------------------------------------------------------------------
     def _print(self, *renderables: RenderableType, to: Console | None = None) -> None:
@@ -549,9 +550,9 @@ class RunConsole:
         if label is not None:
             self._spin(label)
 
-    def _line(self, question: str | Text, eof: str) -> str | None:
-        """`question`, then the line typed; None at the end of input (a newline ends the
-        question's line), which the log records as the answer `eof`."""
+    def _entry(self, question: str | Text, eof: str) -> Entry | None:
+        """`question`, then what was entered (`entered.py`); None at the end of input (a
+        newline ends the question's line), which the log records as the answer `eof`."""
         stream = self.stdin if self.stdin is not None else sys.stdin
         _undecodable_as_surrogates(stream)
         # A question is printed whole before Ctrl-C stops what asked it: rich empties its
@@ -561,25 +562,37 @@ class RunConsole:
         with stopping.held((signal.SIGINT,)):
             self.asker.print(question, end="", soft_wrap=True)
             self.asker.file.flush()
-        line = stream.readline()
+        entry = read_entry(stream)
         logged = self.asker is not self.console  # the log says what was asked and answered
-        if not line:
+        if entry is None:
             self.asker.print()
             if logged:
                 self.console.print(Text.assemble(question, f"{eof} (end of input)"))
             return None
+        if not entry.ended:  # a paste's last line had no newline: the cursor is after it
+            self.asker.print()
         if logged:
-            self.console.print(Text.assemble(question, shown_text(line, self.secrets).rstrip()))
-        return line
+            answer = shown_text(entry.text, self.secrets).rstrip()
+            self.console.print(Text.assemble(question, answer))
+        return entry
 
     def _ask(self, question: str | Text, answers: dict[str, str]) -> str:
-        """Ask until an answer in `answers` (at most MAX_ASKS times); EOF or no answer is "n"."""
+        """Ask until an answer in `answers` (at most MAX_ASKS times); EOF or no answer is "n".
+
+        Several lines at once (a paste) answer nothing: they are dropped whole and the question
+        is asked again, so that no line of a paste approves a command or a plan, nor is left
+        to answer the next question."""
         choices = " or ".join(k for k in answers if len(k) == 1)
         for _ in range(MAX_ASKS):
-            line = self._line(question, eof="n")
-            if line is None:
+            entry = self._entry(question, eof="n")
+            if entry is None:
                 return "n"
-            answer = answers.get(line.strip().lower())
+            if entry.pasted:
+                self.asker.print(
+                    Text(f"{len(entry.lines)} lines came at once (a paste): answer {choices}")
+                )
+                continue
+            answer = answers.get(entry.text.strip().lower())
             if answer is not None:
                 return answer
             self.asker.print(Text(f"please answer {choices}"))

@@ -46,12 +46,12 @@ class PtyAgent:
         self.buffer += data.decode(errors="replace")
         return bool(data)
 
-    def expect(self, needle: str, timeout: float = 60) -> None:
-        """Wait until `needle` has been written; fail with what was seen."""
+    def expect(self, needle: str, timeout: float = 60, count: int = 1) -> None:
+        """Wait until `needle` has been written (`count` times); fail with what was seen."""
         end = time.monotonic() + timeout
-        while needle not in self.text:
+        while self.text.count(needle) < count:
             if time.monotonic() > end or not self._read(0.1):
-                if needle not in self.text:
+                if self.text.count(needle) < count:
                     pytest.fail(f"{needle!r} never appeared; the terminal showed:\n{self.text}")
 
     def type(self, text: str) -> None:

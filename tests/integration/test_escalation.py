@@ -209,6 +209,23 @@ def test_lines_that_are_no_hint_are_asked_again_and_spend_no_attempt(
     assert "<human_hint>\nuse sorted(xs) for it\n</human_hint>" in brief_text(srv.chat_requests[4])
 
 
+def test_a_paste_of_several_lines_at_the_question_is_one_hint_and_answers_nothing_else(
+    pty_agent, fake_server, demo_repo
+):
+    # the paste's blank line once answered the next question (a stop), its last line the shell
+    srv = fake_server([plan(task())] + rejected_twice() + [finish("third: still wrong"), facts()])
+    agent = start(pty_agent, srv, demo_repo)
+    agent.expect(QUESTION)
+    agent.type("Use sorted(xs).\n\nAlso raise ValueError for an empty list.\n")
+    agent.expect(QUESTION, count=2)  # attempt 3 failed too: asked again, and waiting
+    agent.type("q\n")
+    assert agent.wait() == 3, agent.text
+    hint = "Use sorted(xs).\n\nAlso raise ValueError for an empty list."
+    assert state_of(demo_repo)["agent_state"]["plan"][0]["hints"] == [hint]
+    assert f"<human_hint>\n{hint}\n</human_hint>" in brief_text(srv.chat_requests[4])
+    assert "or q: q\n" in agent.text
+
+
 def answered_at_the_terminal(srv, agent_env, repo, log_path, prefix=(), both=False):
     """Run with the log in `log_path` (stderr too when `both`), approve the plan and hint at
     the question as they show on the terminal; (what the terminal showed, what was logged)."""
