@@ -16,6 +16,11 @@ the standard library's `json`), and the modules its `import` statements load fro
 held as the script is. At `pre_tool` and `task_verified` that blocks (a guard that cannot be
 trusted fails closed); elsewhere it is a notice.
 
+A word the command line itself calls a credential, as `agent doctor` masks it (`redact_argv`:
+the word after `--token`, the value of `--api-key=VALUE` or `SLACK_TOKEN=VALUE`, a word of a
+key's shape; in a shell line it holds too, and that line as a word) names no file: it is
+never held, so no path saved with the run holds it.
+
 What each held path was is its state: a file's blob id (`GONE` for no file), or for a module
 directory (a key ending in `/`; the root's is `./`) its importable entries, one a line. A
 resumed run holds them to what they were when the run first began (`Started`): the states
@@ -33,6 +38,7 @@ import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from agent_cli.core.redact import argv_secrets, redact, redact_argv
 from agent_cli.tools.pyreads import entries, python_reads
 
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a larger file is not a script: it is not held
@@ -126,8 +132,9 @@ class HeldFiles:
         found: list[Path] = []
         words = _words(command)
         modules = _modules(words)
+        secret = _credentials(command)
         for word in [*words, *modules]:
-            if not word or word.startswith("-"):
+            if not word or word.startswith("-") or word in secret:
                 continue
             try:
                 named = Path(os.path.normpath(self.root / word))  # an absolute word stays itself
@@ -143,7 +150,9 @@ class HeldFiles:
         files = [p for p in reads.files if p not in found and not _large(p)]
         keys = [self._key(p) for p in [*found, *files] if self._inside(p)]
         keys += [self._key(d) + "/" for d in reads.dirs]
-        return list(dict.fromkeys(keys))
+        # nor is a path holding one (Python's script in `python --token VALUE`)
+        longest_first = sorted(secret, key=len, reverse=True)
+        return [k for k in dict.fromkeys(keys) if redact(k, longest_first) == k]
 
     def _inside(self, path: Path) -> bool:
         return path != self.root and self.root in path.parents
@@ -153,16 +162,37 @@ class HeldFiles:
 
 
 def _words(command: Sequence[str]) -> list[str]:
-    """Each word of `command`, then the words of any that holds a shell line (split as the
-    shell would, else at spaces), and the value of each `--option=value`."""
+    """Each word of `command`, then the words of any that holds a shell line, and the value of
+    each `--option=value`."""
     words = list(command)
     for word in command:
-        if any(c.isspace() for c in word):
-            try:
-                words += shlex.split(word)
-            except ValueError:  # an unclosed quote
-                words += word.split()
+        words += _shell_line(word)
     return words + [w.split("=", 1)[1] for w in words if "=" in w]
+
+
+def _shell_line(word: str) -> list[str]:
+    """The words of `word` split as the shell would (else at spaces) when it holds a blank,
+    else none."""
+    if not any(c.isspace() for c in word):
+        return []
+    try:
+        return shlex.split(word)
+    except ValueError:  # an unclosed quote
+        return word.split()
+
+
+def _credentials(command: Sequence[str]) -> set[str]:
+    """The words `redact_argv` masks in `command` and in each shell line it holds (a value its
+    words name as a credential, whole and as the value of `--token=VALUE`; a word of a key's
+    shape), and each shell line that holds one."""
+    found: set[str] = set()
+    for line, argv in [("", list(command)), *((w, _shell_line(w)) for w in command)]:
+        masked = {w for w, shown in zip(argv, redact_argv(argv), strict=True) if w != shown}
+        masked |= set(argv_secrets(argv))
+        if masked and line:
+            masked.add(line)
+        found |= masked
+    return found
 
 
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")

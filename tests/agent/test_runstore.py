@@ -116,6 +116,18 @@ def test_a_tool_call_appends_to_the_journal_and_a_save_empties_it(tmp_path):
     assert store.journal_lines("r1") == []
 
 
+def test_a_held_path_that_holds_a_secret_is_not_saved(tmp_path):
+    """Redaction masks values, never a key: a held path holding a configured secret or a key's
+    shape is left out of state.json, and the others are kept as they are."""
+    store = RunStore(tmp_path, secrets=("hunter2-password",))
+    shape = "ghp_" + "a1" * 12
+    held = {"scripts/guard.py": "0a1b", "hunter2-password": "", f"x/{shape}.py": "", "tools/": "a"}
+    store.save(RunRecord(run_id="r1", goal="g", branch="agent/r1", held=held))
+    text = (store.run_dir("r1") / "state.json").read_text()
+    assert "hunter2" not in text and shape not in text
+    assert store.load("r1").held == {"scripts/guard.py": "0a1b", "tools/": "a"}
+
+
 def test_replay_applies_only_the_entries_past_the_saved_step_and_skips_a_torn_line():
     memory = WorkingMemory(max_tokens=4000)
     state = AgentState(goal="g", step=2)

@@ -4,6 +4,7 @@ what Python imports from the directory it puts first on sys.path, and a resumed 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -79,6 +80,49 @@ def test_a_directory_server_the_model_changed_is_not_started_on_resume(tmp_path)
         tools.close()
     assert status.status.startswith("not started: tools/mcp/__main__.py changed since the run")
     assert said and "its tools are left out" in said[0]
+
+
+def test_a_credential_on_the_command_line_is_never_held_and_the_script_still_is(tmp_path):
+    """What doctor masks in a command line (`redact_argv`) names no file: not the value after
+    `--token`, of `--api-key=`, of `SLACK_TOKEN=`, a word of a key's shape, nor a shell line
+    holding one; the script beside them is held as before."""
+    tree(tmp_path, {"scripts/guard.py": "pass\n"})
+    shape = "sk-" + "Zq9" * 8
+    commands = [
+        ["sh", "-c", "exit 0", "x", "--token", "tok-AAAA1111", "--api-key=key-BBBB2222"],
+        [PY, "scripts/guard.py", "--password", "pw-CCCC3333", "SLACK_TOKEN=st-DDDD4444", shape],
+        ["sh", "-c", f"{PY} scripts/guard.py --token tok-EEEE5555 --api-key=k6"],
+    ]
+    held = HeldFiles(tmp_path, commands)
+    saved = repr(held.digests())
+    for secret in ("AAAA", "BBBB", "CCCC", "DDDD", shape, "EEEE", "k6"):
+        assert secret not in saved, (secret, saved)
+    assert "scripts/guard.py" in held.digests() and "exit" in held.digests()
+    (tmp_path / "scripts" / "guard.py").write_text("import os  # the model's\n")
+    assert held.changed(commands[1]) == held.changed(commands[2]) == ["scripts/guard.py"]
+
+
+def test_no_file_a_run_writes_holds_a_credential_of_its_hooks_or_servers_command_lines(
+    agent_in_process, fake_server, tmp_path
+):
+    repo = repo_with(tmp_path / "repo")
+    rc = tmp_path / "user-agentrc"
+    rc.write_text(
+        '[[hooks.pre_tool]]\ncommand = ["sh", "-c", "exit 0", "x", "--token", "tok-AAAA1111"]\n'
+        '[mcp_servers.off]\ncommand = "sh"\nenabled = false\n'
+        'args = ["--api-key=key-BBBB2222", "--password", "pw-CCCC3333"]\n'
+    )
+    srv = fake_server([plan(task()), make_done(), finish(), no_facts()])
+    done = agent_in_process(
+        "run", "Create done.txt", "--yes", "--json", "--base-url", srv.url,
+        cwd=repo, env={"AGENT_RC": str(rc)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = [p for p in (repo / ".agent").rglob("*") if p.is_file()]
+    state = next(p for p in written if p.name == "state.json")
+    assert "exit 0" in json.loads(state.read_text())["held"]  # the command's words are held
+    for secret in (b"AAAA1111", b"BBBB2222", b"CCCC3333"):
+        assert not [p for p in written if secret in p.read_bytes()], secret
 
 
 def test_a_module_that_appears_first_on_sys_path_is_a_change(tmp_path):

@@ -33,7 +33,7 @@ from agent_cli.agent.run.roles import RoleUsage
 from agent_cli.core import atomic
 from agent_cli.core.atomic import append_line, write_atomic
 from agent_cli.core.errors import AgentError, StorageError
-from agent_cli.core.redact import redact_all, redact_json_text, redact_messages
+from agent_cli.core.redact import redact, redact_all, redact_json_text, redact_messages
 from agent_cli.core.text import readable, readable_all
 from agent_cli.llm import endpoints
 
@@ -200,6 +200,13 @@ class RunRecord(BaseModel):
         return data
 
 
+def _held_saved(held: dict[str, str], secrets: tuple[str, ...]) -> dict[str, str]:
+    """The held paths a state may keep: redaction masks values, never a key, so a path that
+    holds a secret (a configured one, a key's shape) is left out. A resume holds such a path to
+    the commit the run began at, as a path the run did not hold."""
+    return {path: state for path, state in held.items() if redact(path, secrets) == path}
+
+
 def _text(value: object) -> str:
     """A value JSON has no type for, as the trajectory writes it: its text, `readable`."""
     return readable(str(value))
@@ -279,7 +286,10 @@ class RunStore:
         (a file name git gave that is not UTF-8, which no UTF-8 file can hold as it is)."""
         if self.repo and not record.repo:
             record.repo = self.repo
-        data = readable_all(redact_all(record.model_dump(mode="json"), self.secrets))
+        data = redact_all(record.model_dump(mode="json"), self.secrets)
+        if "held" in data:
+            data["held"] = _held_saved(data["held"], self.secrets)
+        data = readable_all(data)
         text = json.dumps(data, indent=1, ensure_ascii=False)
         run_dir = self.run_dir(record.run_id)
         with _writing(run_dir / "state.json") as path:
