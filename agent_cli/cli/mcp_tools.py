@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,26 +109,43 @@ def statuses(settings: Settings, root: Path, state_dir: Path) -> list[ServerStat
 
 
 def status_text(status: ServerStatus) -> str:
-    """One server on one line: transport, status, tools (what the server said, without
-    terminal escapes or control characters)."""
-    shown = status_json(status)
-    tools = ", ".join(shown["tools"]) if shown["tools"] else "no tools"
-    left = f"; left out: {', '.join(shown['left_out'])}" if shown["left_out"] else ""
-    unlisted = shown["unlisted"]
+    """One server on one line: transport, status, tools (what the server said, as `shown`)."""
+    row = status_json(status)
+    tools = ", ".join(row["tools"]) if row["tools"] else "no tools"
+    left = f"; left out: {', '.join(row['left_out'])}" if row["left_out"] else ""
+    unlisted = row["unlisted"]
     named = f"; not listed by the server: {', '.join(unlisted)}" if unlisted else ""
-    return f"{shown['transport']}, {shown['status']}; {tools}{left}{named}"
+    return f"{row['transport']}, {row['status']}; {tools}{left}{named}"
 
 
 def status_json(status: ServerStatus) -> dict[str, Any]:
     """One server as `agent mcp list --json` prints it: its tools' names and the reasons it
-    gives (a server's stderr among them) without terminal escapes or control characters."""
+    gives (a server's stderr among them) as `shown`, the reasons on one line."""
     from agent_cli.core.text import clean
 
     return {
         "name": status.name,
         "transport": status.transport,
-        "status": " ".join(clean(status.status).split()),
-        "tools": [clean(name) for name in status.tools],
-        "left_out": [clean(name) for name in status.left_out],
-        "unlisted": [clean(name) for name in status.unlisted],
+        "status": shown(" ".join(clean(status.status).split())),
+        "tools": [shown(name) for name in status.tools],
+        "left_out": [shown(name) for name in status.left_out],
+        "unlisted": [shown(name) for name in status.unlisted],
     }
+
+
+def shown(text: str) -> str:
+    """What a server said, as one line to show: terminal escape sequences and control
+    characters removed (`clean`), and each character left that breaks a line or is drawn as
+    nothing (a line feed, a line or paragraph separator, a zero-width or bidirectional mark)
+    written as its escape (`\\n`, `\\u2028`), so a tool's name cannot start a line of its own."""
+    from agent_cli.core.text import clean
+
+    return "".join(_escaped(c) for c in clean(text))
+
+
+def _escaped(char: str) -> str:
+    if char == "\n":
+        return "\\n"
+    if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+        return f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}"
+    return char

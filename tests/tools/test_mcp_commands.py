@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import unicodedata
 
 import pytest
 
@@ -127,7 +128,17 @@ def test_mcp_list_shows_what_servers_said_without_terminal_escapes(agent_in_proc
     raw = FIXTURE.parent / "mcp_raw_server.py"
     config = tmp_path / "raw.json"
     evil = "evil\x1b[31mRED\x1b]0;TITLE\x07\x1b[2J"
-    config.write_text(json.dumps({"tools": [{"name": evil, "inputSchema": {"type": "object"}}]}))
+    forged = "x\nFAKE: stdio, ready; all is fine"  # a line of its own, were it printed as it is
+    hidden = "zw\u200bsp\u2028ls\u202eRLO\ufeff"  # drawn as nothing, a break, a reversal
+    config.write_text(
+        json.dumps(
+            {
+                "tools": [
+                    {"name": n, "inputSchema": {"type": "object"}} for n in (evil, forged, hidden)
+                ]
+            }
+        )
+    )
     rc = write_rc(
         tmp_path,
         {
@@ -145,9 +156,30 @@ def test_mcp_list_shows_what_servers_said_without_terminal_escapes(agent_in_proc
     text = agent_in_process("mcp", "list", cwd=repo, env={"AGENT_RC": rc})
     listed = agent_in_process("mcp", "list", "--json", cwd=repo, env={"AGENT_RC": rc})
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
-    assert rows["raw"]["tools"] == ["evilRED"]  # offered as mcp__raw__evil_31mRED_0_TITLE_…
+    assert rows["raw"]["tools"] == [  # offered as mcp__raw__evil_31mRED_0_TITLE_…
+        "evilRED",
+        "x\\nFAKE: stdio, ready; all is fine",  # the line break shown as its escape
+        "zw\\u200bsp\\u2028lsRLO\\ufeff",
+    ]
     assert "boom" in rows["dies"]["status"] and "red" in rows["dies"]["status"]
     assert "PWNED" not in rows["dies"]["status"]  # a terminal title, with its payload
     for shown in (text.stdout, json.dumps(rows, ensure_ascii=False)):
         assert not any(ord(c) < 32 and c != "\n" for c in shown), repr(shown)
     assert "ready; evilRED" in text.stdout
+    assert [line.split(":")[0] for line in text.stdout.splitlines()] == ["dies", "raw"]
+    assert not any(unicodedata.category(c) in ("Cf", "Zl", "Zp") for c in text.stdout)
+
+
+def test_doctor_s_line_of_a_server_holds_what_it_said_on_one_line_without_format_characters():
+    from agent_cli.cli.mcp_tools import status_text
+    from agent_cli.tools.mcp.provider import ServerStatus
+
+    said = ServerStatus(
+        name="s",
+        transport="stdio",
+        status="failed: boom\u2028  ok   mcp fake\u200b\nready",
+        tools=["a\nb"],
+        left_out=["c\u2029d"],
+    )
+    line = status_text(said)
+    assert line == "stdio, failed: boom ok mcp fake\\u200b ready; a\\nb; left out: c\\u2029d"
