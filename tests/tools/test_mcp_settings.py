@@ -141,6 +141,34 @@ def test_a_servers_env_values_are_masked_where_the_settings_are_shown(tmp_path):
     assert token not in repr(values)
 
 
+def test_a_short_secret_is_shown_as_set_and_only_a_long_one_by_its_ends(tmp_path):
+    """Its first 3 and last 4 characters are most of an 11-character password: a secret shorter
+    than 24 shows none of itself, in doctor's values and in the line refusing a table alike."""
+    short = {"DB_PASSWORD": "Tr0ub4dor&3", "API_TOKEN": "abcdefghij-klmnopqrstuv"}
+    env = {**short, "LONG_TOKEN": "abcdefghij-klmnopqrstuvw"}
+    assert [len(v) for v in env.values()] == [11, 23, 24]
+    table = "env = {" + ", ".join(f'{k} = "{v}"' for k, v in env.items()) + "}\n"
+    user = tmp_path / "user.toml"
+    user.write_text(f'[mcp_servers.db]\ncommand = "db-mcp"\n{table}')
+    keys = {"OPENAI_API_KEY": "sk-short-1234", "AGENT_MEMORY_TOKEN": "tok-0123456789"}
+    values, _ = load(tmp_path, env=keys, user_rc=user).shown()
+    assert values["mcp_servers"]["db"]["env"] == {
+        "DB_PASSWORD": "set",
+        "API_TOKEN": "set",
+        "LONG_TOKEN": "abc…tuvw",
+    }
+    assert (values["api_key"], values["memory_token"]) == ("set", "set")
+    user.write_text(
+        f'[mcp_servers.db]\ncommand = "db-mcp"\n{table}[mcp_servers."bad name"]\ncommand = "x"\n'
+    )
+    with pytest.raises(ConfigError) as refused:
+        load(tmp_path, user_rc=user)
+    line = refused.value.one_line()
+    assert "'DB_PASSWORD': 'set'" in line and "'LONG_TOKEN': 'abc…tuvw'" in line, line
+    rest = line.replace("'abc…tuvw'", "")
+    assert not [v for v in short.values() if v[:3] in rest or v[-4:] in rest], line
+
+
 def test_a_bearer_token_is_a_secret_whatever_its_variable_is_called(tmp_path):
     from agent_cli.workspace.shell.runner import scrub_env
 

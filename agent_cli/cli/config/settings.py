@@ -455,9 +455,17 @@ def _on_local_network(url: str) -> bool:
     return address.is_loopback or address.is_private or address.is_link_local
 
 
+# A secret this long shows its first 3 and last 4 characters: under a third of it, and 17 or
+# more stay hidden. A shorter one (a password, a short token) shows none: 7 of 11 would be most.
+MASK_SHOWS_FROM = 24
+
+
 def _mask(secret: str) -> str | None:
-    """Enough of a secret to tell which one it is, never enough to use it."""
-    return f"{secret[:3]}…{secret[-4:]}" if len(secret) > 10 else ("set" if secret else None)
+    """Enough of a long secret to tell which one it is (`sk-…wxyz`), never enough to use it;
+    `set` for a shorter one, None for none."""
+    if len(secret) >= MASK_SHOWS_FROM:
+        return f"{secret[:3]}…{secret[-4:]}"
+    return "set" if secret else None
 
 
 INTERNAL = ("sources", "notices", "role_api_keys", "mcp_tokens")  # read, never set
