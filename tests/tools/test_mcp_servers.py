@@ -499,6 +499,23 @@ def test_log_lines_on_stdout_even_in_brackets_are_noise_not_a_broken_reply(tmp_p
     assert notices == []
 
 
+def test_a_servers_log_lines_never_add_up_to_a_flood_however_many_calls_it_serves(tmp_path):
+    """A server that logs 40 lines on stdout before each reply is no flood: not at its start,
+    not after the 1,000 lines 25 calls bring, and its calls keep their replies."""
+    tools = [{"name": "fine", "inputSchema": OBJECT}]
+    logs = [f"[INFO] handling request, step {n}" for n in range(40)]
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"raw": raw_server(tmp_path, tools, noise=logs)}, notices)
+    try:
+        (status,) = provide.start()
+        assert status.status == "ready", status
+        replies = [provide.call("mcp__raw__fine", {"n": n}) for n in range(30)]
+        assert [(r.ok, r.text) for r in replies] == [(True, "called fine")] * 30, replies[-1]
+    finally:
+        provide.close()
+    assert notices == []
+
+
 def test_a_tool_whose_schema_an_endpoint_would_refuse_is_left_out_and_a_tree_is_kept(tmp_path):
     """An endpoint refuses a request whose tools hold an invalid schema, which would fail every
     request of the run: such a tool is left out with a notice, and the server's others stay."""

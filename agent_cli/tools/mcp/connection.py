@@ -2,7 +2,8 @@
 
 Each connection is one task on the background loop that holds the SDK's context managers
 (anyio's scopes must be entered and left by the same task) and serves calls one at a time.
-A server that crashes, hangs past its timeout or floods the connection with garbage is
+A server that crashes, hangs past its timeout or floods the connection with garbage (a burst
+of messages that cannot be read, not the log lines it writes now and then over a long run) is
 marked broken with the reason, and the task ends, which stops its process group; so is a
 stdio server whose process ends while a child of its own keeps the connection open
 (`process`). A reply the SDK cannot read fails the call in flight at once, with what is
@@ -15,6 +16,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -36,7 +38,12 @@ from agent_cli.workspace.shell import strays
 # The SDK logs a server's bad lines with tracebacks; the user gets one notice from us instead.
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 logging.getLogger("mcp").propagate = False
-MAX_BAD_MESSAGES = 50  # unreadable messages before a server counts as flooding
+# A burst of this many messages that cannot be read (log lines among them), with no reply
+# read between them and within FLOOD_WINDOW_S, is a flood; the SDK takes about a millisecond
+# over each, so a flood is stopped within a second or two, and a server's log lines spread
+# over a run, however many, never add up to one.
+MAX_BAD_MESSAGES = 1000
+FLOOD_WINDOW_S = 10.0
 STDERR_TAIL = 2000
 STDERR_WAIT_S = 1.0
 CONNECTION_CLOSED = -32000
@@ -104,7 +111,8 @@ class Connection:
         self.name, self.config, self.env, self.cwd = name, config, env, cwd
         self.wrap, self.token = wrap, token
         self.broken: str | None = None
-        self.bad_messages = 0
+        self.bad_messages = 0  # of the burst under way (see MAX_BAD_MESSAGES)
+        self.burst_began = 0.0
         self.stderr: StderrTail | None = None
         self.jobs: asyncio.Queue[tuple[str, dict[str, Any], asyncio.Future[CallOutcome]] | None]
         self.task: asyncio.Task[None] | None = None
@@ -174,6 +182,7 @@ class Connection:
                 self.start_scope = None
                 if cut := self._start_cut():
                     raise RuntimeError(cut)
+                self._replied()
                 ready.set_result(tools)
                 while (job := await self.jobs.get()) is not None:
                     tool, args, done = job
@@ -264,6 +273,7 @@ class Connection:
         if self.broken or result is None:
             self.broken = self.broken or "stopped answering"
             return CallOutcome(f"error: the MCP server {self.name} {self.broken}", ok=False)
+        self._replied()
         text = content.as_text(result.content, result.structured_content)
         if result.is_error:
             return CallOutcome(f"error: {text or 'the tool failed'}", ok=False)
@@ -289,11 +299,20 @@ class Connection:
             if why and waiting is not None and self.bad_reply is None:
                 self.bad_reply = why  # the reply to the request in flight: it ends now
                 waiting.cancel()
+            now = time.monotonic()
+            if now - self.burst_began > FLOOD_WINDOW_S:
+                self.bad_messages, self.burst_began = 0, now
             self.bad_messages += 1
             if self.bad_messages >= MAX_BAD_MESSAGES and not self.broken:
-                self.broken = f"flooded the connection with {self.bad_messages} unreadable messages"
+                self.broken = (
+                    f"flooded the connection with {self.bad_messages} unreadable messages in a row"
+                )
                 if self.call_scope is not None:
                     self.call_scope.cancel()
+
+    def _replied(self) -> None:
+        """A reply was read: the unreadable messages before it were no flood."""
+        self.bad_messages, self.burst_began = 0, 0.0
 
     def _reason(self, e: BaseException, starting: bool) -> str:
         leaf = _leaf(e)
