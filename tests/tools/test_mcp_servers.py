@@ -222,6 +222,32 @@ def test_a_streamable_http_server_gets_the_bearer_token_from_the_environment(
         tools.close()
 
 
+def test_an_http_servers_large_result_is_read_and_one_too_large_fails_only_its_call(
+    tmp_path, monkeypatch, http_server
+):
+    """A result over the SDK's 1 MiB event limit reaches the model as over stdio; one over
+    the 32 MB an HTTP reply may take fails that call in one line naming the size, and the
+    server's other calls go on."""
+    url, token = http_server
+    monkeypatch.setenv("FIXTURE_MCP_TOKEN", token)
+    notices: list[str] = []
+    server = {"url": url, "bearer_token_env_var": "FIXTURE_MCP_TOKEN"}
+    tools, _ = provider(tmp_path, {"web": server}, notices)
+    try:
+        (status,) = tools.start()
+        assert status.status == "ready", status
+        big = tools.call("mcp__web__huge", {"chars": 3_000_000})
+        assert big.ok and "characters cut" in big.text, big.text[-300:]
+        too_big = tools.call("mcp__web__huge", {"chars": 34_000_000})
+        assert not too_big.ok and too_big.summary == "tool error", too_big
+        assert too_big.text.startswith("error: the MCP server web answered with a reply over ")
+        assert "32 MB" in too_big.text and "\n" not in too_big.text
+        assert tools.call("mcp__web__echo", {"text": "still here"}).ok
+    finally:
+        tools.close()
+    assert not [n for n in notices if "unavailable" in n or "connection" in n], notices
+
+
 def test_an_http_server_whose_reply_is_not_json_fails_to_start_in_one_line(tmp_path, loopback):
     base = loopback(lambda handler: send(handler, "{not json", "application/json"))
     notices: list[str] = []

@@ -7,7 +7,7 @@ of messages that cannot be read, not the log lines it writes now and then over a
 marked broken with the reason, and the task ends, which stops its process group; so is a
 stdio server whose process ends while a child of its own keeps the connection open
 (`process`). A reply the SDK cannot read fails the call in flight at once, with what is
-wrong (`replies`), and the server goes on.
+wrong (`replies`), and the server goes on; so does an HTTP reply over the size one may take.
 """
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ FLOOD_WINDOW_S = 10.0
 STDERR_TAIL = 2000
 STDERR_WAIT_S = 1.0
 CONNECTION_CLOSED = -32000
+# The largest reply an HTTP server's event stream may carry (the SDK's default, 1 MiB, would
+# take a large but valid result, which stdio reads whole, for a broken server). A larger
+# reply fails its call; the server goes on.
+MAX_EVENT_BYTES = 32 * 1024 * 1024
+SSE_FAILED = "SSE stream failed"  # the SDK's words for one request's event stream that broke
 HTTP_STAND_IN = "Server returned an error response"  # the SDK's words for any HTTP error
 STOP_S = 10.0  # the SDK closes stdin, waits 2 s, then SIGTERM and SIGKILL the group
 WATCH_S = 0.25  # how often a stdio server's process is checked for its end
@@ -214,7 +219,9 @@ class Connection:
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
             client = create_mcp_http_client(headers=headers)
             client.event_hooks["response"].append(self._answered)
-            return streamable_http_client(self.config.url, http_client=client)
+            return streamable_http_client(
+                self.config.url, http_client=client, max_sse_event_size=MAX_EVENT_BYTES
+            )
         argv = [str(self.config.command), *self.config.args]
         if self.wrap is not None:
             argv = self.wrap(argv)
@@ -246,6 +253,9 @@ class Connection:
         except MCPError as e:
             if e.code != CONNECTION_CLOSED:  # the server refused the call and goes on
                 return CallOutcome(f"error: the MCP server said: {self._said(e)}", ok=False)
+            if self.config.url and (failed := _stream_failed(e)):
+                # the SDK gave up on this request's event stream alone; the session goes on
+                return CallOutcome(f"error: the MCP server {self.name} {failed}", ok=False)
             await self._stderr_settled()
             self.broken = self._with_stderr(_closed(e))
         except ValidationError as e:  # one malformed result: the connection itself is fine
@@ -403,12 +413,26 @@ def _one_line(text: str) -> str:
 
 
 def _closed(e: MCPError) -> str:
-    """Why the connection ended: the SDK's own words when they say more (an event over the
-    size limit) than that it closed."""
+    """Why the connection ended: closed, or lost in the SDK's own words when they say more
+    (an HTTP event stream that ended without a reply)."""
     said = " ".join(str(e.message or "").split())
     if not said or "closed" in said.lower():
         return "closed the connection"
-    return f"closed the connection: {said[:200]}"
+    return f"lost the connection ({said[:200]})"
+
+
+def _stream_failed(e: MCPError) -> str | None:
+    """What broke one request's HTTP event stream, said as what the server answered (a reply
+    over MAX_EVENT_BYTES, in MB); None when the stream did not break but ended."""
+    said = " ".join(str(e.message or "").split())
+    if not said.startswith(SSE_FAILED):
+        return None
+    if "byte limit" in said:
+        return (
+            f"answered with a reply over the {MAX_EVENT_BYTES // (1024 * 1024)} MB one reply "
+            "may take; the call failed, the server goes on"
+        )
+    return f"answered with a reply that could not be read ({said[:200]})"
 
 
 def _leaf(e: BaseException) -> BaseException:
