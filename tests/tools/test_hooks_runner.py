@@ -178,6 +178,32 @@ def test_the_matcher_is_a_full_match_over_the_tool_name(tmp_path):
     assert len(hooks(tmp_path, pre_tool=[py("pass")]).before_tool(AT, "anything", "{}")) == 1
 
 
+@pytest.mark.parametrize(
+    ("matcher", "needs"),
+    [
+        (r"mcp__git__git\.push", "."),  # the server's own name, its dot escaped
+        ("mcp__fs__read/file|mcp__fs__write/file", "/"),
+        ("mcp__srv__(?:open|close) file", " "),
+        ("mcp__x__[./]x", "."),
+    ],
+)
+def test_a_matcher_that_can_match_no_tool_name_is_refused_saying_why(matcher, needs):
+    """A tool's name holds only letters, digits, _ and -: a matcher needing any other
+    character (a server's own `git.push`) would leave its hook never run, unseen."""
+    with pytest.raises(ValidationError) as refused:
+        HookSpec.model_validate({"command": ["x"], "matcher": matcher})
+    said = str(refused.value)
+    assert f"matches no tool: it needs {needs!r}" in said and "mcp__SERVER__git_push" in said
+
+
+@pytest.mark.parametrize(
+    "matcher",
+    ["mcp__git__git.push", "mcp__fs__read/?file", "write_file|mcp__fs__read/file", r"[\w.]+"],
+)
+def test_a_matcher_that_can_match_some_tool_name_is_taken(matcher):
+    assert HookSpec.model_validate({"command": ["x"], "matcher": matcher}).matcher == matcher
+
+
 def test_the_sandbox_keeps_a_hook_from_writing_outside_the_repository(tmp_path):
     from agent_cli.core.errors import WorkspaceError
     from agent_cli.workspace.shell.runner import check_sandbox

@@ -618,6 +618,44 @@ def test_a_tool_whose_name_no_function_may_have_is_offered_with_underscores(tmp_
     ]
 
 
+def test_deny_tools_refuse_a_tool_by_the_servers_own_name_and_say_a_pattern_that_names_none(
+    tmp_path,
+):
+    """`mcp__git__git.push` (the server's name for the tool, as `agent mcp list` shows it)
+    refuses what the model calls `mcp__git__git_push`; a pattern for a server of the run that
+    matches none of its tools refuses nothing, and says so."""
+    from agent_cli.tools.mcp.gate import GatedTools
+
+    listing = ["git.status", "git.push", "fs/read file", "log"]
+    tools = [{"name": name, "inputSchema": OBJECT} for name in listing]
+    server = {**raw_server(tmp_path, tools), "disabled_tools": ["log"]}
+    deny = [
+        "mcp__git__git.push",  # the server's own name
+        "mcp__git__fs/read*",  # a glob over it
+        "mcp__git__git_psuh",  # a typo: names the server, no tool of it
+        "mcp__git__log",  # not offered, but listed: no typo
+        "mcp__other__*",  # a server this run does not have: a deny list kept for elsewhere
+    ]
+    notices: list[str] = []
+    provide, _ = provider(tmp_path, {"git": server}, notices)
+    try:
+        provide.start()
+        gate = GatedTools(provide, approval="auto", deny=deny)
+        push = gate.call("mcp__git__git_push", {})
+        assert not push.ok and push.summary == "refused by deny_tools", push
+        assert "mcp__git__git_push (mcp__git__git.push) matches deny_tools pattern " in push.text
+        read = gate.call("mcp__git__fs_read_file", {})
+        assert not read.ok and "'mcp__git__fs/read*'" in read.text, read
+        status = gate.call("mcp__git__git_status", {})
+        assert status.ok and status.text == "called git.status"
+    finally:
+        provide.close()
+    assert notices == [
+        "deny_tools pattern 'mcp__git__git_psuh' matches none of the tools MCP server git "
+        "lists, so it refuses nothing (`agent mcp list` shows them)"
+    ]
+
+
 def test_a_server_of_many_tools_that_cannot_be_offered_is_a_few_notices_not_a_screen(tmp_path):
     tools = [{"name": f"t{n}{'x' * 70}", "inputSchema": OBJECT} for n in range(200)]
     tools.append({"name": "fine", "inputSchema": OBJECT})

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, field_validator
 
 from agent_cli.core.redact import redact_argv
+from agent_cli.tools.hooks.matchable import needs_other
 
 HookEvent = Literal["pre_tool", "post_tool", "task_verified", "run_end"]
 HOOK_EVENTS: tuple[HookEvent, ...] = ("pre_tool", "post_tool", "task_verified", "run_end")
@@ -27,11 +28,18 @@ class HookSpec(BaseModel):
     @field_validator("matcher")
     @classmethod
     def _compiles(cls, matcher: str) -> str:
-        """A regular expression Python can compile; empty means every tool."""
+        """A regular expression Python can compile that can match a tool's name (`matchable`);
+        empty means every tool."""
         try:
             re.compile(matcher)
         except re.error as e:
             raise ValueError(f"not a regular expression: {e}") from None
+        other = needs_other(matcher)
+        if other is not None:
+            raise ValueError(
+                f"matches no tool: it needs {other!r}, and tool names hold only letters, "
+                "digits, _ and - (an MCP server's tool git.push is mcp__SERVER__git_push)"
+            )
         return matcher or ".*"
 
     @field_validator("command")

@@ -55,6 +55,7 @@ class _Server:
     connection: Connection
     status: ServerStatus
     tools: dict[str, str] = field(default_factory=dict)  # full name -> the server's tool name
+    listed: list[str] | None = None  # every tool it listed, by its own names, once started
     said_broken: bool = False
 
 
@@ -164,6 +165,7 @@ class McpTools:
             )
             return
         config = server.connection.config
+        server.listed = [tool.name for tool in found]
         for tool in found:
             if not config.offers(tool.name):
                 continue
@@ -269,6 +271,21 @@ class McpTools:
     def owns(self, name: str) -> bool:
         return name in self.by_tool
 
+    def names(self, name: str) -> tuple[str, ...]:
+        """The names of the offered tool `name`: that one, and `mcp__<server>__<the server's own
+        name>` when the two differ (`mcp__git__git_push` is also `mcp__git__git.push`)."""
+        server = self.by_tool.get(name)
+        own = f"mcp__{server.name}__{server.tools[name]}" if server is not None else name
+        return (name, own) if own != name else (name,)
+
+    def listed(self) -> dict[str, list[str]]:
+        """Each server that started, with both names of every tool it listed (offered or not)."""
+        return {
+            s.name: [n for tool in s.listed for n in _both(s.name, tool)]
+            for s in self.servers
+            if s.listed is not None
+        }
+
     def call(self, name: str, args: dict[str, Any]) -> Reply:
         """Call a server's tool; a failure of any kind is an error reply for the model."""
         server = self.by_tool.get(name)
@@ -326,6 +343,11 @@ class McpTools:
             self.loop = None
             if any(not s.connection.config.url for s in self.servers):
                 reaper.kill_other_sessions(self._spared)
+
+
+def _both(server: str, tool: str) -> list[str]:
+    full, own = schema.full_name(server, tool), f"mcp__{server}__{tool}"
+    return [full, own] if own != full else [full]
 
 
 async def _stop_all(connections: list[Connection]) -> None:
