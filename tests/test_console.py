@@ -789,10 +789,25 @@ def test_a_paste_at_a_yes_no_question_answers_nothing_and_it_is_asked_again(term
     keys, stdin, _ = terminal
     out = io.StringIO()
     rc = make_console("plain", out, io.StringIO(), stdin=stdin)
-    os.write(keys, b"y\ny\n")  # pasted: no line of it approves anything
+    os.write(keys, b"y\nrm -rf build\n")  # pasted: no line of it approves anything
     type_once_shown(keys, out, "2 lines came at once (a paste): answer", "n\n")
     answer = rc.approve_plan(PLAN) if ask == "plan" else rc.approve_command("make")
     assert answer in (False, "n"), out.getvalue()
+    assert not select.select([stdin], [], [], 0)[0]
+
+
+def test_answers_typed_ahead_answer_the_next_questions_in_turn(terminal):
+    """Lines that are each an answer word, come at once, are answers typed ahead, not a
+    paste: each answers one question; an escalation question takes none of them."""
+    keys, stdin, _ = terminal
+    out = io.StringIO()
+    rc = make_console("plain", out, io.StringIO(), stdin=stdin)
+    os.write(keys, b"y\nn\na\ny\n")
+    assert rc.approve_plan(PLAN) is True
+    assert [rc.approve_command(c) for c in ("one", "two")] == ["n", "a"]
+    os.write(keys, b"q\n")
+    assert rc.ask_escalation(ESCALATED) == "q"  # the `y` left over is no hint
+    assert "1 answer(s) typed ahead are not taken for this one" in out.getvalue()
     assert not select.select([stdin], [], [], 0)[0]
 
 

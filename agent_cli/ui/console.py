@@ -288,6 +288,9 @@ class RunConsole:
         self._shown_plan: PlanMade | None = None
         # the notices since the human answered an escalation (None once anything else came)
         self._since_answer: list[Notice] | None = None
+        # answers typed ahead: lines that came at once with the answer to a yes/no question,
+        # each an answer of that question, which the next yes/no questions take in turn
+        self._ahead: list[str] = []
         if console is None:
             file = err if mode == "json" else out
             # logs and pipes get wide lines (rich would wrap at 80); a terminal keeps its width
@@ -447,6 +450,11 @@ class RunConsole:
         ev = shown_event(ev, self.secrets)
         told, self._since_answer = self._since_answer or [], None
         with self._paused():
+            if self._ahead:  # yes/no answers are no hint: they answer nothing here
+                self.asker.print(
+                    Text(f"{len(self._ahead)} answer(s) typed ahead are not taken for this one")
+                )
+                self._ahead = []
             if self._log_unseen:
                 self._print(escalation_block(ev, plain=True, state=self.state), to=self.asker)
                 for notice in told:
@@ -579,24 +587,48 @@ class RunConsole:
     def _ask(self, question: str | Text, answers: dict[str, str]) -> str:
         """Ask until an answer in `answers` (at most MAX_ASKS times); EOF or no answer is "n".
 
-        Several lines at once (a paste) answer nothing: they are dropped whole and the question
-        is asked again, so that no line of a paste approves a command or a plan, nor is left
-        to answer the next question."""
+        Several lines at once that are each an answer word (`TYPED_AHEAD`: `y`, `n`, `a`, ...)
+        are answers typed ahead: the first answers this question, the next ones the next yes/no
+        questions in turn (an escalation question drops them). Any other lines at once (a
+        paste) answer nothing: they are dropped whole and the question is asked again, so that
+        no line of a paste approves a command or a plan, nor is left to answer the next
+        question."""
         choices = " or ".join(k for k in answers if len(k) == 1)
         for _ in range(MAX_ASKS):
-            entry = self._entry(question, eof="n")
+            if self._ahead:
+                entry: Entry | None = self._typed_ahead(question)
+            else:
+                entry = self._entry(question, eof="n")
             if entry is None:
                 return "n"
-            if entry.pasted:
+            keys = [line.strip().lower() for line in entry.lines]
+            if entry.pasted and all(key in TYPED_AHEAD for key in keys):
+                self._ahead = list(entry.lines[1:])  # answers typed ahead, not a paste
+                keys = keys[:1]
+            elif entry.pasted:
                 self.asker.print(
                     Text(f"{len(entry.lines)} lines came at once (a paste): answer {choices}")
                 )
                 continue
-            answer = answers.get(entry.text.strip().lower())
+            answer = answers.get(keys[0])
             if answer is not None:
                 return answer
             self.asker.print(Text(f"please answer {choices}"))
         return "n"
+
+    def _typed_ahead(self, question: str | Text) -> Entry:
+        """The next answer typed ahead, shown after `question` as if typed there (and logged
+        with it where the log is not the terminal)."""
+        line = self._ahead.pop(0)
+        self.asker.print(Text.assemble(question, line))
+        if self.asker is not self.console:
+            self.console.print(Text.assemble(question, shown_text(line, self.secrets)))
+        return Entry((line,), ended=True, cut=False)
+
+
+# The words that answer the yes/no questions: lines of nothing else that come at once are
+# answers typed ahead (each answers a question in turn), not a paste.
+TYPED_AHEAD = frozenset(("y", "yes", "n", "no", "a", "always"))
 
 
 def _undecodable_as_surrogates(stream: IO[str]) -> None:
