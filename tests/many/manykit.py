@@ -47,6 +47,14 @@ def hinted(name: str) -> list[dict]:
     ]
 
 
+def resume_hinted(agent, url: str, run_id: str, cwd: Path):
+    """`agent run --resume` of the rejected run `run_id` with the hint `hinted` answers."""
+    return agent(
+        "run", "--resume", "--run-id", run_id, "--hint", "create eta.txt itself",
+        "--yes", "--json", "--base-url", url, cwd=cwd,
+    )  # fmt: skip
+
+
 def checkout(repo: Path, skip: tuple[str, ...] = ()) -> dict[str, object]:
     """The user's checkout byte for byte: HEAD, branches, index, stash and every file (but .git,
     .agent and `skip`)."""

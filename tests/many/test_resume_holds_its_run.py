@@ -8,7 +8,7 @@ from agent_cli.agent.run.store import RunStore
 from agent_cli.cli import wiring
 from agent_cli.cli.app import main
 from agent_cli.cli.commands import runs_commands
-from many.manykit import branch_files, hinted, state, status
+from many.manykit import branch_files, hinted, resume_hinted, state, status
 from many.test_worktree_runs import rejected_worktree_run, run_done
 from reliability.relkit import events, no_facts, repo_with, snapshot
 
@@ -34,10 +34,7 @@ def test_clean_force_while_a_resume_gets_ready_keeps_the_tree_it_goes_on_in(
 
     monkeypatch.setattr(wiring, "run_session", clean_first)
     rest = fake_server(hinted("eta.txt"))
-    again = agent_in_process(
-        "run", "--resume", "--run-id", run_id, "--hint", "create eta.txt itself",
-        "--yes", "--json", "--base-url", rest.url, cwd=repo,
-    )  # fmt: skip
+    again = resume_hinted(agent_in_process, rest.url, run_id, repo)
     assert said == [f"kept {tree}: run {run_id} is in progress"]
     assert again.returncode == 0, again.stdout + again.stderr
     assert run_done(again.stdout)["status"] == "verified"

@@ -25,6 +25,7 @@ from many.manykit import (
     goal_of,
     hinted,
     rejected,
+    resume_hinted,
     state,
     status,
     worktrees,
@@ -417,10 +418,7 @@ def test_a_worktree_run_resumes_in_its_tree_after_the_checkout_was_renamed(
     _, run_id, _ = rejected_worktree_run(agent_in_process, fake_server, repo, "eta.txt")
     moved = repo.rename(tmp_path / "renamed")  # the user renames the project's folder
     rest = fake_server(hinted("eta.txt"))
-    again = agent_in_process(
-        "run", "--resume", "--run-id", run_id, "--hint", "create eta.txt itself",
-        "--yes", "--json", "--base-url", rest.url, cwd=moved,
-    )  # fmt: skip
+    again = resume_hinted(agent_in_process, rest.url, run_id, moved)
     assert again.returncode == 0, again.stdout + again.stderr
     assert not repo.exists()  # nothing made again where the checkout was
     assert not any("made again" in t for t in notices(again.stdout))  # the tree moved along
@@ -477,10 +475,7 @@ def test_a_resume_makes_the_worktree_again_in_the_folder_the_user_emptied(
     shutil.rmtree(tree)
     tree.mkdir()  # emptied by hand: git still lists the tree there, as prunable
     rest = fake_server(hinted("eta.txt"))
-    again = agent_in_process(
-        "run", "--resume", "--run-id", run_id, "--hint", "create eta.txt itself",
-        "--yes", "--json", "--base-url", rest.url, cwd=repo,
-    )  # fmt: skip
+    again = resume_hinted(agent_in_process, rest.url, run_id, repo)
     assert again.returncode == 0, again.stdout + again.stderr
     assert any(f"worktree {tree} is made again" in t for t in notices(again.stdout))
     assert "eta.txt" in branch_files(repo, f"agent/{run_id}")
