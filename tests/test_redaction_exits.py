@@ -295,7 +295,7 @@ def test_an_error_that_quotes_the_key_is_masked_in_its_line_and_in_run_done(
 
 
 def test_a_retry_notice_masks_what_the_server_said(capsys):
-    RetryNotice(2, (KEY,))(1, 0.5, f"500: the proxy saw {KEY} and {TOKEN}")
+    RetryNotice((KEY,))(1, 2, 0.5, f"500: the proxy saw {KEY} and {TOKEN}")
     err = capsys.readouterr().err
     assert holding(err) == [] and f"the proxy saw {MASK} and {MASK}" in err
 

@@ -147,7 +147,7 @@ def build_model(
             backoff_s=settings.retry_backoff_s,
             max_tokens=settings.reserved_output_tokens,
             context_window=settings.context_window,
-            on_retry=RetryNotice(settings.max_retries, masked, console.drop_stream),
+            on_retry=RetryNotice(masked, console.drop_stream),
             on_text=console.stream_text,  # the model's words, live on a terminal
             cache_dir=server_cache_dir(os.environ),  # a local server's findings, kept a day
             secrets=masked,
@@ -194,22 +194,19 @@ class RetryNotice:
     (the retry's reply is the one that counts)."""
 
     def __init__(
-        self,
-        max_retries: int,
-        secrets: tuple[str, ...] = (),
-        dropped: Callable[[], None] | None = None,
+        self, secrets: tuple[str, ...] = (), dropped: Callable[[], None] | None = None
     ) -> None:
-        self.max_retries = max_retries
         self.secrets = secrets  # masked in what the server said, which may quote the request
         self.dropped = dropped
 
-    def __call__(self, attempt: int, delay: float, why: str) -> None:
+    def __call__(self, attempt: int, of: int, delay: float, why: str) -> None:
+        """Retry `attempt` of the `of` this failure may have (a failure that asking again
+        rarely cures, such as a proxy's page, has one)."""
         if self.dropped is not None:
             self.dropped()
         why = redact(why, self.secrets)
         print(
-            f"notice: model call failed ({why}); retry {attempt} of {self.max_retries} "
-            f"in {delay:.1f}s",
+            f"notice: model call failed ({why}); retry {attempt} of {of} in {delay:.1f}s",
             file=sys.stderr,
             flush=True,
         )

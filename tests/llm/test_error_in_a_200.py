@@ -43,7 +43,7 @@ def test_an_error_in_a_200_is_the_servers_message(fake_server, stream):
 def test_an_error_in_a_200_then_a_reply_is_retried(fake_server):
     srv = fake_server([_error("upstream overloaded"), {"content": "fine"}])
     notices: list[str] = []
-    model = _model(srv, max_retries=1, on_retry=lambda n, wait, why: notices.append(why))
+    model = _model(srv, max_retries=1, on_retry=lambda n, of, wait, why: notices.append(why))
     assert model.chat(ASK).content == "fine"
     assert notices == ["upstream overloaded"]
 

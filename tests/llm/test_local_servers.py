@@ -270,11 +270,14 @@ def test_echoed_empty_arguments_are_an_empty_object_without_a_note(fake_server):
 def test_a_fast_500_is_not_sent_again_as_it_was(fake_server):
     body = json.dumps({"error": {"message": "Failed to parse tool call arguments as JSON"}})
     srv = fake_server([{"status": 500, "body": body}] * 5)
+    retries: list[tuple[int, int]] = []
+    model = chat_model(srv, max_retries=4, on_retry=lambda n, of, d, why: retries.append((n, of)))
     with pytest.raises(ModelError, match="kept failing with 500.*not sent again") as e:
-        chat_model(srv, max_retries=4).chat(ASK)
+        model.chat(ASK)
     assert "agent run --resume" in e.value.hint
     streamed = [bool(r.get("stream")) for r in srv.chat_requests]
     assert streamed == [True, False]  # tried once whole (what some servers fail on), then stop
+    assert retries == [(1, 1)]  # and the notice said it was the one retry, not 1 of 4
 
 
 @pytest.mark.parametrize("status", [529, 520, 521, 522, 523, 524])

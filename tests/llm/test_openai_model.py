@@ -62,9 +62,9 @@ def test_retries_429_and_5xx_then_succeeds(fake_server):
         ]
     )
     retries = []
-    m = chat_model(srv, on_retry=lambda n, delay, why: retries.append(n))
+    m = chat_model(srv, on_retry=lambda n, of, delay, why: retries.append((n, of)))
     assert m.chat([{"role": "user", "content": "x"}]).content == "ok"
-    assert retries == [1, 2, 3] and len(srv.chat_requests) == 4
+    assert retries == [(1, 4), (2, 4), (3, 4)] and len(srv.chat_requests) == 4
 
 
 def test_retries_are_bounded_then_a_clear_error(fake_server):

@@ -40,13 +40,14 @@ def _model(srv, **kw) -> OpenAIChat:
 @pytest.mark.parametrize("kind", list(STEPS))
 def test_it_is_asked_once_more_then_the_endpoints_error_stands(fake_server, kind, stream):
     srv = fake_server([STEPS[kind]] * 4)
-    retries: list[str] = []
-    model = _model(srv, stream=stream, on_retry=lambda n, d, why: retries.append(why))
+    retries: list[tuple[int, int]] = []
+    model = _model(srv, stream=stream, on_retry=lambda n, of, d, why: retries.append((n, of)))
     with pytest.raises(ModelError) as caught:
         model.chat(ASK)
     assert not isinstance(caught.value, MalformedReply)  # not the model's: nothing counts it
     assert SAID[kind] in caught.value.message and FIX[kind] in caught.value.hint
-    assert len(srv.chat_requests) == 2 and len(retries) == 1
+    # once more only, and the notice says so: retry 1 of 1, not of the run's four
+    assert len(srv.chat_requests) == 2 and retries == [(1, 1)]
 
 
 @pytest.mark.parametrize("kind", list(STEPS))

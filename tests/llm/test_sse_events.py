@@ -171,7 +171,7 @@ def test_words_in_place_of_a_chunk_are_the_servers_failure_and_asked_again(
     # malformed reply: the request is sent again.
     bad = f"data: {_chunk('hel')}\n\ndata: upstream connect error or disconnect/reset\n\n"
     retries: list[str] = []
-    _asked_twice(loopback, bad, on_retry=lambda n, d, why: retries.append(why))
+    _asked_twice(loopback, bad, on_retry=lambda n, of, d, why: retries.append(why))
     assert "upstream connect error" in retries[0]
 
 

@@ -73,7 +73,7 @@ def test_a_stream_cut_mid_reply_is_retried(fake_server):
         ]
     )
     retries = []
-    reply = chat_model(srv, on_retry=lambda n, d, why: retries.append(why)).chat(ASK, TOOLS)
+    reply = chat_model(srv, on_retry=lambda n, of, d, why: retries.append(why)).chat(ASK, TOOLS)
     assert json.loads(reply.tool_calls[0].arguments)["content"] == "ok"
     assert len(retries) == 1 and "broke mid-reply" in retries[0]
 
@@ -98,7 +98,7 @@ def test_silence_mid_stream_times_out_and_the_retry_waits_for_the_server(fake_se
         [{"content": "stalls after the first words", "chunk_delay": 1.2}, {"content": "quick"}]
     )
     retries = []
-    m = chat_model(srv, timeout_s=0.4, on_retry=lambda n, d, why: retries.append(why))
+    m = chat_model(srv, timeout_s=0.4, on_retry=lambda n, of, d, why: retries.append(why))
     assert m.chat(ASK).content == "quick"
     assert len(retries) == 1 and "timed out" in retries[0]
     assert srv.max_in_flight == 1  # the retry was not sent while the abandoned reply was running
@@ -129,7 +129,7 @@ def test_a_stream_that_keeps_ending_unfinished_is_asked_for_whole_after_one_retr
     # No finish_reason and no [DONE], in good order: a retry streamed once, then whole.
     srv = fake_server([{"content": "never said", "unfinished": True}] * 2 + [{"content": "whole"}])
     retries = []
-    m = chat_model(srv, max_retries=4, on_retry=lambda n, d, why: retries.append(why))
+    m = chat_model(srv, max_retries=4, on_retry=lambda n, of, d, why: retries.append(why))
     assert m.chat(ASK).content == "whole"
     assert [bool(r.get("stream")) for r in srv.chat_requests] == [True, True, False]
     assert len(retries) == 2

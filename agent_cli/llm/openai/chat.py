@@ -143,7 +143,7 @@ class OpenAIChat:
         max_tokens: int | None = None,
         context_window: int | None = None,
         stream: bool = True,
-        on_retry: Callable[[int, float, str], None] | None = None,
+        on_retry: Callable[[int, int, float, str], None] | None = None,
         on_text: Callable[[str], None] | None = None,
         cache_dir: Path | None = None,
         local: bool | None = None,
@@ -446,6 +446,7 @@ class OpenAIChat:
     def _send(self, build: Callable[[], Json], call: _Call) -> ChatReply:
         attempt = unfinished = unusable = 0
         while True:
+            final = False  # the failure below may be asked once more only: this is its last try
             kwargs = build()
             self._unchanged_overflow(kwargs)
             started = time.monotonic()
@@ -458,9 +459,7 @@ class OpenAIChat:
             except openai.APIStatusError as e:
                 if self._adapt(e, kwargs, call):
                     continue
-                failure: BaseException = self._status_failure(
-                    e, kwargs, call, time.monotonic() - started
-                )
+                failure, final = self._status_failure(e, kwargs, call, time.monotonic() - started)
             except (openai.APITimeoutError, StreamSilent) as e:
                 failure = e
                 self._settle()
@@ -490,13 +489,13 @@ class OpenAIChat:
                 unusable += 1
                 if unusable > 1:
                     raise self._convert(e) from None
-                failure = e
+                failure, final = e, True
             except openai.OpenAIError as e:
                 raise self._convert(e) from None
             attempt += 1
             if attempt > self._max_retries:
                 raise self._convert(failure) from None
-            self._pause(attempt, failure)
+            self._pause(attempt, attempt if final else self._max_retries, failure)
 
     def _convert(self, e: BaseException) -> ModelError:
         return errors.convert(e, self.base_url, self.name, self._timeout_s, self.set_by)
@@ -573,16 +572,17 @@ class OpenAIChat:
 
     def _status_failure(
         self, e: openai.APIStatusError, kwargs: Json, call: _Call, elapsed: float
-    ) -> BaseException:
-        """The failure to retry, or raise when retrying cannot help."""
+    ) -> tuple[BaseException, bool]:
+        """The failure to retry, and whether it may be retried this once only; or raise when
+        retrying cannot help."""
         status = e.status_code
         if (status < 500 and status != 429) or errors.out_of_quota(e):
             raise self._convert(e) from None
         if status in failures.BUSY_STATUSES or elapsed >= failures.FAST_FAILURE_S:
-            return e
+            return e, False
         if kwargs.get("stream"):
             call.whole = True  # some servers fail on streamed tool calls: try it whole once
-            return e
+            return e, True
         raise ModelError(
             f"{self.base_url} kept failing with {status} ({errors.error_message(e)}); it "
             f"answered in {elapsed * 1000:.0f} ms, so the same request was not sent "
@@ -608,10 +608,11 @@ class OpenAIChat:
                 "raise request_timeout_s (the server needs longer), then `agent run --resume`",
             )
 
-    def _pause(self, attempt: int, failure: BaseException) -> None:
+    def _pause(self, attempt: int, of: int, failure: BaseException) -> None:
+        """Wait before retry `attempt` of the `of` this failure may have."""
         delay = errors.delay(failure, attempt - 1, self._backoff_s)
         if self._on_retry:
-            self._on_retry(attempt, delay, errors.why(failure))
+            self._on_retry(attempt, of, delay, errors.why(failure))
         time.sleep(delay)
 
     def _fetch(self, url: str, body: Json | None, timeout: float) -> Any:
