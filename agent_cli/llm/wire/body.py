@@ -43,6 +43,19 @@ STATUS_OF = {
 }
 OVERFLOW_CODE = "context_length_exceeded"
 QUOTA_CODE = "insufficient_quota"
+# Words that say an account's quota or credit is spent ("quota exceeded", "insufficient
+# credits", "credit balance is too low"), which no wait cures ...
+_SPENT = re.compile(
+    r"\b(quota|credits?|balance)\b.{0,40}\b(exceeded|exhausted|used up|spent|too low|"
+    r"reached|depleted|run out)\b|\b(exceeded|exhausted|insufficient|out of|no remaining|"
+    r"depleted)\b.{0,40}\b(quota|credits?|balance)\b",
+    re.IGNORECASE,
+)
+# ... unless they name a window a wait does pass: a quota of requests per minute is a rate.
+_PER_WINDOW = re.compile(
+    r"\bper[ -]?(second|minute|min|hour)\b|/(s|sec|min|m)\b|\b[rt]p[ms]\b|rate[ _-]?limit",
+    re.IGNORECASE,
+)
 
 
 class ErrorReply(Exception):
@@ -70,7 +83,7 @@ class ErrorReply(Exception):
     @property
     def out_of_quota(self) -> bool:
         """Whether it says the account's quota is used up, which no wait cures."""
-        return QUOTA_CODE in self.words or "exceeded your current quota" in self.message
+        return QUOTA_CODE in self.words or says_spent(self.message)
 
     @property
     def overflow(self) -> bool:
@@ -83,6 +96,13 @@ class ErrorReply(Exception):
         if self.out_of_quota:
             return False
         return self.code is None or self.code in BUSY_CODES or self.code >= 500
+
+
+def says_spent(message: str) -> bool:
+    """Whether an error's words say the account's quota or credit is used up (OpenAI's
+    "You exceeded your current quota", a gateway's "quota exceeded"), not that requests came
+    faster than a per-minute limit allows."""
+    return bool(_SPENT.search(message)) and not _PER_WINDOW.search(message)
 
 
 def error_reply(body: dict[str, Any]) -> ErrorReply | None:
