@@ -5,6 +5,7 @@ own clean worktree, and refuses a state naming a user's branch or a worktree wit
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -210,6 +211,9 @@ def test_a_run_whose_worktree_folder_is_no_longer_a_work_tree_is_not_rewound(age
     tree = seed(repo, "run-s", ["verified"], worktree=True)
     held = strays(tree, how)
     before, listed = tip(repo, "agent/run-s"), git(repo, "worktree", "list")
+    code, out, err = agent("runs", "--json", "--repo", str(repo))
+    (row,) = json.loads(out)  # not listed as the run's checkout, which a script would work in
+    assert "worktree" not in row and row["stray_folder"] == str(tree.resolve()), row
     code, out, err = agent("rewind", "run-s", "--yes", "--repo", str(repo))
     assert code == 1 and len(err.strip().splitlines()) == 1, err
     assert (

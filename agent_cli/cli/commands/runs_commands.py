@@ -43,7 +43,10 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
     settings = settings_for(repo)
     state_dir = settings.state_dir(repo)
     tree_of = partial(wt.tree_now, linked_worktrees(repo), state_dir)
-    rows = runs_rows(run_store(state_dir, repo), state_dir, tree_of)
+    rows = [
+        _strays_named(row, repo)
+        for row in runs_rows(run_store(state_dir, repo), state_dir, tree_of)
+    ]
     rows = shown_values(rows, run_secrets(settings, repo))  # as a terminal shows them, masked
     if json_out:
         print(json.dumps(rows))
@@ -53,6 +56,18 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
         from agent_cli.ui.console import print_runs
 
         print_runs([shown(r) for r in rows])
+
+
+def _strays_named(row: dict[str, Any], root: Path) -> dict[str, Any]:
+    """A run's row whose worktree folder is no longer a work tree of the repository at `root`
+    (emptied, or its files replaced, by hand): the folder is its `stray_folder`, not its
+    `worktree`, which a script would take for the run's checkout and work in."""
+    from agent_cli.workspace.git.worktree import is_linked_tree
+
+    tree = row.get("worktree")
+    if not tree or is_linked_tree(Path(tree), root):
+        return row
+    return {**{k: v for k, v in row.items() if k != "worktree"}, "stray_folder": tree}
 
 
 @dataclass
