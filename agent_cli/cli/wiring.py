@@ -250,9 +250,12 @@ class RunKit:
         longterm: LazyLongTermMemory | FallbackLongTerm,
         memory_tokens: int | None = None,
         tools: RunTools | None = None,
+        notice: Callable[[str], None] = lambda text: None,
     ) -> None:
         self.settings, self.workspace, self.state_dir = settings, workspace, state_dir
         self.tools = tools  # the MCP servers' tools, started with the first toolbox
+        self.notice = notice  # a line for the user
+        self._hooks_checked = False  # whether each hook's matcher was held to the tools
         self.policy, self.embedder, self.longterm = policy, embedder, longterm
         # the configured budget, or less when the server's context window is smaller
         self.memory_tokens = memory_tokens or settings.memory_max_tokens
@@ -288,7 +291,7 @@ class RunKit:
             protected=self.workspace.protected,
             users_ignored=self._users_ignored,
         )
-        return Toolbox(
+        toolbox = Toolbox(
             files=files,
             run_command=self.workspace.run_for_model,
             is_test=is_test_command,
@@ -296,6 +299,11 @@ class RunKit:
             secrets=self.workspace.secrets,
             providers=self.tools.providers() if self.tools else (),
         )
+        if not self._hooks_checked:  # the run's tools are known now, its MCP servers' too
+            self._hooks_checked = True
+            for line in self.settings.hooks.unmatched(toolbox.names):
+                self.notice(line)
+        return toolbox
 
     def allow_command(self, cmd: str) -> None:
         self.policy.allow(cmd)
@@ -683,7 +691,15 @@ def _execute(
         )
         tools.max_tokens = (window - config.limits.reserved_output_tokens) * MCP_SHARE // 100
         kit = RunKit(
-            settings, workspace, state_dir, policy, embedder, longterm, memory_tokens, tools
+            settings,
+            workspace,
+            state_dir,
+            policy,
+            embedder,
+            longterm,
+            memory_tokens,
+            tools,
+            notice=lambda text: console.emit(Notice(text=text)),
         )
         try:
             session = Session(

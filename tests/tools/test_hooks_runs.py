@@ -147,9 +147,10 @@ def test_hooks_that_hang_are_stopped_at_their_timeout_pre_tool_blocks_post_tool_
 def test_each_tools_events_come_in_order_pre_tool_call_result_post_tool(
     agent_in_process, fake_server, tmp_path
 ):
+    misspelt = py_hook("print('guarded')", matcher="write_flie|mcp__git__.*")
     rc = agentrc(
         tmp_path / "user-agentrc",
-        pre_tool=[py_hook("pass", matcher="run")],
+        pre_tool=[py_hook("pass", matcher="run"), misspelt],
         post_tool=[py_hook("print('looked at it')", matcher="run")],
     )
     repo = repo_with(tmp_path / "repo")
@@ -160,6 +161,10 @@ def test_each_tools_events_come_in_order_pre_tool_call_result_post_tool(
     start = next(i for i, e in enumerate(stream) if e["event"] == "tool_call")
     kinds = [e.get("hook") or e["event"] for e in stream[start : start + 4]]
     assert kinds == ["tool_call", "pre_tool", "tool_result", "post_tool"]
+    # a guard whose matcher matches none of the run's tools never runs: said once, the
+    # hooks that match something are not named
+    said = [e["text"] for e in stream if e["event"] == "notice" and "matches none" in e["text"]]
+    assert len(said) == 1 and "'write_flie|mcp__git__.*'" in said[0] and "never runs" in said[0]
 
 
 def test_an_untrusted_repositorys_hooks_are_ignored_with_a_notice(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, field_validator
@@ -12,6 +13,7 @@ from agent_cli.tools.hooks.matchable import needs_other
 
 HookEvent = Literal["pre_tool", "post_tool", "task_verified", "run_end"]
 HOOK_EVENTS: tuple[HookEvent, ...] = ("pre_tool", "post_tool", "task_verified", "run_end")
+TOOL_EVENTS: tuple[HookEvent, ...] = ("pre_tool", "post_tool")  # the events a matcher picks for
 DEFAULT_TIMEOUT_S = 30.0
 MAX_TIMEOUT_S = 3600.0
 
@@ -84,6 +86,19 @@ class HooksConfig(BaseModel):
             for e in HOOK_EVENTS
             for h in self.at(e)
         )
+
+    def unmatched(self, tools: Sequence[str]) -> list[str]:
+        """A line for each pre_tool or post_tool hook whose matcher matches none of `tools`
+        (every tool of the run): it never runs, and a guard whose matcher misspells a name
+        would otherwise guard nothing, unseen."""
+        return [
+            f"{e} hook {h.shown()} matches none of this run's tools with {h.matcher!r}, so it "
+            "never runs (its matcher is a regular expression over the names the model calls "
+            "tools by: `agent mcp list` shows the MCP servers')"
+            for e in TOOL_EVENTS
+            for h in self.at(e)
+            if not any(h.matches(tool) for tool in tools)
+        ]
 
     def any(self) -> bool:
         """Whether any hook is configured at all."""
