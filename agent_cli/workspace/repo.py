@@ -206,7 +206,7 @@ class RepoWorkspace:
     def run_argv(self, argv: list[str]) -> shell.CommandResult:
         """Run a harness command (an acceptance check): no shell, no approval asked; pytest
         with an empty cache of its own and its output captured (checkpytest.py)."""
-        with checkpytest.check_env(self.runner.env) as env:
+        with checkpytest.check_env(self.runner.env, argv, self.root) as env:
             return self._keeping_user_work(argv, env)
 
     def run_for_model(self, cmd: str) -> shell.CommandResult:

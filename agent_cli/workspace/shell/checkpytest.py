@@ -23,26 +23,111 @@ and is shown only in its report of a failure, so a fake summary printed at impor
 in a check command itself (`agent/judge/acceptance.py`).
 
 A check that sets `PYTEST_ADDOPTS` itself (`env PYTEST_ADDOPTS=... pytest`) replaces these:
-that is in the command the human approved. A repository whose settings unload pytest's own
+that is in the command the human approved. A check that unloads pytest's cache plugin (`-p
+no:cacheprovider` in its command, in `PYTEST_ADDOPTS` or in the `addopts` of the settings file
+pytest finds from the repository root) has no cache to fill, and gets no `cache_dir`: pytest
+would call it an unknown option, a warning that a repository's `filterwarnings = error` makes
+fatal, failing a check that passes by hand. A repository whose settings unload pytest's own
 `capture` plugin (`-p no:capture`, which no `capsys` test survives) fails its checks with
 `unrecognized arguments: --capture=fd`, which says why.
 """
 
 from __future__ import annotations
 
+import configparser
 import shlex
 import tempfile
-from collections.abc import Iterator, Mapping
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 ADDOPTS = "PYTEST_ADDOPTS"
+NO_CACHE = "no:cacheprovider"
+# The settings files pytest looks for in a folder, in the order it takes them (pytest 9), and
+# where each keeps pytest's settings: a TOML table's path, or an INI file's section.
+_SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("pytest.toml", ("pytest",)),
+    (".pytest.toml", ("pytest",)),
+    ("pytest.ini", ("pytest",)),
+    (".pytest.ini", ("pytest",)),
+    ("pyproject.toml", ("tool", "pytest")),
+    ("tox.ini", ("pytest",)),
+    ("setup.cfg", ("tool:pytest",)),
+)
 
 
 @contextmanager
-def check_env(env: Mapping[str, str]) -> Iterator[dict[str, str]]:
+def check_env(
+    env: Mapping[str, str], argv: Sequence[str] = (), root: Path | None = None
+) -> Iterator[dict[str, str]]:
     """A copy of `env` in which pytest captures the output of the code it runs and keeps its
-    cache in a new empty folder, removed after."""
+    cache in a new empty folder, removed after; no folder when the check `argv`, run in
+    `root`, unloads the cache plugin."""
     with tempfile.TemporaryDirectory(prefix="agent-check-cache-") as folder:
-        ours = f"--capture=fd -o cache_dir={shlex.quote(folder)}"
         theirs = env.get(ADDOPTS, "").strip()
+        ours = "--capture=fd"
+        if not cache_unloaded([*argv, theirs], root):
+            ours += f" -o cache_dir={shlex.quote(folder)}"
         yield {**env, ADDOPTS: f"{theirs} {ours}" if theirs else ours}
+
+
+def cache_unloaded(words: Sequence[str], root: Path | None) -> bool:
+    """Whether `-p no:cacheprovider` is among `words` (each split as a shell would, so a
+    `sh -c '...'` check's script counts) or in the `addopts` of the settings pytest finds from
+    `root`."""
+    texts = [*words, settings_addopts(root) if root is not None else ""]
+    return _unloads(list(words)) or any(_unloads(_split(text)) for text in texts)
+
+
+def _unloads(args: list[str]) -> bool:
+    pairs = zip(args, [*args[1:], ""], strict=False)
+    return any(a == f"-p{NO_CACHE}" or (a == "-p" and b == NO_CACHE) for a, b in pairs)
+
+
+def _split(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def settings_addopts(root: Path) -> str:
+    """The `addopts` of the settings file pytest takes when run in `root` (the first with
+    pytest's settings in `root` or a folder above it), "" when there is none."""
+    for base in (root, *root.parents):
+        for name, where in _SETTINGS:
+            found = _addopts(base / name, where)
+            if found is not None:
+                return found
+    return ""
+
+
+def _addopts(path: Path, where: tuple[str, ...]) -> str | None:
+    """The `addopts` of the settings file `path` ("" when it sets none), None when it holds
+    no pytest settings (or cannot be read)."""
+    try:
+        if not path.is_file():
+            return None
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".toml":
+            table: Any = tomllib.loads(text)
+            for key in where:
+                table = table.get(key) if isinstance(table, dict) else None
+            if isinstance(table, dict) and isinstance(table.get("ini_options"), dict):
+                table = table["ini_options"]  # pyproject.toml's [tool.pytest.ini_options]
+            if not isinstance(table, dict):
+                return None
+            value = table.get("addopts", "")
+        else:
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read_string(text)
+            if not parser.has_section(where[0]):
+                return "" if path.name.endswith("pytest.ini") else None  # it counts, empty
+            value = parser.get(where[0], "addopts", fallback="")
+    except (OSError, UnicodeDecodeError, ValueError, configparser.Error):
+        return None
+    if isinstance(value, list):
+        return shlex.join(str(v) for v in value)
+    return str(value)
