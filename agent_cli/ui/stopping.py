@@ -8,20 +8,30 @@ terminal are pointed at /dev/null first, and the stop is not cut short by its ow
 While a stopped run saves its state (`held`), these signals and Ctrl-C wait: a second
 Ctrl-C pressed while the first is being handled is taken once the state is on disk, so it
 cannot leave the run recorded as still running.
+
+A stop that lands while Python runs a callback it cannot raise from (a weakref's, such as the
+one importlib runs at every import) is not lost: Python reports such a KeyboardInterrupt as
+"Exception ignored" and goes on, so while these handlers are in place the report is taken
+instead (`sys.unraisablehook`) and the same signal is sent again a moment later, when the
+main thread is back in code that can stop.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 Handlers = dict[signal.Signals, Any]
 # Every signal that stops a run: Ctrl-C, and those `stop_as_interrupt` takes as it.
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+AGAIN_S = 0.05  # how soon a stop a callback swallowed is sent again
+_raised: list[int] = []  # the signal each handler here turned into a KeyboardInterrupt, last
+_before: list[Callable[[Any], object]] = []  # the unraisable hook `_not_lost` stands in for
 
 
 def stop_as_interrupt() -> Handlers:
@@ -30,8 +40,11 @@ def stop_as_interrupt() -> Handlers:
 
     def on_hangup(signum: int, frame: object) -> None:
         detach(ttys)
-        raise KeyboardInterrupt
+        _interrupt(signum, frame)
 
+    if sys.unraisablehook is not _not_lost:
+        _before[:] = [sys.unraisablehook]
+        sys.unraisablehook = _not_lost
     return {
         signal.SIGTERM: signal.signal(signal.SIGTERM, _interrupt),
         signal.SIGHUP: signal.signal(signal.SIGHUP, on_hangup),
@@ -42,6 +55,21 @@ def restore(previous: Handlers) -> None:
     """Put back the handlers `stop_as_interrupt` replaced."""
     for sig, handler in previous.items():
         signal.signal(sig, handler)
+    if sys.unraisablehook is _not_lost and _before:
+        sys.unraisablehook = _before.pop()
+
+
+def _not_lost(unraisable: Any) -> None:
+    """Send again a stop Python swallowed in a callback (a KeyboardInterrupt it can only report
+    as ignored), from a thread of its own once the callback is over; pass anything else on."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        signum = _raised[-1] if _raised else signal.SIGINT  # else Python's own Ctrl-C
+        again = threading.Timer(AGAIN_S, os.kill, (os.getpid(), signum))
+        again.daemon = True
+        again.start()
+        return
+    if _before:
+        _before[0](unraisable)
 
 
 @contextmanager
@@ -74,6 +102,7 @@ def held(signals: tuple[signal.Signals, ...] = STOPS) -> Iterator[None]:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    _raised[:] = [signum]
     raise KeyboardInterrupt
 
 
