@@ -13,7 +13,7 @@ from typing import Any, Literal, Required, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from agent_cli.core.models import Task, TaskStatus
+from agent_cli.core.models import Tally, Task, TaskStatus
 from agent_cli.core.text import readable_all
 
 
@@ -34,6 +34,7 @@ class PlannedTask(TypedDict, total=False):
     hints: list[str]
     left_files: list[str]
     baseline: Literal["pass", "fail"] | None
+    baseline_counts: dict[str, Tally]
     proof: Literal["red-green", "regression-only"] | None
     check_changed: list[str]
     restores: int | None
@@ -71,6 +72,7 @@ def planned(tasks: Iterable[Task]) -> list[PlannedTask]:
             hints=list(t.hints),
             left_files=list(t.left_files),
             baseline=t.baseline,
+            baseline_counts=dict(t.baseline_counts),
             proof=t.proof,
             check_changed=list(t.check_changed),
             restores=t.restores,

@@ -46,6 +46,14 @@ def _all_required(schema: dict[str, Any]) -> None:
 _ANSWER = ConfigDict(strict=True, json_schema_extra=_all_required)
 
 
+class Tally(BaseModel):
+    """The tests a test runner's summary counted in one run of a check (judge/ran.py)."""
+
+    passed: int = Field(0, ge=0)  # passed, or passed though expected to fail (xpassed)
+    failed: int = Field(0, ge=0)  # failed, or in error
+    skipped: int = Field(0, ge=0)  # skipped, or expected to fail (xfailed)
+
+
 class Task(BaseModel):
     """One step of a plan; done only when the harness has seen its acceptance pass."""
 
@@ -64,6 +72,9 @@ class Task(BaseModel):
     hints: list[str] = Field(default_factory=list)  # the human's words, oldest first
     left_files: list[str] = Field(default_factory=list)  # changes a skipped task left uncommitted
     baseline: Literal["pass", "fail"] | None = None  # its check on the state before the task
+    # what the test runner of each of those commands counted then (judge/ran.py; none
+    # in a state saved before they were kept)
+    baseline_counts: dict[str, Tally] = Field(default_factory=dict)
     proof: Literal["red-green", "regression-only"] | None = None
     # files of its commit that its own check reads (the tests it names, pytest's settings)
     check_changed: list[str] = Field(default_factory=list)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_cli.agent.judge.ran import no_test_passed
-from agent_cli.agent.judge.verifier import verify
-from agent_cli.core.models import Task
+from agent_cli.agent.judge.ran import counted, failures_counted, more_skipped, no_test_passed
+from agent_cli.agent.judge.verifier import Proofs, verify
+from agent_cli.core.models import Tally, Task
 from agent_cli.llm.openai.chat import OpenAIChat
 from agent_cli.workspace.shell.runner import run_command
 
@@ -240,3 +240,168 @@ def test_a_check_holding_a_nul_character_fails_without_raising(tmp_path):
     task = Task(goal="g", acceptance_cmd="python -c 'print(1)\0'")
     v = verify(task, [], runner(tmp_path), None, str, "goal")
     assert not v.passed and "NUL character" in v.reason
+
+
+@pytest.mark.parametrize(
+    "output, tally",
+    [
+        ("3 failed, 1 passed in 0.03s", Tally(passed=1, failed=3)),
+        ("==== 1 passed, 1 error, 2 warnings in 0.1s ====", Tally(passed=1, failed=1)),
+        ("2 errors in 0.1s", Tally(failed=2)),
+        ("1 passed, 1 rerun in 0.1s", Tally(passed=1)),  # pytest-rerunfailures: passed at last
+        ("2 passed, 1 xpassed, 3 deselected in 0.1s", Tally(passed=3)),
+        ("1 passed, 2 skipped, 1 xfailed in 0.1s", Tally(passed=1, skipped=3)),
+        ("1 failed, 1 passed, 2 subtests passed in 0.1s", Tally(passed=3, failed=1)),
+        (
+            "\x1b[31m==== \x1b[1m1 failed\x1b[0m, 2 passed in 0.1s ====\x1b[0m",
+            Tally(passed=2, failed=1),
+        ),
+        (".Fs.x [100%]", Tally(passed=2, failed=1, skipped=2)),  # -qq: its progress
+        ("Ran 4 tests in 0.01s\n\nOK (skipped=1, expected failures=1)", Tally(passed=2, skipped=2)),
+        (
+            "Ran 6 tests in 0.01s\n\nFAILED (failures=2, errors=1, skipped=1, "
+            "expected failures=1, unexpected successes=1)",
+            Tally(passed=0, failed=4, skipped=2),
+        ),
+        # two runs (`make test`) add up
+        (
+            "1 failed, 1 passed in 0.1s\n2 passed, 1 skipped in 0.1s",
+            Tally(passed=3, failed=1, skipped=1),
+        ),
+    ],
+)
+def test_a_test_runners_summary_is_counted_as_passed_failed_and_skipped(output, tally):
+    assert counted(output) == tally
+
+
+def test_what_counts_of_a_command_that_runs_pytest_itself_is_its_first_summary():
+    """pytest's own summary comes first; one printed after it (code under test, at exit) is
+    not pytest's. A command that runs pytest some other way may run it more than once."""
+    output = "3 failed, 1 passed in 0.03s\n4 passed in 0.01s\n"
+    assert counted(output, ["pytest", "-q"]) == Tally(passed=1, failed=3)
+    assert counted(output, ["make", "test"]) == Tally(passed=5, failed=3)
+    assert counted("all good") is None and counted("no tests ran in 0.01s") == Tally()
+
+
+@pytest.mark.parametrize(
+    "output, says",
+    [
+        ("...FFF [100%]\n3 failed, 1 passed in 0.03s", "(`3 failed, 1 passed in 0.03s`)"),
+        ("==== 1 error in 0.10s ====", "(`1 error in 0.10s`)"),
+        ("E [100%]", "(`E [100%]`)"),
+        ("Ran 2 tests in 0.01s\n\nFAILED (failures=1)", "unittest's own summary"),
+        ("Ran 2 tests in 0.01s\n\nFAILED (errors=2)", "(`FAILED (errors=2)`)"),
+    ],
+)
+def test_an_exit_0_with_failures_in_the_runners_own_summary_is_not_a_pass(output, says):
+    why = failures_counted(output, ["pytest", "-q"]) or ""
+    assert says in why and "never exits 0 then" in why, why
+    assert "something other than the test runner decided the exit code" in why
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "1 passed, 1 rerun in 0.1s",
+        "1 xpassed in 0.1s",
+        "2 passed, 5 warnings in 0.1s",
+        "1 passed, 2 skipped, 1 xfailed in 0.1s",
+        "Ran 2 tests in 0.01s\n\nOK (skipped=1)",
+        # a summary after pytest's first is not pytest's (code under test printing at exit)
+        "1 passed in 0.1s\n1 failed in 0.1s",
+    ],
+)
+def test_a_summary_without_failures_is_not_read_as_failures(output):
+    assert failures_counted(output, ["python", "-m", "pytest"]) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "script",
+    ["PYTEST -q | sed -n p", "PYTEST -q || (true)", "PYTEST -q | awk 1"],
+)
+def test_a_wrapper_that_exits_0_whatever_pytest_counted_does_not_pass(tmp_path, script):
+    """The exit code is the filter's or the subshell's; pytest's own summary says 1 failed."""
+    (tmp_path / "test_x.py").write_text("def test_ok():\n    pass\n\ndef test_no():\n    1 / 0\n")
+    pytest_cmd = f"{shlex.quote(sys.executable)} -m pytest -p no:cacheprovider"
+    cmd = f"sh -c {shlex.quote(script.replace('PYTEST', pytest_cmd))}"
+    v = verify(Task(goal="g", acceptance_cmd=cmd), [], runner(tmp_path), None, str, "goal")
+    assert not v.passed and v.exit_code == 0, v.reason
+    assert "pytest's own summary counts tests that failed" in v.reason
+    assert "(`1 failed, 1 passed in " in v.reason
+
+
+BEFORE = Tally(passed=1, failed=3, skipped=0)
+
+
+@pytest.mark.parametrize(
+    "now, why",
+    [
+        (
+            Tally(passed=1, skipped=3),
+            "3 tests more are skipped or expected to fail than before the task (0 then, 3 now), "
+            "and no test that failed before passes now: a skipped test does not pass",
+        ),
+        (
+            Tally(passed=2, skipped=2),
+            "2 tests more are skipped or expected to fail than before the task (0 then, 2 now), "
+            "and only 1 test more passes than before, of the 3 that failed then: a skipped test "
+            "does not pass",
+        ),
+        (Tally(passed=0, skipped=1), "1 test more is skipped"),
+        (Tally(passed=4, skipped=1), None),  # the failing tests fixed, one skipped added
+        (Tally(passed=4), None),
+        (Tally(passed=1), None),  # not skipped: (a test deleted is check_changed's to name)
+    ],
+)
+def test_more_tests_skipped_than_before_do_not_pass_for_those_that_failed(now, why):
+    got = more_skipped(BEFORE, now)
+    assert (got is None) if why is None else (why in (got or "")), got
+
+
+def test_a_run_before_the_task_whose_tests_did_not_fail_counts_no_skip_against_it():
+    assert more_skipped(Tally(passed=5), Tally(passed=5, skipped=2)) is None
+    assert more_skipped(Tally(passed=5, skipped=2), Tally(passed=5, skipped=2)) is None
+
+
+COUNTED = (
+    "import sys; sys.stdout.write(open('out.txt').read()); sys.exit(int(open('code.txt').read()))"
+)
+
+
+def test_the_counts_before_the_task_are_kept_per_command_and_tree_and_judge_its_pass(tmp_path):
+    """The check's run before the task (Proofs.baseline) keeps what its runner counted; a
+    passing run with the failing tests skipped fails against it, and not without those counts
+    (a run resumed from a state saved before they were kept)."""
+    cmd = f"{sys.executable} -c {shlex.quote(COUNTED)}"
+    (tmp_path / "out.txt").write_text("3 failed, 1 passed in 0.03s\n")
+    (tmp_path / "code.txt").write_text("1")
+    runs = []
+
+    def run_argv(argv):
+        runs.append(argv)
+        return run_command(argv, cwd=tmp_path, timeout_s=10)
+
+    proofs = Proofs()
+    assert proofs.baseline([cmd], "tree1", run_argv) == "fail"
+    assert proofs.tallies([cmd], "tree1") == {cmd: Tally(passed=1, failed=3)}
+    assert proofs.baseline([cmd], "tree1", run_argv) == "fail" and len(runs) == 1
+    assert proofs.tallies([cmd], "tree2") == {}
+    task = Task(goal="g", acceptance_cmd=cmd, baseline_counts=proofs.tallies([cmd], "tree1"))
+    (tmp_path / "out.txt").write_text("1 passed, 3 skipped in 0.03s\n")
+    (tmp_path / "code.txt").write_text("0")
+    v = verify(task, [], run_argv, None, str, "goal")
+    assert not v.passed and v.exit_code == 0
+    assert "3 tests more are skipped or expected to fail than before the task" in v.reason
+    old = Task.model_validate({"goal": "g", "acceptance_cmd": cmd, "baseline": "fail"})
+    assert old.baseline_counts == {} and verify(old, [], run_argv, None, str, "goal").passed
+    (tmp_path / "out.txt").write_text("4 passed, 1 skipped in 0.03s\n")
+    assert verify(task, [], run_argv, None, str, "goal").passed
+    small = Proofs(limit=2)  # the oldest results go first, their counts with them
+    small.baseline([cmd], "tree1", run_argv)
+    small.remember(["a"], "t", False, {"a": Tally(failed=1)})
+    small.remember(["b"], "t", True)
+    assert small.tallies([cmd], "tree1") == {} and small.tallies(["a"], "t") == {
+        "a": Tally(failed=1)
+    }
+    assert set(small.counts) <= set(small.seen)

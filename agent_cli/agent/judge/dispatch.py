@@ -159,7 +159,9 @@ def dispatch_and_verify(
     task = rt.state.plan[index]
     cmds = judging_commands(task, accept_cmds)
     if proofs is not None and task.attempts == 0 and task.baseline is None:
-        task.baseline = proofs.baseline(cmds, ws.tree(), ws.run_argv, ws.refusal)
+        tree = ws.tree()
+        task.baseline = proofs.baseline(cmds, tree, ws.run_argv, ws.refusal)
+        task.baseline_counts = proofs.tallies(cmds, tree) if task.baseline else {}
     before = hidden.snapshot(ws)  # what no commit holds before this task's attempts
     while task.attempts < task.max_attempts:
         task.attempts += 1
@@ -171,9 +173,8 @@ def dispatch_and_verify(
         verdict = _judge(rt, ws, index, accept_cmds, outcome, verifier_model)
         judged = judged_by(task, accept_cmds, verdict)  # --accept's when the task's is gone
         if verdict.passed and verdict.judge == "command":  # not on code no commit holds
-            verdict = hidden.recheck(
-                ws, verdict, before, partial(run_acceptance, judged, ws.run_argv)
-            )
+            again = partial(run_acceptance, judged, ws.run_argv, task.baseline_counts)
+            verdict = hidden.recheck(ws, verdict, before, again)
         if verdict.passed and not _nothing_to_do(rt, ws, task, verdict):
             verdict = hooked.task_verified(rt, index, verdict)  # a hook may refuse it
         task.exit_code, task.last_reason = verdict.exit_code, verdict.reason

@@ -3,7 +3,9 @@
 With an acceptance command, it is split with `shlex` and run without a shell in the repo;
 the attempt passes if and only if it exits 0 (and, when its output is unittest's or pytest's,
 a test passed: before Python 3.12 `python -m unittest` exits 0 when it finds none, and both
-exit 0 when every test was skipped or expected to fail; ran.py). Without
+exit 0 when every test was skipped or expected to fail; the runner's summary counts no test
+that failed; and no more tests are skipped than in the check's run before the task in place of
+tests that failed then, Proofs and Task.baseline_counts; ran.py). Without
 one but with acceptance criteria, a model judges the diff through the forced tool
 `submit_verdict` (`core.models.ModelVerdict`), asked once more when its verdict is invalid; a
 second invalid verdict is a fail. With neither, the claim is not trusted: fail.
@@ -12,7 +14,7 @@ second invalid verdict is a fail. With neither, the claim is not trusted: fail.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -21,9 +23,15 @@ from agent_cli.agent.ask.request import Request
 from agent_cli.agent.ask.structured import Failure, Form, Log, ask
 from agent_cli.agent.ask.window import Window
 from agent_cli.agent.judge.acceptance import missing
-from agent_cli.agent.judge.ran import cut_short, no_test_passed
+from agent_cli.agent.judge.ran import (
+    counted,
+    cut_short,
+    failures_counted,
+    more_skipped,
+    no_test_passed,
+)
 from agent_cli.core import fences
-from agent_cli.core.models import TIMED_OUT, ModelVerdict, Task, Verdict
+from agent_cli.core.models import TIMED_OUT, ModelVerdict, Tally, Task, Verdict
 from agent_cli.core.protocols import ChatModel, CommandOutcome
 
 TAIL_CHARS = 2000
@@ -33,8 +41,16 @@ VERDICT = Form("submit_verdict", "Say whether the task is done.", ModelVerdict, 
 VERDICT_TOOL = VERDICT.tool()
 
 
-def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
-    """Run each command (no shell); pass only if every one exits 0."""
+def run_acceptance(
+    cmds: list[str],
+    run_argv: RunArgv,
+    before: Mapping[str, Tally] | None = None,
+    counts: dict[str, Tally] | None = None,
+) -> Verdict:
+    """Run each command (no shell); pass only if every one exits 0 and its output, when a test
+    runner's, shows a test that passed (ran.py). `before`: what each command's test runner
+    counted before the task (Task.baseline_counts), against which a pass must not have more
+    tests skipped in place of those that failed; `counts` is given what each run counted."""
     for cmd in cmds:
         try:
             argv = shlex.split(cmd)
@@ -54,6 +70,9 @@ def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
                 output_tail=tail,
                 reason=f"`{cmd}` {TIMED_OUT} {res.timeout_s:g} s\n{tail}",
             )
+        now = counted(res.output, argv)
+        if now is not None and counts is not None:
+            counts[cmd] = now
         if res.exit_code != 0:
             return Verdict(
                 passed=False,
@@ -62,7 +81,14 @@ def run_acceptance(cmds: list[str], run_argv: RunArgv) -> Verdict:
                 output_tail=tail,
                 reason=f"`{cmd}` exited {res.exit_code}\n{tail}",
             )
-        idle = no_test_passed(res.output, argv) or cut_short(argv, res.output)
+        idle = (
+            failures_counted(res.output, argv)
+            or no_test_passed(res.output, argv)
+            or cut_short(argv, res.output)
+        )
+        then = (before or {}).get(cmd)
+        if not idle and then is not None and now is not None:
+            idle = more_skipped(then, now)
         if idle:
             return Verdict(
                 passed=False,
@@ -133,11 +159,11 @@ def verify(
         verdict = (
             Verdict(passed=False, command=cmd, reason=f"`{cmd}` was not run: {reason}")
             if reason
-            else run_acceptance([cmd], run_argv)
+            else run_acceptance([cmd], run_argv, task.baseline_counts)
         )
         vanished = verdict.exit_code == 127 and (root is None or missing(cmd, root))
         if accept_cmds and (reason or vanished):
-            user = run_acceptance(accept_cmds, run_argv)
+            user = run_acceptance(accept_cmds, run_argv, task.baseline_counts)
             why = reason or "its program does not exist (exit 127)"
             user.reason = (
                 f"`{cmd}` could not judge the task ({why}); your --accept did: {user.reason}"
@@ -146,7 +172,7 @@ def verify(
             return user
         return verdict
     if accept_cmds:
-        return run_acceptance(list(accept_cmds), run_argv)
+        return run_acceptance(list(accept_cmds), run_argv, task.baseline_counts)
     if task.acceptance.strip() and model is not None:
         return judge_with_model(model, task, evidence(), goal, criteria, log, window)
     return Verdict(
@@ -169,7 +195,8 @@ def judged_by(task: Task, accept_cmds: list[str], verdict: Verdict) -> list[str]
 
 
 class Proofs:
-    """Whether a task's check failed before the task (red-green) or already passed.
+    """Whether a task's check failed before the task (red-green) or already passed, and what
+    its test runner counted then (`tallies`: passed, failed, skipped; ran.py).
 
     Results are cached per (commands, tree): the tree a verified task leaves is the tree the
     next task starts from, so with one command for every task the check runs once per task.
@@ -177,14 +204,27 @@ class Proofs:
 
     def __init__(self, limit: int = 256) -> None:
         self.seen: dict[tuple[tuple[str, ...], str], bool] = {}
+        self.counts: dict[tuple[tuple[str, ...], str], dict[str, Tally]] = {}
         self.limit = limit
 
-    def remember(self, cmds: list[str], tree: str | None, passed: bool) -> None:
-        """Record what `cmds` gave on `tree`."""
+    def remember(
+        self,
+        cmds: list[str],
+        tree: str | None,
+        passed: bool,
+        counts: Mapping[str, Tally] | None = None,
+    ) -> None:
+        """Record what `cmds` gave on `tree` (and what their test runners counted)."""
         if tree and cmds:
             if len(self.seen) >= self.limit:
-                self.seen.pop(next(iter(self.seen)))
-            self.seen[(tuple(cmds), tree)] = passed
+                self.counts.pop(oldest := next(iter(self.seen)), None)
+                self.seen.pop(oldest)
+            key = (tuple(cmds), tree)
+            self.seen[key] = passed
+            if counts:
+                self.counts[key] = dict(counts)
+            else:
+                self.counts.pop(key, None)
 
     def baseline(
         self,
@@ -198,11 +238,17 @@ class Proofs:
             return None
         key = (tuple(cmds), tree)
         if key not in self.seen:
-            verdict = run_acceptance(cmds, run_argv)
+            counts: dict[str, Tally] = {}
+            verdict = run_acceptance(cmds, run_argv, counts=counts)
             if verdict.exit_code == 127:
                 return None
-            self.remember(cmds, tree, verdict.passed)
+            self.remember(cmds, tree, verdict.passed, counts)
         return "pass" if self.seen[key] else "fail"
+
+    def tallies(self, cmds: list[str], tree: str | None) -> dict[str, Tally]:
+        """What each of `cmds` counted on `tree` when baseline() ran it ({} when it was not run
+        there, or its output held no test runner's summary)."""
+        return dict(self.counts.get((tuple(cmds), tree or ""), {}))
 
 
 def proof(baseline: str | None) -> Literal["red-green", "regression-only"] | None:
