@@ -1,5 +1,6 @@
 """A cold store opened only to read (`agent memory show`): nothing created, nothing written, and
-a store on a read-only filesystem is still read; opened to write there, the error says why."""
+a store on a read-only filesystem is still read; opened to write there, the error says why,
+as the commands that write to long-term memory there do (use a copy)."""
 
 from __future__ import annotations
 
@@ -118,3 +119,42 @@ def test_an_older_store_is_not_migrated_to_be_read(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "memory.db") as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM migrations")]
     assert names == ["001_items"]
+
+
+@pytest.fixture
+def read_only_store(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """(a repository whose long-term store, `.agent/chroma`, is bind-mounted read-only over
+    itself, the id of a fact in it)."""
+    from agent_cli.memory.embed import WordLlamaEmbedder
+    from agent_cli.memory.longterm.chroma import LongTermMemory
+    from conftest import make_repo
+
+    repo = make_repo(tmp_path / "repo")
+    store = repo / ".agent" / "chroma"
+    with LongTermMemory(store, WordLlamaEmbedder()) as mem:
+        fact = mem.add_fact("tests run with pytest -q", "harness")
+    steps = (
+        ["mount", "--bind", str(store), str(store)],
+        ["mount", "-o", "remount,ro,bind", str(store)],
+    )
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", str(store)], capture_output=True)
+            pytest.skip(f"a read-only bind mount needs privileges: {done.stderr.strip()}")
+    try:
+        yield repo, fact
+    finally:
+        subprocess.run(["umount", str(store)], check=True)
+
+
+def test_commands_that_write_to_a_read_only_store_say_to_use_a_copy(
+    read_only_store: tuple[Path, str], agent_in_process
+) -> None:
+    repo, fact = read_only_store
+    for args in (["memory", "forget", fact], ["memory", "expire"], ["memory", "reindex"]):
+        done = agent_in_process(*args, cwd=repo)
+        assert done.returncode == 1, (args, done.stdout)
+        assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+        assert "cannot be written" in done.stderr, done.stderr
+        assert "point AGENT_HOME at the copy" in done.stderr and "aside" not in done.stderr

@@ -172,6 +172,17 @@ class WriteLock:
             os.close(fd)  # closing it gives the lock up
 
     def _unusable(self, e: Exception) -> StorageError:
+        """The lock cannot be opened: moving it aside is the way out, unless its directory
+        cannot be written (a read-only filesystem, or its permissions), where no lock can be
+        made nor moved: then the store is to be used from a copy."""
+        store = self.path.parent
+        if store.is_dir() and not os.access(store, os.W_OK):  # EROFS too, even for root
+            why = e.strerror if isinstance(e, OSError) and e.strerror else e
+            return StorageError(
+                f"memory store at {store} cannot be written (a read-only filesystem, or its "
+                f"permissions), so its write lock cannot be taken: {why}",
+                "copy the state directory somewhere writable and point AGENT_HOME at the copy",
+            )
         return StorageError(
             f"the memory store's write lock cannot be used: {e}", f"move {self.path} aside"
         )
