@@ -598,42 +598,48 @@ def memory_table(title: str) -> Table:
     )
 
 
-def recall_table(results: list[Result]) -> RenderableType:
-    """What `agent recall` found, for the width: stacked when narrow, else a table."""
+def recall_table(results: list[Result], repos: Sequence[str] | None = None) -> RenderableType:
+    """What `agent recall` found, for the width: stacked when narrow, else a table; with
+    `repos` (`--all-repos`), each item's repository as well, in the results' order."""
 
     def stacked(width: int) -> RenderableType:
         items: list[RenderableType] = [Text("Recalled from long-term memory", style="italic")]
-        for r in results:
+        for n, r in enumerate(results):
             head = Text(f"{r.score:.2f}  {clean(r.kind)}  ")  # stored, so anyone's: cleaned
             head.append(clean(r.id), style="cyan")
             head.append(f"  trust {r.trust:.1f}  hits {r.hit_count}  {clean(r.date[:10])}")
             body = Text(clean(r.gist or r.text))
             stale = "; stale: a file it names changed since" if r.stale else ""
-            body.append(f"\n{clean(r.source)}{stale}", style="dim")
+            repo = f"; repository {clean(repos[n])}" if repos is not None else ""
+            body.append(f"\n{clean(r.source)}{repo}{stale}", style="dim")
             items.append(stacked_item(head, body, width))
         return Group(*items)
 
-    return ByWidth(stacked, lambda width: _recall_columns(results))
+    return ByWidth(stacked, lambda width: _recall_columns(results, repos))
 
 
-def _recall_columns(results: list[Result]) -> Table:
-    """What `agent recall` found: score, kind, id, trust, hits, date, the gist with its source."""
+def _recall_columns(results: list[Result], repos: Sequence[str] | None) -> Table:
+    """What `agent recall` found: score, kind, id, (repository,) trust, hits, date, the gist
+    with its source."""
     table = memory_table("Recalled from long-term memory")
-    for name in ("score", "kind", "id", "trust", "hits", "date", "gist and source"):
+    names = ("score", "kind", "id", *(("repository",) if repos is not None else ()))
+    for name in (*names, "trust", "hits", "date", "gist and source"):
         table.add_column(
             name,
             style="cyan" if name == "id" else None,
             no_wrap=name != "gist and source",
             overflow="fold" if name == "gist and source" else "ellipsis",
         )
-    for r in results:
+    for n, r in enumerate(results):
         cell = Text(short(r.gist or r.text, 200))
         stale = "; stale: a file it names changed since" if r.stale else ""
         cell.append(f"\n{short(r.source, 80)}{stale}", style="dim")
+        repo = [Text(clean(repos[n]))] if repos is not None else []
         table.add_row(  # an id, a kind or a date an import or a shared server gave: cleaned
             f"{r.score:.2f}",
             Text(clean(r.kind)),
             Text(clean(r.id)),
+            *repo,
             f"{r.trust:.1f}",
             str(r.hit_count),
             Text(clean(r.date[:10])),

@@ -167,28 +167,53 @@ def recall_command(
         return
     from agent_cli.agent.learn.topic import repo_topics
     from agent_cli.cli.shared import own_memory, run_secrets
+    from agent_cli.memory.longterm.curation import repo_label, topic_where
     from agent_cli.memory.longterm.records import Result, mark_stale
+    from agent_cli.memory.longterm.store import matches
     from agent_cli.ui.shown import shown_values
     from agent_cli.workspace.git.blobs import blob_hash
 
-    topics = None if all_repos else repo_topics(top, own_memory(settings))
+    here = repo_topics(top, own_memory(settings))
     with mem:
-        results = mark_stale(
-            mem.recall(query, k=k, kind=kind, min_trust=min_trust, topics=topics),
-            lambda path: blob_hash(top, path),
+        found = mem.recall(
+            query, k=k, kind=kind, min_trust=min_trust, topics=None if all_repos else here
         )
+    ours = [matches(r.metadata, topic_where(here)) for r in found]
+    # a file it names changed in its own repository: this one's files say nothing of another
+    # repository's item, whose `stale` stays false
+    mark_stale([r for r, own in zip(found, ours, strict=True) if own], lambda p: blob_hash(top, p))
     secrets = run_secrets(settings, top)  # stored text, in the table or the JSON, as it shows
-    results = [Result(**shown_values(r.to_dict(), secrets)) for r in results]
+    results = [Result(**shown_values(r.to_dict(), secrets)) for r in found]
+    repos = [repo_label(r.metadata) for r in results]
     if as_json:
-        typer.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
+        typer.echo(_recall_json(results, repos, ours))
     elif not results:
         typer.echo(f"nothing in memory matches {shorten(query, 200)!r}")
     else:
         from agent_cli.ui.console import print_out
         from agent_cli.ui.render import recall_table
 
-        print_out(recall_table(results))
+        named = [THIS_REPO if own else r or "none" for r, own in zip(repos, ours, strict=True)]
+        print_out(recall_table(results, named if all_repos else None))
     _skip_final_sweep()
+
+
+SCORE_DIGITS = 4  # a recall's scores in its JSON: the snapshot's and Chroma's agree to these
+THIS_REPO = "this repository"  # in the table, the repository of an item of the one recalling
+
+
+def _recall_json(results: list[Any], repos: list[str], ours: list[bool]) -> str:
+    """`agent recall --json`: the same bytes for the same store and query, whether the
+    snapshot or Chroma answered (scores rounded to SCORE_DIGITS, metadata keys sorted, as
+    `memory export` writes them); each item with the repository it is filed under (`repo`,
+    `curation.repo_label`) and whether that is this repository (`this_repo`)."""
+    rows = []
+    for r, repo, own in zip(results, repos, ours, strict=True):
+        row = r.to_dict()
+        row["score"] = round(float(row["score"]), SCORE_DIGITS)
+        row["metadata"] = dict(sorted(row["metadata"].items()))
+        rows.append({**row, "repo": repo, "this_repo": own})
+    return json.dumps(rows, indent=2, ensure_ascii=False)
 
 
 @memory_app.command(
@@ -371,12 +396,29 @@ def forget_command(
     cls=Command,
     short_help="Archive facts, notes and procedures unused for memory_ttl_days.",
 )
-def expire_command(repo: Path | None = REPO) -> None:
-    """Move facts, notes and procedures unused for `memory_ttl_days` into the archive."""
-    _, settings, _ = _place(repo)
+def expire_command(
+    repo: Path | None = REPO,
+    all_repos: bool = typer.Option(
+        False,
+        "--all-repos",
+        help="Every repository's items in a shared store, not only this one's.",
+    ),
+) -> None:
+    """Move facts, notes and procedures unused for `memory_ttl_days` into the archive.
+
+    In a store other repositories share (a `home`, a server) only this repository's items,
+    those `agent memory show` counts here, unless --all-repos. Archived items are kept
+    (`agent memory export` writes them) but no longer recalled; no command brings one back."""
+    from agent_cli.agent.learn.topic import repo_topics
+    from agent_cli.cli.shared import own_memory
+
+    top, settings, _ = _place(repo)
+    own = own_memory(settings)
+    topics = None if own or all_repos else repo_topics(top, own)
     with _memory_or_exit(repo) as mem:
-        moved = mem.expire(ttl_days=settings.memory_ttl_days)
-    typer.echo(f"moved {moved} item(s) into the archive")
+        moved = mem.expire(ttl_days=settings.memory_ttl_days, topics=topics)
+    whose = " of this repository's" if topics else ""
+    typer.echo(f"moved {moved}{whose} item(s) into the archive")
 
 
 @memory_app.command(

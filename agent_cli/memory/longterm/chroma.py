@@ -77,6 +77,7 @@ LOCK_WAIT_S = 3.0
 READ_TRIES = 3  # a read that meets another process's write in progress is made again
 READ_PAUSE_S = 0.5  # before a read made again without waiting for the write lock
 T = TypeVar("T")
+Topics = list[str] | None  # the repositories a read or a change keeps to (None: all)
 ASSOCIATE_THRESHOLD = 0.78  # how close a fact or note must be to be associated with a text
 
 
@@ -573,9 +574,11 @@ class LongTermMemory:
         merged (`Curation.upgrade_ids`); how many old ids went."""
         return self._write(self.items.upgrade_ids)
 
-    def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
-        """Move items unused for longer than their time to live (or `ttl_days`) to the archive."""
-        return self._write(lambda: self.items.expire(now, ttl_days))
+    def expire(
+        self, now: datetime | None = None, ttl_days: float | None = None, topics: Topics = None
+    ) -> int:
+        """Archive the items unused past their time to live (or `ttl_days`), of `topics` if given."""
+        return self._write(lambda: self.items.expire(now, ttl_days, topics))
 
     def add_episode(self, ep: Episode) -> None:
         """Store one run's episode and its failure signatures, replacing an earlier version."""

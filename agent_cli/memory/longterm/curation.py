@@ -78,6 +78,22 @@ def topic_where(topics: list[str]) -> Where:
     return {"$or": [first, {"topic_alt": {"$in": named}}]} if named else first
 
 
+ROOT_SHOWN = 12  # the hex digits of a root commit a repository's label shows
+
+
+def repo_label(meta: Meta) -> str:
+    """The repository an item or episode is filed under, in brief (its metadata's `topic`
+    and `topic_alt`): its remote (`url:`, normalized) when it was stored with one, else its
+    root commit's short hash (`git:` and 12 digits), else the key as stored (`dir:`, an
+    earlier version's folder name); "" when it names none."""
+    keys = [str(meta.get(name) or "") for name in ("topic", "topic_alt")]
+    for prefix in ("url:", "git:"):
+        for key in keys:
+            if key.startswith(prefix):
+                return key[len(prefix) :] if prefix == "url:" else key[: len(prefix) + ROOT_SHOWN]
+    return next((key for key in keys if key), "")
+
+
 def item_key(topic: str, text: str) -> str | None:
     """The key that merges an item with the same text in the same repository (None: its text's)."""
     first = topic_keys(topic)[0]
@@ -580,9 +596,16 @@ class Curation:
         self.store.mark_upgraded("facts", CONTENT_UPGRADE)
         return len(gone)
 
-    def expire(self, now: datetime | None = None, ttl_days: float | None = None) -> int:
+    def expire(
+        self,
+        now: datetime | None = None,
+        ttl_days: float | None = None,
+        topics: list[str] | None = None,
+    ) -> int:
         """Move items into the archive: unused (neither confirmed nor recalled) for longer than
-        `ttl_days` when given (0: nothing expires), else than each item's own ttl_days."""
+        `ttl_days` when given (0: nothing expires), else than each item's own ttl_days; of the
+        repositories `topics` only, when given (a store several repositories share). How many
+        were moved."""
         iso, ts = stamp(now)
         if ttl_days is not None and ttl_days <= 0:
             return 0
@@ -594,6 +617,7 @@ class Curation:
             if cutoff <= 0:
                 return 0  # nothing was used before 1970 (a huge time to live overflows to -inf)
             old = where({"confirmed_ts": {"$lt": cutoff}}, {"last_hit_ts": {"$lt": cutoff}})
+        old = where(old, topic_where(topics) if topics else None)
         facts, archive = self.store.cols["facts"], self.store.cols["archive"]
         with self.store.guard("expiring"):
             got = facts.get(where=old, include=["documents", "metadatas", "embeddings"])
