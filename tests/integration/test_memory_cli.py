@@ -238,6 +238,42 @@ def test_memory_show_prints_the_latest_working_memory_and_counts(seeded, agent, 
     assert [h["kind"] for h in json.loads(edits.stdout)["hot"]] == ["edit"]
 
 
+def test_memory_show_says_a_killed_run_went_further_than_its_saved_memory(seeded, agents):
+    from agent_cli.agent.run.journal import JournalEntry, MemoryAdd
+    from agent_cli.agent.run.store import RunUsage
+
+    state = seeded / ".agent"
+    _save_working_memory(state)
+    saved = state / "runs" / NEW_RUN / "state.json"
+    saved.write_text(json.dumps({**json.loads(saved.read_text()), "steps": 6}))
+    # the tool calls after the last save (a task's start), as a run killed then leaves them
+    lines = [
+        JournalEntry(
+            step=step,
+            task=0,
+            usage=RunUsage(),
+            added=MemoryAdd(kind="tool_output", text=f"output {step}", summary=f"out {step}"),
+        ).model_dump_json()
+        for step in (6, 7, 8)  # the first is older than the state: never replayed
+    ]
+    (state / "runs" / NEW_RUN / "journal.jsonl").write_text("\n".join(lines) + "\n")
+    text, as_json = agents(seeded, ["memory", "show"], ["memory", "show", "--json"])
+    assert text.returncode == as_json.returncode == 0, text.stderr
+    assert f"Hot zone of run {NEW_RUN}" in text.stdout  # the memory as saved, and why
+    for said in (text.stderr, as_json.stderr):
+        assert said.count("\n") == 1 and f"run {NEW_RUN} went further" in said
+        assert "2 later step(s), to step 8" in said and "agent run --resume" in said
+    assert json.loads(as_json.stdout)["later_steps"] == {"steps": 2, "last_step": 8}
+    from agent_cli.agent.run.live import checkout_lock
+    from agent_cli.workspace.lock import RunLock
+
+    with RunLock(checkout_lock(state, seeded)) as live:  # a run still running: no resume
+        live.name(NEW_RUN)
+        (running,) = agents(seeded, ["memory", "show"])
+    assert f"run {NEW_RUN} is running, at step 8" in running.stderr
+    assert "--resume" not in running.stderr
+
+
 def test_memory_show_names_the_score_terms_alike_in_the_table_and_the_json(seeded, agents):
     _save_working_memory(seeded / ".agent")
     text, as_json = agents(seeded, ["memory", "show"], ["memory", "show", "--json"])

@@ -244,6 +244,7 @@ def show_command(
             "hot": [],
             "cold": [],
             "stats": {},
+            "later_steps": {},
             "counts": dict(NO_COUNTS),
         }
     else:
@@ -270,9 +271,9 @@ def show_command(
     _skip_final_sweep()
 
 
-def _latest_state(state: Path, top: Path) -> tuple[str | None, dict[str, Any]]:
-    """The newest run id of the repository `top` whose state.json holds working memory, and
-    that memory."""
+def _latest_state(state: Path, top: Path) -> tuple[str | None, dict[str, Any], int]:
+    """The newest run id of the repository `top` whose state.json holds working memory, that
+    memory, and the step the run had reached when it was saved."""
     from agent_cli.agent.run.store import MAX_STATE_BYTES
     from agent_cli.cli.shared import run_store
     from agent_cli.core import atomic
@@ -292,15 +293,55 @@ def _latest_state(state: Path, top: Path) -> tuple[str | None, dict[str, Any]]:
         if not isinstance(data, dict) or not runs_of.ours(data.get("repo", "")):
             continue
         if isinstance(data.get("memory"), dict) and data["memory"]:  # {}: none saved yet
-            return path.parent.name, data["memory"]
-    return None, {}
+            steps = data.get("steps")
+            return path.parent.name, data["memory"], steps if type(steps) is int else 0
+    return None, {}, 0
+
+
+def _later_steps(state: Path, top: Path, run_id: str, saved: int) -> dict[str, Any]:
+    """What the run's journal holds past its saved state: the tool calls it made after
+    state.json was last written (at a task's boundary), which `agent run --resume` replays
+    into working memory; {"steps": how many, "last_step": the step of the last} ({} when
+    none, or when the journal cannot be read: the saved memory is shown all the same)."""
+    from agent_cli.agent.run import journal
+    from agent_cli.cli.shared import run_store
+    from agent_cli.core.errors import AgentError
+
+    try:
+        entries = journal.parse(run_store(state, top).journal_lines(run_id))
+    except AgentError:
+        return {}
+    later = [e.step for e in entries if e.step > saved]
+    return {"steps": len(later), "last_step": max(later)} if later else {}
+
+
+def _say_later_steps(state: Path, run_id: str, saved: int, later: dict[str, Any]) -> None:
+    """A line on stderr saying the run got past the working memory shown (`_later_steps`)."""
+    from agent_cli.agent.run.live import live_ids
+
+    if run_id in live_ids(state):
+        typer.echo(
+            f"run {run_id} is running, at step {later['last_step']}: shown is its working "
+            f"memory as last saved, at step {saved}",
+            err=True,
+        )
+        return
+    typer.echo(
+        f"run {run_id} went further than its saved working memory (step {saved}): its "
+        f"journal holds {later['steps']} later step(s), to step {later['last_step']}, which "
+        "`agent run --resume` replays; shown is the memory as saved",
+        err=True,
+    )
 
 
 def _working_report(settings: Any, state: Path, kind: str | None, top: Path) -> dict[str, Any]:
     """Hot items with score terms, the cold manifest and stats of the repository's latest run."""
-    run_id, saved = _latest_state(state, top)
+    run_id, saved, steps = _latest_state(state, top)
     if run_id is None:
-        return {"run_id": None, "hot": [], "cold": [], "stats": {}}
+        return {"run_id": None, "hot": [], "cold": [], "stats": {}, "later_steps": {}}
+    later = _later_steps(state, top, run_id, steps)
+    if later:
+        _say_later_steps(state, run_id, steps, later)
     from agent_cli.core.errors import StorageError
     from agent_cli.memory import InMemStore, SqliteStore, WorkingMemory
 
@@ -329,7 +370,13 @@ def _working_report(settings: Any, state: Path, kind: str | None, top: Path) -> 
             ) from None
         hot = [_hot_row(i, wm.explain(i.id)) for i in wm.hot_items() if kind in (None, i.kind)]
         cold = [e for e in wm.cold_manifest() if kind in (None, e.get("kind"))]
-        return {"run_id": run_id, "hot": hot, "cold": cold, "stats": wm.stats()}
+        return {
+            "run_id": run_id,
+            "hot": hot,
+            "cold": cold,
+            "stats": wm.stats(),
+            "later_steps": later,
+        }
 
 
 # The score's terms under the names the table and the JSON share (scoring.explain's name first).
