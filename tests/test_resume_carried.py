@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agent_cli.agent.run.store import RunStartedWith
 from agent_cli.cli.config import trust
 from agent_cli.cli.config.carried import Carried, Changed, carried, from_flags
 from agent_cli.cli.config.settings import Settings, load_settings
+from agent_cli.core.errors import ConfigError
 from conftest import make_repo
 
 OLD, NEW = "http://127.0.0.1:8081/v1", "http://127.0.0.1:8082/v1"
@@ -111,3 +114,101 @@ def test_the_flags_of_a_run_are_those_given_now_and_those_carried_that_were_flag
     kept = {"model": "m", "max_steps": 50}
     given = {"budget_usd": 2.0, "base_url": None, "approval": "auto"}
     assert from_flags(given, saved, kept) == ["budget_usd", "model"]
+
+
+HOSTED = "https://exec.example/v1"  # another provider's endpoint, not a local server
+KEYED = RunStartedWith(
+    base_url=OLD,
+    executor_base_url=HOSTED,
+    executor_api_key_env="EXEC_KEY",
+    api_key_env="OPENAI_API_KEY",
+)
+
+
+def resumed(saved: RunStartedWith, repo: Path, **env: str) -> Carried:
+    """`carried` in a shell whose environment is `env`."""
+    env = {"AGENT_TRUST_FILE": str(repo.parent / "trusted.json"), **env}
+    return carried(saved, now(repo, env=env), repo, env)
+
+
+def test_a_role_at_its_saved_endpoint_takes_its_key_from_the_saved_variable(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    taken = resumed(KEYED, repo, OPENAI_API_KEY="sk-main-0123456789", EXEC_KEY="exec-key")
+    assert taken.flags["executor_api_key_env"] == "EXEC_KEY" and not taken.unpaired
+    for env, how in (({}, "not set"), ({"EXEC_KEY": " \n"}, "set but empty")):
+        with pytest.raises(ConfigError) as refused:
+            resumed(KEYED, repo, OPENAI_API_KEY="sk-main-0123456789", **env)
+        assert refused.value.one_line() == (
+            f"the executor endpoint {HOSTED} of this run takes its key from EXEC_KEY, as when "
+            f"the run started, and EXEC_KEY is {how} (export EXEC_KEY=... and resume again, or "
+            "set executor_api_key_env to the variable that holds its key now)"
+        )
+    # the user names the role's key variable now: theirs, said as any other value set now
+    taken = resumed(KEYED, repo, AGENT_EXECUTOR_API_KEY_ENV="ROTATED", ROTATED="exec-key-2")
+    assert [c.notice() for c in taken.changed] == [
+        "executor_api_key_env: ROTATED from AGENT_EXECUTOR_API_KEY_ENV, in place of the "
+        "EXEC_KEY the run was started with"
+    ]
+    assert "executor_api_key_env" not in taken.flags
+
+
+def test_a_roles_saved_key_variable_stays_with_its_endpoint(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    taken = resumed(KEYED, repo, AGENT_EXECUTOR_BASE_URL=NEW)  # a server of the user's own
+    assert "executor_api_key_env" not in taken.flags
+    assert taken.unpaired == [
+        f"executor_api_key_env EXEC_KEY saved with the run is not used: the executor is sent "
+        f"to {NEW} now, not the {HOSTED} it was started with (its key is the one a new run "
+        "sends there; set executor_api_key_env to choose another)"
+    ]
+
+
+def test_a_run_that_did_not_record_its_key_variables_sends_no_role_endpoint_the_api_key(
+    tmp_path,
+):
+    repo = make_repo(tmp_path / "repo")
+    old = RunStartedWith(base_url=OLD, executor_base_url=HOSTED, executor_model="exec")
+    main = {"OPENAI_API_KEY": "sk-main-0123456789"}
+    with pytest.raises(ConfigError) as refused:
+        resumed(old, repo, **main)
+    assert refused.value.one_line() == (
+        f"this run was saved by an earlier version, which did not record the key the executor "
+        f"endpoint {HOSTED} was sent: it is not sent the API key unasked (set "
+        "executor_api_key_env to the variable that holds its key and resume again "
+        "(AGENT_EXECUTOR_API_KEY_ENV=OPENAI_API_KEY for the API key))"
+    )
+    named = resumed(old, repo, **main, AGENT_EXECUTOR_API_KEY_ENV="OPENAI_API_KEY")
+    assert named.flags["executor_base_url"] == HOSTED  # the user named its key: it goes on
+    # the user names the endpoint now: sent what a new run would send it
+    assert (
+        "executor_base_url" not in resumed(old, repo, **main, AGENT_EXECUTOR_BASE_URL=HOSTED).flags
+    )
+    # a local server is sent no key, and a role at base_url is sent base_url's
+    assert resumed(SAVED, repo, **main).flags == SAVED.flags()
+    shared = RunStartedWith(base_url=HOSTED, executor_base_url=HOSTED)
+    assert resumed(shared, repo, **main).flags == shared.flags()
+
+
+def test_a_role_sent_the_api_key_is_refused_it_when_it_now_comes_from_elsewhere(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    # the API key came from the user's file: the role was sent no variable's key
+    saved = RunStartedWith(base_url=OLD, executor_base_url=HOSTED, api_key_env="")
+    assert resumed(saved, repo).flags["executor_base_url"] == HOSTED
+    with pytest.raises(
+        ConfigError,
+        match="from no environment variable when the run started, "
+        "and the API key now comes from OPENAI_API_KEY",
+    ):
+        resumed(saved, repo, OPENAI_API_KEY="sk-main-0123456789")
+
+
+def test_a_roles_key_variable_from_a_file_not_trusted_now_leaves_its_endpoint_no_key(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".agentrc").write_text('executor_api_key_env = "EXEC_KEY"\n')
+    saved = KEYED.model_copy(update={"from_repo": ["executor_api_key_env"], "from_flags": []})
+    with pytest.raises(
+        ConfigError,
+        match=f"the executor endpoint {HOSTED} of this run was "
+        "started with its key from EXEC_KEY, which is not used now",
+    ):
+        resumed(saved, repo, OPENAI_API_KEY="sk-main-0123456789", EXEC_KEY="exec-key")

@@ -49,7 +49,7 @@ def test_without_role_keys_every_role_is_the_one_model_as_before(tmp_path):
     models = build(settings)
     assert models.planner is models.executor is models.verifier
     assert models.executor.name == "m"
-    assert not roles.set_apart(settings) and roles.started_with(settings) == {}
+    assert not roles.set_apart(settings) and roles.started_with(settings) == {"api_key_env": ""}
     (ep, used_by), *rest = roles.distinct(settings)
     assert not rest and used_by == ["planner", "executor", "verifier"]
     assert ep.base_url == LOCAL_A and ep.model == "m"
@@ -151,7 +151,8 @@ def test_a_local_role_bills_nothing_while_a_hosted_one_is_priced(tmp_path):
 def test_only_the_roles_set_apart_are_saved_with_a_run(tmp_path):
     env = {"AGENT_EXECUTOR_BASE_URL": LOCAL_B, "AGENT_EXECUTOR_MODEL": "small"}
     saved = roles.started_with(load(env=env, tmp=tmp_path))
-    assert saved == {"executor_model": "small", "executor_base_url": LOCAL_B}
+    # a local server is sent no key: none saved for it; no API key: no variable it came from
+    assert saved == {"executor_model": "small", "executor_base_url": LOCAL_B, "api_key_env": ""}
     started = RunStartedWith(model="big", base_url=LOCAL_A, **saved)
     assert started.describe() == (f"model big at {LOCAL_A}; executor model small at {LOCAL_B}")
     assert RunStartedWith.model_validate(started.model_dump()) == started
@@ -159,6 +160,48 @@ def test_only_the_roles_set_apart_are_saved_with_a_run(tmp_path):
         RunStartedWith(planner_base_url="file:///etc/passwd")
     assert roles.shown_name("executor_model") == "executor_model"
     assert roles.shown_name("max_steps") == "--max-steps"
+
+
+def test_each_role_set_apart_is_saved_with_the_variable_its_key_came_from_never_a_key(
+    tmp_path,
+):
+    env = {
+        "OPENAI_API_KEY": "sk-main-key-1234567890",
+        "EXEC_KEY": "sk-exec-key-0987654321",
+        "AGENT_EXECUTOR_API_KEY_ENV": "EXEC_KEY",
+    }
+    flags = {
+        "base_url": "https://api.example.com/v1",  # the planner's: the API key, not saved
+        "executor_base_url": "https://other.example.com/v1",  # its own variable
+        "verifier_base_url": "https://third.example/v1",  # sent the API key: its variable
+    }
+    saved = roles.started_with(load(flags=flags, env=env, tmp=tmp_path))
+    assert {k: v for k, v in saved.items() if "key" in k} == {
+        "executor_api_key_env": "EXEC_KEY",
+        "verifier_api_key_env": "OPENAI_API_KEY",
+        "api_key_env": "OPENAI_API_KEY",
+    }
+    started = RunStartedWith(model="m", **saved)
+    assert "sk-" not in started.model_dump_json()
+    assert started.describe().endswith(
+        "; executor model m at https://other.example.com/v1 with its key from EXEC_KEY"
+        "; verifier model m at https://third.example/v1 with its key from OPENAI_API_KEY"
+    )
+    assert "api_key_env" not in started.flags()  # a record, not a setting a resume takes
+    other = {"AGENT_API_KEY": "sk-agent-key-1234567890"}
+    assert roles.started_with(load(flags=flags, env=other, tmp=tmp_path)) == {
+        "verifier_api_key_env": "AGENT_API_KEY",
+        "executor_api_key_env": "AGENT_API_KEY",
+        **{k: v for k, v in saved.items() if "key" not in k},
+        "api_key_env": "AGENT_API_KEY",
+    }
+    # a key from the user's file came from no variable: nothing to name
+    (tmp_path / "no-agentrc").write_text('api_key = "sk-file-key-1234567890"\n')
+    from_file = roles.started_with(load(flags=flags, tmp=tmp_path))
+    assert from_file["api_key_env"] == "" and "verifier_api_key_env" not in from_file
+    for planted in ("sk-live-0123456789", "a key"):
+        with pytest.raises(ValueError, match="the name of an environment variable"):
+            RunStartedWith(executor_api_key_env=planted)
 
 
 class Scripted:

@@ -6,6 +6,11 @@ key when the role is at `base_url` or at another hosted endpoint, and none at a 
 machine or the local network (which needs none, and is not sent the hosted API's key). Roles
 with the same endpoint, model and key share one client, so what it learns about its server
 (context window, forcing form, streaming) holds for each of them.
+
+A run saves, with each role's endpoint and model, the variable its key came from (never the
+key): the role's own `<role>_api_key_env`, or for a role at another hosted endpoint sent the
+API key, the API key's variable (`OPENAI_API_KEY`). A resume that sends the role to that
+endpoint again reads its key from that variable (`cli/config/carried.py`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from agent_cli.llm.server.locality import is_local
 if TYPE_CHECKING:
     from agent_cli.llm.openai.errors import SetBy
 
-ROLE_SETTINGS = tuple(f"{role}_{key}" for role in ROLES for key in ("model", "base_url"))
+ROLE_SETTINGS = tuple(
+    f"{role}_{key}" for role in ROLES for key in ("model", "base_url", "api_key_env")
+)
 
 
 @dataclass(frozen=True)
@@ -190,12 +197,34 @@ def whose_window(models: RoleModels, window: int) -> str:
 
 
 def started_with(settings: Settings) -> dict[str, Any]:
-    """The role endpoints and models set apart from `model` and `base_url`, to save with a run."""
-    return {
+    """The role endpoints, models and key variables set apart from `model`, `base_url` and the
+    API key, to save with a run; and the variable the API key came from (`api_key_env`).
+
+    A role at another hosted endpoint than `base_url`, sent the API key, is saved with the API
+    key's variable as its own: a resume that sends it there again sends it that variable's key,
+    never one the endpoint was not given (another variable's, or a file's)."""
+    saved = {
         key: getattr(settings, key)
         for key in ROLE_SETTINGS
         if getattr(settings, key) is not None and settings.sources.get(key, "default") != "default"
     }
+    main = key_variable(settings)
+    for role in ROLES:
+        ep = endpoint(settings, role)
+        apart = ep.base_url.rstrip("/") != settings.base_url.rstrip("/")
+        saved.pop(f"{role}_api_key_env", None)  # an empty one (the API key) is not saved
+        if ep.key_env:
+            saved[f"{role}_api_key_env"] = ep.key_env
+        elif main and apart and not ep.keyless:
+            saved[f"{role}_api_key_env"] = main
+    return {**saved, "api_key_env": main}
+
+
+def key_variable(settings: Settings) -> str:
+    """The environment variable the API key was read from (`OPENAI_API_KEY`, `AGENT_API_KEY`),
+    or "" when it came from none: a settings file, or no key at all."""
+    source = settings.sources.get("api_key", "default")
+    return source.removeprefix("env ") if source.startswith("env ") and settings.key() else ""
 
 
 RUN_FLAGS = ("model", "base_url", "max_steps", "budget_usd")  # the saved values `agent run` has

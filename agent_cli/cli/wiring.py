@@ -565,6 +565,8 @@ def run_settings(
             )
         for change in taken.changed:
             console.emit(Notice(text=change.notice()))
+        for text in taken.unpaired:
+            console.emit(Notice(text=text))
     carried = taken.flags
     settings = settings_for(repo, **{**flags, **carried})
     started = RunStartedWith(

@@ -23,6 +23,7 @@ from runkit import (
 
 from agent_cli.llm.fake.server import FakeOpenAIServer
 from conftest import git
+from reliability import relkit as rel
 from reliability.relkit import spawn_agent, wait_for
 
 __all__ = ["spawn_agent"]  # a fixture
@@ -292,3 +293,117 @@ def test_run_state_the_repository_tracks_is_refused_and_its_endpoint_never_asked
     git(clone, "commit", "-q", "-m", "run state is not the repository's")
     for args in commands[1:]:
         assert agent_in_process(*args, cwd=clone).returncode == 0
+
+
+MAIN_KEY = "sk-main-openai-key-0123456789abcdef"
+EXEC_KEY = "exec-provider-key-0123456789abcdef"
+
+
+def authorization(requests: list[dict]) -> list[str | None]:
+    """The Authorization header of each request an endpoint received."""
+    return [{k.lower(): v for k, v in r["headers"].items()}.get("authorization") for r in requests]
+
+
+def stopped_at_a_hosted_executor(agent_in_process, fake_server, tmp_path, **env):
+    """A run whose executor is at an endpoint of its own that is not a local server (127.1 is
+    this machine, yet not local to the host check: it stands for another provider's host),
+    stopped by that endpoint failing; the executor's server answers the resume."""
+    repo = rel.repo_with(tmp_path / "repo")
+    planner = fake_server([rel.plan(rel.task()), rel.no_facts(), rel.no_facts()])
+    executor = fake_server(
+        [{"status": 503, "body": "overloaded"}] * 3
+        + [rel.make_done(), rel.finish("made done.txt")],
+        models=("exec-model",),
+    )
+    hosted = executor.url.replace("127.0.0.1", "127.1")
+    env = {
+        "OPENAI_API_KEY": MAIN_KEY,
+        "AGENT_MAX_RETRIES": "0",
+        "AGENT_BASE_URL": planner.url,
+        "AGENT_EXECUTOR_BASE_URL": hosted,
+        "AGENT_EXECUTOR_MODEL": "exec-model",
+        **env,
+    }
+    first = agent_in_process("run", "Create done.txt", "--yes", cwd=repo, env=env)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert executor.requests
+    return repo, executor, hosted
+
+
+def test_a_resume_sends_a_roles_saved_endpoint_the_key_of_the_variable_it_was_started_with(
+    agent_in_process, fake_server, tmp_path
+):
+    own = {"AGENT_EXECUTOR_API_KEY_ENV": "EXEC_KEY", "EXEC_KEY": EXEC_KEY}
+    repo, executor, hosted = stopped_at_a_hosted_executor(
+        agent_in_process, fake_server, tmp_path, **own
+    )
+    assert set(authorization(executor.requests)) == {f"Bearer {EXEC_KEY}"}
+    state = rel.read_state(repo)
+    saved = state["started_with"]
+    assert (saved["executor_api_key_env"], saved["api_key_env"]) == ("EXEC_KEY", "OPENAI_API_KEY")
+    assert "planner_api_key_env" not in saved  # at base_url: the API key, as base_url is sent
+    assert MAIN_KEY not in json.dumps(state) and EXEC_KEY not in json.dumps(state)
+    asked = len(executor.requests)
+    # a shell with the API key alone: the executor's endpoint is not sent it, nor anything
+    proc = agent_in_process("run", "--resume", "--yes", cwd=repo, env={"OPENAI_API_KEY": MAIN_KEY})
+    said = proc.stderr.strip()
+    assert proc.returncode == 1 and len(said.splitlines()) == 1, proc.stdout + said
+    assert f"the executor endpoint {hosted} of this run takes its key from EXEC_KEY" in said
+    assert "export EXEC_KEY=..." in said and "Traceback" not in said
+    assert len(executor.requests) == asked
+    # with its variable set it goes on, sent that key
+    env = {"OPENAI_API_KEY": MAIN_KEY, "EXEC_KEY": EXEC_KEY}
+    proc = agent_in_process("run", "--resume", "--yes", cwd=repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"executor model exec-model at {hosted} with its key from EXEC_KEY" in proc.stdout
+    assert len(executor.requests) > asked
+    assert set(authorization(executor.requests)) == {f"Bearer {EXEC_KEY}"}
+
+
+def test_a_key_variable_the_user_sets_now_replaces_the_saved_one_said_in_a_notice(
+    agent_in_process, fake_server, tmp_path
+):
+    own = {"AGENT_EXECUTOR_API_KEY_ENV": "EXEC_KEY", "EXEC_KEY": EXEC_KEY}
+    repo, executor, _ = stopped_at_a_hosted_executor(agent_in_process, fake_server, tmp_path, **own)
+    asked = len(executor.requests)
+    env = {"AGENT_EXECUTOR_API_KEY_ENV": "ROTATED", "ROTATED": "exec-rotated-key-0123456789"}
+    proc = agent_in_process("run", "--resume", "--yes", cwd=repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (
+        "executor_api_key_env: ROTATED from AGENT_EXECUTOR_API_KEY_ENV, in place of the "
+        "EXEC_KEY the run was started with"
+    ) in proc.stdout
+    assert set(authorization(executor.requests[asked:])) == {"Bearer exec-rotated-key-0123456789"}
+    assert rel.read_state(repo)["started_with"]["executor_api_key_env"] == "ROTATED"
+
+
+@pytest.mark.parametrize("saved_by", ["this version", "an earlier version"])
+def test_a_roles_saved_endpoint_gets_the_api_key_only_when_the_run_says_it_was_sent_it(
+    agent_in_process, fake_server, tmp_path, saved_by
+):
+    # the executor had no key variable of its own: its endpoint was sent the API key
+    repo, executor, hosted = stopped_at_a_hosted_executor(agent_in_process, fake_server, tmp_path)
+    assert set(authorization(executor.requests)) == {f"Bearer {MAIN_KEY}"}
+    path = rel.state_files(repo)[-1]
+    state = json.loads(path.read_text())
+    assert state["started_with"]["executor_api_key_env"] == "OPENAI_API_KEY"
+    if saved_by == "an earlier version":  # it saved the endpoint, not the key's variable
+        del state["started_with"]["executor_api_key_env"], state["started_with"]["api_key_env"]
+        path.write_text(json.dumps(state))
+    asked = len(executor.requests)
+    main = {"OPENAI_API_KEY": MAIN_KEY}
+    proc = agent_in_process("run", "--resume", "--yes", cwd=repo, env=main)
+    if saved_by == "this version":  # sent the key it was started with
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert set(authorization(executor.requests)) == {f"Bearer {MAIN_KEY}"}
+        return
+    said = proc.stderr.strip()
+    assert proc.returncode == 1 and len(said.splitlines()) == 1, proc.stdout + said
+    assert f"the key the executor endpoint {hosted} was sent" in said
+    assert "set executor_api_key_env to the variable that holds its key" in said
+    assert len(executor.requests) == asked  # asked nothing, sent no key
+    # naming the role's key variable is the answer: that key, no other, goes there
+    env = {**main, "AGENT_EXECUTOR_API_KEY_ENV": "EXEC_KEY", "EXEC_KEY": EXEC_KEY}
+    proc = agent_in_process("run", "--resume", "--yes", cwd=repo, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(authorization(executor.requests[asked:])) == {f"Bearer {EXEC_KEY}"}

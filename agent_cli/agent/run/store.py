@@ -104,6 +104,14 @@ class RunStartedWith(BaseModel):
     planner_base_url: str | None = None
     executor_base_url: str | None = None
     verifier_base_url: str | None = None
+    # the variable each role set apart took its key from (its own `<role>_api_key_env`, or
+    # the API key's for a role at another hosted endpoint); never a key
+    planner_api_key_env: str | None = None
+    executor_api_key_env: str | None = None
+    verifier_api_key_env: str | None = None
+    # the variable the API key came from ("": none did); None: saved before key variables
+    # were recorded, so a resume cannot tell which key a role's saved endpoint was sent
+    api_key_env: str | None = None
     # which of these the repository's .agentrc gave (None: saved before it was recorded); a
     # resume carries those only while the file is trusted (cli/config/carried.py)
     from_repo: list[str] | None = None
@@ -117,6 +125,16 @@ class RunStartedWith(BaseModel):
         """An http(s) address with a host: the file may have been edited since it was saved."""
         return None if url is None else endpoints.endpoint(url)
 
+    @field_validator(
+        "api_key_env", "planner_api_key_env", "executor_api_key_env", "verifier_api_key_env"
+    )
+    @classmethod
+    def _variable(cls, name: str | None) -> str | None:
+        """The name of an environment variable (or "" for none), never a key itself."""
+        if name and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError("expected the name of an environment variable")
+        return name
+
     @model_serializer(mode="wrap")
     def _omit_unrecorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
@@ -124,7 +142,7 @@ class RunStartedWith(BaseModel):
 
     def flags(self) -> dict[str, Any]:
         """The saved values as command-line flags (those recorded)."""
-        return self.model_dump(exclude={"from_repo", "from_flags"})
+        return self.model_dump(exclude={"from_repo", "from_flags", "api_key_env"})
 
     def describe(self) -> str:
         """`model local at http://127.0.0.1:8080/v1`, or "" when nothing was recorded."""
@@ -134,13 +152,16 @@ class RunStartedWith(BaseModel):
         return f"model {self.model or '(default)'}{where}" + self._roles()
 
     def _roles(self) -> str:
-        """`; executor model qwen at http://127.0.0.1:8080/v1` for each role set apart."""
+        """`; executor model qwen at http://127.0.0.1:8080/v1` for each role set apart (`with
+        its key from EXEC_KEY` for one whose key variable was saved)."""
         parts = []
         for role in ("planner", "executor", "verifier"):
             model, url = getattr(self, f"{role}_model"), getattr(self, f"{role}_base_url")
-            if model or url:
+            key_env = getattr(self, f"{role}_api_key_env")
+            if model or url or key_env:
                 where = f" at {url}" if url else ""
-                parts.append(f"; {role} model {model or self.model or '(default)'}{where}")
+                key = f" with its key from {key_env}" if key_env else ""
+                parts.append(f"; {role} model {model or self.model or '(default)'}{where}{key}")
         return "".join(parts)
 
 

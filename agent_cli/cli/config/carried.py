@@ -15,19 +15,32 @@ a resume does not send the code and the API key to the endpoint the file named, 
 The keys each run took from the file are saved with it (`from_repo`); for a run saved before
 they were, every endpoint and model is taken as the file's when the repository has an
 `.agentrc`.
+
+A role's key variable (`executor_api_key_env`) is carried with its endpoint: a role sent to
+the endpoint it was started with again reads its key from the variable it was started with
+(the API key's, `OPENAI_API_KEY`, for one that was sent that), unless the user names the
+role's key variable now; a role the user sends elsewhere now is given the key that endpoint
+would get in a new run, said in a notice. Before any request, a resume refuses in one line
+(`_keys_for_saved_endpoints`) when such a variable is not set, and when a role would be sent
+the API key at a saved endpoint other than `base_url` it was not started with: a run saved
+before key variables were (no `api_key_env`), or an API key that now comes from elsewhere.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_cli.agent.run.roles import ROLES, Role
 from agent_cli.agent.run.store import RunStartedWith
 from agent_cli.cli import roles
 from agent_cli.cli.config import repo_keys, trust
 from agent_cli.cli.config.settings import Settings
+from agent_cli.core.errors import ConfigError
 from agent_cli.core.redact import mask_url_credentials
+from agent_cli.llm.server.locality import is_local
 
 # the saved values a repository's file may only set when trusted: endpoints and models
 TRUSTED_KEYS = tuple(
@@ -63,14 +76,18 @@ class Carried:
     flags: dict[str, Any] = field(default_factory=dict)  # saved values taken as flags
     dropped: list[str] = field(default_factory=list)  # from the file, which is not trusted now
     changed: list[Changed] = field(default_factory=list)  # replaced by what the user set now
+    # a role's saved key variable not taken: the role is sent to another endpoint now
+    unpaired: list[str] = field(default_factory=list)
 
 
 def carried(
     saved: RunStartedWith, now: Settings, repo: Path, env: dict[str, str] | None = None
 ) -> Carried:
     """The saved values a resume takes as flags, given `now`, the settings read without them:
-    none where the user sets a different value now (`Changed`) or the same one, and none that
-    the repository's `.agentrc` gave when it is not trusted now (`dropped`)."""
+    none where the user sets a different value now (`Changed`) or the same one, none that
+    the repository's `.agentrc` gave when it is not trusted now (`dropped`), and no role's key
+    variable when the role is sent elsewhere now (`unpaired`). A ConfigError when a role would
+    be sent to its saved endpoint without the key it was started with there."""
     trusted = trust.status(repo, env) == "trusted"
     from_file = set() if trusted else _maybe_from_file(saved, repo)
     flagged = _maybe_flagged(saved)
@@ -84,7 +101,91 @@ def carried(
             out[key] = value
         elif getattr(now, key) != value:
             changed.append(Changed(key, value, getattr(now, key), source))
-    return Carried(out, sorted(dropped), changed)
+    taken = Carried(out, sorted(dropped), changed, _follow_endpoints(saved, now, out))
+    _keys_for_saved_endpoints(saved, now, taken, env)
+    return taken
+
+
+def _endpoint(values: dict[str, Any], role: Role) -> str:
+    """The endpoint `role` is sent to, given the settings `values`."""
+    return str(values.get(f"{role}_base_url") or values.get("base_url") or "").rstrip("/")
+
+
+def _resumed(now: Settings, out: dict[str, Any]) -> dict[str, Any]:
+    """The settings a resume goes on with: `now`, with the saved values taken (`out`)."""
+    keys = ("base_url", *roles.ROLE_SETTINGS)
+    return {key: out[key] if key in out else getattr(now, key) for key in keys}
+
+
+def _follow_endpoints(saved: RunStartedWith, now: Settings, out: dict[str, Any]) -> list[str]:
+    """Take out of `out` each role's saved key variable whose role is sent to another endpoint
+    now than the one it was started with (that variable's key was for that endpoint alone),
+    and say each in a notice."""
+    said, resumed, before = [], _resumed(now, out), saved.flags()
+    for role in ROLES:
+        key = f"{role}_api_key_env"
+        if key not in out or _endpoint(resumed, role) == _endpoint(before, role):
+            continue
+        del out[key]
+        said.append(
+            f"{key} {saved.flags()[key]} saved with the run is not used: the {role} is sent to "
+            f"{_shown(_endpoint(resumed, role))} now, not the "
+            f"{_shown(_endpoint(before, role))} it was started with (its key is the one a new "
+            f"run sends there; set {key} to choose another)"
+        )
+    return said
+
+
+def _keys_for_saved_endpoints(
+    saved: RunStartedWith, now: Settings, taken: Carried, env: dict[str, str] | None = None
+) -> None:
+    """Raise a one-line ConfigError when a role would be sent to an endpoint saved with the run
+    without the key it was started with there: the variable it took its key from is not set
+    now, or (no variable saved for it) the API key would go to a saved endpoint other than
+    `base_url` while the run does not say the role was sent that key. A role whose key variable
+    the user names now, or whose endpoint the user names now, is sent what they set."""
+    env = dict(os.environ) if env is None else env
+    resumed, before = _resumed(now, taken.flags), saved.flags()
+    main_now = roles.key_variable(now)
+    for role in ROLES:
+        key, url = f"{role}_api_key_env", _endpoint(resumed, role)
+        if key in taken.flags:
+            variable = str(taken.flags[key])
+            if not env.get(variable, "").strip():
+                how = "set but empty" if variable in env else "not set"
+                raise ConfigError(
+                    f"the {role} endpoint {_shown(url)} of this run takes its key from "
+                    f"{variable}, as when the run started, and {variable} is {how}",
+                    f"export {variable}=... and resume again, or set {key} to the variable "
+                    "that holds its key now",
+                )
+            continue
+        at_saved = f"{role}_base_url" in taken.flags  # a role endpoint no setting names now
+        if not at_saved or resumed[key]:
+            continue  # an endpoint or a key variable the user names now: as they set it
+        if url == str(resumed["base_url"]).rstrip("/") or is_local(url):
+            continue  # base_url's own key; or a server of the user's own, sent none
+        fix = f"set {key} to the variable that holds its key and resume again"
+        if saved.api_key_env is None:
+            raise ConfigError(
+                f"this run was saved by an earlier version, which did not record the key the "
+                f"{role} endpoint {_shown(url)} was sent: it is not sent the API key unasked",
+                f"{fix} (AGENT_{key.upper()}=OPENAI_API_KEY for the API key)",
+            )
+        if before.get(key):  # its own variable, not taken: from a file not trusted now
+            raise ConfigError(
+                f"the {role} endpoint {_shown(url)} of this run was started with its key from "
+                f"{before[key]}, which is not used now",
+                fix,
+            )
+        if saved.api_key_env != main_now:
+            started = saved.api_key_env or "no environment variable"
+            comes = main_now or "no environment variable"
+            raise ConfigError(
+                f"the {role} endpoint {_shown(url)} of this run was sent the API key from "
+                f"{started} when the run started, and the API key now comes from {comes}",
+                fix,
+            )
 
 
 def from_flags(given: dict[str, Any], saved: RunStartedWith, kept: dict[str, Any]) -> list[str]:
