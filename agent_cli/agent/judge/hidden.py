@@ -5,9 +5,10 @@ Python code the task put where git does not look (an ignored folder, `lib/` in .
 or in a repository of its own (`git init calc/impl`) makes the check pass here and fail in
 any clone of the branch. So what is ignored or a repository of its own is noted before a
 task's attempts (`snapshot`); when its check passes, the new entries that hold Python code
-(`.py`, `.pyi`, `.pth`, `.so`, `.pyd`; environments, caches and build output left out) are
-moved aside and the check runs again (`recheck`). Still passing, the verdict stands; failing,
-the attempt fails with the reason, which the model reads: put the work in files git tracks.
+(`.py`, `.pyi`, `.pth`, `.so`, `.pyd`, and bytecode, which a commit takes only when git
+tracks it; environments, caches and build output left out) are moved aside and the check
+runs again (`recheck`). Still passing, the verdict stands; failing, the attempt fails with
+the reason, which the model reads: put the work in files git tracks.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from agent_cli.core.models import Verdict
 from agent_cli.core.protocols import Workspace
 from agent_cli.core.text import readable, some
 
-CODE = (".py", ".pyi", ".pth", ".so", ".pyd")
+CODE = (".py", ".pyi", ".pth", ".so", ".pyd", ".pyc", ".pyo")  # bytecode: `__pycache__` aside
 # folders of environments, caches and build output: what a check may need that no commit holds
 NOT_WORK = {
     "__pycache__",

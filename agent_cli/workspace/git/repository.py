@@ -58,6 +58,8 @@ _STATUS = (
 )
 # Commands that read the work tree, and with it every .gitignore and .gitattributes.
 _READS_TREE = {"status", "add", "diff", "ls-files", "check-ignore", "stash", "checkout", "grep"}
+_IN_HEAD = " MTD"  # the first letter of `git status` for a path HEAD holds
+_CACHE_FOLDERS = {"__pycache__", ".pytest_cache"}  # what running code writes there (cache_file)
 _TEMP_INDEX = "agent-index-"  # + pid-uuid: whose it is, so a dead run's one can be removed
 _CONFLICT_CODES = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
 _LOCK_HINT = (
@@ -379,16 +381,21 @@ class GitRepo:
         )
 
     def changed_files(self, protected: Iterable[str] = frozenset()) -> list[str]:
-        """Paths changed in the work tree (not ignored), leaving out the protected ones."""
+        """Paths changed in the work tree (not ignored), leaving out the protected ones and
+        the bytecode and test caches HEAD does not hold (`cache_file`): running code writes
+        those, no task does."""
         held = {p.rstrip("/") for p in protected}
         entries = parse_status(self._run(*_STATUS))
-        paths = {p for _, path, orig in entries for p in (path, orig) if p}
+        # the new name of a rename or copy, and an added or untracked path, are not in HEAD
+        paths = {path for code, path, _ in entries if code[0] in _IN_HEAD or not cache_file(path)}
+        paths |= {orig for _, _, orig in entries if orig}
         return sorted(p for p in paths if not any(p == h or p.startswith(h + "/") for h in held))
 
     def uncommittable(self) -> list[str]:
         """What the work tree holds that no commit of the agent's takes: ignored files and
-        folders (a folder ignored whole is one entry, as `git status --ignored` gives it) and
-        untracked folders that are repositories of their own, each ending in `/`."""
+        folders (a folder ignored whole is one entry, as `git status --ignored` gives it),
+        untracked folders that are repositories of their own, each ending in `/`, and
+        untracked bytecode outside `__pycache__` (`cache_file`)."""
         raw = self._run(
             "status",
             "--porcelain=v1",
@@ -397,11 +404,17 @@ class GitRepo:
             "--untracked-files=normal",
             "--ignore-submodules=all",
         )
+        # bytecode outside a cache folder (`cache_file`: no commit takes it) that Python
+        # imports as a module when no source is beside it
+        loose = self._run("ls-files", "-z", "--others", "--exclude-standard", "*.pyc", "*.pyo")
         return sorted(
-            path
-            for code, path, _ in parse_status(raw)
-            if code == "!!"
-            or (code == "??" and path.endswith("/") and (self.root / path / ".git").exists())
+            {
+                path
+                for code, path, _ in parse_status(raw)
+                if code == "!!"
+                or (code == "??" and path.endswith("/") and (self.root / path / ".git").exists())
+            }
+            | {p for p in loose.split("\0") if p and not set(p.split("/")) & _CACHE_FOLDERS}
         )
 
     def commit_paths(self, paths: Iterable[str], message: str) -> str | None:
@@ -584,7 +597,8 @@ class GitRepo:
             )
 
     def _known_paths(self, paths: list[str]) -> list[str]:
-        """The paths that exist in the work tree or in HEAD (what `git add -A` can stage)."""
+        """The paths that exist in the work tree or in HEAD (what `git add -A` can stage),
+        but no bytecode or test cache that HEAD does not hold: no diff or commit takes one."""
         if not paths:
             return []
         listed = self._run(
@@ -598,7 +612,11 @@ class GitRepo:
             env={"GIT_LITERAL_PATHSPECS": "1"},
         )
         in_head = set(listed.split("\0"))
-        return [p for p in paths if p in in_head or os.path.lexists(self.root / p)]
+        return [
+            p
+            for p in paths
+            if p in in_head or (os.path.lexists(self.root / p) and not cache_file(p))
+        ]
 
     def _probe(self, *args: str) -> tuple[int, str, str]:
         """Run one git command without GitPython (the checks before the first model request)."""
@@ -706,6 +724,13 @@ def parse_status(raw: str) -> list[tuple[str, str, str | None]]:
             orig, i = items[i], i + 1
         entries.append((code, path, orig))
     return entries
+
+
+def cache_file(path: str) -> bool:
+    """Whether `path` is Python bytecode or a test cache, which running code writes: a `.pyc`
+    or `.pyo`, or a file in a `__pycache__` or `.pytest_cache` folder."""
+    *folders, name = path.split("/")
+    return name.endswith((".pyc", ".pyo")) or any(f in _CACHE_FOLDERS for f in folders)
 
 
 def committable(root: Path, paths: list[str]) -> list[str]:
