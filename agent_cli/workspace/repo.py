@@ -20,7 +20,7 @@ from pathlib import Path
 from agent_cli.core.errors import GitError
 from agent_cli.core.redact import redact
 from agent_cli.core.text import readable, some, unusable
-from agent_cli.workspace import aside, userwork
+from agent_cli.workspace import aside, takeback, userwork
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.git.secrets import refuse_secrets
 from agent_cli.workspace.shell import checkpytest, confine, strays
@@ -83,12 +83,13 @@ class RepoWorkspace:
     check_command: Callable[[str], None] = lambda cmd: None  # raises when a command is refused
     refusal: Callable[[str], str | None] = lambda cmd: None  # why the policy refuses a command
     protected: set[str] = field(default_factory=set)
-    notice: Callable[[str], None] = lambda text: None  # tells the user something at the start
+    notice: Callable[[str], None] = lambda text: None  # tells the user something
 
     def __post_init__(self) -> None:
         self.root = self.git.root
         self.secrets = tuple(s for s in self.secrets if s)
         self.vault = self.git.git_dir / VAULT  # the user's files while a command runs
+        self._held: takeback.Hold | None = None  # where the attempt began (takeback.py)
 
     def preflight(self, allow_dirty: bool, resuming: str | None = None) -> set[str]:
         """Refuse repository states a run must not start in; keep the user's changed paths.
@@ -174,9 +175,28 @@ class RepoWorkspace:
 
     def commit(self, paths: list[str], message: str) -> str | None:
         """Commit exactly `paths`, refused when one would add a secret to git (a secret HEAD's
-        own file held already is no new one: secrets.py); the message redacted."""
+        own file held already is no new one: secrets.py); the message redacted. The branch
+        is held at the commit from then on (`hold_branch`)."""
         refuse_secrets(self.root, paths, self.secrets, self.git.head_blob)
-        return self.git.commit_paths(paths, redact(message, self.secrets))
+        commit = self.git.commit_paths(paths, redact(message, self.secrets))
+        if commit is not None and self._held is not None:
+            self.hold_branch()
+        return commit
+
+    def hold_branch(self) -> None:
+        """Note where an attempt begins: the run's branch and its commit, git's index, the
+        user's branches; what `take_back` puts back (takeback.py)."""
+        branch = self.git.run_branch
+        self._held = takeback.hold(self.root, branch, self.secrets) if branch else None
+
+    def take_back(self, who: str = "the model's commands") -> str:
+        """Put HEAD back on the run's branch at the commit `hold_branch` noted, the index as
+        it was and the work tree as it is: what `who` committed, switched or reset is
+        uncommitted work again. The line that says so; "" when nothing moved."""
+        if self._held is None:
+            return ""
+        said, self._held = takeback.take_back(self.root, self._held, who, self.secrets)
+        return said
 
     def diff(self) -> str:
         """The unified diff of the run's changes (as text: `readable`)."""
@@ -205,9 +225,14 @@ class RepoWorkspace:
 
     def run_argv(self, argv: list[str]) -> shell.CommandResult:
         """Run a harness command (an acceptance check): no shell, no approval asked; pytest
-        with an empty cache of its own and its output captured (checkpytest.py)."""
+        with an empty cache of its own and its output captured (checkpytest.py). What the
+        code it ran committed is taken back (`take_back`), and said."""
         with checkpytest.check_env(self.runner.env, argv, self.root) as env:
-            return self._keeping_user_work(argv, env)
+            result = self._keeping_user_work(argv, env)
+        said = self.take_back("the code the check ran")
+        if said:
+            self.notice(said)
+        return result
 
     def run_for_model(self, cmd: str) -> shell.CommandResult:
         """Run a command line the model asked for, after the command policy allowed it."""

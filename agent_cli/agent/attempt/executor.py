@@ -10,6 +10,7 @@ and attempt, the tool calls left), the goal last.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, cast
 
@@ -441,13 +442,34 @@ def _guard(
 
 
 def run_attempt(rt: Runtime, index: int, attempt: int) -> AttemptOutcome:
-    """Carry out one attempt at task `index` until finish or the task's step budget."""
+    """Carry out one attempt at task `index` until finish or the task's step budget.
+
+    However it ends, the run's branch is where the attempt began: what the model's commands
+    committed (a script that runs `git commit`), switched or reset is taken back into the
+    work tree as uncommitted changes (`Workspace.take_back`), for the harness to judge and
+    commit; only the harness commits."""
     outcome: StepOutcome = RunAgain(Exchange(), 0)
     guard = loopguard.LoopGuard()
     rt.memory.lay_out()  # recalled memory changes here, so the whole context is new anyway
-    while isinstance(outcome, RunAgain):
-        outcome = step(rt, index, attempt, outcome, guard)
+    if rt.workspace is not None:
+        rt.workspace.hold_branch()
+    try:
+        while isinstance(outcome, RunAgain):
+            outcome = step(rt, index, attempt, outcome, guard)
+    except BaseException:
+        with suppress(AgentError):  # what stopped the attempt is what the run reports
+            _take_back(rt, index)
+        raise
+    _take_back(rt, index)
     return outcome
+
+
+def _take_back(rt: Runtime, index: int) -> None:
+    """Take back what the attempt's commands committed, and say so."""
+    said = rt.workspace.take_back() if rt.workspace is not None else ""
+    if said:
+        rt.emit(events.Notice(text=said))
+        rt.log({"type": "taken_back", "index": index, "text": said})
 
 
 def step(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from agent_cli.agent.run.journal import StepRecord
     from agent_cli.agent.run.roles import Role, RoleModels
     from agent_cli.agent.run.state import AgentState
-    from agent_cli.core.protocols import ChatModel, Hooks
+    from agent_cli.core.protocols import ChatModel, Hooks, Workspace
     from agent_cli.memory.working.memory import WorkingMemory
 
 Log = Callable[[dict[str, Any]], None]
@@ -63,6 +63,7 @@ class Runtime:
     hooks: Hooks | None = None  # the user's hooks (hooked.py); None: none configured
     run_id: str = ""
     models: RoleModels | None = None  # each role's model (None: `model` plays every role)
+    workspace: Workspace | None = None  # where an attempt's commits are taken back (executor)
     _fixes: str = field(default="", init=False)
     _unpin_asked: frozenset[str] = field(default=frozenset(), init=False)
     _malformed: int = field(default=0, init=False)

@@ -482,6 +482,7 @@ class Session:
             run_id=run.run_id,
             models=self.models,
             views=views or FileViews(),
+            workspace=self.sv.workspace,
         )
         supersede_changed(rt.views, memory, toolbox.blob_of)  # changed before the run was resumed
         code, message = EXIT_ERROR, ""
