@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from agent_cli.agent.run.live import shown
 from agent_cli.agent.run.state import AgentState
 from agent_cli.agent.run.store import RunRecord, RunStore
 from agent_cli.cli.app import main
@@ -496,6 +498,24 @@ def test_runs_shows_a_live_run_where_its_journal_says_and_a_starting_one(agent, 
         )
         assert found["run-wt"]["worktree"] == str(tree.resolve())
         assert rows(tree)["run-wt"]["live"]  # asked from inside the worktree: the same runs
+        # a worktree run takes its id before it plans, and has saved nothing yet: starting
+        new = RunLock(repo / ".agent" / "runs" / "run-new" / "run.lock", repo=str(repo))
+        with new:
+            new.name("run-new")
+            holder = json.loads(new.path.read_text())
+            stamp = datetime.fromtimestamp(holder["started"], UTC).isoformat(timespec="seconds")
+            planning = rows()["run-new"]
+            assert planning["status"] == "starting" and planning["goal"] == ""
+            assert (planning["started_at"], planning["live"], planning["pid"]) == (
+                stamp,
+                True,
+                os.getpid(),
+            )
+            assert shown(planning)["status"] == f"starting: pid {os.getpid()}"
+            code, out, _ = agent("runs", "--repo", str(repo))
+            assert f"run-new starting: pid {os.getpid()}" in " ".join(out.split()), out
+            new.path.write_text(json.dumps({**holder, "goal": "Add a mode function"}))
+            assert rows()["run-new"]["goal"] == "Add a mode function"  # when its lock says it
         code, _, err = agent("rewind", "run-live", "--yes", "--repo", str(repo))
         assert code == 1 and f"run run-live is in progress (pid {os.getpid()})" in err
     assert not any("live" in r for r in rows().values())

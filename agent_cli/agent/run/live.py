@@ -112,8 +112,6 @@ def runs_rows(
     live = {h["run_id"]: h for h in holders if h["run_id"]}
     summaries = store.list()
     known = {s.get("run_id") for s in summaries}
-    # a run that took its id and has saved nothing yet
-    summaries += [{"run_id": i, "status": "running"} for i in live if i not in known]
     rows = []
     for summary in summaries:
         row: dict[str, Any] = {
@@ -135,22 +133,28 @@ def runs_rows(
                 row |= now.to_dict()
                 row["steps"] = now.step
         rows.append(row)
-    for holder in holders:
-        if not holder["run_id"]:  # a new run, planning: it has no id yet
-            started = holder.get("started")
-            stamp = ""
-            if isinstance(started, (int, float)):
-                stamp = datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
-            rows.append(
-                dict(zip(SUMMARY_KEYS, (None, "starting", "", 0, stamp, stamp), strict=True))
-                | {"live": True, "pid": holder["pid"], "worktree": None}
-            )
+    # a new run, planning: it has saved nothing yet, and has no id yet, or has one (a worktree
+    # run takes its id before it plans); what it is comes from its lock
+    starting = [h for i, h in live.items() if i not in known]
+    for holder in [*starting, *(h for h in holders if not h["run_id"])]:
+        started, goal = holder.get("started"), holder.get("goal")
+        stamp = ""
+        if isinstance(started, (int, float)):
+            stamp = datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
+        run_id = holder["run_id"]
+        tree = tree_of(run_id, "") if run_id else None
+        said = (run_id, "starting", goal if isinstance(goal, str) else "", 0, stamp, stamp)
+        rows.append(
+            dict(zip(SUMMARY_KEYS, said, strict=True))
+            | {"live": True, "pid": holder["pid"], "worktree": str(tree) if tree else None}
+        )
     return rows
 
 
 def shown(row: dict[str, Any]) -> dict[str, Any]:
     """A row as the table shows it: a live run's status says where it is (`live: pid 42, task
-    1/2, ...`); a run still planning, with no id yet, is `starting: pid 42`."""
+    1/2, ...`); a run still planning, with no id yet or nothing saved yet, is `starting: pid
+    42`."""
     if not row.get("live"):
         return row
     where = [f"pid {row['pid']}"]
@@ -160,5 +164,5 @@ def shown(row: dict[str, Any]) -> dict[str, Any]:
         where.append(f"${row['cost_usd']:.2f}")
     if row.get("worktree"):
         where.append(f"in {row['worktree']}")
-    state = "live" if row["run_id"] else "starting"
+    state = "starting" if row["status"] == "starting" else "live"
     return {**row, "run_id": row["run_id"] or "(new)", "status": f"{state}: " + ", ".join(where)}
