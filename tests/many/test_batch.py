@@ -323,6 +323,15 @@ def test_a_goal_file_with_a_bad_goal_is_refused_in_one_line(agent_in_process, tm
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "goal 2: max_steps" in lines[0], proc.stderr
     assert not (repo / ".agent").exists()
+    # an acceptance command every run would refuse (`--accept`'s check): refused up front
+    file = tmp_path / "goals.jsonl"
+    accepts = [["test -f a.txt"], ["test -f b.txt || true"]]
+    file.write_text("".join(json.dumps({"goal": "g", "accept": a}) + "\n" for a in accepts))
+    proc = batch(agent_in_process, str(file), "--yes", repo=repo)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "line 2: accept: `test -f b.txt || true` holds the shell operator '||'" in line
+    assert proc.stdout == "" and not (repo / ".agent").exists()
 
 
 def test_a_batch_without_the_key_its_endpoint_needs_starts_no_run(agent_in_process, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,11 @@ def test_json_lines_end_at_lf_alone_not_at_the_line_breaks_a_json_string_may_hol
         ("g.toml", "a = " + "[" * 100_000 + "]" * 100_000 + "\n", "its values nest too deeply"),
         ("g.jsonl", '{"goal": "' + "x" * 200_000 + '"}\n', "the goal is 200,000 bytes long"),
         ("g.toml", f'[[goals]]\ngoal = "a"\naccept = ["{"y" * 40_000}"]\n', "40,000 bytes long"),
+        (  # each under the bound, together too long for one command line
+            "g.jsonl",
+            '{"goal": "a"}\n' + json.dumps({"goal": "b", "accept": ["z" * 30_000] * 5}) + "\n",
+            "line 2: accept: the goal and its acceptance commands are 150,001 bytes together",
+        ),
     ],
 )
 def test_a_wrong_goal_is_named_in_one_line(tmp_path, name, text, says):
@@ -100,3 +106,41 @@ def test_a_missing_file(tmp_path):
 def test_a_file_that_never_ends_is_refused_after_the_bound(tmp_path):
     with pytest.raises(UsageError, match=r"/dev/zero: it holds more than 16,777,216 bytes"):
         read_goals(Path("/dev/zero"))  # read whole, it would take every byte of memory
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        (
+            "test -f b.txt || true",
+            "line 2: accept: `test -f b.txt || true` holds the shell operator",
+        ),
+        ("echo done", "line 2: accept: `echo done` always succeeds, so it proves nothing"),
+        (  # the interpreter by its path: found whatever PATH holds
+            f"{sys.executable} -m pytest --collect-only",
+            f"line 2: accept: `{sys.executable} -m pytest --collect-only` runs no test",
+        ),
+    ],
+)
+def test_an_acceptance_command_that_accept_would_refuse_is_named_in_one_line(
+    tmp_path, command, says
+):
+    """As `--accept` checks a run's commands before it starts, as far as no repository state
+    decides it: the file is refused before any run starts, which each would refuse."""
+    file = tmp_path / "g.jsonl"
+    lines = [{"goal": "a", "accept": ["test -f a.txt"]}, {"goal": "b", "accept": [command]}]
+    file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(UsageError) as err:
+        read_goals(file, tmp_path)
+    assert err.value.one_line().startswith(f"{file}: {says}"), err.value.one_line()
+    assert "--accept" not in err.value.one_line() and "\n" not in err.value.one_line()
+    assert len(read_goals(file)) == 2  # without a repository, nothing is asked of them
+
+
+def test_an_acceptance_command_whose_program_is_not_here_is_left_to_its_run(tmp_path):
+    """The program may be in the run's worktree (its branch), not in this checkout."""
+    file = tmp_path / "g.toml"
+    file.write_text('[[goals]]\ngoal = "a"\naccept = ["./check.sh --all", "no-such-program -q"]\n')
+    assert read_goals(file, tmp_path) == [
+        Goal(goal="a", accept=("./check.sh --all", "no-such-program -q"))
+    ]

@@ -1,4 +1,10 @@
-"""The goals of a batch file: TOML `[[goals]]` tables, or JSON lines, one goal each, checked."""
+"""The goals of a batch file: TOML `[[goals]]` tables, or JSON lines, one goal each, checked.
+
+Each goal's acceptance commands are checked as `--accept` checks a run's before anything
+starts (`acceptance.problem`), as far as the repository's state does not decide it: a shell
+operator, a command that cannot fail, one that runs no test. Whether the program exists is
+left to each run, which looks in its own worktree.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +19,12 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
+from pydantic_core import PydanticCustomError
 
+from agent_cli.agent.judge import acceptance
 from agent_cli.core import strictjson
 from agent_cli.core.errors import UsageError
 from agent_cli.core.text import blank, unusable
@@ -24,8 +33,17 @@ TOML_SUFFIXES = (".toml",)
 # Each goal and acceptance command is one argument of its run's command line, which the
 # kernel bounds (128 KiB an argument, and the whole line with the environment).
 MAX_FIELD_BYTES = 32_000
+# A goal and all its acceptance commands together: the system bounds the whole command line
+# (with the environment) too, and a run it cannot start is a goal that fails.
+MAX_GOAL_BYTES = 128_000
 # The whole file, read at most this far: a device that never ends (/dev/zero) is no goals file.
 MAX_FILE_BYTES = 16 * 1024 * 1024
+REFUSED = "acceptance_command"  # what `--accept` would refuse
+TOO_LONG = "command_line"  # a goal and its commands too long for one command line
+_HINTS = {
+    REFUSED: "",  # its message says what to give instead
+    TOO_LONG: "put long checks in a script, and give the command that runs it",
+}
 _EXAMPLE = '[[goals]]\ngoal = "Add a median function"\naccept = ["pytest -q"]'
 
 
@@ -51,12 +69,28 @@ class Goal(BaseModel):
 
     @field_validator("accept")
     @classmethod
-    def _commands(cls, accept: tuple[str, ...]) -> tuple[str, ...]:
+    def _commands(cls, accept: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         if any(not cmd.strip() for cmd in accept):
             raise ValueError("an acceptance command is empty")
         why = next((w for cmd in accept if (w := unusable(cmd) or _too_long(cmd))), "")
         if why:
             raise ValueError(f"an acceptance command {why}")
+        goal = info.data.get("goal", "")
+        size = sum(len(text.encode("utf-8")) for text in (goal, *accept))
+        if size > MAX_GOAL_BYTES:
+            raise PydanticCustomError(
+                TOO_LONG,
+                "the goal and its acceptance commands are {size} bytes together (at most "
+                "{most}: they go on one command line)",
+                {"size": f"{size:,}", "most": f"{MAX_GOAL_BYTES:,}"},
+            )
+        root = (info.context or {}).get("root")
+        if isinstance(root, Path):
+            for cmd in accept:
+                refused = acceptance.problem(cmd, root)
+                # a missing program may be in the run's worktree, and is checked there
+                if refused and not acceptance.missing(cmd, root):
+                    raise PydanticCustomError(REFUSED, "{why}", {"why": refused})
         return accept
 
 
@@ -67,9 +101,10 @@ def _too_long(text: str) -> str:
     return ""
 
 
-def read_goals(path: Path) -> list[Goal]:
+def read_goals(path: Path, root: Path | None = None) -> list[Goal]:
     """The goals in `path` (TOML when it ends in .toml, else JSON lines); a UsageError naming
-    the file, the goal and the field when one is wrong."""
+    the file, the goal and the field when one is wrong. With `root` (the repository), each
+    acceptance command is checked as `--accept` would be, as far as no repository state says."""
     try:
         with path.open("rb") as f:  # a pipe (<(…)) is read too, as far as the bound
             data = f.read(MAX_FILE_BYTES + 1)
@@ -84,7 +119,7 @@ def read_goals(path: Path) -> list[Goal]:
     raw = _toml(path, text) if path.suffix in TOML_SUFFIXES else _json_lines(path, text)
     if not raw:
         raise UsageError(f"the batch file {path} holds no goal", f"write goals like: {_EXAMPLE}")
-    return [_goal(path, where, item) for where, item in raw]
+    return [_goal(path, where, item, root) for where, item in raw]
 
 
 def _toml(path: Path, text: str) -> list[tuple[str, Any]]:
@@ -124,17 +159,20 @@ def _json_lines(path: Path, text: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _goal(path: Path, where: str, item: Any) -> Goal:
+def _goal(path: Path, where: str, item: Any, root: Path | None = None) -> Goal:
     if not isinstance(item, dict):
         raise UsageError(f"{path}: {where} is not a table of goal, accept, max_steps, budget_usd")
     if isinstance(item.get("accept"), str):
         item = {**item, "accept": [item["accept"]]}
     try:
-        return Goal.model_validate(item)
+        return Goal.model_validate(item, context={"root": root})
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "goal"
-        raise UsageError(
-            f"{path}: {where}: {field}: {str(err['msg']).removeprefix('Value error, ')}",
+        hint = _HINTS.get(
+            err["type"],
             "each goal takes goal (required), accept (a list of commands), max_steps, budget_usd",
+        )
+        raise UsageError(
+            f"{path}: {where}: {field}: {str(err['msg']).removeprefix('Value error, ')}", hint
         ) from None

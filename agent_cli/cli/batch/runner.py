@@ -52,7 +52,7 @@ def run_batch(opts: BatchOptions) -> int:
     from agent_cli.cli.shared import find_repo
 
     repo = find_repo(opts.repo)
-    goals = read_goals(opts.file)
+    goals = read_goals(opts.file, repo)
     flags = {"model": opts.model, "base_url": opts.base_url}
     settings = load_settings(repo, {**flags, "approval": "auto" if opts.yes else None})
     state_dir = settings.state_dir(repo)
