@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import git
@@ -95,3 +96,33 @@ def status(where: Path) -> str:
         text=True,
         check=True,
     ).stdout
+
+
+# A stand-in for `agent run --worktree --json ... -- GOAL` (a `python -c` one-liner, no agent):
+# what the batch reads of a run is its JSON events, its exit and its signals. By its goal's
+# words: "waits" until SIGTERM, "costly" spends $0.30 then waits, "fails" fails with a message
+# naming its goal, else it is verified. On SIGTERM it says run_done (interrupted) and takes
+# half a second, as a run saving its state does, before it exits 130.
+FAKE_RUN = """
+import json, os, signal, sys, time
+goal, rid = sys.argv[-1], f"r{os.getpid()}"
+def say(**ev):
+    print(json.dumps({**ev, "run_id": rid}), flush=True)
+def stop(signum, frame):
+    say(event="run_done", status="interrupted", steps=1, message="stopped")
+    time.sleep(0.5)
+    sys.exit(130)
+signal.signal(signal.SIGTERM, stop)
+say(event="run_started", branch="", base="main")
+if "costly" in goal:
+    say(event="tool_result", step=1, cost_usd=0.3)
+if "waits" in goal or "costly" in goal:
+    while True:
+        time.sleep(0.05)
+if "fails" in goal:
+    why = f"model 'nope' is not served\\nfor {goal}"
+    say(event="run_done", status="failed", steps=0, message=why)
+    sys.exit(1)
+say(event="run_done", status="verified", steps=1)
+"""
+FAKE_ARGV0 = [sys.executable, "-c", FAKE_RUN]

@@ -7,15 +7,21 @@ gone) sends SIGTERM to every running group, which a run takes as Ctrl-C from its
 moment (SIGINT would not do: a batch started in the background of a script hands its runs
 SIGINT ignored), and the driver waits for each to save its state and exit; a second stop
 (Ctrl-C, SIGTERM, SIGHUP) waits too, and a run that does not exit within `STOP_GRACE_S` is
-killed. No process outlives the batch, and a run whose batch was killed stops as interrupted
-when its events find no reader. A run killed by a signal (the OOM killer's SIGKILL, the
-batch's own after the grace) is recorded as `agent runs` shows it, the signal named. A shared
-budget starts no new run once spent, gives each run what is left, and stops the running ones
-(SIGTERM, state saved) when their spend together reaches it.
+killed. An error of the batch's own stops the runs the same way before it is said (`failure`),
+so that the record is still written. A goal whose run cannot be started at all (the system
+refuses its command line, has no file descriptor left, ...) fails with the system's reason,
+and the others go on. No process outlives the batch, and a run whose batch was killed stops
+as interrupted when its events find no reader. A run killed by a signal (the OOM killer's
+SIGKILL, the batch's own after the grace) is recorded as `agent runs` shows it, the signal
+named. A shared budget starts no new run once spent, gives each run what is left, and stops
+the running ones (SIGTERM, state saved) when their spend together reaches it: such a run is
+`budget_exhausted`, in its progress line as in the table.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import queue
@@ -92,11 +98,16 @@ class Job:
             self.done_seen = True
             self.run_id = str(ev.get("run_id") or self.run_id)
             self.branch = str(ev.get("branch") or self.branch)
-            self.status = str(ev.get("status", "failed"))
+            self.status = self.budget_said(str(ev.get("status", "failed")))
             self.steps = int(ev.get("steps", self.steps))
             self.cost_usd = float(ev.get("cost_usd", self.cost_usd))
             self.message = str(ev.get("message", ""))
             self.proofs = [t.get("proof") for t in ev.get("tasks") or [] if isinstance(t, dict)]
+
+    def budget_said(self, status: str) -> str:
+        """`status` as the batch says it: a run it stopped for its shared budget stopped as
+        interrupted, and is `budget_exhausted` (its progress line and the table say the same)."""
+        return "budget_exhausted" if self.budget_stopped and status == "interrupted" else status
 
     def killed(self) -> str:
         """How the run's process was killed ("" when it exited)."""
@@ -177,6 +188,7 @@ class Batch:
         self.launch, self.width, self.budget = launch, max(1, jobs), budget_usd
         self.on_event, self.on_change = on_event, on_change
         self.interrupted = False
+        self.failure: Exception | None = None  # an error of the batch's own, said after the record
         self.reader_gone = False  # what read the batch's output closed it
         self._stopping = False
         self._lines: queue.Queue[tuple[Job, bytes | None]] = queue.Queue()
@@ -199,6 +211,10 @@ class Batch:
             except KeyboardInterrupt:
                 self.interrupted = True
                 self._stop_all()
+            except Exception as e:  # the batch's own: its runs stop as on Ctrl-C, state saved
+                self.failure = e
+                with contextlib.suppress(Exception):  # what is left is killed below
+                    self._stop_all()
         finally:
             self._kill_left()
             reaper.kill_leftovers(spared)
@@ -249,6 +265,11 @@ class Batch:
             stopping.detach([sys.stdout.fileno()])  # what is left to flush goes nowhere
             if not self._stopping:
                 raise KeyboardInterrupt from None
+        except Exception:
+            if self.failure is None:
+                raise
+            # the batch is stopping on an error of its own (perhaps this very output's): the
+            # runs' saving their state matters more than showing it
 
     def _stop_all(self) -> None:
         """SIGTERM to every running run's process group, then wait for each to exit (a run
@@ -258,9 +279,10 @@ class Batch:
         for sig in stopping.STOPS:
             signal.signal(sig, self._stopped_again)
         self._stopping = True
+        why = "the batch stopped on an error" if self.failure else "the batch was interrupted"
         for job in self.jobs:
             if job.status == "waiting":
-                job.status, job.message = NOT_STARTED, "the batch was interrupted"
+                job.status, job.message = NOT_STARTED, why
         self._signal_live(signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_S
         while self._live and time.monotonic() < deadline:
@@ -293,22 +315,37 @@ class Batch:
                 return False
             budget = left if budget is None else min(budget, left)
         job.cap_usd = budget
-        self.launch.logs.mkdir(parents=True, exist_ok=True)
-        events = open(self.launch.logs / f"{job.index}.events.jsonl", "wb")  # noqa: SIM115
-        with open(self.launch.logs / f"{job.index}.stderr.txt", "wb") as err:
-            job.proc = subprocess.Popen(
-                self.launch.argv(job, budget),
-                cwd=self.launch.repo,
-                env=self.launch.env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                start_new_session=True,  # its own group: the batch forwards Ctrl-C itself
-            )
+        try:
+            events = self._spawn(job, budget)
+        except OSError as e:  # this goal's alone (its command line too long for the system,
+            # no file descriptor left, ...): it fails, and the batch goes on with the others
+            job.status, job.message = "failed", f"its run could not be started: {_said(e)}"
+            self._tell(self.on_event, job, {"event": "job_done", **job.record()})
+            return True
         job.status, job.started = "starting", time.monotonic()
         self._live[job.index], self._logs[job.index] = job, events
         threading.Thread(target=self._read, args=(job,), daemon=True).start()
         return True
+
+    def _spawn(self, job: Job, budget: float | None) -> IO[bytes]:
+        """Start `job`'s run process; the file its events are copied to."""
+        self.launch.logs.mkdir(parents=True, exist_ok=True)
+        events = open(self.launch.logs / f"{job.index}.events.jsonl", "wb")  # noqa: SIM115
+        try:
+            with open(self.launch.logs / f"{job.index}.stderr.txt", "wb") as err:
+                job.proc = subprocess.Popen(
+                    self.launch.argv(job, budget),
+                    cwd=self.launch.repo,
+                    env=self.launch.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    start_new_session=True,  # its own group: the batch forwards Ctrl-C itself
+                )
+        except BaseException:
+            events.close()
+            raise
+        return events
 
     def _read(self, job: Job) -> None:
         assert job.proc is not None and job.proc.stdout is not None
@@ -350,8 +387,7 @@ class Batch:
             else:
                 job.status = "interrupted" if code == EXIT_INTERRUPTED else "failed"
                 job.message = job.message or tail
-        if job.budget_stopped and job.status == "interrupted":
-            job.status = "budget_exhausted"
+        job.status = job.budget_said(job.status)
         tree = saved.get("worktree")
         job.worktree = str(tree) if isinstance(tree, str) and tree and Path(tree).is_dir() else ""
         self._tell(self.on_event, job, {"event": "job_done", **job.record()})
@@ -389,11 +425,13 @@ class Batch:
             _signal_group(job, sig)
 
     def exit_code(self) -> int:
-        """In this order: 130 the batch was interrupted; 1 a run failed (an error); 130 a run
-        was interrupted on its own (stopped, or killed by a signal: resumable); 4 a budget ran
-        out; 3 a run escalated; 0 every run verified."""
+        """In this order: 130 the batch was interrupted; 1 an error of the batch's own, or a
+        run failed (an error); 130 a run was interrupted on its own (stopped, or killed by a
+        signal: resumable); 4 a budget ran out; 3 a run escalated; 0 every run verified."""
         if self.interrupted:
             return EXIT_INTERRUPTED
+        if self.failure is not None:
+            return EXIT_ERROR
         ended = (EXIT_OK, EXIT_ESCALATED, EXIT_BUDGET, EXIT_INTERRUPTED, None)
         if any(
             (j.status == "failed" or (j.exit_code not in ended and not j.signum))
@@ -421,6 +459,14 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:  # a real-time signal has no name of its own
         return ""
+
+
+def _said(e: OSError) -> str:
+    """The system's reason, in one line: `Argument list too long (E2BIG): /usr/bin/python3`."""
+    said = " ".join((e.strerror or str(e)).split())
+    code = errno.errorcode.get(e.errno or 0, "")
+    said += f" ({code})" if code else ""
+    return f"{said}: {e.filename}" if e.filename else said
 
 
 def _isatty(fd: int) -> bool:

@@ -26,7 +26,7 @@ from agent_cli.cli.config.settings import Settings, load_settings
 from agent_cli.cli.worktree import check_new
 from agent_cli.core.atomic import write_atomic
 from agent_cli.core.errors import ModelError, UsageError
-from agent_cli.core.redact import redact_all
+from agent_cli.core.redact import redact, redact_all
 from agent_cli.ui.batch_view import BatchRow, BatchView
 from agent_cli.workspace.git.exclude import exclude_state_dir
 
@@ -86,7 +86,8 @@ def _run(
     state_dir = settings.state_dir(repo)
     flags = {"model": opts.model, "base_url": opts.base_url}
     run_args = [a for k, v in flags.items() if v for a in (f"--{k.replace('_', '-')}", v)]
-    emit = JsonStream(settings.secrets()) if opts.json_out else None
+    secrets = settings.secrets()  # masked in all it shows, as in batch.json
+    emit = JsonStream(secrets) if opts.json_out else None
     title = f"batch {batch_id}: {len(goals)} goals, {opts.jobs} at a time"
     view = None if emit else BatchView(title)
     batch = Batch(
@@ -95,7 +96,7 @@ def _run(
         opts.jobs,
         opts.budget_usd,
         on_event=emit.run_event if emit else lambda job, ev: None,
-        on_change=(lambda jobs: view.update(rows(jobs))) if view else lambda jobs: None,
+        on_change=(lambda jobs: view.update(rows(jobs, secrets))) if view else lambda jobs: None,
     )
     started = utc_now()
     if emit:
@@ -109,7 +110,9 @@ def _run(
             }
         )
     code = batch.run()
-    found = overlaps(repo, mergeable(batch.jobs), settings.secrets())
+    found = overlaps(repo, mergeable(batch.jobs), secrets)
+    failure = batch.failure
+    error = f"internal error: {type(failure).__name__}: {failure}" if failure else None
     path = home / "batch.json"
     record = {
         "batch_id": batch_id,
@@ -124,9 +127,10 @@ def _run(
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "runs": [job.record() for job in batch.jobs],
         "overlaps": [o.record() for o in found],
+        "error": error,  # the batch's own, which stopped its runs (each saved to resume)
     }
     home.mkdir(parents=True, exist_ok=True)
-    masked = redact_all(record, settings.secrets())
+    masked = redact_all(record, secrets)
     write_atomic(path, json.dumps(masked, indent=1, ensure_ascii=False) + "\n")
     if emit:
         emit.line(
@@ -142,8 +146,12 @@ def _run(
         )
     else:
         assert view is not None
-        view.summary(rows(batch.jobs), headline(batch.jobs, code), [o.line() for o in found])
+        view.summary(
+            rows(batch.jobs, secrets), headline(batch.jobs, code), [o.line() for o in found]
+        )
         print(path, flush=True)
+    if failure is not None:  # said last, as any internal error is, once the record is written
+        raise failure
     return code
 
 
@@ -163,20 +171,21 @@ def confirm(goals: int, json_out: bool) -> None:
         raise UsageError("the batch was not approved; nothing was started")
 
 
-def rows(jobs: list[Job]) -> list[BatchRow]:
-    """The table's rows."""
+def rows(jobs: list[Job], secrets: tuple[str, ...] = ()) -> list[BatchRow]:
+    """The table's rows, each text redacted (`secrets` and the known key shapes) as batch.json
+    is: a goal may hold a key."""
     return [
         BatchRow(
             index=j.index,
-            goal=j.goal.goal,
+            goal=redact(j.goal.goal, secrets),
             status=j.status,
             task=j.task,
             tasks=j.tasks,
             steps=j.steps,
             cost_usd=j.cost_usd,
             run_id=j.run_id,
-            note=next_step(j),
-            killed=j.killed(),
+            note=redact(next_step(j), secrets),
+            killed=redact(j.killed(), secrets),
         )
         for j in jobs
     ]
@@ -192,8 +201,13 @@ def _to_merge(job: Job) -> bool:
 
 
 def next_step(job: Job) -> str:
-    """What the human does next with this run (after how it was killed, when it was)."""
-    parts = [job.killed()] if job.killed() else []
+    """What the human does next with this run (after how it was killed, when it was, and why
+    it failed, when it did: a resume would meet the same reason)."""
+    killed = job.killed()
+    parts = [killed] if killed else []
+    why = " ".join(job.message.split())
+    if job.status == "failed" and why:  # its message starts with how it was killed, if it was
+        parts = [why] if killed and why.startswith(killed) else [*parts, why]
     if _to_merge(job):
         return "; ".join([*parts, f"git merge {job.branch}"])
     if job.worktree:
