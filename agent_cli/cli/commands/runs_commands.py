@@ -61,11 +61,12 @@ def list_runs(repo_opt: Path | None, json_out: bool) -> None:
 def _strays_named(row: dict[str, Any], root: Path) -> dict[str, Any]:
     """A run's row whose worktree folder is no longer a work tree of the repository at `root`
     (emptied, or its files replaced, by hand): the folder is its `stray_folder`, not its
-    `worktree`, which a script would take for the run's checkout and work in."""
-    from agent_cli.workspace.git.worktree import is_linked_tree
+    `worktree`, which a script would take for the run's checkout and work in. A tree that
+    moved with the checkout is still the run's (`moved_with`)."""
+    from agent_cli.workspace.git.worktree import is_linked_tree, moved_with
 
     tree = row.get("worktree")
-    if not tree or is_linked_tree(Path(tree), root):
+    if not tree or is_linked_tree(Path(tree), root) or moved_with(Path(tree), root):
         return row
     return {**{k: v for k, v in row.items() if k != "worktree"}, "stray_folder": tree}
 

@@ -141,6 +141,17 @@ def is_linked_tree(folder: Path, root: Path) -> bool:
     )
 
 
+def moved_with(folder: Path, root: Path) -> bool:
+    """Whether `folder` is a linked work tree of the repository at `root` that moved with it
+    (the checkout was renamed): its `.git` file names an admin directory `worktrees/NAME`
+    where the repository was, which is gone, and the repository has one of that name now.
+    Git's links are stale until a resume, rewind or clean tells git; it is no stray."""
+    gitdir, common = _gitdir(folder), _repository_dir(root)
+    if gitdir is None or common is None or gitdir.exists() or gitdir.parent.name != "worktrees":
+        return False
+    return (common / "worktrees" / gitdir.name).is_dir()
+
+
 def _repository_dir(tree: Path) -> Path | None:
     """The git directory of the repository whose work tree `tree` is (its common one)."""
     dot_git = tree / ".git"
