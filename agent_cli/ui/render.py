@@ -529,7 +529,9 @@ def runs_view(rows: list[dict[str, Any]]) -> RenderableType:
             head = Text(run_id, style="cyan")
             head.append(f"  {_local_time(r.get('started_at', ''))}")
             steps = _steps(int(r.get("steps", 0) or 0))
-            body = Text(f"{status}, {steps}" + (f": {where}" if where else ""))
+            if status != "starting":  # a run still planning has taken no step to count
+                status = f"{status}, {steps}"
+            body = Text(status + (f": {where}" if where else ""))
             body.append("\n" + clean(str(r.get("goal", ""))))
             items.append(stacked_item(head, body, width))
         return Group(*items)

@@ -452,7 +452,7 @@ def test_a_rewound_state_forgets_the_later_tasks_and_their_facts():
     assert state.facts == ["task 1 verified (cmd): one"] and state.last_error is None
 
 
-def test_runs_shows_a_live_run_where_its_journal_says_and_a_starting_one(agent, repo):
+def test_runs_shows_a_live_run_where_its_journal_says_and_a_starting_one(agent, repo, monkeypatch):
     import json
 
     from agent_cli.agent.run.journal import JournalEntry
@@ -512,8 +512,12 @@ def test_runs_shows_a_live_run_where_its_journal_says_and_a_starting_one(agent, 
                 os.getpid(),
             )
             assert shown(planning)["status"] == f"starting: pid {os.getpid()}"
-            code, out, _ = agent("runs", "--repo", str(repo))
-            assert f"run-new starting: pid {os.getpid()}" in " ".join(out.split()), out
+            for columns in ("120", "60"):  # a line of the table, or stacked when narrow
+                monkeypatch.setenv("COLUMNS", columns)
+                code, out, _ = agent("runs", "--repo", str(repo))
+                said = " ".join(out.split()[out.split().index("run-new") :])
+                assert said.startswith("run-new"), out
+                assert f"starting: pid {os.getpid()}" in said and "0 steps" not in said, out
             new.path.write_text(json.dumps({**holder, "goal": "Add a mode function"}))
             assert rows()["run-new"]["goal"] == "Add a mode function"  # when its lock says it
         code, _, err = agent("rewind", "run-live", "--yes", "--repo", str(repo))
