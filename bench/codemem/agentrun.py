@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_cli.agent.learn import codemap, lexical
 from agent_cli.cli.wiring import RunOptions, execute
 from agent_cli.llm.fake.server import FakeOpenAIServer
 
@@ -53,6 +54,17 @@ class Recorded:
     def run_id(self) -> str:
         return str(self.events[-1].get("run_id", "")) if self.events else ""
 
+    @property
+    def why(self) -> str:
+        """What the last failed check said, in brief: its first line and its last ("" when
+        no check failed)."""
+        for event in reversed(self.events):
+            if event.get("event") == "verify" and not event.get("passed"):
+                said = [s.strip() for s in str(event.get("reason", "")).splitlines() if s.strip()]
+                brief = said[0] if len(said) < 2 else f"{said[0]} ... {said[-1]}"
+                return brief if len(brief) <= 300 else brief[:299] + "…"
+        return ""
+
 
 def run(repo: Path, goal: str, script: list[Step], home: Path, plan_only: bool = False) -> Recorded:
     """`agent run GOAL --yes --json [--plan-only]` in `repo` with its state in `home`."""
@@ -84,6 +96,16 @@ def run(repo: Path, goal: str, script: list[Step], home: Path, plan_only: bool =
         server.stop()
     events = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
     return Recorded(code, events, server.chat_requests, arrived)
+
+
+def as_new_process() -> None:
+    """Forget what an earlier run in this process read and would reuse, as a new `agent run`
+    process starts without it: the code map of the repository and the words of names. The
+    embedder stays loaded (a new process loads it in a worker while git checks the
+    repository)."""
+    codemap._READ.clear()
+    lexical._token_words.cache_clear()
+    lexical._part_of.cache_clear()
 
 
 def scratch_dir(keep: Path | None) -> Path:

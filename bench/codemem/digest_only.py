@@ -51,7 +51,10 @@ def learned_in(scn: scenarios.Scenario, work: Path, cache: Path) -> learn.Learne
     runs A), so that a call with other pairs never reuses what a narrower one learned."""
     pairs = ",".join(sorted(p.id for p in scn.pairs))
     saved = work / f"{scn.project.name}.learned.json"
-    if saved.exists() and json.loads(saved.read_text()).get("pairs") != pairs:
+    if saved.exists() and (
+        json.loads(saved.read_text()).get("pairs") != pairs
+        or json.loads(saved.read_text()).get("failed")  # run them again, as run.py does
+    ):
         for built in (work / "stores").glob(f"{scn.project.name}-*"):
             shutil.rmtree(built)  # built from the other runs A
         saved.unlink()
@@ -109,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 **{**scn.__dict__, "pairs": tuple(p for p in scn.pairs if p.id.endswith(kinds))}
             )
         got = learned_in(scn, work, args.cache)
+        for line in got.failed:  # its pair is a miss
+            print(f"run A failed: {line}")
         git(got.repo, "checkout", "-q", "-f", "main")
         git(got.repo, "clean", "-fdq")
         for size in sizes:

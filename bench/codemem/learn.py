@@ -8,7 +8,11 @@ the agent's own `export`: those records are what every system learned.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,10 @@ from scenarios import Pair, Scenario
 
 from agent_cli.memory.embed import WordLlamaEmbedder
 from agent_cli.memory.longterm.chroma import LongTermMemory
+from agent_cli.memory.longterm.records import one_line
+
+BENCH_SOURCE = Path(__file__).resolve().parent
+AGENT_SOURCE = BENCH_SOURCE.parents[1] / "agent_cli"
 
 
 @dataclass
@@ -30,7 +38,12 @@ class Learned:
     repo: Path
     records: list[dict[str, Any]]
     owner: dict[str, str]  # record id -> pair id
-    failed: list[str]  # pairs whose run A did not end verified
+    failed: list[str]  # "pair: why" of each run A that did not end verified
+
+    def lacking(self, needed: set[str]) -> list[str]:
+        """The kinds of item among `needed` (fact, note, procedure) the runs A left none of."""
+        kinds = {r["metadata"].get("kind") for r in self.records}
+        return [k for k in ("fact", "note", "procedure") if k in needed and k not in kinds]
 
 
 def script_a(scn: Scenario, pair: Pair) -> list[agentrun.Step]:
@@ -75,16 +88,26 @@ def learn(scn: Scenario, cache: Path, work: Path) -> Learned:
     failed = []
     for pair in scn.pairs:
         git(repo, "checkout", "-q", "main")
+        before = git(repo, "rev-parse", "main").strip()
         if pair.need == "fix":
             commit_files(repo, break_files(repo, pair), f"regression for {pair.id}")
-        done = agentrun.run(repo, pair.a_goal, script_a(scn, pair), home)
-        owner_of_run[done.run_id] = pair.id
-        status = done.events[-1].get("status") if done.events else None
-        if done.code != 0 or status != "verified":
-            failed.append(f"{pair.id}: exit {done.code}, {status}")
+        why = ""
+        try:
+            done = agentrun.run(repo, pair.a_goal, script_a(scn, pair), home)
+        except Exception as e:  # a run that crashes is one failed run A
+            why = f"{type(e).__name__}: {one_line(str(e), 200)}"
+        else:
+            status = done.events[-1].get("status") if done.events else None
+            if done.code != 0 or status != "verified":
+                why = f"exit {done.code}, {status}" + (f" ({done.why})" if done.why else "")
+        if why:  # its pair is a miss: what the run left (a note, its episode) is no pair's
+            failed.append(f"{pair.id}: {why}")
+            # main as it was before this pair: a fix pair's regression is not left on it
             git(repo, "checkout", "-q", "-f", "main")
+            git(repo, "reset", "-q", "--hard", before)
             git(repo, "clean", "-fdq")
             continue
+        owner_of_run[done.run_id] = pair.id
         branch = str(done.events[-1]["branch"])
         git(repo, "checkout", "-q", "main")
         git(repo, "merge", "-q", "--ff-only", branch)
@@ -107,31 +130,49 @@ def learn(scn: Scenario, cache: Path, work: Path) -> Learned:
 
 
 def source_key(scn: Scenario) -> str:
-    """What runs A depend on: the pairs, the project, and the agent's own source."""
-    import hashlib
-
+    """What runs A depend on: the pairs, the project, the agent's own source, the benchmark's
+    own code (the scripted replies, how runs are made) and the Python and pytest that the runs
+    A's checks start (`python -m pytest`, found on PATH as the agent finds it)."""
     h = hashlib.sha256(repr(scn).encode())
-    root = Path(__file__).resolve().parents[2] / "agent_cli"
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    for root, pattern in ((AGENT_SOURCE, "**/*.py"), (BENCH_SOURCE, "*.py")):
+        for path in sorted(root.glob(pattern)):
+            h.update(f"{root.name}/{path.relative_to(root)}".encode() + b"\0" + path.read_bytes())
+    h.update(checker_version().encode())
     return h.hexdigest()[:20]
 
 
-def learn_cached(scn: Scenario, cache: Path, work: Path, fresh: bool = False) -> Learned:
-    """`learn`, or its saved result when neither the pairs nor the agent's source changed."""
-    import shutil
+@functools.cache
+def checker_version() -> str:
+    """The versions of the Python and pytest that `python -m pytest` runs here."""
+    try:
+        got = subprocess.run(
+            ["python", "-c", "import sys, pytest; print(sys.version, pytest.__version__)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"no python: {e}"
+    return (got.stdout or got.stderr).strip()
 
+
+def learn_cached(scn: Scenario, cache: Path, work: Path, fresh: bool = False) -> Learned:
+    """`learn`, or its saved result when neither the pairs, the agent's or the benchmark's code
+    nor the checks' Python and pytest changed. Only runs A that all ended verified are saved:
+    a failed one (an environment's or the agent's) is run again by the next call."""
     saved = cache / "learned" / f"{scn.project.name}-{source_key(scn)}"
     repo = work / scn.project.name
     for earlier in (repo, work / f"{scn.project.name}-learn-home"):  # a kept --work DIR's
         shutil.rmtree(earlier, ignore_errors=True)
     if not fresh and (saved / "done.json").exists():
-        shutil.copytree(saved / "repo", repo)
         data = json.loads((saved / "done.json").read_text())
-        return Learned(scn, repo, data["records"], data["owner"], data["failed"])
+        if not data["failed"]:  # an earlier version saved failed runs A too: not those
+            shutil.copytree(saved / "repo", repo)
+            return Learned(scn, repo, data["records"], data["owner"], [])
     got = learn(scn, cache, work)
     shutil.rmtree(saved, ignore_errors=True)
-    shutil.copytree(repo, saved / "repo", symlinks=True)
-    done = {"records": got.records, "owner": got.owner, "failed": got.failed}
-    (saved / "done.json").write_text(json.dumps(done))
+    if not got.failed:
+        shutil.copytree(repo, saved / "repo", symlinks=True)
+        done = {"records": got.records, "owner": got.owner, "failed": []}
+        (saved / "done.json").write_text(json.dumps(done))
     return got

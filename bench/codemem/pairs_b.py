@@ -20,7 +20,8 @@ from scenarios import Pair
 from agent_cli.core import tokens
 from agent_cli.memory.embed import WordLlamaEmbedder
 
-SYSTEMS = ("agent", "memory_md", "vector_topk", "none")
+SYSTEMS = ("agent", "trivial", "memory_md", "vector_topk", "none")
+MEASURED = ("agent", "none")  # real runs; the others are simulated: blocks put in none's requests
 NEED_KIND = {"procedure": ("procedure",), "note": ("note",), "fact": ("fact",)}
 
 
@@ -39,7 +40,7 @@ class Outcome:
     requests: int
     stale_sent: int
     poison_unfenced: int
-    latency_s: float
+    latency_s: float | None  # agent: its first request's arrival minus none's; None: simulated
     detail: str = ""  # for a miss by `agent`: what it recalled instead
 
     def to_dict(self) -> dict[str, Any]:
@@ -170,19 +171,19 @@ def warm(learned: Learned, home: Path) -> Path:
 
 
 def evaluate(
-    learned: Learned,
-    sizes: list[int],
-    work: Path,
-    embedder: WordLlamaEmbedder,
-    none_runs: dict[str, agentrun.Recorded],
+    learned: Learned, sizes: list[int], work: Path, embedder: WordLlamaEmbedder
 ) -> list[Outcome]:
-    """Every pair of a project at every store size, for the four systems."""
+    """Every pair of a project at every store size, for every system. At each size the pair's
+    `agent` run and its run without memory (`none`) go back to back, each first in turn, so
+    that the load of the machine weighs on both alike: the difference of their first
+    requests' arrival is one sample of the added latency."""
     out: list[Outcome] = []
     owner = owner_map(learned)
     name = learned.scenario.project.name
     none_home = work / f"{name}-none"
-    if not none_runs:
-        shutil.rmtree(none_home, ignore_errors=True)  # a kept --work DIR's, from an earlier run
+    shutil.rmtree(none_home, ignore_errors=True)  # a kept --work DIR's, from an earlier run
+    warm(learned, none_home)
+    turn = 0
     for size in sizes:
         shared = size > sum(stores.counted(r) for r in learned.records)
         built: dict[str | None, tuple[Path, list[dict[str, Any]]]] = {}
@@ -197,12 +198,15 @@ def evaluate(
             home, records = built[key]
             items = [r for r in records if stores.counted(r)]
             need = needed(learned, pair)
-            if pair.id not in none_runs:
-                if not none_home.exists():
-                    warm(learned, none_home)
-                none_runs[pair.id] = run_b(learned, pair, none_home, f"none-{pair.id}")
-            none = none_runs[pair.id]
-            done = run_b(learned, pair, home, f"agent-{size}")
+            ran: dict[str, agentrun.Recorded] = {}
+            for system in ("none", "agent") if turn % 2 == 0 else ("agent", "none"):
+                if system == "agent":
+                    agentrun.as_new_process()
+                    ran[system] = run_b(learned, pair, home, f"agent-{size}")
+                else:
+                    ran[system] = run_b(learned, pair, none_home, f"none-{size}-{pair.id}")
+            turn += 1
+            done, none = ran["agent"], ran["none"]
             stale = stale_ids(records, learned.repo)
             texts = [score.request_text(r) for r in done.requests]
             seen = [score.read(t, stores.POISON_MARK) for t in texts]
@@ -212,8 +216,9 @@ def evaluate(
             got = judge("agent", pair, size, need, owner, stale, seen, extra)
             if key not in vectors:
                 vectors[key] = systems.VectorTopK(items, embedder)
+            vec = vectors[key]
             if not got.recalled:
-                got.detail = explain(seen, records, need, vectors[key], pair)
+                got.detail = explain(seen, records, need, vec, pair)
             out.append(got)
             base = [score.request_text(r) for r in none.requests]
             out.append(
@@ -228,41 +233,14 @@ def evaluate(
                     0.0,
                 )
             )
-            md, md_ids, md_s = systems.memory_md(items)
-            out.append(
-                simulated(
-                    "memory_md",
-                    pair,
-                    size,
-                    need,
-                    owner,
-                    stale,
-                    base,
-                    md,
-                    md_ids,
-                    md_s,
-                    fenced=False,
+            for system, (block, ids), fenced in (
+                ("trivial", systems.trivial(items), True),
+                ("memory_md", systems.memory_md(items), False),
+                ("vector_topk", vec.block(pair.b_goal), True),
+            ):
+                out.append(
+                    simulated(system, pair, size, need, owner, stale, base, block, ids, fenced)
                 )
-            )
-            if key not in vectors:
-                vectors[key] = systems.VectorTopK(items, embedder)
-            vec = vectors[key]
-            block, vec_ids, vec_s = vec.block(pair.b_goal)
-            out.append(
-                simulated(
-                    "vector_topk",
-                    pair,
-                    size,
-                    need,
-                    owner,
-                    stale,
-                    base,
-                    block,
-                    vec_ids,
-                    vec_s,
-                    fenced=True,
-                )
-            )
     git(learned.repo, "checkout", "-q", "-f", "main")
     return out
 
@@ -283,6 +261,8 @@ def explain(
         rec = by_id.get(i) or by_run.get(i)
         kind = str(rec["metadata"].get("kind") or rec["metadata"].get("doc")) if rec else "?"
         kinds[kind] = kinds.get(kind, 0) + 1
+    if not need:
+        return "its run A failed or left no item of the needed kind: nothing to recall"
     sim, rank = vec.closeness(pair.b_goal, need)
     listed = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "nothing"
     return f"sent {listed}; the needed item's cosine to B's goal {sim:.2f}, rank {rank}"
@@ -298,10 +278,10 @@ def simulated(
     base: list[str],
     block: str,
     ids: list[str],
-    took_s: float,
     fenced: bool,
 ) -> Outcome:
-    """A baseline's outcome: its block placed in each of the none run's requests."""
+    """A baseline's outcome: its block placed in each of the none run's requests. It is no
+    run of its own: it has no latency to measure."""
     n = max(len(base), 1)
     poison = sum(score.outside_fences(f"{block}\n{t}", stores.POISON_MARK) for t in base)
     return Outcome(
@@ -318,5 +298,5 @@ def simulated(
         poison_unfenced=poison
         if not fenced
         else sum(score.outside_fences(block, stores.POISON_MARK) for _ in base),
-        latency_s=took_s,
+        latency_s=None,
     )

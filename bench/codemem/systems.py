@@ -1,4 +1,12 @@
-"""The baselines, simulated from the same learned records: what each would put into B's requests.
+"""The baselines, simulated from the same records as the agent's store: what each would put
+into B's requests.
+
+- trivial: every note worded as a rule of the repository (by the agent's own test,
+  `rules.is_rule`: it opens with "Convention", "Pitfall", "Never", ... or speaks of "this
+  repository", "here", "every", ...) and the newest procedure of each test file (files as the
+  agent's `procedures.shape` reads a command), whatever the goal; fenced as the agent fences
+  retrieved memory. What a memory gets from the form of the items alone, with no ranking by
+  what run B is about.
 
 - memory_md: every learned item appended as one line to a MEMORY.md file in the order it was
   learned; the first 200 lines, at most 25 KB, are loaded into every request as the agent's
@@ -11,12 +19,14 @@
 from __future__ import annotations
 
 import random
-import time
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import numpy as np
 
+from agent_cli.agent.learn import procedures, rules
 from agent_cli.core.fences import retrieved_memory
+from agent_cli.core.protocols import Recalled
 from agent_cli.memory.embed import WordLlamaEmbedder
 
 MD_LINES, MD_BYTES, TOP_K = 200, 25_000, 5
@@ -30,9 +40,27 @@ def item_line(rec: dict[str, Any]) -> str:
     return f"- {kind} {rec['id']}: {text}"
 
 
-def memory_md(records: list[dict[str, Any]]) -> tuple[str, list[str], float]:
-    """The MEMORY.md block loaded into every request, the ids it holds, the seconds it took."""
-    start = time.monotonic()
+def trivial(records: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """The fenced block of every rule-like note and the newest procedure of each test file,
+    and the ids it holds."""
+    notes = [
+        r
+        for r in records
+        if r["metadata"].get("kind") == "note"
+        and rules.is_rule(cast(Recalled, SimpleNamespace(kind="note", text=r["document"])))
+    ]
+    newest: dict[str, dict[str, Any]] = {}
+    for rec in sorted(records, key=lambda r: str(r["metadata"].get("confirmed_at", ""))):
+        meta = rec["metadata"]
+        if meta.get("kind") == "procedure":
+            _, file, _ = procedures.shape(str(meta.get("command") or rec["document"]))
+            newest[file or rec["id"]] = rec
+    picked = [*notes, *newest.values()]
+    return retrieved_memory("\n".join(item_line(r) for r in picked)), [r["id"] for r in picked]
+
+
+def memory_md(records: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """The MEMORY.md block loaded into every request, and the ids it holds."""
     # Items learned in the same second are in no particular order: a seeded shuffle, then the
     # stable sort by time, so that no kind of item is first among equals.
     shuffled = list(records)
@@ -46,7 +74,7 @@ def memory_md(records: list[dict[str, Any]]) -> tuple[str, list[str], float]:
         lines.append(line)
         ids.append(rec["id"])
         used += len(line.encode()) + 1
-    return "\n".join(lines), ids, time.monotonic() - start
+    return "\n".join(lines), ids
 
 
 class VectorTopK:
@@ -67,12 +95,11 @@ class VectorTopK:
         best = [(float(sims[n]), order[n]) for n, r in enumerate(self.records) if r["id"] in ids]
         return max(best) if best else (0.0, 0)
 
-    def block(self, goal: str) -> tuple[str, list[str], float]:
-        """The fenced top-k block for `goal`, the ids in it, the seconds it took."""
-        start = time.monotonic()
+    def block(self, goal: str) -> tuple[str, list[str]]:
+        """The fenced top-k block for `goal`, and the ids in it."""
         q = np.asarray(self.embedder.embed([goal])[0], dtype=np.float32)
         q /= max(float(np.linalg.norm(q)), 1e-9)
         best = np.argsort(-(self.vecs @ q))[:TOP_K]
         picked = [self.records[int(i)] for i in best]
         text = retrieved_memory("\n".join(item_line(r) for r in picked))
-        return text, [r["id"] for r in picked], time.monotonic() - start
+        return text, [r["id"] for r in picked]

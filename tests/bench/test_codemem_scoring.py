@@ -65,14 +65,14 @@ def test_memory_md_keeps_the_first_200_lines_in_learning_order():
     records = [
         _note(i, f"note {i}", at=f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}") for i in range(300)
     ]
-    text, ids, _ = systems.memory_md(list(reversed(records)))
+    text, ids = systems.memory_md(list(reversed(records)))
     assert ids == [f"n{i}" for i in range(199)]  # the header is the first of the 200 lines
     assert len(text.splitlines()) == 200
 
 
 def test_memory_md_stops_at_25_kb():
     records = [_note(i, "x" * 1000, at=f"2026-01-01T00:00:{i:02d}") for i in range(40)]
-    text, ids, _ = systems.memory_md(records)
+    text, ids = systems.memory_md(records)
     assert len(text.encode()) <= 25_000 and len(ids) == 24
 
 
