@@ -113,7 +113,7 @@ def test_a_failed_runs_reason_and_the_keys_in_goals_are_shown_masked(
     for n, run in enumerate(record["runs"], 1):
         # the reason, one line, before how to resume
         note = f"{n}. model 'nope' is not served for fails: use {MASK}; {run['resume']}"
-        assert note in lines, said
+        assert note in " ".join(said.split()), said  # as one line, however wide the terminal
         assert run["message"] == f"model 'nope' is not served\nfor fails: use {MASK}"
 
 
