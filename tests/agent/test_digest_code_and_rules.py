@@ -52,6 +52,30 @@ def test_a_rule_of_the_repository_reaches_a_goal_that_shares_no_word_with_it(tmp
     assert sum(digest.cost(r) for r in got.items) <= 1500
 
 
+def test_the_rule_closest_to_the_goal_by_meaning_outranks_rules_that_only_share_its_names(
+    tmp_path,
+):
+    goal = "pad_row: why is it still the same as before, when it should not be?"
+    with LongTermMemory(tmp_path / "chroma", HashEmbedder()) as store:
+        _fill(store)
+        for i in range(30):  # rules naming the goal's function, about other work
+            store.curate(
+                f"Pitfall: pad_row in shop/table{i}.py is called from several places in this "
+                "repository; a change to what it returns must update every caller",
+                topic=TOPIC,
+                origin_event_id=f"p{i}",
+            )
+        closest = store.curate(  # by meaning the nearest of all, sharing no name with it
+            "Convention: when it is still the same as before, it should not be; why is it so",
+            topic=TOPIC,
+            origin_event_id="c",
+        )
+        got = digest.build(store, goal, [TOPIC], 1500, min_score=0.2)
+    notes = [r.id for r in got.items if r.kind == "note"]
+    assert notes[0] == closest
+    assert sum(digest.cost(r) for r in got.items) <= 1500
+
+
 def test_procedures_on_one_test_file_are_one_and_later_ones_are_brief():
     assert procedures.shape(f"{PYTEST} tests/test_a.py::test_x") == (
         f"{PYTEST} {{file}}",

@@ -9,7 +9,11 @@ goal), the names the items share with it (lexical.py: an embedding misses `bump_
 beside `bump_minor`) and the code it names (codemap.py: "number formatting" is number.py,
 which defines `intcomma`), fused (rank.py). Two kinds of item get a share of their own,
 ranked among their kind: the notes that state a rule of the whole repository (rules.py: a
-task needs them whatever its words), 30% of the share; and the ways to check work,
+task needs them whatever its words), 30% of the share, by the embedding's ranking of the notes
+(not of every kind: most rules of a large store are past its nearest hundred items), the
+names' and the code's fused, the two the embedding ranks closest first when above associate's
+floor (a close match by meaning says more than a name the goal shares with a rule about
+other work); and the ways to check work,
 one procedure per test file, the ones tied to the goal's code first, each after the first
 shown as its command on another target (procedures.py), a quarter. Then the other items by
 the fused rankings, an item that repeats one already taken in other words put off; then
@@ -54,6 +58,7 @@ FRAME_TOKENS = 27  # the block's header and its fence tags
 MORE_TOKENS = 32  # the line counting what was left out and naming the recall tool
 CHARS_PER_10_TOKENS = 31
 RULE_SHARE = 30  # percent of the share kept for the notes that state a rule of the repository
+CLOSEST_RULES = 2  # the rules first in their share by the embedding alone, when above its floor
 PROCEDURE_SHARE = 25  # percent kept for the ways to check work, one per test file
 WINDOW_SHARE = 50  # percent of what a request may take that the digest may take at most
 
@@ -189,7 +194,7 @@ def build(
     code_score = {r.id: score for score, r in tied}
     checks.sort(key=lambda r: -code_score.get(r.id, 0.0))  # stable: fused order within a score
     checks = procedures.one_per_file(checks)
-    standing = [*_ranked_among([r for r in items if rules.is_rule(r)], rankings), *checks]
+    standing = [*_rules_ranked(longterm, goal, topics, items, near, rankings, min_score), *checks]
     lead = [
         *_fitting([r for r in standing if r.kind == "note"], budget * RULE_SHARE // 100),
         *_fitting(procedures.briefly(checks), budget * PROCEDURE_SHARE // 100),
@@ -202,6 +207,39 @@ def build(
     # (items written since it was read)
     total = max(longterm.listed_count(topics, min_trust=MIN_TRUST), len(_unique([*near, *items])))
     return Digest(episodes + chosen, total - len(chosen))
+
+
+def _rules_ranked(
+    longterm: LongTermStore,
+    goal: str,
+    topics: list[str],
+    items: Sequence[Recalled],
+    near: Sequence[Recalled],
+    rankings: Sequence[Sequence[str]],
+    min_score: float,
+) -> list[Recalled]:
+    """The notes of `items` that state a rule of the repository, ranked among their kind: the
+    embedding's ranking of the notes (the nearest of every kind would leave out most rules of
+    a large store), the names' and the code's (`rankings` [1:]) fused; the `CLOSEST_RULES` the
+    embedding ranks first come first when closer than `min_score` (associate's floor), since a
+    close match by meaning says more than a name the goal shares with a rule about other work.
+    The notes are searched only when `near` (the nearest of every kind) lacks a rule of `items`."""
+    chosen = [r for r in items if rules.is_rule(r)]
+    if not {r.id for r in chosen} <= {r.id for r in near}:
+        near = longterm.associate(
+            goal,
+            k=NEAREST,
+            threshold=-1.0,
+            min_trust=MIN_TRUST,
+            kinds=("note",),
+            topics=topics,
+            count=False,
+        )
+    by_meaning = [r.id for r in near if rules.is_rule(r)]
+    ranked = _ranked_among(chosen, [by_meaning, *rankings[1:]])
+    score = {r.id: r.score for r in near}
+    closest = [i for i in by_meaning[:CLOSEST_RULES] if score[i] > min_score]
+    return sorted(ranked, key=lambda r: closest.index(r.id) if r.id in closest else len(closest))
 
 
 def _ranked_among(chosen: Sequence[Recalled], rankings: Sequence[Sequence[str]]) -> list[Recalled]:
