@@ -468,6 +468,7 @@ def execute(opts: RunOptions) -> int:
             allow_dirty=opts.allow_dirty,
             console=console,
             checkout=checkout,
+            goal=" ".join(redact(opts.goal or "", shown.secrets).split()),
         )
         try:
             return _execute(

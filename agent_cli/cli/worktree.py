@@ -172,6 +172,7 @@ def place_for(
     allow_dirty: bool,
     console: Console,
     checkout: RunLock | None = None,
+    goal: str = "",
 ) -> WorktreePlace | None:
     """The worktree the run works in, made or found again (for `resumed`, the run a resume
     holds); None for a run in the checkout.
@@ -194,7 +195,7 @@ def place_for(
                 'own (worktree = "auto")'
             )
         )
-    return _new(repo, state_dir, console)
+    return _new(repo, state_dir, console, goal)
 
 
 def check_new(repo: Path, state_dir: Path) -> None:
@@ -257,8 +258,9 @@ def _claimed(repo: Path, state_dir: Path, checkout: RunLock | None) -> bool:
     return True
 
 
-def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
-    """A fresh worktree at the user's HEAD; says so when the user's changes stay behind."""
+def _new(repo: Path, state_dir: Path, console: Console, goal: str = "") -> WorktreePlace:
+    """A fresh worktree at the user's HEAD; says so when the user's changes stay behind. The
+    run's lock holds its `goal` (masked) from the start, for `agent runs` to show as it plans."""
     main = GitRepo(repo)
     try:
         main.exclude_state(state_dir)  # the worktrees live inside it
@@ -279,7 +281,7 @@ def _new(repo: Path, state_dir: Path, console: Console) -> WorktreePlace:
     path = worktree_path(state_dir, run_id)
     lock = run_lock(state_dir, run_id, str(main_work_tree(repo).resolve()))  # as run_store has it
     lock.acquire()
-    lock.name(run_id)
+    lock.name(run_id, goal)
     trees = Worktrees(main.root)
     try:
         trees.add(path, head)

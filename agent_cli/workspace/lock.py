@@ -23,6 +23,7 @@ from agent_cli.core.errors import StorageError, WorkspaceError
 # Waits between tries at an flock another process holds: a probe's lasts a moment, a run's lasts.
 PROBE_RETRIES_S = (0.01, 0.02, 0.04, 0.0)
 MAX_HOLDER_BYTES = 64 * 1024  # the holder's few fields
+GOAL_CHARS = 1000  # of a new run's goal, in its lock: well within MAX_HOLDER_BYTES as JSON
 
 
 class RunLock:
@@ -97,10 +98,13 @@ class RunLock:
         finally:
             os.close(fd)
 
-    def name(self, run_id: str) -> None:
-        """Write the run's id beside the holder's pid (a new run gets its id after the lock)."""
+    def name(self, run_id: str, goal: str = "") -> None:
+        """Write the run's id beside the holder's pid (a new run gets its id after the lock),
+        and its `goal` when given, cut at GOAL_CHARS, for `agent runs` to show while the run
+        has saved nothing yet (the caller masks what it must)."""
         if self._fd is not None:
-            _write_holder(self._fd, {**self._holder(), "run_id": run_id})
+            said = {"goal": goal[:GOAL_CHARS]} if goal else {}
+            _write_holder(self._fd, {**self._holder(), "run_id": run_id, **said})
 
     def _holder(self) -> dict[str, Any]:
         holder: dict[str, Any] = {"pid": os.getpid(), "started": self._started}

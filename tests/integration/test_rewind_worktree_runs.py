@@ -123,6 +123,40 @@ def test_a_live_worktree_run_is_listed_with_its_worktree(
     assert child.returncode == 0, out + err
 
 
+@pytest.mark.slow  # the run is a real `agent` process
+def test_a_worktree_run_still_planning_is_listed_starting_with_its_goal_masked(
+    agent_in_process, agent_env, fake_server, repo
+):
+    key = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx12"  # a known key shape, in the goal
+    goal = f"{GOAL} with the key {key}"
+    held = Held([{**two_task_plan(), "held": True}, write("one.txt"), finish(), write("two.txt")])
+    srv = fake_server(held)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "agent_cli", "run", goal, "--worktree", "--yes", "--json"]
+        + ["--base-url", srv.url],
+        cwd=repo,
+        env=agent_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with held:  # the plan's reply waits: the run has its id and worktree, and saved nothing
+            deadline, planning = time.monotonic() + 120, []
+            while time.monotonic() < deadline and not planning:
+                rows = json.loads(agent_in_process("runs", "--json", cwd=repo).stdout)
+                planning = [r for r in rows if r.get("live") and r["status"] == "starting"]
+                time.sleep(0.1)
+            assert planning, "the run never showed as starting"
+            (row,) = planning
+            assert row["pid"] == child.pid and row["goal"] == f"{GOAL} with the key [REDACTED]"
+            lock = repo / ".agent" / "runs" / row["run_id"] / "run.lock"
+            assert key not in lock.read_text()  # masked where it is written, not only shown
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_rejected_worktree_run_keeps_its_tree_until_clean_force(
     agent_in_process, fake_server, repo
 ):
