@@ -63,3 +63,16 @@ def test_the_views_survive_an_exported_state():
     again.import_state(state)
     again.add("edit", Y, summary=f"wrote {PATH}", path=PATH)
     assert "first version X" not in again.assemble().render()
+
+
+def test_a_file_is_one_file_however_its_path_is_spelt():
+    mem = WorkingMemory()
+    read = mem.add("file", X, summary="read ./calc/stats.py", path="./calc/stats.py")
+    again = mem.add(
+        "file", X + "\n", summary="read calc/../calc/stats.py", path="calc/../calc/stats.py"
+    )
+    latest = mem.add("edit", Y, summary=f"wrote {PATH}", path=PATH)
+    text = mem.assemble().render()
+    assert "first version X" not in text and "second version Y" in text
+    for old in (read, again):
+        assert f"[file {old}] {PATH}, superseded by {latest}\n" in text

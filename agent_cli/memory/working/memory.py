@@ -18,6 +18,7 @@ merges into it: one item, its count shown in its header, moved to the end as the
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -235,7 +236,8 @@ class WorkingMemory:
         """
         item_id = self._add(kind, text, summary)
         if path and kind in ("file", "edit"):
-            self._supersede_views(kind, path, item_id)
+            # one file however it is spelt: `./a.py`, `a/../a.py` and `a.py` are one
+            self._supersede_views(kind, posixpath.normpath(path), item_id)
         return item_id
 
     def _supersede_views(self, kind: str, path: str, item_id: str) -> None:
