@@ -9,7 +9,7 @@ import pytest
 
 from agent_cli.workspace.git.repository import GitRepo, cache_file
 from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
-from conftest import git
+from conftest import git, make_repo
 
 
 @pytest.fixture
@@ -17,14 +17,7 @@ def ws(tmp_path) -> RepoWorkspace:
     root = tmp_path / "repo"
     root.mkdir()
     (root / "a.txt").write_text("one\n")
-    for args in (
-        ["init", "-q", "-b", "main"],
-        ["config", "user.email", "test@example.com"],
-        ["config", "user.name", "Test"],
-        ["add", "-A"],
-        ["commit", "-q", "-m", "initial"],
-    ):
-        git(root, *args)
+    make_repo(root)
     workspace = RepoWorkspace(GitRepo(root), CommandRunner(root, [], timeout_s=30, env={}))
     yield workspace
     workspace.close()

@@ -10,6 +10,7 @@ import pytest
 from agent_cli.workspace.git.repository import GitRepo
 from agent_cli.workspace.repo import CommandRunner, RepoWorkspace
 from conftest import git
+from conftest import make_repo as committed
 
 RUN = "agent/r1"
 
@@ -19,15 +20,7 @@ def make_repo(path: Path) -> Path:
     path.mkdir(parents=True)
     (path / "a.txt").write_text("one\n")
     (path / "b.txt").write_text("bee\n")
-    for args in (
-        ["init", "-q", "-b", "main"],
-        ["config", "user.email", "test@example.com"],
-        ["config", "user.name", "Test"],
-        ["add", "-A"],
-        ["commit", "-q", "-m", "initial"],
-    ):
-        git(path, *args)
-    return path
+    return committed(path)
 
 
 def status(repo: Path) -> str:
