@@ -17,6 +17,7 @@ from runkit import (
 )
 
 from conftest import git
+from integration.test_check_changed import EDIT_TEST
 
 WEAK_TESTS = "def test_mean():\n    assert True\n"
 
@@ -155,14 +156,6 @@ COMMITS_WHEN_IMPORTED = GOOD_MEDIAN + (
     "_sp.run(['git', 'add', '-A'])\n"
     "_sp.run(['git', 'commit', '-qm', 'from the check'])\n"
 )
-EDIT_TEST = {
-    "tool": "edit_file",
-    "args": {
-        "path": "tests/test_stats.py",
-        "old": "import pytest\n",
-        "new": "import pytest  # ok\n",
-    },
-}
 
 
 @pytest.mark.slow
