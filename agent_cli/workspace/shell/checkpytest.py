@@ -77,8 +77,9 @@ def cache_unloaded(words: Sequence[str], root: Path | None) -> bool:
     """Whether `-p no:cacheprovider` is among `words` (each split as a shell would, so a
     `sh -c '...'` check's script counts) or in the `addopts` of the settings pytest finds from
     `root`."""
-    texts = [*words, settings_addopts(root) if root is not None else ""]
-    return _unloads(list(words)) or any(_unloads(_split(text)) for text in texts)
+    if _unloads(list(words)) or any(_unloads(_split(text)) for text in words):
+        return True
+    return root is not None and _unloads(_split(settings_addopts(root)))  # read only if needed
 
 
 def _unloads(args: list[str]) -> bool:
